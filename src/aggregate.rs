@@ -1,0 +1,168 @@
+//! Debounce provider snapshots, merge namespaces with qualified names, compile
+//! and publish. The only place where providers meet the runtime.
+
+use crate::compile::{CompileContext, compile};
+use crate::config::Dynamic;
+use crate::provider::Snapshot;
+use crate::runtime::report::ProviderReport;
+use crate::runtime::{Registries, RuntimeHandle};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+#[derive(Default)]
+struct ProviderState {
+    dynamic: Dynamic,
+    report: ProviderReport,
+    warnings: Vec<String>,
+}
+
+/// Merges the providers' configurations into one, qualifying every name with
+/// its provider (`app` from `file` becomes `app@file`).
+pub fn merge<'a>(
+    providers: impl IntoIterator<Item = (&'a str, &'a Dynamic)>,
+) -> (Dynamic, Vec<String>) {
+    fn qualify<T: Clone>(
+        into: &mut BTreeMap<String, T>,
+        from: &BTreeMap<String, T>,
+        provider: &str,
+        kind: &str,
+        warnings: &mut Vec<String>,
+    ) {
+        for (name, value) in from {
+            if name.contains('@') {
+                warnings.push(format!(
+                    "{kind} `{name}` from provider {provider}: names cannot contain `@`; ignored"
+                ));
+                continue;
+            }
+            into.insert(format!("{name}@{provider}"), value.clone());
+        }
+    }
+    let mut merged = Dynamic::default();
+    let mut warnings = Vec::new();
+    for (provider, d) in providers {
+        qualify(
+            &mut merged.http.routers,
+            &d.http.routers,
+            provider,
+            "router",
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.http.services,
+            &d.http.services,
+            provider,
+            "service",
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.http.middlewares,
+            &d.http.middlewares,
+            provider,
+            "middleware",
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.http.servers_transports,
+            &d.http.servers_transports,
+            provider,
+            "servers transport",
+            &mut warnings,
+        );
+        merged
+            .tls
+            .certificates
+            .extend(d.tls.certificates.iter().cloned());
+        qualify(
+            &mut merged.tls.options,
+            &d.tls.options,
+            provider,
+            "TLS options",
+            &mut warnings,
+        );
+        // Stores are global in Traefik (there is one `default` store), so they keep their names.
+        for (name, store) in &d.tls.stores {
+            merged
+                .tls
+                .stores
+                .entry(name.clone())
+                .or_insert_with(|| store.clone());
+        }
+        if merged.tcp.is_none() {
+            merged.tcp.clone_from(&d.tcp);
+        }
+        if merged.udp.is_none() {
+            merged.udp.clone_from(&d.udp);
+        }
+    }
+    (merged, warnings)
+}
+
+/// Receives snapshots until every sender is gone; after each burst (quiet for
+/// `throttle`) compiles and publishes one new runtime.
+pub fn spawn_aggregate(
+    mut rx: mpsc::Receiver<Snapshot>,
+    handle: Arc<RuntimeHandle>,
+    ctx: CompileContext,
+    registries: Arc<Registries>,
+    throttle: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut states: BTreeMap<&'static str, ProviderState> = BTreeMap::new();
+        let mut generation = 0u64;
+        let mut logged: BTreeSet<String> = BTreeSet::new();
+        while let Some(first) = rx.recv().await {
+            apply(&mut states, first);
+            // Wait out the burst: a provider often sends several snapshots in
+            // a row (an editor's save, containers starting together).
+            while let Ok(Some(next)) = tokio::time::timeout(throttle, rx.recv()).await {
+                apply(&mut states, next);
+            }
+            let (merged, mut warnings) = merge(states.iter().map(|(p, s)| (*p, &s.dynamic)));
+            for s in states.values() {
+                warnings.extend(s.warnings.iter().cloned());
+            }
+            let mut runtime = compile(Arc::new(merged), &ctx, &registries);
+            generation += 1;
+            runtime.generation = generation;
+            runtime.report.warnings.extend(warnings);
+            runtime.report.providers = states
+                .iter()
+                .map(|(p, s)| ((*p).to_owned(), s.report.clone()))
+                .collect();
+            // Log each problem once, not on every reload.
+            let lines: BTreeSet<String> = runtime.report.lines().into_iter().collect();
+            for line in lines.difference(&logged) {
+                tracing::warn!("{line}");
+            }
+            logged = lines;
+            let routers = runtime.report.routers.len();
+            handle.store(runtime);
+            registries.sweep();
+            tracing::info!(generation, routers, "configuration applied");
+        }
+    })
+}
+
+fn apply(states: &mut BTreeMap<&'static str, ProviderState>, snap: Snapshot) {
+    let state = states.entry(snap.provider).or_default();
+    match snap.dynamic {
+        Some(d) => {
+            state.dynamic = d;
+            state.report.last_error = None;
+            state.report.last_sync = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs());
+            state.warnings = snap.warnings;
+        }
+        None => {
+            if let Some(e) = &snap.error {
+                tracing::error!(provider = snap.provider, error = %e, "configuration rejected; the last good one stays in use");
+            }
+            state.report.last_error = snap.error;
+        }
+    }
+}

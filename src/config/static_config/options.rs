@@ -1,0 +1,458 @@
+//! The table of known options, the matching of flag and environment names
+//! against it, and `--help`.
+
+use std::fmt::Write as _;
+
+/// The placeholder segment for a user-chosen name, such as an entry
+/// point's.
+pub(super) const NAME: &str = "<name>";
+
+/// What kind of value an option takes, which says how a flag or an
+/// environment variable's text becomes a configuration value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueKind {
+    /// Free text, such as a path or a log level.
+    String,
+    /// `true` or `false`; a flag given without a value means `true`.
+    Bool,
+    /// A whole number, zero or more.
+    Int,
+    /// A duration such as `10s` or `250ms`, or a number of seconds.
+    Duration,
+    /// Comma-separated values: `a,b,c`.
+    List,
+    /// A listen address such as `:80` or `127.0.0.1:8080`.
+    Address,
+    /// A section enabled with its defaults by `true` (or no value) and
+    /// removed by `false`.
+    Section,
+}
+
+impl ValueKind {
+    /// The placeholder shown after `=` in `--help`.
+    pub fn metavar(self) -> &'static str {
+        match self {
+            ValueKind::String => "TEXT",
+            ValueKind::Bool | ValueKind::Section => "BOOL",
+            ValueKind::Int => "N",
+            ValueKind::Duration => "DURATION",
+            ValueKind::List => "A,B,...",
+            ValueKind::Address => "[HOST]:PORT",
+        }
+    }
+
+    /// What a value of this kind looks like, for error messages.
+    pub fn expected(self) -> &'static str {
+        match self {
+            ValueKind::String => "a value",
+            ValueKind::Bool | ValueKind::Section => "true or false",
+            ValueKind::Int => "a whole number",
+            ValueKind::Duration => "a duration such as `10s` or `250ms`",
+            ValueKind::List => "a comma-separated list",
+            ValueKind::Address => "an address such as `:80` or `127.0.0.1:8080`",
+        }
+    }
+
+    /// Whether a flag of this kind may be given without a value.
+    pub fn value_optional(self) -> bool {
+        matches!(self, ValueKind::Bool | ValueKind::Section)
+    }
+}
+
+/// One known option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionSpec {
+    /// The dotted key path with Traefik's names, `<name>` standing for a
+    /// user-chosen name: `entryPoints.<name>.address`.
+    pub path: &'static str,
+    /// The kind of value it takes.
+    pub kind: ValueKind,
+    /// The default as written in configuration; empty when there is none.
+    pub default: &'static str,
+    /// One line saying what it does.
+    pub description: &'static str,
+}
+
+impl OptionSpec {
+    /// The path's segments.
+    pub fn segments(&self) -> impl Iterator<Item = &'static str> {
+        self.path.split('.')
+    }
+}
+
+const fn opt(
+    path: &'static str,
+    kind: ValueKind,
+    default: &'static str,
+    description: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        path,
+        kind,
+        default,
+        description,
+    }
+}
+
+/// Every static configuration option, grouped by their first segment.
+pub const OPTIONS: &[OptionSpec] = &[
+    opt(
+        "entryPoints.<name>.address",
+        ValueKind::Address,
+        "",
+        "Address to listen on (required for each entry point).",
+    ),
+    opt(
+        "entryPoints.<name>.forwardedHeaders.trustedIPs",
+        ValueKind::List,
+        "",
+        "Proxies (IPs or CIDR ranges) whose X-Forwarded-* headers are kept.",
+    ),
+    opt(
+        "entryPoints.<name>.forwardedHeaders.insecure",
+        ValueKind::Bool,
+        "false",
+        "Keep X-Forwarded-* headers from every client.",
+    ),
+    opt(
+        "entryPoints.<name>.transport.lifeCycle.requestAcceptGraceTimeout",
+        ValueKind::Duration,
+        "0s",
+        "On shutdown, keep accepting requests this long before closing the listener.",
+    ),
+    opt(
+        "entryPoints.<name>.transport.lifeCycle.graceTimeOut",
+        ValueKind::Duration,
+        "10s",
+        "On shutdown, time given to in-flight requests to finish.",
+    ),
+    opt(
+        "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
+        ValueKind::Duration,
+        "60s",
+        "Longest time to read a request, body included (0s: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.transport.respondingTimeouts.writeTimeout",
+        ValueKind::Duration,
+        "0s",
+        "Longest time to write a response (0s: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.transport.respondingTimeouts.idleTimeout",
+        ValueKind::Duration,
+        "180s",
+        "Longest wait for the next request on a keep-alive connection (0s: no limit).",
+    ),
+    opt(
+        "providers.providersThrottleDuration",
+        ValueKind::Duration,
+        "50ms",
+        "Wait this long after a provider change to batch further ones.",
+    ),
+    opt(
+        "providers.file",
+        ValueKind::Section,
+        "false",
+        "Enable the file provider.",
+    ),
+    opt(
+        "providers.file.filename",
+        ValueKind::String,
+        "",
+        "Dynamic configuration file (TOML or YAML); set this or directory.",
+    ),
+    opt(
+        "providers.file.directory",
+        ValueKind::String,
+        "",
+        "Directory of dynamic configuration files; set this or filename.",
+    ),
+    opt(
+        "providers.file.watch",
+        ValueKind::Bool,
+        "true",
+        "Reload when the file or directory changes.",
+    ),
+    opt(
+        "log.level",
+        ValueKind::String,
+        "INFO",
+        "Log level: TRACE, DEBUG, INFO, WARN or ERROR.",
+    ),
+    opt(
+        "serversTransport.maxIdleConnsPerHost",
+        ValueKind::Int,
+        "200",
+        "Idle keep-alive connections kept per backend host.",
+    ),
+    opt(
+        "serversTransport.forwardingTimeouts.dialTimeout",
+        ValueKind::Duration,
+        "30s",
+        "Longest time to connect to a backend.",
+    ),
+    opt(
+        "serversTransport.forwardingTimeouts.responseHeaderTimeout",
+        ValueKind::Duration,
+        "0s",
+        "Longest wait for a backend's response headers (0s: no limit).",
+    ),
+    opt(
+        "serversTransport.forwardingTimeouts.idleConnTimeout",
+        ValueKind::Duration,
+        "90s",
+        "How long an idle connection to a backend stays open.",
+    ),
+];
+
+/// The heading for a group of options, by first segment.
+fn group_title(first: &str) -> &str {
+    match first {
+        "entryPoints" => "Entry points (one set per <name>)",
+        "providers" => "Providers",
+        "log" => "Log",
+        "serversTransport" => "Connections to backend servers",
+        other => other,
+    }
+}
+
+/// The `--help` text: usage, how the sources combine, and every option with
+/// its default.
+pub fn help_text() -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the results are ignored.
+    let _ = writeln!(
+        out,
+        "gangway {}: an edge router configured like Traefik v3\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let _ = writeln!(
+        out,
+        "Usage: gangway [--configFile=PATH] [--OPTION=VALUE]...\n"
+    );
+    out.push_str(
+        "Sources, each overriding the ones before it option by option:\n\
+         \x20 built-in defaults < configuration file < environment < command line.\n\
+         Configuration file: --configFile=PATH (or GANGWAY_CONFIGFILE), otherwise\n\
+         \x20 gangway.toml, gangway.yml or gangway.yaml in the working directory if present.\n\
+         Environment: GANGWAY_ then the option path in upper case with `_` for `.`:\n\
+         \x20 GANGWAY_LOG_LEVEL=DEBUG is --log.level=DEBUG; names (<name>) are lower-cased.\n\
+         Command line: --option=value or --option value; option names ignore case;\n\
+         \x20 lists are comma-separated; a BOOL option alone means true.\n\
+         With no entry point configured, gangway listens on `web` at :80.\n",
+    );
+    out.push_str(
+        "\nGeneral\n\
+         \x20 --configFile=PATH\n\
+         \x20     Static configuration file (.toml, .yml or .yaml).\n\
+         \x20 -h, --help\n\
+         \x20     Show this help and exit.\n\
+         \x20 --version\n\
+         \x20     Show the version and exit.\n",
+    );
+    let mut current_group = "";
+    for spec in OPTIONS {
+        let first = spec.segments().next().unwrap_or_default();
+        if first != current_group {
+            current_group = first;
+            let _ = writeln!(out, "\n{}", group_title(first));
+        }
+        let value = if spec.kind.value_optional() {
+            format!("[={}]", spec.kind.metavar())
+        } else {
+            format!("={}", spec.kind.metavar())
+        };
+        let default = if spec.default.is_empty() {
+            String::from("none")
+        } else {
+            spec.default.to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "  --{}{value}\n      {} [default: {default}]",
+            spec.path, spec.description
+        );
+    }
+    out
+}
+
+/// An option found for a flag or an environment variable.
+#[derive(Debug, Clone)]
+pub(super) struct Matched {
+    /// The row.
+    pub spec: &'static OptionSpec,
+    /// The concrete key path: the row's segments with names filled in.
+    pub path: Vec<String>,
+}
+
+/// More tokens than this is no option; the bound keeps matching cheap on
+/// hostile input.
+const MAX_TOKENS: usize = 32;
+/// Longest segment compared for suggestions.
+const MAX_SEGMENT_LEN: usize = 64;
+/// Largest total edit distance that still earns a suggestion.
+const MAX_SUGGESTION_DISTANCE: usize = 3;
+
+/// Case-insensitive edit distance between two segments.
+pub(super) fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
+    let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
+    if a.len() > MAX_SEGMENT_LEN || b.len() > MAX_SEGMENT_LEN {
+        return if a == b { 0 } else { usize::MAX / 4 };
+    }
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        current[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous[j] + usize::from(ca != cb);
+            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+/// The cheapest way to line `tokens` up with `pattern`: each literal segment
+/// takes one token, each `<name>` takes one token or, when `multi_token_names`
+/// is set, several. Returns the summed edit distance of the literal segments
+/// and, per `<name>`, the number of tokens it took.
+fn align(
+    pattern: &[&str],
+    tokens: &[&str],
+    multi_token_names: bool,
+) -> Option<(usize, Vec<usize>)> {
+    let Some((first, rest)) = pattern.split_first() else {
+        return tokens.is_empty().then(|| (0, Vec::new()));
+    };
+    if tokens.len() < pattern.len() {
+        return None;
+    }
+    if *first == NAME {
+        let most = if multi_token_names {
+            tokens.len() - rest.len()
+        } else {
+            1
+        };
+        let mut best: Option<(usize, Vec<usize>)> = None;
+        for taken in 1..=most {
+            let name_tokens = tokens.get(..taken)?;
+            if name_tokens.iter().all(|t| t.is_empty()) {
+                continue;
+            }
+            let Some((cost, mut widths)) = align(rest, tokens.get(taken..)?, multi_token_names)
+            else {
+                continue;
+            };
+            // Ties go to the shortest name, i.e. the most literal segments
+            // matched.
+            if best.as_ref().is_none_or(|(b, _)| cost < *b) {
+                widths.insert(0, taken);
+                best = Some((cost, widths));
+            }
+        }
+        best
+    } else {
+        let (token, rest_tokens) = tokens.split_first()?;
+        let (cost, widths) = align(rest, rest_tokens, multi_token_names)?;
+        Some((cost + distance(first, token), widths))
+    }
+}
+
+/// Fills a row's segments with names taken from `tokens` according to
+/// `widths`, joining multi-token names with `_`.
+fn fill(
+    spec: &OptionSpec,
+    tokens: &[&str],
+    widths: &[usize],
+    lowercase_names: bool,
+) -> Vec<String> {
+    let mut path = Vec::new();
+    let mut at = 0;
+    let mut names = widths.iter();
+    for segment in spec.segments() {
+        if segment == NAME {
+            let width = names.next().copied().unwrap_or(1);
+            let end = (at + width).min(tokens.len());
+            let name = tokens.get(at..end).unwrap_or_default().join("_");
+            path.push(if lowercase_names {
+                name.to_lowercase()
+            } else {
+                name
+            });
+            at = end;
+        } else {
+            path.push(segment.to_owned());
+            at += 1;
+        }
+    }
+    path
+}
+
+/// How a name was split into tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    /// A flag: dot-separated, names kept as written.
+    Flag,
+    /// An environment variable: `_`-separated, names lower-cased and able
+    /// to span several tokens.
+    Env,
+}
+
+/// Finds the row `tokens` names exactly (segments compared without regard
+/// to case), or else the closest row as a suggestion.
+pub(super) fn lookup(tokens: &[&str], style: Style) -> Result<Matched, Option<Vec<String>>> {
+    if tokens.len() > MAX_TOKENS {
+        return Err(None);
+    }
+    let multi = style == Style::Env;
+    let mut best: Option<(usize, usize, &'static OptionSpec, Vec<usize>)> = None;
+    for spec in OPTIONS {
+        let pattern: Vec<&str> = spec.segments().collect();
+        let Some((cost, widths)) = align(&pattern, tokens, multi) else {
+            continue;
+        };
+        let name_tokens: usize = widths.iter().sum();
+        let better = best
+            .as_ref()
+            .is_none_or(|(c, n, _, _)| (cost, name_tokens) < (*c, *n));
+        if better {
+            best = Some((cost, name_tokens, spec, widths));
+        }
+    }
+    match best {
+        Some((0, _, spec, widths)) => Ok(Matched {
+            spec,
+            path: fill(spec, tokens, &widths, style == Style::Env),
+        }),
+        Some((cost, _, spec, widths)) if cost <= MAX_SUGGESTION_DISTANCE => {
+            Err(Some(fill(spec, tokens, &widths, false)))
+        }
+        _ => Err(suggest_by_last_segment(tokens)),
+    }
+}
+
+/// For a name with segments missing or extra, suggests the one row whose
+/// last segment is the name's last token, if exactly one is.
+fn suggest_by_last_segment(tokens: &[&str]) -> Option<Vec<String>> {
+    let last = tokens.last()?;
+    let mut candidates = OPTIONS.iter().filter(|spec| {
+        spec.segments()
+            .last()
+            .is_some_and(|segment| segment.eq_ignore_ascii_case(last))
+    });
+    let spec = candidates.next()?;
+    if candidates.next().is_some() {
+        return None;
+    }
+    Some(
+        spec.segments()
+            .enumerate()
+            .map(|(i, segment)| match tokens.get(i) {
+                Some(token) if segment == NAME && tokens.len() > 2 => (*token).to_owned(),
+                _ => segment.to_owned(),
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,1463 @@
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::options::{NAME, Style, lookup};
+use super::*;
+use crate::config::duration::Duration;
+use crate::config::format::FormatError;
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn vars(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// A working directory holding `files` (name, contents).
+fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    dir
+}
+
+fn empty_dir() -> tempfile::TempDir {
+    dir_with(&[])
+}
+
+fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (StaticConfig, Option<PathBuf>) {
+    match load(&strings(args), &vars(env), cwd) {
+        Ok(Loaded::Run(config, file)) => (config, file),
+        Ok(other) => panic!("expected a configuration, got {other:?}"),
+        Err(e) => panic!("expected a configuration, got error: {e}"),
+    }
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> StaticConfig {
+    run_in(empty_dir().path(), args, env).0
+}
+
+fn fail_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> StaticConfigError {
+    match load(&strings(args), &vars(env), cwd) {
+        Ok(loaded) => panic!("expected an error, got {loaded:?}"),
+        Err(e) => e,
+    }
+}
+
+fn fail(args: &[&str], env: &[(&str, &str)]) -> StaticConfigError {
+    fail_in(empty_dir().path(), args, env)
+}
+
+fn addr(text: &str) -> ListenAddress {
+    text.parse().unwrap()
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+// ---------------------------------------------------------------- addresses
+
+#[test]
+fn address_forms() {
+    let cases: &[(&str, Option<IpAddr>, u16, &str)] = &[
+        (":80", None, 80, ":80"),
+        (":80/tcp", None, 80, ":80"),
+        (":443/TCP", None, 443, ":443"),
+        (
+            "127.0.0.1:8000",
+            Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            8000,
+            "127.0.0.1:8000",
+        ),
+        (
+            "0.0.0.0:80",
+            Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+            80,
+            "0.0.0.0:80",
+        ),
+        (
+            "[::1]:8443",
+            Some(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            8443,
+            "[::1]:8443",
+        ),
+        (
+            "[::]:80/tcp",
+            Some(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+            80,
+            "[::]:80",
+        ),
+        (":0", None, 0, ":0"),
+        (":65535", None, 65535, ":65535"),
+    ];
+    for (text, host, port, shown) in cases {
+        let parsed = addr(text);
+        assert_eq!(parsed.host, *host, "{text}");
+        assert_eq!(parsed.port, *port, "{text}");
+        assert_eq!(parsed.to_string(), *shown, "{text}");
+        assert_eq!(addr(shown), parsed, "round trip of {text}");
+    }
+    assert_eq!(ListenAddress::default().to_string(), ":80");
+    assert_eq!(
+        addr(":8080").socket_addr(),
+        "0.0.0.0:8080".parse::<std::net::SocketAddr>().unwrap()
+    );
+    assert_eq!(
+        ListenAddress::from("[::1]:9".parse::<std::net::SocketAddr>().unwrap()),
+        addr("[::1]:9")
+    );
+}
+
+#[test]
+fn address_errors() {
+    let err = |text: &str| match text.parse::<ListenAddress>() {
+        Ok(a) => panic!("`{text}` should not parse, got {a}"),
+        Err(e) => e,
+    };
+    assert!(matches!(err("80"), AddressError::Invalid { .. }));
+    assert!(matches!(err(""), AddressError::Invalid { .. }));
+    assert!(matches!(err(":"), AddressError::BadPort { .. }));
+    assert!(matches!(err(":http"), AddressError::BadPort { .. }));
+    assert!(matches!(err(":65536"), AddressError::BadPort { .. }));
+    assert!(matches!(err(":-1"), AddressError::BadPort { .. }));
+    assert!(matches!(err(":+80"), AddressError::BadPort { .. }));
+    assert!(matches!(err("localhost:80"), AddressError::BadHost { .. }));
+    assert!(matches!(err("::1:80"), AddressError::BadHost { .. }));
+    assert!(matches!(err("[::1:80"), AddressError::BadHost { .. }));
+    assert!(matches!(
+        err("[127.0.0.1]:80"),
+        AddressError::BadHost { .. }
+    ));
+    assert!(matches!(err("256.0.0.1:80"), AddressError::BadHost { .. }));
+    let udp = err(":53/udp");
+    assert!(matches!(udp, AddressError::UnsupportedProtocol { .. }));
+    assert_eq!(
+        udp.to_string(),
+        "`:53/udp`: only TCP entry points are supported (drop the `/udp` suffix)"
+    );
+    assert!(matches!(
+        err(":80/sctp"),
+        AddressError::UnsupportedProtocol { .. }
+    ));
+    assert_eq!(
+        err("80").to_string(),
+        "`80` is not a listen address (try `:80` or `127.0.0.1:8080`)"
+    );
+}
+
+#[test]
+fn address_serde_is_a_string() {
+    #[derive(Deserialize)]
+    struct Holder {
+        a: ListenAddress,
+    }
+    let h: Holder = toml::from_str("a = \"[::1]:8443/tcp\"").unwrap();
+    assert_eq!(h.a, addr("[::1]:8443"));
+    assert_eq!(serde_json::to_value(h.a).unwrap(), json!("[::1]:8443"));
+    assert!(toml::from_str::<Holder>("a = 80").is_err());
+}
+
+// ------------------------------------------------------------- log levels
+
+#[test]
+fn log_levels() {
+    for (text, level) in [
+        ("TRACE", LogLevel::Trace),
+        ("debug", LogLevel::Debug),
+        ("Info", LogLevel::Info),
+        ("WARN", LogLevel::Warn),
+        ("error", LogLevel::Error),
+        ("FATAL", LogLevel::Error),
+        ("panic", LogLevel::Error),
+    ] {
+        assert_eq!(text.parse::<LogLevel>().unwrap(), level, "{text}");
+    }
+    assert_eq!(LogLevel::default(), LogLevel::Info);
+    assert_eq!(
+        "LOUD".parse::<LogLevel>().unwrap_err().to_string(),
+        "`LOUD` is not a log level (TRACE, DEBUG, INFO, WARN, ERROR)"
+    );
+    assert_eq!(serde_json::to_value(LogLevel::Warn).unwrap(), json!("WARN"));
+}
+
+// ------------------------------------------------------------------ files
+
+const TRAEFIK_TOML: &str = r#"
+# A Traefik v3 static configuration.
+[entryPoints]
+  [entryPoints.web]
+    address = ":80"
+
+  [entryPoints.websecure]
+    address = ":443"
+    [entryPoints.websecure.forwardedHeaders]
+      trustedIPs = ["127.0.0.1/32", "192.168.1.7", "10.0.0.0/8"]
+    [entryPoints.websecure.transport.lifeCycle]
+      requestAcceptGraceTimeout = 42
+      graceTimeOut = "42s"
+    [entryPoints.websecure.transport.respondingTimeouts]
+      readTimeout = "30s"
+      writeTimeout = "5s"
+      idleTimeout = 360
+
+[providers]
+  providersThrottleDuration = "2s"
+  [providers.file]
+    filename = "dynamic.toml"
+    watch = false
+
+[log]
+  level = "DEBUG"
+
+[serversTransport]
+  maxIdleConnsPerHost = 7
+  [serversTransport.forwardingTimeouts]
+    dialTimeout = "1s"
+    responseHeaderTimeout = "1m30s"
+    idleConnTimeout = 1
+"#;
+
+const TRAEFIK_YAML: &str = r#"
+# A Traefik v3 static configuration.
+entryPoints:
+  web:
+    address: ":80"
+  websecure:
+    address: ":443"
+    forwardedHeaders:
+      trustedIPs:
+        - "127.0.0.1/32"
+        - "192.168.1.7"
+        - "10.0.0.0/8"
+    transport:
+      lifeCycle:
+        requestAcceptGraceTimeout: 42
+        graceTimeOut: 42s
+      respondingTimeouts:
+        readTimeout: 30s
+        writeTimeout: 5s
+        idleTimeout: 360
+
+providers:
+  providersThrottleDuration: 2s
+  file:
+    filename: dynamic.toml
+    watch: false
+
+log:
+  level: DEBUG
+
+serversTransport:
+  maxIdleConnsPerHost: 7
+  forwardingTimeouts:
+    dialTimeout: 1s
+    responseHeaderTimeout: 1m30s
+    idleConnTimeout: 1
+"#;
+
+fn check_traefik_file(config: &StaticConfig) {
+    assert_eq!(
+        config.entry_points.keys().collect::<Vec<_>>(),
+        ["web", "websecure"]
+    );
+    let web = &config.entry_points["web"];
+    assert_eq!(web.address, addr(":80"));
+    assert_eq!(web.forwarded_headers, ForwardedHeaders::default());
+    assert_eq!(web.transport, EntryPointTransport::default());
+
+    let secure = &config.entry_points["websecure"];
+    assert_eq!(secure.address, addr(":443"));
+    let trusted: Vec<String> = secure
+        .forwarded_headers
+        .trusted_ips
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(trusted, ["127.0.0.1/32", "192.168.1.7/32", "10.0.0.0/8"]);
+    assert!(!secure.forwarded_headers.insecure);
+    let life = &secure.transport.life_cycle;
+    assert_eq!(life.request_accept_grace_timeout, secs(42));
+    assert_eq!(life.grace_time_out, secs(42));
+    let responding = &secure.transport.responding_timeouts;
+    assert_eq!(responding.read_timeout, secs(30));
+    assert_eq!(responding.write_timeout, secs(5));
+    assert_eq!(responding.idle_timeout, secs(360));
+
+    assert_eq!(config.providers.providers_throttle_duration, secs(2));
+    assert_eq!(
+        config.providers.file,
+        Some(FileProvider {
+            filename: Some(PathBuf::from("dynamic.toml")),
+            directory: None,
+            watch: false,
+        })
+    );
+    assert_eq!(config.log.level, LogLevel::Debug);
+    assert_eq!(config.servers_transport.max_idle_conns_per_host, 7);
+    let forwarding = &config.servers_transport.forwarding_timeouts;
+    assert_eq!(forwarding.dial_timeout, secs(1));
+    assert_eq!(forwarding.response_header_timeout, secs(90));
+    assert_eq!(forwarding.idle_conn_timeout, secs(1));
+}
+
+#[test]
+fn traefik_toml_file_loads() {
+    let dir = dir_with(&[("gangway.toml", TRAEFIK_TOML)]);
+    let (config, file) = run_in(dir.path(), &[], &[]);
+    check_traefik_file(&config);
+    assert_eq!(file, Some(dir.path().join("gangway.toml")));
+}
+
+#[test]
+fn traefik_yaml_file_loads() {
+    for name in ["gangway.yml", "gangway.yaml"] {
+        let dir = dir_with(&[(name, TRAEFIK_YAML)]);
+        let (config, file) = run_in(dir.path(), &[], &[]);
+        check_traefik_file(&config);
+        assert_eq!(file, Some(dir.path().join(name)));
+    }
+}
+
+#[test]
+fn explicit_config_file_in_any_case_and_form() {
+    let dir = dir_with(&[("traefik.yml", TRAEFIK_YAML), ("conf.TOML", TRAEFIK_TOML)]);
+    for args in [
+        &["--configFile=traefik.yml"][..],
+        &["--configfile", "traefik.yml"],
+        &["--CONFIGFILE=conf.TOML"],
+    ] {
+        let (config, file) = run_in(dir.path(), args, &[]);
+        check_traefik_file(&config);
+        assert!(file.is_some());
+    }
+    let absolute = dir.path().join("traefik.yml");
+    let arg = format!("--configFile={}", absolute.display());
+    let (_, file) = run_in(empty_dir().path(), &[&arg], &[]);
+    assert_eq!(file, Some(absolute));
+    // From the environment too; the flag wins over it.
+    let (config, file) = run_in(dir.path(), &[], &[("GANGWAY_CONFIGFILE", "traefik.yml")]);
+    check_traefik_file(&config);
+    assert_eq!(file, Some(dir.path().join("traefik.yml")));
+    let (_, file) = run_in(
+        dir.path(),
+        &["--configFile=conf.TOML"],
+        &[("GANGWAY_CONFIGFILE", "traefik.yml")],
+    );
+    assert_eq!(file, Some(dir.path().join("conf.TOML")));
+}
+
+#[test]
+fn default_file_order_and_absence() {
+    let dir = dir_with(&[
+        ("gangway.yaml", "log:\n  level: ERROR\n"),
+        ("gangway.toml", "[log]\nlevel = \"WARN\"\n"),
+    ]);
+    let (config, file) = run_in(dir.path(), &[], &[]);
+    assert_eq!(config.log.level, LogLevel::Warn);
+    assert_eq!(file, Some(dir.path().join("gangway.toml")));
+
+    let (_, file) = run_in(empty_dir().path(), &[], &[]);
+    assert_eq!(file, None);
+}
+
+#[test]
+fn empty_files_mean_defaults() {
+    for (name, text) in [
+        ("gangway.toml", ""),
+        ("gangway.yml", ""),
+        ("gangway.yaml", "~\n"),
+    ] {
+        let dir = dir_with(&[(name, text)]);
+        let (config, _) = run_in(dir.path(), &[], &[]);
+        assert_eq!(config, run(&[], &[]), "{name}");
+    }
+}
+
+#[test]
+fn yaml_empty_section_enables_it() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "providers:\n  file:\n    directory: /etc/gangway\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let file = config.providers.file.unwrap();
+    assert_eq!(file.directory, Some(PathBuf::from("/etc/gangway")));
+    assert!(file.watch);
+}
+
+// ------------------------------------------------------------- defaults
+
+#[test]
+fn nothing_configured_gives_web_on_80() {
+    let config = run(&[], &[]);
+    assert_eq!(config.entry_points.len(), 1);
+    let web = &config.entry_points["web"];
+    assert_eq!(web.address, addr(":80"));
+    assert_eq!(
+        web.transport.life_cycle.request_accept_grace_timeout,
+        secs(0)
+    );
+    assert_eq!(web.transport.life_cycle.grace_time_out, secs(10));
+    assert_eq!(web.transport.responding_timeouts.read_timeout, secs(60));
+    assert_eq!(web.transport.responding_timeouts.write_timeout, secs(0));
+    assert_eq!(web.transport.responding_timeouts.idle_timeout, secs(180));
+    assert_eq!(
+        config.providers.providers_throttle_duration,
+        Duration::from_millis(50)
+    );
+    assert_eq!(config.providers.file, None);
+    assert_eq!(config.log.level, LogLevel::Info);
+    assert_eq!(config.servers_transport.max_idle_conns_per_host, 200);
+    let forwarding = &config.servers_transport.forwarding_timeouts;
+    assert_eq!(forwarding.dial_timeout, secs(30));
+    assert_eq!(forwarding.response_header_timeout, secs(0));
+    assert_eq!(forwarding.idle_conn_timeout, secs(90));
+}
+
+#[test]
+fn configured_entry_points_replace_the_default() {
+    let config = run(&["--entryPoints.admin.address=127.0.0.1:9000"], &[]);
+    assert_eq!(config.entry_points.keys().collect::<Vec<_>>(), ["admin"]);
+}
+
+// ------------------------------------------------------------ precedence
+
+#[test]
+fn file_then_env_then_flags_per_key() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.web]\naddress = \":80\"\n\
+         [entryPoints.web.transport.respondingTimeouts]\nreadTimeout = \"5s\"\nidleTimeout = \"7s\"\n\
+         [entryPoints.other]\naddress = \":81\"\n\
+         [log]\nlevel = \"WARN\"\n\
+         [providers.file]\nfilename = \"from-file.toml\"\nwatch = false\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &[
+            "--entryPoints.web.address=:8000",
+            "--entryPoints.web.transport.respondingTimeouts.idleTimeout=9s",
+        ],
+        &[
+            ("GANGWAY_ENTRYPOINTS_WEB_ADDRESS", ":7000"),
+            (
+                "GANGWAY_ENTRYPOINTS_WEB_TRANSPORT_RESPONDINGTIMEOUTS_IDLETIMEOUT",
+                "8s",
+            ),
+            ("GANGWAY_LOG_LEVEL", "debug"),
+            ("GANGWAY_PROVIDERS_FILE_FILENAME", "from-env.toml"),
+            ("PATH", "/usr/bin"),
+            ("HOME", "/root"),
+        ],
+    );
+    let web = &config.entry_points["web"];
+    // Flags beat the environment, which beats the file...
+    assert_eq!(web.address, addr(":8000"));
+    assert_eq!(web.transport.responding_timeouts.idle_timeout, secs(9));
+    assert_eq!(config.log.level, LogLevel::Debug);
+    let file = config.providers.file.as_ref().unwrap();
+    assert_eq!(file.filename, Some(PathBuf::from("from-env.toml")));
+    // ...key by key: what only the file sets survives.
+    assert_eq!(web.transport.responding_timeouts.read_timeout, secs(5));
+    assert!(!file.watch);
+    assert_eq!(config.entry_points["other"].address, addr(":81"));
+}
+
+#[test]
+fn last_flag_wins() {
+    let config = run(&["--log.level=DEBUG", "--log.level=ERROR"], &[]);
+    assert_eq!(config.log.level, LogLevel::Error);
+}
+
+#[test]
+fn names_match_existing_ones_ignoring_case() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.WebSecure]\naddress = \":443\"\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &["--entrypoints.websecure.transport.lifecycle.gracetimeout=3s"],
+        &[(
+            "GANGWAY_ENTRYPOINTS_WEBSECURE_FORWARDEDHEADERS_INSECURE",
+            "true",
+        )],
+    );
+    assert_eq!(
+        config.entry_points.keys().collect::<Vec<_>>(),
+        ["WebSecure"]
+    );
+    let ep = &config.entry_points["WebSecure"];
+    assert_eq!(ep.transport.life_cycle.grace_time_out, secs(3));
+    assert!(ep.forwarded_headers.insecure);
+}
+
+// ----------------------------------------------------------------- flags
+
+#[test]
+fn flags_ignore_case_and_keep_name_case() {
+    let config = run(
+        &[
+            "--ENTRYPOINTS.Web.ADDRESS=:8000",
+            "--entrypoints.Api.address",
+            "127.0.0.1:9000",
+            "--LOG.LEVEL=debug",
+            "--serverstransport.forwardingtimeouts.responseheadertimeout=5s",
+        ],
+        &[],
+    );
+    assert_eq!(
+        config.entry_points.keys().collect::<Vec<_>>(),
+        ["Api", "Web"]
+    );
+    assert_eq!(config.entry_points["Web"].address, addr(":8000"));
+    assert_eq!(config.entry_points["Api"].address, addr("127.0.0.1:9000"));
+    assert_eq!(config.log.level, LogLevel::Debug);
+    assert_eq!(
+        config
+            .servers_transport
+            .forwarding_timeouts
+            .response_header_timeout,
+        secs(5)
+    );
+}
+
+#[test]
+fn key_space_value_form() {
+    let config = run(
+        &[
+            "--entrypoints.web.address",
+            ":8000",
+            "--providers.file.filename",
+            "dynamic.toml",
+            "--providers.providersThrottleDuration",
+            "100ms",
+            "--serversTransport.maxIdleConnsPerHost",
+            "3",
+        ],
+        &[],
+    );
+    assert_eq!(config.entry_points["web"].address, addr(":8000"));
+    assert_eq!(
+        config.providers.file.unwrap().filename,
+        Some(PathBuf::from("dynamic.toml"))
+    );
+    assert_eq!(
+        config.providers.providers_throttle_duration,
+        Duration::from_millis(100)
+    );
+    assert_eq!(config.servers_transport.max_idle_conns_per_host, 3);
+}
+
+#[test]
+fn bool_flags() {
+    let insecure = |args: &[&str]| {
+        let mut all = vec!["--entryPoints.web.address=:80"];
+        all.extend_from_slice(args);
+        run(&all, &[]).entry_points["web"]
+            .forwarded_headers
+            .insecure
+    };
+    assert!(insecure(&["--entryPoints.web.forwardedHeaders.insecure"]));
+    assert!(insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure=true"
+    ]));
+    assert!(insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure=TRUE"
+    ]));
+    assert!(insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure",
+        "true"
+    ]));
+    assert!(!insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure=false"
+    ]));
+    assert!(!insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure",
+        "false"
+    ]));
+    assert!(!insecure(&[
+        "--entryPoints.web.forwardedHeaders.insecure=0"
+    ]));
+    assert!(!insecure(&[]));
+
+    let watch = |args: &[&str]| {
+        let mut all = vec!["--providers.file.filename=d.toml"];
+        all.extend_from_slice(args);
+        run(&all, &[]).providers.file.unwrap().watch
+    };
+    assert!(watch(&[]));
+    assert!(watch(&["--providers.file.watch"]));
+    assert!(!watch(&["--providers.file.watch=false"]));
+    // A bare bool flag followed by another option.
+    assert!(watch(&[
+        "--providers.file.watch=false",
+        "--providers.file.watch",
+        "--log.level=INFO"
+    ]));
+}
+
+#[test]
+fn section_flags() {
+    // Enabling the section alone gives its defaults, which then fail
+    // validation because neither a file nor a directory is named.
+    assert!(matches!(
+        fail(&["--providers.file"], &[]),
+        StaticConfigError::FileProviderWithoutSource
+    ));
+    assert!(matches!(
+        fail(&["--providers.file=true"], &[]),
+        StaticConfigError::FileProviderWithoutSource
+    ));
+    let config = run(
+        &[
+            "--providers.file",
+            "--providers.file.directory=/etc/gangway/dynamic",
+        ],
+        &[],
+    );
+    assert_eq!(
+        config.providers.file,
+        Some(FileProvider {
+            filename: None,
+            directory: Some(PathBuf::from("/etc/gangway/dynamic")),
+            watch: true,
+        })
+    );
+    // Enabling a section doesn't reset what is already in it.
+    let config = run(
+        &[
+            "--providers.file.filename=a.toml",
+            "--providers.file.watch=false",
+            "--providers.file",
+        ],
+        &[],
+    );
+    let file = config.providers.file.unwrap();
+    assert_eq!(file.filename, Some(PathBuf::from("a.toml")));
+    assert!(!file.watch);
+    // `false` removes a section set by the file.
+    let dir = dir_with(&[("gangway.toml", "[providers.file]\nfilename = \"d.toml\"\n")]);
+    let (config, _) = run_in(dir.path(), &["--providers.file=false"], &[]);
+    assert_eq!(config.providers.file, None);
+    let (config, _) = run_in(dir.path(), &[], &[("GANGWAY_PROVIDERS_FILE", "false")]);
+    assert_eq!(config.providers.file, None);
+    let config = run(
+        &["--providers.file.filename=d.toml"],
+        &[("GANGWAY_PROVIDERS_FILE", "")],
+    );
+    assert!(config.providers.file.is_some());
+}
+
+#[test]
+fn list_flags() {
+    let config = run(
+        &[
+            "--entryPoints.web.address=:80",
+            "--entryPoints.web.forwardedHeaders.trustedIPs=10.0.0.0/8, 127.0.0.1,,::1",
+        ],
+        &[],
+    );
+    let trusted: Vec<String> = config.entry_points["web"]
+        .forwarded_headers
+        .trusted_ips
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(trusted, ["10.0.0.0/8", "127.0.0.1/32", "::1/128"]);
+
+    // A later source replaces the whole list; an empty value empties it.
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "entryPoints:\n  web:\n    address: ':80'\n    forwardedHeaders:\n      trustedIPs: ['1.2.3.4']\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &["--entryPoints.web.forwardedHeaders.trustedIPs="],
+        &[],
+    );
+    assert!(
+        config.entry_points["web"]
+            .forwarded_headers
+            .trusted_ips
+            .is_empty()
+    );
+    let (config, _) = run_in(
+        dir.path(),
+        &[],
+        &[(
+            "GANGWAY_ENTRYPOINTS_WEB_FORWARDEDHEADERS_TRUSTEDIPS",
+            "10.1.0.0/16,10.2.0.0/16",
+        )],
+    );
+    assert_eq!(
+        config.entry_points["web"]
+            .forwarded_headers
+            .trusted_ips
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn help_and_version() {
+    for args in [
+        &["--help"][..],
+        &["-h"],
+        &["--log.level=LOUD", "--HELP"],
+        &["stray", "-h"],
+    ] {
+        match load(&strings(args), &[], empty_dir().path()) {
+            Ok(Loaded::Help(text)) => assert_eq!(text, help_text()),
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        load(&strings(&["--version"]), &[], empty_dir().path()),
+        Ok(Loaded::Version)
+    ));
+}
+
+// ----------------------------------------------------------- environment
+
+#[test]
+fn environment_forms() {
+    let config = run(
+        &[],
+        &[
+            ("GANGWAY_ENTRYPOINTS_WEB_ADDRESS", ":8000"),
+            ("GANGWAY_PROVIDERS_FILE_FILENAME", "dyn.toml"),
+            ("GANGWAY_PROVIDERS_FILE_WATCH", "false"),
+            ("GANGWAY_LOG_LEVEL", "debug"),
+            ("GANGWAY_PROVIDERS_PROVIDERSTHROTTLEDURATION", "1"),
+            ("GANGWAY_SERVERSTRANSPORT_MAXIDLECONNSPERHOST", "12"),
+            ("GANGWAY_ENTRYPOINTS_WEB_FORWARDEDHEADERS_INSECURE", ""),
+            ("OTHER_PREFIX_LOG_LEVEL", "nonsense"),
+            ("gangway_log_level", "nonsense"),
+        ],
+    );
+    let web = &config.entry_points["web"];
+    assert_eq!(web.address, addr(":8000"));
+    assert!(web.forwarded_headers.insecure);
+    let file = config.providers.file.unwrap();
+    assert_eq!(file.filename, Some(PathBuf::from("dyn.toml")));
+    assert!(!file.watch);
+    assert_eq!(config.log.level, LogLevel::Debug);
+    assert_eq!(config.providers.providers_throttle_duration, secs(1));
+    assert_eq!(config.servers_transport.max_idle_conns_per_host, 12);
+}
+
+#[test]
+fn environment_names_with_underscores_are_lowercased() {
+    let config = run(
+        &[],
+        &[
+            ("GANGWAY_ENTRYPOINTS_MY_WEB_ADDRESS", ":8000"),
+            (
+                "GANGWAY_ENTRYPOINTS_MY_WEB_TRANSPORT_LIFECYCLE_GRACETIMEOUT",
+                "1s",
+            ),
+            ("GANGWAY_ENTRYPOINTS_ADMIN_API_ADDRESS", ":9000"),
+            // A name that ends like an option segment.
+            ("GANGWAY_ENTRYPOINTS_PUBLIC_ADDRESS_ADDRESS", ":9001"),
+        ],
+    );
+    assert_eq!(
+        config.entry_points.keys().collect::<Vec<_>>(),
+        ["admin_api", "my_web", "public_address"]
+    );
+    assert_eq!(config.entry_points["my_web"].address, addr(":8000"));
+    assert_eq!(
+        config.entry_points["my_web"]
+            .transport
+            .life_cycle
+            .grace_time_out,
+        secs(1)
+    );
+    assert_eq!(config.entry_points["admin_api"].address, addr(":9000"));
+    assert_eq!(config.entry_points["public_address"].address, addr(":9001"));
+}
+
+#[test]
+fn allowlisted_and_meta_variables_are_not_options() {
+    // The allow-list starts empty; every entry must carry the prefix.
+    for var in ENV_ALLOWLIST {
+        assert!(var.starts_with(ENV_PREFIX), "{var}");
+        run(&[], &[(var, "anything")]);
+    }
+    assert_eq!(ENV_PREFIX, "GANGWAY_");
+}
+
+// ---------------------------------------------------------------- errors
+
+fn message(err: &StaticConfigError) -> String {
+    err.to_string()
+}
+
+#[test]
+fn unknown_key_in_toml_names_the_line() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.web]\n# the address\nadress = \":80\"\n",
+    )]);
+    let err = fail_in(dir.path(), &[], &[]);
+    assert!(matches!(
+        &err,
+        StaticConfigError::ConfigFile(FormatError::AtLine { line: 3, .. })
+    ));
+    assert_eq!(
+        message(&err),
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`"
+    );
+}
+
+#[test]
+fn unknown_key_in_yaml_names_the_line() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "entryPoints:\n  web:\n    address: ':80'\nlog:\n  levle: DEBUG\n",
+    )]);
+    let err = fail_in(dir.path(), &[], &[]);
+    let shown = message(&err);
+    assert!(shown.starts_with("gangway.yml, line 5: "), "{shown}");
+    assert!(
+        shown.contains("unknown field `levle`, expected `level`"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bad_values_in_files_name_the_line() {
+    let cases = [
+        (
+            "gangway.toml",
+            "[log]\nlevel = \"LOUD\"\n",
+            2,
+            "`LOUD` is not a log level",
+        ),
+        (
+            "gangway.toml",
+            "[entryPoints.web]\naddress = \":80\"\n[entryPoints.web.transport.lifeCycle]\ngraceTimeOut = \"10x\"\n",
+            4,
+            "unknown unit `x`",
+        ),
+        (
+            "gangway.yml",
+            "entryPoints:\n  web:\n    address: 'localhost:80'\n",
+            3,
+            "`localhost` is not an IP address",
+        ),
+        (
+            "gangway.yml",
+            "entryPoints:\n  web:\n    address: ':80'\n    forwardedHeaders:\n      trustedIPs: [10.0.0.0/33]\n",
+            5,
+            "`10.0.0.0/33` is not an IP address or CIDR range",
+        ),
+        (
+            "gangway.toml",
+            "[serversTransport]\nmaxIdleConnsPerHost = -1\n",
+            2,
+            "invalid value",
+        ),
+        (
+            "gangway.yml",
+            "providers:\n  file:\n    watch: maybe\n",
+            3,
+            "invalid type",
+        ),
+    ];
+    for (name, text, line, part) in cases {
+        let dir = dir_with(&[(name, text)]);
+        let err = fail_in(dir.path(), &[], &[]);
+        let shown = message(&err);
+        assert!(
+            shown.starts_with(&format!("{name}, line {line}: ")),
+            "{text}\n=> {shown}"
+        );
+        assert!(shown.contains(part), "{text}\n=> {shown}");
+    }
+}
+
+#[test]
+fn entry_point_without_address_is_named() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.web]\naddress = \":80\"\n[entryPoints.admin.forwardedHeaders]\ninsecure = true\n",
+    )]);
+    let err = fail_in(dir.path(), &[], &[]);
+    assert!(
+        matches!(&err, StaticConfigError::EntryPointWithoutAddress { name } if name == "admin"),
+        "{err}"
+    );
+    assert_eq!(
+        message(&err),
+        "entry point `admin` has no address (set `entryPoints.admin.address`, e.g. to `:80`)"
+    );
+    // A later source can supply it.
+    let (config, _) = run_in(dir.path(), &["--entryPoints.admin.address=:9000"], &[]);
+    assert!(config.entry_points["admin"].forwarded_headers.insecure);
+    // Flags alone can leave it out too.
+    assert!(matches!(
+        fail(&["--entryPoints.x.forwardedHeaders.insecure"], &[]),
+        StaticConfigError::EntryPointWithoutAddress { name } if name == "x"
+    ));
+}
+
+#[test]
+fn file_provider_needs_exactly_one_source() {
+    let err = fail(
+        &[
+            "--providers.file.filename=a.toml",
+            "--providers.file.directory=d",
+        ],
+        &[],
+    );
+    assert!(matches!(
+        err,
+        StaticConfigError::FileProviderBothSources { .. }
+    ));
+    assert_eq!(
+        message(&err),
+        "providers.file: both `filename` (a.toml) and `directory` (d) are set; keep one"
+    );
+    let dir = dir_with(&[("gangway.yml", "providers:\n  file:\n    watch: true\n")]);
+    assert!(matches!(
+        fail_in(dir.path(), &[], &[]),
+        StaticConfigError::FileProviderWithoutSource
+    ));
+    assert!(FileProvider::default().validate().is_err());
+}
+
+#[test]
+fn unknown_flag_suggests_the_closest() {
+    let err = fail(&["--entryPoints.web.adress=:80"], &[]);
+    assert_eq!(
+        message(&err),
+        "--entryPoints.web.adress: unknown option; did you mean `--entryPoints.web.address`?"
+    );
+    let err = fail(&["--log.levl", "DEBUG"], &[]);
+    assert_eq!(
+        message(&err),
+        "--log.levl: unknown option; did you mean `--log.level`?"
+    );
+    // A missing segment is found by the last one.
+    let err = fail(&["--entryPoints.web.transport.readTimeout=5s"], &[]);
+    assert_eq!(
+        message(&err),
+        "--entryPoints.web.transport.readTimeout: unknown option; did you mean `--entryPoints.web.transport.respondingTimeouts.readTimeout`?"
+    );
+    let err = fail(&["--api.dashboard=true"], &[]);
+    assert!(
+        matches!(
+            &err,
+            StaticConfigError::UnknownFlag {
+                suggestion: None,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        message(&err),
+        "--api.dashboard: unknown option (see --help for the list)"
+    );
+    for weird in [
+        "--",
+        "--=x",
+        "--.",
+        "--entryPoints..address=:80",
+        "--log.level.x=1",
+    ] {
+        assert!(
+            matches!(fail(&[weird], &[]), StaticConfigError::UnknownFlag { .. }),
+            "{weird}"
+        );
+    }
+}
+
+#[test]
+fn unknown_env_is_named() {
+    let err = fail(&[], &[("GANGWAY_LOG_LEVLE", "DEBUG")]);
+    assert_eq!(
+        message(&err),
+        "GANGWAY_LOG_LEVLE: unknown environment variable; did you mean `GANGWAY_LOG_LEVEL`?"
+    );
+    let err = fail(&[], &[("GANGWAY_ENTRYPOINTS_MY_WEB_ADRESS", ":80")]);
+    assert_eq!(
+        message(&err),
+        "GANGWAY_ENTRYPOINTS_MY_WEB_ADRESS: unknown environment variable; did you mean `GANGWAY_ENTRYPOINTS_MY_WEB_ADDRESS`?"
+    );
+    let err = fail(&[], &[("GANGWAY_TOKEN", "x")]);
+    assert!(
+        matches!(&err, StaticConfigError::UnknownEnv { var, suggestion: None } if var == "GANGWAY_TOKEN"),
+        "{err}"
+    );
+    let err = fail(&[], &[("GANGWAY_", "x")]);
+    assert!(matches!(err, StaticConfigError::UnknownEnv { .. }));
+    let long = format!("GANGWAY_{}", "A_".repeat(500));
+    assert!(matches!(
+        fail(&[], &[(&long, "x")]),
+        StaticConfigError::UnknownEnv { .. }
+    ));
+}
+
+#[test]
+fn config_file_typos_are_suggested() {
+    let err = fail(&["--configfle=x.toml"], &[]);
+    assert_eq!(
+        message(&err),
+        "--configfle: unknown option; did you mean `--configFile`?"
+    );
+    let err = fail(&[], &[("GANGWAY_CONFIG_FILE", "x.toml")]);
+    assert_eq!(
+        message(&err),
+        "GANGWAY_CONFIG_FILE: unknown environment variable; did you mean `GANGWAY_CONFIGFILE`?"
+    );
+}
+
+#[test]
+fn odd_input_is_an_error_not_a_panic() {
+    let flags = [
+        "--é.ü=ß",
+        "--entryPoints.µ.address=[",
+        "--entryPoints.w.address=]:80",
+        "--entryPoints.w.address=:80/",
+        "--entryPoints.w.address=/tcp",
+        "--entryPoints.w.address=[]:80",
+        "--log.level=\u{0}",
+        "--providers.providersThrottleDuration=1µ",
+        "--providers.providersThrottleDuration=µs",
+        "--providers.providersThrottleDuration=1.5.5s",
+        "--serversTransport.maxIdleConnsPerHost=1e3",
+        "--entryPoints.w.forwardedHeaders.trustedIPs=,,,",
+        "-",
+        "---",
+        "--=",
+    ];
+    for flag in flags {
+        let _ = load(&strings(&[flag]), &[], empty_dir().path());
+    }
+    let long = format!("--{}", "a.".repeat(10_000));
+    assert!(load(&strings(&[&long]), &[], empty_dir().path()).is_err());
+    let long = format!("--entryPoints.{}.address=:80", "x".repeat(10_000));
+    assert!(load(&strings(&[&long]), &[], empty_dir().path()).is_ok());
+    for var in [
+        "GANGWAY__",
+        "GANGWAY_ÉNTRYPOINTS_W_ADDRESS",
+        "GANGWAY_ENTRYPOINTS__ADDRESS",
+    ] {
+        assert!(
+            load(&[], &vars(&[(var, ":80")]), empty_dir().path()).is_err(),
+            "{var}"
+        );
+    }
+}
+
+#[test]
+fn bad_flag_values_name_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--log.level=LOUD"],
+            "--log.level=LOUD: `LOUD` is not a log level (TRACE, DEBUG, INFO, WARN, ERROR)",
+        ),
+        (
+            &["--entryPoints.web.address=80"],
+            "--entryPoints.web.address=80: `80` is not a listen address (try `:80` or `127.0.0.1:8080`)",
+        ),
+        (
+            &["--entryPoints.web.address", ":53/udp"],
+            "--entryPoints.web.address=:53/udp: `:53/udp`: only TCP entry points are supported (drop the `/udp` suffix)",
+        ),
+        (
+            &["--providers.providersThrottleDuration=abc"],
+            "--providers.providersThrottleDuration=abc: `abc` is not a duration (try `10s` or `250ms`)",
+        ),
+        (
+            &["--serversTransport.forwardingTimeouts.dialTimeout=-5s"],
+            "--serversTransport.forwardingTimeouts.dialTimeout=-5s: `-5s` is negative; a duration must be zero or more",
+        ),
+        (
+            &[
+                "--entryPoints.web.address=:80",
+                "--entryPoints.web.forwardedHeaders.trustedIPs=10.0.0.0/8,nope",
+            ],
+            "--entryPoints.web.forwardedHeaders.trustedIPs=10.0.0.0/8,nope: `nope` is not an IP address or CIDR range (try `10.0.0.0/8` or `192.168.1.7`)",
+        ),
+        (
+            &["--entryPoints.web.forwardedHeaders.insecure=yes please"],
+            "--entryPoints.web.forwardedHeaders.insecure=yes please: `yes please` is not a boolean (true or false)",
+        ),
+        (
+            &["--providers.file=maybe"],
+            "--providers.file=maybe: `maybe` is not a boolean (true or false)",
+        ),
+        (
+            &["--serversTransport.maxIdleConnsPerHost=-1"],
+            "--serversTransport.maxIdleConnsPerHost=-1: `-1` is not a whole number (0 or more)",
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(message(&fail(args, &[])), *expected, "{args:?}");
+    }
+}
+
+#[test]
+fn bad_env_values_name_the_variable() {
+    let err = fail(&[], &[("GANGWAY_LOG_LEVEL", "loud")]);
+    assert_eq!(
+        message(&err),
+        "GANGWAY_LOG_LEVEL=loud: `loud` is not a log level (TRACE, DEBUG, INFO, WARN, ERROR)"
+    );
+    let err = fail(&[], &[("GANGWAY_ENTRYPOINTS_WEB_ADDRESS", "web:80")]);
+    assert!(
+        matches!(&err, StaticConfigError::BadEnvValue { var, .. } if var == "GANGWAY_ENTRYPOINTS_WEB_ADDRESS"),
+        "{err}"
+    );
+    let err = fail(&[], &[("GANGWAY_PROVIDERS_FILE_WATCH", "sometimes")]);
+    assert!(
+        matches!(err, StaticConfigError::BadEnvValue { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_values_and_stray_arguments() {
+    let err = fail(&["--entryPoints.web.address"], &[]);
+    assert_eq!(
+        message(&err),
+        "--entryPoints.web.address: missing value (expected an address such as `:80` or `127.0.0.1:8080`)"
+    );
+    let err = fail(&["--log.level", "--entryPoints.web.address=:80"], &[]);
+    assert!(
+        matches!(err, StaticConfigError::MissingFlagValue { .. }),
+        "{err}"
+    );
+    let err = fail(&["--log.level="], &[]);
+    assert!(
+        matches!(err, StaticConfigError::MissingFlagValue { .. }),
+        "{err}"
+    );
+    let err = fail(&["--configFile"], &[]);
+    assert!(
+        matches!(err, StaticConfigError::MissingFlagValue { .. }),
+        "{err}"
+    );
+    let err = fail(&["web"], &[]);
+    assert_eq!(
+        message(&err),
+        "unexpected argument `web`: options are written `--name=value` (see --help)"
+    );
+    let err = fail(&["--providers.file.watch", "maybe"], &[]);
+    assert!(
+        matches!(&err, StaticConfigError::UnexpectedArgument { arg } if arg == "maybe"),
+        "{err}"
+    );
+    assert!(matches!(
+        fail(&["-v"], &[]),
+        StaticConfigError::UnexpectedArgument { .. }
+    ));
+}
+
+#[test]
+fn missing_or_odd_config_file() {
+    let err = fail(&["--configFile=nope.toml"], &[]);
+    assert!(
+        matches!(&err, StaticConfigError::ConfigFileMissing { path } if path.ends_with("nope.toml"))
+    );
+    assert!(message(&err).contains("nope.toml` does not exist"), "{err}");
+    let err = fail(&[], &[("GANGWAY_CONFIGFILE", "nope.yml")]);
+    assert!(matches!(err, StaticConfigError::ConfigFileMissing { .. }));
+    let dir = dir_with(&[("gangway.json", "{}"), ("gangway.yml", "[1, 2]\n")]);
+    let err = fail_in(dir.path(), &["--configFile=gangway.json"], &[]);
+    assert!(
+        matches!(err, StaticConfigError::ConfigFileFormat { .. }),
+        "{err}"
+    );
+    // A directory is not a file.
+    let err = fail_in(dir.path(), &["--configFile=."], &[]);
+    assert!(
+        !matches!(err, StaticConfigError::ConfigFileMissing { .. }),
+        "{err}"
+    );
+    // A top level that isn't a table.
+    let err = fail_in(dir.path(), &[], &[]);
+    assert!(message(&err).starts_with("gangway.yml"), "{err}");
+}
+
+// ------------------------------------------------------ table and structs
+
+/// A configuration where every optional part is present, so serializing
+/// it shows every field.
+fn full_config() -> StaticConfig {
+    let mut config = StaticConfig::default();
+    let mut entry_point = EntryPoint::default();
+    entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
+    config.entry_points.insert(String::from("web"), entry_point);
+    config.providers.file = Some(FileProvider {
+        filename: Some(PathBuf::from("f.toml")),
+        directory: Some(PathBuf::from("d")),
+        watch: true,
+    });
+    config
+}
+
+/// Every leaf key path of a JSON tree; arrays count as leaves.
+fn leaf_paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (key, child) in map {
+                prefix.push(key.clone());
+                leaf_paths(child, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ => out.push(prefix.clone()),
+    }
+}
+
+/// A value for a row that differs from its default, or the default itself
+/// for free-text rows that have one (only the row knows what else is valid).
+fn sample(spec: &OptionSpec) -> &'static str {
+    match spec.kind {
+        ValueKind::String if !spec.default.is_empty() => spec.default,
+        ValueKind::String => "sample",
+        ValueKind::Bool | ValueKind::Section if spec.default == "true" => "false",
+        ValueKind::Bool | ValueKind::Section => "true",
+        ValueKind::Int => "3",
+        ValueKind::Duration => "7s",
+        ValueKind::List => "10.0.0.0/8,::1",
+        ValueKind::Address => ":8080",
+    }
+}
+
+/// The serialized value at a row's path, with `web` for names.
+fn value_at<'a>(tree: &'a Value, spec: &OptionSpec) -> Option<&'a Value> {
+    spec.segments().try_fold(tree, |node, segment| {
+        node.get(if segment == NAME { "web" } else { segment })
+    })
+}
+
+/// Checks that loading with `spec` set to `sample(spec)` put that value in
+/// the right field.
+fn check_row_landed(spec: &OptionSpec, loaded: Result<Loaded, StaticConfigError>, via: &str) {
+    let config = match loaded {
+        Ok(Loaded::Run(config, _)) => config,
+        other => panic!("{via}: {other:?}"),
+    };
+    let tree = serde_json::to_value(&config).unwrap();
+    let got = value_at(&tree, spec);
+    let text = sample(spec);
+    let landed = match (spec.kind, got) {
+        (ValueKind::Section, got) => got.is_some_and(Value::is_object),
+        (ValueKind::Bool, Some(Value::Bool(b))) => b.to_string() == text,
+        (ValueKind::Int, Some(Value::Number(n))) => n.to_string() == text,
+        (ValueKind::Duration, Some(Value::String(d))) => {
+            d.parse::<Duration>().ok() == text.parse::<Duration>().ok()
+        }
+        (ValueKind::List, Some(Value::Array(items))) => items.len() == 2,
+        (ValueKind::Address | ValueKind::String, Some(Value::String(s))) => s == text,
+        _ => false,
+    };
+    assert!(landed, "{via}: {} is {got:?}", spec.path);
+}
+
+#[test]
+fn every_struct_field_has_a_row() {
+    let tree = serde_json::to_value(full_config()).unwrap();
+    let mut leaves = Vec::new();
+    leaf_paths(&tree, &mut Vec::new(), &mut leaves);
+    assert!(leaves.len() >= OPTIONS.len() - 2, "{leaves:?}");
+    for leaf in &leaves {
+        let tokens: Vec<&str> = leaf.iter().map(String::as_str).collect();
+        match lookup(&tokens, Style::Flag) {
+            Ok(found) => assert_eq!(&found.path, leaf),
+            Err(_) => panic!("no row in OPTIONS for `{}`", leaf.join(".")),
+        }
+    }
+    // Sections have a row of their own.
+    assert!(lookup(&["providers", "file"], Style::Flag).is_ok());
+}
+
+#[test]
+fn every_row_sets_its_field() {
+    for spec in OPTIONS {
+        let flag = format!("--{}={}", spec.path.replace(NAME, "web"), sample(spec));
+        let mut rest = Vec::new();
+        if !spec.path.ends_with(".address") {
+            rest.push("--entryPoints.web.address=:80");
+        }
+        // The file provider is only valid with a file to read.
+        let file_row = spec.path.starts_with("providers.file");
+        if file_row && !spec.path.ends_with(".filename") && !spec.path.ends_with(".directory") {
+            rest.push("--providers.file.filename=f.toml");
+        }
+        let mut args = vec![flag.as_str()];
+        args.extend_from_slice(&rest);
+        check_row_landed(spec, load(&strings(&args), &[], empty_dir().path()), &flag);
+        // The same through the environment.
+        let var = format!(
+            "{ENV_PREFIX}{}",
+            spec.path
+                .replace(NAME, "web")
+                .replace('.', "_")
+                .to_uppercase()
+        );
+        let env = vars(&[(var.as_str(), sample(spec))]);
+        check_row_landed(spec, load(&strings(&rest), &env, empty_dir().path()), &var);
+    }
+}
+
+#[test]
+fn row_defaults_match_struct_defaults() {
+    let defaults = serde_json::to_value(StaticConfig {
+        entry_points: [(String::from("web"), EntryPoint::default())].into(),
+        providers: Providers {
+            file: Some(FileProvider::default()),
+            ..Providers::default()
+        },
+        ..StaticConfig::default()
+    })
+    .unwrap();
+    for spec in OPTIONS {
+        let mut node = Some(&defaults);
+        for segment in spec.segments() {
+            let key = if segment == NAME { "web" } else { segment };
+            node = node.and_then(|n| n.get(key));
+        }
+        let shown = match (spec.kind, node) {
+            (ValueKind::Section, _) => {
+                // Sections are absent by default.
+                let plain = serde_json::to_value(StaticConfig::default()).unwrap();
+                let mut at = Some(&plain);
+                for segment in spec.segments() {
+                    at = at.and_then(|n| n.get(segment));
+                }
+                assert!(at.is_none(), "{} should be off by default", spec.path);
+                String::from("false")
+            }
+            (_, None | Some(Value::Null)) => String::new(),
+            (_, Some(Value::String(s))) => s.clone(),
+            (_, Some(Value::Array(items))) if items.is_empty() => String::new(),
+            (_, Some(other)) => other.to_string(),
+        };
+        if spec.path.ends_with(".address") {
+            // Required; the struct's fallback is not an advertised default.
+            assert_eq!(spec.default, "", "{}", spec.path);
+            continue;
+        }
+        if spec.kind == ValueKind::Duration {
+            let parse = |text: &str| text.parse::<Duration>().unwrap();
+            assert_eq!(
+                parse(&shown),
+                parse(spec.default),
+                "default of {}",
+                spec.path
+            );
+        } else {
+            assert_eq!(shown, spec.default, "default of {}", spec.path);
+        }
+    }
+}
+
+#[test]
+fn rows_are_well_formed() {
+    let mut seen = std::collections::HashSet::new();
+    for spec in OPTIONS {
+        assert!(
+            seen.insert(spec.path.to_ascii_lowercase()),
+            "duplicate {}",
+            spec.path
+        );
+        assert!(!spec.description.is_empty(), "{}", spec.path);
+        for segment in spec.segments() {
+            assert!(
+                !segment.is_empty() && !segment.contains('_'),
+                "{}",
+                spec.path
+            );
+        }
+    }
+    // Groups are contiguous, so --help shows each once.
+    let firsts: Vec<&str> = OPTIONS.iter().filter_map(|s| s.segments().next()).collect();
+    let mut groups = firsts.clone();
+    groups.dedup();
+    let mut unique = groups.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(groups.len(), unique.len(), "{firsts:?}");
+}
+
+#[test]
+fn help_lists_every_option_with_its_default() {
+    let help = help_text();
+    for spec in OPTIONS {
+        let line = help
+            .lines()
+            .position(|l| {
+                let l = l.trim_start();
+                l.starts_with(&format!("--{}=", spec.path))
+                    || l.starts_with(&format!("--{}[=", spec.path))
+            })
+            .unwrap_or_else(|| panic!("--help lacks {}", spec.path));
+        let description = help.lines().nth(line + 1).unwrap_or_default();
+        let default = if spec.default.is_empty() {
+            "none"
+        } else {
+            spec.default
+        };
+        assert!(
+            description.contains(spec.description)
+                && description.ends_with(&format!("[default: {default}]")),
+            "{}: {description}",
+            spec.path
+        );
+    }
+    for needle in [
+        "--configFile",
+        "--help",
+        "--version",
+        "GANGWAY_LOG_LEVEL",
+        "configuration file < environment < command line",
+        "gangway.toml, gangway.yml or gangway.yaml",
+    ] {
+        assert!(help.contains(needle), "--help lacks {needle}");
+    }
+}
+
+#[test]
+fn serializes_for_the_api() {
+    let config = run(&["--entryPoints.web.address=:80"], &[]);
+    let value = serde_json::to_value(&config).unwrap();
+    assert_eq!(
+        value,
+        json!({
+            "entryPoints": {
+                "web": {
+                    "address": ":80",
+                    "forwardedHeaders": {"trustedIPs": [], "insecure": false},
+                    "transport": {
+                        "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
+                        "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}
+                    }
+                }
+            },
+            "providers": {"providersThrottleDuration": "50ms"},
+            "log": {"level": "INFO"},
+            "serversTransport": {
+                "maxIdleConnsPerHost": 200,
+                "forwardingTimeouts": {"dialTimeout": "30s", "responseHeaderTimeout": "0s", "idleConnTimeout": "1m30s"}
+            }
+        })
+    );
+    // And reads back to the same thing.
+    let back: StaticConfig = serde_json::from_value(value).unwrap();
+    assert_eq!(back, config);
+}

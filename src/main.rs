@@ -1,0 +1,78 @@
+//! The `gangway` binary: read the static configuration, set up logging, run
+//! until SIGTERM or SIGINT. Exit codes: 0 after a clean stop, 2 for a
+//! configuration error, 1 when the router cannot start.
+
+use gangway::config::static_config::{self, Loaded};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let env: Vec<(String, String)> = std::env::vars().collect();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let (config, file) = match static_config::load(&args, &env, &cwd) {
+        Ok(Loaded::Run(config, file)) => (config, file),
+        Ok(Loaded::Help(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Loaded::Version) => {
+            println!("gangway {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("gangway: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&config.log.level.to_string());
+    if let Some(file) = file {
+        tracing::info!(file = %file.display(), "static configuration loaded");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gangway: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(gangway::run(config, stop_signal())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("gangway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `RUST_LOG` wins over `log.level`, so a developer can turn on one module.
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.to_ascii_lowercase()));
+    use std::io::IsTerminal;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        // Without signal handlers, run until killed.
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

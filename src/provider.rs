@@ -1,0 +1,20 @@
+//! Sources of dynamic configuration. Each provider sends a whole `Dynamic`
+//! for its own namespace on every change.
+
+pub mod file;
+
+use crate::config::Dynamic;
+
+/// One provider's newest word.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The provider's namespace (`file`, `docker`, `internal`).
+    pub provider: &'static str,
+    /// The new configuration, or None when the newest attempt failed and the
+    /// last good one must stay in use.
+    pub dynamic: Option<Dynamic>,
+    /// Why the newest attempt failed, if it did.
+    pub error: Option<String>,
+    /// Problems that did not stop the configuration from loading.
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,154 @@
+//! Listeners, connections and the request pipeline. Reads routing only
+//! through `RuntimeHandle`; never sees configuration or providers.
+
+pub mod body;
+pub mod error;
+pub mod forwarded;
+mod pipeline;
+
+use crate::runtime::{EntryPointId, RuntimeHandle};
+use body::ProxyBody;
+use forwarded::TrustPolicy;
+use http::HeaderValue;
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// Shared by every connection of every entry point.
+pub struct Proxy {
+    /// The published routing table.
+    pub runtime: Arc<RuntimeHandle>,
+    /// This machine's host name, for `X-Forwarded-Server`.
+    pub server_name: HeaderValue,
+}
+
+/// An entry point as the proxy sees it.
+pub struct EntryPointInfo {
+    /// Name, for logs.
+    pub name: String,
+    /// Index into the runtime's tables.
+    pub id: EntryPointId,
+    /// Whose forwarded headers are believed.
+    pub trust: TrustPolicy,
+    /// Connections are TLS (routers with `tls` match here, others not).
+    pub tls: bool,
+    /// The listening port, as a header value for `X-Forwarded-Port`.
+    pub port: HeaderValue,
+    /// How long in-flight requests may take to finish at shutdown.
+    pub grace: Duration,
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: Option<Duration>,
+}
+
+/// One accepted connection.
+pub(crate) struct ConnInfo {
+    pub(crate) entry_point: Arc<EntryPointInfo>,
+    pub(crate) peer: SocketAddr,
+}
+
+/// Binds a listening socket. No host means every interface, IPv6 and IPv4
+/// together where the machine has IPv6, as Traefik's `:80` does.
+pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let (addr, dual) = match host {
+        Some(ip) => (SocketAddr::new(ip, port), false),
+        None => (
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+            true,
+        ),
+    };
+    let open = |addr: SocketAddr, dual: bool| -> io::Result<Socket> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        if dual {
+            socket.set_only_v6(false)?;
+        }
+        socket.set_reuse_address(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(1024)?;
+        Ok(socket)
+    };
+    let socket = match open(addr, dual) {
+        Ok(s) => s,
+        // A machine without IPv6 still serves `:port` on IPv4.
+        Err(_) if dual => open(
+            SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port),
+            false,
+        )?,
+        Err(e) => return Err(e),
+    };
+    TcpListener::from_std(socket.into())
+}
+
+/// Accepts connections until `shutdown` turns true, then stops accepting and
+/// waits up to the grace period for in-flight requests.
+pub async fn serve(
+    proxy: Arc<Proxy>,
+    listener: TcpListener,
+    entry_point: Arc<EntryPointInfo>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(entry_point.header_read_timeout);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.changed() => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(entry_point = %entry_point.name, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+        let info = Arc::new(ConnInfo {
+            entry_point: entry_point.clone(),
+            peer,
+        });
+        let proxy = proxy.clone();
+        let service = service_fn(move |req: hyper::Request<Incoming>| {
+            let proxy = proxy.clone();
+            let info = info.clone();
+            async move { Ok::<_, Infallible>(proxy.handle(&info, req).await) }
+        });
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::trace!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");
+    if tokio::time::timeout(entry_point.grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(entry_point = %entry_point.name, "grace period over; closing remaining connections");
+    }
+}
+
+/// The response type of the proxy.
+pub type ProxyResponse = http::Response<ProxyBody>;

@@ -1,0 +1,66 @@
+//! Errors on the hot path: each kind knows its status, its body and its
+//! metric label.
+
+use super::body::ProxyBody;
+use http::{Response, StatusCode, header};
+
+/// What went wrong with one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// No router matched.
+    NoRoute,
+    /// The service has no server to send to.
+    NoServer,
+    /// The server could not be reached or broke the exchange.
+    BadGateway,
+    /// The server did not answer in time.
+    Timeout,
+    /// The request itself is malformed.
+    BadRequest,
+}
+
+impl Kind {
+    /// The status sent to the client.
+    pub const fn status(self) -> StatusCode {
+        match self {
+            Kind::NoRoute => StatusCode::NOT_FOUND,
+            Kind::NoServer => StatusCode::SERVICE_UNAVAILABLE,
+            Kind::BadGateway => StatusCode::BAD_GATEWAY,
+            Kind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+            Kind::BadRequest => StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// The short plain-text body (Traefik's wording where it has one).
+    pub const fn body(self) -> &'static str {
+        match self {
+            Kind::NoRoute => "404 page not found\n",
+            Kind::NoServer => "no available server\n",
+            Kind::BadGateway => "Bad Gateway\n",
+            Kind::Timeout => "Gateway Timeout\n",
+            Kind::BadRequest => "Bad Request\n",
+        }
+    }
+
+    /// The label used in logs and metrics.
+    pub const fn as_label(self) -> &'static str {
+        match self {
+            Kind::NoRoute => "no_route",
+            Kind::NoServer => "no_server",
+            Kind::BadGateway => "bad_gateway",
+            Kind::Timeout => "timeout",
+            Kind::BadRequest => "bad_request",
+        }
+    }
+
+    /// The response for this error.
+    pub fn into_response(self) -> Response<ProxyBody> {
+        let mut resp = Response::new(ProxyBody::text(self.body()));
+        *resp.status_mut() = self.status();
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        resp
+    }
+}

@@ -1,0 +1,311 @@
+//! Router rules in Traefik v3 syntax.
+//!
+//! A rule is a boolean expression over request matchers, for example
+//! ``Host(`example.com`) && (PathPrefix(`/api`) || Header(`X-Debug`, `1`))``.
+//! [`parse_rule`] turns the text into a [`Matcher`], which decides for each
+//! request (described by [`RequestFacts`]) whether the router applies.
+//!
+//! # Syntax
+//!
+//! * Matchers: `Host`, `HostRegexp`, `Path`, `PathPrefix`, `PathRegexp`,
+//!   `Method`, `Header`, `HeaderRegexp`, `Query`, `QueryRegexp`, `ClientIP`.
+//!   Names are case-sensitive.
+//! * Operators: `!` (binds tightest), then `&&`, then `||`; parentheses group.
+//! * Strings are written in backticks (no escapes) or double quotes (where
+//!   `\"` and `\\` are the only escapes).
+//! * Whitespace may appear between any two tokens.
+//!
+//! Traefik v2 let `Host`, `Path`, `PathPrefix`, `Method` and `ClientIP` take
+//! several arguments; those forms are accepted and mean "any of them", e.g.
+//! ``Host(`a`, `b`)`` is ``Host(`a`) || Host(`b`)``.
+//!
+//! Error positions are 1-based character columns counted from the start of the
+//! rule text (a rule spanning several lines is counted as one line).
+
+mod leaf;
+mod lexer;
+mod parser;
+mod query;
+mod suggest;
+#[cfg(test)]
+mod tests;
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+use std::net::IpAddr;
+
+use leaf::Leaf;
+
+/// The longest rule text accepted by [`parse_rule`], in bytes.
+pub const MAX_RULE_BYTES: usize = 64 * 1024;
+
+/// The deepest nesting of parentheses and `!` accepted by [`parse_rule`].
+pub const MAX_NESTING: usize = 64;
+
+/// Parses a rule written in Traefik v3 syntax.
+///
+/// Regular expressions are compiled and IP ranges parsed here, so a rule that
+/// parses can be matched without further failure.
+///
+/// # Errors
+///
+/// A [`RuleError`] pointing at the first problem: a syntax error, an unknown
+/// matcher, a wrong number of arguments, an invalid argument (regular
+/// expression, IP range, path, host, method, header or parameter name), a rule
+/// longer than [`MAX_RULE_BYTES`] or nested deeper than [`MAX_NESTING`].
+pub fn parse_rule(text: &str) -> Result<Matcher, RuleError> {
+    parser::parse(text).map(|root| Matcher { root })
+}
+
+/// The priority a router gets when none is configured: the length of its rule
+/// in characters, so that longer (usually more specific) rules are tried first.
+pub fn default_priority(rule: &str) -> i64 {
+    i64::try_from(rule.chars().count()).unwrap_or(i64::MAX)
+}
+
+/// A request host in the form that [`Matcher::exact_hosts`] lists hosts in and
+/// that `Host` compares: without one trailing dot and without the brackets of
+/// an IPv6 literal (`example.com.` → `example.com`, `[::1]` → `::1`). A host
+/// index built from `exact_hosts` must be looked up with this form.
+pub fn normalize_host(host: &str) -> &str {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+}
+
+/// What the matcher may look at; built once per request by the proxy.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestFacts<'a> {
+    /// The request method.
+    pub method: &'a http::Method,
+    /// The request host, lowercased, with any port removed; may be empty.
+    pub host: &'a str,
+    /// The request path, without the query string.
+    pub path: &'a str,
+    /// The raw query string without the leading `?`, if the request has one.
+    pub query: Option<&'a str>,
+    /// The request headers.
+    pub headers: &'a http::HeaderMap,
+    /// The address of the client.
+    pub client_ip: IpAddr,
+}
+
+/// A rule that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rule error at column {position}: {message}")]
+pub struct RuleError {
+    /// The 1-based character column where the problem was found.
+    pub position: usize,
+    /// What was wrong, and usually what was expected instead.
+    pub message: String,
+}
+
+impl RuleError {
+    fn new(position: usize, message: impl Into<String>) -> Self {
+        RuleError {
+            position,
+            message: message.into(),
+        }
+    }
+}
+
+/// A parsed rule, ready to be matched against requests.
+///
+/// Two matchers are equal when they were written the same way, up to
+/// whitespace, redundant parentheses and quoting style.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Matcher {
+    root: Node,
+}
+
+/// A node of the rule tree. `And` and `Or` always have at least two children;
+/// a parenthesized group of the same operator stays a separate child so that
+/// the printed form mirrors the written one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    Leaf(Leaf),
+    Not(Box<Node>),
+    And(Vec<Node>),
+    Or(Vec<Node>),
+}
+
+/// Per-request evaluation state: the facts plus the query string, parsed only
+/// if a query matcher actually runs.
+struct Ctx<'r, 'a> {
+    req: &'r RequestFacts<'a>,
+    query: OnceCell<query::Pairs<'a>>,
+}
+
+impl<'r, 'a> Ctx<'r, 'a> {
+    fn new(req: &'r RequestFacts<'a>) -> Self {
+        Ctx {
+            req,
+            query: OnceCell::new(),
+        }
+    }
+
+    fn query_pairs(&self) -> &[(Cow<'a, str>, Cow<'a, str>)] {
+        self.query
+            .get_or_init(|| query::parse(self.req.query.unwrap_or("")))
+    }
+}
+
+impl Matcher {
+    /// Whether the rule matches the request.
+    pub fn matches(&self, req: &RequestFacts<'_>) -> bool {
+        self.root.eval(&Ctx::new(req))
+    }
+
+    /// A set of lowercased hosts such that the rule can only match when the
+    /// request's host is one of them, or `None` when no such set is known.
+    ///
+    /// ``Host(`a`)`` gives `{a}`; `A && B` the smaller known set of either
+    /// side; `A || B` the union when both sides are known. Negations,
+    /// `HostRegexp` and all other matchers give `None`. Used to build a host
+    /// index in front of per-router matching; look the request's host up in it
+    /// through [`normalize_host`].
+    pub fn exact_hosts(&self) -> Option<Vec<String>> {
+        self.root.exact_hosts()
+    }
+
+    /// Every host named in a `Host` matcher anywhere in the rule (except under
+    /// a negation), lowercased, without a trailing dot, deduplicated, in order
+    /// of appearance: the names a certificate resolver may order certificates
+    /// for.
+    pub fn domains(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.root.collect_domains(&mut out);
+        out
+    }
+
+    /// Why this rule does not match the request: `None` if it matches,
+    /// otherwise a short sentence naming the first failing matcher, such as
+    /// ``PathPrefix(`/api`) does not match path `/web` ``.
+    ///
+    /// For `||` every failing alternative is reported, joined with " and ";
+    /// for `!X` the sentence says that `X` matched but the rule negates it.
+    pub fn explain_mismatch(&self, req: &RequestFacts<'_>) -> Option<String> {
+        self.root.explain(&Ctx::new(req))
+    }
+}
+
+impl fmt::Display for Matcher {
+    /// Writes the canonical form of the rule: backtick strings (double quotes
+    /// only for values containing a backtick), single spaces around operators
+    /// and parentheses around every nested `&&` or `||` group. The result
+    /// parses back to an equal matcher.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root.write(f, false)
+    }
+}
+
+/// Displays a node as a complete rule, without outer parentheses.
+struct Bare<'n>(&'n Node);
+
+impl fmt::Display for Bare<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.write(f, false)
+    }
+}
+
+impl Node {
+    fn eval(&self, ctx: &Ctx<'_, '_>) -> bool {
+        match self {
+            Node::Leaf(leaf) => leaf.eval(ctx),
+            Node::Not(inner) => !inner.eval(ctx),
+            Node::And(items) => items.iter().all(|n| n.eval(ctx)),
+            Node::Or(items) => items.iter().any(|n| n.eval(ctx)),
+        }
+    }
+
+    fn explain(&self, ctx: &Ctx<'_, '_>) -> Option<String> {
+        match self {
+            Node::Leaf(leaf) => {
+                if leaf.eval(ctx) {
+                    None
+                } else {
+                    Some(leaf.mismatch(ctx))
+                }
+            }
+            Node::Not(inner) => inner
+                .eval(ctx)
+                .then(|| format!("`{}` matched but the rule negates it", Bare(inner))),
+            Node::And(items) => items.iter().find_map(|n| n.explain(ctx)),
+            Node::Or(items) => {
+                let mut reasons = Vec::with_capacity(items.len());
+                for item in items {
+                    reasons.push(item.explain(ctx)?);
+                }
+                Some(reasons.join(" and "))
+            }
+        }
+    }
+
+    fn exact_hosts(&self) -> Option<Vec<String>> {
+        match self {
+            Node::Leaf(leaf) => leaf.exact_hosts(),
+            Node::Not(_) => None,
+            Node::And(items) => items
+                .iter()
+                .filter_map(Node::exact_hosts)
+                .min_by_key(Vec::len),
+            Node::Or(items) => {
+                let mut union: Vec<String> = Vec::new();
+                for item in items {
+                    for host in item.exact_hosts()? {
+                        if !union.contains(&host) {
+                            union.push(host);
+                        }
+                    }
+                }
+                Some(union)
+            }
+        }
+    }
+
+    fn collect_domains(&self, out: &mut Vec<String>) {
+        match self {
+            Node::Leaf(leaf) => {
+                for host in leaf.hosts() {
+                    if !out.iter().any(|h| h == host) {
+                        out.push(host.to_owned());
+                    }
+                }
+            }
+            Node::Not(_) => {}
+            Node::And(items) | Node::Or(items) => {
+                for item in items {
+                    item.collect_domains(out);
+                }
+            }
+        }
+    }
+
+    /// Writes the node; `nested` asks for parentheses around `&&`/`||` groups.
+    fn write(&self, f: &mut fmt::Formatter<'_>, nested: bool) -> fmt::Result {
+        let (items, op) = match self {
+            Node::Leaf(leaf) => return write!(f, "{leaf}"),
+            Node::Not(inner) => {
+                f.write_str("!")?;
+                return inner.write(f, true);
+            }
+            Node::And(items) => (items, " && "),
+            Node::Or(items) => (items, " || "),
+        };
+        if nested {
+            f.write_str("(")?;
+        }
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                f.write_str(op)?;
+            }
+            item.write(f, true)?;
+        }
+        if nested {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+}

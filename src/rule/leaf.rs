@@ -1,0 +1,596 @@
+//! The individual matchers: argument checking, matching, explanation and
+//! printing.
+
+use std::fmt::{self, Write as _};
+use std::net::{IpAddr, Ipv6Addr};
+
+use http::HeaderName;
+use ipnet::{IpNet, Ipv4Net};
+use regex::Regex;
+
+use super::{Ctx, RuleError, normalize_host, suggest};
+
+/// Which matcher a name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Host,
+    HostRegexp,
+    Path,
+    PathPrefix,
+    PathRegexp,
+    Method,
+    Header,
+    HeaderRegexp,
+    Query,
+    QueryRegexp,
+    ClientIp,
+}
+
+const KINDS: [(&str, Kind); 11] = [
+    ("Host", Kind::Host),
+    ("HostRegexp", Kind::HostRegexp),
+    ("Path", Kind::Path),
+    ("PathPrefix", Kind::PathPrefix),
+    ("PathRegexp", Kind::PathRegexp),
+    ("Method", Kind::Method),
+    ("Header", Kind::Header),
+    ("HeaderRegexp", Kind::HeaderRegexp),
+    ("Query", Kind::Query),
+    ("QueryRegexp", Kind::QueryRegexp),
+    ("ClientIP", Kind::ClientIp),
+];
+
+/// Finds the matcher with exactly this name.
+pub(super) fn lookup(name: &str) -> Option<Kind> {
+    KINDS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+/// The error message for a name that is not a matcher.
+pub(super) fn unknown_matcher_message(name: &str) -> String {
+    let names: Vec<&str> = KINDS.iter().map(|(n, _)| *n).collect();
+    match suggest::suggest(name, &names) {
+        Some(hint) => format!("unknown matcher `{name}`; {hint}"),
+        None => format!(
+            "unknown matcher `{name}`; the matchers are {}",
+            names.join(", ")
+        ),
+    }
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        KINDS
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| *n)
+    }
+
+    /// Minimum and maximum argument counts (`None`: no maximum, the Traefik v2
+    /// "any of these" form) and what the arguments are.
+    fn arity(self) -> (usize, Option<usize>, &'static str) {
+        match self {
+            Kind::Host => (1, None, "host names"),
+            Kind::HostRegexp | Kind::PathRegexp => (1, Some(1), "a regular expression"),
+            Kind::Path => (1, None, "paths"),
+            Kind::PathPrefix => (1, None, "path prefixes"),
+            Kind::Method => (1, None, "HTTP methods"),
+            Kind::Header => (2, Some(2), "a header name and a value"),
+            Kind::HeaderRegexp => (2, Some(2), "a header name and a regular expression"),
+            Kind::Query => (1, Some(2), "a parameter name and optionally a value"),
+            Kind::QueryRegexp => (2, Some(2), "a parameter name and a regular expression"),
+            Kind::ClientIp => (1, None, "IP addresses or CIDR ranges"),
+        }
+    }
+}
+
+/// A string argument and the column of its opening quote.
+#[derive(Debug)]
+pub(super) struct Arg {
+    pub value: String,
+    pub col: usize,
+}
+
+/// A compiled regular expression; two are equal when written identically.
+#[derive(Debug, Clone)]
+pub(super) struct Pattern(Regex);
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_str() == other.0.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+/// A host as written and in the form compared with requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HostArg {
+    written: String,
+    /// Lowercased, without trailing dot or IPv6 brackets.
+    norm: String,
+}
+
+/// A header name as written and parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HeaderArg {
+    written: String,
+    name: HeaderName,
+}
+
+/// An IP address or range as written and parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct IpArg {
+    written: String,
+    net: IpNet,
+}
+
+/// One matcher with validated, preprocessed arguments. Variants holding a
+/// `Vec` match when any element matches (the Traefik v2 multi-argument form).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Leaf {
+    Host(Vec<HostArg>),
+    HostRegexp(Pattern),
+    Path(Vec<String>),
+    PathPrefix(Vec<String>),
+    PathRegexp(Pattern),
+    Method(Vec<String>),
+    Header { name: HeaderArg, value: String },
+    HeaderRegexp { name: HeaderArg, pattern: Pattern },
+    Query { key: String, value: Option<String> },
+    QueryRegexp { key: String, pattern: Pattern },
+    ClientIp(Vec<IpArg>),
+}
+
+/// Checks the arguments of a matcher and builds it.
+pub(super) fn build(kind: Kind, name_col: usize, args: Vec<Arg>) -> Result<Leaf, RuleError> {
+    check_arity(kind, name_col, args.len())?;
+    let mut args = args.into_iter();
+    // `check_arity` guarantees the count, so a missing argument cannot
+    // happen; reporting it as an error keeps this path free of panics.
+    let mut take = || {
+        args.next().ok_or_else(|| {
+            RuleError::new(name_col, format!("missing argument for `{}`", kind.name()))
+        })
+    };
+    let leaf = match kind {
+        Kind::Host => Leaf::Host(collect(take, host)?),
+        Kind::HostRegexp => Leaf::HostRegexp(pattern(kind, &take()?)?),
+        Kind::Path => Leaf::Path(collect(take, |a| path(kind, a))?),
+        Kind::PathPrefix => Leaf::PathPrefix(collect(take, |a| path(kind, a))?),
+        Kind::PathRegexp => Leaf::PathRegexp(pattern(kind, &take()?)?),
+        Kind::Method => Leaf::Method(collect(take, method)?),
+        Kind::Header => Leaf::Header {
+            name: header_name(kind, take()?)?,
+            value: take()?.value,
+        },
+        Kind::HeaderRegexp => Leaf::HeaderRegexp {
+            name: header_name(kind, take()?)?,
+            pattern: pattern(kind, &take()?)?,
+        },
+        Kind::Query => {
+            let key = take()?;
+            let value = take().ok().map(|a| a.value);
+            Leaf::Query {
+                key: query_key(kind, key, value.is_none())?,
+                value,
+            }
+        }
+        Kind::QueryRegexp => Leaf::QueryRegexp {
+            key: query_key(kind, take()?, false)?,
+            pattern: pattern(kind, &take()?)?,
+        },
+        Kind::ClientIp => Leaf::ClientIp(collect(take, client_ip)?),
+    };
+    Ok(leaf)
+}
+
+/// Converts every remaining argument with `convert`.
+fn collect<T>(
+    mut take: impl FnMut() -> Result<Arg, RuleError>,
+    mut convert: impl FnMut(Arg) -> Result<T, RuleError>,
+) -> Result<Vec<T>, RuleError> {
+    let mut out = Vec::new();
+    while let Ok(arg) = take() {
+        out.push(convert(arg)?);
+    }
+    Ok(out)
+}
+
+fn check_arity(kind: Kind, name_col: usize, got: usize) -> Result<(), RuleError> {
+    let (min, max, what) = kind.arity();
+    if got >= min && max.is_none_or(|max| got <= max) {
+        return Ok(());
+    }
+    let expected = match max {
+        None => format!("at least {min} argument{} ({what})", plural(min)),
+        Some(max) if max == min => format!("{min} argument{} ({what})", plural(min)),
+        Some(max) => format!("{min} to {max} arguments ({what})"),
+    };
+    let given = match got {
+        0 => "none were given".to_owned(),
+        1 => "1 was given".to_owned(),
+        n => format!("{n} were given"),
+    };
+    let hint = if max == Some(1) && got > 1 {
+        "; to accept several, combine matchers with `||`"
+    } else {
+        ""
+    };
+    Err(RuleError::new(
+        name_col,
+        format!("`{}` takes {expected}, but {given}{hint}", kind.name()),
+    ))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn host(arg: Arg) -> Result<HostArg, RuleError> {
+    let err = |msg: String| Err(RuleError::new(arg.col, msg));
+    let v = arg.value.as_str();
+    let trimmed = v.strip_suffix('.').unwrap_or(v);
+    if trimmed.is_empty() {
+        return err("empty host name in `Host`".to_owned());
+    }
+    if !v.is_ascii() {
+        return err(format!(
+            "host `{v}` contains non-ASCII characters; write internationalized names in \
+             their punycode (`xn--`) form"
+        ));
+    }
+    if v.contains('{') {
+        return err(format!(
+            "host `{v}` uses a Traefik v2 `{{...}}` template; use HostRegexp to match a pattern"
+        ));
+    }
+    if let Some(rest) = v.strip_prefix("*.") {
+        return err(format!(
+            "`Host` does not support wildcards; use HostRegexp(`^[^.]+\\.{}$`) instead",
+            regex::escape(rest)
+        ));
+    }
+    let unbracketed = trimmed
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(trimmed);
+    if unbracketed.contains(':') && unbracketed.parse::<Ipv6Addr>().is_err() {
+        let has_port = trimmed
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        return err(if has_port {
+            format!("host `{v}` includes a port; `Host` matches the host name without its port")
+        } else {
+            format!("invalid host `{v}`")
+        });
+    }
+    if let Some(bad) = unbracketed
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':')))
+    {
+        return err(format!("invalid character `{bad}` in host `{v}`"));
+    }
+    Ok(HostArg {
+        norm: unbracketed.to_ascii_lowercase(),
+        written: arg.value,
+    })
+}
+
+fn path(kind: Kind, arg: Arg) -> Result<String, RuleError> {
+    let err = |msg: String| Err(RuleError::new(arg.col, msg));
+    let v = arg.value.as_str();
+    if !v.starts_with('/') {
+        return err(if v.is_empty() {
+            format!("empty path in `{}`; paths must start with `/`", kind.name())
+        } else {
+            format!("path `{v}` in `{}` must start with `/`", kind.name())
+        });
+    }
+    if v.contains('?') {
+        return err(format!(
+            "path `{v}` contains `?`; `{}` sees the path only, match the query string with `Query`",
+            kind.name()
+        ));
+    }
+    if v.contains('{') && v.contains('}') {
+        return err(format!(
+            "path `{v}` uses a Traefik v2 `{{...}}` template; use PathRegexp to match a pattern"
+        ));
+    }
+    Ok(arg.value)
+}
+
+fn pattern(kind: Kind, arg: &Arg) -> Result<Pattern, RuleError> {
+    Regex::new(&arg.value).map(Pattern).map_err(|e| {
+        RuleError::new(
+            arg.col,
+            format!(
+                "invalid regular expression in `{}`: {}",
+                kind.name(),
+                regex_error_summary(&e)
+            ),
+        )
+    })
+}
+
+/// The regex crate's syntax errors span several lines with a drawing of the
+/// pattern; keep only the line that says what is wrong.
+fn regex_error_summary(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or(text.as_str())
+            .to_owned(),
+        regex::Error::CompiledTooBig(limit) => {
+            format!("the compiled expression is larger than {limit} bytes")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn method(arg: Arg) -> Result<String, RuleError> {
+    if arg.value.is_empty() {
+        return Err(RuleError::new(arg.col, "empty method in `Method`"));
+    }
+    if http::Method::from_bytes(arg.value.as_bytes()).is_err() {
+        return Err(RuleError::new(
+            arg.col,
+            format!("invalid HTTP method `{}` in `Method`", arg.value),
+        ));
+    }
+    Ok(arg.value)
+}
+
+fn header_name(kind: Kind, arg: Arg) -> Result<HeaderArg, RuleError> {
+    if arg.value.is_empty() {
+        return Err(RuleError::new(
+            arg.col,
+            format!("empty header name in `{}`", kind.name()),
+        ));
+    }
+    match HeaderName::from_bytes(arg.value.as_bytes()) {
+        Ok(name) => Ok(HeaderArg {
+            written: arg.value,
+            name,
+        }),
+        Err(_) => Err(RuleError::new(
+            arg.col,
+            format!("invalid header name `{}` in `{}`", arg.value, kind.name()),
+        )),
+    }
+}
+
+fn query_key(kind: Kind, arg: Arg, alone: bool) -> Result<String, RuleError> {
+    let err = |msg: String| Err(RuleError::new(arg.col, msg));
+    let v = arg.value.as_str();
+    if v.is_empty() {
+        return err(format!("empty query parameter name in `{}`", kind.name()));
+    }
+    if let Some((key, value)) = v.split_once('=') {
+        return err(if alone {
+            format!(
+                "Query(`{v}`) is the Traefik v2 form; write Query(`{key}`, `{value}`), \
+                 or Query(`{key}`) to require only that the parameter is present"
+            )
+        } else {
+            format!("query parameter name `{v}` must not contain `=`")
+        });
+    }
+    Ok(arg.value)
+}
+
+fn client_ip(arg: Arg) -> Result<IpArg, RuleError> {
+    let v = arg.value.as_str();
+    let parsed = if v.contains('/') {
+        v.parse::<IpNet>().ok()
+    } else {
+        v.parse::<IpAddr>().ok().map(IpNet::from)
+    };
+    let Some(net) = parsed else {
+        return Err(RuleError::new(
+            arg.col,
+            format!("invalid IP address or CIDR range `{v}` in `ClientIP`"),
+        ));
+    };
+    Ok(IpArg {
+        net: unmap_net(net),
+        written: arg.value,
+    })
+}
+
+/// A range written as IPv4-mapped IPv6 (`::ffff:10.0.0.0/104`) becomes the
+/// IPv4 range it denotes, because client addresses are unmapped the same way.
+fn unmap_net(net: IpNet) -> IpNet {
+    if let IpNet::V6(v6) = net
+        && v6.prefix_len() >= 96
+        && let Some(v4) = v6.addr().to_ipv4_mapped()
+        && let Ok(v4net) = Ipv4Net::new(v4, v6.prefix_len() - 96)
+    {
+        return IpNet::V4(v4net);
+    }
+    net
+}
+
+/// The client address with an IPv4-mapped IPv6 address turned into IPv4.
+fn unmap_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    }
+}
+
+impl Leaf {
+    pub(super) fn eval(&self, ctx: &Ctx<'_, '_>) -> bool {
+        let req = ctx.req;
+        match self {
+            Leaf::Host(hosts) => {
+                let host = normalize_host(req.host);
+                hosts.iter().any(|h| h.norm.eq_ignore_ascii_case(host))
+            }
+            Leaf::HostRegexp(p) => p.0.is_match(normalize_host(req.host)),
+            Leaf::Path(paths) => paths.iter().any(|p| p == req.path),
+            Leaf::PathPrefix(prefixes) => prefixes.iter().any(|p| req.path.starts_with(p.as_str())),
+            Leaf::PathRegexp(p) => p.0.is_match(req.path),
+            Leaf::Method(methods) => methods
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(req.method.as_str())),
+            Leaf::Header { name, value } => req
+                .headers
+                .get_all(&name.name)
+                .iter()
+                .any(|v| v.as_bytes() == value.as_bytes()),
+            Leaf::HeaderRegexp { name, pattern } => req
+                .headers
+                .get_all(&name.name)
+                .iter()
+                .any(|v| std::str::from_utf8(v.as_bytes()).is_ok_and(|s| pattern.0.is_match(s))),
+            Leaf::Query { key, value } => ctx
+                .query_pairs()
+                .iter()
+                .any(|(k, v)| k == key && value.as_ref().is_none_or(|want| v == want)),
+            Leaf::QueryRegexp { key, pattern } => ctx
+                .query_pairs()
+                .iter()
+                .any(|(k, v)| k == key && pattern.0.is_match(v)),
+            Leaf::ClientIp(nets) => {
+                let ip = unmap_ip(req.client_ip);
+                nets.iter().any(|n| n.net.contains(&ip))
+            }
+        }
+    }
+
+    /// Why this matcher failed; only meaningful when `eval` is false.
+    pub(super) fn mismatch(&self, ctx: &Ctx<'_, '_>) -> String {
+        let req = ctx.req;
+        match self {
+            Leaf::Host(_) | Leaf::HostRegexp(_) if req.host.is_empty() => {
+                format!("{self} does not match: the request has no host")
+            }
+            Leaf::Host(_) | Leaf::HostRegexp(_) => {
+                format!("{self} does not match host `{}`", req.host)
+            }
+            Leaf::Path(_) | Leaf::PathPrefix(_) | Leaf::PathRegexp(_) => {
+                format!("{self} does not match path `{}`", req.path)
+            }
+            Leaf::Method(_) => format!("{self} does not match method `{}`", req.method),
+            Leaf::Header { name, .. } | Leaf::HeaderRegexp { name, .. } => {
+                if req.headers.contains_key(&name.name) {
+                    format!(
+                        "{self} does not match any value of header `{}`",
+                        name.written
+                    )
+                } else {
+                    format!(
+                        "{self} does not match: the request has no `{}` header",
+                        name.written
+                    )
+                }
+            }
+            Leaf::Query { key, .. } | Leaf::QueryRegexp { key, .. } => {
+                if ctx.query_pairs().iter().any(|(k, _)| k == key) {
+                    format!("{self} does not match any value of query parameter `{key}`")
+                } else {
+                    format!("{self} does not match: the request has no `{key}` query parameter")
+                }
+            }
+            Leaf::ClientIp(_) => format!("{self} does not match client IP `{}`", req.client_ip),
+        }
+    }
+
+    /// The exact host set this matcher restricts the request to, if any.
+    pub(super) fn exact_hosts(&self) -> Option<Vec<String>> {
+        match self {
+            Leaf::Host(_) => Some(self.hosts().map(str::to_owned).collect()),
+            _ => None,
+        }
+    }
+
+    /// The normalized hosts of a `Host` matcher, without duplicates; empty for
+    /// every other matcher.
+    pub(super) fn hosts(&self) -> impl Iterator<Item = &str> {
+        let hosts: &[HostArg] = match self {
+            Leaf::Host(hosts) => hosts,
+            _ => &[],
+        };
+        hosts
+            .iter()
+            .enumerate()
+            .filter(|(i, h)| !hosts.iter().take(*i).any(|earlier| earlier.norm == h.norm))
+            .map(|(_, h)| h.norm.as_str())
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Leaf::Host(_) => Kind::Host,
+            Leaf::HostRegexp(_) => Kind::HostRegexp,
+            Leaf::Path(_) => Kind::Path,
+            Leaf::PathPrefix(_) => Kind::PathPrefix,
+            Leaf::PathRegexp(_) => Kind::PathRegexp,
+            Leaf::Method(_) => Kind::Method,
+            Leaf::Header { .. } => Kind::Header,
+            Leaf::HeaderRegexp { .. } => Kind::HeaderRegexp,
+            Leaf::Query { .. } => Kind::Query,
+            Leaf::QueryRegexp { .. } => Kind::QueryRegexp,
+            Leaf::ClientIp(_) => Kind::ClientIp,
+        }
+    }
+}
+
+impl fmt::Display for Leaf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind().name())?;
+        f.write_char('(')?;
+        let mut first = true;
+        let mut arg = |f: &mut fmt::Formatter<'_>, s: &str| -> fmt::Result {
+            if !first {
+                f.write_str(", ")?;
+            }
+            first = false;
+            write_string(f, s)
+        };
+        match self {
+            Leaf::Host(hosts) => hosts.iter().try_for_each(|h| arg(f, &h.written))?,
+            Leaf::Path(items) | Leaf::PathPrefix(items) | Leaf::Method(items) => {
+                items.iter().try_for_each(|s| arg(f, s))?;
+            }
+            Leaf::HostRegexp(p) | Leaf::PathRegexp(p) => arg(f, p.0.as_str())?,
+            Leaf::Header { name, value } => {
+                arg(f, &name.written)?;
+                arg(f, value)?;
+            }
+            Leaf::HeaderRegexp { name, pattern } => {
+                arg(f, &name.written)?;
+                arg(f, pattern.0.as_str())?;
+            }
+            Leaf::Query { key, value } => {
+                arg(f, key)?;
+                if let Some(value) = value {
+                    arg(f, value)?;
+                }
+            }
+            Leaf::QueryRegexp { key, pattern } => {
+                arg(f, key)?;
+                arg(f, pattern.0.as_str())?;
+            }
+            Leaf::ClientIp(nets) => nets.iter().try_for_each(|n| arg(f, &n.written))?,
+        }
+        f.write_char(')')
+    }
+}
+
+/// Writes a string literal: in backticks unless the value contains one, in
+/// which case in double quotes with `"` and `\` escaped.
+fn write_string(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    if !s.contains('`') {
+        return write!(f, "`{s}`");
+    }
+    f.write_char('"')?;
+    for c in s.chars() {
+        if matches!(c, '"' | '\\') {
+            f.write_char('\\')?;
+        }
+        f.write_char(c)?;
+    }
+    f.write_char('"')
+}

@@ -1,0 +1,98 @@
+//! State that must outlive a runtime swap, keyed by a stable identity:
+//! connection pools and balancer positions. Compile looks entries up here
+//! instead of creating them, so a swap resets nothing that did not change.
+
+use hyper::body::Incoming;
+use hyper_util::client::legacy::{Client, connect::HttpConnector};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// Settings of an upstream client; equal settings share one pool.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientSettings {
+    /// Time allowed to connect.
+    pub dial_timeout: Option<Duration>,
+    /// Time allowed between sending a request and receiving its headers.
+    pub response_header_timeout: Option<Duration>,
+    /// How long idle keep-alive connections are kept.
+    pub idle_conn_timeout: Option<Duration>,
+    /// Idle connections kept per server.
+    pub max_idle_per_host: usize,
+}
+
+/// Pooled clients towards servers: HTTP/1.1 (with upgrades) and HTTP/2
+/// cleartext (gRPC), sharing one settings set.
+pub struct UpstreamClient {
+    /// Client for `http://` servers.
+    pub http1: Client<HttpConnector, Incoming>,
+    /// Client for `h2c://` servers: HTTP/2 with prior knowledge.
+    pub h2c: Client<HttpConnector, Incoming>,
+    /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
+    pub response_header_timeout: Option<Duration>,
+}
+
+impl UpstreamClient {
+    fn new(settings: &ClientSettings) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(settings.dial_timeout);
+        connector.enforce_http(false);
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(settings.idle_conn_timeout)
+            .pool_max_idle_per_host(settings.max_idle_per_host)
+            .set_host(false);
+        let http1 = builder.build(connector.clone());
+        builder.http2_only(true);
+        let h2c = builder.build(connector);
+        Self {
+            http1,
+            h2c,
+            response_header_timeout: settings.response_header_timeout,
+        }
+    }
+}
+
+/// The registries, shared by every compile for the life of the process.
+#[derive(Default)]
+pub struct Registries {
+    clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
+    positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+}
+
+impl Registries {
+    /// The client for these settings, created on first use.
+    pub fn client(&self, settings: &ClientSettings) -> Arc<UpstreamClient> {
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients
+            .entry(settings.clone())
+            .or_insert_with(|| Arc::new(UpstreamClient::new(settings)))
+            .clone()
+    }
+
+    /// The rotation position of a balancer, keyed by its service name and the
+    /// shape of its server list, so an unchanged service keeps its place.
+    pub fn position(&self, key: &str) -> Arc<AtomicUsize> {
+        let mut positions = self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        positions.entry(key.to_owned()).or_default().clone()
+    }
+
+    /// Drops state no longer referenced by any runtime (called after a swap).
+    pub fn sweep(&self) {
+        let mut positions = self
+            .positions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        positions.retain(|_, p| Arc::strong_count(p) > 1);
+        let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|_, c| Arc::strong_count(c) > 1);
+    }
+}

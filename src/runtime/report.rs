@@ -1,0 +1,97 @@
+//! What compile found out about each object: status and errors, for logs,
+//! the API and the dashboard.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// An object's status, as Traefik's API spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Working.
+    #[default]
+    Enabled,
+    /// Working, with something the user should look at.
+    Warning,
+    /// Not in use because of an error.
+    Disabled,
+}
+
+/// Status and errors of one router, service or middleware.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ObjectReport {
+    /// Enabled, warning or disabled.
+    pub status: Status,
+    /// What is wrong, one sentence each.
+    #[serde(rename = "error", skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// For routers: the entry points it is attached to. For services and
+    /// middlewares: the routers that use it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub using: Vec<String>,
+}
+
+impl ObjectReport {
+    /// Marks the object disabled because of `error`.
+    pub fn disable(&mut self, error: impl Into<String>) {
+        self.status = Status::Disabled;
+        self.errors.push(error.into());
+    }
+
+    /// Records a warning without disabling the object.
+    pub fn warn(&mut self, warning: impl Into<String>) {
+        if self.status == Status::Enabled {
+            self.status = Status::Warning;
+        }
+        self.errors.push(warning.into());
+    }
+}
+
+/// One provider's state as the aggregator last saw it.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderReport {
+    /// The last error the provider reported, if its newest attempt failed;
+    /// its last good configuration stays in use meanwhile.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Seconds since the Unix epoch of the last configuration accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<u64>,
+}
+
+/// The status of every object of one runtime.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    /// Routers by qualified name.
+    pub routers: BTreeMap<String, ObjectReport>,
+    /// Services by qualified name.
+    pub services: BTreeMap<String, ObjectReport>,
+    /// Middlewares by qualified name.
+    pub middlewares: BTreeMap<String, ObjectReport>,
+    /// Providers by name.
+    pub providers: BTreeMap<String, ProviderReport>,
+    /// Problems not tied to one object.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// Every error and warning, one line each, prefixed by its object, for logs.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (kind, map) in [
+            ("router", &self.routers),
+            ("service", &self.services),
+            ("middleware", &self.middlewares),
+        ] {
+            for (name, r) in map {
+                for e in &r.errors {
+                    out.push(format!("{kind} {name}: {e}"));
+                }
+            }
+        }
+        out.extend(self.warnings.iter().cloned());
+        out
+    }
+}

@@ -1,0 +1,279 @@
+//! Routing through the real binary: every matcher, combinations, priority,
+//! 404, 502, 504, HTTP/1.1 and HTTP/2 clients.
+
+mod support;
+
+use bytes::Bytes;
+use http::{Request, StatusCode, Version};
+use http_body_util::Full;
+use std::time::Duration;
+use support::{Backend, Gangway, eventually};
+
+fn routers(backends: &[(&str, &str, &Backend)], extra: &str) -> String {
+    let mut s = String::new();
+    for (name, rule, b) in backends {
+        s.push_str(&format!(
+            "[http.routers.{name}]\nrule = {rule:?}\nservice = \"{name}\"\n{extra}\n[http.services.{name}.loadBalancer]\n[[http.services.{name}.loadBalancer.servers]]\nurl = \"{}\"\n",
+            b.url()
+        ));
+    }
+    s
+}
+
+async fn backend_of(gw: &Gangway, req: Request<Full<Bytes>>) -> Option<String> {
+    let got = gw.send(req).await;
+    (got.status == StatusCode::OK).then(|| got.seen().backend)
+}
+
+fn req(gw: &Gangway, method: &str, host: &str, path: &str) -> http::request::Builder {
+    Request::builder()
+        .method(method)
+        .uri(gw.url(path))
+        .header("host", host)
+}
+
+#[tokio::test]
+async fn every_matcher_routes_and_others_do_not() {
+    let b = Backend::echo("b").await;
+    let cases: &[(&str, &str)] = &[
+        ("host", "Host(`host.test`)"),
+        ("hostre", "HostRegexp(`^[a-z]+\\.re\\.test$`)"),
+        ("path", "Host(`p.test`) && Path(`/exact`)"),
+        ("prefix", "Host(`p.test`) && PathPrefix(`/api`)"),
+        ("pathre", "Host(`p.test`) && PathRegexp(`^/v[0-9]+/`)"),
+        ("method", "Host(`m.test`) && Method(`DELETE`)"),
+        ("header", "Host(`h.test`) && Header(`X-Env`, `prod`)"),
+        (
+            "headerre",
+            "Host(`h.test`) && HeaderRegexp(`X-Team`, `^ops-`)",
+        ),
+        ("query", "Host(`q.test`) && Query(`mobile`, `true`)"),
+        ("queryre", "Host(`q.test`) && QueryRegexp(`v`, `^[0-9]+$`)"),
+        ("clientip", "Host(`ip.test`) && ClientIP(`127.0.0.0/8`)"),
+        ("notip", "Host(`ip6.test`) && ClientIP(`::1`)"),
+    ];
+    let list: Vec<(&str, &str, &Backend)> = cases.iter().map(|(n, r)| (*n, *r, &b)).collect();
+    let mut conf = String::new();
+    for (name, rule, _) in &list {
+        conf.push_str(&format!(
+            "[http.routers.{name}]\nrule = {rule:?}\nservice = \"b\"\n"
+        ));
+    }
+    conf.push_str(&format!(
+        "[http.services.b.loadBalancer]\n[[http.services.b.loadBalancer.servers]]\nurl = \"{}\"\n",
+        b.url()
+    ));
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("host.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    let ok = |r: http::request::Builder| r.body(Full::default()).unwrap();
+    let hit = [
+        ok(req(&gw, "GET", "HOST.Test:8080", "/")),
+        ok(req(&gw, "GET", "abc.re.test", "/")),
+        ok(req(&gw, "GET", "p.test", "/exact")),
+        ok(req(&gw, "GET", "p.test", "/api/users")),
+        ok(req(&gw, "GET", "p.test", "/v2/x")),
+        ok(req(&gw, "DELETE", "m.test", "/")),
+        ok(req(&gw, "GET", "h.test", "/").header("x-env", "prod")),
+        ok(req(&gw, "GET", "h.test", "/").header("x-team", "ops-eu")),
+        ok(req(&gw, "GET", "q.test", "/?mobile=true&x=1")),
+        ok(req(&gw, "GET", "q.test", "/?v=42")),
+        ok(req(&gw, "GET", "ip.test", "/")),
+    ];
+    for r in hit {
+        let what = format!("{} {:?}", r.uri(), r.headers());
+        assert_eq!(
+            gw.send(r).await.status,
+            StatusCode::OK,
+            "should route: {what}"
+        );
+    }
+    let miss = [
+        ok(req(&gw, "GET", "other.test", "/")),
+        ok(req(&gw, "GET", "a.b.re.test", "/")),
+        ok(req(&gw, "GET", "p.test", "/exact/more")),
+        ok(req(&gw, "GET", "p.test", "/web")),
+        ok(req(&gw, "GET", "m.test", "/")),
+        ok(req(&gw, "GET", "h.test", "/").header("x-env", "dev")),
+        ok(req(&gw, "GET", "h.test", "/").header("x-team", "dev-ops")),
+        ok(req(&gw, "GET", "q.test", "/?mobile=false")),
+        ok(req(&gw, "GET", "q.test", "/?v=4a")),
+        ok(req(&gw, "GET", "ip6.test", "/")),
+    ];
+    for r in miss {
+        let what = format!("{} {:?}", r.uri(), r.headers());
+        let got = gw.send(r).await;
+        assert_eq!(
+            got.status,
+            StatusCode::NOT_FOUND,
+            "should not route: {what}"
+        );
+        assert_eq!(got.text(), "404 page not found\n");
+    }
+}
+
+#[tokio::test]
+async fn combinations_and_priority() {
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    let c = Backend::echo("c").await;
+    let d = Backend::echo("d").await;
+    let conf = routers(
+        &[
+            // Longer rule wins by default.
+            ("short", "Host(`x.test`)", &a),
+            ("long", "Host(`x.test`) && PathPrefix(`/api`)", &b),
+            // || and ! and parentheses.
+            (
+                "either",
+                "(Host(`y.test`) || Host(`z.test`)) && !Method(`POST`)",
+                &c,
+            ),
+        ],
+        "",
+    ) + &routers(
+        &[("explicit", "Host(`x.test`) && PathPrefix(`/api/admin`)", &d)],
+        "priority = 1",
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("x.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    let get = |host: &'static str, path: &'static str| {
+        req(&gw, "GET", host, path).body(Full::default()).unwrap()
+    };
+    assert_eq!(
+        backend_of(&gw, get("x.test", "/")).await.as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        backend_of(&gw, get("x.test", "/api/v1")).await.as_deref(),
+        Some("b")
+    );
+    // The explicit low priority loses to the shorter, default-priority rule.
+    assert_eq!(
+        backend_of(&gw, get("x.test", "/api/admin"))
+            .await
+            .as_deref(),
+        Some("b")
+    );
+    assert_eq!(
+        backend_of(&gw, get("y.test", "/")).await.as_deref(),
+        Some("c")
+    );
+    assert_eq!(
+        backend_of(&gw, get("z.test", "/")).await.as_deref(),
+        Some("c")
+    );
+    let post = req(&gw, "POST", "z.test", "/")
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(gw.send(post).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn http2_prior_knowledge_clients_are_served() {
+    let b = Backend::echo("b").await;
+    let gw = Gangway::with_file(&support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]), &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async { gw.get("127.0.0.1", "/").await.status == StatusCode::OK }).await;
+    // HTTP/2 carries the host in :authority, not in a Host header; routing and
+    // the Host header sent upstream come from it.
+    let r = Request::get(gw.url("/hello?x=1")).version(Version::HTTP_2).body(Full::default()).unwrap();
+    let got = gw.send(r).await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+    let seen = got.seen();
+    assert_eq!(seen.uri, "/hello?x=1");
+    assert_eq!(seen.version, "HTTP/1.1", "plain http:// servers get HTTP/1.1");
+    assert_eq!(seen.header("host"), Some(format!("127.0.0.1:{}", gw.port).as_str()));
+}
+
+#[tokio::test]
+async fn unreachable_server_is_502_and_slow_server_is_504() {
+    let dead = format!("http://127.0.0.1:{}", support::free_port());
+    let slow = Backend::slow(Duration::from_secs(3)).await;
+    let conf = format!(
+        "{}{}\n[http.services.slow.loadBalancer]\nserversTransport = \"quick\"\n[[http.services.slow.loadBalancer.servers]]\nurl = \"{}\"\n[http.serversTransports.quick.forwardingTimeouts]\nresponseHeaderTimeout = \"300ms\"\n",
+        support::one_route("dead", "Host(`dead.test`)", &[&dead]),
+        "[http.routers.slow]\nrule = \"Host(`slow.test`)\"\nservice = \"slow\"",
+        slow.url()
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("dead.test", "/").await.status != StatusCode::NOT_FOUND
+    })
+    .await;
+    let got = gw.get("dead.test", "/").await;
+    assert_eq!(got.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(got.text(), "Bad Gateway\n");
+    let got = gw.get("slow.test", "/").await;
+    assert_eq!(got.status, StatusCode::GATEWAY_TIMEOUT);
+    assert_eq!(got.text(), "Gateway Timeout\n");
+}
+
+#[tokio::test]
+async fn servers_take_turns_and_weighted_services_split_traffic() {
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    let conf = format!(
+        "{}\n[http.routers.w]\nrule = \"Host(`w.test`)\"\nservice = \"w\"\n[[http.services.w.weighted.services]]\nname = \"sa\"\nweight = 3\n[[http.services.w.weighted.services]]\nname = \"sb\"\nweight = 1\n[http.services.sa.loadBalancer]\n[[http.services.sa.loadBalancer.servers]]\nurl = \"{}\"\n[http.services.sb.loadBalancer]\n[[http.services.sb.loadBalancer.servers]]\nurl = \"{}\"\n",
+        support::one_route("rr", "Host(`rr.test`)", &[&a.url(), &b.url()]),
+        a.url(),
+        b.url()
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("rr.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let mut rr = Vec::new();
+    for _ in 0..4 {
+        rr.push(gw.get("rr.test", "/").await.seen().backend);
+    }
+    assert!(
+        rr.windows(2).all(|w| w[0] != w[1]),
+        "round robin alternates: {rr:?}"
+    );
+    let mut count_a = 0;
+    for _ in 0..40 {
+        if gw.get("w.test", "/").await.seen().backend == "a" {
+            count_a += 1;
+        }
+    }
+    assert_eq!(count_a, 30, "weights 3:1 over 40 requests");
+}
+
+#[tokio::test]
+async fn a_broken_router_is_disabled_and_the_others_keep_working() {
+    let b = Backend::echo("b").await;
+    let conf = format!(
+        "{}[http.routers.broken]\nrule = \"Host(`broken.test`) &&\"\nservice = \"app\"\n[http.routers.orphan]\nrule = \"Host(`orphan.test`)\"\nservice = \"missing\"\n",
+        support::one_route("app", "Host(`ok.test`)", &[&b.url()])
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("ok.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    assert_eq!(
+        gw.get("broken.test", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        gw.get("orphan.test", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+    let log = gw.log();
+    assert!(
+        log.contains("router broken@file") && log.contains("column"),
+        "rule error logged with its position:\n{log}"
+    );
+    assert!(
+        log.contains("router orphan@file: service `missing@file`: does not exist"),
+        "{log}"
+    );
+}

@@ -1,0 +1,314 @@
+//! Test harness: the real gangway binary on ephemeral loopback ports, real
+//! backends on real sockets, and a small HTTP client.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use http::{HeaderMap, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::client::legacy::{Client, connect::HttpConnector};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+
+/// Polls `check` until it returns true or `limit` passes; panics with `what` then.
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if check().await {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("not within {limit:?}: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A free loopback port (bound and released; good enough for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// What a backend saw of one request.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct Seen {
+    pub backend: String,
+    pub method: String,
+    pub uri: String,
+    pub version: String,
+    pub headers: BTreeMap<String, Vec<String>>,
+}
+
+impl Seen {
+    /// The first value of a header, if any.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .and_then(|v| v.first())
+            .map(String::as_str)
+    }
+}
+
+/// An HTTP/1.1 + HTTP/2 (prior knowledge) backend on 127.0.0.1 that answers
+/// every request with a JSON description of what it received.
+pub struct Backend {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Backend {
+    pub async fn echo(name: &str) -> Backend {
+        let name = name.to_owned();
+        Self::serve(move |req: Request<Incoming>| {
+            let name = name.clone();
+            async move {
+                let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                for (k, v) in req.headers() {
+                    headers
+                        .entry(k.as_str().to_owned())
+                        .or_default()
+                        .push(String::from_utf8_lossy(v.as_bytes()).into_owned());
+                }
+                let body = serde_json::json!({
+                    "backend": name,
+                    "method": req.method().as_str(),
+                    "uri": req.uri().to_string(),
+                    "version": format!("{:?}", req.version()),
+                    "headers": headers,
+                });
+                let mut resp = http::Response::new(Full::new(Bytes::from(body.to_string())));
+                resp.headers_mut()
+                    .insert("content-type", "application/json".parse().unwrap());
+                resp.headers_mut()
+                    .insert("x-backend", name.parse().unwrap());
+                resp.headers_mut()
+                    .insert("keep-alive", "timeout=5".parse().unwrap());
+                resp
+            }
+        })
+        .await
+    }
+
+    /// A backend that sleeps `delay` before answering.
+    pub async fn slow(delay: Duration) -> Backend {
+        Self::serve(move |_req: Request<Incoming>| async move {
+            tokio::time::sleep(delay).await;
+            http::Response::new(Full::new(Bytes::from_static(b"late")))
+        })
+        .await
+    }
+
+    pub async fn serve<F, Fut, B>(handler: F) -> Backend
+    where
+        F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = http::Response<B>> + Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind backend");
+        let addr = listener.local_addr().expect("addr");
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let handler = handler.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let handler = handler.clone();
+                        async move { Ok::<_, Infallible>(handler(req).await) }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection_with_upgrades(TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        Backend { addr, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The real gangway binary with a file provider in a temporary directory.
+pub struct Gangway {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    pub dynamic: PathBuf,
+    client: Client<HttpConnector, Full<Bytes>>,
+    h2: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// A response, read whole.
+pub struct Got {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Got {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn seen(&self) -> Seen {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not a backend echo ({e}): {}", self.text()))
+    }
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_gangway")
+}
+
+impl Gangway {
+    /// Starts gangway with `dynamic` (TOML) as its file provider, plus extra flags.
+    pub async fn with_file(dynamic: &str, extra: &[&str]) -> Gangway {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("dynamic.toml");
+        std::fs::write(&path, dynamic).expect("write dynamic");
+        let port = free_port();
+        let mut args = vec![
+            format!("--entryPoints.web.address=127.0.0.1:{port}"),
+            format!("--providers.file.filename={}", path.display()),
+            "--providers.providersThrottleDuration=20ms".to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let log = std::fs::File::create(dir.path().join("gangway.log")).expect("log file");
+        let child = Command::new(binary())
+            .args(&args)
+            .current_dir(dir.path())
+            .env("RUST_LOG", "warn")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log file"))
+            .stderr(log)
+            .spawn()
+            .expect("start gangway");
+        let gw = Gangway {
+            child,
+            port,
+            dir,
+            dynamic: path,
+            client: Client::builder(TokioExecutor::new()).build_http(),
+            h2: Client::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build_http(),
+        };
+        let addr = format!("127.0.0.1:{port}");
+        eventually(Duration::from_secs(10), "gangway listens", || {
+            let addr = addr.clone();
+            async move { tokio::net::TcpStream::connect(&addr).await.is_ok() }
+        })
+        .await;
+        gw
+    }
+
+    /// Everything gangway logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("gangway.log")).unwrap_or_default()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Replaces the dynamic file atomically (write + rename), as editors do.
+    pub fn rewrite(&self, text: &str) {
+        let tmp = self.dir.path().join(".dynamic.toml.tmp");
+        std::fs::write(&tmp, text).expect("write");
+        std::fs::rename(&tmp, &self.dynamic).expect("rename");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub async fn send(&self, req: Request<Full<Bytes>>) -> Got {
+        let h2 = req.version() == http::Version::HTTP_2;
+        let client = if h2 { &self.h2 } else { &self.client };
+        let resp = client.request(req).await.expect("request through gangway");
+        let (parts, body) = resp.into_parts();
+        let body = body.collect().await.expect("body").to_bytes();
+        Got {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, host: &str, path: &str) -> Got {
+        self.send(
+            Request::get(self.url(path))
+                .header("host", host)
+                .body(Full::default())
+                .unwrap(),
+        )
+        .await
+    }
+
+    /// Peak resident memory of the gangway process, in KiB (VmHWM).
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("proc status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM")
+    }
+
+    /// Sends SIGTERM and waits for the process to exit; returns its status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+        self.child.wait().expect("wait")
+    }
+}
+
+impl Drop for Gangway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A file-provider configuration with one router and one load-balanced service.
+pub fn one_route(router: &str, rule: &str, servers: &[&str]) -> String {
+    let mut s = format!(
+        "[http.routers.{router}]\nrule = {rule:?}\nservice = \"{router}\"\n[http.services.{router}.loadBalancer]\n"
+    );
+    for url in servers {
+        s.push_str(&format!(
+            "[[http.services.{router}.loadBalancer.servers]]\nurl = \"{url}\"\n"
+        ));
+    }
+    s
+}
