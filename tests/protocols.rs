@@ -1,0 +1,575 @@
+//! Protocols that have to pass through gangway intact: gRPC over h2c with its
+//! trailers, WebSocket upgrades, and server-sent events delivered as they are
+//! produced rather than when the response ends.
+
+mod support;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use http::header::{CACHE_CONTROL, CONTENT_TYPE, HOST};
+use http::uri::PathAndQuery;
+use http::{HeaderValue, Request, Response, StatusCode, Version};
+use http_body::Frame;
+use http_body_util::{BodyExt, Empty, StreamBody};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::convert::Infallible;
+use std::future::{Ready, ready};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{Backend, Gangway, eventually, one_route};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tonic::Status;
+use tonic::codegen::{BoxFuture, Context, Poll, Service};
+use tonic::server::{ServerStreamingService, UnaryService};
+use tonic_prost::ProstCodec;
+
+/// Upper bound on any single wait, so a proxy that swallows data makes the
+/// test fail with a message instead of hanging. Never used to measure speed.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(PATIENCE, fut).await {
+        Ok(out) => out,
+        Err(_) => panic!("gave up after {PATIENCE:?} waiting for: {what}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gRPC
+// ---------------------------------------------------------------------------
+
+/// `test.EchoRequest`, written by hand (no protoc here).
+#[derive(Clone, PartialEq, prost::Message)]
+struct EchoRequest {
+    #[prost(string, tag = "1")]
+    text: String,
+    #[prost(uint32, tag = "2")]
+    count: u32,
+}
+
+/// `test.EchoReply`.
+#[derive(Clone, PartialEq, prost::Message)]
+struct EchoReply {
+    #[prost(string, tag = "1")]
+    text: String,
+    #[prost(uint32, tag = "2")]
+    seq: u32,
+}
+
+const SAY: &str = "/test.Echo/Say";
+const LOOKUP: &str = "/test.Echo/Lookup";
+const COUNT: &str = "/test.Echo/Count";
+const COUNT_THEN_FAIL: &str = "/test.Echo/CountThenFail";
+
+/// Unary: answers `echo: <text>`.
+struct Say;
+
+impl UnaryService<EchoRequest> for Say {
+    type Response = EchoReply;
+    type Future = Ready<Result<tonic::Response<EchoReply>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<EchoRequest>) -> Self::Future {
+        let text = request.into_inner().text;
+        ready(Ok(tonic::Response::new(EchoReply {
+            text: format!("echo: {text}"),
+            seq: 0,
+        })))
+    }
+}
+
+/// Unary that always fails before sending anything (a trailers-only reply).
+struct Lookup;
+
+impl UnaryService<EchoRequest> for Lookup {
+    type Response = EchoReply;
+    type Future = Ready<Result<tonic::Response<EchoReply>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<EchoRequest>) -> Self::Future {
+        let text = request.into_inner().text;
+        ready(Err(Status::not_found(format!("no record called {text:?}"))))
+    }
+}
+
+/// Server streaming: `count` replies numbered from 1, optionally followed by
+/// an error, which can then only travel in the HTTP/2 trailers.
+struct Count {
+    fail_at_end: bool,
+}
+
+type ReplyStream = tokio_stream::Iter<std::vec::IntoIter<Result<EchoReply, Status>>>;
+
+impl ServerStreamingService<EchoRequest> for Count {
+    type Response = EchoReply;
+    type ResponseStream = ReplyStream;
+    type Future = Ready<Result<tonic::Response<ReplyStream>, Status>>;
+
+    fn call(&mut self, request: tonic::Request<EchoRequest>) -> Self::Future {
+        let EchoRequest { text, count } = request.into_inner();
+        let mut items: Vec<Result<EchoReply, Status>> = (1..=count)
+            .map(|seq| {
+                Ok(EchoReply {
+                    text: format!("{text} #{seq}"),
+                    seq,
+                })
+            })
+            .collect();
+        if self.fail_at_end {
+            items.push(Err(Status::not_found(format!("ran out of {text}"))));
+        }
+        ready(Ok(tonic::Response::new(tokio_stream::iter(items))))
+    }
+}
+
+/// The `test.Echo` service, dispatching on the request path as generated
+/// code would.
+#[derive(Clone)]
+struct EchoService;
+
+impl Service<http::Request<tonic::body::Body>> for EchoService {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response, Infallible>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        Box::pin(async move {
+            let mut grpc =
+                tonic::server::Grpc::new(ProstCodec::<EchoReply, EchoRequest>::default());
+            let resp = match req.uri().path() {
+                SAY => grpc.unary(Say, req).await,
+                LOOKUP => grpc.unary(Lookup, req).await,
+                COUNT => {
+                    grpc.server_streaming(Count { fail_at_end: false }, req)
+                        .await
+                }
+                COUNT_THEN_FAIL => {
+                    grpc.server_streaming(Count { fail_at_end: true }, req)
+                        .await
+                }
+                other => Status::unimplemented(format!("no method {other}")).into_http(),
+            };
+            Ok(resp)
+        })
+    }
+}
+
+/// Starts the tonic server (HTTP/2 cleartext) on a loopback port.
+async fn grpc_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind grpc server");
+    let addr = listener.local_addr().expect("addr");
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tokio::spawn(async move {
+        if let Err(e) = tonic::transport::Server::builder()
+            .serve_with_incoming(EchoService, incoming)
+            .await
+        {
+            eprintln!("grpc server stopped: {e}");
+        }
+    });
+    addr
+}
+
+type GrpcClient = tonic::client::Grpc<tonic::transport::Channel>;
+
+fn codec() -> ProstCodec<EchoRequest, EchoReply> {
+    ProstCodec::default()
+}
+
+fn ask(text: &str, count: u32) -> tonic::Request<EchoRequest> {
+    tonic::Request::new(EchoRequest {
+        text: text.to_owned(),
+        count,
+    })
+}
+
+async fn unary(
+    client: &mut GrpcClient,
+    path: &'static str,
+    text: &str,
+) -> Result<EchoReply, Status> {
+    client.ready().await.expect("channel ready");
+    client
+        .unary(ask(text, 0), PathAndQuery::from_static(path), codec())
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Runs a server-streaming call; returns the messages received and the
+/// status that ended the stream (`None` for a clean end).
+async fn stream(
+    client: &mut GrpcClient,
+    path: &'static str,
+    text: &str,
+    count: u32,
+) -> (Vec<EchoReply>, Option<Status>) {
+    client.ready().await.expect("channel ready");
+    let mut replies = client
+        .server_streaming(ask(text, count), PathAndQuery::from_static(path), codec())
+        .await
+        .expect("stream opened")
+        .into_inner();
+    let mut got = Vec::new();
+    loop {
+        match within("next streamed message", replies.message()).await {
+            Ok(Some(reply)) => got.push(reply),
+            Ok(None) => return (got, None),
+            Err(status) => return (got, Some(status)),
+        }
+    }
+}
+
+#[tokio::test]
+async fn grpc_unary_streaming_and_status_trailers_pass_through_h2c() {
+    let upstream = grpc_server().await;
+    // The rule needs both the :authority the client sent and the gRPC path.
+    let conf = one_route(
+        "grpc",
+        "Host(`127.0.0.1`) && PathPrefix(`/test.Echo/`)",
+        &[&format!("h2c://{upstream}")],
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("127.0.0.1", SAY).await.status != StatusCode::NOT_FOUND
+    })
+    .await;
+
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{}", gw.port))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect to gangway");
+    let mut client = tonic::client::Grpc::new(channel);
+
+    // Unary.
+    let reply = unary(&mut client, SAY, "hello gangway")
+        .await
+        .expect("unary call");
+    assert_eq!(
+        reply,
+        EchoReply {
+            text: "echo: hello gangway".to_owned(),
+            seq: 0
+        }
+    );
+    let reply = unary(&mut client, SAY, "")
+        .await
+        .expect("unary call with an empty message");
+    assert_eq!(reply.text, "echo: ");
+
+    // Server streaming: every message, in order, then a clean end (which
+    // itself needs `grpc-status: 0` from the trailers).
+    let (got, end) = stream(&mut client, COUNT, "tick", 25).await;
+    let want: Vec<EchoReply> = (1..=25)
+        .map(|seq| EchoReply {
+            text: format!("tick #{seq}"),
+            seq,
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert!(end.is_none(), "stream ended with an error: {end:?}");
+
+    // A failure before any message: the status travels in the headers.
+    let status = unary(&mut client, LOOKUP, "widget-42")
+        .await
+        .expect_err("lookup must fail");
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert_eq!(status.message(), "no record called \"widget-42\"");
+
+    // A failure after messages: the status can only arrive in the trailers.
+    let (got, end) = stream(&mut client, COUNT_THEN_FAIL, "apple", 3).await;
+    let want: Vec<EchoReply> = (1..=3)
+        .map(|seq| EchoReply {
+            text: format!("apple #{seq}"),
+            seq,
+        })
+        .collect();
+    assert_eq!(got, want);
+    let status = end.expect("the stream must end with the server's error status");
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert_eq!(status.message(), "ran out of apple");
+
+    // The connection is still usable afterwards.
+    let reply = unary(&mut client, SAY, "still there")
+        .await
+        .expect("unary call after an error");
+    assert_eq!(reply.text, "echo: still there");
+}
+
+// ---------------------------------------------------------------------------
+// WebSocket
+// ---------------------------------------------------------------------------
+
+/// A WebSocket server that sends back every text and binary message.
+async fn websocket_echo_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind ws server");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            tokio::spawn(async move {
+                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                    return;
+                };
+                // Reading on after a Close lets tungstenite send its reply.
+                while let Some(Ok(msg)) = ws.next().await {
+                    if (msg.is_text() || msg.is_binary()) && ws.send(msg).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn websocket_messages_echo_through_and_close_cleanly() {
+    let upstream = websocket_echo_server().await;
+    let gw = Gangway::with_file(
+        &one_route("ws", "Host(`ws.test`)", &[&format!("http://{upstream}")]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("ws.test", "/").await.status != StatusCode::NOT_FOUND
+    })
+    .await;
+
+    let mut req = format!("ws://127.0.0.1:{}/chat", gw.port)
+        .into_client_request()
+        .expect("client request");
+    req.headers_mut()
+        .insert(HOST, HeaderValue::from_static("ws.test"));
+    let tcp = TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .expect("connect to gangway");
+    let (mut ws, resp) = within("handshake", tokio_tungstenite::client_async(req, tcp))
+        .await
+        .expect("WebSocket handshake through gangway");
+    assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
+
+    let big: Vec<u8> = (0..1024 * 1024u32)
+        .map(|i| (i % 251) as u8 ^ (i >> 12) as u8)
+        .collect();
+    let messages = vec![
+        Message::text("hello through gangway"),
+        Message::binary(vec![0u8, 1, 2, 0xfe, 0xff]),
+        Message::text("grüße ✓ ünïcödé"),
+        Message::binary(big),
+        Message::text(""),
+    ];
+    // One at a time, each answered before the next...
+    for msg in &messages {
+        within("send", ws.send(msg.clone())).await.expect("send");
+        let echoed = within("echo", ws.next())
+            .await
+            .expect("connection open")
+            .expect("echo");
+        assert_eq!(echoed, *msg, "echo differs ({} bytes sent)", msg.len());
+    }
+    // ...then a burst, answered in order.
+    for i in 0..20 {
+        ws.feed(Message::text(format!("burst {i}")))
+            .await
+            .expect("queue");
+    }
+    within("flush", ws.flush()).await.expect("flush");
+    for i in 0..20 {
+        let echoed = within("burst echo", ws.next())
+            .await
+            .expect("connection open")
+            .expect("echo");
+        assert_eq!(echoed, Message::text(format!("burst {i}")));
+    }
+
+    // Closing handshake: our Close comes back, then the connection ends.
+    let bye = CloseFrame {
+        code: CloseCode::Normal,
+        reason: "bye".into(),
+    };
+    within("close", ws.close(Some(bye)))
+        .await
+        .expect("send close");
+    match within("close reply", ws.next()).await {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            assert_eq!(frame.code, CloseCode::Normal);
+            assert_eq!(frame.reason.as_str(), "bye");
+        }
+        other => panic!("expected the server's Close reply, got {other:?}"),
+    }
+    let after = within("end of connection", ws.next()).await;
+    assert!(
+        after.is_none(),
+        "expected the connection to end after the close handshake, got {after:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Server-sent events
+// ---------------------------------------------------------------------------
+
+type Chunks = StreamBody<ReceiverStream<Result<Frame<Bytes>, Infallible>>>;
+
+/// Reads the body until a whole event (ending in a blank line) is buffered,
+/// and returns that event without its terminator.
+async fn next_event(body: &mut Incoming, buf: &mut BytesMut) -> Option<String> {
+    loop {
+        if let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+            let event = buf.split_to(end + 2);
+            return Some(String::from_utf8_lossy(&event[..end]).into_owned());
+        }
+        let frame = within("next part of the event stream", body.frame())
+            .await?
+            .expect("body frame");
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+        }
+    }
+}
+
+/// Opens one connection to gangway and sends `GET /events` for `host`:
+/// in the Host header over HTTP/1.1, as the `:authority` over HTTP/2.
+async fn get_events(port: u16, version: Version, host: &str) -> Response<Incoming> {
+    let tcp = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to gangway");
+    let io = TokioIo::new(tcp);
+    let req = Request::builder()
+        .version(version)
+        .header("accept", "text/event-stream");
+    if version == Version::HTTP_2 {
+        let req = req
+            .uri(format!("http://{host}/events"))
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let (mut send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .expect("HTTP/2 handshake with gangway");
+        tokio::spawn(conn);
+        send.send_request(req)
+            .await
+            .expect("request through gangway")
+    } else {
+        let req = req
+            .uri("/events")
+            .header(HOST, host)
+            .body(Empty::<Bytes>::new())
+            .unwrap();
+        let (mut send, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .expect("HTTP/1.1 handshake with gangway");
+        tokio::spawn(conn);
+        send.send_request(req)
+            .await
+            .expect("request through gangway")
+    }
+}
+
+#[tokio::test]
+async fn server_sent_events_arrive_as_they_are_sent() {
+    // Before each request the test leaves a gate here; the backend sends
+    // the first event, then waits at the gate before sending the second.
+    let gates: Arc<Mutex<Option<oneshot::Receiver<()>>>> = Arc::default();
+    let second_sent = Arc::new(AtomicBool::new(false));
+    let backend = {
+        let gates = gates.clone();
+        let second_sent = second_sent.clone();
+        Backend::serve(move |req: Request<Incoming>| {
+            let gate = if req.uri().path() == "/events" {
+                gates.lock().unwrap().take()
+            } else {
+                None
+            };
+            let second_sent = second_sent.clone();
+            async move {
+                let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(4);
+                let mut resp = Response::new(Chunks::new(ReceiverStream::new(rx)));
+                let Some(gate) = gate else {
+                    let _ = tx.send(Ok(Frame::data(Bytes::from_static(b"ready")))).await;
+                    return resp;
+                };
+                resp.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+                resp.headers_mut()
+                    .insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                tokio::spawn(async move {
+                    let first = Bytes::from_static(b"event: greeting\ndata: one\n\n");
+                    if tx.send(Ok(Frame::data(first))).await.is_err() {
+                        return;
+                    }
+                    if gate.await.is_err() {
+                        return;
+                    }
+                    second_sent.store(true, Ordering::SeqCst);
+                    let _ = tx
+                        .send(Ok(Frame::data(Bytes::from_static(b"id: 2\ndata: two\n\n"))))
+                        .await;
+                });
+                resp
+            }
+        })
+        .await
+    };
+    let gw = Gangway::with_file(
+        &one_route("sse", "Host(`sse.test`)", &[&backend.url()]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("sse.test", "/ready").await.status == StatusCode::OK
+    })
+    .await;
+
+    for version in [Version::HTTP_11, Version::HTTP_2] {
+        let (open_gate, gate) = oneshot::channel();
+        *gates.lock().unwrap() = Some(gate);
+        second_sent.store(false, Ordering::SeqCst);
+
+        let resp = within("response headers", get_events(gw.port, version, "sse.test")).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{version:?}");
+        assert_eq!(
+            resp.headers().get(CONTENT_TYPE).unwrap(),
+            "text/event-stream",
+            "{version:?}"
+        );
+        let mut body = resp.into_body();
+        let mut buf = BytesMut::new();
+
+        let first = next_event(&mut body, &mut buf).await.expect("first event");
+        assert_eq!(first, "event: greeting\ndata: one", "{version:?}");
+        assert!(
+            !second_sent.load(Ordering::SeqCst),
+            "the backend had already sent the second event; the test proves nothing ({version:?})"
+        );
+
+        open_gate.send(()).expect("backend waits at the gate");
+        let second = next_event(&mut body, &mut buf).await.expect("second event");
+        assert_eq!(second, "id: 2\ndata: two", "{version:?}");
+        assert!(
+            next_event(&mut body, &mut buf).await.is_none(),
+            "stream should end after two events ({version:?})"
+        );
+        assert!(
+            buf.is_empty(),
+            "stray bytes after the last event: {buf:?} ({version:?})"
+        );
+    }
+}
