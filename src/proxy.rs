@@ -5,6 +5,7 @@ pub mod body;
 pub mod error;
 pub mod forwarded;
 mod pipeline;
+mod upstream;
 
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use body::ProxyBody;
