@@ -17,7 +17,10 @@ pub const ENV_PREFIX: &str = "GANGWAY_";
 /// `GANGWAY_` variables that are not static configuration options but are
 /// read by other parts of gangway; [`load`] ignores them instead of
 /// rejecting them as unknown.
-pub const ENV_ALLOWLIST: &[&str] = &[];
+pub const ENV_ALLOWLIST: &[&str] = &[
+    // Set by the project's test command for the test harness, not for gangway.
+    "GANGWAY_TEST_STRICT",
+];
 
 /// The files looked for in the working directory, in order, when no
 /// configuration file is named.
