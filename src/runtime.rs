@@ -29,6 +29,8 @@ pub struct Runtime {
     pub report: Report,
     /// The merged dynamic configuration this was compiled from.
     pub dynamic: Arc<Dynamic>,
+    /// TLS: server configurations, certificates, certificates to obtain.
+    pub tls: crate::tls::Termination,
 }
 
 impl Runtime {
@@ -41,6 +43,7 @@ impl Runtime {
                 .collect(),
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),
+            tls: crate::tls::Termination::default(),
         }
     }
 
@@ -257,13 +260,16 @@ pub struct Server {
 /// Publishes runtimes: one `load` per request, one `store` per change.
 pub struct RuntimeHandle {
     current: ArcSwap<Runtime>,
+    published: tokio::sync::watch::Sender<u64>,
 }
 
 impl RuntimeHandle {
     /// A handle that starts with `initial`.
     pub fn new(initial: Runtime) -> Self {
+        let (published, _) = tokio::sync::watch::channel(initial.generation);
         Self {
             current: ArcSwap::from_pointee(initial),
+            published,
         }
     }
 
@@ -281,7 +287,15 @@ impl RuntimeHandle {
     /// Publishes a new runtime atomically. Requests in flight keep the one
     /// they started with.
     pub fn store(&self, runtime: Runtime) {
+        let generation = runtime.generation;
         self.current.store(Arc::new(runtime));
+        self.published.send_replace(generation);
+    }
+
+    /// A receiver that sees the generation of every runtime stored from now
+    /// on, for tasks that follow configuration changes (ACME).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.published.subscribe()
     }
 }
 

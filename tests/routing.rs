@@ -179,17 +179,33 @@ async fn combinations_and_priority() {
 #[tokio::test]
 async fn http2_prior_knowledge_clients_are_served() {
     let b = Backend::echo("b").await;
-    let gw = Gangway::with_file(&support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]), &[]).await;
-    eventually(Duration::from_secs(5), "config applied", || async { gw.get("127.0.0.1", "/").await.status == StatusCode::OK }).await;
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("127.0.0.1", "/").await.status == StatusCode::OK
+    })
+    .await;
     // HTTP/2 carries the host in :authority, not in a Host header; routing and
     // the Host header sent upstream come from it.
-    let r = Request::get(gw.url("/hello?x=1")).version(Version::HTTP_2).body(Full::default()).unwrap();
+    let r = Request::get(gw.url("/hello?x=1"))
+        .version(Version::HTTP_2)
+        .body(Full::default())
+        .unwrap();
     let got = gw.send(r).await;
     assert_eq!(got.status, StatusCode::OK, "{}", got.text());
     let seen = got.seen();
     assert_eq!(seen.uri, "/hello?x=1");
-    assert_eq!(seen.version, "HTTP/1.1", "plain http:// servers get HTTP/1.1");
-    assert_eq!(seen.header("host"), Some(format!("127.0.0.1:{}", gw.port).as_str()));
+    assert_eq!(
+        seen.version, "HTTP/1.1",
+        "plain http:// servers get HTTP/1.1"
+    );
+    assert_eq!(
+        seen.header("host"),
+        Some(format!("127.0.0.1:{}", gw.port).as_str())
+    );
 }
 
 #[tokio::test]

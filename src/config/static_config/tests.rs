@@ -815,7 +815,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`"
     );
 }
 
@@ -1200,12 +1200,31 @@ fn full_config() -> StaticConfig {
     let mut config = StaticConfig::default();
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
+    entry_point.http.tls = Some(EntryPointTls {
+        cert_resolver: Some(String::from("le")),
+        options: Some(String::from("modern")),
+        domains: Vec::new(),
+    });
+    entry_point.http.redirections.entry_point.to = Some(String::from("websecure"));
     config.entry_points.insert(String::from("web"), entry_point);
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
         directory: Some(PathBuf::from("d")),
         watch: true,
     });
+    config.certificates_resolvers.insert(
+        String::from("le"),
+        CertificatesResolver {
+            acme: Acme {
+                ca_certificates: vec![PathBuf::from("ca.pem")],
+                tls_challenge: Some(TlsChallenge {}),
+                http_challenge: Some(HttpChallenge {
+                    entry_point: String::from("web"),
+                }),
+                ..Acme::default()
+            },
+        },
+    );
     config
 }
 
@@ -1319,6 +1338,7 @@ fn every_row_sets_its_field() {
 fn row_defaults_match_struct_defaults() {
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), EntryPoint::default())].into(),
+        certificates_resolvers: [(String::from("web"), CertificatesResolver::default())].into(),
         providers: Providers {
             file: Some(FileProvider::default()),
             ..Providers::default()
@@ -1443,6 +1463,7 @@ fn serializes_for_the_api() {
                 "web": {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
+                    "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}
@@ -1460,4 +1481,59 @@ fn serializes_for_the_api() {
     // And reads back to the same thing.
     let back: StaticConfig = serde_json::from_value(value).unwrap();
     assert_eq!(back, config);
+}
+
+#[test]
+fn traefik_https_setup_loads() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        r#"
+[entryPoints.web]
+address = ":80"
+[entryPoints.web.http.redirections.entryPoint]
+to = "websecure"
+scheme = "https"
+[entryPoints.websecure]
+address = ":443"
+[entryPoints.websecure.http.tls]
+certResolver = "le"
+[[entryPoints.websecure.http.tls.domains]]
+main = "example.com"
+sans = ["www.example.com"]
+[certificatesResolvers.le.acme]
+email = "me@example.com"
+storage = "/var/lib/gangway/acme"
+caServer = "staging"
+[certificatesResolvers.le.acme.tlsChallenge]
+[certificatesResolvers.web.acme.httpChallenge]
+entryPoint = "web"
+"#,
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let web = &config.entry_points["web"].http.redirections.entry_point;
+    assert_eq!(web.to.as_deref(), Some("websecure"));
+    assert!(web.permanent, "permanent by default");
+    let tls = config.entry_points["websecure"].http.tls.as_ref().unwrap();
+    assert_eq!(tls.cert_resolver.as_deref(), Some("le"));
+    assert_eq!(tls.domains[0].sans, ["www.example.com"]);
+    let le = &config.certificates_resolvers["le"].acme;
+    assert_eq!(le.directory_url(), LETS_ENCRYPT_STAGING);
+    assert_eq!(le.key_type, "EC256");
+    assert!(le.tls_challenge.is_some());
+    let web = &config.certificates_resolvers["web"].acme;
+    assert_eq!(web.directory_url(), LETS_ENCRYPT_PRODUCTION);
+    assert_eq!(web.http_challenge.as_ref().unwrap().entry_point, "web");
+    // The same through flags.
+    let config = run(
+        &[
+            "--entryPoints.websecure.address=:443",
+            "--entryPoints.websecure.http.tls.certResolver=le",
+            "--certificatesResolvers.le.acme.caServer=https://127.0.0.1:14000/dir",
+            "--certificatesResolvers.le.acme.caCertificates=a.pem,b.pem",
+        ],
+        &[],
+    );
+    let le = &config.certificates_resolvers["le"].acme;
+    assert_eq!(le.directory_url(), "https://127.0.0.1:14000/dir");
+    assert_eq!(le.ca_certificates.len(), 2);
 }
