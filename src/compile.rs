@@ -186,9 +186,17 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     );
     report.warnings.extend(tls_report.warnings);
     for (router, options) in &tls_uses.options {
-        if let Some(e) = tls_report.broken_options.get(options) {
+        let problem = match tls_report.broken_options.get(options) {
+            Some(e) => Some(format!("TLS options `{options}`: {e}")),
+            None if !dynamic.tls.options.contains_key(options) => {
+                Some(format!("TLS options `{options}` do not exist"))
+            }
+            None => None,
+        };
+        // A router never falls back to weaker options than it asked for.
+        if let Some(problem) = problem {
             if let Some(entry) = report.routers.get_mut(router) {
-                entry.disable(format!("TLS options `{options}`: {e}"));
+                entry.disable(problem);
             }
             for routes in &mut per_ep {
                 routes.retain(|r| r.name != *router);
@@ -204,6 +212,9 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         tls,
     }
 }
+
+#[cfg(test)]
+mod tls_tests;
 
 /// What TLS routers need: hosts per TLS options, certificates to obtain.
 #[derive(Default)]
