@@ -788,7 +788,7 @@ fn environment_names_with_underscores_are_lowercased() {
 
 #[test]
 fn allowlisted_and_meta_variables_are_not_options() {
-    // The allow-list starts empty; every entry must carry the prefix.
+    // Every entry must carry the prefix.
     for var in ENV_ALLOWLIST {
         assert!(var.starts_with(ENV_PREFIX), "{var}");
         run(&[], &[(var, "anything")]);
