@@ -126,6 +126,10 @@ impl AcmeError {
         }
     }
 
+    fn is_bad_nonce(&self) -> bool {
+        matches!(self, AcmeError::Refused { detail, .. } if detail.contains(":badNonce"))
+    }
+
     fn retry_after(&self) -> Option<i64> {
         match self {
             AcmeError::Refused { retry_after, .. } => *retry_after,
@@ -256,9 +260,10 @@ impl Resolver {
         let directory = Directory::discover(&self.client, &self.directory_url)
             .await
             .map_err(AcmeError::from_acme)?;
-        let account = Account::create_with_keypair(&self.client, directory, &self.contact, &key)
-            .await
-            .map_err(AcmeError::from_acme)?;
+        let account = order::signed(|| {
+            Account::create_with_keypair(&self.client, directory.clone(), &self.contact, &key)
+        })
+        .await?;
         let account = Arc::new(account);
         *slot = Some(account.clone());
         Ok(account)
@@ -680,5 +685,13 @@ mod tests {
             Some(1_893_456_000)
         );
         assert_eq!(refusal("io error: connection refused"), None);
+        let bad_nonce = AcmeError::Refused {
+            status: 400,
+            detail: "JWS has an invalid anti-replay nonce (urn:ietf:params:acme:error:badNonce)"
+                .into(),
+            retry_after: None,
+        };
+        assert!(bad_nonce.is_bad_nonce());
+        assert!(!AcmeError::Unreachable("badNonce".into()).is_bad_nonce());
     }
 }

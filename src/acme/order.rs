@@ -6,11 +6,32 @@
 use super::{AcmeError, ChallengeKind, Resolver};
 use crate::tls::Challenges;
 use rustls_acme::acme::{Account, AuthStatus, Identifier, OrderStatus};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Polls of an authorization or a processing order before giving up.
 const POLLS: u32 = 12;
+
+/// Times one request is sent again after a `badNonce` refusal.
+const NONCE_RETRIES: u32 = 5;
+
+/// Runs one signed ACME request, again with a fresh nonce when the server
+/// refused the nonce (RFC 8555 §6.5 asks clients to; rustls-acme does not).
+/// Safe to repeat: a request refused for its nonce had no effect.
+pub(super) async fn signed<T, F, Fut>(mut request: F) -> Result<T, AcmeError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, rustls_acme::acme::AcmeError>>,
+{
+    let mut retries = 0;
+    loop {
+        match request().await.map_err(AcmeError::from_acme) {
+            Err(e) if e.is_bad_nonce() && retries < NONCE_RETRIES => retries += 1,
+            other => return other,
+        }
+    }
+}
 
 /// Runs one order for `domains`; returns the new key and chain as PEM.
 pub(super) async fn obtain(
@@ -29,10 +50,7 @@ pub(super) async fn obtain(
         .serialize_request(&key)
         .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
 
-    let (url, mut order) = account
-        .new_order(client, domains.to_vec())
-        .await
-        .map_err(AcmeError::from_acme)?;
+    let (url, mut order) = signed(|| account.new_order(client, domains.to_vec())).await?;
     let mut polls = 0;
     loop {
         match order.status.clone() {
@@ -40,16 +58,11 @@ pub(super) async fn obtain(
                 for authorization in &order.authorizations {
                     authorize(resolver, &account, challenges, authorization).await?;
                 }
-                order = account
-                    .order(client, &url)
-                    .await
-                    .map_err(AcmeError::from_acme)?;
+                order = signed(|| account.order(client, &url)).await?;
             }
             OrderStatus::Ready => {
-                order = account
-                    .finalize(client, &order.finalize, csr.der())
-                    .await
-                    .map_err(AcmeError::from_acme)?;
+                let finalize = order.finalize.clone();
+                order = signed(|| account.finalize(client, &finalize, csr.der())).await?;
             }
             OrderStatus::Processing => {
                 polls += 1;
@@ -59,16 +72,10 @@ pub(super) async fn obtain(
                     ));
                 }
                 tokio::time::sleep(poll_delay(polls)).await;
-                order = account
-                    .order(client, &url)
-                    .await
-                    .map_err(AcmeError::from_acme)?;
+                order = signed(|| account.order(client, &url)).await?;
             }
             OrderStatus::Valid { certificate } => {
-                let chain = account
-                    .certificate(client, &certificate)
-                    .await
-                    .map_err(AcmeError::from_acme)?;
+                let chain = signed(|| account.certificate(client, &certificate)).await?;
                 let mut pem = key.serialize_pem();
                 pem.push_str(&chain);
                 return Ok(pem.into_bytes());
@@ -112,10 +119,7 @@ async fn authorize(
     url: &str,
 ) -> Result<(), AcmeError> {
     let client = &resolver.client;
-    let auth = account
-        .auth(client, url)
-        .await
-        .map_err(AcmeError::from_acme)?;
+    let auth = signed(|| account.auth(client, url)).await?;
     let Identifier::Dns(domain) = auth.identifier.clone();
     match auth.status {
         AuthStatus::Valid => return Ok(()),
@@ -144,16 +148,10 @@ async fn authorize(
             )
         }
     };
-    account
-        .challenge(client, &challenge_url)
-        .await
-        .map_err(AcmeError::from_acme)?;
+    signed(|| account.challenge(client, &challenge_url)).await?;
     for poll in 1..=POLLS {
         tokio::time::sleep(poll_delay(poll)).await;
-        let auth = account
-            .auth(client, url)
-            .await
-            .map_err(AcmeError::from_acme)?;
+        let auth = signed(|| account.auth(client, url)).await?;
         match auth.status {
             AuthStatus::Pending => {}
             AuthStatus::Valid => return Ok(()),

@@ -43,6 +43,7 @@ pub struct Pebble {
     pebble: Option<Child>,
     challtestsrv: Child,
     starts: usize,
+    nonce_reject: u32,
 }
 
 impl Pebble {
@@ -50,6 +51,17 @@ impl Pebble {
     /// `tls_port` of 127.0.0.1, issuing certificates valid for `validity`
     /// seconds (pebble's default: 5 years).
     pub async fn start(http_port: u16, tls_port: u16, validity: Option<u64>) -> Pebble {
+        Self::start_with(http_port, tls_port, validity, 0).await
+    }
+
+    /// Like `start`, refusing `nonce_reject` percent of nonces with
+    /// `badNonce` (pebble's default is 5), to exercise the client's retry.
+    pub async fn start_with(
+        http_port: u16,
+        tls_port: u16,
+        validity: Option<u64>,
+        nonce_reject: u32,
+    ) -> Pebble {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = TestCa::new("pebble API test CA");
         let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
@@ -108,6 +120,7 @@ impl Pebble {
             pebble: None,
             challtestsrv,
             starts: 0,
+            nonce_reject,
         };
         pebble.start_pebble().await;
         pebble
@@ -125,8 +138,7 @@ impl Pebble {
             ])
             .current_dir(self.dir.path())
             .env("PEBBLE_VA_NOSLEEP", "1")
-            // rustls-acme does not retry badNonce; the backoff would, slowly.
-            .env("PEBBLE_WFE_NONCEREJECT", "0")
+            .env("PEBBLE_WFE_NONCEREJECT", self.nonce_reject.to_string())
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
