@@ -292,8 +292,9 @@ impl RuntimeHandle {
         self.published.send_replace(generation);
     }
 
-    /// A receiver that sees the generation of every runtime stored from now
-    /// on, for tasks that follow configuration changes (ACME).
+    /// A receiver told of each runtime stored from now on (its generation;
+    /// several quick stores may be seen as the last one), for tasks that
+    /// follow configuration changes, such as ACME.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.published.subscribe()
     }
