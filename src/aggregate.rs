@@ -113,12 +113,20 @@ pub fn spawn_aggregate(
         let mut states: BTreeMap<&'static str, ProviderState> = BTreeMap::new();
         let mut generation = 0u64;
         let mut logged: BTreeSet<String> = BTreeSet::new();
-        while let Some(first) = rx.recv().await {
-            apply(&mut states, first);
-            // Wait out the burst: a provider often sends several snapshots in
-            // a row (an editor's save, containers starting together).
-            while let Ok(Some(next)) = tokio::time::timeout(throttle, rx.recv()).await {
-                apply(&mut states, next);
+        loop {
+            tokio::select! {
+                first = rx.recv() => {
+                    let Some(first) = first else { break };
+                    apply(&mut states, first);
+                    // Wait out the burst: a provider often sends several snapshots in
+                    // a row (an editor's save, containers starting together).
+                    while let Ok(Some(next)) = tokio::time::timeout(throttle, rx.recv()).await {
+                        apply(&mut states, next);
+                    }
+                }
+                // A certificate was issued: the same configuration, compiled
+                // again, serves it.
+                () = registries.tls.changed() => {}
             }
             let (merged, mut warnings) = merge(states.iter().map(|(p, s)| (*p, &s.dynamic)));
             for s in states.values() {

@@ -28,6 +28,11 @@ pub struct CompileContext {
     pub internal: BTreeMap<String, Arc<dyn InternalService>>,
     /// Which request counters to keep; None when metrics are off.
     pub metrics: Option<MetricsSettings>,
+    /// Default TLS of each entry point (`entryPoints.<name>.http.tls`),
+    /// indexed by `EntryPointId`; routers without `tls` there get it.
+    pub entry_point_tls: Vec<Option<dynamic::RouterTls>>,
+    /// Names of the certificate resolvers of the static configuration.
+    pub cert_resolvers: Vec<String>,
 }
 
 /// What compile needs to know about metrics.
@@ -59,6 +64,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     };
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
     let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut tls_uses = TlsUses::default();
 
     for (name, router) in &dynamic.http.routers {
         let entry = report.routers.entry(name.clone()).or_default();
@@ -142,19 +148,32 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     .filter(|m| on(m))
                     .map(|m| registries.stats(kind, object, &m.bounds))
             };
-            let route = Arc::new(Route {
-                name: name.clone(),
-                priority: router
-                    .priority
-                    .unwrap_or_else(|| default_priority(&router.rule)),
-                matcher,
-                tls: router.tls.is_some(),
-                upstream,
-                stats: stats(StatsKind::Router, |m| m.routers, name),
-                service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
-                service_name: service_name.clone(),
-            });
+            let priority = router
+                .priority
+                .unwrap_or_else(|| default_priority(&router.rule));
+            // One route for plain connections and one for TLS ones, as an
+            // entry point's default TLS can make the router TLS on some only.
+            let mut made: [Option<Arc<Route>>; 2] = [None, None];
             for i in eps {
+                let tls = router
+                    .tls
+                    .as_ref()
+                    .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
+                if let Some(tls) = tls {
+                    tls_uses.add(name, &provider, tls, &matcher, ctx, entry);
+                }
+                let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                    Arc::new(Route {
+                        name: name.clone(),
+                        priority,
+                        matcher: matcher.clone(),
+                        tls: tls.is_some(),
+                        upstream: upstream.clone(),
+                        stats: stats(StatsKind::Router, |m| m.routers, name),
+                        service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
+                        service_name: service_name.clone(),
+                    })
+                });
                 per_ep[i].push(route.clone());
             }
         }
@@ -196,11 +215,163 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             .push("tcp and udp sections are ignored: gangway routes HTTP only".to_owned());
     }
 
+    let (tls, tls_report) = crate::tls::compile_termination(
+        &dynamic.tls,
+        &tls_uses.hosts,
+        tls_uses.requests,
+        &registries.tls,
+    );
+    report.warnings.extend(tls_report.warnings);
+    for (router, options) in &tls_uses.options {
+        let problem = match tls_report.broken_options.get(options) {
+            Some(e) => Some(format!("TLS options `{options}`: {e}")),
+            None if !dynamic.tls.options.contains_key(options) => {
+                Some(format!("TLS options `{options}` do not exist"))
+            }
+            None => None,
+        };
+        // A router never falls back to weaker options than it asked for.
+        if let Some(problem) = problem {
+            if let Some(entry) = report.routers.get_mut(router) {
+                entry.disable(problem);
+            }
+            for routes in &mut per_ep {
+                routes.retain(|r| r.name != *router);
+            }
+        }
+    }
+
     Runtime {
         generation: 0,
         entry_points: per_ep.into_iter().map(EntryPointRoutes::new).collect(),
         report,
         dynamic,
+        tls,
+    }
+}
+
+#[cfg(test)]
+mod tls_tests;
+
+/// What TLS routers need: hosts per TLS options, certificates to obtain.
+#[derive(Default)]
+struct TlsUses {
+    hosts: Vec<crate::tls::HostOptions>,
+    requests: Vec<crate::tls::CertificateRequest>,
+    /// (router, qualified options name) for routers with named options.
+    options: Vec<(String, String)>,
+    seen: HashSet<(String, String)>,
+}
+
+impl TlsUses {
+    fn add(
+        &mut self,
+        router: &str,
+        provider: &str,
+        tls: &dynamic::RouterTls,
+        matcher: &crate::rule::Matcher,
+        ctx: &CompileContext,
+        entry: &mut crate::runtime::ObjectReport,
+    ) {
+        // A router on several entry points with the same TLS is counted once.
+        if !self.seen.insert((router.to_owned(), format!("{tls:?}"))) {
+            return;
+        }
+        let hosts = matcher.domains();
+        let options = match tls.options.as_deref() {
+            None | Some("") | Some("default") => None,
+            Some(name) => Some(QualifiedName::resolve(name, provider).to_string()),
+        };
+        if let Some(q) = &options {
+            self.options.push((router.to_owned(), q.clone()));
+        }
+        for host in &hosts {
+            self.hosts.push(crate::tls::HostOptions {
+                host: host.clone(),
+                options: options.clone(),
+                router: router.to_owned(),
+            });
+        }
+        let Some(resolver) = tls.cert_resolver.as_deref().filter(|r| !r.is_empty()) else {
+            return;
+        };
+        if !ctx.cert_resolvers.iter().any(|r| r == resolver) {
+            entry.warn(format!(
+                "certificate resolver `{resolver}` does not exist; the default certificate is served"
+            ));
+            return;
+        }
+        let sets: Vec<Vec<String>> = if tls.domains.is_empty() {
+            vec![hosts]
+        } else {
+            tls.domains
+                .iter()
+                .map(|d| {
+                    std::iter::once(&d.main)
+                        .chain(&d.sans)
+                        .map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase())
+                        .collect()
+                })
+                .collect()
+        };
+        for set in sets {
+            let mut domains: Vec<String> = Vec::new();
+            for name in set {
+                match orderable(&name) {
+                    Ok(()) if !domains.contains(&name) => domains.push(name),
+                    Ok(()) => {}
+                    Err(why) => {
+                        entry.warn(format!("no certificate is ordered for `{name}`: {why}"))
+                    }
+                }
+            }
+            if domains.is_empty() {
+                entry.warn(format!(
+                    "certificate resolver `{resolver}`: the router names no host to obtain a certificate for (use Host(`…`) or tls.domains)"
+                ));
+                continue;
+            }
+            let request = crate::tls::CertificateRequest {
+                resolver: resolver.to_owned(),
+                domains,
+                routers: vec![router.to_owned()],
+            };
+            let key = request.key();
+            match self.requests.iter_mut().find(|r| r.key() == key) {
+                Some(existing) if !existing.routers.iter().any(|r| r == router) => {
+                    existing.routers.push(router.to_owned());
+                }
+                Some(_) => {}
+                None => self.requests.push(request),
+            }
+        }
+    }
+}
+
+/// Whether an ACME CA can issue a certificate for `name` through the
+/// challenges gangway answers (TLS-ALPN-01, HTTP-01).
+fn orderable(name: &str) -> Result<(), &'static str> {
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return Err("IP addresses are not ordered");
+    }
+    if name.contains('*') {
+        return Err("wildcard names need the DNS-01 challenge, which gangway does not answer");
+    }
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        });
+    if valid {
+        Ok(())
+    } else {
+        Err("not a valid DNS name")
     }
 }
 

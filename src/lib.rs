@@ -4,6 +4,7 @@
 //! `run` is what the binary calls and what the integration tests start.
 
 pub mod access_log;
+pub mod acme;
 pub mod aggregate;
 pub mod api;
 pub mod compile;
@@ -13,6 +14,7 @@ pub mod provider;
 pub mod proxy;
 pub mod rule;
 pub mod runtime;
+pub mod tls;
 
 use config::static_config::StaticConfig;
 use http::HeaderValue;
@@ -35,6 +37,19 @@ pub enum RunError {
         address: String,
         /// What the OS said.
         source: std::io::Error,
+    },
+    /// A certificate resolver cannot be used.
+    #[error(transparent)]
+    Acme(#[from] acme::AcmeError),
+    /// A redirection names neither an entry point nor a port.
+    #[error(
+        "entryPoints.{entry_point}.http.redirections.entryPoint.to: `{to}` is neither an entry point nor a port such as `:443`"
+    )]
+    Redirect {
+        /// The entry point that redirects.
+        entry_point: String,
+        /// The target as given.
+        to: String,
     },
 }
 
@@ -62,13 +77,19 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         None => None,
     };
     let registries = Arc::new(runtime::Registries::default());
+    // Starts empty; the first compiled runtime (with TLS defaults) is stored
+    // below, before anything is served.
     let handle = Arc::new(runtime::RuntimeHandle::new(runtime::Runtime::empty(
         names.len(),
     )));
+    let mut resolvers = Vec::new();
+    for (name, resolver) in &config.certificates_resolvers {
+        resolvers.push(Arc::new(acme::Resolver::new(name, &resolver.acme, &names)?));
+    }
 
     // Bind everything before anything is served, so a port in use fails the start.
-    let mut listeners = Vec::new();
-    for (id, (name, ep)) in config.entry_points.iter().enumerate() {
+    let mut bound = Vec::new();
+    for (name, ep) in &config.entry_points {
         let listener =
             proxy::bind(ep.address.host, ep.address.port).map_err(|source| RunError::Bind {
                 name: name.clone(),
@@ -80,6 +101,11 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             .map(|a| a.port())
             .unwrap_or(ep.address.port);
         tracing::info!(entry_point = %name, address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "listening");
+        bound.push((listener, port));
+    }
+    let ports: Vec<u16> = bound.iter().map(|(_, port)| *port).collect();
+    let mut listeners = Vec::new();
+    for (id, ((name, ep), (listener, port))) in config.entry_points.iter().zip(bound).enumerate() {
         let info = proxy::EntryPointInfo {
             name: name.clone(),
             id,
@@ -87,7 +113,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 trusted: ep.forwarded_headers.trusted_ips.clone(),
                 insecure: ep.forwarded_headers.insecure,
             },
-            tls: false,
+            redirect: redirect(name, &ep.http.redirections.entry_point, &names, &ports)?,
             port: HeaderValue::from(port),
             grace: ep.transport.life_cycle.grace_time_out.0,
             header_read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
@@ -96,6 +122,13 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             }),
         };
         listeners.push((listener, Arc::new(info)));
+    }
+
+    // Stored certificates are served from the first handshake on, so a
+    // restart never shows the default certificate for a known name.
+    for resolver in &resolvers {
+        let loaded = resolver.load_stored(&registries);
+        tracing::info!(resolver = %resolver.name, certificates = loaded, ca = %resolver.directory_url, "certificate resolver ready");
     }
 
     let ft = &config.servers_transport.forwarding_timeouts;
@@ -120,7 +153,19 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
             max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
         },
+        entry_point_tls: config
+            .entry_points
+            .values()
+            .map(|ep| ep.http.tls.as_ref().map(router_tls))
+            .collect(),
+        cert_resolvers: config.certificates_resolvers.keys().cloned().collect(),
     };
+    handle.store(compile::compile(
+        Arc::new(config::Dynamic::default()),
+        &ctx,
+        &registries,
+    ));
+    let acme = acme::spawn_acme(resolvers, handle.clone(), registries.clone());
     let (tx, rx) = mpsc::channel(64);
     let aggregate = aggregate::spawn_aggregate(
         rx,
@@ -180,7 +225,52 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         p.abort();
     }
     aggregate.abort();
+    acme.abort();
     Ok(())
+}
+
+/// An entry point's default TLS, as a router's `tls` section.
+fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
+    config::dynamic::RouterTls {
+        options: tls.options.clone(),
+        cert_resolver: tls.cert_resolver.clone(),
+        domains: tls
+            .domains
+            .iter()
+            .map(|d| config::dynamic::Domain {
+                main: d.main.clone(),
+                sans: d.sans.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Where `entry_point` redirects plain HTTP: another entry point's port, or
+/// a port given as `:443` or `443`.
+fn redirect(
+    entry_point: &str,
+    to: &config::static_config::RedirectEntryPoint,
+    names: &[String],
+    ports: &[u16],
+) -> Result<Option<proxy::Redirect>, RunError> {
+    let Some(target) = to.to.as_deref().filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let port = match names.iter().position(|n| n == target) {
+        Some(i) => ports.get(i).copied(),
+        None => target.trim_start_matches(':').parse::<u16>().ok(),
+    };
+    let Some(port) = port else {
+        return Err(RunError::Redirect {
+            entry_point: entry_point.to_owned(),
+            to: target.to_owned(),
+        });
+    };
+    Ok(Some(proxy::Redirect {
+        scheme: to.scheme.to_ascii_lowercase(),
+        port: Some(port),
+        permanent: to.permanent,
+    }))
 }
 
 fn nonzero(d: std::time::Duration) -> Option<std::time::Duration> {

@@ -6,18 +6,16 @@ pub mod error;
 pub mod forwarded;
 pub mod observe;
 mod pipeline;
+mod secure;
 mod upstream;
 
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use body::ProxyBody;
 use forwarded::TrustPolicy;
 use http::HeaderValue;
-use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use std::convert::Infallible;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -45,8 +43,8 @@ pub struct EntryPointInfo {
     pub id: EntryPointId,
     /// Whose forwarded headers are believed.
     pub trust: TrustPolicy,
-    /// Connections are TLS (routers with `tls` match here, others not).
-    pub tls: bool,
+    /// Plain-HTTP requests here are redirected (`http.redirections`).
+    pub redirect: Option<Redirect>,
     /// The listening port, as a header value for `X-Forwarded-Port`.
     pub port: HeaderValue,
     /// How long in-flight requests may take to finish at shutdown.
@@ -57,10 +55,25 @@ pub struct EntryPointInfo {
     pub stats: Option<Arc<crate::metrics::Stats>>,
 }
 
+/// Where an entry point redirects plain-HTTP requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    /// Scheme of the new URL (`https`).
+    pub scheme: String,
+    /// Port of the new URL; `None` for the scheme's default port.
+    pub port: Option<u16>,
+    /// 301/308 rather than 302/307.
+    pub permanent: bool,
+}
+
 /// One accepted connection.
 pub(crate) struct ConnInfo {
     pub(crate) entry_point: Arc<EntryPointInfo>,
     pub(crate) peer: SocketAddr,
+    /// The connection is TLS: routers with `tls` match, others do not.
+    pub(crate) tls: bool,
+    /// The TLS server name the client asked for, lowercased.
+    pub(crate) sni: Option<Box<str>>,
 }
 
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4
@@ -128,32 +141,15 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
-        let info = Arc::new(ConnInfo {
-            entry_point: entry_point.clone(),
+        // The handshake runs in the connection's task, so a slow client
+        // never holds up the accept loop.
+        tokio::spawn(proxy.clone().connection(
+            stream,
             peer,
-        });
-        let proxy = proxy.clone();
-        let service = service_fn(move |req: hyper::Request<Incoming>| {
-            let proxy = proxy.clone();
-            let info = info.clone();
-            async move { Ok::<_, Infallible>(proxy.serve(&info, req).await) }
-        });
-        let conn = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        let stats = entry_point.stats.clone();
-        if let Some(s) = &stats {
-            s.connection_opened();
-        }
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::trace!(error = %e, "connection ended with an error");
-            }
-            if let Some(s) = stats {
-                s.connection_closed();
-            }
-        });
+            entry_point.clone(),
+            builder.clone(),
+            graceful.watcher(),
+        ));
     }
     drop(listener);
     tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");

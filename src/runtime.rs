@@ -29,6 +29,8 @@ pub struct Runtime {
     pub report: Report,
     /// The merged dynamic configuration this was compiled from.
     pub dynamic: Arc<Dynamic>,
+    /// TLS: server configurations, certificates, certificates to obtain.
+    pub tls: crate::tls::Termination,
 }
 
 impl Runtime {
@@ -41,6 +43,7 @@ impl Runtime {
                 .collect(),
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),
+            tls: crate::tls::Termination::default(),
         }
     }
 
@@ -277,13 +280,16 @@ pub struct Server {
 /// Publishes runtimes: one `load` per request, one `store` per change.
 pub struct RuntimeHandle {
     current: ArcSwap<Runtime>,
+    published: tokio::sync::watch::Sender<u64>,
 }
 
 impl RuntimeHandle {
     /// A handle that starts with `initial`.
     pub fn new(initial: Runtime) -> Self {
+        let (published, _) = tokio::sync::watch::channel(initial.generation);
         Self {
             current: ArcSwap::from_pointee(initial),
+            published,
         }
     }
 
@@ -301,7 +307,16 @@ impl RuntimeHandle {
     /// Publishes a new runtime atomically. Requests in flight keep the one
     /// they started with.
     pub fn store(&self, runtime: Runtime) {
+        let generation = runtime.generation;
         self.current.store(Arc::new(runtime));
+        self.published.send_replace(generation);
+    }
+
+    /// A receiver told of each runtime stored from now on (its generation;
+    /// several quick stores may be seen as the last one), for tasks that
+    /// follow configuration changes, such as ACME.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.published.subscribe()
     }
 }
 

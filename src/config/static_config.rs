@@ -56,6 +56,10 @@ pub struct StaticConfig {
     /// The access log; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access_log: Option<AccessLog>,
+    /// Where certificates come from, by name; routers name one with
+    /// `tls.certResolver`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub certificates_resolvers: BTreeMap<String, CertificatesResolver>,
 }
 
 /// One address gangway listens on, with how it treats connections there.
@@ -70,6 +74,166 @@ pub struct EntryPoint {
     pub forwarded_headers: ForwardedHeaders,
     /// Timeouts for client connections on this entry point.
     pub transport: EntryPointTransport,
+    /// HTTP settings every router on this entry point gets: default TLS
+    /// and redirection to another entry point.
+    pub http: EntryPointHttp,
+}
+
+/// HTTP defaults of an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointHttp {
+    /// When present, every router on this entry point is a TLS router
+    /// with these settings unless it has a `tls` section of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<EntryPointTls>,
+    /// Redirect every plain-HTTP request to another entry point.
+    pub redirections: Redirections,
+}
+
+/// Default TLS settings of the routers on an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointTls {
+    /// The certificate resolver that obtains certificates for these routers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert_resolver: Option<String>,
+    /// The TLS options (`tls.options.<name>` of the dynamic configuration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options: Option<String>,
+    /// Domains to obtain certificates for instead of the routers' hosts
+    /// (file only: a list of `{ main, sans }`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub domains: Vec<TlsDomain>,
+}
+
+/// A certificate's main name and its other names.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TlsDomain {
+    /// The main name.
+    pub main: String,
+    /// Subject alternative names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sans: Vec<String>,
+}
+
+/// Redirections of an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Redirections {
+    /// Redirect to another entry point.
+    pub entry_point: RedirectEntryPoint,
+}
+
+/// Where plain-HTTP requests on an entry point are sent instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedirectEntryPoint {
+    /// The entry point to redirect to (its port goes into the new URL),
+    /// or a port such as `:443`. No redirection when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The scheme of the new URL. Default `https`.
+    pub scheme: String,
+    /// Permanent (301/308) rather than temporary (302/307). Default `true`.
+    pub permanent: bool,
+}
+
+impl Default for RedirectEntryPoint {
+    fn default() -> Self {
+        RedirectEntryPoint {
+            to: None,
+            scheme: String::from("https"),
+            permanent: true,
+        }
+    }
+}
+
+/// A source of certificates.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct CertificatesResolver {
+    /// Certificates from an ACME server such as Let's Encrypt.
+    pub acme: Acme,
+}
+
+/// Let's Encrypt's production directory, the default `caServer`.
+pub const LETS_ENCRYPT_PRODUCTION: &str = "https://acme-v02.api.letsencrypt.org/directory";
+/// Let's Encrypt's staging directory: untrusted certificates, generous rate limits.
+pub const LETS_ENCRYPT_STAGING: &str = "https://acme-staging-v02.api.letsencrypt.org/directory";
+
+/// An ACME certificate resolver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Acme {
+    /// Contact address given to the CA (optional).
+    pub email: String,
+    /// Directory where the account key and certificates are kept (created
+    /// with mode 0700, files 0600). Default `acme`. Traefik's is a file,
+    /// `acme.json`; gangway keeps one file per certificate.
+    pub storage: PathBuf,
+    /// The ACME directory URL. Default Let's Encrypt production; the word
+    /// `staging` selects Let's Encrypt's staging directory.
+    pub ca_server: String,
+    /// Key type of certificates: `EC256` (default) or `EC384`.
+    pub key_type: String,
+    /// Validity of the certificates in hours, as Traefik's option; gangway
+    /// reads the real validity from each certificate, so this is only a
+    /// hint. Default `2160` (90 days).
+    pub certificates_duration: u64,
+    /// PEM files of CAs to trust when talking to the ACME server (a
+    /// private CA such as pebble), in addition to the system's web roots.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ca_certificates: Vec<PathBuf>,
+    /// Answer TLS-ALPN-01 challenges on the TLS entry points (used when no
+    /// challenge is configured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_challenge: Option<TlsChallenge>,
+    /// Answer HTTP-01 challenges on a plain entry point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_challenge: Option<HttpChallenge>,
+}
+
+impl Default for Acme {
+    fn default() -> Self {
+        Acme {
+            email: String::new(),
+            storage: PathBuf::from("acme"),
+            ca_server: String::from(LETS_ENCRYPT_PRODUCTION),
+            key_type: String::from("EC256"),
+            certificates_duration: 2160,
+            ca_certificates: Vec::new(),
+            tls_challenge: None,
+            http_challenge: None,
+        }
+    }
+}
+
+impl Acme {
+    /// The directory URL, with `staging` and `production` read as Let's
+    /// Encrypt's.
+    pub fn directory_url(&self) -> &str {
+        match self.ca_server.trim() {
+            s if s.eq_ignore_ascii_case("staging") => LETS_ENCRYPT_STAGING,
+            s if s.eq_ignore_ascii_case("production") || s.is_empty() => LETS_ENCRYPT_PRODUCTION,
+            s => s,
+        }
+    }
+}
+
+/// The TLS-ALPN-01 challenge; it has no settings.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TlsChallenge {}
+
+/// The HTTP-01 challenge.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HttpChallenge {
+    /// The plain-HTTP entry point (port 80 for a public CA) that answers
+    /// `/.well-known/acme-challenge/`.
+    pub entry_point: String,
 }
 
 /// Trust in the `X-Forwarded-*` headers that clients send.

@@ -17,6 +17,8 @@ pub enum Kind {
     Timeout,
     /// The request itself is malformed.
     BadRequest,
+    /// The request's host is not the TLS connection's server name.
+    Misdirected,
 }
 
 impl Kind {
@@ -28,6 +30,7 @@ impl Kind {
             Kind::BadGateway => StatusCode::BAD_GATEWAY,
             Kind::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Kind::BadRequest => StatusCode::BAD_REQUEST,
+            Kind::Misdirected => StatusCode::MISDIRECTED_REQUEST,
         }
     }
 
@@ -39,6 +42,9 @@ impl Kind {
             Kind::BadGateway => "Bad Gateway\n",
             Kind::Timeout => "Gateway Timeout\n",
             Kind::BadRequest => "Bad Request\n",
+            Kind::Misdirected => {
+                "Misdirected Request: the host does not match the TLS server name\n"
+            }
         }
     }
 
@@ -50,6 +56,7 @@ impl Kind {
             Kind::BadGateway => "bad_gateway",
             Kind::Timeout => "timeout",
             Kind::BadRequest => "bad_request",
+            Kind::Misdirected => "misdirected",
         }
     }
 

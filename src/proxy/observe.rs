@@ -205,11 +205,7 @@ fn entry_for(
             Version::HTTP_10 => "HTTP/1.0",
             _ => "HTTP/1.1",
         },
-        scheme: if conn.entry_point.tls {
-            "https"
-        } else {
-            "http"
-        },
+        scheme: if conn.tls { "https" } else { "http" },
         host,
         entry_point: conn.entry_point.name.clone(),
         start: Some(SystemTime::now()),

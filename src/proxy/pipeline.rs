@@ -20,6 +20,11 @@ impl Proxy {
         conn: &ConnInfo,
         req: Request<Incoming>,
     ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
+        if !conn.tls
+            && let Some(answer) = self.plain_answer(conn, &req)
+        {
+            return (answer, None);
+        }
         // Absolute-form targets (and HTTP/2's :authority) carry the host in
         // the URI; it wins over a Host header, as RFC 9112 §3.2.2 says.
         let host_value: Option<HeaderValue> = match req.uri().authority() {
@@ -43,12 +48,15 @@ impl Proxy {
             // One load per request; the Arc is copied out so no guard is held across an await.
             self.runtime
                 .load()
-                .route(conn.entry_point.id, conn.entry_point.tls, &facts)
+                .route(conn.entry_point.id, conn.tls, &facts)
                 .cloned()
         };
         let Some(route) = route else {
             return (Kind::NoRoute.into_response(), None);
         };
+        if route.tls && super::secure::misdirected(conn, &host) {
+            return (Kind::Misdirected.into_response(), Some(route));
+        }
         let resp = self.dispatch(conn, &route, host_value, req).await;
         (resp, Some(route))
     }

@@ -38,7 +38,7 @@ impl Proxy {
             let arrival = Arrival {
                 peer: conn.peer.ip(),
                 trusted: conn.entry_point.trust.trusts(conn.peer.ip()),
-                tls: conn.entry_point.tls,
+                tls: conn.tls,
                 websocket,
                 host: host_value.as_ref(),
                 port: &conn.entry_point.port,

@@ -62,6 +62,8 @@ impl UpstreamClient {
 /// The registries, shared by every compile for the life of the process.
 #[derive(Default)]
 pub struct Registries {
+    /// Certificates, challenge answers and TLS sessions.
+    pub tls: crate::tls::TlsState,
     clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,

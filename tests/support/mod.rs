@@ -2,6 +2,9 @@
 //! backends on real sockets, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod pebble;
+pub mod tls;
+
 use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
@@ -189,10 +192,14 @@ pub fn binary() -> &'static str {
 impl Gangway {
     /// Starts gangway with `dynamic` (TOML) as its file provider, plus extra flags.
     pub async fn with_file(dynamic: &str, extra: &[&str]) -> Gangway {
+        Self::with_file_on(free_port(), dynamic, extra).await
+    }
+
+    /// Like `with_file`, with the `web` entry point on `port`.
+    pub async fn with_file_on(port: u16, dynamic: &str, extra: &[&str]) -> Gangway {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, dynamic).expect("write dynamic");
-        let port = free_port();
         let mut args = vec![
             format!("--entryPoints.web.address=127.0.0.1:{port}"),
             format!("--providers.file.filename={}", path.display()),

@@ -15,12 +15,10 @@ use crate::config::format::{self, Format};
 pub const ENV_PREFIX: &str = "GANGWAY_";
 
 /// `GANGWAY_` variables that are not static configuration options but are
-/// read by other parts of gangway; [`load`] ignores them instead of
-/// rejecting them as unknown.
-pub const ENV_ALLOWLIST: &[&str] = &[
-    // Set by the project's test command for the test harness, not for gangway.
-    "GANGWAY_TEST_STRICT",
-];
+/// read by other parts of gangway or its test suite; [`load`] ignores them
+/// instead of rejecting them as unknown. `GANGWAY_TEST_STRICT` is set by
+/// `scripts/test` for the whole process tree, gangways under test included.
+pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT"];
 
 /// The files looked for in the working directory, in order, when no
 /// configuration file is named.

@@ -145,6 +145,42 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Longest wait for the next request on a keep-alive connection (0s: no limit).",
     ),
     opt(
+        "entryPoints.<name>.http.tls",
+        ValueKind::Section,
+        "false",
+        "Make every router on this entry point a TLS router.",
+    ),
+    opt(
+        "entryPoints.<name>.http.tls.certResolver",
+        ValueKind::String,
+        "",
+        "Default certificate resolver of the routers on this entry point.",
+    ),
+    opt(
+        "entryPoints.<name>.http.tls.options",
+        ValueKind::String,
+        "",
+        "Default TLS options of the routers on this entry point.",
+    ),
+    opt(
+        "entryPoints.<name>.http.redirections.entryPoint.to",
+        ValueKind::String,
+        "",
+        "Redirect plain-HTTP requests to this entry point (or :port).",
+    ),
+    opt(
+        "entryPoints.<name>.http.redirections.entryPoint.scheme",
+        ValueKind::String,
+        "https",
+        "Scheme of the redirection's URL.",
+    ),
+    opt(
+        "entryPoints.<name>.http.redirections.entryPoint.permanent",
+        ValueKind::Bool,
+        "true",
+        "Redirect permanently (301/308) rather than temporarily (302/307).",
+    ),
+    opt(
         "providers.providersThrottleDuration",
         ValueKind::Duration,
         "50ms",
@@ -348,6 +384,54 @@ pub const OPTIONS: &[OptionSpec] = &[
         "",
         "Mode of one request header.",
     ),
+    opt(
+        "certificatesResolvers.<name>.acme.email",
+        ValueKind::String,
+        "",
+        "Contact address registered with the ACME server.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.storage",
+        ValueKind::String,
+        "acme",
+        "Directory for the account key and certificates (mode 0700).",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.caServer",
+        ValueKind::String,
+        "https://acme-v02.api.letsencrypt.org/directory",
+        "ACME directory URL; `staging` means Let's Encrypt staging.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.keyType",
+        ValueKind::String,
+        "EC256",
+        "Certificate key type: EC256 or EC384.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.certificatesDuration",
+        ValueKind::Int,
+        "2160",
+        "Expected certificate validity in hours (the real one is read from each certificate).",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.caCertificates",
+        ValueKind::List,
+        "",
+        "PEM files of CAs trusted for the ACME server (e.g. pebble's).",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.tlsChallenge",
+        ValueKind::Section,
+        "false",
+        "Answer TLS-ALPN-01 challenges (the default when no challenge is set).",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.httpChallenge.entryPoint",
+        ValueKind::String,
+        "",
+        "Answer HTTP-01 challenges on this plain entry point.",
+    ),
 ];
 
 /// The heading for a group of options, by first segment.
@@ -357,6 +441,7 @@ fn group_title(first: &str) -> &str {
         "providers" => "Providers",
         "log" => "Log",
         "serversTransport" => "Connections to backend servers",
+        "certificatesResolvers" => "Certificate resolvers (one set per <name>)",
         other => other,
     }
 }

@@ -788,7 +788,7 @@ fn environment_names_with_underscores_are_lowercased() {
 
 #[test]
 fn allowlisted_and_meta_variables_are_not_options() {
-    // The allow-list starts empty; every entry must carry the prefix.
+    // Every entry must carry the prefix.
     for var in ENV_ALLOWLIST {
         assert!(var.starts_with(ENV_PREFIX), "{var}");
         run(&[], &[(var, "anything")]);
@@ -815,7 +815,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`"
     );
 }
 
@@ -1200,6 +1200,12 @@ fn full_config() -> StaticConfig {
     let mut config = StaticConfig::default();
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
+    entry_point.http.tls = Some(EntryPointTls {
+        cert_resolver: Some(String::from("le")),
+        options: Some(String::from("modern")),
+        domains: Vec::new(),
+    });
+    entry_point.http.redirections.entry_point.to = Some(String::from("websecure"));
     config.entry_points.insert(String::from("web"), entry_point);
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
@@ -1224,6 +1230,19 @@ fn full_config() -> StaticConfig {
         .names
         .insert(String::from("web"), observability::FieldMode::Keep);
     config.access_log = Some(access_log);
+    config.certificates_resolvers.insert(
+        String::from("le"),
+        CertificatesResolver {
+            acme: Acme {
+                ca_certificates: vec![PathBuf::from("ca.pem")],
+                tls_challenge: Some(TlsChallenge {}),
+                http_challenge: Some(HttpChallenge {
+                    entry_point: String::from("web"),
+                }),
+                ..Acme::default()
+            },
+        },
+    );
     config
 }
 
@@ -1348,6 +1367,7 @@ fn every_row_sets_its_field() {
 fn row_defaults_match_struct_defaults() {
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), EntryPoint::default())].into(),
+        certificates_resolvers: [(String::from("web"), CertificatesResolver::default())].into(),
         providers: Providers {
             file: Some(FileProvider::default()),
             ..Providers::default()
@@ -1482,6 +1502,7 @@ fn serializes_for_the_api() {
                 "web": {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
+                    "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}
@@ -1499,4 +1520,59 @@ fn serializes_for_the_api() {
     // And reads back to the same thing.
     let back: StaticConfig = serde_json::from_value(value).unwrap();
     assert_eq!(back, config);
+}
+
+#[test]
+fn traefik_https_setup_loads() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        r#"
+[entryPoints.web]
+address = ":80"
+[entryPoints.web.http.redirections.entryPoint]
+to = "websecure"
+scheme = "https"
+[entryPoints.websecure]
+address = ":443"
+[entryPoints.websecure.http.tls]
+certResolver = "le"
+[[entryPoints.websecure.http.tls.domains]]
+main = "example.com"
+sans = ["www.example.com"]
+[certificatesResolvers.le.acme]
+email = "me@example.com"
+storage = "/var/lib/gangway/acme"
+caServer = "staging"
+[certificatesResolvers.le.acme.tlsChallenge]
+[certificatesResolvers.web.acme.httpChallenge]
+entryPoint = "web"
+"#,
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let web = &config.entry_points["web"].http.redirections.entry_point;
+    assert_eq!(web.to.as_deref(), Some("websecure"));
+    assert!(web.permanent, "permanent by default");
+    let tls = config.entry_points["websecure"].http.tls.as_ref().unwrap();
+    assert_eq!(tls.cert_resolver.as_deref(), Some("le"));
+    assert_eq!(tls.domains[0].sans, ["www.example.com"]);
+    let le = &config.certificates_resolvers["le"].acme;
+    assert_eq!(le.directory_url(), LETS_ENCRYPT_STAGING);
+    assert_eq!(le.key_type, "EC256");
+    assert!(le.tls_challenge.is_some());
+    let web = &config.certificates_resolvers["web"].acme;
+    assert_eq!(web.directory_url(), LETS_ENCRYPT_PRODUCTION);
+    assert_eq!(web.http_challenge.as_ref().unwrap().entry_point, "web");
+    // The same through flags.
+    let config = run(
+        &[
+            "--entryPoints.websecure.address=:443",
+            "--entryPoints.websecure.http.tls.certResolver=le",
+            "--certificatesResolvers.le.acme.caServer=https://127.0.0.1:14000/dir",
+            "--certificatesResolvers.le.acme.caCertificates=a.pem,b.pem",
+        ],
+        &[],
+    );
+    let le = &config.certificates_resolvers["le"].acme;
+    assert_eq!(le.directory_url(), "https://127.0.0.1:14000/dir");
+    assert_eq!(le.ca_certificates.len(), 2);
 }

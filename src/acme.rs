@@ -1,0 +1,697 @@
+//! Certificates from ACME servers (Let's Encrypt, or a private CA such as
+//! pebble): ordered as soon as a router with `tls.certResolver` appears,
+//! stored on disk, loaded before any listener accepts, renewed, retried
+//! with backoff after failures, and reported certificate by certificate.
+//!
+//! One task per certificate (a resolver and a set of names). Each follows
+//! [`schedule`]: renew when a third of the lifetime is left (at most 30
+//! days), back off 5 s, 10 s … 1 h after failures and never before the
+//! server's "retry after", and place at most [`schedule::ORDERS_PER_HOUR`]
+//! new orders per resolver and hour. Issued certificates go into the TLS
+//! registry, which makes the aggregator compile a runtime that serves them.
+
+mod order;
+pub mod schedule;
+pub mod storage;
+
+use crate::config::static_config::Acme as AcmeConfig;
+use crate::runtime::{Registries, RuntimeHandle};
+use crate::tls::{CertificateRequest, IssuedCert, TlsError};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use storage::Storage;
+
+/// Longest time one order may take, all polls included.
+const ORDER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What went wrong with a resolver or an order.
+#[derive(Debug, thiserror::Error)]
+pub enum AcmeError {
+    /// An unsupported `keyType`.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not supported (use EC256 or EC384)"
+    )]
+    KeyType {
+        /// The resolver.
+        resolver: String,
+        /// The value given.
+        value: String,
+    },
+    /// A `caCertificates` file that cannot be used.
+    #[error("certificatesResolvers.{resolver}.acme.caCertificates: `{}`: {message}", path.display())]
+    CaFile {
+        /// The resolver.
+        resolver: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The HTTP-01 challenge names an entry point that does not exist.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.httpChallenge.entryPoint: entry point `{entry_point}` does not exist"
+    )]
+    NoEntryPoint {
+        /// The resolver.
+        resolver: String,
+        /// The name given.
+        entry_point: String,
+    },
+    /// The storage folder or a file in it cannot be used.
+    #[error("ACME storage `{}`: {source}", path.display())]
+    Storage {
+        /// The folder or file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The ACME server answered with an error.
+    #[error("the ACME server answered {status}: {detail}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The problem's detail (or body).
+        detail: String,
+        /// When the server allows the next attempt, seconds since the epoch.
+        retry_after: Option<i64>,
+    },
+    /// The ACME server could not be reached or answered nonsense.
+    #[error("cannot talk to the ACME server: {0}")]
+    Unreachable(String),
+    /// The CA could not validate a name.
+    #[error("validation of `{domain}` failed: {detail}")]
+    Validation {
+        /// The name.
+        domain: String,
+        /// The CA's explanation.
+        detail: String,
+    },
+    /// The order failed otherwise.
+    #[error("order failed: {0}")]
+    Order(String),
+    /// The order took longer than allowed.
+    #[error("the order did not finish within {0:?}")]
+    Timeout(Duration),
+    /// The issued certificate cannot be served.
+    #[error("the issued certificate cannot be used: {0}")]
+    Certificate(#[from] TlsError),
+}
+
+impl AcmeError {
+    #[allow(clippy::needless_pass_by_value)] // used as `map_err(AcmeError::from_acme)`
+    fn from_acme(e: rustls_acme::acme::AcmeError) -> Self {
+        let text = e.to_string();
+        match refusal(&text) {
+            Some((status, body)) => {
+                let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&body)
+                    .ok()
+                    .map(|p| match (p.typ, p.detail) {
+                        (Some(t), Some(d)) => format!("{d} ({t})"),
+                        (_, Some(d)) => d,
+                        (Some(t), None) => t,
+                        (None, None) => body.clone(),
+                    })
+                    .unwrap_or(body);
+                let retry_after = schedule::retry_after_in(&detail);
+                AcmeError::Refused {
+                    status,
+                    detail,
+                    retry_after,
+                }
+            }
+            None => AcmeError::Unreachable(text),
+        }
+    }
+
+    fn is_bad_nonce(&self) -> bool {
+        matches!(self, AcmeError::Refused { detail, .. } if detail.contains(":badNonce"))
+    }
+
+    fn retry_after(&self) -> Option<i64> {
+        match self {
+            AcmeError::Refused { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The status and body of an error answer, from rustls-acme's message for
+/// it (`… non 2xx http status: 429 "{…}"`): its error type lives in a
+/// private module, so the message is all there is to read.
+fn refusal(text: &str) -> Option<(u16, String)> {
+    const MARK: &str = "non 2xx http status: ";
+    let rest = &text[text.find(MARK)? + MARK.len()..];
+    let (status, body) = rest.split_once(' ')?;
+    let status = status.parse().ok()?;
+    // The body is printed with `{:?}`, which for problem documents is the
+    // same as a JSON string literal.
+    let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_owned());
+    Some((status, body))
+}
+
+/// Which challenge a resolver answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChallengeKind {
+    /// TLS-ALPN-01, on the TLS connections of every entry point.
+    TlsAlpn01,
+    /// HTTP-01, on the plain connections of the named entry point.
+    Http01,
+}
+
+/// A certificate resolver ready to order.
+pub struct Resolver {
+    /// Its name in the static configuration.
+    pub name: String,
+    /// The ACME directory URL.
+    pub directory_url: String,
+    contact: Vec<String>,
+    storage: Storage,
+    key_type: &'static rcgen::SignatureAlgorithm,
+    challenge: ChallengeKind,
+    client: Arc<rustls::ClientConfig>,
+    account: tokio::sync::Mutex<Option<Arc<rustls_acme::acme::Account>>>,
+    orders: Mutex<schedule::OrderWindow>,
+}
+
+impl Resolver {
+    /// Checks a resolver's static configuration and opens its storage.
+    pub fn new(
+        name: &str,
+        config: &AcmeConfig,
+        entry_points: &[String],
+    ) -> Result<Self, AcmeError> {
+        let key_type = match config.key_type.to_ascii_uppercase().as_str() {
+            "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
+            "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
+            _ => {
+                return Err(AcmeError::KeyType {
+                    resolver: name.to_owned(),
+                    value: config.key_type.clone(),
+                });
+            }
+        };
+        let challenge = match &config.http_challenge {
+            Some(http) if config.tls_challenge.is_none() => {
+                if !entry_points.contains(&http.entry_point) {
+                    return Err(AcmeError::NoEntryPoint {
+                        resolver: name.to_owned(),
+                        entry_point: http.entry_point.clone(),
+                    });
+                }
+                ChallengeKind::Http01
+            }
+            _ => ChallengeKind::TlsAlpn01,
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for path in &config.ca_certificates {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let ca_error = |message: String| AcmeError::CaFile {
+                resolver: name.to_owned(),
+                path: path.clone(),
+                message,
+            };
+            let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
+            let mut added = 0;
+            for cert in CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok) {
+                roots.add(cert).map_err(|e| ca_error(e.to_string()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(ca_error("no certificate in the file".to_owned()));
+            }
+        }
+        let client = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| AcmeError::Unreachable(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let directory_url = config.directory_url().to_owned();
+        Ok(Resolver {
+            name: name.to_owned(),
+            storage: Storage::open(&config.storage, &directory_url)?,
+            directory_url,
+            contact: if config.email.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!("mailto:{}", config.email)]
+            },
+            key_type,
+            challenge,
+            client: Arc::new(client),
+            account: tokio::sync::Mutex::new(None),
+            orders: Mutex::new(schedule::OrderWindow::default()),
+        })
+    }
+
+    /// The ACME account: the stored key registered (or found again) once,
+    /// then reused. Serialised, so concurrent orders share one account.
+    async fn account(&self) -> Result<Arc<rustls_acme::acme::Account>, AcmeError> {
+        use rustls_acme::acme::{Account, Directory};
+        let mut slot = self.account.lock().await;
+        if let Some(account) = slot.as_ref() {
+            return Ok(account.clone());
+        }
+        let key = self.storage.account_key()?;
+        let directory = Directory::discover(&self.client, &self.directory_url)
+            .await
+            .map_err(AcmeError::from_acme)?;
+        let account = order::signed(|| {
+            Account::create_with_keypair(&self.client, directory.clone(), &self.contact, &key)
+        })
+        .await?;
+        let account = Arc::new(account);
+        *slot = Some(account.clone());
+        Ok(account)
+    }
+
+    /// Forgets the registered account (after a failure the CA may have lost
+    /// it, as a restarted test CA does); the key stays.
+    async fn forget_account(&self) {
+        *self.account.lock().await = None;
+    }
+
+    /// Loads every stored certificate of this resolver into the registry.
+    pub fn load_stored(&self, registries: &Registries) -> usize {
+        let mut loaded = 0;
+        for (path, bytes) in self.storage.certificates() {
+            let what = format!("`{}`", path.display());
+            let parsed = bytes.map_err(|e| e.to_string()).and_then(|b| {
+                crate::tls::store::parse_pem(&what, &b, &b).map_err(|e| e.to_string())
+            });
+            match parsed {
+                Ok(cert) => {
+                    let domains = cert.names.clone();
+                    let key = crate::tls::certificate_key(&self.name, &domains);
+                    registries.tls.put_issued(
+                        key,
+                        Arc::new(IssuedCert {
+                            resolver: self.name.clone(),
+                            domains,
+                            cert,
+                        }),
+                    );
+                    loaded += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored")
+                }
+            }
+        }
+        loaded
+    }
+}
+
+/// The state of one certificate, as the API will list it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateState {
+    /// The certificate resolver.
+    pub resolver: String,
+    /// Its names, main name first.
+    pub domains: Vec<String>,
+    /// The routers that want it.
+    pub routers: Vec<String>,
+    /// Where it stands.
+    pub status: CertStatus,
+    /// The issuer of the certificate served, if there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// End of validity of the certificate served, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<i64>,
+    /// When the next order is placed (renewal or retry), seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt: Option<i64>,
+    /// Why the last order failed, until one succeeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Failed orders in a row.
+    pub failures: u32,
+}
+
+/// Where a certificate stands.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CertStatus {
+    /// Being ordered for the first time.
+    Pending,
+    /// Valid and served; renewal is scheduled.
+    Valid,
+    /// Served, and being renewed.
+    Renewing,
+    /// The last order failed; a retry is scheduled (an older certificate,
+    /// if any, is still served).
+    Error,
+}
+
+/// Every certificate's state, shared with whoever reports it.
+#[derive(Debug, Default)]
+pub struct Status {
+    certs: Mutex<BTreeMap<String, CertificateState>>,
+}
+
+impl Status {
+    /// Every certificate's state, ordered by resolver and names.
+    pub fn snapshot(&self) -> Vec<CertificateState> {
+        self.certs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// The latest not-after per domain, for a metric.
+    pub fn not_after_by_domain(&self) -> BTreeMap<String, i64> {
+        let mut out: BTreeMap<String, i64> = BTreeMap::new();
+        for cert in self.snapshot() {
+            if let Some(t) = cert.not_after {
+                for d in cert.domains {
+                    let e = out.entry(d).or_insert(t);
+                    *e = (*e).max(t);
+                }
+            }
+        }
+        out
+    }
+
+    fn update(&self, key: &str, f: impl FnOnce(&mut CertificateState)) {
+        let mut certs = self.certs.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(state) = certs.get_mut(key) {
+            f(state);
+        }
+    }
+}
+
+/// The running ACME side: the state of every certificate.
+pub struct AcmeTask {
+    /// Per-certificate state.
+    pub status: Arc<Status>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl AcmeTask {
+    /// Stops every order and renewal.
+    pub fn abort(&self) {
+        self.task.abort();
+    }
+}
+
+/// Starts following the published runtimes: every certificate request of
+/// a known resolver gets a task that obtains and renews it.
+pub fn spawn_acme(
+    resolvers: Vec<Arc<Resolver>>,
+    handle: Arc<RuntimeHandle>,
+    registries: Arc<Registries>,
+) -> AcmeTask {
+    let status = Arc::new(Status::default());
+    let task = tokio::spawn(follow(resolvers, handle, registries, status.clone()));
+    AcmeTask { status, task }
+}
+
+/// Aborts a certificate's task when dropped.
+struct Running(tokio::task::JoinHandle<()>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn follow(
+    resolvers: Vec<Arc<Resolver>>,
+    handle: Arc<RuntimeHandle>,
+    registries: Arc<Registries>,
+    status: Arc<Status>,
+) {
+    let by_name: HashMap<String, Arc<Resolver>> =
+        resolvers.into_iter().map(|r| (r.name.clone(), r)).collect();
+    let mut published = handle.subscribe();
+    let mut running: HashMap<String, Running> = HashMap::new();
+    loop {
+        let requests: Vec<CertificateRequest> = handle.load().tls.requests.clone();
+        let mut wanted: HashMap<String, CertificateRequest> = HashMap::new();
+        for r in requests {
+            if by_name.contains_key(&r.resolver) {
+                wanted.insert(r.key(), r);
+            }
+        }
+        running.retain(|key, _| wanted.contains_key(key));
+        status
+            .certs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|key, _| wanted.contains_key(key));
+        for (key, request) in wanted {
+            if running.contains_key(&key) {
+                status.update(&key, |s| s.routers.clone_from(&request.routers));
+                continue;
+            }
+            let Some(resolver) = by_name.get(&request.resolver).cloned() else {
+                continue;
+            };
+            status
+                .certs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(
+                    key.clone(),
+                    CertificateState {
+                        resolver: request.resolver.clone(),
+                        domains: request.domains.clone(),
+                        routers: request.routers.clone(),
+                        status: CertStatus::Pending,
+                        issuer: None,
+                        not_after: None,
+                        next_attempt: None,
+                        last_error: None,
+                        failures: 0,
+                    },
+                );
+            let task = tokio::spawn(keep_certificate(
+                resolver,
+                registries.clone(),
+                status.clone(),
+                key.clone(),
+                request.domains,
+            ));
+            running.insert(key, Running(task));
+        }
+        if published.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Sleeps until the Unix time `at`, waking at least hourly so that a clock
+/// change (suspend, NTP) is noticed.
+async fn sleep_until(at: i64) {
+    loop {
+        let left = at - unix_now();
+        if left <= 0 {
+            return;
+        }
+        let secs = u64::try_from(left.min(3600)).unwrap_or(3600);
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+    }
+}
+
+/// Obtains one certificate and keeps it renewed, for as long as it is wanted.
+async fn keep_certificate(
+    resolver: Arc<Resolver>,
+    registries: Arc<Registries>,
+    status: Arc<Status>,
+    key: String,
+    domains: Vec<String>,
+) {
+    let names = domains.join(", ");
+    let mut failures: u32 = 0;
+    let mut retry_at: Option<i64> = None;
+    loop {
+        let current = registries.tls.issued(&key);
+        let now = unix_now();
+        let due = match (&current, retry_at) {
+            (_, Some(at)) => at,
+            (Some(c), None) => schedule::renew_at(c.cert.not_before, c.cert.not_after),
+            (None, None) => now,
+        };
+        status.update(&key, |s| {
+            if let Some(c) = &current {
+                s.issuer = Some(c.cert.issuer.clone());
+                s.not_after = Some(c.cert.not_after);
+                if failures == 0 {
+                    s.status = CertStatus::Valid;
+                }
+            }
+            s.next_attempt = (due > now).then_some(due);
+        });
+        if due > now {
+            sleep_until(due).await;
+            retry_at = None;
+            continue;
+        }
+        let slot = resolver
+            .orders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(now);
+        if let Err(free_at) = slot {
+            tracing::warn!(resolver = %resolver.name, domains = %names, "order cap of {} per hour reached; waiting", schedule::ORDERS_PER_HOUR);
+            status.update(&key, |s| {
+                s.last_error = Some(format!(
+                    "resolver `{}` placed {} orders in the last hour; waiting",
+                    resolver.name,
+                    schedule::ORDERS_PER_HOUR
+                ));
+            });
+            retry_at = Some(free_at);
+            continue;
+        }
+        status.update(&key, |s| {
+            s.status = if current.is_some() {
+                CertStatus::Renewing
+            } else {
+                CertStatus::Pending
+            };
+            s.next_attempt = None;
+        });
+        tracing::info!(resolver = %resolver.name, domains = %names, renewal = current.is_some(), "ordering a certificate");
+        let result = match tokio::time::timeout(
+            ORDER_TIMEOUT,
+            order::obtain(&resolver, &registries.tls.challenges, &domains),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(AcmeError::Timeout(ORDER_TIMEOUT)),
+        };
+        let result = result.and_then(|pem| {
+            let cert = crate::tls::store::parse_pem(&names, &pem, &pem)?;
+            Ok((pem, cert))
+        });
+        match result {
+            Ok((pem, cert)) => {
+                if let Err(e) = resolver.storage.save_certificate(&domains, &pem) {
+                    // Still served from memory; ordered again after a restart.
+                    tracing::error!(resolver = %resolver.name, domains = %names, error = %e, "certificate not stored");
+                }
+                tracing::info!(resolver = %resolver.name, domains = %names, not_after = cert.not_after, issuer = %cert.issuer, "certificate obtained");
+                registries.tls.put_issued(
+                    key.clone(),
+                    Arc::new(IssuedCert {
+                        resolver: resolver.name.clone(),
+                        domains: domains.clone(),
+                        cert,
+                    }),
+                );
+                failures = 0;
+                status.update(&key, |s| {
+                    s.status = CertStatus::Valid;
+                    s.last_error = None;
+                    s.failures = 0;
+                });
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                resolver.forget_account().await;
+                tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
+                status.update(&key, |s| {
+                    s.status = CertStatus::Error;
+                    s.last_error = Some(e.to_string());
+                    s.failures = failures;
+                    s.next_attempt = Some(at);
+                });
+                retry_at = Some(at);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_state_serialises_for_the_api() {
+        let state = CertificateState {
+            resolver: "le".into(),
+            domains: vec!["app.test".into()],
+            routers: vec!["app@file".into()],
+            status: CertStatus::Error,
+            issuer: None,
+            not_after: Some(1_700_000_000),
+            next_attempt: Some(1_700_000_100),
+            last_error: Some("validation of `app.test` failed: nope".into()),
+            failures: 2,
+        };
+        let json = serde_json::to_value(&state).unwrap();
+        assert_eq!(json["status"], "error");
+        assert_eq!(json["notAfter"], 1_700_000_000);
+        assert_eq!(json["nextAttempt"], 1_700_000_100);
+        assert_eq!(json["failures"], 2);
+        assert!(json.get("issuer").is_none());
+    }
+
+    #[test]
+    fn not_after_is_reported_per_domain() {
+        let status = Status::default();
+        let mut certs = status.certs.lock().unwrap();
+        for (key, domains, t) in [
+            ("a", vec!["a.test", "b.test"], 10),
+            ("b", vec!["b.test"], 20),
+        ] {
+            certs.insert(
+                key.into(),
+                CertificateState {
+                    resolver: "le".into(),
+                    domains: domains.into_iter().map(String::from).collect(),
+                    routers: vec![],
+                    status: CertStatus::Valid,
+                    issuer: None,
+                    not_after: Some(t),
+                    next_attempt: None,
+                    last_error: None,
+                    failures: 0,
+                },
+            );
+        }
+        drop(certs);
+        let map = status.not_after_by_domain();
+        assert_eq!(map["a.test"], 10);
+        assert_eq!(map["b.test"], 20);
+    }
+
+    #[test]
+    fn refusals_carry_the_problem_and_retry_after() {
+        let body = r#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
+        let text = format!("http request error: non 2xx http status: 429 {body:?}");
+        let (status, parsed) = refusal(&text).unwrap();
+        assert_eq!((status, parsed.as_str()), (429, body));
+        let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&parsed).unwrap();
+        assert_eq!(
+            schedule::retry_after_in(&detail.detail.unwrap()),
+            Some(1_893_456_000)
+        );
+        assert_eq!(refusal("io error: connection refused"), None);
+        let bad_nonce = AcmeError::Refused {
+            status: 400,
+            detail: "JWS has an invalid anti-replay nonce (urn:ietf:params:acme:error:badNonce)"
+                .into(),
+            retry_after: None,
+        };
+        assert!(bad_nonce.is_bad_nonce());
+        assert!(!AcmeError::Unreachable("badNonce".into()).is_bad_nonce());
+    }
+}

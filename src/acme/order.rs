@@ -1,0 +1,179 @@
+//! One certificate order, RFC 8555 through rustls-acme's protocol client:
+//! new order, one challenge per authorization (answered through the shared
+//! `Challenges`, so several orders can run at once), finalize with a fresh
+//! key, download the chain.
+
+use super::{AcmeError, ChallengeKind, Resolver};
+use crate::tls::Challenges;
+use rustls_acme::acme::{Account, AuthStatus, Identifier, OrderStatus};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Polls of an authorization or a processing order before giving up.
+const POLLS: u32 = 12;
+
+/// Times one request is sent again after a `badNonce` refusal.
+const NONCE_RETRIES: u32 = 5;
+
+/// Runs one signed ACME request, again with a fresh nonce when the server
+/// refused the nonce (RFC 8555 §6.5 asks clients to; rustls-acme does not).
+/// Safe to repeat: a request refused for its nonce had no effect.
+pub(super) async fn signed<T, F, Fut>(mut request: F) -> Result<T, AcmeError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, rustls_acme::acme::AcmeError>>,
+{
+    let mut retries = 0;
+    loop {
+        match request().await.map_err(AcmeError::from_acme) {
+            Err(e) if e.is_bad_nonce() && retries < NONCE_RETRIES => retries += 1,
+            other => return other,
+        }
+    }
+}
+
+/// Runs one order for `domains`; returns the new key and chain as PEM.
+pub(super) async fn obtain(
+    resolver: &Resolver,
+    challenges: &Challenges,
+    domains: &[String],
+) -> Result<Vec<u8>, AcmeError> {
+    let account = resolver.account().await?;
+    let client = &resolver.client;
+    let key = rcgen::KeyPair::generate_for(resolver.key_type)
+        .map_err(|e| AcmeError::Order(format!("cannot make a key: {e}")))?;
+    let mut params = rcgen::CertificateParams::new(domains.to_vec())
+        .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    let csr = params
+        .serialize_request(&key)
+        .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
+
+    let (url, mut order) = signed(|| account.new_order(client, domains.to_vec())).await?;
+    let mut polls = 0;
+    loop {
+        match order.status.clone() {
+            OrderStatus::Pending => {
+                for authorization in &order.authorizations {
+                    authorize(resolver, &account, challenges, authorization).await?;
+                }
+                order = signed(|| account.order(client, &url)).await?;
+            }
+            OrderStatus::Ready => {
+                let finalize = order.finalize.clone();
+                order = signed(|| account.finalize(client, &finalize, csr.der())).await?;
+            }
+            OrderStatus::Processing => {
+                polls += 1;
+                if polls > POLLS {
+                    return Err(AcmeError::Order(
+                        "the order stayed in processing".to_owned(),
+                    ));
+                }
+                tokio::time::sleep(poll_delay(polls)).await;
+                order = signed(|| account.order(client, &url)).await?;
+            }
+            OrderStatus::Valid { certificate } => {
+                let chain = signed(|| account.certificate(client, &certificate)).await?;
+                let mut pem = key.serialize_pem();
+                pem.push_str(&chain);
+                return Ok(pem.into_bytes());
+            }
+            OrderStatus::Invalid => {
+                let detail = order
+                    .error
+                    .as_ref()
+                    .and_then(|p| p.detail.clone())
+                    .unwrap_or_else(|| "the CA marked the order invalid".to_owned());
+                return Err(AcmeError::Order(detail));
+            }
+        }
+    }
+}
+
+/// Waits between polls: 1, 1, 2, 2, 4, 4, 8 … seconds.
+fn poll_delay(poll: u32) -> Duration {
+    Duration::from_secs(1 << (poll.saturating_sub(1) / 2).min(3))
+}
+
+/// Removes a challenge answer however the order ends (error, abort).
+enum Answer<'a> {
+    TlsAlpn(&'a Challenges, String),
+    Http(&'a Challenges, String),
+}
+
+impl Drop for Answer<'_> {
+    fn drop(&mut self) {
+        match self {
+            Answer::TlsAlpn(c, domain) => c.remove_tls_alpn(domain),
+            Answer::Http(c, token) => c.remove_http(token),
+        }
+    }
+}
+
+async fn authorize(
+    resolver: &Resolver,
+    account: &Account,
+    challenges: &Challenges,
+    url: &str,
+) -> Result<(), AcmeError> {
+    let client = &resolver.client;
+    let auth = signed(|| account.auth(client, url)).await?;
+    let Identifier::Dns(domain) = auth.identifier.clone();
+    match auth.status {
+        AuthStatus::Valid => return Ok(()),
+        AuthStatus::Pending => {}
+        _ => return Err(validation_error(&domain, &auth)),
+    }
+    let (challenge_url, _answer) = match resolver.challenge {
+        ChallengeKind::TlsAlpn01 => {
+            let (challenge, cert) = account
+                .tls_alpn_01(&auth.challenges, domain.clone())
+                .map_err(AcmeError::from_acme)?;
+            challenges.set_tls_alpn(&domain, &Arc::new(cert));
+            (
+                challenge.url.clone(),
+                Answer::TlsAlpn(challenges, domain.clone()),
+            )
+        }
+        ChallengeKind::Http01 => {
+            let (challenge, key_auth) = account
+                .http_01(&auth.challenges)
+                .map_err(AcmeError::from_acme)?;
+            challenges.set_http(&challenge.token, &key_auth);
+            (
+                challenge.url.clone(),
+                Answer::Http(challenges, challenge.token.clone()),
+            )
+        }
+    };
+    signed(|| account.challenge(client, &challenge_url)).await?;
+    for poll in 1..=POLLS {
+        tokio::time::sleep(poll_delay(poll)).await;
+        let auth = signed(|| account.auth(client, url)).await?;
+        match auth.status {
+            AuthStatus::Pending => {}
+            AuthStatus::Valid => return Ok(()),
+            _ => return Err(validation_error(&domain, &auth)),
+        }
+    }
+    Err(AcmeError::Validation {
+        domain,
+        detail: "the CA did not finish validating in time".to_owned(),
+    })
+}
+
+fn validation_error(domain: &str, auth: &rustls_acme::acme::Auth) -> AcmeError {
+    let detail = auth
+        .challenges
+        .iter()
+        .filter_map(|c| c.error.as_ref())
+        .filter_map(|p| p.detail.clone())
+        .next()
+        .unwrap_or_else(|| format!("authorization is {:?}", auth.status).to_lowercase());
+    AcmeError::Validation {
+        domain: domain.to_owned(),
+        detail,
+    }
+}

@@ -1,0 +1,141 @@
+//! When to act: renewal time, backoff after failures, the ACME server's own
+//! "retry after", and the cap on new orders. Pure functions of time.
+
+use std::collections::VecDeque;
+
+/// Renewal starts when this share of the lifetime is left…
+const RENEW_SHARE: i64 = 3;
+/// …or this many seconds, whichever is less (30 days).
+const RENEW_MOST: i64 = 30 * 24 * 3600;
+/// First wait after a failed order, seconds.
+const BACKOFF_FIRST: i64 = 5;
+/// Longest wait between two attempts, seconds (1 hour).
+const BACKOFF_MOST: i64 = 3600;
+/// Longest "retry after" from a server that is honoured, seconds (7 days).
+const RETRY_AFTER_MOST: i64 = 7 * 24 * 3600;
+/// New orders a resolver may place in one hour.
+pub const ORDERS_PER_HOUR: usize = 30;
+
+/// When a certificate valid from `not_before` to `not_after` is renewed: a
+/// third of its lifetime before expiry, but never earlier than 30 days
+/// before it (a one-year certificate renews with 30 days left, a 90-day one
+/// with 30, a 6-day one with 2).
+pub fn renew_at(not_before: i64, not_after: i64) -> i64 {
+    let lifetime = (not_after - not_before).max(0);
+    not_after - (lifetime / RENEW_SHARE).min(RENEW_MOST)
+}
+
+/// When to try again after the `failures`-th failure in a row at `now`:
+/// 5 s, 10 s, 20 s… up to an hour, and never before the server's
+/// `retry_after` (capped at 7 days).
+pub fn next_attempt(now: i64, failures: u32, retry_after: Option<i64>) -> i64 {
+    let exponent = failures.saturating_sub(1).min(20);
+    let backoff = (BACKOFF_FIRST << exponent).min(BACKOFF_MOST);
+    let mut at = now + backoff;
+    if let Some(server) = retry_after {
+        at = at.max(server.min(now + RETRY_AFTER_MOST));
+    }
+    at
+}
+
+/// The orders a resolver placed in the last hour.
+#[derive(Debug, Default)]
+pub struct OrderWindow {
+    placed: VecDeque<i64>,
+}
+
+impl OrderWindow {
+    /// Takes a slot for a new order at `now`, or says when one frees up.
+    pub fn take(&mut self, now: i64) -> Result<(), i64> {
+        while self.placed.front().is_some_and(|&t| t <= now - 3600) {
+            self.placed.pop_front();
+        }
+        if self.placed.len() >= ORDERS_PER_HOUR {
+            return Err(self.placed.front().map_or(now, |&t| t + 3600));
+        }
+        self.placed.push_back(now);
+        Ok(())
+    }
+}
+
+/// The time in a Let's Encrypt problem detail such as "…, retry after
+/// 2024-09-17 21:26:54 UTC: see https://…", as seconds since the epoch.
+/// (rustls-acme's client drops response headers on errors, so the
+/// `Retry-After` header itself is out of reach; Let's Encrypt repeats it in
+/// the detail.)
+pub fn retry_after_in(detail: &str) -> Option<i64> {
+    let lower = detail.to_ascii_lowercase();
+    let at = lower.find("retry after ")? + "retry after ".len();
+    let text = detail.get(at..)?;
+    let date = text.get(..10)?;
+    let time = text.get(11..19)?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
+    let mut t = time.split(':').map(|p| p.parse::<i64>().ok());
+    let (h, m, s) = (t.next()??, t.next()??, t.next()??);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    Some(days_from_civil(year, month, day) * 86400 + h * 3600 + m * 60 + s)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: i64 = 86400;
+
+    #[test]
+    fn renewal_is_a_third_of_the_lifetime_at_most_thirty_days() {
+        assert_eq!(renew_at(0, 90 * DAY), 60 * DAY);
+        assert_eq!(renew_at(0, 6 * DAY), 4 * DAY);
+        assert_eq!(renew_at(0, 365 * DAY), 335 * DAY);
+        assert_eq!(renew_at(100, 160), 140);
+        assert_eq!(renew_at(10, 5), 5);
+    }
+
+    #[test]
+    fn backoff_doubles_to_an_hour_and_honours_the_server() {
+        let waits: Vec<i64> = (1..=12).map(|f| next_attempt(0, f, None)).collect();
+        assert_eq!(&waits[..5], &[5, 10, 20, 40, 80]);
+        assert_eq!(waits[11], 3600);
+        assert_eq!(next_attempt(1000, 1, Some(5000)), 5000);
+        assert_eq!(next_attempt(1000, 1, Some(900)), 1005);
+        assert_eq!(next_attempt(0, 1, Some(100 * DAY)), 7 * DAY);
+        assert_eq!(next_attempt(0, u32::MAX, None), 3600);
+    }
+
+    #[test]
+    fn the_order_window_caps_orders_per_hour() {
+        let mut w = OrderWindow::default();
+        for i in 0..ORDERS_PER_HOUR as i64 {
+            assert_eq!(w.take(i), Ok(()));
+        }
+        assert_eq!(w.take(100), Err(3600));
+        assert_eq!(w.take(3600), Ok(()));
+    }
+
+    #[test]
+    fn retry_after_is_read_from_lets_encrypt_details() {
+        let detail = "too many certificates (5) already issued for this exact set of identifiers in the last 168h0m0s, retry after 2024-09-17 21:26:54 UTC: see https://letsencrypt.org/docs/rate-limits/";
+        assert_eq!(retry_after_in(detail), Some(1_726_608_414));
+        assert_eq!(
+            retry_after_in("Retry after 1970-01-02 00:00:00 UTC"),
+            Some(DAY)
+        );
+        assert_eq!(retry_after_in("no time here"), None);
+        assert_eq!(retry_after_in("retry after soon"), None);
+        assert_eq!(retry_after_in("retry after 2024-13-01 00:00:00"), None);
+    }
+}

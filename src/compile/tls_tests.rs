@@ -1,0 +1,195 @@
+//! Compile's TLS part: which certificates are ordered, which routers are
+//! TLS where, and what is refused.
+
+use super::*;
+use crate::config::format::{Format, parse_document};
+
+fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
+    CompileContext {
+        entry_points: vec!["web".into(), "websecure".into()],
+        not_default: Vec::new(),
+        default_transport: ClientSettings {
+            dial_timeout: None,
+            response_header_timeout: None,
+            idle_conn_timeout: None,
+            max_idle_per_host: 1,
+        },
+        entry_point_tls: ep_tls,
+        cert_resolvers: vec!["le".into()],
+        internal: BTreeMap::new(),
+        metrics: None,
+    }
+}
+
+fn compile_toml(text: &str, ctx: &CompileContext) -> Runtime {
+    let mut d: Dynamic = parse_document("d.toml", text, Format::Toml).expect("parses");
+    let (merged, _) = crate::aggregate::merge([("file", &d)]);
+    d = merged;
+    compile(Arc::new(d), ctx, &Registries::default())
+}
+
+const SERVICE: &str = "[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://127.0.0.1:1\"\n";
+
+fn requests(rt: &Runtime) -> Vec<(Vec<String>, Vec<String>)> {
+    rt.tls
+        .requests
+        .iter()
+        .map(|r| (r.domains.clone(), r.routers.clone()))
+        .collect()
+}
+
+#[test]
+fn certificates_come_from_host_rules_or_tls_domains() {
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.a]
+rule = "Host(`a.test`) || (Host(`B.test`) && Path(`/x`))"
+service = "s"
+[http.routers.a.tls]
+certResolver = "le"
+[http.routers.same]
+rule = "Host(`b.test`) || Host(`a.test`)"
+service = "s"
+[http.routers.same.tls]
+certResolver = "le"
+[http.routers.d]
+rule = "PathPrefix(`/`)"
+service = "s"
+[http.routers.d.tls]
+certResolver = "le"
+[[http.routers.d.tls.domains]]
+main = "main.test"
+sans = ["www.main.test"]
+[[http.routers.d.tls.domains]]
+main = "other.test"
+[http.routers.notls]
+rule = "Host(`plain.test`)"
+service = "s"
+"#
+    );
+    let rt = compile_toml(&text, &ctx(vec![None, None]));
+    assert_eq!(
+        requests(&rt),
+        vec![
+            (
+                vec!["a.test".to_owned(), "b.test".to_owned()],
+                vec!["a@file".to_owned(), "same@file".to_owned()]
+            ),
+            (
+                vec!["main.test".to_owned(), "www.main.test".to_owned()],
+                vec!["d@file".to_owned()]
+            ),
+            (vec!["other.test".to_owned()], vec!["d@file".to_owned()]),
+        ]
+    );
+}
+
+#[test]
+fn names_that_cannot_be_ordered_are_reported_not_ordered() {
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.ip]
+rule = "Host(`127.0.0.1`)"
+service = "s"
+[http.routers.ip.tls]
+certResolver = "le"
+[http.routers.wild]
+rule = "PathPrefix(`/`)"
+service = "s"
+[http.routers.wild.tls]
+certResolver = "le"
+[[http.routers.wild.tls.domains]]
+main = "*.wild.test"
+[http.routers.nohost]
+rule = "PathPrefix(`/`)"
+service = "s"
+[http.routers.nohost.tls]
+certResolver = "le"
+[http.routers.unknown]
+rule = "Host(`u.test`)"
+service = "s"
+[http.routers.unknown.tls]
+certResolver = "nope"
+"#
+    );
+    let rt = compile_toml(&text, &ctx(vec![None, None]));
+    assert!(rt.tls.requests.is_empty(), "{:?}", rt.tls.requests);
+    let errors = |r: &str| rt.report.routers[r].errors.join(" | ");
+    assert!(
+        errors("ip@file").contains("IP addresses"),
+        "{}",
+        errors("ip@file")
+    );
+    assert!(
+        errors("wild@file").contains("DNS-01"),
+        "{}",
+        errors("wild@file")
+    );
+    assert!(
+        errors("nohost@file").contains("no host"),
+        "{}",
+        errors("nohost@file")
+    );
+    assert!(errors("unknown@file").contains("`nope` does not exist"));
+    // Warnings only: every router still routes.
+    assert!(
+        rt.report
+            .routers
+            .values()
+            .all(|r| r.status != crate::runtime::Status::Disabled)
+    );
+}
+
+#[test]
+fn entry_point_tls_applies_to_its_routers_there_only() {
+    let default_tls = dynamic::RouterTls {
+        cert_resolver: Some("le".into()),
+        ..dynamic::RouterTls::default()
+    };
+    let text = format!("{SERVICE}[http.routers.r]\nrule = \"Host(`r.test`)\"\nservice = \"s\"\n");
+    let rt = compile_toml(&text, &ctx(vec![None, Some(default_tls)]));
+    assert!(!rt.entry_points[0].routes[0].tls, "plain on web");
+    assert!(rt.entry_points[1].routes[0].tls, "TLS on websecure");
+    assert_eq!(
+        requests(&rt),
+        vec![(vec!["r.test".to_owned()], vec!["r@file".to_owned()])]
+    );
+}
+
+#[test]
+fn routers_with_missing_or_broken_tls_options_are_disabled() {
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.missing]
+rule = "Host(`m.test`)"
+service = "s"
+[http.routers.missing.tls]
+options = "nothere"
+[http.routers.broken]
+rule = "Host(`b.test`)"
+service = "s"
+[http.routers.broken.tls]
+options = "old"
+[http.routers.fine]
+rule = "Host(`f.test`)"
+service = "s"
+[http.routers.fine.tls]
+options = "modern"
+[tls.options.old]
+minVersion = "VersionTLS10"
+[tls.options.modern]
+minVersion = "VersionTLS13"
+"#
+    );
+    let rt = compile_toml(&text, &ctx(vec![None, None]));
+    let status = |r: &str| rt.report.routers[r].status;
+    assert_eq!(status("missing@file"), crate::runtime::Status::Disabled);
+    assert_eq!(status("broken@file"), crate::runtime::Status::Disabled);
+    assert_eq!(status("fine@file"), crate::runtime::Status::Enabled);
+    let names: Vec<&str> = rt.entry_points[0]
+        .routes
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(names, ["fine@file"]);
+}

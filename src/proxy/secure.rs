@@ -1,0 +1,277 @@
+//! Per connection: tell TLS from plain HTTP by the first byte (as Traefik
+//! does, so one entry point serves both), terminate TLS with the server
+//! configuration the runtime picks for the ClientHello, then serve HTTP.
+//! Also what plain entry points answer before routing: ACME HTTP-01
+//! challenges and redirections.
+
+use super::body::ProxyBody;
+use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::Watcher;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+/// Time a client gets for its first byte and its TLS handshake when the
+/// entry point has no read timeout.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The first byte of every TLS record carrying a handshake.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// Where HTTP-01 validations ask for their answer (RFC 8555 §8.3).
+const ACME_CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
+
+impl Proxy {
+    /// Serves one accepted connection to its end.
+    pub(crate) async fn connection(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        entry_point: Arc<EntryPointInfo>,
+        builder: auto::Builder<TokioExecutor>,
+        watcher: Watcher,
+    ) {
+        let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        let mut first = [0u8; 1];
+        let is_tls = match timeout(limit, stream.peek(&mut first)).await {
+            Ok(Ok(1)) => first[0] == TLS_HANDSHAKE_RECORD,
+            // Closed, failed or silent: nothing to serve.
+            _ => return,
+        };
+        if !is_tls {
+            let info = ConnInfo {
+                entry_point,
+                peer,
+                tls: false,
+                sni: None,
+            };
+            self.serve_http(TokioIo::new(stream), info, &builder, watcher)
+                .await;
+            return;
+        }
+
+        let acceptor =
+            tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
+        let start = match timeout(limit, acceptor).await {
+            Ok(Ok(start)) => start,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "TLS ClientHello rejected");
+                return;
+            }
+            Err(_) => return,
+        };
+        let (config, sni, challenge) = {
+            let hello = start.client_hello();
+            // One load per handshake: the configuration holds this
+            // generation's certificate store.
+            let config = self.runtime.load().tls.config_for(&hello);
+            let sni = hello
+                .server_name()
+                .map(|n| Box::<str>::from(n.to_ascii_lowercase()));
+            let challenge = hello
+                .alpn()
+                .is_some_and(|mut p| p.any(|p| p == crate::tls::ACME_TLS_ALPN));
+            (config, sni, challenge)
+        };
+        let Some(config) = config else {
+            tracing::debug!(%peer, "TLS handshake refused: no TLS configuration yet");
+            return;
+        };
+        let mut tls = match timeout(limit, start.into_stream(config)).await {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, sni = sni.as_deref().unwrap_or(""), error = %e, "TLS handshake failed");
+                return;
+            }
+            Err(_) => return,
+        };
+        if challenge {
+            // A TLS-ALPN-01 validation only looks at the certificate.
+            let _ = tls.shutdown().await;
+            return;
+        }
+        let info = ConnInfo {
+            entry_point,
+            peer,
+            tls: true,
+            sni,
+        };
+        self.serve_http(TokioIo::new(tls), info, &builder, watcher)
+            .await;
+    }
+
+    async fn serve_http<I>(
+        self: Arc<Self>,
+        io: TokioIo<I>,
+        info: ConnInfo,
+        builder: &auto::Builder<TokioExecutor>,
+        watcher: Watcher,
+    ) where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let stats = info.entry_point.stats.clone();
+        let info = Arc::new(info);
+        let service = service_fn(move |req: Request<Incoming>| {
+            let proxy = self.clone();
+            let info = info.clone();
+            async move { Ok::<_, Infallible>(proxy.serve(&info, req).await) }
+        });
+        let conn = builder.serve_connection_with_upgrades(io, service);
+        let stats = stats.as_deref();
+        if let Some(s) = stats {
+            s.connection_opened();
+        }
+        if let Err(e) = watcher.watch(conn.into_owned()).await {
+            tracing::trace!(error = %e, "connection ended with an error");
+        }
+        if let Some(s) = stats {
+            s.connection_closed();
+        }
+    }
+
+    /// What a plain-HTTP request gets before routing: the answer to an
+    /// ACME HTTP-01 validation, or the entry point's redirection.
+    pub(crate) fn plain_answer<B>(
+        &self,
+        conn: &ConnInfo,
+        req: &Request<B>,
+    ) -> Option<Response<ProxyBody>> {
+        if let Some(token) = req.uri().path().strip_prefix(ACME_CHALLENGE_PATH)
+            && let Some(answer) = self.runtime.load().tls.http01_answer(token)
+        {
+            let mut resp = Response::new(ProxyBody::Local(http_body_util::Full::new(
+                bytes::Bytes::from(answer.to_string()),
+            )));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            return Some(resp);
+        }
+        let redirect = conn.entry_point.redirect.as_ref()?;
+        Some(redirect_response(redirect, req))
+    }
+}
+
+/// Whether a request on a TLS connection names another host than its SNI:
+/// such a request is answered 421 on routers that require TLS, so a
+/// certificate or client-certificate check made for one name never covers
+/// another (HTTP/2 connection reuse, or a forged Host).
+pub(crate) fn misdirected(conn: &ConnInfo, host: &str) -> bool {
+    match &conn.sni {
+        Some(sni) => !host.is_empty() && **sni != *host,
+        None => false,
+    }
+}
+
+fn redirect_response<B>(redirect: &Redirect, req: &Request<B>) -> Response<ProxyBody> {
+    let host = req
+        .uri()
+        .authority()
+        .map(|a| a.host())
+        .or_else(|| {
+            req.headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(strip_port)
+        })
+        .unwrap_or("");
+    let default_port = match redirect.scheme.as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => 0,
+    };
+    let path = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+    let mut location = String::with_capacity(redirect.scheme.len() + host.len() + path.len() + 10);
+    location.push_str(&redirect.scheme);
+    location.push_str("://");
+    location.push_str(host);
+    if let Some(port) = redirect.port.filter(|p| *p != default_port) {
+        location.push(':');
+        location.push_str(&port.to_string());
+    }
+    location.push_str(path);
+    let safe = req.method() == Method::GET || req.method() == Method::HEAD;
+    let status = match (redirect.permanent, safe) {
+        (true, true) => StatusCode::MOVED_PERMANENTLY,
+        (true, false) => StatusCode::PERMANENT_REDIRECT,
+        (false, true) => StatusCode::FOUND,
+        (false, false) => StatusCode::TEMPORARY_REDIRECT,
+    };
+    let mut resp = Response::new(ProxyBody::empty());
+    *resp.status_mut() = status;
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        resp.headers_mut().insert(header::LOCATION, value);
+    }
+    resp
+}
+
+/// `host[:port]` → `host`, keeping an IPv6 literal's brackets.
+fn strip_port(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_inclusive(']').next().unwrap_or(host);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn location(redirect: &Redirect, method: Method, host: &str, path: &str) -> (u16, String) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", host)
+            .body(())
+            .unwrap();
+        let resp = redirect_response(redirect, &req);
+        (
+            resp.status().as_u16(),
+            resp.headers()[header::LOCATION]
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        )
+    }
+
+    #[test]
+    fn redirects_keep_host_path_and_query_and_pick_the_status() {
+        let https = Redirect {
+            scheme: "https".into(),
+            port: Some(443),
+            permanent: true,
+        };
+        assert_eq!(
+            location(&https, Method::GET, "app.test:80", "/a?b=1"),
+            (301, "https://app.test/a?b=1".into())
+        );
+        assert_eq!(
+            location(&https, Method::POST, "app.test", "/"),
+            (308, "https://app.test/".into())
+        );
+        let temp = Redirect {
+            scheme: "https".into(),
+            port: Some(8443),
+            permanent: false,
+        };
+        assert_eq!(
+            location(&temp, Method::GET, "[::1]:80", "/x"),
+            (302, "https://[::1]:8443/x".into())
+        );
+        assert_eq!(
+            location(&temp, Method::PUT, "app.test", "/x"),
+            (307, "https://app.test:8443/x".into())
+        );
+    }
+}

@@ -1,0 +1,410 @@
+//! TLS termination: the certificate store chosen by SNI, the rustls server
+//! configurations compiled from Traefik's `tls.options`, the self-signed
+//! default certificate, and the challenge answers that ACME needs.
+//!
+//! Compile builds one [`Termination`] per runtime; the proxy does one
+//! `load()` of the runtime per handshake and asks it for the server
+//! configuration. State that outlives swaps (the default certificate,
+//! certificates issued by ACME, challenge answers, the session cache) lives
+//! in [`TlsState`], owned by the runtime's registries.
+
+pub mod challenge;
+pub mod options;
+pub mod store;
+
+pub use challenge::Challenges;
+pub use store::{CertStore, LoadedCert};
+
+use crate::config::dynamic;
+use rustls::ServerConfig;
+use rustls::server::{ClientHello, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::sign::CertifiedKey;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tokio::sync::Notify;
+
+/// The only ALPN protocol of a TLS-ALPN-01 challenge handshake (RFC 8737).
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+
+/// Why a certificate or a set of TLS options cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A PEM file could not be read.
+    #[error("cannot read `{path}`: {source}")]
+    Read {
+        /// The path as configured.
+        path: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The PEM data holds no certificate.
+    #[error("{what}: no certificate found in the PEM data")]
+    NoCertificate {
+        /// Which certificate.
+        what: String,
+    },
+    /// The PEM data holds no private key (or one rustls cannot use).
+    #[error("{what}: no usable private key found in the PEM data")]
+    NoKey {
+        /// Which certificate.
+        what: String,
+    },
+    /// The certificate cannot be parsed.
+    #[error("{what}: {message}")]
+    BadCertificate {
+        /// Which certificate.
+        what: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The key belongs to another certificate.
+    #[error("{what}: the private key does not match the certificate")]
+    KeyMismatch {
+        /// Which certificate.
+        what: String,
+    },
+    /// A TLS version rustls does not speak, or an unknown name.
+    #[error("`{0}` is not a supported TLS version (use VersionTLS12 or VersionTLS13)")]
+    Version(String),
+    /// minVersion is above maxVersion.
+    #[error("minVersion is above maxVersion")]
+    VersionRange,
+    /// None of the listed cipher suites is supported.
+    #[error("none of the cipher suites is supported by gangway: {0}")]
+    NoCipherSuite(String),
+    /// An unknown client authentication type.
+    #[error(
+        "clientAuth.clientAuthType `{0}` is not supported (use NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert)"
+    )]
+    ClientAuthType(String),
+    /// Client authentication cannot be set up.
+    #[error("clientAuth: {0}")]
+    ClientAuth(String),
+    /// rustls refused the configuration.
+    #[error("{0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// The crypto provider everything TLS in gangway uses: ring, chosen
+/// explicitly so a dependency enabling another provider changes nothing.
+pub fn provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+/// A certificate obtained by a certificate resolver, as stored and served.
+#[derive(Debug)]
+pub struct IssuedCert {
+    /// The resolver that obtained it.
+    pub resolver: String,
+    /// The names it was ordered for, main name first.
+    pub domains: Vec<String>,
+    /// The certificate itself.
+    pub cert: LoadedCert,
+}
+
+/// TLS state that outlives runtime swaps.
+pub struct TlsState {
+    default_cert: OnceLock<Arc<CertifiedKey>>,
+    issued: Mutex<BTreeMap<String, Arc<IssuedCert>>>,
+    /// Answers to ACME challenges in progress.
+    pub challenges: Arc<Challenges>,
+    challenge_config: OnceLock<Arc<ServerConfig>>,
+    sessions: Arc<dyn StoresServerSessions>,
+    changed: Notify,
+}
+
+impl Default for TlsState {
+    fn default() -> Self {
+        TlsState {
+            default_cert: OnceLock::new(),
+            issued: Mutex::new(BTreeMap::new()),
+            challenges: Arc::new(Challenges::default()),
+            challenge_config: OnceLock::new(),
+            // Shared by every generation, so a swap does not end resumption.
+            sessions: ServerSessionMemoryCache::new(4096),
+            changed: Notify::new(),
+        }
+    }
+}
+
+impl TlsState {
+    /// The self-signed certificate served when nothing else matches,
+    /// generated on first use and kept for the life of the process.
+    pub fn default_certificate(&self) -> Arc<CertifiedKey> {
+        self.default_cert
+            .get_or_init(|| Arc::new(store::generate_default()))
+            .clone()
+    }
+
+    /// Adds or replaces an issued certificate under `key` and asks for a
+    /// recompile, so the next runtime serves it.
+    pub fn put_issued(&self, key: String, cert: Arc<IssuedCert>) {
+        self.issued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, cert);
+        self.changed.notify_one();
+    }
+
+    /// The issued certificate stored under `key`.
+    pub fn issued(&self, key: &str) -> Option<Arc<IssuedCert>> {
+        self.issued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    /// Every issued certificate.
+    pub fn all_issued(&self) -> Vec<Arc<IssuedCert>> {
+        self.issued
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Resolves when a certificate was added since the last call.
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// The server configuration for TLS-ALPN-01 challenge handshakes.
+    fn challenge_config(&self) -> Option<Arc<ServerConfig>> {
+        if let Some(c) = self.challenge_config.get() {
+            return Some(c.clone());
+        }
+        let mut config = ServerConfig::builder_with_provider(Arc::new(provider()))
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .with_no_client_auth()
+            .with_cert_resolver(self.challenges.clone());
+        config.alpn_protocols = vec![ACME_TLS_ALPN.to_vec()];
+        Some(
+            self.challenge_config
+                .get_or_init(|| Arc::new(config))
+                .clone(),
+        )
+    }
+}
+
+/// A TLS router's claim on a host: which options its handshakes use.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// The host, lowercased (from the router's `Host` rule).
+    pub host: String,
+    /// Qualified name of the TLS options, `None` for the default ones.
+    pub options: Option<String>,
+    /// The router, for messages.
+    pub router: String,
+}
+
+/// A certificate that a resolver should obtain.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CertificateRequest {
+    /// The certificate resolver's name.
+    pub resolver: String,
+    /// The names, main name first.
+    pub domains: Vec<String>,
+    /// The routers that want it.
+    pub routers: Vec<String>,
+}
+
+impl CertificateRequest {
+    /// The identity of the certificate: resolver and names.
+    pub fn key(&self) -> String {
+        certificate_key(&self.resolver, &self.domains)
+    }
+}
+
+/// The identity of a resolver's certificate for `domains`: the same set of
+/// names in any order is the same certificate.
+pub fn certificate_key(resolver: &str, domains: &[String]) -> String {
+    let mut sorted: Vec<&str> = domains.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    format!("{resolver}|{}", sorted.join(","))
+}
+
+/// What compiling the TLS part of a configuration found wrong.
+#[derive(Debug, Default)]
+pub struct TlsReport {
+    /// Options that cannot be used, by qualified name, with the reason;
+    /// routers that use them are disabled.
+    pub broken_options: BTreeMap<String, String>,
+    /// Problems not tied to a router (certificate files, conflicts).
+    pub warnings: Vec<String>,
+}
+
+/// The TLS part of one runtime: server configurations per TLS options,
+/// which host uses which, and the certificate store they share.
+#[derive(Default)]
+pub struct Termination {
+    configs: Vec<Arc<ServerConfig>>,
+    by_host: HashMap<String, usize>,
+    challenge: Option<Arc<ServerConfig>>,
+    challenges: Option<Arc<Challenges>>,
+    /// Certificates the resolvers should obtain.
+    pub requests: Vec<CertificateRequest>,
+}
+
+impl Termination {
+    /// The server configuration for a handshake: the challenge one for a
+    /// TLS-ALPN-01 validation, otherwise the one of the options the SNI's
+    /// routers use. `None` refuses the handshake (no TLS configured yet).
+    pub fn config_for(&self, hello: &ClientHello<'_>) -> Option<Arc<ServerConfig>> {
+        if hello
+            .alpn()
+            .is_some_and(|mut p| p.any(|p| p == ACME_TLS_ALPN))
+        {
+            return self.challenge.clone();
+        }
+        let index = hello
+            .server_name()
+            .and_then(|name| store::with_lowercase(name, |n| self.by_host.get(n).copied()))
+            .unwrap_or(0);
+        self.configs.get(index).cloned()
+    }
+
+    /// The answer to an HTTP-01 challenge token, if an order waits for it.
+    pub fn http01_answer(&self, token: &str) -> Option<Arc<str>> {
+        self.challenges.as_ref()?.http_answer(token)
+    }
+}
+
+/// Builds the TLS part of a runtime from the dynamic `tls` section, the
+/// TLS routers' hosts and the certificates issued so far.
+///
+/// Reads the certificate files named in the configuration: small local
+/// files, and the only input compile cannot get from the model itself.
+pub fn compile_termination(
+    tls: &dynamic::Tls,
+    hosts: &[HostOptions],
+    requests: Vec<CertificateRequest>,
+    state: &TlsState,
+) -> (Termination, TlsReport) {
+    let mut report = TlsReport::default();
+    let mut store = CertStore::new(state.default_certificate());
+
+    // The `default` store's own default certificate replaces the generated one.
+    if let Some(file) = tls
+        .stores
+        .get("default")
+        .and_then(|s| s.default_certificate.as_ref())
+    {
+        match store::load_file(file) {
+            Ok(cert) => store.set_default(cert.key),
+            Err(e) => report.warnings.push(format!(
+                "tls.stores.default.defaultCertificate: {e}; the generated certificate is served"
+            )),
+        }
+    }
+    // Certificates from files first: they win over issued ones for the same name.
+    for file in &tls.certificates {
+        match store::load_file(file) {
+            Ok(cert) => store.insert(&cert.names, &cert.key),
+            Err(e) => report.warnings.push(format!("tls.certificates: {e}")),
+        }
+    }
+    let mut issued = state.all_issued();
+    // The newest certificate wins when several cover a name.
+    issued.sort_by_key(|c| std::cmp::Reverse(c.cert.not_after));
+    for cert in &issued {
+        store.insert(&cert.cert.names, &cert.cert.key);
+    }
+    let store = Arc::new(store);
+
+    // Options: index 0 is the default (`default@…` if configured).
+    let sessions = state.sessions.clone();
+    let default_options = tls
+        .options
+        .iter()
+        .find(|(name, _)| name.split('@').next() == Some("default"))
+        .map(|(_, o)| o.clone())
+        .unwrap_or_default();
+    let mut configs = Vec::new();
+    match options::compile_options(&default_options, &store, &sessions) {
+        Ok((config, warnings)) => {
+            configs.push(config);
+            report.warnings.extend(
+                warnings
+                    .into_iter()
+                    .map(|w| format!("default TLS options: {w}")),
+            );
+        }
+        Err(e) => {
+            report.warnings.push(format!(
+                "default TLS options: {e}; rustls defaults are used instead"
+            ));
+            if let Ok((config, _)) =
+                options::compile_options(&dynamic::TlsOptions::default(), &store, &sessions)
+            {
+                configs.push(config);
+            }
+        }
+    }
+    let mut index_of: HashMap<&str, usize> = HashMap::new();
+    for (name, opts) in &tls.options {
+        if name.split('@').next() == Some("default") {
+            index_of.insert(name, 0);
+            continue;
+        }
+        match options::compile_options(opts, &store, &sessions) {
+            Ok((config, warnings)) => {
+                index_of.insert(name, configs.len());
+                configs.push(config);
+                report.warnings.extend(
+                    warnings
+                        .into_iter()
+                        .map(|w| format!("TLS options `{name}`: {w}")),
+                );
+            }
+            Err(e) => {
+                report.broken_options.insert(name.clone(), e.to_string());
+            }
+        }
+    }
+
+    let mut wanted: BTreeMap<&str, Vec<(usize, &str)>> = BTreeMap::new();
+    for use_ in hosts {
+        let index = match &use_.options {
+            None => 0,
+            Some(name) => match index_of.get(name.as_str()) {
+                Some(&i) => i,
+                // Unknown or broken options: compile disabled the router already.
+                None => continue,
+            },
+        };
+        wanted
+            .entry(&use_.host)
+            .or_default()
+            .push((index, &use_.router));
+    }
+    let mut by_host: HashMap<String, usize> = HashMap::new();
+    for (host, uses) in wanted {
+        let first = uses[0];
+        match uses.iter().find(|(i, _)| *i != first.0) {
+            // Traefik's answer to a conflict: the default options for that host.
+            Some(other) => report.warnings.push(format!(
+                "host `{host}`: routers `{}` and `{}` ask for different TLS options; the default options are used",
+                first.1, other.1
+            )),
+            None if first.0 != 0 => {
+                by_host.insert(host.to_owned(), first.0);
+            }
+            None => {}
+        }
+    }
+
+    (
+        Termination {
+            configs,
+            by_host,
+            challenge: state.challenge_config(),
+            challenges: Some(state.challenges.clone()),
+            requests,
+        },
+        report,
+    )
+}

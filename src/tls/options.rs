@@ -1,0 +1,256 @@
+//! Traefik's `tls.options` compiled into rustls server configurations.
+
+use super::TlsError;
+use super::store::{CertStore, SniResolver};
+use crate::config::dynamic::TlsOptions;
+use rustls::crypto::SupportedKxGroup;
+use rustls::server::{StoresServerSessions, WebPkiClientVerifier};
+use rustls::version::{TLS12, TLS13};
+use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+use std::sync::Arc;
+
+/// Builds the server configuration for one set of options, serving
+/// certificates from `store`. Returns warnings for settings that were
+/// skipped (cipher suites or curves rustls does not implement).
+pub fn compile_options(
+    opts: &TlsOptions,
+    store: &Arc<CertStore>,
+    sessions: &Arc<dyn StoresServerSessions>,
+) -> Result<(Arc<ServerConfig>, Vec<String>), TlsError> {
+    let mut warnings = Vec::new();
+    let min = parse_version(opts.min_version.as_deref().unwrap_or("VersionTLS12"))?;
+    let max = parse_version(opts.max_version.as_deref().unwrap_or("VersionTLS13"))?;
+    if min > max {
+        return Err(TlsError::VersionRange);
+    }
+    let versions: Vec<&'static SupportedProtocolVersion> = [(12, &TLS12), (13, &TLS13)]
+        .into_iter()
+        .filter(|(v, _)| (min..=max).contains(v))
+        .map(|(_, v)| v)
+        .collect();
+
+    let mut provider = super::provider();
+    if !opts.cipher_suites.is_empty() {
+        // As in Go (and so Traefik), the list selects TLS 1.2 suites; TLS 1.3
+        // suites are always on.
+        let mut unknown = Vec::new();
+        for name in &opts.cipher_suites {
+            let known = provider
+                .cipher_suites
+                .iter()
+                .any(|s| format!("{:?}", s.suite()) == *name);
+            if !known {
+                unknown.push(name.as_str());
+            }
+        }
+        provider.cipher_suites.retain(|s| {
+            s.version() == &TLS13
+                || opts
+                    .cipher_suites
+                    .iter()
+                    .any(|n| *n == format!("{:?}", s.suite()))
+        });
+        if !unknown.is_empty() {
+            warnings.push(format!(
+                "cipher suites not supported and skipped: {}",
+                unknown.join(", ")
+            ));
+        }
+        let has_tls12 = provider.cipher_suites.iter().any(|s| s.version() == &TLS12);
+        if min == 12 && !has_tls12 {
+            return Err(TlsError::NoCipherSuite(opts.cipher_suites.join(", ")));
+        }
+    }
+    if !opts.curve_preferences.is_empty() {
+        let all = std::mem::take(&mut provider.kx_groups);
+        let mut chosen: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+        for name in &opts.curve_preferences {
+            let wanted = match name.as_str() {
+                "CurveP256" | "secp256r1" | "P256" => "secp256r1",
+                "CurveP384" | "secp384r1" | "P384" => "secp384r1",
+                "X25519" | "x25519" => "X25519",
+                other => {
+                    warnings.push(format!("curve `{other}` is not supported and skipped"));
+                    continue;
+                }
+            };
+            if let Some(group) = all
+                .iter()
+                .find(|g| format!("{:?}", g.name()).eq_ignore_ascii_case(wanted))
+            {
+                chosen.push(*group);
+            }
+        }
+        provider.kx_groups = if chosen.is_empty() { all } else { chosen };
+    }
+    let provider = Arc::new(provider);
+
+    let builder =
+        ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(&versions)?;
+    let client_auth = opts.client_auth.clone().unwrap_or_default();
+    let kind =
+        client_auth
+            .client_auth_type
+            .as_deref()
+            .unwrap_or(if client_auth.ca_files.is_empty() {
+                "NoClientCert"
+            } else {
+                "RequireAndVerifyClientCert"
+            });
+    let resolver = Arc::new(SniResolver {
+        store: store.clone(),
+        strict: opts.sni_strict,
+    });
+    let mut config = match kind {
+        "NoClientCert" => builder.with_no_client_auth().with_cert_resolver(resolver),
+        "VerifyClientCertIfGiven" | "RequireAndVerifyClientCert" => {
+            let roots = client_roots(&client_auth.ca_files)?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if kind == "VerifyClientCertIfGiven" {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| TlsError::ClientAuth(e.to_string()))?;
+            builder
+                .with_client_cert_verifier(verifier)
+                .with_cert_resolver(resolver)
+        }
+        other => return Err(TlsError::ClientAuthType(other.to_owned())),
+    };
+    config.alpn_protocols = if opts.alpn_protocols.is_empty() {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        opts.alpn_protocols
+            .iter()
+            // acme-tls/1 is answered by the challenge configuration only.
+            .filter(|p| p.as_bytes() != super::ACME_TLS_ALPN)
+            .map(|p| p.as_bytes().to_vec())
+            .collect()
+    };
+    config.session_storage = sessions.clone();
+    Ok((Arc::new(config), warnings))
+}
+
+fn parse_version(name: &str) -> Result<u8, TlsError> {
+    match name {
+        "VersionTLS12" => Ok(12),
+        "VersionTLS13" => Ok(13),
+        other => Err(TlsError::Version(other.to_owned())),
+    }
+}
+
+fn client_roots(files: &[String]) -> Result<RootCertStore, TlsError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    if files.is_empty() {
+        return Err(TlsError::ClientAuth(
+            "caFiles is empty; list the CAs client certificates must chain to".to_owned(),
+        ));
+    }
+    let mut roots = RootCertStore::empty();
+    for file in files {
+        let pem = if file.contains("-----BEGIN") {
+            file.as_bytes().to_vec()
+        } else {
+            std::fs::read(file).map_err(|source| TlsError::Read {
+                path: file.clone(),
+                source,
+            })?
+        };
+        for cert in CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok) {
+            roots
+                .add(cert)
+                .map_err(|e| TlsError::ClientAuth(format!("`{file}`: {e}")))?;
+        }
+    }
+    if roots.is_empty() {
+        return Err(TlsError::ClientAuth(
+            "no CA certificate found in caFiles".to_owned(),
+        ));
+    }
+    Ok(roots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::server::ServerSessionMemoryCache;
+
+    fn compile(opts: &TlsOptions) -> Result<(Arc<ServerConfig>, Vec<String>), TlsError> {
+        let store = Arc::new(CertStore::new(Arc::new(
+            super::super::store::generate_default(),
+        )));
+        let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(8);
+        compile_options(opts, &store, &sessions)
+    }
+
+    #[test]
+    fn defaults_offer_h2_and_http11_on_tls12_and_13() {
+        let (config, warnings) = compile(&TlsOptions::default()).unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            [b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn versions_and_suites_are_checked() {
+        let opts = |min: &str, max: &str| TlsOptions {
+            min_version: Some(min.to_owned()),
+            max_version: Some(max.to_owned()),
+            ..TlsOptions::default()
+        };
+        assert!(compile(&opts("VersionTLS13", "VersionTLS13")).is_ok());
+        assert!(matches!(
+            compile(&opts("VersionTLS13", "VersionTLS12")),
+            Err(TlsError::VersionRange)
+        ));
+        assert!(matches!(
+            compile(&opts("VersionTLS10", "VersionTLS13")),
+            Err(TlsError::Version(_))
+        ));
+        let suites = TlsOptions {
+            cipher_suites: vec![
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256".to_owned(),
+                "TLS_RSA_WITH_AES_128_CBC_SHA".to_owned(),
+            ],
+            ..TlsOptions::default()
+        };
+        let (_, warnings) = compile(&suites).unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let none = TlsOptions {
+            cipher_suites: vec!["TLS_RSA_WITH_AES_128_CBC_SHA".to_owned()],
+            ..TlsOptions::default()
+        };
+        assert!(matches!(compile(&none), Err(TlsError::NoCipherSuite(_))));
+    }
+
+    #[test]
+    fn client_auth_needs_known_type_and_cas() {
+        let auth = |kind: &str, files: Vec<String>| TlsOptions {
+            client_auth: Some(crate::config::dynamic::ClientAuth {
+                ca_files: files,
+                client_auth_type: Some(kind.to_owned()),
+            }),
+            ..TlsOptions::default()
+        };
+        assert!(compile(&auth("NoClientCert", vec![])).is_ok());
+        assert!(matches!(
+            compile(&auth("RequireAndVerifyClientCert", vec![])),
+            Err(TlsError::ClientAuth(_))
+        ));
+        assert!(matches!(
+            compile(&auth("RequireAnyClientCert", vec![])),
+            Err(TlsError::ClientAuthType(_))
+        ));
+        let ca = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let pem = params.self_signed(&ca).unwrap().pem();
+        assert!(compile(&auth("RequireAndVerifyClientCert", vec![pem])).is_ok());
+    }
+}

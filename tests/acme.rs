@@ -1,0 +1,359 @@
+//! ACME against a real pebble with real validation (TLS-ALPN-01 and
+//! HTTP-01 answered by gangway itself): issue, add at runtime, restart
+//! without a new order, renew, survive a CA outage.
+
+mod support;
+
+use http::{StatusCode, Version};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+use support::pebble::{self, Pebble};
+use support::tls::TlsClient;
+use support::{Backend, Gangway, eventually, free_port};
+
+/// Time for one certificate from pebble (a few seconds here).
+const ISSUE: Duration = Duration::from_secs(60);
+
+fn routers(backend: &str, hosts: &[&str]) -> String {
+    let mut s = format!(
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{backend}\"\n\
+         [http.routers.plain]\nrule = \"Host(`plain.test`)\"\nservice = \"app\"\n"
+    );
+    for (i, host) in hosts.iter().enumerate() {
+        s.push_str(&format!(
+            "[http.routers.r{i}]\nrule = \"Host(`{host}`)\"\nservice = \"app\"\n[http.routers.r{i}.tls]\ncertResolver = \"le\"\n"
+        ));
+    }
+    s
+}
+
+struct Setup {
+    web: u16,
+    tls: u16,
+    storage: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            web: free_port(),
+            tls: free_port(),
+            storage: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn flags(&self, pebble: &Pebble, extra: &[&str]) -> Vec<String> {
+        let mut flags = vec![
+            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls),
+            format!(
+                "--certificatesResolvers.le.acme.caServer={}",
+                pebble.directory
+            ),
+            format!(
+                "--certificatesResolvers.le.acme.caCertificates={}",
+                pebble.api_ca.display()
+            ),
+            format!(
+                "--certificatesResolvers.le.acme.storage={}",
+                self.storage.path().join("acme").display()
+            ),
+            "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
+        ];
+        flags.extend(extra.iter().map(|s| (*s).to_owned()));
+        flags
+    }
+
+    async fn gangway(&self, pebble: &Pebble, dynamic: &str, extra: &[&str]) -> Gangway {
+        let flags = self.flags(pebble, extra);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        Gangway::with_file_on(self.web, dynamic, &flags).await
+    }
+}
+
+/// Waits until `host` is served over TLS with a certificate that chains to
+/// pebble's current root and names `host`.
+async fn wait_for_certificate(pebble: &Pebble, tls_port: u16, host: &str) -> TlsClient {
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let started = std::time::Instant::now();
+    eventually(ISSUE, &format!("a pebble certificate for {host}"), || {
+        let client = client.clone();
+        async move {
+            client
+                .get(tls_port, host, None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK && g.names() == [host])
+        }
+    })
+    .await;
+    eprintln!(
+        "{host}: served with a pebble certificate after {:?}",
+        started.elapsed()
+    );
+    client
+}
+
+#[tokio::test]
+async fn a_router_gets_a_certificate_served_over_h2_and_http11() {
+    if !pebble::available("a_router_gets_a_certificate") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["app.test"]), &[])
+        .await;
+    let client = wait_for_certificate(&pebble, setup.tls, "app.test").await;
+    for h2 in [true, false] {
+        let got = client
+            .get(setup.tls, "app.test", None, "/x", h2)
+            .await
+            .expect("a chain valid for app.test");
+        assert_eq!(got.status, StatusCode::OK);
+        let want = if h2 {
+            Version::HTTP_2
+        } else {
+            Version::HTTP_11
+        };
+        assert_eq!(got.version, want);
+        assert_eq!(got.names(), ["app.test"]);
+    }
+    // A name that is in no router gets the default certificate, and no order.
+    let stranger = TlsClient::insecure()
+        .get(setup.tls, "stranger.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(stranger.common_name(), "GANGWAY DEFAULT CERT");
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+    assert!(!pebble.log().contains("stranger.test"));
+    drop(gw);
+}
+
+#[tokio::test]
+async fn a_router_added_at_runtime_gets_its_own_certificate() {
+    if !pebble::available("a_router_added_at_runtime") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    // Pebble refuses a fifth of the nonces here. Two orders sign about
+    // twenty requests, so without a retry on `badNonce` one of them would
+    // fail almost surely (0.8^20 ≈ 1% chance of none refused); with it, none does.
+    let pebble = Pebble::start_with(setup.web, setup.tls, None, 20).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["one.test"]), &[])
+        .await;
+    wait_for_certificate(&pebble, setup.tls, "one.test").await;
+    gw.rewrite(&routers(&app.url(), &["one.test", "two.test"]));
+    let client = wait_for_certificate(&pebble, setup.tls, "two.test").await;
+    let one = client
+        .get(setup.tls, "one.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        one.names(),
+        ["one.test"],
+        "each router has its own certificate"
+    );
+    assert_eq!(pebble.orders(), 2);
+    assert!(
+        !gw.log().contains("certificate order failed"),
+        "{}",
+        gw.log()
+    );
+}
+
+#[tokio::test]
+async fn a_restart_reuses_the_stored_certificate_without_a_new_order() {
+    if !pebble::available("a_restart_reuses") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["app.test"]), &[])
+        .await;
+    let client = wait_for_certificate(&pebble, setup.tls, "app.test").await;
+    let first = client
+        .get(setup.tls, "app.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(pebble.orders(), 1);
+    drop(gw);
+
+    // Storage: private folders and files.
+    let root = setup.storage.path().join("acme");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&root), 0o700);
+    let mut files = Vec::new();
+    let mut dirs = vec![root.clone()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                assert_eq!(mode(&path), 0o700, "{}", path.display());
+                dirs.push(path);
+            } else {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                files.push(path);
+            }
+        }
+    }
+    assert_eq!(files.len(), 2, "account key and one certificate: {files:?}");
+
+    // Restart, with one more router: its order is the only new one.
+    let gw = setup
+        .gangway(
+            &pebble,
+            &routers(&app.url(), &["app.test", "more.test"]),
+            &[],
+        )
+        .await;
+    // The very first handshake after the restart already shows the stored
+    // certificate, not the default one.
+    let again = client
+        .get(setup.tls, "app.test", None, "/", true)
+        .await
+        .expect("the stored certificate, from the first handshake");
+    assert_eq!(again.serial(), first.serial());
+    wait_for_certificate(&pebble, setup.tls, "more.test").await;
+    assert_eq!(
+        pebble.orders(),
+        2,
+        "only more.test was ordered after the restart"
+    );
+    // The account was reused: pebble registered it once.
+    assert_eq!(
+        pebble
+            .log()
+            .lines()
+            .filter(|l| l.contains("There are now") && l.contains("accounts"))
+            .count(),
+        1,
+        "{}",
+        pebble.log()
+    );
+    drop(gw);
+}
+
+#[tokio::test]
+async fn a_short_lived_certificate_is_renewed() {
+    if !pebble::available("a_short_lived_certificate_is_renewed") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    // 30 s certificates: renewal when 10 s are left.
+    let pebble = Pebble::start(setup.web, setup.tls, Some(30)).await;
+    let _gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["short.test"]), &[])
+        .await;
+    let client = wait_for_certificate(&pebble, setup.tls, "short.test").await;
+    let first = client
+        .get(setup.tls, "short.test", None, "/", true)
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "a renewed certificate", || {
+        let client = client.clone();
+        let first = first.serial();
+        async move {
+            client
+                .get(setup.tls, "short.test", None, "/", true)
+                .await
+                .is_ok_and(|g| g.serial() != first)
+        }
+    })
+    .await;
+    let renewed = client
+        .get(setup.tls, "short.test", None, "/", true)
+        .await
+        .unwrap();
+    assert!(renewed.not_after() > first.not_after());
+    assert!(pebble.orders() >= 2);
+}
+
+#[tokio::test]
+async fn with_the_ca_down_orders_fail_are_retried_and_the_rest_keeps_serving() {
+    if !pebble::available("with_the_ca_down") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let mut pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["up.test"]), &[])
+        .await;
+    let client = wait_for_certificate(&pebble, setup.tls, "up.test").await;
+
+    pebble.stop();
+    gw.rewrite(&routers(&app.url(), &["up.test", "down.test"]));
+    let failed = |n: u32| {
+        let log = gw.log();
+        log.lines().any(|l| {
+            l.contains("certificate order failed")
+                && l.contains("down.test")
+                && l.contains(&format!("failures={n}"))
+        })
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the order fails and is retried",
+        || async { failed(2) },
+    )
+    .await;
+    let line = gw
+        .log()
+        .lines()
+        .find(|l| l.contains("certificate order failed"))
+        .map(str::to_owned)
+        .unwrap();
+    assert!(line.contains("retry_in_s="), "{line}");
+    assert!(line.contains("cannot talk to the ACME server"), "{line}");
+
+    // Meanwhile everything else is served.
+    let up = client
+        .get(setup.tls, "up.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (up.status, up.names()),
+        (StatusCode::OK, vec!["up.test".to_owned()])
+    );
+    assert_eq!(gw.get("plain.test", "/").await.status, StatusCode::OK);
+
+    // The CA comes back: the next retry gets the certificate.
+    pebble.restart().await;
+    wait_for_certificate(&pebble, setup.tls, "down.test").await;
+}
+
+#[tokio::test]
+async fn http01_is_answered_on_the_plain_entry_point_despite_its_redirection() {
+    if !pebble::available("http01") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(
+            &pebble,
+            &routers(&app.url(), &["http01.test"]),
+            &[
+                "--certificatesResolvers.le.acme.httpChallenge.entryPoint=web",
+                "--entryPoints.web.http.redirections.entryPoint.to=websecure",
+            ],
+        )
+        .await;
+    wait_for_certificate(&pebble, setup.tls, "http01.test").await;
+    assert!(
+        pebble.log().contains("Attempting to validate w/ HTTP"),
+        "{}",
+        pebble.log()
+    );
+    assert_eq!(
+        gw.get("http01.test", "/").await.status,
+        StatusCode::MOVED_PERMANENTLY
+    );
+}

@@ -1,0 +1,214 @@
+//! Let's Encrypt's test CA, Debian's `pebble`, with `pebble-challtestsrv`
+//! as its DNS server answering 127.0.0.1 for every name. Each test starts
+//! its own pair on free loopback ports, because pebble validates on fixed
+//! ports (`httpPort`, `tlsPort`) that must be the gangway under test's.
+//! Validation is real: `PEBBLE_VA_ALWAYS_VALID` is never set.
+
+use super::tls::TestCa;
+use super::{eventually, free_port};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Whether pebble can run here. Without it a test skips, except under
+/// `GANGWAY_TEST_STRICT=1` (the project's test command), where it fails.
+pub fn available(test: &str) -> bool {
+    let found = ["pebble", "pebble-challtestsrv"].iter().all(|b| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {b}"))
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !found {
+        if std::env::var("GANGWAY_TEST_STRICT").as_deref() == Ok("1") {
+            panic!("{test}: pebble is not installed (scripts/ci/pebble-up installs it)");
+        }
+        eprintln!("{test}: SKIPPED: pebble and pebble-challtestsrv are not installed");
+    }
+    found
+}
+
+pub struct Pebble {
+    pub dir: tempfile::TempDir,
+    /// The ACME directory URL.
+    pub directory: String,
+    /// The CA of pebble's own HTTPS endpoints (gangway's caCertificates).
+    pub api_ca: PathBuf,
+    api_ca_pem: String,
+    listen: u16,
+    management: u16,
+    dns: u16,
+    pebble: Option<Child>,
+    challtestsrv: Child,
+    starts: usize,
+    nonce_reject: u32,
+}
+
+impl Pebble {
+    /// Starts pebble validating HTTP-01 on `http_port` and TLS-ALPN-01 on
+    /// `tls_port` of 127.0.0.1, issuing certificates valid for `validity`
+    /// seconds (pebble's default: 5 years).
+    pub async fn start(http_port: u16, tls_port: u16, validity: Option<u64>) -> Pebble {
+        Self::start_with(http_port, tls_port, validity, 0).await
+    }
+
+    /// Like `start`, refusing `nonce_reject` percent of nonces with
+    /// `badNonce` (pebble's default is 5), to exercise the client's retry.
+    pub async fn start_with(
+        http_port: u16,
+        tls_port: u16,
+        validity: Option<u64>,
+        nonce_reject: u32,
+    ) -> Pebble {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ca = TestCa::new("pebble API test CA");
+        let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
+        std::fs::write(dir.path().join("cert.pem"), cert).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key).unwrap();
+        let api_ca = dir.path().join("api-ca.pem");
+        std::fs::write(&api_ca, ca.pem()).unwrap();
+        let (listen, management, dns, chall_mgmt) =
+            (free_port(), free_port(), free_port(), free_port());
+        let mut config = serde_json::json!({"pebble": {
+            "listenAddress": format!("127.0.0.1:{listen}"),
+            "managementListenAddress": format!("127.0.0.1:{management}"),
+            "certificate": "cert.pem",
+            "privateKey": "key.pem",
+            "httpPort": http_port,
+            "tlsPort": tls_port,
+            "ocspResponderURL": "",
+            "externalAccountBindingRequired": false,
+        }});
+        if let Some(v) = validity {
+            config["pebble"]["certificateValidityPeriod"] = v.into();
+        }
+        std::fs::write(dir.path().join("pebble.json"), config.to_string()).unwrap();
+        let log = std::fs::File::create(dir.path().join("challtestsrv.log")).unwrap();
+        let challtestsrv = Command::new("pebble-challtestsrv")
+            .args([
+                "-defaultIPv4",
+                "127.0.0.1",
+                "-defaultIPv6",
+                "",
+                "-dns01",
+                &format!("127.0.0.1:{dns}"),
+                "-http01",
+                "",
+                "-https01",
+                "",
+                "-tlsalpn01",
+                "",
+                "-management",
+                &format!("127.0.0.1:{chall_mgmt}"),
+            ])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start pebble-challtestsrv");
+        let mut pebble = Pebble {
+            directory: format!("https://127.0.0.1:{listen}/dir"),
+            api_ca_pem: ca.pem(),
+            api_ca,
+            dir,
+            listen,
+            management,
+            dns,
+            pebble: None,
+            challtestsrv,
+            starts: 0,
+            nonce_reject,
+        };
+        pebble.start_pebble().await;
+        pebble
+    }
+
+    async fn start_pebble(&mut self) {
+        self.starts += 1;
+        let log = std::fs::File::create(self.log_path(self.starts)).unwrap();
+        let child = Command::new("pebble")
+            .args([
+                "-config",
+                "pebble.json",
+                "-dnsserver",
+                &format!("127.0.0.1:{}", self.dns),
+            ])
+            .current_dir(self.dir.path())
+            .env("PEBBLE_VA_NOSLEEP", "1")
+            .env("PEBBLE_WFE_NONCEREJECT", self.nonce_reject.to_string())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start pebble");
+        self.pebble = Some(child);
+        let listen = self.listen;
+        eventually(Duration::from_secs(20), "pebble listens", || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", listen))
+                .await
+                .is_ok()
+        })
+        .await;
+    }
+
+    fn log_path(&self, start: usize) -> PathBuf {
+        self.dir.path().join(format!("pebble-{start}.log"))
+    }
+
+    /// Everything pebble logged, over all its starts.
+    pub fn log(&self) -> String {
+        (1..=self.starts)
+            .map(|i| std::fs::read_to_string(self.log_path(i)).unwrap_or_default())
+            .collect()
+    }
+
+    /// New orders pebble accepted so far (one log line each).
+    pub fn orders(&self) -> usize {
+        self.log()
+            .lines()
+            .filter(|l| l.contains("Added order"))
+            .count()
+    }
+
+    /// Stops pebble (challtestsrv stays).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.pebble.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts pebble again with the same ports and configuration (it forgets
+    /// accounts and makes a new issuing root).
+    pub async fn restart(&mut self) {
+        self.stop();
+        self.start_pebble().await;
+    }
+
+    /// The root that certificates issued now chain to (PEM), from pebble's
+    /// management API, fetched over TLS trusting pebble's API CA.
+    pub async fn issuing_root(&self) -> Vec<u8> {
+        let client = super::tls::TlsClient::trusting(self.api_ca_pem.as_bytes());
+        let got = client
+            .get(self.management, "127.0.0.1", None, "/roots/0", false)
+            .await
+            .expect("pebble /roots/0");
+        assert_eq!(got.status, 200, "pebble /roots/0: {}", got.text());
+        got.body.to_vec()
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Pebble {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = self.challtestsrv.kill();
+        let _ = self.challtestsrv.wait();
+    }
+}

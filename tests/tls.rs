@@ -1,0 +1,275 @@
+//! TLS termination without ACME: certificates from files, the generated
+//! default certificate, TLS and plain routers on one entry point, entry
+//! point TLS defaults, TLS options, redirections and the 421 policy.
+
+mod support;
+
+use http::{Request, StatusCode, Version};
+use std::time::Duration;
+use support::tls::{TestCa, TlsClient};
+use support::{Backend, Gangway, eventually, free_port};
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn config(backend: &str, certs: &[(String, String)], extra: &str) -> String {
+    let mut s = format!(
+        r#"
+[http.routers.secure]
+rule = "Host(`secure.test`) || Host(`other.test`)"
+service = "app"
+[http.routers.secure.tls]
+[http.routers.plain]
+rule = "Host(`plain.test`)"
+service = "app"
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "{backend}"
+{extra}
+"#
+    );
+    for (cert, key) in certs {
+        s.push_str(&format!(
+            "[[tls.certificates]]\ncertFile = {cert:?}\nkeyFile = {key:?}\n"
+        ));
+    }
+    s
+}
+
+#[tokio::test]
+async fn file_certificates_and_the_default_certificate_are_served() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test", "other.test"]);
+    let cert = (
+        write(files.path(), "secure.pem", &chain),
+        write(files.path(), "secure.key", &key),
+    );
+    let tls_port = free_port();
+    let gw = Gangway::with_file(
+        &config(&app.url(), std::slice::from_ref(&cert), ""),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(Duration::from_secs(5), "TLS router served", || async {
+        client
+            .get(tls_port, "secure.test", None, "/", true)
+            .await
+            .is_ok_and(|g| g.status == StatusCode::OK)
+    })
+    .await;
+
+    // A valid chain for the host, over HTTP/2 and HTTP/1.1.
+    for h2 in [true, false] {
+        let got = client
+            .get(tls_port, "secure.test", None, "/hello", h2)
+            .await
+            .expect("verified TLS");
+        assert_eq!(got.status, StatusCode::OK);
+        let want = if h2 {
+            Version::HTTP_2
+        } else {
+            Version::HTTP_11
+        };
+        assert_eq!(got.version, want);
+        let alpn: &[u8] = if h2 { b"h2" } else { b"http/1.1" };
+        assert_eq!(got.alpn.as_deref(), Some(alpn));
+        assert_eq!(got.names(), ["secure.test", "other.test"]);
+        let seen: support::Seen = serde_json::from_slice(&got.body).unwrap();
+        assert_eq!(seen.header("x-forwarded-proto"), Some("https"));
+        assert_eq!(seen.uri, "/hello");
+    }
+
+    // An unknown name gets the generated default certificate.
+    let insecure = TlsClient::insecure();
+    let got = insecure
+        .get(tls_port, "nobody.test", None, "/", true)
+        .await
+        .expect("handshake with the default certificate");
+    assert_eq!(got.common_name(), "GANGWAY DEFAULT CERT");
+    assert_eq!(got.status, StatusCode::NOT_FOUND);
+
+    // A router without `tls` does not match TLS connections, and a TLS
+    // router does not match plain ones.
+    let got = insecure
+        .get(tls_port, "plain.test", None, "/", false)
+        .await
+        .unwrap();
+    assert_eq!(got.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        gw.get("secure.test", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(gw.get("plain.test", "/").await.status, StatusCode::OK);
+    // The same entry point serves plain HTTP and TLS (the first byte tells).
+    let plain_on_tls_port = gw
+        .send(
+            Request::get(format!("http://127.0.0.1:{tls_port}/"))
+                .header("host", "plain.test")
+                .body(Default::default())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(plain_on_tls_port.status, StatusCode::OK);
+
+    // A request for another host than the connection's SNI: 421.
+    for h2 in [true, false] {
+        let got = client
+            .get(tls_port, "secure.test", Some("other.test"), "/", h2)
+            .await
+            .unwrap();
+        assert_eq!(got.status, StatusCode::MISDIRECTED_REQUEST, "h2={h2}");
+    }
+    let got = client
+        .get(tls_port, "other.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(got.status, StatusCode::OK);
+
+    // A certificate file added at runtime is served without a restart.
+    let (chain, key) = ca.issue(&["new.test"]);
+    let new = (
+        write(files.path(), "new.pem", &chain),
+        write(files.path(), "new.key", &key),
+    );
+    let extra = r#"
+[http.routers.new]
+rule = "Host(`new.test`)"
+service = "app"
+[http.routers.new.tls]
+"#;
+    gw.rewrite(&config(&app.url(), &[cert, new], extra));
+    eventually(Duration::from_secs(5), "new certificate served", || async {
+        client
+            .get(tls_port, "new.test", None, "/", true)
+            .await
+            .is_ok_and(|g| g.status == StatusCode::OK && g.names() == ["new.test"])
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn entry_point_tls_default_makes_its_routers_tls_there_only() {
+    let app = Backend::echo("app").await;
+    let tls_port = free_port();
+    let dynamic = support::one_route("app", "Host(`app.test`)", &[&app.url()]);
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+            "--entryPoints.websecure.http.tls",
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "plain router on web", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let got = TlsClient::insecure()
+        .get(tls_port, "app.test", None, "/", true)
+        .await
+        .expect("TLS on websecure");
+    assert_eq!(got.status, StatusCode::OK);
+    let plain = gw
+        .send(
+            Request::get(format!("http://127.0.0.1:{tls_port}/"))
+                .header("host", "app.test")
+                .body(Default::default())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(plain.status, StatusCode::NOT_FOUND, "TLS-only on websecure");
+}
+
+#[tokio::test]
+async fn http_is_redirected_to_the_https_entry_point() {
+    let app = Backend::echo("app").await;
+    let tls_port = free_port();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&app.url()]),
+        &[
+            &format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+            "--entryPoints.web.http.redirections.entryPoint.to=websecure",
+        ],
+    )
+    .await;
+    let got = gw.get("app.test:80", "/path?q=1").await;
+    assert_eq!(got.status, StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(
+        got.headers["location"],
+        format!("https://app.test:{tls_port}/path?q=1").as_str()
+    );
+    let post = gw
+        .send(
+            Request::post(gw.url("/form"))
+                .header("host", "app.test")
+                .body(Default::default())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(post.status, StatusCode::PERMANENT_REDIRECT);
+}
+
+#[tokio::test]
+async fn tls_options_apply_per_host_and_sni_strict_refuses_unknown_names() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test", "modern.test"]);
+    let cert = (
+        write(files.path(), "c.pem", &chain),
+        write(files.path(), "c.key", &key),
+    );
+    let extra = r#"
+[http.routers.modern]
+rule = "Host(`modern.test`)"
+service = "app"
+[http.routers.modern.tls]
+options = "modern"
+[tls.options.modern]
+minVersion = "VersionTLS13"
+[tls.options.default]
+sniStrict = true
+"#;
+    let tls_port = free_port();
+    let _gw = Gangway::with_file(
+        &config(&app.url(), &[cert], extra),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(Duration::from_secs(5), "modern router served", || async {
+        client
+            .get(tls_port, "modern.test", None, "/", true)
+            .await
+            .is_ok_and(|g| g.status == StatusCode::OK)
+    })
+    .await;
+    let tls12 = TlsClient {
+        tls12_only: true,
+        ..client.clone()
+    };
+    let refused = tls12.get(tls_port, "modern.test", None, "/", true).await;
+    assert!(
+        refused.is_err(),
+        "TLS 1.2 refused for modern.test: {refused:?}"
+    );
+    let default = tls12.get(tls_port, "secure.test", None, "/", true).await;
+    assert_eq!(default.expect("TLS 1.2 by default").status, StatusCode::OK);
+    let unknown = TlsClient::insecure()
+        .get(tls_port, "nobody.test", None, "/", true)
+        .await;
+    assert!(
+        unknown.is_err(),
+        "sniStrict refuses unknown names: {unknown:?}"
+    );
+}
