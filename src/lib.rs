@@ -4,6 +4,7 @@
 //! `run` is what the binary calls and what the integration tests start.
 
 pub mod aggregate;
+pub mod body;
 pub mod compile;
 pub mod config;
 pub mod provider;

@@ -1,14 +1,13 @@
 //! Listeners, connections and the request pipeline. Reads routing only
 //! through `RuntimeHandle`; never sees configuration or providers.
 
-pub mod body;
 pub mod error;
 pub mod forwarded;
 mod pipeline;
 mod upstream;
 
+use crate::body::ProxyBody;
 use crate::runtime::{EntryPointId, RuntimeHandle};
-use body::ProxyBody;
 use forwarded::TrustPolicy;
 use http::HeaderValue;
 use hyper::body::Incoming;

@@ -1,10 +1,11 @@
 //! One request: load the runtime, match a route, run it through the route's
 //! middlewares (none yet) and hand it to the upstream.
 
-use super::body::ProxyBody;
 use super::error::Kind;
 use super::forwarded::normalize_host;
+use super::upstream::failed;
 use super::{ConnInfo, Proxy};
+use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
 use crate::runtime::Route;
 use http::header::{self, HeaderValue};
@@ -59,8 +60,9 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
+        let req = req.map(RequestBody::Incoming);
         let Some(server) = route.upstream.pick() else {
-            return Kind::NoServer.into_response();
+            return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
         self.forward(conn, route, server, host_value, req).await
     }

@@ -2,7 +2,7 @@
 //! connection pools and balancer positions. Compile looks entries up here
 //! instead of creating them, so a swap resets nothing that did not change.
 
-use hyper::body::Incoming;
+use crate::body::RequestBody;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::collections::HashMap;
@@ -27,9 +27,9 @@ pub struct ClientSettings {
 /// cleartext (gRPC), sharing one settings set.
 pub struct UpstreamClient {
     /// Client for `http://` servers.
-    pub http1: Client<HttpConnector, Incoming>,
+    pub http1: Client<HttpConnector, RequestBody>,
     /// Client for `h2c://` servers: HTTP/2 with prior knowledge.
-    pub h2c: Client<HttpConnector, Incoming>,
+    pub h2c: Client<HttpConnector, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
 }
