@@ -7,6 +7,7 @@ pub mod aggregate;
 pub mod body;
 pub mod compile;
 pub mod config;
+pub mod middleware;
 pub mod provider;
 pub mod proxy;
 pub mod rule;

@@ -125,6 +125,14 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
+/// Removes the forwarded headers an untrusted client may have sent, before
+/// middlewares read them (ipStrategy, redirectScheme).
+pub fn remove_spoofable(headers: &mut HeaderMap) {
+    for name in SPOOFABLE {
+        headers.remove(name);
+    }
+}
+
 /// Sets `X-Forwarded-*` and `X-Real-Ip` for the server, keeping the client's
 /// own values only when it is trusted.
 pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {

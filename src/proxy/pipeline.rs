@@ -1,13 +1,14 @@
 //! One request: load the runtime, match a route, run it through the route's
-//! middlewares (none yet) and hand it to the upstream.
+//! middlewares and hand it to the upstream.
 
 use super::error::Kind;
-use super::forwarded::normalize_host;
+use super::forwarded::{normalize_host, remove_spoofable};
 use super::upstream::failed;
 use super::{ConnInfo, Proxy};
 use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
-use crate::runtime::Route;
+use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
+use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -51,8 +52,8 @@ impl Proxy {
         self.dispatch(conn, &route, host_value, req).await
     }
 
-    /// Runs a routed request to its answer: the place where the route's
-    /// middlewares will wrap the upstream call.
+    /// Runs a routed request to its answer: through the route's middlewares
+    /// (if any) to the upstream.
     async fn dispatch(
         &self,
         conn: &ConnInfo,
@@ -60,10 +61,71 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
-        let req = req.map(RequestBody::Incoming);
-        let Some(server) = route.upstream.pick() else {
+        let mut req = req.map(RequestBody::Incoming);
+        if route.chain.is_empty() {
+            let Some(server) = route.upstream.pick() else {
+                return failed(Kind::NoServer, UpstreamFailure::NotSent);
+            };
+            return self.forward(conn, route, server, host_value, req).await;
+        }
+        // Middlewares read X-Forwarded-* (ipStrategy, redirectScheme), so an
+        // untrusted client's are gone before they run, not only at the end.
+        if !conn.entry_point.trust.trusts(conn.peer.ip()) {
+            remove_spoofable(req.headers_mut());
+        }
+        let cx = Exchange {
+            peer: conn.peer.ip(),
+            tls: conn.entry_point.tls,
+            host: host_value.clone(),
+        };
+        let end = ToService {
+            proxy: self,
+            conn,
+            route,
+            host_value,
+        };
+        route.chain.run(req, &cx, &end).await
+    }
+}
+
+/// The end of a route's chain: its service (or another one, for error pages).
+struct ToService<'a> {
+    proxy: &'a Proxy,
+    conn: &'a ConnInfo,
+    route: &'a Route,
+    host_value: Option<HeaderValue>,
+}
+
+impl ToService<'_> {
+    async fn forward_to(
+        &self,
+        upstream: &Upstream,
+        req: Request<RequestBody>,
+    ) -> Response<ProxyBody> {
+        let Some(server) = upstream.pick() else {
             return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
-        self.forward(conn, route, server, host_value, req).await
+        self.proxy
+            .forward(self.conn, self.route, server, self.host_value.clone(), req)
+            .await
+    }
+}
+
+impl Terminal for ToService<'_> {
+    fn send(&self, req: Request<RequestBody>) -> BoxFuture<'_, Response<ProxyBody>> {
+        Box::pin(self.forward_to(&self.route.upstream, req))
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        service: &'a ServiceRef,
+        req: Request<RequestBody>,
+    ) -> BoxFuture<'a, Response<ProxyBody>> {
+        Box::pin(async move {
+            match service.get::<Upstream>() {
+                Some(upstream) => self.forward_to(upstream, req).await,
+                None => failed(Kind::NoServer, UpstreamFailure::NotSent),
+            }
+        })
     }
 }

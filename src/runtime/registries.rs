@@ -5,6 +5,7 @@
 use crate::body::RequestBody;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -63,6 +64,7 @@ impl UpstreamClient {
 pub struct Registries {
     clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    states: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
 }
 
 impl Registries {
@@ -85,8 +87,26 @@ impl Registries {
         positions.entry(key.to_owned()).or_default().clone()
     }
 
+    /// The state kept for `key` (a middleware's router, qualified name and
+    /// configuration: rate-limit buckets, in-flight counts, breaker state),
+    /// made with `make` on first use. The same key gives the same state for
+    /// as long as some runtime uses it, so an unrelated change resets nothing.
+    pub fn state<T: Any + Send + Sync>(&self, key: &str, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = states.get(key).and_then(|s| s.clone().downcast::<T>().ok()) {
+            return found;
+        }
+        let made = Arc::new(make());
+        states.insert(key.to_owned(), made.clone());
+        made
+    }
+
     /// Drops state no longer referenced by any runtime (called after a swap).
     pub fn sweep(&self) {
+        self.states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, s| Arc::strong_count(s) > 1);
         let mut positions = self
             .positions
             .lock()

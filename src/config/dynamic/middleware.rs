@@ -581,7 +581,7 @@ pub struct StripPrefixRegex {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+
     use crate::config::Dynamic;
     use crate::config::format::{Format, parse_document};
 
