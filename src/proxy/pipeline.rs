@@ -62,16 +62,17 @@ impl Proxy {
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
         let mut req = req.map(RequestBody::Incoming);
+        // As at Traefik's entry points: an untrusted client's X-Forwarded-*
+        // go before anything reads them, so middlewares (ipStrategy,
+        // redirectScheme) see only trustworthy ones and may add their own.
+        if !conn.entry_point.trust.trusts(conn.peer.ip()) {
+            remove_spoofable(req.headers_mut());
+        }
         if route.chain.is_empty() {
             let Some(server) = route.upstream.pick() else {
                 return failed(Kind::NoServer, UpstreamFailure::NotSent);
             };
             return self.forward(conn, route, server, host_value, req).await;
-        }
-        // Middlewares read X-Forwarded-* (ipStrategy, redirectScheme), so an
-        // untrusted client's are gone before they run, not only at the end.
-        if !conn.entry_point.trust.trusts(conn.peer.ip()) {
-            remove_spoofable(req.headers_mut());
         }
         let cx = Exchange {
             peer: conn.peer.ip(),

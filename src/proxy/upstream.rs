@@ -36,7 +36,6 @@ impl Proxy {
             strip_hop_by_hop(headers, upgrade);
             let arrival = Arrival {
                 peer: conn.peer.ip(),
-                trusted: conn.entry_point.trust.trusts(conn.peer.ip()),
                 tls: conn.entry_point.tls,
                 websocket,
                 host: host_value.as_ref(),
