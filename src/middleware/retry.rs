@@ -70,7 +70,9 @@ impl Retry {
             return self.initial_interval;
         }
         let step = f64::from(n - 1) / f64::from(self.attempts - 2);
-        self.initial_interval.mul_f64(2f64.powf(step))
+        // Checked: a huge configured interval must not overflow (and panic).
+        Duration::try_from_secs_f64(self.initial_interval.as_secs_f64() * 2f64.powf(step))
+            .unwrap_or(self.initial_interval)
     }
 }
 
