@@ -21,6 +21,7 @@ const X_FORWARDED: [&str; 6] = [
     "x-forwarded-host",
     "x-forwarded-uri",
 ];
+const AUTH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 const HOP_BY_HOP: [HeaderName; 8] = [
     header::CONNECTION,
     HeaderName::from_static("keep-alive"),
@@ -291,10 +292,15 @@ impl Middleware for ForwardAuth {
                 RequestBody::empty()
             };
             let auth = self.auth_request(&req, cx, auth_body);
-            let answer = match self.client.request(auth).await {
-                Ok(a) => a,
-                Err(e) => {
+            // Traefik's auth client gives up after 30 s too.
+            let answer = match tokio::time::timeout(AUTH_TIMEOUT, self.client.request(auth)).await {
+                Ok(Ok(a)) => a,
+                Ok(Err(e)) => {
                     tracing::debug!(address = %self.address, error = %e, "auth server unreachable");
+                    return status_response(StatusCode::INTERNAL_SERVER_ERROR);
+                }
+                Err(_) => {
+                    tracing::debug!(address = %self.address, "auth server did not answer in time");
                     return status_response(StatusCode::INTERNAL_SERVER_ERROR);
                 }
             };
