@@ -12,14 +12,16 @@ use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
+use std::sync::Arc;
 
 impl Proxy {
-    /// Handles one request from a client.
+    /// Handles one request from a client; also returns the route that took
+    /// it, for metrics and the access log.
     pub(crate) async fn handle(
         &self,
         conn: &ConnInfo,
         req: Request<Incoming>,
-    ) -> Response<ProxyBody> {
+    ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
         // Absolute-form targets (and HTTP/2's :authority) carry the host in
         // the URI; it wins over a Host header, as RFC 9112 §3.2.2 says.
         let host_value: Option<HeaderValue> = match req.uri().authority() {
@@ -47,9 +49,10 @@ impl Proxy {
                 .cloned()
         };
         let Some(route) = route else {
-            return Kind::NoRoute.into_response();
+            return (Kind::NoRoute.into_response(), None);
         };
-        self.dispatch(conn, &route, host_value, req).await
+        let resp = self.dispatch(conn, &route, host_value, req).await;
+        (resp, Some(route))
     }
 
     /// Runs a routed request to its answer: through the route's middlewares
@@ -69,10 +72,9 @@ impl Proxy {
             remove_spoofable(req.headers_mut());
         }
         if route.chain.is_empty() {
-            let Some(server) = route.upstream.pick() else {
-                return failed(Kind::NoServer, UpstreamFailure::NotSent);
-            };
-            return self.forward(conn, route, server, host_value, req).await;
+            return self
+                .to_upstream(conn, route, &route.upstream, host_value, req)
+                .await;
         }
         let cx = Exchange {
             peer: conn.peer.ip(),
@@ -97,17 +99,45 @@ struct ToService<'a> {
     host_value: Option<HeaderValue>,
 }
 
+impl Proxy {
+    /// Sends a request to a service: answered by gangway itself (internal
+    /// services) or forwarded to the server the balancer picks.
+    async fn to_upstream(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        upstream: &Upstream,
+        host_value: Option<HeaderValue>,
+        req: Request<RequestBody>,
+    ) -> Response<ProxyBody> {
+        if let Upstream::Internal(service) = upstream {
+            let (parts, _body) = req.into_parts();
+            return service
+                .call(Request::from_parts(parts, ()))
+                .await
+                .map(ProxyBody::Local);
+        }
+        let Some(server) = upstream.pick() else {
+            return failed(Kind::NoServer, UpstreamFailure::NotSent);
+        };
+        self.forward(conn, route, server, host_value, req).await
+    }
+}
+
 impl ToService<'_> {
     async fn forward_to(
         &self,
         upstream: &Upstream,
         req: Request<RequestBody>,
     ) -> Response<ProxyBody> {
-        let Some(server) = upstream.pick() else {
-            return failed(Kind::NoServer, UpstreamFailure::NotSent);
-        };
         self.proxy
-            .forward(self.conn, self.route, server, self.host_value.clone(), req)
+            .to_upstream(
+                self.conn,
+                self.route,
+                upstream,
+                self.host_value.clone(),
+                req,
+            )
             .await
     }
 }

@@ -3,6 +3,7 @@
 //! instead of creating them, so a swap resets nothing that did not change.
 
 use crate::body::RequestBody;
+use crate::metrics::Stats;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::any::Any;
@@ -65,6 +66,18 @@ pub struct Registries {
     clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     states: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
+    stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
+}
+
+/// Which family a set of counters belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StatsKind {
+    /// An entry point's.
+    EntryPoint,
+    /// A router's.
+    Router,
+    /// A service's.
+    Service,
 }
 
 impl Registries {
@@ -99,6 +112,27 @@ impl Registries {
         let made = Arc::new(make());
         states.insert(key.to_owned(), made.clone());
         made
+    }
+
+    /// The counters of one object, created on first use and kept for the
+    /// life of the process, so a configuration swap never resets them.
+    pub fn stats(&self, kind: StatsKind, name: &str, bounds: &[f64]) -> Arc<Stats> {
+        let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        stats
+            .entry((kind, name.to_owned()))
+            .or_insert_with(|| Arc::new(Stats::new(bounds)))
+            .clone()
+    }
+
+    /// Every set of counters, sorted by family and name, for `/metrics`.
+    pub fn all_stats(&self) -> Vec<(StatsKind, String, Arc<Stats>)> {
+        let stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = stats
+            .iter()
+            .map(|((k, n), s)| (*k, n.clone(), s.clone()))
+            .collect();
+        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        all
     }
 
     /// Drops state no longer referenced by any runtime (called after a swap).

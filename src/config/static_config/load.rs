@@ -32,6 +32,8 @@ const CONFIG_FILE_FLAG: &str = "configFile";
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Built once per start; boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Loaded {
     /// Run with this configuration; the path is the configuration file
     /// that was read, if any.
@@ -161,6 +163,7 @@ pub fn load(
             },
         );
     }
+    super::observability::add_internal_entry_point(&mut config);
     config.validate()?;
     Ok(Loaded::Run(config, file_used))
 }
