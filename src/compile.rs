@@ -2,6 +2,8 @@
 //! whole: an object with an error is disabled and carries the error, and
 //! everything else keeps working.
 
+mod middleware;
+
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
 use crate::rule::{default_priority, parse_rule};
@@ -62,6 +64,8 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         done: HashMap::new(),
         visiting: HashSet::new(),
     };
+    let mut middlewares =
+        middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
     let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut tls_uses = TlsUses::default();
@@ -99,25 +103,24 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         }
         entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
 
-        for mw in &router.middlewares {
-            let q = QualifiedName::resolve(mw, &provider).to_string();
+        let chain_names: Vec<String> = router
+            .middlewares
+            .iter()
+            .map(|mw| QualifiedName::resolve(mw, &provider).to_string())
+            .collect();
+        for q in &chain_names {
             using
                 .entry(format!("m:{q}"))
                 .or_default()
                 .push(name.clone());
-            match dynamic.http.middlewares.get(&q) {
-                None => entry.disable(format!("middleware `{q}` does not exist")),
-                Some(m) => {
-                    let kinds = m.kinds();
-                    let what = match kinds.as_slice() {
-                        [one] => format!("middleware `{q}`: type `{one}` is not supported yet"),
-                        [] => format!("middleware `{q}` has no type"),
-                        _ => format!("middleware `{q}` has several types"),
-                    };
-                    entry.disable(what);
-                }
-            }
         }
+        let chain = match middlewares.chain(name, &chain_names, &mut services) {
+            Ok(chain) => Some(chain),
+            Err(e) => {
+                entry.disable(e);
+                None
+            }
+        };
 
         let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
         let upstream = if router.service.is_empty() {
@@ -137,9 +140,10 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             }
         };
 
-        if let (Some(matcher), Some(upstream), false) = (
+        if let (Some(matcher), Some(upstream), Some(chain), false) = (
             matcher,
             upstream,
+            chain,
             entry.status == crate::runtime::Status::Disabled,
         ) {
             let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
@@ -168,6 +172,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                         priority,
                         matcher: matcher.clone(),
                         tls: tls.is_some(),
+                        chain: chain.clone(),
                         upstream: upstream.clone(),
                         stats: stats(StatsKind::Router, |m| m.routers, name),
                         service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
@@ -194,18 +199,10 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             report.services.entry(name.clone()).or_default().using = users;
         }
     }
-    for (name, m) in &dynamic.http.middlewares {
+    for name in dynamic.http.middlewares.keys() {
         let entry = report.middlewares.entry(name.clone()).or_default();
-        match m.kinds().as_slice() {
-            [one] => entry.disable(format!("type `{one}` is not supported yet")),
-            [] => entry.disable("no middleware type given"),
-            many => entry.disable(format!(
-                "several middleware types in one middleware: {}",
-                many.iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+        if let Err(e) = middlewares.check(name, &mut services) {
+            entry.disable(e);
         }
         entry.using = using.get(&format!("m:{name}")).cloned().unwrap_or_default();
     }

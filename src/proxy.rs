@@ -1,7 +1,6 @@
 //! Listeners, connections and the request pipeline. Reads routing only
 //! through `RuntimeHandle`; never sees configuration or providers.
 
-pub mod body;
 pub mod error;
 pub mod forwarded;
 pub mod observe;
@@ -9,8 +8,8 @@ mod pipeline;
 mod secure;
 mod upstream;
 
+use crate::body::ProxyBody;
 use crate::runtime::{EntryPointId, RuntimeHandle};
-use body::ProxyBody;
 use forwarded::TrustPolicy;
 use http::HeaderValue;
 use hyper_util::rt::{TokioExecutor, TokioTimer};

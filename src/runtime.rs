@@ -4,6 +4,7 @@
 pub mod registries;
 pub mod report;
 
+pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
@@ -138,6 +139,8 @@ pub struct Route {
     pub matcher: Matcher,
     /// Matches only TLS connections (the router has a `tls` section).
     pub tls: bool,
+    /// The router's middlewares, in order (empty: none, and nothing to pay).
+    pub chain: Chain,
     /// Where matching requests go.
     pub upstream: Arc<Upstream>,
     /// Qualified name of the service, for metrics and the access log.

@@ -1,7 +1,7 @@
 //! Errors on the hot path: each kind knows its status, its body and its
 //! metric label.
 
-use super::body::ProxyBody;
+use crate::body::ProxyBody;
 use http::{Response, StatusCode, header};
 
 /// What went wrong with one request.

@@ -67,8 +67,6 @@ impl TrustPolicy {
 pub struct Arrival<'a> {
     /// The client's address (IPv4-mapped addresses already unmapped).
     pub peer: IpAddr,
-    /// The client is trusted to send forwarded headers.
-    pub trusted: bool,
     /// Arrived over TLS.
     pub tls: bool,
     /// Is a WebSocket upgrade.
@@ -125,14 +123,19 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
-/// Sets `X-Forwarded-*` and `X-Real-Ip` for the server, keeping the client's
-/// own values only when it is trusted.
-pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
-    if !a.trusted {
-        for name in SPOOFABLE {
-            headers.remove(name);
-        }
+/// Removes the forwarded headers an untrusted client may have sent, before
+/// middlewares read them (ipStrategy, redirectScheme).
+pub fn remove_spoofable(headers: &mut HeaderMap) {
+    for name in SPOOFABLE {
+        headers.remove(name);
     }
+}
+
+/// Sets `X-Forwarded-*` and `X-Real-Ip` for the server. An untrusted
+/// client's own values are already gone (`remove_spoofable`, when the
+/// request arrived), so what is left came from a trusted proxy or from a
+/// middleware (`X-Forwarded-Prefix`).
+pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
     let peer = peer_value(a.peer);
     let xff = match headers.get(X_FORWARDED_FOR).map(HeaderValue::as_bytes) {
         Some(prior) if !prior.is_empty() => {

@@ -2,9 +2,9 @@
 //! response body is wrapped so that bytes are counted as they stream and the
 //! request is recorded once, when the body ends or is dropped.
 
-use super::body::ProxyBody;
 use super::{ConnInfo, Proxy};
 use crate::access_log::Entry;
+use crate::body::{BoxError, ProxyBody};
 use crate::metrics::{Sample, method_index, protocol_of};
 use crate::runtime::Route;
 use bytes::Bytes;
@@ -55,12 +55,12 @@ impl Watch {
 
 impl Body for ObservedBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {

@@ -1,12 +1,14 @@
 //! One request: load the runtime, match a route, run it through the route's
-//! middlewares (none yet) and hand it to the upstream.
+//! middlewares and hand it to the upstream.
 
-use super::body::ProxyBody;
 use super::error::Kind;
-use super::forwarded::normalize_host;
+use super::forwarded::{normalize_host, remove_spoofable};
+use super::upstream::failed;
 use super::{ConnInfo, Proxy};
+use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
-use crate::runtime::{Route, Upstream};
+use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
+use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
@@ -61,8 +63,8 @@ impl Proxy {
         (resp, Some(route))
     }
 
-    /// Runs a routed request to its answer: the place where the route's
-    /// middlewares will wrap the upstream call.
+    /// Runs a routed request to its answer: through the route's middlewares
+    /// (if any) to the upstream.
     async fn dispatch(
         &self,
         conn: &ConnInfo,
@@ -70,16 +72,99 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
-        if let Upstream::Internal(service) = &*route.upstream {
+        let mut req = req.map(RequestBody::Incoming);
+        // As at Traefik's entry points: an untrusted client's X-Forwarded-*
+        // go before anything reads them, so middlewares (ipStrategy,
+        // redirectScheme) see only trustworthy ones and may add their own.
+        if !conn.entry_point.trust.trusts(conn.peer.ip()) {
+            remove_spoofable(req.headers_mut());
+        }
+        if route.chain.is_empty() {
+            return self
+                .to_upstream(conn, route, &route.upstream, host_value, req)
+                .await;
+        }
+        let cx = Exchange {
+            peer: conn.peer.ip(),
+            tls: conn.tls,
+            host: host_value.clone(),
+        };
+        let end = ToService {
+            proxy: self,
+            conn,
+            route,
+            host_value,
+        };
+        route.chain.run(req, &cx, &end).await
+    }
+}
+
+/// The end of a route's chain: its service (or another one, for error pages).
+struct ToService<'a> {
+    proxy: &'a Proxy,
+    conn: &'a ConnInfo,
+    route: &'a Route,
+    host_value: Option<HeaderValue>,
+}
+
+impl Proxy {
+    /// Sends a request to a service: answered by gangway itself (internal
+    /// services) or forwarded to the server the balancer picks.
+    async fn to_upstream(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        upstream: &Upstream,
+        host_value: Option<HeaderValue>,
+        req: Request<RequestBody>,
+    ) -> Response<ProxyBody> {
+        if let Upstream::Internal(service) = upstream {
             let (parts, _body) = req.into_parts();
             return service
                 .call(Request::from_parts(parts, ()))
                 .await
                 .map(ProxyBody::Local);
         }
-        let Some(server) = route.upstream.pick() else {
-            return Kind::NoServer.into_response();
+        let Some(server) = upstream.pick() else {
+            return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
         self.forward(conn, route, server, host_value, req).await
+    }
+}
+
+impl ToService<'_> {
+    async fn forward_to(
+        &self,
+        upstream: &Upstream,
+        req: Request<RequestBody>,
+    ) -> Response<ProxyBody> {
+        self.proxy
+            .to_upstream(
+                self.conn,
+                self.route,
+                upstream,
+                self.host_value.clone(),
+                req,
+            )
+            .await
+    }
+}
+
+impl Terminal for ToService<'_> {
+    fn send(&self, req: Request<RequestBody>) -> BoxFuture<'_, Response<ProxyBody>> {
+        Box::pin(self.forward_to(&self.route.upstream, req))
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        service: &'a ServiceRef,
+        req: Request<RequestBody>,
+    ) -> BoxFuture<'a, Response<ProxyBody>> {
+        Box::pin(async move {
+            match service.get::<Upstream>() {
+                Some(upstream) => self.forward_to(upstream, req).await,
+                None => failed(Kind::NoServer, UpstreamFailure::NotSent),
+            }
+        })
     }
 }

@@ -4,8 +4,8 @@
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
-use super::body::ProxyBody;
 use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
+use crate::body::ProxyBody;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;

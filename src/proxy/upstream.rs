@@ -2,15 +2,14 @@
 //! forwarded headers, Host, URI), send it through the pooled client, and
 //! stream the answer back, joining both sides of an upgrade.
 
-use super::body::ProxyBody;
 use super::error::Kind;
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
+use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
 use crate::runtime::{Route, Server};
 use http::header::{self, HeaderValue};
 use http::uri::{PathAndQuery, Scheme};
 use http::{Request, Response, StatusCode, Uri, Version};
-use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 
 impl Proxy {
@@ -22,7 +21,7 @@ impl Proxy {
         route: &Route,
         server: &Server,
         host_value: Option<HeaderValue>,
-        mut req: Request<Incoming>,
+        mut req: Request<RequestBody>,
     ) -> Response<ProxyBody> {
         let upgrade = is_upgrade(&req);
         let websocket = upgrade
@@ -37,7 +36,6 @@ impl Proxy {
             strip_hop_by_hop(headers, upgrade);
             let arrival = Arrival {
                 peer: conn.peer.ip(),
-                trusted: conn.entry_point.trust.trusts(conn.peer.ip()),
                 tls: conn.tls,
                 websocket,
                 host: host_value.as_ref(),
@@ -77,7 +75,7 @@ impl Proxy {
                 Ok(r) => r,
                 Err(_) => {
                     tracing::debug!(router = %route.name, server = %server.url, "server did not answer in time");
-                    return Kind::Timeout.into_response();
+                    return failed(Kind::Timeout, UpstreamFailure::Timeout);
                 }
             },
             None => sent.await,
@@ -86,7 +84,12 @@ impl Proxy {
             Ok(resp) => resp,
             Err(e) => {
                 tracing::debug!(router = %route.name, server = %server.url, error = %e, "server unreachable");
-                return Kind::BadGateway.into_response();
+                let how = if e.is_connect() {
+                    UpstreamFailure::NotSent
+                } else {
+                    UpstreamFailure::Broken
+                };
+                return failed(Kind::BadGateway, how);
             }
         };
 
@@ -113,6 +116,14 @@ impl Proxy {
         }
         resp.map(ProxyBody::Upstream)
     }
+}
+
+/// The error response for a failed upstream call, marked so that middlewares
+/// (retry, circuitBreaker) can tell it from a server's own answer.
+pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
+    let mut resp = kind.into_response();
+    resp.extensions_mut().insert(how);
+    resp
 }
 
 fn is_upgrade<B>(req: &Request<B>) -> bool {

@@ -2,10 +2,11 @@
 //! connection pools and balancer positions. Compile looks entries up here
 //! instead of creating them, so a swap resets nothing that did not change.
 
+use crate::body::RequestBody;
 use crate::metrics::Stats;
-use hyper::body::Incoming;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,9 +29,9 @@ pub struct ClientSettings {
 /// cleartext (gRPC), sharing one settings set.
 pub struct UpstreamClient {
     /// Client for `http://` servers.
-    pub http1: Client<HttpConnector, Incoming>,
+    pub http1: Client<HttpConnector, RequestBody>,
     /// Client for `h2c://` servers: HTTP/2 with prior knowledge.
-    pub h2c: Client<HttpConnector, Incoming>,
+    pub h2c: Client<HttpConnector, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
 }
@@ -66,6 +67,7 @@ pub struct Registries {
     pub tls: crate::tls::TlsState,
     clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    states: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
     stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
 }
 
@@ -100,6 +102,20 @@ impl Registries {
         positions.entry(key.to_owned()).or_default().clone()
     }
 
+    /// The state kept for `key` (a middleware's router, qualified name and
+    /// configuration: rate-limit buckets, in-flight counts, breaker state),
+    /// made with `make` on first use. The same key gives the same state for
+    /// as long as some runtime uses it, so an unrelated change resets nothing.
+    pub fn state<T: Any + Send + Sync>(&self, key: &str, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = states.get(key).and_then(|s| s.clone().downcast::<T>().ok()) {
+            return found;
+        }
+        let made = Arc::new(make());
+        states.insert(key.to_owned(), made.clone());
+        made
+    }
+
     /// The counters of one object, created on first use and kept for the
     /// life of the process, so a configuration swap never resets them.
     pub fn stats(&self, kind: StatsKind, name: &str, bounds: &[f64]) -> Arc<Stats> {
@@ -123,6 +139,10 @@ impl Registries {
 
     /// Drops state no longer referenced by any runtime (called after a swap).
     pub fn sweep(&self) {
+        self.states
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, s| Arc::strong_count(s) > 1);
         let mut positions = self
             .positions
             .lock()

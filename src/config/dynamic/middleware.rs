@@ -9,10 +9,19 @@ macro_rules! middleware_kinds {
     ($( $(#[$doc:meta])* $field:ident : $ty:ty => $name:literal ),* $(,)?) => {
         /// A middleware: exactly one of its fields is set, named by the type
         /// (`stripPrefix`, `basicAuth`, …) as in Traefik.
+        ///
+        /// Reading one never fails: a middleware with an unknown type, an
+        /// unknown option or a value of the wrong kind is kept with the
+        /// reason in `invalid`, so that compile disables just it (and the
+        /// routers that use it) instead of the whole file.
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-        #[serde(default, deny_unknown_fields)]
+        #[serde(from = "serde_json::Value")]
         pub struct Middleware {
             $( $(#[$doc])* #[serde(rename = $name, skip_serializing_if = "Option::is_none")] pub $field: Option<$ty>, )*
+            /// Why this middleware could not be read, naming the option; set
+            /// only by deserialisation.
+            #[serde(skip)]
+            pub invalid: Option<String>,
         }
 
         impl Middleware {
@@ -26,7 +35,79 @@ macro_rules! middleware_kinds {
             /// Every middleware type name gangway knows, in Traefik's spelling.
             pub const KNOWN: &'static [&'static str] = &[$($name),*];
         }
+
+        impl From<serde_json::Value> for Middleware {
+            fn from(value: serde_json::Value) -> Self {
+                let mut m = Middleware::default();
+                let serde_json::Value::Object(map) = value else {
+                    m.invalid = Some("a middleware is a table with one type, e.g. `stripPrefix`".to_owned());
+                    return m;
+                };
+                for (key, v) in map {
+                    let problem = match key.as_str() {
+                        $( $name => match parse_kind::<$ty>($name, v) {
+                            Ok(t) => { m.$field = Some(t); None }
+                            Err(e) => Some(e),
+                        }, )*
+                        other => Some(unknown_kind(other)),
+                    };
+                    if let (Some(p), None) = (problem, &m.invalid) {
+                        m.invalid = Some(p);
+                    }
+                }
+                m
+            }
+        }
     };
+}
+
+/// Reads one middleware type's options, naming the option on error.
+fn parse_kind<T: serde::de::DeserializeOwned>(
+    kind: &str,
+    value: serde_json::Value,
+) -> Result<T, String> {
+    // Traefik's labels write an option-less middleware as `compress=true`.
+    let value = match value {
+        serde_json::Value::Bool(true) | serde_json::Value::Null => {
+            serde_json::Value::Object(serde_json::Map::new())
+        }
+        v => v,
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path.is_empty() || path == "." {
+            format!("{kind}: {}", e.inner())
+        } else {
+            format!("{kind}.{path}: {}", e.inner())
+        }
+    })
+}
+
+/// Traefik middleware types gangway does not implement.
+const NOT_SUPPORTED: &[&str] = &[
+    "digestAuth",
+    "contentType",
+    "grpcWeb",
+    "passTLSClientCert",
+    "plugin",
+    "encodedCharacters",
+    "requestHeaderModifier",
+    "responseHeaderModifier",
+    "requestRedirect",
+    "URLRewrite",
+];
+
+fn unknown_kind(name: &str) -> String {
+    if NOT_SUPPORTED.contains(&name) {
+        return format!("middleware type `{name}` is not supported by gangway");
+    }
+    match Middleware::KNOWN
+        .iter()
+        .find(|k| k.eq_ignore_ascii_case(name))
+    {
+        Some(k) => format!("unknown middleware type `{name}` (did you mean `{k}`?)"),
+        None => format!("unknown middleware type `{name}`"),
+    }
 }
 
 middleware_kinds! {
@@ -119,6 +200,10 @@ pub struct Buffering {
     /// When to retry, e.g. `IsNetworkError() && Attempts() < 2`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_expression: Option<String>,
+    /// Stream the request body instead of buffering it.
+    pub disable_request_buffer: bool,
+    /// Stream the response body instead of buffering it.
+    pub disable_response_buffer: bool,
 }
 
 /// `chain`.
@@ -162,7 +247,8 @@ pub struct Compress {
     /// Smallest body compressed (default 1024).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_response_body_bytes: Option<i64>,
-    /// Encodings offered, in preference order (default `zstd`, `br`, `gzip`).
+    /// Encodings offered, in preference order for equal client weights
+    /// (default `gzip`, `br`, `zstd`, as Traefik).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub encodings: Vec<String>,
     /// Encoding used when the client accepts any.
@@ -184,6 +270,9 @@ pub struct Errors {
     /// Status codes rewritten on the way out.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub status_rewrites: BTreeMap<String, u16>,
+    /// Request headers sent on to the error page service (default: all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_request_headers: Option<Vec<String>>,
 }
 
 /// `forwardAuth`.
@@ -217,6 +306,12 @@ pub struct ForwardAuth {
     /// Largest body forwarded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_body_size: Option<i64>,
+    /// Largest auth response body read (default: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_response_body_size: Option<i64>,
+    /// Where to redirect when the auth server answers 401.
+    #[serde(rename = "authSigninURL", skip_serializing_if = "Option::is_none")]
+    pub auth_signin_url: Option<String>,
     /// Keep relative `Location` headers of the auth response.
     pub preserve_location_header: bool,
     /// Use the request's method towards the auth server.
@@ -345,15 +440,15 @@ pub struct IpAllowList {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct IpStrategy {
-    /// Take the address this many entries from the right.
+    /// Take the address this many entries from the right (0 or less: off).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub depth: Option<u32>,
+    pub depth: Option<i64>,
     /// Skip these addresses, from the right.
     #[serde(rename = "excludedIPs", skip_serializing_if = "Vec::is_empty")]
     pub excluded_ips: Vec<String>,
-    /// Group IPv6 clients by this prefix length.
+    /// Group IPv6 clients by this prefix length (1–128).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ipv6_subnet: Option<u8>,
+    pub ipv6_subnet: Option<i64>,
 }
 
 /// What counts as one client for limits.
@@ -445,11 +540,24 @@ pub struct ReplacePathRegex {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retry {
-    /// Total attempts.
+    /// Total attempts (the first one counts).
     pub attempts: i64,
-    /// Wait before the first retry, doubling after (default 100ms).
+    /// Wait before the first retry, growing up to twice this (default 0: at once).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub initial_interval: Option<Duration>,
+    /// Stop retrying once this much time has passed (default 0: no limit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
+    /// Largest request body buffered so it can be replayed (default 2 MiB).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_request_body_bytes: Option<i64>,
+    /// Statuses (`500`, `502-504`) that are retried as well.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// Do not retry when the server could not be reached.
+    pub disable_retry_on_network_error: bool,
+    /// Retry `POST`, `PATCH` and `LOCK` on a status too.
+    pub retry_non_idempotent_method: bool,
 }
 
 /// `stripPrefix`.
@@ -469,4 +577,72 @@ pub struct StripPrefix {
 pub struct StripPrefixRegex {
     /// Regexes whose match at the start of the path is removed.
     pub regex: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+
+    use crate::config::Dynamic;
+    use crate::config::format::{Format, parse_document};
+
+    fn load(text: &str) -> Dynamic {
+        parse_document("d.toml", text, Format::Toml).expect("the file itself loads")
+    }
+
+    #[test]
+    fn a_bad_middleware_is_kept_with_its_reason_and_the_rest_loads() {
+        let d = load(
+            r#"
+[http.middlewares.good.stripPrefix]
+prefixes = ["/api"]
+[http.middlewares.typo.stripPrefix]
+prefixs = ["/api"]
+[http.middlewares.kind.stripPrefixes]
+prefixes = ["/api"]
+[http.middlewares.wrong.rateLimit]
+average = "lots"
+[http.middlewares.deep.ipAllowList]
+sourceRange = ["10.0.0.0/8"]
+ipStrategy = { depht = 1 }
+[http.middlewares.digest.digestAuth]
+users = ["a:b"]
+[http.middlewares.flag]
+compress = true
+"#,
+        );
+        let m = &d.http.middlewares;
+        assert_eq!(m["good"].invalid, None);
+        assert_eq!(
+            m["good"].strip_prefix.as_ref().map(|s| s.prefixes.clone()),
+            Some(vec!["/api".to_owned()])
+        );
+        let typo = m["typo"].invalid.as_deref().expect("typo is invalid");
+        assert!(
+            typo.starts_with("stripPrefix") && typo.contains("prefixs"),
+            "{typo}"
+        );
+        let kind = m["kind"].invalid.as_deref().expect("unknown type");
+        assert!(
+            kind.contains("unknown middleware type `stripPrefixes`"),
+            "{kind}"
+        );
+        let wrong = m["wrong"].invalid.as_deref().expect("wrong type");
+        assert!(wrong.starts_with("rateLimit.average"), "{wrong}");
+        let deep = m["deep"].invalid.as_deref().expect("nested typo");
+        assert!(
+            deep.contains("ipStrategy") && deep.contains("depht"),
+            "{deep}"
+        );
+        let digest = m["digest"].invalid.as_deref().expect("unsupported");
+        assert!(digest.contains("not supported"), "{digest}");
+        assert_eq!(m["flag"].invalid, None);
+        assert_eq!(m["flag"].kinds(), ["compress"]);
+    }
+
+    #[test]
+    fn a_middleware_serialises_without_its_error() {
+        let d = load("[http.middlewares.a.addPrefix]\nprefix = \"/x\"\n");
+        let json = serde_json::to_value(&d.http.middlewares["a"]).expect("serialises");
+        assert_eq!(json, serde_json::json!({"addPrefix": {"prefix": "/x"}}));
+    }
 }

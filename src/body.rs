@@ -1,0 +1,218 @@
+//! The bodies that flow through gangway: `RequestBody` towards servers and
+//! `ProxyBody` towards clients. Each is an enum so that the common case (a
+//! body streamed straight through) costs no allocation; middlewares that
+//! must hold, replay or transform a body (buffering, retry, compress) use the
+//! in-memory or boxed variants, and only their routes pay for it.
+//!
+//! Every room may use this one, like `config`: the proxy streams these
+//! bodies, the middlewares make and replace them.
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Any error a body may end with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A body made by a middleware, boxed: only routes that use such a
+/// middleware pay for the allocation.
+pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A request body on its way to a server.
+pub enum RequestBody {
+    /// Streamed from the client as it arrives (trailers included).
+    Incoming(Incoming),
+    /// Held in memory: empty, made by gangway, or buffered so that it can be
+    /// sent again (`Bytes` clones share the buffer).
+    Full(Option<Bytes>),
+    /// Anything else a middleware built: a buffered head followed by the
+    /// rest of the stream, a body spooled to disk.
+    Boxed(BoxBody),
+}
+
+impl RequestBody {
+    /// An empty body.
+    pub const fn empty() -> Self {
+        RequestBody::Full(None)
+    }
+
+    /// A body with these bytes.
+    pub fn full(bytes: Bytes) -> Self {
+        if bytes.is_empty() {
+            RequestBody::Full(None)
+        } else {
+            RequestBody::Full(Some(bytes))
+        }
+    }
+
+    /// Boxes any body with gangway's error type.
+    pub fn boxed<B>(body: B) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        RequestBody::Boxed(body.map_err(Into::into).boxed_unsync())
+    }
+
+    /// The bytes, when the whole body is already in memory (so it can be
+    /// sent more than once).
+    pub fn as_full(&self) -> Option<Bytes> {
+        match self {
+            RequestBody::Full(b) => Some(b.clone().unwrap_or_default()),
+            _ => None,
+        }
+    }
+}
+
+impl Default for RequestBody {
+    fn default() -> Self {
+        RequestBody::empty()
+    }
+}
+
+impl From<Incoming> for RequestBody {
+    fn from(b: Incoming) -> Self {
+        RequestBody::Incoming(b)
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            RequestBody::Incoming(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            RequestBody::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
+            RequestBody::Boxed(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            RequestBody::Incoming(b) => b.is_end_stream(),
+            RequestBody::Full(b) => b.is_none(),
+            RequestBody::Boxed(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RequestBody::Incoming(b) => b.size_hint(),
+            RequestBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            RequestBody::Boxed(b) => b.size_hint(),
+        }
+    }
+}
+
+/// A response body on its way to the client.
+pub enum ProxyBody {
+    /// Streamed from the server as it arrives (trailers included).
+    Upstream(Incoming),
+    /// Written by gangway (errors, redirects, small pages).
+    Local(Full<Bytes>),
+    /// Made by a middleware: compressed, buffered, or holding a guard until
+    /// the body ends.
+    Boxed(BoxBody),
+}
+
+impl ProxyBody {
+    /// A body with fixed content.
+    pub fn text(text: &'static str) -> Self {
+        ProxyBody::Local(Full::new(Bytes::from_static(text.as_bytes())))
+    }
+
+    /// A body with these bytes.
+    pub fn bytes(bytes: Bytes) -> Self {
+        ProxyBody::Local(Full::new(bytes))
+    }
+
+    /// An empty body.
+    pub fn empty() -> Self {
+        ProxyBody::Local(Full::new(Bytes::new()))
+    }
+
+    /// Boxes any body with gangway's error type.
+    pub fn boxed<B>(body: B) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        ProxyBody::Boxed(body.map_err(Into::into).boxed_unsync())
+    }
+}
+
+impl Default for ProxyBody {
+    fn default() -> Self {
+        ProxyBody::empty()
+    }
+}
+
+impl Body for ProxyBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            ProxyBody::Upstream(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            ProxyBody::Local(b) => Pin::new(b).poll_frame(cx).map_err(|never| match never {}),
+            ProxyBody::Boxed(b) => Pin::new(b).poll_frame(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ProxyBody::Upstream(b) => b.is_end_stream(),
+            ProxyBody::Local(b) => b.is_end_stream(),
+            ProxyBody::Boxed(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ProxyBody::Upstream(b) => b.size_hint(),
+            ProxyBody::Local(b) => b.size_hint(),
+            ProxyBody::Boxed(b) => b.size_hint(),
+        }
+    }
+}
+
+/// Marks a response that gangway made because the server could not be used
+/// (not the server's own answer). Retry, circuitBreaker and buffering's
+/// `IsNetworkError()` read it from the response's extensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpstreamFailure {
+    /// Nothing reached a server (no server, connection refused or failed):
+    /// sending the request again is safe whatever its method.
+    NotSent,
+    /// The exchange broke after the request was (maybe partly) sent.
+    Broken,
+    /// The server did not answer in time.
+    Timeout,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn full_bodies_replay_and_report_their_size() {
+        let body = RequestBody::full(Bytes::from_static(b"abc"));
+        assert_eq!(body.size_hint().exact(), Some(3));
+        let again = body.as_full().expect("in memory");
+        let got = body.collect().await.expect("collect").to_bytes();
+        assert_eq!((&got[..], &again[..]), (&b"abc"[..], &b"abc"[..]));
+        assert!(RequestBody::empty().is_end_stream());
+        assert!(RequestBody::full(Bytes::new()).is_end_stream());
+    }
+}

@@ -1,0 +1,244 @@
+//! Middlewares of the dynamic configuration → each router's `Chain`:
+//! resolve names (`name` or `name@provider`), flatten chains (detecting
+//! cycles), compile each middleware once, and give the stateful ones
+//! (rateLimit, inFlightReq, circuitBreaker) the state `Registries` keeps for
+//! them.
+
+use super::ServiceCompiler;
+use crate::config::QualifiedName;
+use crate::config::dynamic::{Dynamic, Middleware as Model};
+use crate::middleware::{self as mw, Chain, Middleware, MiddlewareError, ServiceRef};
+use crate::runtime::Registries;
+use crate::runtime::registries::ClientSettings;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Compiles middlewares for one runtime.
+pub(super) struct MiddlewareCompiler<'a> {
+    dynamic: &'a Dynamic,
+    registries: &'a Registries,
+    transport: &'a ClientSettings,
+    /// Stateless middlewares compiled so far (shared by every router).
+    done: HashMap<String, Result<Arc<dyn Middleware>, String>>,
+}
+
+impl<'a> MiddlewareCompiler<'a> {
+    pub(super) fn new(
+        dynamic: &'a Dynamic,
+        registries: &'a Registries,
+        transport: &'a ClientSettings,
+    ) -> Self {
+        Self {
+            dynamic,
+            registries,
+            transport,
+            done: HashMap::new(),
+        }
+    }
+
+    /// The chain of a router from its `middlewares` list (already
+    /// qualified). The error names the middleware at fault.
+    pub(super) fn chain(
+        &mut self,
+        router: &str,
+        names: &[String],
+        services: &mut ServiceCompiler<'_>,
+    ) -> Result<Chain, String> {
+        let mut layers = Vec::with_capacity(names.len());
+        let mut stack = Vec::new();
+        for name in names {
+            self.flatten(router, name, &mut stack, &mut layers, services)
+                .map_err(|e| format!("middleware `{name}`: {e}"))?;
+        }
+        Ok(Chain::new(layers))
+    }
+
+    /// Checks one declared middleware on its own, for its report.
+    pub(super) fn check(
+        &mut self,
+        name: &str,
+        services: &mut ServiceCompiler<'_>,
+    ) -> Result<(), String> {
+        let mut layers = Vec::new();
+        self.flatten("", name, &mut Vec::new(), &mut layers, services)
+    }
+
+    fn flatten(
+        &mut self,
+        router: &str,
+        name: &str,
+        stack: &mut Vec<String>,
+        out: &mut Vec<Arc<dyn Middleware>>,
+        services: &mut ServiceCompiler<'_>,
+    ) -> Result<(), String> {
+        if stack.iter().any(|s| s == name) {
+            stack.push(name.to_owned());
+            return Err(format!("chain cycle: {}", stack.join(" → ")));
+        }
+        let Some(m) = self.dynamic.http.middlewares.get(name) else {
+            return Err("does not exist".to_owned());
+        };
+        if let Some(why) = &m.invalid {
+            return Err(why.clone());
+        }
+        match m.kinds().as_slice() {
+            [_] => {}
+            [] => return Err("no middleware type given".to_owned()),
+            many => {
+                return Err(format!(
+                    "several middleware types in one middleware: {}",
+                    many.iter()
+                        .map(|k| format!("`{k}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let provider = QualifiedName::parse(name)
+            .map(|q| q.provider)
+            .unwrap_or_default();
+        if let Some(chain) = &m.chain {
+            stack.push(name.to_owned());
+            for child in &chain.middlewares {
+                let q = QualifiedName::resolve(child, &provider).to_string();
+                self.flatten(router, &q, stack, out, services)
+                    .map_err(|e| format!("middleware `{q}`: {e}"))?;
+            }
+            stack.pop();
+            return Ok(());
+        }
+        out.push(self.layer(router, name, &provider, m, services)?);
+        Ok(())
+    }
+
+    fn layer(
+        &mut self,
+        router: &str,
+        name: &str,
+        provider: &str,
+        m: &Model,
+        services: &mut ServiceCompiler<'_>,
+    ) -> Result<Arc<dyn Middleware>, String> {
+        // State that outlives swaps is per router, as Traefik gives each
+        // router its own instance, and keyed by the configuration too, so
+        // that a changed limit starts afresh.
+        let stateful =
+            m.rate_limit.is_some() || m.in_flight_req.is_some() || m.circuit_breaker.is_some();
+        if stateful {
+            let config = serde_json::to_string(m).unwrap_or_default();
+            let key = format!("{router}|{name}|{config}");
+            return self.build(name, provider, m, &key, services);
+        }
+        if let Some(done) = self.done.get(name) {
+            return done.clone();
+        }
+        let built = self.build(name, provider, m, "", services);
+        self.done.insert(name.to_owned(), built.clone());
+        built
+    }
+
+    fn build(
+        &self,
+        name: &str,
+        provider: &str,
+        m: &Model,
+        state_key: &str,
+        services: &mut ServiceCompiler<'_>,
+    ) -> Result<Arc<dyn Middleware>, String> {
+        fn ok<T: Middleware>(r: Result<T, MiddlewareError>) -> Result<Arc<dyn Middleware>, String> {
+            r.map(|m| Arc::new(m) as Arc<dyn Middleware>)
+                .map_err(|e| e.to_string())
+        }
+        // Exhaustive, so that a new middleware type cannot be forgotten here.
+        let Model {
+            add_prefix,
+            basic_auth,
+            buffering,
+            chain: _,
+            circuit_breaker,
+            compress,
+            errors,
+            forward_auth,
+            headers,
+            ip_allow_list,
+            ip_white_list,
+            in_flight_req,
+            rate_limit,
+            redirect_regex,
+            redirect_scheme,
+            replace_path,
+            replace_path_regex,
+            retry,
+            strip_prefix,
+            strip_prefix_regex,
+            invalid: _,
+        } = m;
+        let reg = self.registries;
+        if let Some(c) = add_prefix {
+            return ok(mw::add_prefix::compile(c));
+        }
+        if let Some(c) = basic_auth {
+            return ok(mw::basic_auth::compile(c));
+        }
+        if let Some(c) = buffering {
+            return ok(mw::buffering::compile(c));
+        }
+        if let Some(c) = circuit_breaker {
+            let state = reg.state(state_key, mw::circuit_breaker::State::default);
+            return ok(mw::circuit_breaker::compile(c, state));
+        }
+        if let Some(c) = compress {
+            return ok(mw::compress::compile(c));
+        }
+        if let Some(c) = errors {
+            if c.service.is_empty() {
+                return Err("service: the service that serves error pages is required".to_owned());
+            }
+            let q = QualifiedName::resolve(&c.service, provider).to_string();
+            let upstream = services
+                .get(&q)
+                .map_err(|e| format!("service `{q}`: {e}"))?;
+            return ok(mw::errors::compile(c, ServiceRef::new(upstream)));
+        }
+        if let Some(c) = forward_auth {
+            let client = reg.client(self.transport).http1.clone();
+            return ok(mw::forward_auth::compile(c, client));
+        }
+        if let Some(c) = headers {
+            return ok(mw::headers::compile(c));
+        }
+        if let Some(c) = ip_allow_list.as_ref().or(ip_white_list.as_ref()) {
+            return ok(mw::ip_allow_list::compile(c));
+        }
+        if let Some(c) = in_flight_req {
+            let state = reg.state(state_key, mw::in_flight_req::State::default);
+            return ok(mw::in_flight_req::compile(c, state));
+        }
+        if let Some(c) = rate_limit {
+            let state = reg.state(state_key, mw::rate_limit::State::default);
+            return ok(mw::rate_limit::compile(c, state));
+        }
+        if let Some(c) = redirect_regex {
+            return ok(mw::redirect::compile_regex(c));
+        }
+        if let Some(c) = redirect_scheme {
+            return ok(mw::redirect::compile_scheme(c));
+        }
+        if let Some(c) = replace_path {
+            return ok(mw::replace_path::compile(c));
+        }
+        if let Some(c) = replace_path_regex {
+            return ok(mw::replace_path::compile_regex(c));
+        }
+        if let Some(c) = retry {
+            return ok(mw::retry::compile(c));
+        }
+        if let Some(c) = strip_prefix {
+            return ok(mw::strip_prefix::compile(c));
+        }
+        if let Some(c) = strip_prefix_regex {
+            return ok(mw::strip_prefix::compile_regex(c));
+        }
+        Err(format!("middleware `{name}` has no type"))
+    }
+}
