@@ -99,10 +99,11 @@ function routerBody(o, mws, svc, certs) {
 
   // The way a request takes: entry point → middlewares in order → service → servers.
   const steps = [flowNode('entry point', h('span', { class: 'chips' }, (using.length ? using : configured.length ? configured : ['all']).map((e) => tag(e))))];
-  steps.push(flowNode('router', h('span', {}, o.name.replace(/@.*/, '')), statusBadge(o.status), 'flow-router'));
+  steps.push(flowNode('router', h('span', {}, o.name.replace(/@[^@]*$/, '')), statusBadge(o.status), o.status === 'disabled' ? 'flow-router flow-bad' : 'flow-router'));
   for (const m of mws) {
     steps.push(flowNode(m.missing ? 'middleware (missing)' : `middleware · ${m.type || '?'}`,
-      objLink('middlewares', m.name), m.missing ? statusBadge('disabled') : statusBadge(m.status), m.missing ? 'flow-missing' : ''));
+      objLink('middlewares', m.name), m.missing ? statusBadge('disabled') : statusBadge(m.status),
+      m.missing ? 'flow-missing' : m.status === 'disabled' ? 'flow-bad' : ''));
   }
   const svcName = o.service ? qualify(o.service, provider) : null;
   steps.push(flowNode(svc ? `service · ${svc.type || 'built in'}` : 'service (missing)',
