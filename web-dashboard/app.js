@@ -72,6 +72,7 @@ function route() {
   const banner = h('div', { id: 'banner' });
   app.replaceChildren(banner, page.el);
   app.removeAttribute('data-loaded');
+  app.removeAttribute('data-path');
   window.scrollTo(0, 0);
   tick();
 }
@@ -102,6 +103,8 @@ async function tick() {
     await here.page.refresh(ctrl.signal);
     if (here === current && !ctrl.signal.aborted) {
       setLive(true);
+      // For tests and scripts: which page has been read, and how often.
+      app.dataset.path = here.path;
       app.dataset.loaded = String(Number(app.dataset.loaded || 0) + 1);
     }
   } catch (e) {

@@ -46,7 +46,9 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 context.on('request', (r) => requests.push({ method: r.method(), url: r.url() }));
 const page = context.pages()[0] || (await context.newPage());
-page.setDefaultTimeout(10000);
+// Generous: the machine running the suite may be busy with builds; a
+// working page answers in well under a second.
+page.setDefaultTimeout(30000);
 page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
 page.on('console', (m) => {
   if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
@@ -54,9 +56,14 @@ page.on('console', (m) => {
 
 const api = async (p) => (await fetch(`${base}${p}`)).json();
 const text = (sel) => page.locator(sel).first().innerText();
+// Opens a page by its address and waits until the dashboard has read it
+// from the API (a hash-only change is a navigation inside the document).
 const open = async (hash) => {
   await page.goto(`${base}/dashboard/#${hash}`);
-  await page.waitForSelector('#app[data-loaded]');
+  await page.waitForFunction(() => {
+    const app = document.getElementById('app');
+    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
+  });
 };
 const rowNames = () => page.$$eval('table.list tbody tr[data-name]', (rows) => rows.map((r) => r.dataset.name));
 /** Waits until the list shows exactly `names` (in any order). */
@@ -64,7 +71,7 @@ async function showsRows(names, what) {
   const want = JSON.stringify([...names].sort());
   try {
     await page.waitForFunction((w) => JSON.stringify([...document.querySelectorAll('table.list tbody tr[data-name]')]
-      .map((r) => r.dataset.name).sort()) === w, want, { timeout: 10000 });
+      .map((r) => r.dataset.name).sort()) === w, want, { timeout: 20000 });
   } catch (_) {
     throw new Check(`${what}: shows ${await rowNames()}, expected ${want}`);
   }
@@ -273,7 +280,7 @@ try {
   const reply = await lines.next();
   check(!reply.done && reply.value === 'REWRITTEN', `the test rewrote the configuration (${reply.value})`);
   let after = [];
-  for (const deadline = Date.now() + 10000; Date.now() < deadline;) {
+  for (const deadline = Date.now() + 20000; Date.now() < deadline;) {
     after = (await api('/api/http/routers')).map((r) => r.name);
     if (after.includes('fresh@file') && !after.includes('orphan@file')) break;
     await new Promise((r) => setTimeout(r, 50));
