@@ -1206,6 +1206,12 @@ fn full_config() -> StaticConfig {
         directory: Some(PathBuf::from("d")),
         watch: true,
     });
+    config.providers.docker = Some(DockerProvider {
+        network: Some(String::from("n")),
+        constraints: Some(String::from("Label(`a`,`b`)")),
+        domain: Some(String::from("example.com")),
+        ..DockerProvider::default()
+    });
     config
 }
 
@@ -1321,6 +1327,7 @@ fn row_defaults_match_struct_defaults() {
         entry_points: [(String::from("web"), EntryPoint::default())].into(),
         providers: Providers {
             file: Some(FileProvider::default()),
+            docker: Some(DockerProvider::default()),
             ..Providers::default()
         },
         ..StaticConfig::default()
