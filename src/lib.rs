@@ -30,6 +30,9 @@ pub enum RunError {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// The Docker provider's options are wrong.
+    #[error(transparent)]
+    Docker(#[from] provider::docker::DockerError),
 }
 
 /// Starts every entry point and provider, serves until `shutdown` resolves,
@@ -100,6 +103,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         if let Some(source) = source {
             providers.push(provider::file::spawn_file(source, file.watch, tx.clone()));
         }
+    }
+    if let Some(docker) = &config.providers.docker {
+        providers.push(provider::docker::spawn_docker(docker, tx.clone())?);
     }
     drop(tx);
 

@@ -1,6 +1,7 @@
 //! What compile found out about each object: status and errors, for logs,
 //! the API and the dashboard.
 
+use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -29,6 +30,9 @@ pub struct ObjectReport {
     /// middlewares: the routers that use it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub using: Vec<String>,
+    /// The containers and labels behind the object, when its provider knows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<Source>,
 }
 
 impl ObjectReport {
@@ -58,6 +62,12 @@ pub struct ProviderReport {
     /// Seconds since the Unix epoch of the last configuration accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<u64>,
+    /// Whether the provider is connected to its source (Docker only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connected: Option<bool>,
+    /// Every container seen, routed or not, and why (Docker only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerRecord>,
 }
 
 /// The status of every object of one runtime.
@@ -77,6 +87,38 @@ pub struct Report {
 }
 
 impl Report {
+    /// Adds what `provider` reported beyond its configuration: provenance
+    /// on its objects, objects it had to drop (as disabled, with the
+    /// reason), conflicts as warnings, its containers and connection state.
+    pub fn add_provider_detail(&mut self, provider: &str, detail: &ProviderDetail) {
+        fn attach(
+            reports: &mut BTreeMap<String, ObjectReport>,
+            provider: &str,
+            details: &BTreeMap<String, ObjectDetail>,
+        ) {
+            for (name, detail) in details {
+                let known = reports.contains_key(&format!("{name}@{provider}"));
+                if !known && detail.errors.is_empty() {
+                    continue;
+                }
+                let entry = reports.entry(format!("{name}@{provider}")).or_default();
+                entry.provenance.clone_from(&detail.sources);
+                for e in &detail.errors {
+                    entry.disable(e.clone());
+                }
+                for w in &detail.warnings {
+                    entry.warn(w.clone());
+                }
+            }
+        }
+        attach(&mut self.routers, provider, &detail.routers);
+        attach(&mut self.services, provider, &detail.services);
+        attach(&mut self.middlewares, provider, &detail.middlewares);
+        let report = self.providers.entry(provider.to_owned()).or_default();
+        report.connected = detail.connected;
+        report.containers.clone_from(&detail.containers);
+    }
+
     /// Every error and warning, one line each, prefixed by its object, for logs.
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -31,6 +31,8 @@ const DEFAULT_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
 const CONFIG_FILE_FLAG: &str = "configFile";
 
 /// What the command line asks for.
+// Built once at startup and moved into `run`: the size is irrelevant.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Loaded {
     /// Run with this configuration; the path is the configuration file
