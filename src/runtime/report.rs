@@ -137,3 +137,81 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::provenance::NotRouted;
+
+    #[test]
+    fn provider_detail_lands_on_the_objects_and_the_provider() {
+        let mut report = Report::default();
+        report
+            .routers
+            .insert("app@docker".into(), ObjectReport::default());
+        let source = Source {
+            container_id: "abc".into(),
+            container_name: "web-1".into(),
+            labels: vec!["gangway.http.routers.app.rule".into()],
+            ..Source::default()
+        };
+        let mut detail = ProviderDetail {
+            connected: Some(true),
+            ..ProviderDetail::default()
+        };
+        detail.routers.insert(
+            "app".into(),
+            ObjectDetail {
+                sources: vec![source.clone()],
+                warnings: vec!["conflict: …".into()],
+                ..ObjectDetail::default()
+            },
+        );
+        detail.routers.insert(
+            "broken".into(),
+            ObjectDetail {
+                sources: vec![source],
+                errors: vec!["container `web-1`: label …".into()],
+                ..ObjectDetail::default()
+            },
+        );
+        // Known to the provider only: nothing to say about it.
+        detail
+            .services
+            .insert("quiet".into(), ObjectDetail::default());
+        detail.containers.push(ContainerRecord {
+            id: "abc".into(),
+            name: "web-1".into(),
+            reason: Some(NotRouted::Stopped),
+            ..ContainerRecord::default()
+        });
+        report.add_provider_detail("docker", &detail);
+
+        let app = &report.routers["app@docker"];
+        assert_eq!(app.status, Status::Warning);
+        assert_eq!(app.provenance[0].container_name, "web-1");
+        let broken = &report.routers["broken@docker"];
+        assert_eq!(broken.status, Status::Disabled);
+        assert_eq!(broken.errors, ["container `web-1`: label …"]);
+        assert!(!report.services.contains_key("quiet@docker"));
+        let p = &report.providers["docker"];
+        assert_eq!(p.connected, Some(true));
+        assert_eq!(p.containers.len(), 1);
+        // Everything serializes for the API.
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            json["routers"]["app@docker"]["provenance"][0]["containerName"],
+            "web-1"
+        );
+        assert_eq!(
+            json["providers"]["docker"]["containers"][0]["reason"],
+            "stopped"
+        );
+        assert!(
+            report
+                .lines()
+                .iter()
+                .any(|l| l.starts_with("router broken@docker: container `web-1`"))
+        );
+    }
+}

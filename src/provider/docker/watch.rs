@@ -68,6 +68,8 @@ struct State {
     draining_since: HashMap<String, u64>,
     /// The last snapshot sent.
     last: Option<Built>,
+    /// Send the next build even if it equals the last one.
+    resend: bool,
     /// Per container, the last line logged about it, so each is logged once.
     logged: HashMap<String, String>,
     tx: mpsc::Sender<Snapshot>,
@@ -85,6 +87,7 @@ pub(super) async fn run(
         views: BTreeMap::new(),
         draining_since: HashMap::new(),
         last: None,
+        resend: false,
         logged: HashMap::new(),
         tx,
     };
@@ -433,11 +436,11 @@ impl State {
         let mut built = build(&views, &self.settings, now);
         built.detail.connected = Some(connected);
         self.log_records(&built.detail);
-        if self
+        let same = self
             .last
             .as_ref()
-            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail)
-        {
+            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail);
+        if same && !self.resend {
             self.last = Some(built);
             return Ok(());
         }
@@ -449,12 +452,16 @@ impl State {
             detail: Some(built.detail.clone()),
         };
         self.last = Some(built);
+        self.resend = false;
         self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
     }
 
     /// Tells the aggregator that Docker is unreachable; the last
     /// configuration stays in use.
     async fn report_failure(&mut self, message: &str) -> Result<(), Stop> {
+        // The first build after reconnecting is sent even if nothing
+        // changed: it clears the error and says connected again.
+        self.resend = true;
         let mut detail = self
             .last
             .as_ref()
