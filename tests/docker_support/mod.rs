@@ -73,6 +73,21 @@ pub async fn ready(test: &str) -> bool {
     true
 }
 
+/// Like `ready`, and docker-compose is there too.
+pub async fn compose_ready(test: &str) -> bool {
+    if !ready(test).await {
+        return false;
+    }
+    if let Err(e) = command("docker-compose", &["version", "--short"]).await {
+        skip(
+            test,
+            &format!("docker-compose is not available (run scripts/ci/docker-up): {e}"),
+        );
+        return false;
+    }
+    true
+}
+
 /// One test's containers, removed when it is dropped.
 pub struct Run {
     /// The value of RUN_LABEL on this test's containers.

@@ -224,20 +224,15 @@ async fn session(
     }
 }
 
-/// The networks of gangway's own container, when it runs in one: its id
-/// appears in the paths of the files Docker mounts into it.
+/// The networks of gangway's own container, when it runs in one.
 async fn own_networks(docker: &Docker) -> Vec<String> {
+    if tokio::fs::metadata("/.dockerenv").await.is_err() {
+        return Vec::new();
+    }
     let Ok(mounts) = tokio::fs::read_to_string("/proc/self/mountinfo").await else {
         return Vec::new();
     };
-    let id = mounts.lines().find_map(|line| {
-        let at = line.find("/containers/")? + "/containers/".len();
-        let id = line.get(at..at + 64)?;
-        id.bytes()
-            .all(|b| b.is_ascii_hexdigit())
-            .then(|| id.to_owned())
-    });
-    let Some(id) = id else {
+    let Some(id) = own_container_id(&mounts) else {
         return Vec::new();
     };
     match docker
@@ -251,6 +246,24 @@ async fn own_networks(docker: &Docker) -> Vec<String> {
             .unwrap_or_default(),
         Err(_) => Vec::new(),
     }
+}
+
+/// Docker bind-mounts `/var/lib/docker/containers/<id>/hostname` onto a
+/// container's `/etc/hostname`: the id in that line is the container's own.
+fn own_container_id(mountinfo: &str) -> Option<String> {
+    mountinfo.lines().find_map(|line| {
+        let mut fields = line.split(' ');
+        let root = fields.nth(3)?;
+        let mount_point = fields.next()?;
+        if mount_point != "/etc/hostname" {
+            return None;
+        }
+        let at = root.find("/containers/")? + "/containers/".len();
+        let id = root.get(at..at + 64)?;
+        id.bytes()
+            .all(|b| b.is_ascii_hexdigit())
+            .then(|| id.to_owned())
+    })
 }
 
 fn is_not_found(e: &BollardError) -> bool {
@@ -497,5 +510,25 @@ impl State {
             self.logged.insert(r.id.clone(), line);
         }
         self.logged.retain(|id, _| seen.contains(id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_its_own_container_id_only_from_its_hostname_mount() {
+        let id = "0d5d040e8c16a401f0f670811db21c7cdae7f463962e572ad1592f86534073ef";
+        let inside = format!(
+            "600 580 254:1 /var/lib/docker/containers/{id}/resolv.conf /etc/resolv.conf rw - ext4 /dev/vda rw\n\
+             601 580 254:1 /var/lib/docker/containers/{id}/hostname /etc/hostname rw - ext4 /dev/vda rw\n"
+        );
+        assert_eq!(own_container_id(&inside).as_deref(), Some(id));
+        // On the host, other containers' shm mounts must not be taken for ours.
+        let host =
+            format!("35 25 0:50 / /var/lib/docker/containers/{id}/mounts/shm rw - tmpfs shm rw\n");
+        assert_eq!(own_container_id(&host), None);
+        assert_eq!(own_container_id(""), None);
     }
 }
