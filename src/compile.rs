@@ -5,7 +5,8 @@
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
 use crate::rule::{default_priority, parse_rule};
-use crate::runtime::registries::ClientSettings;
+use crate::runtime::InternalService;
+use crate::runtime::registries::{ClientSettings, StatsKind};
 use crate::runtime::{
     Balancer, EntryPointRoutes, Registries, Report, Route, Runtime, Server, Upstream,
 };
@@ -23,6 +24,27 @@ pub struct CompileContext {
     pub not_default: Vec<String>,
     /// Client settings of the default servers transport.
     pub default_transport: ClientSettings,
+    /// Services gangway answers itself, by qualified name (`api@internal`).
+    pub internal: BTreeMap<String, Arc<dyn InternalService>>,
+    /// Which request counters to keep; None when metrics are off.
+    pub metrics: Option<MetricsSettings>,
+}
+
+/// What compile needs to know about metrics.
+#[derive(Clone, Debug)]
+pub struct MetricsSettings {
+    /// Histogram bounds in seconds.
+    pub bounds: Vec<f64>,
+    /// Keep per-router counters.
+    pub routers: bool,
+    /// Keep per-service counters.
+    pub services: bool,
+}
+
+impl std::fmt::Debug for dyn InternalService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InternalService")
+    }
 }
 
 /// Compiles `dynamic` (keys already qualified `name@provider`).
@@ -114,6 +136,12 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             upstream,
             entry.status == crate::runtime::Status::Disabled,
         ) {
+            let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
+                ctx.metrics
+                    .as_ref()
+                    .filter(|m| on(m))
+                    .map(|m| registries.stats(kind, object, &m.bounds))
+            };
             let route = Arc::new(Route {
                 name: name.clone(),
                 priority: router
@@ -122,6 +150,9 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 matcher,
                 tls: router.tls.is_some(),
                 upstream,
+                stats: stats(StatsKind::Router, |m| m.routers, name),
+                service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
+                service_name: service_name.clone(),
             });
             for i in eps {
                 per_ep[i].push(route.clone());
@@ -137,6 +168,12 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             entry.disable(e);
         }
         entry.using = using.get(&format!("s:{name}")).cloned().unwrap_or_default();
+    }
+    for name in ctx.internal.keys() {
+        let users = using.get(&format!("s:{name}")).cloned().unwrap_or_default();
+        if !users.is_empty() {
+            report.services.entry(name.clone()).or_default().using = users;
+        }
     }
     for (name, m) in &dynamic.http.middlewares {
         let entry = report.middlewares.entry(name.clone()).or_default();
@@ -185,9 +222,13 @@ impl ServiceCompiler<'_> {
                 "service `{name}` refers to itself through weighted services"
             ));
         }
-        let result = match self.dynamic.http.services.get(name) {
-            None => Err("does not exist".to_owned()),
-            Some(service) => self.compile(name, service),
+        let result = match (
+            self.dynamic.http.services.get(name),
+            self.ctx.internal.get(name),
+        ) {
+            (_, Some(internal)) => Ok(Arc::new(Upstream::Internal(internal.clone()))),
+            (None, None) => Err("does not exist".to_owned()),
+            (Some(service), None) => self.compile(name, service),
         };
         self.visiting.remove(name);
         self.done.insert(name.to_owned(), result.clone());

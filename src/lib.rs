@@ -3,9 +3,12 @@
 //!
 //! `run` is what the binary calls and what the integration tests start.
 
+pub mod access_log;
 pub mod aggregate;
+pub mod api;
 pub mod compile;
 pub mod config;
+pub mod metrics;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
@@ -20,6 +23,9 @@ use tokio::sync::{mpsc, watch};
 /// Why gangway could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// The access log could not be opened.
+    #[error(transparent)]
+    AccessLog(#[from] access_log::AccessLogError),
     /// An entry point's address could not be bound.
     #[error("entry point `{name}`: cannot listen on {address}: {source}")]
     Bind {
@@ -38,7 +44,26 @@ pub enum RunError {
 /// Starts every entry point and provider, serves until `shutdown` resolves,
 /// then stops accepting and drains in-flight requests.
 pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
+    let config = Arc::new(config);
     let names: Vec<String> = config.entry_points.keys().cloned().collect();
+    let metrics = config
+        .metrics
+        .prometheus
+        .as_ref()
+        .map(|p| compile::MetricsSettings {
+            bounds: p.buckets.iter().map(|b| b.0).collect(),
+            routers: p.add_routers_labels,
+            services: p.add_services_labels,
+        });
+    let ep_metrics = config
+        .metrics
+        .prometheus
+        .as_ref()
+        .is_some_and(|p| p.add_entry_points_labels);
+    let access_log = match &config.access_log {
+        Some(a) => Some(access_log::AccessLogger::spawn(a).await?),
+        None => None,
+    };
     let registries = Arc::new(runtime::Registries::default());
     let handle = Arc::new(runtime::RuntimeHandle::new(runtime::Runtime::empty(
         names.len(),
@@ -69,14 +94,29 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             port: HeaderValue::from(port),
             grace: ep.transport.life_cycle.grace_time_out.0,
             header_read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
+            stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
+                registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
+            }),
         };
         listeners.push((listener, Arc::new(info)));
     }
 
     let ft = &config.servers_transport.forwarding_timeouts;
+    let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let api_state = Arc::new(api::ApiState {
+        runtime: handle.clone(),
+        registries: registries.clone(),
+        static_config: config.clone(),
+        started: std::time::SystemTime::now(),
+        access_log: access_log.clone(),
+        terminating: terminating.clone(),
+    });
+    let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
     let ctx = compile::CompileContext {
         entry_points: names,
-        not_default: Vec::new(),
+        not_default: vec![config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned()],
+        internal: api::internal_services(&api_state),
+        metrics,
         default_transport: runtime::registries::ClientSettings {
             dial_timeout: nonzero(ft.dial_timeout.0),
             response_header_timeout: nonzero(ft.response_header_timeout.0),
@@ -92,6 +132,17 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         registries,
         config.providers.providers_throttle_duration.0,
     );
+    let internal = api::internal_routers(&config);
+    if !internal.http.routers.is_empty() {
+        let snapshot = provider::Snapshot {
+            provider: "internal",
+            dynamic: Some(internal),
+            error: None,
+            warnings: Vec::new(),
+            detail: None,
+        };
+        let _ = tx.send(snapshot).await;
+    }
     let mut providers = Vec::new();
     if let Some(file) = &config.providers.file {
         // validate() guarantees exactly one of filename and directory.
@@ -112,6 +163,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let proxy = Arc::new(proxy::Proxy {
         runtime: handle,
         server_name: server_name(),
+        access_log,
+        route_metrics,
     });
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
@@ -125,6 +178,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     shutdown.await;
     tracing::info!("shutting down");
+    terminating.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = stop_tx.send(true);
     for s in servers {
         let _ = s.await;

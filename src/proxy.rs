@@ -4,6 +4,7 @@
 pub mod body;
 pub mod error;
 pub mod forwarded;
+pub mod observe;
 mod pipeline;
 mod upstream;
 
@@ -30,6 +31,10 @@ pub struct Proxy {
     pub runtime: Arc<RuntimeHandle>,
     /// This machine's host name, for `X-Forwarded-Server`.
     pub server_name: HeaderValue,
+    /// The access log, when on.
+    pub access_log: Option<Arc<crate::access_log::AccessLogger>>,
+    /// Per-router or per-service metrics are on.
+    pub route_metrics: bool,
 }
 
 /// An entry point as the proxy sees it.
@@ -48,6 +53,8 @@ pub struct EntryPointInfo {
     pub grace: Duration,
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: Option<Duration>,
+    /// The entry point's request counters, when per-entry-point metrics are on.
+    pub stats: Option<Arc<crate::metrics::Stats>>,
 }
 
 /// One accepted connection.
@@ -129,15 +136,22 @@ pub async fn serve(
         let service = service_fn(move |req: hyper::Request<Incoming>| {
             let proxy = proxy.clone();
             let info = info.clone();
-            async move { Ok::<_, Infallible>(proxy.handle(&info, req).await) }
+            async move { Ok::<_, Infallible>(proxy.serve(&info, req).await) }
         });
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();
         let conn = graceful.watch(conn);
+        let stats = entry_point.stats.clone();
+        if let Some(s) = &stats {
+            s.connection_opened();
+        }
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::trace!(error = %e, "connection ended with an error");
+            }
+            if let Some(s) = stats {
+                s.connection_closed();
             }
         });
     }

@@ -137,6 +137,23 @@ pub struct Route {
     pub tls: bool,
     /// Where matching requests go.
     pub upstream: Arc<Upstream>,
+    /// Qualified name of the service, for metrics and the access log.
+    pub service_name: String,
+    /// The router's request counters, when per-router metrics are on.
+    pub stats: Option<Arc<crate::metrics::Stats>>,
+    /// The service's request counters, when per-service metrics are on.
+    pub service_stats: Option<Arc<crate::metrics::Stats>>,
+}
+
+/// A service gangway answers itself (`api@internal`, `ping@internal`,
+/// `prometheus@internal`). Its answers are small and complete, so they are
+/// returned whole.
+pub trait InternalService: Send + Sync {
+    /// Answers one request. Must not block; may read the runtime.
+    fn call(
+        &self,
+        req: http::Request<()>,
+    ) -> futures_util::future::BoxFuture<'static, http::Response<http_body_util::Full<bytes::Bytes>>>;
 }
 
 /// A compiled service.
@@ -145,6 +162,8 @@ pub enum Upstream {
     Servers(Balancer<Server>),
     /// Weighted round robin over other services.
     Weighted(Balancer<Arc<Upstream>>),
+    /// Answered by gangway itself.
+    Internal(Arc<dyn InternalService>),
 }
 
 impl Upstream {
@@ -158,6 +177,7 @@ impl Upstream {
             match current {
                 Upstream::Servers(b) => return b.next(),
                 Upstream::Weighted(b) => current = b.next()?,
+                Upstream::Internal(_) => return None,
             }
         }
         None

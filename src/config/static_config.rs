@@ -19,12 +19,14 @@ use crate::config::format::FormatError;
 
 mod address;
 mod load;
+pub mod observability;
 mod options;
 #[cfg(test)]
 mod tests;
 
 pub use address::{AddressError, ListenAddress};
 pub use load::{ENV_ALLOWLIST, ENV_PREFIX, Loaded, load};
+pub use observability::{AccessLog, Api, Metrics, Ping, Prometheus};
 pub use options::{OPTIONS, OptionSpec, ValueKind, help_text};
 
 /// The whole static configuration.
@@ -42,6 +44,18 @@ pub struct StaticConfig {
     pub log: Log,
     /// How gangway talks to the backend servers.
     pub servers_transport: ServersTransport,
+    /// The read-only API and dashboard; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
+    /// The `/ping` health endpoint; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ping: Option<Ping>,
+    /// Metrics exporters.
+    #[serde(skip_serializing_if = "Metrics::is_disabled")]
+    pub metrics: Metrics,
+    /// The access log; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_log: Option<AccessLog>,
 }
 
 /// One address gangway listens on, with how it treats connections there.

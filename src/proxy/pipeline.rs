@@ -6,18 +6,20 @@ use super::error::Kind;
 use super::forwarded::normalize_host;
 use super::{ConnInfo, Proxy};
 use crate::rule::RequestFacts;
-use crate::runtime::Route;
+use crate::runtime::{Route, Upstream};
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
+use std::sync::Arc;
 
 impl Proxy {
-    /// Handles one request from a client.
+    /// Handles one request from a client; also returns the route that took
+    /// it, for metrics and the access log.
     pub(crate) async fn handle(
         &self,
         conn: &ConnInfo,
         req: Request<Incoming>,
-    ) -> Response<ProxyBody> {
+    ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
         // Absolute-form targets (and HTTP/2's :authority) carry the host in
         // the URI; it wins over a Host header, as RFC 9112 §3.2.2 says.
         let host_value: Option<HeaderValue> = match req.uri().authority() {
@@ -45,9 +47,10 @@ impl Proxy {
                 .cloned()
         };
         let Some(route) = route else {
-            return Kind::NoRoute.into_response();
+            return (Kind::NoRoute.into_response(), None);
         };
-        self.dispatch(conn, &route, host_value, req).await
+        let resp = self.dispatch(conn, &route, host_value, req).await;
+        (resp, Some(route))
     }
 
     /// Runs a routed request to its answer: the place where the route's
@@ -59,6 +62,13 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
+        if let Upstream::Internal(service) = &*route.upstream {
+            let (parts, _body) = req.into_parts();
+            return service
+                .call(Request::from_parts(parts, ()))
+                .await
+                .map(ProxyBody::Local);
+        }
         let Some(server) = route.upstream.pick() else {
             return Kind::NoServer.into_response();
         };

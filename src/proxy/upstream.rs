@@ -107,6 +107,10 @@ impl Proxy {
         } else {
             strip_hop_by_hop(resp.headers_mut(), false);
         }
+        if self.access_log.is_some() {
+            resp.extensions_mut()
+                .insert(super::observe::ServedBy(server.url.clone()));
+        }
         resp.map(ProxyBody::Upstream)
     }
 }

@@ -2,6 +2,7 @@
 //! connection pools and balancer positions. Compile looks entries up here
 //! instead of creating them, so a swap resets nothing that did not change.
 
+use crate::metrics::Stats;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -63,6 +64,18 @@ impl UpstreamClient {
 pub struct Registries {
     clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
+}
+
+/// Which family a set of counters belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StatsKind {
+    /// An entry point's.
+    EntryPoint,
+    /// A router's.
+    Router,
+    /// A service's.
+    Service,
 }
 
 impl Registries {
@@ -83,6 +96,27 @@ impl Registries {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         positions.entry(key.to_owned()).or_default().clone()
+    }
+
+    /// The counters of one object, created on first use and kept for the
+    /// life of the process, so a configuration swap never resets them.
+    pub fn stats(&self, kind: StatsKind, name: &str, bounds: &[f64]) -> Arc<Stats> {
+        let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        stats
+            .entry((kind, name.to_owned()))
+            .or_insert_with(|| Arc::new(Stats::new(bounds)))
+            .clone()
+    }
+
+    /// Every set of counters, sorted by family and name, for `/metrics`.
+    pub fn all_stats(&self) -> Vec<(StatsKind, String, Arc<Stats>)> {
+        let stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = stats
+            .iter()
+            .map(|((k, n), s)| (*k, n.clone(), s.clone()))
+            .collect();
+        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        all
     }
 
     /// Drops state no longer referenced by any runtime (called after a swap).

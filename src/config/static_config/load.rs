@@ -31,9 +31,9 @@ const DEFAULT_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
 const CONFIG_FILE_FLAG: &str = "configFile";
 
 /// What the command line asks for.
-// Built once at startup and moved into `run`: the size is irrelevant.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Built once per start; boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Loaded {
     /// Run with this configuration; the path is the configuration file
     /// that was read, if any.
@@ -163,6 +163,7 @@ pub fn load(
             },
         );
     }
+    super::observability::add_internal_entry_point(&mut config);
     config.validate()?;
     Ok(Loaded::Run(config, file_used))
 }

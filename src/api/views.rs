@@ -1,0 +1,233 @@
+//! JSON views of the runtime in Traefik's API shapes, and the Prometheus text.
+
+use super::ApiState;
+use crate::config::QualifiedName;
+use crate::config::static_config::StaticConfig;
+use crate::metrics::{Exposition, ObjectLabels};
+use crate::runtime::registries::StatsKind;
+use crate::runtime::{ObjectReport, Runtime};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+fn provider_of(name: &str) -> String {
+    QualifiedName::parse(name)
+        .map(|q| q.provider)
+        .unwrap_or_default()
+}
+
+fn merge(mut base: Value, extra: Value) -> Value {
+    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
+        b.extend(e);
+    }
+    base
+}
+
+fn status_fields(report: Option<&ObjectReport>, using_key: &str) -> Value {
+    let default = ObjectReport::default();
+    let r = report.unwrap_or(&default);
+    let mut v = json!({ "status": r.status });
+    if !r.errors.is_empty() {
+        v["error"] = json!(r.errors);
+    }
+    v[using_key] = json!(r.using);
+    v
+}
+
+fn to_value<T: Serialize>(t: &T) -> Value {
+    serde_json::to_value(t).unwrap_or(Value::Null)
+}
+
+/// Every router: the model as configured, plus name, provider, status,
+/// errors, the entry points it is on (`using`) and its effective priority.
+pub fn routers(rt: &Runtime) -> Vec<Value> {
+    rt.dynamic
+        .http
+        .routers
+        .iter()
+        .map(|(name, r)| {
+            let provider = provider_of(name);
+            let mut v = merge(
+                to_value(r),
+                status_fields(rt.report.routers.get(name), "using"),
+            );
+            v["name"] = json!(name);
+            v["provider"] = json!(provider);
+            v["service"] = json!(QualifiedName::resolve(&r.service, &provider).to_string());
+            v["middlewares"] = json!(
+                r.middlewares
+                    .iter()
+                    .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                    .collect::<Vec<_>>()
+            );
+            if let (true, Value::Object(m)) = (r.middlewares.is_empty(), &mut v) {
+                m.remove("middlewares");
+            }
+            v["priority"] = json!(
+                r.priority
+                    .unwrap_or_else(|| crate::rule::default_priority(&r.rule))
+            );
+            v
+        })
+        .collect()
+}
+
+/// Every service, including the internal ones in use.
+pub fn services(rt: &Runtime) -> Vec<Value> {
+    let mut out: Vec<Value> = rt
+        .dynamic
+        .http
+        .services
+        .iter()
+        .map(|(name, s)| {
+            let mut v = merge(
+                to_value(s),
+                status_fields(rt.report.services.get(name), "usedBy"),
+            );
+            v["name"] = json!(name);
+            v["provider"] = json!(provider_of(name));
+            let kind = if s.load_balancer.is_some() {
+                "loadbalancer"
+            } else if s.weighted.is_some() {
+                "weighted"
+            } else if s.mirroring.is_some() {
+                "mirroring"
+            } else {
+                "failover"
+            };
+            v["type"] = json!(kind);
+            if let Some(lb) = &s.load_balancer {
+                let status: serde_json::Map<String, Value> = lb
+                    .servers
+                    .iter()
+                    .map(|srv| (srv.url.clone(), json!("UP")))
+                    .collect();
+                v["serverStatus"] = Value::Object(status);
+            }
+            v
+        })
+        .collect();
+    for (name, report) in &rt.report.services {
+        if !rt.dynamic.http.services.contains_key(name) {
+            let mut v = status_fields(Some(report), "usedBy");
+            v["name"] = json!(name);
+            v["provider"] = json!(provider_of(name));
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Every middleware: its options under its type name, plus the usual fields.
+pub fn middlewares(rt: &Runtime) -> Vec<Value> {
+    rt.dynamic
+        .http
+        .middlewares
+        .iter()
+        .map(|(name, m)| {
+            let mut v = merge(
+                to_value(m),
+                status_fields(rt.report.middlewares.get(name), "usedBy"),
+            );
+            v["name"] = json!(name);
+            v["provider"] = json!(provider_of(name));
+            if let Some(kind) = m.kinds().first() {
+                v["type"] = json!(kind.to_ascii_lowercase());
+            }
+            v
+        })
+        .collect()
+}
+
+/// Every entry point as configured, with its name.
+pub fn entry_points(config: &StaticConfig) -> Vec<Value> {
+    config
+        .entry_points
+        .iter()
+        .map(|(name, ep)| {
+            let mut v = to_value(ep);
+            v["name"] = json!(name);
+            v
+        })
+        .collect()
+}
+
+/// The Prometheus exposition.
+pub fn prometheus(state: &ApiState) -> String {
+    let prefix = state
+        .static_config
+        .metrics
+        .prometheus
+        .as_ref()
+        .map_or("gangway", |p| p.prefix.as_str());
+    let rt = state.runtime.load_full();
+    let mut e = Exposition::new(prefix);
+    e.scalar(
+        "config_reloads_total",
+        "counter",
+        "Configuration reloads applied.",
+        rt.generation as f64,
+    );
+    let last = rt
+        .report
+        .providers
+        .values()
+        .filter_map(|p| p.last_sync)
+        .max()
+        .unwrap_or(0);
+    e.scalar(
+        "config_last_reload_success",
+        "gauge",
+        "Time of the last configuration applied, in seconds since the epoch.",
+        last as f64,
+    );
+    if let Some(log) = &state.access_log {
+        e.scalar(
+            "accesslog_dropped_lines_total",
+            "counter",
+            "Access log lines dropped because the writer fell behind.",
+            log.dropped() as f64,
+        );
+    }
+    let all = state.registries.all_stats();
+    let family = |kind: StatsKind| all.iter().filter(move |(k, _, _)| *k == kind);
+    let eps: Vec<_> = family(StatsKind::EntryPoint).collect();
+    if !eps.is_empty() {
+        e.header(
+            "open_connections",
+            "gauge",
+            "Connections open now, per entry point.",
+        );
+        for (_, name, stats) in &eps {
+            e.line(
+                "open_connections",
+                &[("entrypoint", name)],
+                stats.open_connections() as f64,
+            );
+        }
+    }
+    for (kind, label) in [
+        (StatsKind::EntryPoint, "entrypoint"),
+        (StatsKind::Router, "router"),
+        (StatsKind::Service, "service"),
+    ] {
+        let pairs: Vec<[(&str, &str); 1]> = all
+            .iter()
+            .filter(|(k, _, _)| *k == kind)
+            .map(|(_, n, _)| [(label, n.as_str())])
+            .collect();
+        let stats: Vec<&crate::metrics::Stats> = all
+            .iter()
+            .filter(|(k, _, _)| *k == kind)
+            .map(|(_, _, s)| s.as_ref())
+            .collect();
+        let items: Vec<(ObjectLabels<'_>, &crate::metrics::Stats)> = pairs
+            .iter()
+            .zip(stats)
+            .map(|(p, s)| (ObjectLabels { pairs: p }, s))
+            .collect();
+        if !items.is_empty() {
+            e.objects(label, &items);
+        }
+    }
+    e.finish()
+}

@@ -1,0 +1,265 @@
+//! Static options for what gangway shows about itself: the API and
+//! dashboard, `/ping`, Prometheus metrics and the access log.
+
+use crate::config::Duration;
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The name of gangway's internal entry point, which serves the API, the
+/// dashboard, `/metrics` and `/ping` (Traefik's is called `traefik`).
+pub const INTERNAL_ENTRY_POINT: &str = "gangway";
+
+/// The internal entry point's address when none is configured: loopback
+/// only, unlike Traefik's `:8080` on every interface.
+pub const INTERNAL_DEFAULT_ADDRESS: &str = "127.0.0.1:8080";
+
+/// Adds the internal entry point at its loopback default when something is
+/// served there (API with `insecure`, `/ping`, `/metrics`) and no source
+/// configured it.
+pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
+    let wanted = config.api.as_ref().is_some_and(|a| a.insecure)
+        || config
+            .ping
+            .as_ref()
+            .is_some_and(|p| p.entry_point == INTERNAL_ENTRY_POINT)
+        || config
+            .metrics
+            .prometheus
+            .as_ref()
+            .is_some_and(|p| p.entry_point == INTERNAL_ENTRY_POINT);
+    if wanted && !config.entry_points.contains_key(INTERNAL_ENTRY_POINT) {
+        let address = INTERNAL_DEFAULT_ADDRESS
+            .parse()
+            .unwrap_or(super::ListenAddress {
+                host: None,
+                port: 8080,
+            });
+        config.entry_points.insert(
+            INTERNAL_ENTRY_POINT.to_owned(),
+            super::EntryPoint {
+                address,
+                ..super::EntryPoint::default()
+            },
+        );
+    }
+}
+
+/// The read-only API and the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Api {
+    /// Serve the API and dashboard on the internal entry point `gangway`
+    /// (loopback by default). Without it, route to them with a router whose
+    /// service is `api@internal`.
+    pub insecure: bool,
+    /// Serve the dashboard next to the API. Default `true`.
+    pub dashboard: bool,
+}
+
+impl Default for Api {
+    fn default() -> Self {
+        Api {
+            insecure: false,
+            dashboard: true,
+        }
+    }
+}
+
+/// The `/ping` health endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Ping {
+    /// The entry point that serves `/ping`. Default `gangway`.
+    pub entry_point: String,
+    /// Status answered while shutting down. Default 503.
+    pub terminating_status_code: u16,
+}
+
+impl Default for Ping {
+    fn default() -> Self {
+        Ping {
+            entry_point: INTERNAL_ENTRY_POINT.to_owned(),
+            terminating_status_code: 503,
+        }
+    }
+}
+
+/// Metrics exporters.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Metrics {
+    /// Prometheus exposition at `/metrics`; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<Prometheus>,
+}
+
+impl Metrics {
+    /// No exporter is enabled.
+    pub fn is_disabled(&self) -> bool {
+        self.prometheus.is_none()
+    }
+}
+
+/// A histogram bucket boundary, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Bucket(pub f64);
+
+// Boundaries are finite numbers (checked when read), so equality is total.
+impl Eq for Bucket {}
+
+impl<'de> Deserialize<'de> for Bucket {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let value = match Raw::deserialize(d)? {
+            Raw::Number(n) => n,
+            Raw::Text(t) => t.trim().parse::<f64>().map_err(|_| {
+                serde::de::Error::custom(format!("`{t}` is not a number of seconds"))
+            })?,
+        };
+        if !value.is_finite() || value <= 0.0 {
+            return Err(serde::de::Error::custom(format!(
+                "bucket `{value}` must be a positive number of seconds"
+            )));
+        }
+        Ok(Bucket(value))
+    }
+}
+
+/// Prometheus metrics.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Prometheus {
+    /// Upper bounds of the request duration histograms, in seconds.
+    /// Default `0.1, 0.3, 1.2, 5` (Traefik's).
+    pub buckets: Vec<Bucket>,
+    /// Per-entry-point metrics. Default `true`.
+    pub add_entry_points_labels: bool,
+    /// Per-router metrics. Default `false` (Traefik's default).
+    pub add_routers_labels: bool,
+    /// Per-service metrics. Default `true`.
+    pub add_services_labels: bool,
+    /// The entry point that serves `/metrics`. Default `gangway`.
+    pub entry_point: String,
+    /// Prefix of every metric name. Default `gangway`; `traefik` gives
+    /// Traefik's names, so existing dashboards work.
+    pub prefix: String,
+}
+
+impl Default for Prometheus {
+    fn default() -> Self {
+        Prometheus {
+            buckets: vec![Bucket(0.1), Bucket(0.3), Bucket(1.2), Bucket(5.0)],
+            add_entry_points_labels: true,
+            add_routers_labels: false,
+            add_services_labels: true,
+            entry_point: INTERNAL_ENTRY_POINT.to_owned(),
+            prefix: "gangway".to_owned(),
+        }
+    }
+}
+
+/// The access log.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AccessLog {
+    /// Where lines go; standard output when unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<PathBuf>,
+    /// `common` (Traefik's CLF-like line) or `json`. Default `common`.
+    pub format: AccessLogFormat,
+    /// Lines held in memory waiting for the writer. Default 0 means 1024;
+    /// past it, lines are dropped and counted, never slowing requests.
+    pub buffering_size: usize,
+    /// Which requests are logged.
+    pub filters: AccessLogFilters,
+    /// Which fields are written.
+    pub fields: AccessLogFields,
+}
+
+/// Access log line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogFormat {
+    /// `client - user [time] "METHOD path proto" status size "referer" "agent" count "router" "url" duration`.
+    #[default]
+    Common,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Access log filters; a request is logged when any filter matches (or no
+/// filter is set).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AccessLogFilters {
+    /// Status codes or ranges, e.g. `200`, `300-302`, `500-599`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status_codes: Vec<String>,
+    /// Log requests that were retried.
+    pub retry_attempts: bool,
+    /// Log requests that took longer than this.
+    pub min_duration: Duration,
+}
+
+/// Per-field modes: `keep`, `drop` or `redact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AccessLogFields {
+    /// Mode of fields not named. Default `keep`.
+    pub default_mode: FieldMode,
+    /// Mode per field name (`ClientAddr`, `RequestPath`, …).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, FieldMode>,
+    /// Request headers in JSON lines.
+    pub headers: AccessLogHeaders,
+}
+
+impl Default for AccessLogFields {
+    fn default() -> Self {
+        AccessLogFields {
+            default_mode: FieldMode::Keep,
+            names: BTreeMap::new(),
+            headers: AccessLogHeaders::default(),
+        }
+    }
+}
+
+/// Header fields of the access log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct AccessLogHeaders {
+    /// Mode of headers not named. Default `drop`.
+    pub default_mode: FieldMode,
+    /// Mode per header name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub names: BTreeMap<String, FieldMode>,
+}
+
+impl Default for AccessLogHeaders {
+    fn default() -> Self {
+        AccessLogHeaders {
+            default_mode: FieldMode::Drop,
+            names: BTreeMap::new(),
+        }
+    }
+}
+
+/// What happens to one field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FieldMode {
+    /// Written as is.
+    #[default]
+    Keep,
+    /// Left out.
+    Drop,
+    /// Written as `REDACTED`.
+    Redact,
+}

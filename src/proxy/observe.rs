@@ -1,0 +1,234 @@
+//! Watching each request to its end for metrics and the access log. The
+//! response body is wrapped so that bytes are counted as they stream and the
+//! request is recorded once, when the body ends or is dropped.
+
+use super::body::ProxyBody;
+use super::{ConnInfo, Proxy};
+use crate::access_log::Entry;
+use crate::metrics::{Sample, method_index, protocol_of};
+use crate::runtime::Route;
+use bytes::Bytes;
+use http::{Request, Response, Version, header};
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Instant, SystemTime};
+
+/// A response body that reports when it is done.
+pub struct ObservedBody {
+    inner: ProxyBody,
+    watch: Option<Box<Watch>>,
+}
+
+struct Watch {
+    started: Instant,
+    sample: Sample,
+    conn_stats: Option<Arc<crate::metrics::Stats>>,
+    route: Option<Arc<Route>>,
+    entry: Option<Entry>,
+    log: Option<Arc<crate::access_log::AccessLogger>>,
+}
+
+impl Watch {
+    fn finish(mut self: Box<Self>) {
+        self.sample.duration = self.started.elapsed();
+        if let Some(s) = &self.conn_stats {
+            s.record(&self.sample);
+        }
+        if let Some(route) = &self.route {
+            if let Some(s) = &route.stats {
+                s.record(&self.sample);
+            }
+            if let Some(s) = &route.service_stats {
+                s.record(&self.sample);
+            }
+        }
+        if let (Some(log), Some(mut entry)) = (self.log.take(), self.entry.take()) {
+            entry.duration = self.sample.duration;
+            entry.downstream_size = self.sample.response_bytes;
+            log.log(entry);
+        }
+    }
+}
+
+impl Body for ObservedBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(w), Some(data)) = (this.watch.as_mut(), frame.data_ref()) {
+                    w.sample.response_bytes += data.len() as u64;
+                }
+            }
+            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => {
+                if let Some(w) = this.watch.take() {
+                    w.finish();
+                }
+            }
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for ObservedBody {
+    fn drop(&mut self) {
+        // Bodies that end without a final poll (empty bodies, HEAD, client
+        // gone) are recorded here.
+        if let Some(w) = self.watch.take() {
+            w.finish();
+        }
+    }
+}
+
+impl Proxy {
+    /// Handles a request, recording it for metrics and the access log when
+    /// either is on.
+    pub(crate) async fn serve(
+        &self,
+        conn: &ConnInfo,
+        req: Request<Incoming>,
+    ) -> Response<ObservedBody> {
+        let log = self.access_log.clone();
+        if conn.entry_point.stats.is_none() && log.is_none() && !self.route_metrics {
+            let (resp, _) = self.handle(conn, req).await;
+            return resp.map(|inner| ObservedBody { inner, watch: None });
+        }
+        let started = Instant::now();
+        let request_bytes = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let sample = Sample {
+            protocol: protocol_of(&req),
+            method: method_index(req.method()),
+            status: 0,
+            duration: std::time::Duration::ZERO,
+            request_bytes,
+            response_bytes: 0,
+        };
+        let entry = log.as_ref().map(|l| entry_for(conn, &req, l));
+        let (resp, route) = self.handle(conn, req).await;
+        let mut sample = sample;
+        sample.status = resp.status().as_u16();
+        let entry = entry.map(|mut e| {
+            e.status = sample.status;
+            e.router = route.as_ref().map(|r| r.name.clone());
+            e.service = route.as_ref().map(|r| r.service_name.clone());
+            e.service_url = resp.extensions().get::<ServedBy>().map(|s| s.0.clone());
+            e
+        });
+        let watch = Box::new(Watch {
+            started,
+            sample,
+            conn_stats: conn.entry_point.stats.clone(),
+            route,
+            entry,
+            log,
+        });
+        resp.map(|inner| ObservedBody {
+            inner,
+            watch: Some(watch),
+        })
+    }
+}
+
+/// Response extension naming the server URL that answered, for the access log.
+#[derive(Clone, Debug)]
+pub struct ServedBy(pub String);
+
+fn entry_for(
+    conn: &ConnInfo,
+    req: &Request<Incoming>,
+    log: &crate::access_log::AccessLogger,
+) -> Entry {
+    let headers = req.headers();
+    let text = |name: header::HeaderName| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let host = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_owned())
+        .or_else(|| text(header::HOST))
+        .unwrap_or_default();
+    let captured = if log.wanted_headers.any() {
+        headers
+            .iter()
+            .filter(|(k, _)| {
+                log.wanted_headers.mode(k.as_str())
+                    != crate::config::static_config::observability::FieldMode::Drop
+            })
+            .map(|(k, v)| {
+                (
+                    canonical(k.as_str()),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Entry {
+        client_addr: conn.peer.to_string(),
+        client_host: conn.peer.ip().to_string(),
+        client_port: conn.peer.port(),
+        method: req.method().as_str().to_owned(),
+        path: req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
+        protocol: match req.version() {
+            Version::HTTP_2 => "HTTP/2.0",
+            Version::HTTP_10 => "HTTP/1.0",
+            _ => "HTTP/1.1",
+        },
+        scheme: if conn.entry_point.tls {
+            "https"
+        } else {
+            "http"
+        },
+        host,
+        entry_point: conn.entry_point.name.clone(),
+        start: Some(SystemTime::now()),
+        referer: text(header::REFERER),
+        user_agent: text(header::USER_AGENT),
+        headers: captured,
+        ..Entry::default()
+    }
+}
+
+/// `user-agent` → `User-Agent`, as Traefik writes header fields.
+fn canonical(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut c = part.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}

@@ -1,0 +1,182 @@
+//! The access log in both formats, and its dropped-line counter when the
+//! writer cannot keep up.
+
+mod support;
+
+use http::StatusCode;
+use std::time::Duration;
+use support::{Backend, Gangway, eventually, free_port};
+
+async fn metrics(port: u16) -> String {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let req = http::Request::get(format!("http://127.0.0.1:{port}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    let resp = client.request(req).await.expect("metrics");
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+#[tokio::test]
+async fn common_format_lines_name_the_request_router_and_server() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let flag = format!("--accessLog.filePath={}", path.display());
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &[&flag],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    gw.get("app.test", "/hello?x=1").await;
+    gw.get("nowhere.test", "/missing").await;
+    eventually(Duration::from_secs(5), "lines written", || async {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("/missing")
+    })
+    .await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let hello = text
+        .lines()
+        .find(|l| l.contains("/hello"))
+        .expect("hello line");
+    assert!(hello.starts_with("127.0.0.1 - - ["), "{hello}");
+    assert!(
+        hello.contains(r#""GET /hello?x=1 HTTP/1.1" 200 "#),
+        "{hello}"
+    );
+    assert!(
+        hello.contains(r#""app@file""#) && hello.contains(&format!(r#""{}""#, b.url())),
+        "{hello}"
+    );
+    assert!(hello.ends_with("ms"), "{hello}");
+    let missing = text
+        .lines()
+        .find(|l| l.contains("/missing"))
+        .expect("404 line");
+    assert!(
+        missing.contains(r#""GET /missing HTTP/1.1" 404 19 "#),
+        "{missing}"
+    );
+}
+
+#[tokio::test]
+async fn json_format_has_traefiks_field_names_and_filters_apply() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.json");
+    let flags = [
+        format!("--accessLog.filePath={}", path.display()),
+        "--accessLog.format=json".to_owned(),
+        "--accessLog.filters.statusCodes=400-499".to_owned(),
+        "--accessLog.fields.headers.names.User-Agent=keep".to_owned(),
+        "--accessLog.fields.names.ClientHost=redact".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let req = http::Request::get(gw.url("/nope"))
+        .header("host", "x.test")
+        .header("user-agent", "probe/1")
+        .body(Default::default())
+        .unwrap();
+    assert_eq!(gw.send(req).await.status, StatusCode::NOT_FOUND);
+    eventually(Duration::from_secs(5), "line written", || async {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("/nope")
+    })
+    .await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The warm-up 200s are filtered out; only 404s (the probe, and warm-ups
+    // sent before the configuration was applied) pass.
+    assert!(
+        lines.iter().all(|l| l["DownstreamStatus"] == 404),
+        "only 4xx passes the filter:\n{text}"
+    );
+    let line = lines
+        .iter()
+        .find(|l| l["RequestPath"] == "/nope")
+        .expect("probe line");
+    assert_eq!(line["DownstreamStatus"], 404);
+    assert_eq!(line["RequestMethod"], "GET");
+    assert_eq!(line["RequestPath"], "/nope");
+    assert_eq!(line["RequestHost"], "x.test");
+    assert_eq!(line["entryPointName"], "web");
+    assert_eq!(line["ClientHost"], "REDACTED");
+    assert_eq!(line["request_User-Agent"], "probe/1");
+    assert!(line["Duration"].as_u64().is_some());
+    assert!(line.get("RouterName").is_none());
+}
+
+#[tokio::test]
+async fn a_blocked_writer_drops_lines_and_counts_them_without_slowing_requests() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    // Held open for reading (so gangway's open succeeds) but never read.
+    let _held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&fifo)
+        .unwrap();
+    let internal = free_port();
+    let flags = [
+        format!("--accessLog.filePath={}", fifo.display()),
+        "--accessLog.bufferingSize=5".to_owned(),
+        "--metrics.prometheus".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let long = format!("/{}", "p".repeat(400));
+    for _ in 0..1500 {
+        assert_eq!(
+            gw.get("app.test", &long).await.status,
+            StatusCode::OK,
+            "requests keep being served"
+        );
+    }
+    let text = metrics(internal).await;
+    let dropped: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("gangway_accesslog_dropped_lines_total "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no dropped counter in\n{text}"));
+    assert!(dropped > 0.0, "lines were dropped and counted: {dropped}");
+}

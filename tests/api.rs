@@ -1,0 +1,436 @@
+//! The read-only API, /ping, /metrics and the access log, through the real
+//! binary.
+
+mod support;
+
+use http::StatusCode;
+use serde_json::Value;
+use std::time::Duration;
+use support::{Backend, Gangway, eventually, free_port};
+
+struct Api {
+    port: u16,
+    client: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        http_body_util::Full<bytes::Bytes>,
+    >,
+}
+
+impl Api {
+    fn new(port: u16) -> Self {
+        Api {
+            port,
+            client: hyper_util::client::legacy::Client::builder(
+                hyper_util::rt::TokioExecutor::new(),
+            )
+            .build_http(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, http::HeaderMap, String) {
+        let req = http::Request::get(format!("http://127.0.0.1:{}{path}", self.port))
+            .body(Default::default())
+            .unwrap();
+        let resp = self.client.request(req).await.expect("api request");
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::BodyExt::collect(body)
+            .await
+            .expect("body")
+            .to_bytes();
+        (
+            parts.status,
+            parts.headers,
+            String::from_utf8_lossy(&body).into_owned(),
+        )
+    }
+
+    async fn json(&self, path: &str) -> Value {
+        let (status, _, body) = self.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"))
+    }
+}
+
+fn config(b: &Backend) -> String {
+    format!(
+        r#"
+[http.routers.app]
+rule = "Host(`app.test`)"
+service = "app"
+[http.routers.api-path]
+rule = "Host(`app.test`) && PathPrefix(`/api`)"
+service = "app"
+[http.routers.broken]
+rule = "Host(`broken.test`) &&"
+service = "app"
+[http.routers.orphan]
+rule = "Host(`orphan.test`)"
+service = "missing"
+[http.routers.dash]
+rule = "Host(`dash.test`)"
+service = "api@internal"
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/x"]
+"#,
+        b.url()
+    )
+}
+
+async fn start(extra: &[&str]) -> (Backend, Gangway, Api) {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let mut flags = vec![
+        "--api.insecure=true",
+        "--ping",
+        "--metrics.prometheus",
+        ep.as_str(),
+    ];
+    flags.extend_from_slice(extra);
+    let gw = Gangway::with_file(&config(&b), &flags).await;
+    let api = Api::new(internal);
+    eventually(
+        Duration::from_secs(10),
+        "API answers with the file's routers",
+        || async { api.get("/api/http/routers/app@file").await.0 == StatusCode::OK },
+    )
+    .await;
+    (b, gw, api)
+}
+
+fn by_name<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array()
+        .and_then(|a| a.iter().find(|v| v["name"] == name))
+        .unwrap_or_else(|| panic!("{name} in {list}"))
+}
+
+#[tokio::test]
+async fn routers_services_and_middlewares_in_traefiks_shapes() {
+    let (b, _gw, api) = start(&[]).await;
+    let routers = api.json("/api/http/routers").await;
+    let app = by_name(&routers, "api-path@file");
+    assert_eq!(app["provider"], "file");
+    assert_eq!(app["rule"], "Host(`app.test`) && PathPrefix(`/api`)");
+    assert_eq!(app["service"], "app@file");
+    assert_eq!(app["status"], "enabled");
+    assert_eq!(app["priority"], 38);
+    assert_eq!(
+        app["using"],
+        serde_json::json!(["web"]),
+        "routers without entryPoints join every entry point but the internal one"
+    );
+
+    let broken = by_name(&routers, "broken@file");
+    assert_eq!(broken["status"], "disabled");
+    assert!(
+        broken["error"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("column")),
+        "{broken}"
+    );
+    let orphan = by_name(&routers, "orphan@file");
+    assert_eq!(orphan["status"], "disabled");
+    assert!(
+        orphan["error"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("missing@file")),
+        "{orphan}"
+    );
+
+    let services = api.json("/api/http/services").await;
+    let svc = by_name(&services, "app@file");
+    assert_eq!(svc["type"], "loadbalancer");
+    assert_eq!(svc["loadBalancer"]["servers"][0]["url"], b.url());
+    assert_eq!(svc["serverStatus"][b.url()], "UP");
+    let used: Vec<&str> = svc["usedBy"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        used.contains(&"api-path@file") && used.contains(&"app@file"),
+        "{svc}"
+    );
+
+    let middlewares = api.json("/api/http/middlewares").await;
+    let strip = by_name(&middlewares, "strip@file");
+    assert_eq!(strip["type"], "stripprefix");
+    assert_eq!(strip["stripPrefix"]["prefixes"][0], "/x");
+    assert_eq!(strip["usedBy"], serde_json::json!([]));
+
+    // One object by name; a missing one is a 404 with a message.
+    assert_eq!(
+        api.json("/api/http/routers/orphan@file").await["status"],
+        "disabled"
+    );
+    let (status, _, body) = api.get("/api/http/routers/nope@file").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(body.contains("router not found"));
+}
+
+#[tokio::test]
+async fn list_filters_and_pages_like_traefik() {
+    let (_b, _gw, api) = start(&[]).await;
+    let disabled = api.json("/api/http/routers?status=disabled").await;
+    let names: Vec<&str> = disabled
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(names, ["broken@file", "orphan@file"]);
+    let searched = api.json("/api/http/routers?search=orphan").await;
+    assert_eq!(searched.as_array().unwrap().len(), 1);
+    let internal = api.json("/api/http/routers?provider=internal").await;
+    assert!(
+        internal
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["provider"] == "internal")
+            && !internal.as_array().unwrap().is_empty()
+    );
+    let (_, headers, body) = api.get("/api/http/routers?per_page=2&page=1").await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&body)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(headers["x-next-page"], "2");
+    let (_, headers, _) = api.get("/api/http/routers?per_page=2&page=100").await;
+    assert_eq!(
+        headers["x-next-page"], "1",
+        "the last page points back to the first"
+    );
+}
+
+#[tokio::test]
+async fn overview_entrypoints_rawdata_version_providers() {
+    let (_b, _gw, api) = start(&[]).await;
+    let overview = api.json("/api/overview").await;
+    assert_eq!(overview["http"]["routers"]["errors"], 2);
+    assert!(overview["http"]["routers"]["total"].as_u64().unwrap() >= 5);
+    assert_eq!(overview["features"]["metrics"], "Prometheus");
+    assert_eq!(overview["providers"], serde_json::json!(["File"]));
+
+    let eps = api.json("/api/entrypoints").await;
+    let web = by_name(&eps, "web");
+    assert!(web["address"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(web["transport"]["lifeCycle"]["graceTimeOut"], "10s");
+    assert_eq!(
+        api.json("/api/entrypoints/gangway").await["name"],
+        "gangway"
+    );
+
+    let raw = api.json("/api/rawdata").await;
+    assert_eq!(raw["routers"]["app@file"]["service"], "app@file");
+    assert!(
+        raw["services"]["app@file"].is_object() && raw["middlewares"]["strip@file"].is_object()
+    );
+    assert_eq!(
+        api.json("/api/version").await["Version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    let providers = api.json("/api/providers").await;
+    assert!(
+        providers["file"]["lastSync"].as_u64().is_some(),
+        "{providers}"
+    );
+    assert_eq!(providers["file"]["routers"], 5);
+}
+
+#[tokio::test]
+async fn explain_names_the_winner_and_why_the_others_lost() {
+    let (b, _gw, api) = start(&[]).await;
+    let e = api
+        .json("/api/explain?host=app.test&path=/api/users&method=GET")
+        .await;
+    let web = &e["entryPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["entryPoint"] == "web")
+        .cloned()
+        .unwrap();
+    assert_eq!(web["winner"]["router"], "api-path@file");
+    assert_eq!(web["winner"]["service"], "app@file");
+    assert_eq!(web["winner"]["servers"][0], b.url());
+    let shadowed = web["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["router"] == "app@file")
+        .unwrap();
+    assert_eq!(shadowed["matched"], false);
+    assert!(
+        shadowed["reason"]
+            .as_str()
+            .unwrap()
+            .contains("higher priority"),
+        "{shadowed}"
+    );
+    let other = web["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["router"] == "orphan@file");
+    assert!(other.is_none(), "disabled routers are not candidates");
+    let dash = web["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["router"] == "dash@file")
+        .unwrap();
+    assert!(
+        dash["reason"].as_str().unwrap().contains("dash.test"),
+        "{dash}"
+    );
+    assert!(
+        e["disabledRouters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["router"] == "broken@file")
+    );
+
+    let (status, _, body) = api.get("/api/explain?method=G%20T").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}
+
+#[tokio::test]
+async fn ping_dashboard_and_api_behind_a_router() {
+    let (_b, gw, api) = start(&[]).await;
+    let (status, _, body) = api.get("/ping").await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "OK"));
+    let (status, headers, body) = api.get("/dashboard/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(body.contains("<title>gangway</title>"));
+    let (status, headers, _) = api.get("/").await;
+    assert_eq!(status, StatusCode::TEMPORARY_REDIRECT);
+    assert_eq!(headers["location"], "/dashboard/");
+    // A user router sends a host to api@internal on the public entry point.
+    let got = gw.get("dash.test", "/api/version").await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert!(got.text().contains("\"Version\""));
+    // The API is not on the public entry point for other hosts.
+    assert_eq!(
+        gw.get("app.test", "/api/version").await.status,
+        StatusCode::OK,
+        "app routes /api to its own backend"
+    );
+    assert!(
+        gw.get("app.test", "/api/version")
+            .await
+            .text()
+            .contains("\"backend\":\"b\"")
+    );
+    // No API endpoint accepts a change.
+    let req = http::Request::post(format!("http://127.0.0.1:{}/api/http/routers", api.port))
+        .body(Default::default())
+        .unwrap();
+    let resp = api.client.request(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn metrics_count_exactly_the_requests_sent() {
+    let (_b, gw, api) = start(&[
+        "--metrics.prometheus.addRoutersLabels=true",
+        "--metrics.prometheus.buckets=0.05,0.5",
+    ])
+    .await;
+    for _ in 0..7 {
+        assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
+    }
+    for _ in 0..3 {
+        assert_eq!(gw.get("app.test", "/api/x").await.status, StatusCode::OK);
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            gw.get("nowhere.test", "/").await.status,
+            StatusCode::NOT_FOUND
+        );
+    }
+    let (_, headers, text) = api.get("/metrics").await;
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let line = |needle: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(needle))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no `{needle}` in\n{text}"))
+    };
+    assert_eq!(
+        line(
+            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="app@file"}"#
+        ),
+        7.0
+    );
+    assert_eq!(
+        line(
+            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="api-path@file"}"#
+        ),
+        3.0
+    );
+    assert_eq!(
+        line(
+            r#"gangway_service_requests_total{code="200",method="GET",protocol="http",service="app@file"}"#
+        ),
+        10.0
+    );
+    // The entry point also saw the 404s (and the warm-up requests of the harness, none here).
+    assert_eq!(
+        line(
+            r#"gangway_entrypoint_requests_total{code="404",method="GET",protocol="http",entrypoint="web"}"#
+        ),
+        2.0
+    );
+    assert_eq!(
+        line(
+            r#"gangway_entrypoint_requests_total{code="200",method="GET",protocol="http",entrypoint="web"}"#
+        ),
+        10.0
+    );
+    assert_eq!(
+        line(
+            r#"gangway_router_request_duration_seconds_bucket{code="200",method="GET",protocol="http",router="app@file",le="+Inf"}"#
+        ),
+        7.0
+    );
+    assert!(
+        text.contains(r#"le="0.05""#)
+            && text.contains(r#"le="0.5""#)
+            && !text.contains(r#"le="1.2""#),
+        "buckets follow the configuration"
+    );
+    assert!(line("gangway_config_reloads_total") >= 1.0);
+    assert!(line("gangway_config_last_reload_success") > 1.7e9);
+    assert!(line(r#"gangway_open_connections{entrypoint="web"}"#) >= 0.0);
+}
+
+#[tokio::test]
+async fn metric_prefix_can_be_traefiks() {
+    let (_b, gw, api) = start(&["--metrics.prometheus.prefix=traefik"]).await;
+    gw.get("app.test", "/").await;
+    let (_, _, text) = api.get("/metrics").await;
+    assert!(text.contains(r#"traefik_service_requests_total{code="200",method="GET",protocol="http",service="app@file"} 1"#), "{text}");
+    assert!(!text.contains("gangway_service_requests_total"));
+}
