@@ -109,9 +109,10 @@ pub(super) async fn run(
                 "lost Docker; keeping the last known routes and reconnecting"
             );
             failing = true;
-        }
-        if state.report_failure(&message).await.is_err() {
-            return;
+            // Once per outage: the aggregator logs what it is told.
+            if state.report_failure(&message).await.is_err() {
+                return;
+            }
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(BACKOFF_MAX);
