@@ -613,3 +613,30 @@ async fn a_rolling_redeploy_under_load_loses_no_request() {
     );
     assert!(ok > 100, "too little load to mean anything: {ok}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_a_daemon_gangway_serves_its_other_providers_and_says_why() {
+    // Needs no Docker: the daemon is deliberately somewhere else.
+    let backend = support::Backend::echo("file").await;
+    let gw = support::Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&backend.url()]),
+        &[
+            "--providers.docker",
+            "--providers.docker.endpoint=unix:///nonexistent/docker.sock",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    eventually(
+        Duration::from_secs(5),
+        "the file provider's route",
+        || async { probe.status("app.test").await == 200 },
+    )
+    .await;
+    eventually(Duration::from_secs(5), "the outage is logged", || async {
+        let log = gw.log();
+        log.contains("Docker unreachable") && log.contains("/nonexistent/docker.sock")
+    })
+    .await;
+    assert_eq!(gw.log().matches("Docker unreachable").count(), 1);
+}

@@ -64,7 +64,7 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
     })
     .await;
     eventually(Duration::from_secs(10), "gangway notices", || async {
-        gw.log().contains("lost Docker")
+        gw.log().contains("Docker unreachable")
     })
     .await;
     // Meanwhile the last known routes stay in use.
@@ -101,5 +101,5 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
     )
     .await;
     assert_eq!(gw.pid(), gangway_pid);
-    assert!(gw.log().contains("lost Docker"), "{}", gw.log());
+    assert!(gw.log().contains("Docker unreachable"), "{}", gw.log());
 }

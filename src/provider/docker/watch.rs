@@ -106,7 +106,7 @@ pub(super) async fn run(
             tracing::error!(
                 provider = PROVIDER,
                 error = %message,
-                "lost Docker; keeping the last known routes and reconnecting"
+                "Docker unreachable; keeping the last known routes and retrying"
             );
             failing = true;
             // Once per outage: the aggregator logs what it is told.
