@@ -4,8 +4,10 @@
 //! `run` is what the binary calls and what the integration tests start.
 
 pub mod aggregate;
+pub mod balance;
 pub mod compile;
 pub mod config;
+pub mod health;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
@@ -79,6 +81,12 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             response_header_timeout: nonzero(ft.response_header_timeout.0),
             idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
             max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
+            tls: runtime::registries::TlsSettings {
+                insecure_skip_verify: config.servers_transport.insecure_skip_verify,
+                root_cas: config.servers_transport.root_cas.clone(),
+                server_name: None,
+                disable_http2: false,
+            },
         },
     };
     let (tx, rx) = mpsc::channel(64);

@@ -5,6 +5,7 @@ use super::body::ProxyBody;
 use super::error::Kind;
 use super::forwarded::normalize_host;
 use super::{ConnInfo, Proxy};
+use crate::balance::RequestBody;
 use crate::rule::RequestFacts;
 use crate::runtime::Route;
 use http::header::{self, HeaderValue};
@@ -59,9 +60,7 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         req: Request<Incoming>,
     ) -> Response<ProxyBody> {
-        let Some(server) = route.upstream.pick() else {
-            return Kind::NoServer.into_response();
-        };
-        self.forward(conn, route, server, host_value, req).await
+        self.forward(conn, route, host_value, req.map(RequestBody::from))
+            .await
     }
 }
