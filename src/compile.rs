@@ -551,3 +551,6 @@ fn compile_server(
     };
     Ok((server, uri))
 }
+
+#[cfg(test)]
+mod service_tests;

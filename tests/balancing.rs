@@ -693,8 +693,8 @@ struct Pki {
     key: Vec<u8>,
 }
 
-/// A CA, and a server certificate it signed for `backend.internal` only.
-fn pki() -> Pki {
+/// A CA, and a server certificate it signed for `names` only.
+fn pki(names: &[&str]) -> Pki {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
     let ca_key = KeyPair::generate().expect("ca key");
     let mut ca = CertificateParams::new(Vec::<String>::new()).expect("ca params");
@@ -708,8 +708,8 @@ fn pki() -> Pki {
     ];
     let ca_cert = ca.self_signed(&ca_key).expect("ca cert");
     let key = KeyPair::generate().expect("key");
-    let params =
-        CertificateParams::new(vec!["backend.internal".to_owned()]).expect("server params");
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let params = CertificateParams::new(names).expect("server params");
     let cert = params
         .signed_by(&key, &ca_cert, &ca_key)
         .expect("server cert");
@@ -761,7 +761,7 @@ async fn https_server(pki: &Pki) -> (SocketAddr, tokio::task::JoinHandle<()>) {
 
 #[tokio::test]
 async fn https_servers_with_root_cas_server_name_and_insecure_skip_verify() {
-    let pki = pki();
+    let pki = pki(&["backend.internal"]);
     let (addr, _server) = https_server(&pki).await;
     let dir = tempfile::tempdir().expect("tempdir");
     let ca_path = dir.path().join("ca.pem");
@@ -824,6 +824,117 @@ rootCAs = [{ca:?}]
     // The right CA, but the certificate is not for 127.0.0.1.
     let got = send(&c, get(&gw, "wrongname.test", None)).await;
     assert_eq!(got.status, StatusCode::BAD_GATEWAY);
+}
+
+#[tokio::test]
+async fn static_servers_transport_applies_to_every_service_without_its_own() {
+    let pki = pki(&["127.0.0.1"]);
+    let (addr, _server) = https_server(&pki).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_path = dir.path().join("ca.pem");
+    std::fs::write(&ca_path, &pki.ca_pem).expect("write ca");
+    let conf = format!(
+        "{}{}",
+        router("app", "app.test", "app"),
+        lb("app", &[(&format!("https://{addr}"), 1)], "")
+    );
+    let flag = format!("--serversTransport.rootCAs={}", ca_path.display());
+    let gw = Gangway::with_file(&conf, &[&flag]).await;
+    wait_for(&gw, "app.test").await;
+    let got = send(&client(), get(&gw, "app.test", None)).await;
+    assert_eq!(
+        (got.status, got.backend.as_str()),
+        (StatusCode::OK, "HTTP/2.0")
+    );
+}
+
+// === health-check options ===
+
+#[tokio::test]
+async fn health_checks_send_the_configured_request_and_judge_by_status() {
+    let app = Server::start("app").await;
+    // The check goes to another port, which records what it is asked and
+    // answers /hc with a redirect to /ready, and /ready with 204.
+    type Probe = (String, String, String, String);
+    let seen: Arc<Mutex<Vec<Probe>>> = Arc::default();
+    let record = seen.clone();
+    let probe = Backend::serve(move |req: Request<Incoming>| {
+        let record = record.clone();
+        async move {
+            let header = |n: &str| {
+                req.headers()
+                    .get(n)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            record.lock().unwrap().push((
+                req.method().to_string(),
+                req.uri().to_string(),
+                header("host"),
+                header("x-check"),
+            ));
+            let mut resp = http::Response::new(Full::new(Bytes::new()));
+            if req.uri().path() == "/hc" {
+                *resp.status_mut() = StatusCode::FOUND;
+                resp.headers_mut()
+                    .insert("location", "/ready".parse().unwrap());
+            } else {
+                *resp.status_mut() = StatusCode::NO_CONTENT;
+            }
+            resp
+        }
+    })
+    .await;
+    let check = |service: &str, follow: bool| {
+        format!(
+            "[http.services.{service}.loadBalancer.healthCheck]\npath = \"/hc?from=gw\"\nport = {}\nhostname = \"check.internal\"\nmethod = \"HEAD\"\nstatus = 204\ninterval = \"100ms\"\nfollowRedirects = {follow}\n[http.services.{service}.loadBalancer.healthCheck.headers]\nX-Check = \"yes\"\n",
+            probe.addr.port()
+        )
+    };
+    let conf = format!(
+        "{}{}{}{}{}{}",
+        router("follow", "follow.test", "follow"),
+        lb("follow", &[(&app.url(), 1)], ""),
+        check("follow", true),
+        router("stay", "stay.test", "stay"),
+        lb("stay", &[(&app.url(), 1)], ""),
+        check("stay", false),
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    wait_for(&gw, "follow.test").await;
+    let c = client();
+    // Without following, the 302 is not the expected 204: no server is up.
+    eventually(
+        WAIT,
+        "the service that does not follow redirects is down",
+        || async {
+            send(&c, get(&gw, "stay.test", None)).await.status == StatusCode::SERVICE_UNAVAILABLE
+        },
+    )
+    .await;
+    for _ in 0..5 {
+        let got = send(&c, get(&gw, "follow.test", None)).await;
+        assert_eq!((got.status, got.backend.as_str()), (StatusCode::OK, "app"));
+    }
+    let probe_of = |path: &str| {
+        (
+            "HEAD".to_owned(),
+            path.to_owned(),
+            "check.internal".to_owned(),
+            "yes".to_owned(),
+        )
+    };
+    eventually(WAIT, "the check followed the redirect", || async {
+        seen.lock().unwrap().contains(&probe_of("/ready"))
+    })
+    .await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.contains(&probe_of("/hc?from=gw")), "{seen:?}");
+    assert!(
+        app.hits().iter().all(|h| h.path == "/"),
+        "checks went to the check port only"
+    );
 }
 
 // === state across configuration changes ===
