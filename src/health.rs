@@ -10,7 +10,8 @@ use crate::balance::RequestBody;
 use crate::config::dynamic::HealthCheck;
 use crate::runtime::ServerKind;
 use crate::runtime::registries::UpstreamClient;
-use http::header::{HOST, HeaderName, HeaderValue, LOCATION};
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, LOCATION, TE};
 use http::uri::{Authority, PathAndQuery, Scheme};
 use http::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
@@ -208,8 +209,22 @@ pub struct ServiceHealthReport {
     pub servers: BTreeMap<String, ServerHealthReport>,
 }
 
+/// How a server is probed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// An HTTP request; healthy by status code.
+    Http,
+    /// The gRPC health-checking protocol (`grpc.health.v1.Health/Check`,
+    /// empty service name); healthy when the answer is SERVING.
+    Grpc,
+}
+
+/// The gRPC health method, as a request path.
+const GRPC_CHECK_PATH: &str = "/grpc.health.v1.Health/Check";
+
 /// What to probe, how often, and what counts as healthy.
 pub struct CheckPlan {
+    mode: Mode,
     targets: Vec<CheckTarget>,
     method: Method,
     headers: HeaderMap,
@@ -257,14 +272,16 @@ pub fn compile_plan(
         follow_redirects,
         headers,
     } = hc;
-    match mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        None | Some("") | Some("http") => {}
-        Some("grpc") => {
-            return Err("healthCheck mode `grpc` is not supported yet (use `http`)".to_owned());
-        }
-        Some(other) => return Err(format!("healthCheck mode `{other}` is not `http`")),
-    }
-    let path = path.as_deref().unwrap_or_default();
+    let mode = match mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("") | Some("http") => Mode::Http,
+        Some("grpc") => Mode::Grpc,
+        Some(other) => return Err(format!("healthCheck mode `{other}` is not http or grpc")),
+    };
+    let path = match (mode, path.as_deref()) {
+        // gRPC has one health method; a path given for it is not used.
+        (Mode::Grpc, _) => GRPC_CHECK_PATH,
+        (Mode::Http, p) => p.unwrap_or_default(),
+    };
     if !path.starts_with('/') {
         return Err(format!(
             "healthCheck path `{path}` must be a path starting with `/`"
@@ -336,14 +353,21 @@ pub fn compile_plan(
     };
     let mut targets = Vec::with_capacity(servers.len());
     for s in servers {
-        let kind = scheme_override.unwrap_or(s.kind);
+        let kind = match (mode, scheme_override.unwrap_or(s.kind)) {
+            // gRPC needs HTTP/2: cleartext servers are probed with h2c.
+            (Mode::Grpc, ServerKind::Http) => ServerKind::H2c,
+            (_, kind) => kind,
+        };
         let authority: Authority = match port {
             None | Some(0) => s.authority.clone(),
             Some(p) => format!("{}:{p}", s.authority.host())
                 .parse()
                 .map_err(|_| format!("healthCheck port {p} gives no valid address"))?,
         };
-        let base = s.uri.path().trim_end_matches('/');
+        let base = match mode {
+            Mode::Http => s.uri.path().trim_end_matches('/'),
+            Mode::Grpc => "",
+        };
         let pq = if base.is_empty() {
             check_pq.clone()
         } else {
@@ -365,6 +389,7 @@ pub fn compile_plan(
         targets.push(CheckTarget { uri, kind, host });
     }
     Ok(CheckPlan {
+        mode,
         targets,
         method,
         headers: header_map,
@@ -395,7 +420,13 @@ async fn check_loop(plan: &CheckPlan, health: &Weak<ServiceHealth>, i: usize) {
         return;
     };
     loop {
-        let outcome = match tokio::time::timeout(plan.timeout, check(plan, target)).await {
+        let probe = async {
+            match plan.mode {
+                Mode::Http => check(plan, target).await,
+                Mode::Grpc => check_grpc(plan, target).await,
+            }
+        };
+        let outcome = match tokio::time::timeout(plan.timeout, probe).await {
             Ok(r) => r,
             Err(_) => Err(format!("no answer within {:?}", plan.timeout)),
         };
@@ -466,6 +497,112 @@ async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
         };
     }
     Err(format!("more than {MAX_REDIRECTS} redirects"))
+}
+
+/// One gRPC health probe: `Check` with an empty service name, healthy when
+/// the call succeeds and answers SERVING.
+async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
+    // A framed, empty HealthCheckRequest: no compression, length 0.
+    const EMPTY_REQUEST: &[u8] = &[0, 0, 0, 0, 0];
+    let mut req = Request::new(RequestBody::bytes(Bytes::from_static(EMPTY_REQUEST)));
+    *req.method_mut() = Method::POST;
+    *req.uri_mut() = target.uri.clone();
+    *req.version_mut() = Version::HTTP_2;
+    *req.headers_mut() = plan.headers.clone();
+    let headers = req.headers_mut();
+    headers.insert(HOST, target.host.clone());
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    headers.insert(TE, HeaderValue::from_static("trailers"));
+    let resp = plan
+        .client
+        .send(target.kind, false, req)
+        .await
+        .map_err(|e| describe(&e))?;
+    if resp.status() != StatusCode::OK {
+        return Err(format!("status {} (expected 200)", resp.status().as_u16()));
+    }
+    // A trailers-only answer carries grpc-status in the headers.
+    let mut grpc_status = grpc_field(resp.headers(), "grpc-status");
+    let mut grpc_message = grpc_field(resp.headers(), "grpc-message");
+    let mut body = resp.into_body();
+    let mut data = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("reading the answer: {e}"))?;
+        if let Some(d) = frame.data_ref() {
+            if data.len() + d.len() > DRAIN_LIMIT {
+                return Err("health answer too large".to_owned());
+            }
+            data.extend_from_slice(d);
+        } else if let Some(t) = frame.trailers_ref() {
+            grpc_status = grpc_field(t, "grpc-status").or(grpc_status);
+            grpc_message = grpc_field(t, "grpc-message").or(grpc_message);
+        }
+    }
+    match grpc_status.as_deref() {
+        Some("0") => {}
+        Some(code) => {
+            return Err(format!(
+                "grpc-status {code}{}",
+                grpc_message.map(|m| format!(": {m}")).unwrap_or_default()
+            ));
+        }
+        None => return Err("no grpc-status in the answer".to_owned()),
+    }
+    match serving_status(&data) {
+        Some(1) => Ok(()),
+        Some(n) => Err(format!("gRPC health status {n} (expected 1, SERVING)")),
+        None => Err("malformed gRPC health answer".to_owned()),
+    }
+}
+
+fn grpc_field(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The `status` field (number 1) of a framed HealthCheckResponse; 0
+/// (UNKNOWN) when the field is absent, None when the bytes do not parse.
+fn serving_status(framed: &[u8]) -> Option<u64> {
+    let (&compressed, rest) = framed.split_first()?;
+    if compressed != 0 || rest.len() < 4 {
+        return None;
+    }
+    let (len, mut msg) = rest.split_at(4);
+    let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
+    msg = msg.get(..len)?;
+    let mut status = 0;
+    while !msg.is_empty() {
+        let key = varint(&mut msg)?;
+        match (key >> 3, key & 7) {
+            (1, 0) => status = varint(&mut msg)?,
+            (_, 0) => {
+                varint(&mut msg)?;
+            }
+            (_, 1) => msg = msg.get(8..)?,
+            (_, 2) => {
+                let n = usize::try_from(varint(&mut msg)?).ok()?;
+                msg = msg.get(n..)?;
+            }
+            (_, 5) => msg = msg.get(4..)?,
+            _ => return None,
+        }
+    }
+    Some(status)
+}
+
+fn varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = bytes.split_first()?;
+        *bytes = rest;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// The URL a `Location` header points to, relative to `base`.
@@ -545,6 +682,25 @@ mod tests {
         h.record(0, Err("down again".into()));
         next.inherit(&h);
         assert!(!next.is_up(0) && !next.any_up());
+    }
+
+    #[test]
+    fn grpc_health_answers_parse() {
+        // SERVING, NOT_SERVING, the field absent, other fields around it.
+        assert_eq!(serving_status(&[0, 0, 0, 0, 2, 0x08, 1]), Some(1));
+        assert_eq!(serving_status(&[0, 0, 0, 0, 2, 0x08, 2]), Some(2));
+        assert_eq!(serving_status(&[0, 0, 0, 0, 0]), Some(0));
+        assert_eq!(
+            serving_status(&[0, 0, 0, 0, 7, 0x12, 2, b'h', b'i', 0x08, 1, 0x18]),
+            None
+        );
+        assert_eq!(
+            serving_status(&[0, 0, 0, 0, 6, 0x12, 2, b'h', b'i', 0x08, 1]),
+            Some(1)
+        );
+        assert_eq!(serving_status(&[1, 0, 0, 0, 0]), None);
+        assert_eq!(serving_status(&[0, 0, 0, 0, 9, 0x08]), None);
+        assert_eq!(serving_status(&[]), None);
     }
 
     #[test]

@@ -937,6 +937,63 @@ async fn health_checks_send_the_configured_request_and_judge_by_status() {
     );
 }
 
+#[tokio::test]
+async fn grpc_health_checks_follow_the_serving_status() {
+    use http_body::Frame;
+    let serving = Arc::new(AtomicBool::new(true));
+    let flag = serving.clone();
+    let backend = Backend::serve(move |req: Request<Incoming>| {
+        let flag = flag.clone();
+        async move {
+            let health = req.uri().path() == "/grpc.health.v1.Health/Check";
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> = if health {
+                // HealthCheckResponse { status: SERVING (1) or NOT_SERVING (2) }
+                let status = if flag.load(Ordering::SeqCst) { 1 } else { 2 };
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", "0".parse().unwrap());
+                vec![
+                    Ok(Frame::data(Bytes::from(vec![0, 0, 0, 0, 2, 0x08, status]))),
+                    Ok(Frame::trailers(trailers)),
+                ]
+            } else {
+                vec![Ok(Frame::data(Bytes::from_static(b"grpc app")))]
+            };
+            let mut resp = http::Response::new(http_body_util::StreamBody::new(
+                futures_util::stream::iter(frames),
+            ));
+            if health {
+                resp.headers_mut()
+                    .insert("content-type", "application/grpc".parse().unwrap());
+            }
+            resp
+        }
+    })
+    .await;
+    let conf = format!(
+        "{}{}[http.services.app.loadBalancer.healthCheck]\nmode = \"grpc\"\ninterval = \"100ms\"\n",
+        router("app", "app.test", "app"),
+        lb("app", &[(&format!("h2c://{}", backend.addr), 1)], ""),
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    wait_for(&gw, "app.test").await;
+    let c = client();
+    let got = send(&c, get(&gw, "app.test", None)).await;
+    assert_eq!(
+        (got.status, got.backend.as_str()),
+        (StatusCode::OK, "grpc app")
+    );
+    serving.store(false, Ordering::SeqCst);
+    eventually(WAIT, "NOT_SERVING takes the server out", || async {
+        send(&c, get(&gw, "app.test", None)).await.status == StatusCode::SERVICE_UNAVAILABLE
+    })
+    .await;
+    serving.store(true, Ordering::SeqCst);
+    eventually(WAIT, "SERVING brings it back", || async {
+        send(&c, get(&gw, "app.test", None)).await.status == StatusCode::OK
+    })
+    .await;
+}
+
 // === state across configuration changes ===
 
 #[tokio::test]

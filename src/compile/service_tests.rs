@@ -125,8 +125,8 @@ fn bad_service_definitions_disable_only_their_service() {
             "interval must be more than 0s",
         ),
         (
-            "[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://a:1\"\n[http.services.s.loadBalancer.healthCheck]\npath = \"/h\"\nmode = \"grpc\"\n",
-            "mode `grpc` is not supported yet",
+            "[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://a:1\"\n[http.services.s.loadBalancer.healthCheck]\npath = \"/h\"\nmode = \"tcp\"\n",
+            "mode `tcp` is not http or grpc",
         ),
         (
             "[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://a:1\"\n[http.services.s.loadBalancer.healthCheck]\npath = \"/h\"\nmethod = \"G E T\"\n",
