@@ -651,6 +651,33 @@ async fn mirroring_copies_a_share_and_never_changes_the_answer() {
 }
 
 #[tokio::test]
+async fn mirror_body_false_sends_copies_without_their_body() {
+    let main = Server::start("main").await;
+    let copy = Server::start("copy").await;
+    let conf = format!(
+        "{}[http.services.m.mirroring]\nservice = \"main\"\nmirrorBody = false\n[[http.services.m.mirroring.mirrors]]\nname = \"copy\"\npercent = 100\n{}{}",
+        router("m", "m.test", "m"),
+        lb("main", &[(&main.url(), 1)], ""),
+        lb("copy", &[(&copy.url(), 1)], ""),
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    wait_for(&gw, "m.test").await;
+    let got = send(&client(), post(&gw, "m.test", b"the body")).await;
+    assert_eq!(got.backend, "main");
+    assert_eq!(&main.hits().last().expect("main hit").body[..], b"the body");
+    eventually(WAIT, "the copy arrives", || async {
+        copy.hits().iter().any(|h| h.method == "POST")
+    })
+    .await;
+    let hit = copy
+        .hits()
+        .into_iter()
+        .find(|h| h.method == "POST")
+        .expect("copy");
+    assert_eq!((hit.path.as_str(), hit.body.len()), ("/upload", 0));
+}
+
+#[tokio::test]
 async fn refused_connection_moves_a_get_to_the_next_server_but_not_a_post() {
     let alive = Server::start("alive").await;
     let dead = format!("http://127.0.0.1:{}", free_port());
