@@ -276,12 +276,12 @@ impl ServiceCompiler<'_> {
             servers_transport,
         } = lb;
         let settings = self.transport(servers_transport.as_deref(), provider)?;
-        let client = self.registries.client(&settings)?;
+        let registries = self.registries;
         let mut compiled = Vec::with_capacity(servers.len());
         let mut uris = Vec::with_capacity(servers.len());
         let mut weights = Vec::with_capacity(servers.len());
         for s in servers {
-            let (server, uri) = compile_server(s, lb.passes_host_header(), client.clone())?;
+            let (server, uri) = compile_server(s, lb.passes_host_header(), registries, &settings)?;
             compiled.push(server);
             uris.push(uri);
             weights.push(s.weight.unwrap_or(1));
@@ -317,7 +317,9 @@ impl ServiceCompiler<'_> {
                         authority: &s.authority,
                     })
                     .collect();
-                let plan = compile_plan(hc, &targets, client)?;
+                let plan = compile_plan(hc, &targets, &mut |a: &Authority| {
+                    registries.client(&settings, a)
+                })?;
                 let members: Vec<(String, bool)> = servers
                     .iter()
                     .zip(&weights)
@@ -503,7 +505,8 @@ impl ServiceCompiler<'_> {
 fn compile_server(
     s: &dynamic::Server,
     pass_host_header: bool,
-    client: Arc<crate::runtime::registries::UpstreamClient>,
+    registries: &Registries,
+    settings: &ClientSettings,
 ) -> Result<(Server, Uri), String> {
     let uri: Uri = s
         .url
@@ -540,6 +543,7 @@ fn compile_server(
     };
     let host_header = HeaderValue::from_str(authority.as_str())
         .map_err(|e| format!("server url `{}`: {e}", s.url))?;
+    let client = registries.client(settings, &authority)?;
     let server = Server {
         url: s.url.clone(),
         kind,

@@ -12,7 +12,7 @@ use crate::runtime::ServerKind;
 use crate::runtime::registries::UpstreamClient;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, LOCATION, TE};
-use http::uri::{Authority, PathAndQuery, Scheme};
+use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, StatusCode, Uri, Version};
 use http_body_util::BodyExt;
 use serde::Serialize;
@@ -233,13 +233,15 @@ pub struct CheckPlan {
     unhealthy_interval: Duration,
     timeout: Duration,
     follow_redirects: bool,
-    client: Arc<UpstreamClient>,
 }
 
 struct CheckTarget {
+    /// Absolute; its authority is the Host the check presents.
     uri: Uri,
     kind: ServerKind,
     host: HeaderValue,
+    /// Pinned to the address checked (the server's, or its host with `port`).
+    client: Arc<UpstreamClient>,
 }
 
 /// A server as the check sees it: its parsed URL and how to talk to it.
@@ -252,11 +254,12 @@ pub struct CheckServer<'a> {
     pub authority: &'a Authority,
 }
 
-/// Compiles a `healthCheck` section for these servers.
+/// Compiles a `healthCheck` section for these servers; `client_for` gives
+/// the client that connects to an address.
 pub fn compile_plan(
     hc: &HealthCheck,
     servers: &[CheckServer<'_>],
-    client: Arc<UpstreamClient>,
+    client_for: &mut dyn FnMut(&Authority) -> Result<Arc<UpstreamClient>, String>,
 ) -> Result<CheckPlan, String> {
     let HealthCheck {
         scheme,
@@ -333,12 +336,12 @@ pub fn compile_plan(
     }
     let host_override = match hostname.as_deref() {
         None | Some("") => None,
-        Some(h) => Some(
-            HeaderValue::from_str(h)
-                .ok()
-                .filter(|_| h.parse::<Authority>().is_ok())
-                .ok_or_else(|| format!("healthCheck hostname `{h}` is not a valid host"))?,
-        ),
+        Some(h) => {
+            let bad = || format!("healthCheck hostname `{h}` is not a valid host");
+            let value = HeaderValue::from_str(h).map_err(|_| bad())?;
+            let authority: Authority = h.parse().map_err(|_| bad())?;
+            Some((value, authority))
+        }
     };
     let scheme_override = match scheme.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None | Some("") => None,
@@ -375,18 +378,27 @@ pub fn compile_plan(
                 .parse()
                 .map_err(|_| format!("healthCheck path `{path}` is not a valid path"))?
         };
+        let (host, presented) = match &host_override {
+            Some((value, a)) => (value.clone(), a.clone()),
+            None => (
+                HeaderValue::from_str(s.authority.as_str())
+                    .map_err(|_| format!("healthCheck: `{}` is not a valid host", s.authority))?,
+                s.authority.clone(),
+            ),
+        };
         let uri = Uri::builder()
             .scheme(kind.scheme())
-            .authority(authority.clone())
+            .authority(presented)
             .path_and_query(pq)
             .build()
             .map_err(|e| format!("healthCheck url for `{}`: {e}", s.uri))?;
-        let host = match &host_override {
-            Some(h) => h.clone(),
-            None => HeaderValue::from_str(s.authority.as_str())
-                .map_err(|_| format!("healthCheck: `{}` is not a valid host", s.authority))?,
-        };
-        targets.push(CheckTarget { uri, kind, host });
+        let client = client_for(&authority)?;
+        targets.push(CheckTarget {
+            uri,
+            kind,
+            host,
+            client,
+        });
     }
     Ok(CheckPlan {
         mode,
@@ -398,7 +410,6 @@ pub fn compile_plan(
         unhealthy_interval,
         timeout,
         follow_redirects: follow_redirects.unwrap_or(true),
-        client,
     })
 }
 
@@ -447,39 +458,33 @@ async fn check_loop(plan: &CheckPlan, health: &Weak<ServiceHealth>, i: usize) {
 /// One probe of one server, following redirects when asked to.
 async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
     let mut uri = target.uri.clone();
-    let mut kind = target.kind;
-    let mut host = target.host.clone();
     for _ in 0..=MAX_REDIRECTS {
         let mut req = Request::new(RequestBody::empty());
         *req.method_mut() = plan.method.clone();
         *req.uri_mut() = uri.clone();
-        *req.version_mut() = if kind == ServerKind::H2c {
+        *req.version_mut() = if target.kind == ServerKind::H2c {
             Version::HTTP_2
         } else {
             Version::HTTP_11
         };
         *req.headers_mut() = plan.headers.clone();
-        req.headers_mut().insert(HOST, host.clone());
-        let resp = plan
+        req.headers_mut().insert(HOST, target.host.clone());
+        let resp = target
             .client
-            .send(kind, false, req)
+            .send(target.kind, false, req)
             .await
             .map_err(|e| describe(&e))?;
         let status = resp.status();
         let location = resp.headers().get(LOCATION).cloned();
         drain(resp.into_body()).await;
+        // Redirects are followed on the checked server only: one to another
+        // origin ends the check with the redirect's own status.
         if plan.follow_redirects
             && status.is_redirection()
             && let Some(next) = location.and_then(|l| redirect_target(&uri, &l))
+            && next.scheme() == uri.scheme()
+            && next.authority() == uri.authority()
         {
-            if next.authority() != uri.authority()
-                && let Some(a) = next.authority()
-            {
-                host = HeaderValue::from_str(a.as_str()).map_err(|_| "bad redirect".to_owned())?;
-            }
-            if next.scheme() == Some(&Scheme::HTTPS) {
-                kind = ServerKind::Https;
-            }
             uri = next;
             continue;
         }
@@ -513,7 +518,7 @@ async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String
     headers.insert(HOST, target.host.clone());
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
     headers.insert(TE, HeaderValue::from_static("trailers"));
-    let resp = plan
+    let resp = target
         .client
         .send(target.kind, false, req)
         .await

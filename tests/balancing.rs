@@ -748,7 +748,8 @@ fn pki(names: &[&str]) -> Pki {
 }
 
 /// An HTTPS echo server (HTTP/2 and HTTP/1.1 by ALPN) that answers with the
-/// HTTP version it saw.
+/// HTTP version and the authority it saw (`:authority` over HTTP/2, `Host`
+/// over HTTP/1.1).
 async fn https_server(pki: &Pki) -> (SocketAddr, tokio::task::JoinHandle<()>) {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key.clone().into());
@@ -774,7 +775,18 @@ async fn https_server(pki: &Pki) -> (SocketAddr, tokio::task::JoinHandle<()>) {
                     return;
                 };
                 let svc = service_fn(|req: Request<Incoming>| async move {
-                    let text = format!("{:?}", req.version());
+                    let authority = req
+                        .uri()
+                        .authority()
+                        .map(|a| a.to_string())
+                        .or_else(|| {
+                            req.headers()
+                                .get("host")
+                                .and_then(|h| h.to_str().ok())
+                                .map(str::to_owned)
+                        })
+                        .unwrap_or_default();
+                    let text = format!("{:?} {authority}", req.version());
                     Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(text))))
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
@@ -828,15 +840,16 @@ rootCAs = [{ca:?}]
     wait_for(&gw, "trusted.test").await;
     let c = client();
     let got = send(&c, get(&gw, "trusted.test", None)).await;
+    // rootCAs + serverName verify the server; HTTP/2 by ALPN, and the
+    // client's Host arrives as :authority.
     assert_eq!(
         (got.status, got.backend.as_str()),
-        (StatusCode::OK, "HTTP/2.0"),
-        "rootCAs + serverName verify the server, HTTP/2 by ALPN"
+        (StatusCode::OK, "HTTP/2.0 trusted.test"),
     );
     let got = send(&c, get(&gw, "h1.test", None)).await;
     assert_eq!(
         (got.status, got.backend.as_str()),
-        (StatusCode::OK, "HTTP/1.1")
+        (StatusCode::OK, "HTTP/1.1 h1.test")
     );
     let got = send(&c, get(&gw, "anything.test", None)).await;
     assert_eq!(
@@ -871,7 +884,7 @@ async fn static_servers_transport_applies_to_every_service_without_its_own() {
     let got = send(&client(), get(&gw, "app.test", None)).await;
     assert_eq!(
         (got.status, got.backend.as_str()),
-        (StatusCode::OK, "HTTP/2.0")
+        (StatusCode::OK, "HTTP/2.0 app.test")
     );
 }
 

@@ -13,7 +13,7 @@ use crate::balance::body::Tee;
 use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, ServerKind, Upstream};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::uri::PathAndQuery;
+use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use http_body::Body as _;
 use http_body_util::BodyExt as _;
@@ -214,8 +214,8 @@ fn prepare(
         (true, Some(h)) => h.clone(),
         _ => server.host_header.clone(),
     };
+    *req.uri_mut() = upstream_uri(server, req.uri(), &host).map_err(|()| Kind::BadRequest)?;
     req.headers_mut().insert(header::HOST, host);
-    *req.uri_mut() = upstream_uri(server, req.uri()).map_err(|()| Kind::BadRequest)?;
     *req.version_mut() = if server.kind == ServerKind::H2c {
         Version::HTTP_2
     } else {
@@ -349,9 +349,14 @@ fn is_upgrade<B>(req: &Request<B>) -> bool {
         })
 }
 
-/// The absolute URI for `server`: its scheme and address, its path prefix
-/// (preservePath), then the request's path and query.
-fn upstream_uri(server: &Server, incoming: &Uri) -> Result<Uri, ()> {
+/// The absolute URI for `server`: its scheme, the authority the server
+/// should see, its path prefix (preservePath), then the request's path and
+/// query. Over HTTP/2 (`h2c://`, and `https://` when ALPN picks it) the
+/// authority travels as `:authority`, so it is the Host being sent; the
+/// server's own client connects to the server whatever it says. Over plain
+/// HTTP/1.1 only the path goes on the wire, so the server's address (no
+/// per-request parsing) does.
+fn upstream_uri(server: &Server, incoming: &Uri, host: &HeaderValue) -> Result<Uri, ()> {
     let pq = incoming.path_and_query().map_or("/", PathAndQuery::as_str);
     let path_and_query: PathAndQuery = if server.path_prefix.is_empty() {
         match incoming.path_and_query() {
@@ -364,9 +369,15 @@ fn upstream_uri(server: &Server, incoming: &Uri) -> Result<Uri, ()> {
         joined.push_str(pq);
         joined.parse().map_err(|_| ())?
     };
+    let authority = match server.kind {
+        ServerKind::H2c | ServerKind::Https if server.pass_host_header => {
+            Authority::try_from(host.as_bytes()).unwrap_or_else(|_| server.authority.clone())
+        }
+        _ => server.authority.clone(),
+    };
     Uri::builder()
         .scheme(server.kind.scheme())
-        .authority(server.authority.clone())
+        .authority(authority)
         .path_and_query(path_and_query)
         .build()
         .map_err(|_| ())

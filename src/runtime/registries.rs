@@ -6,7 +6,8 @@
 use crate::balance::RequestBody;
 use crate::health::{CheckPlan, ServiceHealth, ServiceHealthReport, spawn_checker};
 use crate::runtime::ServerKind;
-use http::Request;
+use http::uri::Authority;
+use http::{Request, Uri};
 use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
 use hyper_util::client::legacy::{Client, ResponseFuture, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -16,8 +17,11 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Settings of an upstream client; equal settings share one pool.
@@ -48,25 +52,59 @@ pub struct TlsSettings {
     pub disable_http2: bool,
 }
 
-type Tls = HttpsConnector<HttpConnector>;
+type Tls = HttpsConnector<Pinned>;
 
-/// Pooled clients towards servers sharing one settings set: HTTP/1.1 and
-/// HTTPS (HTTP/2 when the server offers it in ALPN), HTTP/2 cleartext
-/// (gRPC), and HTTPS with HTTP/1.1 only for upgrades such as WebSocket.
+/// Connects to one server's address whatever authority the request URI
+/// names. The URI can then carry the Host the server should see, which
+/// HTTP/2 sends as `:authority` (there is no other way to set it), while the
+/// pool and the connection stay this server's.
+#[derive(Clone)]
+pub struct Pinned {
+    target: Uri,
+    inner: HttpConnector,
+}
+
+impl tower_service::Service<Uri> for Pinned {
+    type Response = <HttpConnector as tower_service::Service<Uri>>::Response;
+    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, _dst: Uri) -> Self::Future {
+        // Boxed: HttpConnector's future type is not nameable; this runs once
+        // per new connection, not per request.
+        Box::pin(self.inner.call(self.target.clone()))
+    }
+}
+
+/// Pooled clients towards one server address, with one settings set:
+/// HTTP/1.1 and HTTPS (HTTP/2 when the server offers it in ALPN), HTTP/2
+/// cleartext (gRPC), and HTTPS with HTTP/1.1 only for upgrades such as
+/// WebSocket.
 pub struct UpstreamClient {
     main: Client<Tls, RequestBody>,
-    h2c: Client<HttpConnector, RequestBody>,
+    h2c: Client<Pinned, RequestBody>,
     https_h1: Client<Tls, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
 }
 
 impl UpstreamClient {
-    fn new(settings: &ClientSettings) -> Result<Self, String> {
-        let mut http = HttpConnector::new();
-        http.set_nodelay(true);
-        http.set_connect_timeout(settings.dial_timeout);
-        http.enforce_http(false);
+    fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, String> {
+        let mut inner = HttpConnector::new();
+        inner.set_nodelay(true);
+        inner.set_connect_timeout(settings.dial_timeout);
+        inner.enforce_http(false);
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(server.clone())
+            .path_and_query("/")
+            .build()
+            .map_err(|e| format!("server address `{server}`: {e}"))?;
+        let http = Pinned { target, inner };
         let mut builder = Client::builder(TokioExecutor::new());
         builder
             .timer(TokioTimer::new())
@@ -75,11 +113,11 @@ impl UpstreamClient {
             .pool_max_idle_per_host(settings.max_idle_per_host)
             .set_host(false);
 
-        let https_h1 = builder.build(connector(&settings.tls, false, http.clone())?);
+        let https_h1 = builder.build(connector(&settings.tls, server, false, http.clone())?);
         let main = if settings.tls.disable_http2 {
             https_h1.clone()
         } else {
-            builder.build(connector(&settings.tls, true, http.clone())?)
+            builder.build(connector(&settings.tls, server, true, http.clone())?)
         };
         builder.http2_only(true);
         let h2c = builder.build(http);
@@ -91,8 +129,10 @@ impl UpstreamClient {
         })
     }
 
-    /// Sends `req` (its URI absolute) to a server of `kind`. `upgrade`
-    /// requests to HTTPS servers go over HTTP/1.1, which can upgrade.
+    /// Sends `req` to this client's server, speaking `kind`. The URI is
+    /// absolute; its authority is what the server sees as the request's
+    /// authority (HTTP/2), not where it goes. `upgrade` requests to HTTPS
+    /// servers go over HTTP/1.1, which can upgrade.
     pub fn send(
         &self,
         kind: ServerKind,
@@ -110,18 +150,27 @@ impl UpstreamClient {
 
 /// The connector for `http://` and `https://` servers. ALPN offers `h2` and
 /// `http/1.1` with `http2`, nothing otherwise (servers then speak HTTP/1.1).
-fn connector(settings: &TlsSettings, http2: bool, http: HttpConnector) -> Result<Tls, String> {
+/// TLS sends and verifies `serverName`, or the server URL's host (never the
+/// client's Host, which the request URI carries).
+fn connector(
+    settings: &TlsSettings,
+    server: &Authority,
+    http2: bool,
+    http: Pinned,
+) -> Result<Tls, String> {
+    let name = match settings.server_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(name) => ServerName::try_from(name.to_owned())
+            .map_err(|_| format!("serverName `{name}` is not a valid DNS name or IP"))?,
+        None => {
+            let host = server.host().trim_start_matches('[').trim_end_matches(']');
+            ServerName::try_from(host.to_owned())
+                .map_err(|_| format!("`{host}` is not a valid DNS name or IP for TLS"))?
+        }
+    };
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls_config(settings)?)
-        .https_or_http();
-    let builder = match settings.server_name.as_deref().filter(|n| !n.is_empty()) {
-        Some(name) => {
-            let name = ServerName::try_from(name.to_owned())
-                .map_err(|_| format!("serverName `{name}` is not a valid DNS name or IP"))?;
-            builder.with_server_name_resolver(FixedServerNameResolver::new(name))
-        }
-        None => builder,
-    };
+        .https_or_http()
+        .with_server_name_resolver(FixedServerNameResolver::new(name));
     let builder = builder.enable_http1();
     Ok(if http2 {
         builder.enable_http2().wrap_connector(http)
@@ -242,7 +291,7 @@ struct HealthEntry {
 /// The registries, shared by every compile for the life of the process.
 #[derive(Default)]
 pub struct Registries {
-    clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
+    clients: Mutex<HashMap<(ClientSettings, Authority), Arc<UpstreamClient>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     health: Mutex<HashMap<String, HealthEntry>>,
     serial: AtomicU64,
@@ -250,15 +299,21 @@ pub struct Registries {
 }
 
 impl Registries {
-    /// The client for these settings, created on first use. Fails when the
-    /// TLS settings are unusable (unreadable rootCAs, bad serverName).
-    pub fn client(&self, settings: &ClientSettings) -> Result<Arc<UpstreamClient>, String> {
+    /// The client for the server at `server` with these settings, created
+    /// on first use. Fails when the TLS settings are unusable (unreadable
+    /// rootCAs, bad serverName).
+    pub fn client(
+        &self,
+        settings: &ClientSettings,
+        server: &Authority,
+    ) -> Result<Arc<UpstreamClient>, String> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(c) = clients.get(settings) {
+        let key = (settings.clone(), server.clone());
+        if let Some(c) = clients.get(&key) {
             return Ok(c.clone());
         }
-        let client = Arc::new(UpstreamClient::new(settings)?);
-        clients.insert(settings.clone(), client.clone());
+        let client = Arc::new(UpstreamClient::new(settings, server)?);
+        clients.insert(key, client.clone());
         Ok(client)
     }
 
