@@ -193,7 +193,13 @@ pub fn spawn_file(
             Source::Directory(d) => d.clone(),
         };
         let mut watcher =
-            match notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
+            match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // notify 8 also reports opens and reads (inotify IN_OPEN):
+                // waking on those would make every read of the file wake
+                // the provider again, a loop that keeps a core busy.
+                if matches!(&event, Ok(e) if matches!(e.kind, notify::EventKind::Access(_))) {
+                    return;
+                }
                 let _ = wake_tx.try_send(());
             }) {
                 Ok(w) => w,
