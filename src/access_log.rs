@@ -66,7 +66,6 @@ pub struct Entry {
 pub struct AccessLogger {
     tx: mpsc::Sender<Entry>,
     dropped: AtomicU64,
-    count: AtomicU64,
     status_ranges: Vec<(u16, u16)>,
     min_duration: Duration,
     retry_attempts: bool,
@@ -158,7 +157,6 @@ impl AccessLogger {
         Ok(Arc::new(Self {
             tx,
             dropped: AtomicU64::new(0),
-            count: AtomicU64::new(0),
             status_ranges: ranges,
             min_duration: config.filters.min_duration.0,
             retry_attempts: config.filters.retry_attempts,
@@ -184,7 +182,6 @@ impl AccessLogger {
                 return;
             }
         }
-        self.count.fetch_add(1, Ordering::Relaxed);
         if self.tx.try_send(entry).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }

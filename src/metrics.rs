@@ -4,7 +4,7 @@
 //! `Registries`, so recording a request takes no lock, no lookup by name
 //! and no formatting.
 
-use http::{Method, StatusCode, Version};
+use http::{Method, Version};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, Ordering};
@@ -346,11 +346,6 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
-}
-
-/// `StatusCode` as a number, for `Sample.status`.
-pub fn status_number(s: StatusCode) -> u16 {
-    s.as_u16()
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@ mod pipeline;
 mod secure;
 mod upstream;
 
-use crate::body::ProxyBody;
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
 use http::HeaderValue;
@@ -159,6 +158,3 @@ pub async fn serve(
         tracing::warn!(entry_point = %entry_point.name, "grace period over; closing remaining connections");
     }
 }
-
-/// The response type of the proxy.
-pub type ProxyResponse = http::Response<ProxyBody>;

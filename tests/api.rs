@@ -302,6 +302,16 @@ async fn explain_names_the_winner_and_why_the_others_lost() {
 
     let (status, _, body) = api.get("/api/explain?method=G%20T").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _, body) = api.get("/api/explain?host=a%zz").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("malformed percent-encoding"), "{body}");
+    let e = api
+        .json("/api/explain?host=app.test&path=%2Fapi%2Fx+y")
+        .await;
+    assert_eq!(
+        e["request"]["path"], "/api/x y",
+        "decoded as Query matchers decode"
+    );
 }
 
 #[tokio::test]

@@ -12,33 +12,6 @@ use serde_json::{Value, json};
 use std::net::IpAddr;
 use std::sync::Arc;
 
-/// Decodes `%XX` and `+` in a query component.
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(
-                    std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("zz"),
-                    16,
-                ) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// Answers `?method=&host=&path=&header=Name:%20value&clientIp=&entryPoint=&tls=`.
 pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQuery) -> Response {
     let (mut method, mut host, mut path, mut client_ip, mut only_ep, mut tls) = (
@@ -57,7 +30,16 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         .filter(|p| !p.is_empty())
     {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = decode(v);
+        // The rule language's own decoder, so explain reads a query the way
+        // `Query` matchers do; a malformed escape is refused like any bad value.
+        let Some(v) = crate::rule::decode_query_component(v).map(std::borrow::Cow::into_owned)
+        else {
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(json!({ "message": format!("`{k}`: malformed percent-encoding") })),
+            )
+                .into_response();
+        };
         let bad = |what: &str| {
             (
                 StatusCode::BAD_REQUEST,
