@@ -3,6 +3,7 @@
 
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
+use crate::config::provenance::ProviderDetail;
 use crate::provider::Snapshot;
 use crate::runtime::report::ProviderReport;
 use crate::runtime::{Registries, RuntimeHandle};
@@ -16,6 +17,7 @@ struct ProviderState {
     dynamic: Dynamic,
     report: ProviderReport,
     warnings: Vec<String>,
+    detail: Option<ProviderDetail>,
 }
 
 /// Merges the providers' configurations into one, qualifying every name with
@@ -140,6 +142,11 @@ pub fn spawn_aggregate(
                 .iter()
                 .map(|(p, s)| ((*p).to_owned(), s.report.clone()))
                 .collect();
+            for (p, s) in &states {
+                if let Some(detail) = &s.detail {
+                    runtime.report.add_provider_detail(p, detail);
+                }
+            }
             // Log each problem once, not on every reload.
             let lines: BTreeSet<String> = runtime.report.lines().into_iter().collect();
             for line in lines.difference(&logged) {
@@ -156,6 +163,9 @@ pub fn spawn_aggregate(
 
 fn apply(states: &mut BTreeMap<&'static str, ProviderState>, snap: Snapshot) {
     let state = states.entry(snap.provider).or_default();
+    if snap.detail.is_some() {
+        state.detail = snap.detail;
+    }
     match snap.dynamic {
         Some(d) => {
             state.dynamic = d;

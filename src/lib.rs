@@ -53,6 +53,9 @@ pub enum RunError {
         /// The target as given.
         to: String,
     },
+    /// The Docker provider's options are wrong.
+    #[error(transparent)]
+    Docker(#[from] provider::docker::DockerError),
 }
 
 /// Starts every entry point and provider, serves until `shutdown` resolves,
@@ -183,6 +186,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             dynamic: Some(internal),
             error: None,
             warnings: Vec::new(),
+            detail: None,
         };
         let _ = tx.send(snapshot).await;
     }
@@ -197,6 +201,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         if let Some(source) = source {
             providers.push(provider::file::spawn_file(source, file.watch, tx.clone()));
         }
+    }
+    if let Some(docker) = &config.providers.docker {
+        providers.push(provider::docker::spawn_docker(docker, tx.clone())?);
     }
     drop(tx);
 

@@ -1,9 +1,11 @@
 //! Sources of dynamic configuration. Each provider sends a whole `Dynamic`
 //! for its own namespace on every change.
 
+pub mod docker;
 pub mod file;
 
 use crate::config::Dynamic;
+use crate::config::provenance::ProviderDetail;
 
 /// One provider's newest word.
 #[derive(Debug)]
@@ -17,4 +19,7 @@ pub struct Snapshot {
     pub error: Option<String>,
     /// Problems that did not stop the configuration from loading.
     pub warnings: Vec<String>,
+    /// What the provider knows beyond the configuration (provenance,
+    /// containers, connection state), for the API; None keeps the last one.
+    pub detail: Option<ProviderDetail>,
 }

@@ -328,6 +328,27 @@ async fn ping_dashboard_and_api_behind_a_router() {
             .starts_with("text/html")
     );
     assert!(body.contains("<title>gangway</title>"));
+    assert!(
+        headers["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("default-src 'self'"),
+        "the dashboard may load nothing from elsewhere"
+    );
+    // Browsers run module scripts only when served with a JavaScript type.
+    let (status, headers, body) = api.get("/dashboard/app.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(body.contains("import "));
+    assert_eq!(
+        api.get("/dashboard/nothing.js").await.0,
+        StatusCode::NOT_FOUND
+    );
     let (status, headers, _) = api.get("/").await;
     assert_eq!(status, StatusCode::TEMPORARY_REDIRECT);
     assert_eq!(headers["location"], "/dashboard/");

@@ -1,6 +1,7 @@
 //! `/api/explain`: which router gets a request, and why not the others.
 
 use super::ApiState;
+use crate::config::QualifiedName;
 use crate::rule::RequestFacts;
 use crate::runtime::{Status, Upstream};
 use axum::Json;
@@ -130,9 +131,21 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
                     Upstream::Servers(b) => b.items().iter().map(|s| s.url.clone()).collect(),
                     _ => Vec::new(),
                 };
+                // Qualified, as on /api/http/routers, so a client can link them.
+                let provider = QualifiedName::parse(&route.name)
+                    .map(|q| q.provider)
+                    .unwrap_or_default();
+                let middlewares: Vec<String> = config
+                    .map(|c| {
+                        c.middlewares
+                            .iter()
+                            .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 winner = Some(json!({
                     "router": route.name,
-                    "middlewares": config.map(|c| c.middlewares.clone()).unwrap_or_default(),
+                    "middlewares": middlewares,
                     "service": route.service_name,
                     "servers": servers,
                 }));

@@ -317,6 +317,10 @@ pub struct Providers {
     /// when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileProvider>,
+    /// Dynamic configuration from Docker container labels; absent when not
+    /// enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker: Option<DockerProvider>,
 }
 
 impl Default for Providers {
@@ -324,8 +328,100 @@ impl Default for Providers {
         Providers {
             providers_throttle_duration: Duration::from_millis(50),
             file: None,
+            docker: None,
         }
     }
+}
+
+/// The Docker provider: routers, services and middlewares from container
+/// labels, following the daemon's event stream. Traefik v3's options, plus
+/// gangway's own (`labelPrefix`, `conflicts`, `domain`, `hostAddress`,
+/// `downGracePeriod`, `includeOneOff`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DockerProvider {
+    /// The daemon: `unix:///var/run/docker.sock` (default) or
+    /// `tcp://host:port` (plain HTTP).
+    pub endpoint: String,
+    /// Route containers that carry no `<labelPrefix>.enable=true` label.
+    /// Default `false` (Traefik's is `true`): a container is only published
+    /// when it asks to be.
+    pub exposed_by_default: bool,
+    /// The container network whose address is used, for containers on
+    /// several networks; the compose project prefix may be left out.
+    /// Overridden per container by `<labelPrefix>.docker.network`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The rule of routers whose labels give none, as a template over
+    /// `.Name`, `.ContainerName`, `.Project`, `.Service`, `.Domain` and
+    /// `.Labels`. Default ``Host(`{{ normalize .Name }}`)``.
+    pub default_rule: String,
+    /// Only containers whose labels satisfy this expression are considered:
+    /// ``Label(`key`, `value`)``, ``LabelRegex(`key`, `regex`)``, `!`, `&&`,
+    /// `||`, parentheses. Empty: every container.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<String>,
+    /// Follow the daemon's events; without it the containers are read once.
+    /// Default `true`.
+    pub watch: bool,
+    /// Use the address a container's port is published on instead of the
+    /// container's own address.
+    #[serde(rename = "useBindPortIP")]
+    pub use_bind_port_ip: bool,
+    /// Keep routers and services of unhealthy or starting containers, with
+    /// no servers (503), instead of removing them.
+    pub allow_empty_services: bool,
+    /// The label prefix: `gangway` (default) reads `gangway.http.routers…`;
+    /// `traefik` reads Traefik's labels unchanged.
+    pub label_prefix: String,
+    /// When two containers define one router, service or middleware name
+    /// differently: `oldest` (default) keeps the oldest container's
+    /// definition and reports the conflict; `drop` removes it, as Traefik does.
+    pub conflicts: ConflictPolicy,
+    /// Value of `.Domain` in `defaultRule`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The address of containers that use the host's network. Default
+    /// `127.0.0.1`.
+    pub host_address: std::net::IpAddr,
+    /// How long routers stay (answering 503 with `Retry-After`) after their
+    /// containers stopped, died or turned unhealthy. `0s`: removed at once.
+    /// Default `30s`.
+    pub down_grace_period: Duration,
+    /// Route one-off containers (`docker compose run`). Default `false`.
+    pub include_one_off: bool,
+}
+
+impl Default for DockerProvider {
+    fn default() -> Self {
+        DockerProvider {
+            endpoint: String::from("unix:///var/run/docker.sock"),
+            exposed_by_default: false,
+            network: None,
+            default_rule: String::from("Host(`{{ normalize .Name }}`)"),
+            constraints: None,
+            watch: true,
+            use_bind_port_ip: false,
+            allow_empty_services: false,
+            label_prefix: String::from("gangway"),
+            conflicts: ConflictPolicy::Oldest,
+            domain: None,
+            host_address: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            down_grace_period: Duration::from_secs(30),
+            include_one_off: false,
+        }
+    }
+}
+
+/// What the Docker provider does when containers disagree about an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConflictPolicy {
+    /// Keep the definition of the oldest container and report the conflict.
+    #[default]
+    Oldest,
+    /// Remove the object and report the conflict (Traefik's behaviour).
+    Drop,
 }
 
 /// The file provider: dynamic configuration read from TOML or YAML files.

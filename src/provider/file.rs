@@ -158,12 +158,14 @@ fn snapshot(source: &Source) -> Snapshot {
             dynamic: Some(dynamic),
             error: None,
             warnings,
+            detail: None,
         },
         Err(error) => Snapshot {
             provider: "file",
             dynamic: None,
             error: Some(error),
             warnings: Vec::new(),
+            detail: None,
         },
     }
 }

@@ -60,6 +60,17 @@ impl Kind {
         }
     }
 
+    /// Seconds a client should wait before trying again, for errors that
+    /// pass by themselves. A service without servers is usually one whose
+    /// containers are restarting or turning healthy (the Docker provider
+    /// keeps their routers for a grace period), so a short wait is right.
+    pub const fn retry_after(self) -> Option<&'static str> {
+        match self {
+            Kind::NoServer => Some("5"),
+            _ => None,
+        }
+    }
+
     /// The response for this error.
     pub fn into_response(self) -> Response<ProxyBody> {
         let mut resp = Response::new(ProxyBody::text(self.body()));
@@ -68,6 +79,10 @@ impl Kind {
             header::CONTENT_TYPE,
             header::HeaderValue::from_static("text/plain; charset=utf-8"),
         );
+        if let Some(secs) = self.retry_after() {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static(secs));
+        }
         resp
     }
 }

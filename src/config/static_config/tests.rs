@@ -1212,6 +1212,12 @@ fn full_config() -> StaticConfig {
         directory: Some(PathBuf::from("d")),
         watch: true,
     });
+    config.providers.docker = Some(DockerProvider {
+        network: Some(String::from("n")),
+        constraints: Some(String::from("Label(`a`,`b`)")),
+        domain: Some(String::from("example.com")),
+        ..DockerProvider::default()
+    });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
     config.metrics.prometheus = Some(Prometheus::default());
@@ -1370,6 +1376,7 @@ fn row_defaults_match_struct_defaults() {
         certificates_resolvers: [(String::from("web"), CertificatesResolver::default())].into(),
         providers: Providers {
             file: Some(FileProvider::default()),
+            docker: Some(DockerProvider::default()),
             ..Providers::default()
         },
         api: Some(Api::default()),

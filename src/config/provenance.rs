@@ -1,0 +1,143 @@
+//! Where dynamic objects come from, as providers that know more than a file
+//! does (Docker) report it: the containers and labels behind each router,
+//! service and middleware, every container seen and why it is or is not
+//! routed, and the provider's connection state. Plain data for the API.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One container that contributed to an object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// The container's full id.
+    pub container_id: String,
+    /// The container's name, without Docker's leading `/`.
+    pub container_name: String,
+    /// `com.docker.compose.project`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_project: Option<String>,
+    /// `com.docker.compose.service`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_service: Option<String>,
+    /// The label keys that produced the object, as written; empty when the
+    /// object is implicit (a container's default router or service).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+}
+
+/// What a provider knows about one object beyond its configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectDetail {
+    /// The containers behind it, the one whose definition is in use first.
+    pub sources: Vec<Source>,
+    /// Errors that removed the object from the configuration (a label that
+    /// does not parse, a conflict under `conflicts=drop`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// Problems that left it in use (a conflict resolved by keeping the
+    /// oldest container's definition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Why a container gets no traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NotRouted {
+    /// No `<prefix>.enable=true` while `exposedByDefault` is false, or
+    /// `<prefix>.enable=false`.
+    NotEnabled,
+    /// The provider's `constraints` expression does not match its labels.
+    ConstraintNotMet,
+    /// A one-off container (`docker compose run`).
+    OneOff,
+    /// Its labels define only TCP or UDP routing, which gangway does not do.
+    TcpOrUdpOnly,
+    /// No port to send to: none exposed and none given by a label.
+    NoPort,
+    /// Several exposed ports and none chosen by a label.
+    SeveralPorts,
+    /// Its labels did not parse (each broken object is disabled).
+    LabelError,
+    /// The network to use does not exist on the container.
+    NetworkNotFound,
+    /// Several networks could be used and none is chosen.
+    AmbiguousNetwork,
+    /// The container has no address on the chosen network.
+    NoAddress,
+    /// Not running (created, exited, dead).
+    Stopped,
+    /// Paused.
+    Paused,
+    /// Restarting.
+    Restarting,
+    /// Its Docker health check has not passed yet.
+    Starting,
+    /// Its Docker health check fails.
+    Unhealthy,
+    /// It is being stopped; no new request is sent to it.
+    Draining,
+    /// Removed from Docker.
+    Removed,
+    /// Another container defines its service differently, and that
+    /// definition is the one in use (or both are dropped).
+    Conflict,
+}
+
+/// One container as the provider last saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRecord {
+    /// The container's full id.
+    pub id: String,
+    /// The container's name, without Docker's leading `/`.
+    pub name: String,
+    /// `com.docker.compose.project`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_project: Option<String>,
+    /// `com.docker.compose.service`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_service: Option<String>,
+    /// Docker's state: `running`, `exited`, `paused`, …
+    pub state: String,
+    /// Docker's health status, for containers with a health check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+    /// Whether it receives traffic now.
+    pub routed: bool,
+    /// Why it does not, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<NotRouted>,
+    /// The reason in words, or problems that did not stop it being routed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<String>,
+    /// Routers it defines (bare names).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<String>,
+    /// Services it defines (bare names).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<String>,
+}
+
+/// Everything a provider reports besides its configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderDetail {
+    /// Whether the provider is connected to its source (the Docker daemon).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connected: Option<bool>,
+    /// Routers by bare name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub routers: BTreeMap<String, ObjectDetail>,
+    /// Services by bare name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub services: BTreeMap<String, ObjectDetail>,
+    /// Middlewares by bare name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub middlewares: BTreeMap<String, ObjectDetail>,
+    /// Every container seen, routed or not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerRecord>,
+}

@@ -1,0 +1,206 @@
+//! The Docker provider: container labels become routers, services and
+//! middlewares. It lists the containers once, then follows the daemon's
+//! event stream; when the stream drops it reconnects with backoff and lists
+//! again, keeping the last known routes meanwhile.
+//!
+//! `watch` talks to Docker and narrows each container to a
+//! `container::ContainerView`; everything after that is pure:
+//! `labels::parse_labels` reads one container's labels, `build::build` turns
+//! all containers into one configuration with provenance and a record per
+//! container.
+
+pub mod build;
+pub mod constraints;
+pub mod container;
+pub mod labels;
+pub mod template;
+mod watch;
+
+pub use labels::{LabelError, parse_labels};
+
+use super::Snapshot;
+use crate::config::static_config::{ConflictPolicy, DockerProvider};
+use constraints::{ConstraintError, Constraints};
+use std::net::IpAddr;
+use std::time::Duration;
+use template::{Template, TemplateError};
+use tokio::sync::mpsc;
+
+/// Why the Docker provider cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerError {
+    /// `providers.docker.defaultRule` does not parse.
+    #[error("providers.docker.defaultRule: {0}")]
+    DefaultRule(#[from] TemplateError),
+    /// `providers.docker.constraints` does not parse.
+    #[error("providers.docker.constraints: {0}")]
+    Constraints(#[from] ConstraintError),
+    /// `providers.docker.endpoint` is neither `unix://` nor `tcp://`.
+    #[error("providers.docker.endpoint `{0}`: use unix:///path/to/docker.sock or tcp://host:port")]
+    Endpoint(String),
+    /// `providers.docker.labelPrefix` is empty or holds a dot at an end.
+    #[error(
+        "providers.docker.labelPrefix `{0}`: must be a non-empty label key prefix such as `gangway` or `traefik`"
+    )]
+    Prefix(String),
+}
+
+/// The provider's options, checked and compiled.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Label prefix, without the trailing dot.
+    pub prefix: String,
+    /// Route containers without `<prefix>.enable=true`.
+    pub exposed_by_default: bool,
+    /// The network to use by default.
+    pub network: Option<String>,
+    /// The rule of routers without one.
+    pub default_rule: Template,
+    /// Which containers are considered.
+    pub constraints: Option<Constraints>,
+    /// Use the published address and port.
+    pub use_bind_port_ip: bool,
+    /// Keep services of unhealthy containers, without servers.
+    pub allow_empty_services: bool,
+    /// What to do when containers disagree.
+    pub conflicts: ConflictPolicy,
+    /// `.Domain` of the default rule.
+    pub domain: String,
+    /// Address of host-network containers.
+    pub host_address: IpAddr,
+    /// How long routers of down containers stay, answering 503.
+    pub down_grace: Duration,
+    /// Route one-off containers.
+    pub include_one_off: bool,
+    /// Networks of gangway's own container, when it runs in one.
+    pub own_networks: Vec<String>,
+}
+
+impl Settings {
+    /// Checks and compiles the static options.
+    pub fn new(c: &DockerProvider) -> Result<Settings, DockerError> {
+        let prefix = c.label_prefix.trim().to_owned();
+        if prefix.is_empty() || prefix.starts_with('.') || prefix.ends_with('.') {
+            return Err(DockerError::Prefix(c.label_prefix.clone()));
+        }
+        let constraints = match c.constraints.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(text) => Some(Constraints::parse(text)?),
+        };
+        Ok(Settings {
+            prefix,
+            exposed_by_default: c.exposed_by_default,
+            network: c.network.clone().filter(|n| !n.is_empty()),
+            default_rule: Template::parse(&c.default_rule)?,
+            constraints,
+            use_bind_port_ip: c.use_bind_port_ip,
+            allow_empty_services: c.allow_empty_services,
+            conflicts: c.conflicts,
+            domain: c.domain.clone().unwrap_or_default(),
+            host_address: c.host_address,
+            down_grace: c.down_grace_period.0,
+            include_one_off: c.include_one_off,
+            own_networks: Vec::new(),
+        })
+    }
+}
+
+/// Where the daemon listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A unix socket path.
+    Unix(String),
+    /// `host:port`, plain HTTP.
+    Tcp(String),
+}
+
+impl Endpoint {
+    /// Parses `unix:///path` or `tcp://host:port` (also `http://`).
+    pub fn parse(text: &str) -> Result<Endpoint, DockerError> {
+        if let Some(path) = text.strip_prefix("unix://")
+            && path.starts_with('/')
+        {
+            return Ok(Endpoint::Unix(path.to_owned()));
+        }
+        for scheme in ["tcp://", "http://"] {
+            if let Some(addr) = text.strip_prefix(scheme)
+                && !addr.is_empty()
+            {
+                return Ok(Endpoint::Tcp(addr.trim_end_matches('/').to_owned()));
+            }
+        }
+        Err(DockerError::Endpoint(text.to_owned()))
+    }
+}
+
+/// Checks the options, then starts the provider: it sends a `Snapshot` on
+/// `tx` at every change until `tx` closes.
+pub fn spawn_docker(
+    config: &DockerProvider,
+    tx: mpsc::Sender<Snapshot>,
+) -> Result<tokio::task::JoinHandle<()>, DockerError> {
+    let settings = Settings::new(config)?;
+    let endpoint = Endpoint::parse(&config.endpoint)?;
+    Ok(tokio::spawn(watch::run(
+        settings,
+        endpoint,
+        config.watch,
+        tx,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            Endpoint::parse("unix:///var/run/docker.sock").unwrap(),
+            Endpoint::Unix("/var/run/docker.sock".into())
+        );
+        assert_eq!(
+            Endpoint::parse("tcp://127.0.0.1:2375").unwrap(),
+            Endpoint::Tcp("127.0.0.1:2375".into())
+        );
+        for bad in [
+            "",
+            "unix://relative",
+            "tcp://",
+            "ssh://host",
+            "/var/run/docker.sock",
+        ] {
+            assert!(Endpoint::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn settings_reject_bad_templates_constraints_and_prefixes() {
+        let ok = DockerProvider::default();
+        assert!(Settings::new(&ok).is_ok());
+        let bad_rule = DockerProvider {
+            default_rule: "Host(`{{ .Nope }}`)".into(),
+            ..DockerProvider::default()
+        };
+        assert!(matches!(
+            Settings::new(&bad_rule),
+            Err(DockerError::DefaultRule(_))
+        ));
+        let bad_constraints = DockerProvider {
+            constraints: Some("Label(`a`)".into()),
+            ..DockerProvider::default()
+        };
+        assert!(matches!(
+            Settings::new(&bad_constraints),
+            Err(DockerError::Constraints(_))
+        ));
+        let bad_prefix = DockerProvider {
+            label_prefix: "traefik.".into(),
+            ..DockerProvider::default()
+        };
+        assert!(matches!(
+            Settings::new(&bad_prefix),
+            Err(DockerError::Prefix(_))
+        ));
+    }
+}

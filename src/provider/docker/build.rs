@@ -1,0 +1,812 @@
+//! Every container the provider knows → one dynamic configuration, the
+//! provenance of each object and a record per container. Pure: the time is
+//! an argument.
+//!
+//! Traefik's implicit rules are followed: a container without router labels
+//! gets one router with the default rule; a router without `service` uses
+//! the container's only service; without service labels a service named
+//! after the container (compose: `service_project`, normalized) uses its
+//! only exposed port. Containers of one compose service (scaling) and
+//! identical definitions from several containers join one object whose
+//! load balancer has every container's server.
+
+use super::Settings;
+use super::container::{ContainerView, Health, RunState};
+use super::labels::{LabelError, ServerLabels, parse_labels};
+use super::template::{Model, normalize};
+use crate::config::Dynamic;
+use crate::config::dynamic::{LoadBalancer, Middleware, Router, Server, Service};
+use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
+use crate::config::static_config::ConflictPolicy;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+#[cfg(test)]
+mod tests;
+
+/// What one build produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Built {
+    /// The provider's configuration, names bare.
+    pub dynamic: Dynamic,
+    /// Provenance, dropped objects and container records.
+    pub detail: ProviderDetail,
+    /// When (ms since the epoch) the result changes by itself: a stopped
+    /// container's grace period ends.
+    pub next_change_ms: Option<u64>,
+}
+
+/// A problem that keeps a container's server out, with its reason.
+type Problem = (NotRouted, String);
+
+/// An object left out: its errors and the labels behind it.
+type Broken = (Vec<String>, Vec<String>);
+
+/// One container's objects, before they meet other containers'.
+struct Contribution<'a> {
+    view: &'a ContainerView,
+    serving: bool,
+    routers: BTreeMap<String, (Router, Vec<String>)>,
+    services: BTreeMap<String, (Service, Vec<String>)>,
+    middlewares: BTreeMap<String, (Middleware, Vec<String>)>,
+    /// Objects of this container that are out, by kind.
+    broken: [BTreeMap<String, Broken>; 3],
+    /// Services this container adds a server to.
+    serves: BTreeSet<String>,
+    /// Whether another container's different definition won over one of its objects.
+    lost_conflict: bool,
+    /// The first problem that kept a server out.
+    problem: Option<Problem>,
+    record: ContainerRecord,
+}
+
+const ROUTER: usize = 0;
+const SERVICE: usize = 1;
+const MIDDLEWARE: usize = 2;
+
+/// Builds the configuration from every container.
+pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
+    let mut records = Vec::new();
+    let mut contributions = Vec::new();
+    let mut next_change_ms: Option<u64> = None;
+    for view in views {
+        match contribute(view, s, now_ms, &mut next_change_ms) {
+            Ok(c) => contributions.push(c),
+            Err(record) => records.push(*record),
+        }
+    }
+    // Running containers first, then the oldest: the first definition of a
+    // name is the one kept, so a stale definition from a stopped container
+    // never wins over a running one.
+    contributions.sort_by(|a, b| {
+        (!a.serving, a.view.created_ns, &a.view.id).cmp(&(
+            !b.serving,
+            b.view.created_ns,
+            &b.view.id,
+        ))
+    });
+
+    let mut routers: BTreeMap<String, Slot<Router>> = BTreeMap::new();
+    let mut services: BTreeMap<String, Slot<Service>> = BTreeMap::new();
+    let mut middlewares: BTreeMap<String, Slot<Middleware>> = BTreeMap::new();
+    for c in &mut contributions {
+        let src = source(c.view);
+        for (name, (r, labels)) in std::mem::take(&mut c.routers) {
+            merge(&mut routers, name, r, c, &src, labels, s.conflicts);
+        }
+        for (name, (svc, labels)) in std::mem::take(&mut c.services) {
+            merge(&mut services, name, svc, c, &src, labels, s.conflicts);
+        }
+        for (name, (m, labels)) in std::mem::take(&mut c.middlewares) {
+            merge(&mut middlewares, name, m, c, &src, labels, s.conflicts);
+        }
+    }
+    let mut detail = ProviderDetail::default();
+    for c in &contributions {
+        let src = source(c.view);
+        for (kind, into) in [
+            (ROUTER, &mut detail.routers),
+            (SERVICE, &mut detail.services),
+            (MIDDLEWARE, &mut detail.middlewares),
+        ] {
+            for (name, (errors, labels)) in &c.broken[kind] {
+                let live = match kind {
+                    ROUTER => routers.get(name).is_some_and(|s| !s.dropped),
+                    SERVICE => services.get(name).is_some_and(|s| !s.dropped),
+                    _ => middlewares.get(name).is_some_and(|s| !s.dropped),
+                };
+                let d = into.entry(name.clone()).or_default();
+                d.sources.push(Source {
+                    labels: labels.clone(),
+                    ..src.clone()
+                });
+                for e in errors {
+                    let text = format!("container `{}`: {e}", c.view.name);
+                    if live {
+                        d.warnings
+                            .push(format!("{text} (this container's definition is ignored)"));
+                    } else {
+                        d.errors.push(text);
+                    }
+                }
+            }
+        }
+    }
+
+    let mut dynamic = Dynamic::default();
+    for (name, slot) in routers {
+        finish(&mut dynamic.http.routers, &mut detail.routers, name, slot);
+    }
+    for (name, slot) in services {
+        finish(&mut dynamic.http.services, &mut detail.services, name, slot);
+    }
+    for (name, slot) in middlewares {
+        finish(
+            &mut dynamic.http.middlewares,
+            &mut detail.middlewares,
+            name,
+            slot,
+        );
+    }
+
+    for c in contributions {
+        let mut record = c.record;
+        let live: Vec<&String> = c
+            .serves
+            .iter()
+            .filter(|name| dynamic.http.services.contains_key(*name))
+            .collect();
+        record.routed = c.serving && !live.is_empty();
+        if !record.routed && record.reason.is_none() {
+            let (reason, message) = c.problem.clone().unwrap_or_else(|| {
+                if c.lost_conflict || (c.serving && !c.serves.is_empty()) {
+                    (
+                        NotRouted::Conflict,
+                        "its services are defined differently by another container".to_owned(),
+                    )
+                } else {
+                    (
+                        NotRouted::LabelError,
+                        "none of its services can be used".to_owned(),
+                    )
+                }
+            });
+            record.reason = Some(reason);
+            record.messages.insert(0, message);
+        }
+        records.push(record);
+    }
+    records.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+    detail.containers = records;
+    Built {
+        dynamic,
+        detail,
+        next_change_ms,
+    }
+}
+
+fn source(view: &ContainerView) -> Source {
+    Source {
+        container_id: view.id.clone(),
+        container_name: view.name.clone(),
+        compose_project: view.compose_project().map(str::to_owned),
+        compose_service: view.compose_service().map(str::to_owned),
+        labels: Vec::new(),
+    }
+}
+
+fn record(view: &ContainerView) -> ContainerRecord {
+    ContainerRecord {
+        id: view.id.clone(),
+        name: view.name.clone(),
+        compose_project: view.compose_project().map(str::to_owned),
+        compose_service: view.compose_service().map(str::to_owned),
+        state: view.state.as_str().to_owned(),
+        health: view.health.map(|h| h.as_str().to_owned()),
+        ..ContainerRecord::default()
+    }
+}
+
+fn not_routed(
+    mut record: ContainerRecord,
+    reason: NotRouted,
+    message: String,
+) -> Box<ContainerRecord> {
+    record.reason = Some(reason);
+    record.messages.insert(0, message);
+    Box::new(record)
+}
+
+/// Why a container cannot take traffic now; None when it can.
+fn down_reason(view: &ContainerView) -> Option<NotRouted> {
+    Some(match view.state {
+        RunState::Running if view.draining => NotRouted::Draining,
+        RunState::Running => match view.health {
+            Some(Health::Starting) => NotRouted::Starting,
+            Some(Health::Unhealthy) => NotRouted::Unhealthy,
+            _ => return None,
+        },
+        RunState::Paused => NotRouted::Paused,
+        RunState::Restarting => NotRouted::Restarting,
+        RunState::Removed => NotRouted::Removed,
+        RunState::Created | RunState::Removing | RunState::Exited | RunState::Dead => {
+            NotRouted::Stopped
+        }
+    })
+}
+
+fn describe(reason: NotRouted) -> &'static str {
+    match reason {
+        NotRouted::Draining => "it is being stopped",
+        NotRouted::Starting => "its health check has not passed yet",
+        NotRouted::Unhealthy => "its health check fails",
+        NotRouted::Paused => "it is paused",
+        NotRouted::Restarting => "it is restarting",
+        NotRouted::Removed => "it was removed",
+        _ => "it is not running",
+    }
+}
+
+fn contribute<'a>(
+    view: &'a ContainerView,
+    s: &Settings,
+    now_ms: u64,
+    next_change_ms: &mut Option<u64>,
+) -> Result<Contribution<'a>, Box<ContainerRecord>> {
+    let mut rec = record(view);
+    let labels = parse_labels(&s.prefix, &view.labels);
+    let p = &s.prefix;
+    match labels.enable {
+        Some(false) => {
+            return Err(not_routed(
+                rec,
+                NotRouted::NotEnabled,
+                format!("`{p}.enable=false`"),
+            ));
+        }
+        None if !s.exposed_by_default => {
+            return Err(not_routed(
+                rec,
+                NotRouted::NotEnabled,
+                format!(
+                    "no `{p}.enable=true` label, and providers.docker.exposedByDefault is false"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(c) = &s.constraints
+        && !c.matches(&view.labels)
+    {
+        {
+            return Err(not_routed(
+                rec,
+                NotRouted::ConstraintNotMet,
+                "its labels do not satisfy providers.docker.constraints".to_owned(),
+            ));
+        }
+    }
+    if view.is_one_off() && !s.include_one_off {
+        return Err(not_routed(
+            rec,
+            NotRouted::OneOff,
+            "a one-off container (docker compose run); set providers.docker.includeOneOff to route these".to_owned(),
+        ));
+    }
+    let serving = view.can_serve();
+    if let Some(reason) = down_reason(view) {
+        let health_only = matches!(reason, NotRouted::Starting | NotRouted::Unhealthy);
+        let forever = labels.allow_non_running || (s.allow_empty_services && health_only);
+        let until = view
+            .down_since_ms
+            .map(|since| since.saturating_add(s.down_grace.as_millis() as u64));
+        let kept = forever || until.is_some_and(|u| u > now_ms);
+        if !kept {
+            return Err(not_routed(
+                rec,
+                reason,
+                format!("not routed: {}", describe(reason)),
+            ));
+        }
+        rec.reason = Some(reason);
+        rec.messages.push(match until {
+            Some(u) if !forever => {
+                *next_change_ms = Some(next_change_ms.map_or(u, |n| n.min(u)));
+                format!(
+                    "{}; its routers answer 503 for up to {:?} after it went down",
+                    describe(reason),
+                    s.down_grace
+                )
+            }
+            _ => format!(
+                "{}; its routers answer 503 until it is back",
+                describe(reason)
+            ),
+        });
+    }
+    let any_http =
+        !labels.routers.is_empty() || !labels.services.is_empty() || !labels.middlewares.is_empty();
+    if labels.tcp_or_udp && !any_http {
+        return Err(not_routed(
+            rec,
+            NotRouted::TcpOrUdpOnly,
+            "its labels define only TCP or UDP routing; gangway routes HTTP".to_owned(),
+        ));
+    }
+
+    let name = normalize(&match (view.compose_project(), view.compose_service()) {
+        (Some(project), Some(service)) => format!("{service}_{project}"),
+        _ => view.name.clone(),
+    });
+    let mut c = Contribution {
+        view,
+        serving,
+        routers: BTreeMap::new(),
+        services: BTreeMap::new(),
+        middlewares: BTreeMap::new(),
+        broken: Default::default(),
+        serves: BTreeSet::new(),
+        lost_conflict: false,
+        problem: None,
+        record: rec,
+    };
+    for e in &labels.errors {
+        c.record.messages.push(e.to_string());
+    }
+    let broken_entry = |e: &LabelError| e.to_string();
+    for (kind, objects_broken, objects_labels) in [
+        (ROUTER, &labels.routers.broken, &labels.routers.labels),
+        (SERVICE, &labels.services.broken, &labels.services.labels),
+        (
+            MIDDLEWARE,
+            &labels.middlewares.broken,
+            &labels.middlewares.labels,
+        ),
+    ] {
+        for (n, errors) in objects_broken {
+            c.broken[kind].insert(
+                n.clone(),
+                (
+                    errors.iter().map(broken_entry).collect(),
+                    objects_labels.get(n).cloned().unwrap_or_default(),
+                ),
+            );
+        }
+    }
+
+    // Services: the labelled ones, else one named after the container.
+    let mut service_names: Vec<String> = labels.services.names().cloned().collect();
+    let mut services: Vec<(String, Service, Vec<String>)> = labels
+        .services
+        .parsed
+        .iter()
+        .map(|(n, svc)| {
+            let keys = labels.services.labels.get(n).cloned().unwrap_or_default();
+            (n.clone(), svc.clone(), keys)
+        })
+        .collect();
+    if service_names.is_empty() {
+        service_names.push(name.clone());
+        services.push((
+            name.clone(),
+            Service {
+                load_balancer: Some(LoadBalancer::default()),
+                ..Service::default()
+            },
+            Vec::new(),
+        ));
+    }
+    for (svc_name, mut svc, keys) in services {
+        if let (true, Some(lb)) = (serving, svc.load_balancer.as_mut()) {
+            match server(
+                view,
+                s,
+                labels.servers.get(&svc_name),
+                labels.network.as_deref(),
+                &svc_name,
+            ) {
+                Ok(server) => {
+                    lb.servers.push(server);
+                    c.serves.insert(svc_name.clone());
+                }
+                Err((reason, message)) => {
+                    c.record
+                        .messages
+                        .push(format!("service `{svc_name}`: {message}"));
+                    c.problem
+                        .get_or_insert((reason, format!("service `{svc_name}`: {message}")));
+                    c.broken[SERVICE].insert(svc_name, (vec![message], keys));
+                    continue;
+                }
+            }
+        }
+        c.record.services.push(svc_name.clone());
+        c.services.insert(svc_name, (svc, keys));
+    }
+
+    // Routers: the labelled ones, else one with the default rule.
+    let mut routers: Vec<(String, Router, Vec<String>)> = labels
+        .routers
+        .parsed
+        .iter()
+        .map(|(n, r)| {
+            let keys = labels.routers.labels.get(n).cloned().unwrap_or_default();
+            (n.clone(), r.clone(), keys)
+        })
+        .collect();
+    if labels.routers.is_empty() {
+        if service_names.len() > 1 {
+            c.record.messages.push(format!(
+                "no router: the container defines several services ({}) and no router",
+                service_names.join(", ")
+            ));
+        } else {
+            routers.push((name.clone(), Router::default(), Vec::new()));
+        }
+    }
+    let model = Model {
+        name: &name,
+        container_name: &view.name,
+        project: view.compose_project().unwrap_or_default(),
+        service: view.compose_service().unwrap_or_default(),
+        domain: &s.domain,
+        labels: Some(&view.labels),
+    };
+    for (router_name, mut router, keys) in routers {
+        let mut error = None;
+        if router.rule.is_empty() {
+            match s.default_rule.render(&model) {
+                Ok(rule) if rule.trim().is_empty() => {
+                    error =
+                        Some("no `rule` label, and the default rule comes out empty".to_owned());
+                }
+                Ok(rule) => router.rule = rule,
+                Err(e) => error = Some(format!("the default rule: {e}")),
+            }
+        }
+        if router.service.is_empty() {
+            match service_names.as_slice() {
+                [only] => router.service.clone_from(only),
+                many => {
+                    error = Some(format!(
+                        "no `service` label, and the container defines several services ({}); set `{p}.http.routers.{router_name}.service`",
+                        many.join(", ")
+                    ));
+                }
+            }
+        }
+        match error {
+            Some(e) => {
+                c.record
+                    .messages
+                    .push(format!("router `{router_name}`: {e}"));
+                c.broken[ROUTER].insert(router_name, (vec![e], keys));
+            }
+            None => {
+                c.record.routers.push(router_name.clone());
+                c.routers.insert(router_name, (router, keys));
+            }
+        }
+    }
+    for (n, m) in &labels.middlewares.parsed {
+        let keys = labels
+            .middlewares
+            .labels
+            .get(n)
+            .cloned()
+            .unwrap_or_default();
+        c.middlewares.insert(n.clone(), (m.clone(), keys));
+    }
+    if c.routers.is_empty()
+        && c.services.is_empty()
+        && c.middlewares.is_empty()
+        && !labels.errors.is_empty()
+    {
+        c.problem.get_or_insert((
+            NotRouted::LabelError,
+            "none of its labels could be used".to_owned(),
+        ));
+    }
+    Ok(c)
+}
+
+/// The container's server for one service.
+fn server(
+    view: &ContainerView,
+    s: &Settings,
+    labels: Option<&ServerLabels>,
+    label_network: Option<&str>,
+    service: &str,
+) -> Result<Server, Problem> {
+    let labels = labels.cloned().unwrap_or_default();
+    let mut server = Server {
+        url: String::new(),
+        weight: labels.weight,
+        preserve_path: labels.preserve_path,
+    };
+    if let Some(url) = labels.url {
+        server.url = url;
+        return Ok(server);
+    }
+    let p = &s.prefix;
+    let port = match labels.port {
+        Some(port) => port,
+        None => {
+            let mut tcp: Vec<u16> = view
+                .ports
+                .iter()
+                .filter(|x| x.proto == "tcp")
+                .map(|x| x.port)
+                .collect();
+            tcp.sort_unstable();
+            tcp.dedup();
+            match tcp.as_slice() {
+                [] => {
+                    return Err((
+                        NotRouted::NoPort,
+                        format!(
+                            "no port: the container exposes none; set `{p}.http.services.{service}.loadbalancer.server.port`"
+                        ),
+                    ));
+                }
+                [one] => *one,
+                many => {
+                    return Err((
+                        NotRouted::SeveralPorts,
+                        format!(
+                            "the container exposes several ports ({}); choose one with `{p}.http.services.{service}.loadbalancer.server.port`",
+                            many.iter()
+                                .map(u16::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    };
+    let scheme = labels.scheme.unwrap_or_else(|| "http".to_owned());
+    if s.use_bind_port_ip {
+        let binding = view
+            .ports
+            .iter()
+            .find(|x| x.port == port && x.proto == "tcp")
+            .and_then(|x| x.bindings.first());
+        if let Some((host_ip, host_port)) = binding {
+            // Published on every interface: the host's own address reaches it.
+            let ip = match host_ip.parse::<IpAddr>() {
+                Ok(ip) if !ip.is_unspecified() => ip,
+                _ => s.host_address,
+            };
+            server.url = format!("{scheme}://{}:{host_port}", host(ip));
+            return Ok(server);
+        }
+    }
+    let ip = address(view, s, label_network)?;
+    server.url = format!("{scheme}://{}:{port}", host(ip));
+    Ok(server)
+}
+
+fn host(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => format!("[{v6}]"),
+    }
+}
+
+/// The address to reach a container at.
+fn address(
+    view: &ContainerView,
+    s: &Settings,
+    label_network: Option<&str>,
+) -> Result<IpAddr, Problem> {
+    if view.network_mode == "host" {
+        return Ok(s.host_address);
+    }
+    let p = &s.prefix;
+    let parse = |net: &str, ip: &str| {
+        ip.parse::<IpAddr>().map_err(|_| {
+            (
+                NotRouted::NoAddress,
+                format!("no usable address on network `{net}` (got `{ip}`)"),
+            )
+        })
+    };
+    let names = || view.networks.keys().cloned().collect::<Vec<_>>().join(", ");
+    if let Some(want) = label_network.or(s.network.as_deref()) {
+        let prefixed = view
+            .compose_project()
+            .map(|project| format!("{project}_{want}"));
+        let found = view.networks.get_key_value(want).or_else(|| {
+            prefixed
+                .as_deref()
+                .and_then(|p| view.networks.get_key_value(p))
+        });
+        return match found {
+            Some((net, ip)) => parse(net, ip),
+            None => Err((
+                NotRouted::NetworkNotFound,
+                format!(
+                    "network `{want}` not found on the container (it is on: {})",
+                    names()
+                ),
+            )),
+        };
+    }
+    let with_ip: Vec<(&String, &String)> = view
+        .networks
+        .iter()
+        .filter(|(_, ip)| !ip.is_empty())
+        .collect();
+    if !s.own_networks.is_empty() {
+        let shared: Vec<&(&String, &String)> = with_ip
+            .iter()
+            .filter(|(net, _)| s.own_networks.iter().any(|o| o == *net))
+            .collect();
+        match shared.as_slice() {
+            [(net, ip)] => return parse(net, ip),
+            [] => {}
+            many => {
+                return Err((
+                    NotRouted::AmbiguousNetwork,
+                    format!(
+                        "the container shares several networks with gangway ({}); choose one with `{p}.docker.network`",
+                        many.iter()
+                            .map(|(n, _)| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    match with_ip.as_slice() {
+        [(net, ip)] => parse(net, ip),
+        [] => Err((
+            NotRouted::NoAddress,
+            format!(
+                "the container has no network address (network mode `{}`, networks: {})",
+                view.network_mode,
+                names()
+            ),
+        )),
+        many => Err((
+            NotRouted::AmbiguousNetwork,
+            format!(
+                "the container is on several networks ({}); choose one with `{p}.docker.network` or providers.docker.network",
+                many.iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// An object as merged so far.
+struct Slot<T> {
+    value: T,
+    detail: ObjectDetail,
+    /// Whether the definition in use comes from a container that can serve.
+    serving: bool,
+    /// The container whose definition is in use.
+    owner: String,
+    dropped: bool,
+}
+
+/// How two containers' definitions of one name meet.
+trait Join: PartialEq + Sized {
+    /// Whether they are the same definition.
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+    /// Folds an equal definition in (services add their servers).
+    fn join(&mut self, _other: Self) {}
+}
+
+impl Join for Router {}
+impl Join for Middleware {}
+
+impl Join for Service {
+    fn same(&self, other: &Self) -> bool {
+        let strip = |s: &Service| {
+            let mut s = s.clone();
+            if let Some(lb) = s.load_balancer.as_mut() {
+                lb.servers.clear();
+            }
+            s
+        };
+        strip(self) == strip(other)
+    }
+
+    fn join(&mut self, other: Self) {
+        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
+            for server in theirs.servers {
+                if !mine.servers.iter().any(|s| s.url == server.url) {
+                    mine.servers.push(server);
+                }
+            }
+        }
+    }
+}
+
+fn merge<T: Join>(
+    slots: &mut BTreeMap<String, Slot<T>>,
+    name: String,
+    value: T,
+    c: &mut Contribution<'_>,
+    src: &Source,
+    labels: Vec<String>,
+    policy: ConflictPolicy,
+) {
+    let source = Source {
+        labels,
+        ..src.clone()
+    };
+    let Some(slot) = slots.get_mut(&name) else {
+        slots.insert(
+            name,
+            Slot {
+                value,
+                detail: ObjectDetail {
+                    sources: vec![source],
+                    ..ObjectDetail::default()
+                },
+                serving: c.serving,
+                owner: c.view.name.clone(),
+                dropped: false,
+            },
+        );
+        return;
+    };
+    if slot.value.same(&value) {
+        slot.value.join(value);
+        slot.detail.sources.push(source);
+        return;
+    }
+    if slot.serving && !c.serving {
+        // A stopped container's older definition: it is going away, and the
+        // running one is what users deployed last.
+        c.serves.remove(&name);
+        return;
+    }
+    c.serves.remove(&name);
+    c.lost_conflict = true;
+    let owner = &slot.owner;
+    let other = &c.view.name;
+    slot.detail.sources.push(source);
+    match policy {
+        ConflictPolicy::Oldest => slot.detail.warnings.push(format!(
+            "conflict: containers `{owner}` and `{other}` define it differently; `{owner}`'s definition (the oldest) is used"
+        )),
+        ConflictPolicy::Drop => {
+            slot.dropped = true;
+            slot.detail.errors.push(format!(
+                "conflict: containers `{owner}` and `{other}` define it differently; removed (providers.docker.conflicts=drop)"
+            ));
+        }
+    }
+}
+
+fn finish<T>(
+    into: &mut BTreeMap<String, T>,
+    details: &mut BTreeMap<String, ObjectDetail>,
+    name: String,
+    slot: Slot<T>,
+) {
+    let d = details.entry(name.clone()).or_default();
+    let Slot {
+        value,
+        detail,
+        dropped,
+        ..
+    } = slot;
+    let broken = std::mem::take(d);
+    *d = detail;
+    d.sources.extend(broken.sources);
+    d.errors.extend(broken.errors);
+    d.warnings.extend(broken.warnings);
+    if !dropped {
+        into.insert(name, value);
+    }
+}

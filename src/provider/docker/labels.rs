@@ -1,0 +1,426 @@
+//! Traefik v3's label grammar under a prefix: labels in, typed routers,
+//! services and middlewares out, each object on its own so that a label
+//! that does not parse disables only the object it belongs to. Pure.
+
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use crate::config::dynamic::{Middleware, Router, Service};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use tree::{DeError, MAX_DEPTH, Node, read, suggest};
+
+/// A label that does not fit the grammar. Each names the label as written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LabelError {
+    /// An option name that does not exist where it is written.
+    #[error("label `{label}`: unknown option `{option}`{}", hint(suggestion.as_deref()))]
+    UnknownOption {
+        /// The label.
+        label: String,
+        /// The option as written.
+        option: String,
+        /// The closest option that exists there, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A value or key that does not parse.
+    #[error("label `{label}`: {message}")]
+    Invalid {
+        /// The label.
+        label: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A part of Traefik's grammar that gangway does not take from labels.
+    #[error("label `{label}`: {message}")]
+    Unsupported {
+        /// The label.
+        label: String,
+        /// What is not supported, and what to do instead.
+        message: String,
+    },
+}
+
+fn hint(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
+impl LabelError {
+    /// The label the error is about.
+    pub fn label(&self) -> &str {
+        match self {
+            LabelError::UnknownOption { label, .. }
+            | LabelError::Invalid { label, .. }
+            | LabelError::Unsupported { label, .. } => label,
+        }
+    }
+
+    fn from_de(e: DeError, fallback: &str) -> Self {
+        let label = e.label.unwrap_or_else(|| fallback.to_owned());
+        match e.unknown {
+            Some((option, suggestion)) => LabelError::UnknownOption {
+                label,
+                option,
+                suggestion,
+            },
+            None => LabelError::Invalid {
+                label,
+                message: e.message,
+            },
+        }
+    }
+}
+
+/// `<prefix>.http.services.<name>.loadbalancer.server.*`: the container's
+/// own server of a service, which Traefik's labels describe by port and
+/// scheme instead of by URL.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServerLabels {
+    /// The port inside the container (default: its only exposed port).
+    pub port: Option<u16>,
+    /// `http` (default) or `h2c`.
+    pub scheme: Option<String>,
+    /// The whole URL; excludes `port` and `scheme`.
+    pub url: Option<String>,
+    /// Weight of this server.
+    pub weight: Option<u32>,
+    /// Keep the URL's path as a prefix.
+    pub preserve_path: Option<bool>,
+}
+
+/// Objects of one kind found in one container's labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Objects<T> {
+    /// The objects that parsed, by name as written.
+    pub parsed: BTreeMap<String, T>,
+    /// Objects that did not parse, by name, with why.
+    pub broken: BTreeMap<String, Vec<LabelError>>,
+    /// The labels behind each object (parsed or broken), as written.
+    pub labels: BTreeMap<String, Vec<String>>,
+}
+
+impl<T> Default for Objects<T> {
+    fn default() -> Self {
+        Objects {
+            parsed: BTreeMap::new(),
+            broken: BTreeMap::new(),
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> Objects<T> {
+    /// Every name defined, parsed or not.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.labels.keys()
+    }
+
+    /// How many names are defined, parsed or not.
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Whether no object of this kind is defined.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+}
+
+/// What one container's labels say.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ContainerLabels {
+    /// `<prefix>.enable`.
+    pub enable: Option<bool>,
+    /// `<prefix>.docker.network`.
+    pub network: Option<String>,
+    /// `<prefix>.docker.allownonrunning`: keep the routers while the
+    /// container is not running, for as long as it exists.
+    pub allow_non_running: bool,
+    /// HTTP routers.
+    pub routers: Objects<Router>,
+    /// HTTP services, without the container's own server.
+    pub services: Objects<Service>,
+    /// The container's server settings per service that gives any.
+    pub servers: BTreeMap<String, ServerLabels>,
+    /// HTTP middlewares.
+    pub middlewares: Objects<Middleware>,
+    /// Whether any `<prefix>.tcp.*` or `<prefix>.udp.*` label is present.
+    pub tcp_or_udp: bool,
+    /// Every error, the ones that broke an object included.
+    pub errors: Vec<LabelError>,
+}
+
+/// Object names cannot hold `@` (it separates the provider) and must be
+/// something.
+fn check_name(name: &str, label: &str) -> Result<(), LabelError> {
+    if name.contains('@') {
+        return Err(LabelError::Invalid {
+            label: label.to_owned(),
+            message: format!(
+                "the name `{name}` contains `@`, which separates a name from its provider"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Splits `tls.domains[0].main` into `tls`, `domains`, `[0]`, `main`.
+fn segments(rest: &str, label: &str) -> Result<Vec<String>, LabelError> {
+    let invalid = |message: String| LabelError::Invalid {
+        label: label.to_owned(),
+        message,
+    };
+    let mut out = Vec::new();
+    for part in rest.split('.') {
+        if part.is_empty() {
+            return Err(invalid(
+                "empty segment in the key (two dots in a row, or a dot at an end)".to_owned(),
+            ));
+        }
+        match part.find('[') {
+            None if part.contains(']') => {
+                return Err(invalid(format!("`{part}`: `]` without `[`")));
+            }
+            None => out.push(part.to_owned()),
+            Some(open) => {
+                let (name, index) = part.split_at(open);
+                let digits = index
+                    .strip_prefix('[')
+                    .and_then(|s| s.strip_suffix(']'))
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+                let Some(digits) = digits.filter(|_| !name.is_empty()) else {
+                    return Err(invalid(format!("`{part}`: an index is written `name[0]`")));
+                };
+                // Bounded: an index is a position in a short list, not a size.
+                let n: usize = digits.parse().unwrap_or(usize::MAX);
+                if n >= 1000 {
+                    return Err(invalid(format!("`{part}`: index too large")));
+                }
+                out.push(name.to_owned());
+                out.push(format!("[{n}]"));
+            }
+        }
+    }
+    if out.len() > MAX_DEPTH {
+        return Err(invalid("the key has too many segments".to_owned()));
+    }
+    Ok(out)
+}
+
+/// Reads the labels under `prefix` (`gangway`, `traefik`; matched without
+/// regard to case, as every option name is). Labels of other prefixes are
+/// ignored.
+pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> ContainerLabels {
+    let mut out = ContainerLabels::default();
+    let mut root = Node::root(prefix);
+    for (key, value) in labels {
+        let Some(rest) = key
+            .get(..prefix.len())
+            .filter(|p| p.eq_ignore_ascii_case(prefix))
+            .and_then(|_| key.get(prefix.len()..))
+            .and_then(|r| r.strip_prefix('.'))
+        else {
+            continue;
+        };
+        let segs = match segments(rest, key) {
+            Ok(s) => s,
+            Err(e) => {
+                out.errors.push(e);
+                continue;
+            }
+        };
+        let mut node = &mut root;
+        for s in &segs {
+            node = node.child_mut(s);
+        }
+        match &node.label {
+            Some(first) => out.errors.push(LabelError::Invalid {
+                label: key.clone(),
+                message: format!("the same option is also set by `{first}`; that one is used"),
+            }),
+            None => {
+                node.label = Some(key.clone());
+                node.value = Some(value.clone());
+            }
+        }
+    }
+
+    const TOP: &[&str] = &["enable", "docker", "http", "tcp", "udp", "tls"];
+    let children: Vec<(String, Node)> = std::mem::take(&mut root.children).into_values().collect();
+    for (written, node) in children {
+        match written.to_ascii_lowercase().as_str() {
+            "enable" => match read::<bool>(&node) {
+                Ok(b) => out.enable = Some(b),
+                Err(e) => out.errors.push(LabelError::from_de(e, &node.name())),
+            },
+            "docker" => read_docker(node, &mut out),
+            "http" => read_http(node, &mut out),
+            "tcp" | "udp" => out.tcp_or_udp = true,
+            "tls" => {
+                let mut keys = Vec::new();
+                node.labels(&mut keys);
+                for label in keys {
+                    out.errors.push(LabelError::Unsupported {
+                        label,
+                        message: "TLS stores and options cannot be set from labels; use the file provider".to_owned(),
+                    });
+                }
+            }
+            _ => out.errors.push(LabelError::UnknownOption {
+                label: node.label.clone().unwrap_or_else(|| first_label(&node)),
+                option: written.clone(),
+                suggestion: suggest(&written, TOP).map(str::to_owned),
+            }),
+        }
+    }
+    out
+}
+
+/// The first label at or below a node, to name it in a message.
+fn first_label(node: &Node) -> String {
+    node.name()
+}
+
+fn read_docker(mut node: Node, out: &mut ContainerLabels) {
+    if let Some(n) = node.take_child("network") {
+        match read::<String>(&n) {
+            Ok(v) => out.network = Some(v),
+            Err(e) => out.errors.push(LabelError::from_de(e, &n.name())),
+        }
+    }
+    if let Some(n) = node.take_child("allownonrunning") {
+        match read::<bool>(&n) {
+            Ok(v) => out.allow_non_running = v,
+            Err(e) => out.errors.push(LabelError::from_de(e, &n.name())),
+        }
+    }
+    if node.value.is_some() {
+        out.errors.push(LabelError::Invalid {
+            label: node.name(),
+            message: "expects `network` or `allownonrunning` below it".to_owned(),
+        });
+    }
+    for (written, child) in node.children.into_values() {
+        out.errors.push(LabelError::UnknownOption {
+            label: first_label(&child),
+            option: written.clone(),
+            suggestion: suggest(&written, &["network", "allownonrunning"]).map(str::to_owned),
+        });
+    }
+}
+
+fn read_http(node: Node, out: &mut ContainerLabels) {
+    const HTTP: &[&str] = &["routers", "services", "middlewares"];
+    if node.value.is_some() {
+        out.errors.push(LabelError::Invalid {
+            label: node.name(),
+            message: "expects `routers`, `services` or `middlewares` below it".to_owned(),
+        });
+    }
+    for (written, kind) in node.children.into_values() {
+        match written.to_ascii_lowercase().as_str() {
+            "routers" => read_objects(kind, &mut out.routers, &mut out.errors, |n| {
+                read::<Router>(n)
+            }),
+            "services" => {
+                let mut servers = BTreeMap::new();
+                read_objects_mut(kind, &mut out.services, &mut out.errors, |name, n| {
+                    let server = take_server(n)?;
+                    let service = read::<Service>(n)?;
+                    if let Some(server) = server {
+                        servers.insert(name.to_owned(), server);
+                    }
+                    Ok(service)
+                });
+                out.servers = servers;
+            }
+            "middlewares" => read_objects(kind, &mut out.middlewares, &mut out.errors, |n| {
+                read::<Middleware>(n)
+            }),
+            "serverstransports" => {
+                let mut keys = Vec::new();
+                kind.labels(&mut keys);
+                for label in keys {
+                    out.errors.push(LabelError::Unsupported {
+                        label,
+                        message: "servers transports cannot be set from labels; use the file provider and refer to it as `name@file`".to_owned(),
+                    });
+                }
+            }
+            _ => out.errors.push(LabelError::UnknownOption {
+                label: first_label(&kind),
+                option: written.clone(),
+                suggestion: suggest(&written, HTTP).map(str::to_owned),
+            }),
+        }
+    }
+}
+
+/// Takes `loadbalancer.server` out of a service's node and reads it.
+fn take_server(service: &mut Node) -> Result<Option<ServerLabels>, DeError> {
+    let Some((_, lb)) = service.children.get_mut("loadbalancer") else {
+        return Ok(None);
+    };
+    let Some(server) = lb.take_child("server") else {
+        return Ok(None);
+    };
+    let labels: ServerLabels = read(&server)?;
+    if labels.url.is_some() && (labels.port.is_some() || labels.scheme.is_some()) {
+        return Err(DeError {
+            label: server.child("url").map(|n| n.name()),
+            message: "`server.url` cannot be combined with `server.port` or `server.scheme`"
+                .to_owned(),
+            unknown: None,
+        });
+    }
+    Ok(Some(labels))
+}
+
+fn read_objects<T>(
+    kind: Node,
+    into: &mut Objects<T>,
+    errors: &mut Vec<LabelError>,
+    read_one: impl Fn(&Node) -> Result<T, DeError>,
+) {
+    read_objects_mut(kind, into, errors, |_, n| read_one(n));
+}
+
+fn read_objects_mut<T>(
+    kind: Node,
+    into: &mut Objects<T>,
+    errors: &mut Vec<LabelError>,
+    mut read_one: impl FnMut(&str, &mut Node) -> Result<T, DeError>,
+) {
+    if kind.value.is_some() {
+        errors.push(LabelError::Invalid {
+            label: kind.name(),
+            message: "expects object names below it".to_owned(),
+        });
+    }
+    for (name, mut node) in kind.children.into_values() {
+        let mut keys = Vec::new();
+        node.labels(&mut keys);
+        into.labels.insert(name.clone(), keys);
+        let fallback = first_label(&node);
+        if let Err(e) = check_name(&name, &fallback) {
+            errors.push(e.clone());
+            into.broken.entry(name).or_default().push(e);
+            continue;
+        }
+        match read_one(&name, &mut node) {
+            Ok(object) => {
+                into.parsed.insert(name, object);
+            }
+            Err(e) => {
+                let e = LabelError::from_de(e, &fallback);
+                errors.push(e.clone());
+                into.broken.entry(name).or_default().push(e);
+            }
+        }
+    }
+}

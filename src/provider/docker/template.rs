@@ -1,0 +1,435 @@
+//! The `defaultRule` template: the part of Go's template language that
+//! Traefik's default rules use. Text with `{{ … }}` actions; an action is a
+//! value (`.Name`, `"text"`), a function applied to values
+//! (`normalize .Name`, `index .Labels "key"`), or a pipeline of those
+//! (`.Service | lower`). Parsed once at start, so a mistake stops gangway
+//! with a message instead of failing per container.
+
+use std::collections::BTreeMap;
+
+/// A template that does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("defaultRule template `{template}`: {message}")]
+pub struct TemplateError {
+    /// The template as given.
+    pub template: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What a template can refer to, for one container.
+#[derive(Clone, Debug, Default)]
+pub struct Model<'a> {
+    /// The service name: compose `service_project`, else the container
+    /// name, normalized (Traefik's `.Name`).
+    pub name: &'a str,
+    /// The container name.
+    pub container_name: &'a str,
+    /// The compose project, or empty.
+    pub project: &'a str,
+    /// The compose service, or empty.
+    pub service: &'a str,
+    /// `providers.docker.domain`.
+    pub domain: &'a str,
+    /// The container's labels.
+    pub labels: Option<&'a BTreeMap<String, String>>,
+}
+
+const FIELDS: &[&str] = &[
+    "Name",
+    "ContainerName",
+    "Project",
+    "Service",
+    "Domain",
+    "Labels",
+];
+const FUNCS: &[&str] = &[
+    "normalize",
+    "lower",
+    "upper",
+    "trim",
+    "index",
+    "trimPrefix",
+    "trimSuffix",
+    "replace",
+    "default",
+];
+
+#[derive(Clone, Debug, PartialEq)]
+enum Arg {
+    Field(&'static str),
+    Text(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Command {
+    func: Option<&'static str>,
+    args: Vec<Arg>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Part {
+    Text(String),
+    Action(Vec<Command>),
+}
+
+/// A parsed template.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+/// Traefik's `normalize`: runs of characters other than letters and digits
+/// become one `-`, trimmed at both ends.
+pub fn normalize(name: &str) -> String {
+    name.split(|c: char| !c.is_alphanumeric())
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+impl Template {
+    /// Parses `text`.
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
+        let err = |message: String| TemplateError {
+            template: text.to_owned(),
+            message,
+        };
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                parts.push(Part::Text(rest[..open].to_owned()));
+            }
+            let after = &rest[open + 2..];
+            let close = after
+                .find("}}")
+                .ok_or_else(|| err("`{{` without `}}`".to_owned()))?;
+            let inner = after[..close].trim_matches('-').trim();
+            parts.push(Part::Action(parse_action(inner).map_err(err)?));
+            rest = &after[close + 2..];
+        }
+        if rest.contains("}}") {
+            return Err(err("`}}` without `{{`".to_owned()));
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_owned()));
+        }
+        let t = Template { parts };
+        // Catch arity mistakes now rather than on the first container.
+        t.render(&Model::default()).map_err(err)?;
+        Ok(t)
+    }
+
+    /// Fills the template in for one container.
+    pub fn render(&self, model: &Model<'_>) -> Result<String, String> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Action(commands) => {
+                    let mut piped: Option<Value<'_>> = None;
+                    for c in commands {
+                        let mut args: Vec<Value<'_>> =
+                            c.args.iter().map(|a| value(a, model)).collect();
+                        if let Some(p) = piped.take() {
+                            args.push(p);
+                        }
+                        piped = Some(call(c.func, args)?);
+                    }
+                    match piped {
+                        Some(Value::Text(t)) => out.push_str(&t),
+                        Some(Value::Labels(_)) => out.push_str("map[…]"),
+                        None => {}
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+enum Value<'a> {
+    Text(String),
+    Labels(Option<&'a BTreeMap<String, String>>),
+}
+
+impl Value<'_> {
+    fn text(self, func: &str) -> Result<String, String> {
+        match self {
+            Value::Text(t) => Ok(t),
+            Value::Labels(_) => Err(format!(
+                "`{func}` needs text, not .Labels (use index .Labels \"key\")"
+            )),
+        }
+    }
+}
+
+fn value<'a>(arg: &Arg, m: &Model<'a>) -> Value<'a> {
+    match arg {
+        Arg::Text(t) => Value::Text(t.clone()),
+        Arg::Field("Labels") => Value::Labels(m.labels),
+        Arg::Field(f) => Value::Text(
+            match *f {
+                "Name" => m.name,
+                "ContainerName" => m.container_name,
+                "Project" => m.project,
+                "Service" => m.service,
+                _ => m.domain,
+            }
+            .to_owned(),
+        ),
+    }
+}
+
+fn call(func: Option<&str>, mut args: Vec<Value<'_>>) -> Result<Value<'static>, String> {
+    let Some(func) = func else {
+        return match (args.pop(), args.is_empty()) {
+            (Some(Value::Text(t)), true) => Ok(Value::Text(t)),
+            (Some(Value::Labels(_)), true) => {
+                Err(".Labels is a map; use index .Labels \"key\"".to_owned())
+            }
+            _ => Err("an action holds one value, or a function and its arguments".to_owned()),
+        };
+    };
+    let arity = match func {
+        "index" | "trimPrefix" | "trimSuffix" | "default" => 2,
+        "replace" => 3,
+        _ => 1,
+    };
+    if args.len() != arity {
+        return Err(format!(
+            "`{func}` takes {arity} argument{}, got {}",
+            if arity == 1 { "" } else { "s" },
+            args.len()
+        ));
+    }
+    if func == "index" {
+        let key = args
+            .pop()
+            .map(|v| v.text("index"))
+            .transpose()?
+            .unwrap_or_default();
+        return match args.pop() {
+            Some(Value::Labels(labels)) => Ok(Value::Text(
+                labels
+                    .and_then(|l| l.get(&key))
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
+            _ => Err("`index` works on .Labels: index .Labels \"key\"".to_owned()),
+        };
+    }
+    let mut texts = Vec::with_capacity(args.len());
+    for a in args {
+        texts.push(a.text(func)?);
+    }
+    let t = |i: usize| texts.get(i).map(String::as_str).unwrap_or_default();
+    Ok(Value::Text(match func {
+        "normalize" => normalize(t(0)),
+        "lower" => t(0).to_lowercase(),
+        "upper" => t(0).to_uppercase(),
+        "trim" => t(0).trim().to_owned(),
+        // Go's argument order: the prefix first, the text last (it is what a pipe supplies).
+        "trimPrefix" => t(1).strip_prefix(t(0)).unwrap_or(t(1)).to_owned(),
+        "trimSuffix" => t(1).strip_suffix(t(0)).unwrap_or(t(1)).to_owned(),
+        "replace" => t(2).replace(t(0), t(1)),
+        // sprig's `default`: the fallback first, used when the value is empty.
+        _ => {
+            if t(1).is_empty() {
+                t(0).to_owned()
+            } else {
+                t(1).to_owned()
+            }
+        }
+    }))
+}
+
+fn parse_action(inner: &str) -> Result<Vec<Command>, String> {
+    if inner.is_empty() {
+        return Err("empty action `{{ }}`".to_owned());
+    }
+    let tokens = tokenize(inner)?;
+    let mut commands = Vec::new();
+    for group in tokens.split(|t| *t == Token::Pipe) {
+        let Some((first, rest)) = group.split_first() else {
+            return Err("empty command around `|`".to_owned());
+        };
+        let (func, args) = match first {
+            Token::Word(w) => {
+                let f = FUNCS.iter().find(|f| **f == w.as_str()).ok_or_else(|| {
+                    format!("unknown function `{w}` (known: {})", FUNCS.join(", "))
+                })?;
+                (Some(*f), rest)
+            }
+            _ => (None, group),
+        };
+        let mut parsed = Vec::new();
+        for a in args {
+            parsed.push(match a {
+                Token::Field(f) => {
+                    Arg::Field(FIELDS.iter().find(|k| **k == f.as_str()).ok_or_else(|| {
+                        format!("unknown field `.{f}` (known: .{})", FIELDS.join(", ."))
+                    })?)
+                }
+                Token::Text(t) => Arg::Text(t.clone()),
+                Token::Word(w) => return Err(format!("`{w}` here must be a value")),
+                Token::Pipe => return Err("unexpected `|`".to_owned()),
+            });
+        }
+        commands.push(Command { func, args: parsed });
+    }
+    Ok(commands)
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Token {
+    Field(String),
+    Text(String),
+    Word(String),
+    Pipe,
+}
+
+fn tokenize(s: &str) -> Result<Vec<Token>, String> {
+    let mut out = Vec::new();
+    let mut chars = s.char_indices().peekable();
+    while let Some(&(i, c)) = chars.peek() {
+        match c {
+            c if c.is_whitespace() => {
+                chars.next();
+            }
+            '|' => {
+                chars.next();
+                out.push(Token::Pipe);
+            }
+            '"' | '`' => {
+                chars.next();
+                let mut text = String::new();
+                let mut closed = false;
+                while let Some((_, d)) = chars.next() {
+                    if d == c {
+                        closed = true;
+                        break;
+                    }
+                    if d == '\\' && c == '"' {
+                        match chars.next() {
+                            Some((_, 'n')) => text.push('\n'),
+                            Some((_, 't')) => text.push('\t'),
+                            Some((_, e)) => text.push(e),
+                            None => break,
+                        }
+                        continue;
+                    }
+                    text.push(d);
+                }
+                if !closed {
+                    return Err(format!("unterminated string at {}", i + 1));
+                }
+                out.push(Token::Text(text));
+            }
+            _ => {
+                let start = i;
+                let mut end = s.len();
+                while let Some(&(j, d)) = chars.peek() {
+                    if d.is_whitespace() || d == '|' || d == '"' || d == '`' {
+                        end = j;
+                        break;
+                    }
+                    chars.next();
+                }
+                let word = &s[start..end];
+                match word.strip_prefix('.') {
+                    Some(f) if !f.is_empty() => out.push(Token::Field(f.to_owned())),
+                    Some(_) => {
+                        return Err(
+                            "`.` alone is not supported; use a field such as .Name".to_owned()
+                        );
+                    }
+                    None => out.push(Token::Word(word.to_owned())),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model<'a>(labels: &'a BTreeMap<String, String>) -> Model<'a> {
+        Model {
+            name: "web-shop",
+            container_name: "shop_web_1",
+            project: "shop",
+            service: "web",
+            domain: "example.com",
+            labels: Some(labels),
+        }
+    }
+
+    #[test]
+    fn renders_traefik_default_and_compose_fields() {
+        let labels: BTreeMap<String, String> = [("team".to_owned(), "blue".to_owned())].into();
+        let m = model(&labels);
+        let cases = [
+            ("Host(`{{ normalize .Name }}`)", "Host(`web-shop`)"),
+            (
+                "Host(`{{ .Service }}.{{ .Domain }}`)",
+                "Host(`web.example.com`)",
+            ),
+            (
+                "Host(`{{ .ContainerName | normalize }}.local`)",
+                "Host(`shop-web-1.local`)",
+            ),
+            (
+                "Host(`{{ index .Labels \"team\" }}.{{.Project}}`)",
+                "Host(`blue.shop`)",
+            ),
+            ("Host(`{{ index .Labels \"missing\" }}x`)", "Host(`x`)"),
+            ("Host(`{{ .Service | upper | lower }}`)", "Host(`web`)"),
+            ("Host(`{{ trimPrefix \"web\" .Name }}`)", "Host(`-shop`)"),
+            (
+                "Host(`{{ .Name | replace \"-\" \".\" }}`)",
+                "Host(`web.shop`)",
+            ),
+            (
+                "Host(`{{ default \"none\" .Domain }}`)",
+                "Host(`example.com`)",
+            ),
+            ("PathPrefix(`/`)", "PathPrefix(`/`)"),
+        ];
+        for (t, want) in cases {
+            let tpl = Template::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
+            assert_eq!(tpl.render(&m).unwrap(), want, "{t}");
+        }
+    }
+
+    #[test]
+    fn mistakes_are_reported_at_parse() {
+        for (t, needle) in [
+            ("Host(`{{ .Nmae }}`)", "unknown field `.Nmae`"),
+            (
+                "Host(`{{ normalise .Name }}`)",
+                "unknown function `normalise`",
+            ),
+            ("Host(`{{ .Name `)", "without `}}`"),
+            ("Host(`{{ }}`)", "empty action"),
+            ("Host(`{{ index .Labels }}`)", "takes 2 arguments"),
+            ("Host(`{{ .Labels }}`)", "map"),
+            ("Host(`{{ \"x }}`)", "unterminated"),
+            ("Host(`{{ .Name .Service }}`)", "one value"),
+        ] {
+            let e = Template::parse(t).expect_err(t);
+            assert!(e.to_string().contains(needle), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn normalize_matches_traefik() {
+        assert_eq!(normalize("/my_app.1"), "my-app-1");
+        assert_eq!(normalize("web_shop"), "web-shop");
+        assert_eq!(normalize("--a--b--"), "a-b");
+        assert_eq!(normalize("été"), "été");
+    }
+}

@@ -1,0 +1,203 @@
+//! The dashboard in a real browser: Debian's Chromium driven by
+//! playwright-core (`tests/dashboard/drive.mjs`) against the real gangway.
+//! Screenshots land in `target/dashboard-screenshots/`.
+//!
+//! Needs `node`, `/usr/bin/chromium` (or `CHROMIUM`) and
+//! `tests/dashboard/node_modules` (`scripts/ci/browser-up` installs them).
+//! Without them the test is skipped, unless `GANGWAY_TEST_STRICT=1`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use support::{Backend, Gangway, eventually, free_port};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+fn config(b: &Backend, changed: bool) -> String {
+    let mut s = format!(
+        r#"
+[http.routers.app]
+rule = "Host(`app.test`)"
+service = "app"
+[http.routers.api-path]
+rule = "Host(`app.test`) && PathPrefix(`/api`)"
+service = "app"
+[http.routers.canary]
+rule = "Host(`app.test`) && Header(`X-Env`, `canary`)"
+service = "app"
+[http.routers.chain]
+rule = "Host(`chain.test`)"
+service = "app"
+middlewares = ["strip", "hdr"]
+[http.routers.broken]
+rule = "Host(`broken.test`) &&"
+service = "app"
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+[http.services.split.weighted]
+[[http.services.split.weighted.services]]
+name = "app"
+weight = 3
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/x"]
+[http.middlewares.hdr.headers.customRequestHeaders]
+X-From = "gangway"
+"#,
+        b.url()
+    );
+    // The change the open page must show without a reload: one router
+    // added, one removed.
+    s.push_str(if changed {
+        "[http.routers.fresh]\nrule = \"Host(`fresh.test`)\"\nservice = \"app\"\n"
+    } else {
+        "[http.routers.orphan]\nrule = \"Host(`orphan.test`)\"\nservice = \"missing\"\n"
+    });
+    s
+}
+
+/// Where the browser parts are, or why they are missing.
+fn browser_parts() -> Result<(PathBuf, PathBuf), String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard");
+    let chromium = std::env::var_os("CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let mut missing = Vec::new();
+    if !chromium.exists() {
+        missing.push(format!("{} (Debian's chromium)", chromium.display()));
+    }
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !node.is_ok_and(|s| s.success()) {
+        missing.push("node".to_owned());
+    }
+    if !dir.join("node_modules/playwright-core").is_dir() {
+        missing.push(format!("{}/node_modules/playwright-core", dir.display()));
+    }
+    if missing.is_empty() {
+        Ok((chromium, dir))
+    } else {
+        Err(format!(
+            "missing {} (scripts/ci/browser-up installs them)",
+            missing.join(", ")
+        ))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_in_a_real_browser_live_and_read_only() {
+    let (chromium, dir) = match browser_parts() {
+        Ok(parts) => parts,
+        Err(why) if std::env::var("GANGWAY_TEST_STRICT").as_deref() == Ok("1") => {
+            panic!("dashboard browser test cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!("skipped: dashboard browser test: {why}");
+            return;
+        }
+    };
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(&config(&b, false), &["--api.insecure=true", &ep]).await;
+    let base = format!("http://127.0.0.1:{internal}");
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    eventually(
+        Duration::from_secs(10),
+        "the API lists the file's routers",
+        || async {
+            let uri = format!("{base}/api/http/routers/broken@file");
+            client
+                .get(uri.parse().unwrap())
+                .await
+                .is_ok_and(|r| r.status() == 200)
+        },
+    )
+    .await;
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("dashboard-screenshots");
+    let _ = std::fs::remove_dir_all(&shots);
+    let mut node = tokio::process::Command::new("node")
+        .arg("drive.mjs")
+        .current_dir(&dir)
+        .env("GANGWAY_URL", &base)
+        .env("SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", &chromium)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start node");
+    let mut stdin = node.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(node.stdout.take().expect("stdout")).lines();
+    let mut stderr = node.stderr.take().expect("stderr");
+    // Read concurrently, so a chatty browser cannot fill the pipe and stall.
+    let stderr = tokio::spawn(async move {
+        let mut err = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+        err
+    });
+    let mut transcript = String::new();
+    let mut rewrote = false;
+    let run = async {
+        while let Some(line) = stdout.next_line().await.expect("read driver") {
+            println!("{line}");
+            transcript.push_str(&line);
+            transcript.push('\n');
+            if line == "REWRITE" {
+                gw.rewrite(&config(&b, true));
+                rewrote = true;
+                stdin.write_all(b"REWRITTEN\n").await.expect("tell driver");
+                stdin.flush().await.expect("tell driver");
+            }
+        }
+        node.wait().await.expect("driver exit")
+    };
+    // A bound for the whole browser session, so a hung browser fails the
+    // test instead of stalling the suite.
+    let status = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .unwrap_or_else(|_| panic!("the browser session did not finish:\n{transcript}"));
+    let err = stderr.await.unwrap_or_default();
+    assert!(
+        status.success(),
+        "dashboard checks failed:\n{transcript}\n{err}\ngangway log:\n{}",
+        gw.log()
+    );
+    assert!(rewrote, "the driver reached the live-update step");
+    assert!(
+        transcript.contains("all GET"),
+        "the driver checked every request"
+    );
+    for page in [
+        "overview",
+        "routers",
+        "router",
+        "router-error",
+        "services",
+        "service",
+        "middlewares",
+        "middleware",
+        "certificates",
+        "containers",
+        "explain",
+    ] {
+        for variant in ["light-desktop", "dark-desktop", "light-phone", "dark-phone"] {
+            let file = shots.join(format!("{page}-{variant}.png"));
+            assert!(
+                std::fs::metadata(&file).is_ok_and(|m| m.len() > 1000),
+                "screenshot {}",
+                file.display()
+            );
+        }
+    }
+}

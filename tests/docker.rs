@@ -1,0 +1,642 @@
+//! The Docker provider against a real Docker daemon: containers on the host
+//! network, labelled as users label them, routed by the real gangway binary.
+//! Needs `scripts/ci/docker-up` (the test command runs it); without Docker a
+//! test is skipped, or fails under GANGWAY_TEST_STRICT=1.
+
+mod docker_support;
+mod support;
+
+use docker_support::{Load, Probe, Run, SERIAL, Spec, docker, ready};
+use std::time::{Duration, Instant};
+use support::eventually;
+
+const P: &str = "gangway";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_labelled_container_is_routed_within_a_second_and_gone_after_stop_or_kill() {
+    let _serial = SERIAL.lock().await;
+    if !ready("routed_within_a_second").await {
+        return;
+    }
+    let run = Run::new("routed");
+    let gw = run
+        .gangway(&["--providers.docker.downGracePeriod=0s"])
+        .await;
+    let probe = Probe::new(&gw);
+
+    let first = Spec::new("first").routed(P, "first", "first.test", "first");
+    run.start(&first).await;
+    eventually(Duration::from_secs(10), "first container routed", || {
+        probe.answers("first.test", "first")
+    })
+    .await;
+
+    // Now that gangway is connected: a new container is routed within a second.
+    let second = Spec::new("second").routed(P, "second", "second.test", "second");
+    let name = run.start(&second).await;
+    let started = Instant::now();
+    eventually(
+        Duration::from_secs(1),
+        "routed within 1s of docker run",
+        || probe.answers("second.test", "second"),
+    )
+    .await;
+    eprintln!("routed {:?} after docker run returned", started.elapsed());
+
+    docker(&["stop", &name]).await.expect("docker stop");
+    eventually(
+        Duration::from_secs(1),
+        "gone within 1s of docker stop",
+        || async { probe.status("second.test").await == 404 },
+    )
+    .await;
+    assert!(probe.answers("first.test", "first").await);
+
+    let first_name = run.name("first");
+    docker(&["kill", &first_name]).await.expect("docker kill");
+    eventually(
+        Duration::from_secs(1),
+        "gone within 1s of docker kill",
+        || async { probe.status("first.test").await == 404 },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_containers_of_one_compose_service_answer_in_turn() {
+    let _serial = SERIAL.lock().await;
+    if !ready("scaled").await {
+        return;
+    }
+    let run = Run::new("scaled");
+    let gw = run.gangway(&[]).await;
+    let probe = Probe::new(&gw);
+    let project = format!("shop{}", run.suffix());
+    // What `docker compose up --scale web=2` makes: two containers of one
+    // service (each on its own port, as host networking needs).
+    for replica in ["web1", "web2"] {
+        let spec = Spec::new(replica);
+        let port = spec.port.to_string();
+        let spec = spec
+            .label("gangway.enable", "true")
+            .label("com.docker.compose.project", &project)
+            .label("com.docker.compose.service", "web")
+            .label(
+                &format!("gangway.http.services.web-{project}.loadbalancer.server.port"),
+                &port,
+            );
+        run.start(&spec).await;
+    }
+    // Traefik's default rule for a compose service: Host(`<service>-<project>`).
+    let host = format!("web-{project}");
+    eventually(
+        Duration::from_secs(10),
+        "both replicas in rotation",
+        || async {
+            let mut seen = std::collections::BTreeSet::new();
+            for _ in 0..4 {
+                if let Ok(a) = probe.get(&host, "/").await {
+                    seen.insert(a.body);
+                }
+            }
+            seen.len() == 2
+        },
+    )
+    .await;
+    let mut answers = Vec::new();
+    for _ in 0..10 {
+        answers.push(probe.get(&host, "/").await.expect("answer").body);
+    }
+    for pair in answers.windows(2) {
+        assert_ne!(pair[0], pair[1], "round robin alternates: {answers:?}");
+    }
+    assert_eq!(answers.iter().filter(|a| *a == "web1").count(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_health_check_takes_a_container_out_and_back() {
+    let _serial = SERIAL.lock().await;
+    if !ready("health").await {
+        return;
+    }
+    let run = Run::new("health");
+    let gw = run
+        .gangway(&["--providers.docker.downGracePeriod=1m"])
+        .await;
+    let probe = Probe::new(&gw);
+    let spec = Spec::new("checked")
+        .routed(P, "checked", "checked.test", "checked")
+        .health_checked();
+    let name = run.start(&spec).await;
+
+    // Starting: known, so 503 (not 404) with Retry-After.
+    eventually(Duration::from_secs(10), "503 while starting", || async {
+        probe
+            .get("checked.test", "/")
+            .await
+            .is_ok_and(|a| a.status == 503 && a.retry_after.as_deref() == Some("5"))
+    })
+    .await;
+    docker(&["exec", &name, "touch", "/tmp/healthy"])
+        .await
+        .expect("exec");
+    eventually(Duration::from_secs(5), "healthy: routed", || {
+        probe.answers("checked.test", "checked")
+    })
+    .await;
+    docker(&["exec", &name, "rm", "/tmp/healthy"])
+        .await
+        .expect("exec");
+    eventually(
+        Duration::from_secs(5),
+        "unhealthy: out of rotation",
+        || async { probe.status("checked.test").await == 503 },
+    )
+    .await;
+    docker(&["exec", &name, "touch", "/tmp/healthy"])
+        .await
+        .expect("exec");
+    eventually(Duration::from_secs(5), "healthy again: back", || {
+        probe.answers("checked.test", "checked")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_label_error_disables_one_router_names_container_and_label_and_is_logged_once() {
+    let _serial = SERIAL.lock().await;
+    if !ready("label_error").await {
+        return;
+    }
+    let run = Run::new("labelerror");
+    let gw = run.gangway(&[]).await;
+    let probe = Probe::new(&gw);
+    let bad = Spec::new("bad")
+        .routed(P, "fine", "fine.test", "bad")
+        .label("gangway.http.routers.broken.rul", "Host(`broken.test`)")
+        .label("gangway.http.routers.broken.service", "bad");
+    let bad_name = run.start(&bad).await;
+    let good = Spec::new("good").routed(P, "good", "good.test", "good");
+    run.start(&good).await;
+
+    eventually(
+        Duration::from_secs(10),
+        "other routers of both containers",
+        || async {
+            probe.answers("good.test", "good").await && probe.answers("fine.test", "bad").await
+        },
+    )
+    .await;
+    assert_eq!(probe.status("broken.test").await, 404);
+    let expected = format!(
+        "container `{bad_name}`: label `gangway.http.routers.broken.rul`: unknown option `rul` (did you mean `rule`?)"
+    );
+    eventually(Duration::from_secs(5), "the error is logged", || async {
+        gw.log().contains(&expected)
+    })
+    .await;
+    // More events (another container comes and goes): still logged once.
+    let other = Spec::new("other").routed(P, "other", "other.test", "other");
+    let other_name = run.start(&other).await;
+    eventually(Duration::from_secs(5), "third container routed", || {
+        probe.answers("other.test", "other")
+    })
+    .await;
+    docker(&["rm", "-f", &other_name]).await.expect("rm");
+    eventually(Duration::from_secs(5), "third container gone", || async {
+        probe.status("other.test").await != 200
+    })
+    .await;
+    let log = gw.log();
+    assert_eq!(log.matches(&expected).count(), 1, "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn exposed_by_default_false_ignores_unlabelled_containers() {
+    let _serial = SERIAL.lock().await;
+    if !ready("exposed_by_default").await {
+        return;
+    }
+    let run = Run::new("exposed");
+    let safe = run.gangway(&[]).await;
+    let open = run
+        .gangway(&["--providers.docker.exposedByDefault=true"])
+        .await;
+    let (safe_probe, open_probe) = (Probe::new(&safe), Probe::new(&open));
+    // No `gangway.enable`: only the port is given.
+    let spec = Spec::new("quiet");
+    let port = spec.port.to_string();
+    let spec = spec.label(
+        "gangway.http.services.quiet.loadbalancer.server.port",
+        &port,
+    );
+    let name = run.start(&spec).await;
+    // The default rule: Host(`<container name>`), normalized.
+    let host = name.replace('_', "-");
+    eventually(
+        Duration::from_secs(10),
+        "exposedByDefault=true routes it",
+        || open_probe.answers(&host, "quiet"),
+    )
+    .await;
+    assert_eq!(safe_probe.status(&host).await, 404);
+    // Opting in with the label is what the default expects.
+    let labelled = Spec::new("loud").routed(P, "loud", "loud.test", "loud");
+    run.start(&labelled).await;
+    eventually(
+        Duration::from_secs(10),
+        "a labelled container is routed",
+        || safe_probe.answers("loud.test", "loud"),
+    )
+    .await;
+    assert_eq!(safe_probe.status(&host).await, 404);
+}
+
+fn compose_file(run: &Run, services: &[(&str, u16, &[&str])]) -> String {
+    let mut out = String::from("version: \"2.4\"\nservices:\n");
+    for (name, port, labels) in services {
+        out.push_str(&format!(
+            "  {name}:\n    image: {}\n    network_mode: host\n    environment:\n      - PORT={port}\n      - NAME={name}\n    labels:\n      - \"{}={}\"\n",
+            docker_support::IMAGE,
+            docker_support::RUN_LABEL,
+            run.id
+        ));
+        for l in *labels {
+            out.push_str(&format!("      - \"{l}\"\n"));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_compose_project_with_traefik_labels_is_routed_as_traefik_would() {
+    let _serial = SERIAL.lock().await;
+    if !docker_support::compose_ready("compose").await {
+        return;
+    }
+    let run = Run::new("compose");
+    let gw = run
+        .gangway(&["--providers.docker.labelPrefix=traefik"])
+        .await;
+    let probe = Probe::new(&gw);
+    let project = format!("blog{}", run.suffix());
+    let (web, api) = (support::free_port(), support::free_port());
+    let web_port = format!("traefik.http.services.web.loadbalancer.server.port={web}");
+    let api_port = format!("traefik.http.services.api.loadbalancer.server.port={api}");
+    let file = compose_file(
+        &run,
+        &[
+            (
+                "web",
+                web,
+                &[
+                    "traefik.enable=true",
+                    "traefik.http.routers.web.rule=Host(`blog.test`) || Host(`www.blog.test`)",
+                    "traefik.http.routers.web.entrypoints=web",
+                    &web_port,
+                ],
+            ),
+            // No router label: Traefik's default rule, Host(`api-<project>`).
+            ("api", api, &["traefik.enable=true", &api_port]),
+            // Labelled for gangway's own prefix only: ignored with labelPrefix=traefik.
+            ("other", support::free_port(), &["gangway.enable=true"]),
+        ],
+    );
+    run.compose(&project, &file, &["up", "-d"])
+        .await
+        .expect("docker-compose up");
+    eventually(Duration::from_secs(15), "web routed by its rule", || {
+        probe.answers("www.blog.test", "web")
+    })
+    .await;
+    let api_host = format!("api-{project}");
+    eventually(
+        Duration::from_secs(5),
+        "api routed by the default rule",
+        || probe.answers(&api_host, "api"),
+    )
+    .await;
+    assert!(probe.answers("blog.test", "web").await);
+    assert_eq!(probe.status(&format!("other-{project}")).await, 404);
+
+    run.compose(&project, &file, &["down", "-t", "1"])
+        .await
+        .expect("docker-compose down");
+    eventually(Duration::from_secs(5), "down: no longer served", || async {
+        probe.status("blog.test").await != 200 && probe.status(&api_host).await != 200
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_off_containers_are_not_routed() {
+    let _serial = SERIAL.lock().await;
+    if !docker_support::compose_ready("one_off").await {
+        return;
+    }
+    let run = Run::new("oneoff");
+    let gw = run.gangway(&[]).await;
+    let probe = Probe::new(&gw);
+    let project = format!("jobs{}", run.suffix());
+    let port = support::free_port();
+    let port_label = format!("gangway.http.services.task.loadbalancer.server.port={port}");
+    let file = compose_file(
+        &run,
+        &[(
+            "task",
+            port,
+            &[
+                "gangway.enable=true",
+                "gangway.http.routers.task.rule=Host(`task.test`)",
+                &port_label,
+            ],
+        )],
+    );
+    // `docker compose run`: a one-off container of the service, with its labels.
+    let oneoff = format!("oneoff{}", run.suffix());
+    run.compose(&project, &file, &["run", "-d", "--name", &oneoff, "task"])
+        .await
+        .expect("docker-compose run");
+    // It serves (directly), but gangway leaves it alone.
+    let direct = format!("http://127.0.0.1:{port}/");
+    eventually(
+        Duration::from_secs(10),
+        "the one-off container serves",
+        || async {
+            docker_support::command("curl", &["-sf", &direct])
+                .await
+                .is_ok_and(|b| b == "task")
+        },
+    )
+    .await;
+    // A router for it would have appeared by now (others appear within 1s).
+    let other = Spec::new("marker").routed(P, "marker", "marker.test", "marker");
+    run.start(&other).await;
+    eventually(
+        Duration::from_secs(10),
+        "a later container is routed",
+        || probe.answers("marker.test", "marker"),
+    )
+    .await;
+    assert_eq!(probe.status("task.test").await, 404);
+
+    // The service itself (not one-off) is routed.
+    docker(&["rm", "-f", &oneoff]).await.expect("rm one-off");
+    run.compose(&project, &file, &["up", "-d", "task"])
+        .await
+        .expect("docker-compose up");
+    eventually(Duration::from_secs(10), "the service is routed", || {
+        probe.answers("task.test", "task")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conflicting_definitions_keep_the_oldest_containers_and_are_reported() {
+    let _serial = SERIAL.lock().await;
+    if !ready("conflict").await {
+        return;
+    }
+    let run = Run::new("conflict");
+    let gw = run.gangway(&[]).await;
+    let dropping = run.gangway(&["--providers.docker.conflicts=drop"]).await;
+    let (probe, drop_probe) = (Probe::new(&gw), Probe::new(&dropping));
+    let older = Spec::new("older").routed(P, "app", "older.test", "older");
+    let older_name = run.start(&older).await;
+    eventually(Duration::from_secs(10), "older routed", || {
+        probe.answers("older.test", "older")
+    })
+    .await;
+    // A newer container defines the same router differently.
+    let newer = Spec::new("newer").routed(P, "app", "newer.test", "newer");
+    let newer_name = run.start(&newer).await;
+    let warning = format!(
+        "conflict: containers `{older_name}` and `{newer_name}` define it differently; `{older_name}`'s definition (the oldest) is used"
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the conflict is reported",
+        || async { gw.log().contains(&warning) },
+    )
+    .await;
+    // The site stays up (Traefik would drop both: 404).
+    assert!(probe.answers("older.test", "older").await);
+    assert_eq!(probe.status("newer.test").await, 404);
+    // With conflicts=drop, as Traefik: gone.
+    eventually(
+        Duration::from_secs(5),
+        "conflicts=drop removes the router",
+        || async { drop_probe.status("older.test").await == 404 },
+    )
+    .await;
+    assert!(dropping.log().contains("conflicts=drop"));
+    assert_eq!(gw.log().matches(&warning).count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_service_answers_503_with_retry_after_then_404_after_the_grace_period() {
+    let _serial = SERIAL.lock().await;
+    if !ready("known_but_down").await {
+        return;
+    }
+    let run = Run::new("down");
+    let gw = run
+        .gangway(&["--providers.docker.downGracePeriod=3s"])
+        .await;
+    let probe = Probe::new(&gw);
+    let name = run
+        .start(&Spec::new("site").routed(P, "site", "site.test", "site"))
+        .await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("site.test", "site")
+    })
+    .await;
+
+    docker(&["stop", &name]).await.expect("stop");
+    eventually(
+        Duration::from_secs(2),
+        "503 with Retry-After while down",
+        || async {
+            probe.get("site.test", "/").await.is_ok_and(|a| {
+                a.status == 503
+                    && a.retry_after.as_deref() == Some("5")
+                    && a.body == "no available server"
+            })
+        },
+    )
+    .await;
+    docker(&["start", &name]).await.expect("start");
+    eventually(Duration::from_secs(2), "back after start", || {
+        probe.answers("site.test", "site")
+    })
+    .await;
+
+    docker(&["stop", &name]).await.expect("stop");
+    let stopped = Instant::now();
+    eventually(Duration::from_secs(2), "503 again", || async {
+        probe.status("site.test").await == 503
+    })
+    .await;
+    eventually(
+        Duration::from_secs(6),
+        "404 after the grace period",
+        || async { probe.status("site.test").await == 404 },
+    )
+    .await;
+    assert!(
+        stopped.elapsed() >= Duration::from_secs(2),
+        "gone too early: {:?}",
+        stopped.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fifty_start_stop_cycles_of_other_containers_cost_no_request_to_a() {
+    let _serial = SERIAL.lock().await;
+    if !ready("churn").await {
+        return;
+    }
+    let run = Run::new("churn");
+    let gw = run
+        .gangway(&["--providers.docker.downGracePeriod=0s"])
+        .await;
+    let probe = Probe::new(&gw);
+    run.start(&Spec::new("a").routed(P, "a", "a.test", "a"))
+        .await;
+    let mut others = Vec::new();
+    for n in ["b", "c", "d"] {
+        let spec = Spec::new(n).routed(P, n, &format!("{n}.test"), n);
+        others.push((n, run.create(&spec).await));
+    }
+    eventually(Duration::from_secs(10), "a routed", || {
+        probe.answers("a.test", "a")
+    })
+    .await;
+
+    let load = Load::start(&probe, "a.test", &["a"], 8);
+    let names: Vec<&str> = others.iter().map(|(_, name)| name.as_str()).collect();
+    for cycle in 0..50 {
+        let mut start = vec!["start"];
+        start.extend(&names);
+        docker(&start).await.expect("docker start");
+        for (n, _) in &others {
+            let host = format!("{n}.test");
+            eventually(
+                Duration::from_secs(5),
+                &format!("cycle {cycle}: {n} routed"),
+                || probe.answers(&host, n),
+            )
+            .await;
+        }
+        let mut stop = vec!["stop", "-t", "5"];
+        stop.extend(&names);
+        docker(&stop).await.expect("docker stop");
+        for (n, _) in &others {
+            eventually(
+                Duration::from_secs(5),
+                &format!("cycle {cycle}: {n} gone"),
+                || async { probe.status(&format!("{n}.test")).await == 404 },
+            )
+            .await;
+        }
+    }
+    let (ok, failures) = load.finish().await;
+    eprintln!(
+        "{ok} requests to a during 50 cycles, {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(ok > 500, "too little load to mean anything: {ok}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_redeploy_under_load_loses_no_request() {
+    let _serial = SERIAL.lock().await;
+    if !ready("rolling").await {
+        return;
+    }
+    let run = Run::new("rolling");
+    let gw = run.gangway(&[]).await;
+    let probe = Probe::new(&gw);
+    // Both versions define the same router and service; each brings its own
+    // server (port). On SIGTERM each keeps serving for 2s, as applications
+    // with a graceful shutdown do.
+    let version = |name: &str| {
+        let spec = Spec::new(name).health_checked().args(&["-e", "DRAIN=2"]);
+        let port = spec.port.to_string();
+        spec.label("gangway.enable", "true")
+            .label("gangway.http.routers.app.rule", "Host(`app.test`)")
+            .label("gangway.http.services.app.loadbalancer.server.port", &port)
+    };
+    let v1 = run.start(&version("v1")).await;
+    docker(&["exec", &v1, "touch", "/tmp/healthy"])
+        .await
+        .expect("exec");
+    eventually(Duration::from_secs(10), "v1 routed", || {
+        probe.answers("app.test", "v1")
+    })
+    .await;
+
+    let load = Load::start(&probe, "app.test", &["v1", "v2"], 8);
+    let v2 = run.start(&version("v2")).await;
+    docker(&["exec", &v2, "touch", "/tmp/healthy"])
+        .await
+        .expect("exec");
+    eventually(Duration::from_secs(10), "v2 in rotation", || {
+        probe.answers("app.test", "v2")
+    })
+    .await;
+    docker(&["stop", &v1]).await.expect("stop v1");
+    eventually(Duration::from_secs(5), "only v2 answers", || async {
+        let mut all_v2 = true;
+        for _ in 0..6 {
+            all_v2 &= probe.answers("app.test", "v2").await;
+        }
+        all_v2
+    })
+    .await;
+    let (ok, failures) = load.finish().await;
+    eprintln!(
+        "{ok} requests during the redeploy, {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(ok > 100, "too little load to mean anything: {ok}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_a_daemon_gangway_serves_its_other_providers_and_says_why() {
+    // Needs no Docker: the daemon is deliberately somewhere else.
+    let backend = support::Backend::echo("file").await;
+    let gw = support::Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&backend.url()]),
+        &[
+            "--providers.docker",
+            "--providers.docker.endpoint=unix:///nonexistent/docker.sock",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    eventually(
+        Duration::from_secs(5),
+        "the file provider's route",
+        || async { probe.status("app.test").await == 200 },
+    )
+    .await;
+    eventually(Duration::from_secs(5), "the outage is logged", || async {
+        let log = gw.log();
+        log.contains("Docker unreachable") && log.contains("/nonexistent/docker.sock")
+    })
+    .await;
+    assert_eq!(gw.log().matches("Docker unreachable").count(), 1);
+}

@@ -1,0 +1,105 @@
+//! The Docker daemon dies and comes back while gangway runs: gangway keeps
+//! its routes meanwhile, reconnects, lists the containers again and follows
+//! new events, without being restarted. A test binary of its own, because
+//! it takes the daemon away from everything else.
+//!
+//! It restarts the dockerd that `scripts/ci/docker-up` started (pid in
+//! /tmp/gangway-docker/dockerd.pid) with the same script, so the daemon
+//! comes back with the same flags.
+
+mod docker_support;
+mod support;
+
+use docker_support::{Probe, Run, STATE_DIR, Spec, command, docker, ready, skip};
+use std::time::Duration;
+use support::eventually;
+
+const P: &str = "gangway";
+
+fn dockerd_pid() -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(format!("{STATE_DIR}/dockerd.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    String::from_utf8_lossy(&cmdline)
+        .contains("dockerd")
+        .then_some(pid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
+    const TEST: &str = "dockerd_restart";
+    if !ready(TEST).await {
+        return;
+    }
+    let Some(pid) = dockerd_pid() else {
+        skip(
+            TEST,
+            "dockerd was not started by scripts/ci/docker-up, so this test cannot restart it",
+        );
+        return;
+    };
+    let up = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci/docker-up");
+    let run = Run::new("restart");
+    let gw = run.gangway(&[]).await;
+    let gangway_pid = gw.pid();
+    let probe = Probe::new(&gw);
+    let before = Spec::new("before")
+        .routed(P, "before", "before.test", "before")
+        .args(&["--restart", "always"]);
+    run.start(&before).await;
+    eventually(Duration::from_secs(10), "routed before the restart", || {
+        probe.answers("before.test", "before")
+    })
+    .await;
+
+    // The daemon dies (its containers keep running: containerd holds them).
+    command("kill", &["-KILL", &pid.to_string()])
+        .await
+        .expect("kill dockerd");
+    eventually(Duration::from_secs(10), "dockerd gone", || async {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+    })
+    .await;
+    eventually(Duration::from_secs(10), "gangway notices", || async {
+        gw.log().contains("Docker unreachable")
+    })
+    .await;
+    // Meanwhile the last known routes stay in use.
+    for _ in 0..20 {
+        assert!(
+            probe.answers("before.test", "before").await,
+            "the route was dropped while Docker was away"
+        );
+    }
+
+    // The daemon comes back with the same flags.
+    command(up, &["--daemon-only"])
+        .await
+        .expect("dockerd restarts");
+    // It restores (here: restarts) the running container; gangway re-lists.
+    eventually(
+        Duration::from_secs(30),
+        "routed again after the restart",
+        || probe.answers("before.test", "before"),
+    )
+    .await;
+    // And follows events again: a new container is routed, a stopped one goes.
+    let after = Spec::new("after").routed(P, "after", "after.test", "after");
+    let after_name = run.start(&after).await;
+    eventually(Duration::from_secs(10), "a new container is routed", || {
+        probe.answers("after.test", "after")
+    })
+    .await;
+    docker(&["rm", "-f", &after_name]).await.expect("rm");
+    eventually(
+        Duration::from_secs(5),
+        "a removed container stops answering",
+        || async { probe.status("after.test").await != 200 },
+    )
+    .await;
+    assert_eq!(gw.pid(), gangway_pid);
+    assert!(gw.log().contains("Docker unreachable"), "{}", gw.log());
+}

@@ -1,0 +1,60 @@
+// Reading the API. Every call is a GET: the dashboard never asks gangway to
+// change anything.
+
+/** An answer from the API that was not a success. */
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function request(path, signal) {
+  const resp = await fetch(path, { method: 'GET', headers: { accept: 'application/json' }, cache: 'no-store', signal });
+  if (!resp.ok) {
+    let message = `${resp.status} ${resp.statusText}`;
+    try {
+      const body = await resp.json();
+      if (body && body.message) message = body.message;
+    } catch (_) { /* not JSON */ }
+    throw new ApiError(resp.status, message);
+  }
+  return resp;
+}
+
+/** GETs `path` and returns its JSON. */
+export async function get(path, signal) {
+  return (await request(path, signal)).json();
+}
+
+/** GETs a list page and returns { items, next } (Traefik's X-Next-Page header; 1 means last page). */
+export async function getPage(path, signal) {
+  const resp = await request(path, signal);
+  const next = Number(resp.headers.get('x-next-page') || '1');
+  return { items: await resp.json(), next };
+}
+
+/**
+ * GETs `path`, answering `fallback` when the endpoint does not exist (a
+ * gangway built without that part): pages show what they can.
+ */
+export async function optional(path, fallback, signal) {
+  try {
+    return await get(path, signal);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 501)) return fallback;
+    throw e;
+  }
+}
+
+/** A query string from an object, leaving out empty values; arrays repeat the key. */
+export function query(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    for (const one of Array.isArray(v) ? v : [v]) {
+      if (one !== undefined && one !== null && one !== '') q.append(k, String(one));
+    }
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,135 @@
+// Certificates: what each resolver (or the file provider) holds, and when
+// it expires. Every field is optional: the page shows what the API gives.
+
+import { optional } from './api.js';
+import { h, list, toDate, timeAgo, shortDate, relative, table, render, empty, objLink, tag, section, icon } from './dom.js';
+
+/** Days before expiry from which a certificate is flagged. */
+export const SOON_DAYS = 30;
+const DAY = 86400 * 1000;
+
+/** One certificate from /api/certificates, in one shape whatever the API spelled. */
+export function normalizeCert(c) {
+  const raw = list(c.domains ?? c.domain ?? c.names ?? c.sans);
+  const domains = raw.flatMap((d) => (typeof d === 'object' && d ? [d.main, ...list(d.sans)] : [d])).filter(Boolean).map(String);
+  const notAfter = toDate(c.notAfter ?? c.not_after ?? c.expires ?? c.expiry);
+  const status = String(c.status || (notAfter ? 'valid' : 'unknown')).toLowerCase();
+  return {
+    domains,
+    resolver: c.resolver ?? c.certResolver ?? (c.source || ''),
+    status,
+    issuer: c.issuer,
+    notAfter,
+    nextAttempt: c.nextAttempt ?? c.renewAt,
+    lastError: c.lastError ?? c.error,
+    failures: c.failures,
+    routers: list(c.routers),
+    raw: c,
+  };
+}
+
+/** How a certificate's expiry reads, and how worrying it is: ok, soon, expired. */
+export function expiry(notAfter, now = Date.now()) {
+  if (!notAfter) return { level: 'none', text: '—' };
+  const left = notAfter.getTime() - now;
+  if (left <= 0) return { level: 'expired', text: `expired ${relative(notAfter, now)}` };
+  return { level: left < SOON_DAYS * DAY ? 'soon' : 'ok', text: `expires ${relative(notAfter, now)}` };
+}
+
+/** The expiry cell: date plus "in N days", coloured by urgency. */
+export function expiryCell(notAfter) {
+  const e = expiry(notAfter);
+  if (e.level === 'none') return h('span', { class: 'muted' }, 'not issued yet');
+  return h('span', { class: `expiry expiry-${e.level}` },
+    h('strong', {}, shortDate(notAfter)), h('br'), h('small', {}, e.text));
+}
+
+/** The status of one certificate as a badge. */
+export function certBadge(status) {
+  const cls = { valid: 'enabled', renewing: 'warning', pending: 'pending', error: 'disabled' }[status] || 'pending';
+  return h('span', { class: `badge status-${cls}` }, icon(cls === 'enabled' ? 'check' : cls === 'disabled' ? 'cross' : 'info'), status);
+}
+
+/** Whether a certificate needs a look: an error, or expiry within SOON_DAYS. */
+export function needsLook(c) {
+  const level = expiry(c.notAfter).level;
+  return c.status === 'error' || level === 'soon' || level === 'expired';
+}
+
+function domainsCell(c) {
+  if (!c.domains.length) return h('span', { class: 'muted' }, '—');
+  const [main, ...sans] = c.domains;
+  return h('div', { class: 'domains' }, h('strong', {}, main),
+    sans.length ? h('div', { class: 'chips' }, sans.map((d) => h('code', { class: 'chip' }, d))) : null);
+}
+
+/** The certificate table (also used by the overview and router pages). */
+export function certTable(certs, { compact = false } = {}) {
+  const cols = [
+    { title: 'Status' },
+    { title: 'Domains' },
+    { title: 'Resolver' },
+    { title: 'Expires' },
+  ];
+  if (!compact) cols.push({ title: 'Issuer' }, { title: 'Next attempt' }, { title: 'Routers' });
+  cols.push({ title: 'Last error', cls: 'wide' });
+  const rows = certs.map((c) => {
+    const cells = [
+      certBadge(c.status),
+      domainsCell(c),
+      c.resolver ? tag(c.resolver) : h('span', { class: 'muted' }, 'file'),
+      expiryCell(c.notAfter),
+    ];
+    if (!compact) {
+      cells.push(
+        c.issuer ? h('span', {}, c.issuer) : h('span', { class: 'muted' }, '—'),
+        c.nextAttempt ? timeAgo(c.nextAttempt) : h('span', { class: 'muted' }, '—'),
+        c.routers.length ? h('div', { class: 'links' }, c.routers.map((r) => objLink('routers', r))) : h('span', { class: 'muted' }, '—'),
+      );
+    }
+    cells.push(c.lastError
+      ? h('span', { class: 'error-text' }, c.lastError, c.failures ? h('small', {}, ` (${c.failures} failed in a row)`) : null)
+      : h('span', { class: 'muted' }, '—'));
+    return { cells, cls: c.status === 'error' ? 'row-error' : '' };
+  });
+  return table(cols, rows, 'certs');
+}
+
+/** Errors first, then soonest expiry. */
+export function sortCerts(certs) {
+  const rank = (c) => (c.status === 'error' ? 0 : 1);
+  const t = (c) => (c.notAfter ? c.notAfter.getTime() : Infinity);
+  return [...certs].sort((a, b) => rank(a) - rank(b) || t(a) - t(b));
+}
+
+export function certificatesPage() {
+  const summary = h('div', { class: 'summary' });
+  const body = h('div');
+  const el = h('div', {},
+    h('div', { class: 'page-head' },
+      h('h1', {}, 'Certificates'),
+      h('p', { class: 'lead' }, 'Certificates gangway serves: who issued them, when they expire, and why an order failed.')),
+    summary, body);
+  return {
+    title: 'Certificates',
+    el,
+    async refresh(signal) {
+      const raw = await optional('/api/certificates', null, signal);
+      render(body, raw, () => {
+        if (raw === null) return empty('No certificate information', 'This gangway does not report certificates.');
+        const certs = sortCerts(list(raw).map(normalizeCert));
+        const soon = certs.filter(needsLook);
+        summary.replaceChildren(...(certs.length ? [
+          h('span', { class: 'pill' }, `${certs.length} certificate${certs.length === 1 ? '' : 's'}`),
+          soon.length ? h('span', { class: 'pill warn' }, `${soon.length} need a look`) : h('span', { class: 'pill ok' }, `none expires within ${SOON_DAYS} days`),
+        ] : []));
+        if (!certs.length) {
+          return empty('No certificates',
+            'Certificates appear here when a router asks for one with tls.certResolver (obtained from an ACME server such as Let\u2019s Encrypt) or when the file provider lists tls.certificates.',
+            'Routers without TLS are served over plain HTTP.');
+        }
+        return section(null, certTable(certs));
+      });
+    },
+  };
+}

@@ -1,0 +1,243 @@
+// One router, service or middleware: everything the API says about it,
+// with the objects it uses and is used by as links.
+
+import { get, optional, ApiError } from './api.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, providerOf, section, kv, callout, icon } from './dom.js';
+import { normalizeCert, certTable, sortCerts } from './certificates.js';
+
+const INTERNAL = {
+  'api@internal': 'The read-only API (/api/…).',
+  'dashboard@internal': 'This dashboard (/dashboard/).',
+  'ping@internal': 'The health check answering /ping.',
+  'prometheus@internal': 'Prometheus metrics at /metrics.',
+  'noop@internal': 'Answers nothing; for routers whose middlewares answer by themselves (redirects).',
+};
+
+/** A field list: label on the left, value on the right; rows with no value are left out. */
+function fields(rows) {
+  return h('dl', { class: 'fields' }, rows.filter(([, v]) => v !== undefined && v !== null && v !== false)
+    .flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+}
+
+function head(kind, o) {
+  return h('div', { class: 'page-head detail-head' },
+    h('a', { href: `#/${kind}`, class: 'back' }, `← ${KINDS[kind].title}`),
+    h('h1', {}, h('span', { class: 'obj-name' }, o.name)),
+    h('div', { class: 'meta' }, statusBadge(o.status), tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
+}
+
+function errors(o) {
+  const errs = list(o.error);
+  if (!errs.length) return null;
+  const disabled = o.status === 'disabled';
+  return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning',
+    disabled ? 'Not in use because of an error' : 'Working, with a warning', errs));
+}
+
+function provenance(o) {
+  const p = o.provenance ?? o.source ?? o.origin;
+  if (p === undefined || p === null) return null;
+  return section('Where it comes from', h('div', { id: 'provenance' }, kv(p)));
+}
+
+function raw(o) {
+  return h('details', { class: 'raw' }, h('summary', {}, 'Raw JSON from the API'), h('pre', {}, JSON.stringify(o, null, 2)));
+}
+
+function health(status) {
+  if (!status) return h('span', { class: 'muted', title: 'no health information' }, 'unknown');
+  const s = String(status).toUpperCase();
+  return h('span', { class: `health-badge ${s === 'UP' ? 'up' : s === 'DOWN' ? 'down' : ''}` }, h('span', { class: 'dot' }), s);
+}
+
+function serversTable(s) {
+  const servers = list(s.loadBalancer && s.loadBalancer.servers);
+  if (!servers.length) return h('p', { class: 'muted' }, 'No servers: every request gets 503 Service Unavailable.');
+  const st = s.serverStatus || {};
+  const weights = servers.some((v) => v.weight !== undefined);
+  const cols = [{ title: 'Server', cls: 'wide' }, { title: 'Health' }];
+  if (weights) cols.push({ title: 'Weight', cls: 'num' });
+  return table(cols, servers.map((v) => {
+    const cells = [h('code', {}, v.url ?? v.address ?? JSON.stringify(v)), health(st[v.url])];
+    if (weights) cells.push(String(v.weight ?? 1));
+    return { cells, data: { server: v.url } };
+  }), 'servers');
+}
+
+/** Host names a rule asks for, to find the router's certificate. */
+function hostsOf(ruleText) {
+  const out = [];
+  for (const m of String(ruleText || '').matchAll(/Host(?:SNI)?\s*\(([^)]*)\)/g)) {
+    for (const v of m[1].matchAll(/`([^`]*)`|"([^"]*)"/g)) out.push((v[1] ?? v[2]).toLowerCase());
+  }
+  return out;
+}
+
+function flowNode(kindLabel, content, sub, cls = '') {
+  return h('li', { class: `flow-node ${cls}` }, h('span', { class: 'flow-kind' }, kindLabel), h('span', { class: 'flow-name' }, content), sub ? h('span', { class: 'flow-sub' }, sub) : null);
+}
+
+function routerBody(o, mws, svc, certs) {
+  const provider = o.provider || providerOf(o.name);
+  const using = list(o.using);
+  const configured = list(o.entryPoints);
+  const tls = o.tls;
+  const out = [errors(o)];
+
+  out.push(section('Route', fields([
+    ['Rule', rule(o.rule)],
+    ['Priority', h('span', {}, priority(o.priority), h('small', { class: 'muted' }, ' higher wins; by default the length of the rule'))],
+    ['Entry points', h('span', { class: 'chips' }, (using.length ? using : configured).map((e) => tag(e)),
+      !configured.length ? h('small', { class: 'muted' }, ' (none configured: every entry point but the internal one)') : null)],
+    ['TLS', tls
+      ? h('div', {}, h('span', { class: 'tls-on' }, icon('lock'), ' TLS only'),
+        fields([['Resolver', tls.certResolver], ['Options', tls.options],
+          ['Domains', list(tls.domains).length ? kv(tls.domains) : null]]))
+      : h('span', { class: 'muted' }, 'no: plain HTTP')],
+    ['Rule syntax', o.ruleSyntax],
+  ])));
+
+  // The way a request takes: entry point → middlewares in order → service → servers.
+  const steps = [flowNode('entry point', h('span', { class: 'chips' }, (using.length ? using : configured.length ? configured : ['all']).map((e) => tag(e))))];
+  steps.push(flowNode('router', h('span', {}, o.name.replace(/@[^@]*$/, '')), statusBadge(o.status), o.status === 'disabled' ? 'flow-router flow-bad' : 'flow-router'));
+  for (const m of mws) {
+    steps.push(flowNode(m.missing ? 'middleware (missing)' : `middleware · ${m.type || '?'}`,
+      objLink('middlewares', m.name), m.missing ? statusBadge('disabled') : statusBadge(m.status),
+      m.missing ? 'flow-missing' : m.status === 'disabled' ? 'flow-bad' : ''));
+  }
+  const svcName = o.service ? qualify(o.service, provider) : null;
+  steps.push(flowNode(svc ? `service · ${svc.type || 'built in'}` : 'service (missing)',
+    svcName ? objLink('services', svcName) : '—',
+    svc ? statusBadge(svc.status) : statusBadge('disabled'), svc ? 'flow-service' : 'flow-missing'));
+  out.push(section('What a request goes through', h('ol', { class: 'flow', id: 'chain' },
+    steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s])))));
+
+  if (svc) {
+    out.push(section(null, h('h2', {}, 'Service ', objLink('services', svc.name)),
+      svc.loadBalancer ? serversTable(svc) : h('p', {}, INTERNAL[svc.name] || serviceSummaryText(svc))));
+  }
+
+  if (tls) {
+    const hosts = new Set([...hostsOf(o.rule), ...list(tls.domains).flatMap((d) => [d.main, ...list(d.sans)]).filter(Boolean)]);
+    const mine = certs.filter((c) => c.routers.includes(o.name) || c.domains.some((d) => hosts.has(d.toLowerCase()) ||
+      (d.startsWith('*.') && [...hosts].some((x) => x.endsWith(d.slice(1))))));
+    out.push(section('Certificate', mine.length ? certTable(sortCerts(mine), { compact: true })
+      : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
+  }
+  out.push(provenance(o), raw(o));
+  return out;
+}
+
+function serviceSummaryText(s) {
+  if (s.weighted) return 'Weighted round robin over other services.';
+  if (s.mirroring) return 'Sends to one service and copies requests to mirrors.';
+  if (s.failover) return 'Sends to one service, and to a fallback while it is down.';
+  return '';
+}
+
+function serviceBody(o) {
+  const provider = o.provider || providerOf(o.name);
+  const out = [errors(o)];
+  if (INTERNAL[o.name]) out.push(section('Built-in service', h('p', {}, INTERNAL[o.name])));
+  if (o.loadBalancer) {
+    const { servers, ...settings } = o.loadBalancer;
+    out.push(section('Servers', serversTable(o)));
+    if (Object.keys(settings).length) out.push(section('Load balancer settings', kv(settings)));
+  }
+  if (o.weighted) {
+    const kids = list(o.weighted.services);
+    const total = kids.reduce((n, c) => n + Number(c.weight ?? 1), 0) || 1;
+    const { services, ...rest } = o.weighted;
+    out.push(section('Weighted services', table([{ title: 'Service', cls: 'wide' }, { title: 'Weight', cls: 'num' }, { title: 'Share', cls: 'num' }],
+      kids.map((c) => ({ cells: [objLink('services', qualify(c.name, provider)), String(c.weight ?? 1), `${Math.round((100 * Number(c.weight ?? 1)) / total)}%`] })))));
+    if (Object.keys(rest).length) out.push(section('Settings', kv(rest)));
+  }
+  if (o.mirroring) {
+    const { service, mirrors, ...rest } = o.mirroring;
+    out.push(section('Mirroring', fields([['Main service', objLink('services', qualify(service, provider))]]),
+      table([{ title: 'Mirror', cls: 'wide' }, { title: 'Percent', cls: 'num' }],
+        list(mirrors).map((m) => ({ cells: [objLink('services', qualify(m.name, provider)), `${m.percent ?? 0}%`] })))));
+    if (Object.keys(rest).length) out.push(section('Settings', kv(rest)));
+  }
+  if (o.failover) {
+    const { service, fallback, ...rest } = o.failover;
+    out.push(section('Failover', fields([
+      ['Service', service ? objLink('services', qualify(service, provider)) : null],
+      ['Fallback', fallback ? objLink('services', qualify(fallback, provider)) : null],
+    ]), Object.keys(rest).length ? kv(rest) : null));
+  }
+  out.push(section('Used by', usedBy(o)), provenance(o), raw(o));
+  return out;
+}
+
+function usedBy(o) {
+  const names = list(o.usedBy);
+  if (!names.length) return h('p', { class: 'muted' }, 'No router uses it.');
+  return h('ul', { class: 'used-by' }, names.map((n) => h('li', {}, objLink('routers', n))));
+}
+
+/** The key holding a middleware's options: `stripPrefix` for type `stripprefix`. */
+function optionsKey(o) {
+  const known = new Set(['name', 'provider', 'type', 'status', 'error', 'usedBy', 'provenance']);
+  const keys = Object.keys(o).filter((k) => !known.has(k));
+  return keys.find((k) => o.type && k.toLowerCase() === String(o.type).toLowerCase()) || keys[0];
+}
+
+function middlewareBody(o) {
+  const key = optionsKey(o);
+  return [
+    errors(o),
+    section(key ? `Options (${key})` : 'Options', h('div', { id: 'options' }, key ? kv(o[key]) : h('p', { class: 'muted' }, 'none'))),
+    section('Used by', usedBy(o)),
+    provenance(o),
+    raw(o),
+  ];
+}
+
+export function detailPage(kind, name) {
+  const meta = KINDS[kind];
+  const top = h('div', {}, h('div', { class: 'page-head detail-head' },
+    h('a', { href: `#/${kind}`, class: 'back' }, `← ${meta.title}`), h('h1', {}, name)));
+  const body = h('div', { class: 'detail' });
+  const el = h('div', {}, top, body);
+  const one = (k, n, signal) => get(`${KINDS[k].api}/${encodeURIComponent(n)}`, signal);
+  return {
+    title: name,
+    el,
+    async refresh(signal) {
+      let o;
+      try {
+        o = await one(kind, name, signal);
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) throw e;
+        top.hidden = false;
+        render(body, { gone: name }, () => empty(`No ${meta.one} named ${name}`,
+          'It is not in the configuration gangway runs now. If it comes back, this page shows it again.',
+          h('a', { href: `#/${kind}` }, `All ${kind}`)));
+        return;
+      }
+      if (kind === 'routers') {
+        const provider = o.provider || providerOf(o.name);
+        const [mws, svc, certs] = await Promise.all([
+          Promise.all(list(o.middlewares).map((m) => qualify(m, provider)).map((m) =>
+            one('middlewares', m, signal).catch((e) => {
+              if (e instanceof ApiError && e.status === 404) return { name: m, missing: true };
+              throw e;
+            }))),
+          o.service ? one('services', qualify(o.service, provider), signal).catch((e) => {
+            if (e instanceof ApiError && e.status === 404) return null;
+            throw e;
+          }) : null,
+          o.tls ? optional('/api/certificates', [], signal) : [],
+        ]);
+        const certList = list(certs).map(normalizeCert);
+        render(body, { o, mws, svc, certs }, () => [head(kind, o), ...routerBody(o, mws, svc, certList)]);
+      } else if (kind === 'services') {
+        render(body, o, () => [head(kind, o), ...serviceBody(o)]);
+      } else {
+        render(body, o, () => [head(kind, o), ...middlewareBody(o)]);
+      }
+      top.hidden = true;
+    },
+  };
+}

@@ -1,0 +1,182 @@
+// Overview: what needs attention first, then counts, entry points,
+// providers and certificates that expire soon.
+
+import { get, optional, query } from './api.js';
+import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KINDS, callout, icon } from './dom.js';
+import { normalizeCert, needsLook, sortCerts, certTable, SOON_DAYS } from './certificates.js';
+import { normalizeContainer } from './containers.js';
+
+const KIND_NAMES = ['routers', 'services', 'middlewares'];
+
+async function problems(kind, counts, signal) {
+  if (!counts || (counts.errors || 0) + (counts.warnings || 0) === 0) return [];
+  const fetchStatus = (status, n) => (n > 0 ? get(`${KINDS[kind].api}${query({ status, per_page: 100 })}`, signal) : []);
+  const [errors, warnings] = await Promise.all([fetchStatus('disabled', counts.errors), fetchStatus('warning', counts.warnings)]);
+  return [...list(errors), ...list(warnings)].map((o) => ({ kind, name: o.name, status: o.status, errors: list(o.error) }));
+}
+
+function attention(d) {
+  const items = [];
+  // Errors first: disabled objects, failing providers, failed certificates.
+  const objs = [...d.problems].sort((a, b) => (a.status === 'disabled' ? 0 : 1) - (b.status === 'disabled' ? 0 : 1));
+  for (const o of objs) {
+    items.push(h('li', { class: `problem ${o.status}`, dataset: { object: o.name } },
+      statusBadge(o.status),
+      h('span', { class: 'problem-kind' }, KINDS[o.kind].one),
+      objLink(o.kind, o.name),
+      h('div', { class: 'problem-text' }, o.errors.length ? o.errors.join(' · ') : 'no detail given')));
+  }
+  for (const [name, p] of Object.entries(d.providers)) {
+    if (p && (p.lastError || p.connected === false)) {
+      items.push(h('li', { class: 'problem disabled' }, statusBadge('disabled'), h('span', { class: 'problem-kind' }, 'provider'),
+        h('strong', {}, name), h('div', { class: 'problem-text' }, p.lastError || 'not connected')));
+    }
+  }
+  for (const c of d.certs.filter(needsLook)) {
+    const failed = c.status === 'error';
+    items.push(h('li', { class: `problem ${failed ? 'disabled' : 'warning'}` }, statusBadge(failed ? 'disabled' : 'warning'),
+      h('span', { class: 'problem-kind' }, 'certificate'), h('a', { href: '#/certificates' }, c.domains[0] || '(no domain)'),
+      h('div', { class: 'problem-text' }, failed ? (c.lastError || 'the last order failed') : 'expires within ' + SOON_DAYS + ' days')));
+  }
+  const notRouted = d.containers.filter((c) => !c.routed);
+  if (notRouted.length) {
+    items.push(h('li', { class: 'problem warning' }, statusBadge('warning'), h('span', { class: 'problem-kind' }, 'containers'),
+      h('a', { href: '#/containers' }, `${notRouted.length} not routed`),
+      h('div', { class: 'problem-text' }, notRouted.slice(0, 5).map((c) => c.name).join(', ') + (notRouted.length > 5 ? ', …' : ''))));
+  }
+  for (const w of list(d.overview.warnings)) {
+    items.push(h('li', { class: 'problem warning' }, statusBadge('warning'), h('span', { class: 'problem-kind' }, 'config'),
+      h('div', { class: 'problem-text' }, String(w))));
+  }
+  if (!items.length) {
+    const http = d.overview.http || {};
+    const n = (k) => (http[k] && http[k].total) || 0;
+    return callout('ok', 'Everything is working', [`${n('routers')} routers, ${n('services')} services and ${n('middlewares')} middlewares without an error or warning.`]);
+  }
+  return h('section', { class: 'card attention', id: 'attention' },
+    h('h2', {}, icon('warn'), `Needs attention (${items.length})`), h('ul', { class: 'problems' }, items));
+}
+
+function countCard(kind, c) {
+  const total = c.total || 0;
+  const errors = c.errors || 0;
+  const warnings = c.warnings || 0;
+  const ok = Math.max(0, total - errors - warnings);
+  const pct = (n) => (total ? `${(100 * n) / total}%` : '0');
+  const link = (status, n, label, cls) => h('a', { href: `#/${kind}?status=${status}`, class: `count ${cls}${n ? '' : ' zero'}` },
+    h('strong', {}, String(n)), ` ${label}`);
+  return h('section', { class: 'card count-card', dataset: { kind } },
+    h('a', { href: `#/${kind}`, class: 'count-title' }, h('span', {}, KINDS[kind].title), h('span', { class: 'total' }, String(total))),
+    h('div', { class: 'bar', role: 'img', 'aria-label': `${ok} OK, ${warnings} warnings, ${errors} errors` },
+      h('span', { class: 'bar-ok', style: `width:${pct(ok)}` }),
+      h('span', { class: 'bar-warn', style: `width:${pct(warnings)}` }),
+      h('span', { class: 'bar-err', style: `width:${pct(errors)}` })),
+    h('div', { class: 'counts' },
+      link('disabled', errors, errors === 1 ? 'error' : 'errors', 'err'),
+      link('warning', warnings, warnings === 1 ? 'warning' : 'warnings', 'warn'),
+      link('enabled', ok, 'OK', 'ok')));
+}
+
+function entryPointsTable(eps) {
+  return table([{ title: 'Name' }, { title: 'Address' }, { title: 'Notes', cls: 'wide' }], eps.map((ep) => {
+    const notes = [];
+    if (ep.name === 'gangway') notes.push(tag('internal', 'accent'), ' API, dashboard, /ping and /metrics');
+    const http = ep.http || {};
+    if (http.tls) notes.push(tag('TLS'), ' ');
+    if (http.redirections) {
+      const to = http.redirections.entryPoint || {};
+      notes.push(tag('redirect'), ` to ${to.to || '?'}${to.scheme ? ` (${to.scheme})` : ''} `);
+    }
+    if (ep.asDefault) notes.push(tag('default'), ' ');
+    return {
+      data: { entrypoint: ep.name },
+      cells: [h('strong', {}, ep.name), h('code', {}, ep.address || '—'), notes.length ? h('span', {}, notes) : h('span', { class: 'muted' }, '—')],
+    };
+  }));
+}
+
+function providersTable(providers) {
+  const names = Object.keys(providers);
+  if (!names.length) return h('p', { class: 'muted' }, 'No provider has reported yet.');
+  return table([{ title: 'Provider' }, { title: 'State' }, { title: 'Last sync' }, { title: 'Objects', cls: 'wide' }], names.map((name) => {
+    const p = providers[name] || {};
+    const failing = p.lastError || p.connected === false;
+    const state = failing
+      ? h('span', { class: 'state state-bad', title: p.lastError || '' }, h('span', { class: 'dot' }), p.connected === false ? 'disconnected' : 'error')
+      : p.lastSync
+        ? h('span', { class: 'state state-good' }, h('span', { class: 'dot' }), p.connected === true ? 'connected' : 'in sync')
+        : h('span', { class: 'state' }, h('span', { class: 'dot' }), 'waiting');
+    const counts = ['routers', 'services', 'middlewares', 'containers']
+      .filter((k) => typeof p[k] === 'number')
+      .map((k) => `${p[k]} ${k}`)
+      .join(' · ');
+    return {
+      data: { provider: name },
+      cells: [
+        h('a', { href: `#/routers?provider=${encodeURIComponent(name)}` }, h('strong', {}, name)),
+        h('div', {}, state, p.lastError ? h('div', { class: 'error-text small' }, p.lastError) : null),
+        timeAgo(p.lastSync),
+        counts || h('span', { class: 'muted' }, '—'),
+      ],
+    };
+  }));
+}
+
+function certificatesCard(certs) {
+  const soon = sortCerts(certs.filter(needsLook));
+  let body;
+  if (!certs.length) body = h('p', { class: 'muted' }, 'No certificates yet. Routers with tls.certResolver get theirs automatically.');
+  else if (!soon.length) body = h('p', {}, icon('check'), ` All ${certs.length} certificate${certs.length === 1 ? ' is' : 's are'} valid for more than ${SOON_DAYS} days.`);
+  else body = certTable(soon, { compact: true });
+  return section(null, h('h2', {}, h('a', { href: '#/certificates' }, 'Certificates'), soon.length ? ` expiring within ${SOON_DAYS} days or failing` : ''), body);
+}
+
+function features(f) {
+  if (!f) return null;
+  const item = (label, on, text) => h('li', { class: on ? 'on' : 'off' }, icon(on ? 'check' : 'cross'), h('span', {}, label), text ? h('small', {}, ` ${text}`) : null);
+  return h('ul', { class: 'features' },
+    item('Metrics', !!f.metrics, f.metrics ? `${f.metrics} at /metrics` : 'off'),
+    item('Access log', !!f.accessLog, f.accessLog ? 'on' : 'off'),
+    item('Tracing', !!f.tracing, f.tracing || 'off'));
+}
+
+export function overviewPage() {
+  const body = h('div');
+  const el = h('div', {},
+    h('div', { class: 'page-head' }, h('h1', {}, 'Overview'),
+      h('p', { class: 'lead' }, 'What gangway routes right now. Problems come first.')),
+    body);
+  return {
+    title: 'Overview',
+    el,
+    async refresh(signal) {
+      const [overview, eps, providers, certs, containers] = await Promise.all([
+        get('/api/overview', signal),
+        get('/api/entrypoints', signal).catch(() => []),
+        optional('/api/providers', {}, signal),
+        optional('/api/certificates', [], signal),
+        optional('/api/containers', [], signal),
+      ]);
+      const http = overview.http || {};
+      const probs = (await Promise.all(KIND_NAMES.map((k) => problems(k, http[k], signal)))).flat();
+      const d = {
+        overview,
+        eps: list(eps),
+        providers: providers || {},
+        certs: list(certs).map(normalizeCert),
+        containers: list(containers).map(normalizeContainer),
+        problems: probs,
+      };
+      render(body, { overview, eps, providers, certs, containers, probs }, () => [
+        attention(d),
+        h('div', { class: 'counts-grid' }, KIND_NAMES.map((k) => countCard(k, http[k] || {}))),
+        h('div', { class: 'two' },
+          section('Entry points', entryPointsTable(d.eps)),
+          section('Providers', providersTable(d.providers))),
+        certificatesCard(d.certs),
+        section('Features', features(overview.features),
+          overview.generation !== undefined ? h('p', { class: 'muted small' }, `Configuration generation ${overview.generation}: each change a provider sends makes a new one.`) : null),
+      ]);
+    },
+  };
+}
