@@ -5,7 +5,7 @@
 
 pub mod middleware;
 
-pub use middleware::Middleware;
+pub use middleware::{Middleware, StrictMiddleware};
 
 use super::Duration;
 use serde::{Deserialize, Serialize};

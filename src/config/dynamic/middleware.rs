@@ -24,6 +24,23 @@ macro_rules! middleware_kinds {
             pub invalid: Option<String>,
         }
 
+        /// A middleware read strictly: an unknown type or option, or a value
+        /// of the wrong kind, fails the whole read. The Docker labels read
+        /// this through their own deserializer (which matches names without
+        /// regard to case and reads `compress=true` as a section), then turn
+        /// it into a [`Middleware`].
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct StrictMiddleware {
+            $( #[serde(rename = $name)] $field: Option<$ty>, )*
+        }
+
+        impl From<StrictMiddleware> for Middleware {
+            fn from(s: StrictMiddleware) -> Self {
+                Middleware { $( $field: s.$field, )* invalid: None }
+            }
+        }
+
         impl Middleware {
             /// The Traefik names of the types that are set (exactly one when valid).
             pub fn kinds(&self) -> Vec<&'static str> {

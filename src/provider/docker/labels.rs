@@ -7,7 +7,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
-use crate::config::dynamic::{Middleware, Router, Service};
+use crate::config::dynamic::{Middleware, Router, Service, StrictMiddleware};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use tree::{DeError, MAX_DEPTH, Node, read, suggest};
@@ -340,7 +340,7 @@ fn read_http(node: Node, out: &mut ContainerLabels) {
                 out.servers = servers;
             }
             "middlewares" => read_objects(kind, &mut out.middlewares, &mut out.errors, |n| {
-                read::<Middleware>(n)
+                read::<StrictMiddleware>(n).map(Middleware::from)
             }),
             "serverstransports" => {
                 let mut keys = Vec::new();
