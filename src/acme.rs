@@ -408,8 +408,8 @@ pub fn spawn_acme(
     resolvers: Vec<Arc<Resolver>>,
     handle: Arc<RuntimeHandle>,
     registries: Arc<Registries>,
+    status: Arc<Status>,
 ) -> AcmeTask {
-    let status = Arc::new(Status::default());
     let task = tokio::spawn(follow(resolvers, handle, registries, status.clone()));
     AcmeTask { status, task }
 }

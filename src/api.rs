@@ -32,6 +32,8 @@ pub struct ApiState {
     pub runtime: Arc<RuntimeHandle>,
     /// State that outlives swaps (counters, pools).
     pub registries: Arc<Registries>,
+    /// Every ACME certificate's state.
+    pub certificates: Arc<crate::acme::Status>,
     /// The static configuration, as loaded.
     pub static_config: Arc<StaticConfig>,
     /// When gangway started.
@@ -337,6 +339,9 @@ async fn overview(State(state): St) -> Json<Value> {
     if cfg.providers.file.is_some() {
         providers.push("File");
     }
+    if cfg.providers.docker.is_some() {
+        providers.push("Docker");
+    }
     Json(json!({
         "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt)), "middlewares": count(views::middlewares(&rt)) },
         "tcp": { "routers": zero, "services": zero, "middlewares": zero },
@@ -412,10 +417,62 @@ async fn providers(State(state): St) -> Json<Value> {
     Json(Value::Object(out))
 }
 
-async fn certificates() -> Json<Vec<Value>> {
-    Json(Vec::new())
+/// Every certificate gangway serves or is obtaining: ACME ones with their
+/// order state, then those from files. Soonest expiry first within each.
+async fn certificates(State(state): St) -> Json<Vec<Value>> {
+    Json(views::certificates(&state))
 }
 
-async fn containers() -> Json<Vec<Value>> {
-    Json(Vec::new())
+#[derive(Deserialize, Default)]
+struct ContainerQuery {
+    /// `true` or `false`: only routed / only not-routed containers.
+    routed: Option<bool>,
+    /// Substring of the name, compose project or service.
+    search: Option<String>,
+}
+
+/// Every container a provider saw, routed or not, the not-routed first,
+/// each with the reason and the (qualified) routers and services it defines.
+async fn containers(State(state): St, Query(q): Query<ContainerQuery>) -> Json<Vec<Value>> {
+    let rt = state.runtime.load_full();
+    let mut out: Vec<Value> = Vec::new();
+    for (provider, report) in &rt.report.providers {
+        for c in &report.containers {
+            if q.routed.is_some_and(|r| r != c.routed) {
+                continue;
+            }
+            if let Some(needle) = q.search.as_deref().map(str::to_lowercase) {
+                let hay = [
+                    Some(c.name.as_str()),
+                    c.compose_project.as_deref(),
+                    c.compose_service.as_deref(),
+                ];
+                if !hay
+                    .iter()
+                    .flatten()
+                    .any(|h| h.to_lowercase().contains(&needle))
+                {
+                    continue;
+                }
+            }
+            let mut v = serde_json::to_value(c).unwrap_or_default();
+            if let Value::Object(m) = &mut v {
+                let qualify = |names: &[String]| -> Vec<String> {
+                    names.iter().map(|n| format!("{n}@{provider}")).collect()
+                };
+                m.insert("provider".into(), json!(provider));
+                m.insert("routers".into(), json!(qualify(&c.routers)));
+                m.insert("services".into(), json!(qualify(&c.services)));
+                m.insert("reasons".into(), json!(c.messages));
+            }
+            out.push(v);
+        }
+    }
+    out.sort_by_key(|v| {
+        (
+            v["routed"].as_bool() == Some(true),
+            v["name"].as_str().map(str::to_owned),
+        )
+    });
+    Json(out)
 }

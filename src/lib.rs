@@ -138,8 +138,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 
     let ft = &config.servers_transport.forwarding_timeouts;
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let certificates = Arc::new(acme::Status::default());
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
+        certificates: certificates.clone(),
         registries: registries.clone(),
         static_config: config.clone(),
         started: std::time::SystemTime::now(),
@@ -170,7 +172,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         &ctx,
         &registries,
     ));
-    let acme = acme::spawn_acme(resolvers, handle.clone(), registries.clone());
+    let acme = acme::spawn_acme(resolvers, handle.clone(), registries.clone(), certificates);
     let (tx, rx) = mpsc::channel(64);
     let aggregate = aggregate::spawn_aggregate(
         rx,

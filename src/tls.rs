@@ -247,6 +247,24 @@ pub struct Termination {
     challenges: Option<Arc<Challenges>>,
     /// Certificates the resolvers should obtain.
     pub requests: Vec<CertificateRequest>,
+    /// The certificates loaded from files, for the API.
+    pub files: Vec<FileCertificate>,
+}
+
+/// A certificate from `tls.certificates`, as the API lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileCertificate {
+    /// The certificate file, as configured.
+    pub cert_file: String,
+    /// The DNS names it is valid for.
+    pub domains: Vec<String>,
+    /// The issuer's distinguished name.
+    pub issuer: String,
+    /// Start of validity, seconds since the Unix epoch.
+    pub not_before: i64,
+    /// End of validity, seconds since the Unix epoch.
+    pub not_after: i64,
 }
 
 impl Termination {
@@ -301,9 +319,19 @@ pub fn compile_termination(
         }
     }
     // Certificates from files first: they win over issued ones for the same name.
+    let mut files = Vec::new();
     for file in &tls.certificates {
         match store::load_file(file) {
-            Ok(cert) => store.insert(&cert.names, &cert.key),
+            Ok(cert) => {
+                store.insert(&cert.names, &cert.key);
+                files.push(FileCertificate {
+                    cert_file: file.cert_file.clone(),
+                    domains: cert.names,
+                    issuer: cert.issuer,
+                    not_before: cert.not_before,
+                    not_after: cert.not_after,
+                });
+            }
             Err(e) => report.warnings.push(format!("tls.certificates: {e}")),
         }
     }
@@ -404,6 +432,7 @@ pub fn compile_termination(
             challenge: state.challenge_config(),
             challenges: Some(state.challenges.clone()),
             requests,
+            files,
         },
         report,
     )

@@ -18,7 +18,8 @@ const ISSUE: Duration = Duration::from_secs(60);
 fn routers(backend: &str, hosts: &[&str]) -> String {
     let mut s = format!(
         "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{backend}\"\n\
-         [http.routers.plain]\nrule = \"Host(`plain.test`)\"\nservice = \"app\"\n"
+         [http.routers.plain]\nrule = \"Host(`plain.test`)\"\nservice = \"app\"\n\
+         [http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n"
     );
     for (i, host) in hosts.iter().enumerate() {
         s.push_str(&format!(
@@ -26,6 +27,21 @@ fn routers(backend: &str, hosts: &[&str]) -> String {
         ));
     }
     s
+}
+
+/// `/api/certificates`, through the router that sends `gw.test` to the API.
+async fn certificates(gw: &Gangway) -> serde_json::Value {
+    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body)
+        .expect("certificates json")
+}
+
+/// The certificate whose main name is `host`.
+fn find_cert(certs: &serde_json::Value, host: &str) -> serde_json::Value {
+    certs
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["domains"][0] == host))
+        .cloned()
+        .unwrap_or_else(|| panic!("{host} in {certs}"))
 }
 
 struct Setup {
@@ -59,6 +75,7 @@ impl Setup {
                 self.storage.path().join("acme").display()
             ),
             "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
+            "--api=true".to_owned(),
         ];
         flags.extend(extra.iter().map(|s| (*s).to_owned()));
         flags
@@ -323,9 +340,37 @@ async fn with_the_ca_down_orders_fail_are_retried_and_the_rest_keeps_serving() {
     );
     assert_eq!(gw.get("plain.test", "/").await.status, StatusCode::OK);
 
+    // The API shows which certificate is in trouble, and why.
+    let certs = certificates(&gw).await;
+    let up = find_cert(&certs, "up.test");
+    assert_eq!(up["status"], "valid", "{certs}");
+    assert_eq!(up["resolver"], "le", "{certs}");
+    assert_eq!(up["source"], "acme", "{certs}");
+    assert!(up["notAfter"].as_i64().is_some(), "{certs}");
+    assert!(
+        up["issuer"].as_str().is_some_and(|i| i.contains("Pebble")),
+        "{certs}"
+    );
+    let down = find_cert(&certs, "down.test");
+    assert_eq!(down["status"], "error", "{certs}");
+    assert!(down["failures"].as_u64().is_some_and(|f| f >= 2), "{certs}");
+    assert!(
+        down["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot talk to the ACME server")),
+        "{certs}"
+    );
+    assert_eq!(down["routers"], serde_json::json!(["r1@file"]), "{certs}");
+
     // The CA comes back: the next retry gets the certificate.
     pebble.restart().await;
     wait_for_certificate(&pebble, setup.tls, "down.test").await;
+    let certs = certificates(&gw).await;
+    assert_eq!(find_cert(&certs, "down.test")["status"], "valid", "{certs}");
+    assert!(
+        find_cert(&certs, "down.test").get("lastError").is_none(),
+        "{certs}"
+    );
 }
 
 #[tokio::test]

@@ -6,15 +6,17 @@
 //! `tests/dashboard/node_modules` (`scripts/ci/browser-up` installs them).
 //! Without them the test is skipped, unless `GANGWAY_TEST_STRICT=1`.
 
+mod docker_support;
 mod support;
 
+use docker_support::{Run, Spec};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use support::{Backend, Gangway, eventually, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn config(b: &Backend, changed: bool) -> String {
+fn config(b: &Backend, changed: bool, cert: &(String, String)) -> String {
     let mut s = format!(
         r#"
 [http.routers.app]
@@ -47,6 +49,11 @@ X-From = "gangway"
 "#,
         b.url()
     );
+    // A certificate from a file, for the certificates page.
+    s.push_str(&format!(
+        "[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
+        cert.0, cert.1
+    ));
     // The change the open page must show without a reload: one router
     // added, one removed.
     s.push_str(if changed {
@@ -103,19 +110,57 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     let b = Backend::echo("b").await;
     let internal = free_port();
     let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
-    let gw = Gangway::with_file(&config(&b, false), &["--api.insecure=true", &ep]).await;
+    let files = tempfile::tempdir().expect("tempdir");
+    let ca = support::tls::TestCa::new("dashboard test CA");
+    let (chain, key) = ca.issue(&["secure.test", "www.secure.test"]);
+    let cert = (
+        files.path().join("secure.pem").display().to_string(),
+        files.path().join("secure.key").display().to_string(),
+    );
+    std::fs::write(&cert.0, chain).expect("write cert");
+    std::fs::write(&cert.1, key).expect("write key");
+    // With a Docker daemon, one container the provider sees but does not
+    // route (no `gangway.enable`), for the containers page.
+    let run = Run::new("dashboard");
+    let docker = docker_support::ready("dashboard containers").await;
+    let constraint = run.constraint();
+    let mut args = vec!["--api.insecure=true", ep.as_str()];
+    if docker {
+        args.extend(["--providers.docker", constraint.as_str()]);
+    }
+    let gw = Gangway::with_file(&config(&b, false, &cert), &args).await;
+    let hidden = if docker {
+        let spec = Spec::new("hidden");
+        let port = spec.port.to_string();
+        let spec = spec.label(
+            "gangway.http.services.hidden.loadbalancer.server.port",
+            &port,
+        );
+        run.start(&spec).await
+    } else {
+        String::new()
+    };
     let base = format!("http://127.0.0.1:{internal}");
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Full<bytes::Bytes>>();
     eventually(
         Duration::from_secs(10),
-        "the API lists the file's routers",
+        "the API lists the file's routers and the container",
         || async {
             let uri = format!("{base}/api/http/routers/broken@file");
-            client
+            let routers = client
                 .get(uri.parse().unwrap())
                 .await
-                .is_ok_and(|r| r.status() == 200)
+                .is_ok_and(|r| r.status() == 200);
+            let uri = format!("{base}/api/containers");
+            let containers = match client.get(uri.parse().unwrap()).await {
+                Ok(r) => http_body_util::BodyExt::collect(r.into_body())
+                    .await
+                    .map(|b| String::from_utf8_lossy(&b.to_bytes()).contains(&hidden))
+                    .unwrap_or(false),
+                Err(_) => false,
+            };
+            routers && containers
         },
     )
     .await;
@@ -129,6 +174,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         .arg("drive.mjs")
         .current_dir(&dir)
         .env("GANGWAY_URL", &base)
+        .env("NOT_ROUTED_CONTAINER", &hidden)
         .env("SCREENSHOT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         .stdin(Stdio::piped())
@@ -154,7 +200,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
             transcript.push_str(&line);
             transcript.push('\n');
             if line == "REWRITE" {
-                gw.rewrite(&config(&b, true));
+                gw.rewrite(&config(&b, true, &cert));
                 rewrote = true;
                 stdin.write_all(b"REWRITTEN\n").await.expect("tell driver");
                 stdin.flush().await.expect("tell driver");

@@ -218,7 +218,13 @@ async fn exposed_by_default_false_ignores_unlabelled_containers() {
         return;
     }
     let run = Run::new("exposed");
-    let safe = run.gangway(&[]).await;
+    // This one also routes `gw.test` to its API, to read /api/containers.
+    let api_router = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
+    let safe = support::Gangway::with_file(
+        api_router,
+        &["--providers.docker", &run.constraint(), "--api=true"],
+    )
+    .await;
     let open = run
         .gangway(&["--providers.docker.exposedByDefault=true"])
         .await;
@@ -242,7 +248,7 @@ async fn exposed_by_default_false_ignores_unlabelled_containers() {
     assert_eq!(safe_probe.status(&host).await, 404);
     // Opting in with the label is what the default expects.
     let labelled = Spec::new("loud").routed(P, "loud", "loud.test", "loud");
-    run.start(&labelled).await;
+    let loud_name = run.start(&labelled).await;
     eventually(
         Duration::from_secs(10),
         "a labelled container is routed",
@@ -250,6 +256,52 @@ async fn exposed_by_default_false_ignores_unlabelled_containers() {
     )
     .await;
     assert_eq!(safe_probe.status(&host).await, 404);
+
+    // The API says which container is routed and why the other is not.
+    let containers: serde_json::Value = serde_json::from_str(
+        &safe_probe
+            .get("gw.test", "/api/containers")
+            .await
+            .expect("api")
+            .body,
+    )
+    .expect("json");
+    let find = |n: &str| {
+        containers
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["name"] == n))
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} in /api/containers: {containers}"))
+    };
+    let quiet = find(&name);
+    assert_eq!(quiet["routed"], false, "{quiet}");
+    assert_eq!(quiet["reason"], "notEnabled", "{quiet}");
+    assert!(
+        quiet["reasons"][0]
+            .as_str()
+            .is_some_and(|r| r.contains("enable")),
+        "{quiet}"
+    );
+    let loud = find(&loud_name);
+    assert_eq!(loud["routed"], true, "{loud}");
+    assert_eq!(
+        loud["routers"],
+        serde_json::json!(["loud@docker"]),
+        "{loud}"
+    );
+    assert_eq!(
+        containers[0]["routed"], false,
+        "not-routed first: {containers}"
+    );
+    let only_routed = safe_probe
+        .get("gw.test", "/api/containers?routed=true")
+        .await
+        .expect("api")
+        .body;
+    assert!(
+        !only_routed.contains(&format!("\"{name}\"")),
+        "{only_routed}"
+    );
 }
 
 fn compose_file(run: &Run, services: &[(&str, u16, &[&str])]) -> String {

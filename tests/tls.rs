@@ -50,11 +50,15 @@ async fn file_certificates_and_the_default_certificate_are_served() {
         write(files.path(), "secure.key", &key),
     );
     let tls_port = free_port();
+    let api_router = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"";
     let gw = Gangway::with_file(
-        &config(&app.url(), std::slice::from_ref(&cert), ""),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
+        &config(&app.url(), std::slice::from_ref(&cert), api_router),
+        &[
+            &format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+            "--api=true",
+            "--metrics.prometheus",
+            "--metrics.prometheus.entryPoint=web",
+        ],
     )
     .await;
     let client = TlsClient::trusting(ca.pem().as_bytes());
@@ -108,6 +112,38 @@ async fn file_certificates_and_the_default_certificate_are_served() {
         StatusCode::NOT_FOUND
     );
     assert_eq!(gw.get("plain.test", "/").await.status, StatusCode::OK);
+
+    // The API lists the file certificate with its names and expiry, and
+    // /metrics exports its end of validity.
+    let listed: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body).unwrap();
+    let file = &listed[0];
+    assert_eq!(file["source"], "file", "{listed}");
+    assert_eq!(file["status"], "valid", "{listed}");
+    assert_eq!(file["certFile"], cert.0.as_str(), "{listed}");
+    assert_eq!(
+        file["domains"],
+        serde_json::json!(["secure.test", "other.test"]),
+        "{listed}"
+    );
+    let not_after = file["notAfter"].as_i64().expect("notAfter");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(not_after > now, "{listed}");
+    assert!(
+        file["issuer"].as_str().unwrap().contains("test CA"),
+        "{listed}"
+    );
+    assert!(!listed.to_string().contains("PRIVATE KEY"));
+    let metrics = gw.get("metrics.test", "/metrics").await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("gangway_tls_certs_not_after{") && l.contains("cn=\"secure.test\""))
+        .unwrap_or_else(|| panic!("no not-after series: {text}"));
+    assert!(line.ends_with(&format!(" {not_after}")), "{line}");
     // The same entry point serves plain HTTP and TLS (the first byte tells).
     let plain_on_tls_port = gw
         .send(

@@ -152,6 +152,39 @@ pub fn entry_points(config: &StaticConfig) -> Vec<Value> {
 }
 
 /// The Prometheus exposition.
+/// The certificates for `/api/certificates`: ACME ones with their order
+/// state, then file ones (status `valid` or `expired`), soonest expiry first
+/// within each source.
+pub fn certificates(state: &ApiState) -> Vec<Value> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let mut acme: Vec<Value> = state
+        .certificates
+        .snapshot()
+        .into_iter()
+        .map(|c| merge(json!(c), json!({ "source": "acme" })))
+        .collect();
+    acme.sort_by_key(|v| v["notAfter"].as_i64().unwrap_or(i64::MAX));
+    let rt = state.runtime.load_full();
+    let mut files: Vec<Value> = rt
+        .tls
+        .files
+        .iter()
+        .map(|c| {
+            let status = if c.not_after <= now {
+                "expired"
+            } else {
+                "valid"
+            };
+            merge(json!(c), json!({ "source": "file", "status": status }))
+        })
+        .collect();
+    files.sort_by_key(|v| v["notAfter"].as_i64().unwrap_or(i64::MAX));
+    acme.extend(files);
+    acme
+}
+
 pub fn prometheus(state: &ApiState) -> String {
     let prefix = state
         .static_config
@@ -187,6 +220,34 @@ pub fn prometheus(state: &ApiState) -> String {
             "Access log lines dropped because the writer fell behind.",
             log.dropped() as f64,
         );
+    }
+    let certs = certificates(state);
+    if certs.iter().any(|c| c["notAfter"].is_i64()) {
+        e.header(
+            "tls_certs_not_after",
+            "gauge",
+            "End of validity of each certificate served, in seconds since the epoch.",
+        );
+        for c in &certs {
+            let Some(not_after) = c["notAfter"].as_i64() else {
+                continue;
+            };
+            let domains: Vec<&str> = c["domains"]
+                .as_array()
+                .map(|d| d.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let resolver = c["resolver"].as_str().unwrap_or("");
+            e.line(
+                "tls_certs_not_after",
+                &[
+                    ("cn", domains.first().copied().unwrap_or("")),
+                    ("sans", &domains.join(",")),
+                    ("resolver", resolver),
+                    ("source", c["source"].as_str().unwrap_or("")),
+                ],
+                not_after as f64,
+            );
+        }
     }
     let all = state.registries.all_stats();
     let family = |kind: StatsKind| all.iter().filter(move |(k, _, _)| *k == kind);
