@@ -122,6 +122,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             port: HeaderValue::from(port),
             grace: ep.transport.life_cycle.grace_time_out.0,
             header_read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
+            sanitize_path: ep.http.sanitize_path,
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),

@@ -7,6 +7,7 @@ pub mod observe;
 mod pipeline;
 mod secure;
 mod upstream;
+mod validate;
 
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
@@ -49,6 +50,9 @@ pub struct EntryPointInfo {
     pub grace: Duration,
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: Option<Duration>,
+    /// Put request paths in canonical form before routing
+    /// (`http.sanitizePath`).
+    pub sanitize_path: bool,
     /// The entry point's request counters, when per-entry-point metrics are on.
     pub stats: Option<Arc<crate::metrics::Stats>>,
 }

@@ -80,7 +80,7 @@ pub struct EntryPoint {
 }
 
 /// HTTP defaults of an entry point.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EntryPointHttp {
     /// When present, every router on this entry point is a TLS router
@@ -89,6 +89,20 @@ pub struct EntryPointHttp {
     pub tls: Option<EntryPointTls>,
     /// Redirect every plain-HTTP request to another entry point.
     pub redirections: Redirections,
+    /// Put request paths in canonical form before routing (dot segments
+    /// resolved, `//` merged, escapes of unreserved characters decoded).
+    /// Default `true`, as in Traefik.
+    pub sanitize_path: bool,
+}
+
+impl Default for EntryPointHttp {
+    fn default() -> Self {
+        EntryPointHttp {
+            tls: None,
+            redirections: Redirections::default(),
+            sanitize_path: true,
+        }
+    }
 }
 
 /// Default TLS settings of the routers on an entry point.

@@ -4,6 +4,7 @@
 use super::error::Kind;
 use super::forwarded::{normalize_host, remove_spoofable};
 use super::upstream::failed;
+use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
 use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
@@ -12,7 +13,21 @@ use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
 use hyper::body::Incoming;
+use std::borrow::Cow;
 use std::sync::Arc;
+
+/// A 400 for a request that could be read two ways; on HTTP/1 the
+/// connection is closed after it, since what follows on it cannot be
+/// trusted to start a new request.
+fn refuse<B>(conn: &ConnInfo, req: &Request<B>, why: Malformed) -> Response<ProxyBody> {
+    tracing::debug!(entry_point = %conn.entry_point.name, peer = %conn.peer, reason = %why, "request refused");
+    let mut resp = Kind::BadRequest.into_response();
+    if req.version() < http::Version::HTTP_2 {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
 
 impl Proxy {
     /// Handles one request from a client; also returns the route that took
@@ -20,8 +35,21 @@ impl Proxy {
     pub(crate) async fn handle(
         &self,
         conn: &ConnInfo,
-        req: Request<Incoming>,
+        mut req: Request<Incoming>,
     ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
+        if let Err(why) = validate::check(&req) {
+            return (refuse(conn, &req, why), None);
+        }
+        if conn.entry_point.sanitize_path {
+            match validate::normalize_path(req.uri().path(), true) {
+                Ok(Cow::Borrowed(_)) => {}
+                Ok(Cow::Owned(clean)) => match validate::with_path(req.uri(), &clean) {
+                    Some(uri) => *req.uri_mut() = uri,
+                    None => return (refuse(conn, &req, Malformed::Path), None),
+                },
+                Err(why) => return (refuse(conn, &req, why), None),
+            }
+        }
         if !conn.tls
             && let Some(answer) = self.plain_answer(conn, &req)
         {

@@ -181,6 +181,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Redirect permanently (301/308) rather than temporarily (302/307).",
     ),
     opt(
+        "entryPoints.<name>.http.sanitizePath",
+        ValueKind::Bool,
+        "true",
+        "Canonical request paths before routing: dot segments, `//`, escapes of unreserved characters.",
+    ),
+    opt(
         "providers.providersThrottleDuration",
         ValueKind::Duration,
         "50ms",

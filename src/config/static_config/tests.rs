@@ -1509,7 +1509,7 @@ fn serializes_for_the_api() {
                 "web": {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
-                    "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}},
+                    "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}, "sanitizePath": true},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}

@@ -1,0 +1,333 @@
+//! Checks a request before it is routed: framing that two HTTP parsers
+//! could read differently is refused, the host must be unambiguous, and the
+//! path is put in one canonical form so that rules, `stripPrefix` and the
+//! server all see the same path.
+//!
+//! hyper has already refused what its parser cannot read (invalid bytes in
+//! names and values, obsolete line folding, bare CR, malformed or
+//! conflicting `Content-Length`); this adds what it lets through.
+
+use http::header::{self, HeaderMap};
+use http::uri::{PathAndQuery, Uri};
+use http::{Request, Version};
+use std::borrow::Cow;
+
+/// Why a request is refused with 400.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// `Content-Length` together with `Transfer-Encoding`.
+    #[error("Content-Length together with Transfer-Encoding")]
+    LengthAndChunked,
+    /// More than one `Content-Length` field, even with equal values.
+    #[error("more than one Content-Length")]
+    DuplicateLength,
+    /// A transfer coding other than a single `chunked`.
+    #[error("a transfer coding other than a single `chunked`")]
+    TransferCoding,
+    /// `Transfer-Encoding` on an HTTP/1.0 request.
+    #[error("Transfer-Encoding on an HTTP/1.0 request")]
+    ChunkedHttp10,
+    /// More than one `Host` field.
+    #[error("more than one Host")]
+    DuplicateHost,
+    /// An HTTP/1.1 request without a host.
+    #[error("no Host")]
+    MissingHost,
+    /// HTTP/2's `:authority` and `Host` name different hosts.
+    #[error(":authority and Host disagree")]
+    AuthorityMismatch,
+    /// A path that is not an absolute path, or a broken percent-escape.
+    #[error("malformed path")]
+    Path,
+}
+
+/// Checks framing and host fields. Runs on every request, so it only
+/// counts and compares; it allocates nothing.
+pub fn check<B>(req: &Request<B>) -> Result<(), Malformed> {
+    let headers = req.headers();
+    let lengths = headers.get_all(header::CONTENT_LENGTH).iter().count();
+    let codings: Vec<_> = headers.get_all(header::TRANSFER_ENCODING).iter().collect();
+    if lengths > 1 {
+        return Err(Malformed::DuplicateLength);
+    }
+    if !codings.is_empty() {
+        if req.version() == Version::HTTP_10 || req.version() == Version::HTTP_09 {
+            return Err(Malformed::ChunkedHttp10);
+        }
+        if lengths > 0 {
+            return Err(Malformed::LengthAndChunked);
+        }
+        let single_chunked = codings.len() == 1
+            && codings[0]
+                .to_str()
+                .is_ok_and(|v| v.trim().eq_ignore_ascii_case("chunked"));
+        if !single_chunked {
+            return Err(Malformed::TransferCoding);
+        }
+    }
+    check_host(req.version(), req.uri(), headers)
+}
+
+fn check_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<(), Malformed> {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err(Malformed::DuplicateHost);
+    }
+    match (version, uri.authority(), host) {
+        // HTTP/2 and HTTP/3 carry the host in :authority; a Host field, if
+        // also sent, must name the same one (RFC 9113 §8.3.1).
+        (Version::HTTP_2 | Version::HTTP_3, Some(a), Some(h)) => {
+            let same = h.to_str().is_ok_and(|h| h.eq_ignore_ascii_case(a.as_str()));
+            if same {
+                Ok(())
+            } else {
+                Err(Malformed::AuthorityMismatch)
+            }
+        }
+        // RFC 9112 §3.2: an HTTP/1.1 request must name its host. (An
+        // absolute-form target's authority wins over the Host field, which
+        // the pipeline then ignores.)
+        (Version::HTTP_11, None, None) => Err(Malformed::MissingHost),
+        _ => Ok(()),
+    }
+}
+
+/// The path in canonical form, or why it cannot be read:
+/// percent-escapes of unreserved characters decoded (`%41` → `A`), other
+/// escapes upper-cased, `.` and `..` segments resolved, and — with
+/// `merge_slashes` — runs of `/` merged. `%2F` stays encoded, so it never
+/// separates segments. Borrowed when already canonical, which is the
+/// common case and costs one scan.
+pub fn normalize_path(path: &str, merge_slashes: bool) -> Result<Cow<'_, str>, Malformed> {
+    if !path.starts_with('/') {
+        // `*` (OPTIONS) and authority-form (CONNECT) have no path to clean.
+        return if path == "*" || path.is_empty() {
+            Ok(Cow::Borrowed(path))
+        } else {
+            Err(Malformed::Path)
+        };
+    }
+    if is_canonical(path.as_bytes(), merge_slashes) {
+        return Ok(Cow::Borrowed(path));
+    }
+    let decoded = decode_unreserved(path)?;
+    let mut segments: Vec<&str> = Vec::new();
+    let mut rest = &decoded[1..];
+    loop {
+        let (segment, tail) = match rest.find('/') {
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        match segment {
+            "." => {}
+            ".." => {
+                segments.pop();
+            }
+            "" if merge_slashes && tail.is_some() => {}
+            s => segments.push(s),
+        }
+        match tail {
+            Some(t) => rest = t,
+            None => break,
+        }
+    }
+    // A path ending in a dot segment names a directory: keep its slash.
+    let trailing = decoded.ends_with('/') || decoded.ends_with("/.") || decoded.ends_with("/..");
+    let mut out = String::with_capacity(decoded.len());
+    for s in &segments {
+        out.push('/');
+        out.push_str(s);
+    }
+    if trailing && !out.ends_with('/') || out.is_empty() {
+        out.push('/');
+    }
+    Ok(Cow::Owned(out))
+}
+
+/// No escape to decode or fix, no dot segment, no `//` (when merged).
+fn is_canonical(p: &[u8], merge_slashes: bool) -> bool {
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            b'%' => return false,
+            b'/' => {
+                let next = p.get(i + 1).copied();
+                if merge_slashes && next == Some(b'/') {
+                    return false;
+                }
+                if next == Some(b'.') {
+                    let after = p.get(i + 2).copied();
+                    let dotdot =
+                        after == Some(b'.') && matches!(p.get(i + 3).copied(), None | Some(b'/'));
+                    if matches!(after, None | Some(b'/')) || dotdot {
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+fn decode_unreserved(path: &str) -> Result<String, Malformed> {
+    let bytes = path.as_bytes();
+    let mut out = String::with_capacity(path.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            let end = bytes[i..]
+                .iter()
+                .position(|&b| b == b'%')
+                .map_or(bytes.len(), |n| i + n);
+            out.push_str(&path[i..end]);
+            i = end;
+            continue;
+        }
+        let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
+        let (Some(hi), Some(lo)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) else {
+            return Err(Malformed::Path);
+        };
+        let byte = (hi * 16 + lo) as u8;
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push('%');
+            out.push(char::from_digit(hi, 16).unwrap_or('0').to_ascii_uppercase());
+            out.push(char::from_digit(lo, 16).unwrap_or('0').to_ascii_uppercase());
+        }
+        i += 3;
+    }
+    Ok(out)
+}
+
+/// The URI with its path replaced by `path` (query kept).
+pub fn with_path(uri: &Uri, path: &str) -> Option<Uri> {
+    let pq = match uri.query() {
+        Some(q) => PathAndQuery::try_from(format!("{path}?{q}")).ok()?,
+        None => PathAndQuery::try_from(path).ok()?,
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(pq);
+    Uri::from_parts(parts).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(p: &str) -> String {
+        normalize_path(p, true).expect(p).into_owned()
+    }
+
+    #[test]
+    fn canonical_paths_are_borrowed() {
+        for p in ["/", "/a/b", "/a/b/", "/a.b/c..d/.e", "/a/%2F", "*"] {
+            let got = normalize_path(p, true);
+            if p.contains('%') {
+                continue;
+            }
+            assert!(matches!(got, Ok(Cow::Borrowed(_))), "{p}");
+        }
+    }
+
+    #[test]
+    fn dot_segments_escapes_and_slashes() {
+        assert_eq!(norm("/a/./b"), "/a/b");
+        assert_eq!(norm("/a/../b"), "/b");
+        assert_eq!(norm("/../../etc/passwd"), "/etc/passwd");
+        assert_eq!(norm("/a/b/.."), "/a/");
+        assert_eq!(norm("/a/."), "/a/");
+        assert_eq!(norm("//admin"), "/admin");
+        assert_eq!(norm("/a//b///c/"), "/a/b/c/");
+        assert_eq!(norm("/%61dmin"), "/admin");
+        assert_eq!(norm("/%2e%2e/admin"), "/admin");
+        assert_eq!(norm("/a/%2E/b"), "/a/b");
+        assert_eq!(norm("/a%2fb"), "/a%2Fb");
+        assert_eq!(norm("/a%2F..%2Fb"), "/a%2F..%2Fb");
+        assert_eq!(norm("/x%20y"), "/x%20y");
+        assert_eq!(norm("/x%7e"), "/x~");
+        assert_eq!(
+            normalize_path("/a//b", false).unwrap(),
+            Cow::<str>::Borrowed("/a//b")
+        );
+        assert_eq!(normalize_path("/a/%zz", true), Err(Malformed::Path));
+        assert_eq!(normalize_path("/a/%4", true), Err(Malformed::Path));
+        assert_eq!(normalize_path("a", true), Err(Malformed::Path));
+    }
+
+    #[test]
+    fn framing_and_host_checks() {
+        let req = |v: Version, headers: &[(&str, &str)], uri: &str| {
+            let mut b = Request::builder().version(v).uri(uri);
+            for (k, val) in headers {
+                b = b.header(*k, *val);
+            }
+            b.body(()).unwrap()
+        };
+        let h11 = Version::HTTP_11;
+        assert_eq!(check(&req(h11, &[("host", "a")], "/")), Ok(()));
+        assert_eq!(
+            check(&req(
+                h11,
+                &[
+                    ("host", "a"),
+                    ("content-length", "1"),
+                    ("transfer-encoding", "chunked")
+                ],
+                "/"
+            )),
+            Err(Malformed::LengthAndChunked)
+        );
+        assert_eq!(
+            check(&req(
+                h11,
+                &[
+                    ("host", "a"),
+                    ("content-length", "1"),
+                    ("content-length", "1")
+                ],
+                "/"
+            )),
+            Err(Malformed::DuplicateLength)
+        );
+        for te in ["gzip, chunked", "chunked, chunked", "identity"] {
+            assert_eq!(
+                check(&req(h11, &[("host", "a"), ("transfer-encoding", te)], "/")),
+                Err(Malformed::TransferCoding),
+                "{te}"
+            );
+        }
+        assert_eq!(
+            check(&req(
+                h11,
+                &[("host", "a"), ("transfer-encoding", "Chunked")],
+                "/"
+            )),
+            Ok(())
+        );
+        assert_eq!(
+            check(&req(
+                Version::HTTP_10,
+                &[("transfer-encoding", "chunked")],
+                "/"
+            )),
+            Err(Malformed::ChunkedHttp10)
+        );
+        assert_eq!(check(&req(h11, &[], "/")), Err(Malformed::MissingHost));
+        assert_eq!(check(&req(Version::HTTP_10, &[], "/")), Ok(()));
+        assert_eq!(check(&req(h11, &[], "http://a/x")), Ok(()));
+        assert_eq!(
+            check(&req(h11, &[("host", "a"), ("host", "b")], "/")),
+            Err(Malformed::DuplicateHost)
+        );
+        let h2 = Version::HTTP_2;
+        assert_eq!(check(&req(h2, &[("host", "A")], "https://a/")), Ok(()));
+        assert_eq!(
+            check(&req(h2, &[("host", "b")], "https://a/")),
+            Err(Malformed::AuthorityMismatch)
+        );
+    }
+}
