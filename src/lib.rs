@@ -123,6 +123,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             grace: ep.transport.life_cycle.grace_time_out.0,
             header_read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
             sanitize_path: ep.http.sanitize_path,
+            max_concurrent_streams: ep.http2.max_concurrent_streams,
+            limits: ep.limits.clone(),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),

@@ -53,6 +53,10 @@ pub struct EntryPointInfo {
     /// Put request paths in canonical form before routing
     /// (`http.sanitizePath`).
     pub sanitize_path: bool,
+    /// HTTP/2 streams open at once per connection.
+    pub max_concurrent_streams: u32,
+    /// What one client may send.
+    pub limits: crate::config::static_config::EntryPointLimits,
     /// The entry point's request counters, when per-entry-point metrics are on.
     pub stats: Option<Arc<crate::metrics::Stats>>,
 }
@@ -121,11 +125,21 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    let limits = &entry_point.limits;
+    // hyper refuses a head buffer under 8 KiB.
+    let head_bytes = (limits.max_header_bytes as usize).max(8 * 1024);
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(entry_point.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+        .header_read_timeout(entry_point.header_read_timeout)
+        .max_buf_size(head_bytes)
+        .max_headers(limits.max_headers as usize);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(entry_point.max_concurrent_streams)
+        .max_header_list_size(head_bytes as u32)
+        .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
     let graceful = GracefulShutdown::new();
     loop {
         let accepted = tokio::select! {

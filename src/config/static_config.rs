@@ -77,6 +77,53 @@ pub struct EntryPoint {
     /// HTTP settings every router on this entry point gets: default TLS
     /// and redirection to another entry point.
     pub http: EntryPointHttp,
+    /// HTTP/2 settings (Traefik's `http2` section).
+    pub http2: EntryPointHttp2,
+    /// gangway's own request limits, where Traefik has none.
+    pub limits: EntryPointLimits,
+}
+
+/// HTTP/2 settings of an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointHttp2 {
+    /// Streams a client may have open at once on one connection. Default
+    /// `250`, as in Traefik.
+    pub max_concurrent_streams: u32,
+}
+
+impl Default for EntryPointHttp2 {
+    fn default() -> Self {
+        EntryPointHttp2 {
+            max_concurrent_streams: 250,
+        }
+    }
+}
+
+/// Limits on what one client may send (gangway's own names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointLimits {
+    /// Largest request head: HTTP/1 request line and fields, or an HTTP/2
+    /// header list (HPACK-decoded, so a compression bomb stops here too).
+    /// Past it: 431. Default 64 KiB; at least 8 KiB.
+    pub max_header_bytes: u32,
+    /// Most fields in one HTTP/1 request head. Past it: 431. Default 100.
+    pub max_headers: u32,
+    /// HTTP/2 streams a client may reset before gangway has accepted them
+    /// (the "rapid reset" attack); past it the connection is closed.
+    /// Default 20.
+    pub max_pending_reset_streams: u32,
+}
+
+impl Default for EntryPointLimits {
+    fn default() -> Self {
+        EntryPointLimits {
+            max_header_bytes: 64 * 1024,
+            max_headers: 100,
+            max_pending_reset_streams: 20,
+        }
+    }
 }
 
 /// HTTP defaults of an entry point.

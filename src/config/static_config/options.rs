@@ -187,6 +187,30 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Canonical request paths before routing: dot segments, `//`, escapes of unreserved characters.",
     ),
     opt(
+        "entryPoints.<name>.http2.maxConcurrentStreams",
+        ValueKind::Int,
+        "250",
+        "HTTP/2 streams a client may have open at once on one connection.",
+    ),
+    opt(
+        "entryPoints.<name>.limits.maxHeaderBytes",
+        ValueKind::Int,
+        "65536",
+        "Largest request head (HTTP/1 line and fields, HTTP/2 header list); past it 431.",
+    ),
+    opt(
+        "entryPoints.<name>.limits.maxHeaders",
+        ValueKind::Int,
+        "100",
+        "Most fields in one HTTP/1 request head; past it 431.",
+    ),
+    opt(
+        "entryPoints.<name>.limits.maxPendingResetStreams",
+        ValueKind::Int,
+        "20",
+        "HTTP/2 streams a client may reset before they are accepted (rapid reset); past it the connection closes.",
+    ),
+    opt(
         "providers.providersThrottleDuration",
         ValueKind::Duration,
         "50ms",

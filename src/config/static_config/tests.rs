@@ -815,7 +815,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `limits`"
     );
 }
 
@@ -1510,6 +1510,8 @@ fn serializes_for_the_api() {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
                     "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}, "sanitizePath": true},
+                    "http2": {"maxConcurrentStreams": 250},
+                    "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}
