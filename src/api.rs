@@ -254,7 +254,7 @@ fn objects(state: &ApiState, kind: Kind) -> Vec<Value> {
     let rt = state.runtime.load_full();
     match kind {
         Kind::Routers => views::routers(&rt),
-        Kind::Services => views::services(&rt),
+        Kind::Services => views::services(&rt, &state.registries.health_report()),
         Kind::Middlewares => views::middlewares(&rt),
     }
 }
@@ -338,7 +338,7 @@ async fn overview(State(state): St) -> Json<Value> {
         providers.push("File");
     }
     Json(json!({
-        "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt)), "middlewares": count(views::middlewares(&rt)) },
+        "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt, &state.registries.health_report())), "middlewares": count(views::middlewares(&rt)) },
         "tcp": { "routers": zero, "services": zero, "middlewares": zero },
         "udp": { "routers": zero, "services": zero },
         "features": {
@@ -376,7 +376,7 @@ async fn rawdata(State(state): St) -> Json<Value> {
     };
     Json(json!({
         "routers": by_name(views::routers(&rt)),
-        "services": by_name(views::services(&rt)),
+        "services": by_name(views::services(&rt, &state.registries.health_report())),
         "middlewares": by_name(views::middlewares(&rt)),
     }))
 }

@@ -534,6 +534,89 @@ async fn health_check_takes_a_dead_server_out_and_back_under_load() {
     );
 }
 
+/// A service as `/api/http/services/{name}` shows it; None while the API
+/// does not answer with one.
+async fn api_service(port: u16, name: &str) -> Option<serde_json::Value> {
+    let req = Request::get(format!("http://127.0.0.1:{port}/api/http/services/{name}"))
+        .body(Full::default())
+        .ok()?;
+    let resp = client().request(req).await.ok()?;
+    if resp.status() != StatusCode::OK {
+        return None;
+    }
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    serde_json::from_slice(&body).ok()
+}
+
+#[tokio::test]
+async fn the_api_shows_a_dead_server_down_and_up_again_when_it_recovers() {
+    let mut a = Server::start("a").await;
+    let b = Server::start("b").await;
+    let api = free_port();
+    let conf = format!(
+        "{}{}{}{}{}",
+        router("app", "app.test", "app"),
+        lb("app", &[(&a.url(), 1), (&b.url(), 1)], ""),
+        health("app", "100ms"),
+        router("plain", "plain.test", "plain"),
+        lb("plain", &[(&a.url(), 1)], ""),
+    );
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{api}");
+    let gw = Gangway::with_file(&conf, &["--api.insecure=true", &ep]).await;
+    wait_for(&gw, "app.test").await;
+    let status = |svc: &serde_json::Value, server: &Server| {
+        svc["serverStatus"][server.url()]
+            .as_str()
+            .map(str::to_owned)
+    };
+    eventually(WAIT, "both servers are UP and checked", || async {
+        api_service(api, "app@file").await.is_some_and(|svc| {
+            status(&svc, &a).as_deref() == Some("UP")
+                && status(&svc, &b).as_deref() == Some("UP")
+                && svc["serverHealth"][a.url()]["lastCheck"].is_u64()
+        })
+    })
+    .await;
+
+    a.kill();
+    eventually(WAIT, "the API shows a DOWN, b still UP", || async {
+        api_service(api, "app@file").await.is_some_and(|svc| {
+            status(&svc, &a).as_deref() == Some("DOWN")
+                && status(&svc, &b).as_deref() == Some("UP")
+                && svc["serverHealth"][a.url()]["lastError"].is_string()
+        })
+    })
+    .await;
+    // The same in the list, and a service without health checks says UP
+    // for the same dead server: nothing checks it.
+    let req = Request::get(format!("http://127.0.0.1:{api}/api/http/services"))
+        .body(Full::default())
+        .unwrap();
+    let list = client().request(req).await.expect("services list");
+    let list: serde_json::Value =
+        serde_json::from_slice(&list.into_body().collect().await.unwrap().to_bytes())
+            .expect("json");
+    let find = |name: &str| {
+        list.as_array()
+            .and_then(|l| l.iter().find(|s| s["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {list}"))
+    };
+    assert_eq!(status(&find("app@file"), &a).as_deref(), Some("DOWN"));
+    let plain = find("plain@file");
+    assert_eq!(status(&plain, &a).as_deref(), Some("UP"));
+    assert!(plain.get("serverHealth").is_none(), "{plain}");
+
+    a.restart().await;
+    eventually(WAIT, "the API shows a UP again", || async {
+        api_service(api, "app@file").await.is_some_and(|svc| {
+            status(&svc, &a).as_deref() == Some("UP")
+                && svc["serverHealth"][a.url()].get("lastError").is_none()
+        })
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn failover_uses_the_fallback_while_the_main_service_is_down_and_comes_back() {
     let main = Server::start("main").await;

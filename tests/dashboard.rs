@@ -14,7 +14,7 @@ use std::time::Duration;
 use support::{Backend, Gangway, eventually, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn config(b: &Backend, changed: bool) -> String {
+fn config(b: &Backend, dead: &str, changed: bool) -> String {
     let mut s = format!(
         r#"
 [http.routers.app]
@@ -36,6 +36,17 @@ service = "app"
 [http.services.app.loadBalancer]
 [[http.services.app.loadBalancer.servers]]
 url = "{}"
+[http.routers.checked]
+rule = "Host(`checked.test`)"
+service = "checked"
+[http.services.checked.loadBalancer]
+[[http.services.checked.loadBalancer.servers]]
+url = "{}"
+[[http.services.checked.loadBalancer.servers]]
+url = "{dead}"
+[http.services.checked.loadBalancer.healthCheck]
+path = "/"
+interval = "100ms"
 [http.services.split.weighted]
 [[http.services.split.weighted.services]]
 name = "app"
@@ -45,6 +56,7 @@ prefixes = ["/x"]
 [http.middlewares.hdr.headers.customRequestHeaders]
 X-From = "gangway"
 "#,
+        b.url(),
         b.url()
     );
     // The change the open page must show without a reload: one router
@@ -103,7 +115,9 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     let b = Backend::echo("b").await;
     let internal = free_port();
     let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
-    let gw = Gangway::with_file(&config(&b, false), &["--api.insecure=true", &ep]).await;
+    // Nothing listens there: its health check fails, so it shows DOWN.
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let gw = Gangway::with_file(&config(&b, &dead, false), &["--api.insecure=true", &ep]).await;
     let base = format!("http://127.0.0.1:{internal}");
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Full<bytes::Bytes>>();
@@ -154,7 +168,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
             transcript.push_str(&line);
             transcript.push('\n');
             if line == "REWRITE" {
-                gw.rewrite(&config(&b, true));
+                gw.rewrite(&config(&b, &dead, true));
                 rewrote = true;
                 stdin.write_all(b"REWRITTEN\n").await.expect("tell driver");
                 stdin.flush().await.expect("tell driver");
