@@ -34,6 +34,23 @@ macro_rules! middleware_kinds {
 
             /// Every middleware type name gangway knows, in Traefik's spelling.
             pub const KNOWN: &'static [&'static str] = &[$($name),*];
+
+            /// Reads the options of type `kind` (spelt as in [`Middleware::KNOWN`])
+            /// from `de` into this middleware, for readers that match type
+            /// names themselves (Docker labels, whose keys ignore case) and so
+            /// cannot go through the lenient reading of a whole middleware.
+            /// False when `kind` is not a known type.
+            pub fn read_kind<'de, D: serde::Deserializer<'de>>(
+                &mut self,
+                kind: &str,
+                de: D,
+            ) -> Result<bool, D::Error> {
+                match kind {
+                    $( $name => self.$field = Some(<$ty as Deserialize>::deserialize(de)?), )*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
         }
 
         impl From<serde_json::Value> for Middleware {
