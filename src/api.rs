@@ -256,7 +256,7 @@ fn objects(state: &ApiState, kind: Kind) -> Vec<Value> {
     let rt = state.runtime.load_full();
     match kind {
         Kind::Routers => views::routers(&rt),
-        Kind::Services => views::services(&rt),
+        Kind::Services => views::services(&rt, &state.registries.health_report()),
         Kind::Middlewares => views::middlewares(&rt),
     }
 }
@@ -343,7 +343,7 @@ async fn overview(State(state): St) -> Json<Value> {
         providers.push("Docker");
     }
     Json(json!({
-        "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt)), "middlewares": count(views::middlewares(&rt)) },
+        "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt, &state.registries.health_report())), "middlewares": count(views::middlewares(&rt)) },
         "tcp": { "routers": zero, "services": zero, "middlewares": zero },
         "udp": { "routers": zero, "services": zero },
         "features": {
@@ -381,7 +381,7 @@ async fn rawdata(State(state): St) -> Json<Value> {
     };
     Json(json!({
         "routers": by_name(views::routers(&rt)),
-        "services": by_name(views::services(&rt)),
+        "services": by_name(views::services(&rt, &state.registries.health_report())),
         "middlewares": by_name(views::middlewares(&rt)),
     }))
 }

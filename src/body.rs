@@ -5,15 +5,17 @@
 //! in-memory or boxed variants, and only their routes pay for it.
 //!
 //! Every room may use this one, like `config`: the proxy streams these
-//! bodies, the middlewares make and replace them.
+//! bodies, the middlewares make and replace them, mirroring tees them and
+//! health checks send fixed ones.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use tokio::sync::oneshot;
 
 /// Any error a body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -32,6 +34,9 @@ pub enum RequestBody {
     /// Anything else a middleware built: a buffered head followed by the
     /// rest of the stream, a body spooled to disk.
     Boxed(BoxBody),
+    /// Another body streamed on while a bounded copy is taken for mirrors.
+    /// Boxed: only mirrored requests pay for it.
+    Tee(Box<Tee>),
 }
 
 impl RequestBody {
@@ -66,6 +71,29 @@ impl RequestBody {
             _ => None,
         }
     }
+
+    /// This body, to be sent on as before, and a copy of it of at most
+    /// `limit` bytes, delivered on the receiver once the body has been read
+    /// to its end. A body held in memory is copied at once (sharing its
+    /// buffer); a streamed one is copied as it passes. The receiver gets no
+    /// copy (the sender is dropped) when the body is larger than `limit`,
+    /// fails, or is dropped before its end.
+    pub fn tee(self, limit: usize) -> (RequestBody, oneshot::Receiver<Bytes>) {
+        let (tx, rx) = oneshot::channel();
+        if let Some(bytes) = self.as_full() {
+            if bytes.len() <= limit {
+                let _ = tx.send(bytes);
+            }
+            return (self, rx);
+        }
+        let tee = Tee {
+            inner: self,
+            copy: BytesMut::new(),
+            limit,
+            done: Some(tx),
+        };
+        (RequestBody::Tee(Box::new(tee)), rx)
+    }
 }
 
 impl Default for RequestBody {
@@ -92,6 +120,7 @@ impl Body for RequestBody {
             RequestBody::Incoming(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
             RequestBody::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             RequestBody::Boxed(b) => Pin::new(b).poll_frame(cx),
+            RequestBody::Tee(t) => t.poll(cx),
         }
     }
 
@@ -100,6 +129,7 @@ impl Body for RequestBody {
             RequestBody::Incoming(b) => b.is_end_stream(),
             RequestBody::Full(b) => b.is_none(),
             RequestBody::Boxed(b) => b.is_end_stream(),
+            RequestBody::Tee(t) => t.inner.is_end_stream(),
         }
     }
 
@@ -108,6 +138,50 @@ impl Body for RequestBody {
             RequestBody::Incoming(b) => b.size_hint(),
             RequestBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             RequestBody::Boxed(b) => b.size_hint(),
+            RequestBody::Tee(t) => t.inner.size_hint(),
+        }
+    }
+}
+
+/// A streamed body passed through while a copy of up to `limit` bytes is
+/// kept (see [`RequestBody::tee`]).
+pub struct Tee {
+    inner: RequestBody,
+    copy: BytesMut,
+    limit: usize,
+    done: Option<oneshot::Sender<Bytes>>,
+}
+
+impl Tee {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(data), Some(_)) = (frame.data_ref(), &self.done) {
+                    if self.copy.len() + data.len() > self.limit {
+                        // Too large to copy: give the copy up, keep streaming.
+                        self.done = None;
+                        self.copy = BytesMut::new();
+                    } else {
+                        self.copy.extend_from_slice(data);
+                    }
+                }
+                // hyper stops polling once a body says it has ended, so the
+                // final `None` may never come.
+                if self.inner.is_end_stream() {
+                    self.finish();
+                }
+            }
+            Poll::Ready(None) => self.finish(),
+            Poll::Ready(Some(Err(_))) => self.done = None,
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn finish(&mut self) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(std::mem::take(&mut self.copy).freeze());
         }
     }
 }
@@ -214,5 +288,41 @@ mod tests {
         assert_eq!((&got[..], &again[..]), (&b"abc"[..], &b"abc"[..]));
         assert!(RequestBody::empty().is_end_stream());
         assert!(RequestBody::full(Bytes::new()).is_end_stream());
+    }
+
+    fn streamed(chunks: &[&'static [u8]]) -> RequestBody {
+        let frames = chunks
+            .iter()
+            .map(|c| Ok::<_, BoxError>(Frame::data(Bytes::from_static(c))))
+            .collect::<Vec<_>>();
+        RequestBody::boxed(http_body_util::StreamBody::new(futures_util::stream::iter(
+            frames,
+        )))
+    }
+
+    #[tokio::test]
+    async fn tee_copies_within_its_limit_and_streams_everything() {
+        let (body, copy) = streamed(&[b"ab", b"cd"]).tee(4);
+        let sent = body.collect().await.expect("collect").to_bytes();
+        assert_eq!(&sent[..], b"abcd");
+        assert_eq!(&copy.await.expect("a copy")[..], b"abcd");
+
+        // Past the limit: everything still streams, but there is no copy.
+        let (body, copy) = streamed(&[b"ab", b"cd"]).tee(3);
+        let sent = body.collect().await.expect("collect").to_bytes();
+        assert_eq!(&sent[..], b"abcd");
+        assert!(copy.await.is_err());
+
+        // Dropped before its end: no copy.
+        let (body, copy) = streamed(&[b"ab"]).tee(10);
+        drop(body);
+        assert!(copy.await.is_err());
+
+        // In memory: copied at once, and still sent.
+        let (body, copy) = RequestBody::full(Bytes::from_static(b"xyz")).tee(3);
+        assert_eq!(&copy.await.expect("a copy")[..], b"xyz");
+        assert_eq!(body.as_full().as_deref(), Some(&b"xyz"[..]));
+        let (_, copy) = RequestBody::full(Bytes::from_static(b"xyz")).tee(2);
+        assert!(copy.await.is_err());
     }
 }

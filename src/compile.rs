@@ -4,13 +4,16 @@
 
 mod middleware;
 
+use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
+use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{ClientSettings, StatsKind};
+use crate::runtime::registries::{ClientSettings, StatsKind, TlsSettings};
 use crate::runtime::{
-    Balancer, EntryPointRoutes, Registries, Report, Route, Runtime, Server, Upstream,
+    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
+    Route, Runtime, Server, ServerKind, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -63,6 +66,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         registries,
         done: HashMap::new(),
         visiting: HashSet::new(),
+        warnings: BTreeMap::new(),
     };
     let mut middlewares =
         middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
@@ -190,6 +194,9 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         let entry = report.services.entry(name.clone()).or_default();
         if let Err(e) = services.get(&name) {
             entry.disable(e);
+        }
+        for w in services.warnings.remove(&name).unwrap_or_default() {
+            entry.warn(w);
         }
         entry.using = using.get(&format!("s:{name}")).cloned().unwrap_or_default();
     }
@@ -372,12 +379,18 @@ fn orderable(name: &str) -> Result<(), &'static str> {
     }
 }
 
+/// Largest request body copied to mirrors when `maxBodySize` is unset or
+/// negative. Traefik's default is unlimited; gangway keeps memory bounded.
+pub const DEFAULT_MIRROR_BODY: usize = 4 * 1024 * 1024;
+
 struct ServiceCompiler<'a> {
     dynamic: &'a Dynamic,
     ctx: &'a CompileContext,
     registries: &'a Registries,
     done: HashMap<String, Result<Arc<Upstream>, String>>,
     visiting: HashSet<String>,
+    /// Problems that leave a service working, by service name.
+    warnings: BTreeMap<String, Vec<String>>,
 }
 
 impl ServiceCompiler<'_> {
@@ -387,7 +400,7 @@ impl ServiceCompiler<'_> {
         }
         if !self.visiting.insert(name.to_owned()) {
             return Err(format!(
-                "service `{name}` refers to itself through weighted services"
+                "service `{name}` refers to itself through other services"
             ));
         }
         let result = match (
@@ -401,6 +414,15 @@ impl ServiceCompiler<'_> {
         self.visiting.remove(name);
         self.done.insert(name.to_owned(), result.clone());
         result
+    }
+
+    /// A child service (weighted member, mirror, failover side) by name.
+    fn child(&mut self, what: &str, name: &str, provider: &str) -> Result<Arc<Upstream>, String> {
+        if name.is_empty() {
+            return Err(format!("{what}: no service name given"));
+        }
+        let q = QualifiedName::resolve(name, provider).to_string();
+        self.get(&q).map_err(|e| format!("{what} `{q}`: {e}"))
     }
 
     fn compile(&mut self, name: &str, service: &dynamic::Service) -> Result<Arc<Upstream>, String> {
@@ -433,49 +455,219 @@ impl ServiceCompiler<'_> {
             ),
         }
         if let Some(lb) = load_balancer {
-            let settings = self.transport(lb.servers_transport.as_deref(), &provider)?;
-            let client = self.registries.client(&settings);
-            let mut servers = Vec::with_capacity(lb.servers.len());
-            for s in &lb.servers {
-                let server = compile_server(s, lb.passes_host_header(), client.clone())?;
-                servers.push((server, s.weight.unwrap_or(1)));
-            }
-            let key = format!(
-                "{name}|{}",
-                lb.servers
-                    .iter()
-                    .map(|s| s.url.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            );
-            return Ok(Arc::new(Upstream::Servers(Balancer::new(
-                servers,
-                self.registries.position(&key),
-            ))));
+            return self.load_balancer(name, lb, &provider);
         }
         if let Some(w) = weighted {
-            let mut children = Vec::with_capacity(w.services.len());
-            for child in &w.services {
-                let q = QualifiedName::resolve(&child.name, &provider).to_string();
-                let up = self
-                    .get(&q)
-                    .map_err(|e| format!("weighted child `{q}`: {e}"))?;
-                children.push((up, child.weight.unwrap_or(1)));
-            }
-            let key = format!("{name}|w");
-            return Ok(Arc::new(Upstream::Weighted(Balancer::new(
-                children,
-                self.registries.position(&key),
-            ))));
+            return self.weighted(name, w, &provider);
         }
-        if mirroring.is_some() {
-            return Err("mirroring services are not supported yet".to_owned());
+        if let Some(m) = mirroring {
+            return self.mirroring(name, m, &provider);
         }
-        Err("failover services are not supported yet".to_owned())
+        match failover {
+            Some(f) => self.failover(name, f, &provider),
+            None => Err("no service type given".to_owned()),
+        }
     }
 
+    fn load_balancer(
+        &mut self,
+        name: &str,
+        lb: &dynamic::LoadBalancer,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, String> {
+        let dynamic::LoadBalancer {
+            servers,
+            pass_host_header: _,
+            sticky,
+            health_check,
+            // gangway streams every frame as it arrives.
+            response_forwarding: _,
+            servers_transport,
+        } = lb;
+        let settings = self.transport(servers_transport.as_deref(), provider)?;
+        let registries = self.registries;
+        let mut compiled = Vec::with_capacity(servers.len());
+        let mut uris = Vec::with_capacity(servers.len());
+        let mut weights = Vec::with_capacity(servers.len());
+        for s in servers {
+            let (server, uri) = compile_server(s, lb.passes_host_header(), registries, &settings)?;
+            compiled.push(server);
+            uris.push(uri);
+            weights.push(s.weight.unwrap_or(1));
+        }
+        if !servers.is_empty() && weights.iter().all(|&w| w == 0) {
+            return Err("every server has weight 0, so none can take traffic".to_owned());
+        }
+        let shape = servers
+            .iter()
+            .zip(&weights)
+            .map(|(s, w)| format!("{}*{w}", s.url))
+            .collect::<Vec<_>>()
+            .join(",");
+        let rotation = Rotation::new(
+            weights.clone(),
+            self.registries.position(&format!("{name}|{shape}")),
+            self.registries.health_epoch(),
+        );
+        let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
+        let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
+            Some(c) => Some(StickyCookie::compile(c, name, &urls)?),
+            None => None,
+        };
+        let health = match health_check {
+            None => None,
+            Some(hc) => {
+                let targets: Vec<CheckServer<'_>> = compiled
+                    .iter()
+                    .zip(&uris)
+                    .map(|(s, uri)| CheckServer {
+                        uri,
+                        kind: s.kind,
+                        authority: &s.authority,
+                    })
+                    .collect();
+                let plan = compile_plan(hc, &targets, &mut |a: &Authority| {
+                    registries.client(&settings, a)
+                })?;
+                let members: Vec<(String, bool)> = servers
+                    .iter()
+                    .zip(&weights)
+                    .map(|(s, &w)| (s.url.clone(), w > 0))
+                    .collect();
+                let key = format!("{name}|{hc:?}|{shape}|{settings:?}");
+                Some(self.registries.health(&key, name, &members, plan))
+            }
+        };
+        Ok(Arc::new(Upstream::Servers(LoadBalancer {
+            name: name.to_owned(),
+            servers: compiled,
+            rotation,
+            sticky,
+            health,
+        })))
+    }
+
+    fn weighted(
+        &mut self,
+        name: &str,
+        w: &dynamic::Weighted,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, String> {
+        // Health always propagates from the children here, so Traefik's
+        // opt-in `healthCheck: {}` changes nothing.
+        let dynamic::Weighted {
+            services,
+            sticky,
+            health_check: _,
+        } = w;
+        if services.is_empty() {
+            return Err("the weighted service lists no services".to_owned());
+        }
+        let mut children = Vec::with_capacity(services.len());
+        let mut weights = Vec::with_capacity(services.len());
+        let mut ids = Vec::with_capacity(services.len());
+        for child in services {
+            children.push(self.child("weighted child", &child.name, provider)?);
+            weights.push(child.weight.unwrap_or(1));
+            ids.push(QualifiedName::resolve(&child.name, provider).to_string());
+        }
+        if weights.iter().all(|&w| w == 0) {
+            return Err("every service has weight 0, so none can take traffic".to_owned());
+        }
+        let shape = ids
+            .iter()
+            .zip(&weights)
+            .map(|(id, w)| format!("{id}*{w}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let rotation = Rotation::new(
+            weights,
+            self.registries.position(&format!("{name}|w|{shape}")),
+            self.registries.health_epoch(),
+        );
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
+            Some(c) => Some(StickyCookie::compile(c, name, &id_refs)?),
+            None => None,
+        };
+        Ok(Arc::new(Upstream::Weighted(WeightedService {
+            children,
+            rotation,
+            sticky,
+        })))
+    }
+
+    fn mirroring(
+        &mut self,
+        name: &str,
+        m: &dynamic::Mirroring,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, String> {
+        let dynamic::Mirroring {
+            service,
+            mirror_body,
+            max_body_size,
+            mirrors,
+            health_check: _,
+        } = m;
+        let main = self.child("mirroring service", service, provider)?;
+        let mut list = Vec::with_capacity(mirrors.len());
+        for mirror in mirrors {
+            if mirror.percent > 100 {
+                return Err(format!(
+                    "mirror `{}`: percent {} is more than 100",
+                    mirror.name, mirror.percent
+                ));
+            }
+            let upstream = self.child("mirror", &mirror.name, provider)?;
+            let q = QualifiedName::resolve(&mirror.name, provider);
+            let counter = self.registries.position(&format!("{name}|m|{q}"));
+            list.push(Mirror {
+                upstream,
+                share: MirrorShare::new(mirror.percent, counter),
+            });
+        }
+        let body_limit = mirror_body.unwrap_or(true).then(|| match max_body_size {
+            Some(n) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+            _ => DEFAULT_MIRROR_BODY,
+        });
+        Ok(Arc::new(Upstream::Mirroring(MirroringService {
+            main,
+            mirrors: list,
+            body_limit,
+        })))
+    }
+
+    fn failover(
+        &mut self,
+        name: &str,
+        f: &dynamic::Failover,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, String> {
+        let dynamic::Failover {
+            service,
+            fallback,
+            health_check: _,
+        } = f;
+        let main = self.child("failover service", service, provider)?;
+        let fallback = self.child("failover fallback", fallback, provider)?;
+        if !main.is_checked() {
+            self.warnings.entry(name.to_owned()).or_default().push(
+                "the main service has no health check, so the fallback is never used".to_owned(),
+            );
+        }
+        Ok(Arc::new(Upstream::Failover(FailoverService {
+            main,
+            fallback,
+        })))
+    }
+
+    /// Client settings for a load balancer: the static `serversTransport`,
+    /// or a named one from `http.serversTransports`. A named transport takes
+    /// the static timeouts and idle-connection limit unless it sets its own;
+    /// its TLS settings are its own.
     fn transport(&self, name: Option<&str>, provider: &str) -> Result<ClientSettings, String> {
-        let Some(name) = name else {
+        let Some(name) = name.filter(|n| !n.is_empty()) else {
             return Ok(self.ctx.default_transport.clone());
         };
         let q = QualifiedName::resolve(name, provider).to_string();
@@ -485,11 +677,19 @@ impl ServiceCompiler<'_> {
             .servers_transports
             .get(&q)
             .ok_or_else(|| format!("servers transport `{q}` does not exist"))?;
+        let dynamic::ServersTransport {
+            server_name,
+            insecure_skip_verify,
+            root_cas,
+            max_idle_conns_per_host,
+            forwarding_timeouts,
+            disable_http2,
+        } = t;
         let mut settings = self.ctx.default_transport.clone();
-        if let Some(n) = t.max_idle_conns_per_host {
-            settings.max_idle_per_host = n;
+        if let Some(n) = max_idle_conns_per_host {
+            settings.max_idle_per_host = *n;
         }
-        if let Some(ft) = &t.forwarding_timeouts {
+        if let Some(ft) = forwarding_timeouts {
             let nonzero = |d: &crate::config::Duration| (!d.0.is_zero()).then_some(d.0);
             if let Some(d) = &ft.dial_timeout {
                 settings.dial_timeout = nonzero(d);
@@ -501,6 +701,12 @@ impl ServiceCompiler<'_> {
                 settings.idle_conn_timeout = nonzero(d);
             }
         }
+        settings.tls = TlsSettings {
+            insecure_skip_verify: *insecure_skip_verify,
+            root_cas: root_cas.clone(),
+            server_name: server_name.clone().filter(|n| !n.is_empty()),
+            disable_http2: *disable_http2,
+        };
         Ok(settings)
     }
 }
@@ -508,24 +714,20 @@ impl ServiceCompiler<'_> {
 fn compile_server(
     s: &dynamic::Server,
     pass_host_header: bool,
-    client: Arc<crate::runtime::registries::UpstreamClient>,
-) -> Result<Server, String> {
+    registries: &Registries,
+    settings: &ClientSettings,
+) -> Result<(Server, Uri), String> {
     let uri: Uri = s
         .url
         .parse()
         .map_err(|e| format!("server url `{}`: {e}", s.url))?;
-    let h2c = match uri.scheme_str() {
-        Some("http") => false,
-        Some("h2c") => true,
-        Some("https") => {
-            return Err(format!(
-                "server url `{}`: https servers are not supported yet",
-                s.url
-            ));
-        }
+    let (kind, default_port) = match uri.scheme_str() {
+        Some("http") => (ServerKind::Http, 80),
+        Some("h2c") => (ServerKind::H2c, 80),
+        Some("https") => (ServerKind::Https, 443),
         _ => {
             return Err(format!(
-                "server url `{}`: the scheme must be http or h2c",
+                "server url `{}`: the scheme must be http, https or h2c",
                 s.url
             ));
         }
@@ -533,10 +735,13 @@ fn compile_server(
     let authority = uri
         .authority()
         .ok_or_else(|| format!("server url `{}` has no host", s.url))?;
+    if authority.host().is_empty() {
+        return Err(format!("server url `{}` has no host", s.url));
+    }
     let authority: Authority = if authority.port().is_some() {
         authority.clone()
     } else {
-        format!("{}:80", authority.host())
+        format!("{}:{default_port}", authority.host())
             .parse()
             .map_err(|e| format!("server url `{}`: {e}", s.url))?
     };
@@ -547,13 +752,18 @@ fn compile_server(
     };
     let host_header = HeaderValue::from_str(authority.as_str())
         .map_err(|e| format!("server url `{}`: {e}", s.url))?;
-    Ok(Server {
+    let client = registries.client(settings, &authority)?;
+    let server = Server {
         url: s.url.clone(),
-        h2c,
+        kind,
         authority,
         path_prefix,
         pass_host_header,
         host_header,
         client,
-    })
+    };
+    Ok((server, uri))
 }
+
+#[cfg(test)]
+mod service_tests;

@@ -7,9 +7,11 @@ pub mod access_log;
 pub mod acme;
 pub mod aggregate;
 pub mod api;
+pub mod balance;
 pub mod body;
 pub mod compile;
 pub mod config;
+pub mod health;
 pub mod metrics;
 pub mod middleware;
 pub mod provider;
@@ -162,6 +164,12 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             response_header_timeout: nonzero(ft.response_header_timeout.0),
             idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
             max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
+            tls: runtime::registries::TlsSettings {
+                insecure_skip_verify: config.servers_transport.insecure_skip_verify,
+                root_cas: config.servers_transport.root_cas.clone(),
+                server_name: None,
+                disable_http2: false,
+            },
         },
         entry_point_tls: config
             .entry_points

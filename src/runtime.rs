@@ -8,13 +8,15 @@ pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
+use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::Dynamic;
+use crate::health::ServiceHealth;
 use crate::rule::{Matcher, RequestFacts};
 use arc_swap::ArcSwap;
-use http::{HeaderValue, uri::Authority};
+use http::uri::{Authority, Scheme};
+use http::{HeaderMap, HeaderValue};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Index of an entry point in the static configuration's order.
 pub type EntryPointId = usize;
@@ -162,112 +164,250 @@ pub trait InternalService: Send + Sync {
     ) -> futures_util::future::BoxFuture<'static, http::Response<http_body_util::Full<bytes::Bytes>>>;
 }
 
+/// How deep services may nest (weighted, mirroring and failover over each
+/// other). Compile rejects cycles; this bound is a second guard.
+const MAX_DEPTH: usize = 32;
+
 /// A compiled service.
 pub enum Upstream {
     /// Round robin with weights over servers.
-    Servers(Balancer<Server>),
+    Servers(LoadBalancer),
     /// Weighted round robin over other services.
-    Weighted(Balancer<Arc<Upstream>>),
+    Weighted(WeightedService),
+    /// One service answers; copies of a share of requests go to others.
+    Mirroring(MirroringService),
+    /// One service, and another while the first has no healthy server.
+    Failover(FailoverService),
     /// Answered by gangway itself.
     Internal(Arc<dyn InternalService>),
 }
 
 impl Upstream {
-    /// Picks the server for the next request, descending through weighted
-    /// services. None when there is no server at all.
-    pub fn pick(&self) -> Option<&Server> {
+    /// Walks down weighted, mirroring and failover services to the load
+    /// balancer that takes this request. Sticky choices are read from
+    /// `headers`; cookies to set on the response are pushed to `cookies`;
+    /// mirrors chosen for this request are pushed to `mirrors` (None: do
+    /// not mirror, as for a request that is itself a mirror copy). None when
+    /// no service on the way has anything to send to.
+    pub fn descend<'a>(
+        &'a self,
+        headers: &HeaderMap,
+        cookies: &mut Vec<HeaderValue>,
+        mut mirrors: Option<&mut Vec<MirrorCopy>>,
+    ) -> Option<&'a LoadBalancer> {
         let mut current = self;
-        // Weighted services nest; compile rejects cycles, and the depth bound
-        // below keeps a mistake there from looping forever.
-        for _ in 0..32 {
+        for _ in 0..MAX_DEPTH {
             match current {
-                Upstream::Servers(b) => return b.next(),
-                Upstream::Weighted(b) => current = b.next()?,
+                Upstream::Servers(lb) => return Some(lb),
+                Upstream::Weighted(w) => {
+                    let i = w.choose(headers, cookies)?;
+                    current = w.children.get(i)?;
+                }
+                Upstream::Mirroring(m) => {
+                    if let Some(list) = mirrors.as_deref_mut() {
+                        for mirror in m.mirrors.iter().filter(|mirror| mirror.share.fire()) {
+                            list.push(MirrorCopy {
+                                upstream: mirror.upstream.clone(),
+                                body_limit: m.body_limit,
+                            });
+                        }
+                    }
+                    current = &m.main;
+                }
+                Upstream::Failover(f) => {
+                    current = if f.main.is_up() { &f.main } else { &f.fallback };
+                }
+                // Answered by the caller before it descends; as a member of
+                // another service it has no server to send to.
                 Upstream::Internal(_) => return None,
             }
         }
         None
     }
-}
 
-/// Smooth weighted round robin, precomputed into a schedule and walked with
-/// one atomic counter, so picking takes no lock.
-pub struct Balancer<T> {
-    items: Vec<T>,
-    schedule: Vec<u32>,
-    position: Arc<AtomicUsize>,
-}
+    /// Whether this service has a healthy server to send to.
+    pub fn is_up(&self) -> bool {
+        self.is_up_within(MAX_DEPTH)
+    }
 
-impl<T> Balancer<T> {
-    /// Builds the schedule for `items` with their weights (0 excludes an item).
-    /// `position` is carried over from the previous runtime by `Registries`.
-    pub fn new(items: Vec<(T, u32)>, position: Arc<AtomicUsize>) -> Self {
-        let schedule = smooth_schedule(&items.iter().map(|(_, w)| *w).collect::<Vec<_>>());
-        Self {
-            items: items.into_iter().map(|(t, _)| t).collect(),
-            schedule,
-            position,
+    fn is_up_within(&self, depth: usize) -> bool {
+        let Some(depth) = depth.checked_sub(1) else {
+            return false;
+        };
+        match self {
+            Upstream::Servers(lb) => lb.any_up(),
+            Upstream::Weighted(w) => w
+                .rotation
+                .any_up(|i| w.children.get(i).is_some_and(|c| c.is_up_within(depth))),
+            Upstream::Mirroring(m) => m.main.is_up_within(depth),
+            Upstream::Failover(f) => f.main.is_up_within(depth) || f.fallback.is_up_within(depth),
+            Upstream::Internal(_) => true,
         }
     }
 
-    /// The next item in the rotation.
-    pub fn next(&self) -> Option<&T> {
-        if self.schedule.is_empty() {
-            return None;
+    /// Whether anything below this service is health-checked, i.e. whether
+    /// it can ever be down.
+    pub fn is_checked(&self) -> bool {
+        match self {
+            Upstream::Servers(lb) => lb.health.is_some(),
+            Upstream::Weighted(w) => w.children.iter().any(|c| c.is_checked()),
+            Upstream::Mirroring(m) => m.main.is_checked(),
+            Upstream::Failover(f) => f.main.is_checked() || f.fallback.is_checked(),
+            Upstream::Internal(_) => false,
         }
-        let n = self.position.fetch_add(1, Ordering::Relaxed);
-        let slot = self.schedule.get(n % self.schedule.len())?;
-        self.items.get(*slot as usize)
-    }
-
-    /// The items, in configuration order.
-    pub fn items(&self) -> &[T] {
-        &self.items
     }
 }
 
-/// The nginx-style smooth weighted order over one full cycle of the weights
-/// (scaled down so that a cycle never exceeds a few thousand slots).
-fn smooth_schedule(weights: &[u32]) -> Vec<u32> {
-    const MAX_CYCLE: u64 = 4096;
-    let total: u64 = weights.iter().map(|&w| u64::from(w)).sum();
-    if total == 0 {
-        return Vec::new();
+/// A load balancer over servers.
+pub struct LoadBalancer {
+    /// Qualified service name, for logs.
+    pub name: String,
+    /// The servers, in configuration order.
+    pub servers: Vec<Server>,
+    /// Smooth weighted round robin over `servers`.
+    pub rotation: Rotation,
+    /// Sticky sessions, when configured.
+    pub sticky: Option<StickyCookie>,
+    /// Active health-check state, when configured.
+    pub health: Option<Arc<ServiceHealth>>,
+}
+
+impl LoadBalancer {
+    /// Whether server `i` may take traffic.
+    pub fn is_up(&self, i: usize) -> bool {
+        self.health.as_ref().is_none_or(|h| h.is_up(i))
     }
-    let scale = total.div_ceil(MAX_CYCLE).max(1);
-    let weights: Vec<i64> = weights
-        .iter()
-        .map(|&w| {
-            if w == 0 {
-                0
-            } else {
-                (u64::from(w) / scale).max(1) as i64
-            }
-        })
-        .collect();
-    let total: i64 = weights.iter().sum();
-    let mut current = vec![0i64; weights.len()];
-    let mut out = Vec::with_capacity(total as usize);
-    for _ in 0..total {
-        let mut best = 0;
-        for (i, w) in weights.iter().enumerate() {
-            current[i] += w;
-            if current[i] > current[best] {
-                best = i;
-            }
+
+    /// Whether any server with a weight above zero is up.
+    pub fn any_up(&self) -> bool {
+        !self.rotation.is_empty() && self.health.as_ref().is_none_or(|h| h.any_up())
+    }
+
+    /// The server for a request: the one its sticky cookie names while that
+    /// one is up, otherwise the next in rotation (with a cookie to set).
+    pub fn choose(&self, headers: &HeaderMap, cookies: &mut Vec<HeaderValue>) -> Option<usize> {
+        choose(
+            &self.rotation,
+            self.sticky.as_ref(),
+            |i| self.is_up(i),
+            headers,
+            cookies,
+        )
+    }
+
+    /// The next server in rotation that is up and not in `excluded`.
+    pub fn next_excluding(&self, excluded: &[usize]) -> Option<usize> {
+        self.rotation.next_excluding(|i| self.is_up(i), excluded)
+    }
+}
+
+/// Weighted round robin over services.
+pub struct WeightedService {
+    /// The child services, in configuration order.
+    pub children: Vec<Arc<Upstream>>,
+    /// Smooth weighted round robin over `children`; a child with no healthy
+    /// server is skipped.
+    pub rotation: Rotation,
+    /// Sticky sessions, when configured.
+    pub sticky: Option<StickyCookie>,
+}
+
+impl WeightedService {
+    /// The child for a request, as [`LoadBalancer::choose`] does for servers.
+    pub fn choose(&self, headers: &HeaderMap, cookies: &mut Vec<HeaderValue>) -> Option<usize> {
+        choose(
+            &self.rotation,
+            self.sticky.as_ref(),
+            |i| self.children.get(i).is_some_and(|c| c.is_up()),
+            headers,
+            cookies,
+        )
+    }
+}
+
+fn choose(
+    rotation: &Rotation,
+    sticky: Option<&StickyCookie>,
+    up: impl Fn(usize) -> bool,
+    headers: &HeaderMap,
+    cookies: &mut Vec<HeaderValue>,
+) -> Option<usize> {
+    let Some(sticky) = sticky else {
+        return rotation.next(up);
+    };
+    if let Some(i) = sticky.lookup(headers).filter(|&i| up(i)) {
+        return Some(i);
+    }
+    // No cookie, an unknown one, or one naming a member that is down:
+    // balance as usual and point the cookie at the new choice.
+    let i = rotation.next(up)?;
+    if let Some(c) = sticky.set_cookie(i) {
+        cookies.push(c.clone());
+    }
+    Some(i)
+}
+
+/// A mirroring service.
+pub struct MirroringService {
+    /// The service whose answer the client gets.
+    pub main: Arc<Upstream>,
+    /// Where copies go, and how often.
+    pub mirrors: Vec<Mirror>,
+    /// Largest body copied to mirrors; None: mirrors get no body.
+    pub body_limit: Option<usize>,
+}
+
+/// One mirror of a mirroring service.
+pub struct Mirror {
+    /// The service that gets the copies.
+    pub upstream: Arc<Upstream>,
+    /// Which requests are copied.
+    pub share: MirrorShare,
+}
+
+/// A mirror chosen for one request.
+pub struct MirrorCopy {
+    /// The service that gets the copy.
+    pub upstream: Arc<Upstream>,
+    /// Largest body it may get; None: it gets no body.
+    pub body_limit: Option<usize>,
+}
+
+/// A failover service.
+pub struct FailoverService {
+    /// Used while it has a healthy server.
+    pub main: Arc<Upstream>,
+    /// Used otherwise.
+    pub fallback: Arc<Upstream>,
+}
+
+/// How gangway speaks to a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ServerKind {
+    /// `http://`: HTTP/1.1 with keep-alive.
+    Http,
+    /// `h2c://`: HTTP/2 cleartext with prior knowledge (gRPC).
+    H2c,
+    /// `https://`: TLS, HTTP/2 when the server offers it in ALPN.
+    Https,
+}
+
+impl ServerKind {
+    /// The URI scheme requests to this kind of server carry.
+    pub fn scheme(self) -> Scheme {
+        match self {
+            ServerKind::Https => Scheme::HTTPS,
+            ServerKind::Http | ServerKind::H2c => Scheme::HTTP,
         }
-        current[best] -= total;
-        out.push(best as u32);
     }
-    out
 }
 
 /// One compiled server of a load balancer.
 pub struct Server {
     /// The URL as configured, for logs and the API.
     pub url: String,
-    /// `http` for HTTP/1.1 upstream, `h2c` for HTTP/2 cleartext.
-    pub h2c: bool,
+    /// Protocol towards the server.
+    pub kind: ServerKind,
     /// `host:port` to connect to.
     pub authority: Authority,
     /// Path prefix from the URL (empty, or starting with `/` and without a trailing `/`).
@@ -320,25 +460,5 @@ impl RuntimeHandle {
     /// follow configuration changes, such as ACME.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.published.subscribe()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn smooth_schedule_follows_weights_and_interleaves() {
-        let s = smooth_schedule(&[5, 1, 1]);
-        assert_eq!(s.len(), 7);
-        assert_eq!(s.iter().filter(|&&i| i == 0).count(), 5);
-        // Smooth: the heavy server is never picked more than 3 times in a row here.
-        assert_eq!(s, vec![0, 0, 1, 0, 2, 0, 0]);
-        assert!(smooth_schedule(&[0, 0]).is_empty());
-        assert_eq!(smooth_schedule(&[0, 2]), vec![1, 1]);
-        let big = smooth_schedule(&[1_000_000, 3_000_000]);
-        assert!(big.len() <= 4096 && !big.is_empty());
-        let ones = big.iter().filter(|&&i| i == 1).count() as f64 / big.len() as f64;
-        assert!((ones - 0.75).abs() < 0.01, "{ones}");
     }
 }

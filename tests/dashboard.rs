@@ -16,7 +16,7 @@ use std::time::Duration;
 use support::{Backend, Gangway, eventually, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn config(b: &Backend, changed: bool, cert: &(String, String)) -> String {
+fn config(b: &Backend, dead: &str, changed: bool, cert: &(String, String)) -> String {
     let mut s = format!(
         r#"
 [http.routers.app]
@@ -38,6 +38,17 @@ service = "app"
 [http.services.app.loadBalancer]
 [[http.services.app.loadBalancer.servers]]
 url = "{}"
+[http.routers.checked]
+rule = "Host(`checked.test`)"
+service = "checked"
+[http.services.checked.loadBalancer]
+[[http.services.checked.loadBalancer.servers]]
+url = "{}"
+[[http.services.checked.loadBalancer.servers]]
+url = "{dead}"
+[http.services.checked.loadBalancer.healthCheck]
+path = "/"
+interval = "100ms"
 [http.services.split.weighted]
 [[http.services.split.weighted.services]]
 name = "app"
@@ -47,6 +58,7 @@ prefixes = ["/x"]
 [http.middlewares.hdr.headers.customRequestHeaders]
 X-From = "gangway"
 "#,
+        b.url(),
         b.url()
     );
     // A certificate from a file, for the certificates page.
@@ -128,7 +140,9 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     if docker {
         args.extend(["--providers.docker", constraint.as_str()]);
     }
-    let gw = Gangway::with_file(&config(&b, false, &cert), &args).await;
+    // Nothing listens there: its health check fails, so it shows DOWN.
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let gw = Gangway::with_file(&config(&b, &dead, false, &cert), &args).await;
     let hidden = if docker {
         let spec = Spec::new("hidden");
         let port = spec.port.to_string();
@@ -200,7 +214,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
             transcript.push_str(&line);
             transcript.push('\n');
             if line == "REWRITE" {
-                gw.rewrite(&config(&b, true, &cert));
+                gw.rewrite(&config(&b, &dead, true, &cert));
                 rewrote = true;
                 stdin.write_all(b"REWRITTEN\n").await.expect("tell driver");
                 stdin.flush().await.expect("tell driver");

@@ -44,21 +44,26 @@ function raw(o) {
   return h('details', { class: 'raw' }, h('summary', {}, 'Raw JSON from the API'), h('pre', {}, JSON.stringify(o, null, 2)));
 }
 
-function health(status) {
+/** A server's UP/DOWN badge; `check` (gangway's `serverHealth`) adds why the last health check failed. */
+function health(status, check) {
   if (!status) return h('span', { class: 'muted', title: 'no health information' }, 'unknown');
   const s = String(status).toUpperCase();
-  return h('span', { class: `health-badge ${s === 'UP' ? 'up' : s === 'DOWN' ? 'down' : ''}` }, h('span', { class: 'dot' }), s);
+  const when = check && check.lastCheck ? `last checked ${new Date(check.lastCheck * 1000).toLocaleString()}` : '';
+  const badge = h('span', { class: `health-badge ${s === 'UP' ? 'up' : s === 'DOWN' ? 'down' : ''}`, title: when }, h('span', { class: 'dot' }), s);
+  if (!check || !check.lastError) return badge;
+  return h('span', { class: 'health-detail' }, badge, h('small', { class: 'muted' }, ` ${check.lastError}`));
 }
 
 function serversTable(s) {
   const servers = list(s.loadBalancer && s.loadBalancer.servers);
   if (!servers.length) return h('p', { class: 'muted' }, 'No servers: every request gets 503 Service Unavailable.');
   const st = s.serverStatus || {};
+  const checks = s.serverHealth || {};
   const weights = servers.some((v) => v.weight !== undefined);
   const cols = [{ title: 'Server', cls: 'wide' }, { title: 'Health' }];
   if (weights) cols.push({ title: 'Weight', cls: 'num' });
   return table(cols, servers.map((v) => {
-    const cells = [h('code', {}, v.url ?? v.address ?? JSON.stringify(v)), health(st[v.url])];
+    const cells = [h('code', {}, v.url ?? v.address ?? JSON.stringify(v)), health(st[v.url], checks[v.url])];
     if (weights) cells.push(String(v.weight ?? 1));
     return { cells, data: { server: v.url } };
   }), 'servers');

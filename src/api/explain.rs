@@ -128,7 +128,7 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
             if matched {
                 let config = rt.dynamic.http.routers.get(&route.name);
                 let servers: Vec<String> = match &*route.upstream {
-                    Upstream::Servers(b) => b.items().iter().map(|s| s.url.clone()).collect(),
+                    Upstream::Servers(lb) => lb.servers.iter().map(|s| s.url.clone()).collect(),
                     _ => Vec::new(),
                 };
                 // Qualified, as on /api/http/routers, so a client can link them.

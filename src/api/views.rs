@@ -3,11 +3,13 @@
 use super::ApiState;
 use crate::config::QualifiedName;
 use crate::config::static_config::StaticConfig;
+use crate::health::{ServerStatus, ServiceHealthReport};
 use crate::metrics::{Exposition, ObjectLabels};
 use crate::runtime::registries::StatsKind;
 use crate::runtime::{ObjectReport, Runtime};
 use serde::Serialize;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 fn provider_of(name: &str) -> String {
     QualifiedName::parse(name)
@@ -71,8 +73,12 @@ pub fn routers(rt: &Runtime) -> Vec<Value> {
         .collect()
 }
 
-/// Every service, including the internal ones in use.
-pub fn services(rt: &Runtime) -> Vec<Value> {
+/// Every service, including the internal ones in use. A load balancer's
+/// `serverStatus` says UP or DOWN per server URL, from `health` (the active
+/// health checks by service name); a server without a check is UP, as in
+/// Traefik. Checked services also carry `serverHealth`, gangway's own
+/// addition: per server, the status, the last check's error and its time.
+pub fn services(rt: &Runtime, health: &BTreeMap<String, ServiceHealthReport>) -> Vec<Value> {
     let mut out: Vec<Value> = rt
         .dynamic
         .http
@@ -96,12 +102,21 @@ pub fn services(rt: &Runtime) -> Vec<Value> {
             };
             v["type"] = json!(kind);
             if let Some(lb) = &s.load_balancer {
+                let checked = health.get(name);
                 let status: serde_json::Map<String, Value> = lb
                     .servers
                     .iter()
-                    .map(|srv| (srv.url.clone(), json!("UP")))
+                    .map(|srv| {
+                        let up = checked
+                            .and_then(|h| h.servers.get(&srv.url))
+                            .map_or(ServerStatus::Up, |r| r.status);
+                        (srv.url.clone(), to_value(&up))
+                    })
                     .collect();
                 v["serverStatus"] = Value::Object(status);
+                if let Some(h) = checked {
+                    v["serverHealth"] = to_value(&h.servers);
+                }
             }
             v
         })

@@ -201,7 +201,7 @@ impl<'a> MiddlewareCompiler<'a> {
             return ok(mw::errors::compile(c, ServiceRef::new(upstream)));
         }
         if let Some(c) = forward_auth {
-            let client = reg.client(self.transport).http1.clone();
+            let client = reg.open_client(self.transport);
             return ok(mw::forward_auth::compile(c, client));
         }
         if let Some(c) = headers {

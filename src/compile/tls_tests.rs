@@ -13,6 +13,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
             response_header_timeout: None,
             idle_conn_timeout: None,
             max_idle_per_host: 1,
+            tls: TlsSettings::default(),
         },
         entry_point_tls: ep_tls,
         cert_resolvers: vec!["le".into()],

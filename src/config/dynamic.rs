@@ -5,7 +5,7 @@
 
 pub mod middleware;
 
-pub use middleware::{Middleware, StrictMiddleware};
+pub use middleware::Middleware;
 
 use super::Duration;
 use serde::{Deserialize, Serialize};

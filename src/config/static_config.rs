@@ -622,6 +622,13 @@ pub struct ServersTransport {
     pub max_idle_conns_per_host: usize,
     /// Time limits on backend connections.
     pub forwarding_timeouts: ForwardingTimeouts,
+    /// Accept any certificate from `https://` servers (no verification).
+    /// Default `false`.
+    pub insecure_skip_verify: bool,
+    /// CAs trusted for `https://` servers, as PEM file paths or PEM text;
+    /// when given, they replace the built-in roots. Default none.
+    #[serde(rename = "rootCAs")]
+    pub root_cas: Vec<String>,
 }
 
 impl Default for ServersTransport {
@@ -629,6 +636,8 @@ impl Default for ServersTransport {
         ServersTransport {
             max_idle_conns_per_host: 200,
             forwarding_timeouts: ForwardingTimeouts::default(),
+            insecure_skip_verify: false,
+            root_cas: Vec::new(),
         }
     }
 }

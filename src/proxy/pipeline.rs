@@ -153,10 +153,7 @@ impl Proxy {
                 .await
                 .map(ProxyBody::Local);
         }
-        let Some(server) = upstream.pick() else {
-            return failed(Kind::NoServer, UpstreamFailure::NotSent);
-        };
-        self.forward(conn, route, server, host_value, req).await
+        self.forward(conn, route, upstream, host_value, req).await
     }
 }
 

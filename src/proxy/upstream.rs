@@ -1,25 +1,35 @@
 //! The last hop: prepare the request for the server (hop-by-hop headers,
-//! forwarded headers, Host, URI), send it through the pooled client, and
-//! stream the answer back, joining both sides of an upgrade.
+//! forwarded headers, Host, URI), choose the server (sticky cookie, health,
+//! failover, mirrors), send it through the pooled client with a passive
+//! retry on refused connections, and stream the answer back, joining both
+//! sides of an upgrade.
 
 use super::error::Kind;
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
 use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
-use crate::runtime::{Route, Server};
+use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, ServerKind, Upstream};
+use bytes::Bytes;
 use http::header::{self, HeaderValue};
-use http::uri::{PathAndQuery, Scheme};
-use http::{Request, Response, StatusCode, Uri, Version};
+use http::uri::{Authority, PathAndQuery};
+use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
+use http_body::Body as _;
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use std::sync::Arc;
 
 impl Proxy {
-    /// Sends a routed request to `server` and returns its response (or the
-    /// error response for what went wrong).
+    /// Sends a routed request to `upstream`: walks down to a load balancer
+    /// (sticky cookies, health, failover), copies it to mirrors, picks a
+    /// server, and on a refused connection moves a request that is safe to
+    /// replay to the next server. Returns the server's response, or the
+    /// error response for what went wrong (marked with how it failed).
     pub(crate) async fn forward(
         &self,
         conn: &ConnInfo,
         route: &Route,
-        server: &Server,
+        upstream: &Upstream,
         host_value: Option<HeaderValue>,
         mut req: Request<RequestBody>,
     ) -> Response<ProxyBody> {
@@ -43,54 +53,34 @@ impl Proxy {
                 server: &self.server_name,
             };
             set_forwarded(headers, &arrival);
-            match (server.pass_host_header, host_value) {
-                (true, Some(h)) => {
-                    headers.insert(header::HOST, h);
-                }
-                _ => {
-                    headers.insert(header::HOST, server.host_header.clone());
-                }
-            }
         }
-        let (mut parts, body) = req.into_parts();
-        parts.uri = match upstream_uri(server, &parts.uri) {
-            Ok(uri) => uri,
-            Err(()) => return Kind::BadRequest.into_response(),
-        };
-        parts.version = if server.h2c {
-            Version::HTTP_2
-        } else {
-            Version::HTTP_11
-        };
-        let req = Request::from_parts(parts, body);
 
-        let client = if server.h2c {
-            &server.client.h2c
-        } else {
-            &server.client.http1
+        // Both stay empty (no allocation) unless a sticky cookie must be set
+        // or a mirror takes a copy.
+        let mut cookies: Vec<HeaderValue> = Vec::new();
+        let mut mirrors: Vec<MirrorCopy> = Vec::new();
+        let Some(lb) = upstream.descend(
+            req.headers(),
+            &mut cookies,
+            (!upgrade).then_some(&mut mirrors),
+        ) else {
+            return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
-        let sent = client.request(req);
-        let result = match server.client.response_header_timeout {
-            Some(limit) => match tokio::time::timeout(limit, sent).await {
-                Ok(r) => r,
-                Err(_) => {
-                    tracing::debug!(router = %route.name, server = %server.url, "server did not answer in time");
-                    return failed(Kind::Timeout, UpstreamFailure::Timeout);
-                }
-            },
-            None => sent.await,
-        };
-        let mut resp = match result {
-            Ok(resp) => resp,
-            Err(e) => {
-                tracing::debug!(router = %route.name, server = %server.url, error = %e, "server unreachable");
-                let how = if e.is_connect() {
-                    UpstreamFailure::NotSent
-                } else {
-                    UpstreamFailure::Broken
-                };
-                return failed(Kind::BadGateway, how);
-            }
+        if !mirrors.is_empty() {
+            req = launch_mirrors(req, mirrors, host_value.clone());
+        }
+        let (mut resp, server) = match send(
+            lb,
+            req,
+            host_value.as_ref(),
+            upgrade,
+            &mut cookies,
+            &route.name,
+        )
+        .await
+        {
+            Ok(sent) => sent,
+            Err(failure) => return failure.into_response(),
         };
 
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
@@ -110,6 +100,9 @@ impl Proxy {
         } else {
             strip_hop_by_hop(resp.headers_mut(), false);
         }
+        for c in cookies {
+            resp.headers_mut().append(header::SET_COOKIE, c);
+        }
         if self.access_log.is_some() {
             resp.extensions_mut()
                 .insert(super::observe::ServedBy(server.url.clone()));
@@ -126,6 +119,259 @@ pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
     resp
 }
 
+/// Sends `req` to a server of `lb`: the sticky or next one, then, when the
+/// connection is refused (or fails before the request left) and the request
+/// is safe to replay, the next servers in turn, each at most once. Returns
+/// the response and the server that gave it.
+async fn send<'a>(
+    lb: &'a LoadBalancer,
+    req: Request<RequestBody>,
+    host: Option<&HeaderValue>,
+    upgrade: bool,
+    cookies: &mut Vec<HeaderValue>,
+    router: &str,
+) -> Result<(Response<Incoming>, &'a Server), Failure> {
+    let cookie_slot = cookies.len();
+    let mut idx = lb.choose(req.headers(), cookies).ok_or(Failure::NoServer)?;
+    let mut cookie_set = cookies.len() > cookie_slot;
+    // The one copy this costs: the request head (and a body already in
+    // memory, which shares its buffer), kept only when there is another
+    // server to try.
+    let replay = (lb.servers.len() > 1).then(|| Replay::of(&req)).flatten();
+    let mut tried: Vec<usize> = Vec::new();
+    let mut req = req;
+    loop {
+        let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
+        prepare(&mut req, server, host).map_err(|()| Failure::BadRequest)?;
+        let failure = match call(server, upgrade, req, router).await {
+            Ok(resp) => return Ok((resp, server)),
+            Err(f) => f,
+        };
+        let (Failure::Connect, Some(replay)) = (failure, &replay) else {
+            return Err(failure);
+        };
+        tried.push(idx);
+        let Some(next) = lb.next_excluding(&tried) else {
+            return Err(Failure::Connect);
+        };
+        tracing::debug!(router, server = %server.url, next = %lb.servers[next].url, "connection failed; trying the next server");
+        if let Some(c) = lb.sticky.as_ref().and_then(|s| s.set_cookie(next)) {
+            if cookie_set {
+                cookies[cookie_slot] = c.clone();
+            } else {
+                cookies.push(c.clone());
+                cookie_set = true;
+            }
+        }
+        req = replay.request();
+        idx = next;
+    }
+}
+
+/// Why a request got no answer from a server.
+#[derive(Clone, Copy)]
+enum Failure {
+    /// No server to send to (none, or none healthy).
+    NoServer,
+    /// The request cannot be pointed at the server.
+    BadRequest,
+    /// No connection: refused, unreachable, dial timeout, TLS handshake.
+    /// The request was not sent.
+    Connect,
+    /// No response headers within `responseHeaderTimeout`.
+    Timeout,
+    /// Anything after the request went out.
+    Broken,
+}
+
+impl Failure {
+    fn into_response(self) -> Response<ProxyBody> {
+        match self {
+            Failure::NoServer => failed(Kind::NoServer, UpstreamFailure::NotSent),
+            Failure::BadRequest => Kind::BadRequest.into_response(),
+            Failure::Connect => failed(Kind::BadGateway, UpstreamFailure::NotSent),
+            Failure::Timeout => failed(Kind::Timeout, UpstreamFailure::Timeout),
+            Failure::Broken => failed(Kind::BadGateway, UpstreamFailure::Broken),
+        }
+    }
+}
+
+async fn call(
+    server: &Server,
+    upgrade: bool,
+    req: Request<RequestBody>,
+    router: &str,
+) -> Result<Response<Incoming>, Failure> {
+    let sent = server.client.send(server.kind, upgrade, req);
+    let result = match server.client.response_header_timeout {
+        Some(limit) => match tokio::time::timeout(limit, sent).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::debug!(router, server = %server.url, "server did not answer in time");
+                return Err(Failure::Timeout);
+            }
+        },
+        None => sent.await,
+    };
+    result.map_err(|e| {
+        tracing::debug!(router, server = %server.url, error = %e, connect = e.is_connect(), "server unreachable");
+        if e.is_connect() {
+            Failure::Connect
+        } else {
+            Failure::Broken
+        }
+    })
+}
+
+/// Points the request at `server`: Host header, absolute URI, version.
+fn prepare(
+    req: &mut Request<RequestBody>,
+    server: &Server,
+    host: Option<&HeaderValue>,
+) -> Result<(), ()> {
+    let host = match (server.pass_host_header, host) {
+        (true, Some(h)) => h.clone(),
+        _ => server.host_header.clone(),
+    };
+    *req.uri_mut() = upstream_uri(server, req.uri(), &host)?;
+    req.headers_mut().insert(header::HOST, host);
+    *req.version_mut() = if server.kind == ServerKind::H2c {
+        Version::HTTP_2
+    } else {
+        Version::HTTP_11
+    };
+    Ok(())
+}
+
+/// A request whose method is idempotent (RFC 9110 §9.2.2) may be sent again
+/// when its first server could not be reached, if its body can be sent
+/// again too: none, or one already held in memory (by buffering or retry).
+fn replay_body(req: &Request<RequestBody>) -> Option<Option<Bytes>> {
+    if !matches!(
+        *req.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    ) {
+        return None;
+    }
+    if req.body().is_end_stream() {
+        return Some(None);
+    }
+    req.body().as_full().map(Some)
+}
+
+/// A request kept to send it again: its head and, if it has one, its body
+/// held in memory.
+struct Replay {
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+    body: Option<Bytes>,
+}
+
+impl Replay {
+    /// The request's copy, when it is safe to replay.
+    fn of(req: &Request<RequestBody>) -> Option<Self> {
+        let body = replay_body(req)?;
+        Some(Self::head(req, body))
+    }
+
+    fn head(req: &Request<RequestBody>, body: Option<Bytes>) -> Self {
+        Self {
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            version: req.version(),
+            headers: req.headers().clone(),
+            body,
+        }
+    }
+
+    fn request(&self) -> Request<RequestBody> {
+        let body = match &self.body {
+            Some(b) => RequestBody::full(b.clone()),
+            None => RequestBody::empty(),
+        };
+        let mut req = Request::new(body);
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = self.uri.clone();
+        *req.version_mut() = self.version;
+        *req.headers_mut() = self.headers.clone();
+        req
+    }
+}
+
+/// Starts sending copies of `req` to `mirrors` and returns the request to
+/// send on. A body is copied while it streams to the main service, up to
+/// the mirrors' limit; the copies leave once it is complete, and a body past
+/// the limit is not mirrored. The mirrors' answers are read and dropped.
+fn launch_mirrors(
+    req: Request<RequestBody>,
+    mirrors: Vec<MirrorCopy>,
+    host: Option<HeaderValue>,
+) -> Request<RequestBody> {
+    let head = Replay::head(&req, None);
+    let (parts, body) = req.into_parts();
+    let has_body = !body.is_end_stream();
+    let want = mirrors.iter().filter_map(|m| m.body_limit).max();
+    let (body, copy) = match (has_body, want) {
+        (true, Some(limit)) => {
+            let (body, rx) = body.tee(limit);
+            (body, Some(rx))
+        }
+        _ => (body, None),
+    };
+    tokio::spawn(async move {
+        let copied: Option<Bytes> = match copy {
+            Some(rx) => rx.await.ok(),
+            None => None,
+        };
+        let sends = mirrors.into_iter().filter_map(|m| {
+            let mut req = head.request();
+            if has_body {
+                match (m.body_limit, &copied) {
+                    (Some(limit), Some(b)) if b.len() <= limit => {
+                        *req.body_mut() = RequestBody::full(b.clone());
+                        req.headers_mut().remove(header::TRANSFER_ENCODING);
+                        req.headers_mut()
+                            .insert(header::CONTENT_LENGTH, HeaderValue::from(b.len()));
+                    }
+                    // mirrorBody = false: the copy goes without its body.
+                    (None, _) => {
+                        req.headers_mut().remove(header::CONTENT_LENGTH);
+                        req.headers_mut().remove(header::TRANSFER_ENCODING);
+                    }
+                    // Larger than maxBodySize, or the body never completed.
+                    _ => return None,
+                }
+            }
+            Some(mirror(m.upstream, req, host.clone()))
+        });
+        futures_util::future::join_all(sends).await;
+    });
+    Request::from_parts(parts, body)
+}
+
+/// Sends one mirror copy and drains its answer.
+async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option<HeaderValue>) {
+    // A bound on what is read of a mirror's answer: it is thrown away.
+    const DRAIN: usize = 1024 * 1024;
+    let mut cookies = Vec::new();
+    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None) else {
+        return;
+    };
+    let Ok((resp, _)) = send(lb, req, host.as_ref(), false, &mut cookies, "mirror").await else {
+        return;
+    };
+    let mut body = resp.into_body();
+    let mut read = 0;
+    while read < DRAIN {
+        match body.frame().await {
+            Some(Ok(f)) => read += f.data_ref().map_or(0, Bytes::len),
+            _ => break,
+        }
+    }
+}
+
 fn is_upgrade<B>(req: &Request<B>) -> bool {
     req.version() == Version::HTTP_11
         && req.headers().contains_key(header::UPGRADE)
@@ -136,8 +382,14 @@ fn is_upgrade<B>(req: &Request<B>) -> bool {
             })
         })
 }
-
-fn upstream_uri(server: &Server, incoming: &Uri) -> Result<Uri, ()> {
+/// The absolute URI for `server`: its scheme, the authority the server
+/// should see, its path prefix (preservePath), then the request's path and
+/// query. Over HTTP/2 (`h2c://`, and `https://` when ALPN picks it) the
+/// authority travels as `:authority`, so it is the Host being sent; the
+/// server's own client connects to the server whatever it says. Over plain
+/// HTTP/1.1 only the path goes on the wire, so the server's address (no
+/// per-request parsing) does.
+fn upstream_uri(server: &Server, incoming: &Uri, host: &HeaderValue) -> Result<Uri, ()> {
     let pq = incoming.path_and_query().map_or("/", PathAndQuery::as_str);
     let path_and_query: PathAndQuery = if server.path_prefix.is_empty() {
         match incoming.path_and_query() {
@@ -150,9 +402,15 @@ fn upstream_uri(server: &Server, incoming: &Uri) -> Result<Uri, ()> {
         joined.push_str(pq);
         joined.parse().map_err(|_| ())?
     };
+    let authority = match server.kind {
+        ServerKind::H2c | ServerKind::Https if server.pass_host_header => {
+            Authority::try_from(host.as_bytes()).unwrap_or_else(|_| server.authority.clone())
+        }
+        _ => server.authority.clone(),
+    };
     Uri::builder()
-        .scheme(Scheme::HTTP)
-        .authority(server.authority.clone())
+        .scheme(server.kind.scheme())
+        .authority(authority)
         .path_and_query(path_and_query)
         .build()
         .map_err(|_| ())

@@ -1,19 +1,33 @@
 //! State that must outlive a runtime swap, keyed by a stable identity:
-//! connection pools and balancer positions. Compile looks entries up here
-//! instead of creating them, so a swap resets nothing that did not change.
+//! connection pools, balancer positions and health-check state. Compile
+//! looks entries up here instead of creating them, so a swap resets nothing
+//! that did not change.
 
 use crate::body::RequestBody;
+use crate::health::{CheckPlan, ServiceHealth, ServiceHealthReport, spawn_checker};
 use crate::metrics::Stats;
-use hyper_util::client::legacy::{Client, connect::HttpConnector};
+use crate::runtime::ServerKind;
+use http::uri::Authority;
+use http::{Request, Uri};
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
+use hyper_util::client::legacy::{Client, ResponseFuture, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::any::Any;
-use std::collections::HashMap;
-use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// Settings of an upstream client; equal settings share one pool.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ClientSettings {
     /// Time allowed to connect.
     pub dial_timeout: Option<Duration>,
@@ -23,25 +37,76 @@ pub struct ClientSettings {
     pub idle_conn_timeout: Option<Duration>,
     /// Idle connections kept per server.
     pub max_idle_per_host: usize,
+    /// How `https://` servers are verified and spoken to.
+    pub tls: TlsSettings,
 }
 
-/// Pooled clients towards servers: HTTP/1.1 (with upgrades) and HTTP/2
-/// cleartext (gRPC), sharing one settings set.
+/// TLS towards `https://` servers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct TlsSettings {
+    /// Accept any certificate (no chain or name verification).
+    pub insecure_skip_verify: bool,
+    /// CAs to trust instead of the built-in roots: PEM file paths or PEM text.
+    pub root_cas: Vec<String>,
+    /// Name sent as SNI and verified in the certificate, instead of the URL's host.
+    pub server_name: Option<String>,
+    /// Offer only HTTP/1.1 in ALPN.
+    pub disable_http2: bool,
+}
+
+type Tls = HttpsConnector<Pinned>;
+
+/// Connects to one server's address whatever authority the request URI
+/// names. The URI can then carry the Host the server should see, which
+/// HTTP/2 sends as `:authority` (there is no other way to set it), while the
+/// pool and the connection stay this server's.
+#[derive(Clone)]
+pub struct Pinned {
+    target: Uri,
+    inner: HttpConnector,
+}
+
+impl tower_service::Service<Uri> for Pinned {
+    type Response = <HttpConnector as tower_service::Service<Uri>>::Response;
+    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, _dst: Uri) -> Self::Future {
+        // Boxed: HttpConnector's future type is not nameable; this runs once
+        // per new connection, not per request.
+        Box::pin(self.inner.call(self.target.clone()))
+    }
+}
+
+/// Pooled clients towards one server address, with one settings set:
+/// HTTP/1.1 and HTTPS (HTTP/2 when the server offers it in ALPN), HTTP/2
+/// cleartext (gRPC), and HTTPS with HTTP/1.1 only for upgrades such as
+/// WebSocket.
 pub struct UpstreamClient {
-    /// Client for `http://` servers.
-    pub http1: Client<HttpConnector, RequestBody>,
-    /// Client for `h2c://` servers: HTTP/2 with prior knowledge.
-    pub h2c: Client<HttpConnector, RequestBody>,
+    main: Client<Tls, RequestBody>,
+    h2c: Client<Pinned, RequestBody>,
+    https_h1: Client<Tls, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
 }
 
 impl UpstreamClient {
-    fn new(settings: &ClientSettings) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(settings.dial_timeout);
-        connector.enforce_http(false);
+    fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, String> {
+        let mut inner = HttpConnector::new();
+        inner.set_nodelay(true);
+        inner.set_connect_timeout(settings.dial_timeout);
+        inner.enforce_http(false);
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(server.clone())
+            .path_and_query("/")
+            .build()
+            .map_err(|e| format!("server address `{server}`: {e}"))?;
+        let http = Pinned { target, inner };
         let mut builder = Client::builder(TokioExecutor::new());
         builder
             .timer(TokioTimer::new())
@@ -49,15 +114,180 @@ impl UpstreamClient {
             .pool_idle_timeout(settings.idle_conn_timeout)
             .pool_max_idle_per_host(settings.max_idle_per_host)
             .set_host(false);
-        let http1 = builder.build(connector.clone());
+
+        let https_h1 = builder.build(connector(&settings.tls, server, false, http.clone())?);
+        let main = if settings.tls.disable_http2 {
+            https_h1.clone()
+        } else {
+            builder.build(connector(&settings.tls, server, true, http.clone())?)
+        };
         builder.http2_only(true);
-        let h2c = builder.build(connector);
-        Self {
-            http1,
+        let h2c = builder.build(http);
+        Ok(Self {
+            main,
             h2c,
+            https_h1,
             response_header_timeout: settings.response_header_timeout,
+        })
+    }
+
+    /// Sends `req` to this client's server, speaking `kind`. The URI is
+    /// absolute; its authority is what the server sees as the request's
+    /// authority (HTTP/2), not where it goes. `upgrade` requests to HTTPS
+    /// servers go over HTTP/1.1, which can upgrade.
+    pub fn send(
+        &self,
+        kind: ServerKind,
+        upgrade: bool,
+        req: Request<RequestBody>,
+    ) -> ResponseFuture {
+        match kind {
+            ServerKind::Http => self.main.request(req),
+            ServerKind::H2c => self.h2c.request(req),
+            ServerKind::Https if upgrade => self.https_h1.request(req),
+            ServerKind::Https => self.main.request(req),
         }
     }
+}
+
+/// The connector for `http://` and `https://` servers. ALPN offers `h2` and
+/// `http/1.1` with `http2`, nothing otherwise (servers then speak HTTP/1.1).
+/// TLS sends and verifies `serverName`, or the server URL's host (never the
+/// client's Host, which the request URI carries).
+fn connector(
+    settings: &TlsSettings,
+    server: &Authority,
+    http2: bool,
+    http: Pinned,
+) -> Result<Tls, String> {
+    let name = match settings.server_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(name) => ServerName::try_from(name.to_owned())
+            .map_err(|_| format!("serverName `{name}` is not a valid DNS name or IP"))?,
+        None => {
+            let host = server.host().trim_start_matches('[').trim_end_matches(']');
+            ServerName::try_from(host.to_owned())
+                .map_err(|_| format!("`{host}` is not a valid DNS name or IP for TLS"))?
+        }
+    };
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls_config(settings)?)
+        .https_or_http()
+        .with_server_name_resolver(FixedServerNameResolver::new(name));
+    let builder = builder.enable_http1();
+    Ok(if http2 {
+        builder.enable_http2().wrap_connector(http)
+    } else {
+        builder.wrap_connector(http)
+    })
+}
+
+fn tls_config(settings: &TlsSettings) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS setup: {e}"))?;
+    let config = if settings.insecure_skip_verify {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        builder
+            .with_root_certificates(root_store(&settings.root_cas)?)
+            .with_no_client_auth()
+    };
+    Ok(config)
+}
+
+/// The CAs to trust: the built-in (Mozilla) roots, or, as in Traefik, only
+/// the `rootCAs` when some are given.
+fn root_store(root_cas: &[String]) -> Result<RootCertStore, String> {
+    if root_cas.is_empty() {
+        return Ok(RootCertStore {
+            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        });
+    }
+    let mut store = RootCertStore::empty();
+    for entry in root_cas {
+        let (what, pem) = if entry.contains("-----BEGIN") {
+            ("inline PEM".to_owned(), entry.as_bytes().to_vec())
+        } else {
+            let pem =
+                std::fs::read(entry).map_err(|e| format!("rootCAs: cannot read `{entry}`: {e}"))?;
+            (format!("`{entry}`"), pem)
+        };
+        let mut found = 0;
+        for cert in CertificateDer::pem_slice_iter(&pem) {
+            let cert = cert.map_err(|e| format!("rootCAs: {what}: {e}"))?;
+            store
+                .add(cert)
+                .map_err(|e| format!("rootCAs: {what}: {e}"))?;
+            found += 1;
+        }
+        if found == 0 {
+            return Err(format!("rootCAs: {what} holds no PEM certificate"));
+        }
+    }
+    Ok(store)
+}
+
+/// `insecureSkipVerify`: any certificate is accepted, but the handshake
+/// signatures are still checked so the connection is at least consistent.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+struct HealthEntry {
+    service: String,
+    /// Registration order, so the API reports the newest state of a service.
+    serial: u64,
+    state: Weak<ServiceHealth>,
+    plan: Arc<CheckPlan>,
+    task: Option<tokio::task::AbortHandle>,
 }
 
 /// The registries, shared by every compile for the life of the process.
@@ -65,8 +295,12 @@ impl UpstreamClient {
 pub struct Registries {
     /// Certificates, challenge answers and TLS sessions.
     pub tls: crate::tls::TlsState,
-    clients: Mutex<HashMap<ClientSettings, Arc<UpstreamClient>>>,
+    clients: Mutex<HashMap<(ClientSettings, Authority), Arc<UpstreamClient>>>,
+    open_clients: Mutex<HashMap<ClientSettings, Client<HttpConnector, RequestBody>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    health: Mutex<HashMap<String, HealthEntry>>,
+    serial: AtomicU64,
+    epoch: Arc<AtomicU64>,
     states: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
     stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
 }
@@ -83,17 +317,54 @@ pub enum StatsKind {
 }
 
 impl Registries {
-    /// The client for these settings, created on first use.
-    pub fn client(&self, settings: &ClientSettings) -> Arc<UpstreamClient> {
+    /// The client for the server at `server` with these settings, created
+    /// on first use. Fails when the TLS settings are unusable (unreadable
+    /// rootCAs, bad serverName).
+    pub fn client(
+        &self,
+        settings: &ClientSettings,
+        server: &Authority,
+    ) -> Result<Arc<UpstreamClient>, String> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (settings.clone(), server.clone());
+        if let Some(c) = clients.get(&key) {
+            return Ok(c.clone());
+        }
+        let client = Arc::new(UpstreamClient::new(settings, server)?);
+        clients.insert(key, client.clone());
+        Ok(client)
+    }
+
+    /// An HTTP/1.1 client with these settings that connects wherever a
+    /// request's URI points (forwardAuth's authentication server), created
+    /// on first use. Kept for the life of the process: there are as many as
+    /// distinct transports, and a clone shares the pool.
+    pub fn open_client(&self, settings: &ClientSettings) -> Client<HttpConnector, RequestBody> {
+        let mut clients = self
+            .open_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         clients
             .entry(settings.clone())
-            .or_insert_with(|| Arc::new(UpstreamClient::new(settings)))
+            .or_insert_with(|| {
+                let mut connector = HttpConnector::new();
+                connector.set_nodelay(true);
+                connector.set_connect_timeout(settings.dial_timeout);
+                connector.enforce_http(false);
+                Client::builder(TokioExecutor::new())
+                    .timer(TokioTimer::new())
+                    .pool_timer(TokioTimer::new())
+                    .pool_idle_timeout(settings.idle_conn_timeout)
+                    .pool_max_idle_per_host(settings.max_idle_per_host)
+                    .set_host(false)
+                    .build(connector)
+            })
             .clone()
     }
 
-    /// The rotation position of a balancer, keyed by its service name and the
-    /// shape of its server list, so an unchanged service keeps its place.
+    /// The rotation position of a balancer (or a mirror's counter), keyed by
+    /// its service name and the shape of its members, so an unchanged
+    /// service keeps its place.
     pub fn position(&self, key: &str) -> Arc<AtomicUsize> {
         let mut positions = self
             .positions
@@ -137,12 +408,81 @@ impl Registries {
         all
     }
 
-    /// Drops state no longer referenced by any runtime (called after a swap).
+    /// The process-wide health epoch: moves whenever any server changes
+    /// between up and down, so balancers know to recompute.
+    pub fn health_epoch(&self) -> Arc<AtomicU64> {
+        self.epoch.clone()
+    }
+
+    /// The health state of a checked load balancer. `key` identifies the
+    /// service with its check, servers and transport: the same key gives the
+    /// same state (and keeps its checker running). A new key for a known
+    /// service starts from that service's last known state per server URL.
+    /// The checker itself starts at the next [`Registries::sweep`].
+    pub fn health(
+        &self,
+        key: &str,
+        service: &str,
+        servers: &[(String, bool)],
+        plan: CheckPlan,
+    ) -> Arc<ServiceHealth> {
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(state) = health.get(key).and_then(|e| e.state.upgrade()) {
+            return state;
+        }
+        let state = Arc::new(ServiceHealth::new(service, servers, self.epoch.clone()));
+        let previous = health
+            .values()
+            .filter(|e| e.service == service)
+            .max_by_key(|e| e.serial)
+            .and_then(|e| e.state.upgrade());
+        if let Some(previous) = previous {
+            state.inherit(&previous);
+        }
+        let serial = self
+            .serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(old) = health.insert(
+            key.to_owned(),
+            HealthEntry {
+                service: service.to_owned(),
+                serial,
+                state: Arc::downgrade(&state),
+                plan: Arc::new(plan),
+                task: None,
+            },
+        ) && let Some(task) = old.task
+        {
+            task.abort();
+        }
+        state
+    }
+
+    /// After a swap: drops state no runtime refers to any more (stopping its
+    /// health checker) and starts the checkers of new health states. Needs a
+    /// tokio runtime to start checkers; without one they start at a later
+    /// sweep.
     pub fn sweep(&self) {
         self.states
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|_, s| Arc::strong_count(s) > 1);
+        {
+            let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            health.retain(|_, e| {
+                let alive = e.state.strong_count() > 0;
+                if !alive && let Some(task) = e.task.take() {
+                    task.abort();
+                }
+                alive
+            });
+            if tokio::runtime::Handle::try_current().is_ok() {
+                for e in health.values_mut().filter(|e| e.task.is_none()) {
+                    let task = spawn_checker(e.plan.clone(), e.state.clone());
+                    e.task = Some(task.abort_handle());
+                }
+            }
+        }
         let mut positions = self
             .positions
             .lock()
@@ -150,5 +490,39 @@ impl Registries {
         positions.retain(|_, p| Arc::strong_count(p) > 1);
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients.retain(|_, c| Arc::strong_count(c) > 1);
+    }
+
+    /// The health of every checked service still in use, by service name;
+    /// serialisable for the API.
+    pub fn health_report(&self) -> BTreeMap<String, ServiceHealthReport> {
+        let health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut newest: BTreeMap<&str, &HealthEntry> = BTreeMap::new();
+        for e in health.values() {
+            if e.state.strong_count() == 0 {
+                continue;
+            }
+            let slot = newest.entry(e.service.as_str()).or_insert(e);
+            if e.serial > slot.serial {
+                *slot = e;
+            }
+        }
+        newest
+            .into_iter()
+            .filter_map(|(name, e)| Some((name.to_owned(), e.state.upgrade()?.report())))
+            .collect()
+    }
+}
+
+impl Drop for Registries {
+    fn drop(&mut self) {
+        let health = self
+            .health
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for e in health.values_mut() {
+            if let Some(task) = e.task.take() {
+                task.abort();
+            }
+        }
     }
 }

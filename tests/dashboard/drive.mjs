@@ -207,6 +207,22 @@ try {
   check(server.includes('127.0.0.1') && server.includes('UP'), `the service shows its server and its health: ${server}`);
   await readOnly('service detail');
   await screenshots('service');
+  // A health-checked service with one dead server: its row says DOWN and why.
+  await open('/services/checked@file');
+  try {
+    await page.waitForFunction(() => [...document.querySelectorAll('tr[data-server]')]
+      .some((r) => r.innerText.includes('DOWN')), null, { timeout: 20000 });
+  } catch (_) {
+    throw new Check(`the dead server shows DOWN: ${await text('table')}`);
+  }
+  const healthRows = await page.$$eval('tr[data-server]', (rows) => rows.map((r) => r.innerText));
+  check(healthRows.length === 2 && healthRows.some((r) => r.includes('UP'))
+    && healthRows.some((r) => r.includes('DOWN') && /connect/i.test(r)),
+  `each server shows its health, the dead one why its check failed: ${JSON.stringify(healthRows)}`);
+  await screenshots('service-health');
+  await open('/services');
+  await page.waitForSelector('tr[data-name="checked@file"]');
+  check((await text('tr[data-name="checked@file"]')).includes('1 down'), 'the service list counts the down server');
 
   // === middlewares ===
   step('middlewares');

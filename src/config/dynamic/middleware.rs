@@ -24,23 +24,6 @@ macro_rules! middleware_kinds {
             pub invalid: Option<String>,
         }
 
-        /// A middleware read strictly: an unknown type or option, or a value
-        /// of the wrong kind, fails the whole read. The Docker labels read
-        /// this through their own deserializer (which matches names without
-        /// regard to case and reads `compress=true` as a section), then turn
-        /// it into a [`Middleware`].
-        #[derive(Debug, Default, Deserialize)]
-        #[serde(default, deny_unknown_fields)]
-        pub struct StrictMiddleware {
-            $( #[serde(rename = $name)] $field: Option<$ty>, )*
-        }
-
-        impl From<StrictMiddleware> for Middleware {
-            fn from(s: StrictMiddleware) -> Self {
-                Middleware { $( $field: s.$field, )* invalid: None }
-            }
-        }
-
         impl Middleware {
             /// The Traefik names of the types that are set (exactly one when valid).
             pub fn kinds(&self) -> Vec<&'static str> {
@@ -51,6 +34,23 @@ macro_rules! middleware_kinds {
 
             /// Every middleware type name gangway knows, in Traefik's spelling.
             pub const KNOWN: &'static [&'static str] = &[$($name),*];
+
+            /// Reads the options of type `kind` (spelt as in [`Middleware::KNOWN`])
+            /// from `de` into this middleware, for readers that match type
+            /// names themselves (Docker labels, whose keys ignore case) and so
+            /// cannot go through the lenient reading of a whole middleware.
+            /// False when `kind` is not a known type.
+            pub fn read_kind<'de, D: serde::Deserializer<'de>>(
+                &mut self,
+                kind: &str,
+                de: D,
+            ) -> Result<bool, D::Error> {
+                match kind {
+                    $( $name => self.$field = Some(<$ty as Deserialize>::deserialize(de)?), )*
+                    _ => return Ok(false),
+                }
+                Ok(true)
+            }
         }
 
         impl From<serde_json::Value> for Middleware {

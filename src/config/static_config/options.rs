@@ -343,6 +343,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Idle keep-alive connections kept per backend host.",
     ),
     opt(
+        "serversTransport.insecureSkipVerify",
+        ValueKind::Bool,
+        "false",
+        "Accept any certificate from https:// backends.",
+    ),
+    opt(
+        "serversTransport.rootCAs",
+        ValueKind::List,
+        "",
+        "CA files (PEM) trusted for https:// backends, instead of the built-in roots.",
+    ),
+    opt(
         "serversTransport.forwardingTimeouts.dialTimeout",
         ValueKind::Duration,
         "30s",

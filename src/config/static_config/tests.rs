@@ -1522,7 +1522,9 @@ fn serializes_for_the_api() {
             "log": {"level": "INFO"},
             "serversTransport": {
                 "maxIdleConnsPerHost": 200,
-                "forwardingTimeouts": {"dialTimeout": "30s", "responseHeaderTimeout": "0s", "idleConnTimeout": "1m30s"}
+                "forwardingTimeouts": {"dialTimeout": "30s", "responseHeaderTimeout": "0s", "idleConnTimeout": "1m30s"},
+                "insecureSkipVerify": false,
+                "rootCAs": []
             }
         })
     );

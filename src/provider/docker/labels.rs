@@ -7,10 +7,10 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
-use crate::config::dynamic::{Middleware, Router, Service, StrictMiddleware};
+use crate::config::dynamic::{Middleware, Router, Service};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use tree::{DeError, MAX_DEPTH, Node, read, suggest};
+use tree::{DeError, MAX_DEPTH, Node, read, read_middleware, suggest};
 
 /// A label that does not fit the grammar. Each names the label as written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -339,9 +339,9 @@ fn read_http(node: Node, out: &mut ContainerLabels) {
                 });
                 out.servers = servers;
             }
-            "middlewares" => read_objects(kind, &mut out.middlewares, &mut out.errors, |n| {
-                read::<StrictMiddleware>(n).map(Middleware::from)
-            }),
+            "middlewares" => {
+                read_objects(kind, &mut out.middlewares, &mut out.errors, read_middleware)
+            }
             "serverstransports" => {
                 let mut keys = Vec::new();
                 kind.labels(&mut keys);

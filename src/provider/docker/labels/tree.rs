@@ -158,6 +158,53 @@ pub(super) fn read<'a, T: serde::Deserialize<'a>>(node: &'a Node) -> Result<T, D
     T::deserialize(NodeDe { node }).map_err(|e| e.at(node))
 }
 
+/// Reads a middleware. Its type is matched whatever its case, like every
+/// option here; the model's own reading of a middleware (which keeps a bad
+/// one with the reason) matches exact names only, so it is not used.
+pub(super) fn read_middleware(node: &Node) -> Result<Middleware, DeError> {
+    if node.is_leaf() {
+        return Err(DeError::new(
+            node,
+            "expects a middleware type below it (e.g. `stripprefix.prefixes`), not a value",
+        ));
+    }
+    let mut m = Middleware::default();
+    for (written, child) in node.children.values() {
+        let Some(kind) = Middleware::KNOWN
+            .iter()
+            .find(|k| k.eq_ignore_ascii_case(written))
+        else {
+            return Err(unknown_option(child, written, Middleware::KNOWN));
+        };
+        if child.is_leaf() && child.value.as_deref().and_then(parse_bool) == Some(false) {
+            continue;
+        }
+        m.read_kind(kind, NodeDe { node: child })
+            .map_err(|e| e.at(child))?;
+    }
+    Ok(m)
+}
+
+/// The error for an option not among `fields`, with the closest one.
+fn unknown_option(child: &Node, written: &str, fields: &[&str]) -> DeError {
+    let suggestion = suggest(written, fields).map(str::to_ascii_lowercase);
+    DeError {
+        label: Some(child.name()),
+        message: match &suggestion {
+            Some(s) => format!("unknown option `{written}` (did you mean `{s}`?)"),
+            None => format!(
+                "unknown option `{written}` (known here: {})",
+                fields
+                    .iter()
+                    .map(|f| f.to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+        unknown: Some((written.to_owned(), suggestion)),
+    }
+}
+
 /// Options whose `false` means "absent" rather than an empty section, as in
 /// Traefik (`tls=false`, `sticky.cookie=false`, `compress=false`).
 fn is_section(field: &str) -> bool {
@@ -420,22 +467,7 @@ impl<'a> de::Deserializer<'a> for NodeDe<'a> {
         let mut entries = Vec::with_capacity(self.node.children.len());
         for (written, child) in self.node.children.values() {
             let Some(field) = fields.iter().find(|f| f.eq_ignore_ascii_case(written)) else {
-                let suggestion = suggest(written, fields).map(str::to_ascii_lowercase);
-                return Err(DeError {
-                    label: Some(child.name()),
-                    message: match &suggestion {
-                        Some(s) => format!("unknown option `{written}` (did you mean `{s}`?)"),
-                        None => format!(
-                            "unknown option `{written}` (known here: {})",
-                            fields
-                                .iter()
-                                .map(|f| f.to_ascii_lowercase())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    },
-                    unknown: Some((written.clone(), suggestion)),
-                });
+                return Err(unknown_option(child, written, fields));
             };
             let disabled_section = child.is_leaf()
                 && is_section(field)
