@@ -8,6 +8,7 @@ pub mod acme;
 pub mod aggregate;
 pub mod api;
 pub mod body;
+pub mod check;
 pub mod compile;
 pub mod config;
 pub mod metrics;
@@ -239,7 +240,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 }
 
 /// An entry point's default TLS, as a router's `tls` section.
-fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
+pub(crate) fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
     config::dynamic::RouterTls {
         options: tls.options.clone(),
         cert_resolver: tls.cert_resolver.clone(),
