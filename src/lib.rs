@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod api;
 pub mod balance;
 pub mod body;
+pub mod check;
 pub mod compile;
 pub mod config;
 pub mod health;
@@ -141,7 +142,6 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         tracing::info!(resolver = %resolver.name, certificates = loaded, ca = %resolver.directory_url, "certificate resolver ready");
     }
 
-    let ft = &config.servers_transport.forwarding_timeouts;
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let certificates = Arc::new(acme::Status::default());
     let api_state = Arc::new(api::ApiState {
@@ -154,30 +154,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         terminating: terminating.clone(),
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
-    let ctx = compile::CompileContext {
-        entry_points: names,
-        not_default: vec![config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned()],
-        internal: api::internal_services(&api_state),
-        metrics,
-        default_transport: runtime::registries::ClientSettings {
-            dial_timeout: nonzero(ft.dial_timeout.0),
-            response_header_timeout: nonzero(ft.response_header_timeout.0),
-            idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
-            max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
-            tls: runtime::registries::TlsSettings {
-                insecure_skip_verify: config.servers_transport.insecure_skip_verify,
-                root_cas: config.servers_transport.root_cas.clone(),
-                server_name: None,
-                disable_http2: false,
-            },
-        },
-        entry_point_tls: config
-            .entry_points
-            .values()
-            .map(|ep| ep.http.tls.as_ref().map(router_tls))
-            .collect(),
-        cert_resolvers: config.certificates_resolvers.keys().cloned().collect(),
-    };
+    let ctx = compile_context(&config, api::internal_services(&api_state), metrics);
     handle.store(compile::compile(
         Arc::new(config::Dynamic::default()),
         &ctx,
@@ -252,7 +229,42 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 }
 
 /// An entry point's default TLS, as a router's `tls` section.
-fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
+/// What compile needs from the static configuration: entry points, the
+/// internal services, metrics, the default servers transport and the
+/// entry points' default TLS. `gangway check` compiles with the same.
+pub(crate) fn compile_context(
+    config: &config::static_config::StaticConfig,
+    internal: std::collections::BTreeMap<String, Arc<dyn runtime::InternalService>>,
+    metrics: Option<compile::MetricsSettings>,
+) -> compile::CompileContext {
+    let ft = &config.servers_transport.forwarding_timeouts;
+    compile::CompileContext {
+        entry_points: config.entry_points.keys().cloned().collect(),
+        not_default: vec![config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned()],
+        internal,
+        metrics,
+        default_transport: runtime::registries::ClientSettings {
+            dial_timeout: nonzero(ft.dial_timeout.0),
+            response_header_timeout: nonzero(ft.response_header_timeout.0),
+            idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
+            max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
+            tls: runtime::registries::TlsSettings {
+                insecure_skip_verify: config.servers_transport.insecure_skip_verify,
+                root_cas: config.servers_transport.root_cas.clone(),
+                server_name: None,
+                disable_http2: false,
+            },
+        },
+        entry_point_tls: config
+            .entry_points
+            .values()
+            .map(|ep| ep.http.tls.as_ref().map(router_tls))
+            .collect(),
+        cert_resolvers: config.certificates_resolvers.keys().cloned().collect(),
+    }
+}
+
+pub(crate) fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
     config::dynamic::RouterTls {
         options: tls.options.clone(),
         cert_resolver: tls.cert_resolver.clone(),

@@ -1,6 +1,7 @@
 //! The `gangway` binary: read the static configuration, set up logging, run
 //! until SIGTERM or SIGINT. Exit codes: 0 after a clean stop, 2 for a
-//! configuration error, 1 when the router cannot start.
+//! configuration error, 1 when the router cannot start. `gangway check …`
+//! lints configuration and labels instead (see `gangway::check`).
 
 use gangway::config::static_config::{self, Loaded};
 use std::process::ExitCode;
@@ -9,6 +10,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let env: Vec<(String, String)> = std::env::vars().collect();
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    if args.first().is_some_and(|a| a == "check") {
+        return ExitCode::from(gangway::check::main(&args[1..], &env, &cwd));
+    }
     let (config, file) = match static_config::load(&args, &env, &cwd) {
         Ok(Loaded::Run(config, file)) => (config, file),
         Ok(Loaded::Help(text)) => {

@@ -39,11 +39,11 @@ async fn faulty(fault: &'static str) -> String {
                             .await;
                         let _ = s.flush().await;
                         tokio::time::sleep(Duration::from_millis(100)).await;
-                        let _ = s.set_linger(Some(Duration::ZERO));
+                        let _ = s.set_zero_linger();
                     }
                     // Reset before any answer.
                     "reset-before-answer" => {
-                        let _ = s.set_linger(Some(Duration::ZERO));
+                        let _ = s.set_zero_linger();
                     }
                     // Not HTTP at all.
                     _ => {

@@ -10,7 +10,8 @@ mod tests;
 use crate::config::dynamic::{Middleware, Router, Service};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use tree::{DeError, MAX_DEPTH, Node, read, read_middleware, suggest};
+pub use tree::suggest;
+use tree::{DeError, MAX_DEPTH, Node, read, read_middleware};
 
 /// A label that does not fit the grammar. Each names the label as written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -245,7 +245,7 @@ pub(super) fn distance(a: &str, b: &str) -> usize {
 }
 
 /// The known name closest to `given`, if close enough to be a typo.
-pub(super) fn suggest<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
+pub fn suggest<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
         .map(|k| (distance(given, k), *k))

@@ -1,0 +1,973 @@
+//! `gangway check`: lints labels and configuration before anything runs.
+//!
+//! It reads containers from compose files (`--compose`) or from the
+//! running daemon (`--docker`), the static configuration (flags, the
+//! environment, `--configFile`) and the file provider's files, then runs
+//! them through the very code the router uses — the label parser, the
+//! Docker provider's build, `aggregate::merge` and `compile` — and turns
+//! what that code reports into findings, each naming where it comes from
+//! (compose file and service, or container, and the label).
+//!
+//! Like `aggregate`, this room meets providers and compile; it serves
+//! nothing.
+
+pub mod compose;
+
+use crate::aggregate::merge;
+use crate::compile::{CompileContext, compile};
+use crate::config::Dynamic;
+use crate::config::provenance::ProviderDetail;
+use crate::config::static_config::{self, Loaded, StaticConfig};
+use crate::provider::docker::build::build;
+use crate::provider::docker::container::ContainerView;
+use crate::provider::docker::labels::suggest;
+use crate::provider::docker::{Endpoint, LabelError, Settings, parse_labels};
+use crate::runtime::{Registries, Report, Runtime, RuntimeHandle, Status};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// How bad a finding is: errors make `gangway check` exit with 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something that will not work: a router, service or middleware left
+    /// out, or traffic that goes somewhere else than meant.
+    Error,
+    /// Something that works, but probably not as meant.
+    Warning,
+}
+
+/// One problem, with where it comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Where: ``docker-compose.yml, service `web` ``, ``container `web-1` ``,
+    /// `static configuration`, ``file provider (`dynamic.toml`)``.
+    pub source: String,
+    /// The router, service or middleware concerned (`web@docker`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// The label the problem is in, as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// What is wrong, and what to do about it.
+    pub message: String,
+}
+
+/// The command line of `gangway check` is wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// A flag of `check` itself is misused.
+    #[error("{0}\n\n{USAGE}")]
+    Usage(String),
+}
+
+/// `gangway check --help`.
+pub const USAGE: &str = "\
+usage: gangway check [--compose FILE...] [--docker] [--format text|json] [static options...]
+
+Checks labels and configuration without starting anything:
+  --compose FILE...  containers of these compose files (one project); the
+                     static configuration of the service running gangway
+                     (or Traefik) in them is used as well
+  --docker           the running containers of the Docker daemon
+  --configFile FILE  the static configuration file (and the file
+                     provider's files it names)
+  --format json      one JSON document instead of lines of text
+Any other option is a static configuration option, as for gangway itself
+(e.g. --providers.docker.labelPrefix=traefik).
+Exit status: 0 without errors (warnings allowed), 1 with errors, 2 when the
+check itself cannot run.";
+
+/// What `gangway check` was asked to do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Compose files, read as one project.
+    pub compose: Vec<PathBuf>,
+    /// Read the running containers.
+    pub docker: bool,
+    /// JSON output.
+    pub json: bool,
+    /// Print the usage.
+    pub help: bool,
+    /// Everything else: static configuration flags.
+    pub static_args: Vec<String>,
+}
+
+/// Reads `check`'s own flags; the rest are static configuration flags.
+pub fn parse_args(args: &[String]) -> Result<Options, CheckError> {
+    let mut o = Options::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let (key, inline) = match arg.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        match key.to_ascii_lowercase().as_str() {
+            "-h" | "--help" => o.help = true,
+            "--docker" => o.docker = true,
+            "--compose" => {
+                o.compose.extend(inline.map(PathBuf::from));
+                while let Some(next) = args.get(i + 1).filter(|a| !a.starts_with('-')) {
+                    o.compose.push(PathBuf::from(next));
+                    i += 1;
+                }
+                if o.compose.is_empty() {
+                    return Err(CheckError::Usage("--compose needs a file".to_owned()));
+                }
+            }
+            "--format" => {
+                let value = match inline {
+                    Some(v) => v,
+                    None => {
+                        i += 1;
+                        args.get(i).cloned().unwrap_or_default()
+                    }
+                };
+                o.json = match value.as_str() {
+                    "json" => true,
+                    "text" => false,
+                    other => {
+                        return Err(CheckError::Usage(format!(
+                            "--format `{other}`: use `text` or `json`"
+                        )));
+                    }
+                };
+            }
+            _ => o.static_args.push(arg.clone()),
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// `gangway check ARGS`: prints the findings and returns the exit status.
+pub fn main(args: &[String], env: &[(String, String)], cwd: &Path) -> u8 {
+    let options = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("gangway check: {e}");
+            return 2;
+        }
+    };
+    use std::io::Write as _;
+    // Writes are not checked: a closed pipe (`| head`) is not an error here.
+    if options.help {
+        let _ = writeln!(std::io::stdout(), "{USAGE}");
+        return 0;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gangway check: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    let findings = runtime.block_on(check(&options, env, cwd));
+    let text = if options.json {
+        format!("{}\n", render_json(&findings))
+    } else {
+        render_text(&findings)
+    };
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    exit_status(&findings)
+}
+
+/// 1 when any finding is an error, else 0.
+pub fn exit_status(findings: &[Finding]) -> u8 {
+    u8::from(findings.iter().any(|f| f.severity == Severity::Error))
+}
+
+/// One line per finding, then a summary line.
+pub fn render_text(findings: &[Finding]) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let severity = match f.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        out.push_str(&format!("{severity}: {}", f.source));
+        if let Some(object) = &f.object {
+            out.push_str(&format!(": {object}"));
+        }
+        if let Some(label) = &f.label {
+            out.push_str(&format!(": label `{label}`"));
+        }
+        out.push_str(&format!(": {}\n", f.message));
+    }
+    let (errors, warnings) = counts(findings);
+    if errors + warnings == 0 {
+        out.push_str("gangway check: no problems found\n");
+    } else {
+        out.push_str(&format!(
+            "gangway check: {errors} error{}, {warnings} warning{}\n",
+            if errors == 1 { "" } else { "s" },
+            if warnings == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// `{"errors": n, "warnings": n, "findings": [...]}`.
+pub fn render_json(findings: &[Finding]) -> String {
+    let (errors, warnings) = counts(findings);
+    serde_json::json!({
+        "errors": errors,
+        "warnings": warnings,
+        "findings": findings,
+    })
+    .to_string()
+}
+
+fn counts(findings: &[Finding]) -> (usize, usize) {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    (errors, findings.len() - errors)
+}
+
+/// Containers to check, with how to name each in a finding.
+#[derive(Default)]
+struct Containers {
+    views: Vec<ContainerView>,
+    /// Container name → source description.
+    sources: BTreeMap<String, String>,
+    /// Containers whose image's exposed ports could not be read.
+    ports_unknown: BTreeSet<String>,
+}
+
+/// Runs every check `options` asks for.
+pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut containers = Containers::default();
+
+    // The static configuration, and the containers.
+    let config = if options.compose.is_empty() {
+        match load_static(&options.static_args, env, cwd) {
+            Ok(c) => c,
+            Err(e) => {
+                findings.push(static_error(e));
+                return finish(findings);
+            }
+        }
+    } else {
+        let project = match compose::read_project(&options.compose, env) {
+            Ok(p) => p,
+            Err(e) => {
+                findings.push(Finding {
+                    severity: Severity::Error,
+                    source: "compose".to_owned(),
+                    object: None,
+                    label: None,
+                    message: e.to_string(),
+                });
+                return finish(findings);
+            }
+        };
+        let config = compose_static(&project, options, env, cwd, &mut findings);
+        let Some(config) = config else {
+            return finish(findings);
+        };
+        for s in project.services {
+            let mut view = s.view;
+            let source = format!("{}, service `{}`", s.file, s.name);
+            let prefix = config
+                .providers
+                .docker
+                .as_ref()
+                .map_or("gangway", |d| d.label_prefix.as_str())
+                .to_ascii_lowercase();
+            let routed = view
+                .labels
+                .keys()
+                .any(|k| k.to_ascii_lowercase().starts_with(&format!("{prefix}.")));
+            // Only containers with labels need a port; the image says which.
+            if routed && view.ports.is_empty() && !s.image.is_empty() {
+                match image_ports(&config, &s.image).await {
+                    Some(ports) => view.ports = ports,
+                    None => {
+                        containers.ports_unknown.insert(view.name.clone());
+                    }
+                }
+            }
+            containers.sources.insert(view.name.clone(), source);
+            containers.views.push(view);
+        }
+        config
+    };
+    if options.docker {
+        match running_containers(&config).await {
+            Ok(views) => {
+                for view in views {
+                    containers
+                        .sources
+                        .insert(view.name.clone(), format!("container `{}`", view.name));
+                    containers.views.push(view);
+                }
+            }
+            Err(message) => {
+                findings.push(Finding {
+                    severity: Severity::Error,
+                    source: "Docker".to_owned(),
+                    object: None,
+                    label: None,
+                    message,
+                });
+                return finish(findings);
+            }
+        }
+    }
+
+    let with_containers = options.docker || !options.compose.is_empty();
+    let docker_config = config.providers.docker.clone().unwrap_or_default();
+    let settings = match Settings::new(&docker_config) {
+        Ok(s) => s,
+        Err(e) => {
+            findings.push(static_error(e.to_string()));
+            return finish(findings);
+        }
+    };
+    if !options.compose.is_empty() && config.providers.docker.is_none() {
+        findings.push(Finding {
+            severity: Severity::Warning,
+            source: "static configuration".to_owned(),
+            object: None,
+            label: None,
+            message: "the Docker provider is off (no --providers.docker): labels are checked as if it were on".to_owned(),
+        });
+    }
+
+    // Labels, container by container.
+    let mut label_errors: BTreeSet<String> = BTreeSet::new();
+    for view in &containers.views {
+        // Containers the provider's constraints leave out are not its concern.
+        if settings
+            .constraints
+            .as_ref()
+            .is_some_and(|c| !c.matches(&view.labels))
+        {
+            continue;
+        }
+        let source = containers.sources[&view.name].clone();
+        let parsed = parse_labels(&settings.prefix, &view.labels);
+        for e in &parsed.errors {
+            label_errors.insert(format!("container `{}`: {e}", view.name));
+            findings.push(Finding {
+                severity: Severity::Error,
+                source: source.clone(),
+                object: None,
+                label: Some(e.label().to_owned()),
+                message: without_label(e),
+            });
+        }
+        findings.extend(prefix_findings(view, &settings, &source, &parsed));
+    }
+
+    // What the Docker provider makes of them.
+    let built = build(&containers.views, &settings, now_ms());
+    findings.extend(detail_findings(&built.detail, &containers, &label_errors));
+
+    // The file provider.
+    let mut file_dynamic = None;
+    if let Some(file) = &config.providers.file {
+        let source = match (&file.filename, &file.directory) {
+            (Some(f), _) => Some(crate::provider::file::Source::File(cwd.join(f))),
+            (None, Some(d)) => Some(crate::provider::file::Source::Directory(cwd.join(d))),
+            (None, None) => None,
+        };
+        if let Some(source) = source {
+            match crate::provider::file::load(&source) {
+                Ok((d, warnings)) => {
+                    for w in warnings {
+                        findings.push(file_finding(Severity::Warning, w));
+                    }
+                    file_dynamic = Some(d);
+                }
+                Err(e) => findings.push(file_finding(Severity::Error, e)),
+            }
+        }
+    }
+
+    // Everything together, through compile.
+    let internal = crate::api::internal_routers(&config);
+    let empty = Dynamic::default();
+    let mut providers: Vec<(&str, &Dynamic)> = vec![("internal", &internal)];
+    if with_containers {
+        providers.push(("docker", &built.dynamic));
+    }
+    if let Some(d) = &file_dynamic {
+        providers.push(("file", d));
+    }
+    if providers.len() == 1 {
+        providers.push(("file", &empty));
+    }
+    let (merged, warnings) = merge(providers);
+    for w in warnings {
+        findings.push(Finding {
+            severity: Severity::Warning,
+            source: "configuration".to_owned(),
+            object: None,
+            label: None,
+            message: w,
+        });
+    }
+    let config = Arc::new(config);
+    let ctx = compile_context(&config);
+    let merged = Arc::new(merged);
+    let runtime = compile(merged.clone(), &ctx, &Registries::default());
+    findings.extend(report_findings(
+        &runtime.report,
+        &built.detail,
+        &built.dynamic,
+        &containers,
+    ));
+    findings.extend(duplicate_rules(
+        &merged,
+        &runtime.report,
+        &ctx,
+        &built.detail,
+        &containers,
+    ));
+    finish(findings)
+}
+
+fn finish(mut findings: Vec<Finding>) -> Vec<Finding> {
+    findings.sort_by(|a, b| {
+        (a.severity, &a.source, &a.object, &a.label, &a.message)
+            .cmp(&(b.severity, &b.source, &b.object, &b.label, &b.message))
+    });
+    findings.dedup();
+    findings
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn static_error(message: String) -> Finding {
+    Finding {
+        severity: Severity::Error,
+        source: "static configuration".to_owned(),
+        object: None,
+        label: None,
+        message,
+    }
+}
+
+fn file_finding(severity: Severity, message: String) -> Finding {
+    Finding {
+        severity,
+        source: "file provider".to_owned(),
+        object: None,
+        label: None,
+        message,
+    }
+}
+
+fn load_static(
+    args: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+) -> Result<StaticConfig, String> {
+    match static_config::load(args, env, cwd) {
+        Ok(Loaded::Run(config, _)) => Ok(config),
+        Ok(Loaded::Help(_) | Loaded::Version) => Ok(StaticConfig::default()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The static configuration a compose project runs the router with: its
+/// command's flags and `GANGWAY_*` environment, then the flags given to
+/// `check` (which win). A Traefik service reads `traefik.` labels. When the
+/// service's own flags do not load, that is reported and `check`'s flags
+/// alone are used, so the labels are still checked.
+fn compose_static(
+    project: &compose::Project,
+    options: &Options,
+    env: &[(String, String)],
+    cwd: &Path,
+    findings: &mut Vec<Finding>,
+) -> Option<StaticConfig> {
+    let Some((router, traefik)) = project.router() else {
+        return match load_static(&options.static_args, env, cwd) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                findings.push(static_error(e));
+                None
+            }
+        };
+    };
+    let mut args = Vec::new();
+    if traefik {
+        args.push("--providers.docker.labelPrefix=traefik".to_owned());
+    }
+    args.extend(
+        router
+            .command
+            .iter()
+            .filter(|a| a.starts_with('-'))
+            .cloned(),
+    );
+    args.extend(options.static_args.iter().cloned());
+    let router_env: Vec<(String, String)> = router
+        .environment
+        .iter()
+        .filter(|(k, _)| k.starts_with(static_config::ENV_PREFIX))
+        .cloned()
+        .collect();
+    match load_static(&args, &router_env, cwd) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            findings.push(Finding {
+                severity: Severity::Error,
+                source: format!("{}, service `{}`", router.file, router.name),
+                object: None,
+                label: None,
+                message: format!("its command is not a static configuration gangway accepts: {e}"),
+            });
+            let mut fallback = Vec::new();
+            if traefik {
+                fallback.push("--providers.docker.labelPrefix=traefik".to_owned());
+            }
+            fallback.extend(options.static_args.iter().cloned());
+            match load_static(&fallback, &[], cwd) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    findings.push(static_error(e));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// The text of a label error without the leading "label `…`: ".
+fn without_label(e: &LabelError) -> String {
+    let text = e.to_string();
+    let prefix = format!("label `{}`: ", e.label());
+    text.strip_prefix(&prefix).unwrap_or(&text).to_owned()
+}
+
+/// Labels that the provider will never read: a misspelt prefix, another
+/// router's prefix, or labels without `enable=true`.
+fn prefix_findings(
+    view: &ContainerView,
+    settings: &Settings,
+    source: &str,
+    parsed: &crate::provider::docker::labels::ContainerLabels,
+) -> Vec<Finding> {
+    let prefix = settings.prefix.as_str();
+    let mut out = Vec::new();
+    let finding = |severity, label: Option<&String>, message: String| Finding {
+        severity,
+        source: source.to_owned(),
+        object: None,
+        label: label.cloned(),
+        message,
+    };
+    let mut ours = false;
+    let mut others: BTreeMap<&str, &String> = BTreeMap::new();
+    for key in view.labels.keys() {
+        let Some((first, _)) = key.split_once('.') else {
+            continue;
+        };
+        if first.eq_ignore_ascii_case(prefix) {
+            ours = true;
+        } else if matches!(first, "traefik" | "gangway") {
+            others.entry(first).or_insert(key);
+        } else if first.len() >= 4
+            && !key.starts_with("com.docker.")
+            && suggest(&first.to_ascii_lowercase(), &[prefix]).is_some()
+        {
+            out.push(finding(
+                Severity::Error,
+                Some(key),
+                format!("unknown label prefix `{first}` (did you mean `{prefix}`?); the label is ignored"),
+            ));
+        }
+    }
+    if !ours {
+        for (other, key) in others {
+            out.push(finding(
+                Severity::Warning,
+                Some(key),
+                format!(
+                    "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.docker.labelPrefix={other} to read them)"
+                ),
+            ));
+        }
+    }
+    let has_routing_labels = view.labels.keys().any(|k| {
+        k.len() > prefix.len() + 1
+            && k[..prefix.len()].eq_ignore_ascii_case(prefix)
+            && !k[prefix.len()..].eq_ignore_ascii_case(".enable")
+    });
+    if parsed.enable.is_none() && !settings.exposed_by_default && has_routing_labels {
+        out.push(finding(
+            Severity::Warning,
+            None,
+            format!(
+                "the container has `{prefix}.` labels but no `{prefix}.enable=true`, and providers.docker.exposedByDefault is false: it is not routed"
+            ),
+        ));
+    }
+    out
+}
+
+/// The provider's own errors and warnings on objects (names without
+/// provider), except the label errors already reported with their label.
+fn detail_findings(
+    detail: &ProviderDetail,
+    containers: &Containers,
+    label_errors: &BTreeSet<String>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (kind, map) in [
+        ("router", &detail.routers),
+        ("service", &detail.services),
+        ("middleware", &detail.middlewares),
+    ] {
+        for (name, d) in map {
+            for (severity, texts) in [
+                (Severity::Error, &d.errors),
+                (Severity::Warning, &d.warnings),
+            ] {
+                for text in texts {
+                    let base = text.trim_end_matches(" (this container's definition is ignored)");
+                    if label_errors.contains(base) {
+                        continue;
+                    }
+                    let (container, message) = split_container(text);
+                    let mut severity = severity;
+                    let mut message = message.to_owned();
+                    // The image's EXPOSE is part of the ports, and it could
+                    // not be read: the port may well be known to Docker.
+                    if container.is_some_and(|c| containers.ports_unknown.contains(c))
+                        && message.starts_with("no port")
+                    {
+                        severity = Severity::Warning;
+                        message.push_str(
+                            " (the image's exposed ports could not be read: is it built or pulled?)",
+                        );
+                    }
+                    out.push(Finding {
+                        severity,
+                        source: source_of(container, containers),
+                        object: Some(format!("{kind} `{name}@docker`")),
+                        label: None,
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Splits "container `name`: message".
+fn split_container(text: &str) -> (Option<&str>, &str) {
+    text.strip_prefix("container `")
+        .and_then(|rest| rest.split_once("`: "))
+        .map_or((None, text), |(name, message)| (Some(name), message))
+}
+
+fn source_of(container: Option<&str>, containers: &Containers) -> String {
+    match container {
+        Some(c) => containers
+            .sources
+            .get(c)
+            .cloned()
+            .unwrap_or_else(|| format!("container `{c}`")),
+        None => "Docker provider".to_owned(),
+    }
+}
+
+/// The label a compile error is about, from the start of its message.
+fn label_suffix(message: &str) -> Option<&'static str> {
+    [
+        ("rule `", ".rule"),
+        ("middleware `", ".middlewares"),
+        ("service `", ".service"),
+        ("the router has no service", ".service"),
+        ("entry point `", ".entrypoints"),
+        ("none of the router's entry points", ".entrypoints"),
+        ("certificate resolver `", ".tls.certresolver"),
+        ("TLS options `", ".tls.options"),
+    ]
+    .into_iter()
+    .find(|(start, _)| message.starts_with(start))
+    .map(|(_, suffix)| suffix)
+}
+
+/// Compile's verdict on each object, attributed to the containers (and
+/// labels) behind it.
+fn report_findings(
+    report: &Report,
+    detail: &ProviderDetail,
+    docker: &Dynamic,
+    containers: &Containers,
+) -> Vec<Finding> {
+    // Objects the provider dropped are reported already; a router that
+    // refers to one would only repeat that.
+    let dropped: Vec<String> = [
+        (
+            "service",
+            &detail.services,
+            &docker
+                .http
+                .services
+                .keys()
+                .cloned()
+                .collect::<BTreeSet<_>>(),
+        ),
+        (
+            "middleware",
+            &detail.middlewares,
+            &docker.http.middlewares.keys().cloned().collect(),
+        ),
+    ]
+    .iter()
+    .flat_map(|(kind, map, kept)| {
+        map.iter()
+            .filter(|(name, d)| !d.errors.is_empty() && !kept.contains(*name))
+            .map(move |(name, _)| format!("{kind} `{name}@docker`: does not exist"))
+    })
+    .collect();
+    let mut out = Vec::new();
+    for (kind, map, details) in [
+        ("router", &report.routers, &detail.routers),
+        ("service", &report.services, &detail.services),
+        ("middleware", &report.middlewares, &detail.middlewares),
+    ] {
+        for (name, r) in map {
+            for e in &r.errors {
+                if dropped.iter().any(|d| e.starts_with(d.as_str())) {
+                    continue;
+                }
+                let mut severity = match r.status {
+                    Status::Disabled => Severity::Error,
+                    _ => Severity::Warning,
+                };
+                // Clients reject the default certificate: HTTPS does not work.
+                if e.starts_with("certificate resolver `") && e.contains("does not exist") {
+                    severity = Severity::Error;
+                }
+                let (source, label) = match name.strip_suffix("@docker") {
+                    Some(bare) => {
+                        let sources = details
+                            .get(bare)
+                            .map(|d| d.sources.as_slice())
+                            .unwrap_or_default();
+                        let first = sources.first();
+                        let label = label_suffix(e).and_then(|suffix| {
+                            sources
+                                .iter()
+                                .flat_map(|s| &s.labels)
+                                .find(|l| l.to_ascii_lowercase().ends_with(suffix))
+                        });
+                        (
+                            source_of(first.map(|s| s.container_name.as_str()), containers),
+                            label.cloned(),
+                        )
+                    }
+                    None if name.ends_with("@file") => ("file provider".to_owned(), None),
+                    None => ("static configuration".to_owned(), None),
+                };
+                out.push(Finding {
+                    severity,
+                    source,
+                    object: Some(format!("{kind} `{name}`")),
+                    label,
+                    message: e.clone(),
+                });
+            }
+        }
+    }
+    for w in &report.warnings {
+        out.push(Finding {
+            severity: Severity::Warning,
+            source: "configuration".to_owned(),
+            object: None,
+            label: None,
+            message: w.clone(),
+        });
+    }
+    out
+}
+
+/// Two enabled routers with the same rule and priority on a shared entry
+/// point: the one whose name sorts first takes every request.
+fn duplicate_rules(
+    merged: &Dynamic,
+    report: &Report,
+    ctx: &CompileContext,
+    detail: &ProviderDetail,
+    containers: &Containers,
+) -> Vec<Finding> {
+    type Key = (String, i64, bool);
+    let mut seen: BTreeMap<(Key, String), String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (name, router) in &merged.http.routers {
+        if report
+            .routers
+            .get(name)
+            .is_none_or(|r| r.status == Status::Disabled)
+        {
+            continue;
+        }
+        let rule: String = router.rule.split_whitespace().collect();
+        let priority = router
+            .priority
+            .unwrap_or_else(|| crate::rule::default_priority(&router.rule));
+        let key = (rule, priority, router.tls.is_some());
+        let eps: Vec<&String> = if router.entry_points.is_empty() {
+            ctx.entry_points
+                .iter()
+                .filter(|e| !ctx.not_default.contains(e))
+                .collect()
+        } else {
+            router.entry_points.iter().collect()
+        };
+        for ep in eps {
+            // Routers are visited in name order: the first one wins.
+            match seen.get(&(key.clone(), ep.clone())) {
+                None => {
+                    seen.insert((key.clone(), ep.clone()), name.clone());
+                }
+                Some(winner) => {
+                    let bare = name.strip_suffix("@docker");
+                    let sources = bare
+                        .and_then(|b| detail.routers.get(b))
+                        .map(|d| d.sources.as_slice())
+                        .unwrap_or_default();
+                    let source = match bare {
+                        Some(_) => source_of(
+                            sources.first().map(|s| s.container_name.as_str()),
+                            containers,
+                        ),
+                        None if name.ends_with("@file") => "file provider".to_owned(),
+                        None => "configuration".to_owned(),
+                    };
+                    out.push(Finding {
+                        severity: Severity::Error,
+                        source,
+                        object: Some(format!("router `{name}`")),
+                        label: sources
+                            .iter()
+                            .flat_map(|s| &s.labels)
+                            .find(|l| l.to_ascii_lowercase().ends_with(".rule"))
+                            .cloned(),
+                        message: format!(
+                            "same rule `{}` and priority {priority} as router `{winner}` on entry point `{ep}`: `{winner}` gets every request (its name sorts first); set a `priority` on one of them",
+                            router.rule
+                        ),
+                    });
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What compile needs from the static configuration (as `run` builds it).
+fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
+    let names = config.entry_points.len();
+    let state = Arc::new(crate::api::ApiState {
+        runtime: Arc::new(RuntimeHandle::new(Runtime::empty(names))),
+        certificates: Arc::default(),
+        registries: Arc::new(Registries::default()),
+        static_config: config.clone(),
+        started: std::time::SystemTime::now(),
+        access_log: None,
+        terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    });
+    crate::compile_context(config, crate::api::internal_services(&state), None)
+}
+
+async fn connect(config: &StaticConfig) -> Result<bollard::Docker, String> {
+    let endpoint = config
+        .providers
+        .docker
+        .as_ref()
+        .map(|d| d.endpoint.clone())
+        .unwrap_or_else(|| static_config::DockerProvider::default().endpoint);
+    let endpoint = Endpoint::parse(&endpoint).map_err(|e| e.to_string())?;
+    let docker = match &endpoint {
+        Endpoint::Unix(path) => {
+            bollard::Docker::connect_with_unix(path, 10, bollard::API_DEFAULT_VERSION)
+        }
+        Endpoint::Tcp(addr) => {
+            bollard::Docker::connect_with_http(addr, 10, bollard::API_DEFAULT_VERSION)
+        }
+    }
+    .map_err(|e| format!("cannot reach the Docker daemon: {e}"))?;
+    docker
+        .negotiate_version()
+        .await
+        .map_err(|e| format!("cannot reach the Docker daemon: {e}"))
+}
+
+/// The running containers, as the provider sees them.
+async fn running_containers(config: &StaticConfig) -> Result<Vec<ContainerView>, String> {
+    use bollard::query_parameters::{InspectContainerOptions, ListContainersOptions};
+    let docker = connect(config).await?;
+    let list = docker
+        .list_containers(Some(ListContainersOptions::default()))
+        .await
+        .map_err(|e| format!("cannot list containers: {e}"))?;
+    let mut views = Vec::new();
+    for id in list.into_iter().filter_map(|c| c.id) {
+        // A container that went away meanwhile is simply not checked.
+        if let Ok(c) = docker
+            .inspect_container(&id, None::<InspectContainerOptions>)
+            .await
+            && let Some(view) = ContainerView::from_inspect(c)
+        {
+            views.push(view);
+        }
+    }
+    views.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(views)
+}
+
+/// The ports an image exposes, when the daemon knows the image.
+async fn image_ports(
+    config: &StaticConfig,
+    image: &str,
+) -> Option<Vec<crate::provider::docker::container::PortView>> {
+    let docker = connect(config).await.ok()?;
+    let inspected = docker.inspect_image(image).await.ok()?;
+    let exposed = inspected
+        .config
+        .and_then(|c| c.exposed_ports)
+        .unwrap_or_default();
+    let mut ports: Vec<_> = exposed
+        .iter()
+        .filter_map(|spec| {
+            let (port, proto) = spec.split_once('/').unwrap_or((spec, "tcp"));
+            Some(crate::provider::docker::container::PortView {
+                port: port.parse().ok()?,
+                proto: proto.to_owned(),
+                bindings: Vec::new(),
+            })
+        })
+        .collect();
+    ports.sort_by_key(|p| p.port);
+    Some(ports)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,573 @@
+//! Compose files → the containers they would start, as the Docker provider
+//! would see them, and the command line of the service that runs the
+//! router (gangway, or Traefik in a file being moved over), so that labels
+//! are checked against the static configuration they will meet.
+//!
+//! What is read: `image`, `command`, `environment`, `labels`,
+//! `network_mode`, `networks`, `expose`, `ports` and `container_name` of
+//! each service, after `${VAR}` interpolation (from the environment and the
+//! `.env` file beside the first compose file) and YAML merge keys. Several
+//! files are one project, later files overriding a service's keys.
+
+use crate::provider::docker::container::{
+    COMPOSE_PROJECT, COMPOSE_SERVICE, ContainerView, PortView, RunState,
+};
+use serde_yaml::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why a compose file cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ComposeError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The file is not YAML, or not a compose file.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One compose service, as far as routing cares.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComposeService {
+    /// The service's name in the file.
+    pub name: String,
+    /// The file that (last) defined it.
+    pub file: String,
+    /// The image, interpolated.
+    pub image: String,
+    /// The command as a list of arguments.
+    pub command: Vec<String>,
+    /// Its environment.
+    pub environment: Vec<(String, String)>,
+    /// The container Docker would start for it.
+    pub view: ContainerView,
+}
+
+/// A compose project read from one or more files.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Project {
+    /// The project name (`name:` in the file, else the first file's folder).
+    pub name: String,
+    /// Its services, in name order.
+    pub services: Vec<ComposeService>,
+}
+
+impl Project {
+    /// The service that runs the router: the image is gangway's or
+    /// Traefik's, or its command configures the Docker provider. Returns
+    /// it with whether it is Traefik.
+    pub fn router(&self) -> Option<(&ComposeService, bool)> {
+        let repo = |image: &str| {
+            let without_tag = image.split('@').next().unwrap_or(image);
+            let last = without_tag.rsplit('/').next().unwrap_or(without_tag);
+            last.split(':').next().unwrap_or(last).to_ascii_lowercase()
+        };
+        self.services.iter().find_map(|s| {
+            let r = repo(&s.image);
+            let flags = s
+                .command
+                .iter()
+                .any(|a| a.to_ascii_lowercase().starts_with("--providers.docker"));
+            match r.as_str() {
+                "traefik" => Some((s, true)),
+                "gangway" => Some((s, false)),
+                _ if flags => Some((s, false)),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// Reads `files` as one project; `env` is the environment for
+/// interpolation (the `.env` file beside the first file adds to it).
+pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Project, ComposeError> {
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(dir) = files.first().and_then(|f| f.parent())
+        && let Ok(text) = std::fs::read_to_string(dir.join(".env"))
+    {
+        for line in text.lines() {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            if let Some((k, v)) = line.split_once('=') {
+                let v = v.trim().trim_matches('"').trim_matches('\'');
+                vars.insert(k.trim().to_owned(), v.to_owned());
+            }
+        }
+    }
+    // The shell's environment wins over .env, as in compose.
+    vars.extend(env.iter().cloned());
+
+    let mut name = None;
+    let mut services: BTreeMap<String, (String, serde_yaml::Mapping)> = BTreeMap::new();
+    for file in files {
+        let path = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|source| ComposeError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let invalid = |message: String| ComposeError::Invalid {
+            path: path.clone(),
+            message,
+        };
+        let mut doc: Value = serde_yaml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+        doc.apply_merge().map_err(|e| invalid(e.to_string()))?;
+        interpolate(&mut doc, &vars).map_err(invalid)?;
+        if let Some(n) = doc.get("name").and_then(Value::as_str) {
+            name = Some(n.to_owned());
+        }
+        let Some(map) = doc.get("services").and_then(Value::as_mapping) else {
+            return Err(invalid("no `services` section".to_owned()));
+        };
+        for (key, service) in map {
+            let Some(key) = key.as_str() else { continue };
+            let mut service = service.clone();
+            // Anchored fragments in a service may carry merge keys of their own.
+            service.apply_merge().map_err(|e| invalid(e.to_string()))?;
+            let Some(fields) = service.as_mapping() else {
+                return Err(invalid(format!("service `{key}` is not a mapping")));
+            };
+            let entry = services
+                .entry(key.to_owned())
+                .or_insert_with(|| (path.clone(), serde_yaml::Mapping::new()));
+            entry.0.clone_from(&path);
+            for (k, v) in fields {
+                entry.1.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let name = name.unwrap_or_else(|| {
+        files
+            .first()
+            .and_then(|f| std::fs::canonicalize(f).ok())
+            .and_then(|f| f.parent().map(Path::to_path_buf))
+            .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "default".to_owned())
+    });
+    let project = normalize_project(&name);
+    let services = services
+        .into_iter()
+        .map(|(service, (file, fields))| read_service(&project, &service, &file, &fields))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|message| ComposeError::Invalid {
+            path: files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default(),
+            message,
+        })?;
+    Ok(Project {
+        name: project,
+        services,
+    })
+}
+
+/// Compose's project names: lower case letters, digits, `-` and `_`.
+fn normalize_project(name: &str) -> String {
+    name.to_ascii_lowercase()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect()
+}
+
+fn read_service(
+    project: &str,
+    service: &str,
+    file: &str,
+    fields: &serde_yaml::Mapping,
+) -> Result<ComposeService, String> {
+    let get = |k: &str| fields.get(k);
+    let image = get("image")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let command = match get("command") {
+        Some(Value::String(s)) => split_words(s),
+        Some(Value::Sequence(items)) => items.iter().map(scalar).collect(),
+        _ => Vec::new(),
+    };
+    let environment = pairs(get("environment"), service, "environment")?;
+    let mut labels: BTreeMap<String, String> = pairs(get("labels"), service, "labels")?
+        .into_iter()
+        .collect();
+    labels.insert(COMPOSE_PROJECT.to_owned(), project.to_owned());
+    labels.insert(COMPOSE_SERVICE.to_owned(), service.to_owned());
+
+    let network_mode = get("network_mode")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let mut networks = BTreeMap::new();
+    if network_mode.is_empty() {
+        let names: Vec<String> = match get("networks") {
+            Some(Value::Sequence(items)) => items.iter().map(scalar).collect(),
+            Some(Value::Mapping(m)) => m.keys().map(scalar).collect(),
+            _ => vec!["default".to_owned()],
+        };
+        // The address is not known before the container starts; any
+        // address stands for it (only its presence matters to the checks).
+        for n in names {
+            networks.insert(format!("{project}_{n}"), "192.0.2.1".to_owned());
+        }
+    }
+    let mut ports: BTreeMap<(u16, String), Vec<(String, u16)>> = BTreeMap::new();
+    if let Some(Value::Sequence(items)) = get("expose") {
+        for item in items {
+            if let Some(key) = port_spec(&scalar(item)) {
+                ports.entry(key).or_default();
+            }
+        }
+    }
+    if let Some(Value::Sequence(items)) = get("ports") {
+        for item in items {
+            let target = match item {
+                Value::Mapping(m) => m.get("target").map(scalar).map(|t| {
+                    let proto = m
+                        .get("protocol")
+                        .map(scalar)
+                        .unwrap_or_else(|| "tcp".to_owned());
+                    format!("{t}/{proto}")
+                }),
+                other => {
+                    // `[ip:][host:]container[/proto]`: the container port is last.
+                    let text = scalar(other);
+                    let (addr, proto) = text.split_once('/').unwrap_or((&text, "tcp"));
+                    addr.rsplit(':').next().map(|p| format!("{p}/{proto}"))
+                }
+            };
+            // A range (`8000-8002`) is several ports; its first one stands for it.
+            let first = target.map(|t| {
+                let (port, proto) = t.split_once('/').unwrap_or((&t, "tcp"));
+                format!("{}/{proto}", port.split('-').next().unwrap_or(port))
+            });
+            if let Some(key) = first.as_deref().and_then(port_spec) {
+                ports.entry(key).or_default();
+            }
+        }
+    }
+    let name = get("container_name")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{project}-{service}-1"));
+    let view = ContainerView {
+        id: format!("{project}-{service}"),
+        name,
+        created_ns: 0,
+        labels,
+        state: RunState::Running,
+        health: None,
+        network_mode,
+        networks,
+        ports: ports
+            .into_keys()
+            .map(|(port, proto)| PortView {
+                port,
+                proto,
+                bindings: Vec::new(),
+            })
+            .collect(),
+        finished_ms: None,
+        draining: false,
+        down_since_ms: None,
+    };
+    Ok(ComposeService {
+        name: service.to_owned(),
+        file: file.to_owned(),
+        image,
+        command,
+        environment,
+        view,
+    })
+}
+
+fn port_spec(spec: &str) -> Option<(u16, String)> {
+    let (port, proto) = spec.split_once('/').unwrap_or((spec, "tcp"));
+    Some((port.trim().parse().ok()?, proto.trim().to_ascii_lowercase()))
+}
+
+/// A scalar as text (`80` and `true` as written).
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => String::new(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+    }
+}
+
+/// `labels` and `environment`: a list of `KEY=VALUE` or a mapping.
+fn pairs(v: Option<&Value>, service: &str, what: &str) -> Result<Vec<(String, String)>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Sequence(items)) => Ok(items
+            .iter()
+            .map(|i| {
+                let text = scalar(i);
+                match text.split_once('=') {
+                    Some((k, v)) => (k.to_owned(), v.to_owned()),
+                    None => (text, String::new()),
+                }
+            })
+            .collect()),
+        Some(Value::Mapping(m)) => Ok(m.iter().map(|(k, v)| (scalar(k), scalar(v))).collect()),
+        Some(_) => Err(format!(
+            "service `{service}`: `{what}` must be a list or a mapping"
+        )),
+    }
+}
+
+/// Splits a command string as compose does (shell-like words, quotes kept
+/// together, no expansion).
+fn split_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, '\\') => {
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                    in_word = true;
+                }
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+/// Compose's interpolation in every string of the document: `$$` is a
+/// dollar, `${VAR}`, `$VAR`, `${VAR:-default}` (unset or empty),
+/// `${VAR-default}` (unset), `${VAR:?message}` and `${VAR?message}`
+/// (an error when missing).
+fn interpolate(doc: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), String> {
+    match doc {
+        Value::String(s) => {
+            *s = interpolate_str(s, vars)?;
+            Ok(())
+        }
+        Value::Sequence(items) => items.iter_mut().try_for_each(|i| interpolate(i, vars)),
+        Value::Mapping(m) => m.iter_mut().try_for_each(|(_, v)| interpolate(v, vars)),
+        Value::Tagged(t) => interpolate(&mut t.value, vars),
+        _ => Ok(()),
+    }
+}
+
+fn interpolate_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(body) = after.strip_prefix('{') {
+            let Some(end) = closing_brace(body) else {
+                return Err(format!("`{s}`: `${{` without a closing `}}`"));
+            };
+            out.push_str(&substitute(&body[..end], vars)?);
+            rest = &body[end + 1..];
+        } else {
+            let len = after
+                .char_indices()
+                .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+                .map_or(after.len(), |(i, _)| i);
+            if len == 0 {
+                out.push('$');
+            } else {
+                out.push_str(vars.get(&after[..len]).map_or("", String::as_str));
+            }
+            rest = &after[len..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The `}` closing a `${`, allowing nested `${…}` in the default.
+fn closing_brace(body: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in body.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return Some(i),
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn substitute(expr: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+    let name_len = expr
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+        .map_or(expr.len(), |(i, _)| i);
+    let (name, op) = expr.split_at(name_len);
+    let value = vars.get(name);
+    let set_nonempty = value.is_some_and(|v| !v.is_empty());
+    let fallback = |default: &str| interpolate_str(default, vars);
+    match op {
+        "" => Ok(value.cloned().unwrap_or_default()),
+        _ if op.starts_with(":-") => match set_nonempty {
+            true => Ok(value.cloned().unwrap_or_default()),
+            false => fallback(&op[2..]),
+        },
+        _ if op.starts_with('-') => match value {
+            Some(v) => Ok(v.clone()),
+            None => fallback(&op[1..]),
+        },
+        _ if op.starts_with(":?") || op.starts_with('?') => {
+            let missing = if op.starts_with(':') {
+                !set_nonempty
+            } else {
+                value.is_none()
+            };
+            if missing {
+                let message = op.trim_start_matches(':').trim_start_matches('?');
+                Err(format!("variable `{name}` is required: {message}"))
+            } else {
+                Ok(value.cloned().unwrap_or_default())
+            }
+        }
+        _ => Err(format!("`${{{expr}}}`: not a variable reference")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn interpolation_follows_compose() {
+        let v = vars(&[("SET", "x"), ("EMPTY", "")]);
+        for (input, want) in [
+            ("plain", "plain"),
+            ("$$apr1$$salt", "$apr1$salt"),
+            ("${SET}", "x"),
+            ("$SET/y", "x/y"),
+            ("${UNSET:-d}", "d"),
+            ("${EMPTY:-d}", "d"),
+            ("${EMPTY-d}", ""),
+            ("${UNSET-d}", "d"),
+            ("${SET:-d}", "x"),
+            ("${UNSET:-${SET}}", "x"),
+            ("a ${UNSET} b", "a  b"),
+            ("Host(`x`)", "Host(`x`)"),
+        ] {
+            assert_eq!(interpolate_str(input, &v).unwrap(), want, "{input}");
+        }
+        assert!(interpolate_str("${UNSET:?set it}", &v).is_err());
+        assert!(interpolate_str("${SET", &v).is_err());
+    }
+
+    #[test]
+    fn commands_split_like_a_shell() {
+        assert_eq!(
+            split_words(r#"--port=9001 --name "a b" 'c d'"#),
+            ["--port=9001", "--name", "a b", "c d"]
+        );
+    }
+
+    #[test]
+    fn services_become_container_views() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("docker-compose.yml");
+        std::fs::write(
+            &file,
+            r#"
+name: Shop
+x-labels: &labels
+  gangway.enable: "true"
+services:
+  gw:
+    image: ${GANGWAY_IMAGE:-gangway:local}
+    command: ["--providers.docker", "--entryPoints.web.address=:80"]
+  web:
+    image: nginx
+    expose: ["80", "443/tcp"]
+    ports: ["127.0.0.1:8080:8080", {target: 9000}]
+    networks: [front, back]
+    labels:
+      <<: *labels
+      gangway.http.routers.web.rule: Host(`${HOST:-shop.localhost}`)
+  api:
+    image: api
+    network_mode: host
+    labels: ["gangway.enable=true"]
+    environment: {A: 1}
+"#,
+        )
+        .unwrap();
+        let p = read_project(&[file], &[("HOST".into(), "shop.example".into())]).unwrap();
+        assert_eq!(p.name, "shop");
+        let (router, traefik) = p.router().unwrap();
+        assert_eq!((router.name.as_str(), traefik), ("gw", false));
+        assert_eq!(router.image, "gangway:local");
+        let web = p.services.iter().find(|s| s.name == "web").unwrap();
+        assert_eq!(web.view.labels["gangway.enable"], "true");
+        assert_eq!(
+            web.view.labels["gangway.http.routers.web.rule"],
+            "Host(`shop.example`)"
+        );
+        assert_eq!(web.view.labels[COMPOSE_PROJECT], "shop");
+        let ports: Vec<u16> = web.view.ports.iter().map(|p| p.port).collect();
+        assert_eq!(ports, [80, 443, 8080, 9000]);
+        assert_eq!(
+            web.view.networks.keys().collect::<Vec<_>>(),
+            ["shop_back", "shop_front"]
+        );
+        let api = p.services.iter().find(|s| s.name == "api").unwrap();
+        assert_eq!(api.view.network_mode, "host");
+        assert_eq!(api.environment, [("A".to_owned(), "1".to_owned())]);
+    }
+}

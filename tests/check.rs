@@ -1,0 +1,386 @@
+//! `gangway check`, run as users run it: the real binary over compose files
+//! with one mistake each (the message, the label it names and the exit
+//! status), over static and file-provider configuration, and over the
+//! running containers of the real daemon. Its silence on good files is
+//! checked over every example in `tests/examples.rs`.
+
+mod docker_support;
+mod support;
+
+use docker_support::{IMAGE, Run, SERIAL, Spec};
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `gangway check ARGS` in `dir`; (exit status, stdout).
+fn check(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .arg("check")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GANGWAY_TEST_STRICT")
+        .output()
+        .expect("run gangway check");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// A compose file: gangway on two entry points with one certificate
+/// resolver, and a service `app` with `labels` (YAML list items).
+fn compose(labels: &[&str], extra_service: &str) -> String {
+    let mut out = String::from(
+        "services:\n  gangway:\n    image: gangway:local\n    network_mode: host\n    command:\n      - --providers.docker\n      - --entryPoints.web.address=127.0.0.1:8000\n      - --entryPoints.websecure.address=127.0.0.1:8443\n      - --certificatesResolvers.le.acme.tlsChallenge=true\n  app:\n    image: IMAGE\n    network_mode: host\n    labels:\n",
+    )
+    .replace("IMAGE", IMAGE);
+    for l in labels {
+        out.push_str(&format!("      - \"{l}\"\n"));
+    }
+    out.push_str(extra_service);
+    out
+}
+
+const OK: &[&str] = &[
+    "gangway.enable=true",
+    "gangway.http.routers.app.rule=Host(`app.localhost`)",
+    "gangway.http.services.app.loadbalancer.server.port=9001",
+];
+
+fn with(extra: &[&'static str]) -> Vec<&'static str> {
+    OK.iter().chain(extra).copied().collect()
+}
+
+/// One broken file per mistake the issue lists: what, the labels of
+/// `app`, more services, the exit status, texts the output must hold.
+type Case = (
+    &'static str,
+    Vec<&'static str>,
+    &'static str,
+    i32,
+    Vec<&'static str>,
+);
+
+fn cases() -> Vec<Case> {
+    vec![
+        (
+            "the good file",
+            with(&[]),
+            "",
+            0,
+            vec!["gangway check: no problems found"],
+        ),
+        (
+            "unknown option with a suggestion",
+            vec![
+                "gangway.enable=true",
+                "gangway.http.routers.app.rul=Host(`app.localhost`)",
+                "gangway.http.services.app.loadbalancer.server.port=9001",
+            ],
+            "",
+            1,
+            vec![
+                "error: docker-compose.yml, service `app`: label `gangway.http.routers.app.rul`: unknown option `rul` (did you mean `rule`?)",
+            ],
+        ),
+        (
+            "unknown middleware option",
+            with(&[
+                "gangway.http.routers.app.middlewares=strip",
+                "gangway.http.middlewares.strip.stripprefix.prefixs=/api",
+            ]),
+            "",
+            1,
+            vec![
+                "label `gangway.http.middlewares.strip.stripprefix.prefixs`: unknown option `prefixs` (did you mean `prefixes`?)",
+            ],
+        ),
+        (
+            "misspelt label prefix",
+            vec![
+                "gangway.enable=true",
+                "gangwy.http.routers.app.rule=Host(`app.localhost`)",
+                "gangway.http.services.app.loadbalancer.server.port=9001",
+            ],
+            "",
+            1,
+            vec![
+                "label `gangwy.http.routers.app.rule`: unknown label prefix `gangwy` (did you mean `gangway`?)",
+            ],
+        ),
+        (
+            "rule syntax error with its position",
+            with(&["gangway.http.routers.bad.rule=Host(`a.localhost`) && Pathh(`/x`)"]),
+            "",
+            1,
+            vec![
+                "router `bad@docker`: label `gangway.http.routers.bad.rule`: rule `Host(`a.localhost`) && Pathh(`/x`)`: rule error at column 24",
+            ],
+        ),
+        (
+            "missing port",
+            vec![
+                "gangway.enable=true",
+                "gangway.http.routers.app.rule=Host(`app.localhost`)",
+            ],
+            "",
+            1,
+            vec!["no port: the container exposes none"],
+        ),
+        (
+            "port unknown: the image is not here to say (a warning)",
+            with(&[]),
+            "  other:\n    image: not-built-here:1\n    network_mode: host\n    labels: [gangway.enable=true]\n",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `other`: service `other-",
+                "the image's exposed ports could not be read",
+            ],
+        ),
+        (
+            "ambiguous port",
+            vec![
+                "gangway.enable=true",
+                "gangway.http.routers.app.rule=Host(`app.localhost`)",
+            ],
+            "    expose: [\"80\", \"8080\"]\n",
+            1,
+            vec!["the container exposes several ports (80, 8080)"],
+        ),
+        (
+            "missing middleware",
+            with(&["gangway.http.routers.app.middlewares=auth"]),
+            "",
+            1,
+            vec![
+                "router `app@docker`: label `gangway.http.routers.app.middlewares`: middleware `auth@docker`: does not exist",
+            ],
+        ),
+        (
+            "missing service",
+            with(&[
+                "gangway.http.routers.other.rule=Host(`other.localhost`)",
+                "gangway.http.routers.other.service=nothing",
+            ]),
+            "",
+            1,
+            vec![
+                "router `other@docker`: label `gangway.http.routers.other.service`: service `nothing@docker`: does not exist",
+            ],
+        ),
+        (
+            "two routers with the same rule and priority",
+            with(&[
+                "gangway.http.routers.copy.rule=Host(`app.localhost`)",
+                "gangway.http.routers.copy.service=app",
+            ]),
+            "",
+            1,
+            vec![
+                "router `copy@docker`: label `gangway.http.routers.copy.rule`: same rule `Host(`app.localhost`)` and priority 21 as router `app@docker`",
+            ],
+        ),
+        (
+            "certificate resolver that is not configured",
+            with(&[
+                "gangway.http.routers.app.entrypoints=websecure",
+                "gangway.http.routers.app.tls.certresolver=letsencrypt",
+            ]),
+            "",
+            1,
+            vec![
+                "label `gangway.http.routers.app.tls.certresolver`: certificate resolver `letsencrypt` does not exist",
+            ],
+        ),
+        (
+            "labels without enable: a warning, exit 0",
+            vec![
+                "gangway.http.routers.app.rule=Host(`app.localhost`)",
+                "gangway.http.services.app.loadbalancer.server.port=9001",
+            ],
+            "",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `app`: the container has `gangway.` labels but no `gangway.enable=true`",
+                "gangway check: 0 errors, 1 warning",
+            ],
+        ),
+        (
+            "Traefik labels under the gangway prefix: a warning",
+            vec![
+                "traefik.enable=true",
+                "traefik.http.routers.app.rule=Host(`app.localhost`)",
+            ],
+            "",
+            0,
+            vec![
+                "labels under `traefik.` are not read: the label prefix is `gangway` (set --providers.docker.labelPrefix=traefik to read them)",
+            ],
+        ),
+    ]
+}
+
+#[test]
+fn every_mistake_is_named_with_its_label_and_sets_the_exit_status() {
+    // Whether a port is missing depends on the image's EXPOSE, which check
+    // reads from the daemon: the file uses the local test image.
+    let image_here = Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !image_here {
+        docker_support::skip(
+            "every_mistake_is_named_with_its_label_and_sets_the_exit_status",
+            "the test image is not available (scripts/ci/docker-up builds it)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (what, labels, extra, status, wanted) in cases() {
+        let file = dir.path().join("docker-compose.yml");
+        std::fs::write(&file, compose(&labels, extra)).unwrap();
+        let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+        assert_eq!(code, status, "{what}: exit status; output:\n{out}");
+        for w in wanted {
+            assert!(out.contains(w), "{what}: wanted `{w}` in:\n{out}");
+        }
+        // Each mistake is reported once, without follow-on noise.
+        let errors = out.lines().filter(|l| l.starts_with("error: ")).count();
+        assert!(errors <= 1, "{what}: one error expected:\n{out}");
+    }
+}
+
+#[test]
+fn json_output_carries_the_same_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = [
+        "gangway.enable=true",
+        "gangway.http.routers.app.rul=Host(`app.localhost`)",
+        "gangway.http.services.app.loadbalancer.server.port=9001",
+    ];
+    std::fs::write(dir.path().join("docker-compose.yml"), compose(&labels, "")).unwrap();
+    let (code, out) = check(
+        dir.path(),
+        &["--compose", "docker-compose.yml", "--format", "json"],
+    );
+    assert_eq!(code, 1);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(json["errors"], 1);
+    assert_eq!(json["warnings"], 0);
+    let f = &json["findings"][0];
+    assert_eq!(f["severity"], "error");
+    assert_eq!(f["source"], "docker-compose.yml, service `app`");
+    assert_eq!(f["label"], "gangway.http.routers.app.rul");
+    assert_eq!(f["message"], "unknown option `rul` (did you mean `rule`?)");
+}
+
+#[test]
+fn a_traefik_compose_file_is_read_with_traefik_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        "services:\n  traefik:\n    image: traefik:v3.3\n    command: --providers.docker=true --entrypoints.web.address=:80\n  app:\n    image: app\n    network_mode: host\n    labels:\n      - traefik.enable=true\n      - traefik.http.routers.app.rule=Host(`app.localhost`)\n      - traefik.http.routers.app.middlewares=gone\n      - traefik.http.services.app.loadbalancer.server.port=80\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "label `traefik.http.routers.app.middlewares`: middleware `gone@docker`: does not exist"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn static_and_file_provider_configuration_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dynamic.toml"),
+        "[http.routers.app]\nrule = \"Host(`app.localhost`)\"\nservice = \"app\"\nmiddlewares = [\"missing\"]\n[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: file provider: router `app@file`: middleware `missing@file`: does not exist"
+        ),
+        "{out}"
+    );
+
+    // A static option that does not exist: named, exit 1.
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\nadress = \"127.0.0.1:8000\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("error: static configuration: ") && out.contains("adress"),
+        "{out}"
+    );
+
+    // A dynamic file that does not parse: named with its line.
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("dynamic.toml"), "[http.routers.app\n").unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("error: file provider: ") && out.contains("dynamic.toml"),
+        "{out}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, _) = check(dir.path(), &["--format", "yaml"]);
+    assert_eq!(code, 2);
+    let (code, out) = check(dir.path(), &["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("usage: gangway check"));
+}
+
+/// `--docker` reads the running containers of the real daemon.
+#[tokio::test]
+async fn running_containers_are_checked() {
+    let _serial = SERIAL.lock().await;
+    if !docker_support::ready("running_containers_are_checked").await {
+        return;
+    }
+    let run = Run::new("check-docker");
+    let good = Spec::new("good").routed("gangway", "good", "good.localhost", "good");
+    let port = good.port.to_string();
+    run.start(&good).await;
+    let typo = Spec::new("typo")
+        .label("gangway.enable", "true")
+        .label("gangway.http.routers.typo.rule", "Host(`typo.localhost`)")
+        .label("gangway.http.routers.typo.midlewares", "auth")
+        .label("gangway.http.services.typo.loadbalancer.server.port", &port);
+    let typo_name = run.start(&typo).await;
+    let dir = tempfile::tempdir().unwrap();
+    let constraint = run.constraint();
+    let (code, out) = check(dir.path(), &["--docker", &constraint]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(
+            "error: container `{typo_name}`: label `gangway.http.routers.typo.midlewares`: unknown option `midlewares` (did you mean `middlewares`?)"
+        )),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("error")).count(),
+        1,
+        "only the broken container is reported:\n{out}"
+    );
+}
