@@ -692,3 +692,107 @@ async fn without_a_daemon_gangway_serves_its_other_providers_and_says_why() {
     .await;
     assert_eq!(gw.log().matches("Docker unreachable").count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn middlewares_from_labels_act_on_a_real_container() {
+    let _serial = SERIAL.lock().await;
+    if !ready("middlewares_from_labels").await {
+        return;
+    }
+    let run = Run::new("mwlabels");
+    let gw = run.gangway(&[]).await;
+    let probe = Probe::new(&gw);
+    let spec = Spec::new("mw");
+    let port = spec.port.to_string();
+    let mut spec = spec
+        .label("gangway.enable", "true")
+        .label("gangway.http.services.mw.loadbalancer.server.port", &port)
+        .label("gangway.http.middlewares.strip.stripprefix.prefixes", "/api")
+        .label(
+            "gangway.http.middlewares.auth.basicauth.users",
+            "user:{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ=",
+        )
+        .label("gangway.http.middlewares.redir.redirectscheme.scheme", "https")
+        .label("gangway.http.middlewares.redir.redirectscheme.permanent", "true")
+        .label(
+            "gangway.http.middlewares.hdr.headers.customrequestheaders.X-From",
+            "gangway",
+        )
+        .label(
+            "gangway.http.middlewares.hdr.headers.customresponseheaders.X-Served",
+            "yes",
+        )
+        .label("gangway.http.middlewares.rate.ratelimit.average", "1")
+        .label("gangway.http.middlewares.rate.ratelimit.period", "1m")
+        .label("gangway.http.middlewares.rate.ratelimit.burst", "2")
+        .label("gangway.http.middlewares.both.chain.middlewares", "strip,hdr");
+    for (router, middleware) in [
+        ("strip", "strip"),
+        ("auth", "auth"),
+        ("redir", "redir"),
+        ("hdr", "hdr"),
+        ("rate", "rate"),
+        ("chain", "both"),
+    ] {
+        spec = spec
+            .label(
+                &format!("gangway.http.routers.{router}.rule"),
+                &format!("Host(`{router}.test`)"),
+            )
+            .label(&format!("gangway.http.routers.{router}.service"), "mw")
+            .label(
+                &format!("gangway.http.routers.{router}.middlewares"),
+                middleware,
+            );
+    }
+    run.start(&spec).await;
+    eventually(Duration::from_secs(10), "the routers are up", || async {
+        probe.status("hdr.test").await == 200
+    })
+    .await;
+    let get = |host: &'static str, path: &'static str| {
+        let probe = &probe;
+        async move { probe.get(host, path).await.expect(host) }
+    };
+
+    // stripPrefix: the container sees the path without /api.
+    let a = get("strip.test", "/api/cgi-bin/echo?x=1").await;
+    assert!(a.body.contains("path=/cgi-bin/echo?x=1"), "{}", a.body);
+    assert!(a.body.contains("HTTP_X_FORWARDED_PREFIX=/api"), "{}", a.body);
+
+    // basicAuth: 401 with a challenge without credentials, through with them.
+    let a = get("auth.test", "/").await;
+    assert_eq!(a.status, 401);
+    assert!(a.headers.contains_key("www-authenticate"));
+    let req = http::Request::get(gw.url("/cgi-bin/echo"))
+        .header("host", "auth.test")
+        .header("authorization", "Basic dXNlcjpzZWNyZXQ=")
+        .body(Default::default())
+        .unwrap();
+    let ok = gw.send(req).await;
+    assert_eq!(ok.status, 200);
+    assert!(ok.text().contains("name=mw"), "{}", ok.text());
+
+    // redirectScheme: permanent redirect to https.
+    let a = get("redir.test", "/x?y=1").await;
+    assert!(matches!(a.status.as_u16(), 301 | 308), "{}", a.status);
+    assert_eq!(a.headers["location"], "https://redir.test/x?y=1");
+
+    // headers: the container sees the request header, the client the response one.
+    let a = get("hdr.test", "/cgi-bin/echo").await;
+    assert!(a.body.contains("HTTP_X_FROM=gangway"), "{}", a.body);
+    assert_eq!(a.headers["x-served"], "yes");
+
+    // rateLimit: a burst of two, then 429.
+    let codes = [
+        get("rate.test", "/").await.status.as_u16(),
+        get("rate.test", "/").await.status.as_u16(),
+        get("rate.test", "/").await.status.as_u16(),
+    ];
+    assert_eq!(codes, [200, 200, 429]);
+
+    // chain: stripPrefix then headers.
+    let a = get("chain.test", "/api/cgi-bin/echo").await;
+    assert!(a.body.contains("path=/cgi-bin/echo"), "{}", a.body);
+    assert!(a.body.contains("HTTP_X_FROM=gangway"), "{}", a.body);
+}

@@ -319,6 +319,7 @@ pub struct Probe {
 pub struct Answer {
     pub status: StatusCode,
     pub retry_after: Option<String>,
+    pub headers: http::HeaderMap,
     pub body: String,
 }
 
@@ -345,6 +346,7 @@ impl Probe {
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            let headers = resp.headers().clone();
             let body = resp
                 .into_body()
                 .collect()
@@ -354,6 +356,7 @@ impl Probe {
             Ok(Answer {
                 status,
                 retry_after,
+                headers,
                 body: String::from_utf8_lossy(&body).trim().to_owned(),
             })
         };
