@@ -12,6 +12,7 @@ pub mod compile;
 pub mod config;
 pub mod metrics;
 pub mod middleware;
+pub mod overload;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
@@ -122,6 +123,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             port: HeaderValue::from(port),
             grace: ep.transport.life_cycle.grace_time_out.0,
             header_read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
+            connections: overload::ConnectionLimit::new(ep.transport.max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),
@@ -157,6 +159,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             response_header_timeout: nonzero(ft.response_header_timeout.0),
             idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
             max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
+        },
+        service_limits: overload::Limits {
+            max_concurrent: config.servers_transport.max_concurrent_requests,
+            queue_timeout: config.servers_transport.queue_timeout.0,
         },
         entry_point_tls: config
             .entry_points

@@ -49,6 +49,8 @@ pub struct EntryPointInfo {
     pub grace: Duration,
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: Option<Duration>,
+    /// The bound on open connections; None when unlimited.
+    pub connections: Option<crate::overload::ConnectionLimit>,
     /// The entry point's request counters, when per-entry-point metrics are on.
     pub stats: Option<Arc<crate::metrics::Stats>>,
 }
@@ -124,6 +126,15 @@ pub async fn serve(
     builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
     loop {
+        // At the connection limit, stop accepting: new connections wait in
+        // the listen backlog until one closes (as HAProxy's maxconn).
+        let slot = match &entry_point.connections {
+            Some(limit) => tokio::select! {
+                slot = limit.acquire() => Some(slot),
+                _ = shutdown.changed() => break,
+            },
+            None => None,
+        };
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.changed() => break,
@@ -141,13 +152,17 @@ pub async fn serve(
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop.
-        tokio::spawn(proxy.clone().connection(
+        let connection = proxy.clone().connection(
             stream,
             peer,
             entry_point.clone(),
             builder.clone(),
             graceful.watcher(),
-        ));
+        );
+        tokio::spawn(async move {
+            connection.await;
+            drop(slot);
+        });
     }
     drop(listener);
     tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");
