@@ -70,6 +70,8 @@ pub struct Redirect {
 pub(crate) struct ConnInfo {
     pub(crate) entry_point: Arc<EntryPointInfo>,
     pub(crate) peer: SocketAddr,
+    /// The client's address as a header value, made once per connection.
+    pub(crate) peer_header: HeaderValue,
     /// The connection is TLS: routers with `tls` match, others do not.
     pub(crate) tls: bool,
     /// The TLS server name the client asked for, lowercased.
