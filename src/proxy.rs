@@ -154,13 +154,15 @@ pub async fn serve(
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop.
-        let connection = proxy.clone().connection(
+        // Boxed here, once: the connection's state machine is large (TLS and
+        // both HTTP versions), and each move into a task would copy all of it.
+        let connection = Box::pin(proxy.clone().connection(
             stream,
             peer,
             entry_point.clone(),
             builder.clone(),
             graceful.watcher(),
-        );
+        ));
         tokio::spawn(async move {
             connection.await;
             drop(slot);
