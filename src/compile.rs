@@ -29,6 +29,8 @@ pub struct CompileContext {
     pub not_default: Vec<String>,
     /// Client settings of the default servers transport.
     pub default_transport: ClientSettings,
+    /// Each service's bound on requests in progress, unless it sets its own.
+    pub service_limits: crate::overload::Limits,
     /// Services gangway answers itself, by qualified name (`api@internal`).
     pub internal: BTreeMap<String, Arc<dyn InternalService>>,
     /// Which request counters to keep; None when metrics are off.
@@ -180,6 +182,14 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                         upstream: upstream.clone(),
                         stats: stats(StatsKind::Router, |m| m.routers, name),
                         service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
+                        gate: crate::overload::Gate::for_service(
+                            registries,
+                            &service_name,
+                            crate::overload::Limits::of(
+                                dynamic.http.services.get(&service_name),
+                                ctx.service_limits,
+                            ),
+                        ),
                         service_name: service_name.clone(),
                     })
                 });
@@ -483,6 +493,9 @@ impl ServiceCompiler<'_> {
             // gangway streams every frame as it arrives.
             response_forwarding: _,
             servers_transport,
+            // Read where the route's gate is built.
+            max_concurrent_requests: _,
+            queue_timeout: _,
         } = lb;
         let settings = self.transport(servers_transport.as_deref(), provider)?;
         let registries = self.registries;

@@ -15,6 +15,7 @@ pub mod config;
 pub mod health;
 pub mod metrics;
 pub mod middleware;
+pub mod overload;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
@@ -128,6 +129,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             sanitize_path: ep.http.sanitize_path,
             max_concurrent_streams: ep.http2.max_concurrent_streams,
             limits: ep.limits.clone(),
+            connections: overload::ConnectionLimit::new(ep.transport.max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),
@@ -254,6 +256,10 @@ pub(crate) fn compile_context(
                 server_name: None,
                 disable_http2: false,
             },
+        },
+        service_limits: overload::Limits {
+            max_concurrent: config.servers_transport.max_concurrent_requests,
+            queue_timeout: config.servers_transport.queue_timeout.0,
         },
         entry_point_tls: config
             .entry_points

@@ -57,6 +57,8 @@ pub struct EntryPointInfo {
     pub max_concurrent_streams: u32,
     /// What one client may send.
     pub limits: crate::config::static_config::EntryPointLimits,
+    /// The bound on open connections; None when unlimited.
+    pub connections: Option<crate::overload::ConnectionLimit>,
     /// The entry point's request counters, when per-entry-point metrics are on.
     pub stats: Option<Arc<crate::metrics::Stats>>,
 }
@@ -76,6 +78,8 @@ pub struct Redirect {
 pub(crate) struct ConnInfo {
     pub(crate) entry_point: Arc<EntryPointInfo>,
     pub(crate) peer: SocketAddr,
+    /// The client's address as a header value, made once per connection.
+    pub(crate) peer_header: HeaderValue,
     /// The connection is TLS: routers with `tls` match, others do not.
     pub(crate) tls: bool,
     /// The TLS server name the client asked for, lowercased.
@@ -142,6 +146,15 @@ pub async fn serve(
         .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
     let graceful = GracefulShutdown::new();
     loop {
+        // At the connection limit, stop accepting: new connections wait in
+        // the listen backlog until one closes (as HAProxy's maxconn).
+        let slot = match &entry_point.connections {
+            Some(limit) => tokio::select! {
+                slot = limit.acquire() => Some(slot),
+                _ = shutdown.changed() => break,
+            },
+            None => None,
+        };
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.changed() => break,
@@ -159,13 +172,19 @@ pub async fn serve(
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop.
-        tokio::spawn(proxy.clone().connection(
+        // Boxed here, once: the connection's state machine is large (TLS and
+        // both HTTP versions), and each move into a task would copy all of it.
+        let connection = Box::pin(proxy.clone().connection(
             stream,
             peer,
             entry_point.clone(),
             builder.clone(),
             graceful.watcher(),
         ));
+        tokio::spawn(async move {
+            connection.await;
+            drop(slot);
+        });
     }
     drop(listener);
     tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");

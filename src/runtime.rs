@@ -151,6 +151,8 @@ pub struct Route {
     pub stats: Option<Arc<crate::metrics::Stats>>,
     /// The service's request counters, when per-service metrics are on.
     pub service_stats: Option<Arc<crate::metrics::Stats>>,
+    /// The service's bound on requests in progress; None when unlimited.
+    pub gate: Option<Arc<crate::overload::Gate>>,
 }
 
 /// A service gangway answers itself (`api@internal`, `ping@internal`,

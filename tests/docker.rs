@@ -707,13 +707,22 @@ async fn middlewares_from_labels_act_on_a_real_container() {
     let mut spec = spec
         .label("gangway.enable", "true")
         .label("gangway.http.services.mw.loadbalancer.server.port", &port)
-        .label("gangway.http.middlewares.strip.stripprefix.prefixes", "/api")
+        .label(
+            "gangway.http.middlewares.strip.stripprefix.prefixes",
+            "/api",
+        )
         .label(
             "gangway.http.middlewares.auth.basicauth.users",
             "user:{SHA}5en6G6MezRroT3XKqkdPOmY/BfQ=",
         )
-        .label("gangway.http.middlewares.redir.redirectscheme.scheme", "https")
-        .label("gangway.http.middlewares.redir.redirectscheme.permanent", "true")
+        .label(
+            "gangway.http.middlewares.redir.redirectscheme.scheme",
+            "https",
+        )
+        .label(
+            "gangway.http.middlewares.redir.redirectscheme.permanent",
+            "true",
+        )
         .label(
             "gangway.http.middlewares.hdr.headers.customrequestheaders.X-From",
             "gangway",
@@ -725,7 +734,10 @@ async fn middlewares_from_labels_act_on_a_real_container() {
         .label("gangway.http.middlewares.rate.ratelimit.average", "1")
         .label("gangway.http.middlewares.rate.ratelimit.period", "1m")
         .label("gangway.http.middlewares.rate.ratelimit.burst", "2")
-        .label("gangway.http.middlewares.both.chain.middlewares", "strip,hdr");
+        .label(
+            "gangway.http.middlewares.both.chain.middlewares",
+            "strip,hdr",
+        );
     for (router, middleware) in [
         ("strip", "strip"),
         ("auth", "auth"),
@@ -758,7 +770,11 @@ async fn middlewares_from_labels_act_on_a_real_container() {
     // stripPrefix: the container sees the path without /api.
     let a = get("strip.test", "/api/cgi-bin/echo?x=1").await;
     assert!(a.body.contains("path=/cgi-bin/echo?x=1"), "{}", a.body);
-    assert!(a.body.contains("HTTP_X_FORWARDED_PREFIX=/api"), "{}", a.body);
+    assert!(
+        a.body.contains("HTTP_X_FORWARDED_PREFIX=/api"),
+        "{}",
+        a.body
+    );
 
     // basicAuth: 401 with a challenge without credentials, through with them.
     let a = get("auth.test", "/").await;

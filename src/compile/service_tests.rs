@@ -16,6 +16,10 @@ fn ctx() -> CompileContext {
         entry_points: vec!["web".to_owned()],
         not_default: Vec::new(),
         default_transport: ClientSettings::default(),
+        service_limits: crate::overload::Limits {
+            max_concurrent: 0,
+            queue_timeout: std::time::Duration::ZERO,
+        },
         internal: BTreeMap::new(),
         metrics: None,
         entry_point_tls: Vec::new(),

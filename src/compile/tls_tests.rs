@@ -15,6 +15,10 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
             max_idle_per_host: 1,
             tls: TlsSettings::default(),
         },
+        service_limits: crate::overload::Limits {
+            max_concurrent: 0,
+            queue_timeout: std::time::Duration::ZERO,
+        },
         entry_point_tls: ep_tls,
         cert_resolvers: vec!["le".into()],
         internal: BTreeMap::new(),

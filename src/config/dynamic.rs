@@ -138,6 +138,14 @@ pub struct LoadBalancer {
     /// Name of the servers transport to use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub servers_transport: Option<String>,
+    /// gangway: requests that may be in progress at once for this service
+    /// (0: no limit); default `serversTransport.maxConcurrentRequests`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_requests: Option<usize>,
+    /// gangway: how long a request past `maxConcurrentRequests` may wait for
+    /// a slot before it gets 503; default `serversTransport.queueTimeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_timeout: Option<Duration>,
 }
 
 impl LoadBalancer {

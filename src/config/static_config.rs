@@ -312,13 +312,26 @@ pub struct ForwardedHeaders {
 }
 
 /// Connection handling on an entry point.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct EntryPointTransport {
     /// How the entry point shuts down.
     pub life_cycle: LifeCycle,
     /// Limits on how long a client connection may take.
     pub responding_timeouts: RespondingTimeouts,
+    /// gangway: connections open at once; at the limit the entry point
+    /// stops accepting until one closes (`0`: no limit). Default `16384`.
+    pub max_connections: usize,
+}
+
+impl Default for EntryPointTransport {
+    fn default() -> Self {
+        EntryPointTransport {
+            life_cycle: LifeCycle::default(),
+            responding_timeouts: RespondingTimeouts::default(),
+            max_connections: 16384,
+        }
+    }
 }
 
 /// Graceful shutdown of an entry point.
@@ -629,6 +642,12 @@ pub struct ServersTransport {
     /// when given, they replace the built-in roots. Default none.
     #[serde(rename = "rootCAs")]
     pub root_cas: Vec<String>,
+    /// gangway: requests each service may have in progress at once, unless
+    /// its `loadBalancer` says otherwise (`0`: no limit). Default `1024`.
+    pub max_concurrent_requests: usize,
+    /// gangway: how long a request past a service's limit may wait for a
+    /// slot before it gets 503 (`0s`: no wait). Default `100ms`.
+    pub queue_timeout: Duration,
 }
 
 impl Default for ServersTransport {
@@ -638,6 +657,8 @@ impl Default for ServersTransport {
             forwarding_timeouts: ForwardingTimeouts::default(),
             insecure_skip_verify: false,
             root_cas: Vec::new(),
+            max_concurrent_requests: 1024,
+            queue_timeout: Duration::from_millis(100),
         }
     }
 }

@@ -19,6 +19,9 @@ pub enum Kind {
     BadRequest,
     /// The request's host is not the TLS connection's server name.
     Misdirected,
+    /// The service has as many requests in progress as it may, and the
+    /// short wait for a slot ran out.
+    Overloaded,
 }
 
 impl Kind {
@@ -31,6 +34,7 @@ impl Kind {
             Kind::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Kind::BadRequest => StatusCode::BAD_REQUEST,
             Kind::Misdirected => StatusCode::MISDIRECTED_REQUEST,
+            Kind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -45,6 +49,7 @@ impl Kind {
             Kind::Misdirected => {
                 "Misdirected Request: the host does not match the TLS server name\n"
             }
+            Kind::Overloaded => "Service Unavailable: too many requests in progress\n",
         }
     }
 
@@ -57,6 +62,7 @@ impl Kind {
             Kind::Timeout => "timeout",
             Kind::BadRequest => "bad_request",
             Kind::Misdirected => "misdirected",
+            Kind::Overloaded => "overloaded",
         }
     }
 
@@ -67,6 +73,8 @@ impl Kind {
     pub const fn retry_after(self) -> Option<&'static str> {
         match self {
             Kind::NoServer => Some("5"),
+            // A slot frees as soon as any request in progress is answered.
+            Kind::Overloaded => Some("1"),
             _ => None,
         }
     }

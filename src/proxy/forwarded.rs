@@ -65,8 +65,9 @@ impl TrustPolicy {
 
 /// What the proxy knows about the request's arrival.
 pub struct Arrival<'a> {
-    /// The client's address (IPv4-mapped addresses already unmapped).
-    pub peer: IpAddr,
+    /// The client's address as a header value (IPv4-mapped addresses
+    /// already unmapped), made once per connection by [`peer_value`].
+    pub peer: &'a HeaderValue,
     /// Arrived over TLS.
     pub tls: bool,
     /// Is a WebSocket upgrade.
@@ -83,6 +84,11 @@ pub struct Arrival<'a> {
 /// it names, `Keep-Alive`, `Proxy-*`, `Transfer-Encoding`, `Upgrade` (unless
 /// this is an upgrade), `TE` except `trailers` (gRPC needs it).
 pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
+    // Most messages carry none of these: one pass over the names costs far
+    // less than ten removals, each hashing its name.
+    if !upgrade && !headers.keys().any(is_hop_by_hop) {
+        return;
+    }
     if headers.contains_key(header::CONNECTION) {
         // Connection may name other headers to drop; rare, so the allocation
         // happens only when it names something beyond keep-alive/close/upgrade.
@@ -123,9 +129,29 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
+fn is_hop_by_hop(name: &HeaderName) -> bool {
+    *name == header::CONNECTION
+        || *name == header::TE
+        || *name == header::TRANSFER_ENCODING
+        || *name == header::UPGRADE
+        || *name == header::TRAILER
+        || *name == header::PROXY_AUTHENTICATE
+        || *name == header::PROXY_AUTHORIZATION
+        || *name == KEEP_ALIVE
+        || *name == PROXY_CONNECTION
+}
+
 /// Removes the forwarded headers an untrusted client may have sent, before
 /// middlewares read them (ipStrategy, redirectScheme).
 pub fn remove_spoofable(headers: &mut HeaderMap) {
+    // As in strip_hop_by_hop: look before removing, since usually none is there.
+    let spoofable = |name: &HeaderName| {
+        let name = name.as_str();
+        name.starts_with("x-forwarded-") || name == "x-real-ip" || name == "forwarded"
+    };
+    if !headers.keys().any(spoofable) {
+        return;
+    }
     for name in SPOOFABLE {
         headers.remove(name);
     }
@@ -136,7 +162,9 @@ pub fn remove_spoofable(headers: &mut HeaderMap) {
 /// request arrived), so what is left came from a trusted proxy or from a
 /// middleware (`X-Forwarded-Prefix`).
 pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
-    let peer = peer_value(a.peer);
+    // Up to six new headers: grow the map once rather than step by step.
+    headers.reserve(6);
+    let peer = a.peer;
     let xff = match headers.get(X_FORWARDED_FOR).map(HeaderValue::as_bytes) {
         Some(prior) if !prior.is_empty() => {
             let mut buf = Vec::with_capacity(prior.len() + 2 + peer.len());
@@ -173,11 +201,12 @@ pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
         headers.insert(X_FORWARDED_SERVER, a.server.clone());
     }
     if !headers.contains_key(X_REAL_IP) {
-        headers.insert(X_REAL_IP, peer);
+        headers.insert(X_REAL_IP, peer.clone());
     }
 }
 
-fn peer_value(ip: IpAddr) -> HeaderValue {
+/// A client address as a header value, for `X-Forwarded-For` and `X-Real-Ip`.
+pub fn peer_value(ip: IpAddr) -> HeaderValue {
     // An IP address always renders as a valid header value.
     HeaderValue::from_str(&ip.to_string()).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
@@ -254,5 +283,26 @@ mod tests {
             Some(&b"trailers"[..])
         );
         assert!(h.get("x-kept").is_some());
+        // Nothing to strip: nothing changes (the fast path).
+        let mut plain = HeaderMap::new();
+        plain.insert(header::HOST, HeaderValue::from_static("a.test"));
+        plain.insert("x-kept", HeaderValue::from_static("1"));
+        let before = plain.clone();
+        strip_hop_by_hop(&mut plain, false);
+        assert_eq!(plain, before);
+    }
+
+    #[test]
+    fn spoofable_headers_go_and_others_stay() {
+        let mut h = HeaderMap::new();
+        h.insert(X_FORWARDED_FOR, HeaderValue::from_static("6.6.6.6"));
+        h.insert(X_REAL_IP, HeaderValue::from_static("6.6.6.6"));
+        h.insert(FORWARDED, HeaderValue::from_static("for=6.6.6.6"));
+        h.insert("x-forwarded-other", HeaderValue::from_static("kept"));
+        h.insert(header::HOST, HeaderValue::from_static("a.test"));
+        remove_spoofable(&mut h);
+        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["host", "x-forwarded-other"]);
     }
 }

@@ -52,6 +52,7 @@ impl Proxy {
             let info = ConnInfo {
                 entry_point,
                 peer,
+                peer_header: super::forwarded::peer_value(peer.ip()),
                 tls: false,
                 sni: None,
             };
@@ -103,6 +104,7 @@ impl Proxy {
         let info = ConnInfo {
             entry_point,
             peer,
+            peer_header: super::forwarded::peer_value(peer.ip()),
             tls: true,
             sni,
         };

@@ -45,7 +45,7 @@ impl Proxy {
             let headers = req.headers_mut();
             strip_hop_by_hop(headers, upgrade);
             let arrival = Arrival {
-                peer: conn.peer.ip(),
+                peer: &conn.peer_header,
                 tls: conn.tls,
                 websocket,
                 host: host_value.as_ref(),

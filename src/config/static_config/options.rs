@@ -127,6 +127,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "On shutdown, time given to in-flight requests to finish.",
     ),
     opt(
+        "entryPoints.<name>.transport.maxConnections",
+        ValueKind::Int,
+        "16384",
+        "Connections open at once; past it new ones wait to be accepted (0: no limit).",
+    ),
+    opt(
         "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
         ValueKind::Duration,
         "60s",
@@ -353,6 +359,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::List,
         "",
         "CA files (PEM) trusted for https:// backends, instead of the built-in roots.",
+    ),
+    opt(
+        "serversTransport.maxConcurrentRequests",
+        ValueKind::Int,
+        "1024",
+        "Requests each service may have in progress at once (0: no limit).",
+    ),
+    opt(
+        "serversTransport.queueTimeout",
+        ValueKind::Duration,
+        "100ms",
+        "Longest wait for a slot past a service's limit before a 503.",
     ),
     opt(
         "serversTransport.forwardingTimeouts.dialTimeout",

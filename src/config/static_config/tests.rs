@@ -409,6 +409,12 @@ fn nothing_configured_gives_web_on_80() {
     assert_eq!(web.transport.responding_timeouts.read_timeout, secs(60));
     assert_eq!(web.transport.responding_timeouts.write_timeout, secs(0));
     assert_eq!(web.transport.responding_timeouts.idle_timeout, secs(180));
+    assert_eq!(web.transport.max_connections, 16384);
+    assert_eq!(config.servers_transport.max_concurrent_requests, 1024);
+    assert_eq!(
+        config.servers_transport.queue_timeout,
+        Duration::from_millis(100)
+    );
     assert_eq!(
         config.providers.providers_throttle_duration,
         Duration::from_millis(50)
@@ -555,6 +561,21 @@ fn key_space_value_form() {
         Duration::from_millis(100)
     );
     assert_eq!(config.servers_transport.max_idle_conns_per_host, 3);
+}
+
+#[test]
+fn overload_limits_from_flags_and_environment() {
+    let config = run(
+        &[
+            "--entryPoints.web.address=:80",
+            "--entryPoints.web.transport.maxConnections=100",
+            "--serversTransport.queueTimeout=0s",
+        ],
+        &[("GANGWAY_SERVERSTRANSPORT_MAXCONCURRENTREQUESTS", "0")],
+    );
+    assert_eq!(config.entry_points["web"].transport.max_connections, 100);
+    assert_eq!(config.servers_transport.max_concurrent_requests, 0);
+    assert_eq!(config.servers_transport.queue_timeout, secs(0));
 }
 
 #[test]
@@ -1514,7 +1535,8 @@ fn serializes_for_the_api() {
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
-                        "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"}
+                        "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"},
+                        "maxConnections": 16384
                     }
                 }
             },
@@ -1524,7 +1546,9 @@ fn serializes_for_the_api() {
                 "maxIdleConnsPerHost": 200,
                 "forwardingTimeouts": {"dialTimeout": "30s", "responseHeaderTimeout": "0s", "idleConnTimeout": "1m30s"},
                 "insecureSkipVerify": false,
-                "rootCAs": []
+                "rootCAs": [],
+                "maxConcurrentRequests": 1024,
+                "queueTimeout": "100ms"
             }
         })
     );
