@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use support::{Backend, Gangway, eventually, one_route};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// A backend that counts requests and remembers the most it had in flight.
 async fn counting(delay: Duration) -> (Backend, Arc<AtomicUsize>, Arc<AtomicUsize>) {
@@ -43,21 +41,9 @@ async fn start(b: &Backend, extra: &[&str]) -> Gangway {
     gw
 }
 
-/// Sends raw bytes and reads until gangway closes or 10 s pass.
+/// Sends raw bytes and reads until gangway closes or 10 s pass quietly.
 async fn raw(gw: &Gangway, bytes: &[u8]) -> (String, bool) {
-    let addr = gw.url("").trim_start_matches("http://").to_owned();
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(bytes).await.expect("send");
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let closed = loop {
-        match tokio::time::timeout(Duration::from_secs(10), s.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break true,
-            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
-            Err(_) => break false,
-        }
-    };
-    (String::from_utf8_lossy(&out).into_owned(), closed)
+    support::raw_exchange(gw, bytes, Duration::from_secs(10)).await
 }
 
 fn request_with(headers: &str) -> String {

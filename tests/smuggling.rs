@@ -10,8 +10,6 @@ use http_body_util::{BodyExt, Full};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::{Backend, Gangway};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// One request as the backend received it.
 #[derive(Debug, Clone)]
@@ -64,22 +62,8 @@ impl Answer {
 }
 
 async fn raw(gw: &Gangway, bytes: &[u8]) -> Answer {
-    let addr = gw.url("").trim_start_matches("http://").to_owned();
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    s.write_all(bytes).await.expect("send");
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    let closed = loop {
-        match tokio::time::timeout(Duration::from_secs(2), s.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break true,
-            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
-            Err(_) => break false,
-        }
-    };
-    Answer {
-        text: String::from_utf8_lossy(&out).into_owned(),
-        closed,
-    }
+    let (text, closed) = support::raw_exchange(gw, bytes, Duration::from_secs(2)).await;
+    Answer { text, closed }
 }
 
 /// gangway with `config`, once its routes are in place.

@@ -319,3 +319,23 @@ pub fn one_route(router: &str, rule: &str, servers: &[&str]) -> String {
     }
     s
 }
+
+/// Sends raw bytes to gangway's entry point and reads until gangway closes
+/// the connection or nothing arrives for `quiet`; returns what came back and
+/// whether gangway closed it.
+pub async fn raw_exchange(gw: &Gangway, bytes: &[u8], quiet: Duration) -> (String, bool) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = gw.url("").trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(bytes).await.expect("send");
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let closed = loop {
+        match tokio::time::timeout(quiet, s.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+            Err(_) => break false,
+        }
+    };
+    (String::from_utf8_lossy(&out).into_owned(), closed)
+}
