@@ -3,7 +3,9 @@
 //! served by gangway's own connection handling (`Proxy::serve_stream`, the
 //! entry point's hyper settings, validation, routing, middlewares) through
 //! an in-memory stream. Routes lead to an internal echo service, through
-//! middlewares, and to a server nobody listens on (127.0.0.1:1).
+//! middlewares, and to a server nobody listens on (127.0.0.1:1). The input's
+//! length picks the entry point: as configured, redirecting to HTTPS, or
+//! trusting forwarded headers.
 //!
 //! The path of the request line also goes through `normalize_path`, whose
 //! output must be canonical: normalising it again changes nothing, and no
@@ -18,7 +20,7 @@ use gangway::config::Dynamic;
 use gangway::config::format::{Format, parse_document};
 use gangway::proxy::forwarded::TrustPolicy;
 use gangway::proxy::validate::normalize_path;
-use gangway::proxy::{EntryPointInfo, Proxy};
+use gangway::proxy::{EntryPointInfo, Proxy, Redirect};
 use gangway::runtime::registries::StatsKind;
 use gangway::runtime::{InternalService, Registries, RuntimeHandle};
 use http::{HeaderValue, Request, Response};
@@ -102,7 +104,10 @@ impl InternalService for Echo {
 struct Harness {
     rt: tokio::runtime::Runtime,
     proxy: Arc<Proxy>,
-    entry_point: Arc<EntryPointInfo>,
+    /// The same entry point three ways: as configured above, redirecting
+    /// to HTTPS (`http.redirections`), and trusting everyone's forwarded
+    /// headers (`forwardedHeaders.insecure`).
+    entry_points: [Arc<EntryPointInfo>; 3],
 }
 
 fn harness() -> &'static Harness {
@@ -135,19 +140,34 @@ fn harness() -> &'static Harness {
         let runtime = compile(Arc::new(merged), &ctx, &registries);
         let errors = runtime.report.lines();
         assert!(errors.is_empty(), "the fuzz routes compile: {errors:?}");
-        let entry_point = Arc::new(EntryPointInfo {
-            name: "web".to_owned(),
-            id: 0,
-            trust: TrustPolicy::default(),
-            redirect: None,
-            port: HeaderValue::from_static("80"),
-            grace: Duration::from_secs(1),
-            header_read_timeout: Some(Duration::from_secs(2)),
-            sanitize_path: true,
-            max_concurrent_streams: 16,
-            limits: Default::default(),
-            stats: Some(registries.stats(StatsKind::EntryPoint, "web", &bounds)),
-        });
+        let entry_point = |redirect: Option<Redirect>, insecure: bool| {
+            Arc::new(EntryPointInfo {
+                name: "web".to_owned(),
+                id: 0,
+                trust: TrustPolicy {
+                    trusted: Vec::new(),
+                    insecure,
+                },
+                redirect,
+                port: HeaderValue::from_static("80"),
+                grace: Duration::from_secs(1),
+                header_read_timeout: Some(Duration::from_secs(2)),
+                sanitize_path: true,
+                max_concurrent_streams: 16,
+                limits: Default::default(),
+                stats: Some(registries.stats(StatsKind::EntryPoint, "web", &bounds)),
+            })
+        };
+        let https = Redirect {
+            scheme: "https".to_owned(),
+            port: Some(8443),
+            permanent: true,
+        };
+        let entry_points = [
+            entry_point(None, false),
+            entry_point(Some(https), false),
+            entry_point(None, true),
+        ];
         let proxy = Arc::new(Proxy {
             runtime: Arc::new(RuntimeHandle::new(runtime)),
             server_name: HeaderValue::from_static("fuzz"),
@@ -157,7 +177,7 @@ fn harness() -> &'static Harness {
         let h = Harness {
             rt,
             proxy,
-            entry_point,
+            entry_points,
         };
         // The harness reaches routing and the service, not only 400s and 404s.
         let answer = exchange(&h, b"GET /echo/x HTTP/1.1\r\nHost: echo.test\r\n\r\n");
@@ -197,13 +217,19 @@ fn check_path(path: &str) {
 
 /// Everything the server sends back on a connection that carries `data`.
 fn exchange(h: &Harness, data: &[u8]) -> Vec<u8> {
+    // Picked by length, so that an input always meets the same entry point.
+    let which = match data.len() % 8 {
+        0 => 1,
+        1 => 2,
+        _ => 0,
+    };
     let peer = SocketAddr::from(([127, 0, 0, 1], 40000));
     h.rt.block_on(async {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let serve = h
             .proxy
             .clone()
-            .serve_stream(server, peer, h.entry_point.clone());
+            .serve_stream(server, peer, h.entry_points[which].clone());
         let talk = async move {
             let (mut rx, mut tx) = tokio::io::split(client);
             let send = async {
