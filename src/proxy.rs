@@ -7,7 +7,7 @@ pub mod observe;
 mod pipeline;
 mod secure;
 mod upstream;
-mod validate;
+pub mod validate;
 
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
@@ -120,14 +120,8 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// Accepts connections until `shutdown` turns true, then stops accepting and
-/// waits up to the grace period for in-flight requests.
-pub async fn serve(
-    proxy: Arc<Proxy>,
-    listener: TcpListener,
-    entry_point: Arc<EntryPointInfo>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// The HTTP/1 and HTTP/2 server settings of an entry point.
+fn http_builder(entry_point: &EntryPointInfo) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     let limits = &entry_point.limits;
     // hyper refuses a head buffer under 8 KiB.
@@ -144,6 +138,18 @@ pub async fn serve(
         .max_concurrent_streams(entry_point.max_concurrent_streams)
         .max_header_list_size(head_bytes as u32)
         .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
+    builder
+}
+
+/// Accepts connections until `shutdown` turns true, then stops accepting and
+/// waits up to the grace period for in-flight requests.
+pub async fn serve(
+    proxy: Arc<Proxy>,
+    listener: TcpListener,
+    entry_point: Arc<EntryPointInfo>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let builder = http_builder(&entry_point);
     let graceful = GracefulShutdown::new();
     loop {
         // At the connection limit, stop accepting: new connections wait in

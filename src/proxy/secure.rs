@@ -112,6 +112,31 @@ impl Proxy {
             .await;
     }
 
+    /// Serves plain HTTP on one connection over any byte stream, with the
+    /// entry point's server settings, as for an accepted TCP connection
+    /// whose first byte is not TLS. For the fuzz targets, which feed raw
+    /// bytes through an in-memory stream; not part of the API.
+    #[doc(hidden)]
+    pub async fn serve_stream<I>(
+        self: Arc<Self>,
+        io: I,
+        peer: SocketAddr,
+        entry_point: Arc<EntryPointInfo>,
+    ) where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let builder = super::http_builder(&entry_point);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let info = ConnInfo {
+            entry_point,
+            peer,
+            tls: false,
+            sni: None,
+        };
+        self.serve_http(TokioIo::new(io), info, &builder, graceful.watcher())
+            .await;
+    }
+
     async fn serve_http<I>(
         self: Arc<Self>,
         io: TokioIo<I>,
