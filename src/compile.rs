@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// What compile needs to know about the static configuration.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CompileContext {
     /// Entry point names; a name's index is its `EntryPointId`.
     pub entry_points: Vec<String>,

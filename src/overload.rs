@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 
-/// A service's bound on requests in progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A service's bound on requests in progress (by default none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// Requests that may be in progress at once; 0 means no limit.
     pub max_concurrent: usize,

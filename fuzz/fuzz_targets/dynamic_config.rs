@@ -33,8 +33,6 @@ fuzz_target!(|data: &[u8]| {
     let (merged, _) = gangway::aggregate::merge([("file", &dynamic)]);
     let ctx = CompileContext {
         entry_points: vec!["web".to_owned(), "websecure".to_owned()],
-        not_default: Vec::new(),
-        default_transport: Default::default(),
         internal: BTreeMap::new(),
         metrics: Some(MetricsSettings {
             bounds: vec![0.1, 1.0],
@@ -43,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
         }),
         entry_point_tls: vec![None, None],
         cert_resolvers: vec!["le".to_owned()],
+        ..Default::default()
     };
     let registries = Registries::default();
     let runtime = compile(Arc::new(merged), &ctx, &registries);

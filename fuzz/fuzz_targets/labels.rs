@@ -71,12 +71,11 @@ fuzz_target!(|data: &[u8]| {
     let (merged, _) = gangway::aggregate::merge([("docker", &built.dynamic)]);
     let ctx = CompileContext {
         entry_points: vec!["web".to_owned(), "websecure".to_owned()],
-        not_default: Vec::new(),
-        default_transport: Default::default(),
         internal: BTreeMap::new(),
         metrics: None,
         entry_point_tls: Vec::new(),
         cert_resolvers: vec!["le".to_owned()],
+        ..Default::default()
     };
     let _ = compile(Arc::new(merged), &ctx, &Registries::default());
 });

@@ -125,8 +125,6 @@ fn harness() -> &'static Harness {
         let echo: Arc<dyn InternalService> = Arc::new(Echo);
         let ctx = CompileContext {
             entry_points: vec!["web".to_owned()],
-            not_default: Vec::new(),
-            default_transport: Default::default(),
             internal: BTreeMap::from([("echo@internal".to_owned(), echo)]),
             metrics: Some(MetricsSettings {
                 bounds: bounds.clone(),
@@ -135,6 +133,7 @@ fn harness() -> &'static Harness {
             }),
             entry_point_tls: vec![None],
             cert_resolvers: Vec::new(),
+            ..Default::default()
         };
         let registries = Registries::default();
         let runtime = compile(Arc::new(merged), &ctx, &registries);
@@ -155,6 +154,7 @@ fn harness() -> &'static Harness {
                 sanitize_path: true,
                 max_concurrent_streams: 16,
                 limits: Default::default(),
+                connections: None,
                 stats: Some(registries.stats(StatsKind::EntryPoint, "web", &bounds)),
             })
         };

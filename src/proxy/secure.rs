@@ -130,6 +130,7 @@ impl Proxy {
         let info = ConnInfo {
             entry_point,
             peer,
+            peer_header: super::forwarded::peer_value(peer.ip()),
             tls: false,
             sni: None,
         };
