@@ -74,10 +74,16 @@ service = "api@internal"
 url = "{}"
 [http.middlewares.strip.stripPrefix]
 prefixes = ["/x"]
+[http.middlewares.login.basicAuth]
+users = ["ann:{hash}"]
 "#,
-        b.url()
+        b.url(),
+        hash = ANN_HASH,
     )
 }
+
+/// bcrypt of `secret`: must never leave gangway.
+const ANN_HASH: &str = "$2y$05$AC0XYuNFBobK5nnBvVR4f.WQZqNqrPfJUnYCQH2H5AknOw.NRvXoy";
 
 async fn start(extra: &[&str]) -> (Backend, Gangway, Api) {
     let b = Backend::echo("b").await;
@@ -312,6 +318,26 @@ async fn explain_names_the_winner_and_why_the_others_lost() {
         e["request"]["path"], "/api/x y",
         "decoded as Query matchers decode"
     );
+}
+
+#[tokio::test]
+async fn no_secret_leaves_through_the_api_or_the_log() {
+    let (_b, gw, api) = start(&["--log.level=DEBUG"]).await;
+    let login = api.json("/api/http/middlewares/login@file").await;
+    assert_eq!(login["basicAuth"]["users"], serde_json::json!(["ann"]));
+    let mut seen = String::new();
+    for path in [
+        "/api/http/middlewares",
+        "/api/rawdata",
+        "/api/overview",
+        "/api/http/routers",
+    ] {
+        seen.push_str(&api.get(path).await.2);
+    }
+    assert!(seen.contains("login@file"), "the middleware is listed");
+    let salt = &ANN_HASH[..20];
+    assert!(!seen.contains(salt), "a basicAuth hash in the API: {seen}");
+    assert!(!gw.log().contains(salt), "a basicAuth hash in the log");
 }
 
 #[tokio::test]

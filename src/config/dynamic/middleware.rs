@@ -178,12 +178,22 @@ pub struct AddPrefix {
     pub prefix: String,
 }
 
+/// Serialises `user:hash` entries as the user names alone.
+fn user_names<S: serde::Serializer>(users: &[String], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(
+        users
+            .iter()
+            .map(|u| u.split_once(':').map_or(u.as_str(), |(name, _)| name)),
+    )
+}
+
 /// `basicAuth`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct BasicAuth {
-    /// `user:hash` entries (htpasswd: bcrypt, apr1/MD5, SHA1). Never published by the API.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// `user:hash` entries (htpasswd: bcrypt, apr1/MD5, SHA1). The API
+    /// shows the user names only, never a hash.
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "user_names")]
     pub users: Vec<String>,
     /// An htpasswd file.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -654,6 +664,18 @@ compress = true
         assert!(digest.contains("not supported"), "{digest}");
         assert_eq!(m["flag"].invalid, None);
         assert_eq!(m["flag"].kinds(), ["compress"]);
+    }
+
+    #[test]
+    fn basic_auth_serialises_user_names_without_their_hashes() {
+        let d = load(
+            "[http.middlewares.a.basicAuth]\nusers = [\"ann:$2y$05$abcdefghijklmnopqrstuv\", \"bob\"]\n",
+        );
+        let json = serde_json::to_value(&d.http.middlewares["a"]).expect("serialises");
+        assert_eq!(
+            json,
+            serde_json::json!({"basicAuth": {"users": ["ann", "bob"], "removeHeader": false}})
+        );
     }
 
     #[test]
