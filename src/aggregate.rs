@@ -134,7 +134,18 @@ pub fn spawn_aggregate(
             for s in states.values() {
                 warnings.extend(s.warnings.iter().cloned());
             }
-            let mut runtime = compile(Arc::new(merged), &ctx, &registries);
+            // A bug in compile must not end configuration updates: the last
+            // table stays in use and the next change is tried again.
+            let compiled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                compile(Arc::new(merged), &ctx, &registries)
+            }));
+            let Ok(mut runtime) = compiled else {
+                tracing::error!(
+                    "compiling the configuration failed (a bug in gangway; please report it): \
+                     the last configuration stays in use"
+                );
+                continue;
+            };
             generation += 1;
             runtime.generation = generation;
             runtime.report.warnings.extend(warnings);
