@@ -177,7 +177,8 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// Checks a resolver's static configuration and opens its storage.
+    /// Checks a resolver's static configuration and prepares its storage
+    /// (a storage that cannot be written is logged, not fatal).
     pub fn new(
         name: &str,
         config: &AcmeConfig,
