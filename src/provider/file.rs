@@ -256,3 +256,21 @@ pub fn spawn_file(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_refused_only_once_a_configuration_is_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.toml");
+        std::fs::write(&path, " \n").unwrap();
+        let source = Source::File(path);
+        let (dynamic, _) = load_with(&source, false).expect("empty at start: nothing to keep");
+        assert_eq!(dynamic, Dynamic::default());
+        let error = load_with(&source, true).unwrap_err();
+        assert!(error.contains("dynamic.toml: the file is empty"), "{error}");
+        assert!(load(&source).is_ok(), "`gangway check` reads it as empty");
+    }
+}
