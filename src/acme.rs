@@ -177,7 +177,8 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    /// Checks a resolver's static configuration and opens its storage.
+    /// Checks a resolver's static configuration and prepares its storage
+    /// (a storage that cannot be written is logged, not fatal).
     pub fn new(
         name: &str,
         config: &AcmeConfig,
@@ -231,9 +232,15 @@ impl Resolver {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let directory_url = config.directory_url().to_owned();
+        let storage = Storage::new(&config.storage, &directory_url);
+        if let Err(e) = storage.prepare() {
+            // Not fatal: certificates are then ordered and served from
+            // memory, and stored once the storage can be written.
+            tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
+        }
         Ok(Resolver {
             name: name.to_owned(),
-            storage: Storage::open(&config.storage, &directory_url)?,
+            storage,
             directory_url,
             contact: if config.email.is_empty() {
                 Vec::new()
@@ -332,6 +339,11 @@ pub struct CertificateState {
     pub last_error: Option<String>,
     /// Failed orders in a row.
     pub failures: u32,
+    /// Why the certificate or the account key could not be written to the
+    /// storage, until a retry succeeds (the certificate is served from
+    /// memory meanwhile, and ordered again after a restart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<String>,
 }
 
 /// Where a certificate stands.
@@ -471,6 +483,7 @@ async fn follow(
                         next_attempt: None,
                         last_error: None,
                         failures: 0,
+                        storage_error: None,
                     },
                 );
             let task = tokio::spawn(keep_certificate(
@@ -518,6 +531,7 @@ async fn keep_certificate(
     let names = domains.join(", ");
     let mut failures: u32 = 0;
     let mut retry_at: Option<i64> = None;
+    let mut unstored: Option<Unstored> = None;
     loop {
         let current = registries.tls.issued(&key);
         let now = unix_now();
@@ -537,6 +551,13 @@ async fn keep_certificate(
             s.next_attempt = (due > now).then_some(due);
         });
         if due > now {
+            if let Some(pending) = unstored.as_mut().filter(|p| p.at < due) {
+                sleep_until(pending.at).await;
+                if pending.attempt(&resolver, &status, &key, &domains) {
+                    unstored = None;
+                }
+                continue;
+            }
             sleep_until(due).await;
             retry_at = None;
             continue;
@@ -582,10 +603,13 @@ async fn keep_certificate(
         });
         match result {
             Ok((pem, cert)) => {
-                if let Err(e) = resolver.storage.save_certificate(&domains, &pem) {
-                    // Still served from memory; ordered again after a restart.
-                    tracing::error!(resolver = %resolver.name, domains = %names, error = %e, "certificate not stored");
-                }
+                let mut pending = Unstored {
+                    pem,
+                    failures: 0,
+                    at: 0,
+                };
+                unstored =
+                    (!pending.attempt(&resolver, &status, &key, &domains)).then_some(pending);
                 tracing::info!(resolver = %resolver.name, domains = %names, not_after = cert.not_after, issuer = %cert.issuer, "certificate obtained");
                 registries.tls.put_issued(
                     key.clone(),
@@ -619,6 +643,56 @@ async fn keep_certificate(
     }
 }
 
+/// A certificate (and maybe the account key) not yet written to the
+/// storage: written again with backoff until it is, as long as the
+/// certificate is the one served.
+struct Unstored {
+    pem: Vec<u8>,
+    failures: u32,
+    /// When to try again, seconds since the epoch.
+    at: i64,
+}
+
+impl Unstored {
+    /// Writes the account key and the certificate; true once both are
+    /// stored. Failures are logged and shown as the certificate's
+    /// `storageError` until a write succeeds.
+    fn attempt(
+        &mut self,
+        resolver: &Resolver,
+        status: &Status,
+        key: &str,
+        domains: &[String],
+    ) -> bool {
+        let result = resolver
+            .storage
+            .store_account_key()
+            .and_then(|()| resolver.storage.save_certificate(domains, &self.pem));
+        let names = domains.join(", ");
+        match result {
+            Ok(path) => {
+                if self.failures > 0 {
+                    tracing::info!(resolver = %resolver.name, domains = %names, file = %path.display(), "certificate stored after {} failed attempts", self.failures);
+                }
+                status.update(key, |s| s.storage_error = None);
+                true
+            }
+            Err(e) => {
+                self.failures = self.failures.saturating_add(1);
+                let wait = schedule::store_retry(self.failures);
+                self.at = unix_now() + wait;
+                if self.failures == 1 {
+                    tracing::error!(resolver = %resolver.name, domains = %names, retry_in_s = wait, error = %e, "certificate not stored; it is served from memory and would be ordered again after a restart");
+                } else {
+                    tracing::warn!(resolver = %resolver.name, domains = %names, failures = self.failures, retry_in_s = wait, error = %e, "certificate still not stored");
+                }
+                status.update(key, |s| s.storage_error = Some(e.to_string()));
+                false
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -635,6 +709,7 @@ mod tests {
             next_attempt: Some(1_700_000_100),
             last_error: Some("validation of `app.test` failed: nope".into()),
             failures: 2,
+            storage_error: None,
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["status"], "error");
@@ -642,6 +717,7 @@ mod tests {
         assert_eq!(json["nextAttempt"], 1_700_000_100);
         assert_eq!(json["failures"], 2);
         assert!(json.get("issuer").is_none());
+        assert!(json.get("storageError").is_none());
     }
 
     #[test]
@@ -664,6 +740,7 @@ mod tests {
                     next_attempt: None,
                     last_error: None,
                     failures: 0,
+                    storage_error: None,
                 },
             );
         }

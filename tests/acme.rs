@@ -402,3 +402,138 @@ async fn http01_is_answered_on_the_plain_entry_point_despite_its_redirection() {
         StatusCode::MOVED_PERMANENTLY
     );
 }
+
+/// A fault of the certificate storage.
+#[derive(Clone, Copy, Debug)]
+enum StorageFault {
+    /// The disk is full: folders can be made, no file written (ENOSPC).
+    Full,
+    /// The file system is read-only from the start (EROFS).
+    ReadOnly,
+}
+
+/// With the storage broken, gangway still starts, orders and serves the
+/// certificate from memory (the account key too, so orders succeed), shows
+/// the problem in the log and the API, and stores both once the storage
+/// works again: a restart then reuses them without a new order.
+async fn storage_fault(test: &str, fault: StorageFault, os_error: &str) {
+    if !pebble::available(test) {
+        return;
+    }
+    let setup = Setup::new();
+    let Some(disk) = support::disk::Tmpfs::mount(test, setup.storage.path(), "64k") else {
+        return;
+    };
+    match fault {
+        StorageFault::Full => disk.fill(),
+        StorageFault::ReadOnly => disk.set_read_only(true),
+    }
+    let app = Backend::echo("app").await;
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["stored.test"]), &[])
+        .await;
+    let client = wait_for_certificate(&pebble, setup.tls, "stored.test").await;
+    let served = client
+        .get(setup.tls, "stored.test", None, "/", true)
+        .await
+        .unwrap();
+
+    // The API and the log say what is wrong; the certificate itself is valid.
+    eventually(
+        Duration::from_secs(10),
+        "storageError in the API",
+        || async { find_cert(&certificates(&gw).await, "stored.test")["storageError"].is_string() },
+    )
+    .await;
+    let certs = certificates(&gw).await;
+    let cert = find_cert(&certs, "stored.test");
+    assert_eq!(cert["status"], "valid", "{certs}");
+    assert!(cert.get("lastError").is_none(), "{certs}");
+    let error = cert["storageError"].as_str().unwrap();
+    assert!(
+        error.contains("ACME storage") && error.contains(os_error),
+        "{error}"
+    );
+    let log = gw.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("certificate not stored") && l.contains(os_error)),
+        "{log}"
+    );
+    if let StorageFault::ReadOnly = fault {
+        assert!(
+            log.contains("certificate storage cannot be used"),
+            "the start names the problem: {log}"
+        );
+    }
+    assert_eq!(gw.get("plain.test", "/").await.status, StatusCode::OK);
+
+    // The storage works again: the next retry writes the key and certificate.
+    match fault {
+        StorageFault::Full => disk.free(),
+        StorageFault::ReadOnly => disk.set_read_only(false),
+    }
+    let ca = setup.storage.path().join("acme");
+    eventually(
+        Duration::from_secs(90),
+        "the certificate is stored",
+        || async {
+            let stored = |dir: &Path| {
+                std::fs::read_dir(dir).is_ok_and(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .any(|e| e.path().extension().is_some_and(|x| x == "pem"))
+                })
+            };
+            let Some(folder) = std::fs::read_dir(&ca)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(Result::ok)
+                .map(|e| e.path())
+            else {
+                return false;
+            };
+            folder.join("account.pem").is_file()
+                && stored(&folder.join("certs"))
+                && find_cert(&certificates(&gw).await, "stored.test")
+                    .get("storageError")
+                    .is_none()
+        },
+    )
+    .await;
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+    drop(gw);
+
+    // What was stored is what a restart serves, with no new order.
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["stored.test"]), &[])
+        .await;
+    let again = client
+        .get(setup.tls, "stored.test", None, "/", true)
+        .await
+        .expect("the stored certificate");
+    assert_eq!(again.serial(), served.serial());
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+    drop(gw);
+}
+
+#[tokio::test]
+async fn with_a_full_disk_the_certificate_is_served_from_memory_and_stored_later() {
+    storage_fault(
+        "with_a_full_disk",
+        StorageFault::Full,
+        "No space left on device",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn with_read_only_storage_gangway_starts_serves_and_stores_once_writable() {
+    storage_fault(
+        "with_read_only_storage",
+        StorageFault::ReadOnly,
+        "Read-only file system",
+    )
+    .await;
+}

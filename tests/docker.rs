@@ -812,3 +812,90 @@ async fn middlewares_from_labels_act_on_a_real_container() {
     assert!(a.body.contains("path=/cgi-bin/echo"), "{}", a.body);
     assert!(a.body.contains("HTTP_X_FROM=gangway"), "{}", a.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_container_killed_mid_request_costs_only_that_request() {
+    let _serial = SERIAL.lock().await;
+    if !ready("killed_mid_request").await {
+        return;
+    }
+    let run = Run::new("midreq");
+    let gw = run
+        .gangway(&["--providers.docker.downGracePeriod=0s"])
+        .await;
+    let probe = Probe::new(&gw);
+    let dying = run
+        .start(&Spec::new("dying").routed(P, "dying", "dying.test", "dying"))
+        .await;
+    run.start(&Spec::new("steady").routed(P, "steady", "steady.test", "steady"))
+        .await;
+    // A CGI that says it started, then takes a minute: the request is
+    // certainly in flight at the container when it is killed.
+    docker(&[
+        "exec",
+        &dying,
+        "sh",
+        "-c",
+        "printf '#!/bin/sh\\ntouch /tmp/started\\nsleep 60\\necho\\necho late\\n' \
+         > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow",
+    ])
+    .await
+    .expect("docker exec");
+    for (host, body) in [("dying.test", "dying"), ("steady.test", "steady")] {
+        eventually(Duration::from_secs(10), &format!("{host} routed"), || {
+            probe.answers(host, body)
+        })
+        .await;
+    }
+
+    let load = Load::start(&probe, "steady.test", &["steady"], 4);
+    let slow = {
+        let probe = probe.clone();
+        tokio::spawn(async move {
+            let answer = probe.get("dying.test", "/cgi-bin/slow").await;
+            (answer, Instant::now())
+        })
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the slow request reached the container",
+        || async {
+            docker(&["exec", &dying, "test", "-f", "/tmp/started"])
+                .await
+                .is_ok()
+        },
+    )
+    .await;
+    let killed = Instant::now();
+    docker(&["kill", &dying]).await.expect("docker kill");
+
+    // Its client gets 502 at once, not after the CGI's minute (the probe
+    // gives up after 10 s, so a hang fails here).
+    let (answer, at) = slow.await.expect("slow client");
+    let answer = answer.expect("an answer, not a hang");
+    assert_eq!(answer.status, 502, "{answer:?}");
+    eprintln!(
+        "502 {:?} after docker kill was run",
+        at.saturating_duration_since(killed)
+    );
+    eventually(
+        Duration::from_secs(1),
+        "the dead container's route gone within 1s of docker kill returning",
+        || async { probe.status("dying.test").await == 404 },
+    )
+    .await;
+    eprintln!(
+        "route gone {:?} after docker kill was run",
+        killed.elapsed()
+    );
+
+    // Meanwhile every request to the other container succeeded.
+    let (ok, failures) = load.finish().await;
+    eprintln!(
+        "steady.test during the kill: {ok} answered, {} failed",
+        failures.len()
+    );
+    assert!(ok > 0);
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+}

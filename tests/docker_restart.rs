@@ -3,6 +3,9 @@
 //! new events, without being restarted. A test binary of its own, because
 //! it takes the daemon away from everything else.
 //!
+//! Under a steady load the whole time: no request to a route that did not
+//! change fails (the file provider's, and the container's while it runs).
+//!
 //! It restarts the dockerd that `scripts/ci/docker-up` started (pid in
 //! /tmp/gangway-docker/dockerd.pid) with the same script, so the daemon
 //! comes back with the same flags.
@@ -10,9 +13,9 @@
 mod docker_support;
 mod support;
 
-use docker_support::{Probe, Run, STATE_DIR, Spec, command, docker, ready, skip};
+use docker_support::{Load, Probe, Run, STATE_DIR, Spec, command, docker, ready, skip};
 use std::time::Duration;
-use support::eventually;
+use support::{Backend, Gangway, eventually, one_route};
 
 const P: &str = "gangway";
 
@@ -43,7 +46,18 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
     };
     let up = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci/docker-up");
     let run = Run::new("restart");
-    let gw = run.gangway(&[]).await;
+    // A file-provider route too: the daemon's restart must not touch it.
+    let file_backend = Backend::serve(|_req| async {
+        http::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"file",
+        )))
+    })
+    .await;
+    let gw = Gangway::with_file(
+        &one_route("file", "Host(`file.test`)", &[&file_backend.url()]),
+        &["--providers.docker", &run.constraint()],
+    )
+    .await;
     let gangway_pid = gw.pid();
     let probe = Probe::new(&gw);
     let before = Spec::new("before")
@@ -54,6 +68,15 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
         probe.answers("before.test", "before")
     })
     .await;
+    eventually(Duration::from_secs(10), "file route", || {
+        probe.answers("file.test", "file")
+    })
+    .await;
+    // Steady load through the whole restart on the file route, and on the
+    // container's route for as long as its container runs (until the
+    // daemon comes back and restarts it).
+    let file_load = Load::start(&probe, "file.test", &["file"], 4);
+    let docker_load = Load::start(&probe, "before.test", &["before"], 4);
 
     // The daemon dies (its containers keep running: containerd holds them).
     command("kill", &["-KILL", &pid.to_string()])
@@ -74,8 +97,19 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
             "the route was dropped while Docker was away"
         );
     }
+    let (docker_ok, docker_failed) = docker_load.finish().await;
+    eprintln!(
+        "before.test while dockerd was down: {docker_ok} answered, {} failed",
+        docker_failed.len()
+    );
+    assert!(docker_ok > 0);
+    assert!(
+        docker_failed.is_empty(),
+        "the container kept running, so its route must keep answering: {docker_failed:?}"
+    );
 
     // The daemon comes back with the same flags.
+    let restart_load = Load::start(&probe, "before.test", &["before"], 4);
     command(up, &["--daemon-only"])
         .await
         .expect("dockerd restarts");
@@ -86,6 +120,14 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
         || probe.answers("before.test", "before"),
     )
     .await;
+    // Not asserted: dockerd without live-restore restarts the container, so
+    // its route changes and some requests fail until it is back.
+    let (ok, failed) = restart_load.finish().await;
+    eprintln!(
+        "before.test while dockerd restarted its container: {ok} answered, {} failed (first: {:?})",
+        failed.len(),
+        failed.first()
+    );
     // And follows events again: a new container is routed, a stopped one goes.
     let after = Spec::new("after").routed(P, "after", "after.test", "after");
     let after_name = run.start(&after).await;
@@ -100,6 +142,16 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
         || async { probe.status("after.test").await != 200 },
     )
     .await;
+    let (file_ok, file_failed) = file_load.finish().await;
+    eprintln!(
+        "file.test through the whole dockerd restart: {file_ok} answered, {} failed",
+        file_failed.len()
+    );
+    assert!(file_ok > 0);
+    assert!(
+        file_failed.is_empty(),
+        "a route that did not change lost requests: {file_failed:?}"
+    );
     assert_eq!(gw.pid(), gangway_pid);
     assert!(gw.log().contains("Docker unreachable"), "{}", gw.log());
 }

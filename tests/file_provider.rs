@@ -187,3 +187,129 @@ async fn a_directory_of_toml_and_yaml_files_is_one_configuration() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// `/api/providers`' `lastError` of the file provider, through the router
+/// that sends `gw.test` to the API.
+async fn file_provider_error(gw: &Gangway) -> Option<String> {
+    let providers: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/providers").await.body)
+            .expect("providers json");
+    providers["file"]["lastError"].as_str().map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_half_written_file_keeps_the_old_routes_until_it_is_whole() {
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    let api = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
+    let old = format!(
+        "{api}{}",
+        support::one_route("app", "Host(`app.test`)", &[&a.url()])
+    );
+    let new = format!(
+        "{api}{}{}",
+        support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        support::one_route("extra", "Host(`extra.test`)", &[&b.url()])
+    );
+    let gw = Arc::new(Gangway::with_file(&old, &["--api=true"]).await);
+    eventually(Duration::from_secs(5), "first config", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    // Requests to app.test all the time: none may fail, whatever the file holds.
+    let stop = Arc::new(AtomicBool::new(false));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let ok = Arc::new(AtomicUsize::new(0));
+    let load: Vec<_> = (0..4)
+        .map(|_| {
+            let (gw, stop, ok, failed) = (gw.clone(), stop.clone(), ok.clone(), failed.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    if gw.get("app.test", "/").await.status == StatusCode::OK {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+
+    // Written in place (no rename), first half: cut inside the new router's
+    // rule, so it does not parse.
+    let cut = new.find("extra.test").expect("cut point");
+    let reported = |gw: Arc<Gangway>| async move {
+        file_provider_error(&gw)
+            .await
+            .is_some_and(|e| e.contains("dynamic.toml"))
+    };
+    std::fs::write(&gw.dynamic, &new[..cut]).unwrap();
+    eventually(Duration::from_secs(5), "the error in the API", || {
+        reported(gw.clone())
+    })
+    .await;
+    assert!(gw.log().contains("dynamic.toml"), "{}", gw.log());
+    assert_eq!(
+        gw.get("app.test", "/").await.seen().backend,
+        "a",
+        "old routes stay"
+    );
+    assert_eq!(
+        gw.get("extra.test", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    // The rest arrives: the whole file takes effect, the error goes.
+    std::fs::write(&gw.dynamic, &new).unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the complete file applied",
+        || async {
+            gw.get("extra.test", "/").await.status == StatusCode::OK
+                && gw.get("app.test", "/").await.seen().backend == "b"
+                && file_provider_error(&gw).await.is_none()
+        },
+    )
+    .await;
+
+    // Emptied in place (`> dynamic.toml`), and left so: not an empty
+    // configuration but an error; the routes stay.
+    std::fs::write(&gw.dynamic, "").unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the empty file reported",
+        || async {
+            file_provider_error(&gw)
+                .await
+                .is_some_and(|e| e.contains("empty"))
+        },
+    )
+    .await;
+    assert_eq!(gw.get("extra.test", "/").await.status, StatusCode::OK);
+
+    // Truncated mid-file and left so: the error stays, so do the routes.
+    std::fs::write(&gw.dynamic, &new[..cut]).unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the truncation reported",
+        || async {
+            file_provider_error(&gw)
+                .await
+                .is_some_and(|e| !e.contains("empty"))
+        },
+    )
+    .await;
+    for _ in 0..20 {
+        assert_eq!(gw.get("extra.test", "/").await.status, StatusCode::OK);
+    }
+
+    stop.store(true, Ordering::Relaxed);
+    for l in load {
+        l.await.unwrap();
+    }
+    let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!("app.test while the file was half-written: {ok} answered, {failed} failed");
+    assert!(ok > 0);
+    assert_eq!(failed, 0, "old routes stay while the file is broken");
+}

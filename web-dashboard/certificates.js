@@ -22,6 +22,7 @@ export function normalizeCert(c) {
     notAfter,
     nextAttempt: c.nextAttempt ?? c.renewAt,
     lastError: c.lastError ?? c.error,
+    storageError: c.storageError,
     failures: c.failures,
     routers: list(c.routers),
     raw: c,
@@ -53,7 +54,7 @@ export function certBadge(status) {
 /** Whether a certificate needs a look: an error, or expiry within SOON_DAYS. */
 export function needsLook(c) {
   const level = expiry(c.notAfter).level;
-  return c.status === 'error' || level === 'soon' || level === 'expired';
+  return c.status === 'error' || Boolean(c.storageError) || level === 'soon' || level === 'expired';
 }
 
 function domainsCell(c) {
@@ -89,7 +90,9 @@ export function certTable(certs, { compact = false } = {}) {
     }
     cells.push(c.lastError
       ? h('span', { class: 'error-text' }, c.lastError, c.failures ? h('small', {}, ` (${c.failures} failed in a row)`) : null)
-      : h('span', { class: 'muted' }, '—'));
+      : c.storageError
+        ? h('span', { class: 'error-text' }, `not stored (served from memory): ${c.storageError}`)
+        : h('span', { class: 'muted' }, '—'));
     return { cells, cls: c.status === 'error' ? 'row-error' : '' };
   });
   return table(cols, rows, 'certs');

@@ -36,7 +36,9 @@ function attention(d) {
     const failed = c.status === 'error';
     items.push(h('li', { class: `problem ${failed ? 'disabled' : 'warning'}` }, statusBadge(failed ? 'disabled' : 'warning'),
       h('span', { class: 'problem-kind' }, 'certificate'), h('a', { href: '#/certificates' }, c.domains[0] || '(no domain)'),
-      h('div', { class: 'problem-text' }, failed ? (c.lastError || 'the last order failed') : 'expires within ' + SOON_DAYS + ' days')));
+      h('div', { class: 'problem-text' }, failed ? (c.lastError || 'the last order failed')
+        : c.storageError ? 'not stored (served from memory): ' + c.storageError
+        : 'expires within ' + SOON_DAYS + ' days')));
   }
   const notRouted = d.containers.filter((c) => !c.routed);
   if (notRouted.length) {

@@ -38,6 +38,17 @@ pub fn next_attempt(now: i64, failures: u32, retry_after: Option<i64>) -> i64 {
     at
 }
 
+/// Longest wait between two attempts to write a certificate to an
+/// unwritable storage, seconds: a freed disk is used within a minute.
+const STORE_RETRY_MOST: i64 = 60;
+
+/// Seconds to wait after the `failures`-th failed write of a certificate:
+/// 5 s, 10 s, 20 s, 40 s, then every minute.
+pub fn store_retry(failures: u32) -> i64 {
+    let exponent = failures.saturating_sub(1).min(20);
+    (BACKOFF_FIRST << exponent).min(STORE_RETRY_MOST)
+}
+
 /// The orders a resolver placed in the last hour.
 #[derive(Debug, Default)]
 pub struct OrderWindow {
@@ -114,6 +125,13 @@ mod tests {
         assert_eq!(next_attempt(1000, 1, Some(900)), 1005);
         assert_eq!(next_attempt(0, 1, Some(100 * DAY)), 7 * DAY);
         assert_eq!(next_attempt(0, u32::MAX, None), 3600);
+    }
+
+    #[test]
+    fn storage_writes_are_retried_at_least_every_minute() {
+        let waits: Vec<i64> = (1..=7).map(store_retry).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60, 60]);
+        assert_eq!(store_retry(u32::MAX), 60);
     }
 
     #[test]

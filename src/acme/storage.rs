@@ -10,56 +10,127 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 /// One resolver's storage folder for one CA.
-#[derive(Debug, Clone)]
+///
+/// Nothing here needs the folder to be writable: the account key is kept in
+/// memory once read or made, so a read-only or full disk costs only the
+/// files (the caller retries [`Storage::store_account_key`] and
+/// [`Storage::save_certificate`] until they succeed).
+#[derive(Debug)]
 pub struct Storage {
+    root: PathBuf,
     dir: PathBuf,
+    account: Mutex<Option<AccountKey>>,
+}
+
+/// The account key in memory, and whether `account.pem` holds it.
+#[derive(Debug)]
+struct AccountKey {
+    der: Vec<u8>,
+    stored: bool,
 }
 
 impl Storage {
-    /// The folder for `directory_url` under `root`, created (mode 0700) if
-    /// missing, and its modes tightened if it exists.
-    pub fn open(root: &Path, directory_url: &str) -> Result<Self, AcmeError> {
-        let dir = root.join(ca_folder(directory_url));
-        for d in [root.to_path_buf(), dir.clone(), dir.join("certs")] {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&d)
-                .and_then(|()| fs::set_permissions(&d, fs::Permissions::from_mode(0o700)))
-                .map_err(|source| AcmeError::Storage {
-                    path: d.clone(),
-                    source,
-                })?;
+    /// The folder for `directory_url` under `root`; nothing is touched yet.
+    pub fn new(root: &Path, directory_url: &str) -> Self {
+        Storage {
+            root: root.to_path_buf(),
+            dir: root.join(ca_folder(directory_url)),
+            account: Mutex::new(None),
         }
-        Ok(Storage { dir })
     }
 
-    /// The account key (PKCS#8 DER), created and saved on first use.
+    /// Creates the folders (mode 0700) where missing and tightens the modes
+    /// of existing ones; a folder already private is left alone, so a
+    /// read-only storage that is complete passes.
+    pub fn prepare(&self) -> Result<(), AcmeError> {
+        for d in [self.root.clone(), self.dir.clone(), self.dir.join("certs")] {
+            let private = |d: &Path| -> std::io::Result<()> {
+                match fs::metadata(d) {
+                    Ok(m) if m.is_dir() && m.permissions().mode() & 0o777 == 0o700 => Ok(()),
+                    Ok(m) if m.is_dir() => {
+                        fs::set_permissions(d, fs::Permissions::from_mode(0o700))
+                    }
+                    _ => fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o700)
+                        .create(d)
+                        .and_then(|()| fs::set_permissions(d, fs::Permissions::from_mode(0o700))),
+                }
+            };
+            private(&d).map_err(|source| AcmeError::Storage {
+                path: d.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The account key (PKCS#8 DER): from memory, else from `account.pem`,
+    /// else a new one, kept in memory until [`Storage::store_account_key`]
+    /// manages to write it.
     pub fn account_key(&self) -> Result<Vec<u8>, AcmeError> {
         use rustls::pki_types::PrivatePkcs8KeyDer;
         use rustls::pki_types::pem::PemObject;
-        let path = self.dir.join("account.pem");
-        match fs::read(&path) {
-            Ok(pem) => PrivatePkcs8KeyDer::from_pem_slice(&pem)
-                .map(|k| k.secret_pkcs8_der().to_vec())
-                .map_err(|e| AcmeError::Storage {
-                    path,
-                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
-                }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let der = rustls_acme::acme::Account::generate_key_pair();
-                let pem = pem_block("PRIVATE KEY", &der);
-                self.write(&path, pem.as_bytes())?;
-                Ok(der)
-            }
-            Err(source) => Err(AcmeError::Storage { path, source }),
+        let mut slot = self.account.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = slot.as_ref() {
+            return Ok(key.der.clone());
         }
+        let path = self.account_path();
+        let key = match fs::read(&path) {
+            Ok(pem) => AccountKey {
+                der: PrivatePkcs8KeyDer::from_pem_slice(&pem)
+                    .map(|k| k.secret_pkcs8_der().to_vec())
+                    .map_err(|e| AcmeError::Storage {
+                        path,
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()),
+                    })?,
+                stored: true,
+            },
+            // No file, or no folder to hold one (a storage that could not
+            // be created): a new key. Any other error keeps a key that may
+            // exist from being replaced.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                AccountKey {
+                    der: rustls_acme::acme::Account::generate_key_pair(),
+                    stored: false,
+                }
+            }
+            Err(source) => return Err(AcmeError::Storage { path, source }),
+        };
+        let der = key.der.clone();
+        *slot = Some(key);
+        Ok(der)
+    }
+
+    /// Writes the account key if it exists only in memory; `Ok` when there
+    /// is nothing left to write.
+    pub fn store_account_key(&self) -> Result<(), AcmeError> {
+        let mut slot = self.account.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(key) = slot.as_mut().filter(|k| !k.stored) else {
+            return Ok(());
+        };
+        self.prepare()?;
+        let pem = pem_block("PRIVATE KEY", &key.der);
+        self.write(&self.account_path(), pem.as_bytes())?;
+        key.stored = true;
+        Ok(())
+    }
+
+    fn account_path(&self) -> PathBuf {
+        self.dir.join("account.pem")
     }
 
     /// Saves a certificate (key PEM then chain PEM) for `domains`.
     pub fn save_certificate(&self, domains: &[String], pem: &[u8]) -> Result<PathBuf, AcmeError> {
+        self.prepare()?;
         let path = self.dir.join("certs").join(cert_file_name(domains));
         self.write(&path, pem)?;
         Ok(path)
@@ -98,6 +169,10 @@ impl Storage {
             file.sync_all()?;
             fs::rename(&tmp, path)
         })();
+        if result.is_err() {
+            // A half-written file would only hold the space a retry needs.
+            let _ = fs::remove_file(&tmp);
+        }
         result.map_err(|source| AcmeError::Storage {
             path: path.to_owned(),
             source,
@@ -166,10 +241,17 @@ mod tests {
     #[test]
     fn folders_and_files_are_private() {
         let root = tempfile::tempdir().unwrap();
-        let storage =
-            Storage::open(&root.path().join("acme"), "https://127.0.0.1:14000/dir").unwrap();
+        let storage = Storage::new(&root.path().join("acme"), "https://127.0.0.1:14000/dir");
+        storage.prepare().unwrap();
         let key = storage.account_key().unwrap();
+        storage.store_account_key().unwrap();
         assert_eq!(storage.account_key().unwrap(), key, "the key is reused");
+        let again = Storage::new(&root.path().join("acme"), "https://127.0.0.1:14000/dir");
+        assert_eq!(
+            again.account_key().unwrap(),
+            key,
+            "the stored key is read back"
+        );
         let path = storage
             .save_certificate(&["b.test".into(), "a.test".into()], b"pem")
             .unwrap();
@@ -190,6 +272,29 @@ mod tests {
         );
         assert_eq!(mode(&path), 0o600);
         assert_eq!(storage.certificates().len(), 1);
+    }
+
+    #[test]
+    fn an_unwritable_storage_keeps_the_account_key_in_memory() {
+        let root = tempfile::tempdir().unwrap();
+        // A folder below a plain file can never be created.
+        let blocker = root.path().join("file");
+        fs::write(&blocker, b"").unwrap();
+        let storage = Storage::new(&blocker.join("acme"), "https://127.0.0.1:14000/dir");
+        assert!(storage.prepare().is_err());
+        let key = storage.account_key().expect("a key even without storage");
+        assert!(storage.store_account_key().is_err());
+        assert_eq!(
+            storage.account_key().unwrap(),
+            key,
+            "the same key every time"
+        );
+        assert!(
+            storage
+                .save_certificate(&["a.test".into()], b"pem")
+                .is_err()
+        );
+        assert!(storage.certificates().is_empty());
     }
 
     #[test]

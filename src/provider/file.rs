@@ -19,6 +19,12 @@ pub enum Source {
 
 /// Reads the source once into one configuration, with warnings.
 pub fn load(source: &Source) -> Result<(Dynamic, Vec<String>), String> {
+    load_with(source, false)
+}
+
+/// Like [`load`]; with `refuse_empty`, a single file that holds nothing but
+/// white space is an error instead of an empty configuration.
+fn load_with(source: &Source, refuse_empty: bool) -> Result<(Dynamic, Vec<String>), String> {
     match source {
         Source::File(path) => {
             let format = Format::from_path(path).ok_or_else(|| {
@@ -29,6 +35,12 @@ pub fn load(source: &Source) -> Result<(Dynamic, Vec<String>), String> {
             })?;
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if refuse_empty && text.trim().is_empty() {
+                return Err(format!(
+                    "{}: the file is empty (still being written?); the last configuration stays in use",
+                    path.display()
+                ));
+            }
             let dynamic = parse_document(&path.display().to_string(), &text, format)
                 .map_err(|e| e.to_string())?;
             Ok((dynamic, Vec::new()))
@@ -151,8 +163,12 @@ fn merge_into(into: &mut Dynamic, from: Dynamic, path: &Path, warnings: &mut Vec
     into.udp = into.udp.take().or(udp);
 }
 
-fn snapshot(source: &Source) -> Snapshot {
-    match load(source) {
+/// The source as a snapshot. `refuse_empty` once a configuration with
+/// objects is in use: a file emptied in place (`> file` in a shell, or a
+/// writer caught between truncating and writing) would otherwise read as a
+/// valid empty configuration and drop every route.
+fn snapshot(source: &Source, refuse_empty: bool) -> Snapshot {
+    match load_with(source, refuse_empty) {
         Ok((dynamic, warnings)) => Snapshot {
             provider: "file",
             dynamic: Some(dynamic),
@@ -178,7 +194,7 @@ pub fn spawn_file(
     tx: mpsc::Sender<Snapshot>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let first = snapshot(&source);
+        let first = snapshot(&source, false);
         let mut last = first.dynamic.clone();
         let mut last_error = first.error.clone();
         if tx.send(first).await.is_err() || !watch {
@@ -219,7 +235,8 @@ pub fn spawn_file(
             return;
         }
         while wake_rx.recv().await.is_some() {
-            let snap = snapshot(&source);
+            let in_use = last.as_ref().is_some_and(|d| *d != Dynamic::default());
+            let snap = snapshot(&source, in_use);
             // Events also fire for unrelated files in the folder and for
             // writes that change nothing: send only what differs.
             let changed = match (&snap.dynamic, &snap.error) {
@@ -238,4 +255,22 @@ pub fn spawn_file(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_is_refused_only_once_a_configuration_is_in_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.toml");
+        std::fs::write(&path, " \n").unwrap();
+        let source = Source::File(path);
+        let (dynamic, _) = load_with(&source, false).expect("empty at start: nothing to keep");
+        assert_eq!(dynamic, Dynamic::default());
+        let error = load_with(&source, true).unwrap_err();
+        assert!(error.contains("dynamic.toml: the file is empty"), "{error}");
+        assert!(load(&source).is_ok(), "`gangway check` reads it as empty");
+    }
 }
