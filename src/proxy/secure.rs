@@ -4,6 +4,7 @@
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
+use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
 use crate::body::ProxyBody;
 use http::header::{self, HeaderValue};
@@ -12,13 +13,15 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::Watcher;
-use std::convert::Infallible;
+use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::timeout;
 
 /// Time a client gets for its first byte and its TLS handshake when the
@@ -39,7 +42,7 @@ impl Proxy {
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
         builder: auto::Builder<TokioExecutor>,
-        watcher: Watcher,
+        drain: watch::Receiver<bool>,
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let mut first = [0u8; 1];
@@ -55,9 +58,9 @@ impl Proxy {
                 peer_header: super::forwarded::peer_value(peer.ip()),
                 tls: false,
                 sni: None,
+                activity: None,
             };
-            self.serve_http(TokioIo::new(stream), info, &builder, watcher)
-                .await;
+            self.serve_http(stream, info, &builder, drain).await;
             return;
         }
 
@@ -107,34 +110,90 @@ impl Proxy {
             peer_header: super::forwarded::peer_value(peer.ip()),
             tls: true,
             sni,
+            activity: None,
         };
-        self.serve_http(TokioIo::new(tls), info, &builder, watcher)
-            .await;
+        self.serve_http(tls, info, &builder, drain).await;
     }
 
+    /// Serves HTTP on a connection until it ends: the client closes it, a
+    /// connection limit (head or idle time) passes, or shutdown drains it.
     async fn serve_http<I>(
         self: Arc<Self>,
-        io: TokioIo<I>,
-        info: ConnInfo,
+        io: I,
+        mut info: ConnInfo,
         builder: &auto::Builder<TokioExecutor>,
-        watcher: Watcher,
+        mut drain: watch::Receiver<bool>,
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let ep = &info.entry_point;
+        let limits = ConnLimits {
+            header_read: ep.header_read_timeout,
+            idle: ep.idle_timeout,
+            write: ep.write_timeout,
+        };
+        let activity = limits.any().then(|| Arc::new(Activity::new()));
+        info.activity = activity.clone();
         let stats = info.entry_point.stats.clone();
+        let peer = info.peer;
         let info = Arc::new(info);
         let service = service_fn(move |req: Request<Incoming>| {
             let proxy = self.clone();
             let info = info.clone();
-            async move { Ok::<_, Infallible>(proxy.serve(&info, req).await) }
+            async move { proxy.serve(info, req).await }
         });
+        let io = TokioIo::new(Watched::new(io, activity.clone()));
         let conn = builder.serve_connection_with_upgrades(io, service);
+        let mut conn = pin!(conn);
         let stats = stats.as_deref();
         if let Some(s) = stats {
             s.connection_opened();
         }
-        if let Err(e) = watcher.watch(conn.into_owned()).await {
-            tracing::trace!(error = %e, "connection ended with an error");
+        // Parked far away until a limit arms it; one timer per connection.
+        let timer = pin!(tokio::time::sleep(Duration::from_secs(86_400)));
+        let mut clock = activity
+            .as_deref()
+            .map(|a| timeouts::Clock::new(a, limits, timer));
+        let mut draining = false;
+        loop {
+            let step = {
+                let drive = poll_fn(|cx| {
+                    if let Poll::Ready(done) = conn.as_mut().poll(cx) {
+                        return Poll::Ready(Step::Done(done));
+                    }
+                    match clock.as_mut() {
+                        Some(c) if !draining => c.poll_expired(cx).map(Step::Expired),
+                        _ => Poll::Pending,
+                    }
+                });
+                tokio::select! {
+                    step = drive => step,
+                    _ = drain.changed(), if !draining => Step::Drain,
+                }
+            };
+            match step {
+                Step::Done(Ok(())) => break,
+                Step::Done(Err(e)) => {
+                    tracing::trace!(error = %e, "connection ended with an error");
+                    break;
+                }
+                // Dropping the connection closes it: no answer is owed to a
+                // head that never arrived.
+                Step::Expired(Expired::Head) => {
+                    tracing::debug!(%peer, "request head not received in time; closing");
+                    break;
+                }
+                Step::Expired(Expired::Write) => {
+                    tracing::debug!(%peer, "answer not sent within writeTimeout; closing");
+                    break;
+                }
+                Step::Expired(Expired::Idle) | Step::Drain => {
+                    // HTTP/1: closes now if idle, else after the answer in
+                    // progress; HTTP/2: GOAWAY, then close once streams end.
+                    conn.as_mut().graceful_shutdown();
+                    draining = true;
+                }
+            }
         }
         if let Some(s) = stats {
             s.connection_closed();
@@ -163,6 +222,13 @@ impl Proxy {
         let redirect = conn.entry_point.redirect.as_ref()?;
         Some(redirect_response(redirect, req))
     }
+}
+
+/// What woke a connection's task.
+enum Step<E> {
+    Done(Result<(), E>),
+    Expired(Expired),
+    Drain,
 }
 
 /// Whether a request on a TLS connection names another host than its SNI:
