@@ -232,6 +232,20 @@ async fn an_answer_slower_than_write_timeout_closes_the_connection() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(closed, "still open: {answer}");
     assert!(!answer.ends_with("0\r\n\r\n"), "complete: {answer}");
+
+    // HTTP/2: the late stream is reset (after what had come), the
+    // connection stays up.
+    let mut h2 = H2::open(&gw).await;
+    h2.request(1, &[(":method", "GET"), (":path", "/")], true)
+        .await;
+    let frames = h2
+        .frames_until(|fs| fs.iter().any(|f| f.stream == 1 && f.kind == RST_STREAM))
+        .await;
+    let reset = frames
+        .iter()
+        .find(|f| f.stream == 1 && f.kind == RST_STREAM);
+    assert!(reset.is_some(), "{frames:?}");
+    assert!(frames.iter().all(|f| f.kind != GOAWAY), "{frames:?}");
 }
 
 #[tokio::test]
@@ -788,9 +802,6 @@ impl H2 {
         let mut frames = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
         loop {
-            if done(&frames) {
-                return frames;
-            }
             while self.buf.len() >= 9 {
                 let len = u32::from_be_bytes([0, self.buf[0], self.buf[1], self.buf[2]]) as usize;
                 if self.buf.len() < 9 + len {
@@ -812,6 +823,9 @@ impl H2 {
                     self.send(&frame(PING, 0x1, 0, &f.payload)).await;
                 }
                 frames.push(f);
+            }
+            if done(&frames) {
+                return frames;
             }
             match tokio::time::timeout(PATIENCE, self.stream.read(&mut chunk)).await {
                 Ok(Ok(0)) | Ok(Err(_)) => return frames,

@@ -131,7 +131,12 @@ impl Drop for InFlight {
         if activity.in_flight.fetch_sub(1, Relaxed) == 1 {
             activity.write_due.store(0, Relaxed);
             activity.idle_since.store(activity.now_ms(), Relaxed);
-            activity.waker.wake();
+            // An HTTP/1 answer ends inside the connection's own poll, and
+            // its clock looks again right after; an HTTP/2 stream ends in
+            // a task of its own.
+            if activity.h2.load(Relaxed) {
+                activity.waker.wake();
+            }
         }
     }
 }
