@@ -156,6 +156,15 @@ async fn idle_keep_alive_connections_are_closed_after_idle_timeout() {
             .all(|f| f.goaway_error() == Some(0)),
         "GOAWAY with NO_ERROR: {frames:?}"
     );
+
+    // A client that never answers the PING sent with the GOAWAY is not
+    // waited for: the connection is closed all the same.
+    let mut mute = H2::open(&gw).await;
+    mute.pong = false;
+    mute.request(1, &[(":method", "GET"), (":path", "/")], true)
+        .await;
+    let frames = mute.frames_until_close().await;
+    assert!(frames.iter().any(|f| f.kind == GOAWAY), "{frames:?}");
 }
 
 #[tokio::test]
@@ -763,6 +772,8 @@ fn request_block(fields: &[(&str, &str)]) -> Vec<u8> {
 struct H2 {
     stream: tokio::net::TcpStream,
     buf: Vec<u8>,
+    /// Answer gangway's PINGs, as a real client does.
+    pong: bool,
 }
 
 impl H2 {
@@ -776,6 +787,7 @@ impl H2 {
         H2 {
             stream,
             buf: Vec::new(),
+            pong: true,
         }
     }
 
@@ -819,7 +831,7 @@ impl H2 {
                 if f.kind == SETTINGS && f.flags & 0x1 == 0 {
                     self.send(&frame(SETTINGS, 0x1, 0, &[])).await;
                 }
-                if f.kind == PING && f.flags & 0x1 == 0 {
+                if self.pong && f.kind == PING && f.flags & 0x1 == 0 {
                     self.send(&frame(PING, 0x1, 0, &f.payload)).await;
                 }
                 frames.push(f);

@@ -28,6 +28,10 @@ use tokio::time::timeout;
 /// entry point has no read timeout.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
+/// answer the PING that precedes the close.
+const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(5);
+
 /// The first byte of every TLS record carrying a handshake.
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
@@ -155,6 +159,8 @@ impl Proxy {
             .as_deref()
             .map(|a| timeouts::Clock::new(a, limits, timer));
         let mut draining = false;
+        let mut cut_off: Option<tokio::time::Instant> = None;
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
         loop {
             let step = {
                 let drive = poll_fn(|cx| {
@@ -169,6 +175,7 @@ impl Proxy {
                 tokio::select! {
                     step = drive => step,
                     _ = drain.changed(), if !draining => Step::Drain,
+                    () = tokio::time::sleep_until(cut_off.unwrap_or(far)), if cut_off.is_some() => Step::CutOff,
                 }
             };
             match step {
@@ -187,12 +194,21 @@ impl Proxy {
                     tracing::debug!(%peer, "answer not sent within writeTimeout; closing");
                     break;
                 }
-                Step::Expired(Expired::Idle) | Step::Drain => {
-                    // HTTP/1: closes now if idle, else after the answer in
-                    // progress; HTTP/2: GOAWAY, then close once streams end.
+                Step::Expired(Expired::Idle) => {
+                    // HTTP/1: closes now; HTTP/2: GOAWAY, then a PING the
+                    // client must answer before the connection closes. A
+                    // client that never answers is not waited for long.
+                    conn.as_mut().graceful_shutdown();
+                    draining = true;
+                    cut_off = Some(tokio::time::Instant::now() + IDLE_CLOSE_GRACE);
+                }
+                Step::Drain => {
+                    // Closes once the answers in progress are sent; the
+                    // entry point's grace period bounds the wait.
                     conn.as_mut().graceful_shutdown();
                     draining = true;
                 }
+                Step::CutOff => break,
             }
         }
         if let Some(s) = stats {
@@ -229,6 +245,8 @@ enum Step<E> {
     Done(Result<(), E>),
     Expired(Expired),
     Drain,
+    /// An idle connection did not close within `IDLE_CLOSE_GRACE`.
+    CutOff,
 }
 
 /// Whether a request on a TLS connection names another host than its SNI:
