@@ -101,6 +101,17 @@ async fn a_client_that_never_finishes_its_head_is_cut_off() {
     let (answer, closed) = raw(&gw, b"").await;
     assert!(closed && answer.is_empty(), "{answer}");
     assert_eq!(total.load(Ordering::SeqCst), before);
+
+    // The head is part of the request: a shorter readTimeout bounds it too.
+    let gw = start(
+        &b,
+        &["--entryPoints.web.transport.respondingTimeouts.readTimeout=1s"],
+    )
+    .await;
+    let before = total.load(Ordering::SeqCst);
+    let (answer, closed) = raw(&gw, b"GET / HTTP/1.1\r\nHost: a.te").await;
+    assert!(closed && answer.is_empty(), "{answer}");
+    assert_eq!(total.load(Ordering::SeqCst), before);
 }
 
 #[tokio::test]

@@ -131,8 +131,13 @@ impl Proxy {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let ep = &info.entry_point;
+        // A head is part of the request, so readTimeout bounds it too.
+        let header_read = match (ep.header_read_timeout, ep.read_timeout) {
+            (Some(h), Some(r)) => Some(h.min(r)),
+            (h, r) => h.or(r),
+        };
         let limits = ConnLimits {
-            header_read: ep.header_read_timeout,
+            header_read,
             idle: ep.idle_timeout,
             write: ep.write_timeout,
         };
