@@ -222,6 +222,46 @@ async fn a_request_body_slower_than_read_timeout_gets_408_and_is_not_forwarded_w
 }
 
 #[tokio::test]
+async fn a_slow_body_whose_answer_has_started_ends_with_the_connection_closed() {
+    // The server answers at once and ends its answer when the upload ends.
+    let b = Backend::serve(|req: http::Request<hyper::body::Incoming>| async move {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(req.into_body().collect().await.is_ok());
+        });
+        let start = futures_util::stream::iter([Ok::<_, std::io::Error>(http_body::Frame::data(
+            Bytes::from_static(b"started;"),
+        ))]);
+        let end = futures_util::stream::once(async move {
+            let whole = rx.await.unwrap_or(false);
+            Ok(http_body::Frame::data(Bytes::from_static(if whole {
+                b"whole"
+            } else {
+                b"broken"
+            })))
+        });
+        http::Response::new(http_body_util::StreamBody::new(start.chain(end)))
+    })
+    .await;
+    let gw = start_unchecked(
+        &b,
+        &["--entryPoints.web.transport.respondingTimeouts.readTimeout=1s"],
+    )
+    .await;
+    let (answer, closed) = raw(
+        &gw,
+        b"POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\n\r\nhello",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("started;"), "{answer}");
+    assert!(closed, "still open: {answer}");
+    // The answer never ends properly: no last chunk, no "whole".
+    assert!(!answer.ends_with("0\r\n\r\n"), "complete: {answer}");
+    assert!(!answer.contains("whole"), "{answer}");
+}
+
+#[tokio::test]
 async fn an_answer_slower_than_write_timeout_closes_the_connection() {
     let slow = Backend::slow(Duration::from_secs(30)).await;
     let gw = start_unchecked(
@@ -322,6 +362,38 @@ async fn bodies_past_max_request_body_bytes_get_413_and_never_reach_the_backend_
             .all(|r| r.complete && (r.bytes == 60 || r.bytes == 100)),
         "{small:?}"
     );
+}
+
+#[tokio::test]
+async fn http2_bodies_past_max_request_body_bytes_are_cut_at_the_limit() {
+    let (b, seen) = body_recording().await;
+    let gw = start(&b, &["--entryPoints.web.limits.maxRequestBodyBytes=100"]).await;
+    seen.lock().unwrap().clear();
+    let mut h2 = H2::open(&gw).await;
+    // Stream 1 declares 200 bytes; stream 3 declares nothing and sends 180.
+    let declared = [
+        (":method", "POST"),
+        (":path", "/declared"),
+        ("content-length", "200"),
+    ];
+    h2.request(1, &declared, false).await;
+    h2.request(3, &[(":method", "POST"), (":path", "/streamed")], false)
+        .await;
+    let mut data = frame(DATA, 0, 3, &[b'y'; 60]);
+    data.extend(frame(DATA, 0, 3, &[b'y'; 60]));
+    data.extend(frame(DATA, END_STREAM, 3, &[b'y'; 60]));
+    h2.send(&data).await;
+    // gangway's 413 page is the body of both answers (the status itself
+    // is HPACK-coded).
+    let refused = |fs: &[Frame], id: u32| {
+        fs.iter()
+            .any(|f| f.stream == id && f.kind == DATA && f.payload == b"Request Entity Too Large\n")
+    };
+    let frames = h2.frames_until(|fs| refused(fs, 1) && refused(fs, 3)).await;
+    assert!(refused(&frames, 1) && refused(&frames, 3), "{frames:?}");
+    let got = seen.lock().unwrap().clone();
+    assert!(got.iter().all(|r| r.path != "/declared"), "{got:?}");
+    assert!(got.iter().all(|r| !r.complete && r.bytes <= 100), "{got:?}");
 }
 
 #[tokio::test]
@@ -706,6 +778,7 @@ impl Conn {
 // HTTP/2 frames, written by hand (RFC 9113 §4, §6) so that tests can send
 // what no well-behaved client library would.
 
+const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
 const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
