@@ -370,3 +370,64 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Noting<'_, T> {
         Pin::new(&mut *self.get_mut().io).poll_shutdown(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: ConnLimits = ConnLimits {
+        header_read: Some(Duration::from_secs(10)),
+        idle: Some(Duration::from_secs(180)),
+        write: None,
+    };
+
+    #[tokio::test]
+    async fn a_connection_moves_between_head_busy_and_idle_limits() {
+        let a = Arc::new(Activity::new());
+        // New: its first head is due headerReadTimeout after it opened.
+        assert_eq!(
+            a.next_limit(&LIMITS),
+            Some((a.born + Duration::from_secs(10), Expired::Head))
+        );
+        // A request in flight: nothing at the connection's level...
+        let (started, guard) = a.request_started(false);
+        assert_eq!(started, a.born);
+        assert_eq!(a.next_limit(&LIMITS), None);
+        // ...unless its answer has a writeTimeout.
+        a.write_due(a.born, Duration::from_secs(5));
+        assert_eq!(
+            a.next_limit(&LIMITS),
+            Some((a.born + Duration::from_secs(5), Expired::Write))
+        );
+        // Answered: idle, for the whole idleTimeout (not the head's limit).
+        let before = Instant::now();
+        drop(guard);
+        let after = Instant::now();
+        let (due, which) = a.next_limit(&LIMITS).expect("an idle limit");
+        assert_eq!(which, Expired::Idle);
+        let idle = Duration::from_secs(180);
+        assert!(
+            due + Duration::from_millis(1) >= before + idle && due <= after + idle,
+            "{due:?}"
+        );
+        // The next head's first byte starts the head's clock again.
+        a.bytes_arrived();
+        assert_eq!(a.next_limit(&LIMITS).map(|(_, w)| w), Some(Expired::Head));
+        // Bytes while a request is in flight start nothing.
+        let (_, guard) = a.request_started(false);
+        a.bytes_arrived();
+        drop(guard);
+        assert_eq!(a.next_limit(&LIMITS).map(|(_, w)| w), Some(Expired::Idle));
+    }
+
+    #[tokio::test]
+    async fn on_http2_bytes_between_streams_are_not_a_head() {
+        let a = Arc::new(Activity::new());
+        drop(a.request_started(true));
+        // PINGs and WINDOW_UPDATEs between streams.
+        a.bytes_arrived();
+        assert_eq!(a.next_limit(&LIMITS).map(|(_, w)| w), Some(Expired::Idle));
+        // Without limits, nothing is ever due.
+        assert_eq!(a.next_limit(&ConnLimits::default()), None);
+    }
+}
