@@ -177,7 +177,9 @@ impl Proxy {
                         _ => Poll::Pending,
                     }
                 });
+                // Biased: the connection first, and no random draw per wake.
                 tokio::select! {
+                    biased;
                     step = drive => step,
                     _ = drain.changed(), if !draining => Step::Drain,
                     () = tokio::time::sleep_until(cut_off.unwrap_or(far)), if cut_off.is_some() => Step::CutOff,
