@@ -26,8 +26,9 @@ pub type BoxBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// A request body on its way to a server.
 pub enum RequestBody {
-    /// Streamed from the client as it arrives (trailers included).
-    Incoming(Incoming),
+    /// Streamed from the client as it arrives (trailers included), within
+    /// the entry point's limits.
+    Incoming(ClientBody),
     /// Held in memory: empty, made by gangway, or buffered so that it can be
     /// sent again (`Bytes` clones share the buffer).
     Full(Option<Bytes>),
@@ -104,7 +105,114 @@ impl Default for RequestBody {
 
 impl From<Incoming> for RequestBody {
     fn from(b: Incoming) -> Self {
-        RequestBody::Incoming(b)
+        RequestBody::Incoming(ClientBody::new(b, None, None))
+    }
+}
+
+/// Why a client's request body could not be passed on: the client's
+/// fault, never the server's. A server call that fails with one of these
+/// (found in its error's source chain) is answered with [`Self::status`].
+#[derive(Debug, thiserror::Error)]
+pub enum ClientBodyError {
+    /// The client did not send its whole request within `readTimeout`.
+    #[error("the client did not send its request body in time")]
+    TimedOut,
+    /// The body grew past `maxRequestBodyBytes`.
+    #[error("the request body is larger than the entry point allows")]
+    TooLarge,
+    /// The client broke its body: bad chunked framing, or the connection
+    /// closed before the end.
+    #[error("the client's request body broke off: {0}")]
+    Broken(#[source] hyper::Error),
+}
+
+impl ClientBodyError {
+    /// The status the client gets when no answer has started yet.
+    pub const fn status(&self) -> http::StatusCode {
+        match self {
+            ClientBodyError::TimedOut => http::StatusCode::REQUEST_TIMEOUT,
+            ClientBodyError::TooLarge => http::StatusCode::PAYLOAD_TOO_LARGE,
+            ClientBodyError::Broken(_) => http::StatusCode::BAD_REQUEST,
+        }
+    }
+
+    /// The client fault somewhere in `err`'s source chain, if any.
+    pub fn find<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a ClientBodyError> {
+        let mut cur = Some(err);
+        while let Some(e) = cur {
+            if let Some(found) = e.downcast_ref::<ClientBodyError>() {
+                return Some(found);
+            }
+            cur = e.source();
+        }
+        None
+    }
+}
+
+/// A client's request body, streamed on under the entry point's body size
+/// limit and read deadline. Neither costs anything when off; the deadline's
+/// timer is made only if the body ever has to wait for the client.
+pub struct ClientBody {
+    body: Incoming,
+    /// Bytes the client may still send (`u64::MAX`: no limit).
+    remaining: u64,
+    deadline: Option<tokio::time::Instant>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    failed: bool,
+}
+
+impl ClientBody {
+    /// `body` with at most `max_bytes` bytes (None: any size) and its last
+    /// byte due by `deadline` (None: whenever).
+    pub fn new(
+        body: Incoming,
+        max_bytes: Option<u64>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Self {
+        ClientBody {
+            body,
+            remaining: max_bytes.unwrap_or(u64::MAX),
+            deadline,
+            timer: None,
+            failed: false,
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        if self.failed {
+            return Poll::Ready(None);
+        }
+        let fault = match Pin::new(&mut self.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let len = frame.data_ref().map_or(0, |d| d.len() as u64);
+                // The frame that would cross the limit is never passed on,
+                // so the server receives at most the limit.
+                match self.remaining.checked_sub(len) {
+                    Some(left) => {
+                        self.remaining = left;
+                        return Poll::Ready(Some(Ok(frame)));
+                    }
+                    None => ClientBodyError::TooLarge,
+                }
+            }
+            Poll::Ready(Some(Err(e))) => ClientBodyError::Broken(e),
+            Poll::Ready(None) => return Poll::Ready(None),
+            Poll::Pending => {
+                let Some(deadline) = self.deadline else {
+                    return Poll::Pending;
+                };
+                let timer = self
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                ClientBodyError::TimedOut
+            }
+        };
+        self.failed = true;
+        self.timer = None;
+        Poll::Ready(Some(Err(Box::new(fault))))
     }
 }
 
@@ -117,7 +225,7 @@ impl Body for RequestBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         match self.get_mut() {
-            RequestBody::Incoming(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            RequestBody::Incoming(b) => b.poll(cx),
             RequestBody::Full(b) => Poll::Ready(b.take().map(|d| Ok(Frame::data(d)))),
             RequestBody::Boxed(b) => Pin::new(b).poll_frame(cx),
             RequestBody::Tee(t) => t.poll(cx),
@@ -126,7 +234,7 @@ impl Body for RequestBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            RequestBody::Incoming(b) => b.is_end_stream(),
+            RequestBody::Incoming(b) => b.failed || b.body.is_end_stream(),
             RequestBody::Full(b) => b.is_none(),
             RequestBody::Boxed(b) => b.is_end_stream(),
             RequestBody::Tee(t) => t.inner.is_end_stream(),
@@ -135,7 +243,7 @@ impl Body for RequestBody {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            RequestBody::Incoming(b) => b.size_hint(),
+            RequestBody::Incoming(b) => b.body.size_hint(),
             RequestBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             RequestBody::Boxed(b) => b.size_hint(),
             RequestBody::Tee(t) => t.inner.size_hint(),

@@ -6,6 +6,7 @@ pub mod forwarded;
 pub mod observe;
 mod pipeline;
 mod secure;
+mod timeouts;
 mod upstream;
 pub mod validate;
 
@@ -14,7 +15,6 @@ use forwarded::TrustPolicy;
 use http::HeaderValue;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -48,8 +48,23 @@ pub struct EntryPointInfo {
     pub port: HeaderValue,
     /// How long in-flight requests may take to finish at shutdown.
     pub grace: Duration,
-    /// How long a client may take to send a request's headers.
+    /// How long a client may take to send a request's head, from its
+    /// first byte (`limits.headerReadTimeout`).
     pub header_read_timeout: Option<Duration>,
+    /// How long a client may take to send a whole request, head and body
+    /// (`respondingTimeouts.readTimeout`).
+    pub read_timeout: Option<Duration>,
+    /// How long from a request's head to the end of its answer
+    /// (`respondingTimeouts.writeTimeout`).
+    pub write_timeout: Option<Duration>,
+    /// How long a keep-alive connection may wait for its next request
+    /// (`respondingTimeouts.idleTimeout`).
+    pub idle_timeout: Option<Duration>,
+    /// How long an upgraded connection may stay silent both ways
+    /// (`limits.webSocketIdleTimeout`).
+    pub web_socket_idle_timeout: Option<Duration>,
+    /// The largest request body (`limits.maxRequestBodyBytes`).
+    pub max_request_body_bytes: Option<u64>,
     /// Put request paths in canonical form before routing
     /// (`http.sanitizePath`).
     pub sanitize_path: bool,
@@ -84,6 +99,8 @@ pub(crate) struct ConnInfo {
     pub(crate) tls: bool,
     /// The TLS server name the client asked for, lowercased.
     pub(crate) sni: Option<Box<str>>,
+    /// What the connection is doing, when its head or idle time is limited.
+    pub(crate) activity: Option<Arc<timeouts::Activity>>,
 }
 
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4
@@ -126,10 +143,13 @@ fn http_builder(entry_point: &EntryPointInfo) -> auto::Builder<TokioExecutor> {
     let limits = &entry_point.limits;
     // hyper refuses a head buffer under 8 KiB.
     let head_bytes = (limits.max_header_bytes as usize).max(8 * 1024);
+    // hyper's header read timeout also runs while a keep-alive connection
+    // waits for its next request; gangway times heads and idle connections
+    // itself (`timeouts`), so it is turned off (its default is 30 s).
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(entry_point.header_read_timeout)
+        .header_read_timeout(None)
         .max_buf_size(head_bytes)
         .max_headers(limits.max_headers as usize);
     builder
@@ -150,7 +170,9 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let builder = http_builder(&entry_point);
-    let graceful = GracefulShutdown::new();
+    // Each connection holds a receiver: `true` asks it to finish, and the
+    // channel closes when the last one is gone.
+    let (drain, drain_rx) = watch::channel(false);
     loop {
         // At the connection limit, stop accepting: new connections wait in
         // the listen backlog until one closes (as HAProxy's maxconn).
@@ -185,7 +207,7 @@ pub async fn serve(
             peer,
             entry_point.clone(),
             builder.clone(),
-            graceful.watcher(),
+            drain_rx.clone(),
         ));
         tokio::spawn(async move {
             connection.await;
@@ -193,8 +215,10 @@ pub async fn serve(
         });
     }
     drop(listener);
+    drop(drain_rx);
     tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");
-    if tokio::time::timeout(entry_point.grace, graceful.shutdown())
+    let _ = drain.send(true);
+    if tokio::time::timeout(entry_point.grace, drain.closed())
         .await
         .is_err()
     {

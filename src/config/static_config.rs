@@ -114,6 +114,17 @@ pub struct EntryPointLimits {
     /// (the "rapid reset" attack); past it the connection is closed.
     /// Default 20.
     pub max_pending_reset_streams: u32,
+    /// Longest time a client may take to send a complete request head,
+    /// from its first byte (slowloris); past it the connection is closed.
+    /// Default `10s`, HAProxy's usual `timeout http-request`; `0s`: none.
+    pub header_read_timeout: Duration,
+    /// Largest request body, in bytes; past it 413 and nothing more reaches
+    /// the server. Default `0`: no limit (as Traefik).
+    pub max_request_body_bytes: u64,
+    /// An upgraded connection (WebSocket) with no byte in either direction
+    /// for this long is closed. Default `1h`, HAProxy's usual
+    /// `timeout tunnel`; `0s`: none.
+    pub web_socket_idle_timeout: Duration,
 }
 
 impl Default for EntryPointLimits {
@@ -122,6 +133,9 @@ impl Default for EntryPointLimits {
             max_header_bytes: 64 * 1024,
             max_headers: 100,
             max_pending_reset_streams: 20,
+            header_read_timeout: Duration(std::time::Duration::from_secs(10)),
+            max_request_body_bytes: 0,
+            web_socket_idle_timeout: Duration(std::time::Duration::from_secs(3600)),
         }
     }
 }
@@ -360,12 +374,15 @@ impl Default for LifeCycle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RespondingTimeouts {
-    /// Longest time to read a whole request, body included. Default `60s`.
+    /// Longest time to read a whole request, head and body, from its first
+    /// byte; past it 408 (or the connection closed if the answer has
+    /// started). Default `60s`.
     pub read_timeout: Duration,
-    /// Longest time to write a whole response. Default `0s` (no limit).
+    /// Longest time from the end of a request's head to the end of its
+    /// response; past it the connection is closed. Default `0s` (no limit).
     pub write_timeout: Duration,
-    /// Longest time a keep-alive connection may wait for its next request.
-    /// Default `180s`.
+    /// Longest time a keep-alive connection may wait for its next request
+    /// (HTTP/2: with no stream open; then GOAWAY). Default `180s`.
     pub idle_timeout: Duration,
 }
 

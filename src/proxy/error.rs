@@ -15,8 +15,12 @@ pub enum Kind {
     BadGateway,
     /// The server did not answer in time.
     Timeout,
-    /// The request itself is malformed.
+    /// The request itself is malformed, or its body broke off.
     BadRequest,
+    /// The client did not send its request in time (`readTimeout`).
+    RequestTimeout,
+    /// The request body is larger than `maxRequestBodyBytes`.
+    TooLarge,
     /// The request's host is not the TLS connection's server name.
     Misdirected,
     /// The service has as many requests in progress as it may, and the
@@ -33,6 +37,8 @@ impl Kind {
             Kind::BadGateway => StatusCode::BAD_GATEWAY,
             Kind::Timeout => StatusCode::GATEWAY_TIMEOUT,
             Kind::BadRequest => StatusCode::BAD_REQUEST,
+            Kind::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Kind::Misdirected => StatusCode::MISDIRECTED_REQUEST,
             Kind::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -46,6 +52,8 @@ impl Kind {
             Kind::BadGateway => "Bad Gateway\n",
             Kind::Timeout => "Gateway Timeout\n",
             Kind::BadRequest => "Bad Request\n",
+            Kind::RequestTimeout => "Request Timeout\n",
+            Kind::TooLarge => "Request Entity Too Large\n",
             Kind::Misdirected => {
                 "Misdirected Request: the host does not match the TLS server name\n"
             }
@@ -61,6 +69,8 @@ impl Kind {
             Kind::BadGateway => "bad_gateway",
             Kind::Timeout => "timeout",
             Kind::BadRequest => "bad_request",
+            Kind::RequestTimeout => "request_timeout",
+            Kind::TooLarge => "too_large",
             Kind::Misdirected => "misdirected",
             Kind::Overloaded => "overloaded",
         }
@@ -79,6 +89,16 @@ impl Kind {
         }
     }
 
+    /// Whether the client, not a server, is at fault: the connection is
+    /// closed after the answer, since what the client sends next cannot be
+    /// trusted to start a new request.
+    pub const fn is_client_fault(self) -> bool {
+        matches!(
+            self,
+            Kind::BadRequest | Kind::RequestTimeout | Kind::TooLarge
+        )
+    }
+
     /// The response for this error.
     pub fn into_response(self) -> Response<ProxyBody> {
         let mut resp = Response::new(ProxyBody::text(self.body()));
@@ -87,6 +107,13 @@ impl Kind {
             header::CONTENT_TYPE,
             header::HeaderValue::from_static("text/plain; charset=utf-8"),
         );
+        if self.is_client_fault() {
+            // HTTP/2 drops this field; there the stream alone ends.
+            resp.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+        }
         if let Some(secs) = self.retry_after() {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static(secs));

@@ -2,6 +2,7 @@
 //! response body is wrapped so that bytes are counted as they stream and the
 //! request is recorded once, when the body ends or is dropped.
 
+use super::timeouts::InFlight;
 use super::{ConnInfo, Proxy};
 use crate::access_log::Entry;
 use crate::body::{BoxError, ProxyBody};
@@ -15,12 +16,24 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
+use tokio::time::Sleep;
 
 /// A response body that reports when it is done.
 pub struct ObservedBody {
     inner: ProxyBody,
     watch: Option<Box<Watch>>,
+    /// Tells the connection the request is over when dropped.
+    _in_flight: Option<InFlight>,
+    /// `writeTimeout` of an HTTP/2 stream (HTTP/1 answers are timed by
+    /// their connection).
+    write_timer: Option<Pin<Box<Sleep>>>,
 }
+
+/// An answer that was not complete within `writeTimeout`: hyper closes the
+/// HTTP/1 connection, or resets the HTTP/2 stream.
+#[derive(Debug, thiserror::Error)]
+#[error("the answer was not complete within writeTimeout")]
+pub struct WriteTimedOut;
 
 struct Watch {
     started: Instant,
@@ -62,6 +75,12 @@ impl Body for ObservedBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
+        if let Some(timer) = &mut this.write_timer
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            this.write_timer = None;
+            return Poll::Ready(Some(Err(Box::new(WriteTimedOut))));
+        }
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(Some(Ok(frame))) => {
@@ -99,17 +118,61 @@ impl Drop for ObservedBody {
 }
 
 impl Proxy {
+    /// Handles a request within the entry point's time limits; past
+    /// `writeTimeout` before the answer starts, the error makes hyper close
+    /// the connection (HTTP/2: reset the stream).
+    pub(crate) async fn serve(
+        &self,
+        conn: Arc<ConnInfo>,
+        req: Request<Incoming>,
+    ) -> Result<Response<ObservedBody>, WriteTimedOut> {
+        let ep = &conn.entry_point;
+        let h2 = req.version() == Version::HTTP_2;
+        let (head_started, in_flight) = match &conn.activity {
+            Some(a) => {
+                let (at, guard) = a.request_started(h2);
+                (Some(at), Some(guard))
+            }
+            None => (None, None),
+        };
+        let read_deadline = ep
+            .read_timeout
+            .map(|limit| head_started.unwrap_or_else(tokio::time::Instant::now) + limit);
+        let mut write_timer = None;
+        if let Some(limit) = ep.write_timeout {
+            let now = tokio::time::Instant::now();
+            match &conn.activity {
+                Some(a) if !h2 => a.write_due(now, limit),
+                _ => write_timer = Some(Box::pin(tokio::time::sleep_until(now + limit))),
+            }
+        }
+        let answer = self.observe(&conn, req, read_deadline);
+        let resp = match &mut write_timer {
+            None => answer.await,
+            Some(timer) => tokio::select! {
+                resp = answer => resp,
+                () = timer.as_mut() => return Err(WriteTimedOut),
+            },
+        };
+        Ok(resp.map(|mut body| {
+            body._in_flight = in_flight;
+            body.write_timer = write_timer;
+            body
+        }))
+    }
+
     /// Handles a request, recording it for metrics and the access log when
     /// either is on.
-    pub(crate) async fn serve(
+    async fn observe(
         &self,
         conn: &ConnInfo,
         req: Request<Incoming>,
+        read_deadline: Option<tokio::time::Instant>,
     ) -> Response<ObservedBody> {
         let log = self.access_log.clone();
         if conn.entry_point.stats.is_none() && log.is_none() && !self.route_metrics {
-            let (resp, _) = self.handle(conn, req).await;
-            return resp.map(|inner| ObservedBody { inner, watch: None });
+            let (resp, _) = self.handle(conn, req, read_deadline).await;
+            return resp.map(ObservedBody::plain);
         }
         let started = Instant::now();
         let request_bytes = req
@@ -127,7 +190,7 @@ impl Proxy {
             response_bytes: 0,
         };
         let entry = log.as_ref().map(|l| entry_for(conn, &req, l));
-        let (resp, route) = self.handle(conn, req).await;
+        let (resp, route) = self.handle(conn, req, read_deadline).await;
         let mut sample = sample;
         sample.status = resp.status().as_u16();
         let entry = entry.map(|mut e| {
@@ -145,10 +208,22 @@ impl Proxy {
             entry,
             log,
         });
-        resp.map(|inner| ObservedBody {
-            inner,
-            watch: Some(watch),
+        resp.map(|inner| {
+            let mut body = ObservedBody::plain(inner);
+            body.watch = Some(watch);
+            body
         })
+    }
+}
+
+impl ObservedBody {
+    fn plain(inner: ProxyBody) -> Self {
+        ObservedBody {
+            inner,
+            watch: None,
+            _in_flight: None,
+            write_timer: None,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use super::forwarded::{normalize_host, remove_spoofable};
 use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
-use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
+use crate::body::{ClientBody, ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
 use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
 use futures_util::future::BoxFuture;
@@ -31,14 +31,29 @@ fn refuse<B>(conn: &ConnInfo, req: &Request<B>, why: Malformed) -> Response<Prox
 
 impl Proxy {
     /// Handles one request from a client; also returns the route that took
-    /// it, for metrics and the access log.
+    /// it, for metrics and the access log. Its body must arrive by
+    /// `read_deadline` (`readTimeout`).
     pub(crate) async fn handle(
         &self,
         conn: &ConnInfo,
         mut req: Request<Incoming>,
+        read_deadline: Option<tokio::time::Instant>,
     ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
         if let Err(why) = validate::check(&req) {
             return (refuse(conn, &req, why), None);
+        }
+        // A declared length over the limit is refused before routing; a
+        // body without one is counted as it streams (`ClientBody`).
+        let mut body_limit = conn.entry_point.max_request_body_bytes;
+        if let Some(limit) = body_limit
+            && let Some(declared) = http_body::Body::size_hint(req.body()).exact()
+        {
+            if declared > limit {
+                tracing::debug!(entry_point = %conn.entry_point.name, peer = %conn.peer, declared, limit, "request body too large");
+                return (Kind::TooLarge.into_response(), None);
+            }
+            // hyper holds the client to its declared length.
+            body_limit = None;
         }
         if conn.entry_point.sanitize_path {
             match validate::normalize_path(req.uri().path(), true) {
@@ -87,6 +102,8 @@ impl Proxy {
         if route.tls && super::secure::misdirected(conn, &host) {
             return (Kind::Misdirected.into_response(), Some(route));
         }
+        let req =
+            req.map(|body| RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline)));
         let resp = self.dispatch(conn, &route, host_value, req).await;
         (resp, Some(route))
     }
@@ -98,9 +115,8 @@ impl Proxy {
         conn: &ConnInfo,
         route: &Route,
         host_value: Option<HeaderValue>,
-        req: Request<Incoming>,
+        mut req: Request<RequestBody>,
     ) -> Response<ProxyBody> {
-        let mut req = req.map(RequestBody::Incoming);
         // As at Traefik's entry points: an untrusted client's X-Forwarded-*
         // go before anything reads them, so middlewares (ipStrategy,
         // redirectScheme) see only trustworthy ones and may add their own.

@@ -4,6 +4,7 @@
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
+use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
 use crate::body::ProxyBody;
 use http::header::{self, HeaderValue};
@@ -12,18 +13,24 @@ use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::Watcher;
-use std::convert::Infallible;
+use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::timeout;
 
 /// Time a client gets for its first byte and its TLS handshake when the
 /// entry point has no read timeout.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
+/// answer the PING that precedes the close.
+const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The first byte of every TLS record carrying a handshake.
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
@@ -39,7 +46,7 @@ impl Proxy {
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
         builder: auto::Builder<TokioExecutor>,
-        watcher: Watcher,
+        drain: watch::Receiver<bool>,
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let mut first = [0u8; 1];
@@ -55,9 +62,9 @@ impl Proxy {
                 peer_header: super::forwarded::peer_value(peer.ip()),
                 tls: false,
                 sni: None,
+                activity: None,
             };
-            self.serve_http(TokioIo::new(stream), info, &builder, watcher)
-                .await;
+            self.serve_http(stream, info, &builder, drain).await;
             return;
         }
 
@@ -107,15 +114,15 @@ impl Proxy {
             peer_header: super::forwarded::peer_value(peer.ip()),
             tls: true,
             sni,
+            activity: None,
         };
-        self.serve_http(TokioIo::new(tls), info, &builder, watcher)
-            .await;
+        self.serve_http(tls, info, &builder, drain).await;
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the
-    /// entry point's server settings, as for an accepted TCP connection
-    /// whose first byte is not TLS. For the fuzz targets, which feed raw
-    /// bytes through an in-memory stream; not part of the API.
+    /// entry point's server settings and limits, as for an accepted TCP
+    /// connection whose first byte is not TLS. For the fuzz targets, which
+    /// feed raw bytes through an in-memory stream; not part of the API.
     #[doc(hidden)]
     pub async fn serve_stream<I>(
         self: Arc<Self>,
@@ -126,41 +133,118 @@ impl Proxy {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let builder = super::http_builder(&entry_point);
-        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        // Held until the connection ends: a closed channel means "drain".
+        let (drain, drain_rx) = watch::channel(false);
         let info = ConnInfo {
             entry_point,
             peer,
             peer_header: super::forwarded::peer_value(peer.ip()),
             tls: false,
             sni: None,
+            activity: None,
         };
-        self.serve_http(TokioIo::new(io), info, &builder, graceful.watcher())
-            .await;
+        self.serve_http(io, info, &builder, drain_rx).await;
+        drop(drain);
     }
 
+    /// Serves HTTP on a connection until it ends: the client closes it, a
+    /// connection limit (head or idle time) passes, or shutdown drains it.
     async fn serve_http<I>(
         self: Arc<Self>,
-        io: TokioIo<I>,
-        info: ConnInfo,
+        io: I,
+        mut info: ConnInfo,
         builder: &auto::Builder<TokioExecutor>,
-        watcher: Watcher,
+        mut drain: watch::Receiver<bool>,
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        let ep = &info.entry_point;
+        // A head is part of the request, so readTimeout bounds it too.
+        let header_read = match (ep.header_read_timeout, ep.read_timeout) {
+            (Some(h), Some(r)) => Some(h.min(r)),
+            (h, r) => h.or(r),
+        };
+        let limits = ConnLimits {
+            header_read,
+            idle: ep.idle_timeout,
+            write: ep.write_timeout,
+        };
+        let activity = limits.any().then(|| Arc::new(Activity::new()));
+        info.activity = activity.clone();
         let stats = info.entry_point.stats.clone();
+        let peer = info.peer;
         let info = Arc::new(info);
         let service = service_fn(move |req: Request<Incoming>| {
             let proxy = self.clone();
             let info = info.clone();
-            async move { Ok::<_, Infallible>(proxy.serve(&info, req).await) }
+            async move { proxy.serve(info, req).await }
         });
+        let io = TokioIo::new(Watched::new(io, activity.clone()));
         let conn = builder.serve_connection_with_upgrades(io, service);
+        let mut conn = pin!(conn);
         let stats = stats.as_deref();
         if let Some(s) = stats {
             s.connection_opened();
         }
-        if let Err(e) = watcher.watch(conn.into_owned()).await {
-            tracing::trace!(error = %e, "connection ended with an error");
+        // Parked far away until a limit arms it; one timer per connection.
+        let timer = pin!(tokio::time::sleep(Duration::from_secs(86_400)));
+        let mut clock = activity
+            .as_deref()
+            .map(|a| timeouts::Clock::new(a, limits, timer));
+        let mut draining = false;
+        let mut cut_off: Option<tokio::time::Instant> = None;
+        let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
+        loop {
+            let step = {
+                let drive = poll_fn(|cx| {
+                    if let Poll::Ready(done) = conn.as_mut().poll(cx) {
+                        return Poll::Ready(Step::Done(done));
+                    }
+                    match clock.as_mut() {
+                        Some(c) if !draining => c.poll_expired(cx).map(Step::Expired),
+                        _ => Poll::Pending,
+                    }
+                });
+                // Biased: the connection first, and no random draw per wake.
+                tokio::select! {
+                    biased;
+                    step = drive => step,
+                    _ = drain.changed(), if !draining => Step::Drain,
+                    () = tokio::time::sleep_until(cut_off.unwrap_or(far)), if cut_off.is_some() => Step::CutOff,
+                }
+            };
+            match step {
+                Step::Done(Ok(())) => break,
+                Step::Done(Err(e)) => {
+                    tracing::trace!(error = %e, "connection ended with an error");
+                    break;
+                }
+                // Dropping the connection closes it: no answer is owed to a
+                // head that never arrived.
+                Step::Expired(Expired::Head) => {
+                    tracing::debug!(%peer, "request head not received in time; closing");
+                    break;
+                }
+                Step::Expired(Expired::Write) => {
+                    tracing::debug!(%peer, "answer not sent within writeTimeout; closing");
+                    break;
+                }
+                Step::Expired(Expired::Idle) => {
+                    // HTTP/1: closes now; HTTP/2: GOAWAY, then a PING the
+                    // client must answer before the connection closes. A
+                    // client that never answers is not waited for long.
+                    conn.as_mut().graceful_shutdown();
+                    draining = true;
+                    cut_off = Some(tokio::time::Instant::now() + IDLE_CLOSE_GRACE);
+                }
+                Step::Drain => {
+                    // Closes once the answers in progress are sent; the
+                    // entry point's grace period bounds the wait.
+                    conn.as_mut().graceful_shutdown();
+                    draining = true;
+                }
+                Step::CutOff => break,
+            }
         }
         if let Some(s) = stats {
             s.connection_closed();
@@ -189,6 +273,15 @@ impl Proxy {
         let redirect = conn.entry_point.redirect.as_ref()?;
         Some(redirect_response(redirect, req))
     }
+}
+
+/// What woke a connection's task.
+enum Step<E> {
+    Done(Result<(), E>),
+    Expired(Expired),
+    Drain,
+    /// An idle connection did not close within `IDLE_CLOSE_GRACE`.
+    CutOff,
 }
 
 /// Whether a request on a TLS connection names another host than its SNI:

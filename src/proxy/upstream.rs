@@ -7,7 +7,7 @@
 use super::error::Kind;
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
-use crate::body::{ProxyBody, RequestBody, UpstreamFailure};
+use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamFailure};
 use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, ServerKind, Upstream};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -86,11 +86,16 @@ impl Proxy {
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_upgrade) = client_upgrade {
                 let server_upgrade = hyper::upgrade::on(&mut resp);
+                let idle = conn.entry_point.web_socket_idle_timeout;
                 tokio::spawn(async move {
                     match tokio::try_join!(client_upgrade, server_upgrade) {
                         Ok((c, s)) => {
                             let (mut c, mut s) = (TokioIo::new(c), TokioIo::new(s));
-                            let _ = tokio::io::copy_bidirectional(&mut c, &mut s).await;
+                            if let Err(e) = super::timeouts::tunnel(&mut c, &mut s, idle).await
+                                && e.kind() == std::io::ErrorKind::TimedOut
+                            {
+                                tracing::debug!("tunnel silent for webSocketIdleTimeout; closed");
+                            }
                         }
                         Err(e) => tracing::debug!(error = %e, "upgrade failed"),
                     }
@@ -182,6 +187,8 @@ enum Failure {
     Timeout,
     /// Anything after the request went out.
     Broken,
+    /// The client's body failed: too slow, too large or broken off.
+    Client(Kind),
 }
 
 impl Failure {
@@ -192,6 +199,8 @@ impl Failure {
             Failure::Connect => failed(Kind::BadGateway, UpstreamFailure::NotSent),
             Failure::Timeout => failed(Kind::Timeout, UpstreamFailure::Timeout),
             Failure::Broken => failed(Kind::BadGateway, UpstreamFailure::Broken),
+            // The client's fault: not marked, so nothing retries it.
+            Failure::Client(kind) => kind.into_response(),
         }
     }
 }
@@ -214,6 +223,14 @@ async fn call(
         None => sent.await,
     };
     result.map_err(|e| {
+        if let Some(fault) = ClientBodyError::find(&e) {
+            tracing::debug!(router, server = %server.url, error = %fault, "request aborted: the client's fault");
+            return Failure::Client(match fault {
+                ClientBodyError::TimedOut => Kind::RequestTimeout,
+                ClientBodyError::TooLarge => Kind::TooLarge,
+                ClientBodyError::Broken(_) => Kind::BadRequest,
+            });
+        }
         tracing::debug!(router, server = %server.url, error = %e, connect = e.is_connect(), "server unreachable");
         if e.is_connect() {
             Failure::Connect

@@ -136,13 +136,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
         ValueKind::Duration,
         "60s",
-        "Longest time to read a request, body included (0s: no limit).",
+        "Longest time to read a request, head and body; past it 408 (0s: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.respondingTimeouts.writeTimeout",
         ValueKind::Duration,
         "0s",
-        "Longest time to write a response (0s: no limit).",
+        "Longest time from a request's head to the end of its response; past it the connection closes (0s: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.respondingTimeouts.idleTimeout",
@@ -215,6 +215,24 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Int,
         "20",
         "HTTP/2 streams a client may reset before they are accepted (rapid reset); past it the connection closes.",
+    ),
+    opt(
+        "entryPoints.<name>.limits.headerReadTimeout",
+        ValueKind::Duration,
+        "10s",
+        "Longest time to receive a request head, from its first byte (0s: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.limits.maxRequestBodyBytes",
+        ValueKind::Int,
+        "0",
+        "Largest request body; past it 413 (0: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.limits.webSocketIdleTimeout",
+        ValueKind::Duration,
+        "1h",
+        "Close an upgraded connection (WebSocket) silent both ways this long (0s: no limit).",
     ),
     opt(
         "providers.providersThrottleDuration",

@@ -1532,7 +1532,7 @@ fn serializes_for_the_api() {
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
                     "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}, "sanitizePath": true},
                     "http2": {"maxConcurrentStreams": 250},
-                    "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20},
+                    "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"},
