@@ -297,7 +297,7 @@ impl Tee {
 /// A response body on its way to the client.
 pub enum ProxyBody {
     /// Streamed from the server as it arrives (trailers included).
-    Upstream(Incoming),
+    Upstream(UpstreamBody),
     /// Written by gangway (errors, redirects, small pages).
     Local(Full<Bytes>),
     /// Made by a middleware: compressed, buffered, or holding a guard until
@@ -366,6 +366,65 @@ impl Body for ProxyBody {
             ProxyBody::Local(b) => b.size_hint(),
             ProxyBody::Boxed(b) => b.size_hint(),
         }
+    }
+}
+
+/// A server's answer body. When it came over a pooled HTTP/1.1 connection,
+/// the connection goes back to its pool as soon as the body has ended.
+pub struct UpstreamBody {
+    body: Incoming,
+    checkin: Option<crate::runtime::registries::pool::Checkin>,
+}
+
+impl UpstreamBody {
+    /// `body`, handing `checkin`'s connection back once it has ended.
+    pub fn new(body: Incoming, checkin: Option<crate::runtime::registries::pool::Checkin>) -> Self {
+        let mut b = UpstreamBody { body, checkin };
+        // A body that is empty from the start (HEAD, 204, 304, length 0) may
+        // never be read.
+        b.check_end();
+        b
+    }
+
+    fn check_end(&mut self) {
+        if self.body.is_end_stream()
+            && let Some(c) = self.checkin.take()
+        {
+            c.done();
+        }
+    }
+}
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let polled = Pin::new(&mut this.body).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(_))) => this.check_end(),
+            Poll::Ready(None) => {
+                if let Some(c) = this.checkin.take() {
+                    c.done();
+                }
+            }
+            // Broken: the connection is not reused.
+            Poll::Ready(Some(Err(_))) => this.checkin = None,
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 

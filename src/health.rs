@@ -629,7 +629,7 @@ fn redirect_target(base: &Uri, location: &HeaderValue) -> Option<Uri> {
     Uri::from_parts(parts).ok()
 }
 
-async fn drain(mut body: hyper::body::Incoming) {
+async fn drain(mut body: crate::body::UpstreamBody) {
     let mut read = 0usize;
     while read < DRAIN_LIMIT {
         match body.frame().await {
@@ -640,7 +640,7 @@ async fn drain(mut body: hyper::body::Incoming) {
 }
 
 /// A short description of a client error, with its cause.
-fn describe(e: &hyper_util::client::legacy::Error) -> String {
+fn describe(e: &crate::runtime::registries::pool::SendError) -> String {
     use std::error::Error as _;
     let mut out = e.to_string();
     let mut source = e.source();

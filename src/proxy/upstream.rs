@@ -7,7 +7,7 @@
 use super::error::Kind;
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
-use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamFailure};
+use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamBody, UpstreamFailure};
 use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, ServerKind, Upstream};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
@@ -15,7 +15,6 @@ use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use http_body::Body as _;
 use http_body_util::BodyExt as _;
-use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 
@@ -135,7 +134,7 @@ async fn send<'a>(
     upgrade: bool,
     cookies: &mut Vec<HeaderValue>,
     router: &str,
-) -> Result<(Response<Incoming>, &'a Server), Failure> {
+) -> Result<(Response<UpstreamBody>, &'a Server), Failure> {
     let cookie_slot = cookies.len();
     let mut idx = lb.choose(req.headers(), cookies).ok_or(Failure::NoServer)?;
     let mut cookie_set = cookies.len() > cookie_slot;
@@ -210,7 +209,7 @@ async fn call(
     upgrade: bool,
     req: Request<RequestBody>,
     router: &str,
-) -> Result<Response<Incoming>, Failure> {
+) -> Result<Response<UpstreamBody>, Failure> {
     let sent = server.client.send(server.kind, upgrade, req);
     let result = match server.client.response_header_timeout {
         Some(limit) => match tokio::time::timeout(limit, sent).await {

@@ -3,14 +3,16 @@
 //! looks entries up here instead of creating them, so a swap resets nothing
 //! that did not change.
 
-use crate::body::RequestBody;
+pub mod pool;
+
+use crate::body::{RequestBody, UpstreamBody};
 use crate::health::{CheckPlan, ServiceHealth, ServiceHealthReport, spawn_checker};
 use crate::metrics::Stats;
 use crate::runtime::ServerKind;
 use http::uri::Authority;
-use http::{Request, Uri};
+use http::{Request, Response, Uri};
 use hyper_rustls::{FixedServerNameResolver, HttpsConnector};
-use hyper_util::client::legacy::{Client, ResponseFuture, connect::HttpConnector};
+use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
@@ -87,6 +89,8 @@ impl tower_service::Service<Uri> for Pinned {
 /// cleartext (gRPC), and HTTPS with HTTP/1.1 only for upgrades such as
 /// WebSocket.
 pub struct UpstreamClient {
+    /// Plain HTTP/1.1 without an upgrade: most requests.
+    h1: Arc<pool::H1Pool>,
     main: Client<Tls, RequestBody>,
     h2c: Client<Pinned, RequestBody>,
     https_h1: Client<Tls, RequestBody>,
@@ -123,7 +127,14 @@ impl UpstreamClient {
         };
         builder.http2_only(true);
         let h2c = builder.build(http);
+        let h1 = pool::H1Pool::new(
+            server,
+            settings.dial_timeout,
+            settings.idle_conn_timeout,
+            settings.max_idle_per_host,
+        );
         Ok(Self {
+            h1,
             main,
             h2c,
             https_h1,
@@ -135,18 +146,23 @@ impl UpstreamClient {
     /// absolute; its authority is what the server sees as the request's
     /// authority (HTTP/2), not where it goes. `upgrade` requests to HTTPS
     /// servers go over HTTP/1.1, which can upgrade.
-    pub fn send(
+    pub async fn send(
         &self,
         kind: ServerKind,
         upgrade: bool,
         req: Request<RequestBody>,
-    ) -> ResponseFuture {
-        match kind {
+    ) -> Result<Response<UpstreamBody>, pool::SendError> {
+        let sent = match kind {
+            ServerKind::Http if !upgrade => {
+                let (resp, checkin) = self.h1.send(req).await?;
+                return Ok(resp.map(|b| UpstreamBody::new(b, Some(checkin))));
+            }
             ServerKind::Http => self.main.request(req),
             ServerKind::H2c => self.h2c.request(req),
             ServerKind::Https if upgrade => self.https_h1.request(req),
             ServerKind::Https => self.main.request(req),
-        }
+        };
+        Ok(sent.await?.map(|b| UpstreamBody::new(b, None)))
     }
 }
 

@@ -1,0 +1,181 @@
+//! Connections to servers, seen from the server: keep-alive connections are
+//! reused, replaced when the server closes them, closed after
+//! `idleConnTimeout`, and no more than `maxIdleConnsPerHost` are kept idle.
+
+mod support;
+
+use http::StatusCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use support::{Gangway, eventually, one_route};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// What the server saw: connections opened and connections closed by the
+/// client (gangway).
+#[derive(Default)]
+struct Seen {
+    opened: AtomicUsize,
+    closed_by_client: AtomicUsize,
+}
+
+/// A keep-alive HTTP/1.1 server on a raw socket. `/slow` answers after
+/// 300 ms, `/head` and `/empty` with no body; with `close_idle_after`, it
+/// closes a connection that has been idle that long (as servers with a
+/// keep-alive timeout do).
+async fn server(close_idle_after: Option<Duration>) -> (String, Arc<Seen>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Seen::default());
+    let counts = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                continue;
+            };
+            counts.opened.fetch_add(1, Ordering::SeqCst);
+            let counts = counts.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 8192];
+                let mut head = Vec::new();
+                loop {
+                    let read = match close_idle_after {
+                        Some(limit) if head.is_empty() => {
+                            match tokio::time::timeout(limit, s.read(&mut buf)).await {
+                                Ok(r) => r,
+                                Err(_) => return,
+                            }
+                        }
+                        _ => s.read(&mut buf).await,
+                    };
+                    match read {
+                        Ok(0) | Err(_) => {
+                            counts.closed_by_client.fetch_add(1, Ordering::SeqCst);
+                            return;
+                        }
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                    while let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let request = String::from_utf8_lossy(&head[..end]).into_owned();
+                        head.drain(..end + 4);
+                        let answer: &[u8] = if request.starts_with("GET /slow") {
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nslow"
+                        } else if request.starts_with("HEAD") {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n"
+                        } else if request.starts_with("GET /empty") {
+                            b"HTTP/1.1 204 No Content\r\n\r\n"
+                        } else {
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                        };
+                        if s.write_all(answer).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (url, seen)
+}
+
+async fn start(url: &str, extra: &[&str]) -> Gangway {
+    let gw = Gangway::with_file(&one_route("app", "Host(`app.test`)", &[url]), extra).await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    gw
+}
+
+async fn status(gw: &Gangway, method: &str, path: &str) -> StatusCode {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(gw.url(path))
+        .header("host", "app.test")
+        .body(Default::default())
+        .unwrap();
+    gw.send(req).await.status
+}
+
+#[tokio::test]
+async fn sequential_requests_share_one_server_connection() {
+    let (url, seen) = server(None).await;
+    let gw = start(&url, &[]).await;
+    for i in 0..60 {
+        let (method, path, want) = match i % 3 {
+            0 => ("GET", "/", StatusCode::OK),
+            1 => ("HEAD", "/", StatusCode::OK),
+            _ => ("GET", "/empty", StatusCode::NO_CONTENT),
+        };
+        assert_eq!(status(&gw, method, path).await, want, "{method} {path}");
+    }
+    assert_eq!(
+        seen.opened.load(Ordering::SeqCst),
+        1,
+        "answers with and without a body hand the connection back"
+    );
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closed_is_replaced_without_a_failed_request() {
+    let (url, seen) = server(Some(Duration::from_millis(200))).await;
+    let gw = start(&url, &[]).await;
+    for _ in 0..3 {
+        assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+        // Longer than the server keeps an idle connection.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    assert!(seen.opened.load(Ordering::SeqCst) >= 2);
+}
+
+#[tokio::test]
+async fn idle_connections_close_after_idle_conn_timeout() {
+    let (url, seen) = server(None).await;
+    let gw = start(
+        &url,
+        &["--serversTransport.forwardingTimeouts.idleConnTimeout=1s"],
+    )
+    .await;
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    eventually(
+        Duration::from_secs(10),
+        "gangway closes the idle connection",
+        || async { seen.closed_by_client.load(Ordering::SeqCst) >= 1 },
+    )
+    .await;
+    // And opens a new one when needed.
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn no_more_than_max_idle_conns_per_host_stay_open() {
+    let (url, seen) = server(None).await;
+    let gw = start(&url, &["--serversTransport.maxIdleConnsPerHost=2"]).await;
+    let before = seen.opened.load(Ordering::SeqCst);
+    let gw = Arc::new(gw);
+    let slow: Vec<_> = (0..6)
+        .map(|_| {
+            let gw = gw.clone();
+            tokio::spawn(async move { status(&gw, "GET", "/slow").await })
+        })
+        .collect();
+    for s in slow {
+        assert_eq!(s.await.unwrap(), StatusCode::OK);
+    }
+    let opened = seen.opened.load(Ordering::SeqCst) - before;
+    assert!(
+        opened >= 5,
+        "six requests at once need their own connections: {opened}"
+    );
+    eventually(
+        Duration::from_secs(5),
+        "all but two connections closed",
+        || async {
+            seen.opened.load(Ordering::SeqCst) - seen.closed_by_client.load(Ordering::SeqCst) <= 2
+        },
+    )
+    .await;
+}
