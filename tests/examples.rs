@@ -340,7 +340,17 @@ async fn https_works_as_its_readme_says() {
         .run("curl -sf --cacert root.pem https://whoami.localhost/ | grep '^Name:'")
         .await;
     assert_eq!(verified.as_deref().map(str::trim_end), Ok("Name: whoami"));
-    assert_eq!(pebble.orders(), 1, "the restart ordered a new certificate");
+    if pebble.orders() != 1 {
+        let logs = example
+            .run("docker-compose logs --no-color --tail=60 gangway")
+            .await
+            .unwrap_or_else(|e| e);
+        panic!(
+            "the restart ordered a new certificate: {} orders\ngangway:\n{logs}\npebble:\n{}",
+            pebble.orders(),
+            pebble.log()
+        );
+    }
 
     example.run_steps(&steps[down..], &[]).await;
 }

@@ -88,6 +88,12 @@ service = "app"
 middlewares = ["nobody"]
 [http.middlewares.nobody.ipAllowList]
 sourceRange = ["192.0.2.1/32"]
+[http.routers.api]
+rule = "Host(`a.test`) && PathPrefix(`/api`)"
+service = "app"
+middlewares = ["strip"]
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/api"]
 [http.services.app.loadBalancer]
 [[http.services.app.loadBalancer.servers]]
 url = "{}"
@@ -322,6 +328,51 @@ async fn encoded_and_dotted_paths_cannot_slip_past_a_path_prefix_router() {
     .await;
     assert_eq!(answer.status(), 200, "{}", answer.text);
     assert_eq!(received.lock().unwrap()[0].uri, "//admin");
+}
+
+#[tokio::test]
+async fn strip_prefix_sees_the_canonical_path_so_encodings_cannot_steer_it() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    for (path, want) in [
+        // Encoded or padded forms of /api/… meet the /api router and its
+        // stripPrefix, and the server gets the rest only.
+        ("/%61pi/users", Some("/users")),
+        ("/api//users", Some("/users")),
+        ("/api/./users", Some("/users")),
+        ("/x/../api/users", Some("/users")),
+        // Dot segments cannot climb out of /api into /admin past its
+        // ipAllowList: they are resolved before routing.
+        ("/api/../admin", None),
+        ("/api/%2e%2e/admin/x", None),
+    ] {
+        received.lock().unwrap().clear();
+        let answer = raw(
+            &gw,
+            format!("GET {path} HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await;
+        let got = received.lock().unwrap().clone();
+        match want {
+            Some(stripped) => {
+                assert_eq!(answer.status(), 200, "{path}: {}", answer.text);
+                assert_eq!(got.len(), 1, "{path}: {got:?}");
+                assert_eq!(got[0].uri, stripped, "{path}");
+                assert_eq!(
+                    got[0]
+                        .headers
+                        .get("x-forwarded-prefix")
+                        .map(|v| v.as_bytes()),
+                    Some(&b"/api"[..]),
+                    "{path}"
+                );
+            }
+            None => {
+                assert_eq!(answer.status(), 403, "{path}: {}", answer.text);
+                assert!(got.is_empty(), "{path} reached the server: {got:?}");
+            }
+        }
+    }
 }
 
 #[tokio::test]
