@@ -150,8 +150,15 @@ fn http_builder(entry_point: &EntryPointInfo) -> auto::Builder<TokioExecutor> {
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(None)
-        .max_buf_size(head_bytes)
-        .max_headers(limits.max_headers as usize);
+        .max_buf_size(head_bytes);
+    // hyper's own bound is 100 fields, in a table on the stack; any bound
+    // set here (even 100) makes it fill a table element by element for
+    // every request head (about 1,700 instructions), so it is set only when
+    // it differs.
+    const HYPER_MAX_HEADERS: u32 = 100;
+    if limits.max_headers != HYPER_MAX_HEADERS {
+        builder.http1().max_headers(limits.max_headers as usize);
+    }
     builder
         .http2()
         .timer(TokioTimer::new())
