@@ -2,7 +2,7 @@
 //! `X-Forwarded-*` / `X-Real-Ip` set, trusting incoming ones only from
 //! trusted addresses.
 
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, Entry, HeaderMap, HeaderName, HeaderValue};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -165,43 +165,49 @@ pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
     // Up to six new headers: grow the map once rather than step by step.
     headers.reserve(6);
     let peer = a.peer;
-    let xff = match headers.get(X_FORWARDED_FOR).map(HeaderValue::as_bytes) {
-        Some(prior) if !prior.is_empty() => {
-            let mut buf = Vec::with_capacity(prior.len() + 2 + peer.len());
-            buf.extend_from_slice(prior);
+    // One lookup per header (`entry`), not a check and then an insert.
+    match headers.entry(X_FORWARDED_FOR) {
+        Entry::Occupied(mut prior) if !prior.get().is_empty() => {
+            let prior_bytes = prior.get().as_bytes();
+            let mut buf = Vec::with_capacity(prior_bytes.len() + 2 + peer.len());
+            buf.extend_from_slice(prior_bytes);
             buf.extend_from_slice(b", ");
             buf.extend_from_slice(peer.as_bytes());
-            HeaderValue::from_bytes(&buf).unwrap_or_else(|_| peer.clone())
+            prior.insert(HeaderValue::from_bytes(&buf).unwrap_or_else(|_| peer.clone()));
         }
-        _ => peer.clone(),
-    };
-    headers.insert(X_FORWARDED_FOR, xff);
-    if !headers.contains_key(X_FORWARDED_PROTO) {
+        Entry::Occupied(mut empty) => {
+            empty.insert(peer.clone());
+        }
+        Entry::Vacant(slot) => {
+            slot.insert(peer.clone());
+        }
+    }
+    if let Entry::Vacant(slot) = headers.entry(X_FORWARDED_PROTO) {
         let proto = match (a.tls, a.websocket) {
             (false, false) => "http",
             (true, false) => "https",
             (false, true) => "ws",
             (true, true) => "wss",
         };
-        headers.insert(X_FORWARDED_PROTO, HeaderValue::from_static(proto));
+        slot.insert(HeaderValue::from_static(proto));
     }
-    if let (false, Some(host)) = (headers.contains_key(X_FORWARDED_HOST), a.host) {
-        headers.insert(X_FORWARDED_HOST, host.clone());
+    if let (Entry::Vacant(slot), Some(host)) = (headers.entry(X_FORWARDED_HOST), a.host) {
+        slot.insert(host.clone());
     }
-    if !headers.contains_key(X_FORWARDED_PORT) {
+    if let Entry::Vacant(slot) = headers.entry(X_FORWARDED_PORT) {
         let port = a
             .host
             .and_then(|h| h.to_str().ok())
             .and_then(host_port)
             .and_then(|p| HeaderValue::from_str(p).ok())
             .unwrap_or_else(|| a.port.clone());
-        headers.insert(X_FORWARDED_PORT, port);
+        slot.insert(port);
     }
-    if !headers.contains_key(X_FORWARDED_SERVER) {
-        headers.insert(X_FORWARDED_SERVER, a.server.clone());
+    if let Entry::Vacant(slot) = headers.entry(X_FORWARDED_SERVER) {
+        slot.insert(a.server.clone());
     }
-    if !headers.contains_key(X_REAL_IP) {
-        headers.insert(X_REAL_IP, peer.clone());
+    if let Entry::Vacant(slot) = headers.entry(X_REAL_IP) {
+        slot.insert(peer.clone());
     }
 }
 
