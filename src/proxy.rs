@@ -103,6 +103,25 @@ pub(crate) struct ConnInfo {
     pub(crate) activity: Option<Arc<timeouts::Activity>>,
 }
 
+impl ConnInfo {
+    /// A connection from `peer` on `entry_point`, before any request.
+    pub(crate) fn new(
+        entry_point: Arc<EntryPointInfo>,
+        peer: SocketAddr,
+        tls: bool,
+        sni: Option<Box<str>>,
+    ) -> Self {
+        ConnInfo {
+            entry_point,
+            peer,
+            peer_header: forwarded::peer_value(peer.ip()),
+            tls,
+            sni,
+            activity: None,
+        }
+    }
+}
+
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4
 /// together where the machine has IPv6, as Traefik's `:80` does.
 pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {

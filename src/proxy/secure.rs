@@ -56,14 +56,7 @@ impl Proxy {
             _ => return,
         };
         if !is_tls {
-            let info = ConnInfo {
-                entry_point,
-                peer,
-                peer_header: super::forwarded::peer_value(peer.ip()),
-                tls: false,
-                sni: None,
-                activity: None,
-            };
+            let info = ConnInfo::new(entry_point, peer, false, None);
             self.serve_http(stream, info, &builder, drain).await;
             return;
         }
@@ -108,14 +101,7 @@ impl Proxy {
             let _ = tls.shutdown().await;
             return;
         }
-        let info = ConnInfo {
-            entry_point,
-            peer,
-            peer_header: super::forwarded::peer_value(peer.ip()),
-            tls: true,
-            sni,
-            activity: None,
-        };
+        let info = ConnInfo::new(entry_point, peer, true, sni);
         self.serve_http(tls, info, &builder, drain).await;
     }
 
@@ -135,14 +121,7 @@ impl Proxy {
         let builder = super::http_builder(&entry_point);
         // Held until the connection ends: a closed channel means "drain".
         let (drain, drain_rx) = watch::channel(false);
-        let info = ConnInfo {
-            entry_point,
-            peer,
-            peer_header: super::forwarded::peer_value(peer.ip()),
-            tls: false,
-            sni: None,
-            activity: None,
-        };
+        let info = ConnInfo::new(entry_point, peer, false, None);
         self.serve_http(io, info, &builder, drain_rx).await;
         drop(drain);
     }
