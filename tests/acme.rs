@@ -320,12 +320,7 @@ async fn with_the_ca_down_orders_fail_are_retried_and_the_rest_keeps_serving() {
         || async { failed(2) },
     )
     .await;
-    let line = gw
-        .log()
-        .lines()
-        .find(|l| l.contains("certificate order failed"))
-        .map(str::to_owned)
-        .unwrap();
+    let line = gw.log_line("certificate order failed").unwrap();
     assert!(line.contains("retry_in_s="), "{line}");
     assert!(line.contains("cannot talk to the ACME server"), "{line}");
 

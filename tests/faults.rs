@@ -139,12 +139,7 @@ async fn an_acme_server_answering_garbage_is_reported_and_the_rest_served() {
         || async { gw.log().contains("certificate order failed") },
     )
     .await;
-    let line = gw
-        .log()
-        .lines()
-        .find(|l| l.contains("certificate order failed"))
-        .map(str::to_owned)
-        .unwrap();
+    let line = gw.log_line("certificate order failed").unwrap();
     assert!(line.contains("secure.test"), "{line}");
     assert!(line.contains("retry_in_s="), "{line}");
     // Plain routes keep working, and the TLS router gets the default

@@ -242,6 +242,14 @@ impl Gangway {
         std::fs::read_to_string(self.dir.path().join("gangway.log")).unwrap_or_default()
     }
 
+    /// The first log line that contains `needle`.
+    pub fn log_line(&self, needle: &str) -> Option<String> {
+        self.log()
+            .lines()
+            .find(|l| l.contains(needle))
+            .map(str::to_owned)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
