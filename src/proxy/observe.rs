@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{Request, Response, Version, header};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime};
@@ -146,11 +146,14 @@ impl Proxy {
                 _ => write_timer = Some(Box::pin(tokio::time::sleep_until(now + limit))),
             }
         }
-        let answer = self.observe(&conn, req, read_deadline);
+        // Pinned where it is made: a future held in a local and then awaited
+        // (or selected on) would be stored twice in this one, and every
+        // request's state is copied and kept at that size.
+        let mut answer = pin!(self.observe(&conn, req, read_deadline));
         let resp = match &mut write_timer {
             None => answer.await,
             Some(timer) => tokio::select! {
-                resp = answer => resp,
+                resp = answer.as_mut() => resp,
                 () = timer.as_mut() => return Err(WriteTimedOut),
             },
         };
@@ -170,28 +173,31 @@ impl Proxy {
         read_deadline: Option<tokio::time::Instant>,
     ) -> Response<ObservedBody> {
         let log = self.access_log.clone();
-        if conn.entry_point.stats.is_none() && log.is_none() && !self.route_metrics {
-            let (resp, _) = self.handle(conn, req, read_deadline).await;
-            return resp.map(ObservedBody::plain);
-        }
-        let started = Instant::now();
-        let request_bytes = req
-            .headers()
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let sample = Sample {
-            protocol: protocol_of(&req),
-            method: method_index(req.method()),
-            status: 0,
-            duration: std::time::Duration::ZERO,
-            request_bytes,
-            response_bytes: 0,
-        };
-        let entry = log.as_ref().map(|l| entry_for(conn, &req, l));
+        let recorded = conn.entry_point.stats.is_some() || log.is_some() || self.route_metrics;
+        // What is known before the answer; `handle` is called in one place
+        // only, as each call would take its own room in this future.
+        let before = recorded.then(|| {
+            let request_bytes = req
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let sample = Sample {
+                protocol: protocol_of(&req),
+                method: method_index(req.method()),
+                status: 0,
+                duration: std::time::Duration::ZERO,
+                request_bytes,
+                response_bytes: 0,
+            };
+            let entry = log.as_ref().map(|l| entry_for(conn, &req, l));
+            (Instant::now(), sample, entry)
+        });
         let (resp, route) = self.handle(conn, req, read_deadline).await;
-        let mut sample = sample;
+        let Some((started, mut sample, entry)) = before else {
+            return resp.map(ObservedBody::plain);
+        };
         sample.status = resp.status().as_u16();
         let entry = entry.map(|mut e| {
             e.status = sample.status;

@@ -210,9 +210,10 @@ async fn call(
     req: Request<RequestBody>,
     router: &str,
 ) -> Result<Response<UpstreamBody>, Failure> {
-    let sent = server.client.send(server.kind, upgrade, req);
+    // Pinned where it is made, so that this future holds it once.
+    let mut sent = std::pin::pin!(server.client.send(server.kind, upgrade, req));
     let result = match server.client.response_header_timeout {
-        Some(limit) => match tokio::time::timeout(limit, sent).await {
+        Some(limit) => match tokio::time::timeout(limit, sent.as_mut()).await {
             Ok(r) => r,
             Err(_) => {
                 tracing::debug!(router, server = %server.url, "server did not answer in time");
