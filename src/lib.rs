@@ -12,6 +12,7 @@ pub mod body;
 pub mod check;
 pub mod compile;
 pub mod config;
+pub mod executor;
 pub mod health;
 pub mod metrics;
 pub mod middleware;

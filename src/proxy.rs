@@ -13,7 +13,7 @@ pub mod validate;
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
 use http::HeaderValue;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::TokioTimer;
 use hyper_util::server::conn::auto;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -157,8 +157,8 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
 }
 
 /// The HTTP/1 and HTTP/2 server settings of an entry point.
-fn http_builder(entry_point: &EntryPointInfo) -> auto::Builder<TokioExecutor> {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
+fn http_builder(entry_point: &EntryPointInfo) -> auto::Builder<crate::executor::Boxing> {
+    let mut builder = auto::Builder::new(crate::executor::Boxing);
     let limits = &entry_point.limits;
     // hyper refuses a head buffer under 8 KiB.
     let head_bytes = (limits.max_header_bytes as usize).max(8 * 1024);

@@ -1,6 +1,7 @@
 //! Connections to servers, seen from the server: keep-alive connections are
 //! reused, replaced when the server closes them, closed after
-//! `idleConnTimeout`, and no more than `maxIdleConnsPerHost` are kept idle.
+//! `idleConnTimeout`, and no more than `maxIdleConnsPerHost` are kept idle;
+//! h2c requests share one connection as streams.
 
 mod support;
 
@@ -178,4 +179,99 @@ async fn no_more_than_max_idle_conns_per_host_stay_open() {
         },
     )
     .await;
+}
+
+/// An h2c server (HTTP/2 with prior knowledge) answering `ok` after 50 ms,
+/// so that requests sent together overlap. With `close_after`, each
+/// connection is closed gracefully (GOAWAY) that long after it opened.
+async fn h2c_server(close_after: Option<Duration>) -> (String, Arc<Seen>) {
+    use hyper::server::conn::http2;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("h2c://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Seen::default());
+    let counts = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                continue;
+            };
+            counts.opened.fetch_add(1, Ordering::SeqCst);
+            let counts = counts.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|_req| async {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    Ok::<_, std::convert::Infallible>(http::Response::new(
+                        http_body_util::Full::new(bytes::Bytes::from_static(b"ok")),
+                    ))
+                });
+                let conn = http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(s), service);
+                let mut conn = std::pin::pin!(conn);
+                if let Some(after) = close_after {
+                    tokio::select! {
+                        _ = conn.as_mut() => return,
+                        () = tokio::time::sleep(after) => conn.as_mut().graceful_shutdown(),
+                    }
+                }
+                let _ = conn.await;
+                counts.closed_by_client.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn h2c_requests_share_one_connection_as_streams() {
+    let (url, seen) = h2c_server(None).await;
+    let gw = start(&url, &[]).await;
+    let together = futures_util::future::join_all((0..40).map(|_| status(&gw, "GET", "/"))).await;
+    assert!(
+        together.iter().all(|s| *s == StatusCode::OK),
+        "{together:?}"
+    );
+    for _ in 0..10 {
+        assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    }
+    assert_eq!(
+        seen.opened.load(Ordering::SeqCst),
+        1,
+        "fifty requests, forty of them at once, over one connection"
+    );
+}
+
+#[tokio::test]
+async fn an_h2c_connection_the_server_closed_is_replaced_without_a_failed_request() {
+    let (url, seen) = h2c_server(Some(Duration::from_millis(300))).await;
+    let gw = start(&url, &[]).await;
+    for round in 0..3 {
+        let answers =
+            futures_util::future::join_all((0..10).map(|_| status(&gw, "GET", "/"))).await;
+        assert!(
+            answers.iter().all(|s| *s == StatusCode::OK),
+            "round {round}: {answers:?}"
+        );
+        // Past the server's connection lifetime: the next round needs a new one.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(seen.opened.load(Ordering::SeqCst) >= 3);
+}
+
+#[tokio::test]
+async fn an_idle_h2c_connection_closes_after_idle_conn_timeout() {
+    let (url, seen) = h2c_server(None).await;
+    let gw = start(
+        &url,
+        &["--serversTransport.forwardingTimeouts.idleConnTimeout=1s"],
+    )
+    .await;
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    eventually(
+        Duration::from_secs(10),
+        "gangway closes the idle connection",
+        || async { seen.closed_by_client.load(Ordering::SeqCst) >= 1 },
+    )
+    .await;
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
 }

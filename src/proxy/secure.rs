@@ -7,11 +7,12 @@
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
 use crate::body::ProxyBody;
+use crate::executor::Boxing;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto;
 use std::future::poll_fn;
 use std::net::SocketAddr;
@@ -45,7 +46,7 @@ impl Proxy {
         stream: TcpStream,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
-        builder: auto::Builder<TokioExecutor>,
+        builder: auto::Builder<Boxing>,
         drain: watch::Receiver<bool>,
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
@@ -132,7 +133,7 @@ impl Proxy {
         self: Arc<Self>,
         io: I,
         mut info: ConnInfo,
-        builder: &auto::Builder<TokioExecutor>,
+        builder: &auto::Builder<Boxing>,
         mut drain: watch::Receiver<bool>,
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,

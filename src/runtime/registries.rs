@@ -92,7 +92,8 @@ pub struct UpstreamClient {
     /// Plain HTTP/1.1 without an upgrade: most requests.
     h1: Arc<pool::H1Pool>,
     main: Client<Tls, RequestBody>,
-    h2c: Client<Pinned, RequestBody>,
+    /// h2c (gRPC): one multiplexed connection.
+    h2c: Arc<pool::H2cConn>,
     https_h1: Client<Tls, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
@@ -123,10 +124,9 @@ impl UpstreamClient {
         let main = if settings.tls.disable_http2 {
             https_h1.clone()
         } else {
-            builder.build(connector(&settings.tls, server, true, http.clone())?)
+            builder.build(connector(&settings.tls, server, true, http)?)
         };
-        builder.http2_only(true);
-        let h2c = builder.build(http);
+        let h2c = pool::H2cConn::new(server, settings.dial_timeout, settings.idle_conn_timeout);
         let h1 = pool::H1Pool::new(
             server,
             settings.dial_timeout,
@@ -158,7 +158,10 @@ impl UpstreamClient {
                 return Ok(resp.map(|b| UpstreamBody::new(b, Some(checkin))));
             }
             ServerKind::Http => self.main.request(req),
-            ServerKind::H2c => self.h2c.request(req),
+            ServerKind::H2c => {
+                let resp = self.h2c.send(req).await?;
+                return Ok(resp.map(|b| UpstreamBody::new(b, None)));
+            }
             ServerKind::Https if upgrade => self.https_h1.request(req),
             ServerKind::Https => self.main.request(req),
         };

@@ -1,15 +1,17 @@
-//! A lean pool of HTTP/1.1 connections to one plain-HTTP server: the path
-//! almost every proxied request takes. An idle connection is a stack entry
-//! behind a short lock; it goes back on the stack when its answer's body
-//! ends (see [`Checkin`]), so there is no pool key to hash and no task per
-//! request. HTTPS, h2c and upgrades keep hyper-util's general client.
+//! Lean connections to one plain-HTTP server: the path almost every proxied
+//! request takes. For HTTP/1.1 a pool, where an idle connection is a stack
+//! entry behind a short lock and goes back on the stack when its answer's
+//! body ends (see [`Checkin`]); for h2c (gRPC) one multiplexed connection
+//! that every request shares ([`H2cConn`]). Neither has a pool key to hash
+//! or a task per request. HTTPS and upgrades keep hyper-util's general
+//! client.
 
 use crate::body::RequestBody;
 use http::uri::{Authority, PathAndQuery};
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
@@ -197,20 +199,7 @@ impl H1Pool {
     }
 
     async fn connect(&self) -> Result<Sender, SendError> {
-        let dial = tokio::net::TcpStream::connect((self.host.as_str(), self.port));
-        let stream = match self.dial_timeout {
-            Some(limit) => tokio::time::timeout(limit, dial)
-                .await
-                .map_err(|_| SendError::connect("dial timeout", None))?,
-            None => dial.await,
-        }
-        .map_err(|e| {
-            SendError::connect(
-                format!("cannot connect to {}:{}", self.host, self.port),
-                Some(Box::new(e)),
-            )
-        })?;
-        let _ = stream.set_nodelay(true);
+        let stream = dial(&self.host, self.port, self.dial_timeout).await?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| SendError::connect("HTTP/1.1 handshake", Some(Box::new(e))))?;
@@ -221,17 +210,191 @@ impl H1Pool {
         });
         Ok(sender)
     }
+}
 
-    /// Drops idle connections past the idle timeout.
+/// Opens a TCP connection to a server, within the dial timeout.
+async fn dial(
+    host: &str,
+    port: u16,
+    dial_timeout: Option<Duration>,
+) -> Result<tokio::net::TcpStream, SendError> {
+    let dial = tokio::net::TcpStream::connect((host, port));
+    let stream = match dial_timeout {
+        Some(limit) => tokio::time::timeout(limit, dial)
+            .await
+            .map_err(|_| SendError::connect("dial timeout", None))?,
+        None => dial.await,
+    }
+    .map_err(|e| {
+        SendError::connect(
+            format!("cannot connect to {host}:{port}"),
+            Some(Box::new(e)),
+        )
+    })?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+type H2Sender = http2::SendRequest<RequestBody>;
+
+/// The one HTTP/2 cleartext connection (prior knowledge) to a server:
+/// every request is a stream on it, as HAProxy and hyper-util's client do
+/// for h2c. It is opened on the first request, replaced when it closes (a
+/// request it could not carry goes on the new one), and dropped after
+/// `idleConnTimeout` without a request; streams still running on it then
+/// finish first.
+pub struct H2cConn {
+    host: String,
+    port: u16,
+    dial_timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
+    /// The connection, a number that tells it from the ones before, and
+    /// when it last took a request.
+    current: Mutex<Option<(H2Sender, u64, Instant)>>,
+    /// Held while a connection is opened, so that requests arriving
+    /// together wait for one connection instead of each opening one.
+    dialing: tokio::sync::Mutex<u64>,
+}
+
+impl H2cConn {
+    /// The connection to the server at `server` (port 80 when it names none).
+    pub fn new(
+        server: &Authority,
+        dial_timeout: Option<Duration>,
+        idle_timeout: Option<Duration>,
+    ) -> Arc<Self> {
+        let host = server.host().trim_start_matches('[').trim_end_matches(']');
+        let conn = Arc::new(H2cConn {
+            host: host.to_owned(),
+            port: server.port_u16().unwrap_or(80),
+            dial_timeout,
+            idle_timeout,
+            current: Mutex::new(None),
+            dialing: tokio::sync::Mutex::new(0),
+        });
+        if let Some(limit) = idle_timeout {
+            spawn_reaper(Arc::downgrade(&conn), limit);
+        }
+        conn
+    }
+
+    /// Sends `req` (absolute URI: HTTP/2 sends its authority) as a stream
+    /// on the connection, opening it first if there is none.
+    pub async fn send(
+        self: &Arc<Self>,
+        mut req: Request<RequestBody>,
+    ) -> Result<Response<Incoming>, SendError> {
+        let mut fresh = false;
+        loop {
+            let (mut sender, generation) = match self.open() {
+                Some(open) => open,
+                None => {
+                    fresh = true;
+                    // Boxed: the handshake's state is large and rarely
+                    // needed; inline, every request's future would carry it.
+                    Box::pin(self.connect()).await?
+                }
+            };
+            match sender.try_send_request(req).await {
+                Ok(resp) => return Ok(resp),
+                Err(mut e) => match e.take_message() {
+                    // The connection was going away (GOAWAY, closed): the
+                    // request never left, so it may go on a new one.
+                    Some(unsent) if !fresh => {
+                        self.forget(generation);
+                        req = unsent;
+                    }
+                    Some(_) => {
+                        return Err(SendError::connect(
+                            "the new connection closed before the request left",
+                            Some(Box::new(e.into_error())),
+                        ));
+                    }
+                    None => return Err(SendError::broken(Box::new(e.into_error()))),
+                },
+            }
+        }
+    }
+
+    /// The connection, if there is one that is open and not past its idle time.
+    fn open(&self) -> Option<(H2Sender, u64)> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        match current.as_mut() {
+            Some((sender, generation, used)) if !sender.is_closed() && !self.expired(*used) => {
+                *used = Instant::now();
+                Some((sender.clone(), *generation))
+            }
+            Some(_) => {
+                *current = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn forget(&self, generation: u64) {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.as_ref().is_some_and(|(_, g, _)| *g == generation) {
+            *current = None;
+        }
+    }
+
+    fn expired(&self, since: Instant) -> bool {
+        self.idle_timeout.is_some_and(|t| since.elapsed() >= t)
+    }
+
+    /// Opens a connection, unless another request opened one meanwhile.
+    async fn connect(&self) -> Result<(H2Sender, u64), SendError> {
+        let mut last = self.dialing.lock().await;
+        if let Some(open) = self.open() {
+            return Ok(open);
+        }
+        let stream = dial(&self.host, self.port, self.dial_timeout).await?;
+        let (sender, conn) = http2::Builder::new(crate::executor::Boxing)
+            .timer(TokioTimer::new())
+            .handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| SendError::connect("HTTP/2 handshake", Some(Box::new(e))))?;
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "server connection ended");
+            }
+        });
+        *last += 1;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((sender.clone(), *last, Instant::now()));
+        Ok((sender, *last))
+    }
+}
+
+/// What the reaper does to a pool now and then.
+trait Reap: Send + Sync + 'static {
+    /// Drops connections idle past the idle timeout.
+    fn reap(&self);
+}
+
+impl Reap for H1Pool {
     fn reap(&self) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         idle.retain(|(s, since)| !s.is_closed() && !self.expired(*since));
     }
 }
 
+impl Reap for H2cConn {
+    fn reap(&self) {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if current
+            .as_ref()
+            .is_some_and(|(s, _, used)| s.is_closed() || self.expired(*used))
+        {
+            *current = None;
+        }
+    }
+}
+
 /// Closes a pool's expired idle connections now and then, so servers do not
 /// see them linger; ends with the pool.
-fn spawn_reaper(pool: Weak<H1Pool>, limit: Duration) {
+fn spawn_reaper<P: Reap>(pool: Weak<P>, limit: Duration) {
     let every = limit.max(Duration::from_secs(1));
     if tokio::runtime::Handle::try_current().is_err() {
         return;
