@@ -61,7 +61,22 @@ impl Proxy {
             self.serve_http(stream, info, &builder, drain).await;
             return;
         }
+        // Boxed: the TLS state would otherwise make every plain connection's
+        // task as large as a TLS one's.
+        Box::pin(self.serve_tls(stream, peer, entry_point, builder, drain, limit)).await;
+    }
 
+    /// The TLS side of [`Proxy::connection`]: the handshake (certificate by
+    /// SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
+    async fn serve_tls(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        entry_point: Arc<EntryPointInfo>,
+        builder: auto::Builder<Boxing>,
+        drain: watch::Receiver<bool>,
+        limit: Duration,
+    ) {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
         let start = match timeout(limit, acceptor).await {
