@@ -65,9 +65,7 @@ type Sender = http1::SendRequest<RequestBody>;
 
 /// Idle connections to one server, most recently used on top.
 pub struct H1Pool {
-    host: String,
-    port: u16,
-    dial_timeout: Option<Duration>,
+    dialer: Dialer,
     idle_timeout: Option<Duration>,
     max_idle: usize,
     idle: Mutex<Vec<(Sender, Instant)>>,
@@ -95,19 +93,12 @@ impl H1Pool {
         idle_timeout: Option<Duration>,
         max_idle: usize,
     ) -> Arc<Self> {
-        let host = server.host().trim_start_matches('[').trim_end_matches(']');
-        let pool = Arc::new(H1Pool {
-            host: host.to_owned(),
-            port: server.port_u16().unwrap_or(80),
-            dial_timeout,
+        reaped(Arc::new(H1Pool {
+            dialer: Dialer::new(server, dial_timeout),
             idle_timeout,
             max_idle,
             idle: Mutex::new(Vec::new()),
-        });
-        if let Some(limit) = idle_timeout {
-            spawn_reaper(Arc::downgrade(&pool), limit);
-        }
-        pool
+        }))
     }
 
     /// Sends `req` (absolute URI; only its path and query go on the wire)
@@ -199,7 +190,7 @@ impl H1Pool {
     }
 
     async fn connect(&self) -> Result<Sender, SendError> {
-        let stream = dial(&self.host, self.port, self.dial_timeout).await?;
+        let stream = self.dialer.dial().await?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| SendError::connect("HTTP/1.1 handshake", Some(Box::new(e))))?;
@@ -212,27 +203,43 @@ impl H1Pool {
     }
 }
 
-/// Opens a TCP connection to a server, within the dial timeout.
-async fn dial(
-    host: &str,
+/// Where a server is, and how long connecting to it may take.
+struct Dialer {
+    host: String,
     port: u16,
-    dial_timeout: Option<Duration>,
-) -> Result<tokio::net::TcpStream, SendError> {
-    let dial = tokio::net::TcpStream::connect((host, port));
-    let stream = match dial_timeout {
-        Some(limit) => tokio::time::timeout(limit, dial)
-            .await
-            .map_err(|_| SendError::connect("dial timeout", None))?,
-        None => dial.await,
+    timeout: Option<Duration>,
+}
+
+impl Dialer {
+    /// The server at `server` (port 80 when it names none).
+    fn new(server: &Authority, timeout: Option<Duration>) -> Self {
+        let host = server.host().trim_start_matches('[').trim_end_matches(']');
+        Dialer {
+            host: host.to_owned(),
+            port: server.port_u16().unwrap_or(80),
+            timeout,
+        }
     }
-    .map_err(|e| {
-        SendError::connect(
-            format!("cannot connect to {host}:{port}"),
-            Some(Box::new(e)),
-        )
-    })?;
-    let _ = stream.set_nodelay(true);
-    Ok(stream)
+
+    /// Opens a TCP connection to the server, within the dial timeout.
+    async fn dial(&self) -> Result<tokio::net::TcpStream, SendError> {
+        let (host, port) = (self.host.as_str(), self.port);
+        let dial = tokio::net::TcpStream::connect((host, port));
+        let stream = match self.timeout {
+            Some(limit) => tokio::time::timeout(limit, dial)
+                .await
+                .map_err(|_| SendError::connect("dial timeout", None))?,
+            None => dial.await,
+        }
+        .map_err(|e| {
+            SendError::connect(
+                format!("cannot connect to {host}:{port}"),
+                Some(Box::new(e)),
+            )
+        })?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
 }
 
 type H2Sender = http2::SendRequest<RequestBody>;
@@ -244,9 +251,7 @@ type H2Sender = http2::SendRequest<RequestBody>;
 /// `idleConnTimeout` without a request; streams still running on it then
 /// finish first.
 pub struct H2cConn {
-    host: String,
-    port: u16,
-    dial_timeout: Option<Duration>,
+    dialer: Dialer,
     idle_timeout: Option<Duration>,
     /// The connection, a number that tells it from the ones before, and
     /// when it last took a request.
@@ -263,19 +268,12 @@ impl H2cConn {
         dial_timeout: Option<Duration>,
         idle_timeout: Option<Duration>,
     ) -> Arc<Self> {
-        let host = server.host().trim_start_matches('[').trim_end_matches(']');
-        let conn = Arc::new(H2cConn {
-            host: host.to_owned(),
-            port: server.port_u16().unwrap_or(80),
-            dial_timeout,
+        reaped(Arc::new(H2cConn {
+            dialer: Dialer::new(server, dial_timeout),
             idle_timeout,
             current: Mutex::new(None),
             dialing: tokio::sync::Mutex::new(0),
-        });
-        if let Some(limit) = idle_timeout {
-            spawn_reaper(Arc::downgrade(&conn), limit);
-        }
-        conn
+        }))
     }
 
     /// Sends `req` (absolute URI: HTTP/2 sends its authority) as a stream
@@ -349,7 +347,7 @@ impl H2cConn {
         if let Some(open) = self.open() {
             return Ok(open);
         }
-        let stream = dial(&self.host, self.port, self.dial_timeout).await?;
+        let stream = self.dialer.dial().await?;
         let (sender, conn) = http2::Builder::new(crate::executor::Boxing)
             .timer(TokioTimer::new())
             .handshake(TokioIo::new(stream))
@@ -369,11 +367,17 @@ impl H2cConn {
 
 /// What the reaper does to a pool now and then.
 trait Reap: Send + Sync + 'static {
+    /// How long a connection may stay unused.
+    fn idle_timeout(&self) -> Option<Duration>;
     /// Drops connections idle past the idle timeout.
     fn reap(&self);
 }
 
 impl Reap for H1Pool {
+    fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
     fn reap(&self) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         idle.retain(|(s, since)| !s.is_closed() && !self.expired(*since));
@@ -381,6 +385,10 @@ impl Reap for H1Pool {
 }
 
 impl Reap for H2cConn {
+    fn idle_timeout(&self) -> Option<Duration> {
+        self.idle_timeout
+    }
+
     fn reap(&self) {
         let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         if current
@@ -390,6 +398,14 @@ impl Reap for H2cConn {
             *current = None;
         }
     }
+}
+
+/// `pool`, with a reaper when it has an idle timeout.
+fn reaped<P: Reap>(pool: Arc<P>) -> Arc<P> {
+    if let Some(limit) = pool.idle_timeout() {
+        spawn_reaper(Arc::downgrade(&pool), limit);
+    }
+    pool
 }
 
 /// Closes a pool's expired idle connections now and then, so servers do not
