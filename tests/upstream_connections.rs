@@ -132,11 +132,11 @@ async fn a_connection_the_server_closed_is_replaced_without_a_failed_request() {
     assert!(seen.opened.load(Ordering::SeqCst) >= 2);
 }
 
-#[tokio::test]
-async fn idle_connections_close_after_idle_conn_timeout() {
-    let (url, seen) = server(None).await;
+/// gangway closes a server connection unused for `idleConnTimeout` (1 s
+/// here), and opens a new one when a request needs it.
+async fn closes_after_idle_conn_timeout(url: &str, seen: &Seen) {
     let gw = start(
-        &url,
+        url,
         &["--serversTransport.forwardingTimeouts.idleConnTimeout=1s"],
     )
     .await;
@@ -147,8 +147,13 @@ async fn idle_connections_close_after_idle_conn_timeout() {
         || async { seen.closed_by_client.load(Ordering::SeqCst) >= 1 },
     )
     .await;
-    // And opens a new one when needed.
     assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn idle_connections_close_after_idle_conn_timeout() {
+    let (url, seen) = server(None).await;
+    closes_after_idle_conn_timeout(&url, &seen).await;
 }
 
 #[tokio::test]
@@ -261,17 +266,5 @@ async fn an_h2c_connection_the_server_closed_is_replaced_without_a_failed_reques
 #[tokio::test]
 async fn an_idle_h2c_connection_closes_after_idle_conn_timeout() {
     let (url, seen) = h2c_server(None).await;
-    let gw = start(
-        &url,
-        &["--serversTransport.forwardingTimeouts.idleConnTimeout=1s"],
-    )
-    .await;
-    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
-    eventually(
-        Duration::from_secs(10),
-        "gangway closes the idle connection",
-        || async { seen.closed_by_client.load(Ordering::SeqCst) >= 1 },
-    )
-    .await;
-    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    closes_after_idle_conn_timeout(&url, &seen).await;
 }
