@@ -132,18 +132,9 @@ impl H1Pool {
                     };
                     return Ok((resp, checkin));
                 }
-                Err(mut e) => match e.take_message() {
-                    // The pooled connection was closing: not sent, so safe
-                    // to send again whatever the method.
-                    Some(unsent) if !fresh => req = unsent,
-                    Some(_) => {
-                        return Err(SendError::connect(
-                            "the new connection closed before the request left",
-                            Some(Box::new(e.into_error())),
-                        ));
-                    }
-                    None => return Err(SendError::broken(Box::new(e.into_error()))),
-                },
+                // The pooled connection was closing: not sent, so safe to
+                // send again whatever the method.
+                Err(e) => req = unsent(e, fresh)?,
             }
         }
     }
@@ -200,6 +191,24 @@ impl H1Pool {
             }
         });
         Ok(sender)
+    }
+}
+
+/// The request back from a failed send when it never left a connection
+/// that was already open, so that it may go on a new one; otherwise why it
+/// failed: a connection just opened that cannot carry it counts as no
+/// connection, a request that (maybe partly) left as a broken exchange.
+fn unsent(
+    mut e: hyper::client::conn::TrySendError<Request<RequestBody>>,
+    fresh: bool,
+) -> Result<Request<RequestBody>, SendError> {
+    match e.take_message() {
+        Some(req) if !fresh => Ok(req),
+        Some(_) => Err(SendError::connect(
+            "the new connection closed before the request left",
+            Some(Box::new(e.into_error())),
+        )),
+        None => Err(SendError::broken(Box::new(e.into_error()))),
     }
 }
 
@@ -295,21 +304,12 @@ impl H2cConn {
             };
             match sender.try_send_request(req).await {
                 Ok(resp) => return Ok(resp),
-                Err(mut e) => match e.take_message() {
-                    // The connection was going away (GOAWAY, closed): the
-                    // request never left, so it may go on a new one.
-                    Some(unsent) if !fresh => {
-                        self.forget(generation);
-                        req = unsent;
-                    }
-                    Some(_) => {
-                        return Err(SendError::connect(
-                            "the new connection closed before the request left",
-                            Some(Box::new(e.into_error())),
-                        ));
-                    }
-                    None => return Err(SendError::broken(Box::new(e.into_error()))),
-                },
+                // The connection was going away (GOAWAY, closed): the
+                // request never left, so it may go on a new one.
+                Err(e) => {
+                    req = unsent(e, fresh)?;
+                    self.forget(generation);
+                }
             }
         }
     }
