@@ -210,7 +210,8 @@ async fn call(
     req: Request<RequestBody>,
     router: &str,
 ) -> Result<Response<UpstreamBody>, Failure> {
-    // Pinned where it is made, so that this future holds it once.
+    // Pinned where it is made and polled through the pin, with or without
+    // the timeout, rather than moved into it.
     let mut sent = std::pin::pin!(server.client.send(server.kind, upgrade, req));
     let result = match server.client.response_header_timeout {
         Some(limit) => match tokio::time::timeout(limit, sent.as_mut()).await {
