@@ -146,7 +146,7 @@ async fn send<'a>(
     let mut req = req;
     loop {
         let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
-        prepare(&mut req, server, host).map_err(|()| Failure::BadRequest)?;
+        prepare(&mut req, server, host, upgrade).map_err(|()| Failure::BadRequest)?;
         let failure = match call(server, upgrade, req, router).await {
             Ok(resp) => return Ok((resp, server)),
             Err(f) => f,
@@ -241,17 +241,23 @@ async fn call(
     })
 }
 
-/// Points the request at `server`: Host header, absolute URI, version.
+/// Points the request at `server`: Host header, URI, version.
 fn prepare(
     req: &mut Request<RequestBody>,
     server: &Server,
     host: Option<&HeaderValue>,
+    upgrade: bool,
 ) -> Result<(), ()> {
     let host = match (server.pass_host_header, host) {
         (true, Some(h)) => h.clone(),
         _ => server.host_header.clone(),
     };
-    *req.uri_mut() = upstream_uri(server, req.uri(), &host)?;
+    // gangway's own HTTP/1.1 pool writes the URI as it is: it gets only the
+    // path and query (origin form), which is all that goes on the wire.
+    // Other clients (HTTP/2, TLS, upgrades) find the server from the
+    // absolute URI.
+    let origin_form = server.kind == ServerKind::Http && !upgrade;
+    *req.uri_mut() = upstream_uri(server, req.uri(), &host, origin_form)?;
     req.headers_mut().insert(header::HOST, host);
     *req.version_mut() = if server.kind == ServerKind::H2c {
         Version::HTTP_2
@@ -400,14 +406,19 @@ fn is_upgrade<B>(req: &Request<B>) -> bool {
             })
         })
 }
-/// The absolute URI for `server`: its scheme, the authority the server
-/// should see, its path prefix (preservePath), then the request's path and
-/// query. Over HTTP/2 (`h2c://`, and `https://` when ALPN picks it) the
+/// The URI for `server`: its scheme, the authority the server should see
+/// (neither in origin form), its path prefix (preservePath), then the
+/// request's path and query. Over HTTP/2 (`h2c://`, and `https://` when ALPN picks it) the
 /// authority travels as `:authority`, so it is the Host being sent; the
 /// server's own client connects to the server whatever it says. Over plain
 /// HTTP/1.1 only the path goes on the wire, so the server's address (no
 /// per-request parsing) does.
-fn upstream_uri(server: &Server, incoming: &Uri, host: &HeaderValue) -> Result<Uri, ()> {
+fn upstream_uri(
+    server: &Server,
+    incoming: &Uri,
+    host: &HeaderValue,
+    origin_form: bool,
+) -> Result<Uri, ()> {
     let pq = incoming.path_and_query().map_or("/", PathAndQuery::as_str);
     let path_and_query: PathAndQuery = if server.path_prefix.is_empty() {
         match incoming.path_and_query() {
@@ -420,6 +431,9 @@ fn upstream_uri(server: &Server, incoming: &Uri, host: &HeaderValue) -> Result<U
         joined.push_str(pq);
         joined.parse().map_err(|_| ())?
     };
+    if origin_form {
+        return Ok(Uri::from(path_and_query));
+    }
     let authority = match server.kind {
         ServerKind::H2c | ServerKind::Https if server.pass_host_header => {
             Authority::try_from(host.as_bytes()).unwrap_or_else(|_| server.authority.clone())

@@ -101,20 +101,23 @@ impl H1Pool {
         }))
     }
 
-    /// Sends `req` (absolute URI; only its path and query go on the wire)
-    /// over an idle connection, or a new one. A request that an idle
+    /// Sends `req` over an idle connection, or a new one; only the URI's
+    /// path and query go on the wire (the proxy makes origin-form URIs for
+    /// this pool; an absolute one is cut down). A request that an idle
     /// connection closed under could not carry is sent once more on a new
     /// connection: it never left.
     pub async fn send(
         self: &Arc<Self>,
         mut req: Request<RequestBody>,
     ) -> Result<(Response<Incoming>, Checkin), SendError> {
-        let pq = req
-            .uri()
-            .path_and_query()
-            .cloned()
-            .unwrap_or_else(|| PathAndQuery::from_static("/"));
-        *req.uri_mut() = Uri::from(pq);
+        if req.uri().scheme().is_some() {
+            let pq = req
+                .uri()
+                .path_and_query()
+                .cloned()
+                .unwrap_or_else(|| PathAndQuery::from_static("/"));
+            *req.uri_mut() = Uri::from(pq);
+        }
         let mut fresh = false;
         loop {
             let mut sender = match self.take() {
