@@ -208,6 +208,66 @@ async fn http2_prior_knowledge_clients_are_served() {
     );
 }
 
+/// Sends `req` with `version` over a connection whose first byte reaches
+/// gangway alone, 200 ms before the rest: too little to tell HTTP/1 from an
+/// HTTP/2 preface, so gangway reads on before it chooses.
+async fn send_first_byte_alone(gw: &Gangway, req: Request<Full<Bytes>>) -> StatusCode {
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (client_side, mut relay) = tokio::io::duplex(64 * 1024);
+    let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .expect("connect");
+    tcp.set_nodelay(true).unwrap();
+    tokio::spawn(async move {
+        let mut first = [0u8; 1];
+        relay.read_exact(&mut first).await.expect("first byte");
+        tcp.write_all(&first).await.expect("send first byte");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = tokio::io::copy_bidirectional(&mut relay, &mut tcp).await;
+    });
+    let io = TokioIo::new(client_side);
+    let resp = if req.version() == Version::HTTP_2 {
+        let (mut send, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), io)
+            .await
+            .expect("h2 handshake");
+        tokio::spawn(conn);
+        send.send_request(req).await.expect("h2 answer")
+    } else {
+        let (mut send, conn) = hyper::client::conn::http1::handshake(io)
+            .await
+            .expect("http1 handshake");
+        tokio::spawn(conn);
+        send.send_request(req).await.expect("http1 answer")
+    };
+    resp.status()
+}
+
+#[tokio::test]
+async fn a_first_byte_that_arrives_alone_does_not_confuse_the_version() {
+    let b = Backend::echo("b").await;
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("127.0.0.1", "/").await.status == StatusCode::OK
+    })
+    .await;
+    // "P" starts both a POST and the HTTP/2 preface ("PRI * HTTP/2.0").
+    let post = Request::post("/form")
+        .header("host", "127.0.0.1")
+        .body(Full::new(Bytes::from_static(b"a=1")))
+        .unwrap();
+    assert_eq!(send_first_byte_alone(&gw, post).await, StatusCode::OK);
+    let h2 = Request::get(gw.url("/h2"))
+        .version(Version::HTTP_2)
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(send_first_byte_alone(&gw, h2).await, StatusCode::OK);
+}
+
 #[tokio::test]
 async fn unreachable_server_is_502_and_slow_server_is_504() {
     let dead = format!("http://127.0.0.1:{}", support::free_port());

@@ -90,6 +90,26 @@ async fn file_certificates_and_the_default_certificate_are_served() {
         assert_eq!(seen.header("x-forwarded-proto"), Some("https"));
         assert_eq!(seen.uri, "/hello");
     }
+    // A client that offers no ALPN is served by what it sends: HTTP/1.1, or
+    // HTTP/2 from its preface.
+    let silent = TlsClient {
+        offer_alpn: false,
+        ..client.clone()
+    };
+    for h2 in [true, false] {
+        let got = silent
+            .get(tls_port, "secure.test", None, "/quiet", h2)
+            .await
+            .expect("verified TLS without ALPN");
+        assert_eq!(got.status, StatusCode::OK, "h2: {h2}");
+        assert_eq!(got.alpn, None);
+        let want = if h2 {
+            Version::HTTP_2
+        } else {
+            Version::HTTP_11
+        };
+        assert_eq!(got.version, want);
+    }
 
     // An unknown name gets the generated default certificate.
     let insecure = TlsClient::insecure();
@@ -292,6 +312,7 @@ sniStrict = true
     .await;
     let tls12 = TlsClient {
         tls12_only: true,
+        offer_alpn: true,
         ..client.clone()
     };
     let refused = tls12.get(tls_port, "modern.test", None, "/", true).await;

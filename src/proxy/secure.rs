@@ -5,18 +5,16 @@
 //! challenges and redirections.
 
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
-use super::{ConnInfo, EntryPointInfo, Proxy, Redirect};
+use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect};
 use crate::body::ProxyBody;
-use crate::executor::Boxing;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::conn::auto;
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -46,24 +44,27 @@ impl Proxy {
         stream: TcpStream,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
-        builder: auto::Builder<Boxing>,
+        servers: Arc<HttpServers>,
         drain: watch::Receiver<bool>,
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
-        let mut first = [0u8; 1];
-        let is_tls = match timeout(limit, stream.peek(&mut first)).await {
-            Ok(Ok(1)) => first[0] == TLS_HANDSHAKE_RECORD,
+        // As much as an HTTP/2 preface: enough to tell TLS, HTTP/2 and HTTP/1.
+        let mut first = [0u8; H2_PREFACE.len()];
+        let seen = match timeout(limit, stream.peek(&mut first)).await {
+            Ok(Ok(n)) if n > 0 => &first[..n],
             // Closed, failed or silent: nothing to serve.
             _ => return,
         };
-        if !is_tls {
+        if seen[0] != TLS_HANDSHAKE_RECORD {
+            let version = plain_version(seen);
             let info = ConnInfo::new(entry_point, peer, false, None);
-            self.serve_http(stream, info, &builder, drain).await;
+            self.serve_http(stream, info, &servers, version, drain)
+                .await;
             return;
         }
         // Boxed: the TLS state would otherwise make every plain connection's
         // task as large as a TLS one's.
-        Box::pin(self.serve_tls(stream, peer, entry_point, builder, drain, limit)).await;
+        Box::pin(self.serve_tls(stream, peer, entry_point, servers, drain, limit)).await;
     }
 
     /// The TLS side of [`Proxy::connection`]: the handshake (certificate by
@@ -73,7 +74,7 @@ impl Proxy {
         stream: TcpStream,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
-        builder: auto::Builder<Boxing>,
+        servers: Arc<HttpServers>,
         drain: watch::Receiver<bool>,
         limit: Duration,
     ) {
@@ -117,8 +118,15 @@ impl Proxy {
             let _ = tls.shutdown().await;
             return;
         }
+        // ALPN says which HTTP the client speaks; a client that named none
+        // may still open with an HTTP/2 preface, so its first bytes decide.
+        let version = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => Version::Two,
+            Some(_) => Version::One,
+            None => Version::Either,
+        };
         let info = ConnInfo::new(entry_point, peer, true, sni);
-        self.serve_http(tls, info, &builder, drain).await;
+        self.serve_http(tls, info, &servers, version, drain).await;
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the
@@ -134,11 +142,13 @@ impl Proxy {
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        let builder = super::http_builder(&entry_point);
+        let servers = HttpServers::new(&entry_point);
         // Held until the connection ends: a closed channel means "drain".
         let (drain, drain_rx) = watch::channel(false);
         let info = ConnInfo::new(entry_point, peer, false, None);
-        self.serve_http(io, info, &builder, drain_rx).await;
+        // Nothing to peek at: hyper-util reads the first bytes.
+        self.serve_http(io, info, &servers, Version::Either, drain_rx)
+            .await;
         drop(drain);
     }
 
@@ -148,8 +158,9 @@ impl Proxy {
         self: Arc<Self>,
         io: I,
         mut info: ConnInfo,
-        builder: &auto::Builder<Boxing>,
-        mut drain: watch::Receiver<bool>,
+        servers: &HttpServers,
+        version: Version,
+        drain: watch::Receiver<bool>,
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -175,17 +186,107 @@ impl Proxy {
             async move { proxy.serve(info, req).await }
         });
         let io = TokioIo::new(Watched::new(io, activity.clone()));
-        let conn = builder.serve_connection_with_upgrades(io, service);
-        let mut conn = pin!(conn);
         let stats = stats.as_deref();
         if let Some(s) = stats {
             s.connection_opened();
         }
+        let run = Run {
+            peer,
+            activity: activity.as_deref(),
+            limits,
+            drain,
+        };
+        match version {
+            Version::One => {
+                let conn = servers.one.serve_connection(io, service).with_upgrades();
+                run.drive(conn, |c| c.graceful_shutdown()).await;
+            }
+            Version::Two => {
+                let conn = servers.two.serve_connection(io, service);
+                run.drive(conn, |c| c.graceful_shutdown()).await;
+            }
+            Version::Either => {
+                let conn = servers.either.serve_connection_with_upgrades(io, service);
+                run.drive(conn, |c| c.graceful_shutdown()).await;
+            }
+        }
+        if let Some(s) = stats {
+            s.connection_closed();
+        }
+    }
+    /// What a plain-HTTP request gets before routing: the answer to an
+    /// ACME HTTP-01 validation, or the entry point's redirection.
+    pub(crate) fn plain_answer<B>(
+        &self,
+        conn: &ConnInfo,
+        req: &Request<B>,
+    ) -> Option<Response<ProxyBody>> {
+        if let Some(token) = req.uri().path().strip_prefix(ACME_CHALLENGE_PATH)
+            && let Some(answer) = self.runtime.load().tls.http01_answer(token)
+        {
+            let mut resp = Response::new(ProxyBody::Local(http_body_util::Full::new(
+                bytes::Bytes::from(answer.to_string()),
+            )));
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            return Some(resp);
+        }
+        let redirect = conn.entry_point.redirect.as_ref()?;
+        Some(redirect_response(redirect, req))
+    }
+}
+
+/// Which HTTP a connection is served with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Version {
+    One,
+    Two,
+    /// Not known yet: hyper-util reads the first bytes.
+    Either,
+}
+
+/// What every HTTP/2 connection in the clear opens with (RFC 9113 §3.4).
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The version of a plain connection from its first bytes (at least one):
+/// HTTP/2 once the whole preface is there, HTTP/1 as soon as they differ
+/// from it, and undecided while they are the start of it.
+fn plain_version(first: &[u8]) -> Version {
+    if !H2_PREFACE.starts_with(first) {
+        Version::One
+    } else if first.len() == H2_PREFACE.len() {
+        Version::Two
+    } else {
+        Version::Either
+    }
+}
+
+/// What a served connection answers to besides its client: its time
+/// limits and the entry point's shutdown.
+struct Run<'a> {
+    peer: SocketAddr,
+    activity: Option<&'a Activity>,
+    limits: ConnLimits,
+    drain: watch::Receiver<bool>,
+}
+
+impl Run<'_> {
+    /// Drives `conn` (any HTTP version; `graceful_shutdown` asks it to
+    /// finish what is in progress and close) to its end.
+    async fn drive<C, E>(mut self, conn: C, graceful_shutdown: impl Fn(Pin<&mut C>))
+    where
+        C: Future<Output = Result<(), E>>,
+        E: std::fmt::Display,
+    {
+        let peer = self.peer;
+        let mut conn = pin!(conn);
         // Parked far away until a limit arms it; one timer per connection.
         let timer = pin!(tokio::time::sleep(Duration::from_secs(86_400)));
-        let mut clock = activity
-            .as_deref()
-            .map(|a| timeouts::Clock::new(a, limits, timer));
+        let mut clock = self
+            .activity
+            .map(|a| timeouts::Clock::new(a, self.limits, timer));
         let mut draining = false;
         let mut cut_off: Option<tokio::time::Instant> = None;
         let far = tokio::time::Instant::now() + Duration::from_secs(86_400);
@@ -204,7 +305,7 @@ impl Proxy {
                 tokio::select! {
                     biased;
                     step = drive => step,
-                    _ = drain.changed(), if !draining => Step::Drain,
+                    _ = self.drain.changed(), if !draining => Step::Drain,
                     () = tokio::time::sleep_until(cut_off.unwrap_or(far)), if cut_off.is_some() => Step::CutOff,
                 }
             };
@@ -228,45 +329,19 @@ impl Proxy {
                     // HTTP/1: closes now; HTTP/2: GOAWAY, then a PING the
                     // client must answer before the connection closes. A
                     // client that never answers is not waited for long.
-                    conn.as_mut().graceful_shutdown();
+                    graceful_shutdown(conn.as_mut());
                     draining = true;
                     cut_off = Some(tokio::time::Instant::now() + IDLE_CLOSE_GRACE);
                 }
                 Step::Drain => {
                     // Closes once the answers in progress are sent; the
                     // entry point's grace period bounds the wait.
-                    conn.as_mut().graceful_shutdown();
+                    graceful_shutdown(conn.as_mut());
                     draining = true;
                 }
                 Step::CutOff => break,
             }
         }
-        if let Some(s) = stats {
-            s.connection_closed();
-        }
-    }
-
-    /// What a plain-HTTP request gets before routing: the answer to an
-    /// ACME HTTP-01 validation, or the entry point's redirection.
-    pub(crate) fn plain_answer<B>(
-        &self,
-        conn: &ConnInfo,
-        req: &Request<B>,
-    ) -> Option<Response<ProxyBody>> {
-        if let Some(token) = req.uri().path().strip_prefix(ACME_CHALLENGE_PATH)
-            && let Some(answer) = self.runtime.load().tls.http01_answer(token)
-        {
-            let mut resp = Response::new(ProxyBody::Local(http_body_util::Full::new(
-                bytes::Bytes::from(answer.to_string()),
-            )));
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/octet-stream"),
-            );
-            return Some(resp);
-        }
-        let redirect = conn.entry_point.redirect.as_ref()?;
-        Some(redirect_response(redirect, req))
     }
 }
 
@@ -343,6 +418,16 @@ fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_bytes_tell_the_version_once_they_can() {
+        assert_eq!(plain_version(b"GET / HTTP/1.1\r\n"), Version::One);
+        assert_eq!(plain_version(b"POST"), Version::One);
+        assert_eq!(plain_version(b"PRI * HTTP/1.1\r\n"), Version::One);
+        assert_eq!(plain_version(b"P"), Version::Either);
+        assert_eq!(plain_version(b"PRI * HTTP/2.0\r\n"), Version::Either);
+        assert_eq!(plain_version(H2_PREFACE), Version::Two);
+    }
 
     fn location(redirect: &Redirect, method: Method, host: &str, path: &str) -> (u16, String) {
         let req = Request::builder()

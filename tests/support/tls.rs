@@ -82,6 +82,9 @@ pub struct TlsClient {
     pub trust: Trust,
     /// Offer only TLS 1.2.
     pub tls12_only: bool,
+    /// Offer the protocol in ALPN (`h2` or `http/1.1`); without it the
+    /// server must tell from the first bytes.
+    pub offer_alpn: bool,
 }
 
 impl TlsClient {
@@ -89,6 +92,7 @@ impl TlsClient {
         TlsClient {
             trust: Trust::Roots(root_pem.to_vec()),
             tls12_only: false,
+            offer_alpn: true,
         }
     }
 
@@ -96,6 +100,7 @@ impl TlsClient {
         TlsClient {
             trust: Trust::Anything,
             tls12_only: false,
+            offer_alpn: true,
         }
     }
 
@@ -122,7 +127,9 @@ impl TlsClient {
                 .with_custom_certificate_verifier(Arc::new(AcceptAll(provider)))
                 .with_no_client_auth(),
         };
-        config.alpn_protocols = vec![alpn.to_vec()];
+        if self.offer_alpn {
+            config.alpn_protocols = vec![alpn.to_vec()];
+        }
         config
     }
 
