@@ -196,6 +196,8 @@ impl Proxy {
             limits,
             drain,
         };
+        // HTTP/2 and undecided connections are boxed: their state is larger,
+        // and would otherwise make every HTTP/1 connection's task as large.
         match version {
             Version::One => {
                 let conn = servers.one.serve_connection(io, service).with_upgrades();
@@ -203,11 +205,11 @@ impl Proxy {
             }
             Version::Two => {
                 let conn = servers.two.serve_connection(io, service);
-                run.drive(conn, |c| c.graceful_shutdown()).await;
+                Box::pin(run.drive(conn, |c| c.graceful_shutdown())).await;
             }
             Version::Either => {
                 let conn = servers.either.serve_connection_with_upgrades(io, service);
-                run.drive(conn, |c| c.graceful_shutdown()).await;
+                Box::pin(run.drive(conn, |c| c.graceful_shutdown())).await;
             }
         }
         if let Some(s) = stats {
