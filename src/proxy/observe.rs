@@ -172,11 +172,13 @@ impl Proxy {
         req: Request<Incoming>,
         read_deadline: Option<tokio::time::Instant>,
     ) -> Response<ObservedBody> {
-        let log = self.access_log.clone();
+        let log = &self.access_log;
         let recorded = conn.entry_point.stats.is_some() || log.is_some() || self.route_metrics;
-        // What is known before the answer; `handle` is called in one place
-        // only, so this future holds one `handle` future, not one per branch.
-        let before = recorded.then(|| {
+        // What is known before the answer, boxed already: this future is
+        // held for every request in flight, and the access log entry alone
+        // is over 400 bytes. `handle` is called in one place only, so this
+        // future holds one `handle` future, not one per branch.
+        let watch = recorded.then(|| {
             let request_bytes = req
                 .headers()
                 .get(header::CONTENT_LENGTH)
@@ -191,29 +193,27 @@ impl Proxy {
                 request_bytes,
                 response_bytes: 0,
             };
-            let entry = log.as_ref().map(|l| entry_for(conn, &req, l));
-            (Instant::now(), sample, entry)
+            Box::new(Watch {
+                started: Instant::now(),
+                sample,
+                conn_stats: conn.entry_point.stats.clone(),
+                route: None,
+                entry: log.as_ref().map(|l| entry_for(conn, &req, l)),
+                log: log.clone(),
+            })
         });
         let (resp, route) = self.handle(conn, req, read_deadline).await;
-        let Some((started, mut sample, entry)) = before else {
+        let Some(mut watch) = watch else {
             return resp.map(ObservedBody::plain);
         };
-        sample.status = resp.status().as_u16();
-        let entry = entry.map(|mut e| {
-            e.status = sample.status;
+        watch.sample.status = resp.status().as_u16();
+        if let Some(e) = &mut watch.entry {
+            e.status = watch.sample.status;
             e.router = route.as_ref().map(|r| r.name.clone());
             e.service = route.as_ref().map(|r| r.service_name.clone());
             e.service_url = resp.extensions().get::<ServedBy>().map(|s| s.0.clone());
-            e
-        });
-        let watch = Box::new(Watch {
-            started,
-            sample,
-            conn_stats: conn.entry_point.stats.clone(),
-            route,
-            entry,
-            log,
-        });
+        }
+        watch.route = route;
         resp.map(|inner| {
             let mut body = ObservedBody::plain(inner);
             body.watch = Some(watch);

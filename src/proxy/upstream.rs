@@ -129,7 +129,7 @@ pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
 /// the response and the server that gave it.
 async fn send<'a>(
     lb: &'a LoadBalancer,
-    req: Request<RequestBody>,
+    mut req: Request<RequestBody>,
     host: Option<&HeaderValue>,
     upgrade: bool,
     cookies: &mut Vec<HeaderValue>,
@@ -140,10 +140,12 @@ async fn send<'a>(
     let mut cookie_set = cookies.len() > cookie_slot;
     // The one copy this costs: the request head (and a body already in
     // memory, which shares its buffer), kept only when there is another
-    // server to try.
-    let replay = (lb.servers.len() > 1).then(|| Replay::of(&req)).flatten();
+    // server to try. Boxed: this future is held for every request in
+    // flight, and most have no copy.
+    let replay = (lb.servers.len() > 1)
+        .then(|| Replay::of(&req).map(Box::new))
+        .flatten();
     let mut tried: Vec<usize> = Vec::new();
-    let mut req = req;
     loop {
         let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
         prepare(&mut req, server, host, upgrade).map_err(|()| Failure::BadRequest)?;
