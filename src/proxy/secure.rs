@@ -1,6 +1,7 @@
 //! Per connection: tell TLS from plain HTTP by the first byte (as Traefik
 //! does, so one entry point serves both), terminate TLS with the server
-//! configuration the runtime picks for the ClientHello, then serve HTTP.
+//! configuration the runtime picks for the ClientHello, then serve HTTP/1
+//! or HTTP/2 as ALPN or the first bytes say.
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
@@ -216,6 +217,7 @@ impl Proxy {
             s.connection_closed();
         }
     }
+
     /// What a plain-HTTP request gets before routing: the answer to an
     /// ACME HTTP-01 validation, or the entry point's redirection.
     pub(crate) fn plain_answer<B>(
