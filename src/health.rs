@@ -471,7 +471,7 @@ async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
         req.headers_mut().insert(HOST, target.host.clone());
         let resp = target
             .client
-            .send(target.kind, false, req)
+            .send(target.kind, false, Box::new(req))
             .await
             .map_err(|e| describe(&e))?;
         let status = resp.status();
@@ -520,7 +520,7 @@ async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String
     headers.insert(TE, HeaderValue::from_static("trailers"));
     let resp = target
         .client
-        .send(target.kind, false, req)
+        .send(target.kind, false, Box::new(req))
         .await
         .map_err(|e| describe(&e))?;
     if resp.status() != StatusCode::OK {

@@ -102,8 +102,13 @@ impl Proxy {
         if route.tls && super::secure::misdirected(conn, &host) {
             return (Kind::Misdirected.into_response(), Some(route));
         }
+        // Boxed from here to the connection that sends it: each async layer
+        // on the way keeps its own copy of its arguments for as long as the
+        // request is in flight, and the request is 300 bytes.
         let req =
-            req.map(|body| RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline)));
+            Box::new(req.map(|body| {
+                RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))
+            }));
         let resp = self.dispatch(conn, &route, host_value, req).await;
         (resp, Some(route))
     }
@@ -115,7 +120,7 @@ impl Proxy {
         conn: &ConnInfo,
         route: &Route,
         host_value: Option<HeaderValue>,
-        mut req: Request<RequestBody>,
+        mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
         // As at Traefik's entry points: an untrusted client's X-Forwarded-*
         // go before anything reads them, so middlewares (ipStrategy,
@@ -139,7 +144,7 @@ impl Proxy {
             route,
             host_value,
         };
-        route.chain.run(req, &cx, &end).await
+        route.chain.run(*req, &cx, &end).await
     }
 }
 
@@ -160,10 +165,10 @@ impl Proxy {
         route: &Route,
         upstream: &Upstream,
         host_value: Option<HeaderValue>,
-        req: Request<RequestBody>,
+        req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
         if let Upstream::Internal(service) = upstream {
-            let (parts, _body) = req.into_parts();
+            let (parts, _body) = (*req).into_parts();
             return service
                 .call(Request::from_parts(parts, ()))
                 .await
@@ -186,7 +191,7 @@ impl ToService<'_> {
     async fn forward_to(
         &self,
         upstream: &Upstream,
-        req: Request<RequestBody>,
+        req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
         self.proxy
             .to_upstream(
@@ -202,7 +207,7 @@ impl ToService<'_> {
 
 impl Terminal for ToService<'_> {
     fn send(&self, req: Request<RequestBody>) -> BoxFuture<'_, Response<ProxyBody>> {
-        Box::pin(self.forward_to(&self.route.upstream, req))
+        Box::pin(self.forward_to(&self.route.upstream, Box::new(req)))
     }
 
     fn send_to<'a>(
@@ -212,7 +217,7 @@ impl Terminal for ToService<'_> {
     ) -> BoxFuture<'a, Response<ProxyBody>> {
         Box::pin(async move {
             match service.get::<Upstream>() {
-                Some(upstream) => self.forward_to(upstream, req).await,
+                Some(upstream) => self.forward_to(upstream, Box::new(req)).await,
                 None => failed(Kind::NoServer, UpstreamFailure::NotSent),
             }
         })

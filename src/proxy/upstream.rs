@@ -30,7 +30,7 @@ impl Proxy {
         route: &Route,
         upstream: &Upstream,
         host_value: Option<HeaderValue>,
-        mut req: Request<RequestBody>,
+        mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
         let upgrade = is_upgrade(&req);
         let websocket = upgrade
@@ -38,7 +38,7 @@ impl Proxy {
                 .headers()
                 .get(header::UPGRADE)
                 .is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"));
-        let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
+        let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut *req));
 
         {
             let headers = req.headers_mut();
@@ -66,7 +66,7 @@ impl Proxy {
             return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
         if !mirrors.is_empty() {
-            req = launch_mirrors(req, mirrors, host_value.clone());
+            req = Box::new(launch_mirrors(*req, mirrors, host_value.clone()));
         }
         let (mut resp, server) = match send(
             lb,
@@ -129,7 +129,7 @@ pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
 /// the response and the server that gave it.
 async fn send<'a>(
     lb: &'a LoadBalancer,
-    mut req: Request<RequestBody>,
+    mut req: Box<Request<RequestBody>>,
     host: Option<&HeaderValue>,
     upgrade: bool,
     cookies: &mut Vec<HeaderValue>,
@@ -169,7 +169,7 @@ async fn send<'a>(
                 cookie_set = true;
             }
         }
-        req = replay.request();
+        req = Box::new(replay.request());
         idx = next;
     }
 }
@@ -209,7 +209,7 @@ impl Failure {
 async fn call(
     server: &Server,
     upgrade: bool,
-    req: Request<RequestBody>,
+    req: Box<Request<RequestBody>>,
     router: &str,
 ) -> Result<Response<UpstreamBody>, Failure> {
     // Pinned where it is made and polled through the pin, with or without
@@ -385,7 +385,16 @@ async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option
     let Some(lb) = upstream.descend(req.headers(), &mut cookies, None) else {
         return;
     };
-    let Ok((resp, _)) = send(lb, req, host.as_ref(), false, &mut cookies, "mirror").await else {
+    let sent = send(
+        lb,
+        Box::new(req),
+        host.as_ref(),
+        false,
+        &mut cookies,
+        "mirror",
+    )
+    .await;
+    let Ok((resp, _)) = sent else {
         return;
     };
     let mut body = resp.into_body();

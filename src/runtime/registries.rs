@@ -143,27 +143,28 @@ impl UpstreamClient {
     }
 
     /// Sends `req` to this client's server, speaking `kind`. The URI is
-    /// absolute; its authority is what the server sees as the request's
+    /// absolute (origin form for plain HTTP/1.1, which gangway's own pool
+    /// sends); its authority is what the server sees as the request's
     /// authority (HTTP/2), not where it goes. `upgrade` requests to HTTPS
     /// servers go over HTTP/1.1, which can upgrade.
     pub async fn send(
         &self,
         kind: ServerKind,
         upgrade: bool,
-        req: Request<RequestBody>,
+        req: Box<Request<RequestBody>>,
     ) -> Result<Response<UpstreamBody>, pool::SendError> {
         let sent = match kind {
             ServerKind::Http if !upgrade => {
                 let (resp, checkin) = self.h1.send(req).await?;
                 return Ok(resp.map(|b| UpstreamBody::new(b, Some(checkin))));
             }
-            ServerKind::Http => self.main.request(req),
+            ServerKind::Http => self.main.request(*req),
             ServerKind::H2c => {
-                let resp = self.h2c.send(req).await?;
+                let resp = self.h2c.send(*req).await?;
                 return Ok(resp.map(|b| UpstreamBody::new(b, None)));
             }
-            ServerKind::Https if upgrade => self.https_h1.request(req),
-            ServerKind::Https => self.main.request(req),
+            ServerKind::Https if upgrade => self.https_h1.request(*req),
+            ServerKind::Https => self.main.request(*req),
         };
         Ok(sent.await?.map(|b| UpstreamBody::new(b, None)))
     }

@@ -108,7 +108,7 @@ impl H1Pool {
     /// connection: it never left.
     pub async fn send(
         self: &Arc<Self>,
-        mut req: Request<RequestBody>,
+        mut req: Box<Request<RequestBody>>,
     ) -> Result<(Response<Incoming>, Checkin), SendError> {
         if req.uri().scheme().is_some() {
             let pq = req
@@ -127,7 +127,7 @@ impl H1Pool {
                     self.connect().await?
                 }
             };
-            match sender.try_send_request(req).await {
+            match sender.try_send_request(*req).await {
                 Ok(resp) => {
                     let checkin = Checkin {
                         pool: self.clone(),
@@ -137,7 +137,7 @@ impl H1Pool {
                 }
                 // The pooled connection was closing: not sent, so safe to
                 // send again whatever the method.
-                Err(e) => req = unsent(e, fresh)?,
+                Err(e) => *req = unsent(e, fresh)?,
             }
         }
     }
