@@ -193,11 +193,30 @@ pub fn binary() -> &'static str {
 impl Gangway {
     /// Starts gangway with `dynamic` (TOML) as its file provider, plus extra flags.
     pub async fn with_file(dynamic: &str, extra: &[&str]) -> Gangway {
+        // A port found free can be taken before gangway binds it (another
+        // test's outgoing connection gets it as its local port): gangway then
+        // exits at once, and another port is tried.
+        for _ in 0..2 {
+            match Self::start(free_port(), dynamic, extra).await {
+                Ok(gw) => return gw,
+                Err(log) if log.contains("in use") => continue,
+                Err(log) => panic!("gangway exited at start:\n{log}"),
+            }
+        }
         Self::with_file_on(free_port(), dynamic, extra).await
     }
 
     /// Like `with_file`, with the `web` entry point on `port`.
     pub async fn with_file_on(port: u16, dynamic: &str, extra: &[&str]) -> Gangway {
+        match Self::start(port, dynamic, extra).await {
+            Ok(gw) => gw,
+            Err(log) => panic!("gangway exited at start:\n{log}"),
+        }
+    }
+
+    /// Starts gangway and waits until it listens on `port`; its log if it
+    /// exits first.
+    async fn start(port: u16, dynamic: &str, extra: &[&str]) -> Result<Gangway, String> {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, dynamic).expect("write dynamic");
@@ -218,7 +237,7 @@ impl Gangway {
             .stderr(log)
             .spawn()
             .expect("start gangway");
-        let gw = Gangway {
+        let mut gw = Gangway {
             child,
             port,
             dir,
@@ -229,12 +248,18 @@ impl Gangway {
                 .build_http(),
         };
         let addr = format!("127.0.0.1:{port}");
+        let exited = std::cell::Cell::new(false);
         eventually(Duration::from_secs(10), "gangway listens", || {
             let addr = addr.clone();
-            async move { tokio::net::TcpStream::connect(&addr).await.is_ok() }
+            exited.set(gw.child.try_wait().is_ok_and(|status| status.is_some()));
+            let exited = exited.get();
+            async move { exited || tokio::net::TcpStream::connect(&addr).await.is_ok() }
         })
         .await;
-        gw
+        if exited.get() {
+            return Err(gw.log());
+        }
+        Ok(gw)
     }
 
     /// Everything gangway logged so far.
