@@ -176,8 +176,8 @@ async fn combinations_and_priority() {
     assert_eq!(gw.send(post).await.status, StatusCode::NOT_FOUND);
 }
 
-#[tokio::test]
-async fn http2_prior_knowledge_clients_are_served() {
+/// gangway routing `Host(127.0.0.1)` to an echo backend, once it does.
+async fn loopback_route() -> (Backend, Gangway) {
     let b = Backend::echo("b").await;
     let gw = Gangway::with_file(
         &support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]),
@@ -188,6 +188,12 @@ async fn http2_prior_knowledge_clients_are_served() {
         gw.get("127.0.0.1", "/").await.status == StatusCode::OK
     })
     .await;
+    (b, gw)
+}
+
+#[tokio::test]
+async fn http2_prior_knowledge_clients_are_served() {
+    let (_b, gw) = loopback_route().await;
     // HTTP/2 carries the host in :authority, not in a Host header; routing and
     // the Host header sent upstream come from it.
     let r = Request::get(gw.url("/hello?x=1"))
@@ -245,16 +251,7 @@ async fn send_first_byte_alone(gw: &Gangway, req: Request<Full<Bytes>>) -> Statu
 
 #[tokio::test]
 async fn a_first_byte_that_arrives_alone_does_not_confuse_the_version() {
-    let b = Backend::echo("b").await;
-    let gw = Gangway::with_file(
-        &support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]),
-        &[],
-    )
-    .await;
-    eventually(Duration::from_secs(5), "config applied", || async {
-        gw.get("127.0.0.1", "/").await.status == StatusCode::OK
-    })
-    .await;
+    let (_b, gw) = loopback_route().await;
     // "P" starts both a POST and the HTTP/2 preface ("PRI * HTTP/2.0").
     let post = Request::post("/form")
         .header("host", "127.0.0.1")
