@@ -419,11 +419,11 @@ fn is_upgrade<B>(req: &Request<B>) -> bool {
 }
 /// The URI for `server`: its scheme, the authority the server should see
 /// (neither in origin form), its path prefix (preservePath), then the
-/// request's path and query. Over HTTP/2 (`h2c://`, and `https://` when ALPN picks it) the
-/// authority travels as `:authority`, so it is the Host being sent; the
-/// server's own client connects to the server whatever it says. Over plain
-/// HTTP/1.1 only the path goes on the wire, so the server's address (no
-/// per-request parsing) does.
+/// request's path and query. Over HTTP/2 (`h2c://`, and `https://` when
+/// ALPN picks it) the authority travels as `:authority`, so it is the Host
+/// being sent; the server's own client connects to the server whatever it
+/// says. Over HTTP/1.1 only the path goes on the wire, so the server's
+/// address (no per-request parsing) does where the URI is absolute.
 fn upstream_uri(
     server: &Server,
     incoming: &Uri,
