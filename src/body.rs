@@ -14,7 +14,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use tokio::sync::oneshot;
 
 /// Any error a body may end with.
@@ -370,7 +370,8 @@ impl Body for ProxyBody {
 }
 
 /// A server's answer body. When it came over a pooled HTTP/1.1 connection,
-/// the connection goes back to its pool as soon as the body has ended.
+/// reading it moves that connection on, and the connection goes back to its
+/// pool as soon as the body has ended.
 pub struct UpstreamBody {
     body: Incoming,
     checkin: Option<crate::runtime::registries::pool::Checkin>,
@@ -404,7 +405,24 @@ impl Body for UpstreamBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
         let this = self.get_mut();
-        let polled = Pin::new(&mut this.body).poll_frame(cx);
+        let polled = match this.checkin.as_mut() {
+            // The connection has no task of its own: reading the body is
+            // what moves it on when nothing has arrived yet. Only that
+            // connection fills the body, so the body wakes no one (a wake
+            // would only poll this task once more for nothing); the
+            // connection wakes the task when its server sends more.
+            Some(c) => {
+                let quiet = &mut Context::from_waker(Waker::noop());
+                match Pin::new(&mut this.body).poll_frame(quiet) {
+                    Poll::Pending => {
+                        c.poll_conn(cx);
+                        Pin::new(&mut this.body).poll_frame(quiet)
+                    }
+                    ready => ready,
+                }
+            }
+            None => Pin::new(&mut this.body).poll_frame(cx),
+        };
         match &polled {
             Poll::Ready(Some(Ok(_))) => this.check_end(),
             Poll::Ready(None) => {

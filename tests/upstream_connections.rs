@@ -22,9 +22,11 @@ struct Seen {
 }
 
 /// A keep-alive HTTP/1.1 server on a raw socket. `/slow` answers after
-/// 300 ms, `/head` and `/empty` with no body; with `close_idle_after`, it
-/// closes a connection that has been idle that long (as servers with a
-/// keep-alive timeout do).
+/// 300 ms, HEAD and `/empty` with no body, `/big` with 1 MiB, a POST
+/// with the length of the body it read; with `close_idle_after`, it
+/// closes its side of a connection that has been idle that long (as servers
+/// with a keep-alive timeout do) and counts the connection closed by the
+/// client once gangway closes the other side.
 async fn server(close_idle_after: Option<Duration>) -> (String, Arc<Seen>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -45,7 +47,14 @@ async fn server(close_idle_after: Option<Duration>) -> (String, Arc<Seen>) {
                         Some(limit) if head.is_empty() => {
                             match tokio::time::timeout(limit, s.read(&mut buf)).await {
                                 Ok(r) => r,
-                                Err(_) => return,
+                                // Closes its side, and sees when gangway
+                                // closes the other.
+                                Err(_) => {
+                                    let _ = s.shutdown().await;
+                                    let _ = s.read(&mut buf).await;
+                                    counts.closed_by_client.fetch_add(1, Ordering::SeqCst);
+                                    return;
+                                }
                             }
                         }
                         _ => s.read(&mut buf).await,
@@ -59,18 +68,36 @@ async fn server(close_idle_after: Option<Duration>) -> (String, Arc<Seen>) {
                     }
                     while let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
                         let request = String::from_utf8_lossy(&head[..end]).into_owned();
-                        head.drain(..end + 4);
-                        let answer: &[u8] = if request.starts_with("GET /slow") {
+                        let length = content_length(&request);
+                        if head.len() < end + 4 + length {
+                            // The request's body is still arriving.
+                            break;
+                        }
+                        head.drain(..end + 4 + length);
+                        let answer: Vec<u8> = if request.starts_with("GET /slow") {
                             tokio::time::sleep(Duration::from_millis(300)).await;
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nslow"
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nslow".to_vec()
                         } else if request.starts_with("HEAD") {
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n"
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n".to_vec()
                         } else if request.starts_with("GET /empty") {
-                            b"HTTP/1.1 204 No Content\r\n\r\n"
+                            b"HTTP/1.1 204 No Content\r\n\r\n".to_vec()
+                        } else if request.starts_with("GET /big") {
+                            let mut big =
+                                format!("HTTP/1.1 200 OK\r\ncontent-length: {BIG}\r\n\r\n")
+                                    .into_bytes();
+                            big.resize(big.len() + BIG, b'x');
+                            big
+                        } else if request.starts_with("POST") {
+                            let got = length.to_string();
+                            format!(
+                                "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{got}",
+                                got.len()
+                            )
+                            .into_bytes()
                         } else {
-                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+                            b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".to_vec()
                         };
-                        if s.write_all(answer).await.is_err() {
+                        if s.write_all(&answer).await.is_err() {
                             return;
                         }
                     }
@@ -79,6 +106,19 @@ async fn server(close_idle_after: Option<Duration>) -> (String, Arc<Seen>) {
         }
     });
     (url, seen)
+}
+
+/// The size of the test server's `/big` answer: many reads and writes on
+/// either side of gangway.
+const BIG: usize = 1 << 20;
+
+/// A request head's `content-length` (0 without one).
+fn content_length(head: &str) -> usize {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 async fn start(url: &str, extra: &[&str]) -> Gangway {
@@ -120,6 +160,34 @@ async fn sequential_requests_share_one_server_connection() {
 }
 
 #[tokio::test]
+async fn large_bodies_both_ways_stream_over_one_reused_connection() {
+    let (url, seen) = server(None).await;
+    let gw = start(&url, &[]).await;
+    for round in 0..4 {
+        let upload = http::Request::post(gw.url("/upload"))
+            .header("host", "app.test")
+            .body(bytes::Bytes::from(vec![b'u'; 300_000]).into())
+            .unwrap();
+        let got = gw.send(upload).await;
+        assert_eq!(got.status, StatusCode::OK, "round {round}");
+        assert_eq!(&got.body[..], b"300000", "the server got the whole upload");
+        let got = gw.get("app.test", "/big").await;
+        assert_eq!(got.status, StatusCode::OK, "round {round}");
+        assert_eq!(
+            got.body.len(),
+            BIG,
+            "round {round}: the whole answer arrived"
+        );
+        assert!(got.body.iter().all(|b| *b == b'x'));
+    }
+    assert_eq!(
+        seen.opened.load(Ordering::SeqCst),
+        1,
+        "the connection goes back to the pool after each long exchange"
+    );
+}
+
+#[tokio::test]
 async fn a_connection_the_server_closed_is_replaced_without_a_failed_request() {
     let (url, seen) = server(Some(Duration::from_millis(200))).await;
     let gw = start(&url, &[]).await;
@@ -130,6 +198,25 @@ async fn a_connection_the_server_closed_is_replaced_without_a_failed_request() {
     }
     assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
     assert!(seen.opened.load(Ordering::SeqCst) >= 2);
+}
+
+#[tokio::test]
+async fn a_connection_the_server_closes_while_idle_is_closed_by_gangway_too() {
+    let (url, seen) = server(Some(Duration::from_millis(200))).await;
+    let gw = start(
+        &url,
+        &["--serversTransport.forwardingTimeouts.idleConnTimeout=60s"],
+    )
+    .await;
+    assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    eventually(
+        Duration::from_secs(15),
+        "gangway closes its side of every connection the server closed",
+        || async {
+            seen.closed_by_client.load(Ordering::SeqCst) >= seen.opened.load(Ordering::SeqCst)
+        },
+    )
+    .await;
 }
 
 /// gangway closes a server connection unused for `idleConnTimeout` (1 s

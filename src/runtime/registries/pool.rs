@@ -3,16 +3,20 @@
 //! entry behind a short lock and goes back on the stack when its answer's
 //! body ends (see [`Checkin`]); for h2c (gRPC) one multiplexed connection
 //! that every request shares ([`H2cConn`]). Neither has a pool key to hash
-//! or a task per request. HTTPS and upgrades keep hyper-util's general
-//! client.
+//! or a task per request, and an HTTP/1.1 connection has no task at all: the
+//! request's own task moves it on ([`Link`]). HTTPS and upgrades keep
+//! hyper-util's general client.
 
 use crate::body::RequestBody;
 use http::uri::{Authority, PathAndQuery};
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::{TrySendError, http1, http2};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::future::{Future, poll_fn};
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Why a request got no answer: [`SendError::is_connect`] when no
@@ -62,26 +66,100 @@ impl From<hyper_util::client::legacy::Error> for SendError {
 }
 
 type Sender = http1::SendRequest<RequestBody>;
+type Conn = http1::Connection<TokioIo<tokio::net::TcpStream>, RequestBody>;
+
+/// One HTTP/1.1 connection to a server: the handle that sends requests on it
+/// and the connection itself, which has no task of its own. Whoever uses it
+/// moves it on: the request's task while the request goes out and its answer
+/// comes back (through [`Checkin`] while the body is read), nobody while it
+/// sits idle. A request and its answer then cross no task boundary.
+struct Link {
+    sender: Sender,
+    /// `None` once the connection has ended.
+    conn: Option<Pin<Box<Conn>>>,
+}
+
+impl Link {
+    /// Moves the connection on: writes what is queued, reads what arrived,
+    /// notices a close. False once it has ended.
+    fn poll_conn(&mut self, cx: &mut Context<'_>) -> bool {
+        let Some(conn) = self.conn.as_mut() else {
+            return false;
+        };
+        match conn.as_mut().poll(cx) {
+            Poll::Pending => true,
+            Poll::Ready(ended) => {
+                if let Err(e) = ended {
+                    tracing::debug!(error = %e, "server connection ended");
+                }
+                self.conn = None;
+                false
+            }
+        }
+    }
+
+    /// Whether the connection can carry a request now: still open and done
+    /// with the last exchange. Not polled (a connection that finished its
+    /// exchange is ready when the exchange ends): a close that arrived while
+    /// it was idle shows when the next exchange polls it, and the request
+    /// then comes back unsent.
+    fn reusable(&self) -> bool {
+        self.conn.is_some() && self.sender.is_ready()
+    }
+
+    /// Reads a close that arrived while the connection sat idle. Polled
+    /// with no waker: nothing waits on an idle connection, its next user
+    /// polls it again.
+    fn notice_close(&mut self) -> bool {
+        self.poll_conn(&mut Context::from_waker(Waker::noop())) && self.reusable()
+    }
+
+    /// Sends `req` and waits for its answer's head, moving the connection
+    /// on meanwhile. If the connection ends first, the answer is an error
+    /// (with the request back when it never left).
+    async fn exchange(
+        &mut self,
+        req: Request<RequestBody>,
+    ) -> Result<Response<Incoming>, TrySendError<Request<RequestBody>>> {
+        let mut answer = pin!(self.sender.try_send_request(req));
+        poll_fn(|cx| {
+            self.poll_conn(cx);
+            // Only the connection, polled just above, can answer (or, when
+            // it ends, give the request back), so the answer wakes no one:
+            // a wake would only poll this task once more for nothing.
+            answer
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+        })
+        .await
+    }
+}
 
 /// Idle connections to one server, most recently used on top.
 pub struct H1Pool {
     dialer: Dialer,
     idle_timeout: Option<Duration>,
     max_idle: usize,
-    idle: Mutex<Vec<(Sender, Instant)>>,
+    idle: Mutex<Vec<(Link, Instant)>>,
 }
 
-/// Hands a connection back to its pool once the answer it carried has been
-/// read to the end (dropped unread, it closes with the connection).
+/// The connection an answer is coming over: moved on while the answer's
+/// body is read, handed back to its pool once that body has ended (dropped
+/// before, it closes).
 pub struct Checkin {
     pool: Arc<H1Pool>,
-    sender: Sender,
+    link: Link,
 }
 
 impl Checkin {
+    /// Moves the connection on, so that more of the body arrives.
+    pub fn poll_conn(&mut self, cx: &mut Context<'_>) {
+        self.link.poll_conn(cx);
+    }
+
     /// The answer is complete: the connection may carry the next request.
     pub fn done(self) {
-        self.pool.put(self.sender);
+        self.pool.put(self.link);
     }
 }
 
@@ -120,18 +198,18 @@ impl H1Pool {
         }
         let mut fresh = false;
         loop {
-            let mut sender = match self.take() {
-                Some(s) => s,
+            let mut link = match self.take() {
+                Some(link) => link,
                 None => {
                     fresh = true;
                     self.connect().await?
                 }
             };
-            match sender.try_send_request(*req).await {
+            match link.exchange(*req).await {
                 Ok(resp) => {
                     let checkin = Checkin {
                         pool: self.clone(),
-                        sender,
+                        link,
                     };
                     return Ok((resp, checkin));
                 }
@@ -143,39 +221,29 @@ impl H1Pool {
     }
 
     /// The most recently used idle connection that can take a request now.
-    /// One still finishing its last exchange waits for it off the stack and
-    /// comes back when ready.
-    fn take(self: &Arc<Self>) -> Option<Sender> {
+    fn take(&self) -> Option<Link> {
         loop {
-            let (mut sender, since) = self
+            let (link, since) = self
                 .idle
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .pop()?;
-            if sender.is_closed() || self.expired(since) {
-                continue;
+            if !self.expired(since) && link.reusable() {
+                return Some(link);
             }
-            if sender.is_ready() {
-                return Some(sender);
-            }
-            let pool = Arc::downgrade(self);
-            tokio::spawn(async move {
-                if sender.ready().await.is_ok()
-                    && let Some(pool) = pool.upgrade()
-                {
-                    pool.put(sender);
-                }
-            });
         }
     }
 
-    fn put(&self, sender: Sender) {
-        if sender.is_closed() {
+    /// Keeps `link` for the next request if it can carry one (one still
+    /// busy with the last exchange, e.g. sending a body the server did not
+    /// wait for, is closed instead).
+    fn put(&self, link: Link) {
+        if !link.reusable() {
             return;
         }
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() < self.max_idle {
-            idle.push((sender, Instant::now()));
+            idle.push((link, Instant::now()));
         }
     }
 
@@ -183,17 +251,15 @@ impl H1Pool {
         self.idle_timeout.is_some_and(|t| since.elapsed() >= t)
     }
 
-    async fn connect(&self) -> Result<Sender, SendError> {
+    async fn connect(&self) -> Result<Link, SendError> {
         let stream = self.dialer.dial().await?;
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| SendError::connect("HTTP/1.1 handshake", Some(Box::new(e))))?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "server connection ended");
-            }
-        });
-        Ok(sender)
+        Ok(Link {
+            sender,
+            conn: Some(Box::pin(conn)),
+        })
     }
 }
 
@@ -202,7 +268,7 @@ impl H1Pool {
 /// failed: a connection just opened that cannot carry it counts as no
 /// connection, a request that (maybe partly) left as a broken exchange.
 fn unsent(
-    mut e: hyper::client::conn::TrySendError<Request<RequestBody>>,
+    mut e: TrySendError<Request<RequestBody>>,
     fresh: bool,
 ) -> Result<Request<RequestBody>, SendError> {
     match e.take_message() {
@@ -368,11 +434,14 @@ impl H2cConn {
     }
 }
 
+/// How often at most the reaper looks at a pool's idle connections.
+const REAP_EVERY: Duration = Duration::from_secs(5);
+
 /// What the reaper does to a pool now and then.
 trait Reap: Send + Sync + 'static {
     /// How long a connection may stay unused.
     fn idle_timeout(&self) -> Option<Duration>;
-    /// Drops connections idle past the idle timeout.
+    /// Drops connections idle past the idle timeout or closed by the server.
     fn reap(&self);
 }
 
@@ -383,7 +452,7 @@ impl Reap for H1Pool {
 
     fn reap(&self) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        idle.retain(|(s, since)| !s.is_closed() && !self.expired(*since));
+        idle.retain_mut(|(link, since)| !self.expired(*since) && link.notice_close());
     }
 }
 
@@ -403,18 +472,19 @@ impl Reap for H2cConn {
     }
 }
 
-/// `pool`, with a reaper when it has an idle timeout.
+/// `pool`, with its reaper.
 fn reaped<P: Reap>(pool: Arc<P>) -> Arc<P> {
-    if let Some(limit) = pool.idle_timeout() {
-        spawn_reaper(Arc::downgrade(&pool), limit);
-    }
+    spawn_reaper(Arc::downgrade(&pool), pool.idle_timeout());
     pool
 }
 
-/// Closes a pool's expired idle connections now and then, so servers do not
-/// see them linger; ends with the pool.
-fn spawn_reaper<P: Reap>(pool: Weak<P>, limit: Duration) {
-    let every = limit.max(Duration::from_secs(1));
+/// Closes a pool's idle connections that expired or that their server
+/// closed, so that neither lingers (an idle HTTP/1.1 connection has no task
+/// to notice a close; the reaper reads it within 5 s); ends with the pool.
+fn spawn_reaper<P: Reap>(pool: Weak<P>, limit: Option<Duration>) {
+    let every = limit
+        .unwrap_or(REAP_EVERY)
+        .clamp(Duration::from_secs(1), REAP_EVERY);
     if tokio::runtime::Handle::try_current().is_err() {
         return;
     }
