@@ -32,10 +32,7 @@ fn main() -> ExitCode {
     if let Some(file) = file {
         tracing::info!(file = %file.display(), "static configuration loaded");
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("gangway: cannot start the async runtime: {e}");
@@ -49,6 +46,26 @@ fn main() -> ExitCode {
             eprintln!("gangway: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// One worker thread per CPU the process may run on (`taskset` narrows
+/// them), or `TOKIO_WORKER_THREADS`. With one worker, tokio's single-thread
+/// scheduler: it serves ready connections in the order they became ready,
+/// where the work-stealing one's run queue holds 256 and overflows the rest
+/// to a queue it serves one task in 31 (the 99th percentile at 1,000
+/// connections came from there), and it schedules for less.
+fn runtime_builder() -> tokio::runtime::Builder {
+    let workers = std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1);
+    if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     }
 }
 

@@ -350,3 +350,45 @@ async fn a_broken_router_is_disabled_and_the_others_keep_working() {
         "{log}"
     );
 }
+
+/// With one worker thread gangway runs tokio's single-thread scheduler:
+/// the same proxy, HTTP/1.1 and HTTP/2, many requests at once, and a
+/// bcrypt check (which the multi-thread scheduler moves off the worker).
+#[tokio::test]
+async fn one_worker_thread_serves_the_same() {
+    let b = Backend::echo("b").await;
+    let hash = bcrypt::hash("secret", 4).unwrap();
+    let mut dynamic = support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]);
+    dynamic.push_str(&format!(
+        "[http.routers.private]\nrule = \"Host(`private.test`)\"\nservice = \"app\"\n\
+         middlewares = [\"auth\"]\n[http.middlewares.auth.basicAuth]\nusers = [\"ann:{hash}\"]\n"
+    ));
+    let gw = Gangway::with_file_env(&dynamic, &[], &[("TOKIO_WORKER_THREADS", "1")]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("127.0.0.1", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let paths: Vec<String> = (0..50).map(|i| format!("/n{i}")).collect();
+    let many = futures_util::future::join_all(paths.iter().map(|p| gw.get("127.0.0.1", p))).await;
+    for (i, got) in many.iter().enumerate() {
+        assert_eq!(got.status, StatusCode::OK, "request {i}");
+        assert!(got.text().contains(&format!("/n{i}")), "{}", got.text());
+    }
+    let h2 = Request::get(gw.url("/two"))
+        .version(Version::HTTP_2)
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(gw.send(h2).await.status, StatusCode::OK);
+    assert_eq!(
+        gw.get("private.test", "/").await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    use base64::Engine as _;
+    let login = base64::engine::general_purpose::STANDARD.encode("ann:secret");
+    let authed = Request::get(gw.url("/"))
+        .header("host", "private.test")
+        .header("authorization", format!("Basic {login}"))
+        .body(Full::default())
+        .unwrap();
+    assert_eq!(gw.send(authed).await.status, StatusCode::OK);
+}

@@ -193,22 +193,30 @@ pub fn binary() -> &'static str {
 impl Gangway {
     /// Starts gangway with `dynamic` (TOML) as its file provider, plus extra flags.
     pub async fn with_file(dynamic: &str, extra: &[&str]) -> Gangway {
+        Self::with_file_env(dynamic, extra, &[]).await
+    }
+
+    /// Like `with_file`, with more environment variables for gangway.
+    pub async fn with_file_env(dynamic: &str, extra: &[&str], env: &[(&str, &str)]) -> Gangway {
         // A port found free can be taken before gangway binds it (another
         // test's outgoing connection gets it as its local port): gangway then
         // exits at once, and another port is tried.
         for _ in 0..2 {
-            match Self::start(free_port(), dynamic, extra).await {
+            match Self::start(free_port(), dynamic, extra, env).await {
                 Ok(gw) => return gw,
                 Err(log) if log.contains("in use") => continue,
                 Err(log) => panic!("gangway exited at start:\n{log}"),
             }
         }
-        Self::with_file_on(free_port(), dynamic, extra).await
+        match Self::start(free_port(), dynamic, extra, env).await {
+            Ok(gw) => gw,
+            Err(log) => panic!("gangway exited at start:\n{log}"),
+        }
     }
 
     /// Like `with_file`, with the `web` entry point on `port`.
     pub async fn with_file_on(port: u16, dynamic: &str, extra: &[&str]) -> Gangway {
-        match Self::start(port, dynamic, extra).await {
+        match Self::start(port, dynamic, extra, &[]).await {
             Ok(gw) => gw,
             Err(log) => panic!("gangway exited at start:\n{log}"),
         }
@@ -216,7 +224,12 @@ impl Gangway {
 
     /// Starts gangway and waits until it listens on `port`; its log if it
     /// exits first.
-    async fn start(port: u16, dynamic: &str, extra: &[&str]) -> Result<Gangway, String> {
+    async fn start(
+        port: u16,
+        dynamic: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Gangway, String> {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, dynamic).expect("write dynamic");
@@ -232,6 +245,7 @@ impl Gangway {
             .current_dir(dir.path())
             .env("RUST_LOG", "warn")
             .env("NO_COLOR", "1")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log file"))
             .stderr(log)
