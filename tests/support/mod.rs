@@ -201,16 +201,13 @@ impl Gangway {
         // A port found free can be taken before gangway binds it (another
         // test's outgoing connection gets it as its local port): gangway then
         // exits at once, and another port is tried.
-        for _ in 0..2 {
+        let mut retries = 2;
+        loop {
             match Self::start(free_port(), dynamic, extra, env).await {
                 Ok(gw) => return gw,
-                Err(log) if log.contains("in use") => continue,
+                Err(log) if retries > 0 && log.contains("in use") => retries -= 1,
                 Err(log) => panic!("gangway exited at start:\n{log}"),
             }
-        }
-        match Self::start(free_port(), dynamic, extra, env).await {
-            Ok(gw) => gw,
-            Err(log) => panic!("gangway exited at start:\n{log}"),
         }
     }
 
