@@ -178,12 +178,15 @@ async fn combinations_and_priority() {
 
 /// gangway routing `Host(127.0.0.1)` to an echo backend, once it does.
 async fn loopback_route() -> (Backend, Gangway) {
+    loopback_route_with("", &[]).await
+}
+
+/// Like `loopback_route`, with more dynamic configuration (which may use
+/// the service `app`) and environment variables for gangway.
+async fn loopback_route_with(more: &str, env: &[(&str, &str)]) -> (Backend, Gangway) {
     let b = Backend::echo("b").await;
-    let gw = Gangway::with_file(
-        &support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]),
-        &[],
-    )
-    .await;
+    let dynamic = support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]) + more;
+    let gw = Gangway::with_file_env(&dynamic, &[], env).await;
     eventually(Duration::from_secs(5), "config applied", || async {
         gw.get("127.0.0.1", "/").await.status == StatusCode::OK
     })
@@ -356,18 +359,12 @@ async fn a_broken_router_is_disabled_and_the_others_keep_working() {
 /// bcrypt check (which the multi-thread scheduler moves off the worker).
 #[tokio::test]
 async fn one_worker_thread_serves_the_same() {
-    let b = Backend::echo("b").await;
     let hash = bcrypt::hash("secret", 4).unwrap();
-    let mut dynamic = support::one_route("app", "Host(`127.0.0.1`)", &[&b.url()]);
-    dynamic.push_str(&format!(
+    let private = format!(
         "[http.routers.private]\nrule = \"Host(`private.test`)\"\nservice = \"app\"\n\
          middlewares = [\"auth\"]\n[http.middlewares.auth.basicAuth]\nusers = [\"ann:{hash}\"]\n"
-    ));
-    let gw = Gangway::with_file_env(&dynamic, &[], &[("TOKIO_WORKER_THREADS", "1")]).await;
-    eventually(Duration::from_secs(5), "config applied", || async {
-        gw.get("127.0.0.1", "/").await.status == StatusCode::OK
-    })
-    .await;
+    );
+    let (_b, gw) = loopback_route_with(&private, &[("TOKIO_WORKER_THREADS", "1")]).await;
     let paths: Vec<String> = (0..50).map(|i| format!("/n{i}")).collect();
     let many = futures_util::future::join_all(paths.iter().map(|p| gw.get("127.0.0.1", p))).await;
     for (i, got) in many.iter().enumerate() {
