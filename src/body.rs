@@ -369,18 +369,26 @@ impl Body for ProxyBody {
     }
 }
 
-/// A server's answer body. When it came over a pooled HTTP/1.1 connection,
-/// reading it moves that connection on, and the connection goes back to its
-/// pool as soon as the body has ended.
-pub struct UpstreamBody {
-    body: Incoming,
-    checkin: Option<crate::runtime::registries::pool::Checkin>,
+/// A server's answer body.
+pub enum UpstreamBody {
+    /// From hyper's client. When it came over a pooled HTTP/1.1
+    /// connection, reading it moves that connection on, and the connection
+    /// goes back to its pool as soon as the body has ended.
+    Hyper {
+        body: Incoming,
+        checkin: Option<crate::runtime::registries::pool::Checkin>,
+    },
+    /// A stream of an h2c (gRPC) connection.
+    H2c(crate::runtime::registries::h2c::H2Body),
 }
 
 impl UpstreamBody {
     /// `body`, handing `checkin`'s connection back once it has ended.
-    pub fn new(body: Incoming, checkin: Option<crate::runtime::registries::pool::Checkin>) -> Self {
-        let mut b = UpstreamBody { body, checkin };
+    pub fn pooled(
+        body: Incoming,
+        checkin: Option<crate::runtime::registries::pool::Checkin>,
+    ) -> Self {
+        let mut b = UpstreamBody::Hyper { body, checkin };
         // A body that is empty from the start (HEAD, 204, 304, length 0) may
         // never be read.
         b.check_end();
@@ -388,8 +396,9 @@ impl UpstreamBody {
     }
 
     fn check_end(&mut self) {
-        if self.body.is_end_stream()
-            && let Some(c) = self.checkin.take()
+        if let UpstreamBody::Hyper { body, checkin } = self
+            && body.is_end_stream()
+            && let Some(c) = checkin.take()
         {
             c.done();
         }
@@ -398,14 +407,18 @@ impl UpstreamBody {
 
 impl Body for UpstreamBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.get_mut();
-        let polled = match this.checkin.as_mut() {
+        let (body, checkin) = match this {
+            UpstreamBody::Hyper { body, checkin } => (body, checkin),
+            UpstreamBody::H2c(b) => return Pin::new(b).poll_frame(cx).map_err(Into::into),
+        };
+        let polled = match checkin.as_mut() {
             // The connection has no task of its own: reading the body is
             // what moves it on when nothing has arrived yet. Only that
             // connection fills the body, so the body wakes no one (a wake
@@ -413,36 +426,42 @@ impl Body for UpstreamBody {
             // connection wakes the task when its server sends more.
             Some(c) => {
                 let quiet = &mut Context::from_waker(Waker::noop());
-                match Pin::new(&mut this.body).poll_frame(quiet) {
+                match Pin::new(&mut *body).poll_frame(quiet) {
                     Poll::Pending => {
                         c.poll_conn(cx);
-                        Pin::new(&mut this.body).poll_frame(quiet)
+                        Pin::new(&mut *body).poll_frame(quiet)
                     }
                     ready => ready,
                 }
             }
-            None => Pin::new(&mut this.body).poll_frame(cx),
+            None => Pin::new(&mut *body).poll_frame(cx),
         };
         match &polled {
             Poll::Ready(Some(Ok(_))) => this.check_end(),
             Poll::Ready(None) => {
-                if let Some(c) = this.checkin.take() {
+                if let Some(c) = checkin.take() {
                     c.done();
                 }
             }
             // Broken: the connection is not reused.
-            Poll::Ready(Some(Err(_))) => this.checkin = None,
+            Poll::Ready(Some(Err(_))) => *checkin = None,
             Poll::Pending => {}
         }
-        polled
+        polled.map_err(Into::into)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        match self {
+            UpstreamBody::Hyper { body, .. } => body.is_end_stream(),
+            UpstreamBody::H2c(b) => b.is_end_stream(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
+        match self {
+            UpstreamBody::Hyper { body, .. } => body.size_hint(),
+            UpstreamBody::H2c(b) => b.size_hint(),
+        }
     }
 }
 

@@ -35,7 +35,12 @@ async fn counting(delay: Duration) -> (Backend, Arc<AtomicUsize>, Arc<AtomicUsiz
 }
 
 async fn start(b: &Backend, extra: &[&str]) -> Gangway {
-    let gw = Gangway::with_file(&one_route("app", "PathPrefix(`/`)", &[&b.url()]), extra).await;
+    start_with(&b.url(), extra).await
+}
+
+/// gangway in front of the backend at `url` (`http://` or `h2c://`).
+async fn start_with(url: &str, extra: &[&str]) -> Gangway {
+    let gw = Gangway::with_file(&one_route("app", "PathPrefix(`/`)", &[url]), extra).await;
     eventually(Duration::from_secs(10), "a.test is routed", || async {
         gw.get("a.test", "/").await.status == 200
     })
@@ -310,8 +315,19 @@ async fn an_answer_slower_than_write_timeout_closes_the_connection() {
 
 #[tokio::test]
 async fn bodies_past_max_request_body_bytes_get_413_and_never_reach_the_backend_whole() {
+    bodies_past_the_limit_get_413("http").await;
+}
+
+#[tokio::test]
+async fn bodies_past_max_request_body_bytes_get_413_from_an_h2c_service_too() {
+    bodies_past_the_limit_get_413("h2c").await;
+}
+
+/// With the service's server spoken to as `scheme`.
+async fn bodies_past_the_limit_get_413(scheme: &str) {
     let (b, seen) = body_recording().await;
-    let gw = start(&b, &["--entryPoints.web.limits.maxRequestBodyBytes=100"]).await;
+    let url = b.url().replacen("http", scheme, 1);
+    let gw = start_with(&url, &["--entryPoints.web.limits.maxRequestBodyBytes=100"]).await;
     seen.lock().unwrap().clear();
     // A declared length over the limit: refused before routing.
     let big = format!(
@@ -398,8 +414,18 @@ async fn http2_bodies_past_max_request_body_bytes_are_cut_at_the_limit() {
 
 #[tokio::test]
 async fn a_body_the_client_breaks_is_a_400_never_a_502() {
+    a_broken_body_is_a_400("http").await;
+}
+
+#[tokio::test]
+async fn a_body_the_client_breaks_is_a_400_from_an_h2c_service_too() {
+    a_broken_body_is_a_400("h2c").await;
+}
+
+/// With the service's server spoken to as `scheme`.
+async fn a_broken_body_is_a_400(scheme: &str) {
     let (b, seen) = body_recording().await;
-    let gw = start(&b, &[]).await;
+    let gw = start_with(&b.url().replacen("http", scheme, 1), &[]).await;
     seen.lock().unwrap().clear();
     // A bad chunk size in the middle of the body.
     let (answer, closed) = raw(

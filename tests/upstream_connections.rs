@@ -355,3 +355,112 @@ async fn an_idle_h2c_connection_closes_after_idle_conn_timeout() {
     let (url, seen) = h2c_server(None).await;
     closes_after_idle_conn_timeout(&url, &seen).await;
 }
+
+/// An h2c server (on the test support's backend) that echoes a request's
+/// body as it arrives on `/echo`, answers the length of the body it read
+/// on `/count`, and sends 3 MiB on `/big`.
+async fn h2c_bodies_server() -> support::Backend {
+    use http_body_util::{BodyExt, Full, combinators::BoxBody};
+    support::Backend::serve(|req: http::Request<hyper::body::Incoming>| async move {
+        let body: BoxBody<bytes::Bytes, hyper::Error> = match req.uri().path() {
+            "/echo" => req.into_body().boxed(),
+            "/count" => {
+                let got = req.into_body().collect().await.map(|b| b.to_bytes().len());
+                let text = got.map_or_else(|e| format!("broken: {e}"), |n| n.to_string());
+                Full::from(text).map_err(|never| match never {}).boxed()
+            }
+            "/big" => Full::from(vec![b'b'; 3 << 20])
+                .map_err(|never| match never {})
+                .boxed(),
+            _ => Full::from("ok").map_err(|never| match never {}).boxed(),
+        };
+        http::Response::new(body)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn h2c_streams_carry_large_bodies_and_full_duplex_calls() {
+    use http_body_util::{BodyExt, StreamBody};
+    use hyper::body::Frame;
+    type Chunk = Result<Frame<bytes::Bytes>, std::convert::Infallible>;
+
+    let server = h2c_bodies_server().await;
+    let gw = start(&server.url().replacen("http", "h2c", 1), &[]).await;
+    // The client speaks HTTP/2 with prior knowledge to gangway.
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .unwrap();
+    let (mut client, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tcp),
+    )
+    .await
+    .expect("h2c handshake with gangway");
+    tokio::spawn(conn);
+    let request = |path: &str, body| {
+        http::Request::post(format!("http://app.test{path}"))
+            .body(body)
+            .unwrap()
+    };
+
+    // Full duplex: each part comes back before the next one is sent, so
+    // the upload goes on after the answer has started.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Chunk>(1);
+    let upload = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.send_request(request("/echo", upload)),
+    )
+    .await
+    .expect("the echo's head in time")
+    .expect("echo answered");
+    assert_eq!(answer.status(), StatusCode::OK);
+    let mut echoed = answer.into_body();
+    for part in ["one", "two", "three"] {
+        tx.send(Ok(Frame::data(part.into()))).await.unwrap();
+        let mut got = Vec::new();
+        while got.len() < part.len() {
+            let frame = tokio::time::timeout(Duration::from_secs(10), echoed.frame())
+                .await
+                .unwrap_or_else(|_| panic!("`{part}` was not echoed while the upload went on"))
+                .expect("the echo goes on")
+                .expect("echo frame");
+            got.extend_from_slice(frame.data_ref().expect("data"));
+        }
+        assert_eq!(got, part.as_bytes());
+    }
+    drop(tx);
+    let rest = echoed.collect().await.expect("the echo ends").to_bytes();
+    assert!(rest.is_empty(), "{rest:?}");
+
+    // 5 MiB up in 64 KiB parts, past every flow-control window on the way
+    // (HTTP/2's 64 KiB default, gangway's 2 MiB per stream), and 3 MiB down.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Chunk>(4);
+    tokio::spawn(async move {
+        for _ in 0..80 {
+            let part = bytes::Bytes::from(vec![b'u'; 64 << 10]);
+            if tx.send(Ok(Frame::data(part))).await.is_err() {
+                return;
+            }
+        }
+    });
+    let upload = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx)).boxed();
+    let counted = client
+        .send_request(request("/count", upload))
+        .await
+        .expect("count answered");
+    let counted = counted.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(counted, (80usize << 16).to_string().as_bytes());
+    let empty = http_body_util::Empty::new()
+        .map_err(|never| match never {})
+        .boxed();
+    let big = client
+        .send_request(request("/big", empty))
+        .await
+        .expect("big answered");
+    assert_eq!(big.status(), StatusCode::OK);
+    let big = big.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(big.len(), 3 << 20);
+    assert!(big.iter().all(|b| *b == b'b'));
+}

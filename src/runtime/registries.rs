@@ -3,6 +3,7 @@
 //! looks entries up here instead of creating them, so a swap resets nothing
 //! that did not change.
 
+pub mod h2c;
 pub mod pool;
 
 use crate::body::{RequestBody, UpstreamBody};
@@ -93,7 +94,7 @@ pub struct UpstreamClient {
     h1: Arc<pool::H1Pool>,
     main: Client<Tls, RequestBody>,
     /// h2c (gRPC): one multiplexed connection.
-    h2c: Arc<pool::H2cConn>,
+    h2c: Arc<h2c::H2cConn>,
     https_h1: Client<Tls, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
@@ -126,7 +127,7 @@ impl UpstreamClient {
         } else {
             builder.build(connector(&settings.tls, server, true, http)?)
         };
-        let h2c = pool::H2cConn::new(server, settings.dial_timeout, settings.idle_conn_timeout);
+        let h2c = h2c::H2cConn::new(server, settings.dial_timeout, settings.idle_conn_timeout);
         let h1 = pool::H1Pool::new(
             server,
             settings.dial_timeout,
@@ -156,17 +157,17 @@ impl UpstreamClient {
         let sent = match kind {
             ServerKind::Http if !upgrade => {
                 let (resp, checkin) = self.h1.send(req).await?;
-                return Ok(resp.map(|b| UpstreamBody::new(b, Some(checkin))));
+                return Ok(resp.map(|b| UpstreamBody::pooled(b, Some(checkin))));
             }
             ServerKind::Http => self.main.request(*req),
             ServerKind::H2c => {
                 let resp = self.h2c.send(*req).await?;
-                return Ok(resp.map(|b| UpstreamBody::new(b, None)));
+                return Ok(resp.map(UpstreamBody::H2c));
             }
             ServerKind::Https if upgrade => self.https_h1.request(*req),
             ServerKind::Https => self.main.request(*req),
         };
-        Ok(sent.await?.map(|b| UpstreamBody::new(b, None)))
+        Ok(sent.await?.map(|b| UpstreamBody::pooled(b, None)))
     }
 }
 

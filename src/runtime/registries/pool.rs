@@ -1,18 +1,18 @@
-//! Lean connections to one plain-HTTP server: the path almost every proxied
-//! request takes. For HTTP/1.1 a pool, where an idle connection is a stack
-//! entry behind a short lock and goes back on the stack when its answer's
-//! body ends (see [`Checkin`]); for h2c (gRPC) one multiplexed connection
-//! that every request shares ([`H2cConn`]). Neither has a pool key to hash
-//! or a task per request, and an HTTP/1.1 connection has no task at all: the
-//! request's own task moves it on ([`Link`]). HTTPS and upgrades keep
-//! hyper-util's general client.
+//! Lean connections to one plain-HTTP/1.1 server: the path almost every
+//! proxied request takes. A pool where an idle connection is a stack entry
+//! behind a short lock and goes back on the stack when its answer's body
+//! ends (see [`Checkin`]). It has no pool key to hash and no task per
+//! request, and a connection has no task at all: the request's own task
+//! moves it on ([`Link`]). h2c has its own module (`h2c`); HTTPS and
+//! upgrades keep hyper-util's general client. The dialer and the reaper of
+//! idle connections serve both lean clients.
 
 use crate::body::RequestBody;
 use http::uri::{Authority, PathAndQuery};
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
-use hyper::client::conn::{TrySendError, http1, http2};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper::client::conn::{TrySendError, http1};
+use hyper_util::rt::TokioIo;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -282,7 +282,7 @@ fn unsent(
 }
 
 /// Where a server is, and how long connecting to it may take.
-struct Dialer {
+pub(super) struct Dialer {
     host: String,
     port: u16,
     timeout: Option<Duration>,
@@ -290,7 +290,7 @@ struct Dialer {
 
 impl Dialer {
     /// The server at `server` (port 80 when it names none).
-    fn new(server: &Authority, timeout: Option<Duration>) -> Self {
+    pub(super) fn new(server: &Authority, timeout: Option<Duration>) -> Self {
         let host = server.host().trim_start_matches('[').trim_end_matches(']');
         Dialer {
             host: host.to_owned(),
@@ -300,7 +300,7 @@ impl Dialer {
     }
 
     /// Opens a TCP connection to the server, within the dial timeout.
-    async fn dial(&self) -> Result<tokio::net::TcpStream, SendError> {
+    pub(super) async fn dial(&self) -> Result<tokio::net::TcpStream, SendError> {
         let (host, port) = (self.host.as_str(), self.port);
         let dial = tokio::net::TcpStream::connect((host, port));
         let stream = match self.timeout {
@@ -320,125 +320,11 @@ impl Dialer {
     }
 }
 
-type H2Sender = http2::SendRequest<RequestBody>;
-
-/// The one HTTP/2 cleartext connection (prior knowledge) to a server:
-/// every request is a stream on it, as HAProxy and hyper-util's client do
-/// for h2c. It is opened on the first request, replaced when it closes (a
-/// request it could not carry goes on the new one), and dropped after
-/// `idleConnTimeout` without a request; streams still running on it then
-/// finish first.
-pub struct H2cConn {
-    dialer: Dialer,
-    idle_timeout: Option<Duration>,
-    /// The connection, a number that tells it from the ones before, and
-    /// when it last took a request.
-    current: Mutex<Option<(H2Sender, u64, Instant)>>,
-    /// Held while a connection is opened, so that requests arriving
-    /// together wait for one connection instead of each opening one.
-    dialing: tokio::sync::Mutex<u64>,
-}
-
-impl H2cConn {
-    /// The connection to the server at `server` (port 80 when it names none).
-    pub fn new(
-        server: &Authority,
-        dial_timeout: Option<Duration>,
-        idle_timeout: Option<Duration>,
-    ) -> Arc<Self> {
-        reaped(Arc::new(H2cConn {
-            dialer: Dialer::new(server, dial_timeout),
-            idle_timeout,
-            current: Mutex::new(None),
-            dialing: tokio::sync::Mutex::new(0),
-        }))
-    }
-
-    /// Sends `req` (absolute URI: HTTP/2 sends its authority) as a stream
-    /// on the connection, opening it first if there is none.
-    pub async fn send(
-        self: &Arc<Self>,
-        mut req: Request<RequestBody>,
-    ) -> Result<Response<Incoming>, SendError> {
-        let mut fresh = false;
-        loop {
-            let (mut sender, generation) = match self.open() {
-                Some(open) => open,
-                None => {
-                    fresh = true;
-                    // Boxed: the handshake's state is large and rarely
-                    // needed; inline, every request's future would carry it.
-                    Box::pin(self.connect()).await?
-                }
-            };
-            match sender.try_send_request(req).await {
-                Ok(resp) => return Ok(resp),
-                // The connection was going away (GOAWAY, closed): the
-                // request never left, so it may go on a new one.
-                Err(e) => {
-                    req = unsent(e, fresh)?;
-                    self.forget(generation);
-                }
-            }
-        }
-    }
-
-    /// The connection, if there is one that is open and not past its idle time.
-    fn open(&self) -> Option<(H2Sender, u64)> {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        match current.as_mut() {
-            Some((sender, generation, used)) if !sender.is_closed() && !self.expired(*used) => {
-                *used = Instant::now();
-                Some((sender.clone(), *generation))
-            }
-            Some(_) => {
-                *current = None;
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn forget(&self, generation: u64) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if current.as_ref().is_some_and(|(_, g, _)| *g == generation) {
-            *current = None;
-        }
-    }
-
-    fn expired(&self, since: Instant) -> bool {
-        self.idle_timeout.is_some_and(|t| since.elapsed() >= t)
-    }
-
-    /// Opens a connection, unless another request opened one meanwhile.
-    async fn connect(&self) -> Result<(H2Sender, u64), SendError> {
-        let mut last = self.dialing.lock().await;
-        if let Some(open) = self.open() {
-            return Ok(open);
-        }
-        let stream = self.dialer.dial().await?;
-        let (sender, conn) = http2::Builder::new(crate::executor::Boxing)
-            .timer(TokioTimer::new())
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| SendError::connect("HTTP/2 handshake", Some(Box::new(e))))?;
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "server connection ended");
-            }
-        });
-        *last += 1;
-        *self.current.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((sender.clone(), *last, Instant::now()));
-        Ok((sender, *last))
-    }
-}
-
 /// How often at most the reaper looks at a pool's idle connections.
 const REAP_EVERY: Duration = Duration::from_secs(5);
 
 /// What the reaper does to a pool now and then.
-trait Reap: Send + Sync + 'static {
+pub(super) trait Reap: Send + Sync + 'static {
     /// How long a connection may stay unused.
     fn idle_timeout(&self) -> Option<Duration>;
     /// Drops connections idle past the idle timeout or closed by the server.
@@ -456,24 +342,8 @@ impl Reap for H1Pool {
     }
 }
 
-impl Reap for H2cConn {
-    fn idle_timeout(&self) -> Option<Duration> {
-        self.idle_timeout
-    }
-
-    fn reap(&self) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if current
-            .as_ref()
-            .is_some_and(|(s, _, used)| s.is_closed() || self.expired(*used))
-        {
-            *current = None;
-        }
-    }
-}
-
 /// `pool`, with its reaper.
-fn reaped<P: Reap>(pool: Arc<P>) -> Arc<P> {
+pub(super) fn reaped<P: Reap>(pool: Arc<P>) -> Arc<P> {
     spawn_reaper(Arc::downgrade(&pool), pool.idle_timeout());
     pool
 }
