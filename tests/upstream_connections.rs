@@ -277,6 +277,15 @@ async fn no_more_than_max_idle_conns_per_host_stay_open() {
 /// so that requests sent together overlap. With `close_after`, each
 /// connection is closed gracefully (GOAWAY) that long after it opened.
 async fn h2c_server(close_after: Option<Duration>) -> (String, Arc<Seen>) {
+    h2c_server_with(close_after, None).await
+}
+
+/// As [`h2c_server`], taking at most `max_streams` streams at once per
+/// connection (HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS) when given.
+async fn h2c_server_with(
+    close_after: Option<Duration>,
+    max_streams: Option<u32>,
+) -> (String, Arc<Seen>) {
     use hyper::server::conn::http2;
     use hyper_util::rt::{TokioExecutor, TokioIo};
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -298,6 +307,7 @@ async fn h2c_server(close_after: Option<Duration>) -> (String, Arc<Seen>) {
                     ))
                 });
                 let conn = http2::Builder::new(TokioExecutor::new())
+                    .max_concurrent_streams(max_streams)
                     .serve_connection(TokioIo::new(s), service);
                 let mut conn = std::pin::pin!(conn);
                 if let Some(after) = close_after {
@@ -331,6 +341,18 @@ async fn h2c_requests_share_one_connection_as_streams() {
         1,
         "fifty requests, forty of them at once, over one connection"
     );
+}
+
+#[tokio::test]
+async fn h2c_requests_past_the_servers_stream_limit_wait_for_a_free_stream() {
+    let (url, seen) = h2c_server_with(None, Some(4)).await;
+    let gw = start(&url, &[]).await;
+    let together = futures_util::future::join_all((0..30).map(|_| status(&gw, "GET", "/"))).await;
+    assert!(
+        together.iter().all(|s| *s == StatusCode::OK),
+        "{together:?}"
+    );
+    assert_eq!(seen.opened.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
