@@ -486,3 +486,50 @@ async fn h2c_streams_carry_large_bodies_and_full_duplex_calls() {
     assert_eq!(big.len(), 3 << 20);
     assert!(big.iter().all(|b| *b == b'b'));
 }
+
+/// An h2c server that refuses every stream (RST_STREAM REFUSED_STREAM, which
+/// promises the request was not processed) and counts them.
+async fn h2c_refusing_server() -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("h2c://{}", listener.local_addr().unwrap());
+    let refused = Arc::new(AtomicUsize::new(0));
+    let count = refused.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                continue;
+            };
+            let count = count.clone();
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(s).await else {
+                    return;
+                };
+                while let Some(Ok((_req, mut respond))) = conn.accept().await {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    respond.send_reset(h2::Reason::REFUSED_STREAM);
+                }
+            });
+        }
+    });
+    (url, refused)
+}
+
+#[tokio::test]
+async fn a_stream_an_h2c_server_refuses_goes_to_the_next_server() {
+    let (refusing, refused) = h2c_refusing_server().await;
+    let (good, _) = h2c_server(None).await;
+    let gw = Gangway::with_file(
+        &one_route("app", "Host(`app.test`)", &[&refusing, &good]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        status(&gw, "GET", "/").await != StatusCode::NOT_FOUND
+    })
+    .await;
+    // Round robin sends every other request to the refusing server first.
+    for _ in 0..6 {
+        assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
+    }
+    assert!(refused.load(Ordering::SeqCst) >= 3, "{refused:?}");
+}
