@@ -1095,7 +1095,7 @@ async fn grpc_health_checks_follow_the_serving_status() {
     let conf = format!(
         "{}{}[http.services.app.loadBalancer.healthCheck]\nmode = \"grpc\"\ninterval = \"100ms\"\n",
         router("app", "app.test", "app"),
-        lb("app", &[(&format!("h2c://{}", backend.addr), 1)], ""),
+        lb("app", &[(&backend.url_as("h2c"), 1)], ""),
     );
     let gw = Gangway::with_file(&conf, &[]).await;
     wait_for(&gw, "app.test").await;

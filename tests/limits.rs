@@ -326,7 +326,7 @@ async fn bodies_past_max_request_body_bytes_get_413_from_an_h2c_service_too() {
 /// With the service's server spoken to as `scheme`.
 async fn bodies_past_the_limit_get_413(scheme: &str) {
     let (b, seen) = body_recording().await;
-    let url = b.url().replacen("http", scheme, 1);
+    let url = b.url_as(scheme);
     let gw = start_with(&url, &["--entryPoints.web.limits.maxRequestBodyBytes=100"]).await;
     seen.lock().unwrap().clear();
     // A declared length over the limit: refused before routing.
@@ -425,7 +425,7 @@ async fn a_body_the_client_breaks_is_a_400_from_an_h2c_service_too() {
 /// With the service's server spoken to as `scheme`.
 async fn a_broken_body_is_a_400(scheme: &str) {
     let (b, seen) = body_recording().await;
-    let gw = start_with(&b.url().replacen("http", scheme, 1), &[]).await;
+    let gw = start_with(&b.url_as(scheme), &[]).await;
     seen.lock().unwrap().clear();
     // A bad chunk size in the middle of the body.
     let (answer, closed) = raw(

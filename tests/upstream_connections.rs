@@ -408,7 +408,7 @@ async fn h2c_streams_carry_large_bodies_and_full_duplex_calls() {
     type Chunk = Result<Frame<bytes::Bytes>, std::convert::Infallible>;
 
     let server = h2c_bodies_server().await;
-    let gw = start(&server.url().replacen("http", "h2c", 1), &[]).await;
+    let gw = start(&server.url_as("h2c"), &[]).await;
     // The client speaks HTTP/2 with prior knowledge to gangway.
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
         .await

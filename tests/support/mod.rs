@@ -149,7 +149,13 @@ impl Backend {
     }
 
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.url_as("http")
+    }
+
+    /// The backend's URL with `scheme` (`h2c`: it speaks HTTP/2 with prior
+    /// knowledge too).
+    pub fn url_as(&self, scheme: &str) -> String {
+        format!("{scheme}://{}", self.addr)
     }
 }
 
