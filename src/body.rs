@@ -17,6 +17,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use tokio::sync::oneshot;
 
+pub mod h2_stream;
+
 /// Any error a body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -105,7 +107,45 @@ impl Default for RequestBody {
 
 impl From<Incoming> for RequestBody {
     fn from(b: Incoming) -> Self {
-        RequestBody::Incoming(ClientBody::new(b, None, None))
+        RequestBody::Incoming(ClientBody::new(ClientStream::Hyper(b), None, None))
+    }
+}
+
+/// A client's request body as it arrives: read by hyper's server, or from
+/// an HTTP/2 stream that gangway serves with `h2` itself.
+pub enum ClientStream {
+    /// HTTP/1, and HTTP/2 on a connection whose version hyper-util told.
+    Hyper(Incoming),
+    /// A stream of an HTTP/2 connection.
+    H2(h2_stream::H2Body),
+}
+
+impl Body for ClientStream {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            ClientStream::Hyper(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            ClientStream::H2(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ClientStream::Hyper(b) => b.is_end_stream(),
+            ClientStream::H2(b) => b.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ClientStream::Hyper(b) => b.size_hint(),
+            ClientStream::H2(b) => b.size_hint(),
+        }
     }
 }
 
@@ -123,7 +163,7 @@ pub enum ClientBodyError {
     /// The client broke its body: bad chunked framing, or the connection
     /// closed before the end.
     #[error("the client's request body broke off: {0}")]
-    Broken(#[source] hyper::Error),
+    Broken(#[source] BoxError),
 }
 
 impl ClientBodyError {
@@ -153,7 +193,7 @@ impl ClientBodyError {
 /// limit and read deadline. Neither costs anything when off; the deadline's
 /// timer is made only if the body ever has to wait for the client.
 pub struct ClientBody {
-    body: Incoming,
+    body: ClientStream,
     /// Bytes the client may still send (`u64::MAX`: no limit).
     remaining: u64,
     deadline: Option<tokio::time::Instant>,
@@ -165,7 +205,7 @@ impl ClientBody {
     /// `body` with at most `max_bytes` bytes (None: any size) and its last
     /// byte due by `deadline` (None: whenever).
     pub fn new(
-        body: Incoming,
+        body: ClientStream,
         max_bytes: Option<u64>,
         deadline: Option<tokio::time::Instant>,
     ) -> Self {
@@ -379,7 +419,7 @@ pub enum UpstreamBody {
         checkin: Option<crate::runtime::registries::pool::Checkin>,
     },
     /// A stream of an h2c (gRPC) connection.
-    H2c(crate::runtime::registries::h2c::H2Body),
+    H2c(h2_stream::H2Body),
 }
 
 impl UpstreamBody {

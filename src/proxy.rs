@@ -3,6 +3,7 @@
 
 pub mod error;
 pub mod forwarded;
+mod h2_server;
 pub mod observe;
 mod pipeline;
 mod secure;
@@ -14,7 +15,7 @@ use crate::executor::Boxing;
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
 use http::HeaderValue;
-use hyper::server::conn::{http1, http2};
+use hyper::server::conn::http1;
 use hyper_util::rt::TokioTimer;
 use hyper_util::server::conn::auto;
 use std::io;
@@ -168,26 +169,25 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
 pub(crate) struct HttpServers {
     /// HTTP/1.1 (and 1.0).
     pub(crate) one: http1::Builder,
-    /// HTTP/2, over TLS (ALPN `h2`) or in the clear (prior knowledge).
-    pub(crate) two: http2::Builder<Boxing>,
+    /// HTTP/2, over TLS (ALPN `h2`) or in the clear (prior knowledge),
+    /// served with `h2` itself (`h2_server`).
+    pub(crate) two: h2::server::Builder,
     /// Either, told apart by hyper-util from the first bytes.
     pub(crate) either: auto::Builder<Boxing>,
 }
 
-/// Applies an entry point's server settings to an HTTP/1 and an HTTP/2
-/// builder: hyper's own, or the two halves of hyper-util's auto builder,
-/// whose setters have the same names and meaning.
-macro_rules! server_settings {
-    ($one:expr, $two:expr, $entry_point:expr) => {{
-        let limits = &$entry_point.limits;
-        // hyper refuses a head buffer under 8 KiB.
-        let head_bytes = (limits.max_header_bytes as usize).max(8 * 1024);
+/// Applies an entry point's HTTP/1 settings to hyper's HTTP/1 builder,
+/// or to the HTTP/1 half of hyper-util's auto builder, whose setters have
+/// the same names and meaning.
+macro_rules! http1_settings {
+    ($one:expr, $limits:expr) => {{
+        let limits = $limits;
         // hyper's header read timeout also runs while a keep-alive connection
         // waits for its next request; gangway times heads and idle connections
         // itself (`timeouts`), so it is turned off (its default is 30 s).
         $one.timer(TokioTimer::new())
             .header_read_timeout(None)
-            .max_buf_size(head_bytes);
+            .max_buf_size(head_bytes(limits));
         // hyper's own bound is 100 fields, in a table on the stack; any bound
         // set here (even 100) makes it fill a table element by element for
         // every request head (about 1,700 instructions), so it is set only
@@ -196,23 +196,36 @@ macro_rules! server_settings {
         if limits.max_headers != HYPER_MAX_HEADERS {
             $one.max_headers(limits.max_headers as usize);
         }
-        $two.timer(TokioTimer::new())
-            .max_concurrent_streams($entry_point.max_concurrent_streams)
-            .max_header_list_size(head_bytes as u32)
-            .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
     }};
 }
 
 impl HttpServers {
     /// The servers of `entry_point`, with its limits.
     fn new(entry_point: &EntryPointInfo) -> Self {
+        let limits = &entry_point.limits;
         let mut one = http1::Builder::new();
-        let mut two = http2::Builder::new(Boxing);
-        server_settings!(one, two, entry_point);
+        http1_settings!(one, limits);
+        let two = h2_server::builder(
+            entry_point.max_concurrent_streams,
+            head_bytes(limits) as u32,
+            limits.max_pending_reset_streams as usize,
+        );
         let mut either = auto::Builder::new(Boxing);
-        server_settings!(either.http1(), either.http2(), entry_point);
+        http1_settings!(either.http1(), limits);
+        either
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(entry_point.max_concurrent_streams)
+            .max_header_list_size(head_bytes(limits) as u32)
+            .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
         HttpServers { one, two, either }
     }
+}
+
+/// The most a request head may hold: the entry point's limit, but no less
+/// than the 8 KiB under which hyper refuses to go.
+fn head_bytes(limits: &crate::config::static_config::EntryPointLimits) -> usize {
+    (limits.max_header_bytes as usize).max(8 * 1024)
 }
 
 /// Accepts connections until `shutdown` turns true, then stops accepting and

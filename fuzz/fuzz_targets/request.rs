@@ -1,9 +1,10 @@
 //! The request path on raw bytes: the input is everything a client sends
 //! on one plain-HTTP connection (HTTP/1, or HTTP/2 with prior knowledge),
-//! served by gangway's own connection handling (`Proxy::serve_stream`, the
-//! entry point's hyper settings, validation, routing, middlewares) through
-//! an in-memory stream. Routes lead to an internal echo service, through
-//! middlewares, and to a server nobody listens on (127.0.0.1:1). The input's
+//! served by gangway's own connection handling (`Proxy::serve_stream`: the
+//! HTTP version told from the first bytes, the entry point's server
+//! settings, validation, routing, middlewares) through an in-memory stream.
+//! Routes lead to an internal echo service, through middlewares, and to a
+//! server nobody listens on (127.0.0.1:1). The input's
 //! length picks the entry point: as configured, redirecting to HTTPS, or
 //! trusting forwarded headers.
 //!
@@ -234,7 +235,7 @@ fn exchange(h: &Harness, data: &[u8]) -> Vec<u8> {
         let serve = h
             .proxy
             .clone()
-            .serve_stream(server, peer, h.entry_points[which].clone());
+            .serve_stream(server, peer, h.entry_points[which].clone(), data);
         let talk = async move {
             let (mut rx, mut tx) = tokio::io::split(client);
             let send = async {

@@ -182,6 +182,21 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap, upgrade: bool) {
     }
 }
 
+/// Removes what HTTP/2 forbids in an answer (RFC 9113 §8.2.2): the
+/// hop-by-hop headers, `TE` among them.
+pub fn strip_connection_specific(headers: &mut HeaderMap) {
+    let present = headers
+        .keys()
+        .fold(0, |bits, name| bits | hop_by_hop_bit(name));
+    if present == 0 {
+        return;
+    }
+    strip_hop_by_hop(headers, false);
+    if present & TE_BIT != 0 {
+        headers.remove(header::TE);
+    }
+}
+
 /// Removes the forwarded headers an untrusted client may have sent, before
 /// middlewares read them (ipStrategy, redirectScheme).
 pub fn remove_spoofable(headers: &mut HeaderMap) {

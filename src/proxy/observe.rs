@@ -5,13 +5,12 @@
 use super::timeouts::InFlight;
 use super::{ConnInfo, Proxy};
 use crate::access_log::Entry;
-use crate::body::{BoxError, ProxyBody};
+use crate::body::{BoxError, ClientStream, ProxyBody};
 use crate::metrics::{Sample, method_index, protocol_of};
 use crate::runtime::Route;
 use bytes::Bytes;
 use http::{Request, Response, Version, header};
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -124,7 +123,7 @@ impl Proxy {
     pub(crate) async fn serve(
         &self,
         conn: Arc<ConnInfo>,
-        req: Request<Incoming>,
+        req: Request<ClientStream>,
     ) -> Result<Response<ObservedBody>, WriteTimedOut> {
         let ep = &conn.entry_point;
         let h2 = req.version() == Version::HTTP_2;
@@ -169,7 +168,7 @@ impl Proxy {
     async fn observe(
         &self,
         conn: &ConnInfo,
-        req: Request<Incoming>,
+        req: Request<ClientStream>,
         read_deadline: Option<tokio::time::Instant>,
     ) -> Response<ObservedBody> {
         let log = &self.access_log;
@@ -239,7 +238,7 @@ pub struct ServedBy(pub String);
 
 fn entry_for(
     conn: &ConnInfo,
-    req: &Request<Incoming>,
+    req: &Request<ClientStream>,
     log: &crate::access_log::AccessLogger,
 ) -> Entry {
     let headers = req.headers();

@@ -6,13 +6,12 @@ use super::forwarded::{normalize_host, remove_spoofable};
 use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
-use crate::body::{ClientBody, ProxyBody, RequestBody, UpstreamFailure};
+use crate::body::{ClientBody, ClientStream, ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
 use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
-use hyper::body::Incoming;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -36,7 +35,7 @@ impl Proxy {
     pub(crate) async fn handle(
         &self,
         conn: &ConnInfo,
-        mut req: Request<Incoming>,
+        mut req: Request<ClientStream>,
         read_deadline: Option<tokio::time::Instant>,
     ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
         if let Err(why) = validate::check(&req) {

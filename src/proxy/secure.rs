@@ -5,9 +5,10 @@
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
+use super::observe::{ObservedBody, WriteTimedOut};
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
-use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect};
-use crate::body::ProxyBody;
+use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect, h2_server};
+use crate::body::{ClientStream, ProxyBody};
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -132,14 +133,17 @@ impl Proxy {
 
     /// Serves plain HTTP on one connection over any byte stream, with the
     /// entry point's server settings and limits, as for an accepted TCP
-    /// connection whose first byte is not TLS. For the fuzz targets, which
-    /// feed raw bytes through an in-memory stream; not part of the API.
+    /// connection whose first byte is not TLS; `first` is what the client
+    /// sends first, as far as known (what a TCP connection's peek sees),
+    /// which picks the HTTP version. For the fuzz targets, which feed raw
+    /// bytes through an in-memory stream; not part of the API.
     #[doc(hidden)]
     pub async fn serve_stream<I>(
         self: Arc<Self>,
         io: I,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
+        first: &[u8],
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -147,9 +151,11 @@ impl Proxy {
         // Held until the connection ends: a closed channel means "drain".
         let (drain, drain_rx) = watch::channel(false);
         let info = ConnInfo::new(entry_point, peer, false, None);
-        // Nothing to peek at: hyper-util reads the first bytes.
-        self.serve_http(io, info, &servers, Version::Either, drain_rx)
-            .await;
+        let version = match first {
+            [] => Version::Either,
+            _ => plain_version(&first[..first.len().min(H2_PREFACE.len())]),
+        };
+        self.serve_http(io, info, &servers, version, drain_rx).await;
         drop(drain);
     }
 
@@ -181,12 +187,6 @@ impl Proxy {
         let stats = info.entry_point.stats.clone();
         let peer = info.peer;
         let info = Arc::new(info);
-        let service = service_fn(move |req: Request<Incoming>| {
-            let proxy = self.clone();
-            let info = info.clone();
-            async move { proxy.serve(info, req).await }
-        });
-        let io = TokioIo::new(Watched::new(io, activity.clone()));
         let stats = stats.as_deref();
         if let Some(s) = stats {
             s.connection_opened();
@@ -197,19 +197,27 @@ impl Proxy {
             limits,
             drain,
         };
+        let io = Watched::new(io, activity.clone());
         // HTTP/2 and undecided connections are boxed: their state is larger,
         // and would otherwise make every HTTP/1 connection's task as large.
         match version {
             Version::One => {
-                let conn = servers.one.serve_connection(io, service).with_upgrades();
+                let service = hyper_service(self, info);
+                let conn = servers
+                    .one
+                    .serve_connection(TokioIo::new(io), service)
+                    .with_upgrades();
                 run.drive(conn, |c| c.graceful_shutdown()).await;
             }
             Version::Two => {
-                let conn = servers.two.serve_connection(io, service);
-                Box::pin(run.drive(conn, |c| c.graceful_shutdown())).await;
+                let conn = h2_server::Connection::new(io, &servers.two, self, info);
+                Box::pin(run.drive(conn, |c| c.get_mut().graceful_shutdown())).await;
             }
             Version::Either => {
-                let conn = servers.either.serve_connection_with_upgrades(io, service);
+                let service = hyper_service(self, info);
+                let conn = servers
+                    .either
+                    .serve_connection_with_upgrades(TokioIo::new(io), service);
                 Box::pin(run.drive(conn, |c| c.graceful_shutdown())).await;
             }
         }
@@ -240,6 +248,23 @@ impl Proxy {
         let redirect = conn.entry_point.redirect.as_ref()?;
         Some(redirect_response(redirect, req))
     }
+}
+
+/// The proxy as a hyper service, for the connections hyper serves.
+fn hyper_service(
+    proxy: Arc<Proxy>,
+    info: Arc<ConnInfo>,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<ObservedBody>,
+    Error = WriteTimedOut,
+    Future = impl Future<Output = Result<Response<ObservedBody>, WriteTimedOut>> + Send + 'static,
+> + Clone {
+    service_fn(move |req: Request<Incoming>| {
+        let proxy = proxy.clone();
+        let info = info.clone();
+        async move { proxy.serve(info, req.map(ClientStream::Hyper)).await }
+    })
 }
 
 /// Which HTTP a connection is served with.

@@ -7,17 +7,18 @@
 //! answer; the connection's one task only moves frames.
 
 use super::pool::{Dialer, Reap, SendError, reaped};
-use crate::body::{BoxError, RequestBody};
+use crate::body::RequestBody;
+use crate::body::h2_stream::{H2Body, Pipe};
 use bytes::Bytes;
+use h2::RecvStream;
 use h2::client::{ResponseFuture, SendRequest};
-use h2::{RecvStream, SendStream};
-use http::{HeaderMap, Method, Request, Response, header};
-use http_body::{Body, Frame, SizeHint};
+use http::{Method, Request, Response, header};
+use http_body::Body;
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// The one HTTP/2 cleartext connection to a server: every request is a
@@ -109,7 +110,7 @@ impl H2cConn {
                 }
             }
         };
-        let mut pipe = (!eos).then(|| Pipe::new(body, stream));
+        let mut pipe = (!eos).then(|| Pipe::new(body, stream, h2::Reason::CANCEL));
         let answer = Exchange {
             answer,
             pipe: &mut pipe,
@@ -231,7 +232,7 @@ fn set_length(head: &mut Request<()>, body: &RequestBody) {
 /// the request's task.
 struct Exchange<'a> {
     answer: ResponseFuture,
-    pipe: &'a mut Option<Pipe>,
+    pipe: &'a mut Option<Pipe<RequestBody>>,
 }
 
 impl Future for Exchange<'_> {
@@ -258,170 +259,5 @@ impl Future for Exchange<'_> {
                 SendError::broken(Box::new(e))
             }
         })
-    }
-}
-
-/// A request body on its way to the server, sent as the server's flow
-/// control allows: the next part is read from the client only when the
-/// server has room for it, so a slow server slows the client instead of
-/// filling gangway's memory.
-struct Pipe {
-    body: RequestBody,
-    stream: SendStream<Bytes>,
-    /// Data read from the client, waiting for room at the server.
-    waiting: Option<Bytes>,
-}
-
-impl Pipe {
-    fn new(body: RequestBody, stream: SendStream<Bytes>) -> Self {
-        Pipe {
-            body,
-            stream,
-            waiting: None,
-        }
-    }
-
-    /// Sends data; true when the upload is over: this was the last part,
-    /// or sending failed (stream reset, connection gone), which ends the
-    /// upload quietly since the answer reports it.
-    fn send(&mut self, data: Bytes, last: bool) -> bool {
-        self.stream.send_data(data, last).is_err() || last
-    }
-}
-
-impl Future for Pipe {
-    type Output = Result<(), BoxError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        loop {
-            // A reset from the server ends the upload (the server may answer
-            // early and then refuse the rest); the answer says why.
-            if this.stream.poll_reset(cx).is_ready() {
-                return Poll::Ready(Ok(()));
-            }
-            if let Some(data) = this.waiting.take() {
-                while this.stream.capacity() == 0 {
-                    match this.stream.poll_capacity(cx) {
-                        Poll::Ready(Some(Ok(0))) => {}
-                        Poll::Ready(Some(Ok(_))) => break,
-                        Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(Ok(())),
-                        Poll::Pending => {
-                            this.waiting = Some(data);
-                            return Poll::Pending;
-                        }
-                    }
-                }
-                if this.send(data, false) {
-                    return Poll::Ready(Ok(()));
-                }
-                continue;
-            }
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => {
-                        let last = this.body.is_end_stream();
-                        if last || data.is_empty() {
-                            // The last part (often the only one, as for a
-                            // gRPC unary call) is already in memory: it goes
-                            // at once, and h2 sends it as room appears.
-                            if this.send(data, last) {
-                                return Poll::Ready(Ok(()));
-                            }
-                        } else {
-                            // More follows: ask for room (one byte, so as
-                            // not to pin the connection's window for a body
-                            // that might stall) and wait for it before
-                            // reading on.
-                            this.stream.reserve_capacity(1);
-                            this.waiting = Some(data);
-                        }
-                    }
-                    Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
-                            this.stream.reserve_capacity(0);
-                            let _ = this.stream.send_trailers(trailers);
-                            return Poll::Ready(Ok(()));
-                        }
-                    }
-                },
-                Some(Err(e)) => {
-                    this.stream.send_reset(h2::Reason::CANCEL);
-                    return Poll::Ready(Err(e));
-                }
-                None => {
-                    this.send(Bytes::new(), true);
-                    return Poll::Ready(Ok(()));
-                }
-            }
-        }
-    }
-}
-
-/// An answer's body from an h2c server: data as it arrives (each part
-/// handed back to the server's flow control once read), then trailers,
-/// which gRPC's status travels in.
-pub struct H2Body {
-    recv: RecvStream,
-    data_done: bool,
-    /// What the server announced in `content-length` and has not sent yet.
-    remaining: Option<u64>,
-}
-
-impl H2Body {
-    /// `recv`, with the length the answer's `headers` announce (h2 itself
-    /// checks that the server keeps to it).
-    fn new(recv: RecvStream, headers: &HeaderMap) -> Self {
-        let remaining = headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        H2Body {
-            recv,
-            data_done: false,
-            remaining,
-        }
-    }
-}
-
-impl Body for H2Body {
-    type Data = Bytes;
-    type Error = h2::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
-        let this = &mut *self;
-        if !this.data_done {
-            match ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    if let Some(left) = this.remaining.as_mut() {
-                        *left = left.saturating_sub(data.len() as u64);
-                    }
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                None => this.data_done = true,
-            }
-        }
-        match ready!(this.recv.poll_trailers(cx)) {
-            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
-            Ok(None) => Poll::Ready(None),
-            Err(e) => Poll::Ready(Some(Err(e))),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match self.remaining {
-            _ if self.recv.is_end_stream() => SizeHint::with_exact(0),
-            Some(left) => SizeHint::with_exact(left),
-            None => SizeHint::default(),
-        }
     }
 }

@@ -1,0 +1,191 @@
+//! Bodies over HTTP/2 streams of the `h2` crate, both ways and on both
+//! sides: [`H2Body`] reads a stream (a client's request, an h2c server's
+//! answer), [`Pipe`] writes a body into one (a request to an h2c server, an
+//! answer to a client), as the peer's flow control allows.
+
+use super::BoxError;
+use bytes::Bytes;
+use h2::{Reason, RecvStream, SendStream};
+use http::{HeaderMap, header};
+use http_body::{Body, Frame, SizeHint};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+/// A body on its way into an HTTP/2 stream, sent as the peer's flow
+/// control allows: the next part is read from its source only when the
+/// peer has room for it, so a slow reader slows the writer instead of
+/// filling gangway's memory. Ends quietly when the peer resets the stream
+/// (whoever waits on the exchange learns why from the stream itself); a
+/// body that fails resets the stream with the pipe's reason.
+pub struct Pipe<B> {
+    body: B,
+    stream: SendStream<Bytes>,
+    /// Data read from the source, waiting for room at the peer.
+    waiting: Option<Bytes>,
+    /// What the stream is reset with when the body fails.
+    on_error: Reason,
+}
+
+impl<B> Pipe<B>
+where
+    B: Body<Data = Bytes, Error = BoxError> + Unpin,
+{
+    /// Sends `body` on `stream`, resetting it with `on_error` if the body
+    /// fails.
+    pub fn new(body: B, stream: SendStream<Bytes>, on_error: Reason) -> Self {
+        Pipe {
+            body,
+            stream,
+            waiting: None,
+            on_error,
+        }
+    }
+
+    /// Sends data; true when the body is over: this was the last part, or
+    /// sending failed (stream reset, connection gone), which ends the pipe
+    /// quietly since the stream reports it.
+    fn send(&mut self, data: Bytes, last: bool) -> bool {
+        self.stream.send_data(data, last).is_err() || last
+    }
+}
+
+impl<B> Future for Pipe<B>
+where
+    B: Body<Data = Bytes, Error = BoxError> + Unpin,
+{
+    type Output = Result<(), BoxError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            // A reset from the peer ends the body (a server may answer early
+            // and then refuse the rest; a client may give up).
+            if this.stream.poll_reset(cx).is_ready() {
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(data) = this.waiting.take() {
+                while this.stream.capacity() == 0 {
+                    match this.stream.poll_capacity(cx) {
+                        Poll::Ready(Some(Ok(0))) => {}
+                        Poll::Ready(Some(Ok(_))) => break,
+                        Poll::Ready(Some(Err(_)) | None) => return Poll::Ready(Ok(())),
+                        Poll::Pending => {
+                            this.waiting = Some(data);
+                            return Poll::Pending;
+                        }
+                    }
+                }
+                if this.send(data, false) {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
+            }
+            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        let last = this.body.is_end_stream();
+                        if last || data.is_empty() {
+                            // The last part (often the only one, as for a
+                            // gRPC unary call) is already in memory: it goes
+                            // at once, and h2 sends it as room appears.
+                            if this.send(data, last) {
+                                return Poll::Ready(Ok(()));
+                            }
+                        } else {
+                            // More follows: ask for room (one byte, so as
+                            // not to pin the connection's window for a body
+                            // that might stall) and wait for it before
+                            // reading on.
+                            this.stream.reserve_capacity(1);
+                            this.waiting = Some(data);
+                        }
+                    }
+                    Err(frame) => {
+                        if let Ok(trailers) = frame.into_trailers() {
+                            this.stream.reserve_capacity(0);
+                            let _ = this.stream.send_trailers(trailers);
+                            return Poll::Ready(Ok(()));
+                        }
+                    }
+                },
+                Some(Err(e)) => {
+                    this.stream.send_reset(this.on_error);
+                    return Poll::Ready(Err(e));
+                }
+                None => {
+                    this.send(Bytes::new(), true);
+                    return Poll::Ready(Ok(()));
+                }
+            }
+        }
+    }
+}
+
+/// A body read from an HTTP/2 stream: data as it arrives (each part handed
+/// back to the peer's flow control once read), then trailers, which gRPC's
+/// status travels in.
+pub struct H2Body {
+    recv: RecvStream,
+    data_done: bool,
+    /// What the peer announced in `content-length` and has not sent yet.
+    remaining: Option<u64>,
+}
+
+impl H2Body {
+    /// `recv`, with the length its message's `headers` announce (h2 itself
+    /// checks that the peer keeps to it).
+    pub fn new(recv: RecvStream, headers: &HeaderMap) -> Self {
+        let remaining = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        H2Body {
+            recv,
+            data_done: false,
+            remaining,
+        }
+    }
+}
+
+impl Body for H2Body {
+    type Data = Bytes;
+    type Error = h2::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+        let this = &mut *self;
+        if !this.data_done {
+            match ready!(this.recv.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    let _ = this.recv.flow_control().release_capacity(data.len());
+                    if let Some(left) = this.remaining.as_mut() {
+                        *left = left.saturating_sub(data.len() as u64);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => this.data_done = true,
+            }
+        }
+        match ready!(this.recv.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(e))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.recv.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self.remaining {
+            _ if self.recv.is_end_stream() => SizeHint::with_exact(0),
+            Some(left) => SizeHint::with_exact(left),
+            None => SizeHint::default(),
+        }
+    }
+}
