@@ -573,3 +573,188 @@ async fn server_sent_events_arrive_as_they_are_sent() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// HTTP/2 from clients
+// ---------------------------------------------------------------------------
+
+/// An HTTP/2 (prior knowledge) connection to gangway, spoken with `h2`
+/// itself so that the test controls each stream (and can reset one).
+async fn h2_client(gw: &Gangway) -> h2::client::SendRequest<Bytes> {
+    let tcp = TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .expect("connect to gangway");
+    let (send, conn) = h2::client::handshake(tcp)
+        .await
+        .expect("HTTP/2 handshake with gangway");
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    send
+}
+
+/// A GET for `host` and `path` over HTTP/2, as `h2` wants it.
+fn h2_get(host: &str, path: &str) -> Request<()> {
+    Request::get(format!("http://{host}{path}"))
+        .version(Version::HTTP_2)
+        .body(())
+        .unwrap()
+}
+
+/// Sends `req` without a body and reads the whole answer.
+async fn h2_fetch(
+    send: &mut h2::client::SendRequest<Bytes>,
+    req: Request<()>,
+) -> (http::response::Parts, Bytes) {
+    let (answer, _) = send.send_request(req, true).expect("stream opened");
+    let resp = within("the answer's head", answer)
+        .await
+        .expect("an answer, not a reset");
+    let (parts, mut body) = resp.into_parts();
+    let mut got = BytesMut::new();
+    while let Some(data) = within("the answer's body", body.data()).await {
+        let data = data.expect("body data");
+        let _ = body.flow_control().release_capacity(data.len());
+        got.extend_from_slice(&data);
+    }
+    (parts, got.freeze())
+}
+
+/// Set when dropped: tells that the backend's handler for a request was
+/// stopped, which for an HTTP/1.1 backend means gangway closed the
+/// request's connection.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn an_http2_stream_the_client_resets_stops_its_request_at_the_server() {
+    let started = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::new(AtomicBool::new(false));
+    let backend = {
+        let (started, stopped) = (started.clone(), stopped.clone());
+        Backend::serve(move |req: Request<Incoming>| {
+            let (started, stopped) = (started.clone(), stopped.clone());
+            async move {
+                if req.uri().path() == "/hold" {
+                    let _flag = DropFlag(stopped);
+                    started.store(true, Ordering::SeqCst);
+                    // Never answers: only the request's end stops it.
+                    std::future::pending::<()>().await;
+                }
+                Response::new(http_body_util::Full::new(Bytes::from_static(b"ready")))
+            }
+        })
+        .await
+    };
+    let gw = Gangway::with_file(
+        &one_route("hold", "Host(`hold.test`)", &[&backend.url()]),
+        &[],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "config applied", || async {
+        gw.get("hold.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    let mut send = h2_client(&gw).await;
+    let (answer, _) = send
+        .send_request(h2_get("hold.test", "/hold"), true)
+        .expect("stream opened");
+    eventually(
+        Duration::from_secs(10),
+        "the request reached the backend",
+        || {
+            let started = started.clone();
+            async move { started.load(Ordering::SeqCst) }
+        },
+    )
+    .await;
+    assert!(!stopped.load(Ordering::SeqCst), "stopped before the reset");
+    // Dropping the answer's future resets the stream (RST_STREAM CANCEL).
+    drop(answer);
+    eventually(
+        Duration::from_secs(10),
+        "the backend's request stopped",
+        || {
+            let stopped = stopped.clone();
+            async move { stopped.load(Ordering::SeqCst) }
+        },
+    )
+    .await;
+
+    // The connection itself goes on.
+    let (head, body) = h2_fetch(&mut send, h2_get("hold.test", "/")).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(&body[..], b"ready");
+}
+
+#[tokio::test]
+async fn http2_answers_carry_date_and_length_and_no_connection_headers() {
+    let backend = Backend::echo("b").await;
+    // The middleware adds connection-specific fields after the backend's
+    // answer was cleaned; HTTP/2 forbids them (RFC 9113 §8.2.2), and h2
+    // would refuse to send an answer that has them.
+    let dynamic = format!(
+        r#"{}
+[http.middlewares.h.headers]
+customResponseHeaders = {{ Keep-Alive = "timeout=9", Upgrade = "websocket", TE = "trailers", X-Kept = "yes" }}
+"#,
+        one_route("app", "Host(`app.test`)", &[&backend.url()])
+    )
+    .replace(
+        "[http.routers.app]\n",
+        "[http.routers.app]\nmiddlewares = [\"h\"]\n",
+    );
+    let gw = Gangway::with_file(&dynamic, &[]).await;
+    eventually(Duration::from_secs(10), "config applied", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    // Over HTTP/1.1 the middleware's fields are there: the test's setup works.
+    let plain = gw.get("app.test", "/").await;
+    assert_eq!(plain.headers["x-kept"], "yes");
+    assert_eq!(plain.headers["keep-alive"], "timeout=9");
+
+    let mut send = h2_client(&gw).await;
+    let (head, body) = h2_fetch(&mut send, h2_get("app.test", "/")).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.headers["x-kept"], "yes");
+    for name in [
+        "keep-alive",
+        "upgrade",
+        "te",
+        "connection",
+        "transfer-encoding",
+    ] {
+        assert!(
+            head.headers.get(name).is_none(),
+            "{name}: {:?}",
+            head.headers
+        );
+    }
+    let date = head.headers["date"].to_str().expect("date is text");
+    let when = httpdate::parse_http_date(date).expect("an HTTP date");
+    let off = std::time::SystemTime::now()
+        .duration_since(when)
+        .unwrap_or_default();
+    assert!(off < Duration::from_secs(60), "date {date} is {off:?} old");
+    assert_eq!(
+        head.headers["content-length"].to_str().unwrap(),
+        body.len().to_string()
+    );
+
+    // gangway's own answers (404: no router for this host) too.
+    let (head, body) = h2_fetch(&mut send, h2_get("nowhere.test", "/")).await;
+    assert_eq!(head.status, StatusCode::NOT_FOUND);
+    assert!(head.headers.contains_key("date"), "{:?}", head.headers);
+    assert_eq!(
+        head.headers["content-length"].to_str().unwrap(),
+        body.len().to_string()
+    );
+    assert!(!body.is_empty());
+}
