@@ -22,8 +22,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 /// What a connection is doing, as far as its time limits care. Shared by
-/// the connection's task, its I/O and its requests (HTTP/2 streams run in
-/// tasks of their own).
+/// the connection's task, its I/O and its requests (the HTTP/2 streams
+/// hyper serves run in tasks of their own).
 pub(crate) struct Activity {
     born: Instant,
     in_flight: AtomicU32,
@@ -132,8 +132,9 @@ impl Drop for InFlight {
             activity.write_due.store(0, Relaxed);
             activity.idle_since.store(activity.now_ms(), Relaxed);
             // An HTTP/1 answer ends inside the connection's own poll, and
-            // its clock looks again right after; an HTTP/2 stream ends in
-            // a task of its own.
+            // its clock looks again right after; an HTTP/2 stream may end
+            // in a task of its own (hyper's server, on connections whose
+            // version it told, runs each stream as one).
             if activity.h2.load(Relaxed) {
                 activity.waker.wake();
             }
