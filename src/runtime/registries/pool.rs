@@ -122,14 +122,27 @@ impl Link {
         req: Request<RequestBody>,
     ) -> Result<Response<Incoming>, TrySendError<Request<RequestBody>>> {
         let mut answer = pin!(self.sender.try_send_request(req));
+        let mut woken = false;
         poll_fn(|cx| {
+            // Only the connection can answer (or, when it ends, give the
+            // request back), so the answer wakes no one: a wake would only
+            // poll this task once more for nothing.
+            let quiet = &mut Context::from_waker(Waker::noop());
+            // Once the request is out, the connection is moved on without
+            // a waker first: handing over the answer and its body then
+            // wakes no task, neither this one (which reads them right
+            // after) nor, at the next request, whichever task this one
+            // was. Only while the answer is still out does the connection
+            // need to know whom to wake.
+            if woken {
+                self.poll_conn(quiet);
+                if let Poll::Ready(answered) = answer.as_mut().poll(quiet) {
+                    return Poll::Ready(answered);
+                }
+            }
+            woken = true;
             self.poll_conn(cx);
-            // Only the connection, polled just above, can answer (or, when
-            // it ends, give the request back), so the answer wakes no one:
-            // a wake would only poll this task once more for nothing.
-            answer
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
+            answer.as_mut().poll(quiet)
         })
         .await
     }
