@@ -578,6 +578,16 @@ async fn server_sent_events_arrive_as_they_are_sent() {
 // HTTP/2 from clients
 // ---------------------------------------------------------------------------
 
+/// gangway with `dynamic`, once a GET for `host` gets 200 from it.
+async fn routed(dynamic: &str, host: &str) -> Gangway {
+    let gw = Gangway::with_file(dynamic, &[]).await;
+    eventually(Duration::from_secs(10), "config applied", || async {
+        gw.get(host, "/").await.status == StatusCode::OK
+    })
+    .await;
+    gw
+}
+
 /// An HTTP/2 (prior knowledge) connection to gangway, spoken with `h2`
 /// itself so that the test controls each stream (and can reset one).
 async fn h2_client(gw: &Gangway) -> h2::client::SendRequest<Bytes> {
@@ -651,14 +661,10 @@ async fn an_http2_stream_the_client_resets_stops_its_request_at_the_server() {
         })
         .await
     };
-    let gw = Gangway::with_file(
+    let gw = routed(
         &one_route("hold", "Host(`hold.test`)", &[&backend.url()]),
-        &[],
+        "hold.test",
     )
-    .await;
-    eventually(Duration::from_secs(10), "config applied", || async {
-        gw.get("hold.test", "/").await.status == StatusCode::OK
-    })
     .await;
 
     let mut send = h2_client(&gw).await;
@@ -710,11 +716,7 @@ customResponseHeaders = {{ Keep-Alive = "timeout=9", Upgrade = "websocket", TE =
         "[http.routers.app]\n",
         "[http.routers.app]\nmiddlewares = [\"h\"]\n",
     );
-    let gw = Gangway::with_file(&dynamic, &[]).await;
-    eventually(Duration::from_secs(10), "config applied", || async {
-        gw.get("app.test", "/").await.status == StatusCode::OK
-    })
-    .await;
+    let gw = routed(&dynamic, "app.test").await;
     // Over HTTP/1.1 the middleware's fields are there: the test's setup works.
     let plain = gw.get("app.test", "/").await;
     assert_eq!(plain.headers["x-kept"], "yes");
