@@ -1,35 +1,22 @@
 //! The Docker daemon dies and comes back while gangway runs: gangway keeps
 //! its routes meanwhile, reconnects, lists the containers again and follows
-//! new events, without being restarted. A test binary of its own, because
-//! it takes the daemon away from everything else.
+//! new events, without being restarted.
 //!
 //! Under a steady load the whole time: no request to a route that did not
 //! change fails (the file provider's, and the container's while it runs).
 //!
-//! It restarts the dockerd that `scripts/ci/docker-up` started (pid in
-//! /tmp/gangway-docker/dockerd.pid) with the same script, so the daemon
-//! comes back with the same flags.
+//! The daemon it kills and restarts is one it started itself, beside the
+//! one already running (which it never touches), with the same flags each
+//! time.
 
 mod docker_support;
 mod support;
 
-use docker_support::{Load, Probe, Run, STATE_DIR, Spec, command, docker, ready, skip};
+use docker_support::{Load, PrivateDaemon, Probe, Run, Spec, ready};
 use std::time::Duration;
 use support::{Backend, Gangway, eventually, one_route};
 
 const P: &str = "gangway";
-
-fn dockerd_pid() -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(format!("{STATE_DIR}/dockerd.pid"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    String::from_utf8_lossy(&cmdline)
-        .contains("dockerd")
-        .then_some(pid)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
@@ -37,15 +24,11 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
     if !ready(TEST).await {
         return;
     }
-    let Some(pid) = dockerd_pid() else {
-        skip(
-            TEST,
-            "dockerd was not started by scripts/ci/docker-up, so this test cannot restart it",
-        );
-        return;
+    let mut daemon = match PrivateDaemon::start().await {
+        Ok(d) => d,
+        Err(e) => panic!("{TEST}: a daemon of the test's own did not start: {e}"),
     };
-    let up = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ci/docker-up");
-    let run = Run::new("restart");
+    let run = Run::on("restart", &daemon);
     // A file-provider route too: the daemon's restart must not touch it.
     let file_backend = Backend::serve(|_req| async {
         http::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(
@@ -53,9 +36,10 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
         )))
     })
     .await;
+    let endpoint = run.endpoint().expect("a run on the test's own daemon");
     let gw = Gangway::with_file(
         &one_route("file", "Host(`file.test`)", &[&file_backend.url()]),
-        &["--providers.docker", &run.constraint()],
+        &["--providers.docker", &run.constraint(), &endpoint],
     )
     .await;
     let gangway_pid = gw.pid();
@@ -79,13 +63,7 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
     let docker_load = Load::start(&probe, "before.test", &["before"], 4);
 
     // The daemon dies (its containers keep running: containerd holds them).
-    command("kill", &["-KILL", &pid.to_string()])
-        .await
-        .expect("kill dockerd");
-    eventually(Duration::from_secs(10), "dockerd gone", || async {
-        !std::path::Path::new(&format!("/proc/{pid}")).exists()
-    })
-    .await;
+    daemon.kill().await;
     eventually(Duration::from_secs(10), "gangway notices", || async {
         gw.log().contains("Docker unreachable")
     })
@@ -110,9 +88,9 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
 
     // The daemon comes back with the same flags.
     let restart_load = Load::start(&probe, "before.test", &["before"], 4);
-    command(up, &["--daemon-only"])
-        .await
-        .expect("dockerd restarts");
+    if let Err(e) = daemon.restart().await {
+        panic!("the test's daemon did not come back: {e}");
+    }
     // It restores (here: restarts) the running container; gangway re-lists.
     eventually(
         Duration::from_secs(30),
@@ -135,7 +113,7 @@ async fn gangway_reconnects_relists_and_routes_again_after_dockerd_restarts() {
         probe.answers("after.test", "after")
     })
     .await;
-    docker(&["rm", "-f", &after_name]).await.expect("rm");
+    run.docker(&["rm", "-f", &after_name]).await.expect("rm");
     eventually(
         Duration::from_secs(5),
         "a removed container stops answering",

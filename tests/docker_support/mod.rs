@@ -45,8 +45,18 @@ pub async fn docker(args: &[&str]) -> Result<String, String> {
 
 /// Runs a program; Ok(stdout) or Err(what went wrong).
 pub async fn command(program: &str, args: &[&str]) -> Result<String, String> {
+    command_env(program, args, &[]).await
+}
+
+/// Like `command`, with more environment variables.
+pub async fn command_env(
+    program: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<String, String> {
     let out = tokio::process::Command::new(program)
         .args(args)
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::null())
         .output()
         .await
@@ -75,25 +85,94 @@ pub async fn ready(test: &str) -> bool {
     true
 }
 
-/// Like `ready`, and docker-compose is there too.
-pub async fn compose_ready(test: &str) -> bool {
-    if !ready(test).await {
-        return false;
+/// Which Compose is installed: Docker's plugin (`docker compose`, v2) or
+/// the older standalone program (`docker-compose`, v1, Debian's). The
+/// examples are written with v2's spelling and run with either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compose {
+    /// `docker compose`.
+    Plugin,
+    /// `docker-compose`.
+    Standalone,
+}
+
+impl Compose {
+    /// The installed one, the plugin first; None when there is neither.
+    pub fn find() -> Option<Compose> {
+        let works = |program: &str, args: &[&str]| {
+            std::process::Command::new(program)
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if works("docker", &["compose", "version"]) {
+            Some(Compose::Plugin)
+        } else if works("docker-compose", &["version"]) {
+            Some(Compose::Standalone)
+        } else {
+            None
+        }
     }
-    if let Err(e) = command("docker-compose", &["version", "--short"]).await {
+
+    /// A blocking command running this Compose with `args`.
+    pub fn command(self, args: &[&str]) -> std::process::Command {
+        let mut cmd = match self {
+            Compose::Plugin => {
+                let mut c = std::process::Command::new("docker");
+                c.arg("compose");
+                c
+            }
+            Compose::Standalone => std::process::Command::new("docker-compose"),
+        };
+        cmd.args(args);
+        cmd
+    }
+
+    /// Runs this Compose; Ok(stdout) or Err(what went wrong).
+    pub async fn run(self, args: &[&str]) -> Result<String, String> {
+        match self {
+            Compose::Plugin => {
+                let mut all = vec!["compose"];
+                all.extend_from_slice(args);
+                command("docker", &all).await
+            }
+            Compose::Standalone => command("docker-compose", args).await,
+        }
+    }
+
+    /// A shell command written with `docker compose`, spelt for this one.
+    pub fn spell(self, shell: &str) -> String {
+        match self {
+            Compose::Plugin => shell.to_owned(),
+            Compose::Standalone => shell.replace("docker compose ", "docker-compose "),
+        }
+    }
+}
+
+/// Like `ready`, and Compose (v2 or v1) is there too.
+pub async fn compose_ready(test: &str) -> Option<Compose> {
+    if !ready(test).await {
+        return None;
+    }
+    let found = Compose::find();
+    if found.is_none() {
         skip(
             test,
-            &format!("docker-compose is not available (run scripts/ci/docker-up): {e}"),
+            "neither `docker compose` nor `docker-compose` is available (run scripts/ci/docker-up)",
         );
-        return false;
     }
-    true
+    found
 }
 
 /// One test's containers, removed when it is dropped.
 pub struct Run {
     /// The value of RUN_LABEL on this test's containers.
     pub id: String,
+    /// The daemon's address when it is not the default one (`DOCKER_HOST`).
+    host: Option<String>,
     suffix: String,
     projects: std::sync::Mutex<Vec<(String, PathBuf)>>,
     pub dir: tempfile::TempDir,
@@ -172,10 +251,34 @@ impl Run {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         Run {
             id: format!("{test}-{}-{n}", std::process::id()),
+            host: None,
             suffix: format!("{}x{n}", std::process::id()),
             projects: std::sync::Mutex::new(Vec::new()),
             dir: tempfile::tempdir().expect("tempdir"),
         }
+    }
+
+    /// A run on another daemon than the default one: its containers are
+    /// started there, and its gangway watches that daemon.
+    pub fn on(test: &str, daemon: &PrivateDaemon) -> Run {
+        let mut run = Run::new(test);
+        run.host = Some(daemon.host());
+        run
+    }
+
+    /// The docker CLI against this run's daemon.
+    pub async fn docker(&self, args: &[&str]) -> Result<String, String> {
+        match &self.host {
+            Some(host) => command_env("docker", args, &[("DOCKER_HOST", host)]).await,
+            None => docker(args).await,
+        }
+    }
+
+    /// The gangway argument that watches this run's daemon.
+    pub fn endpoint(&self) -> Option<String> {
+        self.host
+            .as_ref()
+            .map(|h| format!("--providers.docker.endpoint={h}"))
     }
 
     /// A short suffix unique to this run, for names.
@@ -194,6 +297,7 @@ impl Run {
     /// Starts gangway with the Docker provider, for this run's containers.
     pub async fn gangway(&self, extra: &[&str]) -> Gangway {
         let mut args = vec!["--providers.docker".to_owned(), self.constraint()];
+        args.extend(self.endpoint());
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Gangway::with_file("", &args).await
@@ -246,18 +350,19 @@ impl Run {
         args.extend(spec.args.iter().cloned());
         args.push(IMAGE.into());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        docker(&args).await.expect("docker run");
+        self.docker(&args).await.expect("docker run");
         name
     }
 
     /// Writes a compose file for project `project` and runs
-    /// `docker-compose -p <project> -f <file> <args>`.
+    /// `docker compose -p <project> -f <file> <args>`.
     pub async fn compose(
         &self,
         project: &str,
         file: &str,
         args: &[&str],
     ) -> Result<String, String> {
+        let compose = Compose::find().ok_or("Compose is not installed")?;
         let path = self.dir.path().join(format!("{project}.yml"));
         std::fs::write(&path, file).expect("write compose file");
         {
@@ -269,31 +374,30 @@ impl Run {
         let path = path.display().to_string();
         let mut all = vec!["-p", project, "-f", &path];
         all.extend_from_slice(args);
-        command("docker-compose", &all).await
+        compose.run(&all).await
     }
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
         let projects = self.projects.lock().map(|p| p.clone()).unwrap_or_default();
-        for (project, path) in projects {
-            let _ = std::process::Command::new("docker-compose")
-                .args([
-                    "-p",
-                    &project,
-                    "-f",
-                    &path.display().to_string(),
-                    "down",
-                    "-t",
-                    "1",
-                ])
-                .output();
+        if let Some(compose) = Compose::find() {
+            for (project, path) in projects {
+                let path = path.display().to_string();
+                let _ = compose
+                    .command(&["-p", &project, "-f", &path, "down", "-t", "1"])
+                    .output();
+            }
         }
         let filter = format!("label={RUN_LABEL}={}", self.id);
-        if let Ok(out) = std::process::Command::new("docker")
-            .args(["ps", "-aq", "--filter", &filter])
-            .output()
-        {
+        let docker = || {
+            let mut cmd = std::process::Command::new("docker");
+            if let Some(host) = &self.host {
+                cmd.env("DOCKER_HOST", host);
+            }
+            cmd
+        };
+        if let Ok(out) = docker().args(["ps", "-aq", "--filter", &filter]).output() {
             let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
                 .split_whitespace()
                 .map(str::to_owned)
@@ -301,7 +405,7 @@ impl Drop for Run {
             if !ids.is_empty() {
                 let mut args = vec!["rm".to_owned(), "-f".to_owned()];
                 args.extend(ids);
-                let _ = std::process::Command::new("docker").args(&args).output();
+                let _ = docker().args(&args).output();
             }
         }
     }
@@ -432,5 +536,206 @@ impl Load {
         }
         let failures = self.failures.lock().expect("failures").clone();
         (self.ok.load(Ordering::Relaxed), failures)
+    }
+}
+
+/// A Docker daemon of a test's own, beside whatever daemon already runs:
+/// its own socket, data root, exec root and pid file in a temporary folder,
+/// the no-bridge flags of `scripts/ci/docker-up`, and a containerd
+/// namespace of its own in case it shares a system containerd. A test that
+/// stops or restarts a daemon uses one of these: no test ever stops a
+/// daemon it did not start.
+pub struct PrivateDaemon {
+    dir: tempfile::TempDir,
+    child: Option<std::process::Child>,
+}
+
+impl PrivateDaemon {
+    /// Starts the daemon and loads the test image into it from the default
+    /// daemon; Err says why (with the daemon's log) when it cannot.
+    pub async fn start() -> Result<PrivateDaemon, String> {
+        // A short path: the socket's must fit in 108 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix("gw-dockerd")
+            .tempdir_in("/tmp")
+            .map_err(|e| format!("tempdir: {e}"))?;
+        let mut daemon = PrivateDaemon { dir, child: None };
+        daemon.spawn()?;
+        daemon.wait_ready().await?;
+        let load = format!(
+            "set -o pipefail; docker save {IMAGE} | DOCKER_HOST={} docker load",
+            daemon.host()
+        );
+        command("bash", &["-c", &load]).await?;
+        Ok(daemon)
+    }
+
+    /// Its address, for `DOCKER_HOST` and gangway's endpoint.
+    pub fn host(&self) -> String {
+        format!("unix://{}", self.dir.path().join("docker.sock").display())
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
+    /// What the daemon logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("dockerd.log")).unwrap_or_default()
+    }
+
+    /// Kills the daemon at once (SIGKILL), as a crash would; its containers
+    /// keep running under their shims.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        // dockerd's containerd dies with it, but may stay a zombie until
+        // whoever inherits it reaps it; a new dockerd that finds the
+        // zombie's pid would wait for it instead of starting a new one.
+        let pid_file = self.dir.path().join("exec/containerd/containerd.pid");
+        let Ok(pid) = std::fs::read_to_string(&pid_file) else {
+            return;
+        };
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let state = std::fs::read_to_string(&stat).ok().and_then(|s| {
+                s.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next())
+            });
+            match state {
+                None | Some('Z') => {
+                    let _ = std::fs::remove_file(&pid_file);
+                    return;
+                }
+                // Still running: the new dockerd adopts it.
+                Some(_) if std::time::Instant::now() > deadline => return,
+                Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    /// Starts the daemon again with the same flags and waits until it
+    /// answers.
+    pub async fn restart(&mut self) -> Result<(), String> {
+        self.kill().await;
+        self.spawn()?;
+        self.wait_ready().await
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let d = self.dir.path();
+        let path = |name: &str| d.join(name).display().to_string();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(d.join("dockerd.log"))
+            .map_err(|e| format!("dockerd.log: {e}"))?;
+        let err = log.try_clone().map_err(|e| format!("dockerd.log: {e}"))?;
+        let namespace = format!("gangway-test-{}", std::process::id());
+        let child = std::process::Command::new("dockerd")
+            .args([
+                "-H",
+                &self.host(),
+                "--data-root",
+                &path("data"),
+                "--exec-root",
+                &path("exec"),
+                "--pidfile",
+                &path("docker.pid"),
+                "--containerd-namespace",
+                &namespace,
+                "--containerd-plugins-namespace",
+                &format!("{namespace}-plugins"),
+                "--bridge=none",
+                "--iptables=false",
+                "--ip-forward=false",
+                "--ip-masq=false",
+                "--storage-driver=vfs",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("dockerd: {e}"))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    async fn wait_ready(&mut self) -> Result<(), String> {
+        let host = self.host();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if command_env("docker", &["version"], &[("DOCKER_HOST", &host)])
+                .await
+                .is_ok()
+            {
+                return Ok(());
+            }
+            let exited = match self.child.as_mut().map(std::process::Child::try_wait) {
+                Some(Ok(None)) => None,
+                Some(Ok(Some(status))) => Some(status.to_string()),
+                Some(Err(e)) => Some(e.to_string()),
+                None => Some("not started".to_owned()),
+            };
+            if let Some(how) = exited {
+                return Err(format!("dockerd exited ({how}); its log:\n{}", self.log()));
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(format!(
+                    "dockerd did not answer within 60 s; its log:\n{}",
+                    self.log()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+impl Drop for PrivateDaemon {
+    fn drop(&mut self) {
+        let host = self.host();
+        let docker = |args: &[&str]| {
+            std::process::Command::new("docker")
+                .args(args)
+                .env("DOCKER_HOST", &host)
+                .stdin(std::process::Stdio::null())
+                .output()
+        };
+        if let Ok(out) = docker(&["ps", "-aq"]) {
+            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect();
+            if !ids.is_empty() {
+                let mut args = vec!["rm", "-f"];
+                args.extend(ids.iter().map(String::as_str));
+                let _ = docker(&args);
+            }
+        }
+        let kill = |signal: &str, pid: &str| {
+            let _ = std::process::Command::new("kill")
+                .args([signal, pid])
+                .status();
+        };
+        if let Some(mut child) = self.child.take() {
+            // SIGTERM: dockerd stops the containerd it started, too.
+            kill("-TERM", &child.id().to_string());
+            let _ = child.wait();
+        }
+        // After a SIGKILL and a restart, the containerd of the first start
+        // may still run: the new dockerd adopts it without stopping it.
+        let containerd = self.dir.path().join("exec/containerd/containerd.pid");
+        if let Ok(pid) = std::fs::read_to_string(containerd) {
+            let pid = pid.trim();
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains("containerd") {
+                kill("-TERM", pid);
+            }
+        }
+        // vfs layers are plain folders; the TempDir removes them.
     }
 }
