@@ -705,16 +705,18 @@ impl Drop for PrivateDaemon {
                 .stdin(std::process::Stdio::null())
                 .output()
         };
-        if let Ok(out) = docker(&["ps", "-aq"]) {
-            let ids: Vec<String> = String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect();
-            if !ids.is_empty() {
-                let mut args = vec!["rm", "-f"];
-                args.extend(ids.iter().map(String::as_str));
-                let _ = docker(&args);
-            }
+        let ids: Vec<String> = docker(&["ps", "-aq", "--no-trunc"])
+            .map(|out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !ids.is_empty() {
+            let mut args = vec!["rm", "-f"];
+            args.extend(ids.iter().map(String::as_str));
+            let _ = docker(&args);
         }
         let kill = |signal: &str, pid: &str| {
             let _ = std::process::Command::new("kill")
@@ -736,6 +738,36 @@ impl Drop for PrivateDaemon {
                 kill("-TERM", pid);
             }
         }
-        // vfs layers are plain folders; the TempDir removes them.
+        // A container that was running when dockerd was killed can outlive
+        // its shim, unknown to the restarted daemon: find its processes by
+        // their cgroup (named after the container's id).
+        if let Ok(procs) = std::fs::read_dir("/proc") {
+            for entry in procs.flatten() {
+                let cgroup =
+                    std::fs::read_to_string(entry.path().join("cgroup")).unwrap_or_default();
+                if ids
+                    .iter()
+                    .any(|id| cgroup.contains(&format!("/docker/{id}")))
+                {
+                    kill("-KILL", &entry.file_name().to_string_lossy());
+                }
+            }
+        }
+        // dockerd mounts its data root on itself and a network namespace
+        // under its exec root; unmounted (deepest first), the TempDir can
+        // remove the folder.
+        let dir = self.dir.path().display().to_string();
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mut mounts: Vec<&str> = mountinfo
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| m.starts_with(&dir))
+            .collect();
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for mount in mounts {
+            let _ = std::process::Command::new("umount")
+                .args(["-l", mount])
+                .status();
+        }
     }
 }
