@@ -52,9 +52,32 @@ fn main() {
         .enable_all()
         .build()
         .expect("whoami: cannot start the async runtime");
-    if let Err(e) = runtime.block_on(serve(settings)) {
+    // As PID 1 in a container a process gets no default signal handling, so
+    // without this `docker stop` would wait its whole timeout and then kill.
+    let served = runtime.block_on(async {
+        tokio::select! {
+            served = serve(settings) => served,
+            () = stop_signal() => Ok(()),
+        }
+    });
+    if let Err(e) = served {
         eprintln!("whoami: {e}");
         std::process::exit(1);
+    }
+}
+
+/// SIGTERM or SIGINT: traefik/whoami exits at once on either.
+async fn stop_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
     }
 }
 

@@ -1,10 +1,14 @@
 //! The compose examples under `examples/compose/`, run the way their
 //! READMEs say: every `$ command` of a README's `console` blocks is run with
 //! bash in (a copy of) the example's folder, against the real Docker
-//! daemon, with Debian's docker-compose, the image `scripts/image` builds
-//! (`gangway:local`) and the whoami stand-in (`gangway-whoami:local`), and
-//! its standard output must be the lines the README shows under it. An
-//! example that does not work as its README says fails here.
+//! daemon, with the Compose that is installed (the READMEs say `docker
+//! compose`; where only v1 is installed, `docker-compose` runs them), the
+//! images `scripts/image all` builds under the tests' own tags
+//! (`gangway-test:local`, `gangway-test-whoami:local`,
+//! `gangway-test-pebble:local`: `scripts/test` makes them, and a user's
+//! `gangway:local` is never touched), and its standard output must be the
+//! lines the README shows under it. An example that does not work as its
+//! README says fails here.
 //!
 //! Expected output: lines are compared without trailing whitespace; `[..]`
 //! in a line stands for any text, and a line `...` for any lines. A command
@@ -18,13 +22,15 @@
 mod docker_support;
 mod support;
 
-use docker_support::{SERIAL, command, skip};
+use docker_support::{Compose, SERIAL, command, skip};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The images the examples run with (built by `scripts/image all`).
-const GANGWAY_IMAGE: &str = "gangway:local";
-const WHOAMI_IMAGE: &str = "gangway-whoami:local";
+/// The images the examples run with (`scripts/test` builds them with
+/// `scripts/image all`, under these tags).
+const GANGWAY_IMAGE: &str = "gangway-test:local";
+const WHOAMI_IMAGE: &str = "gangway-test-whoami:local";
+const PEBBLE_IMAGE: &str = "gangway-test-pebble:local";
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose")
@@ -113,6 +119,7 @@ struct Example {
     _scratch: tempfile::TempDir,
     dir: PathBuf,
     env: Vec<(String, String)>,
+    compose: Compose,
 }
 
 impl Example {
@@ -120,16 +127,18 @@ impl Example {
     /// skipping, or failing under GANGWAY_TEST_STRICT) when Docker,
     /// docker-compose or the images are missing.
     async fn prepare(test: &str, name: &'static str) -> Option<Example> {
-        if !docker_support::compose_ready(test).await {
-            return None;
-        }
-        for image in [GANGWAY_IMAGE, WHOAMI_IMAGE] {
+        let compose = docker_support::compose_ready(test).await?;
+        for image in [GANGWAY_IMAGE, WHOAMI_IMAGE, PEBBLE_IMAGE] {
             if let Err(e) =
                 docker_support::docker(&["image", "inspect", "--format", "{{.Id}}", image]).await
             {
                 skip(
                     test,
-                    &format!("image {image} is missing (scripts/image all builds it): {e}"),
+                    &format!(
+                        "image {image} is missing (scripts/test builds it, with \
+                         GANGWAY_IMAGE={GANGWAY_IMAGE} WHOAMI_IMAGE={WHOAMI_IMAGE} \
+                         PEBBLE_IMAGE={PEBBLE_IMAGE} scripts/image all): {e}"
+                    ),
                 );
                 return None;
             }
@@ -144,6 +153,7 @@ impl Example {
         let env = vec![
             ("GANGWAY_IMAGE".to_owned(), GANGWAY_IMAGE.to_owned()),
             ("WHOAMI_IMAGE".to_owned(), WHOAMI_IMAGE.to_owned()),
+            ("PEBBLE_IMAGE".to_owned(), PEBBLE_IMAGE.to_owned()),
             ("DOCKER_GID".to_owned(), gid.to_string()),
         ];
         Some(Example {
@@ -151,14 +161,16 @@ impl Example {
             _scratch: scratch,
             dir,
             env,
+            compose,
         })
     }
 
-    /// Runs one command with bash in the example's folder: Ok(stdout) when
-    /// it exits 0, else Err(stdout and stderr).
+    /// Runs one command with bash in the example's folder, `docker compose`
+    /// spelt for the installed Compose: Ok(stdout) when it exits 0, else
+    /// Err(stdout and stderr).
     async fn run(&self, cmd: &str) -> Result<String, String> {
         let out = tokio::process::Command::new("bash")
-            .args(["-c", cmd])
+            .args(["-c", &self.compose.spell(cmd)])
             .current_dir(&self.dir)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(std::process::Stdio::null())
@@ -220,7 +232,7 @@ impl Example {
             }
             if Instant::now() > deadline {
                 let logs = self
-                    .run("docker-compose logs --no-color --tail=40")
+                    .run("docker compose logs --no-color --tail=40")
                     .await
                     .unwrap_or_else(|e| e);
                 panic!(
@@ -239,8 +251,9 @@ impl Example {
 
 impl Drop for Example {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("docker-compose")
-            .args(["down", "-v", "-t", "1"])
+        let _ = self
+            .compose
+            .command(&["down", "-v", "-t", "1"])
             .current_dir(&self.dir)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .output();
@@ -329,7 +342,7 @@ async fn https_works_as_its_readme_says() {
     let steps = example.steps();
     let down = steps
         .iter()
-        .position(|s| s.command.starts_with("docker-compose down"))
+        .position(|s| s.command.starts_with("docker compose down"))
         .expect("the README takes the example down");
     example.run_steps(&steps[..down], &[]).await;
 
@@ -342,7 +355,7 @@ async fn https_works_as_its_readme_says() {
     assert_eq!(verified.as_deref().map(str::trim_end), Ok("Name: whoami"));
     if pebble.orders() != 1 {
         let logs = example
-            .run("docker-compose logs --no-color --tail=60 gangway")
+            .run("docker compose logs --no-color --tail=60 gangway")
             .await
             .unwrap_or_else(|e| e);
         panic!(
@@ -353,6 +366,14 @@ async fn https_works_as_its_readme_says() {
     }
 
     example.run_steps(&steps[down..], &[]).await;
+}
+
+/// A certificate from a local ACME server in the same compose project,
+/// validated for real: the README's steps check it with curl against that
+/// server's root.
+#[tokio::test]
+async fn https_local_works_as_its_readme_says() {
+    run_example("https_local", "https-local", &[]).await;
 }
 
 #[tokio::test]
