@@ -4,8 +4,7 @@
 //! future, and the client's per-request tasks share one type with the
 //! connection's own task (codec buffers and all). Spawned as they are,
 //! tokio copies each into its task, and on to the task's output slot; boxed
-//! first, each is copied once and the task holds a pointer. For gRPC over
-//! h2c that was half of all instructions.
+//! first, each is copied once and the task holds a pointer.
 
 use std::future::Future;
 

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
 /// them), or `TOKIO_WORKER_THREADS`. With one worker, tokio's single-thread
 /// scheduler: it serves ready connections in the order they became ready,
 /// where the work-stealing one's run queue holds 256 and overflows the rest
-/// to a queue it serves one task in 31 (the 99th percentile at 1,000
+/// to a queue it serves one task in 31 (the tail latency under many
 /// connections came from there), and it schedules for less.
 fn runtime_builder() -> tokio::runtime::Builder {
     let workers = std::env::var("TOKIO_WORKER_THREADS")

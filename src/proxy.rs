@@ -164,8 +164,7 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
 /// hyper-util's server that reads the first bytes itself for the rest.
 /// Choosing before hyper reads spares each new connection hyper-util's
 /// version read and the small first read that makes hyper grow (copy) its
-/// read buffer at once: 60,300 → 52,700 instructions per request with a new
-/// connection each, under callgrind.
+/// read buffer at once.
 pub(crate) struct HttpServers {
     /// HTTP/1.1 (and 1.0).
     pub(crate) one: http1::Builder,
@@ -190,8 +189,7 @@ macro_rules! http1_settings {
             .max_buf_size(head_bytes(limits));
         // hyper's own bound is 100 fields, in a table on the stack; any bound
         // set here (even 100) makes it fill a table element by element for
-        // every request head (about 1,700 instructions), so it is set only
-        // when it differs.
+        // every request head, so it is set only when it differs.
         const HYPER_MAX_HEADERS: u32 = 100;
         if limits.max_headers != HYPER_MAX_HEADERS {
             $one.max_headers(limits.max_headers as usize);

@@ -146,8 +146,7 @@ impl Proxy {
             }
         }
         // Pinned where it is made and polled through the pin, so it is not
-        // moved again after it is built (with the one `handle` call below:
-        // about 700 fewer instructions per request under callgrind).
+        // moved (copied) again after it is built.
         let mut answer = pin!(self.observe(&conn, req, read_deadline));
         let resp = match &mut write_timer {
             None => answer.await,
@@ -175,7 +174,7 @@ impl Proxy {
         let recorded = conn.entry_point.stats.is_some() || log.is_some() || self.route_metrics;
         // What is known before the answer, boxed already: this future is
         // held for every request in flight, and the access log entry alone
-        // is over 400 bytes. `handle` is called in one place only, so this
+        // is large (a bound on its size is tested in tests/sizes.rs). `handle` is called in one place only, so this
         // future holds one `handle` future, not one per branch.
         let watch = recorded.then(|| {
             let request_bytes = req

@@ -103,7 +103,8 @@ impl Proxy {
         }
         // Boxed from here to the connection that sends it: each async layer
         // on the way keeps its own copy of its arguments for as long as the
-        // request is in flight, and the request is 300 bytes.
+        // request is in flight, and the request is large (a bound on its
+        // size is tested in tests/sizes.rs).
         let req =
             Box::new(req.map(|body| {
                 RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))
