@@ -4,8 +4,8 @@
 //! ports (`httpPort`, `tlsPort`) that must be the gangway under test's.
 //! Validation is real: `PEBBLE_VA_ALWAYS_VALID` is never set.
 
+use super::free_port;
 use super::tls::TestCa;
-use super::{eventually, free_port};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -56,6 +56,11 @@ impl Pebble {
 
     /// Like `start`, refusing `nonce_reject` percent of nonces with
     /// `badNonce` (pebble's default is 5), to exercise the client's retry.
+    ///
+    /// pebble and challtestsrv must be given their ports; a port found free
+    /// can be taken by a test running alongside before they bind it, so a
+    /// start that exits is tried again on other ports, and a start that
+    /// never listens fails with what the program logged.
     pub async fn start_with(
         http_port: u16,
         tls_port: u16,
@@ -69,11 +74,40 @@ impl Pebble {
         std::fs::write(dir.path().join("key.pem"), key).unwrap();
         let api_ca = dir.path().join("api-ca.pem");
         std::fs::write(&api_ca, ca.pem()).unwrap();
-        let (listen, management, dns, chall_mgmt) =
-            (free_port(), free_port(), free_port(), free_port());
+        let (challtestsrv, dns) = start_challtestsrv(dir.path()).await;
+        let mut pebble = Pebble {
+            directory: String::new(),
+            api_ca_pem: ca.pem(),
+            api_ca,
+            dir,
+            listen: 0,
+            management: 0,
+            dns,
+            pebble: None,
+            challtestsrv,
+            starts: 0,
+            nonce_reject,
+        };
+        for attempt in 1..=ATTEMPTS {
+            pebble.listen = free_port();
+            pebble.management = free_port();
+            pebble.write_config(http_port, tls_port, validity);
+            if pebble.start_pebble().await {
+                pebble.directory = format!("https://127.0.0.1:{}/dir", pebble.listen);
+                return pebble;
+            }
+            eprintln!("pebble did not start (attempt {attempt}); trying other ports");
+        }
+        panic!(
+            "pebble did not start in {ATTEMPTS} attempts; its log:\n{}",
+            pebble.log()
+        );
+    }
+
+    fn write_config(&self, http_port: u16, tls_port: u16, validity: Option<u64>) {
         let mut config = serde_json::json!({"pebble": {
-            "listenAddress": format!("127.0.0.1:{listen}"),
-            "managementListenAddress": format!("127.0.0.1:{management}"),
+            "listenAddress": format!("127.0.0.1:{}", self.listen),
+            "managementListenAddress": format!("127.0.0.1:{}", self.management),
             "certificate": "cert.pem",
             "privateKey": "key.pem",
             "httpPort": http_port,
@@ -84,49 +118,12 @@ impl Pebble {
         if let Some(v) = validity {
             config["pebble"]["certificateValidityPeriod"] = v.into();
         }
-        std::fs::write(dir.path().join("pebble.json"), config.to_string()).unwrap();
-        let log = std::fs::File::create(dir.path().join("challtestsrv.log")).unwrap();
-        let challtestsrv = Command::new("pebble-challtestsrv")
-            .args([
-                "-defaultIPv4",
-                "127.0.0.1",
-                "-defaultIPv6",
-                "",
-                "-dns01",
-                &format!("127.0.0.1:{dns}"),
-                "-http01",
-                "",
-                "-https01",
-                "",
-                "-tlsalpn01",
-                "",
-                "-management",
-                &format!("127.0.0.1:{chall_mgmt}"),
-            ])
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start pebble-challtestsrv");
-        let mut pebble = Pebble {
-            directory: format!("https://127.0.0.1:{listen}/dir"),
-            api_ca_pem: ca.pem(),
-            api_ca,
-            dir,
-            listen,
-            management,
-            dns,
-            pebble: None,
-            challtestsrv,
-            starts: 0,
-            nonce_reject,
-        };
-        pebble.start_pebble().await;
-        pebble
+        std::fs::write(self.dir.path().join("pebble.json"), config.to_string()).unwrap();
     }
 
-    async fn start_pebble(&mut self) {
+    /// Starts pebble on its configured ports; false when it exits before
+    /// it listens (a port was taken).
+    async fn start_pebble(&mut self) -> bool {
         self.starts += 1;
         let log = std::fs::File::create(self.log_path(self.starts)).unwrap();
         let child = Command::new("pebble")
@@ -144,14 +141,19 @@ impl Pebble {
             .stderr(log)
             .spawn()
             .expect("start pebble");
-        self.pebble = Some(child);
-        let listen = self.listen;
-        eventually(Duration::from_secs(20), "pebble listens", || async move {
-            tokio::net::TcpStream::connect(("127.0.0.1", listen))
-                .await
-                .is_ok()
-        })
-        .await;
+        let child = self.pebble.insert(child);
+        match listens(child, self.listen).await {
+            Ok(()) => true,
+            Err(Exit) => {
+                self.pebble = None;
+                false
+            }
+            Err(Silent) => panic!(
+                "pebble did not listen on 127.0.0.1:{} within 20 s; its log:\n{}",
+                self.listen,
+                self.log()
+            ),
+        }
     }
 
     fn log_path(&self, start: usize) -> PathBuf {
@@ -185,7 +187,13 @@ impl Pebble {
     /// accounts and makes a new issuing root).
     pub async fn restart(&mut self) {
         self.stop();
-        self.start_pebble().await;
+        if !self.start_pebble().await {
+            panic!(
+                "pebble did not start again on 127.0.0.1:{}; its log:\n{}",
+                self.listen,
+                self.log()
+            );
+        }
     }
 
     /// The root that certificates issued now chain to (PEM), from pebble's
@@ -211,4 +219,90 @@ impl Drop for Pebble {
         let _ = self.challtestsrv.kill();
         let _ = self.challtestsrv.wait();
     }
+}
+
+/// How many sets of ports a start tries.
+const ATTEMPTS: usize = 5;
+
+/// Why a program did not come to listen.
+#[derive(Debug)]
+enum NotListening {
+    /// It exited (most likely: the port was taken meanwhile).
+    Exit,
+    /// It runs, but does not listen within 20 s.
+    Silent,
+}
+use NotListening::{Exit, Silent};
+
+/// Waits until `child` accepts connections on 127.0.0.1:`port`.
+async fn listens(child: &mut Child, port: u16) -> Result<(), NotListening> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        if !matches!(child.try_wait(), Ok(None)) {
+            return Err(Exit);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(Silent);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// pebble's DNS server, answering 127.0.0.1 for every name; returns it and
+/// its DNS port (ready once its management port listens: it opens that
+/// after its DNS listeners).
+async fn start_challtestsrv(dir: &Path) -> (Child, u16) {
+    let log_path = dir.join("challtestsrv.log");
+    for attempt in 1..=ATTEMPTS {
+        let (dns, management) = (free_port(), free_port());
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut child = Command::new("pebble-challtestsrv")
+            .args([
+                "-defaultIPv4",
+                "127.0.0.1",
+                "-defaultIPv6",
+                "",
+                "-dns01",
+                &format!("127.0.0.1:{dns}"),
+                "-http01",
+                "",
+                "-https01",
+                "",
+                "-tlsalpn01",
+                "",
+                "-management",
+                &format!("127.0.0.1:{management}"),
+            ])
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start pebble-challtestsrv");
+        match listens(&mut child, management).await {
+            Ok(()) => return (child, dns),
+            Err(Exit) => {
+                eprintln!(
+                    "pebble-challtestsrv did not start (attempt {attempt}); trying other ports"
+                );
+            }
+            Err(Silent) => {
+                let _ = child.kill();
+                panic!(
+                    "pebble-challtestsrv did not listen within 20 s; its log:\n{}",
+                    std::fs::read_to_string(&log_path).unwrap_or_default()
+                );
+            }
+        }
+    }
+    panic!(
+        "pebble-challtestsrv did not start in {ATTEMPTS} attempts; its log:\n{}",
+        std::fs::read_to_string(&log_path).unwrap_or_default()
+    );
 }
