@@ -17,6 +17,7 @@ pub mod health;
 pub mod metrics;
 pub mod middleware;
 pub mod overload;
+pub mod percent;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
