@@ -142,7 +142,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),
         };
-        listeners.push((listener, Arc::new(info)));
+        let accept_grace = ep.transport.life_cycle.request_accept_grace_timeout;
+        listeners.push((listener, Arc::new(info), accept_grace));
     }
 
     // Stored certificates are served from the first handshake on, so a
@@ -213,23 +214,33 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         access_log,
         route_metrics,
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
-    for (listener, info) in listeners {
-        servers.push(tokio::spawn(proxy::serve(
-            proxy.clone(),
-            listener,
-            info,
-            stop_rx.clone(),
-        )));
+    for (listener, info, accept_grace) in listeners {
+        // One stop signal per entry point: each stops accepting after its
+        // own requestAcceptGraceTimeout.
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let name = info.name.clone();
+        let server = tokio::spawn(proxy::serve(proxy.clone(), listener, info, stop_rx));
+        servers.push((name, accept_grace, stop_tx, server));
     }
     shutdown.await;
     tracing::info!("shutting down");
+    // From here `/ping` answers with its terminating status, so that a load
+    // balancer in front stops sending while the entry points still accept.
     terminating.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = stop_tx.send(true);
-    for s in servers {
-        let _ = s.await;
-    }
+    let stopped = servers
+        .into_iter()
+        .map(|(name, accept_grace, stop_tx, server)| async move {
+            // Traefik's requestAcceptGraceTimeout: keep accepting and serving
+            // for that long, then stop accepting and drain (graceTimeOut).
+            if !accept_grace.0.is_zero() {
+                tracing::info!(entry_point = %name, "still accepting requests for {accept_grace} (requestAcceptGraceTimeout)");
+                tokio::time::sleep(accept_grace.0).await;
+            }
+            let _ = stop_tx.send(true);
+            let _ = server.await;
+        });
+    futures_util::future::join_all(stopped).await;
     for p in providers {
         p.abort();
     }
