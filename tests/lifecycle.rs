@@ -194,6 +194,29 @@ fn help_lists_every_option_with_its_default() {
     assert!(help.contains("50ms"), "defaults are shown");
 }
 
+#[test]
+fn help_lists_the_check_command_and_it_runs() {
+    let help = Command::new(support::binary())
+        .arg("--help")
+        .output()
+        .expect("run");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("check "))
+        .unwrap_or_else(|| panic!("--help has a line for `check`:\n{help}"));
+    assert!(line.contains("without starting"), "{line}");
+    assert!(help.contains("gangway check [--compose FILE...]"), "{help}");
+    // What --help advertises must exist: `gangway check --help` answers.
+    let check = Command::new(support::binary())
+        .args(["check", "--help"])
+        .output()
+        .expect("run");
+    assert!(check.status.success());
+    assert!(String::from_utf8_lossy(&check.stdout).starts_with("usage: gangway check"));
+}
+
 #[tokio::test]
 async fn a_port_in_use_fails_the_start() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
