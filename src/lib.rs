@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod api;
 pub mod balance;
 pub mod body;
+pub mod cause;
 pub mod check;
 pub mod compile;
 pub mod config;
