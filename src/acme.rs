@@ -248,18 +248,34 @@ impl Resolver {
         config: &AcmeConfig,
         entry_points: &[String],
     ) -> Result<Self, AcmeError> {
-        let key_type = match config.key_type.to_ascii_uppercase().as_str() {
+        // Taken apart with no `..`: an option read nowhere is an unused
+        // binding and fails the build.
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let AcmeConfig {
+            email,
+            storage,
+            ca_server: _, // read through config.directory_url()
+            key_type,
+            // Accepted for Traefik compatibility, and not used: renewal
+            // follows each certificate's own validity (schedule::renew_at).
+            certificates_duration: _,
+            ca_certificates,
+            tls_challenge,
+            http_challenge,
+        } = config;
+        let key_type_name = key_type;
+        let key_type = match key_type_name.to_ascii_uppercase().as_str() {
             "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
             "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
             _ => {
                 return Err(AcmeError::KeyType {
                     resolver: name.to_owned(),
-                    value: config.key_type.clone(),
+                    value: key_type_name.clone(),
                 });
             }
         };
-        let challenge = match &config.http_challenge {
-            Some(http) if config.tls_challenge.is_none() => {
+        let challenge = match http_challenge {
+            Some(http) if tls_challenge.is_none() => {
                 if !entry_points.contains(&http.entry_point) {
                     return Err(AcmeError::NoEntryPoint {
                         resolver: name.to_owned(),
@@ -272,7 +288,7 @@ impl Resolver {
         };
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for path in &config.ca_certificates {
+        for path in ca_certificates {
             use rustls::pki_types::CertificateDer;
             use rustls::pki_types::pem::PemObject;
             let ca_error = |message: String| AcmeError::CaFile {
@@ -296,7 +312,7 @@ impl Resolver {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let directory_url = config.directory_url().to_owned();
-        let storage = Storage::new(&config.storage, &directory_url);
+        let storage = Storage::new(storage, &directory_url);
         if let Err(e) = storage.prepare() {
             // Not fatal: certificates are then ordered and served from
             // memory, and stored once the storage can be written.
@@ -306,10 +322,10 @@ impl Resolver {
             name: name.to_owned(),
             storage,
             directory_url,
-            contact: if config.email.is_empty() {
+            contact: if email.is_empty() {
                 Vec::new()
             } else {
-                vec![format!("mailto:{}", config.email)]
+                vec![format!("mailto:{email}")]
             },
             key_type,
             challenge,
