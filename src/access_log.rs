@@ -114,21 +114,48 @@ pub enum AccessLogError {
 impl AccessLogger {
     /// Opens the output and starts the writer task.
     pub async fn spawn(config: &AccessLog) -> Result<Arc<Self>, AccessLogError> {
+        use crate::config::static_config::observability::{
+            AccessLogFields, AccessLogFilters, AccessLogHeaders,
+        };
+        // Taken apart with no `..`: an option read nowhere is an unused
+        // binding and fails the build.
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let AccessLog {
+            file_path,
+            format,
+            buffering_size,
+            filters:
+                AccessLogFilters {
+                    status_codes,
+                    retry_attempts,
+                    min_duration,
+                },
+            fields:
+                AccessLogFields {
+                    default_mode,
+                    names,
+                    headers:
+                        AccessLogHeaders {
+                            default_mode: headers_default_mode,
+                            names: header_names,
+                        },
+                },
+        } = config;
         let mut ranges = Vec::new();
-        for f in &config.filters.status_codes {
+        for f in status_codes {
             let (a, b) = f.split_once('-').unwrap_or((f, f));
             let (Ok(a), Ok(b)) = (a.trim().parse::<u16>(), b.trim().parse::<u16>()) else {
                 return Err(AccessLogError::BadStatusFilter(f.clone()));
             };
             ranges.push((a.min(b), a.max(b)));
         }
-        let capacity = if config.buffering_size == 0 {
+        let capacity = if *buffering_size == 0 {
             1024
         } else {
-            config.buffering_size
+            *buffering_size
         };
         let (tx, rx) = mpsc::channel(capacity);
-        let out: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match &config.file_path {
+        let out: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match file_path {
             Some(path) => {
                 let file = tokio::fs::OpenOptions::new()
                     .create(true)
@@ -144,25 +171,28 @@ impl AccessLogger {
             None => Box::new(tokio::io::stdout()),
         };
         let fields = FieldRules {
-            default: config.fields.default_mode,
-            names: config.fields.names.clone(),
+            default: *default_mode,
+            names: names.clone(),
         };
         tokio::spawn(write_lines(
             rx,
             out,
-            config.format,
+            *format,
             fields,
-            config.fields.headers.clone().into(),
+            HeaderSelection {
+                default: *headers_default_mode,
+                names: header_names.clone(),
+            },
         ));
         Ok(Arc::new(Self {
             tx,
             dropped: AtomicU64::new(0),
             status_ranges: ranges,
-            min_duration: config.filters.min_duration.0,
-            retry_attempts: config.filters.retry_attempts,
+            min_duration: min_duration.0,
+            retry_attempts: *retry_attempts,
             wanted_headers: HeaderSelection {
-                default: config.fields.headers.default_mode,
-                names: config.fields.headers.names.clone(),
+                default: *headers_default_mode,
+                names: header_names.clone(),
             },
         }))
     }

@@ -78,9 +78,27 @@ pub enum AcmeError {
         /// When the server allows the next attempt, seconds since the epoch.
         retry_after: Option<i64>,
     },
-    /// The ACME server could not be reached or answered nonsense.
-    #[error("cannot talk to the ACME server: {0}")]
-    Unreachable(String),
+    /// An HTTP exchange with the ACME server failed before any answer.
+    /// rustls-acme gives no reason that can be shown (only a debug dump of
+    /// its HTTP client's error, with no `source()`), so the order loop
+    /// replaces this with [`AcmeError::Unreachable`] after finding the
+    /// reason itself ([`Resolver::unreachable`]).
+    #[error("the ACME server at {url} did not answer")]
+    NoAnswer {
+        /// The directory URL.
+        url: String,
+    },
+    /// The ACME server cannot be reached, and why.
+    #[error("CA unreachable at {url}: {reason}")]
+    Unreachable {
+        /// The directory URL.
+        url: String,
+        /// What connecting to it showed, as a sentence.
+        reason: String,
+    },
+    /// The ACME server answered something the client cannot use.
+    #[error("the ACME server's answer cannot be used: {0}")]
+    Protocol(String),
     /// The CA could not validate a name.
     #[error("validation of `{domain}` failed: {detail}")]
     Validation {
@@ -93,7 +111,7 @@ pub enum AcmeError {
     #[error("order failed: {0}")]
     Order(String),
     /// The order took longer than allowed.
-    #[error("the order did not finish within {0:?}")]
+    #[error("the order did not finish within {}", crate::config::Duration(*.0))]
     Timeout(Duration),
     /// The issued certificate cannot be served.
     #[error("the issued certificate cannot be used: {0}")]
@@ -101,8 +119,9 @@ pub enum AcmeError {
 }
 
 impl AcmeError {
-    #[allow(clippy::needless_pass_by_value)] // used as `map_err(AcmeError::from_acme)`
-    fn from_acme(e: rustls_acme::acme::AcmeError) -> Self {
+    /// The error for a failed exchange with the server at `url`.
+    fn from_acme(url: &str, e: &rustls_acme::acme::AcmeError) -> Self {
+        use rustls_acme::acme::AcmeError as Client;
         let text = e.to_string();
         match refusal(&text) {
             Some((status, body)) => {
@@ -122,7 +141,10 @@ impl AcmeError {
                     retry_after,
                 }
             }
-            None => AcmeError::Unreachable(text),
+            None if matches!(e, Client::HttpRequest(_)) => AcmeError::NoAnswer {
+                url: url.to_owned(),
+            },
+            None => AcmeError::Protocol(crate::cause::WithCauses(e).to_string()),
         }
     }
 
@@ -150,6 +172,48 @@ fn refusal(text: &str) -> Option<(u16, String)> {
     // same as a JSON string literal.
     let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_owned());
     Some((status, body))
+}
+
+/// Longest wait for the CA while finding out why it cannot be reached.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects to the server of `url` (TCP, then TLS for `https`) with
+/// `client`'s trust; `Err` says, as a sentence, where that fails.
+async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), String> {
+    use crate::cause::WithCauses;
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| format!("not a URL ({e})"))?;
+    let host = uri.host().ok_or("the URL names no host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let tls = uri.scheme_str() != Some("http");
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let timeout = |what: &str| {
+        format!(
+            "{what} {host}:{port} took longer than {}",
+            crate::config::Duration(PROBE_TIMEOUT)
+        )
+    };
+    let tcp = tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| timeout("connecting to"))?
+        .map_err(|e| format!("cannot connect to {host}:{port}: {}", WithCauses(&e)))?;
+    if !tls {
+        return Ok(());
+    }
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| format!("`{host}` is not a server name: {e}"))?;
+    let connector = tokio_rustls::TlsConnector::from(client.clone());
+    tokio::time::timeout(PROBE_TIMEOUT, connector.connect(name, tcp))
+        .await
+        .map_err(|_| timeout("the TLS handshake with"))?
+        .map_err(|e| {
+            format!(
+                "TLS handshake with {host}:{port} failed: {}",
+                WithCauses(&e)
+            )
+        })?;
+    Ok(())
 }
 
 /// Which challenge a resolver answers.
@@ -184,18 +248,34 @@ impl Resolver {
         config: &AcmeConfig,
         entry_points: &[String],
     ) -> Result<Self, AcmeError> {
-        let key_type = match config.key_type.to_ascii_uppercase().as_str() {
+        // Taken apart with no `..`: an option read nowhere is an unused
+        // binding and fails the build.
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let AcmeConfig {
+            email,
+            storage,
+            ca_server: _, // read through config.directory_url()
+            key_type,
+            // Accepted for Traefik compatibility, and not used: renewal
+            // follows each certificate's own validity (schedule::renew_at).
+            certificates_duration: _,
+            ca_certificates,
+            tls_challenge,
+            http_challenge,
+        } = config;
+        let key_type_name = key_type;
+        let key_type = match key_type_name.to_ascii_uppercase().as_str() {
             "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
             "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
             _ => {
                 return Err(AcmeError::KeyType {
                     resolver: name.to_owned(),
-                    value: config.key_type.clone(),
+                    value: key_type_name.clone(),
                 });
             }
         };
-        let challenge = match &config.http_challenge {
-            Some(http) if config.tls_challenge.is_none() => {
+        let challenge = match http_challenge {
+            Some(http) if tls_challenge.is_none() => {
                 if !entry_points.contains(&http.entry_point) {
                     return Err(AcmeError::NoEntryPoint {
                         resolver: name.to_owned(),
@@ -208,7 +288,7 @@ impl Resolver {
         };
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for path in &config.ca_certificates {
+        for path in ca_certificates {
             use rustls::pki_types::CertificateDer;
             use rustls::pki_types::pem::PemObject;
             let ca_error = |message: String| AcmeError::CaFile {
@@ -228,11 +308,11 @@ impl Resolver {
         }
         let client = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
             .with_safe_default_protocol_versions()
-            .map_err(|e| AcmeError::Unreachable(e.to_string()))?
+            .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         let directory_url = config.directory_url().to_owned();
-        let storage = Storage::new(&config.storage, &directory_url);
+        let storage = Storage::new(storage, &directory_url);
         if let Err(e) = storage.prepare() {
             // Not fatal: certificates are then ordered and served from
             // memory, and stored once the storage can be written.
@@ -242,10 +322,10 @@ impl Resolver {
             name: name.to_owned(),
             storage,
             directory_url,
-            contact: if config.email.is_empty() {
+            contact: if email.is_empty() {
                 Vec::new()
             } else {
-                vec![format!("mailto:{}", config.email)]
+                vec![format!("mailto:{email}")]
             },
             key_type,
             challenge,
@@ -266,14 +346,26 @@ impl Resolver {
         let key = self.storage.account_key()?;
         let directory = Directory::discover(&self.client, &self.directory_url)
             .await
-            .map_err(AcmeError::from_acme)?;
-        let account = order::signed(|| {
+            .map_err(|e| AcmeError::from_acme(&self.directory_url, &e))?;
+        let account = order::signed(&self.directory_url, || {
             Account::create_with_keypair(&self.client, directory.clone(), &self.contact, &key)
         })
         .await?;
         let account = Arc::new(account);
         *slot = Some(account.clone());
         Ok(account)
+    }
+
+    /// Why the CA cannot be reached, found out by connecting to it as the
+    /// ACME client would: TCP, then TLS with the same trust. Used when
+    /// rustls-acme says only that an exchange failed.
+    async fn unreachable(&self) -> AcmeError {
+        let url = self.directory_url.clone();
+        let reason = match probe(&url, &self.client).await {
+            Err(reason) => reason,
+            Ok(()) => "connecting works again; the exchange before it failed".to_owned(),
+        };
+        AcmeError::Unreachable { url, reason }
     }
 
     /// Forgets the registered account (after a failure the CA may have lost
@@ -627,6 +719,10 @@ async fn keep_certificate(
                 });
             }
             Err(e) => {
+                let e = match e {
+                    AcmeError::NoAnswer { .. } => resolver.unreachable().await,
+                    e => e,
+                };
                 failures = failures.saturating_add(1);
                 let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
                 resolver.forget_account().await;
@@ -769,6 +865,6 @@ mod tests {
             retry_after: None,
         };
         assert!(bad_nonce.is_bad_nonce());
-        assert!(!AcmeError::Unreachable("badNonce".into()).is_bad_nonce());
+        assert!(!AcmeError::Protocol("badNonce".into()).is_bad_nonce());
     }
 }

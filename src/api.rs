@@ -131,9 +131,17 @@ pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
             },
         );
     };
-    if let Some(api) = config.api.as_ref().filter(|a| a.insecure) {
+    use crate::config::static_config::observability::{Api, Ping, Prometheus};
+    // Each section is taken apart with no `..`: an option read nowhere is an
+    // unused binding and fails the build. `_` says where it is read.
+    if let Some(Api {
+        insecure,
+        dashboard,
+    }) = &config.api
+        && *insecure
+    {
         add("api", "PathPrefix(`/api`)", internal, "api@internal");
-        if api.dashboard {
+        if *dashboard {
             add(
                 "dashboard",
                 "PathPrefix(`/dashboard`) || Path(`/`)",
@@ -142,14 +150,26 @@ pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
             );
         }
     }
-    if let Some(ping) = &config.ping {
-        add("ping", "Path(`/ping`)", &ping.entry_point, "ping@internal");
+    if let Some(Ping {
+        entry_point,
+        terminating_status_code: _, // internal_services, answering /ping
+    }) = &config.ping
+    {
+        add("ping", "Path(`/ping`)", entry_point, "ping@internal");
     }
-    if let Some(p) = &config.metrics.prometheus {
+    if let Some(Prometheus {
+        entry_point,
+        prefix: _,                  // views::prometheus
+        buckets: _,                 // run(), as MetricsSettings
+        add_entry_points_labels: _, // run()
+        add_routers_labels: _,      // run(), as MetricsSettings
+        add_services_labels: _,     // run(), as MetricsSettings
+    }) = &config.metrics.prometheus
+    {
         add(
             "prometheus",
             "Path(`/metrics`)",
-            &p.entry_point,
+            entry_point,
             "prometheus@internal",
         );
     }

@@ -439,7 +439,10 @@ async fn check_loop(plan: &CheckPlan, health: &Weak<ServiceHealth>, i: usize) {
         };
         let outcome = match tokio::time::timeout(plan.timeout, probe).await {
             Ok(r) => r,
-            Err(_) => Err(format!("no answer within {:?}", plan.timeout)),
+            Err(_) => Err(format!(
+                "no answer within {}",
+                crate::config::Duration(plan.timeout)
+            )),
         };
         let up = outcome.is_ok();
         match health.upgrade() {

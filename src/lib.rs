@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod api;
 pub mod balance;
 pub mod body;
+pub mod cause;
 pub mod check;
 pub mod compile;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod health;
 pub mod metrics;
 pub mod middleware;
 pub mod overload;
+pub mod percent;
 pub mod provider;
 pub mod proxy;
 pub mod rule;
@@ -116,32 +118,88 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let ports: Vec<u16> = bound.iter().map(|(_, port)| *port).collect();
     let mut listeners = Vec::new();
     for (id, ((name, ep), (listener, port))) in config.entry_points.iter().zip(bound).enumerate() {
+        // Every option of an entry point is taken apart here, with no `..`:
+        // an option added to the model but read nowhere is an unused binding,
+        // which fails the build (`-D warnings`). `_` marks an option read
+        // elsewhere, and says where.
+        use config::static_config::{
+            EntryPoint, EntryPointHttp, EntryPointHttp2, EntryPointLimits, EntryPointTransport,
+            ForwardedHeaders, LifeCycle, Redirections, RespondingTimeouts,
+        };
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let EntryPoint {
+            address: _, // bound above
+            forwarded_headers:
+                ForwardedHeaders {
+                    trusted_ips,
+                    insecure,
+                },
+            transport:
+                EntryPointTransport {
+                    life_cycle:
+                        LifeCycle {
+                            request_accept_grace_timeout,
+                            grace_time_out,
+                        },
+                    responding_timeouts:
+                        RespondingTimeouts {
+                            read_timeout,
+                            write_timeout,
+                            idle_timeout,
+                        },
+                    max_connections,
+                },
+            http:
+                EntryPointHttp {
+                    tls: _, // compile_context: the routers' default TLS
+                    redirections:
+                        Redirections {
+                            entry_point: redirect_to,
+                        },
+                    sanitize_path,
+                },
+            http2: EntryPointHttp2 {
+                max_concurrent_streams,
+            },
+            limits,
+        } = ep;
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let EntryPointLimits {
+            // The proxy reads these from `limits`, handed over whole below.
+            max_header_bytes: _,
+            max_headers: _,
+            max_pending_reset_streams: _,
+            header_read_timeout,
+            max_request_body_bytes,
+            web_socket_idle_timeout,
+        } = limits;
         let info = proxy::EntryPointInfo {
             name: name.clone(),
             id,
             trust: proxy::forwarded::TrustPolicy {
-                trusted: ep.forwarded_headers.trusted_ips.clone(),
-                insecure: ep.forwarded_headers.insecure,
+                trusted: trusted_ips.clone(),
+                insecure: *insecure,
             },
-            redirect: redirect(name, &ep.http.redirections.entry_point, &names, &ports)?,
+            redirect: redirect(name, redirect_to, &names, &ports)?,
             port: HeaderValue::from(port),
-            grace: ep.transport.life_cycle.grace_time_out.0,
-            header_read_timeout: nonzero(ep.limits.header_read_timeout.0),
-            read_timeout: nonzero(ep.transport.responding_timeouts.read_timeout.0),
-            write_timeout: nonzero(ep.transport.responding_timeouts.write_timeout.0),
-            idle_timeout: nonzero(ep.transport.responding_timeouts.idle_timeout.0),
-            web_socket_idle_timeout: nonzero(ep.limits.web_socket_idle_timeout.0),
-            max_request_body_bytes: (ep.limits.max_request_body_bytes > 0)
-                .then_some(ep.limits.max_request_body_bytes),
-            sanitize_path: ep.http.sanitize_path,
-            max_concurrent_streams: ep.http2.max_concurrent_streams,
-            limits: ep.limits.clone(),
-            connections: overload::ConnectionLimit::new(ep.transport.max_connections),
+            grace: grace_time_out.0,
+            header_read_timeout: nonzero(header_read_timeout.0),
+            read_timeout: nonzero(read_timeout.0),
+            write_timeout: nonzero(write_timeout.0),
+            idle_timeout: nonzero(idle_timeout.0),
+            web_socket_idle_timeout: nonzero(web_socket_idle_timeout.0),
+            max_request_body_bytes: (*max_request_body_bytes > 0)
+                .then_some(*max_request_body_bytes),
+            sanitize_path: *sanitize_path,
+            max_concurrent_streams: *max_concurrent_streams,
+            limits: limits.clone(),
+            connections: overload::ConnectionLimit::new(*max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
                 registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
             }),
         };
-        listeners.push((listener, Arc::new(info)));
+        let accept_grace = *request_accept_grace_timeout;
+        listeners.push((listener, Arc::new(info), accept_grace));
     }
 
     // Stored certificates are served from the first handshake on, so a
@@ -190,18 +248,29 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         let _ = tx.send(snapshot).await;
     }
     let mut providers = Vec::new();
-    if let Some(file) = &config.providers.file {
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let config::static_config::Providers {
+        providers_throttle_duration: _, // spawn_aggregate, above
+        file,
+        docker,
+    } = &config.providers;
+    if let Some(config::static_config::FileProvider {
+        filename,
+        directory,
+        watch,
+    }) = file
+    {
         // validate() guarantees exactly one of filename and directory.
-        let source = match (&file.filename, &file.directory) {
+        let source = match (filename, directory) {
             (Some(f), _) => Some(provider::file::Source::File(f.clone())),
             (None, Some(d)) => Some(provider::file::Source::Directory(d.clone())),
             (None, None) => None,
         };
         if let Some(source) = source {
-            providers.push(provider::file::spawn_file(source, file.watch, tx.clone()));
+            providers.push(provider::file::spawn_file(source, *watch, tx.clone()));
         }
     }
-    if let Some(docker) = &config.providers.docker {
+    if let Some(docker) = docker {
         providers.push(provider::docker::spawn_docker(docker, tx.clone())?);
     }
     drop(tx);
@@ -212,23 +281,33 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         access_log,
         route_metrics,
     });
-    let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
-    for (listener, info) in listeners {
-        servers.push(tokio::spawn(proxy::serve(
-            proxy.clone(),
-            listener,
-            info,
-            stop_rx.clone(),
-        )));
+    for (listener, info, accept_grace) in listeners {
+        // One stop signal per entry point: each stops accepting after its
+        // own requestAcceptGraceTimeout.
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let name = info.name.clone();
+        let server = tokio::spawn(proxy::serve(proxy.clone(), listener, info, stop_rx));
+        servers.push((name, accept_grace, stop_tx, server));
     }
     shutdown.await;
     tracing::info!("shutting down");
+    // From here `/ping` answers with its terminating status, so that a load
+    // balancer in front stops sending while the entry points still accept.
     terminating.store(true, std::sync::atomic::Ordering::Relaxed);
-    let _ = stop_tx.send(true);
-    for s in servers {
-        let _ = s.await;
-    }
+    let stopped = servers
+        .into_iter()
+        .map(|(name, accept_grace, stop_tx, server)| async move {
+            // Traefik's requestAcceptGraceTimeout: keep accepting and serving
+            // for that long, then stop accepting and drain (graceTimeOut).
+            if !accept_grace.0.is_zero() {
+                tracing::info!(entry_point = %name, "still accepting requests for {accept_grace} (requestAcceptGraceTimeout)");
+                tokio::time::sleep(accept_grace.0).await;
+            }
+            let _ = stop_tx.send(true);
+            let _ = server.await;
+        });
+    futures_util::future::join_all(stopped).await;
     for p in providers {
         p.abort();
     }
@@ -246,27 +325,41 @@ pub(crate) fn compile_context(
     internal: std::collections::BTreeMap<String, Arc<dyn runtime::InternalService>>,
     metrics: Option<compile::MetricsSettings>,
 ) -> compile::CompileContext {
-    let ft = &config.servers_transport.forwarding_timeouts;
+    // Taken apart with no `..`, so that an option read nowhere fails the build.
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let config::static_config::ServersTransport {
+        max_idle_conns_per_host,
+        forwarding_timeouts:
+            config::static_config::ForwardingTimeouts {
+                dial_timeout,
+                response_header_timeout,
+                idle_conn_timeout,
+            },
+        insecure_skip_verify,
+        root_cas,
+        max_concurrent_requests,
+        queue_timeout,
+    } = &config.servers_transport;
     compile::CompileContext {
         entry_points: config.entry_points.keys().cloned().collect(),
         not_default: vec![config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned()],
         internal,
         metrics,
         default_transport: runtime::registries::ClientSettings {
-            dial_timeout: nonzero(ft.dial_timeout.0),
-            response_header_timeout: nonzero(ft.response_header_timeout.0),
-            idle_conn_timeout: nonzero(ft.idle_conn_timeout.0),
-            max_idle_per_host: config.servers_transport.max_idle_conns_per_host,
+            dial_timeout: nonzero(dial_timeout.0),
+            response_header_timeout: nonzero(response_header_timeout.0),
+            idle_conn_timeout: nonzero(idle_conn_timeout.0),
+            max_idle_per_host: *max_idle_conns_per_host,
             tls: runtime::registries::TlsSettings {
-                insecure_skip_verify: config.servers_transport.insecure_skip_verify,
-                root_cas: config.servers_transport.root_cas.clone(),
+                insecure_skip_verify: *insecure_skip_verify,
+                root_cas: root_cas.clone(),
                 server_name: None,
                 disable_http2: false,
             },
         },
         service_limits: overload::Limits {
-            max_concurrent: config.servers_transport.max_concurrent_requests,
-            queue_timeout: config.servers_transport.queue_timeout.0,
+            max_concurrent: *max_concurrent_requests,
+            queue_timeout: queue_timeout.0,
         },
         entry_point_tls: config
             .entry_points
@@ -278,16 +371,23 @@ pub(crate) fn compile_context(
 }
 
 pub(crate) fn router_tls(tls: &config::static_config::EntryPointTls) -> config::dynamic::RouterTls {
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let config::static_config::EntryPointTls {
+        cert_resolver,
+        options,
+        domains,
+    } = tls;
     config::dynamic::RouterTls {
-        options: tls.options.clone(),
-        cert_resolver: tls.cert_resolver.clone(),
-        domains: tls
-            .domains
+        options: options.clone(),
+        cert_resolver: cert_resolver.clone(),
+        domains: domains
             .iter()
-            .map(|d| config::dynamic::Domain {
-                main: d.main.clone(),
-                sans: d.sans.clone(),
-            })
+            .map(
+                |config::static_config::TlsDomain { main, sans }| config::dynamic::Domain {
+                    main: main.clone(),
+                    sans: sans.clone(),
+                },
+            )
             .collect(),
     }
 }
@@ -296,11 +396,17 @@ pub(crate) fn router_tls(tls: &config::static_config::EntryPointTls) -> config::
 /// a port given as `:443` or `443`.
 fn redirect(
     entry_point: &str,
-    to: &config::static_config::RedirectEntryPoint,
+    redirect: &config::static_config::RedirectEntryPoint,
     names: &[String],
     ports: &[u16],
 ) -> Result<Option<proxy::Redirect>, RunError> {
-    let Some(target) = to.to.as_deref().filter(|t| !t.is_empty()) else {
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let config::static_config::RedirectEntryPoint {
+        to,
+        scheme,
+        permanent,
+    } = redirect;
+    let Some(target) = to.as_deref().filter(|t| !t.is_empty()) else {
         return Ok(None);
     };
     let port = match names.iter().position(|n| n == target) {
@@ -314,9 +420,9 @@ fn redirect(
         });
     };
     Ok(Some(proxy::Redirect {
-        scheme: to.scheme.to_ascii_lowercase(),
+        scheme: scheme.to_ascii_lowercase(),
         port: Some(port),
-        permanent: to.permanent,
+        permanent: *permanent,
     }))
 }
 

@@ -64,12 +64,6 @@ pub fn default_priority(rule: &str) -> i64 {
     i64::try_from(rule.chars().count()).unwrap_or(i64::MAX)
 }
 
-/// Percent-decodes one query key or value (`+` is a space), as `Query`
-/// matchers do; `None` when an escape is malformed.
-pub fn decode_query_component(s: &str) -> Option<std::borrow::Cow<'_, str>> {
-    query::decode(s)
-}
-
 /// A request host in the form that [`Matcher::exact_hosts`] lists hosts in and
 /// that `Host` compares: without one trailing dot and without the brackets of
 /// an IPv6 literal (`example.com.` → `example.com`, `[::1]` → `::1`). A host

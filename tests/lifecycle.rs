@@ -81,6 +81,67 @@ async fn sigterm_finishes_requests_in_flight_then_exits_cleanly() {
     );
 }
 
+/// The status of `GET path` sent on a new connection (`Connection: close`),
+/// or `None` when the connection is refused or closed unanswered.
+async fn on_new_connection(port: u16, host: &str, path: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).await.ok()?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.ok()?;
+    let answer = String::from_utf8_lossy(&answer);
+    answer.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+/// Traefik's `requestAcceptGraceTimeout`: after SIGTERM the entry point goes
+/// on accepting new connections and answering requests for that long, while
+/// `/ping` answers 503 so that a load balancer in front stops sending; then
+/// it stops accepting (the port refuses) and gangway exits 0 after draining.
+#[tokio::test]
+async fn sigterm_keeps_accepting_for_the_accept_grace_with_ping_unavailable() {
+    let app = Backend::echo("app").await;
+    let mut gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&app.url()]),
+        &[
+            "--ping",
+            "--ping.entryPoint=web",
+            "--entryPoints.web.transport.lifeCycle.requestAcceptGraceTimeout=4s",
+        ],
+    )
+    .await;
+    let port = gw.port;
+    eventually(Duration::from_secs(5), "app and /ping routed", || async {
+        on_new_connection(port, "app.test", "/").await == Some(200)
+            && on_new_connection(port, "lb.test", "/ping").await == Some(200)
+    })
+    .await;
+
+    gw.sigterm();
+    // Each check opens a new connection, so an answer proves the listener
+    // still accepts after the signal.
+    eventually(Duration::from_secs(3), "/ping answers 503", || async {
+        on_new_connection(port, "lb.test", "/ping").await == Some(503)
+    })
+    .await;
+    assert_eq!(
+        on_new_connection(port, "app.test", "/").await,
+        Some(200),
+        "requests are still answered during the accept grace"
+    );
+
+    eventually(Duration::from_secs(30), "the port refuses", || async {
+        TcpStream::connect(("127.0.0.1", port)).await.is_err()
+    })
+    .await;
+    eventually(Duration::from_secs(15), "gangway exits", || {
+        let exited = gw.exited().is_some();
+        async move { exited }
+    })
+    .await;
+    let status = gw.exited().expect("exited");
+    assert!(status.success(), "gangway exits 0: {status:?}");
+}
+
 #[test]
 fn configuration_errors_stop_the_start_and_name_the_key() {
     let out = Command::new(support::binary())
@@ -131,6 +192,29 @@ fn help_lists_every_option_with_its_default() {
         assert!(help.contains(option), "--help lists {option}:\n{help}");
     }
     assert!(help.contains("50ms"), "defaults are shown");
+}
+
+#[test]
+fn help_lists_the_check_command_and_it_runs() {
+    let help = Command::new(support::binary())
+        .arg("--help")
+        .output()
+        .expect("run");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("check "))
+        .unwrap_or_else(|| panic!("--help has a line for `check`:\n{help}"));
+    assert!(line.contains("without starting"), "{line}");
+    assert!(help.contains("gangway check [--compose FILE...]"), "{help}");
+    // What --help advertises must exist: `gangway check --help` answers.
+    let check = Command::new(support::binary())
+        .args(["check", "--help"])
+        .output()
+        .expect("run");
+    assert!(check.status.success());
+    assert!(String::from_utf8_lossy(&check.stdout).starts_with("usage: gangway check"));
 }
 
 #[tokio::test]

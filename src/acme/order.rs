@@ -19,14 +19,14 @@ const NONCE_RETRIES: u32 = 5;
 /// Runs one signed ACME request, again with a fresh nonce when the server
 /// refused the nonce (RFC 8555 §6.5 asks clients to; rustls-acme does not).
 /// Safe to repeat: a request refused for its nonce had no effect.
-pub(super) async fn signed<T, F, Fut>(mut request: F) -> Result<T, AcmeError>
+pub(super) async fn signed<T, F, Fut>(url: &str, mut request: F) -> Result<T, AcmeError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, rustls_acme::acme::AcmeError>>,
 {
     let mut retries = 0;
     loop {
-        match request().await.map_err(AcmeError::from_acme) {
+        match request().await.map_err(|e| AcmeError::from_acme(url, &e)) {
             Err(e) if e.is_bad_nonce() && retries < NONCE_RETRIES => retries += 1,
             other => return other,
         }
@@ -50,7 +50,10 @@ pub(super) async fn obtain(
         .serialize_request(&key)
         .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
 
-    let (url, mut order) = signed(|| account.new_order(client, domains.to_vec())).await?;
+    let (url, mut order) = signed(&resolver.directory_url, || {
+        account.new_order(client, domains.to_vec())
+    })
+    .await?;
     let mut polls = 0;
     loop {
         match order.status.clone() {
@@ -58,11 +61,14 @@ pub(super) async fn obtain(
                 for authorization in &order.authorizations {
                     authorize(resolver, &account, challenges, authorization).await?;
                 }
-                order = signed(|| account.order(client, &url)).await?;
+                order = signed(&resolver.directory_url, || account.order(client, &url)).await?;
             }
             OrderStatus::Ready => {
                 let finalize = order.finalize.clone();
-                order = signed(|| account.finalize(client, &finalize, csr.der())).await?;
+                order = signed(&resolver.directory_url, || {
+                    account.finalize(client, &finalize, csr.der())
+                })
+                .await?;
             }
             OrderStatus::Processing => {
                 polls += 1;
@@ -72,10 +78,13 @@ pub(super) async fn obtain(
                     ));
                 }
                 tokio::time::sleep(poll_delay(polls)).await;
-                order = signed(|| account.order(client, &url)).await?;
+                order = signed(&resolver.directory_url, || account.order(client, &url)).await?;
             }
             OrderStatus::Valid { certificate } => {
-                let chain = signed(|| account.certificate(client, &certificate)).await?;
+                let chain = signed(&resolver.directory_url, || {
+                    account.certificate(client, &certificate)
+                })
+                .await?;
                 let mut pem = key.serialize_pem();
                 pem.push_str(&chain);
                 return Ok(pem.into_bytes());
@@ -119,7 +128,7 @@ async fn authorize(
     url: &str,
 ) -> Result<(), AcmeError> {
     let client = &resolver.client;
-    let auth = signed(|| account.auth(client, url)).await?;
+    let auth = signed(&resolver.directory_url, || account.auth(client, url)).await?;
     let Identifier::Dns(domain) = auth.identifier.clone();
     match auth.status {
         AuthStatus::Valid => return Ok(()),
@@ -130,7 +139,7 @@ async fn authorize(
         ChallengeKind::TlsAlpn01 => {
             let (challenge, cert) = account
                 .tls_alpn_01(&auth.challenges, domain.clone())
-                .map_err(AcmeError::from_acme)?;
+                .map_err(|e| AcmeError::from_acme(&resolver.directory_url, &e))?;
             challenges.set_tls_alpn(&domain, &Arc::new(cert));
             (
                 challenge.url.clone(),
@@ -140,7 +149,7 @@ async fn authorize(
         ChallengeKind::Http01 => {
             let (challenge, key_auth) = account
                 .http_01(&auth.challenges)
-                .map_err(AcmeError::from_acme)?;
+                .map_err(|e| AcmeError::from_acme(&resolver.directory_url, &e))?;
             challenges.set_http(&challenge.token, &key_auth);
             (
                 challenge.url.clone(),
@@ -148,10 +157,13 @@ async fn authorize(
             )
         }
     };
-    signed(|| account.challenge(client, &challenge_url)).await?;
+    signed(&resolver.directory_url, || {
+        account.challenge(client, &challenge_url)
+    })
+    .await?;
     for poll in 1..=POLLS {
         tokio::time::sleep(poll_delay(poll)).await;
-        let auth = signed(|| account.auth(client, url)).await?;
+        let auth = signed(&resolver.directory_url, || account.auth(client, url)).await?;
         match auth.status {
             AuthStatus::Pending => {}
             AuthStatus::Valid => return Ok(()),
@@ -171,7 +183,19 @@ fn validation_error(domain: &str, auth: &rustls_acme::acme::Auth) -> AcmeError {
         .filter_map(|c| c.error.as_ref())
         .filter_map(|p| p.detail.clone())
         .next()
-        .unwrap_or_else(|| format!("authorization is {:?}", auth.status).to_lowercase());
+        .unwrap_or_else(|| {
+            use rustls_acme::acme::AuthStatus;
+            // RFC 8555 §7.1.6's names for the states.
+            let status = match auth.status {
+                AuthStatus::Pending => "pending",
+                AuthStatus::Valid => "valid",
+                AuthStatus::Invalid => "invalid",
+                AuthStatus::Revoked => "revoked",
+                AuthStatus::Expired => "expired",
+                AuthStatus::Deactivated => "deactivated",
+            };
+            format!("authorization is {status}")
+        });
     AcmeError::Validation {
         domain: domain.to_owned(),
         detail,

@@ -31,9 +31,9 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         .filter(|p| !p.is_empty())
     {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        // The rule language's own decoder, so explain reads a query the way
-        // `Query` matchers do; a malformed escape is refused like any bad value.
-        let Some(v) = crate::rule::decode_query_component(v).map(std::borrow::Cow::into_owned)
+        // The decoder `Query` matchers use, so explain reads a query the way
+        // they do; a malformed escape is refused like any bad value.
+        let Ok(v) = crate::percent::decode_query_component(v).map(std::borrow::Cow::into_owned)
         else {
             return (
                 StatusCode::BAD_REQUEST,

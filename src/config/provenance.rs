@@ -86,6 +86,38 @@ pub enum NotRouted {
     Conflict,
 }
 
+impl NotRouted {
+    /// The name the API uses for it (`notEnabled`), also used in logs.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NotRouted::NotEnabled => "notEnabled",
+            NotRouted::ConstraintNotMet => "constraintNotMet",
+            NotRouted::OneOff => "oneOff",
+            NotRouted::TcpOrUdpOnly => "tcpOrUdpOnly",
+            NotRouted::NoPort => "noPort",
+            NotRouted::SeveralPorts => "severalPorts",
+            NotRouted::LabelError => "labelError",
+            NotRouted::NetworkNotFound => "networkNotFound",
+            NotRouted::AmbiguousNetwork => "ambiguousNetwork",
+            NotRouted::NoAddress => "noAddress",
+            NotRouted::Stopped => "stopped",
+            NotRouted::Paused => "paused",
+            NotRouted::Restarting => "restarting",
+            NotRouted::Starting => "starting",
+            NotRouted::Unhealthy => "unhealthy",
+            NotRouted::Draining => "draining",
+            NotRouted::Removed => "removed",
+            NotRouted::Conflict => "conflict",
+        }
+    }
+}
+
+impl std::fmt::Display for NotRouted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One container as the provider last saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -140,4 +172,37 @@ pub struct ProviderDetail {
     /// Every container seen, routed or not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<ContainerRecord>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_routed_displays_as_the_api_names_it() {
+        use NotRouted::*;
+        for reason in [
+            NotEnabled,
+            ConstraintNotMet,
+            OneOff,
+            TcpOrUdpOnly,
+            NoPort,
+            SeveralPorts,
+            LabelError,
+            NetworkNotFound,
+            AmbiguousNetwork,
+            NoAddress,
+            Stopped,
+            Paused,
+            Restarting,
+            Starting,
+            Unhealthy,
+            Draining,
+            Removed,
+            Conflict,
+        ] {
+            let api = serde_json::to_value(reason).expect("serialises");
+            assert_eq!(api.as_str(), Some(reason.to_string().as_str()));
+        }
+    }
 }

@@ -10,7 +10,6 @@ use crate::config::dynamic::middleware as model;
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderMap, HeaderName};
 use http::{Request, StatusCode};
-use std::fmt::Write as _;
 
 /// A compiled `errors`.
 pub struct Errors {
@@ -69,24 +68,6 @@ pub fn compile(cfg: &model::Errors, service: ServiceRef) -> Result<Errors, Middl
     })
 }
 
-/// Go's `url.QueryEscape`: everything but letters, digits and `-_.~`
-/// percent-encoded, spaces as `+`.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() * 3);
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(b))
-            }
-            b' ' => out.push('+'),
-            _ => {
-                let _ = write!(out, "%{b:02X}");
-            }
-        }
-    }
-    out
-}
-
 impl Middleware for Errors {
     fn wraps(&self) -> bool {
         true
@@ -127,7 +108,7 @@ impl Middleware for Errors {
                 .query
                 .replace("{status}", code.as_str())
                 .replace("{originalStatus}", original.as_str())
-                .replace("{url}", &query_escape(&url));
+                .replace("{url}", &crate::percent::query_escape(&url));
             let Ok(mut page) = Request::get(target.as_str()).body(RequestBody::empty()) else {
                 return super::status_response(code);
             };
@@ -143,18 +124,5 @@ impl Middleware for Errors {
             *resp.status_mut() = code;
             resp
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_escape_like_go() {
-        assert_eq!(
-            query_escape("http://a.test/x y?q=1&r=ü"),
-            "http%3A%2F%2Fa.test%2Fx+y%3Fq%3D1%26r%3D%C3%BC"
-        );
     }
 }

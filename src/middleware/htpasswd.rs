@@ -6,6 +6,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use md5::{Digest as _, Md5};
 use sha1::Sha1;
+use subtle::ConstantTimeEq as _;
 
 /// A password hash read from an htpasswd line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,9 +93,10 @@ impl Hash {
     }
 }
 
-/// Compares without stopping at the first difference.
+/// Compares without stopping at the first difference, so the time taken
+/// does not tell an attacker how much of a guess was right.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 /// Parses one `user:hash` line.
@@ -108,6 +110,12 @@ pub fn parse_line(line: &str) -> Result<(String, Hash), String> {
     Ok((user.to_owned(), Hash::parse(hash.trim())?))
 }
 
+// MD5-crypt is written here because no maintained crate covers Apache's
+// `$apr1$` form: `pwhash` (last release 2021) and `md5crypt` know only `$1$`,
+// each with a fixed magic, and would bring second versions of the MD5 and
+// SHA crates already in the tree; `htpasswd-verify` depends on the
+// unmaintained `rust-crypto`. The two forms differ only in the magic, so one
+// function serves both, on the `md-5` crate gangway already uses.
 const ITOA64: &[u8; 64] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// The MD5-crypt digest (the part after the salt), as Poul-Henning Kamp's

@@ -79,27 +79,46 @@ pub struct Settings {
 impl Settings {
     /// Checks and compiles the static options.
     pub fn new(c: &DockerProvider) -> Result<Settings, DockerError> {
-        let prefix = c.label_prefix.trim().to_owned();
+        // Taken apart with no `..`: an option read nowhere is an unused
+        // binding and fails the build.
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let DockerProvider {
+            endpoint: _, // spawn_docker
+            exposed_by_default,
+            network,
+            default_rule,
+            constraints,
+            watch: _, // spawn_docker
+            use_bind_port_ip,
+            allow_empty_services,
+            label_prefix,
+            conflicts,
+            domain,
+            host_address,
+            down_grace_period,
+            include_one_off,
+        } = c;
+        let prefix = label_prefix.trim().to_owned();
         if prefix.is_empty() || prefix.starts_with('.') || prefix.ends_with('.') {
-            return Err(DockerError::Prefix(c.label_prefix.clone()));
+            return Err(DockerError::Prefix(label_prefix.clone()));
         }
-        let constraints = match c.constraints.as_deref().map(str::trim) {
+        let constraints = match constraints.as_deref().map(str::trim) {
             None | Some("") => None,
             Some(text) => Some(Constraints::parse(text)?),
         };
         Ok(Settings {
             prefix,
-            exposed_by_default: c.exposed_by_default,
-            network: c.network.clone().filter(|n| !n.is_empty()),
-            default_rule: Template::parse(&c.default_rule)?,
+            exposed_by_default: *exposed_by_default,
+            network: network.clone().filter(|n| !n.is_empty()),
+            default_rule: Template::parse(default_rule)?,
             constraints,
-            use_bind_port_ip: c.use_bind_port_ip,
-            allow_empty_services: c.allow_empty_services,
-            conflicts: c.conflicts,
-            domain: c.domain.clone().unwrap_or_default(),
-            host_address: c.host_address,
-            down_grace: c.down_grace_period.0,
-            include_one_off: c.include_one_off,
+            use_bind_port_ip: *use_bind_port_ip,
+            allow_empty_services: *allow_empty_services,
+            conflicts: *conflicts,
+            domain: domain.clone().unwrap_or_default(),
+            host_address: *host_address,
+            down_grace: down_grace_period.0,
+            include_one_off: *include_one_off,
             own_networks: Vec::new(),
         })
     }

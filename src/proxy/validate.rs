@@ -111,7 +111,7 @@ pub fn normalize_path(path: &str, merge_slashes: bool) -> Result<Cow<'_, str>, M
     if is_canonical(path.as_bytes(), merge_slashes) {
         return Ok(Cow::Borrowed(path));
     }
-    let decoded = decode_unreserved(path)?;
+    let decoded = crate::percent::normalize_escapes(path).map_err(|_| Malformed::Path)?;
     let mut segments: Vec<&str> = Vec::new();
     let mut rest = &decoded[1..];
     loop {
@@ -170,37 +170,6 @@ fn is_canonical(p: &[u8], merge_slashes: bool) -> bool {
         i += 1;
     }
     true
-}
-
-fn decode_unreserved(path: &str) -> Result<String, Malformed> {
-    let bytes = path.as_bytes();
-    let mut out = String::with_capacity(path.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'%' {
-            let end = bytes[i..]
-                .iter()
-                .position(|&b| b == b'%')
-                .map_or(bytes.len(), |n| i + n);
-            out.push_str(&path[i..end]);
-            i = end;
-            continue;
-        }
-        let hex = |b: Option<&u8>| b.and_then(|b| (*b as char).to_digit(16));
-        let (Some(hi), Some(lo)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) else {
-            return Err(Malformed::Path);
-        };
-        let byte = (hi * 16 + lo) as u8;
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push('%');
-            out.push(char::from_digit(hi, 16).unwrap_or('0').to_ascii_uppercase());
-            out.push(char::from_digit(lo, 16).unwrap_or('0').to_ascii_uppercase());
-        }
-        i += 3;
-    }
-    Ok(out)
 }
 
 /// The URI with its path replaced by `path` (query kept).

@@ -1,5 +1,6 @@
 //! Query string parsing for the `Query` and `QueryRegexp` matchers.
 
+use crate::percent::decode_query_component as decode;
 use std::borrow::Cow;
 
 /// Decoded `(key, value)` pairs in the order they appear.
@@ -16,38 +17,7 @@ pub(super) fn parse(raw: &str) -> Pairs<'_> {
         .filter(|pair| !pair.is_empty())
         .filter_map(|pair| {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            Some((decode(key)?, decode(value)?))
+            Some((decode(key).ok()?, decode(value).ok()?))
         })
         .collect()
-}
-
-/// Percent-decodes one key or value, borrowing when nothing needs decoding;
-/// `None` when an escape is malformed.
-pub(super) fn decode(s: &str) -> Option<Cow<'_, str>> {
-    if !s.bytes().any(|b| b == b'%' || b == b'+') {
-        return Some(Cow::Borrowed(s));
-    }
-    let mut out = Vec::with_capacity(s.len());
-    let mut bytes = s.bytes();
-    while let Some(b) = bytes.next() {
-        match b {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hi = bytes.next().and_then(hex_value)?;
-                let lo = bytes.next().and_then(hex_value)?;
-                out.push(hi << 4 | lo);
-            }
-            other => out.push(other),
-        }
-    }
-    Some(Cow::Owned(match String::from_utf8(out) {
-        Ok(text) => text,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    }))
-}
-
-fn hex_value(b: u8) -> Option<u8> {
-    char::from(b)
-        .to_digit(16)
-        .and_then(|d| u8::try_from(d).ok())
 }

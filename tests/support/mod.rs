@@ -343,11 +343,21 @@ impl Gangway {
 
     /// Sends SIGTERM and waits for the process to exit; returns its status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
+        self.sigterm();
+        self.child.wait().expect("wait")
+    }
+
+    /// Sends SIGTERM without waiting for the process to exit.
+    pub fn sigterm(&self) {
         let _ = Command::new("kill")
             .arg("-TERM")
             .arg(self.pid().to_string())
             .status();
-        self.child.wait().expect("wait")
+    }
+
+    /// The exit status once the process has exited, without waiting.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 }
 

@@ -626,7 +626,14 @@ pub fn help_text() -> String {
     );
     let _ = writeln!(
         out,
-        "Usage: gangway [--configFile=PATH] [--OPTION=VALUE]...\n"
+        "Usage: gangway [--configFile=PATH] [--OPTION=VALUE]...\n\
+         \x20      gangway check [--compose FILE...] [--docker] [--format text|json] [--OPTION=VALUE]...\n"
+    );
+    out.push_str(
+        "Commands:\n\
+         \x20 (none)  Run the router until SIGTERM or SIGINT.\n\
+         \x20 check   Check labels and configuration without starting anything;\n\
+         \x20         `gangway check --help` tells more.\n\n",
     );
     out.push_str(
         "Sources, each overriding the ones before it option by option:\n\

@@ -1611,3 +1611,107 @@ entryPoint = "web"
     assert_eq!(le.directory_url(), "https://127.0.0.1:14000/dir");
     assert_eq!(le.ca_certificates.len(), 2);
 }
+
+/// A value other than the default for the option at `path`, with the other
+/// flags it needs to be valid (an entry point to point at, a file
+/// provider's file, …).
+fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'static str>) {
+    let value = match path {
+        "entryPoints.<name>.address" => "127.0.0.1:8081",
+        "entryPoints.<name>.forwardedHeaders.trustedIPs" => "10.0.0.0/8",
+        "entryPoints.<name>.http.redirections.entryPoint.to" => ":443",
+        "entryPoints.<name>.http.redirections.entryPoint.scheme" => "http",
+        "providers.docker.endpoint" => "tcp://127.0.0.1:2375",
+        "providers.docker.defaultRule" => "Host(`{{ .Name }}.test`)",
+        "providers.docker.constraints" => "Label(`a`, `b`)",
+        "providers.docker.conflicts" => "drop",
+        "providers.docker.hostAddress" => "127.0.0.2",
+        "log.level" => "DEBUG",
+        "metrics.prometheus.buckets" => "0.5,2",
+        "accessLog.format" => "json",
+        "accessLog.filters.statusCodes" => "500-599",
+        "accessLog.fields.defaultMode" => "drop",
+        "accessLog.fields.names.<name>" | "accessLog.fields.headers.names.<name>" => "redact",
+        "accessLog.fields.headers.defaultMode" => "keep",
+        "certificatesResolvers.<name>.acme.caServer" => "https://127.0.0.1:14000/dir",
+        "certificatesResolvers.<name>.acme.keyType" => "EC384",
+        "certificatesResolvers.<name>.acme.httpChallenge.entryPoint" => "web",
+        _ => match kind {
+            ValueKind::Bool | ValueKind::Section if default == "true" => "false",
+            ValueKind::Bool | ValueKind::Section => "true",
+            ValueKind::Int => "7",
+            ValueKind::Duration => "7s",
+            ValueKind::String | ValueKind::List | ValueKind::Address => "other",
+        },
+    };
+    let needs: Vec<&'static str> = match path {
+        p if p.starts_with("providers.file") && p != "providers.file.directory" => {
+            vec!["--providers.file.filename=dynamic.toml"]
+        }
+        "providers.file.directory" => vec![],
+        p if p.starts_with("certificatesResolvers.") => {
+            vec!["--certificatesResolvers.le.acme.email=ops@example.test"]
+        }
+        p if p.starts_with("entryPoints.<name>.http.tls.") => vec![
+            "--entryPoints.web.address=:80",
+            "--entryPoints.web.http.tls",
+        ],
+        "entryPoints.<name>.address" => vec![],
+        p if p.starts_with("entryPoints.") => vec!["--entryPoints.web.address=:80"],
+        _ => vec![],
+    };
+    (value.to_owned(), needs)
+}
+
+/// Every row of the table `--help` prints reaches a field of
+/// [`StaticConfig`]: set on its own to a value other than its default, it
+/// changes the loaded configuration.
+///
+/// This is one half of the guarantee that no option is parsed but never
+/// read. The other half is at compile time: every place that consumes the
+/// static configuration (the entry point loop, `compile_context`,
+/// `router_tls` and `redirect` in lib.rs, `provider::docker::Settings::new`,
+/// `acme::Resolver::new`, `AccessLogger::spawn`, `api::internal_routers`,
+/// main's logging) takes its section apart with an exhaustive pattern, with
+/// no `..`. A field bound there but not used is an unused variable, an
+/// error under the `#[deny(unused_variables)]` on each pattern (in
+/// `internal_routers`, whose patterns are `if let`s, under `cargo clippy --
+/// -D warnings`); a field added to the model but left out of the pattern
+/// does not compile. A field may be bound to `_` only with
+/// a comment naming where it is read instead. So: row → field (this test),
+/// field → read (the compiler).
+#[test]
+fn every_option_in_the_help_table_reaches_the_configuration() {
+    let dir = empty_dir();
+    let rows = super::options::OPTIONS;
+    assert!(rows.len() > 80, "the whole table");
+    for spec in rows {
+        let (value, needs) = non_default(spec.path, spec.kind, spec.default);
+        let path = spec
+            .path
+            .replacen("entryPoints.<name>", "entryPoints.web", 1)
+            .replacen(
+                "certificatesResolvers.<name>",
+                "certificatesResolvers.le",
+                1,
+            )
+            .replace("names.<name>", "names.ClientHost");
+        let flag = format!("--{path}={value}");
+        // A section's own companions (`providers.file`'s file) would switch
+        // the section on in the baseline too.
+        let own = format!("--{path}.");
+        let base: Vec<&str> = needs
+            .iter()
+            .copied()
+            .filter(|n| spec.kind != ValueKind::Section || !n.starts_with(&own))
+            .collect();
+        let mut with: Vec<&str> = needs;
+        with.push(&flag);
+        let before = serde_json::to_value(run_in(dir.path(), &base, &[]).0).unwrap();
+        let after = match load(&strings(&with), &vars(&[]), dir.path()) {
+            Ok(Loaded::Run(config, _)) => serde_json::to_value(config).unwrap(),
+            other => panic!("{flag} {base:?}: {other:?}"),
+        };
+        assert_ne!(before, after, "{flag} changes nothing in the configuration");
+    }
+}

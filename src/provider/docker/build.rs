@@ -313,9 +313,9 @@ fn contribute<'a>(
             Some(u) if !forever => {
                 *next_change_ms = Some(next_change_ms.map_or(u, |n| n.min(u)));
                 format!(
-                    "{}; its routers answer 503 for up to {:?} after it went down",
+                    "{}; its routers answer 503 for up to {} after it went down",
                     describe(reason),
-                    s.down_grace
+                    crate::config::Duration(s.down_grace)
                 )
             }
             _ => format!(

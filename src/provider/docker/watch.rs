@@ -128,7 +128,7 @@ enum Stop {
 
 impl From<BollardError> for Stop {
     fn from(e: BollardError) -> Self {
-        Stop::Failed(e.to_string())
+        Stop::Failed(crate::cause::WithCauses(&e).to_string())
     }
 }
 
@@ -206,7 +206,10 @@ async fn session(
                 loop {
                     match next {
                         Some(Ok(ev)) => state.note(&ev, &mut touched),
-                        Some(Err(e)) => return Err(Stop::Failed(format!("event stream: {e}"))),
+                        Some(Err(e)) => {
+                            let e = crate::cause::WithCauses(&e);
+                            return Err(Stop::Failed(format!("event stream: {e}")));
+                        }
                         None => return Err(Stop::Failed("the event stream ended".to_owned())),
                     }
                     // Take the rest of the burst (kill, die, stop…) in one go.
@@ -505,8 +508,14 @@ impl State {
             if self.logged.get(&r.id) == Some(&line) {
                 continue;
             }
-            if !line.is_empty() {
-                tracing::info!(provider = PROVIDER, container = %r.name, reason = ?r.reason, "not routed: {line}");
+            match (line.is_empty(), r.reason) {
+                (true, _) => {}
+                (false, Some(reason)) => {
+                    tracing::info!(provider = PROVIDER, container = %r.name, reason = %reason, "not routed: {line}");
+                }
+                (false, None) => {
+                    tracing::info!(provider = PROVIDER, container = %r.name, "not routed: {line}");
+                }
             }
             self.logged.insert(r.id.clone(), line);
         }
