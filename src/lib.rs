@@ -12,7 +12,6 @@ pub mod body;
 pub mod check;
 pub mod compile;
 pub mod config;
-pub mod executor;
 pub mod health;
 pub mod metrics;
 pub mod middleware;
@@ -215,7 +214,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut servers = Vec::new();
     for (listener, info) in listeners {
-        servers.push(tokio::spawn(proxy::serve(
+        servers.push(tokio::spawn(proxy::accept(
             proxy.clone(),
             listener,
             info,
