@@ -121,14 +121,16 @@ impl Drop for ObservedBody {
 impl Proxy {
     /// Serves one request within the entry point's time limits; past
     /// `writeTimeout` before the answer starts, the error makes hyper close
-    /// the connection (HTTP/2: reset the stream).
+    /// the connection (HTTP/2: reset the stream). The answer speaks the
+    /// client's HTTP version, whatever the server's was.
     pub(crate) async fn serve_request(
         &self,
         conn: Arc<ConnInfo>,
         req: Request<ClientStream>,
     ) -> Result<Response<ObservedBody>, WriteTimedOut> {
         let ep = &conn.entry_point;
-        let h2 = req.version() == Version::HTTP_2;
+        let version = req.version();
+        let h2 = version == Version::HTTP_2;
         let (head_started, in_flight) = match &conn.activity {
             Some(a) => {
                 let (at, guard) = a.request_started(h2);
@@ -151,13 +153,19 @@ impl Proxy {
         // moved again after it is built (nor is the one `route` future it
         // holds).
         let mut answer = pin!(self.observe(&conn, req, read_deadline));
-        let resp = match &mut write_timer {
+        let mut resp = match &mut write_timer {
             None => answer.await,
             Some(timer) => tokio::select! {
                 resp = answer.as_mut() => resp,
                 () = timer.as_mut() => return Err(WriteTimedOut),
             },
         };
+        // A server's answer carries its own version: an HTTP/1.0 server's
+        // would make hyper answer an HTTP/1.1 client in HTTP/1.0 and close
+        // the connection. With the client's version, hyper keeps an
+        // HTTP/1.1 connection alive (chunking a body of unknown length),
+        // and still gives an HTTP/1.0 client HTTP/1.0.
+        *resp.version_mut() = version;
         Ok(resp.map(|mut body| {
             body._in_flight = in_flight;
             body.write_timer = write_timer;
