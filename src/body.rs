@@ -114,7 +114,7 @@ impl From<Incoming> for RequestBody {
 /// A client's request body as it arrives: read by hyper's server, or from
 /// an HTTP/2 stream that gangway serves with `h2` itself.
 pub enum ClientStream {
-    /// HTTP/1, and HTTP/2 on a connection whose version hyper-util told.
+    /// HTTP/1, read by hyper's server.
     Hyper(Incoming),
     /// A stream of an HTTP/2 connection.
     H2(h2_stream::H2Body),

@@ -13,7 +13,6 @@ pub mod cause;
 pub mod check;
 pub mod compile;
 pub mod config;
-pub mod executor;
 pub mod health;
 pub mod metrics;
 pub mod middleware;
@@ -287,7 +286,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         // own requestAcceptGraceTimeout.
         let (stop_tx, stop_rx) = watch::channel(false);
         let name = info.name.clone();
-        let server = tokio::spawn(proxy::serve(proxy.clone(), listener, info, stop_rx));
+        let server = tokio::spawn(proxy::accept(proxy.clone(), listener, info, stop_rx));
         servers.push((name, accept_grace, stop_tx, server));
     }
     shutdown.await;

@@ -1,23 +1,29 @@
 //! Listeners, connections and the request pipeline. Reads routing only
 //! through `RuntimeHandle`; never sees configuration or providers.
+//!
+//! The hot path, in order: [`accept`] takes a connection and hands it to
+//! `Proxy::serve_connection` (`connection`: TLS or plain, HTTP/1 or
+//! HTTP/2; HTTP/2 streams in `h2_server`); each request goes through
+//! `Proxy::serve_request` (`observe`: time limits, metrics, access log),
+//! `Proxy::route` (`pipeline`: checks, routing, middlewares) and
+//! `Proxy::forward` (`upstream`: the server's connection and the answer).
 
+mod connection;
 pub mod error;
 pub mod forwarded;
 mod h2_server;
 pub mod observe;
 mod pipeline;
-mod secure;
+mod rewind;
 mod timeouts;
 mod upstream;
 pub mod validate;
 
-use crate::executor::Boxing;
 use crate::runtime::{EntryPointId, RuntimeHandle};
 use forwarded::TrustPolicy;
 use http::HeaderValue;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioTimer;
-use hyper_util::server::conn::auto;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -159,42 +165,14 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
     TcpListener::from_std(socket.into())
 }
 
-/// An entry point's HTTP servers, set up alike: HTTP/1 and HTTP/2 for
-/// connections whose first bytes (or TLS ALPN) say which they speak, and
-/// hyper-util's server that reads the first bytes itself for the rest.
-/// Choosing before hyper reads spares each new connection hyper-util's
-/// version read and the small first read that makes hyper grow (copy) its
-/// read buffer at once.
+/// An entry point's HTTP servers, one per version; a connection gets the
+/// one that speaks what ALPN or its first bytes say.
 pub(crate) struct HttpServers {
     /// HTTP/1.1 (and 1.0).
     pub(crate) one: http1::Builder,
-    /// HTTP/2, over TLS (ALPN `h2`) or in the clear (prior knowledge),
-    /// served with `h2` itself (`h2_server`).
+    /// HTTP/2, over TLS or in the clear, served with `h2` itself
+    /// (`h2_server`).
     pub(crate) two: h2::server::Builder,
-    /// Either, told apart by hyper-util from the first bytes.
-    pub(crate) either: auto::Builder<Boxing>,
-}
-
-/// Applies an entry point's HTTP/1 settings to hyper's HTTP/1 builder,
-/// or to the HTTP/1 half of hyper-util's auto builder, whose setters have
-/// the same names and meaning.
-macro_rules! http1_settings {
-    ($one:expr, $limits:expr) => {{
-        let limits = $limits;
-        // hyper's header read timeout also runs while a keep-alive connection
-        // waits for its next request; gangway times heads and idle connections
-        // itself (`timeouts`), so it is turned off (its default is 30 s).
-        $one.timer(TokioTimer::new())
-            .header_read_timeout(None)
-            .max_buf_size(head_bytes(limits));
-        // hyper's own bound is 100 fields, in a table on the stack; any bound
-        // set here (even 100) makes it fill a table element by element for
-        // every request head, so it is set only when it differs.
-        const HYPER_MAX_HEADERS: u32 = 100;
-        if limits.max_headers != HYPER_MAX_HEADERS {
-            $one.max_headers(limits.max_headers as usize);
-        }
-    }};
 }
 
 impl HttpServers {
@@ -202,21 +180,25 @@ impl HttpServers {
     fn new(entry_point: &EntryPointInfo) -> Self {
         let limits = &entry_point.limits;
         let mut one = http1::Builder::new();
-        http1_settings!(one, limits);
+        // hyper's header read timeout also runs while a keep-alive connection
+        // waits for its next request; gangway times heads and idle connections
+        // itself (`timeouts`), so it is turned off (its default is 30 s).
+        one.timer(TokioTimer::new())
+            .header_read_timeout(None)
+            .max_buf_size(head_bytes(limits));
+        // hyper's own bound is 100 fields, in a table on the stack; any bound
+        // set here (even 100) makes it fill a table element by element for
+        // every request head, so it is set only when it differs.
+        const HYPER_MAX_HEADERS: u32 = 100;
+        if limits.max_headers != HYPER_MAX_HEADERS {
+            one.max_headers(limits.max_headers as usize);
+        }
         let two = h2_server::builder(
             entry_point.max_concurrent_streams,
             head_bytes(limits) as u32,
             limits.max_pending_reset_streams as usize,
         );
-        let mut either = auto::Builder::new(Boxing);
-        http1_settings!(either.http1(), limits);
-        either
-            .http2()
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(entry_point.max_concurrent_streams)
-            .max_header_list_size(head_bytes(limits) as u32)
-            .max_pending_accept_reset_streams(limits.max_pending_reset_streams as usize);
-        HttpServers { one, two, either }
+        HttpServers { one, two }
     }
 }
 
@@ -226,9 +208,10 @@ fn head_bytes(limits: &crate::config::static_config::EntryPointLimits) -> usize 
     (limits.max_header_bytes as usize).max(8 * 1024)
 }
 
-/// Accepts connections until `shutdown` turns true, then stops accepting and
-/// waits up to the grace period for in-flight requests.
-pub async fn serve(
+/// Accepts connections until `shutdown` turns true, each served in a task
+/// of its own (`Proxy::serve_connection`), then stops accepting and waits
+/// up to the grace period for in-flight requests.
+pub async fn accept(
     proxy: Arc<Proxy>,
     listener: TcpListener,
     entry_point: Arc<EntryPointInfo>,
@@ -267,7 +250,7 @@ pub async fn serve(
         // never holds up the accept loop.
         // Boxed here, once: the connection's state machine is large (TLS and
         // both HTTP versions), and each move into a task would copy all of it.
-        let connection = Box::pin(proxy.clone().connection(
+        let connection = Box::pin(proxy.clone().serve_connection(
             stream,
             peer,
             entry_point.clone(),

@@ -505,6 +505,120 @@ async fn http2_streams_beyond_max_concurrent_streams_wait_their_turn() {
     assert!(most.load(Ordering::SeqCst) <= 2, "{most:?}");
 }
 
+/// What a client sees of gangway's HTTP/2 server on one connection.
+#[derive(Debug, PartialEq)]
+struct H2Seen {
+    /// The server's SETTINGS, as (identifier, value).
+    settings: Vec<(u16, u32)>,
+    /// Stream 1 (a plain GET) was answered 200 with the backend's body.
+    answered: Option<Vec<u8>>,
+    /// The frame kinds stream 3 (a head past maxHeaderBytes) got.
+    oversized_head: Vec<u8>,
+    /// Requests that reached the backend, of those two.
+    reached: usize,
+    /// The GOAWAY error code a burst of opened-and-reset streams got.
+    reset_flood: Option<u32>,
+}
+
+/// Opens an HTTP/2 connection whose preface, SETTINGS and first two
+/// requests go out as `writes` says, then floods it with resets.
+async fn h2_seen(gw: &Gangway, total: &AtomicUsize, writes: Writes) -> H2Seen {
+    let before = total.load(Ordering::SeqCst);
+    let get = request_block(&[(":method", "GET"), (":path", "/")]);
+    let big = "b".repeat(12 * 1024);
+    let oversized = request_block(&[(":method", "GET"), (":path", "/"), ("x-big", &big)]);
+    let mut first = frame(HEADERS, END_HEADERS | END_STREAM, 1, &get);
+    first.extend(frame(HEADERS, END_HEADERS | END_STREAM, 3, &oversized));
+    let mut h2 = H2::open_with(gw, &first, writes).await;
+    let frames = h2
+        .frames_until(|fs| {
+            let ended = |id| {
+                fs.iter()
+                    .any(|f| f.stream == id && (f.flags & END_STREAM != 0 || f.kind == RST_STREAM))
+            };
+            ended(1) && ended(3)
+        })
+        .await;
+    let settings = frames
+        .iter()
+        .find(|f| f.kind == SETTINGS && f.flags & 0x1 == 0)
+        .map(|f| {
+            f.payload
+                .chunks_exact(6)
+                .map(|c| {
+                    let id = u16::from_be_bytes([c[0], c[1]]);
+                    (id, u32::from_be_bytes([c[2], c[3], c[4], c[5]]))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // `:status: 200` is entry 8 of HPACK's static table, sent as one byte.
+    let ok = frames
+        .iter()
+        .any(|f| f.stream == 1 && f.kind == HEADERS && f.payload.first() == Some(&0x88));
+    let answered = ok.then(|| {
+        frames
+            .iter()
+            .filter(|f| f.stream == 1 && f.kind == DATA)
+            .flat_map(|f| f.payload.clone())
+            .collect()
+    });
+    let oversized_head = frames
+        .iter()
+        .filter(|f| f.stream == 3)
+        .map(|f| f.kind)
+        .collect();
+    let reached = total.load(Ordering::SeqCst) - before;
+    let mut burst = Vec::new();
+    for i in 0..5000u32 {
+        let id = 2 * i + 5;
+        burst.extend(frame(HEADERS, END_HEADERS | END_STREAM, id, &get));
+        burst.extend(frame(RST_STREAM, 0, id, &0x8u32.to_be_bytes()));
+    }
+    h2.send(&burst).await;
+    let reset_flood = h2
+        .frames_until_close()
+        .await
+        .iter()
+        .find(|f| f.kind == GOAWAY)
+        .and_then(Frame::goaway_error);
+    H2Seen {
+        settings,
+        answered,
+        oversized_head,
+        reached,
+        reset_flood,
+    }
+}
+
+#[tokio::test]
+async fn an_http2_preface_sent_byte_by_byte_meets_the_same_server_and_limits() {
+    let (b, total, _) = counting(Duration::ZERO).await;
+    let gw = start(
+        &b,
+        &[
+            "--entryPoints.web.http2.maxConcurrentStreams=7",
+            "--entryPoints.web.limits.maxHeaderBytes=8192",
+        ],
+    )
+    .await;
+    let whole = h2_seen(&gw, &total, Writes::Whole).await;
+    // Settings as configured: MAX_CONCURRENT_STREAMS (3), INITIAL_WINDOW_SIZE
+    // (4), MAX_HEADER_LIST_SIZE (6).
+    for setting in [(0x3, 7), (0x4, 1024 * 1024), (0x6, 8192)] {
+        assert!(whole.settings.contains(&setting), "{whole:?}");
+    }
+    assert_eq!(whole.answered.as_deref(), Some(&b"ok"[..]), "{whole:?}");
+    assert!(
+        !whole.oversized_head.is_empty() && whole.reached == 1,
+        "the oversized head was refused, not forwarded: {whole:?}"
+    );
+    // ENHANCE_YOUR_CALM (0xb): the client is misbehaving.
+    assert_eq!(whole.reset_flood, Some(0xb), "{whole:?}");
+    let split = h2_seen(&gw, &total, Writes::BytePerWrite).await;
+    assert_eq!(split, whole);
+}
+
 #[tokio::test]
 async fn http2_rapid_reset_ends_the_connection_with_goaway() {
     let (b, total, _) = counting(Duration::ZERO).await;
@@ -880,7 +994,7 @@ fn request_block(fields: &[(&str, &str)]) -> Vec<u8> {
 
 /// A raw HTTP/2 client connection (h2c, prior knowledge).
 struct H2 {
-    stream: tokio::net::TcpStream,
+    stream: Paced,
     buf: Vec<u8>,
     /// Answer gangway's PINGs, as a real client does.
     pong: bool,
@@ -888,12 +1002,18 @@ struct H2 {
 
 impl H2 {
     async fn open(gw: &Gangway) -> H2 {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
-            .await
-            .expect("connect");
+        H2::open_with(gw, &[], Writes::Whole).await
+    }
+
+    /// Sends the preface, an empty SETTINGS frame and then `first` as
+    /// `writes` says; anything sent later goes out whole.
+    async fn open_with(gw: &Gangway, first: &[u8], writes: Writes) -> H2 {
+        let mut stream = Paced::connect(gw, writes).await;
         let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
         hello.extend(frame(SETTINGS, 0, 0, &[]));
+        hello.extend_from_slice(first);
         stream.write_all(&hello).await.expect("preface");
+        stream.writes = Writes::Whole;
         H2 {
             stream,
             buf: Vec::new(),
@@ -955,5 +1075,70 @@ impl H2 {
                 Err(_) => panic!("connection still open after {PATIENCE:?}: {frames:?}"),
             }
         }
+    }
+}
+
+/// How a client's bytes leave it.
+#[derive(Clone, Copy, Debug)]
+enum Writes {
+    /// As the caller wrote them.
+    Whole,
+    /// One byte per write, each sent on its own (Nagle off), as a slow or
+    /// hostile client, or a fragmenting middlebox, would deliver them.
+    BytePerWrite,
+}
+
+/// A client's TCP connection that writes as [`Writes`] says.
+struct Paced {
+    stream: tokio::net::TcpStream,
+    writes: Writes,
+}
+
+impl Paced {
+    async fn connect(gw: &Gangway, writes: Writes) -> Paced {
+        let stream = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+            .await
+            .expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        Paced { stream, writes }
+    }
+}
+
+impl tokio::io::AsyncRead for Paced {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Paced {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let buf = match this.writes {
+            Writes::Whole => buf,
+            Writes::BytePerWrite => &buf[..buf.len().min(1)],
+        };
+        std::pin::Pin::new(&mut this.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }

@@ -1,6 +1,7 @@
 //! Protocols that have to pass through gangway intact: gRPC over h2c with its
-//! trailers, WebSocket upgrades, and server-sent events delivered as they are
-//! produced rather than when the response ends.
+//! trailers, WebSocket upgrades, server-sent events delivered as they are
+//! produced rather than when the response ends, and HTTP/1.0 servers behind
+//! HTTP/1.1 clients.
 
 mod support;
 
@@ -759,4 +760,136 @@ customResponseHeaders = {{ Keep-Alive = "timeout=9", Upgrade = "websocket", TE =
         body.len().to_string()
     );
     assert!(!body.is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// HTTP/1.0 servers
+// ---------------------------------------------------------------------------
+
+/// What the HTTP/1.0 server answers.
+const OLD_BODY: &str = "from a server that speaks HTTP/1.0";
+
+/// A server that speaks only HTTP/1.0, as simple ones (Python's
+/// `http.server`) do: it reads a request head, answers `HTTP/1.0 200 OK`,
+/// with a Content-Length when `sized`, else ending the body by closing,
+/// and closes the connection either way.
+async fn http10_server(sized: bool) -> SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let length = if sized {
+                    format!("Content-Length: {}\r\n", OLD_BODY.len())
+                } else {
+                    String::new()
+                };
+                let answer = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n{length}\r\n{OLD_BODY}"
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+                let _ = s.shutdown().await;
+            });
+        }
+    });
+    addr
+}
+
+/// gangway in front of two HTTP/1.0 servers: `sized.test`'s answers
+/// have a Content-Length, `unsized.test`'s end when the server closes.
+async fn behind_http10_servers() -> Gangway {
+    let sized = http10_server(true).await;
+    let open_ended = http10_server(false).await;
+    let config = format!(
+        "{}{}",
+        one_route("sized", "Host(`sized.test`)", &[&format!("http://{sized}")]),
+        one_route(
+            "unsized",
+            "Host(`unsized.test`)",
+            &[&format!("http://{open_ended}")]
+        ),
+    );
+    routed(&config, "sized.test").await
+}
+
+#[tokio::test]
+async fn http11_clients_get_http11_and_keep_alive_from_an_http10_server() {
+    let gw = behind_http10_servers().await;
+    for host in ["sized.test", "unsized.test"] {
+        // One client connection, two requests: the second needs the
+        // connection kept alive after the first answer.
+        let tcp = TcpStream::connect(("127.0.0.1", gw.port))
+            .await
+            .expect("connect to gangway");
+        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .expect("HTTP/1.1 handshake");
+        let closed = tokio::spawn(conn);
+        for round in 1..=2 {
+            let req = Request::get("/")
+                .header(HOST, host)
+                .body(Empty::<Bytes>::new())
+                .unwrap();
+            let what = format!("{host}, request {round}");
+            let resp = within(&what, send.send_request(req))
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(resp.status(), StatusCode::OK, "{what}");
+            assert_eq!(resp.version(), Version::HTTP_11, "{what}");
+            // A body the server ended by closing goes on chunked, so that
+            // the client's connection need not close to end it.
+            let chunked = resp
+                .headers()
+                .get("transfer-encoding")
+                .is_some_and(|v| v == "chunked");
+            assert_eq!(chunked, host == "unsized.test", "{what}: {resp:?}");
+            assert!(
+                !resp.headers().contains_key("connection"),
+                "{what}: {resp:?}"
+            );
+            let body = within(&what, resp.into_body().collect())
+                .await
+                .expect("body")
+                .to_bytes();
+            assert_eq!(body, OLD_BODY, "{what}");
+        }
+        drop(send);
+        within("the client's connection ends", closed)
+            .await
+            .expect("task")
+            .expect("the connection stayed sound");
+    }
+}
+
+#[tokio::test]
+async fn http10_clients_get_http10_from_any_server() {
+    let gw = behind_http10_servers().await;
+    for host in ["sized.test", "unsized.test"] {
+        // Without keep-alive asked for, an HTTP/1.0 answer ends the
+        // connection, and a body without length ends with it.
+        let request = format!("GET / HTTP/1.0\r\nHost: {host}\r\n\r\n");
+        let (answer, closed) = support::raw_exchange(&gw, request.as_bytes(), PATIENCE).await;
+        assert!(
+            answer.starts_with("HTTP/1.0 200 OK\r\n"),
+            "{host}: {answer}"
+        );
+        assert!(
+            answer.ends_with(&format!("\r\n\r\n{OLD_BODY}")),
+            "{host}: {answer}"
+        );
+        assert!(
+            !answer.to_ascii_lowercase().contains("transfer-encoding"),
+            "{host}: {answer}"
+        );
+        assert!(closed, "{host}: gangway kept the connection open");
+    }
 }

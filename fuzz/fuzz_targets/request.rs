@@ -235,7 +235,7 @@ fn exchange(h: &Harness, data: &[u8]) -> Vec<u8> {
         let serve = h
             .proxy
             .clone()
-            .serve_stream(server, peer, h.entry_points[which].clone(), data);
+            .serve_stream(server, peer, h.entry_points[which].clone());
         let talk = async move {
             let (mut rx, mut tx) = tokio::io::split(client);
             let send = async {

@@ -1,10 +1,13 @@
-//! HTTP/2 from clients (ALPN `h2`, or prior knowledge in the clear), served
-//! with the `h2` crate directly. hyper's HTTP/2 server ran each stream as
-//! a task of its own, which asked for flow-control room before an answer's
-//! first byte and then waited for the connection's task to grant it, so
-//! every answer crossed between two tasks several times. Here a
-//! connection's streams run in its own task, and an answer's last (often
-//! only) part is sent at once.
+//! All HTTP/2 from clients, served with the `h2` crate directly and the
+//! same settings and limits however the version was told (`connection`:
+//! ALPN `h2`, or the preface in the clear or over TLS without ALPN, in one
+//! piece or many). Each stream's request goes to `Proxy::serve_request`.
+//!
+//! hyper's HTTP/2 server ran each stream as a task of its own, which asked
+//! for flow-control room before an answer's first byte and then waited for
+//! the connection's task to grant it, so every answer crossed between two
+//! tasks several times. Here a connection's streams run in its own task,
+//! and an answer's last (often only) part is sent at once.
 //!
 //! What hyper did for each answer is done here too: `Date` is added,
 //! headers HTTP/2 forbids (hop-by-hop, `TE`) are removed, `content-length`
@@ -129,7 +132,8 @@ where
             loop {
                 match conn.poll_accept(cx) {
                     Poll::Ready(Some(Ok((req, respond)))) => {
-                        let stream = answer(this.proxy.clone(), this.info.clone(), req, respond);
+                        let stream =
+                            answer_stream(this.proxy.clone(), this.info.clone(), req, respond);
                         this.streams.push(Box::pin(stream));
                     }
                     Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
@@ -152,7 +156,7 @@ where
 /// One stream: the request through the proxy, then its answer back. A
 /// reset from the client while the answer is pending drops the request
 /// (and with it the exchange with the server).
-async fn answer(
+async fn answer_stream(
     proxy: Arc<Proxy>,
     info: Arc<ConnInfo>,
     req: Request<RecvStream>,
@@ -160,7 +164,7 @@ async fn answer(
 ) {
     let (parts, recv) = req.into_parts();
     let body = ClientStream::H2(H2Body::new(recv, &parts.headers));
-    let mut served = pin!(proxy.serve(info, Request::from_parts(parts, body)));
+    let mut served = pin!(proxy.serve_request(info, Request::from_parts(parts, body)));
     let served = poll_fn(|cx| {
         if let Poll::Ready(resp) = served.as_mut().poll(cx) {
             return Poll::Ready(Some(resp));

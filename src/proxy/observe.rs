@@ -1,6 +1,8 @@
-//! Watching each request to its end for metrics and the access log. The
-//! response body is wrapped so that bytes are counted as they stream and the
-//! request is recorded once, when the body ends or is dropped.
+//! Each request a connection reads starts here: its time limits are set,
+//! it is routed and answered (`pipeline`), and it is watched to its end
+//! for metrics and the access log. The response body is wrapped so that
+//! bytes are counted as they stream and the request is recorded once, when
+//! the body ends or is dropped.
 
 use super::timeouts::InFlight;
 use super::{ConnInfo, Proxy};
@@ -117,16 +119,18 @@ impl Drop for ObservedBody {
 }
 
 impl Proxy {
-    /// Handles a request within the entry point's time limits; past
+    /// Serves one request within the entry point's time limits; past
     /// `writeTimeout` before the answer starts, the error makes hyper close
-    /// the connection (HTTP/2: reset the stream).
-    pub(crate) async fn serve(
+    /// the connection (HTTP/2: reset the stream). The answer speaks the
+    /// client's HTTP version, whatever the server's was.
+    pub(crate) async fn serve_request(
         &self,
         conn: Arc<ConnInfo>,
         req: Request<ClientStream>,
     ) -> Result<Response<ObservedBody>, WriteTimedOut> {
         let ep = &conn.entry_point;
-        let h2 = req.version() == Version::HTTP_2;
+        let version = req.version();
+        let h2 = version == Version::HTTP_2;
         let (head_started, in_flight) = match &conn.activity {
             Some(a) => {
                 let (at, guard) = a.request_started(h2);
@@ -146,15 +150,22 @@ impl Proxy {
             }
         }
         // Pinned where it is made and polled through the pin, so it is not
-        // moved (copied) again after it is built.
+        // moved again after it is built (nor is the one `route` future it
+        // holds).
         let mut answer = pin!(self.observe(&conn, req, read_deadline));
-        let resp = match &mut write_timer {
+        let mut resp = match &mut write_timer {
             None => answer.await,
             Some(timer) => tokio::select! {
                 resp = answer.as_mut() => resp,
                 () = timer.as_mut() => return Err(WriteTimedOut),
             },
         };
+        // A server's answer carries its own version: an HTTP/1.0 server's
+        // would make hyper answer an HTTP/1.1 client in HTTP/1.0 and close
+        // the connection. With the client's version, hyper keeps an
+        // HTTP/1.1 connection alive (chunking a body of unknown length),
+        // and still gives an HTTP/1.0 client HTTP/1.0.
+        *resp.version_mut() = version;
         Ok(resp.map(|mut body| {
             body._in_flight = in_flight;
             body.write_timer = write_timer;
@@ -174,8 +185,9 @@ impl Proxy {
         let recorded = conn.entry_point.stats.is_some() || log.is_some() || self.route_metrics;
         // What is known before the answer, boxed already: this future is
         // held for every request in flight, and the access log entry alone
-        // is large (a bound on its size is tested in tests/sizes.rs). `handle` is called in one place only, so this
-        // future holds one `handle` future, not one per branch.
+        // is large (a bound on its size is tested in tests/sizes.rs). `route`
+        // is called in one place only, so this future holds one `route`
+        // future, not one per branch.
         let watch = recorded.then(|| {
             let request_bytes = req
                 .headers()
@@ -200,7 +212,7 @@ impl Proxy {
                 log: log.clone(),
             })
         });
-        let (resp, route) = self.handle(conn, req, read_deadline).await;
+        let (resp, route) = self.route(conn, req, read_deadline).await;
         let Some(mut watch) = watch else {
             return resp.map(ObservedBody::plain);
         };

@@ -1,5 +1,7 @@
-//! One request: load the runtime, match a route, run it through the route's
-//! middlewares and hand it to the upstream.
+//! One request, after `observe` has set its time limits: check it, match
+//! a route in the runtime, run it through the route's middlewares, and
+//! hand it to the route's service; a server's service forwards it on
+//! (`upstream`, `Proxy::forward`).
 
 use super::error::Kind;
 use super::forwarded::{normalize_host, remove_spoofable};
@@ -29,10 +31,10 @@ fn refuse<B>(conn: &ConnInfo, req: &Request<B>, why: Malformed) -> Response<Prox
 }
 
 impl Proxy {
-    /// Handles one request from a client; also returns the route that took
-    /// it, for metrics and the access log. Its body must arrive by
-    /// `read_deadline` (`readTimeout`).
-    pub(crate) async fn handle(
+    /// Checks one request from a client, routes it and runs it to its
+    /// answer; also returns the route that took it, for metrics and the
+    /// access log. Its body must arrive by `read_deadline` (`readTimeout`).
+    pub(crate) async fn route(
         &self,
         conn: &ConnInfo,
         mut req: Request<ClientStream>,
@@ -98,7 +100,7 @@ impl Proxy {
         let Some(route) = route else {
             return (Kind::NoRoute.into_response(), None);
         };
-        if route.tls && super::secure::misdirected(conn, &host) {
+        if route.tls && super::connection::misdirected(conn, &host) {
             return (Kind::Misdirected.into_response(), Some(route));
         }
         // Boxed from here to the connection that sends it: each async layer
@@ -109,13 +111,13 @@ impl Proxy {
             Box::new(req.map(|body| {
                 RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))
             }));
-        let resp = self.dispatch(conn, &route, host_value, req).await;
+        let resp = self.run_route(conn, &route, host_value, req).await;
         (resp, Some(route))
     }
 
     /// Runs a routed request to its answer: through the route's middlewares
     /// (if any) to the upstream.
-    async fn dispatch(
+    async fn run_route(
         &self,
         conn: &ConnInfo,
         route: &Route,
@@ -130,7 +132,7 @@ impl Proxy {
         }
         if route.chain.is_empty() {
             return self
-                .to_upstream(conn, route, &route.upstream, host_value, req)
+                .to_service(conn, route, &route.upstream, host_value, req)
                 .await;
         }
         let cx = Exchange {
@@ -159,7 +161,7 @@ struct ToService<'a> {
 impl Proxy {
     /// Sends a request to a service: answered by gangway itself (internal
     /// services) or forwarded to the server the balancer picks.
-    async fn to_upstream(
+    async fn to_service(
         &self,
         conn: &ConnInfo,
         route: &Route,
@@ -194,7 +196,7 @@ impl ToService<'_> {
         req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
         self.proxy
-            .to_upstream(
+            .to_service(
                 self.conn,
                 self.route,
                 upstream,

@@ -10,7 +10,6 @@
 //! share one timer per connection, driven by the connection's own task;
 //! requests only bump a few atomics.
 
-use futures_util::task::AtomicWaker;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
@@ -22,8 +21,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 /// What a connection is doing, as far as its time limits care. Shared by
-/// the connection's task, its I/O and its requests (the HTTP/2 streams
-/// hyper serves run in tasks of their own).
+/// the connection's task, its I/O and its requests, all of which run in
+/// the connection's task (HTTP/2 streams too, in `h2_server`).
 pub(crate) struct Activity {
     born: Instant,
     in_flight: AtomicU32,
@@ -38,8 +37,6 @@ pub(crate) struct Activity {
     /// The connection speaks HTTP/2: bytes without a stream open are
     /// control frames, not the start of a request head.
     h2: AtomicBool,
-    /// The connection's task, woken when its last request ends.
-    waker: AtomicWaker,
 }
 
 impl Activity {
@@ -52,7 +49,6 @@ impl Activity {
             head_since: AtomicU64::new(1),
             write_due: AtomicU64::new(0),
             h2: AtomicBool::new(false),
-            waker: AtomicWaker::new(),
         }
     }
 
@@ -131,13 +127,9 @@ impl Drop for InFlight {
         if activity.in_flight.fetch_sub(1, Relaxed) == 1 {
             activity.write_due.store(0, Relaxed);
             activity.idle_since.store(activity.now_ms(), Relaxed);
-            // An HTTP/1 answer ends inside the connection's own poll, and
-            // its clock looks again right after; an HTTP/2 stream may end
-            // in a task of its own (hyper's server, on connections whose
-            // version it told, runs each stream as one).
-            if activity.h2.load(Relaxed) {
-                activity.waker.wake();
-            }
+            // No wake-up needed: an answer (HTTP/1, or an HTTP/2 stream's)
+            // ends inside the connection's own poll, and its clock looks
+            // again right after.
         }
     }
 }
@@ -200,7 +192,6 @@ impl<'a> Clock<'a> {
 
     /// `Ready` with the limit passed, if one is.
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<Expired> {
-        self.activity.waker.register(cx.waker());
         let Some((deadline, which)) = self.activity.next_limit(&self.limits) else {
             return Poll::Pending;
         };

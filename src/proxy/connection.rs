@@ -1,14 +1,22 @@
-//! Per connection: tell TLS from plain HTTP by the first byte (as Traefik
-//! does, so one entry point serves both), terminate TLS with the server
-//! configuration the runtime picks for the ClientHello, then serve HTTP/1
-//! or HTTP/2 as ALPN or the first bytes say.
+//! One client connection, plain or TLS alike, from accept to its end:
+//! tell TLS from plain HTTP by the first byte (as Traefik does, so one
+//! entry point serves both), terminate TLS with the server configuration
+//! the runtime picks for the ClientHello, tell HTTP/1 from HTTP/2 by ALPN
+//! or by the first bytes (read until they tell, however the client splits
+//! them), and serve it: HTTP/1 with hyper's server, HTTP/2 with gangway's
+//! own (`h2_server`), with the same settings and limits whichever way the
+//! version was told. Each request then goes to `Proxy::serve_request`
+//! (`observe`: time limits, metrics, access log), which routes it
+//! (`pipeline`) and forwards it to a server (`upstream`).
 //! Also what plain entry points answer before routing: ACME HTTP-01
 //! challenges and redirections.
 
 use super::observe::{ObservedBody, WriteTimedOut};
+use super::rewind::Rewind;
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect, h2_server};
 use crate::body::{ClientStream, ProxyBody};
+use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -20,10 +28,10 @@ use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout, timeout_at};
 
 /// Time a client gets for its first byte and its TLS handshake when the
 /// entry point has no read timeout.
@@ -40,8 +48,10 @@ const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 const ACME_CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
 
 impl Proxy {
-    /// Serves one accepted connection to its end.
-    pub(crate) async fn connection(
+    /// Serves one accepted connection to its end: TLS or plain HTTP by its
+    /// first byte, then HTTP/1 or HTTP/2 by ALPN or by the first bytes of
+    /// the conversation ([`Proxy::serve_http`]).
+    pub(crate) async fn serve_connection(
         self: Arc<Self>,
         stream: TcpStream,
         peer: SocketAddr,
@@ -50,27 +60,37 @@ impl Proxy {
         drain: watch::Receiver<bool>,
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        let deadline = Instant::now() + limit;
         // As much as an HTTP/2 preface: enough to tell TLS, HTTP/2 and HTTP/1.
         let mut first = [0u8; H2_PREFACE.len()];
-        let seen = match timeout(limit, stream.peek(&mut first)).await {
+        let seen = match timeout_at(deadline, stream.peek(&mut first)).await {
             Ok(Ok(n)) if n > 0 => &first[..n],
             // Closed, failed or silent: nothing to serve.
             _ => return,
         };
-        if seen[0] != TLS_HANDSHAKE_RECORD {
-            let version = plain_version(seen);
-            let info = ConnInfo::new(entry_point, peer, false, None);
-            self.serve_http(stream, info, &servers, version, drain)
-                .await;
+        if seen[0] == TLS_HANDSHAKE_RECORD {
+            // Boxed: the TLS state would otherwise make every plain
+            // connection's task as large as a TLS one's.
+            Box::pin(self.serve_tls(stream, peer, entry_point, servers, drain, limit)).await;
             return;
         }
-        // Boxed: the TLS state would otherwise make every plain connection's
-        // task as large as a TLS one's.
-        Box::pin(self.serve_tls(stream, peer, entry_point, servers, drain, limit)).await;
+        // What a peek sees usually tells already, and then the server reads
+        // those bytes itself. Only the start of the HTTP/2 preface does not
+        // (it arrived in pieces): it is read until it tells, within the
+        // same time limit, and handed on.
+        let (version, io) = match plain_version(seen) {
+            Some(version) => (version, Rewind::new(Bytes::new(), stream)),
+            None => match timeout_at(deadline, read_version(stream)).await {
+                Ok(Some(told)) => told,
+                _ => return,
+            },
+        };
+        let info = ConnInfo::new(entry_point, peer, false, None);
+        self.serve_http(io, info, &servers, version, drain).await;
     }
 
-    /// The TLS side of [`Proxy::connection`]: the handshake (certificate by
-    /// SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
+    /// The TLS side of [`Proxy::serve_connection`]: the handshake
+    /// (certificate by SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
     async fn serve_tls(
         self: Arc<Self>,
         stream: TcpStream,
@@ -122,20 +142,22 @@ impl Proxy {
         }
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
-        let version = match tls.get_ref().1.alpn_protocol() {
-            Some(b"h2") => Version::Two,
-            Some(_) => Version::One,
-            None => Version::Either,
+        let (version, io) = match tls.get_ref().1.alpn_protocol() {
+            Some(b"h2") => (Version::Two, Rewind::new(Bytes::new(), tls)),
+            Some(_) => (Version::One, Rewind::new(Bytes::new(), tls)),
+            None => match timeout(limit, read_version(tls)).await {
+                Ok(Some(told)) => told,
+                _ => return,
+            },
         };
         let info = ConnInfo::new(entry_point, peer, true, sni);
-        self.serve_http(tls, info, &servers, version, drain).await;
+        self.serve_http(io, info, &servers, version, drain).await;
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the
     /// entry point's server settings and limits, as for an accepted TCP
-    /// connection whose first byte is not TLS; `first` is what the client
-    /// sends first, as far as known (what a TCP connection's peek sees),
-    /// which picks the HTTP version. For the fuzz targets, which feed raw
+    /// connection whose first byte is not TLS: the first bytes the client
+    /// sends pick the HTTP version. For the fuzz targets, which feed raw
     /// bytes through an in-memory stream; not part of the API.
     #[doc(hidden)]
     pub async fn serve_stream<I>(
@@ -143,18 +165,17 @@ impl Proxy {
         io: I,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
-        first: &[u8],
     ) where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let servers = HttpServers::new(&entry_point);
+        let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        let Ok(Some((version, io))) = timeout(limit, read_version(io)).await else {
+            return;
+        };
         // Held until the connection ends: a closed channel means "drain".
         let (drain, drain_rx) = watch::channel(false);
         let info = ConnInfo::new(entry_point, peer, false, None);
-        let version = match first {
-            [] => Version::Either,
-            _ => plain_version(&first[..first.len().min(H2_PREFACE.len())]),
-        };
         self.serve_http(io, info, &servers, version, drain_rx).await;
         drop(drain);
     }
@@ -198,8 +219,8 @@ impl Proxy {
             drain,
         };
         let io = Watched::new(io, activity.clone());
-        // HTTP/2 and undecided connections are boxed: their state is larger,
-        // and would otherwise make every HTTP/1 connection's task as large.
+        // HTTP/2 connections are boxed: their state is larger, and would
+        // otherwise make every HTTP/1 connection's task as large.
         match version {
             Version::One => {
                 let service = hyper_service(self, info);
@@ -212,13 +233,6 @@ impl Proxy {
             Version::Two => {
                 let conn = h2_server::Connection::new(io, &servers.two, self, info);
                 Box::pin(run.drive(conn, |c| c.get_mut().graceful_shutdown())).await;
-            }
-            Version::Either => {
-                let service = hyper_service(self, info);
-                let conn = servers
-                    .either
-                    .serve_connection_with_upgrades(TokioIo::new(io), service);
-                Box::pin(run.drive(conn, |c| c.graceful_shutdown())).await;
             }
         }
         if let Some(s) = stats {
@@ -250,7 +264,7 @@ impl Proxy {
     }
 }
 
-/// The proxy as a hyper service, for the connections hyper serves.
+/// The proxy as a hyper service, for the HTTP/1 connections hyper serves.
 fn hyper_service(
     proxy: Arc<Proxy>,
     info: Arc<ConnInfo>,
@@ -263,32 +277,60 @@ fn hyper_service(
     service_fn(move |req: Request<Incoming>| {
         let proxy = proxy.clone();
         let info = info.clone();
-        async move { proxy.serve(info, req.map(ClientStream::Hyper)).await }
+        async move {
+            proxy
+                .serve_request(info, req.map(ClientStream::Hyper))
+                .await
+        }
     })
 }
 
 /// Which HTTP a connection is served with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Version {
+    /// HTTP/1.1 or 1.0, by hyper's server.
     One,
+    /// HTTP/2, by gangway's own ([`h2_server`]).
     Two,
-    /// Not known yet: hyper-util reads the first bytes.
-    Either,
 }
 
 /// What every HTTP/2 connection in the clear opens with (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// The version of a plain connection from its first bytes (at least one):
-/// HTTP/2 once the whole preface is there, HTTP/1 as soon as they differ
-/// from it, and undecided while they are the start of it.
-fn plain_version(first: &[u8]) -> Version {
+/// The version of a plain connection from its first bytes: HTTP/2 once
+/// the whole preface is there, HTTP/1 as soon as they differ from it, and
+/// None while they are the start of it (or nothing).
+fn plain_version(first: &[u8]) -> Option<Version> {
     if !H2_PREFACE.starts_with(first) {
-        Version::One
+        Some(Version::One)
     } else if first.len() == H2_PREFACE.len() {
-        Version::Two
+        Some(Version::Two)
     } else {
-        Version::Either
+        None
+    }
+}
+
+/// Reads a connection's first bytes until they tell its version, however
+/// the client splits them, and returns the version with `io` set to give
+/// those bytes again to the server that speaks it. None when the client
+/// closes (or the connection fails) first. Reads at most the preface's
+/// length, so nothing past it is taken from `io`.
+async fn read_version<I: AsyncRead + Unpin>(mut io: I) -> Option<(Version, Rewind<I>)> {
+    let mut first = [0u8; H2_PREFACE.len()];
+    let mut len = 0;
+    loop {
+        let n = io.read(&mut first[len..]).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        len += n;
+        // Always decided once the buffer is full, so this ends.
+        if let Some(version) = plain_version(&first[..len]) {
+            return Some((
+                version,
+                Rewind::new(Bytes::copy_from_slice(&first[..len]), io),
+            ));
+        }
     }
 }
 
@@ -450,12 +492,45 @@ mod tests {
 
     #[test]
     fn first_bytes_tell_the_version_once_they_can() {
-        assert_eq!(plain_version(b"GET / HTTP/1.1\r\n"), Version::One);
-        assert_eq!(plain_version(b"POST"), Version::One);
-        assert_eq!(plain_version(b"PRI * HTTP/1.1\r\n"), Version::One);
-        assert_eq!(plain_version(b"P"), Version::Either);
-        assert_eq!(plain_version(b"PRI * HTTP/2.0\r\n"), Version::Either);
-        assert_eq!(plain_version(H2_PREFACE), Version::Two);
+        assert_eq!(plain_version(b"GET / HTTP/1.1\r\n"), Some(Version::One));
+        assert_eq!(plain_version(b"POST"), Some(Version::One));
+        assert_eq!(plain_version(b"PRI * HTTP/1.1\r\n"), Some(Version::One));
+        assert_eq!(plain_version(b"P"), None);
+        assert_eq!(plain_version(b"PRI * HTTP/2.0\r\n"), None);
+        assert_eq!(plain_version(H2_PREFACE), Some(Version::Two));
+    }
+
+    /// The preface (then a frame) one byte per write, as a client may
+    /// send it: the version is told once the preface is whole, and the
+    /// server that gets the stream reads every byte, in order.
+    #[tokio::test]
+    async fn a_preface_in_pieces_is_read_until_it_tells_and_given_back_whole() {
+        use tokio::io::AsyncReadExt;
+        let (mut client, server) = tokio::io::duplex(64);
+        let reading = tokio::spawn(read_version(server));
+        let mut sent = H2_PREFACE.to_vec();
+        sent.extend_from_slice(b"\0\0\0\x04\0\0\0\0\0");
+        for byte in &sent {
+            client.write_all(std::slice::from_ref(byte)).await.unwrap();
+            client.flush().await.unwrap();
+        }
+        let (version, mut io) = reading.await.unwrap().expect("told");
+        assert_eq!(version, Version::Two);
+        let mut got = vec![0u8; sent.len()];
+        io.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, sent);
+    }
+
+    #[tokio::test]
+    async fn http1_is_told_at_its_first_byte_and_a_closed_start_is_nothing() {
+        let (mut client, server) = tokio::io::duplex(64);
+        client.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        let (version, _) = read_version(server).await.expect("told");
+        assert_eq!(version, Version::One);
+        let (mut client, server) = tokio::io::duplex(64);
+        client.write_all(b"PRI * HT").await.unwrap();
+        drop(client);
+        assert!(read_version(server).await.is_none());
     }
 
     fn location(redirect: &Redirect, method: Method, host: &str, path: &str) -> (u16, String) {
