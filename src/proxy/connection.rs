@@ -33,8 +33,9 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{Instant, timeout, timeout_at};
 
-/// Time a client gets for its first byte and its TLS handshake when the
-/// entry point has no read timeout.
+/// Time a client gets for its first byte, its TLS handshake, and the
+/// first bytes that tell its HTTP version, when the entry point has no
+/// header read timeout (`limits.headerReadTimeout`).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
