@@ -349,3 +349,48 @@ fn slugs_and_links_are_read_as_github_reads_them() {
     );
     assert_eq!(unquote("``Host(`x`)``"), "Host(`x`)");
 }
+
+/// The module map in docs/architecture.md names every module file of
+/// `src/` and of `src/proxy/` (the hot path), and every file it names in
+/// those two folders exists.
+#[test]
+fn the_module_map_matches_src() {
+    let map = read(&root().join("docs/architecture.md"));
+    let files = |dir: &str| -> BTreeSet<String> {
+        std::fs::read_dir(root().join(dir))
+            .expect("src folder")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".rs"))
+            .collect()
+    };
+    let mut missing = Vec::new();
+    for dir in ["src", "src/proxy"] {
+        for file in files(dir) {
+            if !map.contains(&format!("`{file}`")) {
+                missing.push(format!("{dir}/{file}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md's module map does not name: {missing:?}"
+    );
+    let proxy = files("src/proxy");
+    let row = map
+        .lines()
+        .find(|l| l.starts_with("| `proxy.rs`"))
+        .expect("the module map has a row for proxy");
+    let named: Vec<&str> = row
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|n| n.ends_with(".rs") && *n != "proxy.rs")
+        .collect();
+    for name in named {
+        assert!(
+            proxy.contains(name),
+            "the module map names proxy/{name}, which does not exist"
+        );
+    }
+}
