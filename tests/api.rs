@@ -543,6 +543,25 @@ async fn an_api_error_is_json_with_a_message() {
         let message = json["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{path}: {body}");
     }
+    // The API is read-only: another method is refused, in JSON too.
+    let req = http::Request::post(format!("http://127.0.0.1:{}/api/overview", api.port))
+        .body(Default::default())
+        .unwrap();
+    let resp = api.client.request(req).await.expect("api request");
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let json: Value = serde_json::from_slice(&body).expect("a JSON error");
+    assert!(
+        json["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("read-only")),
+        "{json}"
+    );
+
     // Still accepted: any case, and empty meaning "all", as the dashboard sends.
     let disabled = api.json("/api/http/routers?status=DISABLED").await;
     assert_eq!(disabled.as_array().map(Vec::len), Some(2), "{disabled}");

@@ -625,6 +625,10 @@ pub struct ContainerView {
     pub reason: Option<NotRouted>,
     /// The reason in words, or problems that did not stop it being routed.
     pub reasons: Vec<ErrorView>,
+    /// The same sentences under the provider's own name for them, kept for
+    /// clients written before `reasons`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<ErrorView>,
     /// Routers it defines, qualified.
     pub routers: Vec<String>,
     /// Services it defines, qualified.
@@ -661,6 +665,7 @@ impl ContainerView {
             routed: *routed,
             reason: *reason,
             reasons: ErrorView::all(messages),
+            messages: ErrorView::all(messages),
             routers: qualify(routers),
             services: qualify(services),
         }
