@@ -1,8 +1,10 @@
 //! The read-only API, /ping, /metrics and the access log, through the real
 //! binary.
 
+mod docker_support;
 mod support;
 
+use docker_support::{Run, SERIAL, Spec, ready};
 use http::StatusCode;
 use serde_json::Value;
 use std::time::Duration;
@@ -662,31 +664,49 @@ const GOLDEN_ERRORS: &[(&str, &str, StatusCode)] = &[
 ];
 
 /// Keys whose values differ from run to run: times, the count of
-/// configurations applied (file-watch events may add one) and the version,
-/// which changes with every release.
-const VARYING: &[&str] = &["startDate", "lastSync", "generation", "Version"];
+/// configurations applied (file-watch events may add one), the version,
+/// which changes with every release, and Docker's container ids.
+const VARYING: &[&str] = &[
+    "startDate",
+    "lastSync",
+    "generation",
+    "Version",
+    // Docker's container ids.
+    "id",
+    "containerId",
+];
 
 /// Replaces what must vary between runs: the values of [`VARYING`] keys,
-/// the ports gangway was given and the directory of the certificate.
-fn normalize(value: &mut Value, ports: &[(u16, &str)], dir: &str) {
+/// the ports of gangway and of the servers, and `texts` (such as the
+/// certificate's directory or the suffix of the Docker containers' names).
+fn normalize(value: &mut Value, ports: &[(u16, &str)], texts: &[(&str, &str)]) {
+    let text = |s: &str| {
+        let mut text = s.to_owned();
+        for (varying, placeholder) in texts {
+            text = text.replace(varying, placeholder);
+        }
+        for (port, name) in ports {
+            text = text.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:<{name}>"));
+        }
+        text
+    };
     match value {
+        // Keys too: server URLs are the keys of `serverStatus`.
         Value::Object(map) => {
-            for (k, v) in map.iter_mut() {
-                if VARYING.contains(&k.as_str()) {
-                    *v = Value::String("<varies>".into());
-                } else {
-                    normalize(v, ports, dir);
-                }
-            }
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, mut v)| {
+                    if VARYING.contains(&k.as_str()) {
+                        v = Value::String("<varies>".into());
+                    } else {
+                        normalize(&mut v, ports, texts);
+                    }
+                    (text(&k), v)
+                })
+                .collect();
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| normalize(v, ports, dir)),
-        Value::String(s) => {
-            let mut text = s.replace(dir, "<dir>");
-            for (port, name) in ports {
-                text = text.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:<{name}>"));
-            }
-            *s = text;
-        }
+        Value::Array(items) => items.iter_mut().for_each(|v| normalize(v, ports, texts)),
+        Value::String(s) => *s = text(s),
         _ => {}
     }
 }
@@ -760,8 +780,6 @@ async fn every_endpoint_answers_as_its_golden_file() {
 
     let ports = [(gw.port, "web"), (internal, "gangway")];
     let dir = certs.path().display().to_string();
-    let bless = std::env::var_os("GANGWAY_BLESS").is_some_and(|v| v == "1");
-    let golden_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/api");
     let mut answers: Vec<(&str, &str, Value)> = Vec::new();
     for (file, path) in GOLDEN {
         answers.push((file, path, api.json(path).await));
@@ -772,9 +790,19 @@ async fn every_endpoint_answers_as_its_golden_file() {
         let json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
         answers.push((file, path, json));
     }
+    for (_, _, got) in &mut answers {
+        normalize(got, &ports, &[(dir.as_str(), "<dir>")]);
+    }
+    compare_with_golden(answers);
+}
+
+/// Compares each answer with its golden file, field by field, and fails
+/// listing every difference; with `GANGWAY_BLESS=1`, rewrites the files.
+fn compare_with_golden(answers: Vec<(&str, &str, Value)>) {
+    let bless = std::env::var_os("GANGWAY_BLESS").is_some_and(|v| v == "1");
+    let golden_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/api");
     let mut failures = Vec::new();
-    for (file, path, mut got) in answers {
-        normalize(&mut got, &ports, &dir);
+    for (file, path, got) in answers {
         let golden = golden_dir.join(format!("{file}.json"));
         if bless {
             std::fs::create_dir_all(&golden_dir).unwrap();
@@ -802,4 +830,59 @@ async fn every_endpoint_answers_as_its_golden_file() {
         "answers differ from tests/golden/api (GANGWAY_BLESS=1 rewrites them; review the diff):\n{}",
         failures.join("\n")
     );
+}
+
+#[tokio::test]
+async fn docker_objects_answer_as_their_golden_files() {
+    let _serial = SERIAL.lock().await;
+    if !ready("docker_objects_answer_as_their_golden_files").await {
+        return;
+    }
+    let run = Run::new("apigolden");
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let _gw = run.gangway(&["--api.insecure=true", &ep]).await;
+    let api = Api::new(internal);
+    let shop = Spec::new("shop")
+        .routed("gangway", "shop", "shop.test", "shop")
+        .label("gangway.http.routers.shop.middlewares", "strip")
+        .label(
+            "gangway.http.middlewares.strip.stripprefix.prefixes",
+            "/shop",
+        );
+    let quiet = Spec::new("quiet");
+    let shop_name = run.start(&shop).await;
+    let quiet_name = run.start(&quiet).await;
+    eventually(
+        Duration::from_secs(10),
+        "both containers running in the API",
+        || async {
+            let (_, _, body) = api.get("/api/containers").await;
+            let list: Value = serde_json::from_str(&body).unwrap_or_default();
+            let running = |name: &str| {
+                list.as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|c| c["name"] == name && c["state"] == "running")
+                })
+            };
+            running(&shop_name) && running(&quiet_name) && body.contains("shop@docker")
+        },
+    )
+    .await;
+
+    let mut answers = Vec::new();
+    for (file, path) in [
+        ("docker-containers", "/api/containers"),
+        ("docker-routers", "/api/http/routers?provider=docker"),
+        ("docker-services", "/api/http/services?provider=docker"),
+        (
+            "docker-middlewares",
+            "/api/http/middlewares?provider=docker",
+        ),
+    ] {
+        let mut got = api.json(path).await;
+        normalize(&mut got, &[(shop.port, "shop")], &[(run.suffix(), "<run>")]);
+        answers.push((file, path, got));
+    }
+    compare_with_golden(answers);
 }
