@@ -10,8 +10,9 @@ mod explain;
 mod views;
 
 use crate::config::static_config::StaticConfig;
-use crate::runtime::{InternalService, Registries, RuntimeHandle};
-use axum::extract::{Path, Query, State};
+use crate::runtime::{InternalService, Registries, RuntimeHandle, Status};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,8 +20,7 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http_body_util::{BodyExt, Full};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -205,34 +205,23 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/overview", get(overview))
         .route("/api/entrypoints", get(entry_points))
         .route("/api/entrypoints/{name}", get(entry_point))
-        .route("/api/http/routers", get(|s, q| list(s, q, Kind::Routers)))
-        .route(
-            "/api/http/routers/{name}",
-            get(|s, p| one(s, p, Kind::Routers)),
-        )
-        .route("/api/http/services", get(|s, q| list(s, q, Kind::Services)))
-        .route(
-            "/api/http/services/{name}",
-            get(|s, p| one(s, p, Kind::Services)),
-        )
-        .route(
-            "/api/http/middlewares",
-            get(|s, q| list(s, q, Kind::Middlewares)),
-        )
-        .route(
-            "/api/http/middlewares/{name}",
-            get(|s, p| one(s, p, Kind::Middlewares)),
-        )
+        .route("/api/http/routers", get(list_routers))
+        .route("/api/http/routers/{name}", get(one_router))
+        .route("/api/http/services", get(list_services))
+        .route("/api/http/services/{name}", get(one_service))
+        .route("/api/http/middlewares", get(list_middlewares))
+        .route("/api/http/middlewares/{name}", get(one_middleware))
         .route("/api/rawdata", get(rawdata))
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
         .route("/api/certificates", get(certificates))
         .route("/api/containers", get(containers))
         .route("/api/explain", get(explain::explain))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                Json(json!({"message": "404 page not found"})),
+        .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "404 page not found") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "the API is read-only: only GET and HEAD are answered",
             )
         })
         .with_state(state);
@@ -243,19 +232,52 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Routers,
-    Services,
-    Middlewares,
+/// Every error the API answers: a status and a JSON body with a message,
+/// `{"message": "…"}` as in Traefik.
+#[derive(Debug, Serialize)]
+pub struct ApiError {
+    #[serde(skip)]
+    status: StatusCode,
+    /// What went wrong, in a sentence.
+    message: String,
 }
 
-impl Kind {
-    fn singular(self) -> &'static str {
-        match self {
-            Kind::Routers => "router",
-            Kind::Services => "service",
-            Kind::Middlewares => "middleware",
+impl ApiError {
+    /// An error answered with `status`.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// A 400 Bad Request.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, format!("{what} not found"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(&self)).into_response()
+    }
+}
+
+/// A query string read into `T`, refused as a JSON [`ApiError`] (axum's own
+/// `Query` answers text/plain) naming the parameter that did not parse.
+struct ApiQuery<T>(T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(q)) => Ok(ApiQuery(q)),
+            Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
         }
     }
 }
@@ -270,177 +292,221 @@ struct ListQuery {
     per_page: Option<usize>,
 }
 
-type St = State<Arc<ApiState>>;
-
-fn objects(state: &ApiState, kind: Kind) -> Vec<Value> {
-    let rt = state.runtime.load_full();
-    match kind {
-        Kind::Routers => views::routers(&rt),
-        Kind::Services => views::services(&rt, &state.registries.health_report()),
-        Kind::Middlewares => views::middlewares(&rt),
+impl ListQuery {
+    /// The `status` asked for: `None` for all, an error for a value that is
+    /// not a status (rather than an empty list that looks like an answer).
+    fn status(&self) -> Result<Option<Status>, ApiError> {
+        let Some(s) = self.status.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(None);
+        };
+        match s.to_ascii_lowercase().as_str() {
+            "enabled" => Ok(Some(Status::Enabled)),
+            "warning" => Ok(Some(Status::Warning)),
+            "disabled" => Ok(Some(Status::Disabled)),
+            _ => Err(ApiError::bad_request(format!(
+                "unknown status `{s}`: use one of enabled, warning, disabled"
+            ))),
+        }
     }
 }
 
-async fn list(State(state): St, Query(q): Query<ListQuery>, kind: Kind) -> Response {
-    let all = objects(&state, kind);
-    let wanted = |v: &Value, key: &str, want: &Option<String>| {
-        want.as_deref().is_none_or(|w| {
-            w.is_empty()
-                || v.get(key)
-                    .and_then(Value::as_str)
-                    .is_some_and(|x| x.eq_ignore_ascii_case(w))
-        })
-    };
+/// What the list endpoints filter and search on.
+trait Listed {
+    fn name(&self) -> &str;
+    fn provider(&self) -> &str;
+    fn status(&self) -> Status;
+    /// The fields `search` looks in.
+    fn searched(&self) -> [&str; 3];
+}
+
+impl Listed for views::RouterView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn status(&self) -> Status {
+        self.state.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.name, &self.rule, &self.service]
+    }
+}
+
+impl Listed for views::ServiceView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn status(&self) -> Status {
+        self.state.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.name, "", ""]
+    }
+}
+
+impl Listed for views::MiddlewareView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn status(&self) -> Status {
+        self.state.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.name, "", ""]
+    }
+}
+
+type St = State<Arc<ApiState>>;
+
+/// One page of `all` as Traefik answers it: filtered by status, provider
+/// and search text, with `X-Next-Page` (1 on the last page).
+fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, ApiError> {
+    let status = q.status()?;
+    let provider = q.provider.as_deref().filter(|p| !p.is_empty());
     let search = q.search.as_deref().unwrap_or("").to_ascii_lowercase();
-    let filtered: Vec<Value> = all
+    let filtered: Vec<T> = all
         .into_iter()
-        .filter(|v| wanted(v, "status", &q.status) && wanted(v, "provider", &q.provider))
+        .filter(|v| status.is_none_or(|s| v.status() == s))
+        .filter(|v| provider.is_none_or(|p| v.provider().eq_ignore_ascii_case(p)))
         .filter(|v| {
             search.is_empty()
-                || ["name", "rule", "service"].iter().any(|k| {
-                    v.get(*k)
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| s.to_ascii_lowercase().contains(&search))
-                })
+                || v.searched()
+                    .iter()
+                    .any(|s| s.to_ascii_lowercase().contains(&search))
         })
         .collect();
     let per_page = q.per_page.unwrap_or(100).clamp(1, 1000);
     let page = q.page.unwrap_or(1).max(1);
     let start = (page - 1).saturating_mul(per_page);
-    let items: Vec<Value> = filtered
-        .iter()
-        .skip(start)
-        .take(per_page)
-        .cloned()
-        .collect();
-    let next = if start + per_page < filtered.len() {
+    let next = if start.saturating_add(per_page) < filtered.len() {
         page + 1
     } else {
         1
     };
+    let total = filtered.len();
+    let items: Vec<T> = filtered
+        .into_iter()
+        .skip(start.min(total))
+        .take(per_page)
+        .collect();
     let mut resp = Json(items).into_response();
     resp.headers_mut()
         .insert("x-next-page", HeaderValue::from(next));
-    resp
+    Ok(resp)
 }
 
-async fn one(State(state): St, Path(name): Path<String>, kind: Kind) -> Response {
-    match objects(&state, kind)
-        .into_iter()
-        .find(|v| v.get("name").and_then(Value::as_str) == Some(name.as_str()))
-    {
-        Some(v) => Json(v).into_response(),
-        None => not_found(kind.singular()),
-    }
+fn find<T: Listed + Serialize>(all: Vec<T>, name: &str, what: &str) -> Result<Json<T>, ApiError> {
+    all.into_iter()
+        .find(|v| v.name() == name)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found(what))
 }
 
-fn not_found(what: &str) -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({ "message": format!("{what} not found") })),
+async fn list_routers(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(views::routers(&state.runtime.load_full()), &q)
+}
+
+async fn one_router(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<views::RouterView>, ApiError> {
+    find(views::routers(&state.runtime.load_full()), &name, "router")
+}
+
+fn all_services(state: &ApiState) -> Vec<views::ServiceView> {
+    views::services(
+        &state.runtime.load_full(),
+        &state.registries.health_report(),
     )
-        .into_response()
 }
 
-async fn overview(State(state): St) -> Json<Value> {
-    let rt = state.runtime.load_full();
-    let count = |items: Vec<Value>| {
-        let status = |s: &str| {
-            items
-                .iter()
-                .filter(|v| v.get("status").and_then(Value::as_str) == Some(s))
-                .count()
-        };
-        json!({ "total": items.len(), "warnings": status("warning"), "errors": status("disabled") })
-    };
-    let zero = json!({ "total": 0, "warnings": 0, "errors": 0 });
-    let cfg = &state.static_config;
-    let mut providers: Vec<&str> = Vec::new();
-    if cfg.providers.file.is_some() {
-        providers.push("File");
-    }
-    if cfg.providers.docker.is_some() {
-        providers.push("Docker");
-    }
-    Json(json!({
-        "http": { "routers": count(views::routers(&rt)), "services": count(views::services(&rt, &state.registries.health_report())), "middlewares": count(views::middlewares(&rt)) },
-        "tcp": { "routers": zero, "services": zero, "middlewares": zero },
-        "udp": { "routers": zero, "services": zero },
-        "features": {
-            "tracing": "",
-            "metrics": if cfg.metrics.prometheus.is_some() { "Prometheus" } else { "" },
-            "accessLog": cfg.access_log.is_some(),
-        },
-        "providers": providers,
-        "generation": rt.generation,
-        "warnings": rt.report.warnings,
-    }))
+async fn list_services(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(all_services(&state), &q)
 }
 
-async fn entry_points(State(state): St) -> Json<Vec<Value>> {
-    Json(views::entry_points(&state.static_config))
+async fn one_service(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<views::ServiceView>, ApiError> {
+    find(all_services(&state), &name, "service")
+}
+
+async fn list_middlewares(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(views::middlewares(&state.runtime.load_full()), &q)
+}
+
+async fn one_middleware(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<views::MiddlewareView>, ApiError> {
+    find(
+        views::middlewares(&state.runtime.load_full()),
+        &name,
+        "middleware",
+    )
+}
+
+async fn overview(State(state): St) -> Json<views::OverviewView> {
+    Json(views::overview(&state))
+}
+
+async fn entry_points(State(state): St) -> Response {
+    Json(views::entry_points(&state.static_config)).into_response()
 }
 
 async fn entry_point(State(state): St, Path(name): Path<String>) -> Response {
     match views::entry_points(&state.static_config)
         .into_iter()
-        .find(|v| v["name"] == name.as_str())
+        .find(|v| v.name == name)
     {
         Some(v) => Json(v).into_response(),
-        None => not_found("entry point"),
+        None => ApiError::not_found("entry point").into_response(),
     }
 }
 
-async fn rawdata(State(state): St) -> Json<Value> {
-    let rt = state.runtime.load_full();
-    let by_name = |items: Vec<Value>| -> serde_json::Map<String, Value> {
-        items
-            .into_iter()
-            .filter_map(|v| Some((v.get("name")?.as_str()?.to_owned(), v)))
-            .collect()
-    };
-    Json(json!({
-        "routers": by_name(views::routers(&rt)),
-        "services": by_name(views::services(&rt, &state.registries.health_report())),
-        "middlewares": by_name(views::middlewares(&rt)),
-    }))
+async fn rawdata(State(state): St) -> Json<views::RawDataView> {
+    Json(views::rawdata(&state))
 }
 
-async fn version(State(state): St) -> Json<Value> {
+async fn version(State(state): St) -> Json<views::VersionView> {
     let started = state
         .started
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    Json(
-        json!({ "Version": env!("CARGO_PKG_VERSION"), "Codename": "gangway", "startDate": started }),
-    )
+    Json(views::VersionView {
+        version: env!("CARGO_PKG_VERSION"),
+        codename: "gangway",
+        start_date: started,
+    })
 }
 
-async fn providers(State(state): St) -> Json<Value> {
+async fn providers(State(state): St) -> Response {
     let rt = state.runtime.load_full();
-    let mut out = serde_json::Map::new();
-    for (name, report) in &rt.report.providers {
-        let count = |map: &BTreeMap<String, crate::runtime::ObjectReport>| {
-            map.keys()
-                .filter(|k| k.ends_with(&format!("@{name}")))
-                .count()
-        };
-        let mut v = serde_json::to_value(report).unwrap_or_default();
-        if let Value::Object(m) = &mut v {
-            m.insert("routers".into(), json!(count(&rt.report.routers)));
-            m.insert("services".into(), json!(count(&rt.report.services)));
-            m.insert("middlewares".into(), json!(count(&rt.report.middlewares)));
-        }
-        out.insert(name.clone(), v);
-    }
-    Json(Value::Object(out))
+    Json(views::providers(&rt)).into_response()
 }
 
 /// Every certificate gangway serves or is obtaining: ACME ones with their
 /// order state, then those from files. Soonest expiry first within each.
-async fn certificates(State(state): St) -> Json<Vec<Value>> {
-    Json(views::certificates(&state))
+async fn certificates(State(state): St) -> Json<Vec<views::CertificateView>> {
+    Json(views::certificate_views(&state))
 }
 
 #[derive(Deserialize, Default)]
@@ -453,15 +519,19 @@ struct ContainerQuery {
 
 /// Every container a provider saw, routed or not, the not-routed first,
 /// each with the reason and the (qualified) routers and services it defines.
-async fn containers(State(state): St, Query(q): Query<ContainerQuery>) -> Json<Vec<Value>> {
+async fn containers(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ContainerQuery>,
+) -> Json<Vec<views::ContainerView>> {
     let rt = state.runtime.load_full();
-    let mut out: Vec<Value> = Vec::new();
+    let needle = q.search.as_deref().map(str::to_lowercase);
+    let mut out: Vec<views::ContainerView> = Vec::new();
     for (provider, report) in &rt.report.providers {
         for c in &report.containers {
             if q.routed.is_some_and(|r| r != c.routed) {
                 continue;
             }
-            if let Some(needle) = q.search.as_deref().map(str::to_lowercase) {
+            if let Some(needle) = &needle {
                 let hay = [
                     Some(c.name.as_str()),
                     c.compose_project.as_deref(),
@@ -470,29 +540,14 @@ async fn containers(State(state): St, Query(q): Query<ContainerQuery>) -> Json<V
                 if !hay
                     .iter()
                     .flatten()
-                    .any(|h| h.to_lowercase().contains(&needle))
+                    .any(|h| h.to_lowercase().contains(needle))
                 {
                     continue;
                 }
             }
-            let mut v = serde_json::to_value(c).unwrap_or_default();
-            if let Value::Object(m) = &mut v {
-                let qualify = |names: &[String]| -> Vec<String> {
-                    names.iter().map(|n| format!("{n}@{provider}")).collect()
-                };
-                m.insert("provider".into(), json!(provider));
-                m.insert("routers".into(), json!(qualify(&c.routers)));
-                m.insert("services".into(), json!(qualify(&c.services)));
-                m.insert("reasons".into(), json!(c.messages));
-            }
-            out.push(v);
+            out.push(views::ContainerView::new(provider, c));
         }
     }
-    out.sort_by_key(|v| {
-        (
-            v["routed"].as_bool() == Some(true),
-            v["name"].as_str().map(str::to_owned),
-        )
-    });
+    out.sort_by(|a, b| (a.routed, &a.name).cmp(&(b.routed, &b.name)));
     Json(out)
 }

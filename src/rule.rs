@@ -180,6 +180,20 @@ impl Matcher {
         out
     }
 
+    /// The hosts and paths the rule routes, read from its `Host`,
+    /// `HostRegexp`, `Path` and `PathPrefix` matchers, so that nothing
+    /// outside this module has to read rule text to find them.
+    ///
+    /// Matchers under a negation are left out: ``!Host(`a`)`` does not
+    /// route `a`. Hosts are normalized as in [`Matcher::domains`]; patterns
+    /// and paths are listed as written. Each list keeps the order of
+    /// appearance, without duplicates.
+    pub fn targets(&self) -> RuleTargets {
+        let mut out = RuleTargets::default();
+        self.root.collect_targets(&mut out);
+        out
+    }
+
     /// Why this rule does not match the request: `None` if it matches,
     /// otherwise a short sentence naming the first failing matcher, such as
     /// ``PathPrefix(`/api`) does not match path `/web` ``.
@@ -199,6 +213,19 @@ impl fmt::Display for Matcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.root.write(f, false)
     }
+}
+
+/// What [`Matcher::targets`] finds in a rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RuleTargets {
+    /// Values of `Host` matchers, lowercased, without a trailing dot.
+    pub hosts: Vec<String>,
+    /// Patterns of `HostRegexp` matchers.
+    pub host_regexps: Vec<String>,
+    /// Values of `Path` matchers.
+    pub paths: Vec<String>,
+    /// Values of `PathPrefix` matchers.
+    pub path_prefixes: Vec<String>,
 }
 
 /// Displays a node as a complete rule, without outer parentheses.
@@ -278,6 +305,18 @@ impl Node {
             Node::And(items) | Node::Or(items) => {
                 for item in items {
                     item.collect_domains(out);
+                }
+            }
+        }
+    }
+
+    fn collect_targets(&self, out: &mut RuleTargets) {
+        match self {
+            Node::Leaf(leaf) => leaf.collect_targets(out),
+            Node::Not(_) => {}
+            Node::And(items) | Node::Or(items) => {
+                for item in items {
+                    item.collect_targets(out);
                 }
             }
         }

@@ -1,8 +1,10 @@
 //! The read-only API, /ping, /metrics and the access log, through the real
 //! binary.
 
+mod docker_support;
 mod support;
 
+use docker_support::{Run, SERIAL, Spec, ready};
 use http::StatusCode;
 use serde_json::Value;
 use std::time::Duration;
@@ -490,4 +492,397 @@ async fn metric_prefix_can_be_traefiks() {
     let (_, _, text) = api.get("/metrics").await;
     assert!(text.contains(r#"traefik_service_requests_total{code="200",method="GET",protocol="http",service="app@file"} 1"#), "{text}");
     assert!(!text.contains("gangway_service_requests_total"));
+}
+
+#[tokio::test]
+async fn an_api_error_is_json_with_a_message() {
+    let (_b, _gw, api) = start(&[]).await;
+    for (path, status, says) in [
+        (
+            "/api/http/routers?per_page=abc",
+            StatusCode::BAD_REQUEST,
+            "per_page",
+        ),
+        (
+            "/api/http/services?page=-1",
+            StatusCode::BAD_REQUEST,
+            "page",
+        ),
+        (
+            "/api/containers?routed=maybe",
+            StatusCode::BAD_REQUEST,
+            "routed",
+        ),
+        (
+            "/api/http/routers?status=broken",
+            StatusCode::BAD_REQUEST,
+            "enabled, warning, disabled",
+        ),
+        (
+            "/api/http/middlewares?status=broken",
+            StatusCode::BAD_REQUEST,
+            "broken",
+        ),
+        (
+            "/api/http/routers/nope@file",
+            StatusCode::NOT_FOUND,
+            "router not found",
+        ),
+        (
+            "/api/nothing-here",
+            StatusCode::NOT_FOUND,
+            "404 page not found",
+        ),
+    ] {
+        let (got, headers, body) = api.get(path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        assert_eq!(
+            headers["content-type"], "application/json",
+            "{path}: {body}"
+        );
+        let json: Value =
+            serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        let message = json["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{path}: {body}");
+    }
+    // The API is read-only: another method is refused, in JSON too.
+    let req = http::Request::post(format!("http://127.0.0.1:{}/api/overview", api.port))
+        .body(Default::default())
+        .unwrap();
+    let resp = api.client.request(req).await.expect("api request");
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let body = http_body_util::BodyExt::collect(resp.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let json: Value = serde_json::from_slice(&body).expect("a JSON error");
+    assert!(
+        json["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("read-only")),
+        "{json}"
+    );
+
+    // Still accepted: any case, and empty meaning "all", as the dashboard sends.
+    let disabled = api.json("/api/http/routers?status=DISABLED").await;
+    assert_eq!(disabled.as_array().map(Vec::len), Some(2), "{disabled}");
+    let all = api.json("/api/http/routers?status=").await;
+    assert!(all.as_array().is_some_and(|a| a.len() > 2), "{all}");
+}
+
+// === golden files ===
+
+/// The fixed configuration the golden files describe. Servers are never
+/// contacted (no health check, no request), so their URLs can be fixed.
+fn golden_config(cert: &std::path::Path, key: &std::path::Path) -> String {
+    format!(
+        r#"
+[http.routers.app]
+rule = "Host(`app.test`) || Host(`www.app.test`)"
+service = "app"
+middlewares = ["strip", "login"]
+[http.routers.api-path]
+rule = "Host(`app.test`) && (PathPrefix(`/api`) || Path(`/health`)) && !PathPrefix(`/api/admin`)"
+service = "app"
+priority = 100
+[http.routers.regexp]
+rule = "HostRegexp(`^[a-z]+\\.regexp\\.test$`)"
+service = "split"
+entryPoints = ["web"]
+[http.routers.secure]
+rule = "Host(`secure.test`)"
+service = "app"
+[http.routers.secure.tls]
+[http.routers.broken]
+rule = "Host(`broken.test`) &&"
+service = "app"
+[http.routers.orphan]
+rule = "Host(`orphan.test`)"
+service = "missing"
+[http.services.app.loadBalancer]
+passHostHeader = false
+[[http.services.app.loadBalancer.servers]]
+url = "http://127.0.0.1:9"
+[[http.services.app.loadBalancer.servers]]
+url = "http://127.0.0.1:10"
+[http.services.split.weighted]
+[[http.services.split.weighted.services]]
+name = "app"
+weight = 3
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/x"]
+[http.middlewares.login.basicAuth]
+users = ["ann:{hash}"]
+[[tls.certificates]]
+certFile = "{cert}"
+keyFile = "{key}"
+"#,
+        hash = ANN_HASH,
+        cert = cert.display(),
+        key = key.display(),
+    )
+}
+
+/// Each endpoint, by the golden file that holds its answer.
+const GOLDEN: &[(&str, &str)] = &[
+    ("overview", "/api/overview"),
+    ("entrypoints", "/api/entrypoints"),
+    ("entrypoint-web", "/api/entrypoints/web"),
+    ("routers", "/api/http/routers"),
+    ("router-api-path", "/api/http/routers/api-path@file"),
+    ("routers-disabled", "/api/http/routers?status=disabled"),
+    ("services", "/api/http/services"),
+    ("service-app", "/api/http/services/app@file"),
+    ("middlewares", "/api/http/middlewares"),
+    ("middleware-strip", "/api/http/middlewares/strip@file"),
+    ("rawdata", "/api/rawdata"),
+    ("version", "/api/version"),
+    ("providers", "/api/providers"),
+    ("certificates", "/api/certificates"),
+    ("containers", "/api/containers"),
+    ("explain", "/api/explain?host=app.test&path=/api/users"),
+];
+
+/// Errors, by golden file: the status and the answer.
+const GOLDEN_ERRORS: &[(&str, &str, StatusCode)] = &[
+    (
+        "error-not-found",
+        "/api/http/routers/nope@file",
+        StatusCode::NOT_FOUND,
+    ),
+    (
+        "error-per-page",
+        "/api/http/routers?per_page=abc",
+        StatusCode::BAD_REQUEST,
+    ),
+    (
+        "error-status",
+        "/api/http/routers?status=broken",
+        StatusCode::BAD_REQUEST,
+    ),
+];
+
+/// Keys whose values differ from run to run: times, the count of
+/// configurations applied (file-watch events may add one), the version,
+/// which changes with every release, and Docker's container ids.
+const VARYING: &[&str] = &[
+    "startDate",
+    "lastSync",
+    "generation",
+    "Version",
+    // Docker's container ids.
+    "id",
+    "containerId",
+];
+
+/// Replaces what must vary between runs: the values of [`VARYING`] keys,
+/// the ports of gangway and of the servers, and `texts` (such as the
+/// certificate's directory or the suffix of the Docker containers' names).
+fn normalize(value: &mut Value, ports: &[(u16, &str)], texts: &[(&str, &str)]) {
+    let text = |s: &str| {
+        let mut text = s.to_owned();
+        for (varying, placeholder) in texts {
+            text = text.replace(varying, placeholder);
+        }
+        for (port, name) in ports {
+            text = text.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:<{name}>"));
+        }
+        text
+    };
+    match value {
+        // Keys too: server URLs are the keys of `serverStatus`.
+        Value::Object(map) => {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, mut v)| {
+                    if VARYING.contains(&k.as_str()) {
+                        v = Value::String("<varies>".into());
+                    } else {
+                        normalize(&mut v, ports, texts);
+                    }
+                    (text(&k), v)
+                })
+                .collect();
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| normalize(v, ports, texts)),
+        Value::String(s) => *s = text(s),
+        _ => {}
+    }
+}
+
+/// Every difference between the golden and the live answer, one line each,
+/// by JSON pointer: a changed value, a field gone, a field new.
+fn differences(at: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            // JSON pointer escapes, since server URLs are keys.
+            let key = |k: &str| k.replace('~', "~0").replace('/', "~1");
+            for (k, wv) in w {
+                match g.get(k) {
+                    Some(gv) => differences(&format!("{at}/{}", key(k)), wv, gv, out),
+                    None => out.push(format!("{at}/{}: gone (golden: {wv})", key(k))),
+                }
+            }
+            for (k, gv) in g {
+                if !w.contains_key(k) {
+                    out.push(format!("{at}/{}: new field: {gv}", key(k)));
+                }
+            }
+        }
+        (Value::Array(w), Value::Array(g)) => {
+            for i in 0..w.len().max(g.len()) {
+                match (w.get(i), g.get(i)) {
+                    (Some(wv), Some(gv)) => differences(&format!("{at}/{i}"), wv, gv, out),
+                    (Some(wv), None) => out.push(format!("{at}/{i}: gone (golden: {wv})")),
+                    (None, Some(gv)) => out.push(format!("{at}/{i}: new item: {gv}")),
+                    (None, None) => {}
+                }
+            }
+        }
+        _ if want == got => {}
+        _ => out.push(format!("{at}: golden {want}, now {got}")),
+    }
+}
+
+#[tokio::test]
+async fn every_endpoint_answers_as_its_golden_file() {
+    let certs = tempfile::tempdir().expect("tempdir");
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["secure.test".to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "golden test");
+    params.not_before = rcgen::date_time_ymd(2026, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+    let cert = params.self_signed(&key).unwrap();
+    let (cert_path, key_path) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &golden_config(&cert_path, &key_path),
+        &["--api.insecure=true", "--ping", "--metrics.prometheus", &ep],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(
+        Duration::from_secs(10),
+        "the file's routers and certificate",
+        || async {
+            let (status, _, body) = api.get("/api/certificates").await;
+            status == StatusCode::OK && body.contains("secure.test")
+        },
+    )
+    .await;
+
+    let ports = [(gw.port, "web"), (internal, "gangway")];
+    let dir = certs.path().display().to_string();
+    let mut answers: Vec<(&str, &str, Value)> = Vec::new();
+    for (file, path) in GOLDEN {
+        answers.push((file, path, api.json(path).await));
+    }
+    for (file, path, status) in GOLDEN_ERRORS {
+        let (got, _, body) = api.get(path).await;
+        assert_eq!(got, *status, "{path}: {body}");
+        let json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        answers.push((file, path, json));
+    }
+    for (_, _, got) in &mut answers {
+        normalize(got, &ports, &[(dir.as_str(), "<dir>")]);
+    }
+    compare_with_golden(answers);
+}
+
+/// Compares each answer with its golden file, field by field, and fails
+/// listing every difference; with `GANGWAY_BLESS=1`, rewrites the files.
+fn compare_with_golden(answers: Vec<(&str, &str, Value)>) {
+    let bless = std::env::var_os("GANGWAY_BLESS").is_some_and(|v| v == "1");
+    let golden_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/api");
+    let mut failures = Vec::new();
+    for (file, path, got) in answers {
+        let golden = golden_dir.join(format!("{file}.json"));
+        if bless {
+            std::fs::create_dir_all(&golden_dir).unwrap();
+            let text = serde_json::to_string_pretty(&got).unwrap() + "\n";
+            std::fs::write(&golden, text).unwrap();
+            continue;
+        }
+        let want: Value = match std::fs::read_to_string(&golden) {
+            Ok(text) => {
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", golden.display()))
+            }
+            Err(e) => {
+                failures.push(format!("{file}.json ({path}): {e}"));
+                continue;
+            }
+        };
+        let mut diffs = Vec::new();
+        differences("", &want, &got, &mut diffs);
+        if !diffs.is_empty() {
+            failures.push(format!("{file}.json ({path}):\n  {}", diffs.join("\n  ")));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "answers differ from tests/golden/api (GANGWAY_BLESS=1 rewrites them; review the diff):\n{}",
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn docker_objects_answer_as_their_golden_files() {
+    let _serial = SERIAL.lock().await;
+    if !ready("docker_objects_answer_as_their_golden_files").await {
+        return;
+    }
+    let run = Run::new("apigolden");
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let _gw = run.gangway(&["--api.insecure=true", &ep]).await;
+    let api = Api::new(internal);
+    let shop = Spec::new("shop")
+        .routed("gangway", "shop", "shop.test", "shop")
+        .label("gangway.http.routers.shop.middlewares", "strip")
+        .label(
+            "gangway.http.middlewares.strip.stripprefix.prefixes",
+            "/shop",
+        );
+    let quiet = Spec::new("quiet");
+    let shop_name = run.start(&shop).await;
+    let quiet_name = run.start(&quiet).await;
+    eventually(
+        Duration::from_secs(10),
+        "both containers running in the API",
+        || async {
+            let (_, _, body) = api.get("/api/containers").await;
+            let list: Value = serde_json::from_str(&body).unwrap_or_default();
+            let running = |name: &str| {
+                list.as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|c| c["name"] == name && c["state"] == "running")
+                })
+            };
+            running(&shop_name) && running(&quiet_name) && body.contains("shop@docker")
+        },
+    )
+    .await;
+
+    let mut answers = Vec::new();
+    for (file, path) in [
+        ("docker-containers", "/api/containers"),
+        ("docker-routers", "/api/http/routers?provider=docker"),
+        ("docker-services", "/api/http/services?provider=docker"),
+        (
+            "docker-middlewares",
+            "/api/http/middlewares?provider=docker",
+        ),
+    ] {
+        let mut got = api.json(path).await;
+        normalize(&mut got, &[(shop.port, "shop")], &[(run.suffix(), "<run>")]);
+        answers.push((file, path, got));
+    }
+    compare_with_golden(answers);
 }

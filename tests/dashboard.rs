@@ -35,6 +35,10 @@ middlewares = ["strip", "hdr"]
 [http.routers.broken]
 rule = "Host(`broken.test`) &&"
 service = "app"
+[http.routers.secure]
+rule = "Host(`WWW.secure.test`) && PathPrefix(`/shop`)"
+service = "app"
+[http.routers.secure.tls]
 [http.services.app.loadBalancer]
 [[http.services.app.loadBalancer.servers]]
 url = "{}"

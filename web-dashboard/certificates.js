@@ -1,5 +1,5 @@
 // Certificates: what each resolver (or the file provider) holds, and when
-// it expires. Every field is optional: the page shows what the API gives.
+// it expires.
 
 import { optional } from './api.js';
 import { h, list, toDate, timeAgo, shortDate, relative, table, render, empty, objLink, tag, section, icon } from './dom.js';
@@ -8,20 +8,21 @@ import { h, list, toDate, timeAgo, shortDate, relative, table, render, empty, ob
 export const SOON_DAYS = 30;
 const DAY = 86400 * 1000;
 
-/** One certificate from /api/certificates, in one shape whatever the API spelled. */
+/**
+ * One certificate from /api/certificates, with its dates as Date objects.
+ * `source` is `acme` (with the resolver's order state) or `file` (with
+ * `status` `valid` or `expired`).
+ */
 export function normalizeCert(c) {
-  const raw = list(c.domains ?? c.domain ?? c.names ?? c.sans);
-  const domains = raw.flatMap((d) => (typeof d === 'object' && d ? [d.main, ...list(d.sans)] : [d])).filter(Boolean).map(String);
-  const notAfter = toDate(c.notAfter ?? c.not_after ?? c.expires ?? c.expiry);
-  const status = String(c.status || (notAfter ? 'valid' : 'unknown')).toLowerCase();
   return {
-    domains,
-    resolver: c.resolver ?? c.certResolver ?? (c.source || ''),
-    status,
+    source: c.source,
+    domains: list(c.domains),
+    resolver: c.resolver || '',
+    status: c.status,
     issuer: c.issuer,
-    notAfter,
-    nextAttempt: c.nextAttempt ?? c.renewAt,
-    lastError: c.lastError ?? c.error,
+    notAfter: toDate(c.notAfter),
+    nextAttempt: c.nextAttempt,
+    lastError: c.lastError,
     storageError: c.storageError,
     failures: c.failures,
     routers: list(c.routers),
@@ -47,7 +48,7 @@ export function expiryCell(notAfter) {
 
 /** The status of one certificate as a badge. */
 export function certBadge(status) {
-  const cls = { valid: 'enabled', renewing: 'warning', pending: 'pending', error: 'disabled' }[status] || 'pending';
+  const cls = { valid: 'enabled', renewing: 'warning', pending: 'pending', error: 'disabled', expired: 'disabled' }[status] || 'pending';
   return h('span', { class: `badge status-${cls}` }, icon(cls === 'enabled' ? 'check' : cls === 'disabled' ? 'cross' : 'info'), status);
 }
 

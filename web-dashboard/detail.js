@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, providerOf, section, kv, callout, icon } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, section, kv, callout, icon } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -34,10 +34,19 @@ function errors(o) {
     disabled ? 'Not in use because of an error' : 'Working, with a warning', errs));
 }
 
+/** The containers and labels behind an object (Docker objects only). */
 function provenance(o) {
-  const p = o.provenance ?? o.source ?? o.origin;
-  if (p === undefined || p === null) return null;
-  return section('Where it comes from', h('div', { id: 'provenance' }, kv(p)));
+  const sources = list(o.provenance);
+  if (!sources.length) return null;
+  return section('Where it comes from', h('div', { id: 'provenance' }, table(
+    [{ title: 'Container' }, { title: 'Compose service' }, { title: 'Labels', cls: 'wide' }],
+    sources.map((p) => ({
+      cells: [
+        h('span', { title: p.containerId }, p.containerName),
+        p.composeService ? h('code', {}, `${p.composeProject || ''}/${p.composeService}`) : h('span', { class: 'muted' }, '—'),
+        p.labels ? h('span', { class: 'chips' }, list(p.labels).map((l) => h('code', { class: 'chip' }, l))) : h('span', { class: 'muted' }, 'implicit'),
+      ],
+    })))));
 }
 
 function raw(o) {
@@ -63,19 +72,10 @@ function serversTable(s) {
   const cols = [{ title: 'Server', cls: 'wide' }, { title: 'Health' }];
   if (weights) cols.push({ title: 'Weight', cls: 'num' });
   return table(cols, servers.map((v) => {
-    const cells = [h('code', {}, v.url ?? v.address ?? JSON.stringify(v)), health(st[v.url], checks[v.url])];
+    const cells = [h('code', {}, v.url), health(st[v.url], checks[v.url])];
     if (weights) cells.push(String(v.weight ?? 1));
     return { cells, data: { server: v.url } };
   }), 'servers');
-}
-
-/** Host names a rule asks for, to find the router's certificate. */
-function hostsOf(ruleText) {
-  const out = [];
-  for (const m of String(ruleText || '').matchAll(/Host(?:SNI)?\s*\(([^)]*)\)/g)) {
-    for (const v of m[1].matchAll(/`([^`]*)`|"([^"]*)"/g)) out.push((v[1] ?? v[2]).toLowerCase());
-  }
-  return out;
 }
 
 function flowNode(kindLabel, content, sub, cls = '') {
@@ -83,7 +83,7 @@ function flowNode(kindLabel, content, sub, cls = '') {
 }
 
 function routerBody(o, mws, svc, certs) {
-  const provider = o.provider || providerOf(o.name);
+  const provider = o.provider;
   const using = list(o.using);
   const configured = list(o.entryPoints);
   const tls = o.tls;
@@ -91,6 +91,12 @@ function routerBody(o, mws, svc, certs) {
 
   out.push(section('Route', fields([
     ['Rule', rule(o.rule)],
+    ['Hosts', o.hosts.length || o.hostRegexps.length ? h('span', { class: 'chips', id: 'hosts' },
+      o.hosts.map((x) => h('code', { class: 'chip' }, x)),
+      o.hostRegexps.map((x) => h('code', { class: 'chip', title: 'HostRegexp' }, x))) : null],
+    ['Paths', o.paths.length || o.pathPrefixes.length ? h('span', { class: 'chips', id: 'paths' },
+      o.paths.map((x) => h('code', { class: 'chip', title: 'Path' }, x)),
+      o.pathPrefixes.map((x) => h('code', { class: 'chip', title: 'PathPrefix' }, `${x}…`))) : null],
     ['Priority', h('span', {}, priority(o.priority), h('small', { class: 'muted' }, ' higher wins; by default the length of the rule'))],
     ['Entry points', h('span', { class: 'chips' }, (using.length ? using : configured).map((e) => tag(e)),
       !configured.length ? h('small', { class: 'muted' }, ' (none configured: every entry point but the internal one)') : null)],
@@ -123,7 +129,7 @@ function routerBody(o, mws, svc, certs) {
   }
 
   if (tls) {
-    const hosts = new Set([...hostsOf(o.rule), ...list(tls.domains).flatMap((d) => [d.main, ...list(d.sans)]).filter(Boolean)]);
+    const hosts = new Set([...o.hosts, ...list(tls.domains).flatMap((d) => [d.main, ...list(d.sans)]).filter(Boolean)]);
     const mine = certs.filter((c) => c.routers.includes(o.name) || c.domains.some((d) => hosts.has(d.toLowerCase()) ||
       (d.startsWith('*.') && [...hosts].some((x) => x.endsWith(d.slice(1))))));
     out.push(section('Certificate', mine.length ? certTable(sortCerts(mine), { compact: true })
@@ -141,7 +147,7 @@ function serviceSummaryText(s) {
 }
 
 function serviceBody(o) {
-  const provider = o.provider || providerOf(o.name);
+  const provider = o.provider;
   const out = [errors(o)];
   if (INTERNAL[o.name]) out.push(section('Built-in service', h('p', {}, INTERNAL[o.name])));
   if (o.loadBalancer) {
@@ -181,15 +187,8 @@ function usedBy(o) {
   return h('ul', { class: 'used-by' }, names.map((n) => h('li', {}, objLink('routers', n))));
 }
 
-/** The key holding a middleware's options: `stripPrefix` for type `stripprefix`. */
-function optionsKey(o) {
-  const known = new Set(['name', 'provider', 'type', 'status', 'error', 'usedBy', 'provenance']);
-  const keys = Object.keys(o).filter((k) => !known.has(k));
-  return keys.find((k) => o.type && k.toLowerCase() === String(o.type).toLowerCase()) || keys[0];
-}
-
 function middlewareBody(o) {
-  const key = optionsKey(o);
+  const key = o.optionsKey;
   return [
     errors(o),
     section(key ? `Options (${key})` : 'Options', h('div', { id: 'options' }, key ? kv(o[key]) : h('p', { class: 'muted' }, 'none'))),
@@ -222,7 +221,7 @@ export function detailPage(kind, name) {
         return;
       }
       if (kind === 'routers') {
-        const provider = o.provider || providerOf(o.name);
+        const provider = o.provider;
         const [mws, svc, certs] = await Promise.all([
           Promise.all(list(o.middlewares).map((m) => qualify(m, provider)).map((m) =>
             one('middlewares', m, signal).catch((e) => {

@@ -3,7 +3,7 @@
 // address so a filtered view can be bookmarked or shared.
 
 import { get, getPage, optional, query } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, providerOf, icon } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon } from './dom.js';
 
 const PER_PAGE = 50;
 
@@ -42,7 +42,7 @@ function links(kind, names, provider, max = 3) {
 
 /** A one-line health summary of a service's servers: "2 servers · 1 down". */
 export function serversSummary(s) {
-  const provider = s.provider || providerOf(s.name);
+  const provider = s.provider;
   if (s.loadBalancer) {
     const servers = list(s.loadBalancer.servers);
     const st = s.serverStatus || {};
@@ -75,7 +75,7 @@ const COLUMNS = {
 };
 
 function cells(kind, o) {
-  const provider = o.provider || providerOf(o.name);
+  const provider = o.provider;
   switch (kind) {
     case 'routers':
       return [

@@ -4,7 +4,6 @@
 import { get, optional, query } from './api.js';
 import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KINDS, callout, icon } from './dom.js';
 import { normalizeCert, needsLook, sortCerts, certTable, SOON_DAYS } from './certificates.js';
-import { normalizeContainer } from './containers.js';
 
 const KIND_NAMES = ['routers', 'services', 'middlewares'];
 
@@ -108,17 +107,15 @@ function providersTable(providers) {
       : p.lastSync
         ? h('span', { class: 'state state-good' }, h('span', { class: 'dot' }), p.connected === true ? 'connected' : 'in sync')
         : h('span', { class: 'state' }, h('span', { class: 'dot' }), 'waiting');
-    const counts = ['routers', 'services', 'middlewares', 'containers']
-      .filter((k) => typeof p[k] === 'number')
-      .map((k) => `${p[k]} ${k}`)
-      .join(' · ');
+    const counts = [`${p.routers} routers`, `${p.services} services`, `${p.middlewares} middlewares`,
+      ...(p.containers ? [`${p.containers.length} containers`] : [])].join(' · ');
     return {
       data: { provider: name },
       cells: [
         h('a', { href: `#/routers?provider=${encodeURIComponent(name)}` }, h('strong', {}, name)),
         h('div', {}, state, p.lastError ? h('div', { class: 'error-text small' }, p.lastError) : null),
         timeAgo(p.lastSync),
-        counts || h('span', { class: 'muted' }, '—'),
+        counts,
       ],
     };
   }));
@@ -166,7 +163,7 @@ export function overviewPage() {
         eps: list(eps),
         providers: providers || {},
         certs: list(certs).map(normalizeCert),
-        containers: list(containers).map(normalizeContainer),
+        containers: list(containers),
         problems: probs,
       };
       render(body, { overview, eps, providers, certs, containers, probs }, () => [

@@ -1,15 +1,15 @@
 //! `/api/explain`: which router gets a request, and why not the others.
 
-use super::ApiState;
+use super::views::ErrorView;
+use super::{ApiError, ApiState};
 use crate::config::QualifiedName;
 use crate::rule::RequestFacts;
 use crate::runtime::{Status, Upstream};
 use axum::Json;
 use axum::extract::{RawQuery, State};
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -35,19 +35,10 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         // they do; a malformed escape is refused like any bad value.
         let Ok(v) = crate::percent::decode_query_component(v).map(std::borrow::Cow::into_owned)
         else {
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(json!({ "message": format!("`{k}`: malformed percent-encoding") })),
-            )
+            return ApiError::bad_request(format!("`{k}`: malformed percent-encoding"))
                 .into_response();
         };
-        let bad = |what: &str| {
-            (
-                StatusCode::BAD_REQUEST,
-                Json(json!({ "message": format!("{what}: `{v}`") })),
-            )
-                .into_response()
-        };
+        let bad = |what: &str| ApiError::bad_request(format!("{what}: `{v}`")).into_response();
         match k {
             "method" => match Method::from_bytes(v.to_ascii_uppercase().as_bytes()) {
                 Ok(m) => method = m,
@@ -101,7 +92,7 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
             continue;
         };
         let mut candidates = Vec::new();
-        let mut winner: Option<Value> = None;
+        let mut winner: Option<Winner> = None;
         for route in table.iter() {
             let verdict = if route.tls != tls {
                 Some(if route.tls {
@@ -114,17 +105,19 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
             };
             let matched = verdict.is_none() && winner.is_none();
             let shadowed = verdict.is_none() && winner.is_some();
-            candidates.push(json!({
-                "router": route.name,
-                "priority": route.priority,
-                "rule": route.matcher.to_string(),
-                "matched": matched,
-                "reason": match (&verdict, shadowed) {
+            candidates.push(Candidate {
+                router: route.name.clone(),
+                priority: route.priority,
+                rule: route.matcher.to_string(),
+                matched,
+                reason: match (&verdict, shadowed) {
                     (Some(r), _) => r.clone(),
-                    (None, true) => "matches, but a router with higher priority takes the request".to_owned(),
+                    (None, true) => {
+                        "matches, but a router with higher priority takes the request".to_owned()
+                    }
                     (None, false) => "matches".to_owned(),
                 },
-            }));
+            });
             if matched {
                 let config = rt.dynamic.http.routers.get(&route.name);
                 let servers: Vec<String> = match &*route.upstream {
@@ -143,27 +136,117 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
                             .collect()
                     })
                     .unwrap_or_default();
-                winner = Some(json!({
-                    "router": route.name,
-                    "middlewares": middlewares,
-                    "service": route.service_name,
-                    "servers": servers,
-                }));
+                winner = Some(Winner {
+                    router: route.name.clone(),
+                    middlewares,
+                    service: route.service_name.clone(),
+                    servers,
+                });
             }
         }
-        eps.push(json!({ "entryPoint": name, "winner": winner, "candidates": candidates }));
+        eps.push(EntryPointVerdict {
+            entry_point: name.clone(),
+            winner,
+            candidates,
+        });
     }
-    let disabled: Vec<Value> = rt
+    let disabled: Vec<DisabledRouter> = rt
         .report
         .routers
         .iter()
         .filter(|(_, r)| r.status == Status::Disabled)
-        .map(|(n, r)| json!({ "router": n, "errors": r.errors }))
+        .map(|(n, r)| DisabledRouter {
+            router: n.clone(),
+            errors: ErrorView::of_report(r),
+        })
         .collect();
-    Json(json!({
-        "request": { "method": method.as_str(), "host": host, "path": path, "clientIp": client_ip.to_string(), "tls": tls },
-        "entryPoints": eps,
-        "disabledRouters": disabled,
-    }))
+    Json(ExplainView {
+        request: RequestView {
+            method: method.as_str().to_owned(),
+            host,
+            path,
+            client_ip: client_ip.to_string(),
+            tls,
+        },
+        entry_points: eps,
+        disabled_routers: disabled,
+    })
     .into_response()
+}
+
+/// The answer of `/api/explain`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainView {
+    /// The request as understood.
+    pub request: RequestView,
+    /// Per entry point, the winner and every candidate.
+    pub entry_points: Vec<EntryPointVerdict>,
+    /// Routers that take no request because of an error.
+    pub disabled_routers: Vec<DisabledRouter>,
+}
+
+/// The request explained, as read from the query.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestView {
+    /// Method, uppercase.
+    pub method: String,
+    /// Host as given.
+    pub host: String,
+    /// Path (and query) as given.
+    pub path: String,
+    /// The client's address.
+    pub client_ip: String,
+    /// Whether the connection is TLS.
+    pub tls: bool,
+}
+
+/// What one entry point does with the request.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryPointVerdict {
+    /// The entry point.
+    pub entry_point: String,
+    /// The router that takes the request there, if one does.
+    pub winner: Option<Winner>,
+    /// Every router on the entry point, in the order they are tried.
+    pub candidates: Vec<Candidate>,
+}
+
+/// The router that takes the request, and where it sends it.
+#[derive(Debug, Serialize)]
+pub struct Winner {
+    /// Qualified router name.
+    pub router: String,
+    /// Its middlewares in order, qualified.
+    pub middlewares: Vec<String>,
+    /// Its service, qualified.
+    pub service: String,
+    /// The service's server URLs, for a load balancer.
+    pub servers: Vec<String>,
+}
+
+/// One router tried, and whether and why it matched.
+#[derive(Debug, Serialize)]
+pub struct Candidate {
+    /// Qualified router name.
+    pub router: String,
+    /// Its effective priority.
+    pub priority: i64,
+    /// Its rule, in canonical form.
+    pub rule: String,
+    /// Whether it takes the request.
+    pub matched: bool,
+    /// Why it matched or not, in a sentence.
+    pub reason: String,
+}
+
+/// A router that is disabled, with its errors.
+#[derive(Debug, Serialize)]
+pub struct DisabledRouter {
+    /// Qualified router name.
+    pub router: String,
+    /// Why it is disabled.
+    pub errors: Vec<ErrorView>,
 }

@@ -1,14 +1,27 @@
-//! JSON views of the runtime in Traefik's API shapes, and the Prometheus text.
+//! The API's answers as typed views of the runtime, in Traefik v3's field
+//! names and shapes where Traefik has the endpoint, gangway's own where it
+//! does not; and the Prometheus text.
+//!
+//! Each view is built from the runtime when a request asks and serialized
+//! as is: the field list of a struct here is the API's contract, checked
+//! against the golden files in `tests/golden/api/`.
 
 use super::ApiState;
+use crate::acme::CertificateState;
 use crate::config::QualifiedName;
-use crate::config::static_config::StaticConfig;
-use crate::health::{ServerStatus, ServiceHealthReport};
+use crate::config::dynamic::{
+    Failover, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service, Weighted,
+};
+use crate::config::provenance::{ContainerRecord, NotRouted, Source};
+use crate::config::static_config::{EntryPoint, StaticConfig};
+use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
 use crate::metrics::{Exposition, ObjectLabels};
 use crate::runtime::registries::StatsKind;
-use crate::runtime::{ObjectReport, Runtime};
+use crate::runtime::report::ProviderReport;
+use crate::runtime::{ObjectReport, Runtime, Status};
+use crate::tls::FileCertificate;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 fn provider_of(name: &str) -> String {
@@ -17,189 +30,728 @@ fn provider_of(name: &str) -> String {
         .unwrap_or_default()
 }
 
-fn merge(mut base: Value, extra: Value) -> Value {
-    if let (Value::Object(b), Value::Object(e)) = (&mut base, extra) {
-        b.extend(e);
+// === errors ===
+
+/// One problem of an object (or of the configuration as a whole), as the
+/// API shows it. Every error the API reports is rendered here, so a richer
+/// error (with where it came from) changes this one type.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct ErrorView(String);
+
+impl ErrorView {
+    /// The errors and warnings of one object's report.
+    pub fn of_report(report: &ObjectReport) -> Vec<ErrorView> {
+        Self::all(&report.errors)
     }
-    base
+
+    /// A list of errors or warnings.
+    pub fn all(errors: &[String]) -> Vec<ErrorView> {
+        errors.iter().map(|e| ErrorView(e.clone())).collect()
+    }
 }
 
-fn status_fields(report: Option<&ObjectReport>, using_key: &str) -> Value {
-    let default = ObjectReport::default();
-    let r = report.unwrap_or(&default);
-    let mut v = json!({ "status": r.status });
-    if !r.errors.is_empty() {
-        v["error"] = json!(r.errors);
-    }
-    v[using_key] = json!(r.using);
-    v
+/// The fields every router, service and middleware has besides its
+/// configuration: status, problems and where it comes from.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateView {
+    /// `enabled`, `warning` or `disabled`.
+    pub status: Status,
+    /// What is wrong, one entry per problem (Traefik's `error`).
+    #[serde(rename = "error", skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ErrorView>,
+    /// The containers and labels behind the object, when its provider knows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub provenance: Vec<Source>,
 }
 
-fn to_value<T: Serialize>(t: &T) -> Value {
-    serde_json::to_value(t).unwrap_or(Value::Null)
+impl StateView {
+    fn of(report: Option<&ObjectReport>) -> Self {
+        report.map_or(
+            StateView {
+                status: Status::Enabled,
+                errors: Vec::new(),
+                provenance: Vec::new(),
+            },
+            |r| StateView {
+                status: r.status,
+                errors: ErrorView::of_report(r),
+                provenance: r.provenance.clone(),
+            },
+        )
+    }
+}
+
+fn using(report: Option<&ObjectReport>) -> Vec<String> {
+    report.map(|r| r.using.clone()).unwrap_or_default()
+}
+
+// === routers ===
+
+/// A router as `/api/http/routers` lists it: Traefik's router fields with
+/// the service and middlewares qualified and the effective priority, plus
+/// the hosts and paths its rule routes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouterView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// The entry points configured; empty means all but the internal one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entry_points: Vec<String>,
+    /// The entry points it is attached to.
+    pub using: Vec<String>,
+    /// The rule as written.
+    pub rule: String,
+    /// Traefik's `ruleSyntax`, when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_syntax: Option<String>,
+    /// The priority in effect: the configured one, or the rule's length.
+    pub priority: i64,
+    /// Middlewares in order, qualified.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middlewares: Vec<String>,
+    /// The service, qualified.
+    pub service: String,
+    /// TLS settings, when the router takes TLS connections only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<RouterTls>,
+    /// Traefik's observability switches, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observability: Option<Value>,
+    /// Hosts of the rule's `Host` matchers, lowercased (none under `!`).
+    pub hosts: Vec<String>,
+    /// Patterns of the rule's `HostRegexp` matchers.
+    pub host_regexps: Vec<String>,
+    /// Values of the rule's `Path` matchers.
+    pub paths: Vec<String>,
+    /// Values of the rule's `PathPrefix` matchers.
+    pub path_prefixes: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+impl RouterView {
+    fn new(name: &str, router: &Router, report: Option<&ObjectReport>) -> Self {
+        let provider = provider_of(name);
+        let Router {
+            entry_points,
+            rule,
+            rule_syntax,
+            priority,
+            middlewares,
+            service,
+            tls,
+            observability,
+        } = router;
+        // A rule that does not parse routes nothing; its error is in `error`.
+        let targets = crate::rule::parse_rule(rule)
+            .map(|m| m.targets())
+            .unwrap_or_default();
+        RouterView {
+            name: name.to_owned(),
+            entry_points: entry_points.clone(),
+            using: using(report),
+            rule: rule.clone(),
+            rule_syntax: rule_syntax.clone(),
+            priority: priority.unwrap_or_else(|| crate::rule::default_priority(rule)),
+            middlewares: middlewares
+                .iter()
+                .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                .collect(),
+            service: QualifiedName::resolve(service, &provider).to_string(),
+            tls: tls.clone(),
+            observability: observability.clone(),
+            hosts: targets.hosts,
+            host_regexps: targets.host_regexps,
+            paths: targets.paths,
+            path_prefixes: targets.path_prefixes,
+            state: StateView::of(report),
+            provider,
+        }
+    }
 }
 
 /// Every router: the model as configured, plus name, provider, status,
-/// errors, the entry points it is on (`using`) and its effective priority.
-pub fn routers(rt: &Runtime) -> Vec<Value> {
+/// errors, the entry points it is on (`using`), its effective priority and
+/// the hosts and paths of its rule.
+pub fn routers(rt: &Runtime) -> Vec<RouterView> {
     rt.dynamic
         .http
         .routers
         .iter()
-        .map(|(name, r)| {
-            let provider = provider_of(name);
-            let mut v = merge(
-                to_value(r),
-                status_fields(rt.report.routers.get(name), "using"),
-            );
-            v["name"] = json!(name);
-            v["provider"] = json!(provider);
-            v["service"] = json!(QualifiedName::resolve(&r.service, &provider).to_string());
-            v["middlewares"] = json!(
-                r.middlewares
-                    .iter()
-                    .map(|m| QualifiedName::resolve(m, &provider).to_string())
-                    .collect::<Vec<_>>()
-            );
-            if let (true, Value::Object(m)) = (r.middlewares.is_empty(), &mut v) {
-                m.remove("middlewares");
-            }
-            v["priority"] = json!(
-                r.priority
-                    .unwrap_or_else(|| crate::rule::default_priority(&r.rule))
-            );
-            v
-        })
+        .map(|(name, r)| RouterView::new(name, r, rt.report.routers.get(name)))
         .collect()
 }
 
-/// Every service, including the internal ones in use. A load balancer's
-/// `serverStatus` says UP or DOWN per server URL, from `health` (the active
-/// health checks by service name); a server without a check is UP, as in
-/// Traefik. Checked services also carry `serverHealth`, gangway's own
-/// addition: per server, the status, the last check's error and its time.
-pub fn services(rt: &Runtime, health: &BTreeMap<String, ServiceHealthReport>) -> Vec<Value> {
-    let mut out: Vec<Value> = rt
+// === services ===
+
+/// What kind of service it is, in Traefik's lowercase spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceType {
+    /// Balances over servers.
+    LoadBalancer,
+    /// Weighted round robin over services.
+    Weighted,
+    /// Copies requests to mirrors.
+    Mirroring,
+    /// Falls back to another service.
+    Failover,
+}
+
+/// A service as `/api/http/services` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// Its kind; absent for a service known only from its errors.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ServiceType>,
+    /// Load balancer settings, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancer: Option<LoadBalancer>,
+    /// Weighted service settings, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weighted: Option<Weighted>,
+    /// Mirroring settings, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mirroring: Option<Mirroring>,
+    /// Failover settings, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failover: Option<Failover>,
+    /// For a load balancer: UP or DOWN per server URL (Traefik's field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_status: Option<BTreeMap<String, ServerStatus>>,
+    /// For a health-checked load balancer, gangway's own addition: per
+    /// server URL, the status, the last check's error and its time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_health: Option<BTreeMap<String, ServerHealthReport>>,
+    /// The routers that use it.
+    pub used_by: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+impl ServiceView {
+    fn new(
+        name: &str,
+        service: Option<&Service>,
+        report: Option<&ObjectReport>,
+        health: Option<&ServiceHealthReport>,
+    ) -> Self {
+        let mut view = ServiceView {
+            name: name.to_owned(),
+            provider: provider_of(name),
+            kind: None,
+            load_balancer: None,
+            weighted: None,
+            mirroring: None,
+            failover: None,
+            server_status: None,
+            server_health: None,
+            used_by: using(report),
+            state: StateView::of(report),
+        };
+        let Some(Service {
+            load_balancer,
+            weighted,
+            mirroring,
+            failover,
+        }) = service
+        else {
+            return view;
+        };
+        view.kind = Some(if load_balancer.is_some() {
+            ServiceType::LoadBalancer
+        } else if weighted.is_some() {
+            ServiceType::Weighted
+        } else if mirroring.is_some() {
+            ServiceType::Mirroring
+        } else {
+            ServiceType::Failover
+        });
+        if let Some(lb) = load_balancer {
+            // A server without a health check is UP, as in Traefik.
+            view.server_status = Some(
+                lb.servers
+                    .iter()
+                    .map(|srv| {
+                        let status = health
+                            .and_then(|h| h.servers.get(&srv.url))
+                            .map_or(ServerStatus::Up, |r| r.status);
+                        (srv.url.clone(), status)
+                    })
+                    .collect(),
+            );
+            view.server_health = health.map(|h| h.servers.clone());
+        }
+        view.load_balancer.clone_from(load_balancer);
+        view.weighted.clone_from(weighted);
+        view.mirroring.clone_from(mirroring);
+        view.failover.clone_from(failover);
+        view
+    }
+}
+
+/// Every service, including the internal ones in use and those known only
+/// from their errors. `health` holds the active health checks by service
+/// name.
+pub fn services(rt: &Runtime, health: &BTreeMap<String, ServiceHealthReport>) -> Vec<ServiceView> {
+    let mut out: Vec<ServiceView> = rt
         .dynamic
         .http
         .services
         .iter()
         .map(|(name, s)| {
-            let mut v = merge(
-                to_value(s),
-                status_fields(rt.report.services.get(name), "usedBy"),
-            );
-            v["name"] = json!(name);
-            v["provider"] = json!(provider_of(name));
-            let kind = if s.load_balancer.is_some() {
-                "loadbalancer"
-            } else if s.weighted.is_some() {
-                "weighted"
-            } else if s.mirroring.is_some() {
-                "mirroring"
-            } else {
-                "failover"
-            };
-            v["type"] = json!(kind);
-            if let Some(lb) = &s.load_balancer {
-                let checked = health.get(name);
-                let status: serde_json::Map<String, Value> = lb
-                    .servers
-                    .iter()
-                    .map(|srv| {
-                        let up = checked
-                            .and_then(|h| h.servers.get(&srv.url))
-                            .map_or(ServerStatus::Up, |r| r.status);
-                        (srv.url.clone(), to_value(&up))
-                    })
-                    .collect();
-                v["serverStatus"] = Value::Object(status);
-                if let Some(h) = checked {
-                    v["serverHealth"] = to_value(&h.servers);
-                }
-            }
-            v
+            ServiceView::new(
+                name,
+                Some(s),
+                rt.report.services.get(name),
+                health.get(name),
+            )
         })
         .collect();
     for (name, report) in &rt.report.services {
         if !rt.dynamic.http.services.contains_key(name) {
-            let mut v = status_fields(Some(report), "usedBy");
-            v["name"] = json!(name);
-            v["provider"] = json!(provider_of(name));
-            out.push(v);
+            out.push(ServiceView::new(name, None, Some(report), None));
         }
     }
     out
 }
 
+// === middlewares ===
+
+/// A middleware as `/api/http/middlewares` lists it: its options under its
+/// type's name (`stripPrefix`, …), as in Traefik.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MiddlewareView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// Its type, lowercased (`stripprefix`); absent when none is set.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The key its options are under (`stripPrefix`), gangway's addition so
+    /// a client need not search for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub options_key: Option<&'static str>,
+    /// The options, under the type's name.
+    #[serde(flatten)]
+    pub config: Middleware,
+    /// The routers that use it.
+    pub used_by: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
 /// Every middleware: its options under its type name, plus the usual fields.
-pub fn middlewares(rt: &Runtime) -> Vec<Value> {
+pub fn middlewares(rt: &Runtime) -> Vec<MiddlewareView> {
     rt.dynamic
         .http
         .middlewares
         .iter()
         .map(|(name, m)| {
-            let mut v = merge(
-                to_value(m),
-                status_fields(rt.report.middlewares.get(name), "usedBy"),
-            );
-            v["name"] = json!(name);
-            v["provider"] = json!(provider_of(name));
-            if let Some(kind) = m.kinds().first() {
-                v["type"] = json!(kind.to_ascii_lowercase());
+            let report = rt.report.middlewares.get(name);
+            let key = m.kinds().first().copied();
+            MiddlewareView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind: key.map(str::to_ascii_lowercase),
+                options_key: key,
+                config: m.clone(),
+                used_by: using(report),
+                state: StateView::of(report),
             }
-            v
         })
         .collect()
+}
+
+// === entry points, overview, providers, version ===
+
+/// An entry point as configured, with its name.
+#[derive(Debug, Serialize)]
+pub struct EntryPointView<'a> {
+    /// Its name.
+    pub name: &'a str,
+    /// Its static configuration, in Traefik's field names.
+    #[serde(flatten)]
+    pub config: &'a EntryPoint,
 }
 
 /// Every entry point as configured, with its name.
-pub fn entry_points(config: &StaticConfig) -> Vec<Value> {
+pub fn entry_points(config: &StaticConfig) -> Vec<EntryPointView<'_>> {
     config
         .entry_points
         .iter()
-        .map(|(name, ep)| {
-            let mut v = to_value(ep);
-            v["name"] = json!(name);
-            v
+        .map(|(name, ep)| EntryPointView { name, config: ep })
+        .collect()
+}
+
+/// How many objects of one kind there are, and how many have problems.
+#[derive(Debug, Default, Serialize)]
+pub struct Counts {
+    /// All of them.
+    pub total: usize,
+    /// Working, with a warning.
+    pub warnings: usize,
+    /// Disabled by an error.
+    pub errors: usize,
+}
+
+impl Counts {
+    fn of<'a>(statuses: impl Iterator<Item = &'a Status>) -> Self {
+        statuses.fold(Counts::default(), |mut c, s| {
+            c.total += 1;
+            match s {
+                Status::Warning => c.warnings += 1,
+                Status::Disabled => c.errors += 1,
+                Status::Enabled => {}
+            }
+            c
+        })
+    }
+}
+
+/// Counts of HTTP (and TCP) routers, services and middlewares.
+#[derive(Debug, Default, Serialize)]
+pub struct SectionCounts {
+    /// Routers.
+    pub routers: Counts,
+    /// Services.
+    pub services: Counts,
+    /// Middlewares.
+    pub middlewares: Counts,
+}
+
+/// Counts of UDP routers and services (UDP has no middlewares).
+#[derive(Debug, Default, Serialize)]
+pub struct UdpCounts {
+    /// Routers.
+    pub routers: Counts,
+    /// Services.
+    pub services: Counts,
+}
+
+/// Which optional features are on, in Traefik's spelling.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Features {
+    /// The tracing backend; always empty (gangway has no tracing).
+    pub tracing: &'static str,
+    /// `Prometheus` when metrics are on, else empty.
+    pub metrics: &'static str,
+    /// Whether the access log is on.
+    pub access_log: bool,
+}
+
+/// `/api/overview`.
+#[derive(Debug, Serialize)]
+pub struct OverviewView {
+    /// HTTP objects.
+    pub http: SectionCounts,
+    /// TCP objects (none yet).
+    pub tcp: SectionCounts,
+    /// UDP objects (none yet).
+    pub udp: UdpCounts,
+    /// Optional features.
+    pub features: Features,
+    /// The providers configured, in Traefik's capitalised names.
+    pub providers: Vec<&'static str>,
+    /// How many configurations have been applied.
+    pub generation: u64,
+    /// Problems not tied to one object.
+    pub warnings: Vec<ErrorView>,
+}
+
+/// `/api/overview`: counts by status, features and providers.
+pub fn overview(state: &ApiState) -> OverviewView {
+    let rt = state.runtime.load_full();
+    let cfg = &state.static_config;
+    let count = |items: &mut dyn Iterator<Item = &StateView>| Counts::of(items.map(|s| &s.status));
+    let mut providers = Vec::new();
+    if cfg.providers.file.is_some() {
+        providers.push("File");
+    }
+    if cfg.providers.docker.is_some() {
+        providers.push("Docker");
+    }
+    OverviewView {
+        http: SectionCounts {
+            routers: count(&mut routers(&rt).iter().map(|v| &v.state)),
+            services: count(
+                &mut services(&rt, &state.registries.health_report())
+                    .iter()
+                    .map(|v| &v.state),
+            ),
+            middlewares: count(&mut middlewares(&rt).iter().map(|v| &v.state)),
+        },
+        tcp: SectionCounts::default(),
+        udp: UdpCounts::default(),
+        features: Features {
+            tracing: "",
+            metrics: if cfg.metrics.prometheus.is_some() {
+                "Prometheus"
+            } else {
+                ""
+            },
+            access_log: cfg.access_log.is_some(),
+        },
+        providers,
+        generation: rt.generation,
+        warnings: ErrorView::all(&rt.report.warnings),
+    }
+}
+
+/// `/api/rawdata`: every router, service and middleware by qualified name.
+#[derive(Debug, Serialize)]
+pub struct RawDataView {
+    /// Routers by name.
+    pub routers: BTreeMap<String, RouterView>,
+    /// Services by name.
+    pub services: BTreeMap<String, ServiceView>,
+    /// Middlewares by name.
+    pub middlewares: BTreeMap<String, MiddlewareView>,
+}
+
+/// `/api/rawdata`.
+pub fn rawdata(state: &ApiState) -> RawDataView {
+    let rt = state.runtime.load_full();
+    RawDataView {
+        routers: routers(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        services: services(&rt, &state.registries.health_report())
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        middlewares: middlewares(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+    }
+}
+
+/// `/api/version`, with Traefik's capitalised keys.
+#[derive(Debug, Serialize)]
+pub struct VersionView {
+    /// The version of gangway.
+    #[serde(rename = "Version")]
+    pub version: &'static str,
+    /// Always `gangway`.
+    #[serde(rename = "Codename")]
+    pub codename: &'static str,
+    /// When gangway started, seconds since the Unix epoch.
+    #[serde(rename = "startDate")]
+    pub start_date: u64,
+}
+
+/// One provider on `/api/providers`: its state and how many objects it
+/// defines.
+#[derive(Debug, Serialize)]
+pub struct ProviderView<'a> {
+    /// Connection, last sync, last error and containers.
+    #[serde(flatten)]
+    pub report: &'a ProviderReport,
+    /// Routers it defines.
+    pub routers: usize,
+    /// Services it defines.
+    pub services: usize,
+    /// Middlewares it defines.
+    pub middlewares: usize,
+}
+
+/// `/api/providers`, by provider name.
+pub fn providers(rt: &Runtime) -> BTreeMap<&str, ProviderView<'_>> {
+    rt.report
+        .providers
+        .iter()
+        .map(|(name, report)| {
+            let suffix = format!("@{name}");
+            let count = |map: &BTreeMap<String, ObjectReport>| {
+                map.keys().filter(|k| k.ends_with(&suffix)).count()
+            };
+            let view = ProviderView {
+                report,
+                routers: count(&rt.report.routers),
+                services: count(&rt.report.services),
+                middlewares: count(&rt.report.middlewares),
+            };
+            (name.as_str(), view)
         })
         .collect()
 }
 
-/// The Prometheus exposition.
+// === containers ===
+
+/// A container on `/api/containers`: what Docker said about it, whether it
+/// is routed and why not, and the objects it defines, qualified.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerView {
+    /// The provider that saw it.
+    pub provider: String,
+    /// The container's full id.
+    pub id: String,
+    /// Its name, without Docker's leading `/`.
+    pub name: String,
+    /// `com.docker.compose.project`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_project: Option<String>,
+    /// `com.docker.compose.service`, for compose containers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compose_service: Option<String>,
+    /// Docker's state: `running`, `exited`, …
+    pub state: String,
+    /// Docker's health status, for containers with a health check.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+    /// Whether it receives traffic now.
+    pub routed: bool,
+    /// Why it does not, as a code, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<NotRouted>,
+    /// The reason in words, or problems that did not stop it being routed.
+    pub reasons: Vec<ErrorView>,
+    /// The same sentences under the provider's own name for them, kept for
+    /// clients written before `reasons`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub messages: Vec<ErrorView>,
+    /// Routers it defines, qualified.
+    pub routers: Vec<String>,
+    /// Services it defines, qualified.
+    pub services: Vec<String>,
+}
+
+impl ContainerView {
+    /// The view of one container `provider` reported.
+    pub fn new(provider: &str, record: &ContainerRecord) -> Self {
+        let ContainerRecord {
+            id,
+            name,
+            compose_project,
+            compose_service,
+            state,
+            health,
+            routed,
+            reason,
+            messages,
+            routers,
+            services,
+        } = record;
+        let qualify = |names: &[String]| -> Vec<String> {
+            names.iter().map(|n| format!("{n}@{provider}")).collect()
+        };
+        ContainerView {
+            provider: provider.to_owned(),
+            id: id.clone(),
+            name: name.clone(),
+            compose_project: compose_project.clone(),
+            compose_service: compose_service.clone(),
+            state: state.clone(),
+            health: health.clone(),
+            routed: *routed,
+            reason: *reason,
+            reasons: ErrorView::all(messages),
+            messages: ErrorView::all(messages),
+            routers: qualify(routers),
+            services: qualify(services),
+        }
+    }
+}
+
+// === certificates ===
+
+/// A certificate on `/api/certificates`, tagged by its `source`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum CertificateView {
+    /// Obtained by a certificate resolver, with its order state.
+    Acme(CertificateState),
+    /// Loaded from `tls.certificates`.
+    File {
+        /// The certificate as loaded.
+        #[serde(flatten)]
+        cert: FileCertificate,
+        /// Whether it is still valid.
+        status: FileCertificateStatus,
+    },
+}
+
+/// Whether a certificate from a file is still valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileCertificateStatus {
+    /// Within its validity.
+    Valid,
+    /// Past its end of validity.
+    Expired,
+}
+
+impl CertificateView {
+    fn not_after(&self) -> Option<i64> {
+        match self {
+            CertificateView::Acme(c) => c.not_after,
+            CertificateView::File { cert, .. } => Some(cert.not_after),
+        }
+    }
+}
+
 /// The certificates for `/api/certificates`: ACME ones with their order
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
-pub fn certificates(state: &ApiState) -> Vec<Value> {
+pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
-    let mut acme: Vec<Value> = state
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let mut acme: Vec<CertificateView> = state
         .certificates
         .snapshot()
         .into_iter()
-        .map(|c| merge(json!(c), json!({ "source": "acme" })))
+        .map(CertificateView::Acme)
         .collect();
-    acme.sort_by_key(|v| v["notAfter"].as_i64().unwrap_or(i64::MAX));
+    acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     let rt = state.runtime.load_full();
-    let mut files: Vec<Value> = rt
+    let mut files: Vec<CertificateView> = rt
         .tls
         .files
         .iter()
-        .map(|c| {
-            let status = if c.not_after <= now {
-                "expired"
+        .map(|c| CertificateView::File {
+            cert: c.clone(),
+            status: if c.not_after <= now {
+                FileCertificateStatus::Expired
             } else {
-                "valid"
-            };
-            merge(json!(c), json!({ "source": "file", "status": status }))
+                FileCertificateStatus::Valid
+            },
         })
         .collect();
-    files.sort_by_key(|v| v["notAfter"].as_i64().unwrap_or(i64::MAX));
+    files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     acme.extend(files);
     acme
 }
 
+/// The certificates as JSON values, for the Prometheus text below, which
+/// reads them this way until the metrics move to their own exporter.
+pub fn certificates(state: &ApiState) -> Vec<Value> {
+    certificate_views(state)
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The Prometheus exposition.
 pub fn prometheus(state: &ApiState) -> String {
     let prefix = state
         .static_config

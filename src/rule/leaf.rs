@@ -520,6 +520,28 @@ impl Leaf {
             .map(|(_, h)| h.norm.as_str())
     }
 
+    /// Adds this matcher's hosts, host patterns, paths or path prefixes.
+    pub(super) fn collect_targets(&self, out: &mut super::RuleTargets) {
+        fn push_new(list: &mut Vec<String>, value: &str) {
+            if !list.iter().any(|v| v == value) {
+                list.push(value.to_owned());
+            }
+        }
+        match self {
+            Leaf::Host(_) => {
+                for host in self.hosts() {
+                    push_new(&mut out.hosts, host);
+                }
+            }
+            Leaf::HostRegexp(p) => push_new(&mut out.host_regexps, p.0.as_str()),
+            Leaf::Path(paths) => paths.iter().for_each(|p| push_new(&mut out.paths, p)),
+            Leaf::PathPrefix(paths) => paths
+                .iter()
+                .for_each(|p| push_new(&mut out.path_prefixes, p)),
+            _ => {}
+        }
+    }
+
     fn kind(&self) -> Kind {
         match self {
             Leaf::Host(_) => Kind::Host,

@@ -981,6 +981,37 @@ fn domains() {
 }
 
 #[test]
+fn targets() {
+    type Want<'a> = (&'a [&'a str], &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+    let cases: &[(&str, Want<'_>)] = &[
+        ("Host(`A.test.`)", (&["a.test"], &[], &[], &[])),
+        (
+            "Host(`a.test`) && (Path(`/x`) || PathPrefix(`/api`, `/v2`))",
+            (&["a.test"], &[], &["/x"], &["/api", "/v2"]),
+        ),
+        (
+            "HostRegexp(`^.+\\.test$`) && !PathPrefix(`/admin`)",
+            (&[], &["^.+\\.test$"], &[], &[]),
+        ),
+        (
+            "Host(`a`) || Host(`a`, `b`) && Path(`/p`) || Path(`/p`)",
+            (&["a", "b"], &[], &["/p"], &[]),
+        ),
+        ("!(Host(`a`) || Path(`/b`))", (&[], &[], &[], &[])),
+        ("Method(`GET`) && Header(`X`, `y`)", (&[], &[], &[], &[])),
+    ];
+    for (rule, (hosts, host_regexps, paths, path_prefixes)) in cases {
+        let want = RuleTargets {
+            hosts: hosts.iter().map(|s| (*s).to_owned()).collect(),
+            host_regexps: host_regexps.iter().map(|s| (*s).to_owned()).collect(),
+            paths: paths.iter().map(|s| (*s).to_owned()).collect(),
+            path_prefixes: path_prefixes.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        assert_eq!(parse(rule).targets(), want, "{rule}");
+    }
+}
+
+#[test]
 fn explain_mismatch() {
     let cases: &[(&str, Req, Option<&str>)] = &[
         ("Host(`a.test`)", req().host("a.test"), None),

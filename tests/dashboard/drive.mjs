@@ -178,8 +178,16 @@ try {
   check(route.includes('Host(`app.test`) && PathPrefix(`/api`)'), 'the detail shows the rule');
   check((await text('#chain')).includes('app@file'), 'the chain ends at the service');
   check(route.includes(await page.locator('tr[data-server]').first().getAttribute('data-server')), 'the servers are listed');
+  check((await text('#hosts')) === 'app.test', `the router's hosts come from the API: ${await text('#hosts')}`);
+  check((await text('#paths')).includes('/api'), `the router's path prefixes come from the API: ${await text('#paths')}`);
   await readOnly('router detail');
   await screenshots('router');
+
+  // The certificate of a TLS router is found by the hosts the API lists.
+  await open('/routers/secure@file');
+  await page.waitForSelector('#chain');
+  const secure = await page.locator('table.certs').count() ? await text('table.certs') : '';
+  check(secure.includes('www.secure.test') && /valid/i.test(secure), `a TLS router shows the certificate for its host: ${secure}`);
 
   await open('/routers/chain@file');
   await page.waitForSelector('#chain');

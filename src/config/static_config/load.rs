@@ -17,8 +17,10 @@ pub const ENV_PREFIX: &str = "GANGWAY_";
 /// `GANGWAY_` variables that are not static configuration options but are
 /// read by other parts of gangway or its test suite; [`load`] ignores them
 /// instead of rejecting them as unknown. `GANGWAY_TEST_STRICT` is set by
-/// `scripts/test` for the whole process tree, gangways under test included.
-pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT"];
+/// `scripts/test` for the whole process tree, gangways under test included;
+/// `GANGWAY_BLESS=1` asks the tests to rewrite their golden files, and is
+/// inherited by the gangways those tests start.
+pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT", "GANGWAY_BLESS"];
 
 /// The files looked for in the working directory, in order, when no
 /// configuration file is named.
