@@ -158,7 +158,10 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         .routers
         .iter()
         .filter(|(_, r)| r.status == Status::Disabled)
-        .map(|(n, r)| json!({ "router": n, "errors": r.errors }))
+        .map(|(n, r)| {
+            let errors: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+            json!({ "router": n, "errors": errors, "problems": super::views::problems(&r.errors) })
+        })
         .collect();
     Json(json!({
         "request": { "method": method.as_str(), "host": host, "path": path, "clientIp": client_ip.to_string(), "tls": tls },

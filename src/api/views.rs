@@ -2,6 +2,7 @@
 
 use super::ApiState;
 use crate::config::QualifiedName;
+use crate::config::problem::ConfigError;
 use crate::config::static_config::StaticConfig;
 use crate::health::{ServerStatus, ServiceHealthReport};
 use crate::metrics::{Exposition, ObjectLabels};
@@ -24,12 +25,36 @@ fn merge(mut base: Value, extra: Value) -> Value {
     base
 }
 
+/// One problem of an object as the API gives it: what is wrong (without
+/// the place) beside the typed fields — kind, object, option and `origin`
+/// (file and line, or container and label).
+#[derive(Serialize)]
+struct ProblemView<'a> {
+    message: String,
+    #[serde(flatten)]
+    error: &'a ConfigError,
+}
+
+/// The typed form of `errors`, for readers that show where each is written.
+pub(super) fn problems(errors: &[ConfigError]) -> Value {
+    to_value(
+        &errors
+            .iter()
+            .map(|error| ProblemView {
+                message: error.problem.to_string(),
+                error,
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
 fn status_fields(report: Option<&ObjectReport>, using_key: &str) -> Value {
     let default = ObjectReport::default();
     let r = report.unwrap_or(&default);
     let mut v = json!({ "status": r.status });
     if !r.errors.is_empty() {
-        v["error"] = json!(r.errors);
+        v["error"] = json!(r.errors.iter().map(ToString::to_string).collect::<Vec<_>>());
+        v["problems"] = problems(&r.errors);
     }
     v[using_key] = json!(r.using);
     v

@@ -4,6 +4,7 @@
 use super::*;
 use crate::aggregate::merge;
 use crate::config::format::{Format, parse_document};
+use crate::config::problem::Problem;
 use crate::runtime::Status;
 
 fn dynamic(toml: &str) -> Arc<Dynamic> {
@@ -180,7 +181,7 @@ fn bad_service_definitions_disable_only_their_service() {
         let report = &runtime.report.services["s@file"];
         assert_eq!(report.status, Status::Disabled, "{service}");
         assert!(
-            report.errors.iter().any(|e| e.contains(error)),
+            report.errors.iter().any(|e| e.to_string().contains(error)),
             "`{error}` not in {:?}",
             report.errors
         );
@@ -197,9 +198,9 @@ fn failover_without_health_checks_below_it_warns() {
     let runtime = compile(dynamic(toml), &ctx(), &registries);
     let f = &runtime.report.services["f@file"];
     assert_eq!(f.status, Status::Warning);
-    assert!(
-        f.errors[0].contains("fallback is never used"),
-        "{:?}",
-        f.errors
+    assert_eq!(f.errors[0].problem, Problem::FallbackNeverUsed);
+    assert_eq!(
+        f.errors[0].to_string(),
+        "the main service has no health check, so the fallback is never used"
     );
 }
