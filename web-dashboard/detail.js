@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, providerOf, section, kv, callout, icon } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, providerOf, section, kv, callout, icon, problemItems } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -27,7 +27,7 @@ function head(kind, o) {
 }
 
 function errors(o) {
-  const errs = list(o.error);
+  const errs = problemItems(o);
   if (!errs.length) return null;
   const disabled = o.status === 'disabled';
   return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning',
@@ -183,7 +183,7 @@ function usedBy(o) {
 
 /** The key holding a middleware's options: `stripPrefix` for type `stripprefix`. */
 function optionsKey(o) {
-  const known = new Set(['name', 'provider', 'type', 'status', 'error', 'usedBy', 'provenance']);
+  const known = new Set(['name', 'provider', 'type', 'status', 'error', 'problems', 'usedBy', 'provenance']);
   const keys = Object.keys(o).filter((k) => !known.has(k));
   return keys.find((k) => o.type && k.toLowerCase() === String(o.type).toLowerCase()) || keys[0];
 }
