@@ -47,8 +47,9 @@ pub enum Severity {
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,
-    /// Where: ``docker-compose.yml, service `web` ``, ``container `web-1` ``,
-    /// `static configuration`, ``file provider (`dynamic.toml`)``.
+    /// Where, in words: ``docker-compose.yml, service `web` ``,
+    /// ``container `web-1` ``, `dynamic.toml:4`, `static configuration`,
+    /// `file provider` (a problem of the provider's files as a whole).
     pub source: String,
     /// The router, service or middleware concerned (`web@docker`).
     #[serde(skip_serializing_if = "Option::is_none")]
