@@ -70,6 +70,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         done: HashMap::new(),
         visiting: HashSet::new(),
         warnings: BTreeMap::new(),
+        more: BTreeMap::new(),
     };
     let mut middlewares =
         middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
@@ -234,6 +235,9 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         let object = ObjectRef::new(ObjectKind::Service, &name);
         if let Err(problem) = services.get(&name) {
             entry.disable(ConfigError::new(object.clone(), problem));
+            for more in services.more.remove(&name).unwrap_or_default() {
+                entry.disable(ConfigError::new(object.clone(), more));
+            }
         }
         for w in services.warnings.remove(&name).unwrap_or_default() {
             entry.warn(ConfigError::new(object.clone(), w));
@@ -453,6 +457,9 @@ struct ServiceCompiler<'a> {
     visiting: HashSet<String>,
     /// Problems that leave a service working, by service name.
     warnings: BTreeMap<String, Vec<Problem>>,
+    /// A broken service's problems after the first (which is its `Err`),
+    /// so that its report lists every one.
+    more: BTreeMap<String, Vec<Problem>>,
 }
 
 impl ServiceCompiler<'_> {
@@ -577,12 +584,25 @@ impl ServiceCompiler<'_> {
         let mut compiled = Vec::with_capacity(servers.len());
         let mut uris = Vec::with_capacity(servers.len());
         let mut weights = Vec::with_capacity(servers.len());
+        let mut problems = Vec::new();
         for s in servers {
-            let (server, uri) = compile_server(s, lb.passes_host_header(), registries, &settings)
-                .map_err(Problem::bad_value)?;
-            compiled.push(server);
-            uris.push(uri);
+            match compile_server(s, lb.passes_host_header(), registries, &settings) {
+                Ok((server, uri)) => {
+                    compiled.push(server);
+                    uris.push(uri);
+                }
+                Err(e) => problems.push(Problem::bad_value(e)),
+            }
             weights.push(s.weight.unwrap_or(1));
+        }
+        // Every bad server is named, not only the first.
+        let mut problems = problems.into_iter();
+        if let Some(first) = problems.next() {
+            self.more
+                .entry(name.to_owned())
+                .or_default()
+                .extend(problems);
+            return Err(first);
         }
         if !servers.is_empty() && weights.iter().all(|&w| w == 0) {
             return Err(Problem::AllWeightsZero { services: false });

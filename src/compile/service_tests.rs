@@ -4,7 +4,7 @@
 use super::*;
 use crate::aggregate::merge;
 use crate::config::format::{Format, parse_document};
-use crate::config::problem::Problem;
+use crate::config::problem::{Problem, Reference};
 use crate::runtime::Status;
 
 fn dynamic(toml: &str) -> Arc<Dynamic> {
@@ -203,4 +203,24 @@ fn failover_without_health_checks_below_it_warns() {
         f.errors[0].to_string(),
         "the main service has no health check, so the fallback is never used"
     );
+}
+
+#[test]
+fn a_service_with_two_bad_servers_reports_both() {
+    let registries = Registries::default();
+    let toml = "[http.routers.r]\nrule = \"Host(`r.test`)\"\nservice = \"s\"\n[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"ftp://127.0.0.1:1\"\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://127.0.0.1:2\"\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://\"\n";
+    let runtime = compile(dynamic(toml), &ctx(), &registries);
+    let s = &runtime.report.services["s@file"];
+    assert_eq!(s.status, Status::Disabled);
+    let texts: Vec<String> = s.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].contains("ftp://127.0.0.1:1"), "{texts:?}");
+    assert!(texts[1].contains("`http://`"), "{texts:?}");
+    // The router names the service once, by its first problem.
+    let r = &runtime.report.routers["r@file"];
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(matches!(
+        &r.errors[0].problem,
+        Problem::InReference { what: Reference::Service, name, .. } if name == "s@file"
+    ));
 }
