@@ -16,12 +16,14 @@ pub mod compose;
 use crate::aggregate::merge;
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
-use crate::config::provenance::ProviderDetail;
+use crate::config::problem::{ObjectKind, ObjectRef, Origin, Problem, Reference};
+use crate::config::provenance::{NotRouted, ObjectDetail, ProviderDetail};
 use crate::config::static_config::{self, Loaded, StaticConfig};
 use crate::provider::docker::build::build;
 use crate::provider::docker::container::ContainerView;
 use crate::provider::docker::labels::suggest;
-use crate::provider::docker::{Endpoint, LabelError, Settings, parse_labels};
+use crate::provider::docker::{Endpoint, Settings, parse_labels};
+use crate::runtime::report::origin_of;
 use crate::runtime::{Registries, Report, Runtime, RuntimeHandle, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,8 +47,9 @@ pub enum Severity {
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,
-    /// Where: ``docker-compose.yml, service `web` ``, ``container `web-1` ``,
-    /// `static configuration`, ``file provider (`dynamic.toml`)``.
+    /// Where, in words: ``docker-compose.yml, service `web` ``,
+    /// ``container `web-1` ``, `dynamic.toml:4`, `static configuration`,
+    /// `file provider` (a problem of the provider's files as a whole).
     pub source: String,
     /// The router, service or middleware concerned (`web@docker`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +59,23 @@ pub struct Finding {
     pub label: Option<String>,
     /// What is wrong, and what to do about it.
     pub message: String,
+    /// Where it is written, typed: file and line, or container and label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+impl Finding {
+    /// A finding not tied to an object, a label or a line.
+    fn general(severity: Severity, source: impl Into<String>, message: impl Into<String>) -> Self {
+        Finding {
+            severity,
+            source: source.into(),
+            object: None,
+            label: None,
+            message: message.into(),
+            origin: None,
+        }
+    }
 }
 
 /// The command line of `gangway check` is wrong.
@@ -263,13 +283,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         let project = match compose::read_project(&options.compose, env) {
             Ok(p) => p,
             Err(e) => {
-                findings.push(Finding {
-                    severity: Severity::Error,
-                    source: "compose".to_owned(),
-                    object: None,
-                    label: None,
-                    message: e.to_string(),
-                });
+                findings.push(Finding::general(Severity::Error, "compose", e.to_string()));
                 return finish(findings);
             }
         };
@@ -315,13 +329,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
                 }
             }
             Err(message) => {
-                findings.push(Finding {
-                    severity: Severity::Error,
-                    source: "Docker".to_owned(),
-                    object: None,
-                    label: None,
-                    message,
-                });
+                findings.push(Finding::general(Severity::Error, "Docker", message));
                 return finish(findings);
             }
         }
@@ -337,17 +345,14 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         }
     };
     if !options.compose.is_empty() && config.providers.docker.is_none() {
-        findings.push(Finding {
-            severity: Severity::Warning,
-            source: "static configuration".to_owned(),
-            object: None,
-            label: None,
-            message: "the Docker provider is off (no --providers.docker): labels are checked as if it were on".to_owned(),
-        });
+        findings.push(Finding::general(
+            Severity::Warning,
+            "static configuration",
+            "the Docker provider is off (no --providers.docker): labels are checked as if it were on",
+        ));
     }
 
     // Labels, container by container.
-    let mut label_errors: BTreeSet<String> = BTreeSet::new();
     for view in &containers.views {
         // Containers the provider's constraints leave out are not its concern.
         if settings
@@ -360,24 +365,23 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         let source = containers.sources[&view.name].clone();
         let parsed = parse_labels(&settings.prefix, &view.labels);
         for e in &parsed.errors {
-            label_errors.insert(format!("container `{}`: {e}", view.name));
-            findings.push(Finding {
-                severity: Severity::Error,
-                source: source.clone(),
-                object: None,
-                label: Some(e.label().to_owned()),
-                message: without_label(e),
-            });
+            findings.push(label_finding(
+                Severity::Error,
+                view,
+                &source,
+                e.label(),
+                e.problem().to_string(),
+            ));
         }
         findings.extend(prefix_findings(view, &settings, &source, &parsed));
     }
 
     // What the Docker provider makes of them.
     let built = build(&containers.views, &settings, now_ms());
-    findings.extend(detail_findings(&built.detail, &containers, &label_errors));
 
     // The file provider.
     let mut file_dynamic = None;
+    let mut file_detail = ProviderDetail::default();
     if let Some(file) = &config.providers.file {
         let source = match (&file.filename, &file.directory) {
             (Some(f), _) => Some(crate::provider::file::Source::File(cwd.join(f))),
@@ -386,11 +390,12 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         };
         if let Some(source) = source {
             match crate::provider::file::load(&source) {
-                Ok((d, warnings)) => {
-                    for w in warnings {
+                Ok(loaded) => {
+                    for w in loaded.warnings {
                         findings.push(file_finding(Severity::Warning, w));
                     }
-                    file_dynamic = Some(d);
+                    file_dynamic = Some(loaded.dynamic);
+                    file_detail = loaded.detail;
                 }
                 Err(e) => findings.push(file_finding(Severity::Error, e)),
             }
@@ -412,31 +417,21 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     }
     let (merged, warnings) = merge(providers);
     for w in warnings {
-        findings.push(Finding {
-            severity: Severity::Warning,
-            source: "configuration".to_owned(),
-            object: None,
-            label: None,
-            message: w,
-        });
+        findings.push(Finding::general(Severity::Warning, "configuration", w));
     }
     let config = Arc::new(config);
     let ctx = compile_context(&config);
     let merged = Arc::new(merged);
     let runtime = compile(merged.clone(), &ctx, &Registries::default());
-    findings.extend(report_findings(
-        &runtime.report,
-        &built.detail,
-        &built.dynamic,
-        &containers,
-    ));
-    findings.extend(duplicate_rules(
-        &merged,
-        &runtime.report,
-        &ctx,
-        &built.detail,
-        &containers,
-    ));
+    let places = Places {
+        containers: &containers,
+        docker: &built.detail,
+        file: &file_detail,
+        cwd,
+    };
+    findings.extend(detail_findings(&places));
+    findings.extend(report_findings(&runtime.report, &built.dynamic, &places));
+    findings.extend(duplicate_rules(&merged, &runtime.report, &ctx, &places));
     finish(findings)
 }
 
@@ -457,22 +452,32 @@ fn now_ms() -> u64 {
 }
 
 fn static_error(message: String) -> Finding {
-    Finding {
-        severity: Severity::Error,
-        source: "static configuration".to_owned(),
-        object: None,
-        label: None,
-        message,
-    }
+    Finding::general(Severity::Error, "static configuration", message)
 }
 
 fn file_finding(severity: Severity, message: String) -> Finding {
+    Finding::general(severity, "file provider", message)
+}
+
+/// A finding on one label of one container.
+fn label_finding(
+    severity: Severity,
+    view: &ContainerView,
+    source: &str,
+    label: &str,
+    message: String,
+) -> Finding {
     Finding {
         severity,
-        source: "file provider".to_owned(),
+        source: source.to_owned(),
         object: None,
-        label: None,
+        label: Some(label.to_owned()),
         message,
+        origin: Some(Origin::Container {
+            id: view.id.clone(),
+            name: view.name.clone(),
+            label: Some(label.to_owned()),
+        }),
     }
 }
 
@@ -530,13 +535,11 @@ fn compose_static(
     match load_static(&args, &router_env, cwd) {
         Ok(c) => Some(c),
         Err(e) => {
-            findings.push(Finding {
-                severity: Severity::Error,
-                source: format!("{}, service `{}`", router.file, router.name),
-                object: None,
-                label: None,
-                message: format!("its command is not a static configuration gangway accepts: {e}"),
-            });
+            findings.push(Finding::general(
+                Severity::Error,
+                format!("{}, service `{}`", router.file, router.name),
+                format!("its command is not a static configuration gangway accepts: {e}"),
+            ));
             let mut fallback = Vec::new();
             if traefik {
                 fallback.push("--providers.docker.labelPrefix=traefik".to_owned());
@@ -553,15 +556,13 @@ fn compose_static(
     }
 }
 
-/// The text of a label error without the leading "label `…`: ".
-fn without_label(e: &LabelError) -> String {
-    let text = e.to_string();
-    let prefix = format!("label `{}`: ", e.label());
-    text.strip_prefix(&prefix).unwrap_or(&text).to_owned()
-}
+/// The router prefixes `check` knows: labels under the one not read are
+/// reported, not ignored.
+const KNOWN_PREFIXES: [&str; 2] = ["gangway", "traefik"];
 
-/// Labels that the provider will never read: a misspelt prefix, another
-/// router's prefix, or labels without `enable=true`.
+/// Labels that the provider will never read: a misspelt prefix, the other
+/// router's prefix (with what it would say about them there), or labels
+/// without `enable=true`.
 fn prefix_findings(
     view: &ContainerView,
     settings: &Settings,
@@ -570,43 +571,86 @@ fn prefix_findings(
 ) -> Vec<Finding> {
     let prefix = settings.prefix.as_str();
     let mut out = Vec::new();
-    let finding = |severity, label: Option<&String>, message: String| Finding {
-        severity,
-        source: source.to_owned(),
-        object: None,
-        label: label.cloned(),
-        message,
-    };
     let mut ours = false;
-    let mut others: BTreeMap<&str, &String> = BTreeMap::new();
-    for key in view.labels.keys() {
+    // Labels under another known prefix, by that prefix (lower case).
+    let mut others: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (key, value) in &view.labels {
         let Some((first, _)) = key.split_once('.') else {
             continue;
         };
         if first.eq_ignore_ascii_case(prefix) {
             ours = true;
-        } else if matches!(first, "traefik" | "gangway") {
-            others.entry(first).or_insert(key);
+        } else if KNOWN_PREFIXES.iter().any(|p| first.eq_ignore_ascii_case(p)) {
+            others
+                .entry(first.to_ascii_lowercase())
+                .or_default()
+                .insert(key.clone(), value.clone());
         } else if first.len() >= 4
             && !key.starts_with("com.docker.")
             && suggest(&first.to_ascii_lowercase(), &[prefix]).is_some()
         {
-            out.push(finding(
+            out.push(label_finding(
                 Severity::Error,
-                Some(key),
+                view,
+                source,
+                key,
                 format!("unknown label prefix `{first}` (did you mean `{prefix}`?); the label is ignored"),
             ));
         }
     }
-    if !ours {
-        for (other, key) in others {
-            out.push(finding(
-                Severity::Warning,
-                Some(key),
-                format!(
-                    "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.docker.labelPrefix={other} to read them)"
+    for (other, labels) in &others {
+        // Read as that prefix's router would read them, to name typos too.
+        let read = parse_labels(other, labels);
+        let problems: BTreeMap<&str, Problem> = read
+            .errors
+            .iter()
+            .map(|e| (e.label(), e.problem()))
+            .collect();
+        if !ours {
+            // The whole set is meant for the other router: one warning
+            // for the set, and each typo in it.
+            if let Some(first) = labels.keys().next() {
+                out.push(label_finding(
+                    Severity::Warning,
+                    view,
+                    source,
+                    first,
+                    format!(
+                        "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.docker.labelPrefix={other} to read them)"
+                    ),
+                ));
+            }
+            for (label, problem) in &problems {
+                out.push(label_finding(
+                    Severity::Warning,
+                    view,
+                    source,
+                    label,
+                    problem.to_string(),
+                ));
+            }
+            continue;
+        }
+        // A stray label beside the ones read: most likely meant for them.
+        for key in labels.keys() {
+            let problem = problems.get(key.as_str());
+            let message = match problem {
+                Some(Problem::UnknownOption {
+                    option,
+                    suggestion: Some(suggestion),
+                }) => format!(
+                    "labels under `{other}.` are not read, the label prefix is `{prefix}`; and `{option}` is not an option (did you mean `{}`?)",
+                    rewrite(key, prefix, Some((option, suggestion)))
                 ),
-            ));
+                Some(problem) => format!(
+                    "labels under `{other}.` are not read, the label prefix is `{prefix}`; and under `{other}.` too: {problem}"
+                ),
+                None => format!(
+                    "labels under `{other}.` are not read, the label prefix is `{prefix}` (did you mean `{}`?)",
+                    rewrite(key, prefix, None)
+                ),
+            };
+            out.push(label_finding(Severity::Warning, view, source, key, message));
         }
     }
     let has_routing_labels = view.labels.keys().any(|k| {
@@ -615,9 +659,9 @@ fn prefix_findings(
             && !k[prefix.len()..].eq_ignore_ascii_case(".enable")
     });
     if parsed.enable.is_none() && !settings.exposed_by_default && has_routing_labels {
-        out.push(finding(
+        out.push(Finding::general(
             Severity::Warning,
-            None,
+            source,
             format!(
                 "the container has `{prefix}.` labels but no `{prefix}.enable=true`, and providers.docker.exposedByDefault is false: it is not routed"
             ),
@@ -626,49 +670,138 @@ fn prefix_findings(
     out
 }
 
-/// The provider's own errors and warnings on objects (names without
-/// provider), except the label errors already reported with their label.
-fn detail_findings(
-    detail: &ProviderDetail,
-    containers: &Containers,
-    label_errors: &BTreeSet<String>,
-) -> Vec<Finding> {
+/// `key` under `prefix` instead of its own, with one option name replaced
+/// (the last segment that is `from`, in any case) when given.
+fn rewrite(key: &str, prefix: &str, replace: Option<(&String, &String)>) -> String {
+    let mut segments: Vec<&str> = key.split('.').collect();
+    if let Some(first) = segments.first_mut() {
+        *first = prefix;
+    }
+    if let Some((from, to)) = replace
+        && let Some(seg) = segments
+            .iter_mut()
+            .skip(1)
+            .rev()
+            .find(|s| s.eq_ignore_ascii_case(from))
+    {
+        *seg = to;
+    }
+    segments.join(".")
+}
+
+/// What the providers know about where objects are written, and how to
+/// name a place in a finding.
+struct Places<'a> {
+    containers: &'a Containers,
+    docker: &'a ProviderDetail,
+    file: &'a ProviderDetail,
+    cwd: &'a Path,
+}
+
+impl Places<'_> {
+    /// The provider's detail on `object`, when its provider reports one.
+    fn detail(&self, object: &ObjectRef) -> Option<&ObjectDetail> {
+        let detail = match object.name.provider.as_str() {
+            "docker" => self.docker,
+            "file" => self.file,
+            _ => return None,
+        };
+        let map = match object.kind {
+            ObjectKind::Router => &detail.routers,
+            ObjectKind::Service => &detail.services,
+            ObjectKind::Middleware => &detail.middlewares,
+        };
+        map.get(&object.name.name)
+    }
+
+    /// Where `object` writes `option`.
+    fn origin(&self, object: &ObjectRef, option: Option<&str>) -> Option<Origin> {
+        self.detail(object)
+            .and_then(|detail| origin_of(detail, option))
+    }
+
+    /// A finding on `object`, named by its place: `file:line` (relative to
+    /// the directory `check` runs in), the compose service or container
+    /// and its label, or its provider.
+    fn finding(
+        &self,
+        severity: Severity,
+        object: &ObjectRef,
+        origin: Option<Origin>,
+        message: String,
+    ) -> Finding {
+        let origin = origin.map(|o| match o {
+            Origin::File { path, line } => Origin::File {
+                path: Path::new(&path)
+                    .strip_prefix(self.cwd)
+                    .map_or(path.clone(), |p| p.display().to_string()),
+                line,
+            },
+            other => other,
+        });
+        let (source, label) = match &origin {
+            Some(o @ Origin::File { .. }) => (o.to_string(), None),
+            Some(Origin::Container { name, label, .. }) => (
+                self.containers
+                    .sources
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| format!("container `{name}`")),
+                label.clone(),
+            ),
+            None => (
+                match object.name.provider.as_str() {
+                    "docker" => "Docker provider",
+                    "file" => "file provider",
+                    _ => "static configuration",
+                }
+                .to_owned(),
+                None,
+            ),
+        };
+        Finding {
+            severity,
+            source,
+            object: Some(object.to_string()),
+            label,
+            message,
+            origin,
+        }
+    }
+}
+
+/// The Docker provider's own errors and warnings on objects, except the
+/// label errors, which are reported with their label already.
+fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
-    for (kind, map) in [
-        ("router", &detail.routers),
-        ("service", &detail.services),
-        ("middleware", &detail.middlewares),
-    ] {
-        for (name, d) in map {
-            for (severity, texts) in [
+    let detail = places.docker;
+    for map in [&detail.routers, &detail.services, &detail.middlewares] {
+        for d in map.values() {
+            for (severity, list) in [
                 (Severity::Error, &d.errors),
                 (Severity::Warning, &d.warnings),
             ] {
-                for text in texts {
-                    let base = text.trim_end_matches(" (this container's definition is ignored)");
-                    if label_errors.contains(base) {
+                for e in list {
+                    if e.problem.is_label_grammar() {
                         continue;
                     }
-                    let (container, message) = split_container(text);
                     let mut severity = severity;
-                    let mut message = message.to_owned();
+                    let mut message = e.problem.to_string();
                     // The image's EXPOSE is part of the ports, and it could
                     // not be read: the port may well be known to Docker.
-                    if container.is_some_and(|c| containers.ports_unknown.contains(c))
-                        && message.starts_with("no port")
+                    let container = match &e.origin {
+                        Some(Origin::Container { name, .. }) => Some(name),
+                        _ => None,
+                    };
+                    if e.problem.not_routed() == Some(NotRouted::NoPort)
+                        && container.is_some_and(|c| places.containers.ports_unknown.contains(c))
                     {
                         severity = Severity::Warning;
                         message.push_str(
                             " (the image's exposed ports could not be read: is it built or pulled?)",
                         );
                     }
-                    out.push(Finding {
-                        severity,
-                        source: source_of(container, containers),
-                        object: Some(format!("{kind} `{name}@docker`")),
-                        label: None,
-                        message,
-                    });
+                    out.push(places.finding(severity, &e.object, e.origin.clone(), message));
                 }
             }
         }
@@ -676,84 +809,54 @@ fn detail_findings(
     out
 }
 
-/// Splits "container `name`: message".
-fn split_container(text: &str) -> (Option<&str>, &str) {
-    text.strip_prefix("container `")
-        .and_then(|rest| rest.split_once("`: "))
-        .map_or((None, text), |(name, message)| (Some(name), message))
+/// Whether `problem` only says that a service or middleware the Docker
+/// provider dropped (and reported) does not exist.
+fn refers_to_dropped(problem: &Problem, dropped: &BTreeSet<ObjectRef>) -> bool {
+    let Problem::InReference {
+        what,
+        name,
+        problem,
+    } = problem
+    else {
+        return false;
+    };
+    let kind = match what {
+        Reference::Service => ObjectKind::Service,
+        Reference::Middleware => ObjectKind::Middleware,
+        _ => return false,
+    };
+    **problem == Problem::NotFound && dropped.contains(&ObjectRef::new(kind, name))
 }
 
-fn source_of(container: Option<&str>, containers: &Containers) -> String {
-    match container {
-        Some(c) => containers
-            .sources
-            .get(c)
-            .cloned()
-            .unwrap_or_else(|| format!("container `{c}`")),
-        None => "Docker provider".to_owned(),
-    }
-}
-
-/// The label a compile error is about, from the start of its message.
-fn label_suffix(message: &str) -> Option<&'static str> {
-    [
-        ("rule `", ".rule"),
-        ("middleware `", ".middlewares"),
-        ("service `", ".service"),
-        ("the router has no service", ".service"),
-        ("entry point `", ".entrypoints"),
-        ("none of the router's entry points", ".entrypoints"),
-        ("certificate resolver `", ".tls.certresolver"),
-        ("TLS options `", ".tls.options"),
-    ]
-    .into_iter()
-    .find(|(start, _)| message.starts_with(start))
-    .map(|(_, suffix)| suffix)
-}
-
-/// Compile's verdict on each object, attributed to the containers (and
-/// labels) behind it.
-fn report_findings(
-    report: &Report,
-    detail: &ProviderDetail,
-    docker: &Dynamic,
-    containers: &Containers,
-) -> Vec<Finding> {
+/// Compile's verdict on each object, at the place (file and line, or
+/// container and label) the provider reports for it.
+fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Vec<Finding> {
     // Objects the provider dropped are reported already; a router that
     // refers to one would only repeat that.
-    let dropped: Vec<String> = [
+    let mut dropped = BTreeSet::new();
+    for (kind, details, kept) in [
         (
-            "service",
-            &detail.services,
-            &docker
-                .http
-                .services
-                .keys()
-                .cloned()
-                .collect::<BTreeSet<_>>(),
+            ObjectKind::Service,
+            &places.docker.services,
+            docker.http.services.keys().collect::<BTreeSet<_>>(),
         ),
         (
-            "middleware",
-            &detail.middlewares,
-            &docker.http.middlewares.keys().cloned().collect(),
+            ObjectKind::Middleware,
+            &places.docker.middlewares,
+            docker.http.middlewares.keys().collect(),
         ),
-    ]
-    .iter()
-    .flat_map(|(kind, map, kept)| {
-        map.iter()
-            .filter(|(name, d)| !d.errors.is_empty() && !kept.contains(*name))
-            .map(move |(name, _)| format!("{kind} `{name}@docker`: does not exist"))
-    })
-    .collect();
-    let mut out = Vec::new();
-    for (kind, map, details) in [
-        ("router", &report.routers, &detail.routers),
-        ("service", &report.services, &detail.services),
-        ("middleware", &report.middlewares, &detail.middlewares),
     ] {
-        for (name, r) in map {
+        for (name, d) in details {
+            if !d.errors.is_empty() && !kept.contains(name) {
+                dropped.insert(ObjectRef::new(kind, &format!("{name}@docker")));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for map in [&report.routers, &report.services, &report.middlewares] {
+        for r in map.values() {
             for e in &r.errors {
-                if dropped.iter().any(|d| e.starts_with(d.as_str())) {
+                if refers_to_dropped(&e.problem, &dropped) {
                     continue;
                 }
                 let mut severity = match r.status {
@@ -761,48 +864,23 @@ fn report_findings(
                     _ => Severity::Warning,
                 };
                 // Clients reject the default certificate: HTTPS does not work.
-                if e.starts_with("certificate resolver `") && e.contains("does not exist") {
+                if matches!(e.problem, Problem::UnknownResolver { .. }) {
                     severity = Severity::Error;
                 }
-                let (source, label) = match name.strip_suffix("@docker") {
-                    Some(bare) => {
-                        let sources = details
-                            .get(bare)
-                            .map(|d| d.sources.as_slice())
-                            .unwrap_or_default();
-                        let first = sources.first();
-                        let label = label_suffix(e).and_then(|suffix| {
-                            sources
-                                .iter()
-                                .flat_map(|s| &s.labels)
-                                .find(|l| l.to_ascii_lowercase().ends_with(suffix))
-                        });
-                        (
-                            source_of(first.map(|s| s.container_name.as_str()), containers),
-                            label.cloned(),
-                        )
-                    }
-                    None if name.ends_with("@file") => ("file provider".to_owned(), None),
-                    None => ("static configuration".to_owned(), None),
-                };
-                out.push(Finding {
-                    severity,
-                    source,
-                    object: Some(format!("{kind} `{name}`")),
-                    label,
-                    message: e.clone(),
-                });
+                let origin = e
+                    .origin
+                    .clone()
+                    .or_else(|| places.origin(&e.object, e.option));
+                out.push(places.finding(severity, &e.object, origin, e.problem.to_string()));
             }
         }
     }
     for w in &report.warnings {
-        out.push(Finding {
-            severity: Severity::Warning,
-            source: "configuration".to_owned(),
-            object: None,
-            label: None,
-            message: w.clone(),
-        });
+        out.push(Finding::general(
+            Severity::Warning,
+            "configuration",
+            w.clone(),
+        ));
     }
     out
 }
@@ -813,8 +891,7 @@ fn duplicate_rules(
     merged: &Dynamic,
     report: &Report,
     ctx: &CompileContext,
-    detail: &ProviderDetail,
-    containers: &Containers,
+    places: &Places<'_>,
 ) -> Vec<Finding> {
     type Key = (String, i64, bool);
     let mut seen: BTreeMap<(Key, String), String> = BTreeMap::new();
@@ -847,33 +924,23 @@ fn duplicate_rules(
                     seen.insert((key.clone(), ep.clone()), name.clone());
                 }
                 Some(winner) => {
-                    let bare = name.strip_suffix("@docker");
-                    let sources = bare
-                        .and_then(|b| detail.routers.get(b))
-                        .map(|d| d.sources.as_slice())
-                        .unwrap_or_default();
-                    let source = match bare {
-                        Some(_) => source_of(
-                            sources.first().map(|s| s.container_name.as_str()),
-                            containers,
-                        ),
-                        None if name.ends_with("@file") => "file provider".to_owned(),
-                        None => "configuration".to_owned(),
-                    };
-                    out.push(Finding {
-                        severity: Severity::Error,
-                        source,
-                        object: Some(format!("router `{name}`")),
-                        label: sources
-                            .iter()
-                            .flat_map(|s| &s.labels)
-                            .find(|l| l.to_ascii_lowercase().ends_with(".rule"))
-                            .cloned(),
-                        message: format!(
+                    let object = ObjectRef::new(ObjectKind::Router, name);
+                    let origin = places.origin(&object, Some("rule"));
+                    let mut finding = places.finding(
+                        Severity::Error,
+                        &object,
+                        origin,
+                        format!(
                             "same rule `{}` and priority {priority} as router `{winner}` on entry point `{ep}`: `{winner}` gets every request (its name sorts first); set a `priority` on one of them",
                             router.rule
                         ),
-                    });
+                    );
+                    if finding.origin.is_none()
+                        && !matches!(object.name.provider.as_str(), "docker" | "file")
+                    {
+                        finding.source = "configuration".to_owned();
+                    }
+                    out.push(finding);
                     break;
                 }
             }

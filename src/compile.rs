@@ -7,6 +7,7 @@ mod middleware;
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
+use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
@@ -69,11 +70,13 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         done: HashMap::new(),
         visiting: HashSet::new(),
         warnings: BTreeMap::new(),
+        more: BTreeMap::new(),
     };
     let mut middlewares =
         middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
-    let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Who uses each service and middleware.
+    let mut using: BTreeMap<ObjectRef, Vec<String>> = BTreeMap::new();
     let mut tls_uses = TlsUses::default();
 
     for (name, router) in &dynamic.http.routers {
@@ -81,11 +84,18 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         let provider = QualifiedName::parse(name)
             .map(|q| q.provider)
             .unwrap_or_default();
+        let error = |problem| ConfigError::new(ObjectRef::new(ObjectKind::Router, name), problem);
 
         let matcher = match parse_rule(&router.rule) {
             Ok(m) => Some(m),
             Err(e) => {
-                entry.disable(format!("rule `{}`: {e}", router.rule));
+                entry.disable(
+                    error(Problem::RuleSyntax {
+                        rule: router.rule.clone(),
+                        error: e.to_string(),
+                    })
+                    .at("rule"),
+                );
                 None
             }
         };
@@ -100,11 +110,17 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             for ep in &router.entry_points {
                 match ctx.entry_points.iter().position(|n| n == ep) {
                     Some(i) => eps.push(i),
-                    None => entry.warn(format!("entry point `{ep}` does not exist")),
+                    None => entry.warn(
+                        error(Problem::Missing {
+                            what: Reference::EntryPoint,
+                            name: ep.clone(),
+                        })
+                        .at("entrypoints"),
+                    ),
                 }
             }
             if eps.is_empty() {
-                entry.disable("none of the router's entry points exist");
+                entry.disable(error(Problem::NoEntryPoint).at("entrypoints"));
             }
         }
         entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
@@ -116,31 +132,38 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             .collect();
         for q in &chain_names {
             using
-                .entry(format!("m:{q}"))
+                .entry(ObjectRef::new(ObjectKind::Middleware, q))
                 .or_default()
                 .push(name.clone());
         }
         let chain = match middlewares.chain(name, &chain_names, &mut services) {
             Ok(chain) => Some(chain),
-            Err(e) => {
-                entry.disable(e);
+            Err(problem) => {
+                entry.disable(error(problem).at("middlewares"));
                 None
             }
         };
 
         let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
         let upstream = if router.service.is_empty() {
-            entry.disable("the router has no service");
+            entry.disable(error(Problem::NoService).at("service"));
             None
         } else {
             using
-                .entry(format!("s:{service_name}"))
+                .entry(ObjectRef::new(ObjectKind::Service, &service_name))
                 .or_default()
                 .push(name.clone());
             match services.get(&service_name) {
                 Ok(u) => Some(u),
-                Err(e) => {
-                    entry.disable(format!("service `{service_name}`: {e}"));
+                Err(problem) => {
+                    entry.disable(
+                        error(Problem::InReference {
+                            what: Reference::Service,
+                            name: service_name.clone(),
+                            problem: Box::new(problem),
+                        })
+                        .at("service"),
+                    );
                     None
                 }
             }
@@ -170,7 +193,14 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     .as_ref()
                     .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
                 if let Some(tls) = tls {
-                    tls_uses.add(name, &provider, tls, &matcher, ctx, entry);
+                    tls_uses.add(
+                        name,
+                        &provider,
+                        tls,
+                        &matcher,
+                        ctx,
+                        &mut |e: ConfigError| entry.warn(e),
+                    );
                 }
                 let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
                     Arc::new(Route {
@@ -202,26 +232,33 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let names: Vec<String> = dynamic.http.services.keys().cloned().collect();
     for name in names {
         let entry = report.services.entry(name.clone()).or_default();
-        if let Err(e) = services.get(&name) {
-            entry.disable(e);
+        let object = ObjectRef::new(ObjectKind::Service, &name);
+        if let Err(problem) = services.get(&name) {
+            entry.disable(ConfigError::new(object.clone(), problem));
+            for more in services.more.remove(&name).unwrap_or_default() {
+                entry.disable(ConfigError::new(object.clone(), more));
+            }
         }
         for w in services.warnings.remove(&name).unwrap_or_default() {
-            entry.warn(w);
+            entry.warn(ConfigError::new(object.clone(), w));
         }
-        entry.using = using.get(&format!("s:{name}")).cloned().unwrap_or_default();
+        entry.using = using.remove(&object).unwrap_or_default();
     }
     for name in ctx.internal.keys() {
-        let users = using.get(&format!("s:{name}")).cloned().unwrap_or_default();
+        let users = using
+            .remove(&ObjectRef::new(ObjectKind::Service, name))
+            .unwrap_or_default();
         if !users.is_empty() {
             report.services.entry(name.clone()).or_default().using = users;
         }
     }
     for name in dynamic.http.middlewares.keys() {
         let entry = report.middlewares.entry(name.clone()).or_default();
-        if let Err(e) = middlewares.check(name, &mut services) {
-            entry.disable(e);
+        let object = ObjectRef::new(ObjectKind::Middleware, name);
+        if let Err(problem) = middlewares.check(name, &mut services) {
+            entry.disable(ConfigError::new(object.clone(), problem));
         }
-        entry.using = using.get(&format!("m:{name}")).cloned().unwrap_or_default();
+        entry.using = using.remove(&object).unwrap_or_default();
     }
     if dynamic.tcp.is_some() || dynamic.udp.is_some() {
         report
@@ -238,16 +275,24 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     report.warnings.extend(tls_report.warnings);
     for (router, options) in &tls_uses.options {
         let problem = match tls_report.broken_options.get(options) {
-            Some(e) => Some(format!("TLS options `{options}`: {e}")),
-            None if !dynamic.tls.options.contains_key(options) => {
-                Some(format!("TLS options `{options}` do not exist"))
-            }
+            Some(e) => Some(Problem::InReference {
+                what: Reference::TlsOptions,
+                name: options.clone(),
+                problem: Box::new(Problem::bad_value(e)),
+            }),
+            None if !dynamic.tls.options.contains_key(options) => Some(Problem::Missing {
+                what: Reference::TlsOptions,
+                name: options.clone(),
+            }),
             None => None,
         };
         // A router never falls back to weaker options than it asked for.
         if let Some(problem) = problem {
             if let Some(entry) = report.routers.get_mut(router) {
-                entry.disable(problem);
+                entry.disable(
+                    ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem)
+                        .at("tls.options"),
+                );
             }
             for routes in &mut per_ep {
                 routes.retain(|r| r.name != *router);
@@ -285,8 +330,9 @@ impl TlsUses {
         tls: &dynamic::RouterTls,
         matcher: &crate::rule::Matcher,
         ctx: &CompileContext,
-        entry: &mut crate::runtime::ObjectReport,
+        warn: &mut dyn FnMut(ConfigError),
     ) {
+        let error = |problem| ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem);
         // A router on several entry points with the same TLS is counted once.
         if !self.seen.insert((router.to_owned(), format!("{tls:?}"))) {
             return;
@@ -310,9 +356,12 @@ impl TlsUses {
             return;
         };
         if !ctx.cert_resolvers.iter().any(|r| r == resolver) {
-            entry.warn(format!(
-                "certificate resolver `{resolver}` does not exist; the default certificate is served"
-            ));
+            warn(
+                error(Problem::UnknownResolver {
+                    name: resolver.to_owned(),
+                })
+                .at("tls.certresolver"),
+            );
             return;
         }
         let sets: Vec<Vec<String>> = if tls.domains.is_empty() {
@@ -334,15 +383,22 @@ impl TlsUses {
                 match orderable(&name) {
                     Ok(()) if !domains.contains(&name) => domains.push(name),
                     Ok(()) => {}
-                    Err(why) => {
-                        entry.warn(format!("no certificate is ordered for `{name}`: {why}"))
-                    }
+                    Err(why) => warn(
+                        error(Problem::NotOrderable {
+                            domain: name,
+                            reason: why.to_owned(),
+                        })
+                        .at("tls.domains"),
+                    ),
                 }
             }
             if domains.is_empty() {
-                entry.warn(format!(
-                    "certificate resolver `{resolver}`: the router names no host to obtain a certificate for (use Host(`…`) or tls.domains)"
-                ));
+                warn(
+                    error(Problem::NoHostForCertificate {
+                        resolver: resolver.to_owned(),
+                    })
+                    .at("tls.certresolver"),
+                );
                 continue;
             }
             let request = crate::tls::CertificateRequest {
@@ -397,28 +453,32 @@ struct ServiceCompiler<'a> {
     dynamic: &'a Dynamic,
     ctx: &'a CompileContext,
     registries: &'a Registries,
-    done: HashMap<String, Result<Arc<Upstream>, String>>,
+    done: HashMap<String, Result<Arc<Upstream>, Problem>>,
     visiting: HashSet<String>,
     /// Problems that leave a service working, by service name.
-    warnings: BTreeMap<String, Vec<String>>,
+    warnings: BTreeMap<String, Vec<Problem>>,
+    /// A broken service's problems after the first (which is its `Err`),
+    /// so that its report lists every one.
+    more: BTreeMap<String, Vec<Problem>>,
 }
 
 impl ServiceCompiler<'_> {
-    fn get(&mut self, name: &str) -> Result<Arc<Upstream>, String> {
+    fn get(&mut self, name: &str) -> Result<Arc<Upstream>, Problem> {
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
         if !self.visiting.insert(name.to_owned()) {
-            return Err(format!(
-                "service `{name}` refers to itself through other services"
-            ));
+            return Err(Problem::Cycle {
+                what: Reference::Service,
+                path: vec![name.to_owned()],
+            });
         }
         let result = match (
             self.dynamic.http.services.get(name),
             self.ctx.internal.get(name),
         ) {
             (_, Some(internal)) => Ok(Arc::new(Upstream::Internal(internal.clone()))),
-            (None, None) => Err("does not exist".to_owned()),
+            (None, None) => Err(Problem::NotFound),
             (Some(service), None) => self.compile(name, service),
         };
         self.visiting.remove(name);
@@ -427,15 +487,28 @@ impl ServiceCompiler<'_> {
     }
 
     /// A child service (weighted member, mirror, failover side) by name.
-    fn child(&mut self, what: &str, name: &str, provider: &str) -> Result<Arc<Upstream>, String> {
+    fn child(
+        &mut self,
+        what: Reference,
+        name: &str,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, Problem> {
         if name.is_empty() {
-            return Err(format!("{what}: no service name given"));
+            return Err(Problem::NoName { what });
         }
         let q = QualifiedName::resolve(name, provider).to_string();
-        self.get(&q).map_err(|e| format!("{what} `{q}`: {e}"))
+        self.get(&q).map_err(|problem| Problem::InReference {
+            what,
+            name: q,
+            problem: Box::new(problem),
+        })
     }
 
-    fn compile(&mut self, name: &str, service: &dynamic::Service) -> Result<Arc<Upstream>, String> {
+    fn compile(
+        &mut self,
+        name: &str,
+        service: &dynamic::Service,
+    ) -> Result<Arc<Upstream>, Problem> {
         let provider = QualifiedName::parse(name)
             .map(|q| q.provider)
             .unwrap_or_default();
@@ -453,16 +526,23 @@ impl ServiceCompiler<'_> {
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
-                return Err(
-                    "no service type given (loadBalancer, weighted, mirroring or failover)"
-                        .to_owned(),
-                );
+                return Err(Problem::NoType {
+                    of: ObjectKind::Service,
+                });
             }
             1 => {}
-            _ => return Err(
-                "a service has exactly one type (loadBalancer, weighted, mirroring or failover)"
-                    .to_owned(),
-            ),
+            _ => {
+                let types = ["loadBalancer", "weighted", "mirroring", "failover"]
+                    .iter()
+                    .zip(kinds)
+                    .filter(|(_, given)| *given)
+                    .map(|(t, _)| (*t).to_owned())
+                    .collect();
+                return Err(Problem::SeveralTypes {
+                    of: ObjectKind::Service,
+                    types,
+                });
+            }
         }
         if let Some(lb) = load_balancer {
             return self.load_balancer(name, lb, &provider);
@@ -475,7 +555,9 @@ impl ServiceCompiler<'_> {
         }
         match failover {
             Some(f) => self.failover(name, f, &provider),
-            None => Err("no service type given".to_owned()),
+            None => Err(Problem::NoType {
+                of: ObjectKind::Service,
+            }),
         }
     }
 
@@ -484,7 +566,7 @@ impl ServiceCompiler<'_> {
         name: &str,
         lb: &dynamic::LoadBalancer,
         provider: &str,
-    ) -> Result<Arc<Upstream>, String> {
+    ) -> Result<Arc<Upstream>, Problem> {
         let dynamic::LoadBalancer {
             servers,
             pass_host_header: _,
@@ -502,14 +584,28 @@ impl ServiceCompiler<'_> {
         let mut compiled = Vec::with_capacity(servers.len());
         let mut uris = Vec::with_capacity(servers.len());
         let mut weights = Vec::with_capacity(servers.len());
+        let mut problems = Vec::new();
         for s in servers {
-            let (server, uri) = compile_server(s, lb.passes_host_header(), registries, &settings)?;
-            compiled.push(server);
-            uris.push(uri);
+            match compile_server(s, lb.passes_host_header(), registries, &settings) {
+                Ok((server, uri)) => {
+                    compiled.push(server);
+                    uris.push(uri);
+                }
+                Err(e) => problems.push(Problem::bad_value(e)),
+            }
             weights.push(s.weight.unwrap_or(1));
         }
+        // Every bad server is named, not only the first.
+        let mut problems = problems.into_iter();
+        if let Some(first) = problems.next() {
+            self.more
+                .entry(name.to_owned())
+                .or_default()
+                .extend(problems);
+            return Err(first);
+        }
         if !servers.is_empty() && weights.iter().all(|&w| w == 0) {
-            return Err("every server has weight 0, so none can take traffic".to_owned());
+            return Err(Problem::AllWeightsZero { services: false });
         }
         let shape = servers
             .iter()
@@ -524,7 +620,7 @@ impl ServiceCompiler<'_> {
         );
         let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &urls)?),
+            Some(c) => Some(StickyCookie::compile(c, name, &urls).map_err(Problem::bad_value)?),
             None => None,
         };
         let health = match health_check {
@@ -541,7 +637,8 @@ impl ServiceCompiler<'_> {
                     .collect();
                 let plan = compile_plan(hc, &targets, &mut |a: &Authority| {
                     registries.client(&settings, a)
-                })?;
+                })
+                .map_err(Problem::bad_value)?;
                 let members: Vec<(String, bool)> = servers
                     .iter()
                     .zip(&weights)
@@ -565,7 +662,7 @@ impl ServiceCompiler<'_> {
         name: &str,
         w: &dynamic::Weighted,
         provider: &str,
-    ) -> Result<Arc<Upstream>, String> {
+    ) -> Result<Arc<Upstream>, Problem> {
         // Health always propagates from the children here, so Traefik's
         // opt-in `healthCheck: {}` changes nothing.
         let dynamic::Weighted {
@@ -574,18 +671,18 @@ impl ServiceCompiler<'_> {
             health_check: _,
         } = w;
         if services.is_empty() {
-            return Err("the weighted service lists no services".to_owned());
+            return Err(Problem::bad_value("the weighted service lists no services"));
         }
         let mut children = Vec::with_capacity(services.len());
         let mut weights = Vec::with_capacity(services.len());
         let mut ids = Vec::with_capacity(services.len());
         for child in services {
-            children.push(self.child("weighted child", &child.name, provider)?);
+            children.push(self.child(Reference::WeightedChild, &child.name, provider)?);
             weights.push(child.weight.unwrap_or(1));
             ids.push(QualifiedName::resolve(&child.name, provider).to_string());
         }
         if weights.iter().all(|&w| w == 0) {
-            return Err("every service has weight 0, so none can take traffic".to_owned());
+            return Err(Problem::AllWeightsZero { services: true });
         }
         let shape = ids
             .iter()
@@ -600,7 +697,7 @@ impl ServiceCompiler<'_> {
         );
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &id_refs)?),
+            Some(c) => Some(StickyCookie::compile(c, name, &id_refs).map_err(Problem::bad_value)?),
             None => None,
         };
         Ok(Arc::new(Upstream::Weighted(WeightedService {
@@ -615,7 +712,7 @@ impl ServiceCompiler<'_> {
         name: &str,
         m: &dynamic::Mirroring,
         provider: &str,
-    ) -> Result<Arc<Upstream>, String> {
+    ) -> Result<Arc<Upstream>, Problem> {
         let dynamic::Mirroring {
             service,
             mirror_body,
@@ -623,16 +720,16 @@ impl ServiceCompiler<'_> {
             mirrors,
             health_check: _,
         } = m;
-        let main = self.child("mirroring service", service, provider)?;
+        let main = self.child(Reference::MirroringService, service, provider)?;
         let mut list = Vec::with_capacity(mirrors.len());
         for mirror in mirrors {
             if mirror.percent > 100 {
-                return Err(format!(
+                return Err(Problem::bad_value(format_args!(
                     "mirror `{}`: percent {} is more than 100",
                     mirror.name, mirror.percent
-                ));
+                )));
             }
-            let upstream = self.child("mirror", &mirror.name, provider)?;
+            let upstream = self.child(Reference::Mirror, &mirror.name, provider)?;
             let q = QualifiedName::resolve(&mirror.name, provider);
             let counter = self.registries.position(&format!("{name}|m|{q}"));
             list.push(Mirror {
@@ -656,18 +753,19 @@ impl ServiceCompiler<'_> {
         name: &str,
         f: &dynamic::Failover,
         provider: &str,
-    ) -> Result<Arc<Upstream>, String> {
+    ) -> Result<Arc<Upstream>, Problem> {
         let dynamic::Failover {
             service,
             fallback,
             health_check: _,
         } = f;
-        let main = self.child("failover service", service, provider)?;
-        let fallback = self.child("failover fallback", fallback, provider)?;
+        let main = self.child(Reference::FailoverService, service, provider)?;
+        let fallback = self.child(Reference::FailoverFallback, fallback, provider)?;
         if !main.is_checked() {
-            self.warnings.entry(name.to_owned()).or_default().push(
-                "the main service has no health check, so the fallback is never used".to_owned(),
-            );
+            self.warnings
+                .entry(name.to_owned())
+                .or_default()
+                .push(Problem::FallbackNeverUsed);
         }
         Ok(Arc::new(Upstream::Failover(FailoverService {
             main,
@@ -679,7 +777,7 @@ impl ServiceCompiler<'_> {
     /// or a named one from `http.serversTransports`. A named transport takes
     /// the static timeouts and idle-connection limit unless it sets its own;
     /// its TLS settings are its own.
-    fn transport(&self, name: Option<&str>, provider: &str) -> Result<ClientSettings, String> {
+    fn transport(&self, name: Option<&str>, provider: &str) -> Result<ClientSettings, Problem> {
         let Some(name) = name.filter(|n| !n.is_empty()) else {
             return Ok(self.ctx.default_transport.clone());
         };
@@ -689,7 +787,10 @@ impl ServiceCompiler<'_> {
             .http
             .servers_transports
             .get(&q)
-            .ok_or_else(|| format!("servers transport `{q}` does not exist"))?;
+            .ok_or_else(|| Problem::Missing {
+                what: Reference::ServersTransport,
+                name: q.clone(),
+            })?;
         let dynamic::ServersTransport {
             server_name,
             insecure_skip_verify,

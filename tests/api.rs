@@ -139,6 +139,21 @@ async fn routers_services_and_middlewares_in_traefiks_shapes() {
             .is_some_and(|e| e.contains("column")),
         "{broken}"
     );
+    // Each error names the file and the line of the option at fault, as
+    // text and as typed fields.
+    let problem = &broken["problems"][0];
+    assert_eq!(problem["origin"]["type"], "file", "{broken}");
+    assert_eq!(problem["origin"]["line"], 9, "the `rule` line: {broken}");
+    let path = problem["origin"]["path"].as_str().expect("path");
+    assert!(path.ends_with("dynamic.toml"), "{path}");
+    assert_eq!(problem["kind"], "ruleSyntax");
+    assert_eq!(problem["object"]["name"], "broken@file");
+    assert!(
+        broken["error"][0]
+            .as_str()
+            .is_some_and(|e| e.starts_with(&format!("{path}:9: rule `"))),
+        "{broken}"
+    );
     let orphan = by_name(&routers, "orphan@file");
     assert_eq!(orphan["status"], "disabled");
     assert!(
@@ -146,6 +161,11 @@ async fn routers_services_and_middlewares_in_traefiks_shapes() {
             .as_str()
             .is_some_and(|e| e.contains("missing@file")),
         "{orphan}"
+    );
+    assert_eq!(orphan["problems"][0]["origin"]["line"], 13, "{orphan}");
+    assert_eq!(
+        orphan["problems"][0]["message"],
+        "service `missing@file`: does not exist"
     );
 
     let services = api.json("/api/http/services").await;
@@ -780,6 +800,7 @@ async fn every_endpoint_answers_as_its_golden_file() {
 
     let ports = [(gw.port, "web"), (internal, "gangway")];
     let dir = certs.path().display().to_string();
+    let config_dir = gw.dir.path().display().to_string();
     let mut answers: Vec<(&str, &str, Value)> = Vec::new();
     for (file, path) in GOLDEN {
         answers.push((file, path, api.json(path).await));
@@ -791,7 +812,11 @@ async fn every_endpoint_answers_as_its_golden_file() {
         answers.push((file, path, json));
     }
     for (_, _, got) in &mut answers {
-        normalize(got, &ports, &[(dir.as_str(), "<dir>")]);
+        normalize(
+            got,
+            &ports,
+            &[(dir.as_str(), "<dir>"), (config_dir.as_str(), "<config>")],
+        );
     }
     compare_with_golden(answers);
 }

@@ -205,6 +205,16 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
+            "a stray Traefik label with a typo beside gangway labels: a warning with the label meant",
+            with(&["traefik.http.routers.app.rulee=Host(`app.localhost`)"]),
+            "",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `app`: label `traefik.http.routers.app.rulee`: labels under `traefik.` are not read, the label prefix is `gangway`; and `rulee` is not an option (did you mean `gangway.http.routers.app.rule`?)",
+                "gangway check: 0 errors, 1 warning",
+            ],
+        ),
+        (
             "Traefik labels under the gangway prefix: a warning",
             vec![
                 "traefik.enable=true",
@@ -308,9 +318,19 @@ fn static_and_file_provider_configuration_are_checked() {
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains(
-            "error: file provider: router `app@file`: middleware `missing@file`: does not exist"
+            "error: dynamic.toml:4: router `app@file`: middleware `missing@file`: does not exist"
         ),
-        "{out}"
+        "the file and the line of `middlewares`:\n{out}"
+    );
+    let (_, out) = check(
+        dir.path(),
+        &["--configFile", "gangway.toml", "--format", "json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(
+        json["findings"][0]["origin"],
+        serde_json::json!({ "type": "file", "path": "dynamic.toml", "line": 4 }),
+        "{json}"
     );
 
     // A static option that does not exist: named, exit 1.
@@ -339,6 +359,56 @@ fn static_and_file_provider_configuration_are_checked() {
         out.contains("error: file provider: ") && out.contains("dynamic.toml"),
         "{out}"
     );
+}
+
+#[test]
+fn an_object_with_two_problems_reports_both_at_their_lines_in_toml_and_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[providers.file]\ndirectory = \"conf\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    std::fs::write(
+        dir.path().join("conf/a.toml"),
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n\n[http.routers.two]\nrule = \"Host(`two.localhost`) &&\"\nservice = \"app\"\nmiddlewares = [\"missing\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("conf/b.yml"),
+        "http:\n  routers:\n    three:\n      rule: Host(`three.localhost`)\n      service: app\n      middlewares:\n        - gone\n      entryPoints: [web, nowhere]\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    for line in [
+        "error: conf/a.toml:6: router `two@file`: rule `Host(`two.localhost`) &&`: ",
+        "error: conf/a.toml:8: router `two@file`: middleware `missing@file`: does not exist",
+        "error: conf/b.yml:6: router `three@file`: middleware `gone@file`: does not exist",
+        "error: conf/b.yml:8: router `three@file`: entry point `nowhere` does not exist",
+    ] {
+        assert!(out.contains(line), "wanted `{line}` in:\n{out}");
+    }
+}
+
+#[test]
+fn a_traefik_project_with_a_stray_gangway_label_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        "services:\n  traefik:\n    image: traefik:v3.3\n    command: --providers.docker=true --entrypoints.web.address=:80\n  app:\n    image: app\n    network_mode: host\n    labels:\n      - traefik.enable=true\n      - traefik.http.routers.app.rule=Host(`app.localhost`)\n      - traefik.http.services.app.loadbalancer.server.port=80\n      - gangway.http.routers.app.middlewares=auth\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "warning: docker-compose.yml, service `app`: label `gangway.http.routers.app.middlewares`: labels under `gangway.` are not read, the label prefix is `traefik` (did you mean `traefik.http.routers.app.middlewares`?)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("gangway check: 0 errors, 1 warning"), "{out}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, section, kv, callout, icon } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, section, kv, callout, icon, problemItems } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -27,7 +27,7 @@ function head(kind, o) {
 }
 
 function errors(o) {
-  const errs = list(o.error);
+  const errs = problemItems(o);
   if (!errs.length) return null;
   const disabled = o.status === 'disabled';
   return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning',

@@ -178,6 +178,30 @@ export function callout(kind, title, lines) {
     list(lines).length ? h('ul', {}, list(lines).map((l) => h('li', {}, l))) : null);
 }
 
+/**
+ * Where a problem is written, from the API's typed `origin`:
+ * `dynamic.toml:4`, or `container web-1 · label gangway.http.routers.web.rule`.
+ */
+export function originText(origin) {
+  if (!origin) return null;
+  if (origin.type === 'file') return `${origin.path}:${origin.line}`;
+  if (origin.type === 'container') return origin.label ? `container ${origin.name} · label ${origin.label}` : `container ${origin.name}`;
+  return null;
+}
+
+/** An object's problems (the API's `problems`), each with its place in front. */
+export function problemItems(o) {
+  return list(o.problems).map((p) => {
+    const where = originText(p.origin);
+    return h('span', { class: 'problem-item' }, where ? [h('code', { class: 'origin' }, where), ' '] : null, p.message);
+  });
+}
+
+/** Items in one line, separated by a dot. */
+export function joined(items) {
+  return items.flatMap((item, i) => (i ? [' · ', item] : [item]));
+}
+
 /** A page section with a heading. */
 export function section(title, ...children) {
   return h('section', { class: 'card' }, title ? h('h2', {}, title) : null, ...children);

@@ -3,7 +3,7 @@
 // address so a filtered view can be bookmarked or shared.
 
 import { get, getPage, optional, query } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon, problemItems, joined } from './dom.js';
 
 const PER_PAGE = 50;
 
@@ -26,10 +26,10 @@ function nameCell(kind, o) {
 
 /** An object's errors, shown on a line under its row. */
 function errorLine(o) {
-  const errors = list(o.error);
+  const errors = problemItems(o);
   if (!errors.length) return null;
   return h('div', { class: `obj-error ${o.status === 'warning' ? 'warn' : ''}` },
-    icon(o.status === 'warning' ? 'warn' : 'cross'), h('span', {}, errors.join(' · ')));
+    icon(o.status === 'warning' ? 'warn' : 'cross'), h('span', {}, joined(errors)));
 }
 
 

@@ -2,7 +2,7 @@
 // providers and certificates that expire soon.
 
 import { get, optional, query } from './api.js';
-import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KINDS, callout, icon } from './dom.js';
+import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KINDS, callout, icon, problemItems, joined } from './dom.js';
 import { normalizeCert, needsLook, sortCerts, certTable, SOON_DAYS } from './certificates.js';
 
 const KIND_NAMES = ['routers', 'services', 'middlewares'];
@@ -11,7 +11,7 @@ async function problems(kind, counts, signal) {
   if (!counts || (counts.errors || 0) + (counts.warnings || 0) === 0) return [];
   const fetchStatus = (status, n) => (n > 0 ? get(`${KINDS[kind].api}${query({ status, per_page: 100 })}`, signal) : []);
   const [errors, warnings] = await Promise.all([fetchStatus('disabled', counts.errors), fetchStatus('warning', counts.warnings)]);
-  return [...list(errors), ...list(warnings)].map((o) => ({ kind, name: o.name, status: o.status, errors: list(o.error) }));
+  return [...list(errors), ...list(warnings)].map((o) => ({ kind, name: o.name, status: o.status, problems: list(o.problems) }));
 }
 
 function attention(d) {
@@ -23,7 +23,7 @@ function attention(d) {
       statusBadge(o.status),
       h('span', { class: 'problem-kind' }, KINDS[o.kind].one),
       objLink(o.kind, o.name),
-      h('div', { class: 'problem-text' }, o.errors.length ? o.errors.join(' · ') : 'no detail given')));
+      h('div', { class: 'problem-text' }, o.problems.length ? joined(problemItems(o)) : 'no detail given')));
   }
   for (const [name, p] of Object.entries(d.providers)) {
     if (p && (p.lastError || p.connected === false)) {

@@ -1,6 +1,6 @@
 //! `/api/explain`: which router gets a request, and why not the others.
 
-use super::views::ErrorView;
+use super::views::{ErrorView, ProblemView};
 use super::{ApiError, ApiState};
 use crate::config::QualifiedName;
 use crate::rule::RequestFacts;
@@ -158,6 +158,7 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         .map(|(n, r)| DisabledRouter {
             router: n.clone(),
             errors: ErrorView::of_report(r),
+            problems: ProblemView::all(&r.errors),
         })
         .collect();
     Json(ExplainView {
@@ -249,4 +250,6 @@ pub struct DisabledRouter {
     pub router: String,
     /// Why it is disabled.
     pub errors: Vec<ErrorView>,
+    /// The same, as typed problems with where each is written.
+    pub problems: Vec<ProblemView>,
 }

@@ -12,6 +12,7 @@ use crate::config::QualifiedName;
 use crate::config::dynamic::{
     Failover, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service, Weighted,
 };
+use crate::config::problem::ConfigError;
 use crate::config::provenance::{ContainerRecord, NotRouted, Source};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
@@ -40,14 +41,43 @@ fn provider_of(name: &str) -> String {
 pub struct ErrorView(String);
 
 impl ErrorView {
-    /// The errors and warnings of one object's report.
+    /// The errors of one object's report, each led by where it is written.
     pub fn of_report(report: &ObjectReport) -> Vec<ErrorView> {
-        Self::all(&report.errors)
+        report
+            .errors
+            .iter()
+            .map(|e| ErrorView(e.to_string()))
+            .collect()
     }
 
     /// A list of errors or warnings.
     pub fn all(errors: &[String]) -> Vec<ErrorView> {
         errors.iter().map(|e| ErrorView(e.clone())).collect()
+    }
+}
+
+/// One problem of an object as the API gives it: what is wrong (without
+/// the place) beside the typed fields — kind, object, option and `origin`
+/// (file and line, or container and label).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ProblemView {
+    /// The problem alone, without where it is written.
+    pub message: String,
+    /// The typed error.
+    #[serde(flatten)]
+    pub error: ConfigError,
+}
+
+impl ProblemView {
+    /// The typed problems of a list of errors.
+    pub fn all(errors: &[ConfigError]) -> Vec<ProblemView> {
+        errors
+            .iter()
+            .map(|error| ProblemView {
+                message: error.problem.to_string(),
+                error: error.clone(),
+            })
+            .collect()
     }
 }
 
@@ -64,6 +94,11 @@ pub struct StateView {
     /// The containers and labels behind the object, when its provider knows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<Source>,
+    /// The same problems as typed values: what is wrong (without the
+    /// place), its kind, the object, the option and where it is written
+    /// (`origin`: file and line, or container and label).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<ProblemView>,
 }
 
 impl StateView {
@@ -72,11 +107,13 @@ impl StateView {
             StateView {
                 status: Status::Enabled,
                 errors: Vec::new(),
+                problems: Vec::new(),
                 provenance: Vec::new(),
             },
             |r| StateView {
                 status: r.status,
                 errors: ErrorView::of_report(r),
+                problems: ProblemView::all(&r.errors),
                 provenance: r.provenance.clone(),
             },
         )

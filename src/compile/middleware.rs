@@ -7,6 +7,7 @@
 use super::ServiceCompiler;
 use crate::config::QualifiedName;
 use crate::config::dynamic::{Dynamic, Middleware as Model};
+use crate::config::problem::{ObjectKind, Problem, Reference};
 use crate::middleware::{self as mw, Chain, Middleware, MiddlewareError, ServiceRef};
 use crate::runtime::Registries;
 use crate::runtime::registries::ClientSettings;
@@ -19,7 +20,7 @@ pub(super) struct MiddlewareCompiler<'a> {
     registries: &'a Registries,
     transport: &'a ClientSettings,
     /// Stateless middlewares compiled so far (shared by every router).
-    done: HashMap<String, Result<Arc<dyn Middleware>, String>>,
+    done: HashMap<String, Result<Arc<dyn Middleware>, Problem>>,
 }
 
 impl<'a> MiddlewareCompiler<'a> {
@@ -43,12 +44,16 @@ impl<'a> MiddlewareCompiler<'a> {
         router: &str,
         names: &[String],
         services: &mut ServiceCompiler<'_>,
-    ) -> Result<Chain, String> {
+    ) -> Result<Chain, Problem> {
         let mut layers = Vec::with_capacity(names.len());
         let mut stack = Vec::new();
         for name in names {
             self.flatten(router, name, &mut stack, &mut layers, services)
-                .map_err(|e| format!("middleware `{name}`: {e}"))?;
+                .map_err(|problem| Problem::InReference {
+                    what: Reference::Middleware,
+                    name: name.clone(),
+                    problem: Box::new(problem),
+                })?;
         }
         Ok(Chain::new(layers))
     }
@@ -58,7 +63,7 @@ impl<'a> MiddlewareCompiler<'a> {
         &mut self,
         name: &str,
         services: &mut ServiceCompiler<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         let mut layers = Vec::new();
         self.flatten("", name, &mut Vec::new(), &mut layers, services)
     }
@@ -70,28 +75,32 @@ impl<'a> MiddlewareCompiler<'a> {
         stack: &mut Vec<String>,
         out: &mut Vec<Arc<dyn Middleware>>,
         services: &mut ServiceCompiler<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Problem> {
         if stack.iter().any(|s| s == name) {
             stack.push(name.to_owned());
-            return Err(format!("chain cycle: {}", stack.join(" → ")));
+            return Err(Problem::Cycle {
+                what: Reference::Middleware,
+                path: stack.clone(),
+            });
         }
         let Some(m) = self.dynamic.http.middlewares.get(name) else {
-            return Err("does not exist".to_owned());
+            return Err(Problem::NotFound);
         };
         if let Some(why) = &m.invalid {
-            return Err(why.clone());
+            return Err(Problem::bad_value(why));
         }
         match m.kinds().as_slice() {
             [_] => {}
-            [] => return Err("no middleware type given".to_owned()),
+            [] => {
+                return Err(Problem::NoType {
+                    of: ObjectKind::Middleware,
+                });
+            }
             many => {
-                return Err(format!(
-                    "several middleware types in one middleware: {}",
-                    many.iter()
-                        .map(|k| format!("`{k}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(Problem::SeveralTypes {
+                    of: ObjectKind::Middleware,
+                    types: many.iter().map(ToString::to_string).collect(),
+                });
             }
         }
         let provider = QualifiedName::parse(name)
@@ -102,7 +111,11 @@ impl<'a> MiddlewareCompiler<'a> {
             for child in &chain.middlewares {
                 let q = QualifiedName::resolve(child, &provider).to_string();
                 self.flatten(router, &q, stack, out, services)
-                    .map_err(|e| format!("middleware `{q}`: {e}"))?;
+                    .map_err(|problem| Problem::InReference {
+                        what: Reference::Middleware,
+                        name: q.clone(),
+                        problem: Box::new(problem),
+                    })?;
             }
             stack.pop();
             return Ok(());
@@ -118,7 +131,7 @@ impl<'a> MiddlewareCompiler<'a> {
         provider: &str,
         m: &Model,
         services: &mut ServiceCompiler<'_>,
-    ) -> Result<Arc<dyn Middleware>, String> {
+    ) -> Result<Arc<dyn Middleware>, Problem> {
         // State that outlives swaps is per router, as Traefik gives each
         // router its own instance, and keyed by the configuration too, so
         // that a changed limit starts afresh.
@@ -127,27 +140,28 @@ impl<'a> MiddlewareCompiler<'a> {
         if stateful {
             let config = serde_json::to_string(m).unwrap_or_default();
             let key = format!("{router}|{name}|{config}");
-            return self.build(name, provider, m, &key, services);
+            return self.build(provider, m, &key, services);
         }
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
-        let built = self.build(name, provider, m, "", services);
+        let built = self.build(provider, m, "", services);
         self.done.insert(name.to_owned(), built.clone());
         built
     }
 
     fn build(
         &self,
-        name: &str,
         provider: &str,
         m: &Model,
         state_key: &str,
         services: &mut ServiceCompiler<'_>,
-    ) -> Result<Arc<dyn Middleware>, String> {
-        fn ok<T: Middleware>(r: Result<T, MiddlewareError>) -> Result<Arc<dyn Middleware>, String> {
+    ) -> Result<Arc<dyn Middleware>, Problem> {
+        fn ok<T: Middleware>(
+            r: Result<T, MiddlewareError>,
+        ) -> Result<Arc<dyn Middleware>, Problem> {
             r.map(|m| Arc::new(m) as Arc<dyn Middleware>)
-                .map_err(|e| e.to_string())
+                .map_err(Problem::bad_value)
         }
         // Exhaustive, so that a new middleware type cannot be forgotten here.
         let Model {
@@ -192,12 +206,16 @@ impl<'a> MiddlewareCompiler<'a> {
         }
         if let Some(c) = errors {
             if c.service.is_empty() {
-                return Err("service: the service that serves error pages is required".to_owned());
+                return Err(Problem::bad_value(
+                    "service: the service that serves error pages is required",
+                ));
             }
             let q = QualifiedName::resolve(&c.service, provider).to_string();
-            let upstream = services
-                .get(&q)
-                .map_err(|e| format!("service `{q}`: {e}"))?;
+            let upstream = services.get(&q).map_err(|problem| Problem::InReference {
+                what: Reference::Service,
+                name: q.clone(),
+                problem: Box::new(problem),
+            })?;
             return ok(mw::errors::compile(c, ServiceRef::new(upstream)));
         }
         if let Some(c) = forward_auth {
@@ -239,6 +257,8 @@ impl<'a> MiddlewareCompiler<'a> {
         if let Some(c) = strip_prefix_regex {
             return ok(mw::strip_prefix::compile_regex(c));
         }
-        Err(format!("middleware `{name}` has no type"))
+        Err(Problem::NoType {
+            of: ObjectKind::Middleware,
+        })
     }
 }

@@ -4,6 +4,7 @@
 use super::*;
 use crate::aggregate::merge;
 use crate::config::format::{Format, parse_document};
+use crate::config::problem::{Problem, Reference};
 use crate::runtime::Status;
 
 fn dynamic(toml: &str) -> Arc<Dynamic> {
@@ -180,7 +181,7 @@ fn bad_service_definitions_disable_only_their_service() {
         let report = &runtime.report.services["s@file"];
         assert_eq!(report.status, Status::Disabled, "{service}");
         assert!(
-            report.errors.iter().any(|e| e.contains(error)),
+            report.errors.iter().any(|e| e.to_string().contains(error)),
             "`{error}` not in {:?}",
             report.errors
         );
@@ -197,9 +198,29 @@ fn failover_without_health_checks_below_it_warns() {
     let runtime = compile(dynamic(toml), &ctx(), &registries);
     let f = &runtime.report.services["f@file"];
     assert_eq!(f.status, Status::Warning);
-    assert!(
-        f.errors[0].contains("fallback is never used"),
-        "{:?}",
-        f.errors
+    assert_eq!(f.errors[0].problem, Problem::FallbackNeverUsed);
+    assert_eq!(
+        f.errors[0].to_string(),
+        "the main service has no health check, so the fallback is never used"
     );
+}
+
+#[test]
+fn a_service_with_two_bad_servers_reports_both() {
+    let registries = Registries::default();
+    let toml = "[http.routers.r]\nrule = \"Host(`r.test`)\"\nservice = \"s\"\n[http.services.s.loadBalancer]\n[[http.services.s.loadBalancer.servers]]\nurl = \"ftp://127.0.0.1:1\"\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://127.0.0.1:2\"\n[[http.services.s.loadBalancer.servers]]\nurl = \"http://\"\n";
+    let runtime = compile(dynamic(toml), &ctx(), &registries);
+    let s = &runtime.report.services["s@file"];
+    assert_eq!(s.status, Status::Disabled);
+    let texts: Vec<String> = s.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(texts[0].contains("ftp://127.0.0.1:1"), "{texts:?}");
+    assert!(texts[1].contains("`http://`"), "{texts:?}");
+    // The router names the service once, by its first problem.
+    let r = &runtime.report.routers["r@file"];
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(matches!(
+        &r.errors[0].problem,
+        Problem::InReference { what: Reference::Service, name, .. } if name == "s@file"
+    ));
 }

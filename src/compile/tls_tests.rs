@@ -119,7 +119,14 @@ certResolver = "nope"
     );
     let rt = compile_toml(&text, &ctx(vec![None, None]));
     assert!(rt.tls.requests.is_empty(), "{:?}", rt.tls.requests);
-    let errors = |r: &str| rt.report.routers[r].errors.join(" | ");
+    let errors = |r: &str| {
+        rt.report.routers[r]
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
     assert!(
         errors("ip@file").contains("IP addresses"),
         "{}",

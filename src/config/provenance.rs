@@ -3,6 +3,7 @@
 //! service and middleware, every container seen and why it is or is not
 //! routed, and the provider's connection state. Plain data for the API.
 
+use super::problem::ConfigError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -26,20 +27,53 @@ pub struct Source {
     pub labels: Vec<String>,
 }
 
+/// Where the file provider read one object: the file, the line of its
+/// table (or key), and the line of each option under it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileLocation {
+    /// The file, as the provider was told to read it.
+    pub path: String,
+    /// The 1-based line the object starts on.
+    pub line: usize,
+    /// Lines of the options under the object, by their dotted path in
+    /// lower case (`rule`, `tls.certresolver`, `loadbalancer.servers`).
+    #[serde(skip)]
+    pub options: BTreeMap<String, usize>,
+}
+
+impl FileLocation {
+    /// The line of `option`, or of the closest enclosing option that has
+    /// one, else of the object.
+    pub fn line_of(&self, option: Option<&str>) -> usize {
+        let mut path = option.unwrap_or_default();
+        while !path.is_empty() {
+            if let Some(line) = self.options.get(path) {
+                return *line;
+            }
+            path = path.rsplit_once('.').map_or("", |(parent, _)| parent);
+        }
+        self.line
+    }
+}
+
 /// What a provider knows about one object beyond its configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectDetail {
     /// The containers behind it, the one whose definition is in use first.
     pub sources: Vec<Source>,
+    /// The file and line it is written at (file provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileLocation>,
     /// Errors that removed the object from the configuration (a label that
     /// does not parse, a conflict under `conflicts=drop`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
+    pub errors: Vec<ConfigError>,
     /// Problems that left it in use (a conflict resolved by keeping the
     /// oldest container's definition).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<ConfigError>,
 }
 
 /// Why a container gets no traffic.

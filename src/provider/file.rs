@@ -1,9 +1,12 @@
 //! The file provider: one file or a directory of TOML and YAML files, watched.
 //! A broken file keeps the last good configuration; the error is reported.
 
+mod locate;
+
 use super::Snapshot;
 use crate::config::Dynamic;
 use crate::config::format::{Format, parse_document};
+use crate::config::provenance::ProviderDetail;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
@@ -17,14 +20,26 @@ pub enum Source {
     Directory(PathBuf),
 }
 
-/// Reads the source once into one configuration, with warnings.
-pub fn load(source: &Source) -> Result<(Dynamic, Vec<String>), String> {
+/// What one read of the source gives.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    /// The configuration.
+    pub dynamic: Dynamic,
+    /// Problems that did not stop it loading.
+    pub warnings: Vec<String>,
+    /// The file and line of each object.
+    pub detail: ProviderDetail,
+}
+
+/// Reads the source once into one configuration, with warnings and the
+/// place of each object.
+pub fn load(source: &Source) -> Result<Loaded, String> {
     load_with(source, false)
 }
 
 /// Like [`load`]; with `refuse_empty`, a single file that holds nothing but
 /// white space is an error instead of an empty configuration.
-fn load_with(source: &Source, refuse_empty: bool) -> Result<(Dynamic, Vec<String>), String> {
+fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, String> {
     match source {
         Source::File(path) => {
             let format = Format::from_path(path).ok_or_else(|| {
@@ -41,24 +56,40 @@ fn load_with(source: &Source, refuse_empty: bool) -> Result<(Dynamic, Vec<String
                     path.display()
                 ));
             }
-            let dynamic = parse_document(&path.display().to_string(), &text, format)
-                .map_err(|e| e.to_string())?;
-            Ok((dynamic, Vec::new()))
+            let name = path.display().to_string();
+            let dynamic = parse_document(&name, &text, format).map_err(|e| e.to_string())?;
+            Ok(Loaded {
+                dynamic,
+                warnings: Vec::new(),
+                detail: locate::locate(&name, &text, format),
+            })
         }
         Source::Directory(dir) => {
             let mut files = Vec::new();
             collect_files(dir, &mut files, 0)?;
             files.sort();
-            let mut merged = Dynamic::default();
-            let mut warnings = Vec::new();
+            let mut merged = Loaded::default();
             for (path, format) in files {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
-                let one: Dynamic = parse_document(&path.display().to_string(), &text, format)
-                    .map_err(|e| e.to_string())?;
-                merge_into(&mut merged, one, &path, &mut warnings);
+                let name = path.display().to_string();
+                let one: Dynamic =
+                    parse_document(&name, &text, format).map_err(|e| e.to_string())?;
+                merge_into(&mut merged.dynamic, one, &path, &mut merged.warnings);
+                // The first definition of a name is the one kept, and so
+                // is its place.
+                let places = locate::locate(&name, &text, format);
+                for (into, from) in [
+                    (&mut merged.detail.routers, places.routers),
+                    (&mut merged.detail.services, places.services),
+                    (&mut merged.detail.middlewares, places.middlewares),
+                ] {
+                    for (object, detail) in from {
+                        into.entry(object).or_insert(detail);
+                    }
+                }
             }
-            Ok((merged, warnings))
+            Ok(merged)
         }
     }
 }
@@ -169,12 +200,12 @@ fn merge_into(into: &mut Dynamic, from: Dynamic, path: &Path, warnings: &mut Vec
 /// valid empty configuration and drop every route.
 fn snapshot(source: &Source, refuse_empty: bool) -> Snapshot {
     match load_with(source, refuse_empty) {
-        Ok((dynamic, warnings)) => Snapshot {
+        Ok(loaded) => Snapshot {
             provider: "file",
-            dynamic: Some(dynamic),
+            dynamic: Some(loaded.dynamic),
             error: None,
-            warnings,
-            detail: None,
+            warnings: loaded.warnings,
+            detail: Some(loaded.detail),
         },
         Err(error) => Snapshot {
             provider: "file",
@@ -196,6 +227,7 @@ pub fn spawn_file(
     tokio::spawn(async move {
         let first = snapshot(&source, false);
         let mut last = first.dynamic.clone();
+        let mut last_detail = first.detail.clone();
         let mut last_error = first.error.clone();
         if tx.send(first).await.is_err() || !watch {
             return;
@@ -238,9 +270,12 @@ pub fn spawn_file(
             let in_use = last.as_ref().is_some_and(|d| *d != Dynamic::default());
             let snap = snapshot(&source, in_use);
             // Events also fire for unrelated files in the folder and for
-            // writes that change nothing: send only what differs.
+            // writes that change nothing: send only what differs (lines
+            // that moved are a difference: errors name them).
             let changed = match (&snap.dynamic, &snap.error) {
-                (Some(d), _) => last.as_ref() != Some(d) || last_error.is_some(),
+                (Some(d), _) => {
+                    last.as_ref() != Some(d) || last_error.is_some() || snap.detail != last_detail
+                }
                 (None, e) => e != &last_error,
             };
             if !changed {
@@ -248,6 +283,7 @@ pub fn spawn_file(
             }
             if snap.dynamic.is_some() {
                 last.clone_from(&snap.dynamic);
+                last_detail.clone_from(&snap.detail);
             }
             last_error.clone_from(&snap.error);
             if tx.send(snap).await.is_err() {
@@ -267,8 +303,8 @@ mod tests {
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, " \n").unwrap();
         let source = Source::File(path);
-        let (dynamic, _) = load_with(&source, false).expect("empty at start: nothing to keep");
-        assert_eq!(dynamic, Dynamic::default());
+        let loaded = load_with(&source, false).expect("empty at start: nothing to keep");
+        assert_eq!(loaded.dynamic, Dynamic::default());
         let error = load_with(&source, true).unwrap_err();
         assert!(error.contains("dynamic.toml: the file is empty"), "{error}");
         assert!(load(&source).is_ok(), "`gangway check` reads it as empty");

@@ -1,8 +1,9 @@
 //! What compile found out about each object: status and errors, for logs,
 //! the API and the dashboard.
 
+use crate::config::problem::{ConfigError, ObjectKind, Origin};
 use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
 /// An object's status, as Traefik's API spells it.
@@ -23,9 +24,14 @@ pub enum Status {
 pub struct ObjectReport {
     /// Enabled, warning or disabled.
     pub status: Status,
-    /// What is wrong, one sentence each.
-    #[serde(rename = "error", skip_serializing_if = "Vec::is_empty")]
-    pub errors: Vec<String>,
+    /// What is wrong, each with its place; serialized as Traefik's
+    /// `error`, one sentence each (the API adds the typed form beside it).
+    #[serde(
+        rename = "error",
+        serialize_with = "sentences",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub errors: Vec<ConfigError>,
     /// For routers: the entry points it is attached to. For services and
     /// middlewares: the routers that use it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -35,20 +41,64 @@ pub struct ObjectReport {
     pub provenance: Vec<Source>,
 }
 
+fn sentences<S: Serializer>(errors: &[ConfigError], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(errors.iter().map(ToString::to_string))
+}
+
 impl ObjectReport {
     /// Marks the object disabled because of `error`.
-    pub fn disable(&mut self, error: impl Into<String>) {
+    pub fn disable(&mut self, error: ConfigError) {
         self.status = Status::Disabled;
-        self.errors.push(error.into());
+        self.errors.push(error);
     }
 
     /// Records a warning without disabling the object.
-    pub fn warn(&mut self, warning: impl Into<String>) {
+    pub fn warn(&mut self, warning: ConfigError) {
         if self.status == Status::Enabled {
             self.status = Status::Warning;
         }
-        self.errors.push(warning.into());
+        self.errors.push(warning);
     }
+
+    /// Gives each error that has no place yet the place its object's
+    /// provider reports for it (see [`origin_of`]).
+    pub fn locate(&mut self, detail: &ObjectDetail) {
+        for e in &mut self.errors {
+            if e.origin.is_none() {
+                e.origin = origin_of(detail, e.option);
+            }
+        }
+    }
+}
+
+/// Where the object of `detail` writes `option` (None: the object as a
+/// whole): the file and the line of the option (or of the object); or the
+/// container and, when one of its labels sets the option, that label.
+pub fn origin_of(detail: &ObjectDetail, option: Option<&str>) -> Option<Origin> {
+    if let Some(file) = &detail.file {
+        return Some(Origin::File {
+            path: file.path.clone(),
+            line: file.line_of(option),
+        });
+    }
+    let first = detail.sources.first()?;
+    // Label keys are matched without regard to case, as the parser reads them.
+    let label = option.and_then(|option| {
+        let suffix = format!(".{option}");
+        detail
+            .sources
+            .iter()
+            .flat_map(|s| &s.labels)
+            .find(|l| l.to_ascii_lowercase().ends_with(&suffix))
+    });
+    let source = label
+        .and_then(|l| detail.sources.iter().find(|s| s.labels.contains(l)))
+        .unwrap_or(first);
+    Some(Origin::Container {
+        id: source.container_id.clone(),
+        name: source.container_name.clone(),
+        label: label.cloned(),
+    })
 }
 
 /// One provider's state as the aggregator last saw it.
@@ -88,8 +138,9 @@ pub struct Report {
 
 impl Report {
     /// Adds what `provider` reported beyond its configuration: provenance
-    /// on its objects, objects it had to drop (as disabled, with the
-    /// reason), conflicts as warnings, its containers and connection state.
+    /// on its objects and the place of their errors, objects it had to
+    /// drop (as disabled, with the reason), conflicts as warnings, its
+    /// containers and connection state.
     pub fn add_provider_detail(&mut self, provider: &str, detail: &ProviderDetail) {
         fn attach(
             reports: &mut BTreeMap<String, ObjectReport>,
@@ -103,6 +154,7 @@ impl Report {
                 }
                 let entry = reports.entry(format!("{name}@{provider}")).or_default();
                 entry.provenance.clone_from(&detail.sources);
+                entry.locate(detail);
                 for e in &detail.errors {
                     entry.disable(e.clone());
                 }
@@ -123,9 +175,9 @@ impl Report {
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         for (kind, map) in [
-            ("router", &self.routers),
-            ("service", &self.services),
-            ("middleware", &self.middlewares),
+            (ObjectKind::Router, &self.routers),
+            (ObjectKind::Service, &self.services),
+            (ObjectKind::Middleware, &self.middlewares),
         ] {
             for (name, r) in map {
                 for e in &r.errors {
@@ -141,18 +193,40 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::provenance::NotRouted;
+    use crate::config::problem::{ObjectRef, Problem, Reference};
+    use crate::config::provenance::{FileLocation, NotRouted};
+
+    fn router(name: &str, problem: Problem) -> ConfigError {
+        ConfigError::new(ObjectRef::new(ObjectKind::Router, name), problem)
+    }
 
     #[test]
     fn provider_detail_lands_on_the_objects_and_the_provider() {
         let mut report = Report::default();
-        report
-            .routers
-            .insert("app@docker".into(), ObjectReport::default());
+        let mut app = ObjectReport::default();
+        // What compile found: it knows the option, not the label.
+        app.warn(
+            router("app@docker", Problem::UnknownResolver { name: "le".into() })
+                .at("tls.certresolver"),
+        );
+        app.warn(
+            router(
+                "app@docker",
+                Problem::Missing {
+                    what: Reference::EntryPoint,
+                    name: "nope".into(),
+                },
+            )
+            .at("entrypoints"),
+        );
+        report.routers.insert("app@docker".into(), app);
         let source = Source {
             container_id: "abc".into(),
             container_name: "web-1".into(),
-            labels: vec!["gangway.http.routers.app.rule".into()],
+            labels: vec![
+                "gangway.http.routers.app.rule".into(),
+                "gangway.http.routers.app.tls.certResolver".into(),
+            ],
             ..Source::default()
         };
         let mut detail = ProviderDetail {
@@ -163,7 +237,14 @@ mod tests {
             "app".into(),
             ObjectDetail {
                 sources: vec![source.clone()],
-                warnings: vec!["conflict: …".into()],
+                warnings: vec![router(
+                    "app@docker",
+                    Problem::Conflict {
+                        kept: "web-1".into(),
+                        other: "web-2".into(),
+                        dropped: false,
+                    },
+                )],
                 ..ObjectDetail::default()
             },
         );
@@ -171,7 +252,20 @@ mod tests {
             "broken".into(),
             ObjectDetail {
                 sources: vec![source],
-                errors: vec!["container `web-1`: label …".into()],
+                errors: vec![
+                    router(
+                        "broken@docker",
+                        Problem::UnknownOption {
+                            option: "rul".into(),
+                            suggestion: Some("rule".into()),
+                        },
+                    )
+                    .with_origin(Origin::Container {
+                        id: "abc".into(),
+                        name: "web-1".into(),
+                        label: Some("gangway.http.routers.broken.rul".into()),
+                    }),
+                ],
                 ..ObjectDetail::default()
             },
         );
@@ -190,9 +284,32 @@ mod tests {
         let app = &report.routers["app@docker"];
         assert_eq!(app.status, Status::Warning);
         assert_eq!(app.provenance[0].container_name, "web-1");
+        // The label that sets the option at fault, exactly as written.
+        assert_eq!(
+            app.errors[0].origin,
+            Some(Origin::Container {
+                id: "abc".into(),
+                name: "web-1".into(),
+                label: Some("gangway.http.routers.app.tls.certResolver".into()),
+            })
+        );
+        // No label sets it: the container alone.
+        assert_eq!(
+            app.errors[1].origin,
+            Some(Origin::Container {
+                id: "abc".into(),
+                name: "web-1".into(),
+                label: None,
+            })
+        );
+        assert_eq!(app.errors.len(), 3, "the provider's warning is added");
         let broken = &report.routers["broken@docker"];
         assert_eq!(broken.status, Status::Disabled);
-        assert_eq!(broken.errors, ["container `web-1`: label …"]);
+        assert_eq!(broken.errors.len(), 1);
+        assert_eq!(
+            broken.errors[0].to_string(),
+            "container `web-1`: label `gangway.http.routers.broken.rul`: unknown option `rul` (did you mean `rule`?)"
+        );
         assert!(!report.services.contains_key("quiet@docker"));
         let p = &report.providers["docker"];
         assert_eq!(p.connected, Some(true));
@@ -212,6 +329,65 @@ mod tests {
                 .lines()
                 .iter()
                 .any(|l| l.starts_with("router broken@docker: container `web-1`"))
+        );
+    }
+
+    #[test]
+    fn errors_of_file_objects_name_the_file_and_line_of_the_option() {
+        let mut report = Report::default();
+        let mut app = ObjectReport::default();
+        let missing = Problem::InReference {
+            what: Reference::Middleware,
+            name: "auth@file".into(),
+            problem: Box::new(Problem::NotFound),
+        };
+        app.disable(router("app@file", missing).at("middlewares"));
+        app.disable(router("app@file", Problem::NoService).at("service"));
+        report.routers.insert("app@file".into(), app);
+        let mut detail = ProviderDetail::default();
+        detail.routers.insert(
+            "app".into(),
+            ObjectDetail {
+                file: Some(FileLocation {
+                    path: "dynamic.toml".into(),
+                    line: 3,
+                    options: [("middlewares".to_owned(), 5)].into(),
+                }),
+                ..ObjectDetail::default()
+            },
+        );
+        report.add_provider_detail("file", &detail);
+        let errors = &report.routers["app@file"].errors;
+        assert_eq!(
+            errors[0].origin,
+            Some(Origin::File {
+                path: "dynamic.toml".into(),
+                line: 5
+            })
+        );
+        assert_eq!(
+            errors[0].to_string(),
+            "dynamic.toml:5: middleware `auth@file`: does not exist"
+        );
+        // Not written at all: the object's own line.
+        assert_eq!(
+            errors[1].to_string(),
+            "dynamic.toml:3: the router has no service"
+        );
+        let json = serde_json::to_value(&report.routers["app@file"]).unwrap();
+        assert_eq!(
+            json["error"],
+            serde_json::json!([
+                "dynamic.toml:5: middleware `auth@file`: does not exist",
+                "dynamic.toml:3: the router has no service"
+            ])
+        );
+        assert_eq!(
+            report.lines(),
+            [
+                "router app@file: dynamic.toml:5: middleware `auth@file`: does not exist",
+                "router app@file: dynamic.toml:3: the router has no service"
+            ]
         );
     }
 }

@@ -16,6 +16,7 @@ use super::labels::{LabelError, ServerLabels, parse_labels};
 use super::template::{Model, normalize};
 use crate::config::Dynamic;
 use crate::config::dynamic::{LoadBalancer, Middleware, Router, Server, Service};
+use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Origin, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
 use crate::config::static_config::ConflictPolicy;
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,11 +37,22 @@ pub struct Built {
     pub next_change_ms: Option<u64>,
 }
 
-/// A problem that keeps a container's server out, with its reason.
-type Problem = (NotRouted, String);
+/// What keeps a container's server out, with its reason.
+type ServerProblem = (NotRouted, String);
 
-/// An object left out: its errors and the labels behind it.
-type Broken = (Vec<String>, Vec<String>);
+/// An object left out: its problems (each with the label at fault, when
+/// one is) and the labels behind it.
+type Broken = (Vec<(Problem, Option<String>)>, Vec<String>);
+
+/// The namespace the Docker provider's objects are qualified with.
+const PROVIDER: &str = "docker";
+
+/// Object kinds by their index in `Contribution::broken`.
+const KINDS: [ObjectKind; 3] = [
+    ObjectKind::Router,
+    ObjectKind::Service,
+    ObjectKind::Middleware,
+];
 
 /// One container's objects, before they meet other containers'.
 struct Contribution<'a> {
@@ -56,7 +68,7 @@ struct Contribution<'a> {
     /// Whether another container's different definition won over one of its objects.
     lost_conflict: bool,
     /// The first problem that kept a server out.
-    problem: Option<Problem>,
+    problem: Option<ServerProblem>,
     record: ContainerRecord,
 }
 
@@ -92,13 +104,31 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     for c in &mut contributions {
         let src = source(c.view);
         for (name, (r, labels)) in std::mem::take(&mut c.routers) {
-            merge(&mut routers, name, r, c, &src, labels, s.conflicts);
+            merge(&mut routers, ROUTER, name, r, c, &src, labels, s.conflicts);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.services) {
-            merge(&mut services, name, svc, c, &src, labels, s.conflicts);
+            merge(
+                &mut services,
+                SERVICE,
+                name,
+                svc,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
         }
         for (name, (m, labels)) in std::mem::take(&mut c.middlewares) {
-            merge(&mut middlewares, name, m, c, &src, labels, s.conflicts);
+            merge(
+                &mut middlewares,
+                MIDDLEWARE,
+                name,
+                m,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
         }
     }
     let mut detail = ProviderDetail::default();
@@ -120,13 +150,18 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                     labels: labels.clone(),
                     ..src.clone()
                 });
-                for e in errors {
-                    let text = format!("container `{}`: {e}", c.view.name);
+                for (problem, label) in errors {
+                    let object = ObjectRef::new(KINDS[kind], &format!("{name}@{PROVIDER}"));
+                    let origin = origin(c.view, label.clone());
                     if live {
+                        let problem = Problem::Ignored {
+                            problem: Box::new(problem.clone()),
+                        };
                         d.warnings
-                            .push(format!("{text} (this container's definition is ignored)"));
+                            .push(ConfigError::new(object, problem).with_origin(origin));
                     } else {
-                        d.errors.push(text);
+                        d.errors
+                            .push(ConfigError::new(object, problem.clone()).with_origin(origin));
                     }
                 }
             }
@@ -192,6 +227,14 @@ fn source(view: &ContainerView) -> Source {
         compose_project: view.compose_project().map(str::to_owned),
         compose_service: view.compose_service().map(str::to_owned),
         labels: Vec::new(),
+    }
+}
+
+fn origin(view: &ContainerView, label: Option<String>) -> Origin {
+    Origin::Container {
+        id: view.id.clone(),
+        name: view.name.clone(),
+        label,
     }
 }
 
@@ -353,7 +396,7 @@ fn contribute<'a>(
     for e in &labels.errors {
         c.record.messages.push(e.to_string());
     }
-    let broken_entry = |e: &LabelError| e.to_string();
+    let broken_entry = |e: &LabelError| (e.problem(), Some(e.label().to_owned()));
     for (kind, objects_broken, objects_labels) in [
         (ROUTER, &labels.routers.broken, &labels.routers.labels),
         (SERVICE, &labels.services.broken, &labels.services.labels),
@@ -415,7 +458,8 @@ fn contribute<'a>(
                         .push(format!("service `{svc_name}`: {message}"));
                     c.problem
                         .get_or_insert((reason, format!("service `{svc_name}`: {message}")));
-                    c.broken[SERVICE].insert(svc_name, (vec![message], keys));
+                    let problem = Problem::NoServer { reason, message };
+                    c.broken[SERVICE].insert(svc_name, (vec![(problem, None)], keys));
                     continue;
                 }
             }
@@ -480,7 +524,8 @@ fn contribute<'a>(
                 c.record
                     .messages
                     .push(format!("router `{router_name}`: {e}"));
-                c.broken[ROUTER].insert(router_name, (vec![e], keys));
+                let problem = Problem::BadValue { message: e };
+                c.broken[ROUTER].insert(router_name, (vec![(problem, None)], keys));
             }
             None => {
                 c.record.routers.push(router_name.clone());
@@ -517,7 +562,7 @@ fn server(
     labels: Option<&ServerLabels>,
     label_network: Option<&str>,
     service: &str,
-) -> Result<Server, Problem> {
+) -> Result<Server, ServerProblem> {
     let labels = labels.cloned().unwrap_or_default();
     let mut server = Server {
         url: String::new(),
@@ -599,7 +644,7 @@ fn address(
     view: &ContainerView,
     s: &Settings,
     label_network: Option<&str>,
-) -> Result<IpAddr, Problem> {
+) -> Result<IpAddr, ServerProblem> {
     if view.network_mode == "host" {
         return Ok(s.host_address);
     }
@@ -730,8 +775,10 @@ impl Join for Service {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn merge<T: Join>(
     slots: &mut BTreeMap<String, Slot<T>>,
+    kind: usize,
     name: String,
     value: T,
     c: &mut Contribution<'_>,
@@ -772,19 +819,22 @@ fn merge<T: Join>(
     }
     c.serves.remove(&name);
     c.lost_conflict = true;
-    let owner = &slot.owner;
-    let other = &c.view.name;
     slot.detail.sources.push(source);
-    match policy {
-        ConflictPolicy::Oldest => slot.detail.warnings.push(format!(
-            "conflict: containers `{owner}` and `{other}` define it differently; `{owner}`'s definition (the oldest) is used"
-        )),
-        ConflictPolicy::Drop => {
-            slot.dropped = true;
-            slot.detail.errors.push(format!(
-                "conflict: containers `{owner}` and `{other}` define it differently; removed (providers.docker.conflicts=drop)"
-            ));
-        }
+    let dropped = policy == ConflictPolicy::Drop;
+    let conflict = ConfigError::new(
+        ObjectRef::new(KINDS[kind], &format!("{name}@{PROVIDER}")),
+        Problem::Conflict {
+            kept: slot.owner.clone(),
+            other: c.view.name.clone(),
+            dropped,
+        },
+    )
+    .with_origin(origin(c.view, None));
+    if dropped {
+        slot.dropped = true;
+        slot.detail.errors.push(conflict);
+    } else {
+        slot.detail.warnings.push(conflict);
     }
 }
 

@@ -8,6 +8,7 @@ mod tree;
 mod tests;
 
 use crate::config::dynamic::{Middleware, Router, Service};
+use crate::config::problem::Problem;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 pub use tree::suggest;
@@ -57,6 +58,24 @@ impl LabelError {
             LabelError::UnknownOption { label, .. }
             | LabelError::Invalid { label, .. }
             | LabelError::Unsupported { label, .. } => label,
+        }
+    }
+
+    /// The problem, without its label: the label is the place.
+    pub fn problem(&self) -> Problem {
+        match self {
+            LabelError::UnknownOption {
+                option, suggestion, ..
+            } => Problem::UnknownOption {
+                option: option.clone(),
+                suggestion: suggestion.clone(),
+            },
+            LabelError::Invalid { message, .. } => Problem::BadLabel {
+                message: message.clone(),
+            },
+            LabelError::Unsupported { message, .. } => Problem::Unsupported {
+                message: message.clone(),
+            },
         }
     }
 

@@ -142,7 +142,7 @@ fn routers_bind_to_the_only_service_and_refuse_to_guess_among_several() {
     let b = build(&[one, several, no_router], &defaults(), NOW);
     assert_eq!(b.dynamic.http.routers["r"].service, "s");
     assert!(!b.dynamic.http.routers.contains_key("x"));
-    let err = &b.detail.routers["x"].errors[0];
+    let err = &b.detail.routers["x"].errors[0].to_string();
     assert!(
         err.contains("container `several`") && err.contains("several services (s1, s2)"),
         "{err}"
@@ -186,6 +186,7 @@ fn ports_none_or_several_are_errors_on_that_container_only() {
     assert!(r.messages[0].contains("(80, 443)"), "{:?}", r.messages);
     assert!(
         b.detail.services["several"].errors[0]
+            .to_string()
             .contains("traefik.http.services.several.loadbalancer.server.port"),
         "{:?}",
         b.detail.services["several"]
@@ -524,10 +525,15 @@ fn conflicts_keep_the_oldest_and_say_so() {
     assert_eq!(d.sources.len(), 2);
     assert_eq!(d.sources[0].container_name, "first");
     assert_eq!(d.warnings.len(), 1);
-    assert!(
-        d.warnings[0].contains("`first` and `second`") && d.warnings[0].contains("oldest"),
-        "{d:?}"
+    assert_eq!(
+        d.warnings[0].problem,
+        Problem::Conflict {
+            kept: "first".into(),
+            other: "second".into(),
+            dropped: false
+        }
     );
+    assert!(d.warnings[0].to_string().contains("oldest"), "{d:?}");
     // The service `app` is defined the same way by both: one service, two servers.
     assert!(b.detail.services["app"].warnings.is_empty());
 
@@ -535,7 +541,11 @@ fn conflicts_keep_the_oldest_and_say_so() {
     let drop = settings(|c| c.conflicts = ConflictPolicy::Drop);
     let b = build(&[newer, older], &drop, NOW);
     assert!(!b.dynamic.http.routers.contains_key("app"));
-    assert!(b.detail.routers["app"].errors[0].contains("conflicts=drop"));
+    assert!(
+        b.detail.routers["app"].errors[0]
+            .to_string()
+            .contains("conflicts=drop")
+    );
 }
 
 #[test]
@@ -600,7 +610,23 @@ fn a_label_error_disables_one_object_and_names_container_and_label() {
     assert!(!b.dynamic.http.routers.contains_key("broken"));
     let e = &b.detail.routers["broken"].errors[0];
     assert_eq!(
-        e,
+        e.object,
+        ObjectRef::new(ObjectKind::Router, "broken@docker")
+    );
+    assert!(
+        matches!(&e.origin, Some(Origin::Container { name, label: Some(label), .. })
+            if name == "bad" && label == "traefik.http.routers.broken.rul"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.problem,
+        Problem::UnknownOption {
+            option: "rul".into(),
+            suggestion: Some("rule".into())
+        }
+    );
+    assert_eq!(
+        e.to_string(),
         "container `bad`: label `traefik.http.routers.broken.rul`: unknown option `rul` (did you mean `rule`?)"
     );
     assert_eq!(
@@ -629,7 +655,7 @@ fn a_label_error_disables_one_object_and_names_container_and_label() {
     assert!(b.dynamic.http.routers.contains_key("app"));
     let d = &b.detail.routers["app"];
     assert!(
-        d.errors.is_empty() && d.warnings[0].contains("container `z`"),
+        d.errors.is_empty() && d.warnings[0].to_string().contains("container `z`"),
         "{d:?}"
     );
 }
@@ -671,7 +697,11 @@ fn the_default_rule_template_knows_compose_and_the_domain() {
         ],
     );
     let b = build(&[v], &s, NOW);
-    assert!(b.detail.routers["b"].errors[0].contains("comes out empty"));
+    assert!(
+        b.detail.routers["b"].errors[0]
+            .to_string()
+            .contains("comes out empty")
+    );
 }
 
 #[test]

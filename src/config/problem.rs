@@ -1,0 +1,562 @@
+//! What is wrong with a piece of dynamic configuration, typed: the object,
+//! its provider, where the object is written (file and line, container and
+//! label) and the kind of problem. Every reader — the log, the API, the
+//! dashboard, `gangway check` — renders from these fields; the message is
+//! written once, by `Display`, and nothing reads it back.
+
+use super::QualifiedName;
+use serde::Serialize;
+use std::fmt;
+
+/// The kind of a dynamic object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectKind {
+    /// An HTTP router.
+    Router,
+    /// An HTTP service.
+    Service,
+    /// An HTTP middleware.
+    Middleware,
+}
+
+impl ObjectKind {
+    /// The word for it: `router`, `service`, `middleware`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Router => "router",
+            ObjectKind::Service => "service",
+            ObjectKind::Middleware => "middleware",
+        }
+    }
+}
+
+impl fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One object of the dynamic configuration: its kind and qualified name.
+/// Also the key of the "used by" relations compile works out.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectRef {
+    /// Router, service or middleware.
+    pub kind: ObjectKind,
+    /// `name@provider`.
+    pub name: QualifiedName,
+}
+
+impl ObjectRef {
+    /// The object of `kind` named `qualified` (`name@provider`); a name
+    /// without a provider part keeps an empty provider.
+    pub fn new(kind: ObjectKind, qualified: &str) -> Self {
+        ObjectRef {
+            kind,
+            name: QualifiedName::parse(qualified)
+                .unwrap_or_else(|| QualifiedName::new(qualified, "")),
+        }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} `{}`", self.kind, self.name)
+    }
+}
+
+/// Where a piece of configuration is written. Each provider has its own
+/// shape of place; a Swarm service with its label, or a key of a KV store,
+/// is a variant of its own beside these.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Origin {
+    /// A file of the file provider.
+    #[serde(rename_all = "camelCase")]
+    File {
+        /// The file, as the provider was told to read it.
+        path: String,
+        /// The 1-based line of the key the problem is about, or of the
+        /// object's table when no single key is at fault.
+        line: usize,
+    },
+    /// A Docker container's labels.
+    #[serde(rename_all = "camelCase")]
+    Container {
+        /// The container's full id.
+        id: String,
+        /// The container's name, without Docker's leading `/`.
+        name: String,
+        /// The label at fault, exactly as written; None when no single
+        /// label is (a missing label, a conflict between containers).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+    },
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line } => write!(f, "{path}:{line}"),
+            Origin::Container { name, label, .. } => {
+                write!(f, "container `{name}`")?;
+                match label {
+                    Some(label) => write!(f, ": label `{label}`"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// What a reference names: the words a message uses for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Reference {
+    /// A service a router or middleware uses.
+    Service,
+    /// A middleware in a router's list or a chain.
+    Middleware,
+    /// An entry point a router is attached to.
+    EntryPoint,
+    /// A certificate resolver of the static configuration.
+    CertResolver,
+    /// Named TLS options.
+    TlsOptions,
+    /// A named servers transport.
+    ServersTransport,
+    /// A member of a weighted service.
+    WeightedChild,
+    /// The main service of a mirroring service.
+    MirroringService,
+    /// A mirror of a mirroring service.
+    Mirror,
+    /// The main service of a failover service.
+    FailoverService,
+    /// The fallback of a failover service.
+    FailoverFallback,
+}
+
+impl Reference {
+    const fn words(self) -> &'static str {
+        match self {
+            Reference::Service => "service",
+            Reference::Middleware => "middleware",
+            Reference::EntryPoint => "entry point",
+            Reference::CertResolver => "certificate resolver",
+            Reference::TlsOptions => "TLS options",
+            Reference::ServersTransport => "servers transport",
+            Reference::WeightedChild => "weighted child",
+            Reference::MirroringService => "mirroring service",
+            Reference::Mirror => "mirror",
+            Reference::FailoverService => "failover service",
+            Reference::FailoverFallback => "failover fallback",
+        }
+    }
+
+    /// "does not exist", or "do not exist" for a plural name.
+    const fn missing(self) -> &'static str {
+        match self {
+            Reference::TlsOptions => "do not exist",
+            _ => "does not exist",
+        }
+    }
+}
+
+impl fmt::Display for Reference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.words())
+    }
+}
+
+/// The kind of problem, with what the user needs to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Problem {
+    /// An option name that does not exist where it is written.
+    #[error("unknown option `{option}`{}", hint(.suggestion.as_deref()))]
+    UnknownOption {
+        /// The option as written.
+        option: String,
+        /// The closest option that exists there, if one is close.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        suggestion: Option<String>,
+    },
+    /// A value or key that does not parse or is out of range.
+    #[error("{message}")]
+    BadValue {
+        /// What is wrong.
+        message: String,
+    },
+    /// A label value or key that does not parse (the label parser's own
+    /// finding, reported with its label).
+    #[error("{message}")]
+    BadLabel {
+        /// What is wrong.
+        message: String,
+    },
+    /// A part of Traefik's configuration that gangway does not take there.
+    #[error("{message}")]
+    Unsupported {
+        /// What is not supported, and what to do instead.
+        message: String,
+    },
+    /// A router rule that does not parse.
+    #[error("rule `{rule}`: {error}")]
+    RuleSyntax {
+        /// The rule as written.
+        rule: String,
+        /// The rule parser's error, with its position.
+        error: String,
+    },
+    /// The object named here is not defined.
+    #[error("does not exist")]
+    NotFound,
+    /// A named object this one refers to is not defined.
+    #[error("{what} `{name}` {}", .what.missing())]
+    Missing {
+        /// What kind of thing is missing.
+        what: Reference,
+        /// Its name, as resolved.
+        name: String,
+    },
+    /// An object this one refers to has a problem of its own.
+    #[error("{what} `{name}`: {problem}")]
+    InReference {
+        /// What kind of thing it refers to.
+        what: Reference,
+        /// Its name, as resolved.
+        name: String,
+        /// The referred object's problem.
+        problem: Box<Problem>,
+    },
+    /// A reference with an empty name.
+    #[error("{what}: no service name given")]
+    NoName {
+        /// What the reference is.
+        what: Reference,
+    },
+    /// References that come back to where they started.
+    #[error("{}", cycle(*.what, .path))]
+    Cycle {
+        /// Services or middlewares.
+        what: Reference,
+        /// The names on the way round, the first one again last.
+        path: Vec<String>,
+    },
+    /// A router without a service.
+    #[error("the router has no service")]
+    NoService,
+    /// A router whose entry points are all unknown.
+    #[error("none of the router's entry points exist")]
+    NoEntryPoint,
+    /// A certificate resolver that the static configuration does not have.
+    #[error("certificate resolver `{name}` does not exist; the default certificate is served")]
+    UnknownResolver {
+        /// The resolver's name.
+        name: String,
+    },
+    /// A name no certificate can be ordered for.
+    #[error("no certificate is ordered for `{domain}`: {reason}")]
+    NotOrderable {
+        /// The name.
+        domain: String,
+        /// Why not.
+        reason: String,
+    },
+    /// A router with a certificate resolver and no host name.
+    #[error(
+        "certificate resolver `{resolver}`: the router names no host to obtain a certificate for (use Host(`…`) or tls.domains)"
+    )]
+    NoHostForCertificate {
+        /// The resolver.
+        resolver: String,
+    },
+    /// An object without a type (`loadBalancer`, `stripPrefix`, …).
+    #[error("{}", no_type(*.of))]
+    NoType {
+        /// A service or a middleware.
+        of: ObjectKind,
+    },
+    /// An object with more than one type.
+    #[error("{}", several_types(*.of, .types))]
+    SeveralTypes {
+        /// A service or a middleware.
+        of: ObjectKind,
+        /// The types given.
+        types: Vec<String>,
+    },
+    /// A balancer whose members all have weight 0.
+    #[error("every {} has weight 0, so none can take traffic", if *.services { "service" } else { "server" })]
+    AllWeightsZero {
+        /// Whether the members are services (weighted) rather than servers.
+        services: bool,
+    },
+    /// A failover whose main service is never seen down.
+    #[error("the main service has no health check, so the fallback is never used")]
+    FallbackNeverUsed,
+    /// A container's server cannot be reached: no port, no address.
+    #[error("{message}")]
+    NoServer {
+        /// Why, as the container list says it.
+        reason: super::provenance::NotRouted,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// Two containers define the object differently.
+    #[error("conflict: containers `{kept}` and `{other}` define it differently; {}", conflict_end(.kept, *.dropped))]
+    Conflict {
+        /// The container whose definition came first.
+        kept: String,
+        /// The container with the other definition.
+        other: String,
+        /// Whether both are dropped (`conflicts=drop`) instead of the first kept.
+        dropped: bool,
+    },
+    /// A problem in one container's definition of an object that another
+    /// container defines as well, whose definition is used.
+    #[error("{problem} (this container's definition is ignored)")]
+    Ignored {
+        /// The problem of the ignored definition.
+        problem: Box<Problem>,
+    },
+}
+
+fn hint(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
+}
+
+fn conflict_end(kept: &str, dropped: bool) -> String {
+    if dropped {
+        "removed (providers.docker.conflicts=drop)".to_owned()
+    } else {
+        format!("`{kept}`'s definition (the oldest) is used")
+    }
+}
+
+fn cycle(what: Reference, path: &[String]) -> String {
+    match what {
+        Reference::Service => format!(
+            "service `{}` refers to itself through other services",
+            path.first().map_or("", String::as_str)
+        ),
+        _ => format!("chain cycle: {}", path.join(" → ")),
+    }
+}
+
+fn no_type(of: ObjectKind) -> &'static str {
+    match of {
+        ObjectKind::Service => {
+            "no service type given (loadBalancer, weighted, mirroring or failover)"
+        }
+        _ => "no middleware type given",
+    }
+}
+
+fn several_types(of: ObjectKind, types: &[String]) -> String {
+    match of {
+        ObjectKind::Service => {
+            "a service has exactly one type (loadBalancer, weighted, mirroring or failover)"
+                .to_owned()
+        }
+        _ => format!(
+            "several middleware types in one middleware: {}",
+            types
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+impl Problem {
+    /// A problem whose words come from another room's error type
+    /// (middleware options, health checks, sticky cookies, server URLs).
+    pub fn bad_value(message: impl fmt::Display) -> Self {
+        Problem::BadValue {
+            message: message.to_string(),
+        }
+    }
+
+    /// Whether it is a label-grammar problem (reported by the label parser
+    /// itself, with its label), also under `Ignored`.
+    pub fn is_label_grammar(&self) -> bool {
+        match self {
+            Problem::UnknownOption { .. }
+            | Problem::BadLabel { .. }
+            | Problem::Unsupported { .. } => true,
+            Problem::Ignored { problem } => problem.is_label_grammar(),
+            _ => false,
+        }
+    }
+
+    /// The container reason behind a `NoServer` problem, also under `Ignored`.
+    pub fn not_routed(&self) -> Option<super::provenance::NotRouted> {
+        match self {
+            Problem::NoServer { reason, .. } => Some(*reason),
+            Problem::Ignored { problem } => problem.not_routed(),
+            _ => None,
+        }
+    }
+}
+
+/// One problem of one object, with where it is written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigError {
+    /// The object it is about (its provider is the name's).
+    pub object: ObjectRef,
+    /// The option at fault, as a path in the dynamic model, lower case
+    /// (`rule`, `tls.certresolver`, `middlewares`); None for the object as
+    /// a whole. Used to find the line or label it is written on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub option: Option<&'static str>,
+    /// Where it is written, when the provider knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+    /// What is wrong.
+    #[serde(flatten)]
+    pub problem: Problem,
+}
+
+impl ConfigError {
+    /// A problem of `object`, its place not known yet.
+    pub fn new(object: ObjectRef, problem: Problem) -> Self {
+        ConfigError {
+            object,
+            option: None,
+            origin: None,
+            problem,
+        }
+    }
+
+    /// The same, about one option of the object.
+    #[must_use]
+    pub fn at(mut self, option: &'static str) -> Self {
+        self.option = Some(option);
+        self
+    }
+
+    /// The same, written at `origin`.
+    #[must_use]
+    pub fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// The provider that defined the object.
+    pub fn provider(&self) -> &str {
+        &self.object.name.provider
+    }
+}
+
+/// The place (when known), then the problem: ``container `web-1`: label
+/// `gangway.http.routers.web.rul`: unknown option `rul` (did you mean
+/// `rule`?)`` or ``dynamic.toml:4: middleware `auth@file`: does not exist``.
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.origin {
+            Some(origin) => write!(f, "{origin}: {}", self.problem),
+            None => write!(f, "{}", self.problem),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_is_the_place_then_the_problem() {
+        let object = ObjectRef::new(ObjectKind::Router, "app@file");
+        assert_eq!(object.name, QualifiedName::new("app", "file"));
+        let e = ConfigError::new(
+            object.clone(),
+            Problem::InReference {
+                what: Reference::Middleware,
+                name: "auth@file".into(),
+                problem: Box::new(Problem::NotFound),
+            },
+        )
+        .at("middlewares");
+        assert_eq!(e.to_string(), "middleware `auth@file`: does not exist");
+        let e = e.with_origin(Origin::File {
+            path: "dynamic.toml".into(),
+            line: 4,
+        });
+        assert_eq!(
+            e.to_string(),
+            "dynamic.toml:4: middleware `auth@file`: does not exist"
+        );
+        assert_eq!(e.provider(), "file");
+        let label = ConfigError::new(
+            object,
+            Problem::UnknownOption {
+                option: "rul".into(),
+                suggestion: Some("rule".into()),
+            },
+        )
+        .with_origin(Origin::Container {
+            id: "abc".into(),
+            name: "web-1".into(),
+            label: Some("gangway.http.routers.app.rul".into()),
+        });
+        assert_eq!(
+            label.to_string(),
+            "container `web-1`: label `gangway.http.routers.app.rul`: unknown option `rul` (did you mean `rule`?)"
+        );
+        let json = serde_json::to_value(&label).unwrap();
+        assert_eq!(json["kind"], "unknownOption");
+        assert_eq!(json["suggestion"], "rule");
+        assert_eq!(json["origin"]["type"], "container");
+        assert_eq!(json["origin"]["label"], "gangway.http.routers.app.rul");
+        assert_eq!(json["object"]["kind"], "router");
+        assert_eq!(json["object"]["name"], "app@file");
+    }
+
+    #[test]
+    fn each_kind_says_what_is_wrong() {
+        assert_eq!(
+            Problem::Missing {
+                what: Reference::TlsOptions,
+                name: "strict@file".into()
+            }
+            .to_string(),
+            "TLS options `strict@file` do not exist"
+        );
+        assert_eq!(
+            Problem::Cycle {
+                what: Reference::Middleware,
+                path: vec!["a@file".into(), "b@file".into(), "a@file".into()]
+            }
+            .to_string(),
+            "chain cycle: a@file → b@file → a@file"
+        );
+        assert_eq!(
+            Problem::Conflict {
+                kept: "a".into(),
+                other: "b".into(),
+                dropped: false
+            }
+            .to_string(),
+            "conflict: containers `a` and `b` define it differently; `a`'s definition (the oldest) is used"
+        );
+        let ignored = Problem::Ignored {
+            problem: Box::new(Problem::UnknownOption {
+                option: "x".into(),
+                suggestion: None,
+            }),
+        };
+        assert!(ignored.is_label_grammar());
+        assert!(
+            ignored
+                .to_string()
+                .ends_with("(this container's definition is ignored)")
+        );
+    }
+}

@@ -1,0 +1,281 @@
+//! The line each router, service and middleware of a document is written
+//! on, and the lines of its options, read from the document's structure:
+//! TOML's spans and a YAML parser's events. Problems found later (by
+//! compile) then name `file:line`.
+
+use crate::config::format::Format;
+use crate::config::provenance::{FileLocation, ObjectDetail, ProviderDetail};
+use saphyr_parser::{Event, Parser, Span};
+use std::collections::BTreeMap;
+
+/// Deeper than any real configuration; bounds the recursion on input.
+const MAX_DEPTH: usize = 64;
+
+/// Where the objects of one document are written. A document that does not
+/// parse gives what was found before the error (its parse error is
+/// reported by the parser that reads its content).
+pub(super) fn locate(path: &str, text: &str, format: Format) -> ProviderDetail {
+    let mut places = Places {
+        path,
+        detail: ProviderDetail::default(),
+    };
+    match format {
+        Format::Toml => {
+            if let Ok(root) = toml::de::DeTable::parse(text) {
+                let mut keys = Vec::new();
+                toml_table(text, root.get_ref(), &mut keys, &mut places);
+            }
+        }
+        Format::Yaml => {
+            // A parse error ends the walk: the parser reports errors, not progress, after one.
+            let mut events = Parser::new_from_str(text).map_while(Result::ok);
+            let mut keys = Vec::new();
+            while let Some((event, _)) = events.next() {
+                if matches!(event, Event::MappingStart(..) | Event::SequenceStart(..)) {
+                    yaml_node(&event, &mut events, &mut keys, &mut places, 0);
+                }
+            }
+        }
+    }
+    places.detail
+}
+
+struct Places<'a> {
+    path: &'a str,
+    detail: ProviderDetail,
+}
+
+impl Places<'_> {
+    /// Records that the key at `keys` is written on `line`, when it is an
+    /// object (`http.<kind>.<name>`) or an option under one. The first
+    /// place of a key is kept.
+    fn key(&mut self, keys: &[String], line: usize) {
+        let [http, kind, name, options @ ..] = keys else {
+            return;
+        };
+        if !http.eq_ignore_ascii_case("http") {
+            return;
+        }
+        let map: &mut BTreeMap<String, ObjectDetail> = match kind.as_str() {
+            "routers" => &mut self.detail.routers,
+            "services" => &mut self.detail.services,
+            "middlewares" => &mut self.detail.middlewares,
+            _ => return,
+        };
+        let file = map
+            .entry(name.clone())
+            .or_default()
+            .file
+            .get_or_insert_with(|| FileLocation {
+                path: self.path.to_owned(),
+                line,
+                options: BTreeMap::new(),
+            });
+        if !options.is_empty() {
+            file.options
+                .entry(options.join(".").to_ascii_lowercase())
+                .or_insert(line);
+        }
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.as_bytes()
+        .get(..offset.min(text.len()))
+        .map_or(0, |before| before.iter().filter(|&&b| b == b'\n').count())
+        + 1
+}
+
+fn toml_table(
+    text: &str,
+    table: &toml::de::DeTable<'_>,
+    keys: &mut Vec<String>,
+    places: &mut Places<'_>,
+) {
+    if keys.len() >= MAX_DEPTH {
+        return;
+    }
+    for (key, value) in table {
+        keys.push(key.get_ref().to_string());
+        places.key(keys, line_at(text, key.span().start));
+        toml_value(text, value.get_ref(), keys, places);
+        keys.pop();
+    }
+}
+
+fn toml_value(
+    text: &str,
+    value: &toml::de::DeValue<'_>,
+    keys: &mut Vec<String>,
+    places: &mut Places<'_>,
+) {
+    match value {
+        toml::de::DeValue::Table(t) => toml_table(text, t, keys, places),
+        // Array items share their array's path (`servers`), like a
+        // label's `server` stands for every server.
+        toml::de::DeValue::Array(items) => {
+            for item in items.iter() {
+                toml_value(text, item.get_ref(), keys, places);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Walks the node that `first` starts (a mapping or a sequence) up to its
+/// end event, recording each mapping key with its line.
+fn yaml_node<'i>(
+    first: &Event<'i>,
+    events: &mut impl Iterator<Item = (Event<'i>, Span)>,
+    keys: &mut Vec<String>,
+    places: &mut Places<'_>,
+    depth: usize,
+) {
+    match first {
+        Event::MappingStart(..) => loop {
+            let Some((key, span)) = events.next() else {
+                return;
+            };
+            let name = match &key {
+                Event::MappingEnd => return,
+                Event::Scalar(value, ..) => Some(value.to_string()),
+                other => {
+                    // A complex key: walk past it, recording nothing.
+                    skip(other, events);
+                    None
+                }
+            };
+            let Some((value, _)) = events.next() else {
+                return;
+            };
+            match name {
+                Some(name) if depth < MAX_DEPTH => {
+                    keys.push(name);
+                    places.key(keys, span.start.line());
+                    yaml_node(&value, events, keys, places, depth + 1);
+                    keys.pop();
+                }
+                _ => skip(&value, events),
+            }
+        },
+        Event::SequenceStart(..) => loop {
+            let Some((item, _)) = events.next() else {
+                return;
+            };
+            if matches!(item, Event::SequenceEnd) {
+                return;
+            }
+            if depth < MAX_DEPTH {
+                yaml_node(&item, events, keys, places, depth + 1);
+            } else {
+                skip(&item, events);
+            }
+        },
+        _ => {}
+    }
+}
+
+/// Walks past the node `first` starts, without recursion.
+fn skip<'i>(first: &Event<'i>, events: &mut impl Iterator<Item = (Event<'i>, Span)>) {
+    let mut open = usize::from(matches!(
+        first,
+        Event::MappingStart(..) | Event::SequenceStart(..)
+    ));
+    while open > 0 {
+        match events.next() {
+            Some((Event::MappingStart(..) | Event::SequenceStart(..), _)) => open += 1,
+            Some((Event::MappingEnd | Event::SequenceEnd, _)) => open -= 1,
+            Some(_) => {}
+            None => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(detail: &BTreeMap<String, ObjectDetail>, name: &str) -> FileLocation {
+        detail[name].file.clone().expect("located")
+    }
+
+    #[test]
+    fn toml_tables_keys_and_dotted_keys_have_their_lines() {
+        let text = "\
+[http.routers.app]
+rule = \"Host(`a`)\"
+middlewares = [\"auth\"]
+
+[http.routers.app.tls]
+certResolver = \"le\"
+
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = \"http://127.0.0.1:9000\"
+
+[http]
+middlewares.auth.basicAuth.users = [\"u:p\"]
+";
+        let d = locate("dynamic.toml", text, Format::Toml);
+        let app = file(&d.routers, "app");
+        assert_eq!((app.path.as_str(), app.line), ("dynamic.toml", 1));
+        assert_eq!(app.line_of(Some("rule")), 2);
+        assert_eq!(app.line_of(Some("middlewares")), 3);
+        assert_eq!(app.line_of(Some("tls.certresolver")), 6);
+        assert_eq!(app.line_of(Some("tls.options")), 5, "the enclosing table");
+        assert_eq!(
+            app.line_of(Some("entrypoints")),
+            1,
+            "not written: the object"
+        );
+        let svc = file(&d.services, "app");
+        assert_eq!(svc.line, 8);
+        assert_eq!(svc.line_of(Some("loadbalancer.servers.url")), 10);
+        assert_eq!(file(&d.middlewares, "auth").line, 13);
+    }
+
+    #[test]
+    fn yaml_keys_have_their_lines_in_block_and_flow_style() {
+        let text = "\
+# routers first
+http:
+  routers:
+    app:
+      rule: Host(`a`)
+      middlewares:
+        - auth
+      tls: {certResolver: le}
+  middlewares:
+    auth: {basicAuth: {users: [\"u:p\"]}}
+  services:
+    app:
+      loadBalancer:
+        servers:
+          - url: http://127.0.0.1:9000
+";
+        let d = locate("dynamic.yml", text, Format::Yaml);
+        let app = file(&d.routers, "app");
+        assert_eq!(app.line, 4);
+        assert_eq!(app.line_of(Some("rule")), 5);
+        assert_eq!(app.line_of(Some("middlewares")), 6);
+        assert_eq!(app.line_of(Some("tls.certresolver")), 8);
+        assert_eq!(file(&d.middlewares, "auth").line, 10);
+        let svc = file(&d.services, "app");
+        assert_eq!(svc.line, 12);
+        assert_eq!(svc.line_of(Some("loadbalancer.servers.url")), 15);
+    }
+
+    #[test]
+    fn a_broken_or_foreign_document_locates_nothing_and_does_not_fail() {
+        assert!(
+            locate("x.toml", "[http.routers.app\n", Format::Toml)
+                .routers
+                .is_empty()
+        );
+        let d = locate("x.yml", "http:\n  routers:\n    app: [\n", Format::Yaml);
+        assert!(d.services.is_empty());
+        let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
+        assert!(locate("x.yml", &deep, Format::Yaml).routers.is_empty());
+    }
+}
