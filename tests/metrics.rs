@@ -194,6 +194,40 @@ async fn families_types_and_label_keys_are_traefiks() {
 }
 
 #[tokio::test]
+async fn process_figures_are_prometheus_standard_ones() {
+    let text = scraped("gangway").await;
+    let got = families(&text);
+    for (name, kind) in [
+        ("process_cpu_seconds_total", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_virtual_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_max_fds", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+        ("process_threads", "gauge"),
+    ] {
+        let family = got
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"));
+        assert_eq!(family.kind, kind, "{name}");
+        assert_eq!(
+            family.samples,
+            BTreeMap::from([(name.to_owned(), Vec::new())]),
+            "{name} is one unlabelled series"
+        );
+    }
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in\n{text}"))
+    };
+    assert!(value("process_resident_memory_bytes") > 1_000_000.0);
+    assert!(value("process_open_fds") >= 3.0);
+    assert!(value("process_start_time_seconds") > 1.7e9);
+}
+
+#[tokio::test]
 async fn the_prefix_names_every_family() {
     let text = scraped("traefik").await;
     let got = families(&text);

@@ -4,8 +4,6 @@ use super::ApiState;
 use crate::config::QualifiedName;
 use crate::config::static_config::StaticConfig;
 use crate::health::{ServerStatus, ServiceHealthReport};
-use crate::metrics::{Exposition, ObjectLabels};
-use crate::runtime::registries::StatsKind;
 use crate::runtime::{ObjectReport, Runtime};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -166,7 +164,6 @@ pub fn entry_points(config: &StaticConfig) -> Vec<Value> {
         .collect()
 }
 
-/// The Prometheus exposition.
 /// The certificates for `/api/certificates`: ACME ones with their order
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
@@ -198,112 +195,4 @@ pub fn certificates(state: &ApiState) -> Vec<Value> {
     files.sort_by_key(|v| v["notAfter"].as_i64().unwrap_or(i64::MAX));
     acme.extend(files);
     acme
-}
-
-pub fn prometheus(state: &ApiState) -> String {
-    let prefix = state
-        .static_config
-        .metrics
-        .prometheus
-        .as_ref()
-        .map_or("gangway", |p| p.prefix.as_str());
-    let rt = state.runtime.load_full();
-    let mut e = Exposition::new(prefix);
-    e.scalar(
-        "config_reloads_total",
-        "counter",
-        "Configuration reloads applied.",
-        rt.generation as f64,
-    );
-    let last = rt
-        .report
-        .providers
-        .values()
-        .filter_map(|p| p.last_sync)
-        .max()
-        .unwrap_or(0);
-    e.scalar(
-        "config_last_reload_success",
-        "gauge",
-        "Time of the last configuration applied, in seconds since the epoch.",
-        last as f64,
-    );
-    if let Some(log) = &state.access_log {
-        e.scalar(
-            "accesslog_dropped_lines_total",
-            "counter",
-            "Access log lines dropped because the writer fell behind.",
-            log.dropped() as f64,
-        );
-    }
-    let certs = certificates(state);
-    if certs.iter().any(|c| c["notAfter"].is_i64()) {
-        e.header(
-            "tls_certs_not_after",
-            "gauge",
-            "End of validity of each certificate served, in seconds since the epoch.",
-        );
-        for c in &certs {
-            let Some(not_after) = c["notAfter"].as_i64() else {
-                continue;
-            };
-            let domains: Vec<&str> = c["domains"]
-                .as_array()
-                .map(|d| d.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let resolver = c["resolver"].as_str().unwrap_or("");
-            e.line(
-                "tls_certs_not_after",
-                &[
-                    ("cn", domains.first().copied().unwrap_or("")),
-                    ("sans", &domains.join(",")),
-                    ("resolver", resolver),
-                    ("source", c["source"].as_str().unwrap_or("")),
-                ],
-                not_after as f64,
-            );
-        }
-    }
-    let all = state.registries.all_stats();
-    let family = |kind: StatsKind| all.iter().filter(move |(k, _, _)| *k == kind);
-    let eps: Vec<_> = family(StatsKind::EntryPoint).collect();
-    if !eps.is_empty() {
-        e.header(
-            "open_connections",
-            "gauge",
-            "Connections open now, per entry point.",
-        );
-        for (_, name, stats) in &eps {
-            e.line(
-                "open_connections",
-                &[("entrypoint", name)],
-                stats.open_connections() as f64,
-            );
-        }
-    }
-    for (kind, label) in [
-        (StatsKind::EntryPoint, "entrypoint"),
-        (StatsKind::Router, "router"),
-        (StatsKind::Service, "service"),
-    ] {
-        let pairs: Vec<[(&str, &str); 1]> = all
-            .iter()
-            .filter(|(k, _, _)| *k == kind)
-            .map(|(_, n, _)| [(label, n.as_str())])
-            .collect();
-        let stats: Vec<&crate::metrics::Stats> = all
-            .iter()
-            .filter(|(k, _, _)| *k == kind)
-            .map(|(_, _, s)| s.as_ref())
-            .collect();
-        let items: Vec<(ObjectLabels<'_>, &crate::metrics::Stats)> = pairs
-            .iter()
-            .zip(stats)
-            .map(|(p, s)| (ObjectLabels { pairs: p }, s))
-            .collect();
-        if !items.is_empty() {
-            e.objects(label, &items);
-        }
-    }
-    e.finish()
 }
