@@ -6,7 +6,6 @@
 use crate::config::static_config::observability::{AccessLog, AccessLogFormat, FieldMode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -65,7 +64,7 @@ pub struct Entry {
 /// The logger: filters, queue, and the dropped-line counter.
 pub struct AccessLogger {
     tx: mpsc::Sender<Entry>,
-    dropped: AtomicU64,
+    dropped: ::metrics::Counter,
     status_ranges: Vec<(u16, u16)>,
     min_duration: Duration,
     retry_attempts: bool,
@@ -112,8 +111,12 @@ pub enum AccessLogError {
 }
 
 impl AccessLogger {
-    /// Opens the output and starts the writer task.
-    pub async fn spawn(config: &AccessLog) -> Result<Arc<Self>, AccessLogError> {
+    /// Opens the output and starts the writer task; lines dropped because
+    /// it falls behind are counted in `dropped`.
+    pub async fn spawn(
+        config: &AccessLog,
+        dropped: ::metrics::Counter,
+    ) -> Result<Arc<Self>, AccessLogError> {
         use crate::config::static_config::observability::{
             AccessLogFields, AccessLogFilters, AccessLogHeaders,
         };
@@ -186,7 +189,7 @@ impl AccessLogger {
         ));
         Ok(Arc::new(Self {
             tx,
-            dropped: AtomicU64::new(0),
+            dropped,
             status_ranges: ranges,
             min_duration: min_duration.0,
             retry_attempts: *retry_attempts,
@@ -213,13 +216,8 @@ impl AccessLogger {
             }
         }
         if self.tx.try_send(entry).is_err() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
+            self.dropped.increment(1);
         }
-    }
-
-    /// Entries dropped because the writer could not keep up.
-    pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
     }
 }
 

@@ -457,9 +457,20 @@ pub enum CertStatus {
 #[derive(Debug, Default)]
 pub struct Status {
     certs: Mutex<BTreeMap<String, CertificateState>>,
+    /// Where each certificate's end of validity is exported; None when
+    /// metrics are off.
+    metrics: Option<Arc<crate::metrics::Exporter>>,
 }
 
 impl Status {
+    /// No certificates yet; their expiry goes to `metrics` as they change.
+    pub fn new(metrics: Option<Arc<crate::metrics::Exporter>>) -> Self {
+        Status {
+            certs: Mutex::default(),
+            metrics,
+        }
+    }
+
     /// Every certificate's state, ordered by resolver and names.
     pub fn snapshot(&self) -> Vec<CertificateState> {
         self.certs
@@ -489,6 +500,27 @@ impl Status {
         if let Some(state) = certs.get_mut(key) {
             f(state);
         }
+        drop(certs);
+        self.export();
+    }
+
+    /// Hands the served certificates' expiry to the metrics.
+    fn export(&self) {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        let served = self
+            .snapshot()
+            .into_iter()
+            .filter_map(|c| {
+                Some(crate::metrics::CertificateExpiry {
+                    not_after: c.not_after?,
+                    domains: c.domains,
+                    resolver: c.resolver,
+                })
+            })
+            .collect();
+        metrics.set_certificates("acme", served);
     }
 }
 
@@ -551,6 +583,7 @@ async fn follow(
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .retain(|key, _| wanted.contains_key(key));
+        status.export();
         for (key, request) in wanted {
             if running.contains_key(&key) {
                 status.update(&key, |s| s.routers.clone_from(&request.routers));

@@ -164,6 +164,23 @@ pub fn spawn_aggregate(
                 tracing::warn!("{line}");
             }
             logged = lines;
+            if let Some(metrics) = &ctx.metrics {
+                let last_sync = states.values().filter_map(|s| s.report.last_sync).max();
+                metrics
+                    .exporter
+                    .configuration_applied(generation, last_sync);
+                let files = runtime
+                    .tls
+                    .files
+                    .iter()
+                    .map(|c| crate::metrics::CertificateExpiry {
+                        domains: c.domains.clone(),
+                        resolver: String::new(),
+                        not_after: c.not_after,
+                    })
+                    .collect();
+                metrics.exporter.set_certificates("file", files);
+            }
             let routers = runtime.report.routers.len();
             handle.store(runtime);
             registries.sweep();

@@ -958,8 +958,8 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         registries: Arc::new(Registries::default()),
         static_config: config.clone(),
         started: std::time::SystemTime::now(),
-        access_log: None,
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+        metrics: None,
     });
     crate::compile_context(config, crate::api::internal_services(&state), None)
 }

@@ -46,8 +46,8 @@ pub struct CompileContext {
 /// What compile needs to know about metrics.
 #[derive(Clone, Debug)]
 pub struct MetricsSettings {
-    /// Histogram bounds in seconds.
-    pub bounds: Vec<f64>,
+    /// The recorder the counters are registered with.
+    pub exporter: Arc<crate::metrics::Exporter>,
     /// Keep per-router counters.
     pub routers: bool,
     /// Keep per-service counters.
@@ -179,7 +179,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 ctx.metrics
                     .as_ref()
                     .filter(|m| on(m))
-                    .map(|m| registries.stats(kind, object, &m.bounds))
+                    .map(|m| registries.stats(kind, object, &m.exporter))
             };
             let priority = router
                 .priority

@@ -49,6 +49,9 @@ pub enum RunError {
     /// A certificate resolver cannot be used.
     #[error(transparent)]
     Acme(#[from] acme::AcmeError),
+    /// The Prometheus options cannot be used.
+    #[error(transparent)]
+    Metrics(#[from] metrics::NoBuckets),
     /// A redirection names neither an entry point nor a port.
     #[error(
         "entryPoints.{entry_point}.http.redirections.entryPoint.to: `{to}` is neither an entry point nor a port such as `:443`"
@@ -69,22 +72,30 @@ pub enum RunError {
 pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Result<(), RunError> {
     let config = Arc::new(config);
     let names: Vec<String> = config.entry_points.keys().cloned().collect();
-    let metrics = config
-        .metrics
-        .prometheus
-        .as_ref()
-        .map(|p| compile::MetricsSettings {
-            bounds: p.buckets.iter().map(|b| b.0).collect(),
-            routers: p.add_routers_labels,
-            services: p.add_services_labels,
-        });
+    let metrics = match &config.metrics.prometheus {
+        Some(p) => {
+            let bounds: Vec<f64> = p.buckets.iter().map(|b| b.0).collect();
+            Some(compile::MetricsSettings {
+                exporter: Arc::new(metrics::Exporter::new(&p.prefix, &bounds)?),
+                routers: p.add_routers_labels,
+                services: p.add_services_labels,
+            })
+        }
+        None => None,
+    };
+    let exporter = metrics.as_ref().map(|m| m.exporter.clone());
     let ep_metrics = config
         .metrics
         .prometheus
         .as_ref()
         .is_some_and(|p| p.add_entry_points_labels);
     let access_log = match &config.access_log {
-        Some(a) => Some(access_log::AccessLogger::spawn(a).await?),
+        Some(a) => {
+            let dropped = exporter
+                .as_ref()
+                .map_or_else(::metrics::Counter::noop, |e| e.access_log_dropped());
+            Some(access_log::AccessLogger::spawn(a, dropped).await?)
+        }
         None => None,
     };
     let registries = Arc::new(runtime::Registries::default());
@@ -194,7 +205,11 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             limits: limits.clone(),
             connections: overload::ConnectionLimit::new(*max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
-                registries.stats(runtime::registries::StatsKind::EntryPoint, name, &m.bounds)
+                registries.stats(
+                    runtime::registries::StatsKind::EntryPoint,
+                    name,
+                    &m.exporter,
+                )
             }),
         };
         let accept_grace = *request_accept_grace_timeout;
@@ -209,15 +224,16 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
 
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let certificates = Arc::new(acme::Status::default());
+    let certificates = Arc::new(acme::Status::new(exporter.clone()));
+    let upkeep = exporter.as_ref().map(metrics::Exporter::spawn_upkeep);
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
         certificates: certificates.clone(),
         registries: registries.clone(),
         static_config: config.clone(),
         started: std::time::SystemTime::now(),
-        access_log: access_log.clone(),
         terminating: terminating.clone(),
+        metrics: exporter,
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
     let ctx = compile_context(&config, api::internal_services(&api_state), metrics);
@@ -312,6 +328,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     aggregate.abort();
     acme.abort();
+    if let Some(upkeep) = upkeep {
+        upkeep.abort();
+    }
     Ok(())
 }
 

@@ -1,24 +1,56 @@
-//! Request statistics and their Prometheus exposition. Counters are plain
-//! atomics owned by the object they count (entry point, router, service),
-//! created when the runtime is compiled and kept across swaps by
-//! `Registries`, so recording a request takes no lock, no lookup by name
-//! and no formatting.
+//! Prometheus metrics, kept and rendered by metrics-exporter-prometheus.
+//!
+//! Every series is a handle (`Counter`, `Gauge`, `Histogram`) registered
+//! with gangway's own recorder once, when the object it belongs to (entry
+//! point, router, service) first records a request with that protocol,
+//! method and status, and held by that object's [`Stats`], which
+//! `Registries` keeps across configuration swaps. Recording a request is then
+//! an atomic add through a handle: no lock, no lookup by name, no
+//! formatting. Everything else `/metrics` shows is set where it happens:
+//! configuration reloads when a runtime is published, certificates when
+//! they are loaded or issued, dropped access log lines when one is dropped,
+//! and the process's own figures when `/metrics` is read.
+//!
+//! Family names, types and label keys are Traefik v3's under
+//! `metrics.prometheus.prefix`.
 
 use http::{Method, Version};
-use std::fmt::Write as _;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, Ordering};
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
+/// Label key of the response status (`other` past the distinct codes kept).
+pub const CODE: &str = "code";
+/// Label key of the request method.
+pub const METHOD: &str = "method";
+/// Label key of the protocol (`http`, `websocket`, `grpc`).
+pub const PROTOCOL: &str = "protocol";
+/// Label key of a certificate's main name.
+pub const CN: &str = "cn";
+/// Label key of a certificate's names, comma-separated.
+pub const SANS: &str = "sans";
+/// Label key of the certificate resolver (empty for file certificates).
+pub const RESOLVER: &str = "resolver";
+/// Label key of where a certificate comes from (`acme`, `file`).
+pub const SOURCE: &str = "source";
+
 /// Status slots per (protocol, method) row; codes beyond this many distinct
-/// ones in a row are counted under the last slot with code 0 (`other`).
+/// ones in a row are counted under the last slot, labelled `other`, so a
+/// backend inventing status codes cannot grow the exposition without end.
 const SLOTS: usize = 24;
-/// Most histogram boundaries kept.
-pub const MAX_BUCKETS: usize = 16;
 const PROTOCOLS: [&str; 3] = ["http", "websocket", "grpc"];
 const METHODS: [&str; 10] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "other",
 ];
+/// How often histogram samples are folded into their buckets between
+/// scrapes, so memory stays bounded when nobody reads `/metrics`.
+const UPKEEP: Duration = Duration::from_secs(5);
+
+/// Where gangway's handles say they were registered (the exporter ignores it).
+const METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
 /// The protocol label of a request, as Traefik reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,79 +115,370 @@ pub fn protocol_of<B>(req: &http::Request<B>) -> Protocol {
     }
 }
 
+/// The kinds of object requests are counted for; each has its own families
+/// (`entrypoint_requests_total`, `router_…`, `service_…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ObjectKind {
+    /// An entry point's.
+    EntryPoint = 0,
+    /// A router's.
+    Router = 1,
+    /// A service's.
+    Service = 2,
+}
+
+impl ObjectKind {
+    /// The label key naming the object, which is also its families' word.
+    pub const fn label(self) -> &'static str {
+        match self {
+            ObjectKind::EntryPoint => "entrypoint",
+            ObjectKind::Router => "router",
+            ObjectKind::Service => "service",
+        }
+    }
+}
+
+/// The metrics-exporter-prometheus histogram needs at least one bound.
+#[derive(Debug, thiserror::Error)]
+#[error("metrics.prometheus.buckets: at least one bound is needed for the duration histograms")]
+pub struct NoBuckets;
+
+/// The names of one object kind's four families.
+struct Families {
+    requests: KeyName,
+    duration: KeyName,
+    request_bytes: KeyName,
+    response_bytes: KeyName,
+}
+
+/// gangway's recorder and what `/metrics` renders from it.
+pub struct Exporter {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    prefix: String,
+    families: [Families; 3],
+    open_connections: KeyName,
+    reloads: Counter,
+    last_reload: Gauge,
+    certificates: Certificates,
+    process: metrics_process::Collector,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exporter {
+    /// A recorder whose families are named `{prefix}_…`, with these upper
+    /// bounds (seconds) for the request duration histograms.
+    pub fn new(prefix: &str, buckets: &[f64]) -> Result<Self, NoBuckets> {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(buckets)
+            .map_err(|_| NoBuckets)?
+            .build_recorder();
+        let handle = recorder.handle();
+        let name = |family: &str| KeyName::from(format!("{prefix}_{family}"));
+        let families = [
+            ObjectKind::EntryPoint,
+            ObjectKind::Router,
+            ObjectKind::Service,
+        ]
+        .map(|kind| {
+            let object = kind.label();
+            let families = Families {
+                requests: name(&format!("{object}_requests_total")),
+                duration: name(&format!("{object}_request_duration_seconds")),
+                request_bytes: name(&format!("{object}_requests_bytes_total")),
+                response_bytes: name(&format!("{object}_responses_bytes_total")),
+            };
+            let per = format!("per {object}, code, method and protocol.");
+            recorder.describe_counter(
+                families.requests.clone(),
+                None,
+                format!("How many HTTP requests processed, {per}").into(),
+            );
+            recorder.describe_histogram(
+                families.duration.clone(),
+                None,
+                format!("How long requests took, {per}").into(),
+            );
+            recorder.describe_counter(
+                families.request_bytes.clone(),
+                None,
+                format!("Total request body bytes, {per}").into(),
+            );
+            recorder.describe_counter(
+                families.response_bytes.clone(),
+                None,
+                format!("Total response body bytes, {per}").into(),
+            );
+            families
+        });
+        let open_connections = name("open_connections");
+        recorder.describe_gauge(
+            open_connections.clone(),
+            None,
+            "Connections open now, per entry point.".into(),
+        );
+        let reloads_name = name("config_reloads_total");
+        recorder.describe_counter(
+            reloads_name.clone(),
+            None,
+            "Configuration reloads applied.".into(),
+        );
+        let reloads = recorder.register_counter(&Key::from_name(reloads_name), &METADATA);
+        let last_name = name("config_last_reload_success");
+        recorder.describe_gauge(
+            last_name.clone(),
+            None,
+            "Time of the last configuration applied, in seconds since the epoch.".into(),
+        );
+        let last_reload = recorder.register_gauge(&Key::from_name(last_name), &METADATA);
+        let process = metrics_process::Collector::default();
+        metrics::with_local_recorder(&recorder, || process.describe());
+        Ok(Exporter {
+            certificates: Certificates::new(name("tls_certs_not_after")),
+            recorder,
+            handle,
+            prefix: prefix.to_owned(),
+            families,
+            open_connections,
+            reloads,
+            last_reload,
+            process,
+        })
+    }
+
+    /// Folds histogram samples into their buckets every few seconds, for
+    /// as long as the task runs.
+    pub fn spawn_upkeep(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let exporter = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(UPKEEP);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                let Some(exporter) = exporter.upgrade() else {
+                    return;
+                };
+                exporter.handle.run_upkeep();
+            }
+        })
+    }
+
+    /// The Prometheus text exposition of everything recorded so far, with
+    /// the process's figures read now.
+    pub fn render(&self) -> String {
+        metrics::with_local_recorder(&self.recorder, || self.process.collect());
+        let mut text = self.handle.render();
+        text.push_str(&self.certificates.render());
+        text
+    }
+
+    /// The request counters of one object, registered as its requests
+    /// arrive.
+    pub fn stats(self: &Arc<Self>, kind: ObjectKind, name: &str) -> Stats {
+        let open = if kind == ObjectKind::EntryPoint {
+            let key = Key::from_parts(
+                self.open_connections.clone(),
+                vec![Label::new(kind.label(), name.to_owned())],
+            );
+            let gauge = self.recorder.register_gauge(&key, &METADATA);
+            // Registered now, so an idle entry point shows 0 rather than nothing.
+            gauge.set(0.0);
+            gauge
+        } else {
+            Gauge::noop()
+        };
+        Stats {
+            exporter: self.clone(),
+            kind,
+            name: Arc::from(name),
+            rows: std::array::from_fn(|_| OnceLock::new()),
+            open,
+        }
+    }
+
+    /// Records that configuration `generation` was applied, the newest of
+    /// its providers' configurations having arrived at `last_sync` (seconds
+    /// since the epoch).
+    pub fn configuration_applied(&self, generation: u64, last_sync: Option<u64>) {
+        self.reloads.absolute(generation);
+        if let Some(at) = last_sync {
+            self.last_reload.set(at as f64);
+        }
+    }
+
+    /// The counter of access log lines dropped because the writer fell behind.
+    pub fn access_log_dropped(&self) -> Counter {
+        let name = KeyName::from(format!("{}_accesslog_dropped_lines_total", self.prefix));
+        self.recorder.describe_counter(
+            name.clone(),
+            None,
+            "Access log lines dropped because the writer fell behind.".into(),
+        );
+        self.recorder
+            .register_counter(&Key::from_name(name), &METADATA)
+    }
+
+    /// Replaces the certificates served from `source` (`acme` or `file`).
+    pub fn set_certificates(&self, source: &'static str, certificates: Vec<CertificateExpiry>) {
+        self.certificates.set(source, certificates);
+    }
+}
+
+/// One certificate's end of validity, for `tls_certs_not_after`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CertificateExpiry {
+    /// Its names, main name first.
+    pub domains: Vec<String>,
+    /// The resolver that obtained it (empty for file certificates).
+    pub resolver: String,
+    /// End of validity, seconds since the epoch.
+    pub not_after: i64,
+}
+
+/// The certificate gauges. Certificates come and go with the configuration
+/// and the exporter cannot forget a series, so they live in a recorder of
+/// their own, rebuilt whenever the set changes.
+struct Certificates {
+    name: KeyName,
+    state: Mutex<CertificateState>,
+}
+
+#[derive(Default)]
+struct CertificateState {
+    by_source: std::collections::BTreeMap<&'static str, Vec<CertificateExpiry>>,
+    rendered: Option<PrometheusHandle>,
+}
+
+impl Certificates {
+    fn new(name: KeyName) -> Self {
+        Certificates {
+            name,
+            state: Mutex::default(),
+        }
+    }
+
+    fn set(&self, source: &'static str, certificates: Vec<CertificateExpiry>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.by_source.get(source) == Some(&certificates) {
+            return;
+        }
+        state.by_source.insert(source, certificates);
+        let recorder = PrometheusBuilder::new().build_recorder();
+        recorder.describe_gauge(
+            self.name.clone(),
+            None,
+            "End of validity of each certificate served, in seconds since the epoch.".into(),
+        );
+        for (&source, list) in &state.by_source {
+            for cert in list {
+                let labels = vec![
+                    Label::new(CN, cert.domains.first().cloned().unwrap_or_default()),
+                    Label::new(SANS, cert.domains.join(",")),
+                    Label::new(RESOLVER, cert.resolver.clone()),
+                    Label::from_static_parts(SOURCE, source),
+                ];
+                let key = Key::from_parts(self.name.clone(), labels);
+                recorder
+                    .register_gauge(&key, &METADATA)
+                    .set(cert.not_after as f64);
+            }
+        }
+        state.rendered = Some(recorder.handle());
+    }
+
+    fn render(&self) -> String {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .rendered
+            .as_ref()
+            .map(PrometheusHandle::render)
+            .unwrap_or_default()
+    }
+}
+
+/// The handles of one (object, protocol, method, status) series.
+struct Series {
+    requests: Counter,
+    duration: Histogram,
+    request_bytes: Counter,
+    response_bytes: Counter,
+}
+
 #[derive(Default)]
 struct Cell {
     code: AtomicU16,
-    requests: AtomicU64,
-    duration_nanos: AtomicU64,
-    request_bytes: AtomicU64,
-    response_bytes: AtomicU64,
-    buckets: [AtomicU64; MAX_BUCKETS],
+    series: OnceLock<Series>,
 }
 
 type Row = [Cell; SLOTS];
 
-/// Counters of one entry point, router or service. A (protocol, method) row
-/// is allocated on its first request, so objects that see no traffic (or
+/// The request series of one entry point, router or service. A (protocol,
+/// method) row is allocated on its first request, and a status's handles
+/// are registered on its first request, so objects that see no traffic (or
 /// only GETs) cost next to nothing.
 pub struct Stats {
+    exporter: Arc<Exporter>,
+    kind: ObjectKind,
+    name: Arc<str>,
     rows: [OnceLock<Box<Row>>; PROTOCOLS.len() * METHODS.len()],
-    bounds: Box<[f64]>,
-    open: AtomicI64,
+    open: Gauge,
 }
 
 impl Stats {
-    /// Counters with these histogram bounds (seconds, ascending; at most `MAX_BUCKETS`).
-    pub fn new(bounds: &[f64]) -> Self {
-        let bounds: Box<[f64]> = bounds.iter().copied().take(MAX_BUCKETS).collect();
-        Self {
-            rows: std::array::from_fn(|_| OnceLock::new()),
-            bounds,
-            open: AtomicI64::new(0),
-        }
-    }
-
     /// Counts a connection opened (entry points only).
     pub fn connection_opened(&self) {
-        self.open.fetch_add(1, Ordering::Relaxed);
+        self.open.increment(1.0);
     }
 
     /// Counts a connection closed.
     pub fn connection_closed(&self) {
-        self.open.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// Connections open now.
-    pub fn open_connections(&self) -> i64 {
-        self.open.load(Ordering::Relaxed)
+        self.open.decrement(1.0);
     }
 
     /// Records one finished request.
     pub fn record(&self, s: &Sample) {
-        let row = self.rows[s.protocol as usize * METHODS.len() + s.method.min(METHODS.len() - 1)]
+        let method = s.method.min(METHODS.len() - 1);
+        let row = self.rows[s.protocol as usize * METHODS.len() + method]
             .get_or_init(|| Box::new(std::array::from_fn(|_| Cell::default())));
         let cell = slot(row, s.status);
-        cell.requests.fetch_add(1, Ordering::Relaxed);
-        let nanos = u64::try_from(s.duration.as_nanos()).unwrap_or(u64::MAX);
-        cell.duration_nanos.fetch_add(nanos, Ordering::Relaxed);
-        cell.request_bytes
-            .fetch_add(s.request_bytes, Ordering::Relaxed);
-        cell.response_bytes
-            .fetch_add(s.response_bytes, Ordering::Relaxed);
-        let secs = s.duration.as_secs_f64();
-        if let Some(i) = self.bounds.iter().position(|b| secs <= *b) {
-            cell.buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
+        let series = cell
+            .series
+            .get_or_init(|| self.register(s.protocol, method, cell.code.load(Ordering::Relaxed)));
+        series.requests.increment(1);
+        series.duration.record(s.duration.as_secs_f64());
+        series.request_bytes.increment(s.request_bytes);
+        series.response_bytes.increment(s.response_bytes);
     }
 
-    /// Total requests recorded, over every label.
-    pub fn total(&self) -> u64 {
-        self.rows
-            .iter()
-            .filter_map(OnceLock::get)
-            .flat_map(|row| row.iter())
-            .map(|c| c.requests.load(Ordering::Relaxed))
-            .sum()
+    /// The handles of a new series; `code` 0 is the overflow cell.
+    fn register(&self, protocol: Protocol, method: usize, code: u16) -> Series {
+        let code = if code == 0 {
+            Label::from_static_parts(CODE, "other")
+        } else {
+            Label::new(CODE, code.to_string())
+        };
+        let labels = vec![
+            code,
+            Label::from_static_parts(METHOD, METHODS[method]),
+            Label::from_static_parts(PROTOCOL, PROTOCOLS[protocol as usize]),
+            Label::new(self.kind.label(), self.name.to_string()),
+        ];
+        let families = &self.exporter.families[self.kind as usize];
+        let recorder = &self.exporter.recorder;
+        let key = |name: &KeyName| Key::from_parts(name.clone(), labels.clone());
+        Series {
+            requests: recorder.register_counter(&key(&families.requests), &METADATA),
+            duration: recorder.register_histogram(&key(&families.duration), &METADATA),
+            request_bytes: recorder.register_counter(&key(&families.request_bytes), &METADATA),
+            response_bytes: recorder.register_counter(&key(&families.response_bytes), &METADATA),
+        }
     }
 }
 
@@ -181,224 +504,182 @@ fn slot(row: &Row, status: u16) -> &Cell {
     &row[SLOTS - 1]
 }
 
-/// Writes Prometheus text for a family of objects.
-pub struct Exposition {
-    out: String,
-    prefix: String,
-}
-
-/// Label name and value identifying one object (`entrypoint="web"`).
-#[derive(Clone, Copy)]
-pub struct ObjectLabels<'a> {
-    /// Label pairs, e.g. `[("router", "app@file"), ("service", "app@file")]`.
-    pub pairs: &'a [(&'a str, &'a str)],
-}
-
-impl Exposition {
-    /// An empty exposition whose metric names start with `prefix_`.
-    pub fn new(prefix: &str) -> Self {
-        Self {
-            out: String::with_capacity(4096),
-            prefix: prefix.to_owned(),
-        }
-    }
-
-    /// The text so far.
-    pub fn finish(self) -> String {
-        self.out
-    }
-
-    /// Writes a gauge or counter with no labels.
-    pub fn scalar(&mut self, name: &str, kind: &str, help: &str, value: f64) {
-        let p = &self.prefix;
-        let _ = writeln!(
-            self.out,
-            "# HELP {p}_{name} {help}\n# TYPE {p}_{name} {kind}\n{p}_{name} {value}"
-        );
-    }
-
-    /// Writes a family header.
-    pub fn header(&mut self, name: &str, kind: &str, help: &str) {
-        let p = &self.prefix;
-        let _ = writeln!(
-            self.out,
-            "# HELP {p}_{name} {help}\n# TYPE {p}_{name} {kind}"
-        );
-    }
-
-    /// Writes one sample line with labels.
-    pub fn line(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        let _ = write!(self.out, "{}_{name}{{", self.prefix);
-        for (i, (k, v)) in labels.iter().enumerate() {
-            let sep = if i == 0 { "" } else { "," };
-            let _ = write!(self.out, "{sep}{k}=\"{}\"", escape(v));
-        }
-        let _ = writeln!(self.out, "}} {value}");
-    }
-
-    /// Writes the four families of one kind of object (`entrypoint`,
-    /// `router`, `service`): requests, duration histogram, request and
-    /// response bytes.
-    pub fn objects(&mut self, kind: &str, objects: &[(ObjectLabels<'_>, &Stats)]) {
-        let requests = format!("{kind}_requests_total");
-        self.header(
-            &requests,
-            "counter",
-            &format!("How many HTTP requests processed, per {kind}, code, method and protocol."),
-        );
-        self.each(objects, |e, labels, _, cell| {
-            e.line(
-                &requests,
-                labels,
-                cell.requests.load(Ordering::Relaxed) as f64,
-            );
-        });
-        let duration = format!("{kind}_request_duration_seconds");
-        self.header(
-            &duration,
-            "histogram",
-            &format!("How long requests took, per {kind}, code, method and protocol."),
-        );
-        self.each(objects, |e, labels, bounds, cell| {
-            let mut cumulative = 0u64;
-            let bucket = format!("{duration}_bucket");
-            for (i, bound) in bounds.iter().enumerate() {
-                cumulative += cell.buckets[i].load(Ordering::Relaxed);
-                let le = format_bound(*bound);
-                let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-                with_le.push(("le", &le));
-                e.line(&bucket, &with_le, cumulative as f64);
-            }
-            let count = cell.requests.load(Ordering::Relaxed);
-            let mut with_le: Vec<(&str, &str)> = labels.to_vec();
-            with_le.push(("le", "+Inf"));
-            e.line(&bucket, &with_le, count as f64);
-            e.line(
-                &format!("{duration}_sum"),
-                labels,
-                cell.duration_nanos.load(Ordering::Relaxed) as f64 / 1e9,
-            );
-            e.line(&format!("{duration}_count"), labels, count as f64);
-        });
-        for (family, help, pick) in [
-            ("requests_bytes_total", "request body bytes", 0),
-            ("responses_bytes_total", "response body bytes", 1),
-        ] {
-            let name = format!("{kind}_{family}");
-            self.header(
-                &name,
-                "counter",
-                &format!("Total {help}, per {kind}, code, method and protocol."),
-            );
-            self.each(objects, |e, labels, _, cell| {
-                let v = if pick == 0 {
-                    &cell.request_bytes
-                } else {
-                    &cell.response_bytes
-                };
-                e.line(&name, labels, v.load(Ordering::Relaxed) as f64);
-            });
-        }
-    }
-
-    fn each(
-        &mut self,
-        objects: &[(ObjectLabels<'_>, &Stats)],
-        mut write: impl FnMut(&mut Self, &[(&str, &str)], &[f64], &Cell),
-    ) {
-        for (object, stats) in objects {
-            for (r, row) in stats.rows.iter().enumerate() {
-                let Some(row) = row.get() else { continue };
-                let (protocol, method) = (PROTOCOLS[r / METHODS.len()], METHODS[r % METHODS.len()]);
-                for cell in row.iter() {
-                    if cell.requests.load(Ordering::Relaxed) == 0 {
-                        continue;
-                    }
-                    let code = cell.code.load(Ordering::Relaxed);
-                    let code_text = if code == 0 {
-                        "other".to_owned()
-                    } else {
-                        code.to_string()
-                    };
-                    let mut labels: Vec<(&str, &str)> = vec![
-                        ("code", &code_text),
-                        ("method", method),
-                        ("protocol", protocol),
-                    ];
-                    labels.extend_from_slice(object.pairs);
-                    write(self, &labels, &stats.bounds, cell);
-                }
-            }
-        }
-    }
-}
-
-fn format_bound(b: f64) -> String {
-    let s = format!("{b}");
-    if s.contains('.') || s.contains('e') {
-        s
-    } else {
-        format!("{s}.0")
-    }
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn counts_land_in_their_code_method_and_bucket() {
-        let stats = Stats::new(&[0.1, 1.0]);
-        let sample = |status, ms| Sample {
+    fn sample(method: usize, status: u16, ms: u64) -> Sample {
+        Sample {
             protocol: Protocol::Http,
-            method: 0,
+            method,
             status,
             duration: Duration::from_millis(ms),
             request_bytes: 3,
             response_bytes: 10,
-        };
-        stats.record(&sample(200, 50));
-        stats.record(&sample(200, 500));
-        stats.record(&sample(404, 5000));
-        assert_eq!(stats.total(), 3);
-        let mut e = Exposition::new("gangway");
-        e.objects(
-            "router",
-            &[(
-                ObjectLabels {
-                    pairs: &[("router", "a@file")],
-                },
-                &stats,
-            )],
-        );
-        let text = e.finish();
-        assert!(text.contains(r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="a@file"} 2"#), "{text}");
-        assert!(text.contains(r#"gangway_router_requests_total{code="404",method="GET",protocol="http",router="a@file"} 1"#));
-        assert!(text.contains(r#"gangway_router_request_duration_seconds_bucket{code="200",method="GET",protocol="http",router="a@file",le="0.1"} 1"#));
-        assert!(text.contains(r#"gangway_router_request_duration_seconds_bucket{code="200",method="GET",protocol="http",router="a@file",le="1.0"} 2"#));
-        assert!(text.contains(r#"gangway_router_request_duration_seconds_bucket{code="404",method="GET",protocol="http",router="a@file",le="+Inf"} 1"#));
-        assert!(text.contains(r#"gangway_router_responses_bytes_total{code="200",method="GET",protocol="http",router="a@file"} 20"#));
+        }
+    }
+
+    fn line<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
     }
 
     #[test]
-    fn many_distinct_codes_overflow_into_one_cell() {
-        let stats = Stats::new(&[1.0]);
+    fn counts_land_in_their_code_method_and_bucket() {
+        let exporter = Arc::new(Exporter::new("gangway", &[0.1, 1.0]).unwrap());
+        let stats = exporter.stats(ObjectKind::Router, "a@file");
+        stats.record(&sample(0, 200, 50));
+        stats.record(&sample(0, 200, 500));
+        stats.record(&sample(0, 404, 5000));
+        let text = exporter.render();
+        let labels =
+            |code: &str| format!(r#"code="{code}",method="GET",protocol="http",router="a@file""#);
+        let get = |series: String| line(&text, &series).map(str::to_owned);
+        assert_eq!(
+            get(format!(
+                "gangway_router_requests_total{{{}}}",
+                labels("200")
+            ))
+            .as_deref(),
+            Some("2"),
+            "{text}"
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_requests_total{{{}}}",
+                labels("404")
+            ))
+            .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_request_duration_seconds_bucket{{{},le=\"0.1\"}}",
+                labels("200")
+            ))
+            .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_request_duration_seconds_bucket{{{},le=\"1\"}}",
+                labels("200")
+            ))
+            .as_deref(),
+            Some("2")
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_request_duration_seconds_bucket{{{},le=\"+Inf\"}}",
+                labels("404")
+            ))
+            .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_responses_bytes_total{{{}}}",
+                labels("200")
+            ))
+            .as_deref(),
+            Some("20")
+        );
+        assert_eq!(
+            get(format!(
+                "gangway_router_requests_bytes_total{{{}}}",
+                labels("404")
+            ))
+            .as_deref(),
+            Some("3")
+        );
+    }
+
+    #[test]
+    fn many_distinct_codes_overflow_into_one_series() {
+        let exporter = Arc::new(Exporter::new("gangway", &[1.0]).unwrap());
+        let stats = exporter.stats(ObjectKind::Service, "s@file");
         for status in 200..260u16 {
-            stats.record(&Sample {
-                protocol: Protocol::Http,
-                method: 2,
-                status,
-                duration: Duration::ZERO,
-                request_bytes: 0,
-                response_bytes: 0,
-            });
+            stats.record(&sample(2, status, 0));
         }
-        assert_eq!(stats.total(), 60);
+        let text = exporter.render();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("gangway_service_requests_total{"))
+            .collect();
+        assert_eq!(series.len(), SLOTS, "{text}");
+        let other = line(
+            &text,
+            r#"gangway_service_requests_total{code="other",method="POST",protocol="http",service="s@file"}"#,
+        );
+        assert_eq!(other, Some(&*(60 - (SLOTS - 1)).to_string()), "{text}");
+    }
+
+    #[test]
+    fn open_connections_follow_the_entry_point() {
+        let exporter = Arc::new(Exporter::new("gangway", &[1.0]).unwrap());
+        let stats = exporter.stats(ObjectKind::EntryPoint, "web");
+        let series = r#"gangway_open_connections{entrypoint="web"}"#;
+        assert_eq!(line(&exporter.render(), series), Some("0"));
+        stats.connection_opened();
+        stats.connection_opened();
+        stats.connection_closed();
+        assert_eq!(line(&exporter.render(), series), Some("1"));
+    }
+
+    #[test]
+    fn certificates_that_go_away_leave_the_exposition() {
+        let exporter = Exporter::new("gangway", &[1.0]).unwrap();
+        let cert = |name: &str, not_after| CertificateExpiry {
+            domains: vec![name.to_owned(), format!("www.{name}")],
+            resolver: String::new(),
+            not_after,
+        };
+        exporter.set_certificates(
+            "file",
+            vec![cert("a.test", 1_900_000_000), cert("b.test", 2_000_000_000)],
+        );
+        let text = exporter.render();
+        assert_eq!(
+            line(
+                &text,
+                r#"gangway_tls_certs_not_after{cn="a.test",sans="a.test,www.a.test",resolver="",source="file"}"#
+            ),
+            Some("1900000000"),
+            "{text}"
+        );
+        exporter.set_certificates("file", vec![cert("b.test", 2_000_000_000)]);
+        let text = exporter.render();
+        assert!(!text.contains("a.test"), "{text}");
+        assert!(text.contains(r#"cn="b.test""#), "{text}");
+    }
+
+    #[test]
+    fn reloads_and_process_figures_are_exported() {
+        let exporter = Exporter::new("gangway", &[1.0]).unwrap();
+        exporter.configuration_applied(3, Some(1_800_000_000));
+        let text = exporter.render();
+        assert_eq!(
+            line(&text, "gangway_config_reloads_total"),
+            Some("3"),
+            "{text}"
+        );
+        assert_eq!(
+            line(&text, "gangway_config_last_reload_success"),
+            Some("1800000000")
+        );
+        let rss: f64 = line(&text, "process_resident_memory_bytes")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no resident memory in\n{text}"));
+        assert!(rss > 0.0);
+        assert!(line(&text, "process_open_fds").is_some(), "{text}");
+        assert!(
+            line(&text, "process_start_time_seconds").is_some(),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_buckets_is_refused() {
+        assert!(Exporter::new("gangway", &[]).is_err());
     }
 }

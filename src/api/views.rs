@@ -1,6 +1,6 @@
 //! The API's answers as typed views of the runtime, in Traefik v3's field
 //! names and shapes where Traefik has the endpoint, gangway's own where it
-//! does not; and the Prometheus text.
+//! does not.
 //!
 //! Each view is built from the runtime when a request asks and serialized
 //! as is: the field list of a struct here is the API's contract, checked
@@ -16,8 +16,6 @@ use crate::config::problem::ConfigError;
 use crate::config::provenance::{ContainerRecord, NotRouted, Source};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
-use crate::metrics::{Exposition, ObjectLabels};
-use crate::runtime::registries::StatsKind;
 use crate::runtime::report::ProviderReport;
 use crate::runtime::{ObjectReport, Runtime, Status};
 use crate::tls::FileCertificate;
@@ -777,122 +775,4 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
     files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     acme.extend(files);
     acme
-}
-
-/// The certificates as JSON values, for the Prometheus text below, which
-/// reads them this way until the metrics move to their own exporter.
-pub fn certificates(state: &ApiState) -> Vec<Value> {
-    certificate_views(state)
-        .iter()
-        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
-        .collect()
-}
-
-/// The Prometheus exposition.
-pub fn prometheus(state: &ApiState) -> String {
-    let prefix = state
-        .static_config
-        .metrics
-        .prometheus
-        .as_ref()
-        .map_or("gangway", |p| p.prefix.as_str());
-    let rt = state.runtime.load_full();
-    let mut e = Exposition::new(prefix);
-    e.scalar(
-        "config_reloads_total",
-        "counter",
-        "Configuration reloads applied.",
-        rt.generation as f64,
-    );
-    let last = rt
-        .report
-        .providers
-        .values()
-        .filter_map(|p| p.last_sync)
-        .max()
-        .unwrap_or(0);
-    e.scalar(
-        "config_last_reload_success",
-        "gauge",
-        "Time of the last configuration applied, in seconds since the epoch.",
-        last as f64,
-    );
-    if let Some(log) = &state.access_log {
-        e.scalar(
-            "accesslog_dropped_lines_total",
-            "counter",
-            "Access log lines dropped because the writer fell behind.",
-            log.dropped() as f64,
-        );
-    }
-    let certs = certificates(state);
-    if certs.iter().any(|c| c["notAfter"].is_i64()) {
-        e.header(
-            "tls_certs_not_after",
-            "gauge",
-            "End of validity of each certificate served, in seconds since the epoch.",
-        );
-        for c in &certs {
-            let Some(not_after) = c["notAfter"].as_i64() else {
-                continue;
-            };
-            let domains: Vec<&str> = c["domains"]
-                .as_array()
-                .map(|d| d.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let resolver = c["resolver"].as_str().unwrap_or("");
-            e.line(
-                "tls_certs_not_after",
-                &[
-                    ("cn", domains.first().copied().unwrap_or("")),
-                    ("sans", &domains.join(",")),
-                    ("resolver", resolver),
-                    ("source", c["source"].as_str().unwrap_or("")),
-                ],
-                not_after as f64,
-            );
-        }
-    }
-    let all = state.registries.all_stats();
-    let family = |kind: StatsKind| all.iter().filter(move |(k, _, _)| *k == kind);
-    let eps: Vec<_> = family(StatsKind::EntryPoint).collect();
-    if !eps.is_empty() {
-        e.header(
-            "open_connections",
-            "gauge",
-            "Connections open now, per entry point.",
-        );
-        for (_, name, stats) in &eps {
-            e.line(
-                "open_connections",
-                &[("entrypoint", name)],
-                stats.open_connections() as f64,
-            );
-        }
-    }
-    for (kind, label) in [
-        (StatsKind::EntryPoint, "entrypoint"),
-        (StatsKind::Router, "router"),
-        (StatsKind::Service, "service"),
-    ] {
-        let pairs: Vec<[(&str, &str); 1]> = all
-            .iter()
-            .filter(|(k, _, _)| *k == kind)
-            .map(|(_, n, _)| [(label, n.as_str())])
-            .collect();
-        let stats: Vec<&crate::metrics::Stats> = all
-            .iter()
-            .filter(|(k, _, _)| *k == kind)
-            .map(|(_, _, s)| s.as_ref())
-            .collect();
-        let items: Vec<(ObjectLabels<'_>, &crate::metrics::Stats)> = pairs
-            .iter()
-            .zip(stats)
-            .map(|(p, s)| (ObjectLabels { pairs: p }, s))
-            .collect();
-        if !items.is_empty() {
-            e.objects(label, &items);
-        }
-    }
-    e.finish()
 }

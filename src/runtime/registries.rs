@@ -327,15 +327,7 @@ pub struct Registries {
 }
 
 /// Which family a set of counters belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum StatsKind {
-    /// An entry point's.
-    EntryPoint,
-    /// A router's.
-    Router,
-    /// A service's.
-    Service,
-}
+pub use crate::metrics::ObjectKind as StatsKind;
 
 impl Registries {
     /// The client for the server at `server` with these settings, created
@@ -410,23 +402,17 @@ impl Registries {
 
     /// The counters of one object, created on first use and kept for the
     /// life of the process, so a configuration swap never resets them.
-    pub fn stats(&self, kind: StatsKind, name: &str, bounds: &[f64]) -> Arc<Stats> {
+    pub fn stats(
+        &self,
+        kind: StatsKind,
+        name: &str,
+        exporter: &Arc<crate::metrics::Exporter>,
+    ) -> Arc<Stats> {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         stats
             .entry((kind, name.to_owned()))
-            .or_insert_with(|| Arc::new(Stats::new(bounds)))
+            .or_insert_with(|| Arc::new(exporter.stats(kind, name)))
             .clone()
-    }
-
-    /// Every set of counters, sorted by family and name, for `/metrics`.
-    pub fn all_stats(&self) -> Vec<(StatsKind, String, Arc<Stats>)> {
-        let stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut all: Vec<_> = stats
-            .iter()
-            .map(|((k, n), s)| (*k, n.clone(), s.clone()))
-            .collect();
-        all.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        all
     }
 
     /// The process-wide health epoch: moves whenever any server changes
