@@ -909,7 +909,11 @@ async fn bad_middlewares_disable_only_their_routers_and_say_why() {
         let log = gw.log();
         cases.iter().all(|(name, _, why)| {
             log.lines().any(|l| {
-                l.contains(&format!("router r_{name}@file: middleware `m_{name}@file`"))
+                // The router, then where the reference is written, then
+                // the middleware's problem.
+                l.contains(&format!("router r_{name}@file: "))
+                    && l.contains("dynamic.toml:")
+                    && l.contains(&format!("middleware `m_{name}@file`"))
                     && l.contains(why)
             })
         })

@@ -35,7 +35,10 @@ fuzz_target!(|data: &[u8]| {
         entry_points: vec!["web".to_owned(), "websecure".to_owned()],
         internal: BTreeMap::new(),
         metrics: Some(MetricsSettings {
-            bounds: vec![0.1, 1.0],
+            // One per input: series from one input do not pile up in the next.
+            exporter: Arc::new(
+                gangway::metrics::Exporter::new("gangway", &[0.1, 1.0]).expect("two buckets"),
+            ),
             routers: true,
             services: true,
         }),

@@ -122,13 +122,15 @@ fn harness() -> &'static Harness {
         let dynamic: Dynamic =
             parse_document("routes", ROUTES, Format::Toml).expect("the routes parse");
         let (merged, _) = gangway::aggregate::merge([("file", &dynamic)]);
-        let bounds = vec![0.1, 1.0];
+        let exporter = Arc::new(
+            gangway::metrics::Exporter::new("gangway", &[0.1, 1.0]).expect("two buckets"),
+        );
         let echo: Arc<dyn InternalService> = Arc::new(Echo);
         let ctx = CompileContext {
             entry_points: vec!["web".to_owned()],
             internal: BTreeMap::from([("echo@internal".to_owned(), echo)]),
             metrics: Some(MetricsSettings {
-                bounds: bounds.clone(),
+                exporter: exporter.clone(),
                 routers: true,
                 services: true,
             }),
@@ -161,7 +163,7 @@ fn harness() -> &'static Harness {
                 max_concurrent_streams: 16,
                 limits: Default::default(),
                 connections: None,
-                stats: Some(registries.stats(StatsKind::EntryPoint, "web", &bounds)),
+                stats: Some(registries.stats(StatsKind::EntryPoint, "web", &exporter)),
             })
         };
         let https = Redirect {
