@@ -19,8 +19,6 @@ use std::time::Duration;
 pub const IMAGE: &str = "gangway-test-bb:local";
 /// Every test container carries this label (value: the test's run id).
 pub const RUN_LABEL: &str = "gangway-test.run";
-/// Where `scripts/ci/docker-up` keeps dockerd's pid and log.
-pub const STATE_DIR: &str = "/tmp/gangway-docker";
 
 /// Docker tests share one daemon and two cores: one at a time.
 pub static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -98,7 +96,13 @@ pub enum Compose {
 
 impl Compose {
     /// The installed one, the plugin first; None when there is neither.
+    /// Asked once per test binary: every compose call and cleanup needs it.
     pub fn find() -> Option<Compose> {
+        static FOUND: std::sync::OnceLock<Option<Compose>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(Compose::probe)
+    }
+
+    fn probe() -> Option<Compose> {
         let works = |program: &str, args: &[&str]| {
             std::process::Command::new(program)
                 .args(args)
