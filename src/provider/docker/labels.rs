@@ -79,6 +79,17 @@ impl LabelError {
         }
     }
 
+    /// Whether both are the same unknown option (below the same object).
+    fn same_unknown_option(&self, other: &LabelError) -> bool {
+        matches!(
+            (self, other),
+            (
+                LabelError::UnknownOption { option: a, .. },
+                LabelError::UnknownOption { option: b, .. },
+            ) if a.eq_ignore_ascii_case(b)
+        )
+    }
+
     fn from_de(e: DeError, fallback: &str) -> Self {
         let label = e.label.unwrap_or_else(|| fallback.to_owned());
         match e.unknown {
@@ -425,6 +436,7 @@ fn read_objects_mut<T>(
     for (name, mut node) in kind.children.into_values() {
         let mut keys = Vec::new();
         node.labels(&mut keys);
+        let tries = keys.len() + 1;
         into.labels.insert(name.clone(), keys);
         let fallback = first_label(&node);
         if let Err(e) = check_name(&name, &fallback) {
@@ -432,15 +444,40 @@ fn read_objects_mut<T>(
             into.broken.entry(name).or_default().push(e);
             continue;
         }
-        match read_one(&name, &mut node) {
-            Ok(object) => {
-                into.parsed.insert(name, object);
+        let mut found: Vec<LabelError> = Vec::new();
+        // Each read stops at its first problem; the label at fault is
+        // taken out and the object read again, so that it reports every
+        // problem, not only the first. A label that cannot be taken out
+        // ends the search.
+        for _ in 0..tries {
+            match read_one(&name, &mut node) {
+                Ok(object) if found.is_empty() => {
+                    into.parsed.insert(name.clone(), object);
+                    break;
+                }
+                Ok(_) => break,
+                Err(e) => {
+                    let pruned = e.label.as_deref().is_some_and(|l| node.prune(l));
+                    // Past the first, a problem not on a label the user
+                    // wrote comes from the labels taken out, not from them.
+                    if !pruned && !found.is_empty() {
+                        break;
+                    }
+                    let e = LabelError::from_de(e, &fallback);
+                    // An unknown option with several labels below it is
+                    // one problem.
+                    if !found.iter().any(|f| f.same_unknown_option(&e)) {
+                        found.push(e);
+                    }
+                    if !pruned || node.is_empty() {
+                        break;
+                    }
+                }
             }
-            Err(e) => {
-                let e = LabelError::from_de(e, &fallback);
-                errors.push(e.clone());
-                into.broken.entry(name).or_default().push(e);
-            }
+        }
+        if !found.is_empty() {
+            errors.extend(found.iter().cloned());
+            into.broken.entry(name).or_default().extend(found);
         }
     }
 }

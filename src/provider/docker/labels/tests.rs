@@ -1355,3 +1355,39 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn an_object_reports_every_problem_with_its_label() {
+    let p = traefik(&[
+        ("traefik.http.routers.web.rule", "Host(`a`)"),
+        ("traefik.http.routers.web.priority", "high"),
+        ("traefik.http.routers.web.entrypoints", "web"),
+        ("traefik.http.routers.web.tlss.certresolver", "le"),
+        ("traefik.http.routers.web.tlss.options", "modern"),
+        ("traefik.http.routers.web.middlewarez", "auth"),
+        ("traefik.http.routers.good.rule", "Host(`good`)"),
+    ]);
+    let errors = &p.routers.broken["web"];
+    let labels: Vec<&str> = errors.iter().map(LabelError::label).collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        labels.contains(&"traefik.http.routers.web.priority"),
+        "{labels:?}"
+    );
+    assert!(
+        labels.contains(&"traefik.http.routers.web.middlewarez"),
+        "{labels:?}"
+    );
+    assert_eq!(
+        labels.iter().filter(|l| l.contains(".tlss.")).count(),
+        1,
+        "one unknown `tlss`, however many labels below it: {labels:?}"
+    );
+    assert!(
+        matches!(&errors.iter().find(|e| e.label().ends_with("middlewarez")), Some(LabelError::UnknownOption { suggestion: Some(s), .. }) if s == "middlewares"),
+        "{errors:?}"
+    );
+    assert!(!p.routers.parsed.contains_key("web"));
+    assert!(p.routers.parsed.contains_key("good"));
+    assert_eq!(p.errors.len(), 3, "{:?}", p.errors);
+}

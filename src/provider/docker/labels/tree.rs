@@ -90,6 +90,36 @@ impl Node {
             .unwrap_or_else(|| self.path.clone())
     }
 
+    /// Takes the label `label` out of the tree (its value, and its node
+    /// and any parent left with nothing in it); whether it was there.
+    pub fn prune(&mut self, label: &str) -> bool {
+        if self.label.as_deref() == Some(label) {
+            self.label = None;
+            self.value = None;
+            return true;
+        }
+        let Some(key) = self
+            .children
+            .iter_mut()
+            .find_map(|(key, (_, child))| child.prune(label).then(|| key.clone()))
+        else {
+            return false;
+        };
+        if self
+            .children
+            .get(&key)
+            .is_some_and(|(_, c)| c.label.is_none() && c.children.is_empty())
+        {
+            self.children.remove(&key);
+        }
+        true
+    }
+
+    /// Whether no label is left at or below this node.
+    pub fn is_empty(&self) -> bool {
+        self.label.is_none() && self.children.values().all(|(_, c)| c.is_empty())
+    }
+
     fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
