@@ -225,7 +225,6 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let certificates = Arc::new(acme::Status::new(exporter.clone()));
-    let upkeep = exporter.as_ref().map(metrics::Exporter::spawn_upkeep);
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
         certificates: certificates.clone(),
@@ -328,9 +327,6 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     aggregate.abort();
     acme.abort();
-    if let Some(upkeep) = upkeep {
-        upkeep.abort();
-    }
     Ok(())
 }
 

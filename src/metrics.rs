@@ -6,7 +6,13 @@
 //! method and status, and held by that object's [`Stats`], which
 //! `Registries` keeps across configuration swaps. Recording a request is then
 //! an atomic add through a handle: no lock, no lookup by name, no
-//! formatting. Everything else `/metrics` shows is set where it happens:
+//! formatting. The duration histograms are gangway's own handles (one
+//! atomic count per bucket, see [`Buckets`]), written out with the
+//! exporter's formatting functions next to what the exporter renders: the
+//! exporter's own histograms keep every sample, with its time, until they
+//! are folded into buckets, which costs more per request than the bucket
+//! counts a fixed-bound Prometheus histogram needs.
+//! Everything else `/metrics` shows is set where it happens:
 //! configuration reloads when a runtime is published, certificates when
 //! they are loaded or issued, dropped access log lines when one is dropped,
 //! and the process's own figures when `/metrics` is read.
@@ -15,9 +21,16 @@
 //! `metrics.prometheus.prefix`.
 
 use http::{Method, Version};
-use metrics::{Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
-use std::sync::atomic::{AtomicU16, Ordering};
+use metrics::{
+    Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Label, Level, Metadata, Recorder,
+};
+use metrics_exporter_prometheus::formatting::{
+    write_help_line, write_metric_line, write_type_line,
+};
+use metrics_exporter_prometheus::{
+    LabelSet, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -44,10 +57,6 @@ const PROTOCOLS: [&str; 3] = ["http", "websocket", "grpc"];
 const METHODS: [&str; 10] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "other",
 ];
-/// How often histogram samples are folded into their buckets between
-/// scrapes, so memory stays bounded when nobody reads `/metrics`.
-const UPKEEP: Duration = Duration::from_secs(5);
-
 /// Where gangway's handles say they were registered (the exporter ignores it).
 const METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
@@ -138,17 +147,89 @@ impl ObjectKind {
     }
 }
 
-/// The metrics-exporter-prometheus histogram needs at least one bound.
+/// A duration histogram needs at least one finite, increasing bound.
 #[derive(Debug, thiserror::Error)]
-#[error("metrics.prometheus.buckets: at least one bound is needed for the duration histograms")]
+#[error(
+    "metrics.prometheus.buckets: the duration histograms need at least one bound, finite and increasing"
+)]
 pub struct NoBuckets;
 
 /// The names of one object kind's four families.
 struct Families {
     requests: KeyName,
     duration: KeyName,
+    duration_help: String,
     request_bytes: KeyName,
     response_bytes: KeyName,
+}
+
+/// One duration series: its labels and its buckets.
+type DurationSeries = (LabelSet, Arc<Buckets>);
+
+/// One series of a fixed-bound histogram: a count per bucket (not
+/// cumulative; the last is above every bound) and the sum of the values,
+/// each updated with one atomic operation.
+struct Buckets {
+    bounds: Arc<[f64]>,
+    counts: Box<[AtomicU64]>,
+    sum: AtomicU64,
+}
+
+impl Buckets {
+    fn new(bounds: Arc<[f64]>) -> Self {
+        Buckets {
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            bounds,
+            sum: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    /// Appends the `_bucket`, `_sum` and `_count` lines of this series.
+    fn render(&self, text: &mut String, name: &str, labels: &LabelSet) {
+        let mut seen = 0u64;
+        for (bound, count) in self.bounds.iter().zip(self.counts.iter()) {
+            seen += count.load(Ordering::Relaxed);
+            write_metric_line(
+                text,
+                name,
+                Some("bucket"),
+                labels,
+                Some(("le", bound)),
+                seen,
+                None,
+            );
+        }
+        seen += self.counts[self.bounds.len()].load(Ordering::Relaxed);
+        write_metric_line(
+            text,
+            name,
+            Some("bucket"),
+            labels,
+            Some(("le", "+Inf")),
+            seen,
+            None,
+        );
+        let sum = f64::from_bits(self.sum.load(Ordering::Relaxed));
+        write_metric_line::<&str, f64>(text, name, Some("sum"), labels, None, sum, None);
+        write_metric_line::<&str, u64>(text, name, Some("count"), labels, None, seen, None);
+    }
+}
+
+impl HistogramFn for Buckets {
+    fn record(&self, value: f64) {
+        let bucket = self
+            .bounds
+            .iter()
+            .position(|bound| value <= *bound)
+            .unwrap_or(self.bounds.len());
+        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
+        // Only the sum needs a loop: there is no atomic float add.
+        let _ = self
+            .sum
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
+                Some((f64::from_bits(bits) + value).to_bits())
+            });
+    }
 }
 
 /// gangway's recorder and what `/metrics` renders from it.
@@ -157,6 +238,9 @@ pub struct Exporter {
     handle: PrometheusHandle,
     prefix: String,
     families: [Families; 3],
+    bounds: Arc<[f64]>,
+    /// Every duration series registered, per object kind, in order.
+    histograms: [Mutex<Vec<DurationSeries>>; 3],
     open_connections: KeyName,
     reloads: Counter,
     last_reload: Gauge,
@@ -176,10 +260,11 @@ impl Exporter {
     /// A recorder whose families are named `{prefix}_…`, with these upper
     /// bounds (seconds) for the request duration histograms.
     pub fn new(prefix: &str, buckets: &[f64]) -> Result<Self, NoBuckets> {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets(buckets)
-            .map_err(|_| NoBuckets)?
-            .build_recorder();
+        let increasing = buckets.windows(2).all(|pair| pair[0] < pair[1]);
+        if buckets.is_empty() || !increasing || !buckets.iter().all(|b| b.is_finite()) {
+            return Err(NoBuckets);
+        }
+        let recorder = PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
         let name = |family: &str| KeyName::from(format!("{prefix}_{family}"));
         let families = [
@@ -189,22 +274,18 @@ impl Exporter {
         ]
         .map(|kind| {
             let object = kind.label();
+            let per = format!("per {object}, code, method and protocol.");
             let families = Families {
                 requests: name(&format!("{object}_requests_total")),
                 duration: name(&format!("{object}_request_duration_seconds")),
+                duration_help: format!("How long requests took, {per}"),
                 request_bytes: name(&format!("{object}_requests_bytes_total")),
                 response_bytes: name(&format!("{object}_responses_bytes_total")),
             };
-            let per = format!("per {object}, code, method and protocol.");
             recorder.describe_counter(
                 families.requests.clone(),
                 None,
                 format!("How many HTTP requests processed, {per}").into(),
-            );
-            recorder.describe_histogram(
-                families.duration.clone(),
-                None,
-                format!("How long requests took, {per}").into(),
             );
             recorder.describe_counter(
                 families.request_bytes.clone(),
@@ -246,27 +327,12 @@ impl Exporter {
             handle,
             prefix: prefix.to_owned(),
             families,
+            bounds: buckets.into(),
+            histograms: Default::default(),
             open_connections,
             reloads,
             last_reload,
             process,
-        })
-    }
-
-    /// Folds histogram samples into their buckets every few seconds, for
-    /// as long as the task runs.
-    pub fn spawn_upkeep(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let exporter = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(UPKEEP);
-            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                every.tick().await;
-                let Some(exporter) = exporter.upgrade() else {
-                    return;
-                };
-                exporter.handle.run_upkeep();
-            }
         })
     }
 
@@ -275,8 +341,37 @@ impl Exporter {
     pub fn render(&self) -> String {
         metrics::with_local_recorder(&self.recorder, || self.process.collect());
         let mut text = self.handle.render();
+        self.render_histograms(&mut text);
         text.push_str(&self.certificates.render());
         text
+    }
+
+    /// Appends the duration families that have at least one series.
+    fn render_histograms(&self, text: &mut String) {
+        for (families, series) in self.families.iter().zip(&self.histograms) {
+            let series = series.lock().unwrap_or_else(PoisonError::into_inner);
+            if series.is_empty() {
+                continue;
+            }
+            let name = families.duration.as_str();
+            write_help_line(text, name, None, None, &families.duration_help);
+            write_type_line(text, name, None, None, "histogram");
+            for (labels, buckets) in series.iter() {
+                buckets.render(text, name, labels);
+            }
+            text.push('\n');
+        }
+    }
+
+    /// A new duration series of `kind` under `key`.
+    fn register_histogram(&self, kind: ObjectKind, key: &Key) -> Histogram {
+        let buckets = Arc::new(Buckets::new(self.bounds.clone()));
+        let labels = LabelSet::from_key_and_global(key, &Default::default());
+        self.histograms[kind as usize]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((labels, buckets.clone()));
+        Histogram::from_arc(buckets)
     }
 
     /// The request counters of one object, registered as its requests
@@ -475,7 +570,9 @@ impl Stats {
         let key = |name: &KeyName| Key::from_parts(name.clone(), labels.clone());
         Series {
             requests: recorder.register_counter(&key(&families.requests), &METADATA),
-            duration: recorder.register_histogram(&key(&families.duration), &METADATA),
+            duration: self
+                .exporter
+                .register_histogram(self.kind, &key(&families.duration)),
             request_bytes: recorder.register_counter(&key(&families.request_bytes), &METADATA),
             response_bytes: recorder.register_counter(&key(&families.response_bytes), &METADATA),
         }
@@ -681,5 +778,42 @@ mod tests {
     #[test]
     fn no_buckets_is_refused() {
         assert!(Exporter::new("gangway", &[]).is_err());
+        assert!(Exporter::new("gangway", &[1.0, 0.5]).is_err());
+        assert!(Exporter::new("gangway", &[1.0, f64::INFINITY]).is_err());
+        assert!(Exporter::new("gangway", &[f64::NAN]).is_err());
+    }
+
+    #[test]
+    fn histograms_count_and_sum_every_sample_once() {
+        let exporter = Arc::new(Exporter::new("gangway", &[0.1, 1.0]).unwrap());
+        let stats = exporter.stats(ObjectKind::EntryPoint, "web");
+        for ms in [50, 100, 250, 2000] {
+            stats.record(&sample(0, 200, ms));
+        }
+        let text = exporter.render();
+        let series = |suffix: &str, extra: &str| {
+            let name = format!(
+                r#"gangway_entrypoint_request_duration_seconds_{suffix}{{code="200",method="GET",protocol="http",entrypoint="web"{extra}}}"#
+            );
+            line(&text, &name).map(str::to_owned)
+        };
+        assert_eq!(
+            series("bucket", r#",le="0.1""#).as_deref(),
+            Some("2"),
+            "{text}"
+        );
+        assert_eq!(series("bucket", r#",le="1""#).as_deref(), Some("3"));
+        assert_eq!(series("bucket", r#",le="+Inf""#).as_deref(), Some("4"));
+        assert_eq!(series("count", "").as_deref(), Some("4"));
+        let sum: f64 = series("sum", "").unwrap().parse().unwrap();
+        assert!((sum - 2.4).abs() < 1e-9, "{sum}");
+        let help = text
+            .lines()
+            .filter(|l| l.starts_with("# TYPE gangway_entrypoint_request_duration_seconds "))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            help,
+            ["# TYPE gangway_entrypoint_request_duration_seconds histogram"]
+        );
     }
 }
