@@ -3,6 +3,7 @@
 
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
+use crate::config::problem::{Notice, Section, Warning};
 use crate::config::provenance::ProviderDetail;
 use crate::provider::Snapshot;
 use crate::runtime::report::ProviderReport;
@@ -16,7 +17,7 @@ use tokio::sync::mpsc;
 struct ProviderState {
     dynamic: Dynamic,
     report: ProviderReport,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
     detail: Option<ProviderDetail>,
 }
 
@@ -24,19 +25,22 @@ struct ProviderState {
 /// its provider (`app` from `file` becomes `app@file`).
 pub fn merge<'a>(
     providers: impl IntoIterator<Item = (&'a str, &'a Dynamic)>,
-) -> (Dynamic, Vec<String>) {
+) -> (Dynamic, Vec<Warning>) {
     fn qualify<T: Clone>(
         into: &mut BTreeMap<String, T>,
         from: &BTreeMap<String, T>,
         provider: &str,
-        kind: &str,
-        warnings: &mut Vec<String>,
+        what: Section,
+        warnings: &mut Vec<Warning>,
     ) {
         for (name, value) in from {
             if name.contains('@') {
-                warnings.push(format!(
-                    "{kind} `{name}` from provider {provider}: names cannot contain `@`; ignored"
-                ));
+                let notice = Notice::NameWithAt {
+                    what,
+                    name: name.clone(),
+                    provider: provider.to_owned(),
+                };
+                warnings.push(Warning::new(notice, None));
                 continue;
             }
             into.insert(format!("{name}@{provider}"), value.clone());
@@ -49,28 +53,28 @@ pub fn merge<'a>(
             &mut merged.http.routers,
             &d.http.routers,
             provider,
-            "router",
+            Section::Router,
             &mut warnings,
         );
         qualify(
             &mut merged.http.services,
             &d.http.services,
             provider,
-            "service",
+            Section::Service,
             &mut warnings,
         );
         qualify(
             &mut merged.http.middlewares,
             &d.http.middlewares,
             provider,
-            "middleware",
+            Section::Middleware,
             &mut warnings,
         );
         qualify(
             &mut merged.http.servers_transports,
             &d.http.servers_transports,
             provider,
-            "servers transport",
+            Section::ServersTransport,
             &mut warnings,
         );
         merged
@@ -81,7 +85,7 @@ pub fn merge<'a>(
             &mut merged.tls.options,
             &d.tls.options,
             provider,
-            "TLS options",
+            Section::TlsOptions,
             &mut warnings,
         );
         // Stores are global in Traefik (there is one `default` store), so they keep their names.

@@ -16,7 +16,7 @@ pub mod compose;
 use crate::aggregate::merge;
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
-use crate::config::problem::{ObjectKind, ObjectRef, Origin, Problem, Reference};
+use crate::config::problem::{ObjectKind, ObjectRef, Origin, Problem, Reference, Warning};
 use crate::config::provenance::{NotRouted, ObjectDetail, ProviderDetail};
 use crate::config::static_config::{self, Loaded, StaticConfig};
 use crate::provider::docker::build::build;
@@ -392,12 +392,21 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
             match crate::provider::file::load(&source) {
                 Ok(loaded) => {
                     for w in loaded.warnings {
-                        findings.push(file_finding(Severity::Warning, w));
+                        findings.push(placed(Severity::Warning, &w, cwd));
                     }
                     file_dynamic = Some(loaded.dynamic);
                     file_detail = loaded.detail;
                 }
-                Err(e) => findings.push(file_finding(Severity::Error, e)),
+                Err(e) => {
+                    let origin = e.origin().map(|o| relative(o, cwd));
+                    findings.push(Finding {
+                        source: origin
+                            .as_ref()
+                            .map_or_else(|| "file provider".to_owned(), ToString::to_string),
+                        origin,
+                        ..file_finding(Severity::Error, e.what())
+                    });
+                }
             }
         }
     }
@@ -416,8 +425,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         providers.push(("file", &empty));
     }
     let (merged, warnings) = merge(providers);
-    for w in warnings {
-        findings.push(Finding::general(Severity::Warning, "configuration", w));
+    for w in &warnings {
+        findings.push(placed(Severity::Warning, w, cwd));
     }
     let config = Arc::new(config);
     let ctx = compile_context(&config);
@@ -457,6 +466,38 @@ fn static_error(message: String) -> Finding {
 
 fn file_finding(severity: Severity, message: String) -> Finding {
     Finding::general(severity, "file provider", message)
+}
+
+/// A finding for a warning no one object has: under its file and line
+/// when it has them, else under "configuration".
+fn placed(severity: Severity, w: &Warning, cwd: &Path) -> Finding {
+    let origin = w.origin.clone().map(|o| relative(o, cwd));
+    Finding {
+        source: origin
+            .as_ref()
+            .map_or_else(|| "configuration".to_owned(), ToString::to_string),
+        origin,
+        ..Finding::general(severity, "", w.notice.to_string())
+    }
+}
+
+/// The same place, with a file named relative to `cwd` when it is below it.
+fn relative(origin: Origin, cwd: &Path) -> Origin {
+    let shorten = |path: String| {
+        Path::new(&path)
+            .strip_prefix(cwd)
+            .map_or(path.clone(), |p| p.display().to_string())
+    };
+    match origin {
+        Origin::File { path, line } => Origin::File {
+            path: shorten(path),
+            line,
+        },
+        Origin::Document { path } => Origin::Document {
+            path: shorten(path),
+        },
+        other => other,
+    }
 }
 
 /// A finding on one label of one container.
@@ -730,17 +771,9 @@ impl Places<'_> {
         origin: Option<Origin>,
         message: String,
     ) -> Finding {
-        let origin = origin.map(|o| match o {
-            Origin::File { path, line } => Origin::File {
-                path: Path::new(&path)
-                    .strip_prefix(self.cwd)
-                    .map_or(path.clone(), |p| p.display().to_string()),
-                line,
-            },
-            other => other,
-        });
+        let origin = origin.map(|o| relative(o, self.cwd));
         let (source, label) = match &origin {
-            Some(o @ Origin::File { .. }) => (o.to_string(), None),
+            Some(o @ (Origin::File { .. } | Origin::Document { .. })) => (o.to_string(), None),
             Some(Origin::Container { name, label, .. }) => (
                 self.containers
                     .sources
@@ -876,11 +909,7 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         }
     }
     for w in &report.warnings {
-        out.push(Finding::general(
-            Severity::Warning,
-            "configuration",
-            w.clone(),
-        ));
+        out.push(placed(Severity::Warning, w, places.cwd));
     }
     out
 }

@@ -7,7 +7,9 @@ mod middleware;
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
-use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::config::problem::{
+    ConfigError, Notice, ObjectKind, ObjectRef, Problem, Reference, Warning,
+};
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
@@ -263,7 +265,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     if dynamic.tcp.is_some() || dynamic.udp.is_some() {
         report
             .warnings
-            .push("tcp and udp sections are ignored: gangway routes HTTP only".to_owned());
+            .push(Warning::new(Notice::TcpUdpIgnored, None));
     }
 
     let (tls, tls_report) = crate::tls::compile_termination(

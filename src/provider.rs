@@ -5,6 +5,7 @@ pub mod docker;
 pub mod file;
 
 use crate::config::Dynamic;
+use crate::config::problem::{ProviderError, Warning};
 use crate::config::provenance::ProviderDetail;
 
 /// One provider's newest word.
@@ -16,9 +17,9 @@ pub struct Snapshot {
     /// last good one must stay in use.
     pub dynamic: Option<Dynamic>,
     /// Why the newest attempt failed, if it did.
-    pub error: Option<String>,
+    pub error: Option<ProviderError>,
     /// Problems that did not stop the configuration from loading.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// What the provider knows beyond the configuration (provenance,
     /// containers, connection state), for the API; None keeps the last one.
     pub detail: Option<ProviderDetail>,

@@ -16,6 +16,7 @@ pub use challenge::Challenges;
 pub use store::{CertStore, LoadedCert};
 
 use crate::config::dynamic;
+use crate::config::problem::{Notice, Warning};
 use rustls::ServerConfig;
 use rustls::server::{ClientHello, ServerSessionMemoryCache, StoresServerSessions};
 use rustls::sign::CertifiedKey;
@@ -227,6 +228,15 @@ pub fn certificate_key(resolver: &str, domains: &[String]) -> String {
     format!("{resolver}|{}", sorted.join(","))
 }
 
+/// The warning for a part of the TLS configuration that is skipped.
+fn skipped(option: &str, message: impl std::fmt::Display) -> Warning {
+    let notice = Notice::TlsSkipped {
+        option: option.to_owned(),
+        message: message.to_string(),
+    };
+    Warning::new(notice, None)
+}
+
 /// What compiling the TLS part of a configuration found wrong.
 #[derive(Debug, Default)]
 pub struct TlsReport {
@@ -234,7 +244,7 @@ pub struct TlsReport {
     /// routers that use them are disabled.
     pub broken_options: BTreeMap<String, String>,
     /// Problems not tied to a router (certificate files, conflicts).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// The TLS part of one runtime: server configurations per TLS options,
@@ -313,8 +323,9 @@ pub fn compile_termination(
     {
         match store::load_file(file) {
             Ok(cert) => store.set_default(cert.key),
-            Err(e) => report.warnings.push(format!(
-                "tls.stores.default.defaultCertificate: {e}; the generated certificate is served"
+            Err(e) => report.warnings.push(skipped(
+                "tls.stores.default.defaultCertificate",
+                format!("{e}; the generated certificate is served"),
             )),
         }
     }
@@ -332,7 +343,7 @@ pub fn compile_termination(
                     not_after: cert.not_after,
                 });
             }
-            Err(e) => report.warnings.push(format!("tls.certificates: {e}")),
+            Err(e) => report.warnings.push(skipped("tls.certificates", e)),
         }
     }
     let mut issued = state.all_issued();
@@ -358,12 +369,13 @@ pub fn compile_termination(
             report.warnings.extend(
                 warnings
                     .into_iter()
-                    .map(|w| format!("default TLS options: {w}")),
+                    .map(|w| skipped("default TLS options", w)),
             );
         }
         Err(e) => {
-            report.warnings.push(format!(
-                "default TLS options: {e}; rustls defaults are used instead"
+            report.warnings.push(skipped(
+                "default TLS options",
+                format!("{e}; rustls defaults are used instead"),
             ));
             if let Ok((config, _)) =
                 options::compile_options(&dynamic::TlsOptions::default(), &store, &sessions)
@@ -385,7 +397,7 @@ pub fn compile_termination(
                 report.warnings.extend(
                     warnings
                         .into_iter()
-                        .map(|w| format!("TLS options `{name}`: {w}")),
+                        .map(|w| skipped(&format!("TLS options `{name}`"), w)),
                 );
             }
             Err(e) => {
@@ -414,9 +426,13 @@ pub fn compile_termination(
         let first = uses[0];
         match uses.iter().find(|(i, _)| *i != first.0) {
             // Traefik's answer to a conflict: the default options for that host.
-            Some(other) => report.warnings.push(format!(
-                "host `{host}`: routers `{}` and `{}` ask for different TLS options; the default options are used",
-                first.1, other.1
+            Some(other) => report.warnings.push(Warning::new(
+                Notice::TlsOptionsConflict {
+                    host: host.to_owned(),
+                    first: first.1.to_owned(),
+                    other: other.1.to_owned(),
+                },
+                None,
             )),
             None if first.0 != 0 => {
                 by_host.insert(host.to_owned(), first.0);

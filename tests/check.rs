@@ -356,7 +356,7 @@ fn static_and_file_provider_configuration_are_checked() {
     let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("error: file provider: ") && out.contains("dynamic.toml"),
+        out.contains("error: dynamic.toml:1: unclosed table"),
         "{out}"
     );
 }
@@ -453,4 +453,35 @@ async fn running_containers_are_checked() {
         1,
         "only the broken container is reported:\n{out}"
     );
+}
+
+#[test]
+fn file_provider_problems_outside_objects_name_their_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[providers.file]\ndirectory = \"conf\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("conf")).unwrap();
+    let router = "[http.routers.app]\nrule = \"Host(`app.localhost`)\"\nservice = \"app\"\n";
+    std::fs::write(
+        dir.path().join("conf/a.toml"),
+        format!("{router}[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("conf/b.toml"), format!("\n\n{router}")).unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 0, "{out}");
+    let line = "warning: conf/b.toml:3: router `app` is already defined in another file; the first definition is kept";
+    assert!(out.contains(line), "wanted `{line}` in:\n{out}");
+
+    std::fs::write(
+        dir.path().join("conf/c.toml"),
+        "[http.routers.x]\nrule = \n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("error: conf/c.toml:2: "), "{out}");
 }

@@ -47,7 +47,7 @@ function attention(d) {
   }
   for (const w of list(d.overview.warnings)) {
     items.push(h('li', { class: 'problem warning' }, statusBadge('warning'), h('span', { class: 'problem-kind' }, 'config'),
-      h('div', { class: 'problem-text' }, String(w))));
+      h('div', { class: 'problem-text' }, w.message)));
   }
   if (!items.length) {
     const http = d.overview.http || {};

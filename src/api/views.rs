@@ -12,7 +12,7 @@ use crate::config::QualifiedName;
 use crate::config::dynamic::{
     Failover, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service, Weighted,
 };
-use crate::config::problem::ConfigError;
+use crate::config::problem::{ConfigError, Warning};
 use crate::config::provenance::{ContainerRecord, NotRouted, Source};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
@@ -48,9 +48,9 @@ impl ErrorView {
             .collect()
     }
 
-    /// A list of errors or warnings.
-    pub fn all(errors: &[String]) -> Vec<ErrorView> {
-        errors.iter().map(|e| ErrorView(e.clone())).collect()
+    /// A list of messages.
+    pub fn all(messages: &[String]) -> Vec<ErrorView> {
+        messages.iter().map(|e| ErrorView(e.clone())).collect()
     }
 }
 
@@ -507,7 +507,7 @@ pub struct OverviewView {
     /// How many configurations have been applied.
     pub generation: u64,
     /// Problems not tied to one object.
-    pub warnings: Vec<ErrorView>,
+    pub warnings: Vec<Warning>,
 }
 
 /// `/api/overview`: counts by status, features and providers.
@@ -545,7 +545,7 @@ pub fn overview(state: &ApiState) -> OverviewView {
         },
         providers,
         generation: rt.generation,
-        warnings: ErrorView::all(&rt.report.warnings),
+        warnings: rt.report.warnings.clone(),
     }
 }
 

@@ -80,6 +80,12 @@ pub enum Origin {
         /// object's table when no single key is at fault.
         line: usize,
     },
+    /// A file of the file provider, as a whole (no one line is at fault).
+    #[serde(rename_all = "camelCase")]
+    Document {
+        /// The file, as the provider was told to read it.
+        path: String,
+    },
     /// A Docker container's labels.
     #[serde(rename_all = "camelCase")]
     Container {
@@ -98,6 +104,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::File { path, line } => write!(f, "{path}:{line}"),
+            Origin::Document { path } => f.write_str(path),
             Origin::Container { name, label, .. } => {
                 write!(f, "container `{name}`")?;
                 match label {
@@ -466,6 +473,225 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+/// A named section of the dynamic configuration, for problems about a
+/// definition rather than an object's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Section {
+    /// `http.routers`.
+    Router,
+    /// `http.services`.
+    Service,
+    /// `http.middlewares`.
+    Middleware,
+    /// `http.serversTransports`.
+    ServersTransport,
+    /// `tls.options`.
+    TlsOptions,
+    /// `tls.stores`.
+    TlsStore,
+}
+
+impl fmt::Display for Section {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Section::Router => "router",
+            Section::Service => "service",
+            Section::Middleware => "middleware",
+            Section::ServersTransport => "servers transport",
+            Section::TlsOptions => "TLS options",
+            Section::TlsStore => "TLS store",
+        })
+    }
+}
+
+/// A problem that is no one object's: a definition a provider or the merge
+/// of providers leaves out, or a part of the TLS configuration skipped.
+/// Nothing stops loading because of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Notice {
+    /// A name defined in two files of the provider's directory.
+    #[error("{what} `{name}` is already defined in another file; the first definition is kept")]
+    DefinedTwice {
+        /// The section.
+        what: Section,
+        /// The name as written.
+        name: String,
+    },
+    /// A name with `@`, which would read as a qualified name.
+    #[error("{what} `{name}` from provider {provider}: names cannot contain `@`; ignored")]
+    NameWithAt {
+        /// The section.
+        what: Section,
+        /// The name as written.
+        name: String,
+        /// The provider that defined it.
+        provider: String,
+    },
+    /// A part of the TLS configuration that cannot be used and is skipped.
+    #[error("{option}: {message}")]
+    TlsSkipped {
+        /// Where in the TLS configuration (`tls.certificates`,
+        /// `` TLS options `modern@file` ``).
+        option: String,
+        /// What is wrong and what is used instead.
+        message: String,
+    },
+    /// `tcp` or `udp` sections, which gangway does not route.
+    #[error("tcp and udp sections are ignored: gangway routes HTTP only")]
+    TcpUdpIgnored,
+    /// Routers asking for different TLS options for one host.
+    #[error(
+        "host `{host}`: routers `{first}` and `{other}` ask for different TLS options; the default options are used"
+    )]
+    TlsOptionsConflict {
+        /// The host name.
+        host: String,
+        /// One router.
+        first: String,
+        /// A router asking for other options.
+        other: String,
+    },
+}
+
+/// A [`Notice`] with where it is written, when that is known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Warning {
+    /// Where it is written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+    /// What it is.
+    #[serde(flatten)]
+    pub notice: Notice,
+    /// The whole sentence, as the log and `gangway check` show it.
+    pub message: String,
+}
+
+impl Warning {
+    /// The warning for `notice`, written at `origin`.
+    pub fn new(notice: Notice, origin: Option<Origin>) -> Self {
+        let message = match &origin {
+            Some(origin) => format!("{origin}: {notice}"),
+            None => notice.to_string(),
+        };
+        Warning {
+            origin,
+            notice,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why a provider's newest configuration could not be read; the last one
+/// read stays in use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum ProviderError {
+    /// A file the file provider cannot take.
+    #[error("{path}: the file name must end in .toml, .yml or .yaml")]
+    FileKind {
+        /// The file.
+        path: String,
+    },
+    /// A file or folder that cannot be read.
+    #[error("{path}: {reason}")]
+    Unreadable {
+        /// The file or folder.
+        path: String,
+        /// What the system said.
+        reason: String,
+    },
+    /// A file emptied in place while a configuration with objects is in use.
+    #[error(
+        "{path}: the file is empty (still being written?); the last configuration stays in use"
+    )]
+    Empty {
+        /// The file.
+        path: String,
+    },
+    /// A file that does not parse as its format.
+    #[error("{origin}: {message}")]
+    Syntax {
+        /// The file, and the line when the parser gave one.
+        origin: Origin,
+        /// What is wrong, without the place.
+        message: String,
+    },
+    /// The Docker daemon cannot be reached or answered an error.
+    #[error("Docker: {reason}")]
+    Docker {
+        /// What went wrong, as a sentence.
+        reason: String,
+    },
+}
+
+impl ProviderError {
+    /// The error for a file that does not parse.
+    pub fn syntax(e: &super::format::FormatError) -> Self {
+        use super::format::FormatError;
+        match e {
+            FormatError::AtLine {
+                name,
+                line,
+                message,
+            } => ProviderError::Syntax {
+                origin: Origin::File {
+                    path: name.clone(),
+                    line: *line,
+                },
+                message: message.clone(),
+            },
+            FormatError::Document { name, message } => ProviderError::Syntax {
+                origin: Origin::Document { path: name.clone() },
+                message: message.clone(),
+            },
+        }
+    }
+
+    /// The error for a file or folder that cannot be read.
+    pub fn unreadable(path: &std::path::Path, e: &std::io::Error) -> Self {
+        ProviderError::Unreadable {
+            path: path.display().to_string(),
+            reason: crate::cause::WithCauses(e).to_string(),
+        }
+    }
+
+    /// What is wrong, without the place [`origin`](Self::origin) gives.
+    pub fn what(&self) -> String {
+        match self {
+            ProviderError::FileKind { .. } => {
+                "the file name must end in .toml, .yml or .yaml".to_owned()
+            }
+            ProviderError::Unreadable { reason, .. } => reason.clone(),
+            ProviderError::Empty { .. } => {
+                "the file is empty (still being written?); the last configuration stays in use"
+                    .to_owned()
+            }
+            ProviderError::Syntax { message, .. } => message.clone(),
+            ProviderError::Docker { .. } => self.to_string(),
+        }
+    }
+
+    /// Where it is written, when it is about one file.
+    pub fn origin(&self) -> Option<Origin> {
+        match self {
+            ProviderError::FileKind { path }
+            | ProviderError::Unreadable { path, .. }
+            | ProviderError::Empty { path } => Some(Origin::Document { path: path.clone() }),
+            ProviderError::Syntax { origin, .. } => Some(origin.clone()),
+            ProviderError::Docker { .. } => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

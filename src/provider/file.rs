@@ -6,8 +6,10 @@ mod locate;
 use super::Snapshot;
 use crate::config::Dynamic;
 use crate::config::format::{Format, parse_document};
+use crate::config::problem::{Notice, Origin, ProviderError, Section, Warning};
 use crate::config::provenance::ProviderDetail;
 use notify::{RecursiveMode, Watcher};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
@@ -26,38 +28,35 @@ pub struct Loaded {
     /// The configuration.
     pub dynamic: Dynamic,
     /// Problems that did not stop it loading.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The file and line of each object.
     pub detail: ProviderDetail,
 }
 
 /// Reads the source once into one configuration, with warnings and the
 /// place of each object.
-pub fn load(source: &Source) -> Result<Loaded, String> {
+pub fn load(source: &Source) -> Result<Loaded, ProviderError> {
     load_with(source, false)
 }
 
 /// Like [`load`]; with `refuse_empty`, a single file that holds nothing but
 /// white space is an error instead of an empty configuration.
-fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, String> {
+fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, ProviderError> {
     match source {
         Source::File(path) => {
-            let format = Format::from_path(path).ok_or_else(|| {
-                format!(
-                    "{}: the file name must end in .toml, .yml or .yaml",
-                    path.display()
-                )
+            let format = Format::from_path(path).ok_or_else(|| ProviderError::FileKind {
+                path: path.display().to_string(),
             })?;
             let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                std::fs::read_to_string(path).map_err(|e| ProviderError::unreadable(path, &e))?;
             if refuse_empty && text.trim().is_empty() {
-                return Err(format!(
-                    "{}: the file is empty (still being written?); the last configuration stays in use",
-                    path.display()
-                ));
+                return Err(ProviderError::Empty {
+                    path: path.display().to_string(),
+                });
             }
             let name = path.display().to_string();
-            let dynamic = parse_document(&name, &text, format).map_err(|e| e.to_string())?;
+            let dynamic =
+                parse_document(&name, &text, format).map_err(|e| ProviderError::syntax(&e))?;
             Ok(Loaded {
                 dynamic,
                 warnings: Vec::new(),
@@ -71,14 +70,20 @@ fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, String> {
             let mut merged = Loaded::default();
             for (path, format) in files {
                 let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                    .map_err(|e| ProviderError::unreadable(&path, &e))?;
                 let name = path.display().to_string();
                 let one: Dynamic =
-                    parse_document(&name, &text, format).map_err(|e| e.to_string())?;
-                merge_into(&mut merged.dynamic, one, &path, &mut merged.warnings);
+                    parse_document(&name, &text, format).map_err(|e| ProviderError::syntax(&e))?;
                 // The first definition of a name is the one kept, and so
                 // is its place.
                 let places = locate::locate(&name, &text, format);
+                merge_into(
+                    &mut merged.dynamic,
+                    one,
+                    &places,
+                    &name,
+                    &mut merged.warnings,
+                );
                 for (into, from) in [
                     (&mut merged.detail.routers, places.routers),
                     (&mut merged.detail.services, places.services),
@@ -94,12 +99,16 @@ fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, String> {
     }
 }
 
-fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, Format)>, depth: usize) -> Result<(), String> {
+fn collect_files(
+    dir: &Path,
+    out: &mut Vec<(PathBuf, Format)>,
+    depth: usize,
+) -> Result<(), ProviderError> {
     // Bounded so that a symlink loop cannot recurse forever.
     if depth > 16 {
         return Ok(());
     }
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| ProviderError::unreadable(dir, &e))?;
     for entry in entries.flatten() {
         let path = entry.path();
         let hidden = path
@@ -119,79 +128,85 @@ fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, Format)>, depth: usize) -> 
 }
 
 /// Adds one file's objects; a name defined twice keeps its first definition
-/// (files are read in name order) and says so.
-fn merge_into(into: &mut Dynamic, from: Dynamic, path: &Path, warnings: &mut Vec<String>) {
-    fn add<T>(
-        map: &mut std::collections::BTreeMap<String, T>,
-        from: std::collections::BTreeMap<String, T>,
-        kind: &str,
-        path: &Path,
-        warnings: &mut Vec<String>,
-    ) {
-        for (name, value) in from {
-            match map.entry(name) {
-                std::collections::btree_map::Entry::Occupied(e) => warnings.push(format!(
-                    "{}: {kind} `{}` is already defined in another file; the first definition is kept",
-                    path.display(),
-                    e.key()
-                )),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(value);
-                }
-            }
-        }
-    }
+/// (files are read in name order) and says so, at the second one's line
+/// when it is known.
+fn merge_into(
+    into: &mut Dynamic,
+    from: Dynamic,
+    places: &ProviderDetail,
+    path: &str,
+    warnings: &mut Vec<Warning>,
+) {
     let Dynamic {
         http,
         tls,
         tcp,
         udp,
     } = from;
-    add(
-        &mut into.http.routers,
-        http.routers,
-        "router",
-        path,
-        warnings,
-    );
-    add(
-        &mut into.http.services,
-        http.services,
-        "service",
-        path,
-        warnings,
-    );
-    add(
-        &mut into.http.middlewares,
-        http.middlewares,
-        "middleware",
-        path,
-        warnings,
-    );
-    add(
-        &mut into.http.servers_transports,
-        http.servers_transports,
-        "servers transport",
-        path,
-        warnings,
-    );
+    let twice = [
+        (
+            Section::Router,
+            add_new(&mut into.http.routers, http.routers),
+        ),
+        (
+            Section::Service,
+            add_new(&mut into.http.services, http.services),
+        ),
+        (
+            Section::Middleware,
+            add_new(&mut into.http.middlewares, http.middlewares),
+        ),
+        (
+            Section::ServersTransport,
+            add_new(&mut into.http.servers_transports, http.servers_transports),
+        ),
+        (
+            Section::TlsOptions,
+            add_new(&mut into.tls.options, tls.options),
+        ),
+        (Section::TlsStore, add_new(&mut into.tls.stores, tls.stores)),
+    ];
     into.tls.certificates.extend(tls.certificates);
-    add(
-        &mut into.tls.options,
-        tls.options,
-        "TLS options",
-        path,
-        warnings,
-    );
-    add(
-        &mut into.tls.stores,
-        tls.stores,
-        "TLS store",
-        path,
-        warnings,
-    );
+    for (what, names) in twice {
+        for name in names {
+            let located = match what {
+                Section::Router => places.routers.get(&name),
+                Section::Service => places.services.get(&name),
+                Section::Middleware => places.middlewares.get(&name),
+                _ => None,
+            };
+            let origin = match located.and_then(|d| d.file.as_ref()) {
+                Some(file) => Origin::File {
+                    path: file.path.clone(),
+                    line: file.line,
+                },
+                None => Origin::Document {
+                    path: path.to_owned(),
+                },
+            };
+            warnings.push(Warning::new(
+                Notice::DefinedTwice { what, name },
+                Some(origin),
+            ));
+        }
+    }
     into.tcp = into.tcp.take().or(tcp);
     into.udp = into.udp.take().or(udp);
+}
+
+/// Adds the entries of `from` whose names `map` does not have yet; the
+/// names it already had.
+fn add_new<T>(map: &mut BTreeMap<String, T>, from: BTreeMap<String, T>) -> Vec<String> {
+    let mut there = Vec::new();
+    for (name, value) in from {
+        match map.entry(name) {
+            std::collections::btree_map::Entry::Occupied(e) => there.push(e.key().clone()),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(value);
+            }
+        }
+    }
+    there
 }
 
 /// The source as a snapshot. `refuse_empty` once a configuration with
@@ -302,11 +317,77 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, " \n").unwrap();
-        let source = Source::File(path);
+        let source = Source::File(path.clone());
         let loaded = load_with(&source, false).expect("empty at start: nothing to keep");
         assert_eq!(loaded.dynamic, Dynamic::default());
         let error = load_with(&source, true).unwrap_err();
-        assert!(error.contains("dynamic.toml: the file is empty"), "{error}");
+        assert_eq!(
+            error,
+            ProviderError::Empty {
+                path: path.display().to_string()
+            }
+        );
         assert!(load(&source).is_ok(), "`gangway check` reads it as empty");
+    }
+
+    #[test]
+    fn a_name_in_two_files_is_kept_once_and_the_second_named_by_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = "[http.routers.app]\nrule = \"Host(`a`)\"\nservice = \"s\"\n";
+        let second = "# the same router again\n\n[http.routers.app]\nrule = \"Host(`b`)\"\nservice = \"s\"\n\n[tls.options.modern]\nminVersion = \"VersionTLS13\"\n";
+        std::fs::write(dir.path().join("a.toml"), first).unwrap();
+        std::fs::write(dir.path().join("b.toml"), second).unwrap();
+        std::fs::write(
+            dir.path().join("c.toml"),
+            "[tls.options.modern]\nminVersion = \"VersionTLS12\"\n",
+        )
+        .unwrap();
+        let loaded = load(&Source::Directory(dir.path().to_owned())).unwrap();
+        assert_eq!(loaded.dynamic.http.routers["app"].rule, "Host(`a`)");
+        let b = dir.path().join("b.toml").display().to_string();
+        let c = dir.path().join("c.toml").display().to_string();
+        assert_eq!(
+            loaded.warnings,
+            [
+                Warning::new(
+                    Notice::DefinedTwice {
+                        what: Section::Router,
+                        name: "app".into()
+                    },
+                    Some(Origin::File {
+                        path: b.clone(),
+                        line: 3
+                    })
+                ),
+                Warning::new(
+                    Notice::DefinedTwice {
+                        what: Section::TlsOptions,
+                        name: "modern".into()
+                    },
+                    Some(Origin::Document { path: c })
+                ),
+            ]
+        );
+        assert_eq!(
+            loaded.warnings[0].to_string(),
+            format!(
+                "{b}:3: router `app` is already defined in another file; the first definition is kept"
+            )
+        );
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_names_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.toml");
+        std::fs::write(&path, "[http.routers.app]\nrule = \n").unwrap();
+        let error = load(&Source::File(path.clone())).unwrap_err();
+        assert!(
+            matches!(
+                error.origin(),
+                Some(Origin::File { path: p, line: 2 }) if p == path.display().to_string()
+            ),
+            "{error:?}"
+        );
     }
 }

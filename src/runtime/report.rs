@@ -1,7 +1,7 @@
 //! What compile found out about each object: status and errors, for logs,
 //! the API and the dashboard.
 
-use crate::config::problem::{ConfigError, ObjectKind, Origin};
+use crate::config::problem::{ConfigError, ObjectKind, Origin, ProviderError, Warning};
 use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
@@ -101,14 +101,25 @@ pub fn origin_of(detail: &ObjectDetail, option: Option<&str>) -> Option<Origin> 
     })
 }
 
+/// A provider's error as its sentence: the API has always given it so.
+fn message_of<S: serde::Serializer>(
+    error: &Option<ProviderError>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match error {
+        Some(e) => serializer.collect_str(e),
+        None => serializer.serialize_none(),
+    }
+}
+
 /// One provider's state as the aggregator last saw it.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderReport {
     /// The last error the provider reported, if its newest attempt failed;
     /// its last good configuration stays in use meanwhile.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "message_of")]
+    pub last_error: Option<ProviderError>,
     /// Seconds since the Unix epoch of the last configuration accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<u64>,
@@ -133,7 +144,7 @@ pub struct Report {
     pub providers: BTreeMap<String, ProviderReport>,
     /// Problems not tied to one object.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Report {
@@ -185,7 +196,7 @@ impl Report {
                 }
             }
         }
-        out.extend(self.warnings.iter().cloned());
+        out.extend(self.warnings.iter().map(Warning::to_string));
         out
     }
 }

@@ -7,6 +7,7 @@
 use super::build::{Built, build};
 use super::container::{ContainerView, RunState};
 use super::{Endpoint, Settings};
+use crate::config::problem::ProviderError;
 use crate::config::provenance::ProviderDetail;
 use crate::provider::Snapshot;
 use bollard::Docker;
@@ -488,7 +489,9 @@ impl State {
         let snapshot = Snapshot {
             provider: PROVIDER,
             dynamic: None,
-            error: Some(format!("Docker: {message}")),
+            error: Some(ProviderError::Docker {
+                reason: message.to_owned(),
+            }),
             warnings: Vec::new(),
             detail: Some(detail),
         };
