@@ -906,6 +906,15 @@ async fn docker_objects_answer_as_their_golden_files() {
         ),
     ] {
         let mut got = api.json(path).await;
+        // The daemon may run other containers (another test, a user's):
+        // gangway lists them as not routed, and they are not this test's.
+        if let Some(list) = got.as_array_mut().filter(|_| file == "docker-containers") {
+            list.retain(|c| {
+                c["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with(run.suffix()))
+            });
+        }
         normalize(&mut got, &[(shop.port, "shop")], &[(run.suffix(), "<run>")]);
         answers.push((file, path, got));
     }

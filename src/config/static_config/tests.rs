@@ -1715,3 +1715,14 @@ fn every_option_in_the_help_table_reaches_the_configuration() {
         assert_ne!(before, after, "{flag} changes nothing in the configuration");
     }
 }
+
+#[test]
+fn redirections_are_shown_only_when_configured() {
+    let mut http = EntryPointHttp::default();
+    let json = serde_json::to_value(&http).unwrap();
+    assert!(json.get("redirections").is_none(), "{json}");
+    http.redirections.entry_point.to = Some("websecure".into());
+    let json = serde_json::to_value(&http).unwrap();
+    assert_eq!(json["redirections"]["entryPoint"]["to"], "websecure");
+    assert_eq!(json["redirections"]["entryPoint"]["scheme"], "https");
+}
