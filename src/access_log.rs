@@ -127,6 +127,7 @@ impl AccessLogger {
             file_path,
             format,
             buffering_size,
+            add_internals: _, // run(), as Proxy::log_internals
             filters:
                 AccessLogFilters {
                     status_codes,

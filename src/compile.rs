@@ -223,6 +223,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             ),
                         ),
                         service_name: service_name.clone(),
+                        internal: provider == "internal",
                     })
                 });
                 per_ep[i].push(route.clone());

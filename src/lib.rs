@@ -162,10 +162,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             http:
                 EntryPointHttp {
                     tls: _, // compile_context: the routers' default TLS
-                    redirections:
-                        Redirections {
-                            entry_point: redirect_to,
-                        },
+                    redirections,
                     sanitize_path,
                 },
             http2: EntryPointHttp2 {
@@ -190,7 +187,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 trusted: trusted_ips.clone(),
                 insecure: *insecure,
             },
-            redirect: redirect(name, redirect_to, &names, &ports)?,
+            redirect: match redirections {
+                Some(Redirections { entry_point }) => redirect(name, entry_point, &names, &ports)?,
+                None => None,
+            },
             port: HeaderValue::from(port),
             grace: grace_time_out.0,
             header_read_timeout: nonzero(header_read_timeout.0),
@@ -292,8 +292,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let proxy = Arc::new(proxy::Proxy {
         runtime: handle,
         server_name: server_name(),
+        log_internals: config.access_log.as_ref().is_some_and(|a| a.add_internals),
         access_log,
         route_metrics,
+        metrics_internals: config.metrics.add_internals,
     });
     let mut servers = Vec::new();
     for (listener, info, accept_grace) in listeners {

@@ -41,6 +41,10 @@ pub struct Proxy {
     pub access_log: Option<Arc<crate::access_log::AccessLogger>>,
     /// Per-router or per-service metrics are on.
     pub route_metrics: bool,
+    /// Requests to internal routers are counted in metrics.
+    pub metrics_internals: bool,
+    /// Requests to internal routers are logged.
+    pub log_internals: bool,
 }
 
 /// An entry point as the proxy sees it.

@@ -153,6 +153,10 @@ pub struct Route {
     pub service_stats: Option<Arc<crate::metrics::Stats>>,
     /// The service's bound on requests in progress; None when unlimited.
     pub gate: Option<Arc<crate::overload::Gate>>,
+    /// One of gangway's own routers (`…@internal`: the API, the dashboard,
+    /// `/ping`, `/metrics`), left out of metrics and the access log unless
+    /// `metrics.addInternals` / `accessLog.addInternals` say otherwise.
+    pub internal: bool,
 }
 
 /// A service gangway answers itself (`api@internal`, `ping@internal`,

@@ -180,3 +180,96 @@ async fn a_blocked_writer_drops_lines_and_counts_them_without_slowing_requests()
         .unwrap_or_else(|| panic!("no dropped counter in\n{text}"));
     assert!(dropped > 0.0, "lines were dropped and counted: {dropped}");
 }
+
+/// Dashboard-like polling of the API on the internal entry point, then one
+/// user request; (access log text, /metrics text).
+async fn after_polling(extra: &[&str]) -> (String, String) {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let internal = free_port();
+    let mut flags = vec![
+        format!("--accessLog.filePath={}", path.display()),
+        "--api.insecure=true".to_owned(),
+        "--ping=true".to_owned(),
+        "--metrics.prometheus".to_owned(),
+        "--metrics.prometheus.addRoutersLabels=true".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+    ];
+    flags.extend(extra.iter().map(|f| (*f).to_owned()));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    // An hour of a dashboard polling every two seconds, played quickly.
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    for i in 0..1800 {
+        let path = ["/api/overview", "/api/http/routers", "/dashboard/", "/ping"][i % 4];
+        let req = http::Request::get(format!("http://127.0.0.1:{internal}{path}"))
+            .body(Default::default())
+            .unwrap();
+        let resp = client.request(req).await.expect("internal request");
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+    }
+    gw.get("app.test", "/after").await;
+    eventually(
+        Duration::from_secs(5),
+        "the user's line written",
+        || async {
+            std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .contains("/after")
+        },
+    )
+    .await;
+    let log = std::fs::read_to_string(&path).unwrap();
+    (log, metrics(internal).await)
+}
+
+#[tokio::test]
+async fn the_dashboards_own_requests_are_not_logged_or_counted_unless_asked() {
+    let (log, metrics) = after_polling(&[]).await;
+    assert!(log.contains("GET /after"), "{log}");
+    assert!(!log.contains("/api/") && !log.contains("/ping"), "{log}");
+    assert!(
+        !metrics.lines().any(|l| l.starts_with("gangway_entrypoint_")
+            && !l.starts_with("gangway_entrypoint_open")
+            && l.contains(r#"entrypoint="gangway""#)),
+        "no request series of the internal entry point:\n{metrics}"
+    );
+    assert!(!metrics.contains("@internal"), "{metrics}");
+    assert!(
+        metrics.contains(r#"router="app@file""#),
+        "the user's request is counted:\n{metrics}"
+    );
+
+    let (log, metrics) = after_polling(&[
+        "--accessLog.addInternals=true",
+        "--metrics.addInternals=true",
+    ])
+    .await;
+    assert!(log.contains("GET /api/overview"), "{log}");
+    assert!(log.contains("GET /ping"), "{log}");
+    let internal_requests = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("gangway_entrypoint_requests_total{")
+                && l.contains(r#"entrypoint="gangway""#)
+                && l.contains(r#"code="200""#)
+        })
+        .unwrap_or_else(|| panic!("no internal entry point series in\n{metrics}"));
+    let count: u64 = internal_requests
+        .rsplit(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(count >= 1800, "{internal_requests}");
+    assert!(metrics.contains(r#"router="api@internal""#), "{metrics}");
+}

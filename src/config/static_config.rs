@@ -148,10 +148,10 @@ pub struct EntryPointHttp {
     /// with these settings unless it has a `tls` section of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<EntryPointTls>,
-    /// Redirect every plain-HTTP request to another entry point. Left out
-    /// of the API when no redirection is configured.
-    #[serde(skip_serializing_if = "Redirections::is_unset")]
-    pub redirections: Redirections,
+    /// Redirect every plain-HTTP request to another entry point; None (and
+    /// left out of the API) when no redirection option is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirections: Option<Redirections>,
     /// Put request paths in canonical form before routing (dot segments
     /// resolved, `//` merged, escapes of unreserved characters decoded).
     /// Default `true`, as in Traefik.
@@ -162,7 +162,7 @@ impl Default for EntryPointHttp {
     fn default() -> Self {
         EntryPointHttp {
             tls: None,
-            redirections: Redirections::default(),
+            redirections: None,
             sanitize_path: true,
         }
     }
@@ -201,13 +201,6 @@ pub struct TlsDomain {
 pub struct Redirections {
     /// Redirect to another entry point.
     pub entry_point: RedirectEntryPoint,
-}
-
-impl Redirections {
-    /// Whether no redirection is configured.
-    pub fn is_unset(&self) -> bool {
-        self.entry_point.to.is_none()
-    }
 }
 
 /// Where plain-HTTP requests on an entry point are sent instead.

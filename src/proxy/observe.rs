@@ -216,6 +216,19 @@ impl Proxy {
         let Some(mut watch) = watch else {
             return resp.map(ObservedBody::plain);
         };
+        // The dashboard polls the API every few seconds: its requests are
+        // not the traffic metrics and the access log are about.
+        if route.as_ref().is_some_and(|r| r.internal) {
+            if !self.metrics_internals {
+                watch.conn_stats = None;
+            }
+            if !self.log_internals {
+                watch.entry = None;
+            }
+            if watch.conn_stats.is_none() && watch.entry.is_none() {
+                return resp.map(ObservedBody::plain);
+            }
+        }
         watch.sample.status = resp.status().as_u16();
         if let Some(e) = &mut watch.entry {
             e.status = watch.sample.status;
@@ -223,7 +236,7 @@ impl Proxy {
             e.service = route.as_ref().map(|r| r.service_name.clone());
             e.service_url = resp.extensions().get::<ServedBy>().map(|s| s.0.clone());
         }
-        watch.route = route;
+        watch.route = route.filter(|r| !r.internal || self.metrics_internals);
         resp.map(|inner| {
             let mut body = ObservedBody::plain(inner);
             body.watch = Some(watch);

@@ -92,12 +92,15 @@ pub struct Metrics {
     /// Prometheus exposition at `/metrics`; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<Prometheus>,
+    /// Count requests to gangway's own routers (API, dashboard, `/ping`,
+    /// `/metrics`) too. Default `false`, as in Traefik v3.
+    pub add_internals: bool,
 }
 
 impl Metrics {
-    /// No exporter is enabled.
+    /// No exporter is enabled and nothing is set: left out of the API.
     pub fn is_disabled(&self) -> bool {
-        self.prometheus.is_none()
+        self.prometheus.is_none() && !self.add_internals
     }
 }
 
@@ -181,6 +184,9 @@ pub struct AccessLog {
     pub filters: AccessLogFilters,
     /// Which fields are written.
     pub fields: AccessLogFields,
+    /// Log requests to gangway's own routers (API, dashboard, `/ping`,
+    /// `/metrics`) too. Default `false`, as in Traefik v3.
+    pub add_internals: bool,
 }
 
 /// Access log line formats.

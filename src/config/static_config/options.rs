@@ -445,6 +445,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Status /ping answers while gangway shuts down.",
     ),
     opt(
+        "metrics.addInternals",
+        ValueKind::Bool,
+        "false",
+        "Count requests to the API, dashboard, /ping and /metrics too.",
+    ),
+    opt(
         "metrics.prometheus",
         ValueKind::Section,
         "false",
@@ -491,6 +497,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Section,
         "false",
         "Enable the access log.",
+    ),
+    opt(
+        "accessLog.addInternals",
+        ValueKind::Bool,
+        "false",
+        "Log requests to the API, dashboard, /ping and /metrics too.",
     ),
     opt(
         "accessLog.filePath",

@@ -1226,7 +1226,9 @@ fn full_config() -> StaticConfig {
         options: Some(String::from("modern")),
         domains: Vec::new(),
     });
-    entry_point.http.redirections.entry_point.to = Some(String::from("websecure"));
+    let mut redirections = Redirections::default();
+    redirections.entry_point.to = Some(String::from("websecure"));
+    entry_point.http.redirections = Some(redirections);
     config.entry_points.insert(String::from("web"), entry_point);
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
@@ -1392,8 +1394,10 @@ fn every_row_sets_its_field() {
 
 #[test]
 fn row_defaults_match_struct_defaults() {
+    let mut entry_point = EntryPoint::default();
+    entry_point.http.redirections = Some(Redirections::default());
     let defaults = serde_json::to_value(StaticConfig {
-        entry_points: [(String::from("web"), EntryPoint::default())].into(),
+        entry_points: [(String::from("web"), entry_point)].into(),
         certificates_resolvers: [(String::from("web"), CertificatesResolver::default())].into(),
         providers: Providers {
             file: Some(FileProvider::default()),
@@ -1404,6 +1408,7 @@ fn row_defaults_match_struct_defaults() {
         ping: Some(Ping::default()),
         metrics: Metrics {
             prometheus: Some(Prometheus::default()),
+            add_internals: false,
         },
         access_log: Some(AccessLog::default()),
         ..StaticConfig::default()
@@ -1530,7 +1535,7 @@ fn serializes_for_the_api() {
                 "web": {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
-                    "http": {"redirections": {"entryPoint": {"scheme": "https", "permanent": true}}, "sanitizePath": true},
+                    "http": {"sanitizePath": true},
                     "http2": {"maxConcurrentStreams": 250},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
@@ -1584,7 +1589,12 @@ entryPoint = "web"
 "#,
     )]);
     let (config, _) = run_in(dir.path(), &[], &[]);
-    let web = &config.entry_points["web"].http.redirections.entry_point;
+    let web = &config.entry_points["web"]
+        .http
+        .redirections
+        .as_ref()
+        .expect("redirections")
+        .entry_point;
     assert_eq!(web.to.as_deref(), Some("websecure"));
     assert!(web.permanent, "permanent by default");
     let tls = config.entry_points["websecure"].http.tls.as_ref().unwrap();
@@ -1721,7 +1731,9 @@ fn redirections_are_shown_only_when_configured() {
     let mut http = EntryPointHttp::default();
     let json = serde_json::to_value(&http).unwrap();
     assert!(json.get("redirections").is_none(), "{json}");
-    http.redirections.entry_point.to = Some("websecure".into());
+    let mut redirections = Redirections::default();
+    redirections.entry_point.to = Some("websecure".into());
+    http.redirections = Some(redirections);
     let json = serde_json::to_value(&http).unwrap();
     assert_eq!(json["redirections"]["entryPoint"]["to"], "websecure");
     assert_eq!(json["redirections"]["entryPoint"]["scheme"], "https");
