@@ -8,6 +8,7 @@ use bytes::Bytes;
 use h2::{Reason, RecvStream, SendStream};
 use http::{HeaderMap, header};
 use http_body::{Body, Frame, SizeHint};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -123,13 +124,24 @@ where
 }
 
 /// A body read from an HTTP/2 stream: data as it arrives (each part handed
-/// back to the peer's flow control once read), then trailers, which gRPC's
-/// status travels in.
+/// back to the peer's flow control once passed on), then trailers, which
+/// gRPC's status travels in.
+///
+/// When the message announced a `content-length`, the part that completes
+/// it is held until the stream's end confirms it: h2 resets a stream whose
+/// data runs past its length, but only when the excess arrives, and by then
+/// a server given every announced byte could have taken the body as whole.
+/// Held back, the last part never leaves, and the server sees a body cut
+/// short instead.
 pub struct H2Body {
     recv: RecvStream,
     data_done: bool,
     /// What the peer announced in `content-length` and has not sent yet.
     remaining: Option<u64>,
+    /// Parts read from the stream and not yet passed on; no more than the
+    /// stream's flow-control window, since capacity is released only as
+    /// they are passed on.
+    parts: VecDeque<Bytes>,
 }
 
 impl H2Body {
@@ -144,7 +156,47 @@ impl H2Body {
             recv,
             data_done: false,
             remaining,
+            parts: VecDeque::new(),
         }
+    }
+
+    /// Takes in what the stream has already received, without waiting:
+    /// a body that already broke its length (or was reset) is an error
+    /// here, before anything of the request is forwarded.
+    pub fn read_ready(&mut self, cx: &mut Context<'_>) -> Result<(), h2::Error> {
+        while !self.data_done {
+            match self.recv.poll_data(cx) {
+                Poll::Ready(Some(Ok(data))) => self.take(data),
+                Poll::Ready(Some(Err(e))) => {
+                    self.parts.clear();
+                    return Err(e);
+                }
+                Poll::Ready(None) => self.data_done = true,
+                Poll::Pending => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, data: Bytes) {
+        if let Some(left) = self.remaining.as_mut() {
+            *left = left.saturating_sub(data.len() as u64);
+        }
+        if !data.is_empty() {
+            self.parts.push_back(data);
+        }
+    }
+
+    /// The next part that may be passed on: any but the one completing
+    /// the announced length, before the stream's end is seen.
+    fn next_part(&mut self) -> Option<Bytes> {
+        let hold_last = !self.data_done && self.remaining == Some(0);
+        if self.parts.len() > 1 || !hold_last {
+            let part = self.parts.pop_front()?;
+            let _ = self.recv.flow_control().release_capacity(part.len());
+            return Some(part);
+        }
+        None
     }
 }
 
@@ -157,18 +209,13 @@ impl Body for H2Body {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
+        this.read_ready(cx)?;
+        if let Some(part) = this.next_part() {
+            return Poll::Ready(Some(Ok(Frame::data(part))));
+        }
         if !this.data_done {
-            match ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    if let Some(left) = this.remaining.as_mut() {
-                        *left = left.saturating_sub(data.len() as u64);
-                    }
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
-                }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
-                None => this.data_done = true,
-            }
+            // `read_ready` left the stream's waker set.
+            return Poll::Pending;
         }
         match ready!(this.recv.poll_trailers(cx)) {
             Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
@@ -178,13 +225,14 @@ impl Body for H2Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
+        self.parts.is_empty() && self.recv.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
+        let held: u64 = self.parts.iter().map(|p| p.len() as u64).sum();
         match self.remaining {
-            _ if self.recv.is_end_stream() => SizeHint::with_exact(0),
-            Some(left) => SizeHint::with_exact(left),
+            _ if self.recv.is_end_stream() => SizeHint::with_exact(held),
+            Some(left) => SizeHint::with_exact(left + held),
             None => SizeHint::default(),
         }
     }

@@ -1355,3 +1355,23 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn encoded_characters_labels_read_as_traefik_writes_them() {
+    let parsed = traefik(&[
+        (
+            "traefik.http.middlewares.strict.encodedcharacters.allowencodedslash",
+            "true",
+        ),
+        (
+            "traefik.http.middlewares.strict.encodedcharacters.allowEncodedHash",
+            "true",
+        ),
+    ]);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let m = parsed.middlewares.parsed["strict"]
+        .encoded_characters
+        .expect("encodedCharacters");
+    assert!(m.allow_encoded_slash && m.allow_encoded_hash);
+    assert!(!m.allow_encoded_back_slash && !m.allow_encoded_percent);
+}
