@@ -8,7 +8,6 @@ use bytes::Bytes;
 use h2::{Reason, RecvStream, SendStream};
 use http::{HeaderMap, header};
 use http_body::{Body, Frame, SizeHint};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -125,7 +124,7 @@ where
 
 /// A body read from an HTTP/2 stream: data as it arrives (each part handed
 /// back to the peer's flow control once passed on), then trailers, which
-/// gRPC's status travels in.
+/// gRPC's status travels in. Never holds more than one part.
 ///
 /// When the message announced a `content-length`, the part that completes
 /// it is held until the stream's end confirms it: h2 resets a stream whose
@@ -138,10 +137,11 @@ pub struct H2Body {
     data_done: bool,
     /// What the peer announced in `content-length` and has not sent yet.
     remaining: Option<u64>,
-    /// Parts read from the stream and not yet passed on; no more than the
-    /// stream's flow-control window, since capacity is released only as
-    /// they are passed on.
-    parts: VecDeque<Bytes>,
+    /// A part read from the stream and not yet passed on: read ahead
+    /// before forwarding, or the one that completes the announced length,
+    /// waiting for the stream's end. Its flow-control capacity is released
+    /// when it is passed on.
+    held: Option<Bytes>,
 }
 
 impl H2Body {
@@ -156,19 +156,24 @@ impl H2Body {
             recv,
             data_done: false,
             remaining,
-            parts: VecDeque::new(),
+            held: None,
         }
     }
 
-    /// Takes in what the stream has already received, without waiting:
-    /// a body that already broke its length (or was reset) is an error
-    /// here, before anything of the request is forwarded.
+    /// Looks at what the stream has already received, without waiting: a
+    /// body that already broke its length (or was reset) is an error here,
+    /// before anything of the request is forwarded. Keeps the first part.
     pub fn read_ready(&mut self, cx: &mut Context<'_>) -> Result<(), h2::Error> {
-        while !self.data_done {
+        for _ in 0..2 {
+            // The second look only for a first part that completes the
+            // announced length: is the stream's end (or excess) there too?
+            if self.data_done || self.held.is_some() && !self.must_hold() {
+                break;
+            }
             match self.recv.poll_data(cx) {
                 Poll::Ready(Some(Ok(data))) => self.take(data),
                 Poll::Ready(Some(Err(e))) => {
-                    self.parts.clear();
+                    self.held = None;
                     return Err(e);
                 }
                 Poll::Ready(None) => self.data_done = true,
@@ -178,25 +183,22 @@ impl H2Body {
         Ok(())
     }
 
+    /// Counts `data` against the announced length and keeps it.
     fn take(&mut self, data: Bytes) {
         if let Some(left) = self.remaining.as_mut() {
             *left = left.saturating_sub(data.len() as u64);
         }
-        if !data.is_empty() {
-            self.parts.push_back(data);
+        // An empty DATA frame carries nothing to pass on; h2 refuses data
+        // past the length, so a held part is never replaced by another.
+        if !data.is_empty() && self.held.is_none() {
+            self.held = Some(data);
         }
     }
 
-    /// The next part that may be passed on: any but the one completing
-    /// the announced length, before the stream's end is seen.
-    fn next_part(&mut self) -> Option<Bytes> {
-        let hold_last = !self.data_done && self.remaining == Some(0);
-        if self.parts.len() > 1 || !hold_last {
-            let part = self.parts.pop_front()?;
-            let _ = self.recv.flow_control().release_capacity(part.len());
-            return Some(part);
-        }
-        None
+    /// The held part completes the announced length and the stream's end
+    /// has not been seen yet.
+    fn must_hold(&self) -> bool {
+        !self.data_done && self.remaining == Some(0)
     }
 }
 
@@ -209,13 +211,23 @@ impl Body for H2Body {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
-        this.read_ready(cx)?;
-        if let Some(part) = this.next_part() {
-            return Poll::Ready(Some(Ok(Frame::data(part))));
-        }
-        if !this.data_done {
-            // `read_ready` left the stream's waker set.
-            return Poll::Pending;
+        loop {
+            if this.held.is_some() && !this.must_hold() {
+                let part = this.held.take().unwrap_or_default();
+                let _ = this.recv.flow_control().release_capacity(part.len());
+                return Poll::Ready(Some(Ok(Frame::data(part))));
+            }
+            if this.data_done {
+                break;
+            }
+            match ready!(this.recv.poll_data(cx)) {
+                Some(Ok(data)) => this.take(data),
+                Some(Err(e)) => {
+                    this.held = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => this.data_done = true,
+            }
         }
         match ready!(this.recv.poll_trailers(cx)) {
             Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
@@ -225,11 +237,11 @@ impl Body for H2Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.parts.is_empty() && self.recv.is_end_stream()
+        self.held.is_none() && self.recv.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
-        let held: u64 = self.parts.iter().map(|p| p.len() as u64).sum();
+        let held = self.held.as_ref().map_or(0, |h| h.len() as u64);
         match self.remaining {
             _ if self.recv.is_end_stream() => SizeHint::with_exact(held),
             Some(left) => SizeHint::with_exact(left + held),
