@@ -118,6 +118,69 @@ pub enum ClientStream {
     Hyper(Incoming),
     /// A stream of an HTTP/2 connection.
     H2(h2_stream::H2Body),
+    /// HTTP/1 with its first parts already read ([`ClientStream::read_ready`]).
+    Prefetched(Box<Prefetched>),
+}
+
+/// An HTTP/1 body whose first parts were read before the request was
+/// forwarded, then the rest as it arrives (`None` once it all was read).
+pub struct Prefetched {
+    parts: std::collections::VecDeque<Frame<Bytes>>,
+    rest: Option<Incoming>,
+}
+
+/// How much of a chunked body is read ahead before its request is
+/// forwarded: enough for the small bodies of most API calls and forms.
+const PREFETCH_BYTES: usize = 64 * 1024;
+/// How many times in a row the ahead-reading lets the connection read on
+/// before it takes what is there as all there is for now.
+const PREFETCH_TURNS: usize = 2;
+
+impl ClientStream {
+    /// Reads what a client has already sent of an HTTP/1 body, up to
+    /// 64 KiB, without waiting on the network, so that a chunked body
+    /// whose framing is broken is refused before its head goes to a
+    /// server. What has not arrived yet streams afterwards as usual
+    /// (holding a head until a slow body ends would hold the server's
+    /// answer too). An HTTP/2 body is returned as it is.
+    pub async fn read_ready(self) -> Result<ClientStream, BoxError> {
+        let ClientStream::Hyper(mut incoming) = self else {
+            return Ok(self);
+        };
+        let mut parts = std::collections::VecDeque::new();
+        let mut read = 0;
+        let mut idle_turns = 0;
+        let mut done = false;
+        while read < PREFETCH_BYTES {
+            let polled =
+                std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut incoming).poll_frame(cx)))
+                    .await;
+            match polled {
+                Poll::Ready(Some(Ok(frame))) => {
+                    read += frame.data_ref().map_or(0, Bytes::len);
+                    parts.push_back(frame);
+                    idle_turns = 0;
+                }
+                Poll::Ready(Some(Err(e))) => return Err(e.into()),
+                Poll::Ready(None) => {
+                    done = true;
+                    break;
+                }
+                Poll::Pending if idle_turns == PREFETCH_TURNS => break,
+                Poll::Pending => {
+                    // hyper reads a body in the connection's task, which is
+                    // this one: letting it run once moves bytes already
+                    // received into the body.
+                    idle_turns += 1;
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+        Ok(ClientStream::Prefetched(Box::new(Prefetched {
+            parts,
+            rest: (!done).then_some(incoming),
+        })))
+    }
 }
 
 impl Body for ClientStream {
@@ -131,6 +194,15 @@ impl Body for ClientStream {
         match self.get_mut() {
             ClientStream::Hyper(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
             ClientStream::H2(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            ClientStream::Prefetched(p) => {
+                if let Some(part) = p.parts.pop_front() {
+                    return Poll::Ready(Some(Ok(part)));
+                }
+                match &mut p.rest {
+                    Some(rest) => Pin::new(rest).poll_frame(cx).map_err(Into::into),
+                    None => Poll::Ready(None),
+                }
+            }
         }
     }
 
@@ -138,6 +210,9 @@ impl Body for ClientStream {
         match self {
             ClientStream::Hyper(b) => b.is_end_stream(),
             ClientStream::H2(b) => b.is_end_stream(),
+            ClientStream::Prefetched(p) => {
+                p.parts.is_empty() && p.rest.as_ref().is_none_or(Incoming::is_end_stream)
+            }
         }
     }
 
@@ -145,6 +220,19 @@ impl Body for ClientStream {
         match self {
             ClientStream::Hyper(b) => b.size_hint(),
             ClientStream::H2(b) => b.size_hint(),
+            // Read whole, without trailers: its length is known.
+            ClientStream::Prefetched(p)
+                if p.rest.is_none() && p.parts.iter().all(Frame::is_data) =>
+            {
+                let len = p
+                    .parts
+                    .iter()
+                    .filter_map(Frame::data_ref)
+                    .map(|d| d.len() as u64)
+                    .sum();
+                SizeHint::with_exact(len)
+            }
+            ClientStream::Prefetched(_) => SizeHint::default(),
         }
     }
 }

@@ -164,6 +164,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                     tls: _, // compile_context: the routers' default TLS
                     redirections,
                     sanitize_path,
+                    encoded_characters,
+                    underscore_headers_strategy,
                 },
             http2: EntryPointHttp2 {
                 max_concurrent_streams,
@@ -176,6 +178,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             max_header_bytes: _,
             max_headers: _,
             max_pending_reset_streams: _,
+            max_control_frames: _,
             header_read_timeout,
             max_request_body_bytes,
             web_socket_idle_timeout,
@@ -201,6 +204,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             max_request_body_bytes: (*max_request_body_bytes > 0)
                 .then_some(*max_request_body_bytes),
             sanitize_path: *sanitize_path,
+            denied_escapes: percent::DeniedEscapes::new(encoded_characters),
+            underscore_headers: *underscore_headers_strategy,
             max_concurrent_streams: *max_concurrent_streams,
             limits: limits.clone(),
             connections: overload::ConnectionLimit::new(*max_connections),

@@ -13,6 +13,7 @@ pub mod buffering;
 pub mod chain;
 pub mod circuit_breaker;
 pub mod compress;
+pub mod encoded_characters;
 pub mod errors;
 pub mod expr;
 pub mod forward_auth;

@@ -82,6 +82,82 @@ pub fn normalize_escapes(path: &str) -> Result<String, BadEscape> {
     Ok(out)
 }
 
+/// The reserved characters whose escapes in a path a router may refuse
+/// (`encodedCharacters`): an origin that decodes them before routing sees
+/// another path than the proxy did (`/a%2F..%2Fadmin`, `%5C`, `;jsessionid`).
+const AMBIGUOUS: [u8; 7] = [b'/', b'\\', 0, b';', b'%', b'?', b'#'];
+
+/// Which of the [`AMBIGUOUS`] escapes a path may not hold, compiled from
+/// an `encodedCharacters` setting: one bit per character.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeniedEscapes(u8);
+
+impl DeniedEscapes {
+    /// Every ambiguous escape refused (the default setting).
+    pub const ALL: DeniedEscapes = DeniedEscapes(0b111_1111);
+
+    /// The escapes `setting` does not allow.
+    pub fn new(setting: &crate::config::dynamic::middleware::EncodedCharacters) -> Self {
+        let crate::config::dynamic::middleware::EncodedCharacters {
+            allow_encoded_slash,
+            allow_encoded_back_slash,
+            allow_encoded_null_character,
+            allow_encoded_semicolon,
+            allow_encoded_percent,
+            allow_encoded_question_mark,
+            allow_encoded_hash,
+        } = *setting;
+        let allowed = [
+            allow_encoded_slash,
+            allow_encoded_back_slash,
+            allow_encoded_null_character,
+            allow_encoded_semicolon,
+            allow_encoded_percent,
+            allow_encoded_question_mark,
+            allow_encoded_hash,
+        ];
+        let bits = allowed
+            .iter()
+            .enumerate()
+            .filter(|(_, allow)| !**allow)
+            .fold(0, |bits, (i, _)| bits | 1 << i);
+        DeniedEscapes(bits)
+    }
+
+    /// Nothing is refused.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The first refused character that `path` holds as an escape, in
+    /// either case of hexadecimal digits. A malformed escape is not looked
+    /// at here (path normalisation refuses it).
+    pub fn first_in(self, path: &str) -> Option<u8> {
+        if self.is_empty() {
+            return None;
+        }
+        let bytes = path.as_bytes();
+        let mut at = 0;
+        while let Some(n) = bytes[at..].iter().position(|&b| b == b'%') {
+            at += n;
+            match escape_at(bytes, at) {
+                Ok(byte) => {
+                    let denied = AMBIGUOUS
+                        .iter()
+                        .position(|&c| c == byte)
+                        .is_some_and(|i| self.0 & (1 << i) != 0);
+                    if denied {
+                        return Some(byte);
+                    }
+                    at += 3;
+                }
+                Err(_) => at += 1,
+            }
+        }
+        None
+    }
+}
+
 /// What Go's `url.QueryEscape` leaves as it is: letters, digits and `-_.~`.
 const QUERY_ESCAPE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
@@ -151,6 +227,46 @@ mod tests {
                 "{raw:?}"
             );
         }
+    }
+
+    #[test]
+    fn ambiguous_escapes_are_found_unless_allowed() {
+        use crate::config::dynamic::middleware::EncodedCharacters;
+        let all = DeniedEscapes::ALL;
+        assert_eq!(DeniedEscapes::new(&EncodedCharacters::default()), all);
+        for (path, want) in [
+            ("/a%2Fb", Some(b'/')),
+            ("/a%2fb", Some(b'/')),
+            ("/a%5cb", Some(b'\\')),
+            ("/a%00", Some(0)),
+            ("/a%3bjsessionid=1", Some(b';')),
+            ("/a%252F", Some(b'%')),
+            ("/a%3F", Some(b'?')),
+            ("/a%23", Some(b'#')),
+            ("/a%20b%41", None),
+            ("/a/b", None),
+            ("/a%zz%2F", Some(b'/')),
+            ("/a%2", None),
+        ] {
+            assert_eq!(all.first_in(path), want, "{path}");
+        }
+        let slash_ok = DeniedEscapes::new(&EncodedCharacters {
+            allow_encoded_slash: true,
+            ..EncodedCharacters::default()
+        });
+        assert_eq!(slash_ok.first_in("/a%2Fb"), None);
+        assert_eq!(slash_ok.first_in("/a%2Fb%3B"), Some(b';'));
+        let none = DeniedEscapes::new(&EncodedCharacters {
+            allow_encoded_slash: true,
+            allow_encoded_back_slash: true,
+            allow_encoded_null_character: true,
+            allow_encoded_semicolon: true,
+            allow_encoded_percent: true,
+            allow_encoded_question_mark: true,
+            allow_encoded_hash: true,
+        });
+        assert!(none.is_empty());
+        assert_eq!(none.first_in("/%2F%5C%00%3B%25%3F%23"), None);
     }
 
     #[test]

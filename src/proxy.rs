@@ -81,6 +81,12 @@ pub struct EntryPointInfo {
     /// Put request paths in canonical form before routing
     /// (`http.sanitizePath`).
     pub sanitize_path: bool,
+    /// The percent-escapes a request path may not hold
+    /// (`http.encodedCharacters`), checked before routing.
+    pub denied_escapes: crate::percent::DeniedEscapes,
+    /// What happens to request headers whose names hold `_`
+    /// (`http.underscoreHeadersStrategy`).
+    pub underscore_headers: crate::config::static_config::UnderscoreHeadersStrategy,
     /// HTTP/2 streams open at once per connection.
     pub max_concurrent_streams: u32,
     /// What one client may send.

@@ -1142,3 +1142,156 @@ impl tokio::io::AsyncWrite for Paced {
         std::pin::Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }
+
+/// Sends `count` copies of `one` on a fresh HTTP/2 connection, then
+/// reads to the close; returns the GOAWAY's error code.
+async fn control_flood(gw: &Gangway, one: &[u8], count: usize) -> Option<u32> {
+    let mut h2 = H2::open(gw).await;
+    h2.send(&one.repeat(count)).await;
+    let frames = h2.frames_until_close().await;
+    frames
+        .iter()
+        .find(|f| f.kind == GOAWAY)
+        .and_then(Frame::goaway_error)
+}
+
+#[tokio::test]
+async fn http2_ping_and_settings_floods_end_with_goaway() {
+    let (b, _, _) = counting(Duration::ZERO).await;
+    let gw = start(&b, &[]).await;
+    // ENHANCE_YOUR_CALM (0xb): the client is misbehaving.
+    let ping = frame(PING, 0, 0, &[7; 8]);
+    assert_eq!(control_flood(&gw, &ping, 40_000).await, Some(0xb), "PING");
+    let settings = frame(SETTINGS, 0, 0, &[]);
+    assert_eq!(
+        control_flood(&gw, &settings, 40_000).await,
+        Some(0xb),
+        "SETTINGS"
+    );
+    // A client within the limit keeps its connection.
+    let mut h2 = H2::open(&gw).await;
+    h2.send(&ping.repeat(50)).await;
+    h2.request(1, &[(":method", "GET"), (":path", "/")], true)
+        .await;
+    let frames = h2
+        .frames_until(|fs| fs.iter().any(|f| f.stream == 1 && f.kind == DATA))
+        .await;
+    let acks = frames
+        .iter()
+        .filter(|f| f.kind == PING && f.flags & 0x1 != 0)
+        .count();
+    assert_eq!(acks, 50, "{frames:?}");
+    assert!(frames.iter().all(|f| f.kind != GOAWAY), "{frames:?}");
+    // And the limit is the entry point's: 0 turns it off.
+    let unlimited = start(&b, &["--entryPoints.web.limits.maxControlFrames=0"]).await;
+    let mut h2 = H2::open(&unlimited).await;
+    h2.send(&ping.repeat(1000)).await;
+    h2.request(1, &[(":method", "GET"), (":path", "/")], true)
+        .await;
+    let frames = h2
+        .frames_until(|fs| fs.iter().any(|f| f.stream == 1 && f.kind == DATA))
+        .await;
+    assert!(frames.iter().all(|f| f.kind != GOAWAY), "{frames:?}");
+}
+
+/// A backend that notes each request's path when its head arrives, then
+/// reads its body and records it as [`body_recording`] does.
+async fn head_and_body_recording() -> (
+    Backend,
+    Arc<std::sync::Mutex<Vec<String>>>,
+    Arc<std::sync::Mutex<Vec<BodySeen>>>,
+) {
+    let heads: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let seen: Arc<std::sync::Mutex<Vec<BodySeen>>> = Arc::default();
+    let (head_log, body_log) = (heads.clone(), seen.clone());
+    let b = Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (head_log, body_log) = (head_log.clone(), body_log.clone());
+        async move {
+            let path = req.uri().path().to_owned();
+            head_log.lock().unwrap().push(path.clone());
+            let mut body = req.into_body();
+            let mut bytes = 0;
+            let complete = loop {
+                match body.frame().await {
+                    Some(Ok(f)) => bytes += f.data_ref().map_or(0, Bytes::len),
+                    Some(Err(_)) => break false,
+                    None => break true,
+                }
+            };
+            body_log.lock().unwrap().push(BodySeen {
+                path,
+                bytes,
+                complete,
+            });
+            http::Response::new(Full::new(Bytes::from_static(b"ok")))
+        }
+    })
+    .await;
+    (b, heads, seen)
+}
+
+#[tokio::test]
+async fn an_http2_body_longer_than_its_content_length_never_reaches_the_server_whole() {
+    let (b, heads, seen) = head_and_body_recording().await;
+    let gw = start(&b, &[]).await;
+    heads.lock().unwrap().clear();
+    seen.lock().unwrap().clear();
+    let mut h2 = H2::open(&gw).await;
+    let post = |path| {
+        [
+            (":method", "POST"),
+            (":path", path),
+            ("content-length", "5"),
+        ]
+    };
+    // Stream 1: all five announced bytes; once the server has the head,
+    // more. The server must never have taken the five as the whole body.
+    h2.request(1, &post("/split"), false).await;
+    h2.send(&frame(DATA, 0, 1, b"hello")).await;
+    eventually(
+        Duration::from_secs(5),
+        "the head reaches the server",
+        || async { heads.lock().unwrap().iter().any(|p| p == "/split") },
+    )
+    .await;
+    h2.send(&frame(DATA, END_STREAM, 1, b" world")).await;
+    // Stream 3: eleven bytes in one frame, already there with the head:
+    // refused before forwarding.
+    h2.request(3, &post("/whole"), false).await;
+    h2.send(&frame(DATA, END_STREAM, 3, b"hello world")).await;
+    // Stream 5: a body that keeps to its length, to show what passes.
+    h2.request(5, &post("/kept"), false).await;
+    h2.send(&frame(DATA, END_STREAM, 5, b"hello")).await;
+    let reset = |fs: &[Frame], id: u32| fs.iter().any(|f| f.stream == id && f.kind == RST_STREAM);
+    let frames = h2
+        .frames_until(|fs| {
+            reset(fs, 1) && reset(fs, 3) && fs.iter().any(|f| f.stream == 5 && f.kind == DATA)
+        })
+        .await;
+    assert!(reset(&frames, 1) && reset(&frames, 3), "{frames:?}");
+    eventually(
+        Duration::from_secs(5),
+        "both bodies end at the server",
+        || async {
+            let got = seen.lock().unwrap();
+            ["/split", "/kept"]
+                .iter()
+                .all(|p| got.iter().any(|r| r.path == *p))
+        },
+    )
+    .await;
+    let got = seen.lock().unwrap().clone();
+    assert!(
+        got.iter()
+            .any(|r| r.path == "/kept" && r.complete && r.bytes == 5),
+        "{got:?}"
+    );
+    assert!(
+        got.iter().all(|r| r.path == "/kept" || !r.complete),
+        "a body past its length reached the server whole: {got:?}"
+    );
+    assert!(
+        heads.lock().unwrap().iter().all(|p| p != "/whole"),
+        "a body already past its length was forwarded"
+    );
+}

@@ -202,9 +202,8 @@ async fn ambiguous_framing_and_bad_bytes_get_400_and_a_closed_connection() {
         assert!(got.is_empty(), "{what}: forwarded: {got:?}");
     }
 
-    // A bad chunk size is found while the body streams, after the request
-    // went out: the exchange fails and the connection closes, and what
-    // followed is never read as a request.
+    // A bad chunk size (already received with the head) is refused before
+    // forwarding, and what followed is never read as a request.
     let answer = raw(
         &gw,
         format!(
@@ -301,20 +300,32 @@ async fn encoded_and_dotted_paths_cannot_slip_past_a_path_prefix_router() {
         "/%61dmin",
         "/%2e%2e/admin",
         "/x/%2E%2E/admin/secret",
-        "/static/..%2f..%2fadmin",
     ] {
         let answer = raw(
             &gw,
             format!("GET {path} HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n").as_bytes(),
         )
         .await;
-        // `%2F` is not a separator, so the last one stays outside /admin.
-        let want = if path.contains("%2f") { 200 } else { 403 };
-        assert_eq!(answer.status(), want, "{path}: {}", answer.text);
+        assert_eq!(answer.status(), 403, "{path}: {}", answer.text);
     }
+    assert!(received.lock().unwrap().is_empty());
+
+    // With `%2F` allowed, it is not a separator, so it stays outside
+    // /admin, and the backend sees the canonical path, `%2F` encoded.
+    let lax = start(
+        &backend,
+        &["--entryPoints.web.http.encodedCharacters.allowEncodedSlash=true"],
+    )
+    .await;
+    received.lock().unwrap().clear();
+    let answer = raw(
+        &lax,
+        b"GET /static/..%2f..%2fadmin HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.status(), 200, "{}", answer.text);
     let got = received.lock().unwrap().clone();
     assert_eq!(got.len(), 1, "{got:?}");
-    // The backend sees the canonical path, `%2F` still encoded.
     assert_eq!(got[0].uri, "/static/..%2F..%2Fadmin");
 
     // With sanitizePath off, the path goes through untouched (and the
@@ -395,4 +406,316 @@ async fn http2_authority_and_host_must_agree() {
     // The same host in both is fine (no router for it here: 404).
     let authority = gw.url("").trim_start_matches("http://").to_owned();
     assert_eq!(send(authority).await.status, 404);
+}
+
+/// The seven escapes Traefik refuses by default, each with its option.
+const AMBIGUOUS: [(&str, &str); 7] = [
+    ("%2F", "allowEncodedSlash"),
+    ("%5c", "allowEncodedBackSlash"),
+    ("%00", "allowEncodedNullCharacter"),
+    ("%3B", "allowEncodedSemicolon"),
+    ("%25", "allowEncodedPercent"),
+    ("%3f", "allowEncodedQuestionMark"),
+    ("%23", "allowEncodedHash"),
+];
+
+async fn get_closing(gw: &Gangway, target: &str, headers: &str) -> Answer {
+    raw(
+        gw,
+        format!("GET {target} HTTP/1.1\r\nHost: a.test\r\n{headers}Connection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn ambiguous_escapes_in_the_path_get_400_unless_their_option_allows_them() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    for (escape, _) in AMBIGUOUS {
+        for path in [
+            format!("/x{escape}y"),
+            format!("/x{}y", escape.to_lowercase()),
+        ] {
+            let answer = get_closing(&gw, &path, "").await;
+            assert_eq!(answer.status(), 400, "{path}: {}", answer.text);
+        }
+    }
+    // Escapes of other characters, and the query, are not concerned.
+    assert_eq!(get_closing(&gw, "/x%20y?a=%2F", "").await.status(), 200);
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].uri, "/x%20y?a=%2F");
+
+    // Each option lets its own escape through, and only it.
+    for (allowed, option) in AMBIGUOUS {
+        let gw = start(
+            &backend,
+            &[&format!(
+                "--entryPoints.web.http.encodedCharacters.{option}=true"
+            )],
+        )
+        .await;
+        for (escape, _) in AMBIGUOUS {
+            received.lock().unwrap().clear();
+            let path = format!("/x{escape}y");
+            let answer = get_closing(&gw, &path, "").await;
+            let got = received.lock().unwrap().clone();
+            if escape == allowed {
+                assert_eq!(answer.status(), 200, "{option}, {path}: {}", answer.text);
+                assert_eq!(got.len(), 1, "{option}, {path}");
+                assert_eq!(got[0].uri, format!("/x{}y", escape.to_uppercase()));
+            } else {
+                assert_eq!(answer.status(), 400, "{option}, {path}: {}", answer.text);
+                assert!(got.is_empty(), "{option}, {path}: {got:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_encoded_slash_cannot_reach_admin_and_a_backslash_never_passes() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    for path in [
+        "/static/..%2f..%2fadmin",
+        "/static%2F..%2F..%2Fadmin",
+        "/admin%5csecret",
+        "/static/..%5C..%5Cadmin",
+        "/static\\..\\admin",
+        "/admin\\",
+    ] {
+        let answer = get_closing(&gw, path, "").await;
+        assert_eq!(answer.status(), 400, "{path}: {}", answer.text);
+    }
+    assert!(received.lock().unwrap().is_empty());
+    // A raw backslash stays refused even with every escape allowed.
+    let lax = start(
+        &backend,
+        &[
+            "--entryPoints.web.http.encodedCharacters.allowEncodedSlash=true",
+            "--entryPoints.web.http.encodedCharacters.allowEncodedBackSlash=true",
+        ],
+    )
+    .await;
+    assert_eq!(
+        get_closing(&lax, "/static\\..\\admin", "").await.status(),
+        400
+    );
+    assert_eq!(get_closing(&lax, "/x%5Cy", "").await.status(), 200);
+    assert!(
+        received
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|r| !r.uri.contains('\\'))
+    );
+}
+
+#[tokio::test]
+async fn the_encoded_characters_middleware_makes_one_router_stricter() {
+    let (backend, received) = recording().await;
+    // The entry point lets `%2F` and `%3B` through; the `files` router
+    // refuses `%2F` again, and `%3B` only when it is not allowed there.
+    let dynamic = format!(
+        "{}\n[http.routers.files]\nrule = \"Host(`a.test`) && PathPrefix(`/files`)\"\n\
+         service = \"app\"\nmiddlewares = [\"strict\"]\n\
+         [http.middlewares.strict.encodedCharacters]\nallowEncodedSemicolon = true\n",
+        config(&backend)
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            "--entryPoints.web.http.encodedCharacters.allowEncodedSlash=true",
+            "--entryPoints.web.http.encodedCharacters.allowEncodedSemicolon=true",
+        ],
+    )
+    .await;
+    support::eventually(Duration::from_secs(10), "the files router", || async {
+        gw.get("a.test", "/files/x").await.status == 200
+    })
+    .await;
+    received.lock().unwrap().clear();
+    assert_eq!(get_closing(&gw, "/a%2Fb", "").await.status(), 200);
+    assert_eq!(get_closing(&gw, "/files/a%2Fb", "").await.status(), 400);
+    assert_eq!(get_closing(&gw, "/files/a%3Bb", "").await.status(), 200);
+    // What the entry point refuses, no middleware lets through.
+    assert_eq!(get_closing(&gw, "/files/a%23b", "").await.status(), 400);
+    let uris: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert_eq!(uris, ["/a%2Fb", "/files/a%3Bb"]);
+}
+
+#[tokio::test]
+async fn an_h2c_upgrade_never_reaches_the_server_and_websocket_still_does() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    for (upgrade, connection) in [
+        ("h2c", "Upgrade, HTTP2-Settings"),
+        ("H2C", "Upgrade"),
+        ("h2c", "keep-alive"),
+    ] {
+        let answer = get_closing(
+            &gw,
+            "/",
+            &format!(
+                "Upgrade: {upgrade}\r\nConnection: {connection}\r\n\
+                 HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"
+            ),
+        )
+        .await;
+        // The server answers the plain request; nothing switches.
+        assert_eq!(
+            answer.status(),
+            200,
+            "{upgrade}/{connection}: {}",
+            answer.text
+        );
+        let got = received.lock().unwrap().pop().expect("forwarded");
+        for name in ["upgrade", "http2-settings"] {
+            assert!(
+                got.headers.get(name).is_none(),
+                "{upgrade}/{connection}: the server saw {name}: {:?}",
+                got.headers
+            );
+        }
+    }
+    // A WebSocket upgrade still reaches the server as one.
+    received.lock().unwrap().clear();
+    let _ = get_closing(
+        &gw,
+        "/",
+        "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+    )
+    .await;
+    let got = received.lock().unwrap().pop().expect("forwarded");
+    assert_eq!(got.headers["upgrade"], "websocket");
+    assert!(
+        got.headers["connection"]
+            .to_str()
+            .unwrap()
+            .eq_ignore_ascii_case("upgrade")
+    );
+}
+
+#[tokio::test]
+async fn headers_with_underscores_follow_the_entry_points_strategy() {
+    let (backend, received) = recording().await;
+    let spoof = "X_Forwarded_For: 6.6.6.6\r\nX_Real_Ip: 6.6.6.6\r\nX_User: eve\r\n";
+
+    // keep (the default): kept, but never the forwarded family of an
+    // untrusted client.
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    assert_eq!(get_closing(&gw, "/", spoof).await.status(), 200);
+    let got = received.lock().unwrap().pop().expect("forwarded");
+    assert_eq!(got.headers["x_user"], "eve");
+    assert!(
+        got.headers.get("x_forwarded_for").is_none(),
+        "{:?}",
+        got.headers
+    );
+    assert!(got.headers.get("x_real_ip").is_none(), "{:?}", got.headers);
+    assert_eq!(got.headers["x-forwarded-for"], "127.0.0.1");
+
+    // keep, from a trusted proxy: its forwarded headers stay, as they are.
+    let trusting = start(
+        &backend,
+        &["--entryPoints.web.forwardedHeaders.insecure=true"],
+    )
+    .await;
+    assert_eq!(get_closing(&trusting, "/", spoof).await.status(), 200);
+    let got = received.lock().unwrap().pop().expect("forwarded");
+    assert_eq!(got.headers["x_forwarded_for"], "6.6.6.6");
+
+    // delete: every such header goes.
+    let gw = start(
+        &backend,
+        &["--entryPoints.web.http.underscoreHeadersStrategy=delete"],
+    )
+    .await;
+    received.lock().unwrap().clear();
+    assert_eq!(get_closing(&gw, "/", spoof).await.status(), 200);
+    let got = received.lock().unwrap().pop().expect("forwarded");
+    let underscored: Vec<&str> = got
+        .headers
+        .keys()
+        .map(http::HeaderName::as_str)
+        .filter(|n| n.contains('_'))
+        .collect();
+    assert!(underscored.is_empty(), "{underscored:?}");
+
+    // reject: 400, nothing forwarded; a request without any still passes.
+    let gw = start(
+        &backend,
+        &["--entryPoints.web.http.underscoreHeadersStrategy=reject"],
+    )
+    .await;
+    received.lock().unwrap().clear();
+    assert_eq!(get_closing(&gw, "/", "X_User: eve\r\n").await.status(), 400);
+    assert!(received.lock().unwrap().is_empty());
+    assert_eq!(get_closing(&gw, "/", "X-User: eve\r\n").await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_host_with_userinfo_or_spaces_gets_400() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    for request in [
+        "GET / HTTP/1.1\r\nHost: evil@a.test\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a.test@evil.test\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a.test evil.test\r\nConnection: close\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a .test\r\nConnection: close\r\n\r\n",
+        "GET http://evil@a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n",
+    ] {
+        let answer = raw(&gw, request.as_bytes()).await;
+        assert_eq!(answer.status(), 400, "{request:?}: {}", answer.text);
+    }
+    assert!(received.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_bad_chunk_already_received_is_refused_before_the_server_sees_the_head() {
+    let (backend, received) = recording().await;
+    let gw = start(&backend, &[]).await;
+    received.lock().unwrap().clear();
+    for body in [
+        "zz\r\nab\r\n0\r\n\r\n",
+        "5\r\nhello\r\n3\r\nab\r\n0\r\n\r\n",
+        "2\r\nab\r\nfffffffffffffffffff\r\n",
+    ] {
+        let answer = raw(
+            &gw,
+            format!(
+                "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n{body}\
+                 GET /smuggled HTTP/1.1\r\nHost: a.test\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await;
+        assert_eq!(answer.status(), 400, "{body:?}: {}", answer.text);
+        assert!(answer.closed, "{body:?}: the connection stays open");
+        let got = received.lock().unwrap().clone();
+        assert!(got.is_empty(), "{body:?}: the server saw {got:?}");
+    }
+    // A good chunked body, all at once, arrives whole.
+    let answer = raw(
+        &gw,
+        b"POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+          5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+    )
+    .await;
+    assert_eq!(answer.status(), 200, "{}", answer.text);
+    let got = received.lock().unwrap().clone();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, Bytes::from_static(b"hello world"));
 }

@@ -160,6 +160,8 @@ fn harness() -> &'static Harness {
                 web_socket_idle_timeout: Some(Duration::from_secs(5)),
                 max_request_body_bytes: Some(4096),
                 sanitize_path: true,
+                denied_escapes: gangway::percent::DeniedEscapes::ALL,
+                underscore_headers: Default::default(),
                 max_concurrent_streams: 16,
                 limits: Default::default(),
                 connections: None,

@@ -123,13 +123,25 @@ where
 }
 
 /// A body read from an HTTP/2 stream: data as it arrives (each part handed
-/// back to the peer's flow control once read), then trailers, which gRPC's
-/// status travels in.
+/// back to the peer's flow control once passed on), then trailers, which
+/// gRPC's status travels in. Never holds more than one part.
+///
+/// When the message announced a `content-length`, the part that completes
+/// it is held until the stream's end confirms it: h2 resets a stream whose
+/// data runs past its length, but only when the excess arrives, and by then
+/// a server given every announced byte could have taken the body as whole.
+/// Held back, the last part never leaves, and the server sees a body cut
+/// short instead.
 pub struct H2Body {
     recv: RecvStream,
     data_done: bool,
     /// What the peer announced in `content-length` and has not sent yet.
     remaining: Option<u64>,
+    /// A part read from the stream and not yet passed on: read ahead
+    /// before forwarding, or the one that completes the announced length,
+    /// waiting for the stream's end. Its flow-control capacity is released
+    /// when it is passed on.
+    held: Option<Bytes>,
 }
 
 impl H2Body {
@@ -144,7 +156,49 @@ impl H2Body {
             recv,
             data_done: false,
             remaining,
+            held: None,
         }
+    }
+
+    /// Looks at what the stream has already received, without waiting: a
+    /// body that already broke its length (or was reset) is an error here,
+    /// before anything of the request is forwarded. Keeps the first part.
+    pub fn read_ready(&mut self, cx: &mut Context<'_>) -> Result<(), h2::Error> {
+        for _ in 0..2 {
+            // The second look only for a first part that completes the
+            // announced length: is the stream's end (or excess) there too?
+            if self.data_done || self.held.is_some() && !self.must_hold() {
+                break;
+            }
+            match self.recv.poll_data(cx) {
+                Poll::Ready(Some(Ok(data))) => self.take(data),
+                Poll::Ready(Some(Err(e))) => {
+                    self.held = None;
+                    return Err(e);
+                }
+                Poll::Ready(None) => self.data_done = true,
+                Poll::Pending => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts `data` against the announced length and keeps it.
+    fn take(&mut self, data: Bytes) {
+        if let Some(left) = self.remaining.as_mut() {
+            *left = left.saturating_sub(data.len() as u64);
+        }
+        // An empty DATA frame carries nothing to pass on; h2 refuses data
+        // past the length, so a held part is never replaced by another.
+        if !data.is_empty() && self.held.is_none() {
+            self.held = Some(data);
+        }
+    }
+
+    /// The held part completes the announced length and the stream's end
+    /// has not been seen yet.
+    fn must_hold(&self) -> bool {
+        !self.data_done && self.remaining == Some(0)
     }
 }
 
@@ -157,16 +211,21 @@ impl Body for H2Body {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
-        if !this.data_done {
+        loop {
+            if this.held.is_some() && !this.must_hold() {
+                let part = this.held.take().unwrap_or_default();
+                let _ = this.recv.flow_control().release_capacity(part.len());
+                return Poll::Ready(Some(Ok(Frame::data(part))));
+            }
+            if this.data_done {
+                break;
+            }
             match ready!(this.recv.poll_data(cx)) {
-                Some(Ok(data)) => {
-                    let _ = this.recv.flow_control().release_capacity(data.len());
-                    if let Some(left) = this.remaining.as_mut() {
-                        *left = left.saturating_sub(data.len() as u64);
-                    }
-                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                Some(Ok(data)) => this.take(data),
+                Some(Err(e)) => {
+                    this.held = None;
+                    return Poll::Ready(Some(Err(e)));
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
                 None => this.data_done = true,
             }
         }
@@ -178,13 +237,14 @@ impl Body for H2Body {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.recv.is_end_stream()
+        self.held.is_none() && self.recv.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {
+        let held = self.held.as_ref().map_or(0, |h| h.len() as u64);
         match self.remaining {
-            _ if self.recv.is_end_stream() => SizeHint::with_exact(0),
-            Some(left) => SizeHint::with_exact(left),
+            _ if self.recv.is_end_stream() => SizeHint::with_exact(held),
+            Some(left) => SizeHint::with_exact(left + held),
             None => SizeHint::default(),
         }
     }

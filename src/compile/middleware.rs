@@ -171,6 +171,7 @@ impl<'a> MiddlewareCompiler<'a> {
             chain: _,
             circuit_breaker,
             compress,
+            encoded_characters,
             errors,
             forward_auth,
             headers,
@@ -203,6 +204,9 @@ impl<'a> MiddlewareCompiler<'a> {
         }
         if let Some(c) = compress {
             return ok(mw::compress::compile(c));
+        }
+        if let Some(c) = encoded_characters {
+            return ok(mw::encoded_characters::compile(c));
         }
         if let Some(c) = errors {
             if c.service.is_empty() {

@@ -114,6 +114,11 @@ pub struct EntryPointLimits {
     /// (the "rapid reset" attack); past it the connection is closed.
     /// Default 20.
     pub max_pending_reset_streams: u32,
+    /// PING and SETTINGS frames one HTTP/2 connection may send in ten
+    /// seconds (a control-frame flood keeps a core busy answering them);
+    /// past it GOAWAY `ENHANCE_YOUR_CALM` and the connection is closed.
+    /// Default 200; `0`: no limit.
+    pub max_control_frames: u32,
     /// Longest time a client may take to send a complete request head,
     /// from its first byte (slowloris); past it the connection is closed.
     /// Default `10s`, HAProxy's usual `timeout http-request`; `0s`: none.
@@ -133,6 +138,7 @@ impl Default for EntryPointLimits {
             max_header_bytes: 64 * 1024,
             max_headers: 100,
             max_pending_reset_streams: 20,
+            max_control_frames: 200,
             header_read_timeout: Duration(std::time::Duration::from_secs(10)),
             max_request_body_bytes: 0,
             web_socket_idle_timeout: Duration(std::time::Duration::from_secs(3600)),
@@ -156,6 +162,12 @@ pub struct EntryPointHttp {
     /// resolved, `//` merged, escapes of unreserved characters decoded).
     /// Default `true`, as in Traefik.
     pub sanitize_path: bool,
+    /// Which percent-escapes of reserved characters a request path may
+    /// hold; every one is refused with 400 by default, as in Traefik.
+    pub encoded_characters: EncodedCharacters,
+    /// What happens to request headers whose names contain `_`
+    /// (`keep`, `delete` or `reject`). Default `keep`, as in Traefik.
+    pub underscore_headers_strategy: UnderscoreHeadersStrategy,
 }
 
 impl Default for EntryPointHttp {
@@ -164,8 +176,28 @@ impl Default for EntryPointHttp {
             tls: None,
             redirections: None,
             sanitize_path: true,
+            encoded_characters: EncodedCharacters::default(),
+            underscore_headers_strategy: UnderscoreHeadersStrategy::default(),
         }
     }
+}
+
+pub use crate::config::dynamic::middleware::EncodedCharacters;
+
+/// What an entry point does with request headers whose names contain `_`,
+/// which many servers (CGI, PHP, WSGI, nginx) read as the same header as
+/// its dashed form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnderscoreHeadersStrategy {
+    /// Forward them as they are (an untrusted client's forms of the
+    /// `X-Forwarded-*` and `X-Real-Ip` headers still go).
+    #[default]
+    Keep,
+    /// Remove them before routing.
+    Delete,
+    /// Answer 400.
+    Reject,
 }
 
 /// Default TLS settings of the routers on an entry point.

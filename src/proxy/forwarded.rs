@@ -197,19 +197,115 @@ pub fn strip_connection_specific(headers: &mut HeaderMap) {
     }
 }
 
-/// Removes the forwarded headers an untrusted client may have sent, before
-/// middlewares read them (ipStrategy, redirectScheme).
+/// Whether `name` is one of [`SPOOFABLE`], or an alias of one: the same
+/// name with other punctuation for its dashes (`x_forwarded_for`,
+/// `x.real.ip`), which CGI, PHP, WSGI and nginx read as the dashed header.
+fn spoofable_or_alias(name: &str) -> Option<bool> {
+    let canonical = |b: u8| if b.is_ascii_alphanumeric() { b } else { b'-' };
+    let same = |target: &str| {
+        name.len() == target.len()
+            && name
+                .bytes()
+                .zip(target.bytes())
+                .all(|(a, t)| canonical(a) == t)
+    };
+    let prefix_same = |target: &str| {
+        name.len() > target.len()
+            && name
+                .bytes()
+                .zip(target.bytes())
+                .all(|(a, t)| canonical(a) == t)
+    };
+    if !(prefix_same("x-forwarded-") || same("x-real-ip") || same("forwarded")) {
+        return None;
+    }
+    // Some(true): an alias (not spelt with dashes), to remove by name.
+    Some(
+        name.bytes()
+            .any(|b| !b.is_ascii_alphanumeric() && b != b'-'),
+    )
+}
+
+/// Removes the forwarded headers an untrusted client may have sent, and
+/// their aliases spelt with `_` or other punctuation, before middlewares
+/// read them (ipStrategy, redirectScheme) and whatever the entry point's
+/// `underscoreHeadersStrategy`.
 pub fn remove_spoofable(headers: &mut HeaderMap) {
     // As in strip_hop_by_hop: look before removing, since usually none is there.
-    let spoofable = |name: &HeaderName| {
-        let name = name.as_str();
-        name.starts_with("x-forwarded-") || name == "x-real-ip" || name == "forwarded"
-    };
-    if !headers.keys().any(spoofable) {
+    let mut found = false;
+    let mut aliases = false;
+    for name in headers.keys() {
+        if let Some(alias) = spoofable_or_alias(name.as_str()) {
+            found = true;
+            aliases |= alias;
+        }
+    }
+    if !found {
         return;
     }
     for name in SPOOFABLE {
         headers.remove(name);
+    }
+    if aliases {
+        // Only the aliases of headers gangway itself sets or reads go; an
+        // alias of an unknown `X-Forwarded-Other` is as harmless as it.
+        let names: Vec<HeaderName> = headers
+            .keys()
+            .filter(|n| spoofable_or_alias(n.as_str()) == Some(true))
+            .filter(|n| {
+                let dashed: String = n
+                    .as_str()
+                    .bytes()
+                    .map(|b| {
+                        if b.is_ascii_alphanumeric() {
+                            char::from(b)
+                        } else {
+                            '-'
+                        }
+                    })
+                    .collect();
+                SPOOFABLE.iter().any(|s| s.as_str() == dashed)
+            })
+            .cloned()
+            .collect();
+        for name in names {
+            headers.remove(name);
+        }
+    }
+}
+
+/// `HTTP2-Settings`, sent with an `Upgrade: h2c`.
+const HTTP2_SETTINGS: HeaderName = HeaderName::from_static("http2-settings");
+
+/// Removes a client's offer to switch to cleartext HTTP/2 (`Upgrade: h2c`
+/// and `HTTP2-Settings`): a server that accepted it would hold an HTTP/2
+/// connection with the client past every router and middleware. Other
+/// upgrades (WebSocket) stay. Costs two lookups when there is no `Upgrade`.
+pub fn strip_h2c_upgrade(headers: &mut HeaderMap) {
+    headers.remove(HTTP2_SETTINGS);
+    let Some(upgrade) = headers.get(header::UPGRADE) else {
+        return;
+    };
+    let offers_h2c = upgrade.to_str().map_or(true, |v| {
+        v.split(',').any(|t| t.trim().eq_ignore_ascii_case("h2c"))
+    }) || headers.get_all(header::UPGRADE).iter().count() > 1;
+    if !offers_h2c {
+        return;
+    }
+    let others: Vec<String> = headers
+        .get_all(header::UPGRADE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("h2c"))
+        .map(str::to_owned)
+        .collect();
+    headers.remove(header::UPGRADE);
+    if !others.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&others.join(", "))
+    {
+        headers.insert(header::UPGRADE, v);
     }
 }
 
@@ -422,9 +518,46 @@ mod tests {
         h.insert(FORWARDED, HeaderValue::from_static("for=6.6.6.6"));
         h.insert("x-forwarded-other", HeaderValue::from_static("kept"));
         h.insert(header::HOST, HeaderValue::from_static("a.test"));
+        h.insert("x_forwarded_for", HeaderValue::from_static("6.6.6.6"));
+        h.insert("x.real_ip", HeaderValue::from_static("6.6.6.6"));
+        h.insert("x_forwarded_other", HeaderValue::from_static("kept"));
+        h.insert("x_user", HeaderValue::from_static("kept"));
         remove_spoofable(&mut h);
         let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
         left.sort_unstable();
-        assert_eq!(left, ["host", "x-forwarded-other"]);
+        assert_eq!(
+            left,
+            ["host", "x-forwarded-other", "x_forwarded_other", "x_user"]
+        );
+        // Only an alias: it goes too.
+        let mut h = HeaderMap::new();
+        h.insert("x_real_ip", HeaderValue::from_static("6.6.6.6"));
+        remove_spoofable(&mut h);
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn h2c_upgrades_go_and_websocket_stays() {
+        let mut h = HeaderMap::new();
+        h.insert(header::UPGRADE, HeaderValue::from_static("h2c"));
+        h.insert(
+            HTTP2_SETTINGS,
+            HeaderValue::from_static("AAMAAABkAAQCAAAAAAIAAAAA"),
+        );
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("Upgrade, HTTP2-Settings"),
+        );
+        strip_h2c_upgrade(&mut h);
+        assert!(h.get(header::UPGRADE).is_none() && h.get(HTTP2_SETTINGS).is_none());
+        let mut h = HeaderMap::new();
+        h.insert(header::UPGRADE, HeaderValue::from_static("H2C, websocket"));
+        strip_h2c_upgrade(&mut h);
+        assert_eq!(h.get(header::UPGRADE).unwrap(), "websocket");
+        let mut h = HeaderMap::new();
+        h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        let before = h.clone();
+        strip_h2c_upgrade(&mut h);
+        assert_eq!(h, before);
     }
 }

@@ -28,11 +28,13 @@ use http::{Request, Response};
 use http_body::Body;
 use std::cell::RefCell;
 use std::future::{Future, poll_fn};
+use std::io;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
-use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::io::{AsyncRead, AsyncWrite};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Flow-control windows and frame size, as hyper's server sets them: the
 /// protocol's 64 KiB windows would hold back large answers on fast links.
@@ -69,13 +71,18 @@ pub(crate) fn builder(
 /// them: a stream's answer is sent without waking another task, and the
 /// frames its streams queue go out together.
 pub(crate) struct Connection<I> {
-    state: State<I>,
+    state: State<Guarded<I>>,
     proxy: Arc<Proxy>,
     info: Arc<ConnInfo>,
     /// Shutdown was asked for during the handshake.
     close_pending: bool,
     /// The streams in progress.
     streams: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>>,
+    /// Set by the connection's reader when the client sent more control
+    /// frames than it may ([`Guarded`]).
+    flooded: Arc<AtomicBool>,
+    /// The GOAWAY for a flood has been asked for.
+    calmed: bool,
 }
 
 enum State<I> {
@@ -92,12 +99,17 @@ where
     /// Starts the handshake on `io` (the preface is read, the settings
     /// sent, as the connection is polled).
     pub(crate) fn new(io: I, builder: &Builder, proxy: Arc<Proxy>, info: Arc<ConnInfo>) -> Self {
+        let flooded = Arc::new(AtomicBool::new(false));
+        let limit = info.entry_point.limits.max_control_frames;
+        let io = Guarded::new(io, limit, flooded.clone());
         Connection {
             state: State::Handshaking(builder.handshake(io)),
             proxy,
             info,
             close_pending: false,
             streams: FuturesUnordered::new(),
+            flooded,
+            calmed: false,
         }
     }
 
@@ -129,6 +141,12 @@ where
         // New streams, then the streams in progress; the frames these
         // queue wake this task, whose next poll sends them.
         if let State::Serving(conn) = &mut this.state {
+            if !this.calmed && this.flooded.load(Ordering::Relaxed) {
+                // As h2 does for too many resets: GOAWAY, then the close.
+                tracing::debug!(peer = %this.info.peer, "too many PING/SETTINGS frames; connection closed");
+                conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+                this.calmed = true;
+            }
             loop {
                 match conn.poll_accept(cx) {
                     Poll::Ready(Some(Ok((req, respond)))) => {
@@ -153,6 +171,180 @@ where
     }
 }
 
+/// How long the window is in which a client may send
+/// `limits.maxControlFrames` PING and SETTINGS frames.
+const CONTROL_WINDOW: Duration = Duration::from_secs(10);
+
+/// A client connection's bytes on their way to h2, counting the PING and
+/// SETTINGS frames in them. h2 answers each (a PING ACK, a SETTINGS ACK)
+/// without a limit, so a client can keep a core busy with a stream of
+/// them ("ping flood", "settings flood"); past the entry point's limit in
+/// one window the connection stops reading and `flooded` is set, and the
+/// [`Connection`] sends GOAWAY `ENHANCE_YOUR_CALM` and closes.
+pub(crate) struct Guarded<I> {
+    io: I,
+    scan: FrameScan,
+    /// Control frames allowed per window; 0: no limit.
+    limit: u32,
+    /// Control frames seen in this window, and when it started.
+    seen: u32,
+    window: Option<Instant>,
+    flooded: Arc<AtomicBool>,
+    /// The connection's task was woken once after the flood.
+    woke: bool,
+}
+
+impl<I> Guarded<I> {
+    fn new(io: I, limit: u32, flooded: Arc<AtomicBool>) -> Self {
+        Guarded {
+            io,
+            scan: FrameScan::default(),
+            limit,
+            seen: 0,
+            window: None,
+            flooded,
+            woke: false,
+        }
+    }
+
+    /// Counts the control frames in newly read bytes.
+    fn count(&mut self, bytes: &[u8]) {
+        let control = self.scan.feed(bytes);
+        if control == 0 || self.limit == 0 {
+            return;
+        }
+        let now = Instant::now();
+        match self.window {
+            Some(start) if now.duration_since(start) < CONTROL_WINDOW => {}
+            _ => {
+                self.window = Some(now);
+                self.seen = 0;
+            }
+        }
+        self.seen = self.seen.saturating_add(control);
+        if self.seen > self.limit {
+            self.flooded.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Guarded<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.flooded.load(Ordering::Relaxed) {
+            // Nothing more is read from a flooding client. Its connection
+            // is woken once so that it sends the GOAWAY; it closes after
+            // that without reading again.
+            if !this.woke {
+                this.woke = true;
+                cx.waker().wake_by_ref();
+            }
+            return Poll::Pending;
+        }
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.io).poll_read(cx, buf))?;
+        this.count(&buf.filled()[before..]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Guarded<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+}
+
+/// Follows the frame boundaries of a client's byte stream (after the
+/// 24-byte preface) by their 9-byte headers, without copying payloads.
+#[derive(Debug)]
+struct FrameScan {
+    /// Preface bytes still to pass.
+    preface: usize,
+    /// The frame header being read, and how much of it is in.
+    head: [u8; 9],
+    have: usize,
+    /// Payload bytes still to pass.
+    skip: usize,
+}
+
+impl Default for FrameScan {
+    fn default() -> Self {
+        FrameScan {
+            preface: H2_PREFACE_LEN,
+            head: [0; 9],
+            have: 0,
+            skip: 0,
+        }
+    }
+}
+
+/// `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
+const H2_PREFACE_LEN: usize = 24;
+const FRAME_SETTINGS: u8 = 0x4;
+const FRAME_PING: u8 = 0x6;
+
+impl FrameScan {
+    /// Reads `bytes`, the next ones of the stream; returns how many PING
+    /// and SETTINGS frames begin in them.
+    fn feed(&mut self, mut bytes: &[u8]) -> u32 {
+        let mut control = 0;
+        while !bytes.is_empty() {
+            let n = if self.preface > 0 {
+                let n = self.preface.min(bytes.len());
+                self.preface -= n;
+                n
+            } else if self.skip > 0 {
+                let n = self.skip.min(bytes.len());
+                self.skip -= n;
+                n
+            } else {
+                let n = (9 - self.have).min(bytes.len());
+                self.head[self.have..self.have + n].copy_from_slice(&bytes[..n]);
+                self.have += n;
+                if self.have == 9 {
+                    let h = self.head;
+                    self.skip = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+                    self.have = 0;
+                    if matches!(h[3], FRAME_SETTINGS | FRAME_PING) {
+                        control += 1;
+                    }
+                }
+                n
+            };
+            bytes = &bytes[n..];
+        }
+        control
+    }
+}
+
 /// One stream: the request through the proxy, then its answer back. A
 /// reset from the client while the answer is pending drops the request
 /// (and with it the exchange with the server).
@@ -163,7 +355,16 @@ async fn answer_stream(
     mut respond: SendResponse<Bytes>,
 ) {
     let (parts, recv) = req.into_parts();
-    let body = ClientStream::H2(H2Body::new(recv, &parts.headers));
+    let mut body = H2Body::new(recv, &parts.headers);
+    // What already arrived of the body is looked at before the head goes
+    // anywhere: a body already past its content-length (h2 has reset the
+    // stream) is not forwarded at all.
+    if let Err(e) = poll_fn(|cx| Poll::Ready(body.read_ready(cx))).await {
+        tracing::debug!(error = %e, "request body broke its stream before forwarding");
+        respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
+        return;
+    }
+    let body = ClientStream::H2(body);
     let mut served = pin!(proxy.serve_request(info, Request::from_parts(parts, body)));
     let served = poll_fn(|cx| {
         if let Poll::Ready(resp) = served.as_mut().poll(cx) {
@@ -232,6 +433,53 @@ fn date() -> HeaderValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let len = (payload.len() as u32).to_be_bytes();
+        let mut out = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 0];
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn control_frames_are_counted_however_the_bytes_arrive() {
+        let mut stream = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        stream.extend(frame(FRAME_SETTINGS, &[0; 6]));
+        // A DATA payload that looks like a PING header is not one.
+        stream.extend(frame(0x0, &frame(FRAME_PING, &[0; 8])));
+        stream.extend(frame(0x1, &[0; 20]));
+        for _ in 0..3 {
+            stream.extend(frame(FRAME_PING, &[7; 8]));
+        }
+        let mut whole = FrameScan::default();
+        assert_eq!(whole.feed(&stream), 4);
+        for size in [1, 2, 5, 9, 10, 23] {
+            let mut scan = FrameScan::default();
+            let seen: u32 = stream.chunks(size).map(|c| scan.feed(c)).sum();
+            assert_eq!(seen, 4, "in pieces of {size}");
+        }
+    }
+
+    #[test]
+    fn past_the_limit_the_connection_is_flagged() {
+        let flooded = Arc::new(AtomicBool::new(false));
+        let mut guard = Guarded::new((), 3, flooded.clone());
+        guard.count(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        for _ in 0..3 {
+            guard.count(&frame(FRAME_PING, &[0; 8]));
+        }
+        assert!(!flooded.load(Ordering::Relaxed));
+        guard.count(&frame(FRAME_SETTINGS, &[]));
+        assert!(flooded.load(Ordering::Relaxed));
+        // 0: no limit.
+        let free = Arc::new(AtomicBool::new(false));
+        let mut guard = Guarded::new((), 0, free.clone());
+        guard.count(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        for _ in 0..1000 {
+            guard.count(&frame(FRAME_PING, &[0; 8]));
+        }
+        assert!(!free.load(Ordering::Relaxed));
+    }
 
     #[test]
     fn the_date_is_an_http_date_of_now() {

@@ -4,7 +4,7 @@
 //! (`upstream`, `Proxy::forward`).
 
 use super::error::Kind;
-use super::forwarded::{normalize_host, remove_spoofable};
+use super::forwarded::{normalize_host, remove_spoofable, strip_h2c_upgrade};
 use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
@@ -40,9 +40,16 @@ impl Proxy {
         mut req: Request<ClientStream>,
         read_deadline: Option<tokio::time::Instant>,
     ) -> (Response<ProxyBody>, Option<Arc<Route>>) {
-        if let Err(why) = validate::check(&req) {
+        let ep = &conn.entry_point;
+        let checked = validate::check(&req)
+            .and_then(|()| validate::check_path_characters(req.uri().path(), ep.denied_escapes))
+            .and_then(|()| validate::underscore_headers(req.headers_mut(), ep.underscore_headers));
+        if let Err(why) = checked {
             return (refuse(conn, &req, why), None);
         }
+        // On every entry point and before any middleware: no tunnel past
+        // the routers (`strip_h2c_upgrade`).
+        strip_h2c_upgrade(req.headers_mut());
         // A declared length over the limit is refused before routing; a
         // body without one is counted as it streams (`ClientBody`).
         let mut body_limit = conn.entry_point.max_request_body_bytes;
@@ -102,6 +109,26 @@ impl Proxy {
         };
         if route.tls && super::connection::misdirected(conn, &host) {
             return (Kind::Misdirected.into_response(), Some(route));
+        }
+        // A chunked body's framing is only read as the body streams, after
+        // the head went out. What has already arrived is read now, so that
+        // a broken chunk in it is refused before any server sees the head.
+        // Not with `Expect: 100-continue`: reading would tell the client
+        // to send its body before the middlewares (authentication) have
+        // accepted the request.
+        if req.version() == http::Version::HTTP_11
+            && req.headers().contains_key(header::TRANSFER_ENCODING)
+            && !req.headers().contains_key(header::EXPECT)
+        {
+            let (parts, body) = req.into_parts();
+            match body.read_ready().await {
+                Ok(body) => req = Request::from_parts(parts, body),
+                Err(e) => {
+                    tracing::debug!(entry_point = %conn.entry_point.name, peer = %conn.peer, error = %e, "request body refused before forwarding");
+                    let req = Request::from_parts(parts, ());
+                    return (refuse(conn, &req, Malformed::Chunk), Some(route));
+                }
+            }
         }
         // Boxed from here to the connection that sends it: each async layer
         // on the way keeps its own copy of its arguments for as long as the

@@ -39,6 +39,30 @@ pub enum Malformed {
     /// A path that is not an absolute path, or a broken percent-escape.
     #[error("malformed path")]
     Path,
+    /// A host (`Host` or the target's authority) with a byte no host name
+    /// or address holds: userinfo (`evil@good`), spaces, `/`, `\`…
+    #[error("a host with a character no host has")]
+    HostSyntax,
+    /// A percent-escape of a character `encodedCharacters` refuses.
+    #[error("the path holds an escaped {}", describe_escaped(*.0))]
+    EncodedCharacter(u8),
+    /// A raw backslash in the path, which some servers read as `/`.
+    #[error("a backslash in the path")]
+    Backslash,
+    /// A chunked body whose framing is broken, found before forwarding.
+    #[error("a broken chunked body")]
+    Chunk,
+    /// A header name with `_` on an entry point that rejects them.
+    #[error("a header name with `_`")]
+    UnderscoreHeader,
+}
+
+/// How an escaped character reads in a log line.
+fn describe_escaped(byte: u8) -> String {
+    match byte {
+        0 => "NUL (`%00`)".to_owned(),
+        b => format!("`{}` (`%{b:02X}`)", char::from(b)),
+    }
 }
 
 /// Checks framing and host fields. Runs on every request, so it only
@@ -90,6 +114,92 @@ fn check_host(version: Version, uri: &Uri, headers: &HeaderMap) -> Result<(), Ma
         // the pipeline then ignores.)
         (Version::HTTP_11, None, None) => Err(Malformed::MissingHost),
         _ => Ok(()),
+    }?;
+    let authority_ok = uri
+        .authority()
+        .is_none_or(|a| is_host(a.as_str().as_bytes()));
+    if authority_ok && host.is_none_or(|h| is_host(h.as_bytes())) {
+        Ok(())
+    } else {
+        Err(Malformed::HostSyntax)
+    }
+}
+
+/// Whether `value` can be a host with an optional port: a name, an IPv4
+/// address or a bracketed IPv6 literal, made of the bytes RFC 3986's
+/// `reg-name`, `IP-literal` and `port` allow. Userinfo (`@`), spaces and
+/// the delimiters of other URI parts are not among them.
+fn is_host(value: &[u8]) -> bool {
+    value.iter().all(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'['
+                    | b']'
+            )
+    })
+}
+
+/// Checks the raw path against an `encodedCharacters` setting, and for a
+/// backslash, which is never let through: some servers (IIS, and many on
+/// Windows) read it as `/`, so `/admin\..\public` would be routed as one
+/// path and served as another.
+pub fn check_path_characters(
+    path: &str,
+    denied: crate::percent::DeniedEscapes,
+) -> Result<(), Malformed> {
+    if path.as_bytes().contains(&b'\\') {
+        return Err(Malformed::Backslash);
+    }
+    match denied.first_in(path) {
+        Some(byte) => Err(Malformed::EncodedCharacter(byte)),
+        None => Ok(()),
+    }
+}
+
+/// Applies an entry point's `underscoreHeadersStrategy` to the request's
+/// headers: nothing for `keep`, every header whose name holds `_` removed
+/// for `delete`, a refusal for `reject`. Costs one look at each name when
+/// the strategy is not `keep`.
+pub fn underscore_headers(
+    headers: &mut HeaderMap,
+    strategy: crate::config::static_config::UnderscoreHeadersStrategy,
+) -> Result<(), Malformed> {
+    use crate::config::static_config::UnderscoreHeadersStrategy as S;
+    let has_underscore = |name: &http::HeaderName| name.as_str().contains('_');
+    match strategy {
+        S::Keep => Ok(()),
+        S::Reject if headers.keys().any(has_underscore) => Err(Malformed::UnderscoreHeader),
+        S::Reject => Ok(()),
+        S::Delete => {
+            if headers.keys().any(has_underscore) {
+                let names: Vec<http::HeaderName> = headers
+                    .keys()
+                    .filter(|n| has_underscore(n))
+                    .cloned()
+                    .collect();
+                for name in names {
+                    headers.remove(name);
+                }
+            }
+            Ok(())
+        }
     }
 }
 
@@ -228,6 +338,45 @@ mod tests {
     }
 
     #[test]
+    fn backslashes_and_refused_escapes() {
+        let all = crate::percent::DeniedEscapes::ALL;
+        assert_eq!(check_path_characters("/a/b", all), Ok(()));
+        assert_eq!(
+            check_path_characters("/admin\\..\\x", all),
+            Err(Malformed::Backslash)
+        );
+        assert_eq!(
+            check_path_characters("/a%5cb", all),
+            Err(Malformed::EncodedCharacter(b'\\'))
+        );
+        assert_eq!(
+            Malformed::EncodedCharacter(b'/').to_string(),
+            "the path holds an escaped `/` (`%2F`)"
+        );
+    }
+
+    #[test]
+    fn underscore_strategies() {
+        use crate::config::static_config::UnderscoreHeadersStrategy as S;
+        let headers = || {
+            let mut h = HeaderMap::new();
+            h.insert("x_user", http::HeaderValue::from_static("eve"));
+            h.insert("x-user", http::HeaderValue::from_static("adam"));
+            h
+        };
+        let mut h = headers();
+        assert_eq!(underscore_headers(&mut h, S::Keep), Ok(()));
+        assert_eq!(h.len(), 2);
+        assert_eq!(
+            underscore_headers(&mut headers(), S::Reject),
+            Err(Malformed::UnderscoreHeader)
+        );
+        let mut h = headers();
+        assert_eq!(underscore_headers(&mut h, S::Delete), Ok(()));
+        assert!(h.get("x_user").is_none() && h.get("x-user").is_some());
+    }
+
+    #[test]
     fn framing_and_host_checks() {
         let req = |v: Version, headers: &[(&str, &str)], uri: &str| {
             let mut b = Request::builder().version(v).uri(uri);
@@ -292,7 +441,31 @@ mod tests {
             check(&req(h11, &[("host", "a"), ("host", "b")], "/")),
             Err(Malformed::DuplicateHost)
         );
+        for host in ["evil@good", "a b", "a\tb", "a/b", "a\\b", "a?b", "a#b"] {
+            assert_eq!(
+                check(&req(h11, &[("host", host)], "/")),
+                Err(Malformed::HostSyntax),
+                "{host}"
+            );
+        }
+        for host in [
+            "a.test:8080",
+            "[::1]:8443",
+            "127.0.0.1",
+            "xn--bcher-kva.test",
+            "a_b",
+        ] {
+            assert_eq!(check(&req(h11, &[("host", host)], "/")), Ok(()), "{host}");
+        }
+        assert_eq!(
+            check(&req(h11, &[], "http://evil@good/x")),
+            Err(Malformed::HostSyntax)
+        );
         let h2 = Version::HTTP_2;
+        assert_eq!(
+            check(&req(h2, &[], "https://evil@good/")),
+            Err(Malformed::HostSyntax)
+        );
         assert_eq!(check(&req(h2, &[("host", "A")], "https://a/")), Ok(()));
         assert_eq!(
             check(&req(h2, &[("host", "b")], "https://a/")),

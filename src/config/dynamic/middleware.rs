@@ -107,7 +107,6 @@ const NOT_SUPPORTED: &[&str] = &[
     "grpcWeb",
     "passTLSClientCert",
     "plugin",
-    "encodedCharacters",
     "requestHeaderModifier",
     "responseHeaderModifier",
     "requestRedirect",
@@ -140,6 +139,8 @@ middleware_kinds! {
     circuit_breaker: CircuitBreaker => "circuitBreaker",
     /// Compresses responses.
     compress: Compress => "compress",
+    /// Refuses percent-escapes of reserved characters in the path.
+    encoded_characters: EncodedCharacters => "encodedCharacters",
     /// Custom error pages.
     errors: Errors => "errors",
     /// Delegates authentication to another server.
@@ -176,6 +177,29 @@ middleware_kinds! {
 pub struct AddPrefix {
     /// The prefix, starting with `/`.
     pub prefix: String,
+}
+
+/// `encodedCharacters`, and an entry point's `http.encodedCharacters`:
+/// which percent-escapes of reserved characters a request path may hold.
+/// Each is refused with 400 unless allowed; the hexadecimal digits may be
+/// in either case.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct EncodedCharacters {
+    /// Allow `%2F` (`/`).
+    pub allow_encoded_slash: bool,
+    /// Allow `%5C` (`\`).
+    pub allow_encoded_back_slash: bool,
+    /// Allow `%00` (NUL).
+    pub allow_encoded_null_character: bool,
+    /// Allow `%3B` (`;`).
+    pub allow_encoded_semicolon: bool,
+    /// Allow `%25` (`%`).
+    pub allow_encoded_percent: bool,
+    /// Allow `%3F` (`?`).
+    pub allow_encoded_question_mark: bool,
+    /// Allow `%23` (`#`).
+    pub allow_encoded_hash: bool,
 }
 
 /// Serialises `user:hash` entries as the user names alone.

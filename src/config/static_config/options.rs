@@ -193,6 +193,54 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Canonical request paths before routing: dot segments, `//`, escapes of unreserved characters.",
     ),
     opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedSlash",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%2F` (/); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedBackSlash",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%5C` (\\); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedNullCharacter",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%00` (NUL); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedSemicolon",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%3B` (;); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedPercent",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%25` (%); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedQuestionMark",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%3F` (?); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodedCharacters.allowEncodedHash",
+        ValueKind::Bool,
+        "false",
+        "Let request paths hold `%23` (#); refused with 400 otherwise.",
+    ),
+    opt(
+        "entryPoints.<name>.http.underscoreHeadersStrategy",
+        ValueKind::String,
+        "keep",
+        "Request headers with `_` in their names: keep, delete or reject (400).",
+    ),
+    opt(
         "entryPoints.<name>.http2.maxConcurrentStreams",
         ValueKind::Int,
         "250",
@@ -215,6 +263,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Int,
         "20",
         "HTTP/2 streams a client may reset before they are accepted (rapid reset); past it the connection closes.",
+    ),
+    opt(
+        "entryPoints.<name>.limits.maxControlFrames",
+        ValueKind::Int,
+        "200",
+        "HTTP/2 PING and SETTINGS frames a connection may send in 10 s; past it GOAWAY and close (0: no limit).",
     ),
     opt(
         "entryPoints.<name>.limits.headerReadTimeout",

@@ -1535,9 +1535,18 @@ fn serializes_for_the_api() {
                 "web": {
                     "address": ":80",
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
-                    "http": {"sanitizePath": true},
+                    "http": {
+                        "sanitizePath": true,
+                        "encodedCharacters": {
+                            "allowEncodedSlash": false, "allowEncodedBackSlash": false,
+                            "allowEncodedNullCharacter": false, "allowEncodedSemicolon": false,
+                            "allowEncodedPercent": false, "allowEncodedQuestionMark": false,
+                            "allowEncodedHash": false
+                        },
+                        "underscoreHeadersStrategy": "keep"
+                    },
                     "http2": {"maxConcurrentStreams": 250},
-                    "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
+                    "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"},
@@ -1631,6 +1640,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "entryPoints.<name>.forwardedHeaders.trustedIPs" => "10.0.0.0/8",
         "entryPoints.<name>.http.redirections.entryPoint.to" => ":443",
         "entryPoints.<name>.http.redirections.entryPoint.scheme" => "http",
+        "entryPoints.<name>.http.underscoreHeadersStrategy" => "reject",
         "providers.docker.endpoint" => "tcp://127.0.0.1:2375",
         "providers.docker.defaultRule" => "Host(`{{ .Name }}.test`)",
         "providers.docker.constraints" => "Label(`a`, `b`)",

@@ -1391,3 +1391,23 @@ fn an_object_reports_every_problem_with_its_label() {
     assert!(p.routers.parsed.contains_key("good"));
     assert_eq!(p.errors.len(), 3, "{:?}", p.errors);
 }
+
+#[test]
+fn encoded_characters_labels_read_as_traefik_writes_them() {
+    let parsed = traefik(&[
+        (
+            "traefik.http.middlewares.strict.encodedcharacters.allowencodedslash",
+            "true",
+        ),
+        (
+            "traefik.http.middlewares.strict.encodedcharacters.allowEncodedHash",
+            "true",
+        ),
+    ]);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let m = parsed.middlewares.parsed["strict"]
+        .encoded_characters
+        .expect("encodedCharacters");
+    assert!(m.allow_encoded_slash && m.allow_encoded_hash);
+    assert!(!m.allow_encoded_back_slash && !m.allow_encoded_percent);
+}
