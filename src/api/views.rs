@@ -330,6 +330,11 @@ impl ServiceView {
             view.server_health = health.map(|h| h.servers.clone());
         }
         view.load_balancer.clone_from(load_balancer);
+        if let Some(lb) = view.load_balancer.as_mut() {
+            // Shown with its default, as Traefik's API does, so that the
+            // setting in effect is read rather than remembered.
+            lb.pass_host_header = Some(lb.passes_host_header());
+        }
         view.weighted.clone_from(weighted);
         view.mirroring.clone_from(mirroring);
         view.failover.clone_from(failover);
