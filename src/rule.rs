@@ -15,6 +15,11 @@
 //!   `\"` and `\\` are the only escapes).
 //! * Whitespace may appear between any two tokens.
 //!
+//! `Host` takes Traefik v3's wildcards as a whole first label:
+//! ``Host(`*.example.com`)`` matches one label before `example.com`
+//! (`a.example.com`, not `a.b.example.com`), ``Host(`**.example.com`)``
+//! one label or more; neither matches `example.com` itself.
+//!
 //! Traefik v2 let `Host`, `Path`, `PathPrefix`, `Method` and `ClientIP` take
 //! several arguments; those forms are accepted and mean "any of them", e.g.
 //! ``Host(`a`, `b`)`` is ``Host(`a`) || Host(`b`)``.
@@ -163,7 +168,7 @@ impl Matcher {
     ///
     /// ``Host(`a`)`` gives `{a}`; `A && B` the smaller known set of either
     /// side; `A || B` the union when both sides are known. Negations,
-    /// `HostRegexp` and all other matchers give `None`. Used to build a host
+    /// wildcard hosts, `HostRegexp` and all other matchers give `None`. Used to build a host
     /// index in front of per-router matching; look the request's host up in it
     /// through [`normalize_host`].
     pub fn exact_hosts(&self) -> Option<Vec<String>> {
@@ -173,7 +178,7 @@ impl Matcher {
     /// Every host named in a `Host` matcher anywhere in the rule (except under
     /// a negation), lowercased, without a trailing dot, deduplicated, in order
     /// of appearance: the names a certificate resolver may order certificates
-    /// for.
+    /// for. Wildcards keep their `*.` or `**.` (`*.example.com`).
     pub fn domains(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.root.collect_domains(&mut out);
@@ -218,7 +223,8 @@ impl fmt::Display for Matcher {
 /// What [`Matcher::targets`] finds in a rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleTargets {
-    /// Values of `Host` matchers, lowercased, without a trailing dot.
+    /// Values of `Host` matchers, lowercased, without a trailing dot
+    /// (wildcards with their `*.` or `**.`).
     pub hosts: Vec<String>,
     /// Patterns of `HostRegexp` matchers.
     pub host_regexps: Vec<String>,

@@ -157,7 +157,8 @@ pub struct RouterView {
     /// Traefik's observability switches, as configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observability: Option<Value>,
-    /// Hosts of the rule's `Host` matchers, lowercased (none under `!`).
+    /// Hosts of the rule's `Host` matchers, lowercased, wildcards with
+    /// their `*.` or `**.` (none under `!`).
     pub hosts: Vec<String>,
     /// Patterns of the rule's `HostRegexp` matchers.
     pub host_regexps: Vec<String>,
