@@ -150,6 +150,19 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
+            "a wildcard host with a certificate resolver: reported, not ordered",
+            with(&[
+                "gangway.http.routers.wild.rule=Host(`*.app.localhost`)",
+                "gangway.http.routers.wild.service=app",
+                "gangway.http.routers.wild.tls.certresolver=le",
+            ]),
+            "",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge",
+            ],
+        ),
+        (
             "missing middleware",
             with(&["gangway.http.routers.app.middlewares=auth"]),
             "",
