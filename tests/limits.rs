@@ -273,10 +273,14 @@ async fn response_header_timeout_counts_from_the_end_of_the_upload() {
     .expect("head");
     for _ in 0..10 {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        s.write_all(b"x").await.expect("a body byte");
+        // Closed early: gangway has answered already; read what it said.
+        if s.write_all(b"x").await.is_err() {
+            break;
+        }
     }
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).await.expect("answer");
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.ends_with("read 10"), "{answer}");
     // A server slow to answer a request it has whole still gets 504.
