@@ -244,6 +244,15 @@ async fn reading_then_answering(delay: Duration) -> Backend {
 
 #[tokio::test]
 async fn response_header_timeout_counts_from_the_end_of_the_upload() {
+    response_header_timeout_after_upload("http").await;
+}
+
+#[tokio::test]
+async fn response_header_timeout_counts_from_the_end_of_the_upload_to_h2c_too() {
+    response_header_timeout_after_upload("h2c").await;
+}
+
+async fn response_header_timeout_after_upload(scheme: &str) {
     let prompt = reading_then_answering(Duration::ZERO).await;
     let late = reading_then_answering(Duration::from_secs(3)).await;
     let conf = format!(
@@ -254,8 +263,8 @@ async fn response_header_timeout_counts_from_the_end_of_the_upload() {
          [http.services.late.loadBalancer]\nserversTransport = \"quick\"\n\
          [[http.services.late.loadBalancer.servers]]\nurl = \"{}\"\n\
          [http.serversTransports.quick.forwardingTimeouts]\nresponseHeaderTimeout = \"1s\"\n",
-        prompt.url(),
-        late.url()
+        prompt.url_as(scheme),
+        late.url_as(scheme)
     );
     let gw = Gangway::with_file(&conf, &[]).await;
     eventually(Duration::from_secs(10), "routed", || async {
