@@ -18,7 +18,8 @@
 //! `Host` takes Traefik v3's wildcards as a whole first label:
 //! ``Host(`*.example.com`)`` matches one label before `example.com`
 //! (`a.example.com`, not `a.b.example.com`), ``Host(`**.example.com`)``
-//! one label or more; neither matches `example.com` itself.
+//! one label or more; neither matches `example.com` itself. ``Host(`*`)``
+//! alone matches every request, with or without a host.
 //!
 //! Traefik v2 let `Host`, `Path`, `PathPrefix`, `Method` and `ClientIP` take
 //! several arguments; those forms are accepted and mean "any of them", e.g.
@@ -65,8 +66,19 @@ pub fn parse_rule(text: &str) -> Result<Matcher, RuleError> {
 
 /// The priority a router gets when none is configured: the length of its rule
 /// in characters, so that longer (usually more specific) rules are tried first.
+///
+/// As in Traefik, the two stars of each `**.` host do not count: a
+/// ``Host(`**.example.com`)`` rule then ranks below ``Host(`*.example.com`)``
+/// and below the exact hosts it covers, whatever their lengths.
 pub fn default_priority(rule: &str) -> i64 {
-    i64::try_from(rule.chars().count()).unwrap_or(i64::MAX)
+    let length = i64::try_from(rule.chars().count()).unwrap_or(i64::MAX);
+    // Most rules have no `**.`: they are not parsed again here.
+    let double_wildcards = if rule.contains("**.") {
+        parse_rule(rule).map_or(0, |m| m.root.double_wildcards())
+    } else {
+        0
+    };
+    length.saturating_sub(2 * double_wildcards)
 }
 
 /// A request host in the form that [`Matcher::exact_hosts`] lists hosts in and
@@ -313,6 +325,15 @@ impl Node {
                     item.collect_domains(out);
                 }
             }
+        }
+    }
+
+    /// How many `**.` hosts the rule's `Host` matchers name.
+    fn double_wildcards(&self) -> i64 {
+        match self {
+            Node::Leaf(leaf) => leaf.double_wildcards(),
+            Node::Not(inner) => inner.double_wildcards(),
+            Node::And(items) | Node::Or(items) => items.iter().map(Node::double_wildcards).sum(),
         }
     }
 

@@ -269,7 +269,7 @@ async fn a_first_byte_that_arrives_alone_does_not_confuse_the_version() {
 }
 
 #[tokio::test]
-async fn wildcard_hosts_match_one_label_or_any_depth_by_rule_length_priority() {
+async fn wildcard_hosts_match_one_label_any_depth_or_everything_by_priority() {
     let exact = Backend::echo("exact").await;
     let one = Backend::echo("one").await;
     let deep = Backend::echo("deep").await;
@@ -293,28 +293,35 @@ async fn wildcard_hosts_match_one_label_or_any_depth_by_rule_length_priority() {
             (got.status == StatusCode::OK).then(|| got.seen().backend)
         }
     };
-    // Priority is the rule's length, as in Traefik: Host(`api.w.test`) (18)
-    // before Host(`**.w.test`) (17) before Host(`*.w.test`) (16).
+    // Priority is the rule's length, as in Traefik, where the stars of
+    // `**.` do not count: Host(`api.w.test`) (18) before Host(`*.w.test`)
+    // (16) before Host(`**.w.test`) (17 - 2).
     assert_eq!(who("api.w.test").await.as_deref(), Some("exact"));
-    assert_eq!(who("www.w.test").await.as_deref(), Some("deep"));
+    assert_eq!(who("www.w.test").await.as_deref(), Some("one"));
+    assert_eq!(who("WWW.W.TEST:8080").await.as_deref(), Some("one"));
     assert_eq!(who("a.b.w.test").await.as_deref(), Some("deep"));
-    assert_eq!(who("WWW.W.TEST:8080").await.as_deref(), Some("deep"));
     // Neither wildcard covers the name itself, nor another domain.
     assert_eq!(who("w.test").await, None);
     assert_eq!(who("xw.test").await, None);
     assert_eq!(who("www.w.test.evil").await, None);
-    // An explicit priority puts the one-label wildcard first, even before
-    // the exact name; two labels still need `**.`.
-    gw.rewrite(&conf.replace(
-        "[http.routers.one]\n",
-        "[http.routers.one]\npriority = 100\n",
+    // An explicit priority puts the any-depth wildcard first, even before
+    // the exact name; `Host(`*`)` takes what no other router does.
+    let every = Backend::echo("every").await;
+    let catch_all = routers(&[("every", "Host(`*`)", &every)], "");
+    gw.rewrite(&format!(
+        "{}{catch_all}",
+        conf.replace(
+            "[http.routers.deep]\n",
+            "[http.routers.deep]\npriority = 100\n",
+        )
     ));
     eventually(Duration::from_secs(5), "priority applied", || async {
-        who("www.w.test").await.as_deref() == Some("one")
+        who("www.w.test").await.as_deref() == Some("deep")
     })
     .await;
-    assert_eq!(who("api.w.test").await.as_deref(), Some("one"));
-    assert_eq!(who("a.b.w.test").await.as_deref(), Some("deep"));
+    assert_eq!(who("api.w.test").await.as_deref(), Some("deep"));
+    assert_eq!(who("w.test").await.as_deref(), Some("every"));
+    assert_eq!(who("elsewhere.test").await.as_deref(), Some("every"));
 }
 
 #[tokio::test]

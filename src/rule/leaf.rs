@@ -121,6 +121,9 @@ pub(super) enum Wildcard {
     OneLabel,
     /// `**.example.com`: one label or more before `example.com`.
     AnyDepth,
+    /// `*` alone: every request, with a host or without (as Traefik's
+    /// `HostSNI(`*`)`).
+    Every,
 }
 
 impl Wildcard {
@@ -139,10 +142,11 @@ impl Wildcard {
 impl HostArg {
     /// Whether `host` (without port, trailing dot or brackets) is this one.
     fn matches(&self, host: &str) -> bool {
-        let (kind, suffix) = Wildcard::split(&self.norm);
-        if kind == Wildcard::None {
-            return self.norm.eq_ignore_ascii_case(host);
-        }
+        let (kind, suffix) = match self.wildcard {
+            Wildcard::None => return self.norm.eq_ignore_ascii_case(host),
+            Wildcard::Every => return true,
+            _ => Wildcard::split(&self.norm),
+        };
         // `<labels>.<suffix>`, with at least one label, none of them empty.
         let Some(cut) = host.len().checked_sub(suffix.len() + 1) else {
             return false;
@@ -308,10 +312,11 @@ fn host(arg: Arg) -> Result<HostArg, RuleError> {
         ));
     }
     if v == "*" {
-        return err(
-            "`Host(`*`)` (every host) is not supported; write PathPrefix(`/`) to match every request"
-                .to_owned(),
-        );
+        return Ok(HostArg {
+            norm: arg.value.clone(),
+            written: arg.value,
+            wildcard: Wildcard::Every,
+        });
     }
     let (wildcard, rest) = Wildcard::split(trimmed);
     if rest.contains('*') || rest.is_empty() {
@@ -607,6 +612,17 @@ impl Leaf {
         }
     }
 
+    /// How many `**.` hosts this matcher names.
+    pub(super) fn double_wildcards(&self) -> i64 {
+        match self {
+            Leaf::Host(hosts) => hosts
+                .iter()
+                .filter(|h| h.wildcard == Wildcard::AnyDepth)
+                .count() as i64,
+            _ => 0,
+        }
+    }
+
     /// The normalized hosts of a `Host` matcher, without duplicates, a
     /// wildcard with its `*.` or `**.`; empty for every other matcher.
     pub(super) fn hosts(&self) -> impl Iterator<Item = &str> {
@@ -614,9 +630,11 @@ impl Leaf {
             Leaf::Host(hosts) => hosts,
             _ => &[],
         };
+        // `*` names no host: nothing to order a certificate for or to list.
         hosts
             .iter()
             .enumerate()
+            .filter(|(_, h)| h.wildcard != Wildcard::Every)
             .filter(|(i, h)| !hosts.iter().take(*i).any(|earlier| earlier.norm == h.norm))
             .map(|(_, h)| h.norm.as_str())
     }

@@ -476,6 +476,11 @@ fn wildcard_hosts() {
             req().host("notexample.com"),
             false,
         ),
+        // `*` alone: every request, even one without a host (Traefik's
+        // catch-all, as `HostSNI(`*`)`).
+        ("Host(`*`)", req().host("anything.test"), true),
+        ("Host(`*`)", req().host(""), true),
+        ("Host(`*`) && Path(`/x`)", req().at("a/y"), false),
         // With other hosts and operators.
         (
             "Host(`example.com`, `*.example.com`)",
@@ -502,6 +507,10 @@ fn wildcard_hosts() {
         ["*.a.test", "**.b.test"]
     );
     assert_eq!(parse("Host(`*.a.test`)").targets().hosts, ["*.a.test"]);
+    // `*` names no host to order a certificate for.
+    assert_eq!(parse("Host(`*`)").exact_hosts(), None);
+    assert!(parse("Host(`*`)").domains().is_empty());
+    assert_eq!(parse("Host(`*`, `a.test`)").domains(), ["a.test"]);
     // Written back as written.
     assert_eq!(
         parse("Host(`*.a.test`)  &&  Host(`**.b.test`)").to_string(),
@@ -522,8 +531,18 @@ fn wildcard_hosts() {
             .as_deref(),
         Some("Host(`*.a.test`) does not match host `b.test`")
     );
-    // Priority stays the rule's length, as in Traefik.
+    // Priority is the rule's length, as in Traefik, where the stars of a
+    // `**.` do not count: it ranks below `*.` and the names it covers.
     assert_eq!(default_priority("Host(`*.a.test`)"), 16);
+    assert_eq!(default_priority("Host(`x.a.test`)"), 16);
+    assert_eq!(default_priority("Host(`**.a.test`)"), 15);
+    assert_eq!(
+        default_priority("Host(`**.a.test`) || Host(`**.b.test`, `c.test`)"),
+        48 - 4
+    );
+    // A `**.` that is not a host is counted whole.
+    assert_eq!(default_priority("Path(`/**.x`)"), 13);
+    assert_eq!(default_priority("Host(`**.a.test`"), 16, "does not parse");
 }
 
 #[test]
@@ -858,11 +877,6 @@ const MALFORMED: &[(&str, usize, &str)] = &[
         "Host(`*example.com`)",
         6,
         "a wildcard is a whole first label",
-    ),
-    (
-        "Host(`*`)",
-        6,
-        "write PathPrefix(`/`) to match every request",
     ),
     ("Host(`*.`)", 6, "a wildcard is a whole first label"),
     ("Host(`***.a`)", 6, "a wildcard is a whole first label"),
