@@ -142,38 +142,31 @@ impl Wildcard {
 impl HostArg {
     /// Whether `host` (without port, trailing dot or brackets) is this one.
     fn matches(&self, host: &str) -> bool {
-        let (kind, suffix) = match self.wildcard {
-            Wildcard::None => return self.norm.eq_ignore_ascii_case(host),
-            Wildcard::Every => return true,
-            _ => Wildcard::split(&self.norm),
-        };
-        // `<labels>.<suffix>`, with at least one label, none of them empty.
-        let Some(cut) = host.len().checked_sub(suffix.len() + 1) else {
-            return false;
-        };
-        let (Some(labels), Some(rest)) = (host.get(..cut), host.get(cut..)) else {
-            return false;
-        };
-        if !(rest.starts_with('.') && rest[1..].eq_ignore_ascii_case(suffix)) {
-            return false;
-        }
-        match kind {
-            Wildcard::OneLabel => !labels.is_empty() && !labels.contains('.'),
-            _ => !labels.split('.').any(str::is_empty),
+        match self.wildcard {
+            Wildcard::None => self.norm.eq_ignore_ascii_case(host),
+            Wildcard::Every => true,
+            Wildcard::OneLabel => self.labels_before(host).is_some_and(|l| !l.contains('.')),
+            Wildcard::AnyDepth => self.labels_before(host).is_some(),
         }
     }
 
     /// Whether `host` lies deeper under this `*.` name than its one label
     /// (for explanations).
     fn one_label_too_few(&self, host: &str) -> bool {
-        let (kind, suffix) = Wildcard::split(&self.norm);
-        kind == Wildcard::OneLabel
-            && HostArg {
-                wildcard: Wildcard::AnyDepth,
-                norm: format!("**.{suffix}"),
-                written: String::new(),
-            }
-            .matches(host)
+        self.wildcard == Wildcard::OneLabel
+            && self.labels_before(host).is_some_and(|l| l.contains('.'))
+    }
+
+    /// For a wildcard `*.suffix` or `**.suffix`: the labels of `host`
+    /// before `.suffix`, when there is at least one and none is empty.
+    fn labels_before<'h>(&self, host: &'h str) -> Option<&'h str> {
+        let (_, suffix) = Wildcard::split(&self.norm);
+        let cut = host.len().checked_sub(suffix.len() + 1)?;
+        let (labels, rest) = (host.get(..cut)?, host.get(cut..)?);
+        let under = rest
+            .strip_prefix('.')
+            .is_some_and(|r| r.eq_ignore_ascii_case(suffix));
+        (under && !labels.split('.').any(str::is_empty)).then_some(labels)
     }
 }
 
