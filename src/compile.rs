@@ -367,7 +367,8 @@ impl TlsUses {
             );
             return;
         }
-        let sets: Vec<Vec<String>> = if tls.domains.is_empty() {
+        let from_rule = tls.domains.is_empty();
+        let sets: Vec<Vec<String>> = if from_rule {
             vec![hosts]
         } else {
             tls.domains
@@ -382,18 +383,30 @@ impl TlsUses {
         };
         for set in sets {
             let mut domains: Vec<String> = Vec::new();
+            let mut refused = false;
             for name in set {
                 match orderable(&name) {
                     Ok(()) if !domains.contains(&name) => domains.push(name),
                     Ok(()) => {}
-                    Err(why) => warn(
-                        error(Problem::NotOrderable {
-                            domain: name,
-                            reason: why.to_owned(),
-                        })
-                        .at("tls.domains"),
-                    ),
+                    Err(why) => {
+                        refused = true;
+                        warn(
+                            error(Problem::NotOrderable {
+                                domain: name,
+                                reason: why.to_owned(),
+                            })
+                            .at(if from_rule {
+                                "rule"
+                            } else {
+                                "tls.domains"
+                            }),
+                        );
+                    }
                 }
+            }
+            // A router whose only names were refused has been told why.
+            if domains.is_empty() && refused {
+                continue;
             }
             if domains.is_empty() {
                 warn(
@@ -427,8 +440,20 @@ fn orderable(name: &str) -> Result<(), &'static str> {
     if name.parse::<std::net::IpAddr>().is_ok() {
         return Err("IP addresses are not ordered");
     }
+    // Until gangway answers DNS-01, a wildcard is reported rather than
+    // ordered: the CA would refuse it, and keep refusing at every retry.
+    if name.starts_with("**.") {
+        return Err(
+            "`**.` stands for any depth of subdomains, which no certificate covers (a wildcard \
+             certificate covers one label); list the names in tls.domains, or serve a \
+             certificate from tls.certificates",
+        );
+    }
     if name.contains('*') {
-        return Err("wildcard names need the DNS-01 challenge, which gangway does not answer");
+        return Err(
+            "a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge, \
+             which gangway does not answer; serve one from tls.certificates",
+        );
     }
     let valid = !name.is_empty()
         && name.len() <= 253

@@ -127,7 +127,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     let ports: Vec<u16> = bound.iter().map(|(_, port)| *port).collect();
     let mut listeners = Vec::new();
-    for (id, ((name, ep), (listener, port))) in config.entry_points.iter().zip(bound).enumerate() {
+    for (id, ((name, ep), (listener, _))) in config.entry_points.iter().zip(bound).enumerate() {
         // Every option of an entry point is taken apart here, with no `..`:
         // an option added to the model but read nowhere is an unused binding,
         // which fails the build (`-D warnings`). `_` marks an option read
@@ -194,7 +194,6 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 Some(Redirections { entry_point }) => redirect(name, entry_point, &names, &ports)?,
                 None => None,
             },
-            port: HeaderValue::from(port),
             grace: grace_time_out.0,
             header_read_timeout: nonzero(header_read_timeout.0),
             read_timeout: nonzero(read_timeout.0),

@@ -57,8 +57,6 @@ pub struct EntryPointInfo {
     pub trust: TrustPolicy,
     /// Plain-HTTP requests here are redirected (`http.redirections`).
     pub redirect: Option<Redirect>,
-    /// The listening port, as a header value for `X-Forwarded-Port`.
-    pub port: HeaderValue,
     /// How long in-flight requests may take to finish at shutdown.
     pub grace: Duration,
     /// How long a client may take to send a request's head, from its

@@ -15,6 +15,12 @@
 //!   `\"` and `\\` are the only escapes).
 //! * Whitespace may appear between any two tokens.
 //!
+//! `Host` takes Traefik v3's wildcards as a whole first label:
+//! ``Host(`*.example.com`)`` matches one label before `example.com`
+//! (`a.example.com`, not `a.b.example.com`), ``Host(`**.example.com`)``
+//! one label or more; neither matches `example.com` itself. ``Host(`*`)``
+//! alone matches every request, with or without a host.
+//!
 //! Traefik v2 let `Host`, `Path`, `PathPrefix`, `Method` and `ClientIP` take
 //! several arguments; those forms are accepted and mean "any of them", e.g.
 //! ``Host(`a`, `b`)`` is ``Host(`a`) || Host(`b`)``.
@@ -60,8 +66,19 @@ pub fn parse_rule(text: &str) -> Result<Matcher, RuleError> {
 
 /// The priority a router gets when none is configured: the length of its rule
 /// in characters, so that longer (usually more specific) rules are tried first.
+///
+/// As in Traefik, the two stars of each `**.` host do not count: a
+/// ``Host(`**.example.com`)`` rule then ranks below ``Host(`*.example.com`)``
+/// and below the exact hosts it covers, whatever their lengths.
 pub fn default_priority(rule: &str) -> i64 {
-    i64::try_from(rule.chars().count()).unwrap_or(i64::MAX)
+    let length = i64::try_from(rule.chars().count()).unwrap_or(i64::MAX);
+    // Most rules have no `**.`: they are not parsed again here.
+    let double_wildcards = if rule.contains("**.") {
+        parse_rule(rule).map_or(0, |m| m.root.double_wildcards())
+    } else {
+        0
+    };
+    length.saturating_sub(2 * double_wildcards)
 }
 
 /// A request host in the form that [`Matcher::exact_hosts`] lists hosts in and
@@ -163,7 +180,7 @@ impl Matcher {
     ///
     /// ``Host(`a`)`` gives `{a}`; `A && B` the smaller known set of either
     /// side; `A || B` the union when both sides are known. Negations,
-    /// `HostRegexp` and all other matchers give `None`. Used to build a host
+    /// wildcard hosts, `HostRegexp` and all other matchers give `None`. Used to build a host
     /// index in front of per-router matching; look the request's host up in it
     /// through [`normalize_host`].
     pub fn exact_hosts(&self) -> Option<Vec<String>> {
@@ -173,7 +190,7 @@ impl Matcher {
     /// Every host named in a `Host` matcher anywhere in the rule (except under
     /// a negation), lowercased, without a trailing dot, deduplicated, in order
     /// of appearance: the names a certificate resolver may order certificates
-    /// for.
+    /// for. Wildcards keep their `*.` or `**.` (`*.example.com`).
     pub fn domains(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.root.collect_domains(&mut out);
@@ -218,7 +235,8 @@ impl fmt::Display for Matcher {
 /// What [`Matcher::targets`] finds in a rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RuleTargets {
-    /// Values of `Host` matchers, lowercased, without a trailing dot.
+    /// Values of `Host` matchers, lowercased, without a trailing dot
+    /// (wildcards with their `*.` or `**.`).
     pub hosts: Vec<String>,
     /// Patterns of `HostRegexp` matchers.
     pub host_regexps: Vec<String>,
@@ -307,6 +325,15 @@ impl Node {
                     item.collect_domains(out);
                 }
             }
+        }
+    }
+
+    /// How many `**.` hosts the rule's `Host` matchers name.
+    fn double_wildcards(&self) -> i64 {
+        match self {
+            Node::Leaf(leaf) => leaf.double_wildcards(),
+            Node::Not(inner) => inner.double_wildcards(),
+            Node::And(items) | Node::Or(items) => items.iter().map(Node::double_wildcards).sum(),
         }
     }
 

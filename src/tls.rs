@@ -252,7 +252,11 @@ pub struct TlsReport {
 #[derive(Default)]
 pub struct Termination {
     configs: Vec<Arc<ServerConfig>>,
+    /// TLS options by router host; wildcard hosts keep their `*.`/`**.`.
     by_host: HashMap<String, usize>,
+    /// Some key of `by_host` is a wildcard: only then do handshakes look
+    /// for one.
+    wildcard_hosts: bool,
     challenge: Option<Arc<ServerConfig>>,
     challenges: Option<Arc<Challenges>>,
     /// Certificates the resolvers should obtain.
@@ -290,9 +294,32 @@ impl Termination {
         }
         let index = hello
             .server_name()
-            .and_then(|name| store::with_lowercase(name, |n| self.by_host.get(n).copied()))
+            .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
             .unwrap_or(0);
         self.configs.get(index).cloned()
+    }
+
+    /// The TLS options of the routers for `name` (lowercase): its own
+    /// name's, else a `*.` router's for its parent, else the nearest `**.`
+    /// router's above it, as Traefik lets wildcard hosts carry options.
+    fn options_for(&self, name: &str) -> Option<usize> {
+        if let Some(&i) = self.by_host.get(name) {
+            return Some(i);
+        }
+        if !self.wildcard_hosts {
+            return None;
+        }
+        let (_, parent) = name.split_once('.')?;
+        if let Some(&i) = self.by_host.get(&format!("*.{parent}")) {
+            return Some(i);
+        }
+        let mut above = parent;
+        loop {
+            if let Some(&i) = self.by_host.get(&format!("**.{above}")) {
+                return Some(i);
+            }
+            above = above.split_once('.')?.1;
+        }
     }
 
     /// The answer to an HTTP-01 challenge token, if an order waits for it.
@@ -444,6 +471,7 @@ pub fn compile_termination(
     (
         Termination {
             configs,
+            wildcard_hosts: by_host.keys().any(|h| h.starts_with('*')),
             by_host,
             challenge: state.challenge_config(),
             challenges: Some(state.challenges.clone()),
@@ -452,4 +480,34 @@ pub fn compile_termination(
         },
         report,
     )
+}
+
+#[cfg(test)]
+mod wildcard_options_tests {
+    use super::*;
+
+    #[test]
+    fn wildcard_routers_carry_their_tls_options() {
+        let by_host: HashMap<String, usize> = [
+            ("exact.a.test".to_owned(), 1),
+            ("*.a.test".to_owned(), 2),
+            ("**.b.test".to_owned(), 3),
+            ("**.c.b.test".to_owned(), 4),
+        ]
+        .into();
+        let t = Termination {
+            wildcard_hosts: true,
+            by_host,
+            ..Termination::default()
+        };
+        assert_eq!(t.options_for("exact.a.test"), Some(1));
+        assert_eq!(t.options_for("www.a.test"), Some(2));
+        assert_eq!(t.options_for("x.www.a.test"), None, "`*.` is one label");
+        assert_eq!(t.options_for("a.test"), None);
+        assert_eq!(t.options_for("x.b.test"), Some(3));
+        assert_eq!(t.options_for("x.y.b.test"), Some(3));
+        assert_eq!(t.options_for("x.c.b.test"), Some(4), "the nearest `**.`");
+        assert_eq!(t.options_for("b.test"), None);
+        assert_eq!(t.options_for("other.test"), None);
+    }
 }

@@ -173,6 +173,13 @@ async fn routers_services_and_middlewares_in_traefiks_shapes() {
     assert_eq!(svc["type"], "loadbalancer");
     assert_eq!(svc["loadBalancer"]["servers"][0]["url"], b.url());
     assert_eq!(svc["serverStatus"][b.url()], "UP");
+    // Not set in the file: shown with Traefik's default, as Traefik does.
+    assert_eq!(svc["loadBalancer"]["passHostHeader"], true, "{svc}");
+    let raw = api.json("/api/rawdata").await;
+    assert_eq!(
+        raw["services"]["app@file"]["loadBalancer"]["passHostHeader"], true,
+        "{raw}"
+    );
     let used: Vec<&str> = svc["usedBy"]
         .as_array()
         .unwrap()

@@ -137,14 +137,30 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
-            "ambiguous port",
+            "several ports: the lowest, with a warning that names it",
             vec![
                 "gangway.enable=true",
                 "gangway.http.routers.app.rule=Host(`app.localhost`)",
             ],
-            "    expose: [\"80\", \"8080\"]\n",
-            1,
-            vec!["the container exposes several ports (80, 8080)"],
+            "    expose: [\"8080\", \"80\"]\n",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `app`: service `app-",
+                "the container exposes several ports (80, 8080); port 80, the lowest, is used (as in Traefik); set `gangway.http.services.app-",
+            ],
+        ),
+        (
+            "a wildcard host with a certificate resolver: reported, not ordered",
+            with(&[
+                "gangway.http.routers.wild.rule=Host(`*.app.localhost`)",
+                "gangway.http.routers.wild.service=app",
+                "gangway.http.routers.wild.tls.certresolver=le",
+            ]),
+            "",
+            0,
+            vec![
+                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge",
+            ],
         ),
         (
             "missing middleware",

@@ -304,6 +304,69 @@ async fn exposed_by_default_false_ignores_unlabelled_containers() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn several_exposed_ports_and_no_port_label_use_the_lowest_and_say_so() {
+    let _serial = SERIAL.lock().await;
+    if !ready("several_exposed_ports").await {
+        return;
+    }
+    let run = Run::new("ports");
+    let api_router = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
+    let gw = support::Gangway::with_file(
+        api_router,
+        &["--providers.docker", &run.constraint(), "--api=true"],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    // httpd listens on the lower port; nothing listens on the higher one
+    // (the highest TCP port, so it is above any port the test is given).
+    let spec = Spec::new("multi")
+        .label(&format!("{P}.enable"), "true")
+        .label(
+            &format!("{P}.http.routers.multi.rule"),
+            "Host(`multi.test`)",
+        );
+    let low = spec.port.to_string();
+    let spec = spec.args(&["--expose", "65535", "--expose", &low]);
+    let name = run.start(&spec).await;
+    eventually(
+        Duration::from_secs(10),
+        "routed to the lowest exposed port",
+        || probe.answers("multi.test", "multi"),
+    )
+    .await;
+    // The service is named after the container and carries a warning that
+    // names the port chosen and the label that chooses another.
+    let service = format!("{}@docker", name.replace('_', "-"));
+    let view: serde_json::Value = serde_json::from_str(
+        &probe
+            .get("gw.test", &format!("/api/http/services/{service}"))
+            .await
+            .expect("api")
+            .body,
+    )
+    .expect("json");
+    assert_eq!(view["status"], "warning", "{view}");
+    assert_eq!(view["problems"][0]["kind"], "portChosen", "{view}");
+    let message = view["problems"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("({low}, 65535); port {low}, the lowest, is used")),
+        "{view}"
+    );
+    assert!(
+        message.contains(&format!(
+            "`{P}.http.services.{}.loadbalancer.server.port`",
+            name.replace('_', "-")
+        )),
+        "{view}"
+    );
+    assert_eq!(
+        view["loadBalancer"]["servers"][0]["url"],
+        format!("http://127.0.0.1:{low}"),
+        "{view}"
+    );
+}
+
 fn compose_file(run: &Run, services: &[(&str, u16, &[&str])]) -> String {
     let mut out = String::from("version: \"2.4\"\nservices:\n");
     for (name, port, labels) in services {

@@ -93,6 +93,59 @@ async fn trusted_clients_forwarded_headers_are_kept_and_extended() {
     assert_eq!(seen.header("x-forwarded-proto"), Some("https"));
     assert_eq!(seen.header("x-forwarded-host"), Some("evil.test"));
     assert_eq!(seen.header("forwarded"), Some("for=203.0.113.7"));
+    // No port in the Host: the default port of the trusted proxy's scheme.
+    assert_eq!(seen.header("x-forwarded-port"), Some("443"));
+    // A trusted proxy's own X-Forwarded-Port is kept.
+    let mut req = spoofed(&gw, "app.test");
+    req.headers_mut()
+        .insert("x-forwarded-port", http::HeaderValue::from_static("8443"));
+    let seen = gw.send(req).await.seen();
+    assert_eq!(seen.header("x-forwarded-port"), Some("8443"));
+}
+
+#[tokio::test]
+async fn x_forwarded_port_is_the_hosts_port_else_the_schemes_not_the_listening_port() {
+    let b = Backend::echo("b").await;
+    let tls_port = support::free_port();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &[
+            &format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+            "--entryPoints.websecure.http.tls",
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    // gangway listens on an ephemeral port, as behind a port mapping
+    // (`8000:80`): the application must see the port the client used.
+    let port = |got: support::Got| got.seen().header("x-forwarded-port").map(str::to_owned);
+    assert_eq!(port(gw.get("app.test", "/").await).as_deref(), Some("80"));
+    assert_eq!(
+        port(gw.get("app.test:8000", "/").await).as_deref(),
+        Some("8000")
+    );
+    let seen_over_tls = |host: Option<&'static str>, h2: bool| async move {
+        let got = support::tls::TlsClient::insecure()
+            .get(tls_port, "app.test", host, "/", h2)
+            .await
+            .expect("TLS request");
+        assert_eq!(got.status, StatusCode::OK);
+        let seen: support::Seen = serde_json::from_slice(&got.body).expect("an echo");
+        seen.header("x-forwarded-port").map(str::to_owned)
+    };
+    assert_eq!(seen_over_tls(None, false).await.as_deref(), Some("443"));
+    assert_eq!(seen_over_tls(None, true).await.as_deref(), Some("443"));
+    assert_eq!(
+        seen_over_tls(Some("app.test:8443"), false).await.as_deref(),
+        Some("8443")
+    );
+    assert_eq!(
+        seen_over_tls(Some("app.test:8443"), true).await.as_deref(),
+        Some("8443")
+    );
 }
 
 #[tokio::test]

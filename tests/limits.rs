@@ -226,6 +226,81 @@ async fn a_request_body_slower_than_read_timeout_gets_408_and_is_not_forwarded_w
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
+/// A backend that reads each request's whole body, then waits `delay`,
+/// then answers with the number of body bytes it read.
+async fn reading_then_answering(delay: Duration) -> Backend {
+    Backend::serve(
+        move |req: http::Request<hyper::body::Incoming>| async move {
+            let read = match req.into_body().collect().await {
+                Ok(body) => body.to_bytes().len().to_string(),
+                Err(_) => "broken".to_owned(),
+            };
+            tokio::time::sleep(delay).await;
+            http::Response::new(Full::new(Bytes::from(format!("read {read}"))))
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn response_header_timeout_counts_from_the_end_of_the_upload() {
+    response_header_timeout_after_upload("http").await;
+}
+
+#[tokio::test]
+async fn response_header_timeout_counts_from_the_end_of_the_upload_to_h2c_too() {
+    response_header_timeout_after_upload("h2c").await;
+}
+
+async fn response_header_timeout_after_upload(scheme: &str) {
+    let prompt = reading_then_answering(Duration::ZERO).await;
+    let late = reading_then_answering(Duration::from_secs(3)).await;
+    let conf = format!(
+        "[http.routers.up]\nrule = \"PathPrefix(`/up`)\"\nservice = \"up\"\n\
+         [http.routers.late]\nrule = \"PathPrefix(`/late`)\"\nservice = \"late\"\n\
+         [http.services.up.loadBalancer]\nserversTransport = \"quick\"\n\
+         [[http.services.up.loadBalancer.servers]]\nurl = \"{}\"\n\
+         [http.services.late.loadBalancer]\nserversTransport = \"quick\"\n\
+         [[http.services.late.loadBalancer.servers]]\nurl = \"{}\"\n\
+         [http.serversTransports.quick.forwardingTimeouts]\nresponseHeaderTimeout = \"1s\"\n",
+        prompt.url_as(scheme),
+        late.url_as(scheme)
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        gw.get("a.test", "/up").await.status == 200
+    })
+    .await;
+    // An upload that takes three times responseHeaderTimeout: the client
+    // is slow, not the server, which answers as soon as it has it all.
+    let addr = gw.url("").trim_start_matches("http://").to_owned();
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(
+        b"POST /up HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .expect("head");
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        // Closed early: gangway has answered already; read what it said.
+        if s.write_all(b"x").await.is_err() {
+            break;
+        }
+    }
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("read 10"), "{answer}");
+    // A server slow to answer a request it has whole still gets 504.
+    let (answer, _) = raw(
+        &gw,
+        b"POST /late HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+}
+
 #[tokio::test]
 async fn a_slow_body_whose_answer_has_started_ends_with_the_connection_closed() {
     // The server answers at once and ends its answer when the upload ends.

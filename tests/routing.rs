@@ -269,6 +269,62 @@ async fn a_first_byte_that_arrives_alone_does_not_confuse_the_version() {
 }
 
 #[tokio::test]
+async fn wildcard_hosts_match_one_label_any_depth_or_everything_by_priority() {
+    let exact = Backend::echo("exact").await;
+    let one = Backend::echo("one").await;
+    let deep = Backend::echo("deep").await;
+    let conf = routers(
+        &[
+            ("exact", "Host(`api.w.test`)", &exact),
+            ("one", "Host(`*.w.test`)", &one),
+            ("deep", "Host(`**.w.test`)", &deep),
+        ],
+        "",
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("api.w.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let who = |host: &'static str| {
+        let gw = &gw;
+        async move {
+            let got = gw.get(host, "/").await;
+            (got.status == StatusCode::OK).then(|| got.seen().backend)
+        }
+    };
+    // Priority is the rule's length, as in Traefik, where the stars of
+    // `**.` do not count: Host(`api.w.test`) (18) before Host(`*.w.test`)
+    // (16) before Host(`**.w.test`) (17 - 2).
+    assert_eq!(who("api.w.test").await.as_deref(), Some("exact"));
+    assert_eq!(who("www.w.test").await.as_deref(), Some("one"));
+    assert_eq!(who("WWW.W.TEST:8080").await.as_deref(), Some("one"));
+    assert_eq!(who("a.b.w.test").await.as_deref(), Some("deep"));
+    // Neither wildcard covers the name itself, nor another domain.
+    assert_eq!(who("w.test").await, None);
+    assert_eq!(who("xw.test").await, None);
+    assert_eq!(who("www.w.test.evil").await, None);
+    // An explicit priority puts the any-depth wildcard first, even before
+    // the exact name; `Host(`*`)` takes what no other router does.
+    let every = Backend::echo("every").await;
+    let catch_all = routers(&[("every", "Host(`*`)", &every)], "");
+    gw.rewrite(&format!(
+        "{}{catch_all}",
+        conf.replace(
+            "[http.routers.deep]\n",
+            "[http.routers.deep]\npriority = 100\n",
+        )
+    ));
+    eventually(Duration::from_secs(5), "priority applied", || async {
+        who("www.w.test").await.as_deref() == Some("deep")
+    })
+    .await;
+    assert_eq!(who("api.w.test").await.as_deref(), Some("deep"));
+    assert_eq!(who("w.test").await.as_deref(), Some("every"));
+    assert_eq!(who("elsewhere.test").await.as_deref(), Some("every"));
+}
+
+#[tokio::test]
 async fn unreachable_server_is_502_and_slow_server_is_504() {
     let dead = format!("http://127.0.0.1:{}", support::free_port());
     let slow = Backend::slow(Duration::from_secs(3)).await;

@@ -151,7 +151,6 @@ fn harness() -> &'static Harness {
                     insecure,
                 },
                 redirect,
-                port: HeaderValue::from_static("80"),
                 grace: Duration::from_secs(1),
                 header_read_timeout: Some(Duration::from_secs(2)),
                 read_timeout: Some(Duration::from_secs(5)),

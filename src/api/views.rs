@@ -157,7 +157,8 @@ pub struct RouterView {
     /// Traefik's observability switches, as configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observability: Option<Value>,
-    /// Hosts of the rule's `Host` matchers, lowercased (none under `!`).
+    /// Hosts of the rule's `Host` matchers, lowercased, wildcards with
+    /// their `*.` or `**.` (none under `!`).
     pub hosts: Vec<String>,
     /// Patterns of the rule's `HostRegexp` matchers.
     pub host_regexps: Vec<String>,
@@ -330,6 +331,11 @@ impl ServiceView {
             view.server_health = health.map(|h| h.servers.clone());
         }
         view.load_balancer.clone_from(load_balancer);
+        if let Some(lb) = view.load_balancer.as_mut() {
+            // Shown with its default, as Traefik's API does, so that the
+            // setting in effect is read rather than remembered.
+            lb.pass_host_header = Some(lb.passes_host_header());
+        }
         view.weighted.clone_from(weighted);
         view.mirroring.clone_from(mirroring);
         view.failover.clone_from(failover);

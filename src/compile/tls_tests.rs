@@ -153,6 +153,53 @@ certResolver = "nope"
 }
 
 #[test]
+fn wildcard_hosts_are_reported_not_ordered_and_their_other_names_are() {
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.mixed]
+rule = "Host(`*.wild.test`) || Host(`ok.test`)"
+service = "s"
+[http.routers.mixed.tls]
+certResolver = "le"
+[http.routers.deep]
+rule = "Host(`**.deep.test`)"
+service = "s"
+[http.routers.deep.tls]
+certResolver = "le"
+"#
+    );
+    let rt = compile_toml(&text, &ctx(vec![None, None]));
+    // Only the plain name is ordered.
+    assert_eq!(
+        requests(&rt),
+        vec![(vec!["ok.test".to_owned()], vec!["mixed@file".to_owned()])]
+    );
+    let problems = |r: &str| rt.report.routers[r].errors.clone();
+    let mixed = problems("mixed@file");
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    assert_eq!(mixed[0].option, Some("rule"));
+    assert!(
+        matches!(&mixed[0].problem, Problem::NotOrderable { domain, reason }
+            if domain == "*.wild.test" && reason.contains("DNS-01")),
+        "{mixed:?}"
+    );
+    // One warning that says why, not a second one saying the router names no host.
+    let deep = problems("deep@file");
+    assert_eq!(deep.len(), 1, "{deep:?}");
+    assert!(
+        matches!(&deep[0].problem, Problem::NotOrderable { domain, reason }
+            if domain == "**.deep.test" && reason.contains("any depth")),
+        "{deep:?}"
+    );
+    assert!(
+        rt.report
+            .routers
+            .values()
+            .all(|r| r.status == crate::runtime::Status::Warning)
+    );
+}
+
+#[test]
 fn entry_point_tls_applies_to_its_routers_there_only() {
     let default_tls = dynamic::RouterTls {
         cert_resolver: Some("le".into()),

@@ -320,6 +320,20 @@ pub enum Problem {
         /// Whether both are dropped (`conflicts=drop`) instead of the first kept.
         dropped: bool,
     },
+    /// A container exposing several ports, with no port label: the
+    /// lowest is used, as in Traefik.
+    #[error(
+        "the container exposes several ports ({}); port {port}, the lowest, is used (as in Traefik); set `{label}` to choose another",
+        port_list(.exposed)
+    )]
+    PortChosen {
+        /// The port used.
+        port: u16,
+        /// Every TCP port the container exposes, ascending.
+        exposed: Vec<u16>,
+        /// The label that chooses a port, with the container's prefix.
+        label: String,
+    },
     /// A problem in one container's definition of an object that another
     /// container defines as well, whose definition is used.
     #[error("{problem} (this container's definition is ignored)")]
@@ -333,6 +347,14 @@ fn hint(suggestion: Option<&str>) -> String {
     suggestion
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default()
+}
+
+fn port_list(ports: &[u16]) -> String {
+    ports
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn conflict_end(kept: &str, dropped: bool) -> String {

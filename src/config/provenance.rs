@@ -91,8 +91,6 @@ pub enum NotRouted {
     TcpOrUdpOnly,
     /// No port to send to: none exposed and none given by a label.
     NoPort,
-    /// Several exposed ports and none chosen by a label.
-    SeveralPorts,
     /// Its labels did not parse (each broken object is disabled).
     LabelError,
     /// The network to use does not exist on the container.
@@ -129,7 +127,6 @@ impl NotRouted {
             NotRouted::OneOff => "oneOff",
             NotRouted::TcpOrUdpOnly => "tcpOrUdpOnly",
             NotRouted::NoPort => "noPort",
-            NotRouted::SeveralPorts => "severalPorts",
             NotRouted::LabelError => "labelError",
             NotRouted::NetworkNotFound => "networkNotFound",
             NotRouted::AmbiguousNetwork => "ambiguousNetwork",
@@ -221,7 +218,6 @@ mod tests {
             OneOff,
             TcpOrUdpOnly,
             NoPort,
-            SeveralPorts,
             LabelError,
             NetworkNotFound,
             AmbiguousNetwork,

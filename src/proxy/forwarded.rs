@@ -74,8 +74,6 @@ pub struct Arrival<'a> {
     pub websocket: bool,
     /// The request's host as the client sent it (with port, if any).
     pub host: Option<&'a HeaderValue>,
-    /// The entry point's port, used when the host names none.
-    pub port: &'a HeaderValue,
     /// This machine's host name.
     pub server: &'a HeaderValue,
 }
@@ -346,14 +344,24 @@ pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
     if let (Entry::Vacant(slot), Some(host)) = (headers.entry(X_FORWARDED_HOST), a.host) {
         slot.insert(host.clone());
     }
-    if let Entry::Vacant(slot) = headers.entry(X_FORWARDED_PORT) {
+    if !headers.contains_key(X_FORWARDED_PORT) {
+        // As in Traefik: the port the client addressed (the Host's), else
+        // the default port of the scheme it used, by the (possibly
+        // trusted) X-Forwarded-Proto; never the port gangway listens on,
+        // which a port mapping (`8000:80`) hides from the client.
         let port = a
             .host
             .and_then(|h| h.to_str().ok())
             .and_then(host_port)
             .and_then(|p| HeaderValue::from_str(p).ok())
-            .unwrap_or_else(|| a.port.clone());
-        slot.insert(port);
+            .unwrap_or_else(|| {
+                let secure = a.tls
+                    || headers
+                        .get(X_FORWARDED_PROTO)
+                        .is_some_and(|p| p == "https" || p == "wss");
+                HeaderValue::from_static(if secure { "443" } else { "80" })
+            });
+        headers.insert(X_FORWARDED_PORT, port);
     }
     if let Entry::Vacant(slot) = headers.entry(X_FORWARDED_SERVER) {
         slot.insert(a.server.clone());

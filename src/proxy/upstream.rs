@@ -17,6 +17,7 @@ use http_body::Body as _;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
+use tokio::sync::oneshot;
 
 impl Proxy {
     /// Sends a routed request to `upstream`: walks down to a load balancer
@@ -48,7 +49,6 @@ impl Proxy {
                 tls: conn.tls,
                 websocket,
                 host: host_value.as_ref(),
-                port: &conn.entry_point.port,
                 server: &self.server_name,
             };
             set_forwarded(headers, &arrival);
@@ -212,18 +212,32 @@ async fn call(
     req: Box<Request<RequestBody>>,
     router: &str,
 ) -> Result<Response<UpstreamBody>, Failure> {
-    // Pinned where it is made and polled through the pin, with or without
-    // the timeout, rather than moved into it.
-    let mut sent = std::pin::pin!(server.client.send(server.kind, upgrade, req));
     let result = match server.client.response_header_timeout {
-        Some(limit) => match tokio::time::timeout(limit, sent.as_mut()).await {
-            Ok(r) => r,
-            Err(_) => {
-                tracing::debug!(router, server = %server.url, "server did not answer in time");
-                return Err(Failure::Timeout);
+        Some(limit) => {
+            // As in Traefik, responseHeaderTimeout counts from the moment the
+            // whole request (head and body) has been handed to the server's
+            // connection: an upload that takes longer than the limit is not
+            // the server's delay, and the client's pace is bounded by
+            // readTimeout instead.
+            let (req, written) = signal_written(req);
+            // Pinned where it is made and polled through the pin.
+            let mut sent = std::pin::pin!(server.client.send(server.kind, upgrade, req));
+            let clock = async {
+                // A body dropped before its end (the server answered early,
+                // or the exchange broke) starts the clock too.
+                let _ = written.await;
+                tokio::time::sleep(limit).await;
+            };
+            tokio::select! {
+                biased;
+                r = sent.as_mut() => r,
+                () = clock => {
+                    tracing::debug!(router, server = %server.url, "server did not answer in time");
+                    return Err(Failure::Timeout);
+                }
             }
-        },
-        None => sent.await,
+        }
+        None => server.client.send(server.kind, upgrade, req).await,
     };
     result.map_err(|e| {
         if let Some(fault) = ClientBodyError::find(&e) {
@@ -241,6 +255,69 @@ async fn call(
             Failure::Broken
         }
     })
+}
+
+/// `req` with its body wrapped so that the receiver completes once the
+/// body has been read to its end (at once for a request without a body).
+/// Boxed: only routes with a responseHeaderTimeout pay for it.
+fn signal_written(
+    req: Box<Request<RequestBody>>,
+) -> (Box<Request<RequestBody>>, oneshot::Receiver<()>) {
+    let (tx, rx) = oneshot::channel();
+    let (parts, body) = (*req).into_parts();
+    let mut body = Written {
+        inner: body,
+        done: Some(tx),
+    };
+    if body.inner.is_end_stream() {
+        body.finish();
+    }
+    let req = Request::from_parts(parts, RequestBody::boxed(body));
+    (Box::new(req), rx)
+}
+
+/// A request body that tells when it has been read to its end.
+struct Written {
+    inner: RequestBody,
+    done: Option<oneshot::Sender<()>>,
+}
+
+impl Written {
+    fn finish(&mut self) {
+        if let Some(tx) = self.done.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl http_body::Body for Written {
+    type Data = Bytes;
+    type Error = crate::body::BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None) => this.finish(),
+            // Clients stop polling once a body says it has ended, so the
+            // final `None` may never come.
+            Poll::Ready(Some(Ok(_))) if this.inner.is_end_stream() => this.finish(),
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Points the request at `server`: Host header, URI, version.

@@ -106,8 +106,68 @@ impl Eq for Pattern {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct HostArg {
     written: String,
-    /// Lowercased, without trailing dot or IPv6 brackets.
+    /// Lowercased, without trailing dot or IPv6 brackets; a wildcard keeps
+    /// its `*.` or `**.`.
     norm: String,
+    wildcard: Wildcard,
+}
+
+/// Traefik v3's wildcard forms of `Host`: a whole first label only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wildcard {
+    /// A plain name.
+    None,
+    /// `*.example.com`: exactly one label before `example.com`.
+    OneLabel,
+    /// `**.example.com`: one label or more before `example.com`.
+    AnyDepth,
+    /// `*` alone: every request, with a host or without (as Traefik's
+    /// `HostSNI(`*`)`).
+    Every,
+}
+
+impl Wildcard {
+    /// The wildcard a written host starts with, and the rest of it.
+    fn split(host: &str) -> (Self, &str) {
+        if let Some(rest) = host.strip_prefix("**.") {
+            (Wildcard::AnyDepth, rest)
+        } else if let Some(rest) = host.strip_prefix("*.") {
+            (Wildcard::OneLabel, rest)
+        } else {
+            (Wildcard::None, host)
+        }
+    }
+}
+
+impl HostArg {
+    /// Whether `host` (without port, trailing dot or brackets) is this one.
+    fn matches(&self, host: &str) -> bool {
+        match self.wildcard {
+            Wildcard::None => self.norm.eq_ignore_ascii_case(host),
+            Wildcard::Every => true,
+            Wildcard::OneLabel => self.labels_before(host).is_some_and(|l| !l.contains('.')),
+            Wildcard::AnyDepth => self.labels_before(host).is_some(),
+        }
+    }
+
+    /// Whether `host` lies deeper under this `*.` name than its one label
+    /// (for explanations).
+    fn one_label_too_few(&self, host: &str) -> bool {
+        self.wildcard == Wildcard::OneLabel
+            && self.labels_before(host).is_some_and(|l| l.contains('.'))
+    }
+
+    /// For a wildcard `*.suffix` or `**.suffix`: the labels of `host`
+    /// before `.suffix`, when there is at least one and none is empty.
+    fn labels_before<'h>(&self, host: &'h str) -> Option<&'h str> {
+        let (_, suffix) = Wildcard::split(&self.norm);
+        let cut = host.len().checked_sub(suffix.len() + 1)?;
+        let (labels, rest) = (host.get(..cut)?, host.get(cut..)?);
+        let under = rest
+            .strip_prefix('.')
+            .is_some_and(|r| r.eq_ignore_ascii_case(suffix));
+        (under && !labels.split('.').any(str::is_empty)).then_some(labels)
+    }
 }
 
 /// A header name as written and parsed.
@@ -244,11 +304,37 @@ fn host(arg: Arg) -> Result<HostArg, RuleError> {
             "host `{v}` uses a Traefik v2 `{{...}}` template; use HostRegexp to match a pattern"
         ));
     }
-    if let Some(rest) = v.strip_prefix("*.") {
+    if v == "*" {
+        return Ok(HostArg {
+            norm: arg.value.clone(),
+            written: arg.value,
+            wildcard: Wildcard::Every,
+        });
+    }
+    let (wildcard, rest) = Wildcard::split(trimmed);
+    if rest.contains('*') || rest.is_empty() {
         return err(format!(
-            "`Host` does not support wildcards; use HostRegexp(`^[^.]+\\.{}$`) instead",
-            regex::escape(rest)
+            "`*` in host `{v}`: a wildcard is a whole first label, `*.example.com` (one \
+             label) or `**.example.com` (any number); for other patterns use HostRegexp"
         ));
+    }
+    if wildcard != Wildcard::None {
+        if rest.parse::<std::net::IpAddr>().is_ok() || rest.starts_with('[') {
+            return err(format!(
+                "wildcard host `{v}`: an IP address has no subdomains"
+            ));
+        }
+        if let Some(bad) = rest
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')))
+        {
+            return err(format!("invalid character `{bad}` in host `{v}`"));
+        }
+        return Ok(HostArg {
+            norm: trimmed.to_ascii_lowercase(),
+            written: arg.value,
+            wildcard,
+        });
     }
     let unbracketed = trimmed
         .strip_prefix('[')
@@ -273,6 +359,7 @@ fn host(arg: Arg) -> Result<HostArg, RuleError> {
     Ok(HostArg {
         norm: unbracketed.to_ascii_lowercase(),
         written: arg.value,
+        wildcard: Wildcard::None,
     })
 }
 
@@ -426,7 +513,7 @@ impl Leaf {
         match self {
             Leaf::Host(hosts) => {
                 let host = normalize_host(req.host);
-                hosts.iter().any(|h| h.norm.eq_ignore_ascii_case(host))
+                hosts.iter().any(|h| h.matches(host))
             }
             Leaf::HostRegexp(p) => p.0.is_match(normalize_host(req.host)),
             Leaf::Path(paths) => paths.iter().any(|p| p == req.path),
@@ -467,7 +554,16 @@ impl Leaf {
             Leaf::Host(_) | Leaf::HostRegexp(_) if req.host.is_empty() => {
                 format!("{self} does not match: the request has no host")
             }
-            Leaf::Host(_) | Leaf::HostRegexp(_) => {
+            Leaf::Host(hosts) => {
+                let host = normalize_host(req.host);
+                let hint = if hosts.iter().any(|h| h.one_label_too_few(host)) {
+                    " (`*.` stands for exactly one label; `**.` for any number)"
+                } else {
+                    ""
+                };
+                format!("{self} does not match host `{}`{hint}", req.host)
+            }
+            Leaf::HostRegexp(_) => {
                 format!("{self} does not match host `{}`", req.host)
             }
             Leaf::Path(_) | Leaf::PathPrefix(_) | Leaf::PathRegexp(_) => {
@@ -498,24 +594,40 @@ impl Leaf {
         }
     }
 
-    /// The exact host set this matcher restricts the request to, if any.
+    /// The exact host set this matcher restricts the request to, if any
+    /// (none with a wildcard: those hosts are not a set to index).
     pub(super) fn exact_hosts(&self) -> Option<Vec<String>> {
         match self {
-            Leaf::Host(_) => Some(self.hosts().map(str::to_owned).collect()),
+            Leaf::Host(hosts) if hosts.iter().all(|h| h.wildcard == Wildcard::None) => {
+                Some(self.hosts().map(str::to_owned).collect())
+            }
             _ => None,
         }
     }
 
-    /// The normalized hosts of a `Host` matcher, without duplicates; empty for
-    /// every other matcher.
+    /// How many `**.` hosts this matcher names.
+    pub(super) fn double_wildcards(&self) -> i64 {
+        match self {
+            Leaf::Host(hosts) => hosts
+                .iter()
+                .filter(|h| h.wildcard == Wildcard::AnyDepth)
+                .count() as i64,
+            _ => 0,
+        }
+    }
+
+    /// The normalized hosts of a `Host` matcher, without duplicates, a
+    /// wildcard with its `*.` or `**.`; empty for every other matcher.
     pub(super) fn hosts(&self) -> impl Iterator<Item = &str> {
         let hosts: &[HostArg] = match self {
             Leaf::Host(hosts) => hosts,
             _ => &[],
         };
+        // `*` names no host: nothing to order a certificate for or to list.
         hosts
             .iter()
             .enumerate()
+            .filter(|(_, h)| h.wildcard != Wildcard::Every)
             .filter(|(i, h)| !hosts.iter().take(*i).any(|earlier| earlier.norm == h.norm))
             .map(|(_, h)| h.norm.as_str())
     }

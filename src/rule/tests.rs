@@ -436,6 +436,116 @@ fn traefik_v2_multi_argument_forms_mean_any_of_them() {
 }
 
 #[test]
+fn wildcard_hosts() {
+    check(&[
+        // `*.`: exactly one label, never the name itself.
+        ("Host(`*.example.com`)", req().host("a.example.com"), true),
+        ("Host(`*.example.com`)", req().host("A.Example.COM"), true),
+        ("Host(`*.example.com`)", req().host("a.example.com."), true),
+        ("Host(`*.Example.com.`)", req().host("a.example.com"), true),
+        (
+            "Host(`*.example.com`)",
+            req().host("a.b.example.com"),
+            false,
+        ),
+        ("Host(`*.example.com`)", req().host("example.com"), false),
+        ("Host(`*.example.com`)", req().host(".example.com"), false),
+        ("Host(`*.example.com`)", req().host("aexample.com"), false),
+        ("Host(`*.example.com`)", req().host("a.example.org"), false),
+        (
+            "Host(`*.example.com`)",
+            req().host("a.example.com.evil"),
+            false,
+        ),
+        ("Host(`*.example.com`)", req().host(""), false),
+        // `**.`: any number of labels, at least one, never the name itself.
+        ("Host(`**.example.com`)", req().host("a.example.com"), true),
+        (
+            "Host(`**.example.com`)",
+            req().host("a.b.c.example.com"),
+            true,
+        ),
+        ("Host(`**.example.com`)", req().host("example.com"), false),
+        (
+            "Host(`**.example.com`)",
+            req().host("a..example.com"),
+            false,
+        ),
+        (
+            "Host(`**.example.com`)",
+            req().host("notexample.com"),
+            false,
+        ),
+        // `*` alone: every request, even one without a host (Traefik's
+        // catch-all, as `HostSNI(`*`)`).
+        ("Host(`*`)", req().host("anything.test"), true),
+        ("Host(`*`)", req().host(""), true),
+        ("Host(`*`) && Path(`/x`)", req().at("a/y"), false),
+        // With other hosts and operators.
+        (
+            "Host(`example.com`, `*.example.com`)",
+            req().host("example.com"),
+            true,
+        ),
+        (
+            "Host(`*.a.test`) && !Host(`admin.a.test`)",
+            req().host("admin.a.test"),
+            false,
+        ),
+        (
+            "Host(`*.a.test`) && !Host(`admin.a.test`)",
+            req().host("www.a.test"),
+            true,
+        ),
+    ]);
+    // A wildcard host is not an exact one: such rules are not indexed by
+    // host, while they still name their hosts for certificates and the API.
+    assert_eq!(parse("Host(`*.a.test`)").exact_hosts(), None);
+    assert_eq!(parse("Host(`b.test`, `**.a.test`)").exact_hosts(), None);
+    assert_eq!(
+        parse("Host(`*.A.test`) || Host(`**.b.test.`)").domains(),
+        ["*.a.test", "**.b.test"]
+    );
+    assert_eq!(parse("Host(`*.a.test`)").targets().hosts, ["*.a.test"]);
+    // `*` names no host to order a certificate for.
+    assert_eq!(parse("Host(`*`)").exact_hosts(), None);
+    assert!(parse("Host(`*`)").domains().is_empty());
+    assert_eq!(parse("Host(`*`, `a.test`)").domains(), ["a.test"]);
+    // Written back as written.
+    assert_eq!(
+        parse("Host(`*.a.test`)  &&  Host(`**.b.test`)").to_string(),
+        "Host(`*.a.test`) && Host(`**.b.test`)"
+    );
+    // The explanation says what `*.` stands for when a name is too deep.
+    assert_eq!(
+        parse("Host(`*.a.test`)")
+            .explain_mismatch(&req().host("x.y.a.test").facts())
+            .as_deref(),
+        Some(
+            "Host(`*.a.test`) does not match host `x.y.a.test` (`*.` stands for exactly one label; `**.` for any number)"
+        )
+    );
+    assert_eq!(
+        parse("Host(`*.a.test`)")
+            .explain_mismatch(&req().host("b.test").facts())
+            .as_deref(),
+        Some("Host(`*.a.test`) does not match host `b.test`")
+    );
+    // Priority is the rule's length, as in Traefik, where the stars of a
+    // `**.` do not count: it ranks below `*.` and the names it covers.
+    assert_eq!(default_priority("Host(`*.a.test`)"), 16);
+    assert_eq!(default_priority("Host(`x.a.test`)"), 16);
+    assert_eq!(default_priority("Host(`**.a.test`)"), 15);
+    assert_eq!(
+        default_priority("Host(`**.a.test`) || Host(`**.b.test`, `c.test`)"),
+        48 - 4
+    );
+    // A `**.` that is not a host is counted whole.
+    assert_eq!(default_priority("Path(`/**.x`)"), 13);
+    assert_eq!(default_priority("Host(`**.a.test`"), 16, "does not parse");
+}
+
+#[test]
 fn operators_and_precedence() {
     check(&[
         ("Host(`a`) && Path(`/x`)", req().at("a/x"), true),
@@ -759,9 +869,22 @@ const MALFORMED: &[(&str, usize, &str)] = &[
     ("Host(`.`)", 6, "empty host name in `Host`"),
     ("Host(`a`, ``)", 11, "empty host name in `Host`"),
     (
-        "Host(`*.example.com`)",
+        "Host(`a.*.example.com`)",
         6,
-        r"does not support wildcards; use HostRegexp(`^[^.]+\.example\.com$`)",
+        "`*` in host `a.*.example.com`: a wildcard is a whole first label",
+    ),
+    (
+        "Host(`*example.com`)",
+        6,
+        "a wildcard is a whole first label",
+    ),
+    ("Host(`*.`)", 6, "a wildcard is a whole first label"),
+    ("Host(`***.a`)", 6, "a wildcard is a whole first label"),
+    ("Host(`*.127.0.0.1`)", 6, "an IP address has no subdomains"),
+    (
+        "Host(`*.a:80`)",
+        6,
+        "invalid character `:` in host `*.a:80`",
     ),
     (
         "Host(`{sub:[a-z]+}.example.com`)",

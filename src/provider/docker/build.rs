@@ -69,6 +69,8 @@ struct Contribution<'a> {
     lost_conflict: bool,
     /// The first problem that kept a server out.
     problem: Option<ServerProblem>,
+    /// Problems of its services that left them working, by service name.
+    warnings: Vec<(String, Problem)>,
     record: ContainerRecord,
 }
 
@@ -165,6 +167,16 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                     }
                 }
             }
+        }
+        for (name, problem) in &c.warnings {
+            let d = detail.services.entry(name.clone()).or_default();
+            // Each container of a scaled service says the same: once is enough.
+            if d.warnings.iter().any(|w| w.problem == *problem) {
+                continue;
+            }
+            let object = ObjectRef::new(ObjectKind::Service, &format!("{name}@{PROVIDER}"));
+            d.warnings
+                .push(ConfigError::new(object, problem.clone()).with_origin(origin(c.view, None)));
         }
     }
 
@@ -391,6 +403,7 @@ fn contribute<'a>(
         serves: BTreeSet::new(),
         lost_conflict: false,
         problem: None,
+        warnings: Vec::new(),
         record: rec,
     };
     for e in &labels.errors {
@@ -448,9 +461,15 @@ fn contribute<'a>(
                 labels.network.as_deref(),
                 &svc_name,
             ) {
-                Ok(server) => {
+                Ok((server, chosen)) => {
                     lb.servers.push(server);
                     c.serves.insert(svc_name.clone());
+                    if let Some(problem) = chosen {
+                        c.record
+                            .messages
+                            .push(format!("service `{svc_name}`: {problem}"));
+                        c.warnings.push((svc_name.clone(), problem));
+                    }
                 }
                 Err((reason, message)) => {
                     c.record
@@ -555,14 +574,15 @@ fn contribute<'a>(
     Ok(c)
 }
 
-/// The container's server for one service.
+/// The container's server for one service, and a warning when its port
+/// was chosen among several.
 fn server(
     view: &ContainerView,
     s: &Settings,
     labels: Option<&ServerLabels>,
     label_network: Option<&str>,
     service: &str,
-) -> Result<Server, ServerProblem> {
+) -> Result<(Server, Option<Problem>), ServerProblem> {
     let labels = labels.cloned().unwrap_or_default();
     let mut server = Server {
         url: String::new(),
@@ -571,12 +591,15 @@ fn server(
     };
     if let Some(url) = labels.url {
         server.url = url;
-        return Ok(server);
+        return Ok((server, None));
     }
     let p = &s.prefix;
+    let mut chosen = None;
     let port = match labels.port {
         Some(port) => port,
         None => {
+            // UDP ports are left out: an HTTP server listens on TCP (Traefik
+            // takes the lowest port whatever its protocol).
             let mut tcp: Vec<u16> = view
                 .ports
                 .iter()
@@ -595,17 +618,15 @@ fn server(
                     ));
                 }
                 [one] => *one,
-                many => {
-                    return Err((
-                        NotRouted::SeveralPorts,
-                        format!(
-                            "the container exposes several ports ({}); choose one with `{p}.http.services.{service}.loadbalancer.server.port`",
-                            many.iter()
-                                .map(u16::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
+                // Traefik's choice, said out loud: an image that also
+                // exposes a metrics or admin port is a common surprise.
+                [lowest, ..] => {
+                    chosen = Some(Problem::PortChosen {
+                        port: *lowest,
+                        exposed: tcp.clone(),
+                        label: format!("{p}.http.services.{service}.loadbalancer.server.port"),
+                    });
+                    *lowest
                 }
             }
         }
@@ -624,12 +645,12 @@ fn server(
                 _ => s.host_address,
             };
             server.url = format!("{scheme}://{}:{host_port}", host(ip));
-            return Ok(server);
+            return Ok((server, chosen));
         }
     }
     let ip = address(view, s, label_network)?;
     server.url = format!("{scheme}://{}:{port}", host(ip));
-    Ok(server)
+    Ok((server, chosen))
 }
 
 fn host(ip: IpAddr) -> String {

@@ -159,7 +159,7 @@ fn routers_bind_to_the_only_service_and_refuse_to_guess_among_several() {
 }
 
 #[test]
-fn ports_none_or_several_are_errors_on_that_container_only() {
+fn no_port_is_an_error_and_several_ports_take_the_lowest() {
     let none = host("a", "none", 1, &[("traefik.enable", "true")]);
     let mut several = host("b", "several", 2, &[("traefik.enable", "true")]);
     for port in [443, 80] {
@@ -181,15 +181,20 @@ fn ports_none_or_several_are_errors_on_that_container_only() {
     let r = record(&b, "none");
     assert_eq!(r.reason, Some(NotRouted::NoPort));
     assert!(!r.routed);
+    // Several: the lowest, as Traefik does, and a warning that says so.
     let r = record(&b, "several");
-    assert_eq!(r.reason, Some(NotRouted::SeveralPorts));
+    assert!(r.routed);
+    assert_eq!(urls(&b, "several"), ["http://127.0.0.1:80"]);
     assert!(r.messages[0].contains("(80, 443)"), "{:?}", r.messages);
-    assert!(
-        b.detail.services["several"].errors[0]
-            .to_string()
-            .contains("traefik.http.services.several.loadbalancer.server.port"),
-        "{:?}",
-        b.detail.services["several"]
+    let detail = &b.detail.services["several"];
+    assert!(detail.errors.is_empty(), "{detail:?}");
+    assert_eq!(
+        detail.warnings[0].problem,
+        Problem::PortChosen {
+            port: 80,
+            exposed: vec![80, 443],
+            label: "traefik.http.services.several.loadbalancer.server.port".to_owned(),
+        }
     );
     assert_eq!(urls(&b, "onetcp"), ["http://127.0.0.1:8080"]);
     assert!(record(&b, "onetcp").routed);
