@@ -118,7 +118,7 @@ async fn a_broken_edit_keeps_the_old_routes_and_reports_the_error() {
     .await;
     let log = gw.log();
     assert!(
-        log.contains("dynamic.toml, line 3") && log.contains("unknown field"),
+        log.contains("dynamic.toml:3: unknown field `servise`"),
         "{log}"
     );
     assert_eq!(

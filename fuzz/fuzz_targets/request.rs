@@ -182,6 +182,8 @@ fn harness() -> &'static Harness {
             server_name: HeaderValue::from_static("fuzz"),
             access_log: None,
             route_metrics: true,
+            metrics_internals: false,
+            log_internals: false,
         });
         let h = Harness {
             rt,
