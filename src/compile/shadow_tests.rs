@@ -137,6 +137,13 @@ fn a_router_with_the_rule_of_one_tried_before_it_is_shadowed_there() {
             "same rule `Host(`app.test`) && PathPrefix(`/a`)` and priority {p} as router `a-second@file` on entry point `web`: `a-second@file` gets every request (its name sorts first); set a `priority` on one of them"
         )
     );
+    assert_eq!(
+        rt.report.routers["low@file"].errors[0].to_string(),
+        format!(
+            "router `high@file` has the same rule `Path(`/p`)` with a higher priority (100, this one {}) on entry points `web`, `websecure`: it gets every request",
+            default_priority("Path(`/p`)")
+        )
+    );
     assert_eq!(rt.report.routers["a-second@file"].status, Status::Enabled);
     // What requests see agrees: the winner named is the one that answers.
     let method = http::Method::GET;
