@@ -431,7 +431,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     let config = Arc::new(config);
     let ctx = compile_context(&config);
     let merged = Arc::new(merged);
-    let runtime = compile(merged.clone(), &ctx, &Registries::default());
+    let runtime = compile(merged, &ctx, &Registries::default());
     let places = Places {
         containers: &containers,
         docker: &built.detail,
@@ -440,7 +440,6 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     };
     findings.extend(detail_findings(&places));
     findings.extend(report_findings(&runtime.report, &built.dynamic, &places));
-    findings.extend(duplicate_rules(&merged, &runtime.report, &ctx, &places));
     finish(findings)
 }
 
@@ -896,8 +895,13 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
                     Status::Disabled => Severity::Error,
                     _ => Severity::Warning,
                 };
-                // Clients reject the default certificate: HTTPS does not work.
-                if matches!(e.problem, Problem::UnknownResolver { .. }) {
+                // Clients reject the default certificate: HTTPS does not
+                // work. A shadowed router never gets a request: what it was
+                // written for does not happen.
+                if matches!(
+                    e.problem,
+                    Problem::UnknownResolver { .. } | Problem::Shadowed { .. }
+                ) {
                     severity = Severity::Error;
                 }
                 let origin = e
@@ -910,70 +914,6 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
     }
     for w in &report.warnings {
         out.push(placed(Severity::Warning, w, places.cwd));
-    }
-    out
-}
-
-/// Two enabled routers with the same rule and priority on a shared entry
-/// point: the one whose name sorts first takes every request.
-fn duplicate_rules(
-    merged: &Dynamic,
-    report: &Report,
-    ctx: &CompileContext,
-    places: &Places<'_>,
-) -> Vec<Finding> {
-    type Key = (String, i64, bool);
-    let mut seen: BTreeMap<(Key, String), String> = BTreeMap::new();
-    let mut out = Vec::new();
-    for (name, router) in &merged.http.routers {
-        if report
-            .routers
-            .get(name)
-            .is_none_or(|r| r.status == Status::Disabled)
-        {
-            continue;
-        }
-        let rule: String = router.rule.split_whitespace().collect();
-        let priority = router
-            .priority
-            .unwrap_or_else(|| crate::rule::default_priority(&router.rule));
-        let key = (rule, priority, router.tls.is_some());
-        let eps: Vec<&String> = if router.entry_points.is_empty() {
-            ctx.entry_points
-                .iter()
-                .filter(|e| !ctx.not_default.contains(e))
-                .collect()
-        } else {
-            router.entry_points.iter().collect()
-        };
-        for ep in eps {
-            // Routers are visited in name order: the first one wins.
-            match seen.get(&(key.clone(), ep.clone())) {
-                None => {
-                    seen.insert((key.clone(), ep.clone()), name.clone());
-                }
-                Some(winner) => {
-                    let object = ObjectRef::new(ObjectKind::Router, name);
-                    let origin = places.origin(&object, Some("rule"));
-                    let mut finding = places.finding(
-                        Severity::Error,
-                        &object,
-                        origin,
-                        format!(
-                            "same rule `{}` and priority {priority} as router `{winner}` on entry point `{ep}`: `{winner}` gets every request (its name sorts first); set a `priority` on one of them",
-                            router.rule
-                        ),
-                    );
-                    if finding.origin.is_none()
-                        && !matches!(object.name.provider.as_str(), "docker" | "file")
-                    {
-                        finding.source = "configuration".to_owned();
-                    }
-                    out.push(finding);
-                    break;
-                }
-            }
-        }
     }
     out
 }

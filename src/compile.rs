@@ -303,15 +303,72 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         }
     }
 
+    let entry_points: Vec<EntryPointRoutes> =
+        per_ep.into_iter().map(EntryPointRoutes::new).collect();
+    mark_shadowed(&entry_points, ctx, &mut report);
+
     Runtime {
         generation: 0,
-        entry_points: per_ep.into_iter().map(EntryPointRoutes::new).collect(),
+        entry_points,
         report,
         dynamic,
         tls,
     }
 }
 
+/// Warns on each router that can never get a request on an entry point:
+/// one tried before it there (the table's own order, the one requests
+/// see) has the same rule and takes the same connections, plain or TLS.
+/// Only identical rules are compared; deciding whether one rule covers
+/// another in general is not attempted.
+fn mark_shadowed(entry_points: &[EntryPointRoutes], ctx: &CompileContext, report: &mut Report) {
+    // Per losing router, per winner: the entry points, so a router beaten
+    // by the same one everywhere gets one warning.
+    type Lost = BTreeMap<(String, i64), (String, i64, Vec<String>)>;
+    let mut lost: BTreeMap<String, Lost> = BTreeMap::new();
+    for (i, table) in entry_points.iter().enumerate() {
+        let Some(ep) = ctx.entry_points.get(i) else {
+            continue;
+        };
+        let mut first: HashMap<(String, bool), &Route> = HashMap::new();
+        for route in table.iter() {
+            let rule = route.matcher.to_string();
+            let Some(winner) = first.get(&(rule.clone(), route.tls)) else {
+                first.insert((rule, route.tls), route);
+                continue;
+            };
+            lost.entry(route.name.clone())
+                .or_default()
+                .entry((winner.name.clone(), winner.priority))
+                .or_insert_with(|| (rule, route.priority, Vec::new()))
+                .2
+                .push(ep.clone());
+        }
+    }
+    for (name, winners) in lost {
+        let Some(entry) = report.routers.get_mut(&name) else {
+            continue;
+        };
+        for ((winner, winner_priority), (rule, priority, entry_points)) in winners {
+            entry.warn(
+                ConfigError::new(
+                    ObjectRef::new(ObjectKind::Router, &name),
+                    Problem::Shadowed {
+                        winner,
+                        entry_points,
+                        rule,
+                        priority,
+                        winner_priority,
+                    },
+                )
+                .at("rule"),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod shadow_tests;
 #[cfg(test)]
 mod tls_tests;
 

@@ -927,3 +927,180 @@ async fn docker_objects_answer_as_their_golden_files() {
     }
     compare_with_golden(answers);
 }
+
+/// Two routers with one rule on `web`, a third with it on `websecure`, and
+/// a host only `web` routes.
+const SAME_RULE: &str = r#"
+[http.routers.first]
+rule = "Host(`same.test`)"
+service = "app"
+entryPoints = ["web"]
+[http.routers.second]
+rule = "Host(`same.test`)"
+service = "app"
+entryPoints = ["web"]
+[http.routers.third]
+rule = "Host(`same.test`)"
+service = "app"
+entryPoints = ["websecure"]
+tls = {}
+[http.routers.plain]
+rule = "Host(`plain.test`)"
+service = "app"
+entryPoints = ["web"]
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "BACKEND"
+"#;
+
+async fn start_same_rule() -> (Backend, Gangway, Api) {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let secure = format!("--entryPoints.websecure.address=127.0.0.1:{}", free_port());
+    let gw = Gangway::with_file(
+        &SAME_RULE.replace("BACKEND", &b.url()),
+        &["--api.insecure=true", "--ping", &ep, &secure],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(
+        Duration::from_secs(10),
+        "API answers with the file's routers",
+        || async { api.get("/api/http/routers/third@file").await.0 == StatusCode::OK },
+    )
+    .await;
+    (b, gw, api)
+}
+
+#[tokio::test]
+async fn a_router_that_never_gets_a_request_carries_a_warning_naming_the_winner() {
+    let (_b, gw, api) = start_same_rule().await;
+    let second = api.json("/api/http/routers/second@file").await;
+    assert_eq!(second["status"], "warning", "{second}");
+    let problem = &second["problems"][0];
+    assert_eq!(problem["kind"], "shadowed", "{second}");
+    assert_eq!(problem["winner"], "first@file");
+    assert_eq!(problem["entryPoints"], serde_json::json!(["web"]));
+    assert_eq!(problem["option"], "rule");
+    assert_eq!(problem["origin"]["type"], "file");
+    assert_eq!(problem["origin"]["line"], 7, "the line of `second`'s rule");
+    assert!(
+        second["error"][0]
+            .as_str()
+            .unwrap()
+            .contains("as router `first@file` on entry point `web`"),
+        "{second}"
+    );
+    for name in ["first@file", "third@file"] {
+        let r = api.json(&format!("/api/http/routers/{name}")).await;
+        assert_eq!(r["status"], "enabled", "{r}");
+        assert!(r.get("problems").is_none(), "{r}");
+    }
+    // The list filter agrees, and requests go where the warning says.
+    let warned = api.json("/api/http/routers?status=warning").await;
+    let names: Vec<&str> = warned
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["second@file"]);
+    let e = api.json("/api/explain?host=same.test").await;
+    let web = by_entry_point(&e, "web");
+    assert_eq!(web["winner"]["router"], "first@file");
+    assert_eq!(gw.get("same.test", "/").await.status, StatusCode::OK);
+}
+
+fn by_entry_point<'a>(explain: &'a Value, name: &str) -> &'a Value {
+    explain["entryPoints"]
+        .as_array()
+        .and_then(|a| a.iter().find(|v| v["entryPoint"] == name))
+        .unwrap_or_else(|| panic!("entry point {name} in {explain}"))
+}
+
+fn entry_point_names(explain: &Value) -> Vec<&str> {
+    explain["entryPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["entryPoint"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn explain_answers_for_the_users_entry_points_and_says_what_a_request_needs() {
+    let (_b, _gw, api) = start_same_rule().await;
+
+    // A host no router knows: not routed anywhere. The internal entry
+    // point's `Path(/)` (the dashboard) is no answer to a user's request.
+    let e = api.json("/api/explain?host=nobody.test&path=/").await;
+    assert_eq!(entry_point_names(&e), ["web", "websecure"], "{e}");
+    for ep in e["entryPoints"].as_array().unwrap() {
+        assert!(ep["winner"].is_null(), "{ep}");
+        assert!(ep.get("hint").is_none(), "nothing would route it: {ep}");
+    }
+
+    // A routed request has one winner per entry point that takes it, and
+    // no internal router among them.
+    let e = api.json("/api/explain?host=same.test&path=/").await;
+    let winners: Vec<&str> = e["entryPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|ep| ep["winner"]["router"].as_str())
+        .collect();
+    assert_eq!(winners, ["first@file"], "{e}");
+    // Over plain HTTP, `websecure` would take it over TLS.
+    assert_eq!(
+        by_entry_point(&e, "websecure")["hint"],
+        serde_json::json!({ "kind": "needsTls", "router": "third@file" })
+    );
+
+    // Asking about the TLS entry point alone, without TLS: it needs TLS,
+    // and says which router would take it.
+    let e = api
+        .json("/api/explain?host=same.test&path=/&entryPoint=websecure")
+        .await;
+    assert_eq!(entry_point_names(&e), ["websecure"]);
+    let secure = by_entry_point(&e, "websecure");
+    assert!(secure["winner"].is_null());
+    assert_eq!(secure["hint"]["kind"], "needsTls", "{secure}");
+    assert_eq!(secure["hint"]["router"], "third@file");
+    assert_eq!(
+        secure["candidates"][0]["reason"],
+        "matches, but takes TLS connections only"
+    );
+    // Over TLS, it is routed there, and `web` points at nothing it would
+    // take over TLS but names the entry point that does.
+    let e = api
+        .json("/api/explain?host=same.test&path=/&tls=true")
+        .await;
+    assert_eq!(
+        by_entry_point(&e, "websecure")["winner"]["router"],
+        "third@file"
+    );
+    assert_eq!(
+        by_entry_point(&e, "web")["hint"],
+        serde_json::json!({ "kind": "needsPlainHttp", "router": "first@file" })
+    );
+
+    // A host only `web` knows: `websecure` names the entry point that
+    // takes it.
+    let e = api.json("/api/explain?host=plain.test&path=/").await;
+    assert_eq!(by_entry_point(&e, "web")["winner"]["router"], "plain@file");
+    assert_eq!(
+        by_entry_point(&e, "websecure")["hint"],
+        serde_json::json!({ "kind": "otherEntryPoint", "entryPoint": "web", "router": "plain@file" })
+    );
+
+    // The internal entry point, asked about by name, answers for itself.
+    let e = api
+        .json("/api/explain?path=/api/version&entryPoint=gangway")
+        .await;
+    assert_eq!(entry_point_names(&e), ["gangway"]);
+    assert_eq!(
+        by_entry_point(&e, "gangway")["winner"]["router"],
+        "api@internal"
+    );
+}

@@ -501,3 +501,42 @@ fn file_provider_problems_outside_objects_name_their_file_and_line() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("error: conf/c.toml:2: "), "{out}");
 }
+
+#[test]
+fn a_router_that_never_gets_a_request_is_named_with_its_winner_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[entryPoints.other]\naddress = \"127.0.0.1:8001\"\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dynamic.toml"),
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n\
+         [http.routers.first]\nrule = \"Host(`app.localhost`)\"\nservice = \"app\"\nentryPoints = [\"web\"]\n\
+         [http.routers.second]\nrule = \"Host(`app.localhost`)\"\nservice = \"app\"\nentryPoints = [\"web\"]\n\
+         [http.routers.elsewhere]\nrule = \"Host(`app.localhost`)\"\nservice = \"app\"\nentryPoints = [\"other\"]\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: dynamic.toml:9: router `second@file`: same rule `Host(`app.localhost`)` and priority 21 as router `first@file` on entry point `web`: `first@file` gets every request"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("error: ").count(), 1, "only the loser:\n{out}");
+
+    let (_, out) = check(
+        dir.path(),
+        &["--configFile", "gangway.toml", "--format", "json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let f = &json["findings"][0];
+    assert_eq!(f["object"], "router `second@file`", "{json}");
+    assert_eq!(
+        f["origin"],
+        serde_json::json!({ "type": "file", "path": "dynamic.toml", "line": 9 })
+    );
+}

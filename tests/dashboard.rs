@@ -25,6 +25,9 @@ service = "app"
 [http.routers.api-path]
 rule = "Host(`app.test`) && PathPrefix(`/api`)"
 service = "app"
+[http.routers.copy]
+rule = "Host(`app.test`)"
+service = "app"
 [http.routers.canary]
 rule = "Host(`app.test`) && Header(`X-Env`, `canary`)"
 service = "app"
@@ -264,4 +267,10 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
             );
         }
     }
+    let file = shots.join("router-shadowed-1440x900.png");
+    assert!(
+        std::fs::metadata(&file).is_ok_and(|m| m.len() > 1000),
+        "screenshot {}",
+        file.display()
+    );
 }

@@ -108,8 +108,21 @@ function routerBody(o, mws, svc, certs) {
     ['Rule syntax', o.ruleSyntax],
   ])));
 
+  // Entry points where a router tried before this one has the same rule:
+  // no request reaches it there, so no path is drawn through them.
+  const shadowing = list(o.problems).filter((p) => p.kind === 'shadowed');
+  const lost = new Set(shadowing.flatMap((p) => list(p.entryPoints)));
+  const reached = (using.length ? using : configured.length ? configured : ['all']).filter((e) => !lost.has(e));
+  if (shadowing.length && !reached.length) {
+    out.push(section('What a request goes through', h('div', { id: 'chain', dataset: { shadowed: 'true' } },
+      callout('warning', 'No request reaches this router', shadowing.map((p) => h('span', {},
+        'On ', h('span', { class: 'chips' }, list(p.entryPoints).map((e) => tag(e))), ', ',
+        objLink('routers', p.winner), ' has the same rule',
+        p.winnerPriority === p.priority ? ' and priority, and its name sorts first' : ' and a higher priority',
+        ': it takes every request this router would match. Give one of them another rule or a higher priority.'))))));
+  }
   // The way a request takes: entry point → middlewares in order → service → servers.
-  const steps = [flowNode('entry point', h('span', { class: 'chips' }, (using.length ? using : configured.length ? configured : ['all']).map((e) => tag(e))))];
+  const steps = [flowNode('entry point', h('span', { class: 'chips' }, reached.map((e) => tag(e))))];
   steps.push(flowNode('router', h('span', {}, o.name.replace(/@[^@]*$/, '')), statusBadge(o.status), o.status === 'disabled' ? 'flow-router flow-bad' : 'flow-router'));
   for (const m of mws) {
     steps.push(flowNode(m.missing ? 'middleware (missing)' : `middleware · ${m.type || '?'}`,
@@ -120,8 +133,10 @@ function routerBody(o, mws, svc, certs) {
   steps.push(flowNode(svc ? `service · ${svc.type || 'built in'}` : 'service (missing)',
     svcName ? objLink('services', svcName) : '—',
     svc ? statusBadge(svc.status) : statusBadge('disabled'), svc ? 'flow-service' : 'flow-missing'));
-  out.push(section('What a request goes through', h('ol', { class: 'flow', id: 'chain' },
-    steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s])))));
+  if (reached.length) {
+    out.push(section('What a request goes through', h('ol', { class: 'flow', id: 'chain' },
+      steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s])))));
+  }
 
   if (svc) {
     out.push(section(null, h('h2', {}, 'Service ', objLink('services', svc.name)),

@@ -193,7 +193,10 @@ export function originText(origin) {
 export function problemItems(o) {
   return list(o.problems).map((p) => {
     const where = originText(p.origin);
-    return h('span', { class: 'problem-item' }, where ? [h('code', { class: 'origin' }, where), ' '] : null, p.message);
+    // A shadowed router links the router that takes its requests.
+    const winner = p.kind === 'shadowed' && p.winner
+      ? h('span', { class: 'problem-link' }, '. Requests go to ', objLink('routers', p.winner), '.') : null;
+    return h('span', { class: 'problem-item', dataset: p.kind ? { kind: p.kind } : {} }, where ? [h('code', { class: 'origin' }, where), ' '] : null, p.message, winner);
   });
 }
 

@@ -32,14 +32,30 @@ function winnerBlock(w) {
     h('ol', { class: 'flow' }, steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s]))));
 }
 
+/** What the API's `hint` says would get the request routed, as a sentence. */
+function hintText(hint) {
+  if (!hint) return null;
+  if (hint.kind === 'needsTls') return h('span', { dataset: { hint: hint.kind } }, objLink('routers', hint.router), ' takes it over TLS (https) only: tick "Over TLS" to follow it.');
+  if (hint.kind === 'needsPlainHttp') return h('span', { dataset: { hint: hint.kind } }, objLink('routers', hint.router), ' takes it over plain HTTP only: untick "Over TLS" to follow it.');
+  if (hint.kind === 'otherEntryPoint') return h('span', { dataset: { hint: hint.kind } }, 'On entry point ', tag(hint.entryPoint), ', ', objLink('routers', hint.router), ' takes it.');
+  return null;
+}
+
+function noWinner(ep, candidates) {
+  const hint = ep.hint || {};
+  if (hint.kind === 'needsTls') return callout('warning', 'This request needs TLS here', [hintText(hint)]);
+  if (hint.kind === 'needsPlainHttp') return callout('warning', 'This request needs plain HTTP here', [hintText(hint)]);
+  return callout('error', 'No router takes this request here', [
+    candidates.length ? 'gangway answers 404 Not Found on this entry point. The reasons each router said no are below.'
+      : 'No enabled router listens on this entry point.',
+    hintText(ep.hint)].filter(Boolean));
+}
+
 function entryPointResult(ep) {
   const candidates = list(ep.candidates);
   return h('section', { class: 'card ep-result', dataset: { entrypoint: ep.entryPoint } },
     h('h2', {}, 'Entry point ', tag(ep.entryPoint)),
-    ep.winner ? winnerBlock(ep.winner)
-      : callout('error', 'No router takes this request here', [
-        candidates.length ? 'gangway answers 404 Not Found on this entry point. The reasons each router said no are below.'
-          : 'No enabled router listens on this entry point.']),
+    ep.winner ? winnerBlock(ep.winner) : noWinner(ep, candidates),
     candidates.length ? table([
       { title: '#', cls: 'num' }, { title: 'Router' }, { title: 'Priority', cls: 'num' }, { title: 'Rule' }, { title: 'Verdict', cls: 'wide' },
     ], candidates.map((c, i) => ({
@@ -58,13 +74,23 @@ function result(d) {
   const winners = sorted.filter((e) => e.winner);
   const r = d.request || {};
   const target = `${r.method || 'GET'} ${r.tls ? 'https' : 'http'}://${r.host || '(no host)'}${r.path || '/'}`;
+  // Would another kind of connection be routed? (The API never answers for
+  // the internal entry point unless it is asked about by name.)
+  const tlsHints = sorted.filter((e) => !e.winner && e.hint && e.hint.kind !== 'otherEntryPoint');
+  let none;
+  if (tlsHints.length) {
+    none = h('div', {}, h('p', { class: 'warn-text' }, icon('warn'), r.tls ? ' Not routed over TLS.' : ' Not routed over plain HTTP.'),
+      h('ul', { class: 'winners' }, tlsHints.map((e) => h('li', {}, tag(e.entryPoint), ' ', hintText(e.hint)))));
+  } else {
+    none = h('p', { class: 'error-text' }, 'Not routed: no router takes this request on any entry point, so gangway answers 404 Not Found.');
+  }
   const out = [
-    h('div', { class: 'explain-summary card', id: 'explain-summary' },
+    h('div', { class: 'explain-summary card', id: 'explain-summary', dataset: { routed: winners.length ? 'true' : 'false' } },
       h('code', { class: 'request-line' }, target),
       winners.length
         ? h('ul', { class: 'winners' }, winners.map((e) => h('li', {}, icon('check'), tag(e.entryPoint), icon('arrow'), objLink('routers', e.winner.router),
           e.winner.service ? [h('span', { class: 'muted' }, ' then service '), objLink('services', e.winner.service)] : null)))
-        : h('p', { class: 'error-text' }, 'No router takes this request on any entry point: gangway answers 404 Not Found.')),
+        : none),
   ];
   const busy = sorted.filter((e) => rank(e) < 2);
   const idle = sorted.filter((e) => rank(e) === 2);

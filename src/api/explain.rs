@@ -83,73 +83,38 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         client_ip,
     };
     let rt = state.runtime.load_full();
-    let mut eps = Vec::new();
-    for (id, name) in state.static_config.entry_points.keys().enumerate() {
-        if only_ep.as_deref().is_some_and(|o| o != name) {
-            continue;
-        }
-        let Some(table) = rt.entry_points.get(id) else {
-            continue;
-        };
-        let mut candidates = Vec::new();
-        let mut winner: Option<Winner> = None;
-        for route in table.iter() {
-            let verdict = if route.tls != tls {
-                Some(if route.tls {
-                    "needs a TLS connection".to_owned()
-                } else {
-                    "takes plain HTTP only".to_owned()
-                })
-            } else {
-                route.matcher.explain_mismatch(&facts)
-            };
-            let matched = verdict.is_none() && winner.is_none();
-            let shadowed = verdict.is_none() && winner.is_some();
-            candidates.push(Candidate {
-                router: route.name.clone(),
-                priority: route.priority,
-                rule: route.matcher.to_string(),
-                matched,
-                reason: match (&verdict, shadowed) {
-                    (Some(r), _) => r.clone(),
-                    (None, true) => {
-                        "matches, but a router with higher priority takes the request".to_owned()
-                    }
-                    (None, false) => "matches".to_owned(),
-                },
-            });
-            if matched {
-                let config = rt.dynamic.http.routers.get(&route.name);
-                let servers: Vec<String> = match &*route.upstream {
-                    Upstream::Servers(lb) => lb.servers.iter().map(|s| s.url.clone()).collect(),
-                    _ => Vec::new(),
-                };
-                // Qualified, as on /api/http/routers, so a client can link them.
-                let provider = QualifiedName::parse(&route.name)
-                    .map(|q| q.provider)
-                    .unwrap_or_default();
-                let middlewares: Vec<String> = config
-                    .map(|c| {
-                        c.middlewares
-                            .iter()
-                            .map(|m| QualifiedName::resolve(m, &provider).to_string())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                winner = Some(Winner {
-                    router: route.name.clone(),
-                    middlewares,
-                    service: route.service_name.clone(),
-                    servers,
+    let internal = crate::config::static_config::observability::INTERNAL_ENTRY_POINT;
+    // Every entry point is worked out, so one that routes nothing can point
+    // at another that does; only the ones asked about are answered.
+    let mut eps: Vec<EntryPointVerdict> = state
+        .static_config
+        .entry_points
+        .keys()
+        .enumerate()
+        .filter_map(|(id, name)| Some(verdict(name, rt.entry_points.get(id)?, &rt, &facts, tls)))
+        .collect();
+    let routed: Vec<(String, String)> = eps
+        .iter()
+        .filter(|ep| ep.entry_point != internal)
+        .filter_map(|ep| Some((ep.entry_point.clone(), ep.winner.as_ref()?.router.clone())))
+        .collect();
+    for ep in &mut eps {
+        if ep.winner.is_none() && ep.hint.is_none() {
+            ep.hint = routed
+                .iter()
+                .find(|(other, _)| *other != ep.entry_point)
+                .map(|(entry_point, router)| Hint::OtherEntryPoint {
+                    entry_point: entry_point.clone(),
+                    router: router.clone(),
                 });
-            }
         }
-        eps.push(EntryPointVerdict {
-            entry_point: name.clone(),
-            winner,
-            candidates,
-        });
     }
+    // The internal entry point (API, dashboard, ping) answers gangway's own
+    // paths on any host: it is not where a user's request goes unless asked.
+    eps.retain(|ep| match &only_ep {
+        Some(only) => ep.entry_point == *only,
+        None => ep.entry_point != internal,
+    });
     let disabled: Vec<DisabledRouter> = rt
         .report
         .routers
@@ -175,13 +140,96 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
     .into_response()
 }
 
+/// What one entry point's table does with the request.
+fn verdict(
+    name: &str,
+    table: &crate::runtime::EntryPointRoutes,
+    rt: &crate::runtime::Runtime,
+    facts: &RequestFacts<'_>,
+    tls: bool,
+) -> EntryPointVerdict {
+    let mut candidates = Vec::new();
+    let mut winner: Option<Winner> = None;
+    let mut hint = None;
+    for route in table.iter() {
+        // What the rule says first: a router whose rule does not match is
+        // not one the request "needs TLS" for.
+        let mismatch = route.matcher.explain_mismatch(facts);
+        let other_side = mismatch.is_none() && route.tls != tls;
+        let verdict = mismatch.or_else(|| {
+            other_side.then(|| {
+                if route.tls {
+                    "matches, but takes TLS connections only".to_owned()
+                } else {
+                    "matches, but takes plain HTTP only".to_owned()
+                }
+            })
+        });
+        if other_side && hint.is_none() {
+            let router = route.name.clone();
+            hint = Some(if route.tls {
+                Hint::NeedsTls { router }
+            } else {
+                Hint::NeedsPlainHttp { router }
+            });
+        }
+        let matched = verdict.is_none() && winner.is_none();
+        let shadowed = verdict.is_none() && winner.is_some();
+        candidates.push(Candidate {
+            router: route.name.clone(),
+            priority: route.priority,
+            rule: route.matcher.to_string(),
+            matched,
+            reason: match (&verdict, shadowed) {
+                (Some(r), _) => r.clone(),
+                (None, true) => {
+                    "matches, but a router with higher priority takes the request".to_owned()
+                }
+                (None, false) => "matches".to_owned(),
+            },
+        });
+        if matched {
+            let config = rt.dynamic.http.routers.get(&route.name);
+            let servers: Vec<String> = match &*route.upstream {
+                Upstream::Servers(lb) => lb.servers.iter().map(|s| s.url.clone()).collect(),
+                _ => Vec::new(),
+            };
+            // Qualified, as on /api/http/routers, so a client can link them.
+            let provider = QualifiedName::parse(&route.name)
+                .map(|q| q.provider)
+                .unwrap_or_default();
+            let middlewares: Vec<String> = config
+                .map(|c| {
+                    c.middlewares
+                        .iter()
+                        .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            winner = Some(Winner {
+                router: route.name.clone(),
+                middlewares,
+                service: route.service_name.clone(),
+                servers,
+            });
+        }
+    }
+    EntryPointVerdict {
+        entry_point: name.to_owned(),
+        hint: if winner.is_some() { None } else { hint },
+        winner,
+        candidates,
+    }
+}
+
 /// The answer of `/api/explain`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplainView {
     /// The request as understood.
     pub request: RequestView,
-    /// Per entry point, the winner and every candidate.
+    /// Per entry point, the winner and every candidate. The internal entry
+    /// point (`gangway`) only when asked about by name.
     pub entry_points: Vec<EntryPointVerdict>,
     /// Routers that take no request because of an error.
     pub disabled_routers: Vec<DisabledRouter>,
@@ -211,8 +259,37 @@ pub struct EntryPointVerdict {
     pub entry_point: String,
     /// The router that takes the request there, if one does.
     pub winner: Option<Winner>,
+    /// When no router takes the request here: what would make one take it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<Hint>,
     /// Every router on the entry point, in the order they are tried.
     pub candidates: Vec<Candidate>,
+}
+
+/// Why a request no router takes on an entry point would be taken with
+/// another connection or elsewhere.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Hint {
+    /// A router here takes the request over TLS (https) only.
+    NeedsTls {
+        /// The first such router in the order routers are tried.
+        router: String,
+    },
+    /// A router here takes the request over plain HTTP only.
+    NeedsPlainHttp {
+        /// The first such router in the order routers are tried.
+        router: String,
+    },
+    /// No router here takes it at all, but one on another entry point does.
+    #[serde(rename_all = "camelCase")]
+    OtherEntryPoint {
+        /// The first such entry point, in the static configuration's order
+        /// (never the internal one).
+        entry_point: String,
+        /// The router that takes the request there.
+        router: String,
+    },
 }
 
 /// The router that takes the request, and where it sends it.

@@ -334,6 +334,24 @@ pub enum Problem {
         /// The label that chooses a port, with the container's prefix.
         label: String,
     },
+    /// A router that never gets a request on an entry point: a router tried
+    /// before it there (higher priority first, then names in byte order)
+    /// has the same rule and takes the same connections (plain or TLS).
+    #[error("{}", shadowed(.rule, *.priority, .winner, *.winner_priority, .entry_points))]
+    #[serde(rename_all = "camelCase")]
+    Shadowed {
+        /// The router that gets every request this one would match.
+        winner: String,
+        /// The entry points where it does, in the static configuration's
+        /// order.
+        entry_points: Vec<String>,
+        /// The rule both have, in canonical form.
+        rule: String,
+        /// This router's priority.
+        priority: i64,
+        /// The winner's priority: the same, or higher.
+        winner_priority: i64,
+    },
     /// A problem in one container's definition of an object that another
     /// container defines as well, whose definition is used.
     #[error("{problem} (this container's definition is ignored)")]
@@ -362,6 +380,34 @@ fn conflict_end(kept: &str, dropped: bool) -> String {
         "removed (providers.docker.conflicts=drop)".to_owned()
     } else {
         format!("`{kept}`'s definition (the oldest) is used")
+    }
+}
+
+fn shadowed(
+    rule: &str,
+    priority: i64,
+    winner: &str,
+    winner_priority: i64,
+    eps: &[String],
+) -> String {
+    let eps = match eps {
+        [one] => format!("entry point `{one}`"),
+        many => format!(
+            "entry points {}",
+            many.iter()
+                .map(|e| format!("`{e}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if winner_priority == priority {
+        format!(
+            "same rule `{rule}` and priority {priority} as router `{winner}` on {eps}: `{winner}` gets every request (its name sorts first); set a `priority` on one of them"
+        )
+    } else {
+        format!(
+            "router `{winner}` has the same rule `{rule}` with a higher priority ({winner_priority}, this one {priority}) on {eps}: it gets every request"
+        )
     }
 }
 

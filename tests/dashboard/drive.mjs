@@ -197,6 +197,27 @@ try {
   await page.waitForSelector('#options');
   check(page.url().includes('#/middlewares/strip%40file'), `the chain links to the middleware: ${page.url()}`);
 
+  // A router with the same rule as one whose name sorts first: the warning
+  // names and links the winner, and no request path is drawn through it.
+  step('shadowed router');
+  await open('/routers/copy@file');
+  await page.waitForSelector('#errors');
+  const shadowedApi = await api('/api/http/routers/copy@file');
+  check(shadowedApi.status === 'warning' && shadowedApi.problems.some((p) => p.kind === 'shadowed' && p.winner === 'app@file'),
+    `the API marks copy@file as shadowed by app@file: ${JSON.stringify(shadowedApi.problems)}`);
+  const shadowedErrors = await text('#errors');
+  check(shadowedErrors.includes('app@file') && shadowedErrors.includes('same rule'), `the shadowed router's warning names the winner: ${shadowedErrors}`);
+  check(await page.locator('#errors a[href*="#/routers/app%40file"]').count() > 0, 'the warning links the winner');
+  check(await page.locator('#chain[data-shadowed]').count() === 1 && await page.locator('ol.flow').count() === 0,
+    'no request path is drawn through a router no request reaches');
+  check((await text('#chain')).includes('No request reaches this router'), `the path section says why: ${await text('#chain')}`);
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.screenshot({ path: path.join(shots, 'router-shadowed-1440x900.png') });
+  await page.setViewportSize({ width: 1280, height: 860 });
+  await open('/');
+  await page.waitForSelector('#attention [data-object="copy@file"]');
+  check((await text('#attention [data-object="copy@file"]')).includes('app@file'), 'the overview lists the shadowed router with its winner');
+
   await open('/routers/broken@file');
   await page.waitForSelector('#errors');
   check((await text('#errors')).includes('rule error at column 23'), 'the broken router shows its error');
@@ -303,6 +324,21 @@ try {
   await page.click('button[data-safe=explain]');
   await page.waitForFunction(() => document.querySelector('#explain-summary') && document.querySelector('#explain-summary').innerText.includes('nowhere.test'));
   check((await text(web)).includes('No router takes this request here'), 'an unknown host has no winner on web');
+  check(await page.getAttribute('#explain-summary', 'data-routed') === 'false', 'an unknown host is not routed');
+  check((await text('#explain-summary')).includes('Not routed'), `the summary says so: ${await text('#explain-summary')}`);
+  check(await page.locator('[data-entrypoint=gangway]').count() === 0, 'the internal entry point is not asked about');
+  // A TLS router asked about over plain HTTP: the request needs TLS.
+  await page.fill('#x-host', 'www.secure.test');
+  await page.fill('#x-path', '/shop');
+  await page.click('button[data-safe=explain]');
+  await page.waitForSelector(`${web} [data-hint=needsTls]`);
+  check((await text(web)).includes('needs TLS') && (await text(web)).includes('secure@file'), `the TLS router is named: ${await text(web)}`);
+  check((await text('#explain-summary')).includes('Not routed over plain HTTP'), `the summary says TLS is needed: ${await text('#explain-summary')}`);
+  await page.screenshot({ path: path.join(shots, 'explain-needs-tls.png'), fullPage: true });
+  await page.click('#x-tls');
+  await page.click('button[data-safe=explain]');
+  await page.waitForSelector(`${web} [data-winner="secure@file"]`);
+  await page.click('#x-tls');
 
   // === live ===
   step('live update');
