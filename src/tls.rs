@@ -263,6 +263,72 @@ pub struct Termination {
     pub requests: Vec<CertificateRequest>,
     /// The certificates loaded from files, for the API.
     pub files: Vec<FileCertificate>,
+    /// Which certificate each name gets, for the API.
+    pub served: Option<ServedCertificates>,
+}
+
+/// Where a served certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum CertificateSource {
+    /// `tls.certificates`.
+    File {
+        /// The certificate file, as configured.
+        #[serde(rename = "certFile")]
+        cert_file: String,
+    },
+    /// Obtained by a certificate resolver.
+    Acme {
+        /// The resolver's name.
+        resolver: String,
+    },
+    /// The default certificate: served for a name no other one covers.
+    Default,
+}
+
+/// The default certificate as the API describes it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DefaultCertificate {
+    /// The names it carries (none a client will ask for, when generated).
+    pub domains: Vec<String>,
+    /// The issuer's distinguished name.
+    pub issuer: String,
+    /// Start of validity, seconds since the Unix epoch.
+    pub not_before: i64,
+    /// End of validity, seconds since the Unix epoch.
+    pub not_after: i64,
+    /// True for the certificate gangway generated, which no browser trusts;
+    /// false for `tls.stores.default.defaultCertificate`.
+    pub self_signed: bool,
+    /// `tls.stores.default.defaultCertificate`'s file, when that is the one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<String>,
+}
+
+/// The certificate store of a runtime with where each certificate in it
+/// comes from, so the API can say what a name is served today.
+pub struct ServedCertificates {
+    store: Arc<CertStore>,
+    sources: Vec<(Arc<CertifiedKey>, CertificateSource)>,
+    /// The certificate served when none matches.
+    pub default: DefaultCertificate,
+}
+
+impl ServedCertificates {
+    /// Where the certificate served for `host` (a router's host, lowercase,
+    /// maybe `*.` wildcard) comes from; what a handshake naming it gets.
+    pub fn source_for(&self, host: &str) -> CertificateSource {
+        self.store
+            .find(host)
+            .and_then(|key| {
+                self.sources
+                    .iter()
+                    .find(|(k, _)| Arc::ptr_eq(k, key))
+                    .map(|(_, s)| s.clone())
+            })
+            .unwrap_or(CertificateSource::Default)
+    }
 }
 
 /// A certificate from `tls.certificates`, as the API lists it.
@@ -340,7 +406,10 @@ pub fn compile_termination(
     state: &TlsState,
 ) -> (Termination, TlsReport) {
     let mut report = TlsReport::default();
-    let mut store = CertStore::new(state.default_certificate());
+    let generated = state.default_certificate();
+    let mut default_info = describe_generated(&generated);
+    let mut store = CertStore::new(generated);
+    let mut sources = Vec::new();
 
     // The `default` store's own default certificate replaces the generated one.
     if let Some(file) = tls
@@ -349,7 +418,17 @@ pub fn compile_termination(
         .and_then(|s| s.default_certificate.as_ref())
     {
         match store::load_file(file) {
-            Ok(cert) => store.set_default(cert.key),
+            Ok(cert) => {
+                default_info = Some(DefaultCertificate {
+                    domains: cert.names.clone(),
+                    issuer: cert.issuer.clone(),
+                    not_before: cert.not_before,
+                    not_after: cert.not_after,
+                    self_signed: false,
+                    cert_file: Some(file.cert_file.clone()),
+                });
+                store.set_default(cert.key);
+            }
             Err(e) => report.warnings.push(skipped(
                 "tls.stores.default.defaultCertificate",
                 format!("{e}; the generated certificate is served"),
@@ -362,6 +441,12 @@ pub fn compile_termination(
         match store::load_file(file) {
             Ok(cert) => {
                 store.insert(&cert.names, &cert.key);
+                sources.push((
+                    cert.key.clone(),
+                    CertificateSource::File {
+                        cert_file: file.cert_file.clone(),
+                    },
+                ));
                 files.push(FileCertificate {
                     cert_file: file.cert_file.clone(),
                     domains: cert.names,
@@ -378,8 +463,19 @@ pub fn compile_termination(
     issued.sort_by_key(|c| std::cmp::Reverse(c.cert.not_after));
     for cert in &issued {
         store.insert(&cert.cert.names, &cert.cert.key);
+        sources.push((
+            cert.cert.key.clone(),
+            CertificateSource::Acme {
+                resolver: cert.resolver.clone(),
+            },
+        ));
     }
     let store = Arc::new(store);
+    let served = default_info.map(|default| ServedCertificates {
+        store: store.clone(),
+        sources,
+        default,
+    });
 
     // Options: index 0 is the default (`default@…` if configured).
     let sessions = state.sessions.clone();
@@ -477,9 +573,34 @@ pub fn compile_termination(
             challenges: Some(state.challenges.clone()),
             requests,
             files,
+            served,
         },
         report,
     )
+}
+
+/// Names, issuer and validity of the generated default certificate, held
+/// only as DER; None if it does not parse, which gangway's own certificate
+/// always does.
+fn describe_generated(key: &CertifiedKey) -> Option<DefaultCertificate> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(key.cert.first()?).ok()?;
+    let mut domains = Vec::new();
+    if let Ok(Some(san)) = parsed.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
+                domains.push(dns.to_ascii_lowercase());
+            }
+        }
+    }
+    let validity = parsed.validity();
+    Some(DefaultCertificate {
+        domains,
+        issuer: parsed.issuer().to_string(),
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+        self_signed: true,
+        cert_file: None,
+    })
 }
 
 #[cfg(test)]

@@ -268,9 +268,73 @@ pub struct RouterView {
     pub paths: Vec<String>,
     /// Values of the rule's `PathPrefix` matchers.
     pub path_prefixes: Vec<String>,
+    /// For a TLS router: the certificate each of its hosts is served
+    /// today (gangway's addition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<ServedCertificateView>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
+}
+
+/// The certificate a TLS router's host is served now: from a file, from a
+/// resolver, or the default one (with a warning when browsers will not
+/// trust it).
+#[derive(Debug, Serialize)]
+pub struct ServedCertificateView {
+    /// The host; absent for a router whose rule names none (clients then
+    /// get the certificate of the name they ask for, else the default one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `file` (with `certFile`), `acme` (with `resolver`) or `default`.
+    #[serde(flatten)]
+    pub source: crate::tls::CertificateSource,
+    /// Why a client may refuse it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// The warning for the generated default certificate.
+const UNTRUSTED: &str = "gangway's self-signed default certificate is served: browsers and other clients will not trust it (add a certificate for this host in tls.certificates, or a certResolver)";
+
+/// The certificates a TLS router's hosts (from its rule and `tls.domains`)
+/// are served now.
+fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificateView> {
+    let (Some(tls), Some(served)) = (&view.tls, &rt.tls.served) else {
+        return Vec::new();
+    };
+    let warning = |source: &crate::tls::CertificateSource| {
+        (*source == crate::tls::CertificateSource::Default && served.default.self_signed)
+            .then(|| UNTRUSTED.to_owned())
+    };
+    let mut hosts: Vec<String> = view.hosts.clone();
+    for d in &tls.domains {
+        for name in std::iter::once(&d.main).chain(&d.sans) {
+            let name = name.to_ascii_lowercase();
+            if !name.is_empty() && !hosts.contains(&name) {
+                hosts.push(name);
+            }
+        }
+    }
+    if hosts.is_empty() {
+        let source = crate::tls::CertificateSource::Default;
+        return vec![ServedCertificateView {
+            host: None,
+            warning: warning(&source),
+            source,
+        }];
+    }
+    hosts
+        .into_iter()
+        .map(|host| {
+            let source = served.source_for(&host);
+            ServedCertificateView {
+                host: Some(host),
+                warning: warning(&source),
+                source,
+            }
+        })
+        .collect()
 }
 
 impl RouterView {
@@ -308,6 +372,7 @@ impl RouterView {
             host_regexps: targets.host_regexps,
             paths: targets.paths,
             path_prefixes: targets.path_prefixes,
+            certificates: Vec::new(),
             state: StateView::of(report),
             provider,
         }
@@ -325,6 +390,7 @@ pub fn routers(rt: &Runtime) -> Vec<RouterView> {
         .iter()
         .map(|(name, r)| {
             let mut view = RouterView::new(name, r, rt.report.routers.get(name));
+            view.certificates = served_certificates(rt, &view);
             if view.state.status != Status::Disabled
                 && let Some(u) = live.services.get(view.service.as_str())
                 && !live_up(u, MAX_DEPTH)
@@ -896,6 +962,18 @@ pub enum CertificateView {
         /// Whether it is still valid.
         status: FileCertificateStatus,
     },
+    /// The certificate served for a name no other one covers: gangway's
+    /// generated self-signed one, or `tls.stores.default.defaultCertificate`.
+    Default {
+        /// Names, issuer, validity and whether it is self-signed.
+        #[serde(flatten)]
+        cert: crate::tls::DefaultCertificate,
+        /// The TLS routers with a host it is served for.
+        routers: Vec<String>,
+        /// Why clients may refuse it, when they will.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
 }
 
 /// Whether a certificate from a file is still valid.
@@ -913,6 +991,7 @@ impl CertificateView {
         match self {
             CertificateView::Acme(c) => c.not_after,
             CertificateView::File { cert, .. } => Some(cert.not_after),
+            CertificateView::Default { cert, .. } => Some(cert.not_after),
         }
     }
 }
@@ -947,5 +1026,21 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
         .collect();
     files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     acme.extend(files);
+    if let Some(served) = &rt.tls.served {
+        let routers: Vec<String> = routers(&rt)
+            .into_iter()
+            .filter(|r| {
+                r.certificates
+                    .iter()
+                    .any(|c| c.source == crate::tls::CertificateSource::Default)
+            })
+            .map(|r| r.name)
+            .collect();
+        acme.push(CertificateView::Default {
+            warning: served.default.self_signed.then(|| UNTRUSTED.to_owned()),
+            cert: served.default.clone(),
+            routers,
+        });
+    }
     acme
 }
