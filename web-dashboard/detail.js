@@ -132,8 +132,19 @@ function routerBody(o, mws, svc, certs) {
     const hosts = new Set([...o.hosts, ...list(tls.domains).flatMap((d) => [d.main, ...list(d.sans)]).filter(Boolean)]);
     const mine = certs.filter((c) => c.routers.includes(o.name) || c.domains.some((d) => hosts.has(d.toLowerCase()) ||
       (d.startsWith('*.') && [...hosts].some((x) => x.endsWith(d.slice(1))))));
-    out.push(section('Certificate', mine.length ? certTable(sortCerts(mine), { compact: true })
-      : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
+    // What each host is served today, as the API says (file, resolver or
+    // the default certificate); then the certificates themselves.
+    const served = list(o.certificates);
+    const servedList = served.length ? h('ul', { class: 'problems', id: 'served-certs' }, served.map((c) =>
+      h('li', { class: c.warning ? 'warn' : '' },
+        c.warning ? icon('warn') : icon('lock'), ' ',
+        h('strong', {}, c.host || 'any name'), ': ',
+        c.source === 'file' ? `file ${c.certFile}` : c.source === 'acme' ? `certificate from resolver ${c.resolver}` : 'the default certificate',
+        c.warning ? h('div', { class: 'warn-text' }, c.warning) : null))) : null;
+    const defaults = served.some((c) => c.source === 'default') ? certs.filter((c) => c.source === 'default') : [];
+    const shown = [...mine.filter((c) => c.source !== 'default'), ...defaults];
+    out.push(section('Certificate', servedList, shown.length ? certTable(sortCerts(shown), { compact: true })
+      : servedList ? null : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
   }
   out.push(provenance(o), raw(o));
   return out;
