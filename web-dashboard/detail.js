@@ -26,12 +26,20 @@ function head(kind, o) {
     h('div', { class: 'meta' }, statusBadge(o.status), tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
 }
 
+/** Problems the API reads from the servers' health, not from the configuration. */
+const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown'];
+
 function errors(o) {
   const errs = problemItems(o);
   if (!errs.length) return null;
   const disabled = o.status === 'disabled';
-  return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning',
-    disabled ? 'Not in use because of an error' : 'Working, with a warning', errs));
+  // Servers down are not a configuration error: the object is in use and
+  // comes back by itself when a server answers again.
+  const health = list(o.problems).length > 0 && list(o.problems).every((p) => HEALTH_KINDS.includes(p.kind));
+  const title = health
+    ? (disabled ? 'Not serving: no server is up' : 'Serving, with servers down')
+    : (disabled ? 'Not in use because of an error' : 'Working, with a warning');
+  return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning', title, errs));
 }
 
 /** The containers and labels behind an object (Docker objects only). */
@@ -141,8 +149,9 @@ function routerBody(o, mws, svc, certs) {
         h('strong', {}, c.host || 'any name'), ': ',
         c.source === 'file' ? `file ${c.certFile}` : c.source === 'acme' ? `certificate from resolver ${c.resolver}` : 'the default certificate',
         c.warning ? h('div', { class: 'warn-text' }, c.warning) : null))) : null;
-    const defaults = served.some((c) => c.source === 'default') ? certs.filter((c) => c.source === 'default') : [];
-    const shown = [...mine.filter((c) => c.source !== 'default'), ...defaults];
+    // The default certificate is named in the list above; the table holds
+    // the certificates that cover the router's hosts.
+    const shown = mine.filter((c) => c.source !== 'default');
     out.push(section('Certificate', servedList, shown.length ? certTable(sortCerts(shown), { compact: true })
       : servedList ? null : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
   }
