@@ -756,6 +756,30 @@ mod tests {
     }
 
     #[test]
+    fn passive_health_is_down_after_failures_in_a_row_and_up_after_a_success() {
+        use crate::runtime::registries::pool::SendError;
+        let p = PassiveHealth::default();
+        let refused = SendError::connect("cannot connect to 127.0.0.1:1", None);
+        assert!(!p.is_down() && p.last_error().is_none());
+        for n in 1..PASSIVE_DOWN_AFTER {
+            p.failed(&refused);
+            assert_eq!(p.failures(), n);
+            assert!(!p.is_down(), "{n} failures");
+        }
+        p.failed(&refused);
+        assert!(p.is_down());
+        assert!(p.last_error().is_some_and(|e| e.contains("127.0.0.1:1")));
+        p.connected();
+        assert!(!p.is_down() && p.failures() == 0 && p.last_error().is_none());
+        // Failures must be in a row: a success in between starts again.
+        p.failed(&refused);
+        p.failed(&refused);
+        p.connected();
+        p.failed(&refused);
+        assert!(!p.is_down());
+    }
+
+    #[test]
     fn grpc_health_answers_parse() {
         // SERVING, NOT_SERVING, the field absent, other fields around it.
         assert_eq!(serving_status(&[0, 0, 0, 0, 2, 0x08, 1]), Some(1));

@@ -632,3 +632,57 @@ mod wildcard_options_tests {
         assert_eq!(t.options_for("other.test"), None);
     }
 }
+
+#[cfg(test)]
+mod served_tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_served_the_file_the_resolver_or_the_default_certificate() {
+        let state = TlsState::default();
+        let generated = state.default_certificate();
+        let file_key = Arc::new(store::generate_default());
+        let issued_key = Arc::new(store::generate_default());
+        let mut cert_store = CertStore::new(generated.clone());
+        cert_store.insert(&["app.test".to_owned()], &file_key);
+        cert_store.insert(&["*.wild.test".to_owned()], &issued_key);
+        let served = ServedCertificates {
+            store: Arc::new(cert_store),
+            sources: vec![
+                (
+                    file_key,
+                    CertificateSource::File {
+                        cert_file: "app.pem".to_owned(),
+                    },
+                ),
+                (
+                    issued_key,
+                    CertificateSource::Acme {
+                        resolver: "le".to_owned(),
+                    },
+                ),
+            ],
+            default: describe_generated(&generated).expect("the generated certificate parses"),
+        };
+        assert_eq!(
+            served.source_for("app.test"),
+            CertificateSource::File {
+                cert_file: "app.pem".to_owned()
+            }
+        );
+        let acme = CertificateSource::Acme {
+            resolver: "le".to_owned(),
+        };
+        assert_eq!(served.source_for("x.wild.test"), acme);
+        // A router's own wildcard host is covered by the wildcard certificate.
+        assert_eq!(served.source_for("*.wild.test"), acme);
+        assert_eq!(served.source_for("other.test"), CertificateSource::Default);
+        assert_eq!(
+            served.source_for("a.b.wild.test"),
+            CertificateSource::Default
+        );
+        assert!(served.default.self_signed);
+        assert_eq!(served.default.domains, ["gangway.default.invalid"]);
+        assert!(served.default.not_after > served.default.not_before);
+    }
+}
