@@ -284,6 +284,10 @@ pub enum CertificateSource {
     },
     /// The default certificate: served for a name no other one covers.
     Default,
+    /// None: no certificate covers the name and its TLS options have
+    /// `sniStrict`, so handshakes for it are refused.
+    #[serde(rename = "none")]
+    Refused,
 }
 
 /// The default certificate as the API describes it.
@@ -313,21 +317,30 @@ pub struct ServedCertificates {
     sources: Vec<(Arc<CertifiedKey>, CertificateSource)>,
     /// The certificate served when none matches.
     pub default: DefaultCertificate,
+    /// Per server configuration of the termination: whether its options
+    /// have `sniStrict`, refusing names no certificate covers.
+    strict: Vec<bool>,
 }
 
 impl ServedCertificates {
     /// Where the certificate served for `host` (a router's host, lowercase,
-    /// maybe `*.` wildcard) comes from; what a handshake naming it gets.
-    pub fn source_for(&self, host: &str) -> CertificateSource {
-        self.store
-            .find(host)
-            .and_then(|key| {
-                self.sources
-                    .iter()
-                    .find(|(k, _)| Arc::ptr_eq(k, key))
-                    .map(|(_, s)| s.clone())
-            })
-            .unwrap_or(CertificateSource::Default)
+    /// maybe `*.` wildcard) comes from; what a handshake naming it gets
+    /// when its TLS options are `options` (an index of the termination's
+    /// configurations, see [`Termination::options_index`]).
+    pub fn source_for(&self, host: &str, options: usize) -> CertificateSource {
+        let found = self.store.find(host).and_then(|key| {
+            self.sources
+                .iter()
+                .find(|(k, _)| Arc::ptr_eq(k, key))
+                .map(|(_, s)| s.clone())
+        });
+        match found {
+            Some(source) => source,
+            None if self.strict.get(options).copied().unwrap_or(false) => {
+                CertificateSource::Refused
+            }
+            None => CertificateSource::Default,
+        }
     }
 }
 
@@ -363,6 +376,12 @@ impl Termination {
             .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
             .unwrap_or(0);
         self.configs.get(index).cloned()
+    }
+
+    /// The index of the server configuration a handshake for `name`
+    /// (lowercase) uses: its routers' TLS options, else the default ones.
+    pub fn options_index(&self, name: &str) -> usize {
+        self.options_for(name).unwrap_or(0)
     }
 
     /// The TLS options of the routers for `name` (lowercase): its own
@@ -471,11 +490,6 @@ pub fn compile_termination(
         ));
     }
     let store = Arc::new(store);
-    let served = default_info.map(|default| ServedCertificates {
-        store: store.clone(),
-        sources,
-        default,
-    });
 
     // Options: index 0 is the default (`default@…` if configured).
     let sessions = state.sessions.clone();
@@ -486,9 +500,12 @@ pub fn compile_termination(
         .map(|(_, o)| o.clone())
         .unwrap_or_default();
     let mut configs = Vec::new();
+    // Per entry of `configs`: whether it refuses names without a certificate.
+    let mut strict = Vec::new();
     match options::compile_options(&default_options, &store, &sessions) {
         Ok((config, warnings)) => {
             configs.push(config);
+            strict.push(default_options.sni_strict);
             report.warnings.extend(
                 warnings
                     .into_iter()
@@ -504,6 +521,7 @@ pub fn compile_termination(
                 options::compile_options(&dynamic::TlsOptions::default(), &store, &sessions)
             {
                 configs.push(config);
+                strict.push(false);
             }
         }
     }
@@ -517,6 +535,7 @@ pub fn compile_termination(
             Ok((config, warnings)) => {
                 index_of.insert(name, configs.len());
                 configs.push(config);
+                strict.push(opts.sni_strict);
                 report.warnings.extend(
                     warnings
                         .into_iter()
@@ -564,6 +583,12 @@ pub fn compile_termination(
         }
     }
 
+    let served = default_info.map(|default| ServedCertificates {
+        store: store.clone(),
+        sources,
+        default,
+        strict,
+    });
     (
         Termination {
             configs,
@@ -663,9 +688,10 @@ mod served_tests {
                 ),
             ],
             default: describe_generated(&generated).expect("the generated certificate parses"),
+            strict: vec![false, true],
         };
         assert_eq!(
-            served.source_for("app.test"),
+            served.source_for("app.test", 0),
             CertificateSource::File {
                 cert_file: "app.pem".to_owned()
             }
@@ -673,13 +699,25 @@ mod served_tests {
         let acme = CertificateSource::Acme {
             resolver: "le".to_owned(),
         };
-        assert_eq!(served.source_for("x.wild.test"), acme);
+        assert_eq!(served.source_for("x.wild.test", 0), acme);
         // A router's own wildcard host is covered by the wildcard certificate.
-        assert_eq!(served.source_for("*.wild.test"), acme);
-        assert_eq!(served.source_for("other.test"), CertificateSource::Default);
+        assert_eq!(served.source_for("*.wild.test", 0), acme);
         assert_eq!(
-            served.source_for("a.b.wild.test"),
+            served.source_for("other.test", 0),
             CertificateSource::Default
+        );
+        assert_eq!(
+            served.source_for("a.b.wild.test", 0),
+            CertificateSource::Default
+        );
+        // Options with sniStrict refuse what no certificate covers.
+        assert_eq!(
+            served.source_for("other.test", 1),
+            CertificateSource::Refused
+        );
+        assert_eq!(
+            served.source_for("app.test", 1),
+            served.source_for("app.test", 0)
         );
         assert!(served.default.self_signed);
         assert_eq!(served.default.domains, ["gangway.default.invalid"]);

@@ -341,7 +341,9 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     let cert = (cert_file.clone(), write(files.path(), "secure.key", &key));
     let tls_port = free_port();
     let extra = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n\
-        [http.routers.bare]\nrule = \"Host(`bare.test`)\"\nservice = \"app\"\n[http.routers.bare.tls]\n";
+        [http.routers.bare]\nrule = \"Host(`bare.test`)\"\nservice = \"app\"\n[http.routers.bare.tls]\n\
+        [http.routers.closed]\nrule = \"Host(`closed.test`)\"\nservice = \"app\"\n\
+        [http.routers.closed.tls]\noptions = \"strict\"\n[tls.options.strict]\nsniStrict = true\n";
     let gw = Gangway::with_file(
         &config(&app.url(), std::slice::from_ref(&cert), extra),
         &[
@@ -387,6 +389,23 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
             .unwrap_or("")
             .contains("will not trust"),
         "{bare}"
+    );
+    // Under sniStrict, a host no certificate covers gets no certificate.
+    assert!(
+        TlsClient::insecure()
+            .get(tls_port, "closed.test", None, "/", true)
+            .await
+            .is_err(),
+        "sniStrict refuses closed.test"
+    );
+    let closed = json("/api/http/routers/closed@file").await;
+    assert_eq!(closed["certificates"][0]["source"], "none", "{closed}");
+    assert!(
+        closed["certificates"][0]["warning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refused"),
+        "{closed}"
     );
     // A host a file certificate covers names that file, with no warning.
     let secure = json("/api/http/routers/secure@file").await;

@@ -147,7 +147,8 @@ function routerBody(o, mws, svc, certs) {
       h('li', { class: c.warning ? 'warn' : '' },
         c.warning ? icon('warn') : icon('lock'), ' ',
         h('strong', {}, c.host || 'any name'), ': ',
-        c.source === 'file' ? `file ${c.certFile}` : c.source === 'acme' ? `certificate from resolver ${c.resolver}` : 'the default certificate',
+        c.source === 'file' ? `file ${c.certFile}` : c.source === 'acme' ? `certificate from resolver ${c.resolver}`
+          : c.source === 'none' ? 'no certificate (handshakes are refused)' : 'the default certificate',
         c.warning ? h('div', { class: 'warn-text' }, c.warning) : null))) : null;
     // The default certificate is named in the list above; the table holds
     // the certificates that cover the router's hosts.

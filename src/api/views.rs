@@ -286,7 +286,8 @@ pub struct ServedCertificateView {
     /// get the certificate of the name they ask for, else the default one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// `file` (with `certFile`), `acme` (with `resolver`) or `default`.
+    /// `file` (with `certFile`), `acme` (with `resolver`), `default`, or
+    /// `none` when `sniStrict` refuses the handshake.
     #[serde(flatten)]
     pub source: crate::tls::CertificateSource,
     /// Why a client may refuse it.
@@ -297,15 +298,21 @@ pub struct ServedCertificateView {
 /// The warning for the generated default certificate.
 const UNTRUSTED: &str = "gangway's self-signed default certificate is served: browsers and other clients will not trust it (add a certificate for this host in tls.certificates, or a certResolver)";
 
+/// The warning for a host no certificate covers under sniStrict.
+const REFUSED: &str = "no certificate covers this host and its TLS options have sniStrict: handshakes for it are refused";
+
 /// The certificates a TLS router's hosts (from its rule and `tls.domains`)
 /// are served now.
 fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificateView> {
     let (Some(tls), Some(served)) = (&view.tls, &rt.tls.served) else {
         return Vec::new();
     };
-    let warning = |source: &crate::tls::CertificateSource| {
-        (*source == crate::tls::CertificateSource::Default && served.default.self_signed)
-            .then(|| UNTRUSTED.to_owned())
+    let warning = |source: &crate::tls::CertificateSource| match source {
+        crate::tls::CertificateSource::Default if served.default.self_signed => {
+            Some(UNTRUSTED.to_owned())
+        }
+        crate::tls::CertificateSource::Refused => Some(REFUSED.to_owned()),
+        _ => None,
     };
     let mut hosts: Vec<String> = view.hosts.clone();
     for d in &tls.domains {
@@ -327,7 +334,8 @@ fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificate
     hosts
         .into_iter()
         .map(|host| {
-            let source = served.source_for(&host);
+            let options = rt.tls.options_index(&host);
+            let source = served.source_for(&host, options);
             ServedCertificateView {
                 host: Some(host),
                 warning: warning(&source),
