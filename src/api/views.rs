@@ -188,14 +188,19 @@ impl<'a> Live<'a> {
     }
 }
 
-/// Whether server `i` of `lb` is down: by its active health check, or by
-/// the proxy's failed connections to it.
+/// Whether server `i` of `lb` is down: by its active health check when it
+/// has one, otherwise by the proxy's failed connections to it. A check
+/// probes on its own timer, so it decides alone: the passive count of a
+/// checked server, to which nothing is sent while it is down, would stay
+/// behind after the check saw it come back.
 fn server_down(lb: &crate::runtime::LoadBalancer, i: usize) -> bool {
-    !lb.is_up(i)
-        || lb
+    match &lb.health {
+        Some(h) => !h.is_up(i),
+        None => lb
             .servers
             .get(i)
-            .is_some_and(|s| s.client.passive.is_down())
+            .is_some_and(|s| s.client.passive.is_down()),
+    }
 }
 
 /// Whether a service has a server up now. A balancer without any server
