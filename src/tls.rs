@@ -263,6 +263,85 @@ pub struct Termination {
     pub requests: Vec<CertificateRequest>,
     /// The certificates loaded from files, for the API.
     pub files: Vec<FileCertificate>,
+    /// Which certificate each name gets, for the API.
+    pub served: Option<ServedCertificates>,
+}
+
+/// Where a served certificate comes from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "source", rename_all = "lowercase")]
+pub enum CertificateSource {
+    /// `tls.certificates`.
+    File {
+        /// The certificate file, as configured.
+        #[serde(rename = "certFile")]
+        cert_file: String,
+    },
+    /// Obtained by a certificate resolver.
+    Acme {
+        /// The resolver's name.
+        resolver: String,
+    },
+    /// The default certificate: served for a name no other one covers.
+    Default,
+    /// None: no certificate covers the name and its TLS options have
+    /// `sniStrict`, so handshakes for it are refused.
+    #[serde(rename = "none")]
+    Refused,
+}
+
+/// The default certificate as the API describes it.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DefaultCertificate {
+    /// The names it carries (none a client will ask for, when generated).
+    pub domains: Vec<String>,
+    /// The issuer's distinguished name.
+    pub issuer: String,
+    /// Start of validity, seconds since the Unix epoch.
+    pub not_before: i64,
+    /// End of validity, seconds since the Unix epoch.
+    pub not_after: i64,
+    /// True for the certificate gangway generated, which no browser trusts;
+    /// false for `tls.stores.default.defaultCertificate`.
+    pub self_signed: bool,
+    /// `tls.stores.default.defaultCertificate`'s file, when that is the one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<String>,
+}
+
+/// The certificate store of a runtime with where each certificate in it
+/// comes from, so the API can say what a name is served today.
+pub struct ServedCertificates {
+    store: Arc<CertStore>,
+    sources: Vec<(Arc<CertifiedKey>, CertificateSource)>,
+    /// The certificate served when none matches.
+    pub default: DefaultCertificate,
+    /// Per server configuration of the termination: whether its options
+    /// have `sniStrict`, refusing names no certificate covers.
+    strict: Vec<bool>,
+}
+
+impl ServedCertificates {
+    /// Where the certificate served for `host` (a router's host, lowercase,
+    /// maybe `*.` wildcard) comes from; what a handshake naming it gets
+    /// when its TLS options are `options` (an index of the termination's
+    /// configurations, see [`Termination::options_index`]).
+    pub fn source_for(&self, host: &str, options: usize) -> CertificateSource {
+        let found = self.store.find(host).and_then(|key| {
+            self.sources
+                .iter()
+                .find(|(k, _)| Arc::ptr_eq(k, key))
+                .map(|(_, s)| s.clone())
+        });
+        match found {
+            Some(source) => source,
+            None if self.strict.get(options).copied().unwrap_or(false) => {
+                CertificateSource::Refused
+            }
+            None => CertificateSource::Default,
+        }
+    }
 }
 
 /// A certificate from `tls.certificates`, as the API lists it.
@@ -297,6 +376,12 @@ impl Termination {
             .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
             .unwrap_or(0);
         self.configs.get(index).cloned()
+    }
+
+    /// The index of the server configuration a handshake for `name`
+    /// (lowercase) uses: its routers' TLS options, else the default ones.
+    pub fn options_index(&self, name: &str) -> usize {
+        self.options_for(name).unwrap_or(0)
     }
 
     /// The TLS options of the routers for `name` (lowercase): its own
@@ -340,7 +425,10 @@ pub fn compile_termination(
     state: &TlsState,
 ) -> (Termination, TlsReport) {
     let mut report = TlsReport::default();
-    let mut store = CertStore::new(state.default_certificate());
+    let generated = state.default_certificate();
+    let mut default_info = describe_generated(&generated);
+    let mut store = CertStore::new(generated);
+    let mut sources = Vec::new();
 
     // The `default` store's own default certificate replaces the generated one.
     if let Some(file) = tls
@@ -349,7 +437,17 @@ pub fn compile_termination(
         .and_then(|s| s.default_certificate.as_ref())
     {
         match store::load_file(file) {
-            Ok(cert) => store.set_default(cert.key),
+            Ok(cert) => {
+                default_info = Some(DefaultCertificate {
+                    domains: cert.names.clone(),
+                    issuer: cert.issuer.clone(),
+                    not_before: cert.not_before,
+                    not_after: cert.not_after,
+                    self_signed: false,
+                    cert_file: Some(file.cert_file.clone()),
+                });
+                store.set_default(cert.key);
+            }
             Err(e) => report.warnings.push(skipped(
                 "tls.stores.default.defaultCertificate",
                 format!("{e}; the generated certificate is served"),
@@ -362,6 +460,12 @@ pub fn compile_termination(
         match store::load_file(file) {
             Ok(cert) => {
                 store.insert(&cert.names, &cert.key);
+                sources.push((
+                    cert.key.clone(),
+                    CertificateSource::File {
+                        cert_file: file.cert_file.clone(),
+                    },
+                ));
                 files.push(FileCertificate {
                     cert_file: file.cert_file.clone(),
                     domains: cert.names,
@@ -378,6 +482,12 @@ pub fn compile_termination(
     issued.sort_by_key(|c| std::cmp::Reverse(c.cert.not_after));
     for cert in &issued {
         store.insert(&cert.cert.names, &cert.cert.key);
+        sources.push((
+            cert.cert.key.clone(),
+            CertificateSource::Acme {
+                resolver: cert.resolver.clone(),
+            },
+        ));
     }
     let store = Arc::new(store);
 
@@ -390,9 +500,12 @@ pub fn compile_termination(
         .map(|(_, o)| o.clone())
         .unwrap_or_default();
     let mut configs = Vec::new();
+    // Per entry of `configs`: whether it refuses names without a certificate.
+    let mut strict = Vec::new();
     match options::compile_options(&default_options, &store, &sessions) {
         Ok((config, warnings)) => {
             configs.push(config);
+            strict.push(default_options.sni_strict);
             report.warnings.extend(
                 warnings
                     .into_iter()
@@ -408,6 +521,7 @@ pub fn compile_termination(
                 options::compile_options(&dynamic::TlsOptions::default(), &store, &sessions)
             {
                 configs.push(config);
+                strict.push(false);
             }
         }
     }
@@ -421,6 +535,7 @@ pub fn compile_termination(
             Ok((config, warnings)) => {
                 index_of.insert(name, configs.len());
                 configs.push(config);
+                strict.push(opts.sni_strict);
                 report.warnings.extend(
                     warnings
                         .into_iter()
@@ -468,6 +583,12 @@ pub fn compile_termination(
         }
     }
 
+    let served = default_info.map(|default| ServedCertificates {
+        store: store.clone(),
+        sources,
+        default,
+        strict,
+    });
     (
         Termination {
             configs,
@@ -477,9 +598,34 @@ pub fn compile_termination(
             challenges: Some(state.challenges.clone()),
             requests,
             files,
+            served,
         },
         report,
     )
+}
+
+/// Names, issuer and validity of the generated default certificate, held
+/// only as DER; None if it does not parse, which gangway's own certificate
+/// always does.
+fn describe_generated(key: &CertifiedKey) -> Option<DefaultCertificate> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(key.cert.first()?).ok()?;
+    let mut domains = Vec::new();
+    if let Ok(Some(san)) = parsed.subject_alternative_name() {
+        for name in &san.value.general_names {
+            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
+                domains.push(dns.to_ascii_lowercase());
+            }
+        }
+    }
+    let validity = parsed.validity();
+    Some(DefaultCertificate {
+        domains,
+        issuer: parsed.issuer().to_string(),
+        not_before: validity.not_before.timestamp(),
+        not_after: validity.not_after.timestamp(),
+        self_signed: true,
+        cert_file: None,
+    })
 }
 
 #[cfg(test)]
@@ -509,5 +655,72 @@ mod wildcard_options_tests {
         assert_eq!(t.options_for("x.c.b.test"), Some(4), "the nearest `**.`");
         assert_eq!(t.options_for("b.test"), None);
         assert_eq!(t.options_for("other.test"), None);
+    }
+}
+
+#[cfg(test)]
+mod served_tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_served_the_file_the_resolver_or_the_default_certificate() {
+        let state = TlsState::default();
+        let generated = state.default_certificate();
+        let file_key = Arc::new(store::generate_default());
+        let issued_key = Arc::new(store::generate_default());
+        let mut cert_store = CertStore::new(generated.clone());
+        cert_store.insert(&["app.test".to_owned()], &file_key);
+        cert_store.insert(&["*.wild.test".to_owned()], &issued_key);
+        let served = ServedCertificates {
+            store: Arc::new(cert_store),
+            sources: vec![
+                (
+                    file_key,
+                    CertificateSource::File {
+                        cert_file: "app.pem".to_owned(),
+                    },
+                ),
+                (
+                    issued_key,
+                    CertificateSource::Acme {
+                        resolver: "le".to_owned(),
+                    },
+                ),
+            ],
+            default: describe_generated(&generated).expect("the generated certificate parses"),
+            strict: vec![false, true],
+        };
+        assert_eq!(
+            served.source_for("app.test", 0),
+            CertificateSource::File {
+                cert_file: "app.pem".to_owned()
+            }
+        );
+        let acme = CertificateSource::Acme {
+            resolver: "le".to_owned(),
+        };
+        assert_eq!(served.source_for("x.wild.test", 0), acme);
+        // A router's own wildcard host is covered by the wildcard certificate.
+        assert_eq!(served.source_for("*.wild.test", 0), acme);
+        assert_eq!(
+            served.source_for("other.test", 0),
+            CertificateSource::Default
+        );
+        assert_eq!(
+            served.source_for("a.b.wild.test", 0),
+            CertificateSource::Default
+        );
+        // Options with sniStrict refuse what no certificate covers.
+        assert_eq!(
+            served.source_for("other.test", 1),
+            CertificateSource::Refused
+        );
+        assert_eq!(
+            served.source_for("app.test", 1),
+            served.source_for("app.test", 0)
+        );
+        assert!(served.default.self_signed);
+        assert_eq!(served.default.domains, ["gangway.default.invalid"]);
+        assert!(served.default.not_after > served.default.not_before);
     }
 }

@@ -617,6 +617,191 @@ async fn the_api_shows_a_dead_server_down_and_up_again_when_it_recovers() {
     .await;
 }
 
+/// `GET` of an API path on the internal entry point at `port`; None while
+/// it does not answer 200 with JSON.
+async fn api_json(port: u16, path: &str) -> Option<serde_json::Value> {
+    let req = Request::get(format!("http://127.0.0.1:{port}{path}"))
+        .body(Full::default())
+        .ok()?;
+    let resp = client().request(req).await.ok()?;
+    if resp.status() != StatusCode::OK {
+        return None;
+    }
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    serde_json::from_slice(&body).ok()
+}
+
+/// The kinds of the problems an API object lists.
+fn problem_kinds(v: &serde_json::Value) -> Vec<String> {
+    v["problems"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|p| p["kind"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_service_whose_checked_servers_are_down_is_a_warning_then_an_error_and_ok_again() {
+    let mut a = Server::start("a").await;
+    let mut b = Server::start("b").await;
+    let api = free_port();
+    let conf = format!(
+        "{}{}{}",
+        router("app", "app.test", "app"),
+        lb("app", &[(&a.url(), 1), (&b.url(), 1)], ""),
+        health("app", "100ms"),
+    );
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{api}");
+    let gw = Gangway::with_file(&conf, &["--api.insecure=true", &ep]).await;
+    wait_for(&gw, "app.test").await;
+    let service_status = || async {
+        api_service(api, "app@file")
+            .await
+            .and_then(|s| s["status"].as_str().map(str::to_owned))
+    };
+    eventually(WAIT, "the service is enabled", || async {
+        service_status().await.as_deref() == Some("enabled")
+    })
+    .await;
+
+    a.kill();
+    eventually(WAIT, "one of two down: a warning", || async {
+        service_status().await.as_deref() == Some("warning")
+    })
+    .await;
+    let svc = api_service(api, "app@file").await.expect("service");
+    assert!(
+        problem_kinds(&svc).contains(&"serversDown".to_owned()),
+        "{svc}"
+    );
+    assert!(
+        svc["error"][0].as_str().unwrap_or("").contains("1 of 2"),
+        "{svc}"
+    );
+
+    b.kill();
+    eventually(WAIT, "all down: an error", || async {
+        service_status().await.as_deref() == Some("disabled")
+    })
+    .await;
+    let svc = api_service(api, "app@file").await.expect("service");
+    assert!(
+        svc["error"][0]
+            .as_str()
+            .unwrap_or("")
+            .contains("every server is down"),
+        "{svc}"
+    );
+    // The overview counts it, and the router says its service is down.
+    let overview = api_json(api, "/api/overview").await.expect("overview");
+    assert_eq!(overview["http"]["services"]["errors"], 1, "{overview}");
+    let router = api_json(api, "/api/http/routers/app@file")
+        .await
+        .expect("router");
+    assert_eq!(router["status"], "warning", "{router}");
+    assert!(
+        problem_kinds(&router).contains(&"serviceDown".to_owned()),
+        "{router}"
+    );
+    assert!(
+        router["error"][0]
+            .as_str()
+            .unwrap_or("")
+            .contains("app@file"),
+        "{router}"
+    );
+    assert_eq!(overview["http"]["routers"]["warnings"], 1, "{overview}");
+
+    a.restart().await;
+    b.restart().await;
+    eventually(WAIT, "both back: OK again", || async {
+        service_status().await.as_deref() == Some("enabled")
+    })
+    .await;
+    let router = api_json(api, "/api/http/routers/app@file")
+        .await
+        .expect("router");
+    assert_eq!(router["status"], "enabled", "{router}");
+}
+
+#[tokio::test]
+async fn a_service_without_health_check_is_down_after_refused_connections_and_up_after_a_success() {
+    let mut a = Server::start("a").await;
+    let api = free_port();
+    let conf = format!(
+        "{}{}",
+        router("app", "app.test", "app"),
+        lb("app", &[(&a.url(), 1)], ""),
+    );
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{api}");
+    let gw = Gangway::with_file(&conf, &["--api.insecure=true", &ep]).await;
+    wait_for(&gw, "app.test").await;
+    let c = client();
+    assert_eq!(
+        send(&c, get(&gw, "app.test", None)).await.status,
+        StatusCode::OK
+    );
+
+    a.kill();
+    // The first request may find a pooled connection closed rather than a
+    // refusal; after that, each request is refused. One refusal is not
+    // enough (it may be a restart): the third in a row is.
+    let mut seen_one_failure_enabled = false;
+    let mut requests = 0;
+    loop {
+        assert_eq!(
+            send(&c, get(&gw, "app.test", None)).await.status,
+            StatusCode::BAD_GATEWAY
+        );
+        requests += 1;
+        let svc = api_service(api, "app@file").await.expect("service");
+        if svc["serverHealth"][a.url()]["failedConnections"] == 1 {
+            assert_eq!(svc["status"], "enabled", "{svc}");
+            assert_eq!(svc["serverStatus"][a.url()], "UP", "{svc}");
+            seen_one_failure_enabled = true;
+        }
+        if svc["status"] == "disabled" {
+            assert_eq!(
+                svc["serverHealth"][a.url()]["failedConnections"],
+                3,
+                "{svc}"
+            );
+            break;
+        }
+        assert!(
+            requests < 5,
+            "still not down after {requests} refused requests: {svc}"
+        );
+    }
+    assert!(seen_one_failure_enabled);
+    let svc = api_service(api, "app@file").await.expect("service");
+    assert_eq!(svc["status"], "disabled", "{svc}");
+    assert_eq!(svc["serverStatus"][a.url()], "DOWN", "{svc}");
+    assert!(
+        svc["serverHealth"][a.url()]["lastError"].is_string(),
+        "{svc}"
+    );
+    assert!(
+        problem_kinds(&svc).contains(&"serversDown".to_owned()),
+        "{svc}"
+    );
+    let overview = api_json(api, "/api/overview").await.expect("overview");
+    assert_eq!(overview["http"]["services"]["errors"], 1, "{overview}");
+
+    a.restart().await;
+    assert_eq!(
+        send(&c, get(&gw, "app.test", None)).await.status,
+        StatusCode::OK
+    );
+    let svc = api_service(api, "app@file").await.expect("service");
+    assert_eq!(svc["status"], "enabled", "{svc}");
+    assert_eq!(svc["serverStatus"][a.url()], "UP", "{svc}");
+    assert!(svc.get("serverHealth").is_none(), "{svc}");
+}
+
 #[tokio::test]
 async fn failover_uses_the_fallback_while_the_main_service_is_down_and_comes_back() {
     let main = Server::start("main").await;

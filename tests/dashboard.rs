@@ -16,7 +16,8 @@ use std::time::Duration;
 use support::{Backend, Gangway, eventually, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-fn config(b: &Backend, dead: &str, changed: bool, cert: &(String, String)) -> String {
+fn config(b: &Backend, dead: &[String; 3], changed: bool, cert: &(String, String)) -> String {
+    let [dead, gone_a, gone_b] = dead;
     let mut s = format!(
         r#"
 [http.routers.app]
@@ -56,6 +57,21 @@ url = "{dead}"
 [http.services.checked.loadBalancer.healthCheck]
 path = "/"
 interval = "100ms"
+[http.routers.gone-site]
+rule = "Host(`gone.test`)"
+service = "gone"
+[http.services.gone.loadBalancer]
+[[http.services.gone.loadBalancer.servers]]
+url = "{gone_a}"
+[[http.services.gone.loadBalancer.servers]]
+url = "{gone_b}"
+[http.services.gone.loadBalancer.healthCheck]
+path = "/"
+interval = "100ms"
+[http.routers.bare]
+rule = "Host(`bare.test`)"
+service = "app"
+[http.routers.bare.tls]
 [http.services.split.weighted]
 [[http.services.split.weighted.services]]
 name = "app"
@@ -147,8 +163,9 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     if docker {
         args.extend(["--providers.docker", constraint.as_str()]);
     }
-    // Nothing listens there: its health check fails, so it shows DOWN.
-    let dead = format!("http://127.0.0.1:{}", free_port());
+    // Nothing listens there: its health check fails, so it shows DOWN. The
+    // other two are every server of `gone`, which is then an error.
+    let dead: [String; 3] = std::array::from_fn(|_| format!("http://127.0.0.1:{}", free_port()));
     let gw = Gangway::with_file(&config(&b, &dead, false, &cert), &args).await;
     let hidden = if docker {
         let spec = Spec::new("hidden");
@@ -181,7 +198,18 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
                     .unwrap_or(false),
                 Err(_) => false,
             };
-            routers && containers
+            // The health checks have found every server of `gone` down.
+            let uri = format!("{base}/api/http/services/gone@file");
+            let gone = match client.get(uri.parse().unwrap()).await {
+                Ok(r) => http_body_util::BodyExt::collect(r.into_body())
+                    .await
+                    .map(|b| {
+                        String::from_utf8_lossy(&b.to_bytes()).contains("\"status\":\"disabled\"")
+                    })
+                    .unwrap_or(false),
+                Err(_) => false,
+            };
+            routers && containers && gone
         },
     )
     .await;
@@ -252,6 +280,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         "router-error",
         "services",
         "service",
+        "service-down",
         "middlewares",
         "middleware",
         "certificates",

@@ -330,3 +330,102 @@ sniStrict = true
         "sniStrict refuses unknown names: {unknown:?}"
     );
 }
+
+#[tokio::test]
+async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test", "other.test"]);
+    let cert_file = write(files.path(), "secure.pem", &chain);
+    let cert = (cert_file.clone(), write(files.path(), "secure.key", &key));
+    let tls_port = free_port();
+    let extra = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n\
+        [http.routers.bare]\nrule = \"Host(`bare.test`)\"\nservice = \"app\"\n[http.routers.bare.tls]\n\
+        [http.routers.closed]\nrule = \"Host(`closed.test`)\"\nservice = \"app\"\n\
+        [http.routers.closed.tls]\noptions = \"strict\"\n[tls.options.strict]\nsniStrict = true\n";
+    let gw = Gangway::with_file(
+        &config(&app.url(), std::slice::from_ref(&cert), extra),
+        &[
+            &format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+            "--api=true",
+        ],
+    )
+    .await;
+    // What a client gets for that host: the generated certificate.
+    eventually(
+        Duration::from_secs(5),
+        "bare.test served over TLS",
+        || async {
+            TlsClient::insecure()
+                .get(tls_port, "bare.test", None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK)
+        },
+    )
+    .await;
+    let served = TlsClient::insecure()
+        .get(tls_port, "bare.test", None, "/", true)
+        .await
+        .expect("served");
+    assert_eq!(served.names(), ["gangway.default.invalid"]);
+
+    let json = |path: &'static str| {
+        let gw = &gw;
+        async move {
+            let got = gw.get("gw.test", path).await;
+            assert_eq!(got.status, StatusCode::OK, "{path}: {}", got.text());
+            serde_json::from_slice::<serde_json::Value>(&got.body).expect("json")
+        }
+    };
+    let bare = json("/api/http/routers/bare@file").await;
+    let certs = bare["certificates"].as_array().expect("certificates");
+    assert_eq!(certs.len(), 1, "{bare}");
+    assert_eq!(certs[0]["host"], "bare.test");
+    assert_eq!(certs[0]["source"], "default");
+    assert!(
+        certs[0]["warning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("will not trust"),
+        "{bare}"
+    );
+    // Under sniStrict, a host no certificate covers gets no certificate.
+    assert!(
+        TlsClient::insecure()
+            .get(tls_port, "closed.test", None, "/", true)
+            .await
+            .is_err(),
+        "sniStrict refuses closed.test"
+    );
+    let closed = json("/api/http/routers/closed@file").await;
+    assert_eq!(closed["certificates"][0]["source"], "none", "{closed}");
+    assert!(
+        closed["certificates"][0]["warning"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refused"),
+        "{closed}"
+    );
+    // A host a file certificate covers names that file, with no warning.
+    let secure = json("/api/http/routers/secure@file").await;
+    for c in secure["certificates"].as_array().expect("certificates") {
+        assert_eq!(c["source"], "file", "{secure}");
+        assert_eq!(c["certFile"], cert_file.as_str());
+        assert!(c.get("warning").is_none(), "{secure}");
+    }
+    // A plain router has none.
+    let plain = json("/api/http/routers/plain@file").await;
+    assert!(plain.get("certificates").is_none(), "{plain}");
+
+    let list = json("/api/certificates").await;
+    let default = list
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["source"] == "default"))
+        .unwrap_or_else(|| panic!("no default certificate in {list}"));
+    assert_eq!(default["selfSigned"], true);
+    assert_eq!(default["domains"][0], "gangway.default.invalid");
+    assert_eq!(default["routers"], serde_json::json!(["bare@file"]));
+    assert_eq!(default["notAfter"], served.not_after());
+    assert!(default["warning"].is_string());
+}

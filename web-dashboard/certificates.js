@@ -10,8 +10,9 @@ const DAY = 86400 * 1000;
 
 /**
  * One certificate from /api/certificates, with its dates as Date objects.
- * `source` is `acme` (with the resolver's order state) or `file` (with
- * `status` `valid` or `expired`).
+ * `source` is `acme` (with the resolver's order state), `file` (with
+ * `status` `valid` or `expired`) or `default`: the certificate served for a
+ * name no other covers (gangway's self-signed one unless configured).
  */
 export function normalizeCert(c) {
   return {
@@ -26,6 +27,8 @@ export function normalizeCert(c) {
     storageError: c.storageError,
     failures: c.failures,
     routers: list(c.routers),
+    selfSigned: Boolean(c.selfSigned),
+    warning: c.warning || '',
     raw: c,
   };
 }
@@ -77,9 +80,11 @@ export function certTable(certs, { compact = false } = {}) {
   cols.push({ title: 'Last error', cls: 'wide' });
   const rows = certs.map((c) => {
     const cells = [
-      certBadge(c.status),
+      c.source === 'default'
+        ? h('span', { class: `badge status-${c.selfSigned ? 'warning' : 'enabled'}` }, icon(c.selfSigned ? 'warn' : 'check'), c.selfSigned ? 'self-signed' : 'valid')
+        : certBadge(c.status),
       domainsCell(c),
-      c.resolver ? tag(c.resolver) : h('span', { class: 'muted' }, 'file'),
+      c.resolver ? tag(c.resolver) : h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file'),
       expiryCell(c.notAfter),
     ];
     if (!compact) {
@@ -89,7 +94,9 @@ export function certTable(certs, { compact = false } = {}) {
         c.routers.length ? h('div', { class: 'links' }, c.routers.map((r) => objLink('routers', r))) : h('span', { class: 'muted' }, '—'),
       );
     }
-    cells.push(c.lastError
+    cells.push(c.warning
+      ? h('span', { class: 'warn-text' }, c.warning)
+      : c.lastError
       ? h('span', { class: 'error-text' }, c.lastError, c.failures ? h('small', {}, ` (${c.failures} failed in a row)`) : null)
       : c.storageError
         ? h('span', { class: 'error-text' }, `not stored (served from memory): ${c.storageError}`)

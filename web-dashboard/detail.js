@@ -26,12 +26,20 @@ function head(kind, o) {
     h('div', { class: 'meta' }, statusBadge(o.status), tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
 }
 
+/** Problems the API reads from the servers' health, not from the configuration. */
+const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown'];
+
 function errors(o) {
   const errs = problemItems(o);
   if (!errs.length) return null;
   const disabled = o.status === 'disabled';
-  return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning',
-    disabled ? 'Not in use because of an error' : 'Working, with a warning', errs));
+  // Servers down are not a configuration error: the object is in use and
+  // comes back by itself when a server answers again.
+  const health = list(o.problems).length > 0 && list(o.problems).every((p) => HEALTH_KINDS.includes(p.kind));
+  const title = health
+    ? (disabled ? 'Not serving: no server is up' : 'Serving, with servers down')
+    : (disabled ? 'Not in use because of an error' : 'Working, with a warning');
+  return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning', title, errs));
 }
 
 /** The containers and labels behind an object (Docker objects only). */
@@ -147,8 +155,21 @@ function routerBody(o, mws, svc, certs) {
     const hosts = new Set([...o.hosts, ...list(tls.domains).flatMap((d) => [d.main, ...list(d.sans)]).filter(Boolean)]);
     const mine = certs.filter((c) => c.routers.includes(o.name) || c.domains.some((d) => hosts.has(d.toLowerCase()) ||
       (d.startsWith('*.') && [...hosts].some((x) => x.endsWith(d.slice(1))))));
-    out.push(section('Certificate', mine.length ? certTable(sortCerts(mine), { compact: true })
-      : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
+    // What each host is served today, as the API says (file, resolver or
+    // the default certificate); then the certificates themselves.
+    const served = list(o.certificates);
+    const servedList = served.length ? h('ul', { class: 'problems', id: 'served-certs' }, served.map((c) =>
+      h('li', { class: c.warning ? 'warn' : '' },
+        c.warning ? icon('warn') : icon('lock'), ' ',
+        h('strong', {}, c.host || 'any name'), ': ',
+        c.source === 'file' ? `file ${c.certFile}` : c.source === 'acme' ? `certificate from resolver ${c.resolver}`
+          : c.source === 'none' ? 'no certificate (handshakes are refused)' : 'the default certificate',
+        c.warning ? h('div', { class: 'warn-text' }, c.warning) : null))) : null;
+    // The default certificate is named in the list above; the table holds
+    // the certificates that cover the router's hosts.
+    const shown = mine.filter((c) => c.source !== 'default');
+    out.push(section('Certificate', servedList, shown.length ? certTable(sortCerts(shown), { compact: true })
+      : servedList ? null : h('p', { class: 'muted' }, 'No certificate is reported for this router yet.')));
   }
   out.push(provenance(o), raw(o));
   return out;

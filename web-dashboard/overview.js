@@ -121,13 +121,20 @@ function providersTable(providers) {
   }));
 }
 
-function certificatesCard(certs) {
+function certificatesCard(all) {
+  // The default certificate is no certificate anyone asked for: it is
+  // counted apart, by the routers that are served it.
+  const certs = all.filter((c) => c.source !== 'default');
+  const fallback = all.find((c) => c.source === 'default' && c.selfSigned && c.routers.length);
   const soon = sortCerts(certs.filter(needsLook));
   let body;
   if (!certs.length) body = h('p', { class: 'muted' }, 'No certificates yet. Routers with tls.certResolver get theirs automatically.');
   else if (!soon.length) body = h('p', {}, icon('check'), ` All ${certs.length} certificate${certs.length === 1 ? ' is' : 's are'} valid for more than ${SOON_DAYS} days.`);
   else body = certTable(soon, { compact: true });
-  return section(null, h('h2', {}, h('a', { href: '#/certificates' }, 'Certificates'), soon.length ? ` expiring within ${SOON_DAYS} days or failing` : ''), body);
+  const onDefault = fallback ? h('p', { class: 'warn-text', id: 'default-cert' }, icon('warn'),
+    ` ${fallback.routers.length === 1 ? 'One TLS router is' : `${fallback.routers.length} TLS routers are`} served gangway's self-signed default certificate, which browsers will not trust: `,
+    h('span', { class: 'links' }, fallback.routers.map((r) => objLink('routers', r)))) : null;
+  return section(null, h('h2', {}, h('a', { href: '#/certificates' }, 'Certificates'), soon.length ? ` expiring within ${SOON_DAYS} days or failing` : ''), body, onDefault);
 }
 
 function features(f) {

@@ -13,15 +13,16 @@ use crate::config::dynamic::{
     Failover, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service, Weighted,
 };
 use crate::config::problem::{ConfigError, Warning};
+use crate::config::problem::{ObjectKind, ObjectRef, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, Source};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
 use crate::runtime::report::ProviderReport;
-use crate::runtime::{ObjectReport, Runtime, Status};
+use crate::runtime::{ObjectReport, Runtime, Status, Upstream};
 use crate::tls::FileCertificate;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 fn provider_of(name: &str) -> String {
     QualifiedName::parse(name)
@@ -118,6 +119,112 @@ impl StateView {
     }
 }
 
+impl StateView {
+    /// Adds a problem seen now (a server down) rather than when the
+    /// configuration was compiled; `disables` makes it an error, otherwise
+    /// a warning. A status is only ever raised.
+    fn live_problem(&mut self, object: ObjectRef, problem: Problem, disables: bool) {
+        let error = ConfigError::new(object, problem);
+        self.status = match (self.status, disables) {
+            (_, true) | (Status::Disabled, _) => Status::Disabled,
+            _ => Status::Warning,
+        };
+        self.errors.push(ErrorView(error.to_string()));
+        self.problems.push(ProblemView {
+            message: error.problem.to_string(),
+            error,
+        });
+    }
+}
+
+// === live health ===
+
+/// The services the proxy sends to now, by qualified name: the compiled
+/// services of the runtime's routes and every load balancer below them.
+/// Service status is read from these when the API is asked, so a server
+/// going down shows without a recompile.
+struct Live<'a> {
+    services: HashMap<&'a str, &'a Upstream>,
+}
+
+/// How deep services may nest when walked here (compile refuses deeper).
+const MAX_DEPTH: usize = 16;
+
+impl<'a> Live<'a> {
+    fn of(rt: &'a Runtime) -> Self {
+        let mut services = HashMap::new();
+        for route in rt.entry_points.iter().flat_map(|ep| ep.iter()) {
+            services.insert(route.service_name.as_str(), &*route.upstream);
+            Self::balancers(&route.upstream, &mut services, MAX_DEPTH);
+        }
+        Live { services }
+    }
+
+    fn balancers(u: &'a Upstream, out: &mut HashMap<&'a str, &'a Upstream>, depth: usize) {
+        let Some(depth) = depth.checked_sub(1) else {
+            return;
+        };
+        match u {
+            Upstream::Servers(lb) => {
+                out.insert(lb.name.as_str(), u);
+            }
+            Upstream::Weighted(w) => {
+                for c in &w.children {
+                    Self::balancers(c, out, depth);
+                }
+            }
+            Upstream::Mirroring(m) => {
+                Self::balancers(&m.main, out, depth);
+                for mirror in &m.mirrors {
+                    Self::balancers(&mirror.upstream, out, depth);
+                }
+            }
+            Upstream::Failover(f) => {
+                Self::balancers(&f.main, out, depth);
+                Self::balancers(&f.fallback, out, depth);
+            }
+            Upstream::Internal(_) => {}
+        }
+    }
+}
+
+/// Whether server `i` of `lb` is down: by its active health check when it
+/// has one, otherwise by the proxy's failed connections to it. A check
+/// probes on its own timer, so it decides alone: the passive count of a
+/// checked server, to which nothing is sent while it is down, would stay
+/// behind after the check saw it come back.
+fn server_down(lb: &crate::runtime::LoadBalancer, i: usize) -> bool {
+    match &lb.health {
+        Some(h) => !h.is_up(i),
+        None => lb
+            .servers
+            .get(i)
+            .is_some_and(|s| s.client.passive.is_down()),
+    }
+}
+
+/// Whether a service has a server up now. A balancer without any server
+/// that may take traffic counts as up here: compile reported it already.
+fn live_up(u: &Upstream, depth: usize) -> bool {
+    let Some(depth) = depth.checked_sub(1) else {
+        return true;
+    };
+    match u {
+        Upstream::Servers(lb) => {
+            lb.rotation.is_empty()
+                || (0..lb.servers.len()).any(|i| lb.rotation.weight(i) > 0 && !server_down(lb, i))
+        }
+        Upstream::Weighted(w) => w
+            .children
+            .iter()
+            .enumerate()
+            .any(|(i, c)| w.rotation.weight(i) > 0 && live_up(c, depth)),
+        Upstream::Mirroring(m) => live_up(&m.main, depth),
+        Upstream::Failover(f) => live_up(&f.main, depth) || live_up(&f.fallback, depth),
+        Upstream::Internal(_) => true,
+    }
+}
+
 fn using(report: Option<&ObjectReport>) -> Vec<String> {
     report.map(|r| r.using.clone()).unwrap_or_default()
 }
@@ -166,9 +273,81 @@ pub struct RouterView {
     pub paths: Vec<String>,
     /// Values of the rule's `PathPrefix` matchers.
     pub path_prefixes: Vec<String>,
+    /// For a TLS router: the certificate each of its hosts is served
+    /// today (gangway's addition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<ServedCertificateView>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
+}
+
+/// The certificate a TLS router's host is served now: from a file, from a
+/// resolver, or the default one (with a warning when browsers will not
+/// trust it).
+#[derive(Debug, Serialize)]
+pub struct ServedCertificateView {
+    /// The host; absent for a router whose rule names none (clients then
+    /// get the certificate of the name they ask for, else the default one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `file` (with `certFile`), `acme` (with `resolver`), `default`, or
+    /// `none` when `sniStrict` refuses the handshake.
+    #[serde(flatten)]
+    pub source: crate::tls::CertificateSource,
+    /// Why a client may refuse it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// The warning for the generated default certificate.
+const UNTRUSTED: &str = "gangway's self-signed default certificate is served: browsers and other clients will not trust it (add a certificate for this host in tls.certificates, or a certResolver)";
+
+/// The warning for a host no certificate covers under sniStrict.
+const REFUSED: &str = "no certificate covers this host and its TLS options have sniStrict: handshakes for it are refused";
+
+/// The certificates a TLS router's hosts (from its rule and `tls.domains`)
+/// are served now.
+fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificateView> {
+    let (Some(tls), Some(served)) = (&view.tls, &rt.tls.served) else {
+        return Vec::new();
+    };
+    let warning = |source: &crate::tls::CertificateSource| match source {
+        crate::tls::CertificateSource::Default if served.default.self_signed => {
+            Some(UNTRUSTED.to_owned())
+        }
+        crate::tls::CertificateSource::Refused => Some(REFUSED.to_owned()),
+        _ => None,
+    };
+    let mut hosts: Vec<String> = view.hosts.clone();
+    for d in &tls.domains {
+        for name in std::iter::once(&d.main).chain(&d.sans) {
+            let name = name.to_ascii_lowercase();
+            if !name.is_empty() && !hosts.contains(&name) {
+                hosts.push(name);
+            }
+        }
+    }
+    if hosts.is_empty() {
+        let source = crate::tls::CertificateSource::Default;
+        return vec![ServedCertificateView {
+            host: None,
+            warning: warning(&source),
+            source,
+        }];
+    }
+    hosts
+        .into_iter()
+        .map(|host| {
+            let options = rt.tls.options_index(&host);
+            let source = served.source_for(&host, options);
+            ServedCertificateView {
+                host: Some(host),
+                warning: warning(&source),
+                source,
+            }
+        })
+        .collect()
 }
 
 impl RouterView {
@@ -206,6 +385,7 @@ impl RouterView {
             host_regexps: targets.host_regexps,
             paths: targets.paths,
             path_prefixes: targets.path_prefixes,
+            certificates: Vec::new(),
             state: StateView::of(report),
             provider,
         }
@@ -216,11 +396,26 @@ impl RouterView {
 /// errors, the entry points it is on (`using`), its effective priority and
 /// the hosts and paths of its rule.
 pub fn routers(rt: &Runtime) -> Vec<RouterView> {
+    let live = Live::of(rt);
     rt.dynamic
         .http
         .routers
         .iter()
-        .map(|(name, r)| RouterView::new(name, r, rt.report.routers.get(name)))
+        .map(|(name, r)| {
+            let mut view = RouterView::new(name, r, rt.report.routers.get(name));
+            view.certificates = served_certificates(rt, &view);
+            if view.state.status != Status::Disabled
+                && let Some(u) = live.services.get(view.service.as_str())
+                && !live_up(u, MAX_DEPTH)
+            {
+                let problem = Problem::ServiceDown {
+                    service: view.service.clone(),
+                };
+                view.state
+                    .live_problem(ObjectRef::new(ObjectKind::Router, name), problem, false);
+            }
+            view
+        })
         .collect()
 }
 
@@ -283,6 +478,7 @@ impl ServiceView {
         service: Option<&Service>,
         report: Option<&ObjectReport>,
         health: Option<&ServiceHealthReport>,
+        live: Option<&Upstream>,
     ) -> Self {
         let mut view = ServiceView {
             name: name.to_owned(),
@@ -316,19 +512,67 @@ impl ServiceView {
             ServiceType::Failover
         });
         if let Some(lb) = load_balancer {
-            // A server without a health check is UP, as in Traefik.
-            view.server_status = Some(
-                lb.servers
-                    .iter()
-                    .map(|srv| {
-                        let status = health
-                            .and_then(|h| h.servers.get(&srv.url))
-                            .map_or(ServerStatus::Up, |r| r.status);
-                        (srv.url.clone(), status)
-                    })
-                    .collect(),
+            // A server is UP unless its health check or the proxy's failed
+            // connections say otherwise, read from the balancer the proxy
+            // uses now.
+            let compiled = match live {
+                Some(Upstream::Servers(c)) => Some(c),
+                _ => None,
+            };
+            let mut server_health = health.map(|h| h.servers.clone());
+            let mut down = 0;
+            let mut statuses = BTreeMap::new();
+            for srv in &lb.servers {
+                let index = compiled.and_then(|c| c.servers.iter().position(|s| s.url == srv.url));
+                let mut status = health
+                    .and_then(|h| h.servers.get(&srv.url))
+                    .map_or(ServerStatus::Up, |r| r.status);
+                if let (Some(c), Some(i)) = (compiled, index) {
+                    if server_down(c, i) {
+                        status = ServerStatus::Down;
+                    }
+                    let passive = &c.servers[i].client.passive;
+                    if passive.failures() > 0 {
+                        let entry = server_health
+                            .get_or_insert_with(BTreeMap::new)
+                            .entry(srv.url.clone())
+                            .or_insert(ServerHealthReport {
+                                status,
+                                last_error: None,
+                                last_check: None,
+                                failed_connections: None,
+                            });
+                        entry.status = status;
+                        entry.failed_connections = Some(passive.failures());
+                        if entry.last_error.is_none() {
+                            entry.last_error = passive.last_error();
+                        }
+                    }
+                }
+                if status == ServerStatus::Down {
+                    down += 1;
+                }
+                statuses.insert(srv.url.clone(), status);
+            }
+            view.server_status = Some(statuses);
+            view.server_health = server_health;
+            if down > 0 {
+                let total = lb.servers.len();
+                let problem = Problem::ServersDown { down, total };
+                view.state.live_problem(
+                    ObjectRef::new(ObjectKind::Service, name),
+                    problem,
+                    down >= total,
+                );
+            }
+        } else if let Some(u) = live
+            && !live_up(u, MAX_DEPTH)
+        {
+            view.state.live_problem(
+                ObjectRef::new(ObjectKind::Service, name),
+                Problem::NoMemberUp,
+                true,
             );
-            view.server_health = health.map(|h| h.servers.clone());
         }
         view.load_balancer.clone_from(load_balancer);
         if let Some(lb) = view.load_balancer.as_mut() {
@@ -347,6 +591,7 @@ impl ServiceView {
 /// from their errors. `health` holds the active health checks by service
 /// name.
 pub fn services(rt: &Runtime, health: &BTreeMap<String, ServiceHealthReport>) -> Vec<ServiceView> {
+    let live = Live::of(rt);
     let mut out: Vec<ServiceView> = rt
         .dynamic
         .http
@@ -358,12 +603,13 @@ pub fn services(rt: &Runtime, health: &BTreeMap<String, ServiceHealthReport>) ->
                 Some(s),
                 rt.report.services.get(name),
                 health.get(name),
+                live.services.get(name.as_str()).copied(),
             )
         })
         .collect();
     for (name, report) in &rt.report.services {
         if !rt.dynamic.http.services.contains_key(name) {
-            out.push(ServiceView::new(name, None, Some(report), None));
+            out.push(ServiceView::new(name, None, Some(report), None, None));
         }
     }
     out
@@ -729,6 +975,18 @@ pub enum CertificateView {
         /// Whether it is still valid.
         status: FileCertificateStatus,
     },
+    /// The certificate served for a name no other one covers: gangway's
+    /// generated self-signed one, or `tls.stores.default.defaultCertificate`.
+    Default {
+        /// Names, issuer, validity and whether it is self-signed.
+        #[serde(flatten)]
+        cert: crate::tls::DefaultCertificate,
+        /// The TLS routers with a host it is served for.
+        routers: Vec<String>,
+        /// Why clients may refuse it, when they will.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
+    },
 }
 
 /// Whether a certificate from a file is still valid.
@@ -746,6 +1004,7 @@ impl CertificateView {
         match self {
             CertificateView::Acme(c) => c.not_after,
             CertificateView::File { cert, .. } => Some(cert.not_after),
+            CertificateView::Default { cert, .. } => Some(cert.not_after),
         }
     }
 }
@@ -780,5 +1039,21 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
         .collect();
     files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     acme.extend(files);
+    if let Some(served) = &rt.tls.served {
+        let routers: Vec<String> = routers(&rt)
+            .into_iter()
+            .filter(|r| {
+                r.certificates
+                    .iter()
+                    .any(|c| c.source == crate::tls::CertificateSource::Default)
+            })
+            .map(|r| r.name)
+            .collect();
+        acme.push(CertificateView::Default {
+            warning: served.default.self_signed.then(|| UNTRUSTED.to_owned()),
+            cert: served.default.clone(),
+            routers,
+        });
+    }
     acme
 }

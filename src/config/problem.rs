@@ -352,6 +352,26 @@ pub enum Problem {
         /// The winner's priority: the same, or higher.
         winner_priority: i64,
     },
+    /// Servers of a load balancer that are down now, by active health
+    /// check or by failed connections (read when the API is asked, not
+    /// when the configuration was compiled).
+    #[error("{}", servers_down(*.down, *.total))]
+    ServersDown {
+        /// Servers down.
+        down: usize,
+        /// Servers configured.
+        total: usize,
+    },
+    /// A service with members (weighted, mirroring, failover) none of
+    /// which has a server up now.
+    #[error("no service it sends to has a server up")]
+    NoMemberUp,
+    /// A router whose service has no server up now.
+    #[error("its service `{service}` has no server up: requests to this router fail")]
+    ServiceDown {
+        /// The service, qualified.
+        service: String,
+    },
     /// A problem in one container's definition of an object that another
     /// container defines as well, whose definition is used.
     #[error("{problem} (this container's definition is ignored)")]
@@ -365,6 +385,14 @@ fn hint(suggestion: Option<&str>) -> String {
     suggestion
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default()
+}
+
+fn servers_down(down: usize, total: usize) -> String {
+    if down >= total {
+        format!("every server is down ({down} of {total}): requests to this service fail")
+    } else {
+        format!("{down} of {total} servers are down; the others take their traffic")
+    }
 }
 
 fn port_list(ports: &[u16]) -> String {

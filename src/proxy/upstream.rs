@@ -239,6 +239,9 @@ async fn call(
         }
         None => server.client.send(server.kind, upgrade, req).await,
     };
+    if result.is_ok() {
+        server.client.passive.connected();
+    }
     result.map_err(|e| {
         if let Some(fault) = ClientBodyError::find(&e) {
             tracing::debug!(router, server = %server.url, error = %fault, "request aborted: the client's fault");
@@ -250,6 +253,7 @@ async fn call(
         }
         tracing::debug!(router, server = %server.url, error = %e, connect = e.is_connect(), "server unreachable");
         if e.is_connect() {
+            server.client.passive.failed(&e);
             Failure::Connect
         } else {
             Failure::Broken

@@ -98,6 +98,9 @@ pub struct UpstreamClient {
     https_h1: Client<Tls, RequestBody>,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
+    /// What the proxy's requests say about the server: kept here, where it
+    /// outlives runtime swaps, because the client is per server address.
+    pub passive: crate::health::PassiveHealth,
 }
 
 impl UpstreamClient {
@@ -140,6 +143,7 @@ impl UpstreamClient {
             h2c,
             https_h1,
             response_header_timeout: settings.response_header_timeout,
+            passive: crate::health::PassiveHealth::default(),
         })
     }
 

@@ -110,6 +110,13 @@ async function screenshots(name) {
   await page.emulateMedia({ colorScheme: 'light' });
 }
 
+/** One screenshot at 1440x900, light theme, for the issue's record. */
+async function wide(name) {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.screenshot({ path: path.join(shots, `${name}-1440x900.png`), fullPage: true });
+  await page.setViewportSize({ width: 1280, height: 860 });
+}
+
 let failed = null;
 try {
   // === overview ===
@@ -120,6 +127,15 @@ try {
   const attention = await text('#attention');
   check(attention.includes('broken@file') && attention.includes('rule error at column'), `overview shows the broken router's error: ${attention}`);
   check(attention.includes('orphan@file') && attention.includes('missing@file'), `overview shows the orphan router's error: ${attention}`);
+  // A service whose servers are all down is an error, and its router says so.
+  check(attention.includes('gone@file') && attention.includes('every server is down'), `overview lists the service with every server down: ${attention}`);
+  check(attention.includes('gone-site@file') && attention.includes('has no server up'), `overview lists the router whose service is down: ${attention}`);
+  check(overview.http.services.errors >= 1, `the API counts the down service as an error: ${JSON.stringify(overview.http.services)}`);
+  const svcCard = await text('.count-card[data-kind=services]');
+  check(svcCard.includes(`${overview.http.services.errors} error`), `the services card counts it: ${svcCard}`);
+  const onDefault = await text('#default-cert');
+  check(onDefault.includes('self-signed') && onDefault.includes('bare@file'), `the overview names the router on the default certificate: ${onDefault}`);
+  await wide('overview');
   const total = await text('.count-card[data-kind=routers] .total');
   check(Number(total) === overview.http.routers.total, `router count ${total} = API's ${overview.http.routers.total}`);
   check(await page.locator('tr[data-entrypoint=web]').count() === 1, 'entry point web listed');
@@ -189,6 +205,14 @@ try {
   const secure = await page.locator('table.certs').count() ? await text('table.certs') : '';
   check(secure.includes('www.secure.test') && /valid/i.test(secure), `a TLS router shows the certificate for its host: ${secure}`);
 
+  // A TLS router no certificate covers is served the default one, and says so.
+  await open('/routers/bare@file');
+  await page.waitForSelector('#served-certs');
+  const bare = await text('#served-certs');
+  check(bare.includes('bare.test') && bare.includes('default certificate') && bare.includes('will not trust'), `a router on the default certificate says so: ${bare}`);
+  check(!(await text('.detail')).includes('No certificate is reported'), 'and does not say none is reported');
+  await wide('router-default-cert');
+
   await open('/routers/chain@file');
   await page.waitForSelector('#chain');
   const chain = await page.$$eval('#chain a[href*="#/middlewares/"]', (as) => as.map((a) => a.textContent));
@@ -252,6 +276,16 @@ try {
   await open('/services');
   await page.waitForSelector('tr[data-name="checked@file"]');
   check((await text('tr[data-name="checked@file"]')).includes('1 down'), 'the service list counts the down server');
+  check(/warning/i.test(await text('tr[data-name="checked@file"]')), 'one of two down is a warning');
+  const goneRow = await text('tr[data-name="gone@file"]');
+  check(goneRow.includes('2 down') && /error/i.test(goneRow) && !/\bOK\b/.test(goneRow), `every server down is an error, not OK: ${goneRow}`);
+  await open('/services/gone@file');
+  await page.waitForSelector('tr[data-server]');
+  await page.waitForSelector('#errors');
+  const downErrors = await text('#errors');
+  check(downErrors.includes('every server is down') && downErrors.includes('no server is up'), `the down service says why: ${downErrors}`);
+  await screenshots('service-down');
+  await wide('service-down');
 
   // === middlewares ===
   step('middlewares');
@@ -274,6 +308,9 @@ try {
   check(certRow.includes('secure.test') && certRow.includes('www.secure.test'), `certificates: the file certificate's names are listed (${certRow})`);
   check(/expires in \d+ days?/.test(certRow), `certificates: its expiry is shown (${certRow})`);
   check(certRow.includes('dashboard test CA'), `certificates: its issuer is shown (${certRow})`);
+  const certRows = await page.$$eval('table.certs tbody tr', (rows) => rows.map((r) => r.innerText));
+  check(certRows.some((r) => r.includes('gangway.default.invalid') && r.includes('self-signed') && r.includes('bare@file')),
+    `certificates: the default certificate is listed with its router: ${JSON.stringify(certRows)}`);
   await readOnly('certificates');
   await screenshots('certificates');
 
