@@ -1330,10 +1330,11 @@ async fn an_http2_body_longer_than_its_content_length_never_reaches_the_server_w
     )
     .await;
     h2.send(&frame(DATA, END_STREAM, 1, b" world")).await;
-    // Stream 3: eleven bytes in one frame, already there with the head:
-    // refused before forwarding.
-    h2.request(3, &post("/whole"), false).await;
-    h2.send(&frame(DATA, END_STREAM, 3, b"hello world")).await;
+    // Stream 3: eleven bytes in one frame, written with the head so that
+    // they are there when it is read: refused before forwarding.
+    let mut whole = frame(HEADERS, END_HEADERS, 3, &request_block(&post("/whole")));
+    whole.extend(frame(DATA, END_STREAM, 3, b"hello world"));
+    h2.send(&whole).await;
     // Stream 5: a body that keeps to its length, to show what passes.
     h2.request(5, &post("/kept"), false).await;
     h2.send(&frame(DATA, END_STREAM, 5, b"hello")).await;
