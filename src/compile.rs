@@ -95,6 +95,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     error(Problem::RuleSyntax {
                         rule: router.rule.clone(),
                         error: e.to_string(),
+                        column: e.position,
                     })
                     .at("rule"),
                 );

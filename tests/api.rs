@@ -148,6 +148,16 @@ async fn routers_services_and_middlewares_in_traefiks_shapes() {
     assert!(path.ends_with("dynamic.toml"), "{path}");
     assert_eq!(problem["kind"], "ruleSyntax");
     assert_eq!(problem["object"]["name"], "broken@file");
+    // The column as a field, the same one the sentence names: the rule
+    // ends where its second operand should be.
+    let rule = "Host(`broken.test`) &&";
+    assert_eq!(problem["column"], rule.chars().count() + 1, "{broken}");
+    assert!(
+        problem["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&format!("column {}", rule.chars().count() + 1))),
+        "{broken}"
+    );
     assert!(
         broken["error"][0]
             .as_str()

@@ -215,6 +215,8 @@ pub enum Problem {
         rule: String,
         /// The rule parser's error, with its position.
         error: String,
+        /// The 1-based character column in `rule` the error points at.
+        column: usize,
     },
     /// The object named here is not defined.
     #[error("does not exist")]
