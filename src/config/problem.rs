@@ -256,9 +256,6 @@ pub enum Problem {
     /// A router without a service.
     #[error("the router has no service")]
     NoService,
-    /// A router whose entry points are all unknown.
-    #[error("none of the router's entry points exist")]
-    NoEntryPoint,
     /// A certificate resolver that the static configuration does not have.
     #[error("certificate resolver `{name}` does not exist; the default certificate is served")]
     UnknownResolver {
