@@ -62,6 +62,58 @@ impl std::fmt::Debug for dyn InternalService {
     }
 }
 
+/// Counts a router that reaches a middleware only through a `chain` as one
+/// of that middleware's users, as it is: the member runs on its requests.
+/// Returns, per middleware, the chains it is a member of.
+fn chain_users(
+    middlewares: &BTreeMap<String, dynamic::Middleware>,
+    using: &mut BTreeMap<ObjectRef, Vec<String>>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut in_chains: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut edges = Vec::new();
+    for (name, m) in middlewares {
+        let Some(chain) = &m.chain else { continue };
+        let provider = QualifiedName::parse(name)
+            .map(|q| q.provider)
+            .unwrap_or_default();
+        for member in &chain.middlewares {
+            let member = QualifiedName::resolve(member, &provider).to_string();
+            let chains = in_chains.entry(member.clone()).or_default();
+            if !chains.contains(name) {
+                chains.push(name.clone());
+                edges.push((name.clone(), member));
+            }
+        }
+    }
+    // Users flow from a chain to its members until nothing changes; a cycle
+    // (reported by the chain check) only ends the flow sooner, as sets only
+    // grow and are bounded by the routers.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (chain, member) in &edges {
+            let from = ObjectRef::new(ObjectKind::Middleware, chain);
+            let Some(users) = using.get(&from).cloned() else {
+                continue;
+            };
+            let to = using
+                .entry(ObjectRef::new(ObjectKind::Middleware, member))
+                .or_default();
+            for user in users {
+                if !to.contains(&user) {
+                    to.push(user);
+                    changed = true;
+                }
+            }
+        }
+    }
+    for users in using.values_mut() {
+        users.sort();
+        users.dedup();
+    }
+    in_chains
+}
+
 /// Compiles `dynamic` (keys already qualified `name@provider`).
 pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registries) -> Runtime {
     let mut report = Report::default();
@@ -95,6 +147,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     error(Problem::RuleSyntax {
                         rule: router.rule.clone(),
                         error: e.to_string(),
+                        column: e.position,
                     })
                     .at("rule"),
                 );
@@ -109,10 +162,11 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     .filter(|&i| !ctx.not_default.contains(&ctx.entry_points[i])),
             );
         } else {
+            let mut missing = Vec::new();
             for ep in &router.entry_points {
                 match ctx.entry_points.iter().position(|n| n == ep) {
                     Some(i) => eps.push(i),
-                    None => entry.warn(
+                    None => missing.push(
                         error(Problem::Missing {
                             what: Reference::EntryPoint,
                             name: ep.clone(),
@@ -121,8 +175,15 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     ),
                 }
             }
-            if eps.is_empty() {
-                entry.disable(error(Problem::NoEntryPoint).at("entrypoints"));
+            // A missing entry point is an error only when no named one
+            // exists; each is reported once either way, and a second,
+            // general "none exist" would only say the same again.
+            for e in missing {
+                if eps.is_empty() {
+                    entry.disable(e);
+                } else {
+                    entry.warn(e);
+                }
             }
         }
         entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
@@ -255,6 +316,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             report.services.entry(name.clone()).or_default().using = users;
         }
     }
+    let in_chains = chain_users(&dynamic.http.middlewares, &mut using);
     for name in dynamic.http.middlewares.keys() {
         let entry = report.middlewares.entry(name.clone()).or_default();
         let object = ObjectRef::new(ObjectKind::Middleware, name);
@@ -262,6 +324,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             entry.disable(ConfigError::new(object.clone(), problem));
         }
         entry.using = using.remove(&object).unwrap_or_default();
+        entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }
     if dynamic.tcp.is_some() || dynamic.udp.is_some() {
         report
@@ -367,6 +430,8 @@ fn mark_shadowed(entry_points: &[EntryPointRoutes], ctx: &CompileContext, report
     }
 }
 
+#[cfg(test)]
+mod reference_tests;
 #[cfg(test)]
 mod shadow_tests;
 #[cfg(test)]

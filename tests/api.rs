@@ -148,6 +148,16 @@ async fn routers_services_and_middlewares_in_traefiks_shapes() {
     assert!(path.ends_with("dynamic.toml"), "{path}");
     assert_eq!(problem["kind"], "ruleSyntax");
     assert_eq!(problem["object"]["name"], "broken@file");
+    // The column as a field, the same one the sentence names: the rule
+    // ends where its second operand should be.
+    let rule = "Host(`broken.test`) &&";
+    assert_eq!(problem["column"], rule.chars().count() + 1, "{broken}");
+    assert!(
+        problem["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(&format!("column {}", rule.chars().count() + 1))),
+        "{broken}"
+    );
     assert!(
         broken["error"][0]
             .as_str()
@@ -1103,4 +1113,108 @@ async fn explain_answers_for_the_users_entry_points_and_says_what_a_request_need
         by_entry_point(&e, "gangway")["winner"]["router"],
         "api@internal"
     );
+}
+
+const CHAINS: &str = r#"
+[http.routers.outer]
+rule = "Host(`outer.test`)"
+service = "app"
+middlewares = ["outer"]
+[http.routers.direct]
+rule = "Host(`direct.test`)"
+service = "app"
+middlewares = ["strip"]
+[http.middlewares.outer.chain]
+middlewares = ["inner", "headers"]
+[http.middlewares.inner.chain]
+middlewares = ["strip"]
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/x"]
+[http.middlewares.headers.headers.customRequestHeaders]
+X-Chained = "yes"
+[http.middlewares.unused.stripPrefix]
+prefixes = ["/y"]
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "BACKEND"
+"#;
+
+#[tokio::test]
+async fn a_middleware_used_through_a_chain_names_its_routers_and_its_chains() {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &CHAINS.replace("BACKEND", &b.url()),
+        &["--api.insecure=true", &ep],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(
+        Duration::from_secs(10),
+        "API answers with the file's middlewares",
+        || async { api.get("/api/http/middlewares/unused@file").await.0 == StatusCode::OK },
+    )
+    .await;
+    // The chain's members really run on `outer`'s requests.
+    let seen = gw.get("outer.test", "/x/here").await;
+    assert_eq!(seen.status, StatusCode::OK);
+    let echoed: Value = serde_json::from_str(&seen.text()).expect("echo JSON");
+    assert_eq!(echoed["headers"]["x-chained"], serde_json::json!(["yes"]));
+    assert_eq!(echoed["uri"], "/here");
+
+    let mw = |name: &'static str| {
+        let api = &api;
+        async move {
+            api.json(&format!("/api/http/middlewares/{name}@file"))
+                .await
+        }
+    };
+    let strip = mw("strip").await;
+    assert_eq!(
+        strip["usedBy"],
+        serde_json::json!(["direct@file", "outer@file"]),
+        "{strip}"
+    );
+    assert_eq!(
+        strip["inChains"],
+        serde_json::json!(["inner@file"]),
+        "{strip}"
+    );
+    let headers = mw("headers").await;
+    assert_eq!(
+        headers["usedBy"],
+        serde_json::json!(["outer@file"]),
+        "{headers}"
+    );
+    assert_eq!(
+        headers["inChains"],
+        serde_json::json!(["outer@file"]),
+        "{headers}"
+    );
+    let inner = mw("inner").await;
+    assert_eq!(
+        inner["usedBy"],
+        serde_json::json!(["outer@file"]),
+        "{inner}"
+    );
+    assert_eq!(
+        inner["inChains"],
+        serde_json::json!(["outer@file"]),
+        "{inner}"
+    );
+    let outer = mw("outer").await;
+    assert_eq!(
+        outer["usedBy"],
+        serde_json::json!(["outer@file"]),
+        "{outer}"
+    );
+    assert!(outer.get("inChains").is_none(), "{outer}");
+    let unused = mw("unused").await;
+    assert_eq!(unused["usedBy"], serde_json::json!([]), "{unused}");
+    assert!(unused.get("inChains").is_none(), "{unused}");
+
+    // The list agrees with the detail.
+    let all = api.json("/api/http/middlewares").await;
+    assert_eq!(by_name(&all, "strip@file")["usedBy"], strip["usedBy"]);
 }

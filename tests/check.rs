@@ -540,3 +540,45 @@ fn a_router_that_never_gets_a_request_is_named_with_its_winner_and_line() {
         serde_json::json!({ "type": "file", "path": "dynamic.toml", "line": 9 })
     );
 }
+
+#[test]
+fn a_router_on_an_entry_point_that_does_not_exist_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dynamic.toml"),
+        "[http.routers.app]\nrule = \"Host(`app.localhost`)\"\nentryPoints = [\"nope\"]\nservice = \"app\"\n[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    let findings: Vec<&str> = out.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        findings,
+        ["error: dynamic.toml:3: router `app@file`: entry point `nope` does not exist"],
+        "{out}"
+    );
+    assert!(out.contains("gangway check: 1 error, 0 warnings"), "{out}");
+
+    // A directory of its own, so the `gangway.toml` above is not read.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        "services:\n  gangway:\n    image: gangway:local\n    network_mode: host\n    command:\n      - --providers.docker\n      - --entryPoints.web.address=127.0.0.1:8000\n  app:\n    image: app\n    network_mode: host\n    labels:\n      - gangway.enable=true\n      - gangway.http.routers.app.rule=Host(`app.localhost`)\n      - gangway.http.routers.app.entrypoints=nope\n      - gangway.http.services.app.loadbalancer.server.port=80\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 1, "{out}");
+    let findings: Vec<&str> = out.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(
+        findings,
+        [
+            "error: docker-compose.yml, service `app`: router `app@docker`: label `gangway.http.routers.app.entrypoints`: entry point `nope` does not exist"
+        ],
+        "{out}"
+    );
+}

@@ -80,6 +80,14 @@ weight = 3
 prefixes = ["/x"]
 [http.middlewares.hdr.headers.customRequestHeaders]
 X-From = "gangway"
+[http.routers.chained]
+rule = "Host(`chained.test`)"
+service = "app"
+middlewares = ["outer"]
+[http.middlewares.outer.chain]
+middlewares = ["only-in-chain", "hdr"]
+[http.middlewares.only-in-chain.stripPrefix]
+prefixes = ["/z"]
 "#,
         b.url(),
         b.url()

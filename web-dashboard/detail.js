@@ -90,6 +90,14 @@ function flowNode(kindLabel, content, sub, cls = '') {
   return h('li', { class: `flow-node ${cls}` }, h('span', { class: 'flow-kind' }, kindLabel), h('span', { class: 'flow-name' }, content), sub ? h('span', { class: 'flow-sub' }, sub) : null);
 }
 
+/** The rule, with the column of its syntax error marked when it has one. */
+function ruleWithError(o) {
+  const bad = list(o.problems).find((p) => p.kind === 'ruleSyntax' && p.column);
+  if (!bad) return rule(o.rule);
+  return h('span', {}, rule(o.rule, bad.column),
+    h('small', { class: 'muted rule-at-note' }, ` the error is at column ${bad.column}`));
+}
+
 function routerBody(o, mws, svc, certs) {
   const provider = o.provider;
   const using = list(o.using);
@@ -98,7 +106,7 @@ function routerBody(o, mws, svc, certs) {
   const out = [errors(o)];
 
   out.push(section('Route', fields([
-    ['Rule', rule(o.rule)],
+    ['Rule', ruleWithError(o)],
     ['Hosts', o.hosts.length || o.hostRegexps.length ? h('span', { class: 'chips', id: 'hosts' },
       o.hosts.map((x) => h('code', { class: 'chip' }, x)),
       o.hostRegexps.map((x) => h('code', { class: 'chip', title: 'HostRegexp' }, x))) : null],
@@ -219,15 +227,34 @@ function serviceBody(o) {
 
 function usedBy(o) {
   const names = list(o.usedBy);
-  if (!names.length) return h('p', { class: 'muted' }, 'No router uses it.');
-  return h('ul', { class: 'used-by' }, names.map((n) => h('li', {}, objLink('routers', n))));
+  const chains = list(o.inChains);
+  if (!names.length && !chains.length) return h('p', { class: 'muted' }, 'No router uses it.');
+  return h('ul', { class: 'used-by' },
+    names.map((n) => h('li', {}, objLink('routers', n))),
+    chains.map((n) => h('li', {}, objLink('middlewares', n), h('small', { class: 'muted' }, ' (chain)'))));
+}
+
+/** A middleware's options; a chain's members are links to their pages. */
+function options(o) {
+  const key = o.optionsKey;
+  if (!key) return h('p', { class: 'muted' }, 'none');
+  if (key === 'chain' && o.chain) {
+    const { middlewares, ...rest } = o.chain;
+    const members = list(middlewares);
+    return h('div', {},
+      members.length
+        ? h('ol', { class: 'chain-members' }, members.map((m) => h('li', {}, objLink('middlewares', qualify(m, o.provider)))))
+        : h('p', { class: 'muted' }, 'no members'),
+      Object.keys(rest).length ? kv(rest) : null);
+  }
+  return kv(o[key]);
 }
 
 function middlewareBody(o) {
   const key = o.optionsKey;
   return [
     errors(o),
-    section(key ? `Options (${key})` : 'Options', h('div', { id: 'options' }, key ? kv(o[key]) : h('p', { class: 'muted' }, 'none'))),
+    section(key ? `Options (${key})` : 'Options', h('div', { id: 'options' }, options(o))),
     section('Used by', usedBy(o)),
     provenance(o),
     raw(o),

@@ -142,20 +142,36 @@ export function shortDate(d) {
 
 /**
  * A router rule with its matchers and quoted values told apart, e.g.
- * Host(`a`) && PathPrefix(`/b`).
+ * Host(`a`) && PathPrefix(`/b`). With `column` (1-based, in characters, as
+ * the rule parser counts), the character there is marked: where a rule
+ * error was found.
  */
-export function rule(text) {
+export function rule(text, column) {
   const el = h('code', { class: 'rule' });
+  const all = String(text || '');
+  if (!column) {
+    highlight(el, all);
+    return el;
+  }
+  const chars = Array.from(all);
+  const at = Math.min(Math.max(Number(column), 1), chars.length + 1) - 1;
+  highlight(el, chars.slice(0, at).join(''));
+  // Past the end the error is a missing piece: mark the gap after the rule.
+  el.appendChild(h('mark', { class: 'rule-at', title: `rule error at column ${column}` }, chars[at] ?? ' '));
+  highlight(el, chars.slice(at + 1).join(''));
+  return el;
+}
+
+function highlight(el, text) {
   const re = /(`[^`]*`|"[^"]*")|([A-Za-z][A-Za-z0-9]*)(?=\s*\()|(&&|\|\||!)/g;
   let last = 0;
-  for (const m of String(text || '').matchAll(re)) {
+  for (const m of text.matchAll(re)) {
     if (m.index > last) el.appendChild(document.createTextNode(text.slice(last, m.index)));
     const cls = m[1] ? 'r-str' : m[2] ? 'r-fn' : 'r-op';
     el.appendChild(h('span', { class: cls }, m[0]));
     last = m.index + m[0].length;
   }
-  if (last < String(text || '').length) el.appendChild(document.createTextNode(text.slice(last)));
-  return el;
+  if (last < text.length) el.appendChild(document.createTextNode(text.slice(last)));
 }
 
 /** Internal routers sit at the highest priority; say so instead of printing 2147483646. */

@@ -636,8 +636,11 @@ pub struct MiddlewareView {
     /// The options, under the type's name.
     #[serde(flatten)]
     pub config: Middleware,
-    /// The routers that use it.
+    /// The routers that use it, directly or through a `chain`.
     pub used_by: Vec<String>,
+    /// The `chain` middlewares it is a member of, gangway's addition.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub in_chains: Vec<String>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
@@ -659,6 +662,7 @@ pub fn middlewares(rt: &Runtime) -> Vec<MiddlewareView> {
                 options_key: key,
                 config: m.clone(),
                 used_by: using(report),
+                in_chains: report.map(|r| r.in_chains.clone()).unwrap_or_default(),
                 state: StateView::of(report),
             }
         })

@@ -215,6 +215,8 @@ pub enum Problem {
         rule: String,
         /// The rule parser's error, with its position.
         error: String,
+        /// The 1-based character column in `rule` the error points at.
+        column: usize,
     },
     /// The object named here is not defined.
     #[error("does not exist")]
@@ -254,9 +256,6 @@ pub enum Problem {
     /// A router without a service.
     #[error("the router has no service")]
     NoService,
-    /// A router whose entry points are all unknown.
-    #[error("none of the router's entry points exist")]
-    NoEntryPoint,
     /// A certificate resolver that the static configuration does not have.
     #[error("certificate resolver `{name}` does not exist; the default certificate is served")]
     UnknownResolver {

@@ -36,6 +36,9 @@ pub struct ObjectReport {
     /// middlewares: the routers that use it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub using: Vec<String>,
+    /// For middlewares: the `chain` middlewares it is a member of.
+    #[serde(rename = "inChains", skip_serializing_if = "Vec::is_empty")]
+    pub in_chains: Vec<String>,
     /// The containers and labels behind the object, when its provider knows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<Source>,

@@ -245,6 +245,20 @@ try {
   await open('/routers/broken@file');
   await page.waitForSelector('#errors');
   check((await text('#errors')).includes('rule error at column 23'), 'the broken router shows its error');
+  // The rule display marks the column the error names: 22 characters
+  // before the mark, which sits just past the rule's end.
+  const marked = await page.$eval('#app .fields code.rule', (el) => {
+    const mark = el.querySelector('mark.rule-at');
+    if (!mark) return null;
+    let before = '';
+    for (const n of el.childNodes) {
+      if (n === mark) break;
+      before += n.textContent;
+    }
+    return { before: [...before].length, title: mark.title };
+  });
+  check(marked && marked.before === 22 && marked.title.includes('column 23'), `the rule marks column 23: ${JSON.stringify(marked)}`);
+  check((await text('.rule-at-note')).includes('column 23'), 'and says which column');
   await screenshots('router-error');
 
   // === services ===
@@ -299,6 +313,41 @@ try {
   check((await text('.detail')).includes('chain@file'), 'and the routers using it');
   await readOnly('middleware detail');
   await screenshots('middleware');
+  // A middleware used only through a chain names the chain's router and
+  // the chain, not "no router uses it".
+  await open('/middlewares/only-in-chain@file');
+  await page.waitForSelector('.used-by');
+  const inChain = await text('.used-by');
+  check(inChain.includes('chained@file') && inChain.includes('outer@file'), `a chain member is used by the chain's router and the chain: ${inChain}`);
+  check((await page.getAttribute('.used-by a[title="outer@file"]', 'href')) === '#/middlewares/outer%40file', 'the chain is a link to its middleware page');
+  const middlewaresList = await api('/api/http/middlewares');
+  const member = middlewaresList.find((m) => m.name === 'only-in-chain@file');
+  check(member && member.usedBy.includes('chained@file'), `the API agrees: ${JSON.stringify(member)}`);
+  // A chain's members are links to their own pages.
+  await open('/middlewares/outer@file');
+  await page.waitForSelector('#options .chain-members');
+  const memberLinks = await page.$$eval('#options .chain-members a', (as) => as.map((a) => a.getAttribute('href')));
+  check(JSON.stringify(memberLinks) === JSON.stringify(['#/middlewares/only-in-chain%40file', '#/middlewares/hdr%40file']), `chain members are links: ${JSON.stringify(memberLinks)}`);
+  await screenshots('middleware-chain');
+  await page.click('#options .chain-members a[title="hdr@file"]');
+  await page.waitForFunction(() => location.hash === '#/middlewares/hdr%40file' && document.querySelector('h1')?.innerText.includes('hdr@file'));
+
+  // === width ===
+  step('content width');
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await open('/routers');
+  await page.waitForSelector('tr[data-name="broken@file"]');
+  const contentWidth = await page.$eval('#app', (el) => {
+    const cs = getComputedStyle(el);
+    return el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  });
+  check(contentWidth > 1200, `at 1440 px the content uses the width: ${contentWidth} px`);
+  await wide('routers');
+  // Narrow screens keep their layout: nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow <= 0, `at 390 px nothing overflows the screen (${overflow} px over)`);
+  await page.setViewportSize({ width: 1280, height: 860 });
 
   // === certificates, containers ===
   step('certificates');

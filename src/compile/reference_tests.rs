@@ -1,0 +1,115 @@
+//! Who uses what: middlewares reached through chains, and routers on entry
+//! points that do not exist.
+
+use super::*;
+use crate::config::format::{Format, parse_document};
+use crate::runtime::Status;
+
+fn compile_toml(text: &str) -> Runtime {
+    let ctx = CompileContext {
+        entry_points: vec!["web".into(), "websecure".into()],
+        ..CompileContext::default()
+    };
+    let d: Dynamic = parse_document("d.toml", text, Format::Toml).expect("parses");
+    let (merged, _) = crate::aggregate::merge([("file", &d)]);
+    compile(Arc::new(merged), &ctx, &Registries::default())
+}
+
+const SERVICE: &str = r#"
+[http.services.s.loadBalancer]
+[[http.services.s.loadBalancer.servers]]
+url = "http://127.0.0.1:1"
+"#;
+
+fn users(rt: &Runtime, middleware: &str) -> (Vec<String>, Vec<String>) {
+    let r = &rt.report.middlewares[middleware];
+    (r.using.clone(), r.in_chains.clone())
+}
+
+#[test]
+fn a_middleware_in_a_chain_is_used_by_the_chains_routers() {
+    let rt = compile_toml(&format!(
+        r#"{SERVICE}
+[http.routers.r1]
+rule = "Path(`/1`)"
+service = "s"
+middlewares = ["outer"]
+[http.routers.r2]
+rule = "Path(`/2`)"
+service = "s"
+middlewares = ["leaf", "inner"]
+[http.middlewares.outer.chain]
+middlewares = ["inner"]
+[http.middlewares.inner.chain]
+middlewares = ["leaf"]
+[http.middlewares.leaf.stripPrefix]
+prefixes = ["/x"]
+[http.middlewares.alone.stripPrefix]
+prefixes = ["/y"]
+"#
+    ));
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // r2 names `leaf` itself and through `inner`: listed once.
+    assert_eq!(
+        users(&rt, "leaf@file"),
+        (names(&["r1@file", "r2@file"]), names(&["inner@file"]))
+    );
+    assert_eq!(
+        users(&rt, "inner@file"),
+        (names(&["r1@file", "r2@file"]), names(&["outer@file"]))
+    );
+    assert_eq!(users(&rt, "outer@file"), (names(&["r1@file"]), vec![]));
+    assert_eq!(users(&rt, "alone@file"), (vec![], vec![]));
+}
+
+#[test]
+fn chains_in_a_cycle_end_and_are_still_reported() {
+    let rt = compile_toml(&format!(
+        r#"{SERVICE}
+[http.routers.r]
+rule = "Path(`/`)"
+service = "s"
+middlewares = ["a"]
+[http.middlewares.a.chain]
+middlewares = ["b"]
+[http.middlewares.b.chain]
+middlewares = ["a"]
+"#
+    ));
+    assert_eq!(rt.report.routers["r@file"].status, Status::Disabled);
+    assert_eq!(rt.report.middlewares["a@file"].using, ["r@file"]);
+    assert_eq!(rt.report.middlewares["b@file"].using, ["r@file"]);
+    assert_eq!(rt.report.middlewares["a@file"].in_chains, ["b@file"]);
+}
+
+#[test]
+fn an_entry_point_that_does_not_exist_is_one_error_or_one_warning() {
+    let rt = compile_toml(&format!(
+        r#"{SERVICE}
+[http.routers.nowhere]
+rule = "Path(`/a`)"
+service = "s"
+entryPoints = ["nope"]
+[http.routers.partly]
+rule = "Path(`/b`)"
+service = "s"
+entryPoints = ["web", "nope"]
+"#
+    ));
+    for (router, status) in [
+        ("nowhere@file", Status::Disabled),
+        ("partly@file", Status::Warning),
+    ] {
+        let r = &rt.report.routers[router];
+        assert_eq!(r.status, status, "{router}");
+        let problems: Vec<&Problem> = r.errors.iter().map(|e| &e.problem).collect();
+        assert_eq!(
+            problems,
+            [&Problem::Missing {
+                what: Reference::EntryPoint,
+                name: "nope".into(),
+            }],
+            "{router}"
+        );
+    }
+}
