@@ -85,7 +85,18 @@ fn load_with(
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| ProviderError::unreadable(&path, &e))?;
                 let name = path.display().to_string();
-                let read = match objects::read(&name, &text, format) {
+                // As for a single file: one emptied in place is more likely
+                // caught while being written than meant to drop its objects.
+                let emptied = text.trim().is_empty()
+                    && last_good
+                        .get(&path)
+                        .is_some_and(|read| read.dynamic != Dynamic::default());
+                let read = if emptied {
+                    Err(ProviderError::Empty { path: name.clone() })
+                } else {
+                    objects::read(&name, &text, format)
+                };
+                let read = match read {
                     Ok(read) => {
                         last_good.insert(path, read.clone());
                         read
