@@ -67,13 +67,7 @@ fn load_with(
                     path: path.display().to_string(),
                 });
             }
-            let read = objects::read(&path.display().to_string(), &text, format)?;
-            Ok(Loaded {
-                dynamic: read.dynamic,
-                warnings: read.warnings,
-                detail: read.detail,
-                errors: Vec::new(),
-            })
+            read_document(&path.display().to_string(), &text, format)
         }
         Source::Directory(dir) => {
             let mut files = Vec::new();
@@ -137,6 +131,20 @@ fn load_with(
             Ok(merged)
         }
     }
+}
+
+/// Reads one document as the provider reads each of its files: a mistake
+/// in one object leaves out that object only (its error is on it in
+/// `detail`); a syntax error, or one outside every named object, is the
+/// document's error. `path` names the document in errors.
+pub fn read_document(path: &str, text: &str, format: Format) -> Result<Loaded, ProviderError> {
+    let read = objects::read(path, text, format)?;
+    Ok(Loaded {
+        dynamic: read.dynamic,
+        warnings: read.warnings,
+        detail: read.detail,
+        errors: Vec::new(),
+    })
 }
 
 fn collect_files(
