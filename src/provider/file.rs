@@ -459,6 +459,19 @@ mod tests {
             "{:?}",
             next.errors[0]
         );
+        // Emptied in place (caught between truncating and writing): refused
+        // like a single file, its last good objects stay.
+        std::fs::write(&b, "").unwrap();
+        let emptied = load_with(&source, false, &mut last_good).unwrap();
+        let names: Vec<_> = emptied.dynamic.http.routers.keys().collect();
+        assert_eq!(names, ["three", "two"]);
+        assert_eq!(
+            emptied.errors,
+            [ProviderError::Empty {
+                path: b.display().to_string()
+            }]
+        );
+        std::fs::write(&b, "http:\n  routers:\n    two: [\n").unwrap();
         // Without a last good version (as `gangway check` reads), the file
         // gives nothing and the rest is read.
         let fresh = load(&source).unwrap();
