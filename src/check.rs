@@ -17,7 +17,7 @@ use crate::aggregate::merge;
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
 use crate::config::problem::{
-    ObjectKind, ObjectRef, Origin, Problem, ProviderError, Reference, Warning,
+    Notice, ObjectKind, ObjectRef, Origin, Problem, ProviderError, Reference, Warning,
 };
 use crate::config::provenance::{NotRouted, ObjectDetail, ProviderDetail};
 use crate::config::static_config::{self, Loaded, StaticConfig};
@@ -394,7 +394,13 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
             match crate::provider::file::load(&source) {
                 Ok(loaded) => {
                     for w in loaded.warnings {
-                        findings.push(placed(Severity::Warning, &w, cwd));
+                        // An object left out is an error, as a disabled
+                        // router is, though no router report carries it.
+                        let severity = match w.notice {
+                            Notice::LeftOut { .. } => Severity::Error,
+                            _ => Severity::Warning,
+                        };
+                        findings.push(placed(severity, &w, cwd));
                     }
                     for e in &loaded.errors {
                         findings.push(file_error(e, cwd));

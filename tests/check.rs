@@ -481,13 +481,14 @@ fn a_mistyped_key_and_a_rule_error_in_one_file_are_both_reported_at_their_lines(
     .unwrap();
     std::fs::write(
         dir.path().join("dynamic.toml"),
-        "[http.routers.typo]\nrule = \"Host(`typo.localhost`)\"\nservce = \"app\"\n\n[http.routers.broken]\nrule = \"Host(`broken.localhost`) &&\"\nservice = \"app\"\n\n[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n",
+        "[http.routers.typo]\nrule = \"Host(`typo.localhost`)\"\nservce = \"app\"\n\n[http.routers.broken]\nrule = \"Host(`broken.localhost`) &&\"\nservice = \"app\"\n\n[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n\n[tls.options.modern]\nminVersoin = \"VersionTLS13\"\n",
     )
     .unwrap();
     let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
     assert_eq!(code, 1, "{out}");
     for line in [
         "error: dynamic.toml:3: router `typo@file`: unknown option `servce` (did you mean `service`?)",
+        "error: dynamic.toml: TLS options `modern` is left out: unknown option `minVersoin` (did you mean `minVersion`?)",
         "error: dynamic.toml:6: router `broken@file`: rule `Host(`broken.localhost`) &&`: ",
     ] {
         assert!(out.contains(line), "wanted `{line}` in:\n{out}");
