@@ -488,7 +488,7 @@ fn a_mistyped_key_and_a_rule_error_in_one_file_are_both_reported_at_their_lines(
     assert_eq!(code, 1, "{out}");
     for line in [
         "error: dynamic.toml:3: router `typo@file`: unknown option `servce` (did you mean `service`?)",
-        "error: dynamic.toml: TLS options `modern` is left out: unknown option `minVersoin` (did you mean `minVersion`?)",
+        "error: dynamic.toml:13: TLS options `modern` is left out: unknown option `minVersoin` (did you mean `minVersion`?)",
         "error: dynamic.toml:6: router `broken@file`: rule `Host(`broken.localhost`) &&`: ",
     ] {
         assert!(out.contains(line), "wanted `{line}` in:\n{out}");

@@ -32,7 +32,7 @@ pub(super) struct Read {
 /// Reads one document. A syntax error, or a mistake outside every named
 /// object, is an error for the whole document.
 pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, ProviderError> {
-    let detail = locate::locate(path, text, format);
+    let (detail, sections) = locate::locate(path, text, format);
     let whole = match parse_document::<Dynamic>(path, text, format) {
         Ok(dynamic) => {
             return Ok(Read {
@@ -51,6 +51,7 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
             detail,
             ..Read::default()
         },
+        sections,
         left_out: 0,
     };
     let routers = split.objects::<Router>(&["http", "routers"], Target::Object(ObjectKind::Router));
@@ -108,6 +109,8 @@ struct Split<'a> {
     path: &'a str,
     tree: Value,
     read: Read,
+    /// The line of each object that has no object report.
+    sections: BTreeMap<(Section, String), usize>,
     left_out: usize,
 }
 
@@ -163,16 +166,25 @@ impl Split<'_> {
                     .errors
                     .push(ConfigError::new(object, problem).with_origin(origin));
             }
-            Target::Section(what) => self.read.warnings.push(Warning::new(
-                Notice::LeftOut {
-                    what,
-                    name,
-                    problem: Box::new(problem),
-                },
-                Some(Origin::Document {
-                    path: self.path.to_owned(),
-                }),
-            )),
+            Target::Section(what) => {
+                let origin = match self.sections.get(&(what, name.clone())) {
+                    Some(&line) => Origin::File {
+                        path: self.path.to_owned(),
+                        line,
+                    },
+                    None => Origin::Document {
+                        path: self.path.to_owned(),
+                    },
+                };
+                self.read.warnings.push(Warning::new(
+                    Notice::LeftOut {
+                        what,
+                        name,
+                        problem: Box::new(problem),
+                    },
+                    Some(origin),
+                ));
+            }
         }
     }
 }
@@ -368,7 +380,7 @@ tls:
         assert_eq!(read.warnings.len(), 1);
         assert_eq!(
             read.warnings[0].to_string(),
-            "dynamic.yml: TLS options `old` is left out: unknown option `minVersoin` (did you mean `minVersion`?)"
+            "dynamic.yml:20: TLS options `old` is left out: unknown option `minVersoin` (did you mean `minVersion`?)"
         );
     }
 
