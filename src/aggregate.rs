@@ -201,7 +201,12 @@ fn apply(states: &mut BTreeMap<&'static str, ProviderState>, snap: Snapshot) {
     match snap.dynamic {
         Some(d) => {
             state.dynamic = d;
-            state.report.last_error = None;
+            // A provider that read part of its source (a directory with a
+            // file that does not parse) still says what it could not read.
+            if let Some(e) = &snap.error {
+                tracing::error!(provider = snap.provider, error = %e, "part of the configuration rejected; its last good version stays in use");
+            }
+            state.report.last_error = snap.error;
             state.report.last_sync = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .ok()

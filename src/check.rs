@@ -16,7 +16,9 @@ pub mod compose;
 use crate::aggregate::merge;
 use crate::compile::{CompileContext, compile};
 use crate::config::Dynamic;
-use crate::config::problem::{ObjectKind, ObjectRef, Origin, Problem, Reference, Warning};
+use crate::config::problem::{
+    Notice, ObjectKind, ObjectRef, Origin, Problem, ProviderError, Reference, Warning,
+};
 use crate::config::provenance::{NotRouted, ObjectDetail, ProviderDetail};
 use crate::config::static_config::{self, Loaded, StaticConfig};
 use crate::provider::docker::build::build;
@@ -392,21 +394,21 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
             match crate::provider::file::load(&source) {
                 Ok(loaded) => {
                     for w in loaded.warnings {
-                        findings.push(placed(Severity::Warning, &w, cwd));
+                        // An object left out is an error, as a disabled
+                        // router is, though no router report carries it.
+                        let severity = match w.notice {
+                            Notice::LeftOut { .. } => Severity::Error,
+                            _ => Severity::Warning,
+                        };
+                        findings.push(placed(severity, &w, cwd));
+                    }
+                    for e in &loaded.errors {
+                        findings.push(file_error(e, cwd));
                     }
                     file_dynamic = Some(loaded.dynamic);
                     file_detail = loaded.detail;
                 }
-                Err(e) => {
-                    let origin = e.origin().map(|o| relative(o, cwd));
-                    findings.push(Finding {
-                        source: origin
-                            .as_ref()
-                            .map_or_else(|| "file provider".to_owned(), ToString::to_string),
-                        origin,
-                        ..file_finding(Severity::Error, e.what())
-                    });
-                }
+                Err(e) => findings.push(file_error(&e, cwd)),
             }
         }
     }
@@ -461,6 +463,18 @@ fn now_ms() -> u64 {
 
 fn static_error(message: String) -> Finding {
     Finding::general(Severity::Error, "static configuration", message)
+}
+
+/// A file the file provider cannot read, at its place.
+fn file_error(e: &ProviderError, cwd: &Path) -> Finding {
+    let origin = e.origin().map(|o| relative(o, cwd));
+    Finding {
+        source: origin
+            .as_ref()
+            .map_or_else(|| "file provider".to_owned(), ToString::to_string),
+        origin,
+        ..file_finding(Severity::Error, e.what())
+    }
 }
 
 fn file_finding(severity: Severity, message: String) -> Finding {
@@ -806,6 +820,18 @@ impl Places<'_> {
 /// label errors, which are reported with their label already.
 fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
+    // Objects of a file left out because they do not read.
+    let file = places.file;
+    for map in [&file.routers, &file.services, &file.middlewares] {
+        for e in map.values().flat_map(|d| &d.errors) {
+            out.push(places.finding(
+                Severity::Error,
+                &e.object,
+                e.origin.clone(),
+                e.problem.to_string(),
+            ));
+        }
+    }
     let detail = places.docker;
     for map in [&detail.routers, &detail.services, &detail.middlewares] {
         for d in map.values() {
@@ -881,6 +907,16 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         for (name, d) in details {
             if !d.errors.is_empty() && !kept.contains(name) {
                 dropped.insert(ObjectRef::new(kind, &format!("{name}@docker")));
+            }
+        }
+    }
+    for (kind, details) in [
+        (ObjectKind::Service, &places.file.services),
+        (ObjectKind::Middleware, &places.file.middlewares),
+    ] {
+        for (name, d) in details {
+            if !d.errors.is_empty() {
+                dropped.insert(ObjectRef::new(kind, &format!("{name}@file")));
             }
         }
     }

@@ -472,6 +472,46 @@ async fn running_containers_are_checked() {
 }
 
 #[test]
+fn a_mistyped_key_and_a_rule_error_in_one_file_are_both_reported_at_their_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dynamic.toml"),
+        "[http.routers.typo]\nrule = \"Host(`typo.localhost`)\"\nservce = \"app\"\n\n[http.routers.broken]\nrule = \"Host(`broken.localhost`) &&\"\nservice = \"app\"\n\n[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n\n[tls.options.modern]\nminVersoin = \"VersionTLS13\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    for line in [
+        "error: dynamic.toml:3: router `typo@file`: unknown option `servce` (did you mean `service`?)",
+        "error: dynamic.toml:13: TLS options `modern` is left out: unknown option `minVersoin` (did you mean `minVersion`?)",
+        "error: dynamic.toml:6: router `broken@file`: rule `Host(`broken.localhost`) &&`: ",
+    ] {
+        assert!(out.contains(line), "wanted `{line}` in:\n{out}");
+    }
+    let (_, out) = check(
+        dir.path(),
+        &["--configFile", "gangway.toml", "--format", "json"],
+    );
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let typo = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["object"] == "router `typo@file`")
+        .unwrap_or_else(|| panic!("the typo in {json}"));
+    assert_eq!(
+        typo["origin"],
+        serde_json::json!({ "type": "file", "path": "dynamic.toml", "line": 3 }),
+        "{json}"
+    );
+}
+
+#[test]
 fn file_provider_problems_outside_objects_name_their_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

@@ -111,81 +111,241 @@ async fn a_broken_edit_keeps_the_old_routes_and_reports_the_error() {
     })
     .await;
 
-    gw.rewrite("[http.routers.app]\nrule = \"Host(`app.test`)\"\nservise = \"app\"\n");
+    // A mistyped key disables its own router only.
+    gw.rewrite(&format!(
+        "{}[http.routers.typo]\nrule = \"Host(`typo.test`)\"\nservise = \"app\"\n",
+        support::one_route("app", "Host(`app.test`)", &[&a.url()])
+    ));
     eventually(Duration::from_secs(2), "error logged", || async {
         gw.log().contains("servise")
     })
     .await;
     let log = gw.log();
     assert!(
-        log.contains("dynamic.toml:3: unknown field `servise`"),
+        log.contains("dynamic.toml:9: unknown option `servise` (did you mean `service`?)"),
         "{log}"
     );
     assert_eq!(
         gw.get("app.test", "/").await.status,
         StatusCode::OK,
-        "last good configuration still serves"
+        "the rest of the file serves"
     );
 
+    // A file that does not parse at all: the last good version stays.
     gw.rewrite("this is not toml = = =");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    eventually(Duration::from_secs(2), "syntax error logged", || async {
+        gw.log().contains("configuration rejected")
+    })
+    .await;
     assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
 }
 
 #[tokio::test]
-async fn a_directory_of_toml_and_yaml_files_is_one_configuration() {
+async fn a_mistyped_key_disables_its_router_while_a_new_router_of_the_same_edit_routes() {
+    let old_app = Backend::echo("old").await;
+    let new_app = Backend::echo("new").await;
+    let api = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
+    let old = format!(
+        "{api}{}",
+        support::one_route("old", "Host(`old.test`)", &[&old_app.url()])
+    );
+    let gw = Gangway::with_file(&old, &["--api=true"]).await;
+    eventually(Duration::from_secs(5), "first config", || async {
+        gw.get("old.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    // One edit: a good new router, and a router with `servce` for `service`.
+    let edit = format!(
+        "{old}{}[http.routers.bad]\nrule = \"Host(`bad.test`)\"\nservce = \"good\"\n",
+        support::one_route("good", "Host(`good.test`)", &[&new_app.url()])
+    );
+    let bad_line = edit
+        .lines()
+        .position(|l| l.starts_with("servce"))
+        .expect("the typo")
+        + 1;
+    gw.rewrite(&edit);
+    eventually(Duration::from_secs(5), "the new router routes", || async {
+        gw.get("good.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    assert_eq!(gw.get("good.test", "/").await.seen().backend, "new");
+    assert_eq!(gw.get("old.test", "/").await.seen().backend, "old");
+    assert_eq!(gw.get("bad.test", "/").await.status, StatusCode::NOT_FOUND);
+
+    let got = gw.get("gw.test", "/api/http/routers/bad@file").await;
+    assert_eq!(got.status, StatusCode::OK);
+    let bad: serde_json::Value = serde_json::from_slice(&got.body).expect("router json");
+    assert_eq!(bad["status"], "disabled", "{bad}");
+    let problem = &bad["problems"][0];
+    assert_eq!(problem["kind"], "unknownOption", "{bad}");
+    assert_eq!(problem["option"], "servce", "{bad}");
+    assert_eq!(problem["suggestion"], "service", "{bad}");
+    assert_eq!(
+        problem["origin"],
+        serde_json::json!({
+            "type": "file",
+            "path": gw.dynamic.display().to_string(),
+            "line": bad_line,
+        }),
+        "{bad}"
+    );
+    assert_eq!(
+        file_provider_error(&gw).await,
+        None,
+        "the provider itself read its file"
+    );
+}
+
+/// gangway started by hand on a directory (the harness passes a filename),
+/// stopped when dropped.
+struct OnDirectory {
+    child: std::process::Child,
+    port: u16,
+    client: hyper_util::client::legacy::Client<
+        hyper_util::client::legacy::connect::HttpConnector,
+        http_body_util::Full<bytes::Bytes>,
+    >,
+}
+
+impl OnDirectory {
+    fn start(dir: &std::path::Path) -> OnDirectory {
+        let port = support::free_port();
+        let child = std::process::Command::new(support::binary())
+            .args([
+                format!("--entryPoints.web.address=127.0.0.1:{port}"),
+                format!("--providers.file.directory={}", dir.display()),
+                "--providers.providersThrottleDuration=20ms".to_owned(),
+                "--api=true".to_owned(),
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start");
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http();
+        OnDirectory {
+            child,
+            port,
+            client,
+        }
+    }
+
+    /// The status and body for `host` and `path`; None while gangway does
+    /// not answer.
+    async fn get(&self, host: &str, path: &str) -> Option<(StatusCode, bytes::Bytes)> {
+        use http_body_util::BodyExt;
+        let req = http::Request::get(format!("http://127.0.0.1:{}{path}", self.port))
+            .header("host", host)
+            .body(Default::default())
+            .ok()?;
+        let resp = self.client.request(req).await.ok()?;
+        let status = resp.status();
+        let body = resp.into_body().collect().await.ok()?.to_bytes();
+        Some((status, body))
+    }
+
+    /// The backend that answered `host`, if one did.
+    async fn backend(&self, host: &str) -> Option<String> {
+        let (status, body) = self.get(host, "/").await?;
+        let seen: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        (status == StatusCode::OK).then(|| seen["backend"].as_str().map(str::to_owned))?
+    }
+
+    async fn provider_error(&self) -> Option<String> {
+        let (_, body) = self.get("gw.test", "/api/providers").await?;
+        let providers: serde_json::Value = serde_json::from_slice(&body).ok()?;
+        providers["file"]["lastError"].as_str().map(str::to_owned)
+    }
+}
+
+impl Drop for OnDirectory {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_file_of_a_directory_that_does_not_parse_keeps_its_objects_while_others_change() {
     let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
     let dir = tempfile::tempdir().expect("tempdir");
+    let api = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
+    let one = dir.path().join("one.toml");
+    let two = dir.path().join("two.yml");
     std::fs::write(
-        dir.path().join("routers.yml"),
-        "http:\n  routers:\n    app:\n      rule: \"Host(`dir.test`)\"\n      service: app\n",
+        &one,
+        format!(
+            "{api}{}",
+            support::one_route("one", "Host(`one.test`)", &[&a.url()])
+        ),
     )
     .unwrap();
-    std::fs::write(
-        dir.path().join("services.toml"),
-        format!("[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n", a.url()),
-    )
-    .unwrap();
-    let flag = format!("--providers.file.directory={}", dir.path().display());
-    // The harness also passes a filename; a directory flag makes the config ambiguous, so start by hand.
-    let port = support::free_port();
-    let mut child = std::process::Command::new(support::binary())
-        .args([format!("--entryPoints.web.address=127.0.0.1:{port}"), flag])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start");
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Full<bytes::Bytes>>();
-    let get = || async {
-        let req = http::Request::get(format!("http://127.0.0.1:{port}/"))
-            .header("host", "dir.test")
-            .body(Default::default())
-            .unwrap();
-        client.request(req).await.map(|r| r.status()).ok()
-    };
-    eventually(Duration::from_secs(10), "directory routes", || async {
-        get().await == Some(StatusCode::OK)
+    let two_good = format!(
+        "http:\n  routers:\n    two:\n      rule: Host(`two.test`)\n      service: two\n  services:\n    two:\n      loadBalancer:\n        servers:\n          - url: {}\n",
+        a.url()
+    );
+    std::fs::write(&two, &two_good).unwrap();
+    let gw = OnDirectory::start(dir.path());
+    eventually(Duration::from_secs(10), "both files route", || async {
+        gw.backend("one.test").await.as_deref() == Some("a")
+            && gw.backend("two.test").await.as_deref() == Some("a")
     })
     .await;
-    // A new file in the directory is picked up too, and may use the other files' services.
+
+    // two.yml breaks (an unclosed flow list from line 4) while one.toml
+    // changes its server.
     std::fs::write(
-        dir.path().join("more.toml"),
-        "[http.routers.app2]\nrule = \"Host(`dir2.test`)\"\nservice = \"app\"\n",
+        &two,
+        "http:\n  routers:\n    two:\n      rule: [Host(`two.test`)\n",
     )
     .unwrap();
-    let get2 = || async {
-        let req = http::Request::get(format!("http://127.0.0.1:{port}/"))
-            .header("host", "dir2.test")
-            .body(Default::default())
-            .unwrap();
-        client.request(req).await.map(|r| r.status()).ok()
-    };
-    eventually(Duration::from_secs(2), "new file routes", || async {
-        get2().await == Some(StatusCode::OK)
+    std::fs::write(
+        &one,
+        format!(
+            "{api}{}",
+            support::one_route("one", "Host(`one.test`)", &[&b.url()])
+        ),
+    )
+    .unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "one.toml's change applies",
+        || async { gw.backend("one.test").await.as_deref() == Some("b") },
+    )
+    .await;
+    let place = format!("{}:", two.display());
+    eventually(
+        Duration::from_secs(5),
+        "lastError names two.yml",
+        || async {
+            gw.provider_error()
+                .await
+                .is_some_and(|e| e.starts_with(&place))
+        },
+    )
+    .await;
+    let error = gw.provider_error().await.expect("an error");
+    let line: usize = error[place.len()..]
+        .split(':')
+        .next()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or_else(|| panic!("a line in {error}"));
+    assert!((4..=5).contains(&line), "{error}");
+    assert_eq!(
+        gw.backend("two.test").await.as_deref(),
+        Some("a"),
+        "two.yml's last good objects stay"
+    );
+
+    // Mended: the error goes.
+    std::fs::write(&two, &two_good).unwrap();
+    eventually(Duration::from_secs(5), "the error clears", || async {
+        gw.get("gw.test", "/api/providers").await.is_some() && gw.provider_error().await.is_none()
     })
     .await;
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// `/api/providers`' `lastError` of the file provider, through the router

@@ -1,6 +1,6 @@
 //! The file provider's documents: TOML or YAML text into the dynamic model
-//! (as the file provider parses it), names qualified as the aggregator does,
-//! then `compile`, which must disable a bad object and never panic.
+//! (as the file provider reads it, object by object), names qualified as
+//! the aggregator does, then `compile`, which must disable a bad object and never panic.
 //!
 //! Input: one byte choosing the syntax (`y` YAML, anything else TOML), then
 //! the document.
@@ -8,8 +8,7 @@
 #![no_main]
 
 use gangway::compile::{CompileContext, MetricsSettings, compile};
-use gangway::config::Dynamic;
-use gangway::config::format::{Format, parse_document};
+use gangway::config::format::Format;
 use gangway::runtime::Registries;
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
@@ -27,10 +26,10 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Format::Toml
     };
-    let Ok(dynamic) = parse_document::<Dynamic>("dynamic", text, format) else {
+    let Ok(loaded) = gangway::provider::file::read_document("dynamic", text, format) else {
         return;
     };
-    let (merged, _) = gangway::aggregate::merge([("file", &dynamic)]);
+    let (merged, _) = gangway::aggregate::merge([("file", &loaded.dynamic)]);
     let ctx = CompileContext {
         entry_points: vec!["web".to_owned(), "websecure".to_owned()],
         internal: BTreeMap::new(),

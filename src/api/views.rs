@@ -397,10 +397,20 @@ impl RouterView {
 /// the hosts and paths of its rule.
 pub fn routers(rt: &Runtime) -> Vec<RouterView> {
     let live = Live::of(rt);
+    // A router its provider left out (a key that does not exist, a label
+    // that does not parse) has only its report: listed, disabled, with why.
+    let left_out = Router::default();
+    let reported_only = rt
+        .report
+        .routers
+        .keys()
+        .filter(|name| !rt.dynamic.http.routers.contains_key(*name))
+        .map(|name| (name, &left_out));
     rt.dynamic
         .http
         .routers
         .iter()
+        .chain(reported_only)
         .map(|(name, r)| {
             let mut view = RouterView::new(name, r, rt.report.routers.get(name));
             view.certificates = served_certificates(rt, &view);
@@ -648,10 +658,19 @@ pub struct MiddlewareView {
 
 /// Every middleware: its options under its type name, plus the usual fields.
 pub fn middlewares(rt: &Runtime) -> Vec<MiddlewareView> {
+    // As for routers: one its provider left out is listed from its report.
+    let left_out = Middleware::default();
+    let reported_only = rt
+        .report
+        .middlewares
+        .keys()
+        .filter(|name| !rt.dynamic.http.middlewares.contains_key(*name))
+        .map(|name| (name, &left_out));
     rt.dynamic
         .http
         .middlewares
         .iter()
+        .chain(reported_only)
         .map(|(name, m)| {
             let report = rt.report.middlewares.get(name);
             let key = m.kinds().first().copied();

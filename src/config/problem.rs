@@ -615,6 +615,18 @@ pub enum Notice {
         /// The name as written.
         name: String,
     },
+    /// An object of a file that does not read, left out of the
+    /// configuration (routers, services and middlewares carry such an
+    /// error themselves, as disabled objects).
+    #[error("{what} `{name}` is left out: {problem}")]
+    LeftOut {
+        /// The section.
+        what: Section,
+        /// The name as written.
+        name: String,
+        /// Why it does not read.
+        problem: Box<Problem>,
+    },
     /// A name with `@`, which would read as a qualified name.
     #[error("{what} `{name}` from provider {provider}: names cannot contain `@`; ignored")]
     NameWithAt {

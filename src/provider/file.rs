@@ -2,10 +2,11 @@
 //! A broken file keeps the last good configuration; the error is reported.
 
 mod locate;
+mod objects;
 
 use super::Snapshot;
 use crate::config::Dynamic;
-use crate::config::format::{Format, parse_document};
+use crate::config::format::Format;
 use crate::config::problem::{Notice, Origin, ProviderError, Section, Warning};
 use crate::config::provenance::ProviderDetail;
 use notify::{RecursiveMode, Watcher};
@@ -29,19 +30,31 @@ pub struct Loaded {
     pub dynamic: Dynamic,
     /// Problems that did not stop it loading.
     pub warnings: Vec<Warning>,
-    /// The file and line of each object.
+    /// The file and line of each object; objects left out because they do
+    /// not read carry their error.
     pub detail: ProviderDetail,
+    /// Files of a directory that do not parse: each keeps its last good
+    /// version (none at the first read), the other files are read.
+    pub errors: Vec<ProviderError>,
 }
+
+/// The last good read of each file of a directory, so that a file that
+/// stops parsing keeps its objects while the others change.
+type LastGood = BTreeMap<PathBuf, objects::Read>;
 
 /// Reads the source once into one configuration, with warnings and the
 /// place of each object.
 pub fn load(source: &Source) -> Result<Loaded, ProviderError> {
-    load_with(source, false)
+    load_with(source, false, &mut LastGood::new())
 }
 
 /// Like [`load`]; with `refuse_empty`, a single file that holds nothing but
 /// white space is an error instead of an empty configuration.
-fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, ProviderError> {
+fn load_with(
+    source: &Source,
+    refuse_empty: bool,
+    last_good: &mut LastGood,
+) -> Result<Loaded, ProviderError> {
     match source {
         Source::File(path) => {
             let format = Format::from_path(path).ok_or_else(|| ProviderError::FileKind {
@@ -54,29 +67,50 @@ fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, ProviderErro
                     path: path.display().to_string(),
                 });
             }
-            let name = path.display().to_string();
-            let dynamic =
-                parse_document(&name, &text, format).map_err(|e| ProviderError::syntax(&e))?;
-            Ok(Loaded {
-                dynamic,
-                warnings: Vec::new(),
-                detail: locate::locate(&name, &text, format),
-            })
+            read_document(&path.display().to_string(), &text, format)
         }
         Source::Directory(dir) => {
             let mut files = Vec::new();
             collect_files(dir, &mut files, 0)?;
             files.sort();
             let mut merged = Loaded::default();
+            last_good.retain(|kept, _| files.iter().any(|(path, _)| path == kept));
             for (path, format) in files {
                 let text = std::fs::read_to_string(&path)
                     .map_err(|e| ProviderError::unreadable(&path, &e))?;
                 let name = path.display().to_string();
-                let one: Dynamic =
-                    parse_document(&name, &text, format).map_err(|e| ProviderError::syntax(&e))?;
+                // As for a single file: one emptied in place is more likely
+                // caught while being written than meant to drop its objects.
+                let emptied = text.trim().is_empty()
+                    && last_good
+                        .get(&path)
+                        .is_some_and(|read| read.dynamic != Dynamic::default());
+                let read = if emptied {
+                    Err(ProviderError::Empty { path: name.clone() })
+                } else {
+                    objects::read(&name, &text, format)
+                };
+                let read = match read {
+                    Ok(read) => {
+                        last_good.insert(path, read.clone());
+                        read
+                    }
+                    Err(e) => {
+                        merged.errors.push(e);
+                        match last_good.get(&path) {
+                            Some(read) => read.clone(),
+                            None => continue,
+                        }
+                    }
+                };
+                let objects::Read {
+                    dynamic: one,
+                    detail: places,
+                    warnings,
+                } = read;
+                merged.warnings.extend(warnings);
                 // The first definition of a name is the one kept, and so
                 // is its place.
-                let places = locate::locate(&name, &text, format);
                 merge_into(
                     &mut merged.dynamic,
                     one,
@@ -97,6 +131,20 @@ fn load_with(source: &Source, refuse_empty: bool) -> Result<Loaded, ProviderErro
             Ok(merged)
         }
     }
+}
+
+/// Reads one document as the provider reads each of its files: a mistake
+/// in one object leaves out that object only (its error is on it in
+/// `detail`); a syntax error, or one outside every named object, is the
+/// document's error. `path` names the document in errors.
+pub fn read_document(path: &str, text: &str, format: Format) -> Result<Loaded, ProviderError> {
+    let read = objects::read(path, text, format)?;
+    Ok(Loaded {
+        dynamic: read.dynamic,
+        warnings: read.warnings,
+        detail: read.detail,
+        errors: Vec::new(),
+    })
 }
 
 fn collect_files(
@@ -213,12 +261,13 @@ fn add_new<T>(map: &mut BTreeMap<String, T>, from: BTreeMap<String, T>) -> Vec<S
 /// objects is in use: a file emptied in place (`> file` in a shell, or a
 /// writer caught between truncating and writing) would otherwise read as a
 /// valid empty configuration and drop every route.
-fn snapshot(source: &Source, refuse_empty: bool) -> Snapshot {
-    match load_with(source, refuse_empty) {
+fn snapshot(source: &Source, refuse_empty: bool, last_good: &mut LastGood) -> Snapshot {
+    match load_with(source, refuse_empty, last_good) {
         Ok(loaded) => Snapshot {
             provider: "file",
             dynamic: Some(loaded.dynamic),
-            error: None,
+            // The provider reports one error: the first file's.
+            error: loaded.errors.into_iter().next(),
             warnings: loaded.warnings,
             detail: Some(loaded.detail),
         },
@@ -240,7 +289,8 @@ pub fn spawn_file(
     tx: mpsc::Sender<Snapshot>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let first = snapshot(&source, false);
+        let mut last_good = LastGood::new();
+        let first = snapshot(&source, false, &mut last_good);
         let mut last = first.dynamic.clone();
         let mut last_detail = first.detail.clone();
         let mut last_error = first.error.clone();
@@ -283,13 +333,13 @@ pub fn spawn_file(
         }
         while wake_rx.recv().await.is_some() {
             let in_use = last.as_ref().is_some_and(|d| *d != Dynamic::default());
-            let snap = snapshot(&source, in_use);
+            let snap = snapshot(&source, in_use, &mut last_good);
             // Events also fire for unrelated files in the folder and for
             // writes that change nothing: send only what differs (lines
             // that moved are a difference: errors name them).
             let changed = match (&snap.dynamic, &snap.error) {
-                (Some(d), _) => {
-                    last.as_ref() != Some(d) || last_error.is_some() || snap.detail != last_detail
+                (Some(d), e) => {
+                    last.as_ref() != Some(d) || e != &last_error || snap.detail != last_detail
                 }
                 (None, e) => e != &last_error,
             };
@@ -318,9 +368,10 @@ mod tests {
         let path = dir.path().join("dynamic.toml");
         std::fs::write(&path, " \n").unwrap();
         let source = Source::File(path.clone());
-        let loaded = load_with(&source, false).expect("empty at start: nothing to keep");
+        let loaded = load_with(&source, false, &mut LastGood::new())
+            .expect("empty at start: nothing to keep");
         assert_eq!(loaded.dynamic, Dynamic::default());
-        let error = load_with(&source, true).unwrap_err();
+        let error = load_with(&source, true, &mut LastGood::new()).unwrap_err();
         assert_eq!(
             error,
             ProviderError::Empty {
@@ -374,6 +425,59 @@ mod tests {
                 "{b}:3: router `app` is already defined in another file; the first definition is kept"
             )
         );
+    }
+
+    #[test]
+    fn a_file_of_a_directory_that_stops_parsing_keeps_its_last_good_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.toml");
+        let b = dir.path().join("b.yml");
+        let router = |name: &str| {
+            format!("[http.routers.{name}]\nrule = \"Host(`{name}`)\"\nservice = \"s\"\n")
+        };
+        std::fs::write(&a, router("one")).unwrap();
+        std::fs::write(&b, "http:\n  routers:\n    two:\n      rule: Host(`two`)\n").unwrap();
+        let source = Source::Directory(dir.path().to_owned());
+        let mut last_good = LastGood::new();
+        let first = load_with(&source, false, &mut last_good).unwrap();
+        assert!(first.errors.is_empty());
+        std::fs::write(&a, router("three")).unwrap();
+        std::fs::write(&b, "http:\n  routers:\n    two: [\n").unwrap();
+        let next = load_with(&source, false, &mut last_good).unwrap();
+        let names: Vec<_> = next.dynamic.http.routers.keys().collect();
+        assert_eq!(
+            names,
+            ["three", "two"],
+            "a's change applies, b's last good stays"
+        );
+        assert_eq!(next.errors.len(), 1);
+        assert!(
+            matches!(
+                next.errors[0].origin(),
+                Some(Origin::File { path, line: 4 }) if path == b.display().to_string()
+            ),
+            "{:?}",
+            next.errors[0]
+        );
+        // Emptied in place (caught between truncating and writing): refused
+        // like a single file, its last good objects stay.
+        std::fs::write(&b, "").unwrap();
+        let emptied = load_with(&source, false, &mut last_good).unwrap();
+        let names: Vec<_> = emptied.dynamic.http.routers.keys().collect();
+        assert_eq!(names, ["three", "two"]);
+        assert_eq!(
+            emptied.errors,
+            [ProviderError::Empty {
+                path: b.display().to_string()
+            }]
+        );
+        std::fs::write(&b, "http:\n  routers:\n    two: [\n").unwrap();
+        // Without a last good version (as `gangway check` reads), the file
+        // gives nothing and the rest is read.
+        let fresh = load(&source).unwrap();
+        let names: Vec<_> = fresh.dynamic.http.routers.keys().collect();
+        assert_eq!(names, ["three"]);
+        assert_eq!(fresh.errors.len(), 1);
     }
 
     #[test]

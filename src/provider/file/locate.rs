@@ -4,6 +4,7 @@
 //! compile) then name `file:line`.
 
 use crate::config::format::Format;
+use crate::config::problem::Section;
 use crate::config::provenance::{FileLocation, ObjectDetail, ProviderDetail};
 use saphyr_parser::{Event, Parser, Span};
 use std::collections::BTreeMap;
@@ -14,10 +15,18 @@ const MAX_DEPTH: usize = 64;
 /// Where the objects of one document are written. A document that does not
 /// parse gives what was found before the error (its parse error is
 /// reported by the parser that reads its content).
-pub(super) fn locate(path: &str, text: &str, format: Format) -> ProviderDetail {
+///
+/// Beside them, the line of each servers transport, TLS options and TLS
+/// store by its section and name, which no object report holds.
+pub(super) fn locate(
+    path: &str,
+    text: &str,
+    format: Format,
+) -> (ProviderDetail, BTreeMap<(Section, String), usize>) {
     let mut places = Places {
         path,
         detail: ProviderDetail::default(),
+        sections: BTreeMap::new(),
     };
     match format {
         Format::Toml => {
@@ -37,12 +46,13 @@ pub(super) fn locate(path: &str, text: &str, format: Format) -> ProviderDetail {
             }
         }
     }
-    places.detail
+    (places.detail, places.sections)
 }
 
 struct Places<'a> {
     path: &'a str,
     detail: ProviderDetail,
+    sections: BTreeMap<(Section, String), usize>,
 }
 
 impl Places<'_> {
@@ -50,6 +60,17 @@ impl Places<'_> {
     /// object (`http.<kind>.<name>`) or an option under one. The first
     /// place of a key is kept.
     fn key(&mut self, keys: &[String], line: usize) {
+        if let [outer, kind, name] = keys {
+            let section = match (outer.as_str(), kind.as_str()) {
+                ("http", "serversTransports") => Some(Section::ServersTransport),
+                ("tls", "options") => Some(Section::TlsOptions),
+                ("tls", "stores") => Some(Section::TlsStore),
+                _ => None,
+            };
+            if let Some(section) = section {
+                self.sections.entry((section, name.clone())).or_insert(line);
+            }
+        }
         let [http, kind, name, options @ ..] = keys else {
             return;
         };
@@ -217,7 +238,7 @@ url = \"http://127.0.0.1:9000\"
 [http]
 middlewares.auth.basicAuth.users = [\"u:p\"]
 ";
-        let d = locate("dynamic.toml", text, Format::Toml);
+        let d = locate("dynamic.toml", text, Format::Toml).0;
         let app = file(&d.routers, "app");
         assert_eq!((app.path.as_str(), app.line), ("dynamic.toml", 1));
         assert_eq!(app.line_of(Some("rule")), 2);
@@ -254,7 +275,7 @@ http:
         servers:
           - url: http://127.0.0.1:9000
 ";
-        let d = locate("dynamic.yml", text, Format::Yaml);
+        let d = locate("dynamic.yml", text, Format::Yaml).0;
         let app = file(&d.routers, "app");
         assert_eq!(app.line, 4);
         assert_eq!(app.line_of(Some("rule")), 5);
@@ -270,12 +291,13 @@ http:
     fn a_broken_or_foreign_document_locates_nothing_and_does_not_fail() {
         assert!(
             locate("x.toml", "[http.routers.app\n", Format::Toml)
+                .0
                 .routers
                 .is_empty()
         );
-        let d = locate("x.yml", "http:\n  routers:\n    app: [\n", Format::Yaml);
+        let d = locate("x.yml", "http:\n  routers:\n    app: [\n", Format::Yaml).0;
         assert!(d.services.is_empty());
         let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
-        assert!(locate("x.yml", &deep, Format::Yaml).routers.is_empty());
+        assert!(locate("x.yml", &deep, Format::Yaml).0.routers.is_empty());
     }
 }

@@ -1,0 +1,412 @@
+//! One document of the file provider, read so that a mistake in one object
+//! leaves out that object only: a document that fits the model is read
+//! whole, as it always was; one that does not is read again as a generic
+//! tree whose named objects (routers, services, middlewares, servers
+//! transports, TLS options and stores) are read one by one.
+
+use super::locate;
+use crate::config::Dynamic;
+use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
+use crate::config::format::{Format, parse_document};
+use crate::config::problem::{
+    ConfigError, Notice, ObjectKind, ObjectRef, Origin, Problem, ProviderError, Section, Warning,
+};
+use crate::config::provenance::{ObjectDetail, ProviderDetail};
+use crate::provider::docker::labels::suggest;
+use serde::de::DeserializeOwned;
+use serde_value::{DeserializerError, Value};
+use std::collections::BTreeMap;
+
+/// What one document gives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Read {
+    /// Its objects, without the ones left out.
+    pub dynamic: Dynamic,
+    /// The place of each object; the objects left out carry their errors.
+    pub detail: ProviderDetail,
+    /// Objects left out that have no place in the report of routers,
+    /// services and middlewares (servers transports, TLS options, stores).
+    pub warnings: Vec<Warning>,
+}
+
+/// Reads one document. A syntax error, or a mistake outside every named
+/// object, is an error for the whole document.
+pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, ProviderError> {
+    let (detail, sections) = locate::locate(path, text, format);
+    let whole = match parse_document::<Dynamic>(path, text, format) {
+        Ok(dynamic) => {
+            return Ok(Read {
+                dynamic,
+                detail,
+                warnings: Vec::new(),
+            });
+        }
+        Err(e) => e,
+    };
+    let tree: Value = parse_document(path, text, format).map_err(|e| ProviderError::syntax(&e))?;
+    let mut split = Split {
+        path,
+        tree,
+        read: Read {
+            detail,
+            ..Read::default()
+        },
+        sections,
+        left_out: 0,
+    };
+    let routers = split.objects::<Router>(&["http", "routers"], Target::Object(ObjectKind::Router));
+    let services =
+        split.objects::<Service>(&["http", "services"], Target::Object(ObjectKind::Service));
+    let middlewares = split.objects::<Middleware>(
+        &["http", "middlewares"],
+        Target::Object(ObjectKind::Middleware),
+    );
+    let transports = split.objects::<ServersTransport>(
+        &["http", "serversTransports"],
+        Target::Section(Section::ServersTransport),
+    );
+    let options =
+        split.objects::<TlsOptions>(&["tls", "options"], Target::Section(Section::TlsOptions));
+    let stores = split.objects::<TlsStore>(&["tls", "stores"], Target::Section(Section::TlsStore));
+    // Every object read on its own: the mistake the whole read found is
+    // outside them (or a difference between the two readers), and the
+    // whole read says where it is.
+    if split.left_out == 0 {
+        return Err(ProviderError::syntax(&whole));
+    }
+    let Split { tree, mut read, .. } = split;
+    let mut dynamic: Dynamic = match tree.deserialize_into() {
+        Ok(rest) => rest,
+        Err(e) => {
+            return Err(ProviderError::Syntax {
+                origin: Origin::Document {
+                    path: path.to_owned(),
+                },
+                message: e.to_string(),
+            });
+        }
+    };
+    dynamic.http.routers.extend(routers);
+    dynamic.http.services.extend(services);
+    dynamic.http.middlewares.extend(middlewares);
+    dynamic.http.servers_transports.extend(transports);
+    dynamic.tls.options.extend(options);
+    dynamic.tls.stores.extend(stores);
+    read.dynamic = dynamic;
+    Ok(read)
+}
+
+/// Where the error of an object left out goes.
+#[derive(Clone, Copy)]
+enum Target {
+    /// On the object, which the report then shows as disabled.
+    Object(ObjectKind),
+    /// A warning of the provider, naming the section and the name.
+    Section(Section),
+}
+
+struct Split<'a> {
+    path: &'a str,
+    tree: Value,
+    read: Read,
+    /// The line of each object that has no object report.
+    sections: BTreeMap<(Section, String), usize>,
+    left_out: usize,
+}
+
+impl Split<'_> {
+    /// Takes the map at `at` out of the tree and reads each of its entries
+    /// as a `T`; an entry that does not read is left out and reported.
+    /// Anything that is not a map of named entries stays in the tree, for
+    /// the read of the rest to report.
+    fn objects<T: DeserializeOwned>(
+        &mut self,
+        at: &[&str; 2],
+        target: Target,
+    ) -> BTreeMap<String, T> {
+        let mut out = BTreeMap::new();
+        let Some(entries) = take_map(&mut self.tree, at) else {
+            return out;
+        };
+        let mut back = BTreeMap::new();
+        for (key, value) in entries {
+            let Value::String(name) = key else {
+                back.insert(key, value);
+                continue;
+            };
+            match value.deserialize_into::<T>() {
+                Ok(object) => {
+                    out.insert(name, object);
+                }
+                Err(e) => {
+                    self.left_out += 1;
+                    self.report(target, name, &e);
+                }
+            }
+        }
+        if !back.is_empty() {
+            put_map(&mut self.tree, at, back);
+        }
+        out
+    }
+
+    fn report(&mut self, target: Target, name: String, e: &DeserializerError) {
+        let (problem, key) = problem_of(e);
+        match target {
+            Target::Object(kind) => {
+                let detail = match kind {
+                    ObjectKind::Router => &mut self.read.detail.routers,
+                    ObjectKind::Service => &mut self.read.detail.services,
+                    ObjectKind::Middleware => &mut self.read.detail.middlewares,
+                };
+                let entry = detail.entry(name.clone()).or_default();
+                let origin = origin_in(entry, key.as_deref(), self.path);
+                let object = ObjectRef::new(kind, &format!("{name}@file"));
+                entry
+                    .errors
+                    .push(ConfigError::new(object, problem).with_origin(origin));
+            }
+            Target::Section(what) => {
+                let origin = match self.sections.get(&(what, name.clone())) {
+                    Some(&line) => Origin::File {
+                        path: self.path.to_owned(),
+                        line,
+                    },
+                    None => Origin::Document {
+                        path: self.path.to_owned(),
+                    },
+                };
+                self.read.warnings.push(Warning::new(
+                    Notice::LeftOut {
+                        what,
+                        name,
+                        problem: Box::new(problem),
+                    },
+                    Some(origin),
+                ));
+            }
+        }
+    }
+}
+
+/// The typed problem of an object that does not read, and the key at
+/// fault when one is.
+fn problem_of(e: &DeserializerError) -> (Problem, Option<String>) {
+    match e {
+        // A middleware's type is a key too: an unknown one is a mistyped key.
+        DeserializerError::UnknownField(key, known)
+        | DeserializerError::UnknownVariant(key, known) => (
+            Problem::UnknownOption {
+                option: key.clone(),
+                suggestion: suggest(key, known).map(str::to_owned),
+            },
+            Some(key.clone()),
+        ),
+        other => (
+            Problem::BadValue {
+                message: other.to_string(),
+            },
+            None,
+        ),
+    }
+}
+
+/// The line of `key` under the object (the first option whose last part
+/// it is), else the object's line, else the file.
+fn origin_in(detail: &ObjectDetail, key: Option<&str>, path: &str) -> Origin {
+    let Some(file) = &detail.file else {
+        return Origin::Document {
+            path: path.to_owned(),
+        };
+    };
+    let line = key
+        .map(str::to_ascii_lowercase)
+        .and_then(|key| {
+            file.options
+                .iter()
+                .filter(|(option, _)| option.rsplit('.').next() == Some(key.as_str()))
+                .map(|(_, line)| *line)
+                .min()
+        })
+        .unwrap_or(file.line);
+    Origin::File {
+        path: file.path.clone(),
+        line,
+    }
+}
+
+fn key(name: &str) -> Value {
+    Value::String(name.to_owned())
+}
+
+/// Removes the map at `outer.inner`; anything else there stays.
+fn take_map(tree: &mut Value, [outer, inner]: &[&str; 2]) -> Option<BTreeMap<Value, Value>> {
+    let Value::Map(top) = tree else {
+        return None;
+    };
+    let Some(Value::Map(section)) = top.get_mut(&key(outer)) else {
+        return None;
+    };
+    match section.remove(&key(inner)) {
+        Some(Value::Map(entries)) => Some(entries),
+        Some(other) => {
+            section.insert(key(inner), other);
+            None
+        }
+        None => None,
+    }
+}
+
+/// Puts entries taken by [`take_map`] back.
+fn put_map(tree: &mut Value, [outer, inner]: &[&str; 2], entries: BTreeMap<Value, Value>) {
+    if let Value::Map(top) = tree
+        && let Some(Value::Map(section)) = top.get_mut(&key(outer))
+    {
+        section.insert(key(inner), Value::Map(entries));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(detail: &BTreeMap<String, ObjectDetail>, name: &str) -> ConfigError {
+        let errors = &detail[name].errors;
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        errors[0].clone()
+    }
+
+    #[test]
+    fn a_mistyped_key_in_toml_leaves_out_its_router_only() {
+        let text = "\
+[http.routers.good]
+rule = \"Host(`good`)\"
+service = \"app\"
+
+[http.routers.bad]
+rule = \"Host(`bad`)\"
+servce = \"app\"
+
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = \"http://127.0.0.1:9000\"
+";
+        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        assert_eq!(
+            read.dynamic.http.routers.keys().collect::<Vec<_>>(),
+            ["good"]
+        );
+        assert!(read.dynamic.http.services.contains_key("app"));
+        let e = error_of(&read.detail.routers, "bad");
+        assert_eq!(e.object, ObjectRef::new(ObjectKind::Router, "bad@file"));
+        assert_eq!(
+            e.problem,
+            Problem::UnknownOption {
+                option: "servce".into(),
+                suggestion: Some("service".into()),
+            }
+        );
+        assert_eq!(
+            e.origin,
+            Some(Origin::File {
+                path: "dynamic.toml".into(),
+                line: 7
+            })
+        );
+        assert!(read.detail.routers["good"].errors.is_empty());
+    }
+
+    #[test]
+    fn yaml_objects_are_read_one_by_one_too() {
+        let text = "\
+http:
+  routers:
+    good:
+      rule: Host(`good`)
+      service: app
+    typo:
+      rule: Host(`typo`)
+      service: app
+      entrypoints: [web]
+  services:
+    app:
+      loadBalancer:
+        servers:
+          - url: http://127.0.0.1:9000
+        passHostHeader: maybe
+tls:
+  options:
+    modern:
+      minVersion: VersionTLS13
+    old:
+      minVersoin: VersionTLS12
+";
+        let read = read("dynamic.yml", text, Format::Yaml).unwrap();
+        assert_eq!(
+            read.dynamic.http.routers.keys().collect::<Vec<_>>(),
+            ["good"]
+        );
+        let typo = error_of(&read.detail.routers, "typo");
+        assert_eq!(
+            typo.problem,
+            Problem::UnknownOption {
+                option: "entrypoints".into(),
+                suggestion: Some("entryPoints".into()),
+            }
+        );
+        assert_eq!(
+            typo.origin,
+            Some(Origin::File {
+                path: "dynamic.yml".into(),
+                line: 9
+            })
+        );
+        // A value of the wrong type: the object's line, the reader's words.
+        assert!(read.dynamic.http.services.is_empty());
+        let app = error_of(&read.detail.services, "app");
+        assert!(matches!(app.problem, Problem::BadValue { .. }), "{app:?}");
+        assert_eq!(
+            app.origin,
+            Some(Origin::File {
+                path: "dynamic.yml".into(),
+                line: 11
+            })
+        );
+        // TLS options have no object report: a warning names them.
+        assert_eq!(
+            read.dynamic.tls.options.keys().collect::<Vec<_>>(),
+            ["modern"]
+        );
+        assert_eq!(read.warnings.len(), 1);
+        assert_eq!(
+            read.warnings[0].to_string(),
+            "dynamic.yml:20: TLS options `old` is left out: unknown option `minVersoin` (did you mean `minVersion`?)"
+        );
+    }
+
+    #[test]
+    fn a_valid_document_reads_as_the_whole_reader_reads_it() {
+        let text = "[http.routers.a]\nrule = \"Host(`a`)\"\nservice = \"s\"\n";
+        let read = read("d.toml", text, Format::Toml).unwrap();
+        let whole: Dynamic = parse_document("d.toml", text, Format::Toml).unwrap();
+        assert_eq!(read.dynamic, whole);
+        assert!(read.warnings.is_empty());
+        assert!(read.detail.routers["a"].errors.is_empty());
+    }
+
+    #[test]
+    fn a_mistake_outside_every_object_fails_the_document_at_its_line() {
+        let text = "[http.routers.a]\nrule = \"Host(`a`)\"\n\n[htp.routers.b]\nrule = \"x\"\n";
+        let e = read("d.toml", text, Format::Toml).unwrap_err();
+        assert_eq!(
+            e.origin(),
+            Some(Origin::File {
+                path: "d.toml".into(),
+                line: 4
+            })
+        );
+        // Syntax errors as before.
+        let e = read("d.yml", "http:\n  routers: [\n", Format::Yaml).unwrap_err();
+        assert!(matches!(e, ProviderError::Syntax { .. }), "{e:?}");
+    }
+}
