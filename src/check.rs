@@ -366,7 +366,14 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         }
         let source = containers.sources[&view.name].clone();
         let parsed = parse_labels(&settings.prefix, &view.labels);
-        for e in &parsed.errors {
+        // A rule error found in a router left out for other labels is the
+        // router's: it is reported with the router, from the provider's
+        // detail below.
+        let grammar = parsed
+            .errors
+            .iter()
+            .filter(|e| !matches!(e, crate::provider::docker::labels::LabelError::Rule { .. }));
+        for e in grammar {
             findings.push(label_finding(
                 Severity::Error,
                 view,

@@ -35,6 +35,20 @@ pub enum LabelError {
         /// What is wrong.
         message: String,
     },
+    /// A router's rule that does not parse, found while the router is left
+    /// out for other labels (a router without other problems has its rule
+    /// checked when the configuration is compiled).
+    #[error("label `{label}`: rule `{rule}`: {error}")]
+    Rule {
+        /// The label.
+        label: String,
+        /// The rule as written.
+        rule: String,
+        /// The rule parser's error, with its position.
+        error: String,
+        /// The 1-based character column in `rule` the error points at.
+        column: usize,
+    },
     /// A part of Traefik's grammar that gangway does not take from labels.
     #[error("label `{label}`: {message}")]
     Unsupported {
@@ -57,6 +71,7 @@ impl LabelError {
         match self {
             LabelError::UnknownOption { label, .. }
             | LabelError::Invalid { label, .. }
+            | LabelError::Rule { label, .. }
             | LabelError::Unsupported { label, .. } => label,
         }
     }
@@ -72,6 +87,16 @@ impl LabelError {
             },
             LabelError::Invalid { message, .. } => Problem::BadLabel {
                 message: message.clone(),
+            },
+            LabelError::Rule {
+                rule,
+                error,
+                column,
+                ..
+            } => Problem::RuleSyntax {
+                rule: rule.clone(),
+                error: error.clone(),
+                column: *column,
             },
             LabelError::Unsupported { message, .. } => Problem::Unsupported {
                 message: message.clone(),
@@ -355,19 +380,29 @@ fn read_http(node: Node, out: &mut ContainerLabels) {
     }
     for (written, kind) in node.children.into_values() {
         match written.to_ascii_lowercase().as_str() {
-            "routers" => read_objects(kind, &mut out.routers, &mut out.errors, |n| {
-                read::<Router>(n)
-            }),
+            "routers" => read_objects_mut(
+                kind,
+                &mut out.routers,
+                &mut out.errors,
+                |_, n| read::<Router>(n),
+                rule_error,
+            ),
             "services" => {
                 let mut servers = BTreeMap::new();
-                read_objects_mut(kind, &mut out.services, &mut out.errors, |name, n| {
-                    let server = take_server(n)?;
-                    let service = read::<Service>(n)?;
-                    if let Some(server) = server {
-                        servers.insert(name.to_owned(), server);
-                    }
-                    Ok(service)
-                });
+                read_objects_mut(
+                    kind,
+                    &mut out.services,
+                    &mut out.errors,
+                    |name, n| {
+                        let server = take_server(n)?;
+                        let service = read::<Service>(n)?;
+                        if let Some(server) = server {
+                            servers.insert(name.to_owned(), server);
+                        }
+                        Ok(service)
+                    },
+                    |_, _| None,
+                );
                 out.servers = servers;
             }
             "middlewares" => {
@@ -418,7 +453,21 @@ fn read_objects<T>(
     errors: &mut Vec<LabelError>,
     read_one: impl Fn(&Node) -> Result<T, DeError>,
 ) {
-    read_objects_mut(kind, into, errors, |_, n| read_one(n));
+    read_objects_mut(kind, into, errors, |_, n| read_one(n), |_, _| None);
+}
+
+/// The syntax error of a router's rule, with the label it is written in.
+fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
+    let e = crate::rule::parse_rule(&router.rule).err()?;
+    Some(LabelError::Rule {
+        label: node
+            .child("rule")
+            .and_then(|n| n.label.clone())
+            .unwrap_or_else(|| first_label(node)),
+        rule: router.rule.clone(),
+        error: e.to_string(),
+        column: e.position,
+    })
 }
 
 fn read_objects_mut<T>(
@@ -426,6 +475,7 @@ fn read_objects_mut<T>(
     into: &mut Objects<T>,
     errors: &mut Vec<LabelError>,
     mut read_one: impl FnMut(&str, &mut Node) -> Result<T, DeError>,
+    also: impl Fn(&Node, &T) -> Option<LabelError>,
 ) {
     if kind.value.is_some() {
         errors.push(LabelError::Invalid {
@@ -455,7 +505,12 @@ fn read_objects_mut<T>(
                     into.parsed.insert(name.clone(), object);
                     break;
                 }
-                Ok(_) => break,
+                // Left out for its other labels, the object still reports
+                // what compile would have found in the labels that read.
+                Ok(object) => {
+                    found.extend(also(&node, &object));
+                    break;
+                }
                 Err(e) => {
                     let pruned = e.label.as_deref().is_some_and(|l| node.prune(l));
                     // Past the first, a problem not on a label the user

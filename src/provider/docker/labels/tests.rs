@@ -1411,3 +1411,18 @@ fn encoded_characters_labels_read_as_traefik_writes_them() {
     assert!(m.allow_encoded_slash && m.allow_encoded_hash);
     assert!(!m.allow_encoded_back_slash && !m.allow_encoded_percent);
 }
+
+#[test]
+fn a_router_left_out_for_a_typo_still_reports_its_rule_error() {
+    let p = traefik(&[
+        ("traefik.http.routers.web.rul", "Host(`a`)"),
+        ("traefik.http.routers.web.rule", "Host(`a`) &&"),
+    ]);
+    let errors = &p.routers.broken["web"];
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        matches!(&errors[1], LabelError::Rule { label, column: 13, .. } if label == "traefik.http.routers.web.rule"),
+        "{errors:?}"
+    );
+    assert!(matches!(errors[1].problem(), Problem::RuleSyntax { .. }));
+}
