@@ -134,13 +134,34 @@ impl Split<'_> {
                 back.insert(key, value);
                 continue;
             };
-            match value.deserialize_into::<T>() {
-                Ok(object) => {
-                    out.insert(name, object);
-                }
-                Err(e) => {
-                    self.left_out += 1;
-                    self.report(target, name, &e);
+            let mut value = value;
+            let mut found = 0;
+            // Each read stops at its first problem. A mistyped key at the
+            // object's top level is taken out and the object read again,
+            // so that it reports each of them, not only the first.
+            loop {
+                match value.clone().deserialize_into::<T>() {
+                    Ok(object) if found == 0 => {
+                        out.insert(name, object);
+                        break;
+                    }
+                    Ok(_) => break,
+                    Err(e) => {
+                        if found == 0 {
+                            self.left_out += 1;
+                        }
+                        found += 1;
+                        self.report(target, name.clone(), &e);
+                        let taken = match (&e, &mut value) {
+                            (DeserializerError::UnknownField(key, _), Value::Map(map)) => {
+                                map.remove(&Value::String(key.clone())).is_some()
+                            }
+                            _ => false,
+                        };
+                        if !taken {
+                            break;
+                        }
+                    }
                 }
             }
         }
@@ -314,6 +335,39 @@ url = \"http://127.0.0.1:9000\"
             })
         );
         assert!(read.detail.routers["good"].errors.is_empty());
+    }
+
+    #[test]
+    fn every_mistyped_key_of_an_object_is_reported_at_its_line() {
+        let text = "\
+[http.routers.bad]
+rule = \"Host(`bad`)\"
+servce = \"app\"
+middlewarez = [\"auth\"]
+priority = 3
+";
+        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        assert!(read.dynamic.http.routers.is_empty());
+        let errors = &read.detail.routers["bad"].errors;
+        let mut got: Vec<(String, Option<String>, usize)> = errors
+            .iter()
+            .map(|e| match (&e.problem, &e.origin) {
+                (
+                    Problem::UnknownOption { option, suggestion },
+                    Some(Origin::File { line, .. }),
+                ) => (option.clone(), suggestion.clone(), *line),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("middlewarez".into(), Some("middlewares".into()), 4),
+                ("servce".into(), Some("service".into()), 3),
+            ]
+        );
+        assert_eq!(errors.len(), 2, "{errors:?}");
     }
 
     #[test]
