@@ -96,9 +96,34 @@ pub fn merge<'a>(
                 .entry(name.clone())
                 .or_insert_with(|| store.clone());
         }
-        if merged.tcp.is_none() {
-            merged.tcp.clone_from(&d.tcp);
-        }
+        qualify(
+            &mut merged.tcp.routers,
+            &d.tcp.routers,
+            provider,
+            Section::TcpRouter,
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.tcp.services,
+            &d.tcp.services,
+            provider,
+            Section::TcpService,
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.tcp.middlewares,
+            &d.tcp.middlewares,
+            provider,
+            Section::TcpMiddleware,
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.tcp.servers_transports,
+            &d.tcp.servers_transports,
+            provider,
+            Section::TcpServersTransport,
+            &mut warnings,
+        );
         if merged.udp.is_none() {
             merged.udp.clone_from(&d.udp);
         }

@@ -7,6 +7,7 @@
 
 mod dashboard;
 mod explain;
+mod tcp;
 mod views;
 
 use crate::config::static_config::StaticConfig;
@@ -214,6 +215,10 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/http/services/{name}", get(one_service))
         .route("/api/http/middlewares", get(list_middlewares))
         .route("/api/http/middlewares/{name}", get(one_middleware))
+        .route("/api/tcp/routers", get(list_tcp_routers))
+        .route("/api/tcp/routers/{name}", get(one_tcp_router))
+        .route("/api/tcp/services", get(list_tcp_services))
+        .route("/api/tcp/services/{name}", get(one_tcp_service))
         .route("/api/rawdata", get(rawdata))
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
@@ -322,6 +327,36 @@ trait Listed {
     fn searched(&self) -> [&str; 3];
 }
 
+impl Listed for tcp::TcpRouterView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn status(&self) -> Status {
+        self.state.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.name, &self.rule, &self.service]
+    }
+}
+
+impl Listed for tcp::TcpServiceView {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+    fn status(&self) -> Status {
+        self.state.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.name, self.kind.unwrap_or(""), &self.provider]
+    }
+}
+
 impl Listed for views::RouterView {
     fn name(&self) -> &str {
         &self.name
@@ -418,6 +453,42 @@ async fn list_routers(
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
     page(views::routers(&state.runtime.load_full()), &q)
+}
+
+async fn list_tcp_routers(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(tcp::routers(&state.runtime.load_full()), &q)
+}
+
+async fn one_tcp_router(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<tcp::TcpRouterView>, ApiError> {
+    find(
+        tcp::routers(&state.runtime.load_full()),
+        &name,
+        "TCP router",
+    )
+}
+
+async fn list_tcp_services(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(tcp::services(&state.runtime.load_full()), &q)
+}
+
+async fn one_tcp_service(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<tcp::TcpServiceView>, ApiError> {
+    find(
+        tcp::services(&state.runtime.load_full()),
+        &name,
+        "TCP service",
+    )
 }
 
 async fn one_router(

@@ -771,6 +771,7 @@ impl Places<'_> {
             ObjectKind::Router => &detail.routers,
             ObjectKind::Service => &detail.services,
             ObjectKind::Middleware => &detail.middlewares,
+            ObjectKind::TcpRouter | ObjectKind::TcpService => return None,
         };
         map.get(&object.name.name)
     }
@@ -928,7 +929,14 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         }
     }
     let mut out = Vec::new();
-    for map in [&report.routers, &report.services, &report.middlewares] {
+    let maps = [
+        &report.routers,
+        &report.services,
+        &report.middlewares,
+        &report.tcp_routers,
+        &report.tcp_services,
+    ];
+    for map in maps {
         for r in map.values() {
             for e in &r.errors {
                 if refers_to_dropped(&e.problem, &dropped) {

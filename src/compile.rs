@@ -3,6 +3,7 @@
 //! everything else keeps working.
 
 mod middleware;
+mod tcp;
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
@@ -155,38 +156,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             }
         };
 
-        let mut eps = Vec::new();
-        if router.entry_points.is_empty() {
-            eps.extend(
-                (0..ctx.entry_points.len())
-                    .filter(|&i| !ctx.not_default.contains(&ctx.entry_points[i])),
-            );
-        } else {
-            let mut missing = Vec::new();
-            for ep in &router.entry_points {
-                match ctx.entry_points.iter().position(|n| n == ep) {
-                    Some(i) => eps.push(i),
-                    None => missing.push(
-                        error(Problem::Missing {
-                            what: Reference::EntryPoint,
-                            name: ep.clone(),
-                        })
-                        .at("entrypoints"),
-                    ),
-                }
-            }
-            // A missing entry point is an error only when no named one
-            // exists; each is reported once either way, and a second,
-            // general "none exist" would only say the same again.
-            for e in missing {
-                if eps.is_empty() {
-                    entry.disable(e);
-                } else {
-                    entry.warn(e);
-                }
-            }
-        }
-        entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
+        let eps = entry_points_of(&router.entry_points, ctx, entry, &error);
 
         let chain_names: Vec<String> = router
             .middlewares
@@ -326,11 +296,10 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         entry.using = using.remove(&object).unwrap_or_default();
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }
-    if dynamic.tcp.is_some() || dynamic.udp.is_some() {
-        report
-            .warnings
-            .push(Warning::new(Notice::TcpUdpIgnored, None));
+    if dynamic.udp.is_some() {
+        report.warnings.push(Warning::new(Notice::UdpIgnored, None));
     }
+    let tcp = tcp::compile(&dynamic, ctx, &mut report, &mut tls_uses.hosts);
 
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,
@@ -373,10 +342,54 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     Runtime {
         generation: 0,
         entry_points,
+        tcp,
         report,
         dynamic,
         tls,
     }
+}
+
+/// The entry points a router joins, by index: the named ones, or every
+/// one but gangway's internal one when none is named; records them as the
+/// router's `using`. A name that does not exist is an error only when no
+/// named one exists; each is reported once either way, and a second,
+/// general "none exist" would only say the same again.
+fn entry_points_of(
+    names: &[String],
+    ctx: &CompileContext,
+    entry: &mut crate::runtime::report::ObjectReport,
+    error: &dyn Fn(Problem) -> ConfigError,
+) -> Vec<usize> {
+    let mut eps = Vec::new();
+    if names.is_empty() {
+        eps.extend(
+            (0..ctx.entry_points.len())
+                .filter(|&i| !ctx.not_default.contains(&ctx.entry_points[i])),
+        );
+    } else {
+        let mut missing = Vec::new();
+        for ep in names {
+            match ctx.entry_points.iter().position(|n| n == ep) {
+                Some(i) => eps.push(i),
+                None => missing.push(
+                    error(Problem::Missing {
+                        what: Reference::EntryPoint,
+                        name: ep.clone(),
+                    })
+                    .at("entrypoints"),
+                ),
+            }
+        }
+        for e in missing {
+            if eps.is_empty() {
+                entry.disable(e);
+            } else {
+                entry.warn(e);
+            }
+        }
+    }
+    entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
+    eps
 }
 
 /// Warns on each router that can never get a request on an entry point:
@@ -434,6 +447,8 @@ fn mark_shadowed(entry_points: &[EntryPointRoutes], ctx: &CompileContext, report
 mod reference_tests;
 #[cfg(test)]
 mod shadow_tests;
+#[cfg(test)]
+mod tcp_tests;
 #[cfg(test)]
 mod tls_tests;
 

@@ -58,6 +58,7 @@ mod h2_server;
 pub mod observe;
 mod pipeline;
 mod rewind;
+mod tcp;
 mod timeouts;
 mod upstream;
 pub mod validate;

@@ -61,7 +61,77 @@ pub const MAX_NESTING: usize = 64;
 /// expression, IP range, path, host, method, header or parameter name), a rule
 /// longer than [`MAX_RULE_BYTES`] or nested deeper than [`MAX_NESTING`].
 pub fn parse_rule(text: &str) -> Result<Matcher, RuleError> {
-    parser::parse(text).map(|root| Matcher { root })
+    parser::parse(text, Dialect::Http).map(|root| Matcher { root })
+}
+
+/// Parses a TCP router's rule: `HostSNI`, `HostSNIRegexp`, `ClientIP` and
+/// `ALPN`, with the same operators and strings as HTTP rules.
+///
+/// # Errors
+///
+/// A [`RuleError`] as for [`parse_rule`]; an HTTP matcher such as `Host`
+/// is refused with a sentence saying it belongs to HTTP routers.
+pub fn parse_tcp_rule(text: &str) -> Result<TcpMatcher, RuleError> {
+    parser::parse(text, Dialect::Tcp).map(|root| TcpMatcher { root })
+}
+
+/// Which router's rule language a text is read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Http,
+    Tcp,
+}
+
+/// What a TCP router's rule may look at: the ClientHello of a TLS
+/// connection (nothing of it for a plain one) and the client's address.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnFacts<'a> {
+    /// The server name the client asked for, if it sent one.
+    pub sni: Option<&'a str>,
+    /// The protocols the client offered by ALPN.
+    pub alpn: &'a [&'a [u8]],
+    /// The address of the client.
+    pub client_ip: IpAddr,
+}
+
+/// A parsed TCP router rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpMatcher {
+    root: Node,
+}
+
+impl TcpMatcher {
+    /// Whether the rule takes the connection.
+    pub fn matches(&self, conn: &ConnFacts<'_>) -> bool {
+        self.root.eval(&Ctx::conn(conn))
+    }
+
+    /// Whether the rule is ``HostSNI(`*`)`` alone: every connection, with
+    /// nothing to read first.
+    pub fn is_catch_all(&self) -> bool {
+        matches!(&self.root, Node::Leaf(leaf) if leaf.is_catch_all())
+    }
+
+    /// Whether the rule needs the TLS ClientHello: it names a server
+    /// name, a pattern or a protocol (not under a negation only).
+    pub fn needs_client_hello(&self) -> bool {
+        self.root.needs_client_hello()
+    }
+
+    /// The server names of its `HostSNI` matchers (not `*`), lowercased:
+    /// the names a certificate is needed for.
+    pub fn domains(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.root.collect_domains(&mut out);
+        out
+    }
+}
+
+impl fmt::Display for TcpMatcher {
+    /// The canonical form, as for [`Matcher`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.root.write(f, false)
+    }
 }
 
 /// The priority a router gets when none is configured: the length of its rule
@@ -151,21 +221,38 @@ enum Node {
 /// Per-request evaluation state: the facts plus the query string, parsed only
 /// if a query matcher actually runs.
 struct Ctx<'r, 'a> {
-    req: &'r RequestFacts<'a>,
+    facts: Facts<'r, 'a>,
     query: OnceCell<query::Pairs<'a>>,
+}
+
+/// What is matched: a request, or a connection before any request.
+#[derive(Clone, Copy)]
+enum Facts<'r, 'a> {
+    Http(&'r RequestFacts<'a>),
+    Conn(&'r ConnFacts<'a>),
 }
 
 impl<'r, 'a> Ctx<'r, 'a> {
     fn new(req: &'r RequestFacts<'a>) -> Self {
         Ctx {
-            req,
+            facts: Facts::Http(req),
+            query: OnceCell::new(),
+        }
+    }
+
+    fn conn(conn: &'r ConnFacts<'a>) -> Self {
+        Ctx {
+            facts: Facts::Conn(conn),
             query: OnceCell::new(),
         }
     }
 
     fn query_pairs(&self) -> &[(Cow<'a, str>, Cow<'a, str>)] {
-        self.query
-            .get_or_init(|| query::parse(self.req.query.unwrap_or("")))
+        let query = match self.facts {
+            Facts::Http(req) => req.query.unwrap_or(""),
+            Facts::Conn(_) => "",
+        };
+        self.query.get_or_init(|| query::parse(query))
     }
 }
 
@@ -325,6 +412,14 @@ impl Node {
                     item.collect_domains(out);
                 }
             }
+        }
+    }
+
+    fn needs_client_hello(&self) -> bool {
+        match self {
+            Node::Leaf(leaf) => leaf.needs_client_hello(),
+            Node::Not(inner) => inner.needs_client_hello(),
+            Node::And(items) | Node::Or(items) => items.iter().any(Node::needs_client_hello),
         }
     }
 

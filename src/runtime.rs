@@ -3,6 +3,7 @@
 
 pub mod registries;
 pub mod report;
+pub mod tcp;
 
 pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
@@ -28,6 +29,9 @@ pub struct Runtime {
     pub generation: u64,
     /// Routes per entry point, indexed by `EntryPointId`.
     pub entry_points: Vec<EntryPointRoutes>,
+    /// TCP routes per entry point, indexed by `EntryPointId`; `None` where
+    /// no TCP router listens.
+    pub tcp: Vec<Option<Arc<tcp::TcpRoutes>>>,
     /// Status and errors of every object, for logs and the API.
     pub report: Report,
     /// The merged dynamic configuration this was compiled from.
@@ -44,6 +48,7 @@ impl Runtime {
             entry_points: (0..entry_points)
                 .map(|_| EntryPointRoutes::default())
                 .collect(),
+            tcp: vec![None; entry_points],
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),
             tls: crate::tls::Termination::default(),
@@ -123,6 +128,15 @@ impl EntryPointRoutes {
                 return Some(route);
             }
         }
+    }
+
+    /// Whether a TLS route can only match `name` (an exact host of its
+    /// rule): TCP routers that take every name yield to it.
+    pub fn has_tls_host(&self, name: &str) -> bool {
+        self.by_host.get(name).is_some_and(|list| {
+            list.iter()
+                .any(|&i| self.routes.get(i).is_some_and(|r| r.tls))
+        })
     }
 
     /// Every route in priority order, for explanations.

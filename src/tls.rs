@@ -378,6 +378,20 @@ impl Termination {
         self.configs.get(index).cloned()
     }
 
+    /// The server configuration for TLS that gangway terminates for a TCP
+    /// router: the one HTTPS would use for the name, without HTTP's ALPN
+    /// protocols (the client speaks whatever the server does).
+    pub fn tcp_config_for(&self, hello: &ClientHello<'_>) -> Option<Arc<ServerConfig>> {
+        let index = hello
+            .server_name()
+            .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
+            .unwrap_or(0);
+        let config = self.configs.get(index)?;
+        let mut plain = ServerConfig::clone(config);
+        plain.alpn_protocols.clear();
+        Some(Arc::new(plain))
+    }
+
     /// The index of the server configuration a handshake for `name`
     /// (lowercase) uses: its routers' TLS options, else the default ones.
     pub fn options_index(&self, name: &str) -> usize {

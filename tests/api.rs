@@ -654,6 +654,18 @@ users = ["ann:{hash}"]
 [[tls.certificates]]
 certFile = "{cert}"
 keyFile = "{key}"
+[tcp.routers.db]
+entryPoints = ["web"]
+rule = "HostSNI(`db.test`)"
+service = "db"
+[tcp.routers.db.tls]
+passthrough = true
+[tcp.routers.named]
+entryPoints = ["web"]
+rule = "HostSNI(`named.test`)"
+service = "db"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:11"
 "#,
         hash = ANN_HASH,
         cert = cert.display(),
@@ -679,6 +691,10 @@ const GOLDEN: &[(&str, &str)] = &[
     ("certificates", "/api/certificates"),
     ("containers", "/api/containers"),
     ("explain", "/api/explain?host=app.test&path=/api/users"),
+    ("tcp-routers", "/api/tcp/routers"),
+    ("tcp-router-named", "/api/tcp/routers/named@file"),
+    ("tcp-services", "/api/tcp/services"),
+    ("tcp-service-db", "/api/tcp/services/db@file"),
 ];
 
 /// Errors, by golden file: the status and the answer.

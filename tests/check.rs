@@ -647,3 +647,27 @@ fn a_router_on_an_entry_point_that_does_not_exist_is_reported_once() {
         "{out}"
     );
 }
+
+#[test]
+fn tcp_routers_and_services_are_checked_too() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.db]\naddress = \"127.0.0.1:5432\"\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dynamic.toml"),
+        "[tcp.routers.named]\nrule = \"HostSNI(`db.test`)\"\nservice = \"db\"\n\n[tcp.routers.web]\nrule = \"Host(`db.test`)\"\nservice = \"db\"\n\n[[tcp.services.db.loadBalancer.servers]]\naddress = \"127.0.0.1\"\n",
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    for line in [
+        "TCP router `named@file`: rule `HostSNI(`db.test`)`: a TCP router without `tls` sees no ClientHello",
+        "TCP router `web@file`: rule `Host(`db.test`)`: rule error at column 1: unknown matcher `Host`; `Host` is an HTTP router matcher; TCP rules use HostSNI, HostSNIRegexp, ClientIP, ALPN",
+        "TCP service `db@file`: server address `127.0.0.1` is not host:port",
+    ] {
+        assert!(out.contains(line), "wanted `{line}` in:\n{out}");
+    }
+}

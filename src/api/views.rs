@@ -101,7 +101,7 @@ pub struct StateView {
 }
 
 impl StateView {
-    fn of(report: Option<&ObjectReport>) -> Self {
+    pub(super) fn of(report: Option<&ObjectReport>) -> Self {
         report.map_or(
             StateView {
                 status: Status::Enabled,
@@ -771,7 +771,7 @@ pub struct Features {
 pub struct OverviewView {
     /// HTTP objects.
     pub http: SectionCounts,
-    /// TCP objects (none yet).
+    /// TCP objects (TCP middlewares are not applied yet: always 0).
     pub tcp: SectionCounts,
     /// UDP objects (none yet).
     pub udp: UdpCounts,
@@ -807,7 +807,11 @@ pub fn overview(state: &ApiState) -> OverviewView {
             ),
             middlewares: count(&mut middlewares(&rt).iter().map(|v| &v.state)),
         },
-        tcp: SectionCounts::default(),
+        tcp: SectionCounts {
+            routers: count(&mut super::tcp::routers(&rt).iter().map(|v| &v.state)),
+            services: count(&mut super::tcp::services(&rt).iter().map(|v| &v.state)),
+            middlewares: Counts::default(),
+        },
         udp: UdpCounts::default(),
         features: Features {
             tracing: "",

@@ -4,8 +4,10 @@
 //! publishes it as raw data.
 
 pub mod middleware;
+pub mod tcp;
 
 pub use middleware::Middleware;
+pub use tcp::Tcp;
 
 use super::Duration;
 use serde::{Deserialize, Serialize};
@@ -20,11 +22,11 @@ pub struct Dynamic {
     pub http: Http,
     /// TLS certificates, options and stores.
     pub tls: Tls,
-    /// Traefik's TCP section: accepted so that Traefik files load, but gangway
-    /// routes HTTP only; its presence is reported as a warning.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp: Option<serde_json::Value>,
-    /// Traefik's UDP section: accepted and ignored like `tcp`.
+    /// TCP routers, services and middlewares.
+    #[serde(skip_serializing_if = "Tcp::is_empty")]
+    pub tcp: Tcp,
+    /// Traefik's UDP section: accepted so that Traefik files load, but not
+    /// routed yet; its presence is reported as a warning.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub udp: Option<serde_json::Value>,
 }
@@ -513,7 +515,7 @@ tcp:
                 .map(|w| w.services.len()),
             Some(2)
         );
-        assert!(d.tcp.is_some());
+        assert!(d.tcp.is_empty());
     }
 
     #[test]

@@ -18,6 +18,12 @@ pub enum ObjectKind {
     Service,
     /// An HTTP middleware.
     Middleware,
+    /// A TCP router.
+    #[serde(rename = "tcpRouter")]
+    TcpRouter,
+    /// A TCP service.
+    #[serde(rename = "tcpService")]
+    TcpService,
 }
 
 impl ObjectKind {
@@ -27,6 +33,8 @@ impl ObjectKind {
             ObjectKind::Router => "router",
             ObjectKind::Service => "service",
             ObjectKind::Middleware => "middleware",
+            ObjectKind::TcpRouter => "TCP router",
+            ObjectKind::TcpService => "TCP service",
         }
     }
 }
@@ -142,6 +150,8 @@ pub enum Reference {
     FailoverService,
     /// The fallback of a failover service.
     FailoverFallback,
+    /// A TCP service a TCP router or weighted TCP service uses.
+    TcpService,
 }
 
 impl Reference {
@@ -158,6 +168,7 @@ impl Reference {
             Reference::Mirror => "mirror",
             Reference::FailoverService => "failover service",
             Reference::FailoverFallback => "failover fallback",
+            Reference::TcpService => "TCP service",
         }
     }
 
@@ -207,6 +218,20 @@ pub enum Problem {
     Unsupported {
         /// What is not supported, and what to do instead.
         message: String,
+    },
+    /// A TCP router without `tls` whose rule needs the ClientHello.
+    #[error(
+        "rule `{rule}`: a TCP router without `tls` sees no ClientHello, so its rule may only use HostSNI(`*`) and ClientIP; add `tls` (terminated, or `passthrough=true`) to route by server name or ALPN"
+    )]
+    TcpRuleNeedsTls {
+        /// The rule as written.
+        rule: String,
+    },
+    /// A TCP option gangway does not apply yet.
+    #[error("`{option}` is not applied to TCP connections yet")]
+    TcpNotApplied {
+        /// The option, as Traefik's file configuration names it.
+        option: String,
     },
     /// A router rule that does not parse.
     #[error("rule `{rule}`: {error}")]
@@ -586,6 +611,14 @@ pub enum Section {
     TlsOptions,
     /// `tls.stores`.
     TlsStore,
+    /// `tcp.routers`.
+    TcpRouter,
+    /// `tcp.services`.
+    TcpService,
+    /// `tcp.middlewares`.
+    TcpMiddleware,
+    /// `tcp.serversTransports`.
+    TcpServersTransport,
 }
 
 impl fmt::Display for Section {
@@ -597,6 +630,10 @@ impl fmt::Display for Section {
             Section::ServersTransport => "servers transport",
             Section::TlsOptions => "TLS options",
             Section::TlsStore => "TLS store",
+            Section::TcpRouter => "TCP router",
+            Section::TcpService => "TCP service",
+            Section::TcpMiddleware => "TCP middleware",
+            Section::TcpServersTransport => "TCP servers transport",
         })
     }
 }
@@ -646,9 +683,9 @@ pub enum Notice {
         /// What is wrong and what is used instead.
         message: String,
     },
-    /// `tcp` or `udp` sections, which gangway does not route.
-    #[error("tcp and udp sections are ignored: gangway routes HTTP only")]
-    TcpUdpIgnored,
+    /// A `udp` section, which gangway does not route yet.
+    #[error("the udp section is ignored: gangway does not route UDP yet")]
+    UdpIgnored,
     /// Routers asking for different TLS options for one host.
     #[error(
         "host `{host}`: routers `{first}` and `{other}` ask for different TLS options; the default options are used"

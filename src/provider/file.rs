@@ -213,6 +213,22 @@ fn merge_into(
             add_new(&mut into.tls.options, tls.options),
         ),
         (Section::TlsStore, add_new(&mut into.tls.stores, tls.stores)),
+        (
+            Section::TcpRouter,
+            add_new(&mut into.tcp.routers, tcp.routers),
+        ),
+        (
+            Section::TcpService,
+            add_new(&mut into.tcp.services, tcp.services),
+        ),
+        (
+            Section::TcpMiddleware,
+            add_new(&mut into.tcp.middlewares, tcp.middlewares),
+        ),
+        (
+            Section::TcpServersTransport,
+            add_new(&mut into.tcp.servers_transports, tcp.servers_transports),
+        ),
     ];
     into.tls.certificates.extend(tls.certificates);
     for (what, names) in twice {
@@ -238,7 +254,6 @@ fn merge_into(
             ));
         }
     }
-    into.tcp = into.tcp.take().or(tcp);
     into.udp = into.udp.take().or(udp);
 }
 

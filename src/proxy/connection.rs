@@ -62,6 +62,27 @@ impl Proxy {
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let deadline = Instant::now() + limit;
+        let (tcp, https) = {
+            let runtime = self.runtime.load();
+            let tcp = runtime.tcp.get(entry_point.id).cloned().flatten();
+            let https = runtime
+                .entry_points
+                .get(entry_point.id)
+                .is_some_and(|routes| routes.iter().any(|r| r.tls));
+            (tcp, https)
+        };
+        let mut stream = stream;
+        if let Some(tcp) = &tcp {
+            // As in Traefik: with no TLS router here, TCP or HTTP, a plain
+            // TCP router takes the connection before the client says
+            // anything, so protocols where the server speaks first work.
+            if tcp.tls.is_empty() && !https {
+                match self.tcp_plain(tcp, stream, peer, &entry_point).await {
+                    Ok(()) => return,
+                    Err(back) => stream = back,
+                }
+            }
+        }
         // As much as an HTTP/2 preface: enough to tell TLS, HTTP/2 and HTTP/1.
         let mut first = [0u8; H2_PREFACE.len()];
         let seen = match timeout_at(deadline, stream.peek(&mut first)).await {
@@ -70,10 +91,41 @@ impl Proxy {
             _ => return,
         };
         if seen[0] == TLS_HANDSHAKE_RECORD {
+            if let Some(tcp) = tcp.as_ref().filter(|t| !t.tls.is_empty()) {
+                let runtime = self.runtime.load_full();
+                let http_hosts = |name: &str| {
+                    runtime
+                        .entry_points
+                        .get(entry_point.id)
+                        .is_some_and(|routes| routes.has_tls_host(name))
+                };
+                let decision = self
+                    .tcp_tls(tcp, &http_hosts, stream, peer, &entry_point, deadline)
+                    .await;
+                drop(runtime);
+                if let super::tcp::TlsDecision::Http(io) = decision {
+                    Box::pin(self.serve_tls(io, peer, entry_point, servers, drain, limit)).await;
+                }
+                return;
+            }
             // Boxed: the TLS state would otherwise make every plain
             // connection's task as large as a TLS one's.
-            Box::pin(self.serve_tls(stream, peer, entry_point, servers, drain, limit)).await;
+            Box::pin(self.serve_tls(
+                Rewind::new(Bytes::new(), stream),
+                peer,
+                entry_point,
+                servers,
+                drain,
+                limit,
+            ))
+            .await;
             return;
+        }
+        if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
+            match self.tcp_plain(tcp, stream, peer, &entry_point).await {
+                Ok(()) => return,
+                Err(back) => stream = back,
+            }
         }
         // What a peek sees usually tells already, and then the server reads
         // those bytes itself. Only the start of the HTTP/2 preface does not
@@ -94,7 +146,7 @@ impl Proxy {
     /// (certificate by SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
     async fn serve_tls(
         self: Arc<Self>,
-        stream: TcpStream,
+        stream: Rewind<TcpStream>,
         peer: SocketAddr,
         entry_point: Arc<EntryPointInfo>,
         servers: Arc<HttpServers>,

@@ -8,7 +8,7 @@ use http::HeaderName;
 use ipnet::{IpNet, Ipv4Net};
 use regex::Regex;
 
-use super::{Ctx, RuleError, normalize_host, suggest};
+use super::{ConnFacts, Ctx, Dialect, Facts, RuleError, normalize_host, suggest};
 
 /// Which matcher a name refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +24,20 @@ pub(super) enum Kind {
     Query,
     QueryRegexp,
     ClientIp,
+    HostSni,
+    HostSniRegexp,
+    Alpn,
 }
 
+/// The matchers of TCP routers' rules.
+const TCP_KINDS: [(&str, Kind); 4] = [
+    ("HostSNI", Kind::HostSni),
+    ("HostSNIRegexp", Kind::HostSniRegexp),
+    ("ClientIP", Kind::ClientIp),
+    ("ALPN", Kind::Alpn),
+];
+
+/// The matchers of HTTP routers' rules.
 const KINDS: [(&str, Kind); 11] = [
     ("Host", Kind::Host),
     ("HostRegexp", Kind::HostRegexp),
@@ -40,14 +52,36 @@ const KINDS: [(&str, Kind); 11] = [
     ("ClientIP", Kind::ClientIp),
 ];
 
+/// The matchers of a dialect.
+fn kinds(dialect: Dialect) -> &'static [(&'static str, Kind)] {
+    match dialect {
+        Dialect::Http => &KINDS,
+        Dialect::Tcp => &TCP_KINDS,
+    }
+}
+
 /// Finds the matcher with exactly this name.
-pub(super) fn lookup(name: &str) -> Option<Kind> {
-    KINDS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+pub(super) fn lookup(name: &str, dialect: Dialect) -> Option<Kind> {
+    kinds(dialect)
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, k)| *k)
 }
 
 /// The error message for a name that is not a matcher.
-pub(super) fn unknown_matcher_message(name: &str) -> String {
-    let names: Vec<&str> = KINDS.iter().map(|(n, _)| *n).collect();
+pub(super) fn unknown_matcher_message(name: &str, dialect: Dialect) -> String {
+    let names: Vec<&str> = kinds(dialect).iter().map(|(n, _)| *n).collect();
+    let advice = match dialect {
+        Dialect::Http => suggest::known_mistake(name).map(str::to_owned),
+        Dialect::Tcp if lookup(name, Dialect::Http).is_some() => Some(format!(
+            "`{name}` is an HTTP router matcher; TCP rules use {}",
+            names.join(", ")
+        )),
+        Dialect::Tcp => None,
+    };
+    if let Some(advice) = advice {
+        return format!("unknown matcher `{name}`; {advice}");
+    }
     match suggest::suggest(name, &names) {
         Some(hint) => format!("unknown matcher `{name}`; {hint}"),
         None => format!(
@@ -61,6 +95,7 @@ impl Kind {
     fn name(self) -> &'static str {
         KINDS
             .iter()
+            .chain(TCP_KINDS.iter())
             .find(|(_, k)| *k == self)
             .map_or("?", |(n, _)| *n)
     }
@@ -79,6 +114,9 @@ impl Kind {
             Kind::Query => (1, Some(2), "a parameter name and optionally a value"),
             Kind::QueryRegexp => (2, Some(2), "a parameter name and a regular expression"),
             Kind::ClientIp => (1, None, "IP addresses or CIDR ranges"),
+            Kind::HostSni => (1, None, "server names"),
+            Kind::HostSniRegexp => (1, Some(1), "a regular expression"),
+            Kind::Alpn => (1, None, "ALPN protocol names"),
         }
     }
 }
@@ -199,6 +237,9 @@ pub(super) enum Leaf {
     Query { key: String, value: Option<String> },
     QueryRegexp { key: String, pattern: Pattern },
     ClientIp(Vec<IpArg>),
+    HostSni(Vec<HostArg>),
+    HostSniRegexp(Pattern),
+    Alpn(Vec<String>),
 }
 
 /// Checks the arguments of a matcher and builds it.
@@ -240,6 +281,9 @@ pub(super) fn build(kind: Kind, name_col: usize, args: Vec<Arg>) -> Result<Leaf,
             pattern: pattern(kind, &take()?)?,
         },
         Kind::ClientIp => Leaf::ClientIp(collect(take, client_ip)?),
+        Kind::HostSni => Leaf::HostSni(collect(take, server_name)?),
+        Kind::HostSniRegexp => Leaf::HostSniRegexp(pattern(kind, &take()?)?),
+        Kind::Alpn => Leaf::Alpn(collect(take, alpn)?),
     };
     Ok(leaf)
 }
@@ -284,6 +328,42 @@ fn check_arity(kind: Kind, name_col: usize, got: usize) -> Result<(), RuleError>
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
+}
+
+/// A `HostSNI` argument: a server name, or `*` for every connection.
+/// Patterns go to `HostSNIRegexp`, as in Traefik.
+fn server_name(arg: Arg) -> Result<HostArg, RuleError> {
+    let v = arg.value.as_str();
+    if v != "*" && v.contains('*') {
+        return Err(RuleError::new(
+            arg.col,
+            format!(
+                "`*` in server name `{v}`: `HostSNI` takes a name or `*` alone; \
+                 for patterns use HostSNIRegexp"
+            ),
+        ));
+    }
+    if v.contains(':') && v.parse::<Ipv6Addr>().is_err() {
+        return Err(RuleError::new(
+            arg.col,
+            format!("server name `{v}` includes a port; `HostSNI` matches the name alone"),
+        ));
+    }
+    host(arg)
+}
+
+/// An `ALPN` argument: a protocol name a client may offer.
+fn alpn(arg: Arg) -> Result<String, RuleError> {
+    if arg.value.is_empty() {
+        return Err(RuleError::new(arg.col, "empty protocol name in `ALPN`"));
+    }
+    if arg.value == "acme-tls/1" {
+        return Err(RuleError::new(
+            arg.col,
+            "`acme-tls/1` is reserved for ACME's TLS-ALPN-01 challenge",
+        ));
+    }
+    Ok(arg.value)
 }
 
 fn host(arg: Arg) -> Result<HostArg, RuleError> {
@@ -500,6 +580,12 @@ fn unmap_net(net: IpNet) -> IpNet {
 }
 
 /// The client address with an IPv4-mapped IPv6 address turned into IPv4.
+/// Whether the client's address lies in one of the ranges.
+fn client_ip_in(nets: &[IpArg], ip: IpAddr) -> bool {
+    let ip = unmap_ip(ip);
+    nets.iter().any(|n| n.net.contains(&ip))
+}
+
 fn unmap_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
@@ -509,7 +595,10 @@ fn unmap_ip(ip: IpAddr) -> IpAddr {
 
 impl Leaf {
     pub(super) fn eval(&self, ctx: &Ctx<'_, '_>) -> bool {
-        let req = ctx.req;
+        let req = match ctx.facts {
+            Facts::Http(req) => req,
+            Facts::Conn(conn) => return self.eval_conn(conn),
+        };
         match self {
             Leaf::Host(hosts) => {
                 let host = normalize_host(req.host);
@@ -540,16 +629,35 @@ impl Leaf {
                 .query_pairs()
                 .iter()
                 .any(|(k, v)| k == key && pattern.0.is_match(v)),
-            Leaf::ClientIp(nets) => {
-                let ip = unmap_ip(req.client_ip);
-                nets.iter().any(|n| n.net.contains(&ip))
-            }
+            Leaf::ClientIp(nets) => client_ip_in(nets, req.client_ip),
+            // Never in an HTTP rule: the parser refuses them there.
+            Leaf::HostSni(_) | Leaf::HostSniRegexp(_) | Leaf::Alpn(_) => false,
+        }
+    }
+
+    /// Matches a TCP router's matcher against what a connection showed.
+    fn eval_conn(&self, conn: &ConnFacts<'_>) -> bool {
+        match self {
+            Leaf::ClientIp(nets) => client_ip_in(nets, conn.client_ip),
+            Leaf::HostSni(names) => match conn.sni {
+                Some(sni) => {
+                    let sni = normalize_host(sni);
+                    names.iter().any(|h| h.matches(sni))
+                }
+                None => names.iter().any(|h| h.wildcard == Wildcard::Every),
+            },
+            Leaf::HostSniRegexp(p) => conn.sni.is_some_and(|sni| p.0.is_match(sni)),
+            Leaf::Alpn(protocols) => protocols.iter().any(|p| conn.alpn.contains(&p.as_bytes())),
+            // Never in a TCP rule: the parser refuses them there.
+            _ => false,
         }
     }
 
     /// Why this matcher failed; only meaningful when `eval` is false.
     pub(super) fn mismatch(&self, ctx: &Ctx<'_, '_>) -> String {
-        let req = ctx.req;
+        let Facts::Http(req) = ctx.facts else {
+            return format!("{self} does not match the connection");
+        };
         match self {
             Leaf::Host(_) | Leaf::HostRegexp(_) if req.host.is_empty() => {
                 format!("{self} does not match: the request has no host")
@@ -591,6 +699,9 @@ impl Leaf {
                 }
             }
             Leaf::ClientIp(_) => format!("{self} does not match client IP `{}`", req.client_ip),
+            Leaf::HostSni(_) | Leaf::HostSniRegexp(_) | Leaf::Alpn(_) => {
+                format!("{self} is a TCP matcher")
+            }
         }
     }
 
@@ -602,6 +713,20 @@ impl Leaf {
                 Some(self.hosts().map(str::to_owned).collect())
             }
             _ => None,
+        }
+    }
+
+    /// Whether this is ``HostSNI(`*`)`` alone.
+    pub(super) fn is_catch_all(&self) -> bool {
+        matches!(self, Leaf::HostSni(names) if names.iter().any(|h| h.wildcard == Wildcard::Every))
+    }
+
+    /// Whether matching needs what a TLS ClientHello says.
+    pub(super) fn needs_client_hello(&self) -> bool {
+        match self {
+            Leaf::HostSni(_) => !self.is_catch_all(),
+            Leaf::HostSniRegexp(_) | Leaf::Alpn(_) => true,
+            _ => false,
         }
     }
 
@@ -620,7 +745,7 @@ impl Leaf {
     /// wildcard with its `*.` or `**.`; empty for every other matcher.
     pub(super) fn hosts(&self) -> impl Iterator<Item = &str> {
         let hosts: &[HostArg] = match self {
-            Leaf::Host(hosts) => hosts,
+            Leaf::Host(hosts) | Leaf::HostSni(hosts) => hosts,
             _ => &[],
         };
         // `*` names no host: nothing to order a certificate for or to list.
@@ -667,6 +792,9 @@ impl Leaf {
             Leaf::Query { .. } => Kind::Query,
             Leaf::QueryRegexp { .. } => Kind::QueryRegexp,
             Leaf::ClientIp(_) => Kind::ClientIp,
+            Leaf::HostSni(_) => Kind::HostSni,
+            Leaf::HostSniRegexp(_) => Kind::HostSniRegexp,
+            Leaf::Alpn(_) => Kind::Alpn,
         }
     }
 }
@@ -684,11 +812,18 @@ impl fmt::Display for Leaf {
             write_string(f, s)
         };
         match self {
-            Leaf::Host(hosts) => hosts.iter().try_for_each(|h| arg(f, &h.written))?,
-            Leaf::Path(items) | Leaf::PathPrefix(items) | Leaf::Method(items) => {
+            Leaf::Host(hosts) | Leaf::HostSni(hosts) => {
+                hosts.iter().try_for_each(|h| arg(f, &h.written))?;
+            }
+            Leaf::Path(items)
+            | Leaf::PathPrefix(items)
+            | Leaf::Method(items)
+            | Leaf::Alpn(items) => {
                 items.iter().try_for_each(|s| arg(f, s))?;
             }
-            Leaf::HostRegexp(p) | Leaf::PathRegexp(p) => arg(f, p.0.as_str())?,
+            Leaf::HostRegexp(p) | Leaf::PathRegexp(p) | Leaf::HostSniRegexp(p) => {
+                arg(f, p.0.as_str())?;
+            }
             Leaf::Header { name, value } => {
                 arg(f, &name.written)?;
                 arg(f, value)?;

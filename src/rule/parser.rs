@@ -10,10 +10,10 @@
 
 use super::leaf::{self, Arg};
 use super::lexer::{Lexer, TokKind, Token};
-use super::{MAX_NESTING, MAX_RULE_BYTES, Node, RuleError};
+use super::{Dialect, MAX_NESTING, MAX_RULE_BYTES, Node, RuleError};
 
 /// Parses a whole rule.
-pub(super) fn parse(text: &str) -> Result<Node, RuleError> {
+pub(super) fn parse(text: &str, dialect: Dialect) -> Result<Node, RuleError> {
     if text.len() > MAX_RULE_BYTES {
         return Err(RuleError::new(
             1,
@@ -26,13 +26,17 @@ pub(super) fn parse(text: &str) -> Result<Node, RuleError> {
     if text.trim().is_empty() {
         return Err(RuleError::new(
             1,
-            "empty rule: expected a matcher such as Host(`example.com`)",
+            match dialect {
+                Dialect::Http => "empty rule: expected a matcher such as Host(`example.com`)",
+                Dialect::Tcp => "empty rule: expected a matcher such as HostSNI(`example.com`)",
+            },
         ));
     }
     let mut parser = Parser {
         lexer: Lexer::new(text),
         peeked: None,
         depth: 0,
+        dialect,
     };
     let root = parser.or(After::Start)?;
     let end = parser.next()?;
@@ -76,6 +80,8 @@ struct Parser<'a> {
     peeked: Option<Token<'a>>,
     /// Current nesting of parentheses and negations.
     depth: usize,
+    /// Which matchers the rule may use.
+    dialect: Dialect,
 }
 
 impl<'a> Parser<'a> {
@@ -179,8 +185,9 @@ impl<'a> Parser<'a> {
     }
 
     fn matcher(&mut self, name: &str, name_col: usize) -> Result<Node, RuleError> {
-        let kind = leaf::lookup(name)
-            .ok_or_else(|| RuleError::new(name_col, leaf::unknown_matcher_message(name)))?;
+        let kind = leaf::lookup(name, self.dialect).ok_or_else(|| {
+            RuleError::new(name_col, leaf::unknown_matcher_message(name, self.dialect))
+        })?;
         let open = self.next()?;
         if open.kind != TokKind::LParen {
             return Err(RuleError::new(

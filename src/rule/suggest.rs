@@ -25,12 +25,18 @@ const KNOWN_MISTAKES: [(&str, &str); 6] = [
     ("ALPN", "`ALPN` is a TCP router matcher"),
 ];
 
+/// Advice for a name an HTTP rule does not know but Traefik once did, or
+/// a TCP router's.
+pub(super) fn known_mistake(word: &str) -> Option<&'static str> {
+    KNOWN_MISTAKES
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, advice)| *advice)
+}
+
 /// A hint for an unknown `word`, naming the closest of `names` if any is
 /// close enough to be a likely typo.
 pub(super) fn suggest(word: &str, names: &[&str]) -> Option<String> {
-    if let Some((_, advice)) = KNOWN_MISTAKES.iter().find(|(w, _)| *w == word) {
-        return Some((*advice).to_owned());
-    }
     let lower = word.to_ascii_lowercase();
     let (best, distance) = names
         .iter()

@@ -1680,3 +1680,131 @@ fn matcher_can_be_shared_between_threads() {
     assert_eq!(copy, m);
     assert!(format!("{m:?}").contains("HeaderRegexp"));
 }
+
+fn conn<'a>(sni: Option<&'a str>, alpn: &'a [&'a [u8]], ip: &str) -> ConnFacts<'a> {
+    ConnFacts {
+        sni,
+        alpn,
+        client_ip: ip.parse().unwrap(),
+    }
+}
+
+/// A rule, the SNI, the ALPN offer, the client's address, and whether the
+/// rule takes the connection.
+type ConnCase<'a> = (&'a str, Option<&'a str>, &'a [&'a [u8]], &'a str, bool);
+
+#[test]
+fn tcp_rules_match_the_client_hello_and_the_client_address() {
+    let local = "127.0.0.1";
+    let cases: &[ConnCase<'_>] = &[
+        ("HostSNI(`*`)", None, &[], local, true),
+        ("HostSNI(`*`)", Some("db.test"), &[], local, true),
+        ("HostSNI(`db.test`)", Some("DB.test"), &[], local, true),
+        ("HostSNI(`db.test`)", Some("db.test."), &[], local, true),
+        ("HostSNI(`db.test`)", Some("web.test"), &[], local, false),
+        ("HostSNI(`db.test`)", None, &[], local, false),
+        (
+            "HostSNI(`a.test`, `b.test`)",
+            Some("b.test"),
+            &[],
+            local,
+            true,
+        ),
+        (
+            "HostSNIRegexp(`^[a-z]+\\.db\\.test$`)",
+            Some("eu.db.test"),
+            &[],
+            local,
+            true,
+        ),
+        (
+            "HostSNIRegexp(`^[a-z]+\\.db\\.test$`)",
+            None,
+            &[],
+            local,
+            false,
+        ),
+        (
+            "ALPN(`postgresql`)",
+            Some("x"),
+            &[b"h2", b"postgresql"],
+            local,
+            true,
+        ),
+        ("ALPN(`postgresql`)", Some("x"), &[b"h2"], local, false),
+        ("ClientIP(`127.0.0.0/8`)", None, &[], local, true),
+        ("ClientIP(`10.0.0.0/8`)", None, &[], local, false),
+        (
+            "HostSNI(`*`) && !ClientIP(`10.0.0.0/8`)",
+            None,
+            &[],
+            local,
+            true,
+        ),
+        (
+            "HostSNI(`db.test`) || ALPN(`x`)",
+            Some("other"),
+            &[b"x"],
+            local,
+            true,
+        ),
+    ];
+    for (rule, sni, alpn, ip, want) in cases {
+        let m = parse_tcp_rule(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
+        assert_eq!(
+            m.matches(&conn(*sni, alpn, ip)),
+            *want,
+            "{rule} with {sni:?} {alpn:?}"
+        );
+    }
+}
+
+#[test]
+fn tcp_rules_say_what_they_need_to_decide() {
+    let catch_all = parse_tcp_rule("HostSNI(`*`)").unwrap();
+    assert!(catch_all.is_catch_all() && !catch_all.needs_client_hello());
+    assert!(catch_all.domains().is_empty());
+    let by_ip = parse_tcp_rule("ClientIP(`10.0.0.0/8`)").unwrap();
+    assert!(!by_ip.is_catch_all() && !by_ip.needs_client_hello());
+    let named = parse_tcp_rule("HostSNI(`DB.test`, `db2.test`) && !ALPN(`h2`)").unwrap();
+    assert!(named.needs_client_hello());
+    assert_eq!(named.domains(), ["db.test", "db2.test"]);
+    assert_eq!(
+        named.to_string(),
+        "HostSNI(`DB.test`, `db2.test`) && !ALPN(`h2`)"
+    );
+}
+
+#[test]
+fn tcp_and_http_matchers_stay_in_their_own_rules() {
+    let e = parse_tcp_rule("Host(`db.test`)").unwrap_err();
+    assert_eq!(e.position, 1);
+    assert!(
+        e.message.contains("`Host` is an HTTP router matcher") && e.message.contains("HostSNI"),
+        "{e}"
+    );
+    let e = parse_rule("HostSNI(`db.test`)").unwrap_err();
+    assert!(e.message.contains("is a TCP router matcher"), "{e}");
+    let e = parse_tcp_rule("HostSNY(`db.test`)").unwrap_err();
+    assert!(e.message.contains("did you mean `HostSNI`"), "{e}");
+    // ClientIP is both: no confusion to report.
+    assert!(parse_rule("ClientIP(`10.0.0.1`)").is_ok());
+    assert!(parse_tcp_rule("ClientIP(`10.0.0.1`)").is_ok());
+}
+
+#[test]
+fn tcp_rule_arguments_are_checked() {
+    for (rule, col, needle) in [
+        ("HostSNI(`*.db.test`)", 9, "HostSNIRegexp"),
+        ("HostSNI(`db.test:5432`)", 9, "port"),
+        ("HostSNI()", 1, "argument"),
+        ("ALPN(``)", 6, "empty protocol"),
+        ("ALPN(`acme-tls/1`)", 6, "reserved"),
+        ("HostSNIRegexp(`(`)", 15, "regular expression"),
+        ("", 1, "HostSNI(`example.com`)"),
+    ] {
+        let e = parse_tcp_rule(rule).unwrap_err();
+        assert_eq!(e.position, col, "{rule}: {e}");
+        assert!(e.message.contains(needle), "{rule}: {e}");
+    }
+}

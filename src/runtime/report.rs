@@ -143,6 +143,12 @@ pub struct Report {
     pub services: BTreeMap<String, ObjectReport>,
     /// Middlewares by qualified name.
     pub middlewares: BTreeMap<String, ObjectReport>,
+    /// TCP routers by qualified name.
+    #[serde(rename = "tcpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_routers: BTreeMap<String, ObjectReport>,
+    /// TCP services by qualified name.
+    #[serde(rename = "tcpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_services: BTreeMap<String, ObjectReport>,
     /// Providers by name.
     pub providers: BTreeMap<String, ProviderReport>,
     /// Problems not tied to one object.

@@ -133,6 +133,29 @@ impl TlsClient {
         config
     }
 
+    /// A TLS connection to 127.0.0.1:`port` asking for `sni`, offering
+    /// `alpn` (nothing when empty), for protocols other than HTTP.
+    pub async fn connect(
+        &self,
+        port: u16,
+        sni: &str,
+        alpn: &[u8],
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+        let mut config = self.config(alpn);
+        if alpn.is_empty() {
+            config.alpn_protocols.clear();
+        }
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        let name = ServerName::try_from(sni.to_owned()).map_err(|e| e.to_string())?;
+        connector
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("handshake: {e}"))
+    }
+
     /// GET `https://<sni>:<port><path>` sent to 127.0.0.1, with `host` as
     /// the request's host (`None`: the SNI). HTTP/2 when `h2`, else HTTP/1.1.
     pub async fn get(

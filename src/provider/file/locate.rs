@@ -65,6 +65,10 @@ impl Places<'_> {
                 ("http", "serversTransports") => Some(Section::ServersTransport),
                 ("tls", "options") => Some(Section::TlsOptions),
                 ("tls", "stores") => Some(Section::TlsStore),
+                ("tcp", "routers") => Some(Section::TcpRouter),
+                ("tcp", "services") => Some(Section::TcpService),
+                ("tcp", "middlewares") => Some(Section::TcpMiddleware),
+                ("tcp", "serversTransports") => Some(Section::TcpServersTransport),
                 _ => None,
             };
             if let Some(section) = section {

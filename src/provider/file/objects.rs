@@ -6,6 +6,7 @@
 
 use super::locate;
 use crate::config::Dynamic;
+use crate::config::dynamic::tcp::{TcpRouter, TcpService};
 use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
 use crate::config::format::{Format, parse_document};
 use crate::config::problem::{
@@ -68,6 +69,10 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
     let options =
         split.objects::<TlsOptions>(&["tls", "options"], Target::Section(Section::TlsOptions));
     let stores = split.objects::<TlsStore>(&["tls", "stores"], Target::Section(Section::TlsStore));
+    let tcp_routers =
+        split.objects::<TcpRouter>(&["tcp", "routers"], Target::Section(Section::TcpRouter));
+    let tcp_services =
+        split.objects::<TcpService>(&["tcp", "services"], Target::Section(Section::TcpService));
     // Every object read on its own: the mistake the whole read found is
     // outside them (or a difference between the two readers), and the
     // whole read says where it is.
@@ -92,6 +97,8 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
     dynamic.http.servers_transports.extend(transports);
     dynamic.tls.options.extend(options);
     dynamic.tls.stores.extend(stores);
+    dynamic.tcp.routers.extend(tcp_routers);
+    dynamic.tcp.services.extend(tcp_services);
     read.dynamic = dynamic;
     Ok(read)
 }
@@ -179,6 +186,8 @@ impl Split<'_> {
                     ObjectKind::Router => &mut self.read.detail.routers,
                     ObjectKind::Service => &mut self.read.detail.services,
                     ObjectKind::Middleware => &mut self.read.detail.middlewares,
+                    // Read as sections (`Target::Section`): never here.
+                    ObjectKind::TcpRouter | ObjectKind::TcpService => return,
                 };
                 let entry = detail.entry(name.clone()).or_default();
                 let origin = origin_in(entry, key.as_deref(), self.path);
@@ -335,6 +344,44 @@ url = \"http://127.0.0.1:9000\"
             })
         );
         assert!(read.detail.routers["good"].errors.is_empty());
+    }
+
+    #[test]
+    fn a_mistyped_key_in_a_tcp_router_leaves_out_that_router_only() {
+        let text = "\
+[tcp.routers.db]
+rule = \"HostSNI(`*`)\"
+service = \"db\"
+
+[tcp.routers.bad]
+rule = \"HostSNI(`*`)\"
+servise = \"db\"
+
+[[tcp.services.db.loadBalancer.servers]]
+address = \"127.0.0.1:5432\"
+";
+        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        assert_eq!(read.dynamic.tcp.routers.keys().collect::<Vec<_>>(), ["db"]);
+        assert_eq!(
+            read.dynamic.tcp.services["db"]
+                .load_balancer
+                .as_ref()
+                .map(|lb| lb.servers[0].address.as_str()),
+            Some("127.0.0.1:5432")
+        );
+        assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
+        let warning = read.warnings[0].to_string();
+        assert!(
+            warning.contains("TCP router `bad`") && warning.contains("servise"),
+            "{warning}"
+        );
+        assert_eq!(
+            read.warnings[0].origin,
+            Some(Origin::File {
+                path: "dynamic.toml".into(),
+                line: 5
+            })
+        );
     }
 
     #[test]

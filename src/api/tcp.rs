@@ -1,0 +1,141 @@
+//! `/api/tcp/routers` and `/api/tcp/services`, in Traefik's shapes.
+
+use super::views::StateView;
+use crate::config::dynamic::tcp::{
+    TcpLoadBalancer, TcpRouter, TcpRouterTls, TcpService, TcpWeighted,
+};
+use crate::runtime::Runtime;
+use serde::Serialize;
+
+/// A TCP router as `/api/tcp/routers` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpRouterView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// The entry points configured; empty means all but the internal one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entry_points: Vec<String>,
+    /// The entry points it is attached to.
+    pub using: Vec<String>,
+    /// The rule as written.
+    pub rule: String,
+    /// The priority in effect: the configured one, or the rule's length.
+    pub priority: i64,
+    /// Middlewares, as configured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middlewares: Vec<String>,
+    /// The service, qualified.
+    pub service: String,
+    /// TLS settings, when the router takes TLS connections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TcpRouterTls>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// A TCP service as `/api/tcp/services` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpServiceView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// `loadbalancer` or `weighted`; absent for a service known only from
+    /// its errors.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// Its servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balancer: Option<TcpLoadBalancer>,
+    /// Its services and weights.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weighted: Option<TcpWeighted>,
+    /// The TCP routers that use it.
+    pub used_by: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+fn provider_of(name: &str) -> String {
+    name.rsplit_once('@')
+        .map(|(_, p)| p.to_owned())
+        .unwrap_or_default()
+}
+
+/// Every TCP router, configured or known only from its errors.
+pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
+    let left_out = TcpRouter::default();
+    let reported_only = rt
+        .report
+        .tcp_routers
+        .keys()
+        .filter(|name| !rt.dynamic.tcp.routers.contains_key(*name))
+        .map(|name| (name, &left_out));
+    rt.dynamic
+        .tcp
+        .routers
+        .iter()
+        .chain(reported_only)
+        .map(|(name, r)| {
+            let report = rt.report.tcp_routers.get(name);
+            let provider = provider_of(name);
+            TcpRouterView {
+                name: name.clone(),
+                entry_points: r.entry_points.clone(),
+                using: report.map(|r| r.using.clone()).unwrap_or_default(),
+                rule: r.rule.clone(),
+                priority: r
+                    .priority
+                    .unwrap_or_else(|| crate::rule::default_priority(&r.rule)),
+                middlewares: r.middlewares.clone(),
+                service: if r.service.is_empty() {
+                    String::new()
+                } else {
+                    crate::config::QualifiedName::resolve(&r.service, &provider).to_string()
+                },
+                tls: r.tls.clone(),
+                state: StateView::of(report),
+                provider,
+            }
+        })
+        .collect()
+}
+
+/// Every TCP service, configured or known only from its errors.
+pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
+    let left_out = TcpService::default();
+    let reported_only = rt
+        .report
+        .tcp_services
+        .keys()
+        .filter(|name| !rt.dynamic.tcp.services.contains_key(*name))
+        .map(|name| (name, &left_out));
+    rt.dynamic
+        .tcp
+        .services
+        .iter()
+        .chain(reported_only)
+        .map(|(name, s)| {
+            let report = rt.report.tcp_services.get(name);
+            TcpServiceView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind: match (&s.load_balancer, &s.weighted) {
+                    (Some(_), _) => Some("loadbalancer"),
+                    (None, Some(_)) => Some("weighted"),
+                    (None, None) => None,
+                },
+                load_balancer: s.load_balancer.clone(),
+                weighted: s.weighted.clone(),
+                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+                state: StateView::of(report),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,287 @@
+//! TCP routers and services: each router's rule (over the ClientHello),
+//! its TLS mode and entry points, and the servers its service forwards to.
+
+use super::{CompileContext, entry_points_of};
+use crate::config::QualifiedName;
+use crate::config::dynamic::Dynamic;
+use crate::config::dynamic::tcp::{TcpServer, TcpService};
+use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::rule::{default_priority, parse_tcp_rule};
+use crate::runtime::report::{Report, Status};
+use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTarget, TcpTls};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+
+/// Deepest nesting of weighted TCP services.
+const MAX_DEPTH: usize = 16;
+
+/// Compiles every TCP router and service; adds their reports, and the
+/// hosts of routers gangway terminates TLS for to `tls_hosts` (so their
+/// handshakes get those routers' TLS options and certificates).
+pub(super) fn compile(
+    dynamic: &Dynamic,
+    ctx: &CompileContext,
+    report: &mut Report,
+    tls_hosts: &mut Vec<crate::tls::HostOptions>,
+) -> Vec<Option<Arc<TcpRoutes>>> {
+    let mut services = Services {
+        defined: &dynamic.tcp.services,
+        done: BTreeMap::new(),
+    };
+    let mut per_ep: Vec<Vec<Arc<TcpRoute>>> = vec![Vec::new(); ctx.entry_points.len()];
+    let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (name, router) in &dynamic.tcp.routers {
+        let entry = report.tcp_routers.entry(name.clone()).or_default();
+        let provider = QualifiedName::parse(name)
+            .map(|q| q.provider)
+            .unwrap_or_default();
+        let error =
+            |problem| ConfigError::new(ObjectRef::new(ObjectKind::TcpRouter, name), problem);
+        let tls = match &router.tls {
+            None => TcpTls::Plain,
+            Some(t) if t.passthrough => TcpTls::Passthrough,
+            Some(_) => TcpTls::Terminate,
+        };
+        let matcher = match parse_tcp_rule(&router.rule) {
+            Ok(m) if tls == TcpTls::Plain && m.needs_client_hello() => {
+                entry.disable(
+                    error(Problem::TcpRuleNeedsTls {
+                        rule: router.rule.clone(),
+                    })
+                    .at("rule"),
+                );
+                None
+            }
+            Ok(m) => Some(m),
+            Err(e) => {
+                entry.disable(
+                    error(Problem::RuleSyntax {
+                        rule: router.rule.clone(),
+                        error: e.to_string(),
+                        column: e.position,
+                    })
+                    .at("rule"),
+                );
+                None
+            }
+        };
+        let eps = entry_points_of(&router.entry_points, ctx, entry, &error);
+        if !router.middlewares.is_empty() {
+            entry.disable(
+                error(Problem::TcpNotApplied {
+                    option: "middlewares".to_owned(),
+                })
+                .at("middlewares"),
+            );
+        }
+        if let Some(t) = &router.tls {
+            if t.cert_resolver.is_some() {
+                entry.warn(
+                    error(Problem::TcpNotApplied {
+                        option: "tls.certResolver".to_owned(),
+                    })
+                    .at("tls.certresolver"),
+                );
+            }
+            if !t.domains.is_empty() {
+                entry.warn(
+                    error(Problem::TcpNotApplied {
+                        option: "tls.domains".to_owned(),
+                    })
+                    .at("tls.domains"),
+                );
+            }
+        }
+        let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
+        let target = if router.service.is_empty() {
+            entry.disable(error(Problem::NoService).at("service"));
+            None
+        } else {
+            using
+                .entry(service_name.clone())
+                .or_default()
+                .push(name.clone());
+            match services.get(&service_name, 0) {
+                Ok(t) => Some(t),
+                Err(problem) => {
+                    entry.disable(
+                        error(Problem::InReference {
+                            what: Reference::TcpService,
+                            name: service_name.clone(),
+                            problem: Box::new(problem),
+                        })
+                        .at("service"),
+                    );
+                    None
+                }
+            }
+        };
+        let (Some(matcher), Some(target)) = (matcher, target) else {
+            continue;
+        };
+        if entry.status == Status::Disabled {
+            continue;
+        }
+        if tls == TcpTls::Terminate {
+            let options = router
+                .tls
+                .as_ref()
+                .and_then(|t| t.options.as_deref())
+                .filter(|o| !o.is_empty() && *o != "default")
+                .map(|o| QualifiedName::resolve(o, &provider).to_string());
+            for host in matcher.domains() {
+                tls_hosts.push(crate::tls::HostOptions {
+                    host,
+                    options: options.clone(),
+                    router: name.clone(),
+                });
+            }
+        }
+        let route = Arc::new(TcpRoute {
+            name: name.clone(),
+            priority: router
+                .priority
+                .unwrap_or_else(|| default_priority(&router.rule)),
+            matcher,
+            tls,
+            service_name,
+            target,
+        });
+        for i in eps {
+            per_ep[i].push(route.clone());
+        }
+    }
+    for name in dynamic.tcp.services.keys() {
+        let entry = report.tcp_services.entry(name.clone()).or_default();
+        if let Err(problem) = services.get(name, 0) {
+            entry.disable(ConfigError::new(
+                ObjectRef::new(ObjectKind::TcpService, name),
+                problem,
+            ));
+        }
+        entry.using = using.remove(name).unwrap_or_default();
+    }
+    per_ep
+        .into_iter()
+        .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
+        .collect()
+}
+
+/// Resolves TCP services once each, following weighted ones.
+struct Services<'a> {
+    defined: &'a BTreeMap<String, TcpService>,
+    done: BTreeMap<String, Result<Arc<TcpTarget>, Problem>>,
+}
+
+impl Services<'_> {
+    fn get(&mut self, name: &str, depth: usize) -> Result<Arc<TcpTarget>, Problem> {
+        if let Some(done) = self.done.get(name) {
+            return done.clone();
+        }
+        let result = match self.defined.get(name) {
+            None => Err(Problem::Missing {
+                what: Reference::TcpService,
+                name: name.to_owned(),
+            }),
+            Some(_) if depth > MAX_DEPTH => Err(Problem::bad_value(format!(
+                "weighted TCP services nest deeper than {MAX_DEPTH} (or in a cycle) at `{name}`"
+            ))),
+            Some(service) => self.build(name, service, depth),
+        };
+        self.done.insert(name.to_owned(), result.clone());
+        result
+    }
+
+    fn build(
+        &mut self,
+        name: &str,
+        service: &TcpService,
+        depth: usize,
+    ) -> Result<Arc<TcpTarget>, Problem> {
+        let provider = QualifiedName::parse(name)
+            .map(|q| q.provider)
+            .unwrap_or_default();
+        match (&service.load_balancer, &service.weighted) {
+            (Some(lb), None) => {
+                let unapplied = [
+                    ("loadBalancer.proxyProtocol", lb.proxy_protocol.is_some()),
+                    (
+                        "loadBalancer.serversTransport",
+                        lb.servers_transport.is_some(),
+                    ),
+                    (
+                        "loadBalancer.terminationDelay",
+                        lb.termination_delay.is_some(),
+                    ),
+                    ("loadBalancer.servers.tls", lb.servers.iter().any(|s| s.tls)),
+                ];
+                if let Some((option, _)) = unapplied.iter().find(|(_, set)| *set) {
+                    return Err(Problem::TcpNotApplied {
+                        option: (*option).to_owned(),
+                    });
+                }
+                if lb.servers.is_empty() {
+                    return Err(Problem::bad_value("the load balancer has no servers"));
+                }
+                let addresses = lb
+                    .servers
+                    .iter()
+                    .map(server_address)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Arc::new(TcpTarget::Servers {
+                    addresses,
+                    next: AtomicUsize::new(0),
+                }))
+            }
+            (None, Some(weighted)) => {
+                let mut slots = Vec::new();
+                for child in &weighted.services {
+                    let child_name = QualifiedName::resolve(&child.name, &provider).to_string();
+                    let target = self.get(&child_name, depth + 1).map_err(|problem| {
+                        Problem::InReference {
+                            what: Reference::TcpService,
+                            name: child_name.clone(),
+                            problem: Box::new(problem),
+                        }
+                    })?;
+                    // Weights are small integers in practice; bounded so a
+                    // typo cannot make a huge table.
+                    let weight = child.weight.unwrap_or(1).min(1000) as usize;
+                    slots.extend(std::iter::repeat_n(target, weight));
+                }
+                if slots.is_empty() {
+                    return Err(Problem::AllWeightsZero { services: true });
+                }
+                Ok(Arc::new(TcpTarget::Weighted {
+                    slots,
+                    next: AtomicUsize::new(0),
+                }))
+            }
+            (None, None) => Err(Problem::bad_value(
+                "a TCP service needs `loadBalancer` or `weighted`",
+            )),
+            (Some(_), Some(_)) => Err(Problem::bad_value(
+                "a TCP service has either `loadBalancer` or `weighted`, not both",
+            )),
+        }
+    }
+}
+
+/// A server's `host:port`, checked so that dialing it can only fail at
+/// the network.
+fn server_address(server: &TcpServer) -> Result<String, Problem> {
+    let address = server.address.trim();
+    let port = address
+        .rsplit_once(':')
+        .and_then(|(host, port)| (!host.is_empty()).then_some(port))
+        .and_then(|port| port.parse::<u16>().ok())
+        .filter(|&port| port != 0);
+    match port {
+        Some(_) => Ok(address.to_owned()),
+        None => Err(Problem::bad_value(format!(
+            "server address `{}` is not host:port",
+            server.address
+        ))),
+    }
+}

@@ -1,0 +1,428 @@
+//! TCP routers against the real binary: a plain `HostSNI(`*`)` router
+//! for a protocol where the server speaks first, TLS passthrough by SNI
+//! beside an HTTPS router on the same entry point, TLS terminated by
+//! gangway for a plain server, a server that refuses skipped, a rule that
+//! does not match falling through to HTTP, and what the API reports.
+
+mod support;
+
+use http::StatusCode;
+use std::sync::Arc;
+use std::time::Duration;
+use support::tls::{TestCa, TlsClient};
+use support::{Backend, Gangway, eventually, free_port};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// A line-echo server that greets first (`hello from <name>`), as SMTP,
+/// MySQL or SSH servers do; every line it reads comes back prefixed with
+/// its name.
+async fn echo_server(name: &'static str) -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(echo(name, stream));
+        }
+    });
+    (port, task)
+}
+
+/// The same as [`echo_server`] behind TLS with `chain`/`key`.
+async fn tls_echo_server(name: &'static str, chain: &str, key: &str) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain.as_bytes())
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                if let Ok(tls) = acceptor.accept(stream).await {
+                    echo(name, tls).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+async fn echo<S: AsyncRead + AsyncWrite + Unpin>(name: &str, mut stream: S) {
+    if stream
+        .write_all(format!("hello from {name}\n").as_bytes())
+        .await
+        .is_err()
+    {
+        return;
+    }
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let reply = format!("{name}: {}", String::from_utf8_lossy(&buf[..n]));
+                if stream.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
+                let _ = stream.flush().await;
+            }
+        }
+    }
+}
+
+/// Reads until a newline (or the end).
+async fn line<S: AsyncRead + Unpin>(stream: &mut S) -> String {
+    let mut out = Vec::new();
+    let mut byte = [0u8; 1];
+    while tokio::time::timeout(Duration::from_secs(5), stream.read(&mut byte))
+        .await
+        .expect("a line within 5 s")
+        .expect("read")
+        == 1
+    {
+        out.push(byte[0]);
+        if byte[0] == b'\n' {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The greeting and one echoed line through `stream`.
+async fn talk<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> (String, String) {
+    let greeting = line(stream).await;
+    stream.write_all(b"ping\n").await.unwrap();
+    stream.flush().await.unwrap();
+    (greeting, line(stream).await)
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn a_plain_catch_all_router_forwards_a_server_first_protocol_both_ways() {
+    let (db, _db) = echo_server("db").await;
+    let (spare, _spare) = echo_server("spare").await;
+    let app = Backend::echo("app").await;
+    let tcp_port = free_port();
+    // The first server refuses connections: each new connection is
+    // offered to the next one instead.
+    let closed = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["db"]
+rule = "HostSNI(`*`)"
+service = "db"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{closed}"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{spare}"
+
+[http.routers.app]
+rule = "Host(`app.test`)"
+service = "app"
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+"#,
+        app.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[&format!("--entryPoints.db.address=127.0.0.1:{tcp_port}")],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "TCP router routes", || async {
+        match tokio::net::TcpStream::connect(("127.0.0.1", tcp_port)).await {
+            Ok(mut s) => tokio::time::timeout(Duration::from_secs(1), line(&mut s))
+                .await
+                .is_ok_and(|l| l.starts_with("hello from")),
+            Err(_) => false,
+        }
+    })
+    .await;
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", tcp_port))
+            .await
+            .unwrap();
+        // The client says nothing first: the server's greeting must come.
+        let (greeting, reply) = talk(&mut stream).await;
+        let name = greeting.trim().trim_start_matches("hello from ").to_owned();
+        assert_eq!(reply, format!("{name}: ping\n"), "byte for byte");
+        seen.push(name);
+        // The client's end of writing reaches the server, whose close
+        // comes back as the end of the stream.
+        stream.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut rest))
+            .await
+            .expect("the server's close passed on")
+            .unwrap();
+        assert!(rest.is_empty(), "{rest:?}");
+    }
+    assert!(
+        seen.iter().any(|n| n == "db") && seen.iter().any(|n| n == "spare"),
+        "{seen:?}"
+    );
+    // HTTP routers on the other entry point are untouched.
+    assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn passthrough_by_sni_beside_an_https_router_on_one_entry_point() {
+    let backend_ca = TestCa::new("backend CA");
+    let (db_chain, db_key) = backend_ca.issue(&["db.test"]);
+    let db = tls_echo_server("db", &db_chain, &db_key).await;
+    let gw_ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (web_chain, web_key) = gw_ca.issue(&["web.test"]);
+    let cert = write(files.path(), "web.pem", &web_chain);
+    let key = write(files.path(), "web.key", &web_key);
+    let app = Backend::echo("app").await;
+    let tls_port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["websecure"]
+rule = "HostSNI(`db.test`)"
+service = "db"
+[tcp.routers.db.tls]
+passthrough = true
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+
+[http.routers.web]
+entryPoints = ["websecure"]
+rule = "Host(`web.test`)"
+service = "app"
+[http.routers.web.tls]
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        app.url()
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    // The database's own certificate comes through: gangway never
+    // decrypts the stream.
+    let db_client = TlsClient::trusting(backend_ca.pem().as_bytes());
+    eventually(Duration::from_secs(5), "passthrough routes", || async {
+        db_client.connect(tls_port, "db.test", b"").await.is_ok()
+    })
+    .await;
+    let mut tls = db_client.connect(tls_port, "db.test", b"").await.unwrap();
+    let (greeting, reply) = talk(&mut tls).await;
+    assert_eq!(greeting, "hello from db\n");
+    assert_eq!(reply, "db: ping\n");
+    // The HTTPS router on the same port answers with gangway's certificate.
+    let web = TlsClient::trusting(gw_ca.pem().as_bytes())
+        .get(tls_port, "web.test", None, "/", true)
+        .await
+        .expect("HTTPS beside passthrough");
+    assert_eq!(web.status, StatusCode::OK);
+    assert_eq!(web.names(), ["web.test"]);
+}
+
+#[tokio::test]
+async fn gangway_terminates_tls_for_a_plain_server_and_unmatched_connections_go_to_http() {
+    let (plain, _plain) = echo_server("plain").await;
+    let ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["echo.test", "web.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let app = Backend::echo("app").await;
+    let tls_port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.echo]
+entryPoints = ["websecure"]
+rule = "HostSNI(`echo.test`)"
+service = "echo"
+[tcp.routers.echo.tls]
+[[tcp.services.echo.loadBalancer.servers]]
+address = "127.0.0.1:{plain}"
+
+# Only for clients from 10.0.0.0/8: the tests' connections come from
+# 127.0.0.1, so they go on to the HTTP router.
+[tcp.routers.far]
+entryPoints = ["web"]
+rule = "ClientIP(`10.0.0.0/8`)"
+service = "echo"
+
+[http.routers.web]
+rule = "Host(`web.test`)"
+service = "app"
+[http.routers.web.tls]
+[http.routers.plain]
+entryPoints = ["web"]
+rule = "Host(`web.test`)"
+service = "app"
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        app.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(
+        Duration::from_secs(5),
+        "terminating router routes",
+        || async { client.connect(tls_port, "echo.test", b"").await.is_ok() },
+    )
+    .await;
+    // With and without an ALPN offer the client is not refused: gangway
+    // advertises no HTTP protocols to a TCP router's clients.
+    for alpn in [&b""[..], b"postgresql"] {
+        let mut tls = client.connect(tls_port, "echo.test", alpn).await.unwrap();
+        assert_eq!(tls.get_ref().1.alpn_protocol(), None);
+        let (greeting, reply) = talk(&mut tls).await;
+        assert_eq!(greeting, "hello from plain\n");
+        assert_eq!(reply, "plain: ping\n");
+    }
+    // Another name on the same port is HTTPS.
+    let web = client
+        .get(tls_port, "web.test", None, "/", false)
+        .await
+        .expect("HTTPS for another name");
+    assert_eq!(web.status, StatusCode::OK);
+    // A plain connection the TCP router's ClientIP refuses is HTTP.
+    assert_eq!(gw.get("web.test", "/").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_api_lists_tcp_routers_and_services_with_their_errors() {
+    let (db, _db) = echo_server("db").await;
+    let tcp_port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["db"]
+rule = "HostSNI(`*`)"
+service = "db"
+[tcp.routers.named]
+entryPoints = ["db"]
+rule = "HostSNI(`db.test`)"
+service = "db"
+[tcp.routers.lost]
+entryPoints = ["db"]
+rule = "HostSNI(`*`)"
+service = "nowhere"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+[http.routers.api]
+entryPoints = ["web"]
+rule = "Host(`api.test`)"
+service = "api@internal"
+"#
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.db.address=127.0.0.1:{tcp_port}"),
+            "--api=true",
+        ],
+    )
+    .await;
+    let json = |got: support::Got| -> serde_json::Value {
+        serde_json::from_slice(&got.body)
+            .unwrap_or_else(|e| panic!("{e}: {} {}", got.status, got.text()))
+    };
+    eventually(Duration::from_secs(5), "TCP routers listed", || async {
+        let got = gw.get("api.test", "/api/tcp/routers").await;
+        got.status == StatusCode::OK && json(got).as_array().is_some_and(|a| a.len() == 3)
+    })
+    .await;
+    let routers = json(gw.get("api.test", "/api/tcp/routers").await);
+    let by_name = |name: &str| {
+        routers
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {routers}"))
+    };
+    let ok = by_name("db@file");
+    assert_eq!(ok["status"], "enabled");
+    assert_eq!(ok["service"], "db@file");
+    assert_eq!(ok["using"], serde_json::json!(["db"]));
+    let named = by_name("named@file");
+    assert_eq!(named["status"], "disabled");
+    let error = named["error"][0].as_str().unwrap();
+    assert!(
+        error.contains("without `tls`") && error.contains("HostSNI(`*`)"),
+        "{error}"
+    );
+    let lost = by_name("lost@file");
+    assert_eq!(lost["status"], "disabled");
+    assert!(
+        lost["error"][0]
+            .as_str()
+            .unwrap()
+            .contains("`nowhere@file` does not exist"),
+        "{lost}"
+    );
+    let service = json(gw.get("api.test", "/api/tcp/services/db@file").await);
+    assert_eq!(service["type"], "loadbalancer");
+    assert_eq!(service["status"], "enabled");
+    assert_eq!(
+        service["usedBy"],
+        serde_json::json!(["db@file", "named@file"])
+    );
+    assert_eq!(
+        service["loadBalancer"]["servers"][0]["address"],
+        format!("127.0.0.1:{db}")
+    );
+    let overview = json(gw.get("api.test", "/api/overview").await);
+    assert_eq!(overview["tcp"]["routers"]["total"], 3);
+    assert_eq!(overview["tcp"]["routers"]["errors"], 2);
+    assert_eq!(
+        gw.get("api.test", "/api/tcp/routers/nothing@file")
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
+}
