@@ -219,6 +219,8 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/tcp/routers/{name}", get(one_tcp_router))
         .route("/api/tcp/services", get(list_tcp_services))
         .route("/api/tcp/services/{name}", get(one_tcp_service))
+        .route("/api/tcp/middlewares", get(list_tcp_middlewares))
+        .route("/api/tcp/middlewares/{name}", get(one_tcp_middleware))
         .route("/api/rawdata", get(rawdata))
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
@@ -327,80 +329,46 @@ trait Listed {
     fn searched(&self) -> [&str; 3];
 }
 
-impl Listed for tcp::TcpRouterView {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn provider(&self) -> &str {
-        &self.provider
-    }
-    fn status(&self) -> Status {
-        self.state.status
-    }
-    fn searched(&self) -> [&str; 3] {
-        [&self.name, &self.rule, &self.service]
-    }
+/// A view with a name, a provider and a status (its `state`), searched in
+/// the three fields the closure gives.
+macro_rules! listed {
+    ($view:ty, |$v:ident| $searched:expr) => {
+        impl Listed for $view {
+            fn name(&self) -> &str {
+                &self.name
+            }
+            fn provider(&self) -> &str {
+                &self.provider
+            }
+            fn status(&self) -> Status {
+                self.state.status
+            }
+            fn searched(&self) -> [&str; 3] {
+                let $v = self;
+                $searched
+            }
+        }
+    };
 }
 
-impl Listed for tcp::TcpServiceView {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn provider(&self) -> &str {
-        &self.provider
-    }
-    fn status(&self) -> Status {
-        self.state.status
-    }
-    fn searched(&self) -> [&str; 3] {
-        [&self.name, self.kind.unwrap_or(""), &self.provider]
-    }
-}
+listed!(tcp::TcpRouterView, |v| [&v.name, &v.rule, &v.service]);
 
-impl Listed for views::RouterView {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn provider(&self) -> &str {
-        &self.provider
-    }
-    fn status(&self) -> Status {
-        self.state.status
-    }
-    fn searched(&self) -> [&str; 3] {
-        [&self.name, &self.rule, &self.service]
-    }
-}
+listed!(tcp::TcpMiddlewareView, |v| [
+    &v.name,
+    v.kind.unwrap_or(""),
+    &v.provider
+]);
+listed!(tcp::TcpServiceView, |v| [
+    &v.name,
+    v.kind.unwrap_or(""),
+    &v.provider
+]);
 
-impl Listed for views::ServiceView {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn provider(&self) -> &str {
-        &self.provider
-    }
-    fn status(&self) -> Status {
-        self.state.status
-    }
-    fn searched(&self) -> [&str; 3] {
-        [&self.name, "", ""]
-    }
-}
+listed!(views::RouterView, |v| [&v.name, &v.rule, &v.service]);
 
-impl Listed for views::MiddlewareView {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn provider(&self) -> &str {
-        &self.provider
-    }
-    fn status(&self) -> Status {
-        self.state.status
-    }
-    fn searched(&self) -> [&str; 3] {
-        [&self.name, "", ""]
-    }
-}
+listed!(views::ServiceView, |v| [&v.name, "", ""]);
+
+listed!(views::MiddlewareView, |v| [&v.name, "", ""]);
 
 type St = State<Arc<ApiState>>;
 
@@ -488,6 +456,24 @@ async fn one_tcp_service(
         tcp::services(&state.runtime.load_full()),
         &name,
         "TCP service",
+    )
+}
+
+async fn list_tcp_middlewares(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(tcp::middlewares(&state.runtime.load_full()), &q)
+}
+
+async fn one_tcp_middleware(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<tcp::TcpMiddlewareView>, ApiError> {
+    find(
+        tcp::middlewares(&state.runtime.load_full()),
+        &name,
+        "TCP middleware",
     )
 }
 

@@ -771,7 +771,9 @@ impl Places<'_> {
             ObjectKind::Router => &detail.routers,
             ObjectKind::Service => &detail.services,
             ObjectKind::Middleware => &detail.middlewares,
-            ObjectKind::TcpRouter | ObjectKind::TcpService => return None,
+            ObjectKind::TcpRouter | ObjectKind::TcpService | ObjectKind::TcpMiddleware => {
+                return None;
+            }
         };
         map.get(&object.name.name)
     }
@@ -935,6 +937,7 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         &report.middlewares,
         &report.tcp_routers,
         &report.tcp_services,
+        &report.tcp_middlewares,
     ];
     for map in maps {
         for r in map.values() {

@@ -299,7 +299,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     if dynamic.udp.is_some() {
         report.warnings.push(Warning::new(Notice::UdpIgnored, None));
     }
-    let tcp = tcp::compile(&dynamic, ctx, &mut report, &mut tls_uses.hosts);
+    let tcp = tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses.hosts);
 
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,

@@ -664,6 +664,9 @@ passthrough = true
 entryPoints = ["web"]
 rule = "HostSNI(`named.test`)"
 service = "db"
+middlewares = ["local"]
+[tcp.middlewares.local.ipAllowList]
+sourceRange = ["127.0.0.1/32"]
 [[tcp.services.db.loadBalancer.servers]]
 address = "127.0.0.1:11"
 "#,
@@ -695,6 +698,8 @@ const GOLDEN: &[(&str, &str)] = &[
     ("tcp-router-named", "/api/tcp/routers/named@file"),
     ("tcp-services", "/api/tcp/services"),
     ("tcp-service-db", "/api/tcp/services/db@file"),
+    ("tcp-middlewares", "/api/tcp/middlewares"),
+    ("tcp-middleware-local", "/api/tcp/middlewares/local@file"),
 ];
 
 /// Errors, by golden file: the status and the answer.

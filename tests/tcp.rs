@@ -426,3 +426,84 @@ service = "api@internal"
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn middlewares_refuse_by_address_and_by_open_connections() {
+    let (db, _db) = echo_server("db").await;
+    let (open_port, closed_port) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.one-at-a-time]
+entryPoints = ["open"]
+rule = "HostSNI(`*`)"
+service = "db"
+middlewares = ["local", "one"]
+[tcp.routers.far-only]
+entryPoints = ["closed"]
+rule = "HostSNI(`*`)"
+service = "db"
+middlewares = ["far"]
+[tcp.middlewares.local.ipAllowList]
+sourceRange = ["127.0.0.0/8", "::1"]
+[tcp.middlewares.far.ipAllowList]
+sourceRange = ["10.0.0.0/8"]
+[tcp.middlewares.one.inFlightConn]
+amount = 1
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+"#
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.open.address=127.0.0.1:{open_port}"),
+            &format!("--entryPoints.closed.address=127.0.0.1:{closed_port}"),
+        ],
+    )
+    .await;
+    let greeted = |port: u16| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let greeting = tokio::time::timeout(Duration::from_secs(2), line(&mut s))
+            .await
+            .ok()?;
+        Some((s, greeting))
+    };
+    // The first connection that reaches the server is kept open (one
+    // closed just before may still hold the slot for a moment).
+    let kept = std::sync::Mutex::new(None);
+    eventually(Duration::from_secs(5), "TCP router routes", || async {
+        match greeted(open_port).await {
+            Some((stream, g)) if g == "hello from db\n" => {
+                *kept.lock().unwrap() = Some(stream);
+                true
+            }
+            _ => false,
+        }
+    })
+    .await;
+    let mut first = kept.lock().unwrap().take().expect("kept");
+    // One connection at a time from this address: the second is closed
+    // without reaching the server while the first is open.
+    let (_, refused) = greeted(open_port).await.expect("accepted, then closed");
+    assert_eq!(refused, "", "the second connection reaches nothing");
+    assert_eq!(talk_more(&mut first).await, "db: ping\n");
+    drop(first);
+    eventually(Duration::from_secs(5), "the slot is given back", || async {
+        greeted(open_port)
+            .await
+            .is_some_and(|(_, g)| g == "hello from db\n")
+    })
+    .await;
+    // 127.0.0.1 is not in 10.0.0.0/8.
+    let (_, refused) = greeted(closed_port).await.expect("accepted, then closed");
+    assert_eq!(refused, "");
+}
+
+/// One more echoed line on a stream already greeted.
+async fn talk_more<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> String {
+    stream.write_all(b"ping\n").await.unwrap();
+    stream.flush().await.unwrap();
+    line(stream).await
+}

@@ -1,8 +1,9 @@
-//! `/api/tcp/routers` and `/api/tcp/services`, in Traefik's shapes.
+//! `/api/tcp/routers`, `/api/tcp/services` and `/api/tcp/middlewares`, in
+//! Traefik's shapes.
 
 use super::views::StateView;
 use crate::config::dynamic::tcp::{
-    TcpLoadBalancer, TcpRouter, TcpRouterTls, TcpService, TcpWeighted,
+    TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpRouterTls, TcpService, TcpWeighted,
 };
 use crate::runtime::Runtime;
 use serde::Serialize;
@@ -133,6 +134,65 @@ pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
                 },
                 load_balancer: s.load_balancer.clone(),
                 weighted: s.weighted.clone(),
+                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+                state: StateView::of(report),
+            }
+        })
+        .collect()
+}
+
+/// A TCP middleware as `/api/tcp/middlewares` lists it: its options as
+/// configured, beside its type.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TcpMiddlewareView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// `ipallowlist` or `inflightconn`, in Traefik's lowercase.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// The options, under their type's key.
+    #[serde(flatten)]
+    pub config: TcpMiddleware,
+    /// The TCP routers that use it.
+    pub used_by: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// Every TCP middleware, configured or known only from its errors.
+pub fn middlewares(rt: &Runtime) -> Vec<TcpMiddlewareView> {
+    let left_out = TcpMiddleware::default();
+    let reported_only = rt
+        .report
+        .tcp_middlewares
+        .keys()
+        .filter(|name| !rt.dynamic.tcp.middlewares.contains_key(*name))
+        .map(|name| (name, &left_out));
+    rt.dynamic
+        .tcp
+        .middlewares
+        .iter()
+        .chain(reported_only)
+        .map(|(name, m)| {
+            let report = rt.report.tcp_middlewares.get(name);
+            let kind = if m.ip_allow_list.is_some() {
+                Some("ipallowlist")
+            } else if m.ip_white_list.is_some() {
+                Some("ipwhitelist")
+            } else if m.in_flight_conn.is_some() {
+                Some("inflightconn")
+            } else {
+                None
+            };
+            TcpMiddlewareView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind,
+                config: m.clone(),
                 used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
                 state: StateView::of(report),
             }

@@ -771,7 +771,7 @@ pub struct Features {
 pub struct OverviewView {
     /// HTTP objects.
     pub http: SectionCounts,
-    /// TCP objects (TCP middlewares are not applied yet: always 0).
+    /// TCP objects.
     pub tcp: SectionCounts,
     /// UDP objects (none yet).
     pub udp: UdpCounts,
@@ -810,7 +810,7 @@ pub fn overview(state: &ApiState) -> OverviewView {
         tcp: SectionCounts {
             routers: count(&mut super::tcp::routers(&rt).iter().map(|v| &v.state)),
             services: count(&mut super::tcp::services(&rt).iter().map(|v| &v.state)),
-            middlewares: Counts::default(),
+            middlewares: count(&mut super::tcp::middlewares(&rt).iter().map(|v| &v.state)),
         },
         udp: UdpCounts::default(),
         features: Features {

@@ -4,11 +4,13 @@
 use super::{CompileContext, entry_points_of};
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
-use crate::config::dynamic::tcp::{TcpServer, TcpService};
+use crate::config::dynamic::tcp::{TcpMiddleware, TcpServer, TcpService};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::middleware::ip::AddressList;
 use crate::rule::{default_priority, parse_tcp_rule};
+use crate::runtime::Registries;
 use crate::runtime::report::{Report, Status};
-use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTarget, TcpTls};
+use crate::runtime::tcp::{TcpGuard, TcpGuardKind, TcpRoute, TcpRoutes, TcpTarget, TcpTls};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -22,6 +24,7 @@ const MAX_DEPTH: usize = 16;
 pub(super) fn compile(
     dynamic: &Dynamic,
     ctx: &CompileContext,
+    registries: &Registries,
     report: &mut Report,
     tls_hosts: &mut Vec<crate::tls::HostOptions>,
 ) -> Vec<Option<Arc<TcpRoutes>>> {
@@ -29,8 +32,15 @@ pub(super) fn compile(
         defined: &dynamic.tcp.services,
         done: BTreeMap::new(),
     };
+    let mut middlewares: BTreeMap<&str, Result<Arc<TcpGuard>, Problem>> = dynamic
+        .tcp
+        .middlewares
+        .iter()
+        .map(|(name, m)| (name.as_str(), middleware(name, m, registries)))
+        .collect();
     let mut per_ep: Vec<Vec<Arc<TcpRoute>>> = vec![Vec::new(); ctx.entry_points.len()];
     let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut mw_users: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, router) in &dynamic.tcp.routers {
         let entry = report.tcp_routers.entry(name.clone()).or_default();
         let provider = QualifiedName::parse(name)
@@ -67,13 +77,29 @@ pub(super) fn compile(
             }
         };
         let eps = entry_points_of(&router.entry_points, ctx, entry, &error);
-        if !router.middlewares.is_empty() {
-            entry.disable(
-                error(Problem::TcpNotApplied {
-                    option: "middlewares".to_owned(),
-                })
-                .at("middlewares"),
-            );
+        let mut guards = Vec::new();
+        for written in &router.middlewares {
+            let q = QualifiedName::resolve(written, &provider).to_string();
+            mw_users.entry(q.clone()).or_default().push(name.clone());
+            let found = match middlewares.get(q.as_str()) {
+                Some(Ok(guard)) => Ok(guard.clone()),
+                Some(Err(problem)) => Err(problem.clone()),
+                None => Err(Problem::Missing {
+                    what: Reference::TcpMiddleware,
+                    name: q.clone(),
+                }),
+            };
+            match found {
+                Ok(guard) => guards.push(guard),
+                Err(problem) => entry.disable(
+                    error(Problem::InReference {
+                        what: Reference::TcpMiddleware,
+                        name: q,
+                        problem: Box::new(problem),
+                    })
+                    .at("middlewares"),
+                ),
+            }
         }
         if let Some(t) = &router.tls {
             if t.cert_resolver.is_some() {
@@ -147,6 +173,7 @@ pub(super) fn compile(
             tls,
             service_name,
             target,
+            middlewares: guards,
         });
         for i in eps {
             per_ep[i].push(route.clone());
@@ -162,10 +189,75 @@ pub(super) fn compile(
         }
         entry.using = using.remove(name).unwrap_or_default();
     }
+    for name in dynamic.tcp.middlewares.keys() {
+        let entry = report.tcp_middlewares.entry(name.clone()).or_default();
+        if let Some(Err(problem)) = middlewares.remove(name.as_str()) {
+            entry.disable(ConfigError::new(
+                ObjectRef::new(ObjectKind::TcpMiddleware, name),
+                problem,
+            ));
+        }
+        entry.using = mw_users.remove(name).unwrap_or_default();
+    }
     per_ep
         .into_iter()
         .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
         .collect()
+}
+
+/// Compiles one TCP middleware; `inFlightConn` keeps its counts in
+/// `registries`, so a configuration swap does not reset them.
+fn middleware(
+    name: &str,
+    m: &TcpMiddleware,
+    registries: &Registries,
+) -> Result<Arc<TcpGuard>, Problem> {
+    let TcpMiddleware {
+        ip_allow_list,
+        ip_white_list,
+        in_flight_conn,
+    } = m;
+    let kinds = [
+        ip_allow_list.is_some(),
+        ip_white_list.is_some(),
+        in_flight_conn.is_some(),
+    ];
+    if kinds.iter().filter(|set| **set).count() != 1 {
+        return Err(Problem::bad_value(
+            "a TCP middleware has exactly one of `ipAllowList` and `inFlightConn`",
+        ));
+    }
+    let kind = if let Some(allow) = ip_allow_list.as_ref().or(ip_white_list.as_ref()) {
+        if allow.source_range.is_empty() {
+            return Err(Problem::bad_value(
+                "ipAllowList.sourceRange: at least one address or range is required",
+            ));
+        }
+        TcpGuardKind::AllowList(
+            AddressList::parse(&allow.source_range, "ipAllowList.sourceRange")
+                .map_err(Problem::bad_value)?,
+        )
+    } else if let Some(limit) = in_flight_conn {
+        if limit.amount <= 0 {
+            return Err(Problem::bad_value(format!(
+                "inFlightConn.amount: must be at least 1, not {}",
+                limit.amount
+            )));
+        }
+        TcpGuardKind::InFlight {
+            amount: limit.amount,
+            state: registries.state(
+                &format!("tcp-in-flight:{name}"),
+                crate::middleware::in_flight_req::State::default,
+            ),
+        }
+    } else {
+        return Err(Problem::bad_value("a TCP middleware needs a type"));
+    };
+    Ok(Arc::new(TcpGuard {
+        name: name.to_owned(),
+        kind,
+    }))
 }
 
 /// Resolves TCP services once each, following weighted ones.

@@ -136,7 +136,8 @@ address = "127.0.0.1:1"
     ));
     assert!(matches!(
         &problems(&rt, "guarded@file")[..],
-        [(Problem::TcpNotApplied { option }, Some("middlewares"))] if option == "middlewares"
+        [(Problem::InReference { what: Reference::TcpMiddleware, problem, .. }, Some("middlewares"))]
+            if matches!(**problem, Problem::Missing { .. })
     ));
     assert_eq!(status("bad-address@file"), Status::Disabled);
     assert!(
@@ -182,4 +183,49 @@ name = "x"
     );
     assert_eq!(rt.report.tcp_routers["loop@file"].status, Status::Disabled);
     assert_eq!(rt.report.tcp_services["x@file"].status, Status::Disabled);
+}
+
+#[test]
+fn middlewares_are_compiled_once_and_refuse_by_client_address() {
+    let rt = compile_toml(&format!(
+        r#"
+[tcp.routers.guarded]
+rule = "HostSNI(`*`)"
+service = "a"
+middlewares = ["local", "one"]
+[tcp.routers.both]
+rule = "HostSNI(`*`)"
+service = "a"
+middlewares = ["local", "broken"]
+[tcp.middlewares.local.ipAllowList]
+sourceRange = ["127.0.0.1/32", "::1"]
+[tcp.middlewares.one.inFlightConn]
+amount = 1
+[tcp.middlewares.broken.inFlightConn]
+amount = 0
+{SERVICES}"#
+    ));
+    assert_eq!(
+        rt.report.tcp_routers["guarded@file"].status,
+        Status::Enabled
+    );
+    assert_eq!(rt.report.tcp_routers["both@file"].status, Status::Disabled);
+    assert!(
+        rt.report.tcp_middlewares["broken@file"].errors[0]
+            .to_string()
+            .contains("amount: must be at least 1, not 0")
+    );
+    assert_eq!(
+        rt.report.tcp_middlewares["local@file"].using,
+        ["both@file", "guarded@file"]
+    );
+    let route = rt.tcp[0].as_ref().unwrap().plain[0].clone();
+    assert_eq!(route.name, "guarded@file");
+    let local: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let far: std::net::IpAddr = "10.1.2.3".parse().unwrap();
+    assert_eq!(route.admit(far).err(), Some("local@file"));
+    let first = route.admit(local).expect("first connection");
+    assert_eq!(route.admit(local).err(), Some("one@file"));
+    drop(first);
+    assert!(route.admit(local).is_ok(), "the slot came back");
 }

@@ -24,6 +24,9 @@ pub enum ObjectKind {
     /// A TCP service.
     #[serde(rename = "tcpService")]
     TcpService,
+    /// A TCP middleware.
+    #[serde(rename = "tcpMiddleware")]
+    TcpMiddleware,
 }
 
 impl ObjectKind {
@@ -35,6 +38,7 @@ impl ObjectKind {
             ObjectKind::Middleware => "middleware",
             ObjectKind::TcpRouter => "TCP router",
             ObjectKind::TcpService => "TCP service",
+            ObjectKind::TcpMiddleware => "TCP middleware",
         }
     }
 }
@@ -152,6 +156,8 @@ pub enum Reference {
     FailoverFallback,
     /// A TCP service a TCP router or weighted TCP service uses.
     TcpService,
+    /// A TCP middleware in a TCP router's list.
+    TcpMiddleware,
 }
 
 impl Reference {
@@ -169,6 +175,7 @@ impl Reference {
             Reference::FailoverService => "failover service",
             Reference::FailoverFallback => "failover fallback",
             Reference::TcpService => "TCP service",
+            Reference::TcpMiddleware => "TCP middleware",
         }
     }
 

@@ -30,7 +30,7 @@ pub struct State {
 
 impl State {
     /// Takes one slot for `key` if fewer than `amount` are taken.
-    fn acquire(self: &Arc<Self>, key: SourceKey, amount: i64) -> Option<Slot> {
+    pub(crate) fn acquire(self: &Arc<Self>, key: SourceKey, amount: i64) -> Option<Slot> {
         let counts = self.counts.pin();
         if counts.len() >= MAX_SOURCES && counts.get(&key).is_none() {
             // Idle sources (count 0) are forgotten; a taker racing with
@@ -81,7 +81,7 @@ impl State {
 }
 
 /// One taken slot, given back when dropped.
-struct Slot {
+pub(crate) struct Slot {
     state: Arc<State>,
     key: SourceKey,
 }

@@ -53,7 +53,9 @@ impl Proxy {
         };
         match routes.find_plain(&facts) {
             Some(route) => {
-                forward(route, stream, peer, entry_point).await;
+                if let Some(_held) = admitted(route, peer) {
+                    forward(route, stream, peer, entry_point).await;
+                }
                 Ok(())
             }
             None => Err(stream),
@@ -116,6 +118,9 @@ impl Proxy {
         let Some(route) = route else {
             return TlsDecision::Http(stream);
         };
+        let Some(_held) = admitted(&route, peer) else {
+            return TlsDecision::Served;
+        };
         match route.tls {
             TcpTls::Terminate => {
                 let limit = deadline.saturating_duration_since(Instant::now());
@@ -161,6 +166,18 @@ impl Proxy {
             Err(_) => return,
         };
         forward(route, tls, peer, entry_point).await;
+    }
+}
+
+/// What the route's middlewares hold while the connection lasts; `None`
+/// when one refuses it (the connection is then closed, as in Traefik).
+fn admitted(route: &TcpRoute, peer: SocketAddr) -> Option<Vec<impl Drop>> {
+    match route.admit(peer.ip()) {
+        Ok(held) => Some(held),
+        Err(middleware) => {
+            tracing::debug!(router = %route.name, %middleware, %peer, "TCP connection refused by a middleware");
+            None
+        }
     }
 }
 

@@ -149,6 +149,9 @@ pub struct Report {
     /// TCP services by qualified name.
     #[serde(rename = "tcpServices", skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_services: BTreeMap<String, ObjectReport>,
+    /// TCP middlewares by qualified name.
+    #[serde(rename = "tcpMiddlewares", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_middlewares: BTreeMap<String, ObjectReport>,
     /// Providers by name.
     pub providers: BTreeMap<String, ProviderReport>,
     /// Problems not tied to one object.

@@ -1,7 +1,11 @@
 //! The compiled TCP routes of one entry point and the targets they
 //! forward to.
 
+use crate::middleware::in_flight_req;
+use crate::middleware::ip::AddressList;
+use crate::middleware::source::SourceKey;
 use crate::rule::{ConnFacts, TcpMatcher};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -57,6 +61,53 @@ pub struct TcpRoute {
     pub service_name: String,
     /// Where connections go.
     pub target: Arc<TcpTarget>,
+    /// Its middlewares, in order.
+    pub middlewares: Vec<Arc<TcpGuard>>,
+}
+
+impl TcpRoute {
+    /// Runs the middlewares for a connection from `client`: `Ok` with what
+    /// must be held while the connection lasts, `Err` with the middleware
+    /// that refused it.
+    pub(crate) fn admit(&self, client: IpAddr) -> Result<Vec<in_flight_req::Slot>, &str> {
+        let mut held = Vec::new();
+        for guard in &self.middlewares {
+            match &guard.kind {
+                TcpGuardKind::AllowList(allowed) if allowed.contains(client) => {}
+                TcpGuardKind::InFlight { amount, state } => {
+                    let key = SourceKey::Ip(client.to_canonical());
+                    match state.acquire(key, *amount) {
+                        Some(slot) => held.push(slot),
+                        None => return Err(&guard.name),
+                    }
+                }
+                TcpGuardKind::AllowList(_) => return Err(&guard.name),
+            }
+        }
+        Ok(held)
+    }
+}
+
+/// A compiled TCP middleware.
+pub struct TcpGuard {
+    /// Its qualified name, for logs.
+    pub name: String,
+    /// What it checks.
+    pub kind: TcpGuardKind,
+}
+
+/// What a TCP middleware checks.
+pub enum TcpGuardKind {
+    /// `ipAllowList`: the client's address.
+    AllowList(AddressList),
+    /// `inFlightConn`: open connections per client address, counted in
+    /// state that outlives configuration swaps.
+    InFlight {
+        /// The most at once.
+        amount: i64,
+        /// The counts.
+        state: Arc<in_flight_req::State>,
+    },
 }
 
 /// What a TCP router does with TLS.

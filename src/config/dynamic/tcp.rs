@@ -16,9 +16,9 @@ pub struct Tcp {
     /// TCP services by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub services: BTreeMap<String, TcpService>,
-    /// TCP middlewares by name; accepted, not applied yet (reported).
+    /// TCP middlewares by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub middlewares: BTreeMap<String, serde_json::Value>,
+    pub middlewares: BTreeMap<String, TcpMiddleware>,
     /// TCP servers transports by name; accepted, not applied yet.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub servers_transports: BTreeMap<String, serde_json::Value>,
@@ -131,4 +131,35 @@ pub struct ProxyProtocol {
 pub struct TcpWeighted {
     /// The services and their weights.
     pub services: Vec<WeightedService>,
+}
+
+/// A TCP middleware: exactly one of its kinds is set.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpMiddleware {
+    /// Only clients from these addresses get through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip_allow_list: Option<TcpIpAllowList>,
+    /// Traefik v2's name for `ipAllowList`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip_white_list: Option<TcpIpAllowList>,
+    /// At most `amount` connections of one client address at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_flight_conn: Option<TcpInFlightConn>,
+}
+
+/// `ipAllowList` for TCP: the client's own address, in the ranges.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpIpAllowList {
+    /// Addresses and CIDR ranges.
+    pub source_range: Vec<String>,
+}
+
+/// `inFlightConn`: connections of one client address open at once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpInFlightConn {
+    /// The most; a connection past it is closed at once.
+    pub amount: i64,
 }

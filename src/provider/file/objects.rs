@@ -6,7 +6,7 @@
 
 use super::locate;
 use crate::config::Dynamic;
-use crate::config::dynamic::tcp::{TcpRouter, TcpService};
+use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
 use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
 use crate::config::format::{Format, parse_document};
 use crate::config::problem::{
@@ -73,6 +73,10 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         split.objects::<TcpRouter>(&["tcp", "routers"], Target::Section(Section::TcpRouter));
     let tcp_services =
         split.objects::<TcpService>(&["tcp", "services"], Target::Section(Section::TcpService));
+    let tcp_middlewares = split.objects::<TcpMiddleware>(
+        &["tcp", "middlewares"],
+        Target::Section(Section::TcpMiddleware),
+    );
     // Every object read on its own: the mistake the whole read found is
     // outside them (or a difference between the two readers), and the
     // whole read says where it is.
@@ -99,6 +103,7 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
     dynamic.tls.stores.extend(stores);
     dynamic.tcp.routers.extend(tcp_routers);
     dynamic.tcp.services.extend(tcp_services);
+    dynamic.tcp.middlewares.extend(tcp_middlewares);
     read.dynamic = dynamic;
     Ok(read)
 }
@@ -187,7 +192,9 @@ impl Split<'_> {
                     ObjectKind::Service => &mut self.read.detail.services,
                     ObjectKind::Middleware => &mut self.read.detail.middlewares,
                     // Read as sections (`Target::Section`): never here.
-                    ObjectKind::TcpRouter | ObjectKind::TcpService => return,
+                    ObjectKind::TcpRouter | ObjectKind::TcpService | ObjectKind::TcpMiddleware => {
+                        return;
+                    }
                 };
                 let entry = detail.entry(name.clone()).or_default();
                 let origin = origin_in(entry, key.as_deref(), self.path);
