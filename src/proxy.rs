@@ -57,6 +57,7 @@ pub mod forwarded;
 mod h2_server;
 pub mod observe;
 mod pipeline;
+mod proxy_protocol;
 mod rewind;
 mod tcp;
 mod timeouts;

@@ -507,3 +507,345 @@ async fn talk_more<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> String 
     stream.flush().await.unwrap();
     line(stream).await
 }
+
+/// nginx, told to expect the PROXY protocol on `port`, answering every
+/// request with the client address and port the header gave it.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    async fn start(nginx: &std::path::Path) -> Nginx {
+        // nginx must be given its port: another one is tried if it is taken.
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = free_port();
+            let d = dir.path().display();
+            let conf = format!(
+                "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+                 events {{}}\nhttp {{\n  access_log off;\n  client_body_temp_path {d}/body;\n\
+                 proxy_temp_path {d}/proxy;\n  fastcgi_temp_path {d}/fastcgi;\n\
+                 uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+                 server {{\n    listen 127.0.0.1:{port} proxy_protocol;\n\
+                 location / {{ return 200 \"$proxy_protocol_addr $proxy_protocol_port\\n\"; }}\n  }}\n}}\n"
+            );
+            let conf_path = dir.path().join("nginx.conf");
+            std::fs::write(&conf_path, conf).unwrap();
+            let child = std::process::Command::new(nginx)
+                .arg("-c")
+                .arg(&conf_path)
+                .arg("-e")
+                .arg(dir.path().join("error.log"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start nginx");
+            let mut n = Nginx { child, port, dir };
+            let up = std::cell::Cell::new(false);
+            eventually(Duration::from_secs(10), "nginx listens or exits", || {
+                let exited = n.child.try_wait().is_ok_and(|s| s.is_some());
+                let up = &up;
+                async move {
+                    let listening = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                        .await
+                        .is_ok();
+                    up.set(listening);
+                    exited || listening
+                }
+            })
+            .await;
+            if up.get() {
+                return n;
+            }
+            let log = std::fs::read_to_string(n.dir.path().join("error.log")).unwrap_or_default();
+            eprintln!("nginx did not start on port {port}:\n{log}");
+            let _ = n.child.kill();
+        }
+        panic!("nginx did not start (its log is above)");
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn servers_learn_the_client_address_from_the_proxy_protocol_v1_and_v2() {
+    let test = "servers_learn_the_client_address_from_the_proxy_protocol_v1_and_v2";
+    let Some(nginx) = support::program(test, &["nginx"], "scripts/ci/servers-up") else {
+        return;
+    };
+    let nginx = Nginx::start(&nginx).await;
+    let (v1_port, v2_port) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.v1]
+entryPoints = ["v1"]
+rule = "HostSNI(`*`)"
+service = "v1"
+[tcp.routers.v2]
+entryPoints = ["v2"]
+rule = "HostSNI(`*`)"
+service = "v2"
+[tcp.services.v1.loadBalancer]
+proxyProtocol = {{ version = 1 }}
+[[tcp.services.v1.loadBalancer.servers]]
+address = "127.0.0.1:{port}"
+[tcp.services.v2.loadBalancer]
+proxyProtocol = {{ version = 2 }}
+[[tcp.services.v2.loadBalancer.servers]]
+address = "127.0.0.1:{port}"
+"#,
+        port = nginx.port
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.v1.address=127.0.0.1:{v1_port}"),
+            &format!("--entryPoints.v2.address=127.0.0.1:{v2_port}"),
+        ],
+    )
+    .await;
+    // nginx refuses a connection without a valid header: an answer at all
+    // means the header parsed, and its body is what the header said.
+    let ask = |port: u16| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let me = s.local_addr().ok()?;
+        s.write_all(b"GET / HTTP/1.0\r\nHost: pp.test\r\n\r\n")
+            .await
+            .ok()?;
+        let mut answer = String::new();
+        tokio::time::timeout(Duration::from_secs(5), s.read_to_string(&mut answer))
+            .await
+            .ok()?
+            .ok()?;
+        Some((me, answer))
+    };
+    for port in [v1_port, v2_port] {
+        eventually(
+            Duration::from_secs(5),
+            "nginx answers through gangway",
+            || async {
+                ask(port)
+                    .await
+                    .is_some_and(|(_, a)| a.starts_with("HTTP/1.1 200"))
+            },
+        )
+        .await;
+        let (me, answer) = ask(port).await.expect("an answer");
+        let body = answer.rsplit("\r\n\r\n").next().unwrap_or("");
+        assert_eq!(body, format!("127.0.0.1 {}\n", me.port()), "{answer}");
+    }
+}
+
+/// A PostgreSQL cluster of the test's own, in a temporary directory, on
+/// a loopback port; TLS on with `cert`/`key`. Run as the `postgres` user
+/// when the tests run as root (PostgreSQL refuses root).
+struct Postgres {
+    port: u16,
+    bin: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    fn run_as(bin: &std::path::Path, args: &[&str]) -> std::process::Command {
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if root {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(bin).args(args);
+            c
+        } else {
+            let mut c = std::process::Command::new(bin);
+            c.args(args);
+            c
+        }
+    }
+
+    async fn start(initdb: &std::path::Path, cert: &str, key: &str) -> Postgres {
+        let bin = initdb.parent().expect("bin folder").to_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("server.crt"), cert).unwrap();
+        std::fs::write(d.join("server.key"), key).unwrap();
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+        if root {
+            let ok = std::process::Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(d)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "chown to postgres");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d.join("server.key"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        let data = d.join("data").display().to_string();
+        let out = Self::run_as(
+            &bin.join("initdb"),
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        )
+        .output()
+        .expect("initdb");
+        assert!(
+            out.status.success(),
+            "initdb failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // PostgreSQL must be given its port: another is tried if it is taken.
+        for _ in 0..3 {
+            let port = free_port();
+            let options = format!(
+                "-p {port} -k {d} -c listen_addresses=127.0.0.1 -c ssl=on \
+                 -c ssl_cert_file={d}/server.crt -c ssl_key_file={d}/server.key -c fsync=off",
+                d = d.display()
+            );
+            let log = d.join("postgres.log").display().to_string();
+            let started = Self::run_as(
+                &bin.join("pg_ctl"),
+                &[
+                    "-D", &data, "-l", &log, "-o", &options, "-w", "-t", "30", "start",
+                ],
+            )
+            .output()
+            .expect("pg_ctl");
+            if started.status.success() {
+                return Postgres { port, bin, dir };
+            }
+            eprintln!(
+                "PostgreSQL did not start on port {port}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        panic!("PostgreSQL did not start (its log is above)");
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let data = self.dir.path().join("data").display().to_string();
+        let _ = Self::run_as(
+            &self.bin.join("pg_ctl"),
+            &["-D", &data, "-m", "immediate", "stop"],
+        )
+        .output();
+    }
+}
+
+/// `select inet_server_port()` with psql through 127.0.0.1:`port`, asking
+/// for `host` (the SNI) over TLS verified with `root`: the port of the
+/// PostgreSQL that answered, or psql's error.
+fn psql(
+    psql: &std::path::Path,
+    port: u16,
+    host: &str,
+    root: &std::path::Path,
+) -> Result<String, String> {
+    let conninfo = format!(
+        "host={host} hostaddr=127.0.0.1 port={port} user=postgres dbname=postgres \
+         sslmode=verify-full sslrootcert={} connect_timeout=5",
+        root.display()
+    );
+    let out = std::process::Command::new(psql)
+        .args([&conninfo, "-Atc", "select inet_server_port()"])
+        .env("PGPASSFILE", "/dev/null")
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[tokio::test]
+async fn psql_reaches_postgresql_by_name_through_starttls_terminated_or_passed_through() {
+    let test = "psql_reaches_postgresql_by_name_through_starttls_terminated_or_passed_through";
+    let initdb = {
+        let found = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|v| v.path().join("bin/initdb"))
+            .find(|p| p.is_file());
+        match found {
+            Some(p) => Some(p),
+            None => support::program(test, &["initdb"], "scripts/ci/servers-up"),
+        }
+    };
+    let (Some(initdb), Some(psql_bin)) = (
+        initdb,
+        support::program(test, &["psql"], "scripts/ci/servers-up"),
+    ) else {
+        return;
+    };
+    let pg_ca = TestCa::new("database CA");
+    let (pg_cert, pg_key) = pg_ca.issue(&["pass.test"]);
+    let pg = Postgres::start(&initdb, &pg_cert, &pg_key).await;
+    let gw_ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = gw_ca.issue(&["db.test"]);
+    let cert = write(files.path(), "db.pem", &chain);
+    let key = write(files.path(), "db.key", &key);
+    let gw_root = files.path().join("gangway-ca.pem");
+    std::fs::write(&gw_root, gw_ca.pem()).unwrap();
+    let pg_root = files.path().join("database-ca.pem");
+    std::fs::write(&pg_root, pg_ca.pem()).unwrap();
+    let pg_port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["pg"]
+rule = "HostSNI(`db.test`)"
+service = "pg"
+[tcp.routers.db.tls]
+[tcp.routers.pass]
+entryPoints = ["pg"]
+rule = "HostSNI(`pass.test`)"
+service = "pg"
+[tcp.routers.pass.tls]
+passthrough = true
+[[tcp.services.pg.loadBalancer.servers]]
+address = "127.0.0.1:{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        pg.port
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[&format!("--entryPoints.pg.address=127.0.0.1:{pg_port}")],
+    )
+    .await;
+    let want = pg.port.to_string();
+    // Terminated: psql's STARTTLS is answered by gangway, which shows its
+    // own certificate for db.test and speaks plain PostgreSQL onwards.
+    eventually(Duration::from_secs(10), "psql through gangway", || async {
+        psql(&psql_bin, pg_port, "db.test", &gw_root).as_deref() == Ok(want.as_str())
+    })
+    .await;
+    // Passed through: the database's own certificate for pass.test.
+    assert_eq!(
+        psql(&psql_bin, pg_port, "pass.test", &pg_root),
+        Ok(want.clone())
+    );
+    // gangway has no certificate for pass.test, and the database none for
+    // db.test: each name went where its router sends it.
+    assert!(psql(&psql_bin, pg_port, "pass.test", &gw_root).is_err());
+    // No router for the name: closed.
+    let err = psql(&psql_bin, pg_port, "other.test", &gw_root).unwrap_err();
+    assert!(!err.is_empty());
+}

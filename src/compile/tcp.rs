@@ -297,7 +297,6 @@ impl Services<'_> {
         match (&service.load_balancer, &service.weighted) {
             (Some(lb), None) => {
                 let unapplied = [
-                    ("loadBalancer.proxyProtocol", lb.proxy_protocol.is_some()),
                     (
                         "loadBalancer.serversTransport",
                         lb.servers_transport.is_some(),
@@ -321,8 +320,19 @@ impl Services<'_> {
                     .iter()
                     .map(server_address)
                     .collect::<Result<Vec<_>, _>>()?;
+                let proxy_protocol = match &lb.proxy_protocol {
+                    None => None,
+                    Some(p) if matches!(p.version, 1 | 2) => Some(p.version),
+                    Some(p) => {
+                        return Err(Problem::bad_value(format!(
+                            "loadBalancer.proxyProtocol.version: {} is not a PROXY protocol version (1 or 2)",
+                            p.version
+                        )));
+                    }
+                };
                 Ok(Arc::new(TcpTarget::Servers {
                     addresses,
+                    proxy_protocol,
                     next: AtomicUsize::new(0),
                 }))
             }

@@ -77,7 +77,9 @@ passthrough = true
     };
     let route = web.find_tls(&facts).expect("by SNI");
     assert_eq!(route.service_name, "both@file");
-    let picks: Vec<String> = (0..4).map(|_| route.target.pick()[0].to_owned()).collect();
+    let picks: Vec<String> = (0..4)
+        .map(|_| route.target.pick().addresses[0].to_owned())
+        .collect();
     assert_eq!(
         picks.iter().filter(|p| p.ends_with(":1001")).count(),
         3,
@@ -115,7 +117,7 @@ certResolver = "le"
 [[tcp.services.noport.loadBalancer.servers]]
 address = "127.0.0.1"
 [tcp.services.proxied.loadBalancer]
-proxyProtocol = {{ version = 2 }}
+proxyProtocol = {{ version = 3 }}
 [[tcp.services.proxied.loadBalancer.servers]]
 address = "127.0.0.1:1"
 {SERVICES}"#
@@ -148,7 +150,7 @@ address = "127.0.0.1:1"
     assert!(
         rt.report.tcp_services["proxied@file"].errors[0]
             .to_string()
-            .contains("loadBalancer.proxyProtocol")
+            .contains("3 is not a PROXY protocol version")
     );
     // A certificate resolver is not used for TCP routers yet: said, and
     // the router still serves with the certificates there are.

@@ -90,6 +90,13 @@ impl Proxy {
             // Closed, failed or silent: nothing to serve.
             _ => return,
         };
+        if seen == super::tcp::POSTGRES_SSL_REQUEST
+            && let Some(tcp) = tcp.as_ref().filter(|t| !t.tls.is_empty())
+        {
+            self.tcp_postgres(tcp, stream, peer, &entry_point, deadline)
+                .await;
+            return;
+        }
         if seen[0] == TLS_HANDSHAKE_RECORD {
             if let Some(tcp) = tcp.as_ref().filter(|t| !t.tls.is_empty()) {
                 let runtime = self.runtime.load_full();
@@ -100,7 +107,15 @@ impl Proxy {
                         .is_some_and(|routes| routes.has_tls_host(name))
                 };
                 let decision = self
-                    .tcp_tls(tcp, &http_hosts, stream, peer, &entry_point, deadline)
+                    .tcp_tls(
+                        tcp,
+                        &http_hosts,
+                        stream,
+                        peer,
+                        &entry_point,
+                        deadline,
+                        false,
+                    )
                     .await;
                 drop(runtime);
                 if let super::tcp::TlsDecision::Http(io) = decision {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout, timeout_at};
 
@@ -23,6 +23,11 @@ const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most a ClientHello may take before it is refused (it may span
 /// several records; real ones are a few hundred bytes).
 const MAX_CLIENT_HELLO: usize = 64 * 1024;
+
+/// PostgreSQL's SSLRequest: length 8, then the code 80877103. A client
+/// that wants TLS sends it first and starts TLS once the server answers
+/// `S` (RFC-less "STARTTLS" of the PostgreSQL protocol).
+pub(super) const POSTGRES_SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f];
 
 /// What a TLS connection's ClientHello decided.
 pub(super) enum TlsDecision {
@@ -53,8 +58,8 @@ impl Proxy {
         };
         match routes.find_plain(&facts) {
             Some(route) => {
-                if let Some(_held) = admitted(route, peer) {
-                    forward(route, stream, peer, entry_point).await;
+                if let (Some(_held), Ok(local)) = (admitted(route, peer), stream.local_addr()) {
+                    forward(route, stream, (peer, local, Preamble::None), entry_point).await;
                 }
                 Ok(())
             }
@@ -62,8 +67,36 @@ impl Proxy {
         }
     }
 
+    /// A PostgreSQL client asking for TLS: answered `S` as a server would,
+    /// then routed by the SNI of the ClientHello that follows, as Traefik
+    /// does. Only TCP routers can take it; a server behind `passthrough`
+    /// is asked for TLS the same way before the hello is passed on.
+    pub(super) async fn tcp_postgres(
+        &self,
+        routes: &TcpRoutes,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+        entry_point: &EntryPointInfo,
+        deadline: Instant,
+    ) {
+        let mut request = [0u8; POSTGRES_SSL_REQUEST.len()];
+        let asked = timeout_at(deadline, stream.read_exact(&mut request)).await;
+        if !matches!(asked, Ok(Ok(_))) || stream.write_all(b"S").await.is_err() {
+            return;
+        }
+        let no_http = |_: &str| false;
+        let decision = self
+            .tcp_tls(routes, &no_http, stream, peer, entry_point, deadline, true)
+            .await;
+        if let TlsDecision::Http(_) = decision {
+            tracing::debug!(%peer, entry_point = %entry_point.name, "PostgreSQL TLS request: no TCP router takes its server name; closed");
+        }
+    }
+
     /// Reads a TLS connection's ClientHello and gives it to the TCP router
-    /// that takes it, if any.
+    /// that takes it, if any. `postgres`: the client asked for TLS with
+    /// PostgreSQL's SSLRequest first.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn tcp_tls(
         &self,
         routes: &TcpRoutes,
@@ -72,7 +105,11 @@ impl Proxy {
         peer: SocketAddr,
         entry_point: &EntryPointInfo,
         deadline: Instant,
+        postgres: bool,
     ) -> TlsDecision {
+        let Ok(local) = stream.local_addr() else {
+            return TlsDecision::Closed;
+        };
         let mut acceptor = rustls::server::Acceptor::default();
         let mut seen: Vec<u8> = Vec::with_capacity(1024);
         let mut chunk = [0u8; 4096];
@@ -124,11 +161,16 @@ impl Proxy {
         match route.tls {
             TcpTls::Terminate => {
                 let limit = deadline.saturating_duration_since(Instant::now());
-                self.tcp_terminate(&route, stream, peer, entry_point, limit)
+                self.tcp_terminate(&route, stream, (peer, local), entry_point, limit)
                     .await;
             }
             TcpTls::Passthrough | TcpTls::Plain => {
-                forward(&route, stream, peer, entry_point).await;
+                let preamble = if postgres {
+                    Preamble::PostgresSslRequest
+                } else {
+                    Preamble::None
+                };
+                forward(&route, stream, (peer, local, preamble), entry_point).await;
             }
         }
         TlsDecision::Served
@@ -140,7 +182,7 @@ impl Proxy {
         &self,
         route: &Arc<TcpRoute>,
         stream: Rewind<TcpStream>,
-        peer: SocketAddr,
+        (peer, local): (SocketAddr, SocketAddr),
         entry_point: &EntryPointInfo,
         limit: Duration,
     ) {
@@ -165,8 +207,18 @@ impl Proxy {
             }
             Err(_) => return,
         };
-        forward(route, tls, peer, entry_point).await;
+        forward(route, tls, (peer, local, Preamble::None), entry_point).await;
     }
+}
+
+/// What is said to a server before the client's bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Preamble {
+    /// Nothing.
+    None,
+    /// PostgreSQL's SSLRequest, whose `S` answer is read and dropped: the
+    /// client got its `S` from gangway already.
+    PostgresSslRequest,
 }
 
 /// What the route's middlewares hold while the connection lasts; `None`
@@ -183,12 +235,17 @@ fn admitted(route: &TcpRoute, peer: SocketAddr) -> Option<Vec<impl Drop>> {
 
 /// Connects to the route's servers in turn until one answers, then copies
 /// bytes both ways until both sides are done.
-async fn forward<C>(route: &TcpRoute, mut client: C, peer: SocketAddr, entry_point: &EntryPointInfo)
-where
+async fn forward<C>(
+    route: &TcpRoute,
+    mut client: C,
+    (peer, local, preamble): (SocketAddr, SocketAddr, Preamble),
+    entry_point: &EntryPointInfo,
+) where
     C: AsyncRead + AsyncWrite + Unpin,
 {
+    let picked = route.target.pick();
     let mut upstream = None;
-    for address in route.target.pick() {
+    for &address in &picked.addresses {
         match timeout(DIAL_TIMEOUT, TcpStream::connect(address)).await {
             Ok(Ok(server)) => {
                 let _ = server.set_nodelay(true);
@@ -207,6 +264,27 @@ where
         tracing::warn!(router = %route.name, service = %route.service_name, %peer, "no TCP server could be reached; connection closed");
         return;
     };
+    if let Some(version) = picked.proxy_protocol {
+        let header = super::proxy_protocol::header(version, peer, local);
+        if let Err(e) = server.write_all(&header).await {
+            tracing::debug!(router = %route.name, error = %e, "PROXY protocol header not sent");
+            return;
+        }
+    }
+    if preamble == Preamble::PostgresSslRequest {
+        let mut answer = [0u8; 1];
+        let asked = async {
+            server.write_all(&POSTGRES_SSL_REQUEST).await?;
+            server.read_exact(&mut answer).await
+        };
+        match timeout(DIAL_TIMEOUT, asked).await {
+            Ok(Ok(_)) if answer == *b"S" => {}
+            _ => {
+                tracing::warn!(router = %route.name, service = %route.service_name, "the PostgreSQL server behind passthrough does not accept TLS; connection closed");
+                return;
+            }
+        }
+    }
     match tokio::io::copy_bidirectional(&mut client, &mut server).await {
         Ok((up, down)) => {
             tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, "TCP connection done");

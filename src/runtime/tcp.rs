@@ -127,6 +127,8 @@ pub enum TcpTarget {
     Servers {
         /// `host:port` of each server.
         addresses: Vec<String>,
+        /// The PROXY protocol version sent first to the servers, if any.
+        proxy_protocol: Option<u8>,
         /// The rotation's position.
         next: AtomicUsize,
     },
@@ -139,23 +141,39 @@ pub enum TcpTarget {
     },
 }
 
+/// The servers one connection may go to, in the order to try them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Picked<'a> {
+    /// `host:port` of each.
+    pub addresses: Vec<&'a str>,
+    /// The PROXY protocol version their load balancer sends, if any.
+    pub proxy_protocol: Option<u8>,
+}
+
 impl TcpTarget {
     /// The servers to try for a new connection, in order: the next one
     /// in turn first, then the others of the same load balancer.
-    pub fn pick(&self) -> Vec<&str> {
+    pub fn pick(&self) -> Picked<'_> {
         match self {
-            TcpTarget::Servers { addresses, next } => {
+            TcpTarget::Servers {
+                addresses,
+                proxy_protocol,
+                next,
+            } => {
                 if addresses.is_empty() {
-                    return Vec::new();
+                    return Picked::default();
                 }
                 let start = next.fetch_add(1, Ordering::Relaxed) % addresses.len();
-                (0..addresses.len())
-                    .map(|i| addresses[(start + i) % addresses.len()].as_str())
-                    .collect()
+                Picked {
+                    addresses: (0..addresses.len())
+                        .map(|i| addresses[(start + i) % addresses.len()].as_str())
+                        .collect(),
+                    proxy_protocol: *proxy_protocol,
+                }
             }
             TcpTarget::Weighted { slots, next } => {
                 if slots.is_empty() {
-                    return Vec::new();
+                    return Picked::default();
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed) % slots.len();
                 slots[i].pick()
@@ -171,6 +189,7 @@ mod tests {
     fn servers(list: &[&str]) -> Arc<TcpTarget> {
         Arc::new(TcpTarget::Servers {
             addresses: list.iter().map(|s| (*s).to_owned()).collect(),
+            proxy_protocol: None,
             next: AtomicUsize::new(0),
         })
     }
@@ -178,10 +197,10 @@ mod tests {
     #[test]
     fn servers_take_turns_and_the_others_follow_as_fallbacks() {
         let target = servers(&["a:1", "b:1", "c:1"]);
-        assert_eq!(target.pick(), ["a:1", "b:1", "c:1"]);
-        assert_eq!(target.pick(), ["b:1", "c:1", "a:1"]);
-        assert_eq!(target.pick(), ["c:1", "a:1", "b:1"]);
-        assert_eq!(target.pick(), ["a:1", "b:1", "c:1"]);
+        assert_eq!(target.pick().addresses, ["a:1", "b:1", "c:1"]);
+        assert_eq!(target.pick().addresses, ["b:1", "c:1", "a:1"]);
+        assert_eq!(target.pick().addresses, ["c:1", "a:1", "b:1"]);
+        assert_eq!(target.pick().addresses, ["a:1", "b:1", "c:1"]);
     }
 
     #[test]
@@ -192,13 +211,13 @@ mod tests {
             slots: vec![a.clone(), a, b],
             next: AtomicUsize::new(0),
         };
-        let picks: Vec<Vec<&str>> = (0..6).map(|_| target.pick()).collect();
+        let picks: Vec<Vec<&str>> = (0..6).map(|_| target.pick().addresses).collect();
         let to_a = picks.iter().filter(|p| p[0] == "a:1").count();
         assert_eq!(to_a, 4, "{picks:?}");
     }
 
     #[test]
     fn an_empty_load_balancer_offers_no_server() {
-        assert!(servers(&[]).pick().is_empty());
+        assert!(servers(&[]).pick().addresses.is_empty());
     }
 }

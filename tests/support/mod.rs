@@ -400,3 +400,28 @@ pub async fn raw_exchange(gw: &Gangway, bytes: &[u8], quiet: Duration) -> (Strin
     };
     (String::from_utf8_lossy(&out).into_owned(), closed)
 }
+
+/// The path of the first of `programs` found (on `PATH`, or in
+/// `/usr/sbin` where Debian puts servers). Without it a test skips, saying
+/// so, except under `GANGWAY_TEST_STRICT=1` (the project's test command),
+/// where it fails naming `installer`, the script that installs it.
+pub fn program(test: &str, programs: &[&str], installer: &str) -> Option<PathBuf> {
+    let found = programs.iter().find_map(|p| {
+        let sbin = std::path::Path::new("/usr/sbin").join(p);
+        if sbin.is_file() {
+            return Some(sbin);
+        }
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(p))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        let names = programs.join(", ");
+        if std::env::var("GANGWAY_TEST_STRICT").as_deref() == Ok("1") {
+            panic!("{test}: {names} not installed ({installer} installs it)");
+        }
+        eprintln!("{test}: SKIPPED: {names} not installed ({installer} installs it)");
+    }
+    found
+}
