@@ -962,3 +962,112 @@ async fn a_container_killed_mid_request_costs_only_that_request() {
     assert!(failures.is_empty(), "{failures:?}");
     assert!(!gw.log().contains("panicked"), "{}", gw.log());
 }
+
+/// One HTTP/1.0 exchange written byte for byte on a plain TCP connection
+/// to 127.0.0.1:`port`: the answer's body, or why there is none.
+async fn over_tcp(port: u16) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .map_err(|e| e.to_string())?;
+        s.write_all(b"GET / HTTP/1.0\r\nHost: any.test\r\n\r\n")
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer)
+            .await
+            .map_err(|e| e.to_string())?;
+        match answer.split_once("\r\n\r\n") {
+            Some((head, body)) if head.starts_with("HTTP/1.") => Ok(body.trim().to_owned()),
+            _ => Err(format!("not an HTTP answer: {answer:?}")),
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .map_err(|_| "timed out".to_owned())?
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tcp_labels_route_a_container_and_give_it_no_http_router() {
+    let _serial = SERIAL.lock().await;
+    if !ready("tcp_labels_route_a_container").await {
+        return;
+    }
+    let run = Run::new("tcplabels");
+    let tcp_port = support::free_port();
+    let gw = run
+        .gangway(&[
+            &format!("--entryPoints.tcp.address=127.0.0.1:{tcp_port}"),
+            "--api=true",
+        ])
+        .await;
+    let probe = Probe::new(&gw);
+    let spec = Spec::new("db");
+    let port = spec.port.to_string();
+    let spec = spec
+        .label(&format!("{P}.enable"), "true")
+        .label(&format!("{P}.tcp.routers.db.rule"), "HostSNI(`*`)")
+        .label(&format!("{P}.tcp.routers.db.entrypoints"), "tcp")
+        .label(&format!("{P}.tcp.routers.db.middlewares"), "local")
+        .label(
+            &format!("{P}.tcp.middlewares.local.ipallowlist.sourcerange"),
+            "127.0.0.0/8",
+        )
+        .label(
+            &format!("{P}.tcp.services.db.loadbalancer.server.port"),
+            &port,
+        )
+        // A TCP router with a mistyped option is left out, with its label.
+        .label(&format!("{P}.tcp.routers.typo.rule"), "HostSNI(`*`)")
+        .label(&format!("{P}.tcp.routers.typo.entrypoint"), "tcp");
+    run.start(&spec).await;
+    // The container's web server, reached through the TCP router: the
+    // bytes pass as they are, so its HTTP answer comes back whole.
+    eventually(
+        Duration::from_secs(10),
+        "TCP router from labels",
+        || async { over_tcp(tcp_port).await.is_ok_and(|body| body == "db") },
+    )
+    .await;
+    // No HTTP router for it on the other entry point.
+    assert_eq!(probe.status("db.test").await, 404);
+    // The typo is reported on the router, with its label.
+    let api = gw_api(&gw).await;
+    let typo = api
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == "typo@docker"))
+        .cloned()
+        .unwrap_or_else(|| panic!("typo@docker in {api}"));
+    assert_eq!(typo["status"], "disabled");
+    let error = typo["error"][0].as_str().unwrap_or_default();
+    assert!(
+        error.contains("entrypoint") && error.contains("did you mean `entrypoints`"),
+        "{typo}"
+    );
+    let db = api
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == "db@docker"))
+        .cloned()
+        .unwrap_or_else(|| panic!("db@docker in {api}"));
+    assert_eq!(db["status"], "enabled");
+}
+
+/// `/api/tcp/routers` of a gangway started with `--api=true` and an API
+/// router on its web entry point.
+async fn gw_api(gw: &support::Gangway) -> serde_json::Value {
+    gw.rewrite(
+        "[http.routers.api]\nentryPoints = [\"web\"]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n",
+    );
+    let found = std::sync::Mutex::new(None);
+    eventually(Duration::from_secs(5), "the API answers", || async {
+        let got = gw.get("api.test", "/api/tcp/routers").await;
+        let ok = got.status == 200;
+        if ok {
+            *found.lock().unwrap() = serde_json::from_slice(&got.body).ok();
+        }
+        ok
+    })
+    .await;
+    found.into_inner().unwrap().expect("JSON")
+}

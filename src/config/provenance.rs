@@ -200,6 +200,15 @@ pub struct ProviderDetail {
     /// Middlewares by bare name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub middlewares: BTreeMap<String, ObjectDetail>,
+    /// TCP routers by bare name.
+    #[serde(rename = "tcpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_routers: BTreeMap<String, ObjectDetail>,
+    /// TCP services by bare name.
+    #[serde(rename = "tcpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_services: BTreeMap<String, ObjectDetail>,
+    /// TCP middlewares by bare name.
+    #[serde(rename = "tcpMiddlewares", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_middlewares: BTreeMap<String, ObjectDetail>,
     /// Every container seen, routed or not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<ContainerRecord>,

@@ -189,6 +189,9 @@ impl Report {
         attach(&mut self.routers, provider, &detail.routers);
         attach(&mut self.services, provider, &detail.services);
         attach(&mut self.middlewares, provider, &detail.middlewares);
+        attach(&mut self.tcp_routers, provider, &detail.tcp_routers);
+        attach(&mut self.tcp_services, provider, &detail.tcp_services);
+        attach(&mut self.tcp_middlewares, provider, &detail.tcp_middlewares);
         let report = self.providers.entry(provider.to_owned()).or_default();
         report.connected = detail.connected;
         report.containers.clone_from(&detail.containers);
@@ -201,6 +204,9 @@ impl Report {
             (ObjectKind::Router, &self.routers),
             (ObjectKind::Service, &self.services),
             (ObjectKind::Middleware, &self.middlewares),
+            (ObjectKind::TcpRouter, &self.tcp_routers),
+            (ObjectKind::TcpService, &self.tcp_services),
+            (ObjectKind::TcpMiddleware, &self.tcp_middlewares),
         ] {
             for (name, r) in map {
                 for e in &r.errors {

@@ -12,9 +12,12 @@
 
 use super::Settings;
 use super::container::{ContainerView, Health, RunState};
-use super::labels::{LabelError, ServerLabels, parse_labels};
+use super::labels::{ContainerLabels, LabelError, ServerLabels, parse_labels};
 use super::template::{Model, normalize};
 use crate::config::Dynamic;
+use crate::config::dynamic::tcp::{
+    TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpServer, TcpService,
+};
 use crate::config::dynamic::{LoadBalancer, Middleware, Router, Server, Service};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Origin, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
@@ -48,10 +51,13 @@ type Broken = (Vec<(Problem, Option<String>)>, Vec<String>);
 const PROVIDER: &str = "docker";
 
 /// Object kinds by their index in `Contribution::broken`.
-const KINDS: [ObjectKind; 3] = [
+const KINDS: [ObjectKind; 6] = [
     ObjectKind::Router,
     ObjectKind::Service,
     ObjectKind::Middleware,
+    ObjectKind::TcpRouter,
+    ObjectKind::TcpService,
+    ObjectKind::TcpMiddleware,
 ];
 
 /// One container's objects, before they meet other containers'.
@@ -61,10 +67,15 @@ struct Contribution<'a> {
     routers: BTreeMap<String, (Router, Vec<String>)>,
     services: BTreeMap<String, (Service, Vec<String>)>,
     middlewares: BTreeMap<String, (Middleware, Vec<String>)>,
+    tcp_routers: BTreeMap<String, (TcpRouter, Vec<String>)>,
+    tcp_services: BTreeMap<String, (TcpService, Vec<String>)>,
+    tcp_middlewares: BTreeMap<String, (TcpMiddleware, Vec<String>)>,
     /// Objects of this container that are out, by kind.
-    broken: [BTreeMap<String, Broken>; 3],
+    broken: [BTreeMap<String, Broken>; 6],
     /// Services this container adds a server to.
     serves: BTreeSet<String>,
+    /// TCP services this container adds a server to.
+    tcp_serves: BTreeSet<String>,
     /// Whether another container's different definition won over one of its objects.
     lost_conflict: bool,
     /// The first problem that kept a server out.
@@ -77,6 +88,9 @@ struct Contribution<'a> {
 const ROUTER: usize = 0;
 const SERVICE: usize = 1;
 const MIDDLEWARE: usize = 2;
+const TCP_ROUTER: usize = 3;
+const TCP_SERVICE: usize = 4;
+const TCP_MIDDLEWARE: usize = 5;
 
 /// Builds the configuration from every container.
 pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
@@ -103,6 +117,9 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     let mut routers: BTreeMap<String, Slot<Router>> = BTreeMap::new();
     let mut services: BTreeMap<String, Slot<Service>> = BTreeMap::new();
     let mut middlewares: BTreeMap<String, Slot<Middleware>> = BTreeMap::new();
+    let mut tcp_routers: BTreeMap<String, Slot<TcpRouter>> = BTreeMap::new();
+    let mut tcp_services: BTreeMap<String, Slot<TcpService>> = BTreeMap::new();
+    let mut tcp_middlewares: BTreeMap<String, Slot<TcpMiddleware>> = BTreeMap::new();
     for c in &mut contributions {
         let src = source(c.view);
         for (name, (r, labels)) in std::mem::take(&mut c.routers) {
@@ -132,6 +149,42 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 s.conflicts,
             );
         }
+        for (name, (r, labels)) in std::mem::take(&mut c.tcp_routers) {
+            merge(
+                &mut tcp_routers,
+                TCP_ROUTER,
+                name,
+                r,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
+        }
+        for (name, (svc, labels)) in std::mem::take(&mut c.tcp_services) {
+            merge(
+                &mut tcp_services,
+                TCP_SERVICE,
+                name,
+                svc,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
+        }
+        for (name, (m, labels)) in std::mem::take(&mut c.tcp_middlewares) {
+            merge(
+                &mut tcp_middlewares,
+                TCP_MIDDLEWARE,
+                name,
+                m,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
+        }
     }
     let mut detail = ProviderDetail::default();
     for c in &contributions {
@@ -140,12 +193,18 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             (ROUTER, &mut detail.routers),
             (SERVICE, &mut detail.services),
             (MIDDLEWARE, &mut detail.middlewares),
+            (TCP_ROUTER, &mut detail.tcp_routers),
+            (TCP_SERVICE, &mut detail.tcp_services),
+            (TCP_MIDDLEWARE, &mut detail.tcp_middlewares),
         ] {
             for (name, (errors, labels)) in &c.broken[kind] {
                 let live = match kind {
                     ROUTER => routers.get(name).is_some_and(|s| !s.dropped),
                     SERVICE => services.get(name).is_some_and(|s| !s.dropped),
-                    _ => middlewares.get(name).is_some_and(|s| !s.dropped),
+                    MIDDLEWARE => middlewares.get(name).is_some_and(|s| !s.dropped),
+                    TCP_ROUTER => tcp_routers.get(name).is_some_and(|s| !s.dropped),
+                    TCP_SERVICE => tcp_services.get(name).is_some_and(|s| !s.dropped),
+                    _ => tcp_middlewares.get(name).is_some_and(|s| !s.dropped),
                 };
                 let d = into.entry(name.clone()).or_default();
                 d.sources.push(Source {
@@ -195,18 +254,48 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             slot,
         );
     }
+    for (name, slot) in tcp_routers {
+        finish(
+            &mut dynamic.tcp.routers,
+            &mut detail.tcp_routers,
+            name,
+            slot,
+        );
+    }
+    for (name, slot) in tcp_services {
+        finish(
+            &mut dynamic.tcp.services,
+            &mut detail.tcp_services,
+            name,
+            slot,
+        );
+    }
+    for (name, slot) in tcp_middlewares {
+        finish(
+            &mut dynamic.tcp.middlewares,
+            &mut detail.tcp_middlewares,
+            name,
+            slot,
+        );
+    }
 
     for c in contributions {
         let mut record = c.record;
-        let live: Vec<&String> = c
+        let live = c
             .serves
             .iter()
             .filter(|name| dynamic.http.services.contains_key(*name))
-            .collect();
-        record.routed = c.serving && !live.is_empty();
+            .count()
+            + c.tcp_serves
+                .iter()
+                .filter(|name| dynamic.tcp.services.contains_key(*name))
+                .count();
+        record.routed = c.serving && live > 0;
         if !record.routed && record.reason.is_none() {
             let (reason, message) = c.problem.clone().unwrap_or_else(|| {
-                if c.lost_conflict || (c.serving && !c.serves.is_empty()) {
+                if c.lost_conflict
+                    || (c.serving && !(c.serves.is_empty() && c.tcp_serves.is_empty()))
+                {
                     (
                         NotRouted::Conflict,
                         "its services are defined differently by another container".to_owned(),
@@ -381,13 +470,19 @@ fn contribute<'a>(
     }
     let any_http =
         !labels.routers.is_empty() || !labels.services.is_empty() || !labels.middlewares.is_empty();
-    if labels.tcp_or_udp && !any_http {
+    let any_tcp = !labels.tcp_routers.is_empty()
+        || !labels.tcp_services.is_empty()
+        || !labels.tcp_middlewares.is_empty();
+    if labels.udp && !any_http && !any_tcp {
         return Err(not_routed(
             rec,
             NotRouted::TcpOrUdpOnly,
-            "its labels define only TCP or UDP routing; gangway routes HTTP".to_owned(),
+            "its labels define only UDP routing; gangway does not route UDP yet".to_owned(),
         ));
     }
+    // As in Traefik: a container with TCP labels and no HTTP ones gets no
+    // HTTP router or service of its own.
+    let http = any_http || !any_tcp;
 
     let name = normalize(&match (view.compose_project(), view.compose_service()) {
         (Some(project), Some(service)) => format!("{service}_{project}"),
@@ -399,8 +494,12 @@ fn contribute<'a>(
         routers: BTreeMap::new(),
         services: BTreeMap::new(),
         middlewares: BTreeMap::new(),
+        tcp_routers: BTreeMap::new(),
+        tcp_services: BTreeMap::new(),
+        tcp_middlewares: BTreeMap::new(),
         broken: Default::default(),
         serves: BTreeSet::new(),
+        tcp_serves: BTreeSet::new(),
         lost_conflict: false,
         problem: None,
         warnings: Vec::new(),
@@ -417,6 +516,21 @@ fn contribute<'a>(
             MIDDLEWARE,
             &labels.middlewares.broken,
             &labels.middlewares.labels,
+        ),
+        (
+            TCP_ROUTER,
+            &labels.tcp_routers.broken,
+            &labels.tcp_routers.labels,
+        ),
+        (
+            TCP_SERVICE,
+            &labels.tcp_services.broken,
+            &labels.tcp_services.labels,
+        ),
+        (
+            TCP_MIDDLEWARE,
+            &labels.tcp_middlewares.broken,
+            &labels.tcp_middlewares.labels,
         ),
     ] {
         for (n, errors) in objects_broken {
@@ -441,7 +555,7 @@ fn contribute<'a>(
             (n.clone(), svc.clone(), keys)
         })
         .collect();
-    if service_names.is_empty() {
+    if service_names.is_empty() && http {
         service_names.push(name.clone());
         services.push((
             name.clone(),
@@ -497,7 +611,7 @@ fn contribute<'a>(
             (n.clone(), r.clone(), keys)
         })
         .collect();
-    if labels.routers.is_empty() {
+    if labels.routers.is_empty() && http {
         if service_names.len() > 1 {
             c.record.messages.push(format!(
                 "no router: the container defines several services ({}) and no router",
@@ -561,9 +675,15 @@ fn contribute<'a>(
             .unwrap_or_default();
         c.middlewares.insert(n.clone(), (m.clone(), keys));
     }
+    if any_tcp {
+        contribute_tcp(&mut c, &labels, s, &name);
+    }
     if c.routers.is_empty()
         && c.services.is_empty()
         && c.middlewares.is_empty()
+        && c.tcp_routers.is_empty()
+        && c.tcp_services.is_empty()
+        && c.tcp_middlewares.is_empty()
         && !labels.errors.is_empty()
     {
         c.problem.get_or_insert((
@@ -572,6 +692,168 @@ fn contribute<'a>(
         ));
     }
     Ok(c)
+}
+
+/// The container's TCP routers, services (with its server) and
+/// middlewares. Traefik's implicit rules as for HTTP, except that a TCP
+/// router has no default rule.
+fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settings, name: &str) {
+    let view = c.view;
+    let p = &s.prefix;
+    let mut service_names: Vec<String> = labels.tcp_services.names().cloned().collect();
+    let mut services: Vec<(String, TcpService, Vec<String>)> = labels
+        .tcp_services
+        .parsed
+        .iter()
+        .map(|(n, svc)| {
+            let keys = labels
+                .tcp_services
+                .labels
+                .get(n)
+                .cloned()
+                .unwrap_or_default();
+            (n.clone(), svc.clone(), keys)
+        })
+        .collect();
+    if service_names.is_empty() && !labels.tcp_routers.is_empty() {
+        service_names.push(name.to_owned());
+        services.push((
+            name.to_owned(),
+            TcpService {
+                load_balancer: Some(TcpLoadBalancer::default()),
+                ..TcpService::default()
+            },
+            Vec::new(),
+        ));
+    }
+    for (svc_name, mut svc, keys) in services {
+        if let (true, Some(lb)) = (c.serving, svc.load_balancer.as_mut()) {
+            let server_labels = labels.tcp_servers.get(&svc_name);
+            let key = format!("{p}.tcp.services.{svc_name}.loadbalancer.server.port");
+            let found = container_port(view, server_labels.and_then(|l| l.port), key).and_then(
+                |(port, chosen)| {
+                    let ip = address(view, s, labels.network.as_deref())?;
+                    Ok((format!("{}:{port}", host(ip)), chosen))
+                },
+            );
+            match found {
+                Ok((address, chosen)) => {
+                    lb.servers.push(TcpServer {
+                        address,
+                        tls: server_labels.and_then(|l| l.tls).unwrap_or(false),
+                    });
+                    c.tcp_serves.insert(svc_name.clone());
+                    if let Some(problem) = chosen {
+                        c.record
+                            .messages
+                            .push(format!("TCP service `{svc_name}`: {problem}"));
+                    }
+                }
+                Err((reason, message)) => {
+                    c.record
+                        .messages
+                        .push(format!("TCP service `{svc_name}`: {message}"));
+                    c.problem
+                        .get_or_insert((reason, format!("TCP service `{svc_name}`: {message}")));
+                    let problem = Problem::NoServer { reason, message };
+                    c.broken[TCP_SERVICE].insert(svc_name, (vec![(problem, None)], keys));
+                    continue;
+                }
+            }
+        }
+        c.tcp_services.insert(svc_name, (svc, keys));
+    }
+    for (router_name, router) in &labels.tcp_routers.parsed {
+        let keys = labels
+            .tcp_routers
+            .labels
+            .get(router_name)
+            .cloned()
+            .unwrap_or_default();
+        let mut router = router.clone();
+        let mut error = None;
+        if router.rule.trim().is_empty() {
+            error = Some(format!(
+                "no `rule` label: a TCP router has no default rule; set `{p}.tcp.routers.{router_name}.rule` (HostSNI(`*`) takes the whole entry point)"
+            ));
+        }
+        if router.service.is_empty() {
+            match service_names.as_slice() {
+                [only] => router.service.clone_from(only),
+                [] => {
+                    error = Some(format!(
+                        "no `service` label, and the container defines no TCP service; set `{p}.tcp.routers.{router_name}.service`"
+                    ));
+                }
+                many => {
+                    error = Some(format!(
+                        "no `service` label, and the container defines several TCP services ({}); set `{p}.tcp.routers.{router_name}.service`",
+                        many.join(", ")
+                    ));
+                }
+            }
+        }
+        match error {
+            Some(e) => {
+                c.record
+                    .messages
+                    .push(format!("TCP router `{router_name}`: {e}"));
+                let problem = Problem::BadValue { message: e };
+                c.broken[TCP_ROUTER].insert(router_name.clone(), (vec![(problem, None)], keys));
+            }
+            None => {
+                c.tcp_routers.insert(router_name.clone(), (router, keys));
+            }
+        }
+    }
+    for (n, m) in &labels.tcp_middlewares.parsed {
+        let keys = labels
+            .tcp_middlewares
+            .labels
+            .get(n)
+            .cloned()
+            .unwrap_or_default();
+        c.tcp_middlewares.insert(n.clone(), (m.clone(), keys));
+    }
+}
+
+/// The container's port for a server: the label's, else its only exposed
+/// TCP port, else the lowest with a warning naming the label to set.
+fn container_port(
+    view: &ContainerView,
+    label_port: Option<u16>,
+    label: String,
+) -> Result<(u16, Option<Problem>), ServerProblem> {
+    if let Some(port) = label_port {
+        return Ok((port, None));
+    }
+    // UDP ports are left out: the servers gangway reaches listen on TCP
+    // (Traefik takes the lowest port whatever its protocol).
+    let mut tcp: Vec<u16> = view
+        .ports
+        .iter()
+        .filter(|x| x.proto == "tcp")
+        .map(|x| x.port)
+        .collect();
+    tcp.sort_unstable();
+    tcp.dedup();
+    match tcp.as_slice() {
+        [] => Err((
+            NotRouted::NoPort,
+            format!("no port: the container exposes none; set `{label}`"),
+        )),
+        [one] => Ok((*one, None)),
+        // Traefik's choice, said out loud: an image that also exposes a
+        // metrics or admin port is a common surprise.
+        [lowest, ..] => Ok((
+            *lowest,
+            Some(Problem::PortChosen {
+                port: *lowest,
+                exposed: tcp.clone(),
+                label,
+            }),
+        )),
+    }
 }
 
 /// The container's server for one service, and a warning when its port
@@ -594,43 +876,11 @@ fn server(
         return Ok((server, None));
     }
     let p = &s.prefix;
-    let mut chosen = None;
-    let port = match labels.port {
-        Some(port) => port,
-        None => {
-            // UDP ports are left out: an HTTP server listens on TCP (Traefik
-            // takes the lowest port whatever its protocol).
-            let mut tcp: Vec<u16> = view
-                .ports
-                .iter()
-                .filter(|x| x.proto == "tcp")
-                .map(|x| x.port)
-                .collect();
-            tcp.sort_unstable();
-            tcp.dedup();
-            match tcp.as_slice() {
-                [] => {
-                    return Err((
-                        NotRouted::NoPort,
-                        format!(
-                            "no port: the container exposes none; set `{p}.http.services.{service}.loadbalancer.server.port`"
-                        ),
-                    ));
-                }
-                [one] => *one,
-                // Traefik's choice, said out loud: an image that also
-                // exposes a metrics or admin port is a common surprise.
-                [lowest, ..] => {
-                    chosen = Some(Problem::PortChosen {
-                        port: *lowest,
-                        exposed: tcp.clone(),
-                        label: format!("{p}.http.services.{service}.loadbalancer.server.port"),
-                    });
-                    *lowest
-                }
-            }
-        }
-    };
+    let (port, chosen) = container_port(
+        view,
+        labels.port,
+        format!("{p}.http.services.{service}.loadbalancer.server.port"),
+    )?;
     let scheme = labels.scheme.unwrap_or_else(|| "http".to_owned());
     if s.use_bind_port_ip {
         let binding = view
@@ -772,6 +1022,31 @@ trait Join: PartialEq + Sized {
 
 impl Join for Router {}
 impl Join for Middleware {}
+impl Join for TcpRouter {}
+impl Join for TcpMiddleware {}
+
+impl Join for TcpService {
+    fn same(&self, other: &Self) -> bool {
+        let strip = |s: &TcpService| {
+            let mut s = s.clone();
+            if let Some(lb) = s.load_balancer.as_mut() {
+                lb.servers.clear();
+            }
+            s
+        };
+        strip(self) == strip(other)
+    }
+
+    fn join(&mut self, other: Self) {
+        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
+            for server in theirs.servers {
+                if !mine.servers.iter().any(|s| s.address == server.address) {
+                    mine.servers.push(server);
+                }
+            }
+        }
+    }
+}
 
 impl Join for Service {
     fn same(&self, other: &Self) -> bool {

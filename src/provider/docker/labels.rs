@@ -7,6 +7,7 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
+use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
 use crate::config::dynamic::{Middleware, Router, Service};
 use crate::config::problem::Problem;
 use serde::Deserialize;
@@ -149,6 +150,17 @@ pub struct ServerLabels {
     pub preserve_path: Option<bool>,
 }
 
+/// `<prefix>.tcp.services.<name>.loadbalancer.server.*`: the container's
+/// own server of a TCP service.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpServerLabels {
+    /// The port inside the container (default: its only exposed TCP port).
+    pub port: Option<u16>,
+    /// Speak TLS to it (not applied yet: reported on the service).
+    pub tls: Option<bool>,
+}
+
 /// Objects of one kind found in one container's labels.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Objects<T> {
@@ -205,8 +217,16 @@ pub struct ContainerLabels {
     pub servers: BTreeMap<String, ServerLabels>,
     /// HTTP middlewares.
     pub middlewares: Objects<Middleware>,
-    /// Whether any `<prefix>.tcp.*` or `<prefix>.udp.*` label is present.
-    pub tcp_or_udp: bool,
+    /// TCP routers.
+    pub tcp_routers: Objects<TcpRouter>,
+    /// TCP services, without the container's own server.
+    pub tcp_services: Objects<TcpService>,
+    /// The container's server settings per TCP service that gives any.
+    pub tcp_servers: BTreeMap<String, TcpServerLabels>,
+    /// TCP middlewares.
+    pub tcp_middlewares: Objects<TcpMiddleware>,
+    /// Whether any `<prefix>.udp.*` label is present.
+    pub udp: bool,
     /// Every error, the ones that broke an object included.
     pub errors: Vec<LabelError>,
 }
@@ -316,7 +336,8 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
             },
             "docker" => read_docker(node, &mut out),
             "http" => read_http(node, &mut out),
-            "tcp" | "udp" => out.tcp_or_udp = true,
+            "tcp" => read_tcp(node, &mut out),
+            "udp" => out.udp = true,
             "tls" => {
                 let mut keys = Vec::new();
                 node.labels(&mut keys);
@@ -425,6 +446,73 @@ fn read_http(node: Node, out: &mut ContainerLabels) {
             }),
         }
     }
+}
+
+fn read_tcp(node: Node, out: &mut ContainerLabels) {
+    const TCP: &[&str] = &["routers", "services", "middlewares"];
+    if node.value.is_some() {
+        out.errors.push(LabelError::Invalid {
+            label: node.name(),
+            message: "expects `routers`, `services` or `middlewares` below it".to_owned(),
+        });
+    }
+    for (written, kind) in node.children.into_values() {
+        match written.to_ascii_lowercase().as_str() {
+            "routers" => read_objects_mut(
+                kind,
+                &mut out.tcp_routers,
+                &mut out.errors,
+                |_, n| read::<TcpRouter>(n),
+                tcp_rule_error,
+            ),
+            "services" => {
+                let mut servers = BTreeMap::new();
+                read_objects_mut(
+                    kind,
+                    &mut out.tcp_services,
+                    &mut out.errors,
+                    |name, n| {
+                        let server = match n.children.get_mut("loadbalancer") {
+                            Some((_, lb)) => match lb.take_child("server") {
+                                Some(server) => Some(read::<TcpServerLabels>(&server)?),
+                                None => None,
+                            },
+                            None => None,
+                        };
+                        let service = read::<TcpService>(n)?;
+                        if let Some(server) = server {
+                            servers.insert(name.to_owned(), server);
+                        }
+                        Ok(service)
+                    },
+                    |_, _| None,
+                );
+                out.tcp_servers = servers;
+            }
+            "middlewares" => read_objects(kind, &mut out.tcp_middlewares, &mut out.errors, |n| {
+                read::<TcpMiddleware>(n)
+            }),
+            _ => out.errors.push(LabelError::UnknownOption {
+                label: first_label(&kind),
+                option: written.clone(),
+                suggestion: suggest(&written, TCP).map(str::to_owned),
+            }),
+        }
+    }
+}
+
+/// The syntax error of a TCP router's rule, with the label it is written in.
+fn tcp_rule_error(node: &Node, router: &TcpRouter) -> Option<LabelError> {
+    let e = crate::rule::parse_tcp_rule(&router.rule).err()?;
+    Some(LabelError::Rule {
+        label: node
+            .child("rule")
+            .and_then(|n| n.label.clone())
+            .unwrap_or_else(|| first_label(node)),
+        rule: router.rule.clone(),
+        error: e.to_string(),
+        column: e.position,
+    })
 }
 
 /// Takes `loadbalancer.server` out of a service's node and reads it.

@@ -360,18 +360,78 @@ fn which_containers_are_considered() {
     let b = build(&[oneoff], &settings(|c| c.include_one_off = true), NOW);
     assert!(b.dynamic.http.services.contains_key("s"));
 
-    let tcp = host(
+    let udp = host(
         "e",
-        "tcp",
+        "udp",
         5,
         &[
             ("traefik.enable", "true"),
-            ("traefik.tcp.routers.t.rule", "HostSNI(`*`)"),
+            ("traefik.udp.routers.u.service", "u"),
         ],
     );
-    let b = build(&[tcp], &defaults(), NOW);
+    let b = build(&[udp], &defaults(), NOW);
     assert!(b.dynamic.http.routers.is_empty());
-    assert_eq!(record(&b, "tcp").reason, Some(NotRouted::TcpOrUdpOnly));
+    assert_eq!(record(&b, "udp").reason, Some(NotRouted::TcpOrUdpOnly));
+}
+
+#[test]
+fn tcp_labels_give_tcp_objects_only_with_the_containers_server() {
+    let mut db = host(
+        "d1",
+        "db",
+        5,
+        &[
+            ("traefik.enable", "true"),
+            ("traefik.tcp.routers.db.rule", "HostSNI(`*`)"),
+            ("traefik.tcp.routers.db.entrypoints", "pg"),
+        ],
+    );
+    db.ports = vec![PortView {
+        port: 5432,
+        proto: "tcp".into(),
+        bindings: Vec::new(),
+    }];
+    let mut replica = db.clone();
+    replica.id = "d2".into();
+    replica.name = "db-2".into();
+    replica.labels.insert(
+        "traefik.tcp.services.db.loadbalancer.server.port".into(),
+        "5433".into(),
+    );
+    let b = build(&[db.clone()], &defaults(), NOW);
+    // No HTTP router or service: the container asked for TCP only.
+    assert!(b.dynamic.http.routers.is_empty() && b.dynamic.http.services.is_empty());
+    let router = &b.dynamic.tcp.routers["db"];
+    assert_eq!(router.service, "db");
+    let servers = |b: &Built, service: &str| -> Vec<String> {
+        b.dynamic.tcp.services[service]
+            .load_balancer
+            .as_ref()
+            .map(|lb| lb.servers.iter().map(|s| s.address.clone()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(servers(&b, "db"), ["127.0.0.1:5432"]);
+    assert!(record(&b, "db").routed);
+
+    // A router without a rule is left out, saying why.
+    let mut no_rule = db.clone();
+    no_rule
+        .labels
+        .insert("traefik.tcp.routers.db.rule".into(), String::new());
+    let b = build(&[no_rule], &defaults(), NOW);
+    assert!(b.dynamic.tcp.routers.is_empty());
+    let e = &b.detail.tcp_routers["db"].errors[0];
+    assert_eq!(e.object, ObjectRef::new(ObjectKind::TcpRouter, "db@docker"));
+    assert!(e.to_string().contains("no default rule"), "{e}");
+
+    // Two containers defining the same named service join their servers.
+    let mut first = db;
+    first.labels.insert(
+        "traefik.tcp.services.db.loadbalancer.server.port".into(),
+        "5432".into(),
+    );
+    let b = build(&[first, replica], &defaults(), NOW);
+    assert_eq!(servers(&b, "db"), ["127.0.0.1:5432", "127.0.0.1:5433"]);
 }
 
 fn app(id: &str, created: i128, port: &str) -> ContainerView {

@@ -1239,10 +1239,12 @@ fn stray_labels_are_reported_without_breaking_anything() {
         ("traefik.docker.netwrk", "n"),
         ("traefik.enabel", "true"),
         ("traefik.tcp.routers.t.rule", "HostSNI(`*`)"),
+        ("traefik.udp.routers.u.service", "u"),
     ]);
     assert!(p.routers.parsed.contains_key("good"));
     assert_eq!(p.enable, None);
-    assert!(p.tcp_or_udp);
+    assert!(p.udp);
+    assert!(p.tcp_routers.parsed.contains_key("t"));
     let text: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
     for needle in [
         "`traefik.http.routerz.x.rule`: unknown option `routerz` (did you mean `routers`?)",
@@ -1425,4 +1427,69 @@ fn a_router_left_out_for_a_typo_still_reports_its_rule_error() {
         "{errors:?}"
     );
     assert!(matches!(errors[1].problem(), Problem::RuleSyntax { .. }));
+}
+
+#[test]
+fn tcp_labels_read_like_http_ones() {
+    let p = traefik(&[
+        ("traefik.tcp.routers.db.rule", "HostSNI(`db.test`)"),
+        ("traefik.tcp.routers.db.entrypoints", "pg,other"),
+        ("traefik.tcp.routers.db.tls.passthrough", "true"),
+        ("traefik.tcp.routers.db.middlewares", "local"),
+        ("traefik.tcp.services.db.loadbalancer.server.port", "5432"),
+        (
+            "traefik.tcp.services.db.loadbalancer.proxyprotocol.version",
+            "2",
+        ),
+        (
+            "traefik.tcp.middlewares.local.ipallowlist.sourcerange",
+            "127.0.0.1/32,::1",
+        ),
+        ("traefik.tcp.routers.bad.rule", "Host(`x`)"),
+        ("traefik.tcp.routers.bad.servise", "db"),
+        ("traefik.tcp.servics.x.loadbalancer.server.port", "1"),
+    ]);
+    let db = &p.tcp_routers.parsed["db"];
+    assert_eq!(db.rule, "HostSNI(`db.test`)");
+    assert_eq!(db.entry_points, ["pg", "other"]);
+    assert!(db.tls.as_ref().is_some_and(|t| t.passthrough));
+    assert_eq!(db.middlewares, ["local"]);
+    assert_eq!(p.tcp_servers["db"].port, Some(5432));
+    assert_eq!(
+        p.tcp_services.parsed["db"]
+            .load_balancer
+            .as_ref()
+            .and_then(|lb| lb.proxy_protocol.as_ref())
+            .map(|pp| pp.version),
+        Some(2)
+    );
+    assert_eq!(
+        p.tcp_middlewares.parsed["local"]
+            .ip_allow_list
+            .as_ref()
+            .map(|a| a.source_range.clone()),
+        Some(vec!["127.0.0.1/32".to_owned(), "::1".to_owned()])
+    );
+    // A broken router reports every problem, its TCP rule's among them.
+    let bad: Vec<String> = p.tcp_routers.broken["bad"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        bad.iter()
+            .any(|e| e.contains("unknown option `servise` (did you mean `service`?)")),
+        "{bad:?}"
+    );
+    assert!(
+        bad.iter()
+            .any(|e| e.contains("`Host` is an HTTP router matcher")),
+        "{bad:?}"
+    );
+    assert!(
+        p.errors.iter().any(|e| e
+            .to_string()
+            .contains("unknown option `servics` (did you mean `services`?)")),
+        "{:?}",
+        p.errors
+    );
 }
