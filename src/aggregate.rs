@@ -124,9 +124,20 @@ pub fn merge<'a>(
             Section::TcpServersTransport,
             &mut warnings,
         );
-        if merged.udp.is_none() {
-            merged.udp.clone_from(&d.udp);
-        }
+        qualify(
+            &mut merged.udp.routers,
+            &d.udp.routers,
+            provider,
+            Section::UdpRouter,
+            &mut warnings,
+        );
+        qualify(
+            &mut merged.udp.services,
+            &d.udp.services,
+            provider,
+            Section::UdpService,
+            &mut warnings,
+        );
     }
     (merged, warnings)
 }

@@ -221,6 +221,10 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/tcp/services/{name}", get(one_tcp_service))
         .route("/api/tcp/middlewares", get(list_tcp_middlewares))
         .route("/api/tcp/middlewares/{name}", get(one_tcp_middleware))
+        .route("/api/udp/routers", get(list_udp_routers))
+        .route("/api/udp/routers/{name}", get(one_udp_router))
+        .route("/api/udp/services", get(list_udp_services))
+        .route("/api/udp/services/{name}", get(one_udp_service))
         .route("/api/rawdata", get(rawdata))
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
@@ -358,6 +362,12 @@ listed!(tcp::TcpMiddlewareView, |v| [
     v.kind.unwrap_or(""),
     &v.provider
 ]);
+listed!(tcp::UdpRouterView, |v| [&v.name, &v.service, &v.provider]);
+listed!(tcp::UdpServiceView, |v| [
+    &v.name,
+    v.kind.unwrap_or(""),
+    &v.provider
+]);
 listed!(tcp::TcpServiceView, |v| [
     &v.name,
     v.kind.unwrap_or(""),
@@ -474,6 +484,42 @@ async fn one_tcp_middleware(
         tcp::middlewares(&state.runtime.load_full()),
         &name,
         "TCP middleware",
+    )
+}
+
+async fn list_udp_routers(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(tcp::udp_routers(&state.runtime.load_full()), &q)
+}
+
+async fn one_udp_router(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<tcp::UdpRouterView>, ApiError> {
+    find(
+        tcp::udp_routers(&state.runtime.load_full()),
+        &name,
+        "UDP router",
+    )
+}
+
+async fn list_udp_services(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(tcp::udp_services(&state.runtime.load_full()), &q)
+}
+
+async fn one_udp_service(
+    State(state): St,
+    Path(name): Path<String>,
+) -> Result<Json<tcp::UdpServiceView>, ApiError> {
+    find(
+        tcp::udp_services(&state.runtime.load_full()),
+        &name,
+        "UDP service",
     )
 }
 

@@ -771,7 +771,11 @@ impl Places<'_> {
             ObjectKind::Router => &detail.routers,
             ObjectKind::Service => &detail.services,
             ObjectKind::Middleware => &detail.middlewares,
-            ObjectKind::TcpRouter | ObjectKind::TcpService | ObjectKind::TcpMiddleware => {
+            ObjectKind::TcpRouter
+            | ObjectKind::TcpService
+            | ObjectKind::TcpMiddleware
+            | ObjectKind::UdpRouter
+            | ObjectKind::UdpService => {
                 return None;
             }
         };
@@ -938,6 +942,8 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         &report.tcp_routers,
         &report.tcp_services,
         &report.tcp_middlewares,
+        &report.udp_routers,
+        &report.udp_services,
     ];
     for map in maps {
         for r in map.values() {

@@ -4,13 +4,12 @@
 
 mod middleware;
 mod tcp;
+mod udp;
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
-use crate::config::problem::{
-    ConfigError, Notice, ObjectKind, ObjectRef, Problem, Reference, Warning,
-};
+use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
@@ -44,6 +43,9 @@ pub struct CompileContext {
     pub entry_point_tls: Vec<Option<dynamic::RouterTls>>,
     /// Names of the certificate resolvers of the static configuration.
     pub cert_resolvers: Vec<String>,
+    /// Which entry points are UDP ones, indexed by `EntryPointId`; only
+    /// UDP routers join them.
+    pub udp_entry_points: Vec<bool>,
 }
 
 /// What compile needs to know about metrics.
@@ -296,9 +298,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         entry.using = using.remove(&object).unwrap_or_default();
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }
-    if dynamic.udp.is_some() {
-        report.warnings.push(Warning::new(Notice::UdpIgnored, None));
-    }
+    let udp = udp::compile(&dynamic, ctx, &mut report);
     let tcp = tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses.hosts);
 
     let (tls, tls_report) = crate::tls::compile_termination(
@@ -343,6 +343,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         generation: 0,
         entry_points,
         tcp,
+        udp,
         report,
         dynamic,
         tls,

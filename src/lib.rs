@@ -112,17 +112,26 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     // Bind everything before anything is served, so a port in use fails the start.
     let mut bound = Vec::new();
     for (name, ep) in &config.entry_points {
-        let listener =
-            proxy::bind(ep.address.host, ep.address.port).map_err(|source| RunError::Bind {
-                name: name.clone(),
-                address: ep.address.to_string(),
-                source,
-            })?;
-        let port = listener
-            .local_addr()
-            .map(|a| a.port())
-            .unwrap_or(ep.address.port);
-        tracing::info!(entry_point = %name, address = %listener.local_addr().map(|a| a.to_string()).unwrap_or_default(), "listening");
+        let bind_error = |source| RunError::Bind {
+            name: name.clone(),
+            address: ep.address.to_string(),
+            source,
+        };
+        let listener = if ep.address.udp {
+            proxy::Listener::Udp(
+                std::net::UdpSocket::bind(ep.address.socket_addr())
+                    .and_then(|s| {
+                        s.set_nonblocking(true)?;
+                        tokio::net::UdpSocket::from_std(s)
+                    })
+                    .map_err(bind_error)?,
+            )
+        } else {
+            proxy::Listener::Tcp(proxy::bind(ep.address.host, ep.address.port).map_err(bind_error)?)
+        };
+        let local = listener.local_addr().ok();
+        let port = local.map_or(ep.address.port, |a| a.port());
+        tracing::info!(entry_point = %name, address = %local.map(|a| a.to_string()).unwrap_or_default(), udp = ep.address.udp, "listening");
         bound.push((listener, port));
     }
     let ports: Vec<u16> = bound.iter().map(|(_, port)| *port).collect();
@@ -134,7 +143,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         // elsewhere, and says where.
         use config::static_config::{
             EntryPoint, EntryPointHttp, EntryPointHttp2, EntryPointLimits, EntryPointTransport,
-            ForwardedHeaders, LifeCycle, Redirections, RespondingTimeouts,
+            EntryPointUdp, ForwardedHeaders, LifeCycle, Redirections, RespondingTimeouts,
         };
         #[deny(unused_variables)] // an option read nowhere fails the build
         let EntryPoint {
@@ -169,6 +178,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 },
             http2: EntryPointHttp2 {
                 max_concurrent_streams,
+            },
+            udp: EntryPointUdp {
+                timeout: udp_timeout,
             },
             limits,
         } = ep;
@@ -217,7 +229,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             }),
         };
         let accept_grace = *request_accept_grace_timeout;
-        listeners.push((listener, Arc::new(info), accept_grace));
+        listeners.push((listener, Arc::new(info), accept_grace, udp_timeout.0));
     }
 
     // Stored certificates are served from the first handshake on, so a
@@ -302,12 +314,23 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_internals: config.metrics.add_internals,
     });
     let mut servers = Vec::new();
-    for (listener, info, accept_grace) in listeners {
+    for (listener, info, accept_grace, udp_timeout) in listeners {
         // One stop signal per entry point: each stops accepting after its
         // own requestAcceptGraceTimeout.
         let (stop_tx, stop_rx) = watch::channel(false);
         let name = info.name.clone();
-        let server = tokio::spawn(proxy::accept(proxy.clone(), listener, info, stop_rx));
+        let server = match listener {
+            proxy::Listener::Tcp(listener) => {
+                tokio::spawn(proxy::accept(proxy.clone(), listener, info, stop_rx))
+            }
+            proxy::Listener::Udp(socket) => tokio::spawn(proxy::serve_udp(
+                proxy.runtime.clone(),
+                socket,
+                info,
+                udp_timeout,
+                stop_rx,
+            )),
+        };
         servers.push((name, accept_grace, stop_tx, server));
     }
     shutdown.await;
@@ -362,7 +385,23 @@ pub(crate) fn compile_context(
     } = &config.servers_transport;
     compile::CompileContext {
         entry_points: config.entry_points.keys().cloned().collect(),
-        not_default: vec![config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned()],
+        // HTTP and TCP routers without entry points join every TCP one.
+        not_default: std::iter::once(
+            config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned(),
+        )
+        .chain(
+            config
+                .entry_points
+                .iter()
+                .filter(|(_, ep)| ep.address.udp)
+                .map(|(name, _)| name.clone()),
+        )
+        .collect(),
+        udp_entry_points: config
+            .entry_points
+            .values()
+            .map(|ep| ep.address.udp)
+            .collect(),
         internal,
         metrics,
         default_transport: runtime::registries::ClientSettings {

@@ -60,6 +60,9 @@ mod pipeline;
 mod proxy_protocol;
 mod rewind;
 mod tcp;
+mod udp;
+
+pub use udp::serve_udp;
 mod timeouts;
 mod upstream;
 pub mod validate;
@@ -180,6 +183,24 @@ impl ConnInfo {
             tls,
             sni,
             activity: None,
+        }
+    }
+}
+
+/// A bound entry point: TCP, or UDP (`/udp` in its address).
+pub enum Listener {
+    /// Accepts connections.
+    Tcp(TcpListener),
+    /// Receives datagrams.
+    Udp(tokio::net::UdpSocket),
+}
+
+impl Listener {
+    /// Where it listens.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            Listener::Tcp(l) => l.local_addr(),
+            Listener::Udp(s) => s.local_addr(),
         }
     }
 }

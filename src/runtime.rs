@@ -32,6 +32,8 @@ pub struct Runtime {
     /// TCP routes per entry point, indexed by `EntryPointId`; `None` where
     /// no TCP router listens.
     pub tcp: Vec<Option<Arc<tcp::TcpRoutes>>>,
+    /// The UDP route of each UDP entry point, indexed by `EntryPointId`.
+    pub udp: Vec<Option<Arc<tcp::UdpRoute>>>,
     /// Status and errors of every object, for logs and the API.
     pub report: Report,
     /// The merged dynamic configuration this was compiled from.
@@ -49,6 +51,7 @@ impl Runtime {
                 .map(|_| EntryPointRoutes::default())
                 .collect(),
             tcp: vec![None; entry_points],
+            udp: vec![None; entry_points],
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),
             tls: crate::tls::Termination::default(),

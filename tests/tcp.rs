@@ -849,3 +849,96 @@ keyFile = {key:?}
     let err = psql(&psql_bin, pg_port, "other.test", &gw_root).unwrap_err();
     assert!(!err.is_empty());
 }
+
+/// A UDP server that answers each datagram with `<name>: <datagram>`.
+async fn udp_echo(name: &'static str) -> u16 {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = socket.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
+            let reply = format!("{name}: {}", String::from_utf8_lossy(&buf[..n]));
+            let _ = socket.send_to(reply.as_bytes(), from).await;
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn udp_sessions_keep_each_clients_replies_apart_and_share_servers_by_weight() {
+    let (a, b) = (udp_echo("a").await, udp_echo("b").await);
+    // A port free for TCP is very likely free for UDP too; gangway exits
+    // at once (and the test says so) if it is not.
+    let udp_port = free_port();
+    let dynamic = format!(
+        r#"
+[udp.routers.echo]
+service = "both"
+[udp.services.both.weighted]
+[[udp.services.both.weighted.services]]
+name = "a"
+[[udp.services.both.weighted.services]]
+name = "b"
+[[udp.services.a.loadBalancer.servers]]
+address = "127.0.0.1:{a}"
+[[udp.services.b.loadBalancer.servers]]
+address = "127.0.0.1:{b}"
+[http.routers.api]
+entryPoints = ["web"]
+rule = "Host(`api.test`)"
+service = "api@internal"
+"#
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.dns.address=127.0.0.1:{udp_port}/udp"),
+            "--entryPoints.dns.udp.timeout=30s",
+            "--api=true",
+        ],
+    )
+    .await;
+    let client = || async {
+        let s = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        s.connect(("127.0.0.1", udp_port)).await.unwrap();
+        s
+    };
+    async fn ask(s: &tokio::net::UdpSocket, what: &str) -> Option<String> {
+        s.send(what.as_bytes()).await.ok()?;
+        let mut buf = [0u8; 2048];
+        let n = tokio::time::timeout(Duration::from_millis(500), s.recv(&mut buf))
+            .await
+            .ok()?
+            .ok()?;
+        Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+    }
+    let first = client().await;
+    eventually(Duration::from_secs(5), "UDP router routes", || async {
+        ask(&first, "hello").await.is_some()
+    })
+    .await;
+    let second = client().await;
+    // Each client's session stays on its server, and replies go to the
+    // client that sent: they never cross.
+    let one = ask(&first, "from one").await.expect("a reply to one");
+    let two = ask(&second, "from two").await.expect("a reply to two");
+    let server_of = |reply: &str| reply.split(':').next().unwrap_or("").to_owned();
+    assert!(one.ends_with(": from one"), "{one}");
+    assert!(two.ends_with(": from two"), "{two}");
+    // Two sessions, the weighted service's two halves in turn.
+    assert_ne!(server_of(&one), server_of(&two), "{one} / {two}");
+    for i in 0..5 {
+        assert_eq!(
+            ask(&first, &format!("again {i}")).await,
+            Some(format!("{}: again {i}", server_of(&one)))
+        );
+    }
+    let routers = gw.get("api.test", "/api/udp/routers").await;
+    let routers: serde_json::Value = serde_json::from_slice(&routers.body).expect("JSON");
+    assert_eq!(routers[0]["name"], "echo@file");
+    assert_eq!(routers[0]["using"], serde_json::json!(["dns"]));
+    assert_eq!(routers[0]["status"], "enabled");
+    let overview: serde_json::Value =
+        serde_json::from_slice(&gw.get("api.test", "/api/overview").await.body).expect("JSON");
+    assert_eq!(overview["udp"]["services"]["total"], 3);
+}

@@ -1,10 +1,11 @@
-//! `/api/tcp/routers`, `/api/tcp/services` and `/api/tcp/middlewares`, in
-//! Traefik's shapes.
+//! `/api/tcp/routers`, `/api/tcp/services`, `/api/tcp/middlewares`,
+//! `/api/udp/routers` and `/api/udp/services`, in Traefik's shapes.
 
 use super::views::StateView;
 use crate::config::dynamic::tcp::{
     TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpRouterTls, TcpService, TcpWeighted,
 };
+use crate::config::dynamic::udp::{UdpRouter, UdpService};
 use crate::runtime::Runtime;
 use serde::Serialize;
 
@@ -193,6 +194,112 @@ pub fn middlewares(rt: &Runtime) -> Vec<TcpMiddlewareView> {
                 provider: provider_of(name),
                 kind,
                 config: m.clone(),
+                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+                state: StateView::of(report),
+            }
+        })
+        .collect()
+}
+
+/// A UDP router as `/api/udp/routers` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UdpRouterView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// The entry points configured; empty means every UDP entry point.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub entry_points: Vec<String>,
+    /// The entry points it takes.
+    pub using: Vec<String>,
+    /// The service, qualified.
+    pub service: String,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// A UDP service as `/api/udp/services` lists it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UdpServiceView {
+    /// Qualified name, `name@provider`.
+    pub name: String,
+    /// The provider that defined it.
+    pub provider: String,
+    /// `loadbalancer` or `weighted`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// The service as configured.
+    #[serde(flatten)]
+    pub config: UdpService,
+    /// The UDP routers that use it.
+    pub used_by: Vec<String>,
+    /// Status, errors and provenance.
+    #[serde(flatten)]
+    pub state: StateView,
+}
+
+/// Every UDP router, configured or known only from its errors.
+pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
+    let left_out = UdpRouter::default();
+    let reported_only = rt
+        .report
+        .udp_routers
+        .keys()
+        .filter(|name| !rt.dynamic.udp.routers.contains_key(*name))
+        .map(|name| (name, &left_out));
+    rt.dynamic
+        .udp
+        .routers
+        .iter()
+        .chain(reported_only)
+        .map(|(name, r)| {
+            let report = rt.report.udp_routers.get(name);
+            let provider = provider_of(name);
+            UdpRouterView {
+                name: name.clone(),
+                entry_points: r.entry_points.clone(),
+                using: report.map(|r| r.using.clone()).unwrap_or_default(),
+                service: if r.service.is_empty() {
+                    String::new()
+                } else {
+                    crate::config::QualifiedName::resolve(&r.service, &provider).to_string()
+                },
+                state: StateView::of(report),
+                provider,
+            }
+        })
+        .collect()
+}
+
+/// Every UDP service, configured or known only from its errors.
+pub fn udp_services(rt: &Runtime) -> Vec<UdpServiceView> {
+    let left_out = UdpService::default();
+    let reported_only = rt
+        .report
+        .udp_services
+        .keys()
+        .filter(|name| !rt.dynamic.udp.services.contains_key(*name))
+        .map(|name| (name, &left_out));
+    rt.dynamic
+        .udp
+        .services
+        .iter()
+        .chain(reported_only)
+        .map(|(name, s)| {
+            let report = rt.report.udp_services.get(name);
+            UdpServiceView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind: match (&s.load_balancer, &s.weighted) {
+                    (Some(_), _) => Some("loadbalancer"),
+                    (None, Some(_)) => Some("weighted"),
+                    (None, None) => None,
+                },
+                config: s.clone(),
                 used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
                 state: StateView::of(report),
             }

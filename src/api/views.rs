@@ -773,7 +773,7 @@ pub struct OverviewView {
     pub http: SectionCounts,
     /// TCP objects.
     pub tcp: SectionCounts,
-    /// UDP objects (none yet).
+    /// UDP objects.
     pub udp: UdpCounts,
     /// Optional features.
     pub features: Features,
@@ -812,7 +812,10 @@ pub fn overview(state: &ApiState) -> OverviewView {
             services: count(&mut super::tcp::services(&rt).iter().map(|v| &v.state)),
             middlewares: count(&mut super::tcp::middlewares(&rt).iter().map(|v| &v.state)),
         },
-        udp: UdpCounts::default(),
+        udp: UdpCounts {
+            routers: count(&mut super::tcp::udp_routers(&rt).iter().map(|v| &v.state)),
+            services: count(&mut super::tcp::udp_services(&rt).iter().map(|v| &v.state)),
+        },
         features: Features {
             tracing: "",
             metrics: if cfg.metrics.prometheus.is_some() {

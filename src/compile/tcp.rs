@@ -28,10 +28,7 @@ pub(super) fn compile(
     report: &mut Report,
     tls_hosts: &mut Vec<crate::tls::HostOptions>,
 ) -> Vec<Option<Arc<TcpRoutes>>> {
-    let mut services = Services {
-        defined: &dynamic.tcp.services,
-        done: BTreeMap::new(),
-    };
+    let mut services = Services::new(&dynamic.tcp.services, Reference::TcpService);
     let mut middlewares: BTreeMap<&str, Result<Arc<TcpGuard>, Problem>> = dynamic
         .tcp
         .middlewares
@@ -260,24 +257,36 @@ fn middleware(
     }))
 }
 
-/// Resolves TCP services once each, following weighted ones.
-struct Services<'a> {
+/// Resolves TCP (or UDP: the same shape) services once each, following
+/// weighted ones.
+pub(super) struct Services<'a> {
     defined: &'a BTreeMap<String, TcpService>,
     done: BTreeMap<String, Result<Arc<TcpTarget>, Problem>>,
+    /// `TcpService` or `UdpService`, for messages.
+    what: Reference,
 }
 
-impl Services<'_> {
-    fn get(&mut self, name: &str, depth: usize) -> Result<Arc<TcpTarget>, Problem> {
+impl<'a> Services<'a> {
+    pub(super) fn new(defined: &'a BTreeMap<String, TcpService>, what: Reference) -> Self {
+        Services {
+            defined,
+            done: BTreeMap::new(),
+            what,
+        }
+    }
+
+    pub(super) fn get(&mut self, name: &str, depth: usize) -> Result<Arc<TcpTarget>, Problem> {
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
         let result = match self.defined.get(name) {
             None => Err(Problem::Missing {
-                what: Reference::TcpService,
+                what: self.what,
                 name: name.to_owned(),
             }),
             Some(_) if depth > MAX_DEPTH => Err(Problem::bad_value(format!(
-                "weighted TCP services nest deeper than {MAX_DEPTH} (or in a cycle) at `{name}`"
+                "weighted {}s nest deeper than {MAX_DEPTH} (or in a cycle) at `{name}`",
+                self.what.words()
             ))),
             Some(service) => self.build(name, service, depth),
         };
@@ -342,7 +351,7 @@ impl Services<'_> {
                     let child_name = QualifiedName::resolve(&child.name, &provider).to_string();
                     let target = self.get(&child_name, depth + 1).map_err(|problem| {
                         Problem::InReference {
-                            what: Reference::TcpService,
+                            what: self.what,
                             name: child_name.clone(),
                             problem: Box::new(problem),
                         }
@@ -360,12 +369,14 @@ impl Services<'_> {
                     next: AtomicUsize::new(0),
                 }))
             }
-            (None, None) => Err(Problem::bad_value(
-                "a TCP service needs `loadBalancer` or `weighted`",
-            )),
-            (Some(_), Some(_)) => Err(Problem::bad_value(
-                "a TCP service has either `loadBalancer` or `weighted`, not both",
-            )),
+            (None, None) => Err(Problem::bad_value(format!(
+                "a {} needs `loadBalancer` or `weighted`",
+                self.what.words()
+            ))),
+            (Some(_), Some(_)) => Err(Problem::bad_value(format!(
+                "a {} has either `loadBalancer` or `weighted`, not both",
+                self.what.words()
+            ))),
         }
     }
 }

@@ -23,6 +23,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
         cert_resolvers: vec!["le".into()],
         internal: BTreeMap::new(),
         metrics: None,
+        udp_entry_points: Vec::new(),
     }
 }
 

@@ -5,9 +5,11 @@
 
 pub mod middleware;
 pub mod tcp;
+pub mod udp;
 
 pub use middleware::Middleware;
 pub use tcp::Tcp;
+pub use udp::Udp;
 
 use super::Duration;
 use serde::{Deserialize, Serialize};
@@ -25,10 +27,9 @@ pub struct Dynamic {
     /// TCP routers, services and middlewares.
     #[serde(skip_serializing_if = "Tcp::is_empty")]
     pub tcp: Tcp,
-    /// Traefik's UDP section: accepted so that Traefik files load, but not
-    /// routed yet; its presence is reported as a warning.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub udp: Option<serde_json::Value>,
+    /// UDP routers and services.
+    #[serde(skip_serializing_if = "Udp::is_empty")]
+    pub udp: Udp,
 }
 
 /// The `http` section.

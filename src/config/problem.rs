@@ -27,6 +27,12 @@ pub enum ObjectKind {
     /// A TCP middleware.
     #[serde(rename = "tcpMiddleware")]
     TcpMiddleware,
+    /// A UDP router.
+    #[serde(rename = "udpRouter")]
+    UdpRouter,
+    /// A UDP service.
+    #[serde(rename = "udpService")]
+    UdpService,
 }
 
 impl ObjectKind {
@@ -39,6 +45,8 @@ impl ObjectKind {
             ObjectKind::TcpRouter => "TCP router",
             ObjectKind::TcpService => "TCP service",
             ObjectKind::TcpMiddleware => "TCP middleware",
+            ObjectKind::UdpRouter => "UDP router",
+            ObjectKind::UdpService => "UDP service",
         }
     }
 }
@@ -158,10 +166,13 @@ pub enum Reference {
     TcpService,
     /// A TCP middleware in a TCP router's list.
     TcpMiddleware,
+    /// A UDP service a UDP router or weighted UDP service uses.
+    UdpService,
 }
 
 impl Reference {
-    const fn words(self) -> &'static str {
+    /// What it is, in words (`service`, `TCP service`, …).
+    pub const fn words(self) -> &'static str {
         match self {
             Reference::Service => "service",
             Reference::Middleware => "middleware",
@@ -176,6 +187,7 @@ impl Reference {
             Reference::FailoverFallback => "failover fallback",
             Reference::TcpService => "TCP service",
             Reference::TcpMiddleware => "TCP middleware",
+            Reference::UdpService => "UDP service",
         }
     }
 
@@ -626,6 +638,10 @@ pub enum Section {
     TcpMiddleware,
     /// `tcp.serversTransports`.
     TcpServersTransport,
+    /// `udp.routers`.
+    UdpRouter,
+    /// `udp.services`.
+    UdpService,
 }
 
 impl fmt::Display for Section {
@@ -641,6 +657,8 @@ impl fmt::Display for Section {
             Section::TcpService => "TCP service",
             Section::TcpMiddleware => "TCP middleware",
             Section::TcpServersTransport => "TCP servers transport",
+            Section::UdpRouter => "UDP router",
+            Section::UdpService => "UDP service",
         })
     }
 }
@@ -690,9 +708,6 @@ pub enum Notice {
         /// What is wrong and what is used instead.
         message: String,
     },
-    /// A `udp` section, which gangway does not route yet.
-    #[error("the udp section is ignored: gangway does not route UDP yet")]
-    UdpIgnored,
     /// Routers asking for different TLS options for one host.
     #[error(
         "host `{host}`: routers `{first}` and `{other}` ask for different TLS options; the default options are used"

@@ -79,6 +79,8 @@ pub struct EntryPoint {
     pub http: EntryPointHttp,
     /// HTTP/2 settings (Traefik's `http2` section).
     pub http2: EntryPointHttp2,
+    /// UDP settings, for an entry point whose address ends in `/udp`.
+    pub udp: EntryPointUdp,
     /// gangway's own request limits, where Traefik has none.
     pub limits: EntryPointLimits,
 }
@@ -96,6 +98,23 @@ impl Default for EntryPointHttp2 {
     fn default() -> Self {
         EntryPointHttp2 {
             max_concurrent_streams: 250,
+        }
+    }
+}
+
+/// UDP settings of an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointUdp {
+    /// How long a client's session (its own socket towards the server)
+    /// lives without a datagram either way. Default `3s`, as in Traefik.
+    pub timeout: Duration,
+}
+
+impl Default for EntryPointUdp {
+    fn default() -> Self {
+        EntryPointUdp {
+            timeout: Duration(std::time::Duration::from_secs(3)),
         }
     }
 }

@@ -229,6 +229,14 @@ fn merge_into(
             Section::TcpServersTransport,
             add_new(&mut into.tcp.servers_transports, tcp.servers_transports),
         ),
+        (
+            Section::UdpRouter,
+            add_new(&mut into.udp.routers, udp.routers),
+        ),
+        (
+            Section::UdpService,
+            add_new(&mut into.udp.services, udp.services),
+        ),
     ];
     into.tls.certificates.extend(tls.certificates);
     for (what, names) in twice {
@@ -254,7 +262,6 @@ fn merge_into(
             ));
         }
     }
-    into.udp = into.udp.take().or(udp);
 }
 
 /// Adds the entries of `from` whose names `map` does not have yet; the

@@ -152,6 +152,12 @@ pub struct Report {
     /// TCP middlewares by qualified name.
     #[serde(rename = "tcpMiddlewares", skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_middlewares: BTreeMap<String, ObjectReport>,
+    /// UDP routers by qualified name.
+    #[serde(rename = "udpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_routers: BTreeMap<String, ObjectReport>,
+    /// UDP services by qualified name.
+    #[serde(rename = "udpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_services: BTreeMap<String, ObjectReport>,
     /// Providers by name.
     pub providers: BTreeMap<String, ProviderReport>,
     /// Problems not tied to one object.
@@ -207,6 +213,8 @@ impl Report {
             (ObjectKind::TcpRouter, &self.tcp_routers),
             (ObjectKind::TcpService, &self.tcp_services),
             (ObjectKind::TcpMiddleware, &self.tcp_middlewares),
+            (ObjectKind::UdpRouter, &self.udp_routers),
+            (ObjectKind::UdpService, &self.udp_services),
         ] {
             for (name, r) in map {
                 for e in &r.errors {

@@ -1,5 +1,5 @@
-//! The compiled TCP routes of one entry point and the targets they
-//! forward to.
+//! The compiled TCP routes of one entry point, UDP routes, and the
+//! targets they forward to.
 
 use crate::middleware::in_flight_req;
 use crate::middleware::ip::AddressList;
@@ -108,6 +108,16 @@ pub enum TcpGuardKind {
         /// The counts.
         state: Arc<in_flight_req::State>,
     },
+}
+
+/// A compiled UDP router: where its entry point's datagrams go.
+pub struct UdpRoute {
+    /// Qualified router name.
+    pub name: String,
+    /// Qualified service name.
+    pub service_name: String,
+    /// The servers, as for TCP (weighted, in turn).
+    pub target: Arc<TcpTarget>,
 }
 
 /// What a TCP router does with TLS.

@@ -1,4 +1,5 @@
-//! The `address` of an entry point: `[host]:port`, optionally `/tcp`.
+//! The `address` of an entry point: `[host]:port`, optionally `/tcp` or
+//! `/udp`.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -9,15 +10,17 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Where an entry point listens: an optional IP address and a port.
 ///
 /// Written as in Traefik: `:80` (every interface), `0.0.0.0:80`,
-/// `127.0.0.1:8000`, `[::1]:8443`, optionally followed by `/tcp`. UDP
-/// entry points (`/udp`) are not supported. Port 0 asks the system for any
-/// free port. Serialized as the same text, without the `/tcp` suffix.
+/// `127.0.0.1:8000`, `[::1]:8443`, optionally followed by `/tcp`, or by
+/// `/udp` for a UDP entry point. Port 0 asks the system for any free port.
+/// Serialized as the same text, without the `/tcp` suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ListenAddress {
     /// The IP address to bind; `None` for every interface (`:80`).
     pub host: Option<IpAddr>,
-    /// The TCP port.
+    /// The port.
     pub port: u16,
+    /// A UDP entry point (`/udp`) rather than a TCP one.
+    pub udp: bool,
 }
 
 /// Why a piece of text is not a [`ListenAddress`].
@@ -47,8 +50,10 @@ pub enum AddressError {
         /// The port part that was not understood.
         port: String,
     },
-    /// The address asks for UDP or another transport.
-    #[error("`{input}`: only TCP entry points are supported (drop the `/{protocol}` suffix)")]
+    /// The address asks for a transport other than TCP and UDP.
+    #[error(
+        "`{input}`: an entry point is TCP (no suffix, or `/tcp`) or UDP (`/udp`), not `/{protocol}`"
+    )]
     UnsupportedProtocol {
         /// The text as given.
         input: String,
@@ -63,6 +68,7 @@ impl Default for ListenAddress {
         ListenAddress {
             host: None,
             port: 80,
+            udp: false,
         }
     }
 }
@@ -83,6 +89,7 @@ impl From<SocketAddr> for ListenAddress {
         ListenAddress {
             host: Some(addr.ip()),
             port: addr.port(),
+            udp: false,
         }
     }
 }
@@ -92,8 +99,10 @@ impl FromStr for ListenAddress {
 
     fn from_str(input: &str) -> Result<Self, Self::Err> {
         let mut text = input;
+        let mut udp = false;
         if let Some((before, protocol)) = input.rsplit_once('/') {
-            if !protocol.eq_ignore_ascii_case("tcp") {
+            udp = protocol.eq_ignore_ascii_case("udp");
+            if !udp && !protocol.eq_ignore_ascii_case("tcp") {
                 return Err(AddressError::UnsupportedProtocol {
                     input: input.to_owned(),
                     protocol: protocol.to_owned(),
@@ -135,17 +144,21 @@ impl FromStr for ListenAddress {
                 input: input.to_owned(),
                 port: port.to_owned(),
             })?;
-        Ok(ListenAddress { host, port })
+        Ok(ListenAddress { host, port, udp })
     }
 }
 
 impl fmt::Display for ListenAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.host {
-            None => write!(f, ":{}", self.port),
-            Some(IpAddr::V4(ip)) => write!(f, "{ip}:{}", self.port),
-            Some(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            None => write!(f, ":{}", self.port)?,
+            Some(IpAddr::V4(ip)) => write!(f, "{ip}:{}", self.port)?,
+            Some(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port)?,
         }
+        if self.udp {
+            f.write_str("/udp")?;
+        }
+        Ok(())
     }
 }
 

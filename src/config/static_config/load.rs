@@ -155,10 +155,7 @@ pub fn load(
         config.entry_points.insert(
             String::from("web"),
             super::EntryPoint {
-                address: ListenAddress {
-                    host: None,
-                    port: 80,
-                },
+                address: ListenAddress::default(),
                 ..super::EntryPoint::default()
             },
         );

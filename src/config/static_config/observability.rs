@@ -34,6 +34,7 @@ pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
             .unwrap_or(super::ListenAddress {
                 host: None,
                 port: 8080,
+                udp: false,
             });
         config.entry_points.insert(
             INTERNAL_ENTRY_POINT.to_owned(),

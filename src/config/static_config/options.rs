@@ -247,6 +247,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "HTTP/2 streams a client may have open at once on one connection.",
     ),
     opt(
+        "entryPoints.<name>.udp.timeout",
+        ValueKind::Duration,
+        "3s",
+        "On a UDP entry point: how long a client's session lives without a datagram.",
+    ),
+    opt(
         "entryPoints.<name>.limits.maxHeaderBytes",
         ValueKind::Int,
         "65536",

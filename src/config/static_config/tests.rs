@@ -137,12 +137,10 @@ fn address_errors() {
         AddressError::BadHost { .. }
     ));
     assert!(matches!(err("256.0.0.1:80"), AddressError::BadHost { .. }));
-    let udp = err(":53/udp");
-    assert!(matches!(udp, AddressError::UnsupportedProtocol { .. }));
-    assert_eq!(
-        udp.to_string(),
-        "`:53/udp`: only TCP entry points are supported (drop the `/udp` suffix)"
-    );
+    let udp = addr(":53/udp");
+    assert!(udp.udp && udp.port == 53 && udp.host.is_none());
+    assert_eq!(udp.to_string(), ":53/udp");
+    assert!(!addr("127.0.0.1:80/TCP").udp);
     assert!(matches!(
         err(":80/sctp"),
         AddressError::UnsupportedProtocol { .. }
@@ -836,7 +834,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `limits`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `udp`, `limits`"
     );
 }
 
@@ -1094,8 +1092,8 @@ fn bad_flag_values_name_the_flag() {
             "--entryPoints.web.address=80: `80` is not a listen address (try `:80` or `127.0.0.1:8080`)",
         ),
         (
-            &["--entryPoints.web.address", ":53/udp"],
-            "--entryPoints.web.address=:53/udp: `:53/udp`: only TCP entry points are supported (drop the `/udp` suffix)",
+            &["--entryPoints.web.address", ":53/sctp"],
+            "--entryPoints.web.address=:53/sctp: `:53/sctp`: an entry point is TCP (no suffix, or `/tcp`) or UDP (`/udp`), not `/sctp`",
         ),
         (
             &["--providers.providersThrottleDuration=abc"],
@@ -1546,6 +1544,7 @@ fn serializes_for_the_api() {
                         "underscoreHeadersStrategy": "keep"
                     },
                     "http2": {"maxConcurrentStreams": 250},
+                    "udp": {"timeout": "3s"},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},

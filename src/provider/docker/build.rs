@@ -477,7 +477,7 @@ fn contribute<'a>(
         return Err(not_routed(
             rec,
             NotRouted::TcpOrUdpOnly,
-            "its labels define only UDP routing; gangway does not route UDP yet".to_owned(),
+            "its labels define only UDP routing; gangway reads UDP routers from the file provider only, for now".to_owned(),
         ));
     }
     // As in Traefik: a container with TCP labels and no HTTP ones gets no

@@ -69,6 +69,8 @@ impl Places<'_> {
                 ("tcp", "services") => Some(Section::TcpService),
                 ("tcp", "middlewares") => Some(Section::TcpMiddleware),
                 ("tcp", "serversTransports") => Some(Section::TcpServersTransport),
+                ("udp", "routers") => Some(Section::UdpRouter),
+                ("udp", "services") => Some(Section::UdpService),
                 _ => None,
             };
             if let Some(section) = section {

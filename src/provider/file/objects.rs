@@ -7,6 +7,7 @@
 use super::locate;
 use crate::config::Dynamic;
 use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
+use crate::config::dynamic::udp::{UdpRouter, UdpService};
 use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
 use crate::config::format::{Format, parse_document};
 use crate::config::problem::{
@@ -73,6 +74,10 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         split.objects::<TcpRouter>(&["tcp", "routers"], Target::Section(Section::TcpRouter));
     let tcp_services =
         split.objects::<TcpService>(&["tcp", "services"], Target::Section(Section::TcpService));
+    let udp_routers =
+        split.objects::<UdpRouter>(&["udp", "routers"], Target::Section(Section::UdpRouter));
+    let udp_services =
+        split.objects::<UdpService>(&["udp", "services"], Target::Section(Section::UdpService));
     let tcp_middlewares = split.objects::<TcpMiddleware>(
         &["tcp", "middlewares"],
         Target::Section(Section::TcpMiddleware),
@@ -104,6 +109,8 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
     dynamic.tcp.routers.extend(tcp_routers);
     dynamic.tcp.services.extend(tcp_services);
     dynamic.tcp.middlewares.extend(tcp_middlewares);
+    dynamic.udp.routers.extend(udp_routers);
+    dynamic.udp.services.extend(udp_services);
     read.dynamic = dynamic;
     Ok(read)
 }
@@ -192,7 +199,11 @@ impl Split<'_> {
                     ObjectKind::Service => &mut self.read.detail.services,
                     ObjectKind::Middleware => &mut self.read.detail.middlewares,
                     // Read as sections (`Target::Section`): never here.
-                    ObjectKind::TcpRouter | ObjectKind::TcpService | ObjectKind::TcpMiddleware => {
+                    ObjectKind::TcpRouter
+                    | ObjectKind::TcpService
+                    | ObjectKind::TcpMiddleware
+                    | ObjectKind::UdpRouter
+                    | ObjectKind::UdpService => {
                         return;
                     }
                 };
