@@ -174,7 +174,7 @@ fn cases() -> Vec<Case> {
             "",
             0,
             vec![
-                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge",
+                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which only the DNS-01 challenge can get, and resolver `le` has no dnsChallenge (set certificatesResolvers.le.acme.dnsChallenge",
             ],
         ),
         (

@@ -25,6 +25,7 @@ fn ctx() -> CompileContext {
         metrics: None,
         entry_point_tls: Vec::new(),
         cert_resolvers: Vec::new(),
+        dns_resolvers: Vec::new(),
     }
 }
 
