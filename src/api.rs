@@ -417,14 +417,21 @@ async fn list_routers(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(views::routers(&state.runtime.load_full()), &q)
+    page(all_routers(&state), &q)
 }
 
 async fn one_router(
     State(state): St,
     Path(name): Path<String>,
 ) -> Result<Json<views::RouterView>, ApiError> {
-    find(views::routers(&state.runtime.load_full()), &name, "router")
+    find(all_routers(&state), &name, "router")
+}
+
+fn all_routers(state: &ApiState) -> Vec<views::RouterView> {
+    views::with_certificate_errors(
+        views::routers(&state.runtime.load_full()),
+        &state.certificates.snapshot(),
+    )
 }
 
 fn all_services(state: &ApiState) -> Vec<views::ServiceView> {

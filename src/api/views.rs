@@ -277,6 +277,10 @@ pub struct RouterView {
     /// today (gangway's addition).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<ServedCertificateView>,
+    /// For a router with `tls.certResolver`: the certificates its resolver
+    /// failed to obtain for it, with why (gangway's addition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificate_errors: Vec<CertificateErrorView>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
@@ -298,6 +302,46 @@ pub struct ServedCertificateView {
     /// Why a client may refuse it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+}
+
+/// A certificate a resolver failed to obtain for a router.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateErrorView {
+    /// The certificate resolver.
+    pub resolver: String,
+    /// The certificate's names.
+    pub domains: Vec<String>,
+    /// Why the last order failed.
+    pub error: String,
+    /// Failed orders in a row.
+    pub failures: u32,
+    /// When the next order is placed, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt: Option<i64>,
+}
+
+/// Adds to each router the failed orders of the certificates it wants.
+pub fn with_certificate_errors(
+    mut views: Vec<RouterView>,
+    certificates: &[CertificateState],
+) -> Vec<RouterView> {
+    for view in &mut views {
+        view.certificate_errors = certificates
+            .iter()
+            .filter(|c| c.routers.contains(&view.name))
+            .filter_map(|c| {
+                Some(CertificateErrorView {
+                    resolver: c.resolver.clone(),
+                    domains: c.domains.clone(),
+                    error: c.last_error.clone()?,
+                    failures: c.failures,
+                    next_attempt: c.next_attempt,
+                })
+            })
+            .collect();
+    }
+    views
 }
 
 /// The warning for the generated default certificate.
@@ -386,6 +430,7 @@ impl RouterView {
             paths: targets.paths,
             path_prefixes: targets.path_prefixes,
             certificates: Vec::new(),
+            certificate_errors: Vec::new(),
             state: StateView::of(report),
             provider,
         }
