@@ -244,6 +244,21 @@ pub enum ChallengeKind {
     Dns01,
 }
 
+impl ChallengeKind {
+    /// The challenge a resolver configured so answers: DNS-01 when
+    /// `dnsChallenge` is set, else HTTP-01 when `httpChallenge` is set
+    /// without `tlsChallenge`, else TLS-ALPN-01.
+    pub fn of(config: &AcmeConfig) -> Self {
+        if config.dns_challenge.is_some() {
+            ChallengeKind::Dns01
+        } else if config.http_challenge.is_some() && config.tls_challenge.is_none() {
+            ChallengeKind::Http01
+        } else {
+            ChallengeKind::TlsAlpn01
+        }
+    }
+}
+
 /// A DNS-01 challenge in progress, for the API.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -298,7 +313,7 @@ impl Resolver {
             // follows each certificate's own validity (schedule::renew_at).
             certificates_duration: _,
             ca_certificates,
-            tls_challenge,
+            tls_challenge: _, // read through ChallengeKind::of
             http_challenge,
             dns_challenge,
         } = config;
@@ -320,19 +335,15 @@ impl Resolver {
             )),
             None => None,
         };
-        let challenge = match http_challenge {
-            _ if dns.is_some() => ChallengeKind::Dns01,
-            Some(http) if tls_challenge.is_none() => {
-                if !entry_points.contains(&http.entry_point) {
-                    return Err(AcmeError::NoEntryPoint {
-                        resolver: name.to_owned(),
-                        entry_point: http.entry_point.clone(),
-                    });
-                }
-                ChallengeKind::Http01
-            }
-            _ => ChallengeKind::TlsAlpn01,
-        };
+        let challenge = ChallengeKind::of(config);
+        if let (ChallengeKind::Http01, Some(http)) = (challenge, http_challenge)
+            && !entry_points.contains(&http.entry_point)
+        {
+            return Err(AcmeError::NoEntryPoint {
+                resolver: name.to_owned(),
+                entry_point: http.entry_point.clone(),
+            });
+        }
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         for path in ca_certificates {

@@ -218,6 +218,7 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
         .route("/api/certificates", get(certificates))
+        .route("/api/certificateresolvers", get(certificate_resolvers))
         .route("/api/containers", get(containers))
         .route("/api/explain", get(explain::explain))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "404 page not found") })
@@ -493,6 +494,10 @@ async fn entry_point(State(state): St, Path(name): Path<String>) -> Response {
 
 async fn rawdata(State(state): St) -> Json<views::RawDataView> {
     Json(views::rawdata(&state))
+}
+
+async fn certificate_resolvers(State(state): St) -> Json<Vec<views::ResolverView>> {
+    Json(views::resolvers(&state))
 }
 
 async fn version(State(state): St) -> Json<views::VersionView> {

@@ -205,6 +205,20 @@ async fn a_wildcard_certificate_from_rfc2136_serves_every_host_under_it_and_an_e
         "{wild}"
     );
     assert_eq!(wild["pendingChallenge"]["domain"], "apps.test", "{wild}");
+    let resolvers: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/certificateresolvers").await.body).unwrap();
+    let le = resolvers
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == "le"))
+        .expect("resolver le listed");
+    assert_eq!(le["challenge"], "dns-01", "{resolvers}");
+    assert_eq!(le["dnsChallenge"]["provider"], "rfc2136", "{resolvers}");
+    assert!(
+        le["pendingChallenges"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|c| c["fqdn"] == format!("{fqdn}."))),
+        "{resolvers}"
+    );
 
     // One wildcard certificate serves every host under it; the host with
     // its own certificate gets that one.
@@ -293,7 +307,20 @@ async fn a_wrong_tsig_secret_is_an_error_on_resolver_and_router_retried_while_th
         gw.log()
     );
 
-    // The router carries the error too.
+    // So do the resolver…
+    let resolvers: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/certificateresolvers").await.body).unwrap();
+    assert_eq!(resolvers[0]["name"], "le", "{resolvers}");
+    assert_eq!(resolvers[0]["failing"], 1, "{resolvers}");
+    assert!(
+        resolvers[0]["errors"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("NOTAUTH")),
+        "{resolvers}"
+    );
+    assert!(!resolvers.to_string().contains(WRONG_SECRET));
+
+    // …and the router.
     let router: serde_json::Value =
         serde_json::from_slice(&gw.get("gw.test", "/api/http/routers/wild@file").await.body)
             .unwrap();
