@@ -87,7 +87,7 @@ export function certTable(certs, { compact = false } = {}) {
         : certBadge(c.status),
       domainsCell(c),
       c.resolver
-        ? h('span', {}, tag(c.resolver), c.challenge ? h('small', { class: 'muted challenge' }, ` ${c.challenge}`) : null)
+        ? h('span', {}, tag(c.resolver), c.challenge ? h('div', { class: 'muted challenge' }, h('small', {}, c.challenge)) : null)
         : h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file'),
       expiryCell(c.notAfter),
     ];
