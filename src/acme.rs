@@ -10,6 +10,7 @@
 //! new orders per resolver and hour. Issued certificates go into the TLS
 //! registry, which makes the aggregator compile a runtime that serves them.
 
+pub mod dns;
 mod order;
 pub mod schedule;
 pub mod storage;
@@ -116,6 +117,18 @@ pub enum AcmeError {
     /// The issued certificate cannot be served.
     #[error("the issued certificate cannot be used: {0}")]
     Certificate(#[from] TlsError),
+    /// The DNS-01 side of a resolver cannot be set up (provider, its
+    /// environment variables, resolvers).
+    #[error("{0}")]
+    DnsSetup(Box<dns::DnsError>),
+    /// Publishing, checking or removing a DNS-01 TXT record failed.
+    #[error("DNS-01 challenge for `{domain}`: {source}")]
+    Dns {
+        /// The name being validated (a wildcard's base name).
+        domain: String,
+        /// What failed.
+        source: Box<dns::DnsError>,
+    },
 }
 
 impl AcmeError {
@@ -217,12 +230,50 @@ async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), Stri
 }
 
 /// Which challenge a resolver answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum ChallengeKind {
     /// TLS-ALPN-01, on the TLS connections of every entry point.
+    #[serde(rename = "tls-alpn-01")]
     TlsAlpn01,
     /// HTTP-01, on the plain connections of the named entry point.
+    #[serde(rename = "http-01")]
     Http01,
+    /// DNS-01, through the resolver's DNS provider; the only one that can
+    /// get wildcard certificates.
+    #[serde(rename = "dns-01")]
+    Dns01,
+}
+
+impl ChallengeKind {
+    /// The challenge a resolver configured so answers: DNS-01 when
+    /// `dnsChallenge` is set, else HTTP-01 when `httpChallenge` is set
+    /// without `tlsChallenge`, else TLS-ALPN-01.
+    pub fn of(config: &AcmeConfig) -> Self {
+        if config.dns_challenge.is_some() {
+            ChallengeKind::Dns01
+        } else if config.http_challenge.is_some() && config.tls_challenge.is_none() {
+            ChallengeKind::Http01
+        } else {
+            ChallengeKind::TlsAlpn01
+        }
+    }
+}
+
+/// A DNS-01 challenge in progress, for the API.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingChallenge {
+    /// The challenge type, `dns-01`.
+    #[serde(rename = "type")]
+    pub kind: ChallengeKind,
+    /// The name being validated (a wildcard's base name).
+    pub domain: String,
+    /// The TXT record's name.
+    pub fqdn: String,
+    /// Where it stands.
+    pub step: dns::Step,
+    /// When this step began, seconds since the epoch.
+    pub since: i64,
 }
 
 /// A certificate resolver ready to order.
@@ -235,6 +286,8 @@ pub struct Resolver {
     storage: Storage,
     key_type: &'static rcgen::SignatureAlgorithm,
     challenge: ChallengeKind,
+    /// The DNS-01 side, when `dnsChallenge` is set.
+    dns: Option<Arc<dns::Solver>>,
     client: Arc<rustls::ClientConfig>,
     account: tokio::sync::Mutex<Option<Arc<rustls_acme::acme::Account>>>,
     orders: Mutex<schedule::OrderWindow>,
@@ -260,8 +313,9 @@ impl Resolver {
             // follows each certificate's own validity (schedule::renew_at).
             certificates_duration: _,
             ca_certificates,
-            tls_challenge,
+            tls_challenge: _, // read through ChallengeKind::of
             http_challenge,
+            dns_challenge,
         } = config;
         let key_type_name = key_type;
         let key_type = match key_type_name.to_ascii_uppercase().as_str() {
@@ -274,18 +328,22 @@ impl Resolver {
                 });
             }
         };
-        let challenge = match http_challenge {
-            Some(http) if tls_challenge.is_none() => {
-                if !entry_points.contains(&http.entry_point) {
-                    return Err(AcmeError::NoEntryPoint {
-                        resolver: name.to_owned(),
-                        entry_point: http.entry_point.clone(),
-                    });
-                }
-                ChallengeKind::Http01
-            }
-            _ => ChallengeKind::TlsAlpn01,
+        let dns = match dns_challenge {
+            Some(d) => Some(Arc::new(
+                dns::Solver::new(name, d, &|v| std::env::var(v).ok())
+                    .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?,
+            )),
+            None => None,
         };
+        let challenge = ChallengeKind::of(config);
+        if let (ChallengeKind::Http01, Some(http)) = (challenge, http_challenge)
+            && !entry_points.contains(&http.entry_point)
+        {
+            return Err(AcmeError::NoEntryPoint {
+                resolver: name.to_owned(),
+                entry_point: http.entry_point.clone(),
+            });
+        }
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         for path in ca_certificates {
@@ -329,6 +387,7 @@ impl Resolver {
             },
             key_type,
             challenge,
+            dns,
             client: Arc::new(client),
             account: tokio::sync::Mutex::new(None),
             orders: Mutex::new(schedule::OrderWindow::default()),
@@ -374,6 +433,11 @@ impl Resolver {
         *self.account.lock().await = None;
     }
 
+    /// The challenge this resolver answers.
+    pub fn challenge(&self) -> ChallengeKind {
+        self.challenge
+    }
+
     /// Loads every stored certificate of this resolver into the registry.
     pub fn load_stored(&self, registries: &Registries) -> usize {
         let mut loaded = 0;
@@ -411,12 +475,17 @@ impl Resolver {
 pub struct CertificateState {
     /// The certificate resolver.
     pub resolver: String,
+    /// The challenge its resolver answers.
+    pub challenge: ChallengeKind,
     /// Its names, main name first.
     pub domains: Vec<String>,
     /// The routers that want it.
     pub routers: Vec<String>,
     /// Where it stands.
     pub status: CertStatus,
+    /// The DNS-01 challenge being answered now, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_challenge: Option<PendingChallenge>,
     /// The issuer of the certificate served, if there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issuer: Option<String>,
@@ -600,9 +669,11 @@ async fn follow(
                     key.clone(),
                     CertificateState {
                         resolver: request.resolver.clone(),
+                        challenge: resolver.challenge,
                         domains: request.domains.clone(),
                         routers: request.routers.clone(),
                         status: CertStatus::Pending,
+                        pending_challenge: None,
                         issuer: None,
                         not_after: None,
                         next_attempt: None,
@@ -713,15 +784,19 @@ async fn keep_certificate(
             s.next_attempt = None;
         });
         tracing::info!(resolver = %resolver.name, domains = %names, renewal = current.is_some(), "ordering a certificate");
+        let progress = |pending: Option<PendingChallenge>| {
+            status.update(&key, |s| s.pending_challenge = pending);
+        };
         let result = match tokio::time::timeout(
             ORDER_TIMEOUT,
-            order::obtain(&resolver, &registries.tls.challenges, &domains),
+            order::obtain(&resolver, &registries.tls.challenges, &domains, &progress),
         )
         .await
         {
             Ok(r) => r,
             Err(_) => Err(AcmeError::Timeout(ORDER_TIMEOUT)),
         };
+        progress(None);
         let result = result.and_then(|pem| {
             let cert = crate::tls::store::parse_pem(&names, &pem, &pem)?;
             Ok((pem, cert))
@@ -830,9 +905,17 @@ mod tests {
     fn certificate_state_serialises_for_the_api() {
         let state = CertificateState {
             resolver: "le".into(),
+            challenge: ChallengeKind::Dns01,
             domains: vec!["app.test".into()],
             routers: vec!["app@file".into()],
             status: CertStatus::Error,
+            pending_challenge: Some(PendingChallenge {
+                kind: ChallengeKind::Dns01,
+                domain: "app.test".into(),
+                fqdn: "_acme-challenge.app.test.".into(),
+                step: dns::Step::Propagating,
+                since: 1_700_000_050,
+            }),
             issuer: None,
             not_after: Some(1_700_000_000),
             next_attempt: Some(1_700_000_100),
@@ -845,6 +928,13 @@ mod tests {
         assert_eq!(json["notAfter"], 1_700_000_000);
         assert_eq!(json["nextAttempt"], 1_700_000_100);
         assert_eq!(json["failures"], 2);
+        assert_eq!(json["challenge"], "dns-01");
+        assert_eq!(json["pendingChallenge"]["type"], "dns-01");
+        assert_eq!(
+            json["pendingChallenge"]["fqdn"],
+            "_acme-challenge.app.test."
+        );
+        assert_eq!(json["pendingChallenge"]["step"], "propagating");
         assert!(json.get("issuer").is_none());
         assert!(json.get("storageError").is_none());
     }
@@ -861,9 +951,11 @@ mod tests {
                 key.into(),
                 CertificateState {
                     resolver: "le".into(),
+                    challenge: ChallengeKind::TlsAlpn01,
                     domains: domains.into_iter().map(String::from).collect(),
                     routers: vec![],
                     status: CertStatus::Valid,
+                    pending_challenge: None,
                     issuer: None,
                     not_after: Some(t),
                     next_attempt: None,

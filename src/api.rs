@@ -229,6 +229,7 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
         .route("/api/certificates", get(certificates))
+        .route("/api/certificateresolvers", get(certificate_resolvers))
         .route("/api/containers", get(containers))
         .route("/api/explain", get(explain::explain))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "404 page not found") })
@@ -430,7 +431,7 @@ async fn list_routers(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(views::routers(&state.runtime.load_full()), &q)
+    page(all_routers(&state), &q)
 }
 
 async fn list_tcp_routers(
@@ -527,7 +528,14 @@ async fn one_router(
     State(state): St,
     Path(name): Path<String>,
 ) -> Result<Json<views::RouterView>, ApiError> {
-    find(views::routers(&state.runtime.load_full()), &name, "router")
+    find(all_routers(&state), &name, "router")
+}
+
+fn all_routers(state: &ApiState) -> Vec<views::RouterView> {
+    views::with_certificate_errors(
+        views::routers(&state.runtime.load_full()),
+        &state.certificates.snapshot(),
+    )
 }
 
 fn all_services(state: &ApiState) -> Vec<views::ServiceView> {
@@ -589,6 +597,10 @@ async fn entry_point(State(state): St, Path(name): Path<String>) -> Response {
 
 async fn rawdata(State(state): St) -> Json<views::RawDataView> {
     Json(views::rawdata(&state))
+}
+
+async fn certificate_resolvers(State(state): St) -> Json<Vec<views::ResolverView>> {
+    Json(views::resolvers(&state))
 }
 
 async fn version(State(state): St) -> Json<views::VersionView> {

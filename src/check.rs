@@ -320,6 +320,12 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         }
         config
     };
+    // A DNS provider reads its settings from the environment gangway runs
+    // in: checked here against `check`'s own. (A compose project's router
+    // gets its environment, and its secrets' files, only in its container.)
+    if options.compose.is_empty() {
+        findings.extend(dns_providers(&config, env));
+    }
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
@@ -976,6 +982,22 @@ fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Ve
         out.push(placed(Severity::Warning, w, places.cwd));
     }
     out
+}
+
+/// Each DNS-01 resolver whose provider cannot be set up from `env`
+/// (missing variables, unreadable `*_FILE`s, bad values).
+fn dns_providers(config: &StaticConfig, env: &[(String, String)]) -> Vec<Finding> {
+    let lookup = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    config
+        .certificates_resolvers
+        .iter()
+        .filter_map(|(name, r)| {
+            let dns = r.acme.dns_challenge.as_ref()?;
+            crate::acme::dns::Solver::new(name, dns, &lookup)
+                .err()
+                .map(|e| static_error(e.to_string()))
+        })
+        .collect()
 }
 
 /// What compile needs from the static configuration (as `run` builds it).

@@ -43,6 +43,9 @@ pub struct CompileContext {
     pub entry_point_tls: Vec<Option<dynamic::RouterTls>>,
     /// Names of the certificate resolvers of the static configuration.
     pub cert_resolvers: Vec<String>,
+    /// Those of them that answer DNS-01, the only challenge that can get a
+    /// wildcard certificate.
+    pub dns_resolvers: Vec<String>,
     /// Which entry points are UDP ones, indexed by `EntryPointId`; only
     /// UDP routers join them.
     pub udp_entry_points: Vec<bool>,
@@ -519,11 +522,12 @@ impl TlsUses {
                 })
                 .collect()
         };
+        let dns01 = ctx.dns_resolvers.iter().any(|r| r == resolver);
         for set in sets {
             let mut domains: Vec<String> = Vec::new();
             let mut refused = false;
             for name in set {
-                match orderable(&name) {
+                match orderable(&name, resolver, dns01) {
                     Ok(()) if !domains.contains(&name) => domains.push(name),
                     Ok(()) => {}
                     Err(why) => {
@@ -531,7 +535,7 @@ impl TlsUses {
                         warn(
                             error(Problem::NotOrderable {
                                 domain: name,
-                                reason: why.to_owned(),
+                                reason: why,
                             })
                             .at(if from_rule {
                                 "rule"
@@ -573,25 +577,36 @@ impl TlsUses {
 }
 
 /// Whether an ACME CA can issue a certificate for `name` through the
-/// challenges gangway answers (TLS-ALPN-01, HTTP-01).
-fn orderable(name: &str) -> Result<(), &'static str> {
+/// challenges `resolver` answers (`dns01`: it answers DNS-01, so a `*.`
+/// wildcard can be ordered).
+fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), String> {
     if name.parse::<std::net::IpAddr>().is_ok() {
-        return Err("IP addresses are not ordered");
+        return Err("IP addresses are not ordered".to_owned());
     }
-    // Until gangway answers DNS-01, a wildcard is reported rather than
-    // ordered: the CA would refuse it, and keep refusing at every retry.
     if name.starts_with("**.") {
         return Err(
             "`**.` stands for any depth of subdomains, which no certificate covers (a wildcard \
              certificate covers one label); list the names in tls.domains, or serve a \
-             certificate from tls.certificates",
+             certificate from tls.certificates"
+                .to_owned(),
         );
     }
+    // Reported rather than ordered without DNS-01: the CA would refuse the
+    // wildcard, and keep refusing at every retry.
+    let name = match name.strip_prefix("*.") {
+        Some(base) if dns01 => base,
+        Some(_) => {
+            return Err(format!(
+                "a wildcard name needs a wildcard certificate, which only the DNS-01 challenge \
+                 can get, and resolver `{resolver}` has no dnsChallenge (set \
+                 certificatesResolvers.{resolver}.acme.dnsChallenge, or serve a certificate from \
+                 tls.certificates)"
+            ));
+        }
+        None => name,
+    };
     if name.contains('*') {
-        return Err(
-            "a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge, \
-             which gangway does not answer; serve one from tls.certificates",
-        );
+        return Err("`*` may only stand for a whole first label (`*.example.com`)".to_owned());
     }
     let valid = !name.is_empty()
         && name.len() <= 253
@@ -607,7 +622,7 @@ fn orderable(name: &str) -> Result<(), &'static str> {
     if valid {
         Ok(())
     } else {
-        Err("not a valid DNS name")
+        Err("not a valid DNS name".to_owned())
     }
 }
 

@@ -426,6 +426,12 @@ pub(crate) fn compile_context(
             .map(|ep| ep.http.tls.as_ref().map(router_tls))
             .collect(),
         cert_resolvers: config.certificates_resolvers.keys().cloned().collect(),
+        dns_resolvers: config
+            .certificates_resolvers
+            .iter()
+            .filter(|(_, r)| r.acme.dns_challenge.is_some())
+            .map(|(name, _)| name.clone())
+            .collect(),
     }
 }
 

@@ -692,6 +692,7 @@ const GOLDEN: &[(&str, &str)] = &[
     ("version", "/api/version"),
     ("providers", "/api/providers"),
     ("certificates", "/api/certificates"),
+    ("certificateresolvers", "/api/certificateresolvers"),
     ("containers", "/api/containers"),
     ("explain", "/api/explain?host=app.test&path=/api/users"),
     ("tcp-routers", "/api/tcp/routers"),
@@ -820,9 +821,31 @@ async fn every_endpoint_answers_as_its_golden_file() {
 
     let internal = free_port();
     let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
-    let gw = Gangway::with_file(
+    // Two resolvers no router uses: listed with their challenges, never
+    // contacted.
+    let le_storage = format!(
+        "--certificatesResolvers.le.acme.storage={}",
+        certs.path().join("acme-le").display()
+    );
+    let dns_storage = format!(
+        "--certificatesResolvers.dns.acme.storage={}",
+        certs.path().join("acme-dns").display()
+    );
+    let gw = Gangway::with_file_env(
         &golden_config(&cert_path, &key_path),
-        &["--api.insecure=true", "--ping", "--metrics.prometheus", &ep],
+        &[
+            "--api.insecure=true",
+            "--ping",
+            "--metrics.prometheus",
+            &ep,
+            &le_storage,
+            "--certificatesResolvers.le.acme.caServer=staging",
+            &dns_storage,
+            "--certificatesResolvers.dns.acme.dnsChallenge.provider=exec",
+            "--certificatesResolvers.dns.acme.dnsChallenge.resolvers=192.0.2.53:53",
+            "--certificatesResolvers.dns.acme.dnsChallenge.propagation.delayBeforeChecks=5s",
+        ],
+        &[("EXEC_PATH", "/bin/true")],
     )
     .await;
     let api = Api::new(internal);

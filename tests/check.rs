@@ -174,7 +174,7 @@ fn cases() -> Vec<Case> {
             "",
             0,
             vec![
-                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which needs the DNS-01 challenge",
+                "warning: docker-compose.yml, service `app`: router `wild@docker`: label `gangway.http.routers.wild.rule`: no certificate is ordered for `*.app.localhost`: a wildcard name needs a wildcard certificate, which only the DNS-01 challenge can get, and resolver `le` has no dnsChallenge (set certificatesResolvers.le.acme.dnsChallenge",
             ],
         ),
         (
@@ -670,4 +670,62 @@ fn tcp_routers_and_services_are_checked_too() {
     ] {
         assert!(out.contains(line), "wanted `{line}` in:\n{out}");
     }
+}
+
+#[test]
+fn a_dns_provider_without_its_environment_variables_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.websecure]\naddress = \"127.0.0.1:8443\"\n\
+         [certificatesResolvers.le.acme.dnsChallenge]\nprovider = \"rfc2136\"\n",
+    )
+    .unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gangway"));
+        cmd.args(["check", "--configFile", "gangway.toml"])
+            .current_dir(dir.path())
+            .env_remove("GANGWAY_TEST_STRICT");
+        for v in [
+            "RFC2136_NAMESERVER",
+            "RFC2136_TSIG_KEY",
+            "RFC2136_TSIG_SECRET",
+        ] {
+            cmd.env_remove(v).env_remove(format!("{v}_FILE"));
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run gangway check");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = run(&[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: static configuration: certificatesResolvers.le.acme.dnsChallenge: provider \
+             `rfc2136` needs the environment variable RFC2136_NAMESERVER (or \
+             RFC2136_NAMESERVER_FILE naming a file that holds it)"
+        ),
+        "{out}"
+    );
+    // A key without its secret is named too, and the secret file is read.
+    let (code, out) = run(&[
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+    ]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("RFC2136_TSIG_SECRET"), "{out}");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "c2VjcmV0\n").unwrap();
+    let (code, out) = run(&[
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+        ("RFC2136_TSIG_SECRET_FILE", secret.to_str().unwrap()),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("c2VjcmV0"), "{out}");
 }

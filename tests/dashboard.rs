@@ -72,6 +72,11 @@ interval = "100ms"
 rule = "Host(`bare.test`)"
 service = "app"
 [http.routers.bare.tls]
+[http.routers.wild]
+rule = "Host(`*.wild.test`)"
+service = "app"
+[http.routers.wild.tls]
+certResolver = "dns"
 [http.services.split.weighted]
 [[http.services.split.weighted.services]]
 name = "app"
@@ -174,7 +179,27 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     // Nothing listens there: its health check fails, so it shows DOWN. The
     // other two are every server of `gone`, which is then an error.
     let dead: [String; 3] = std::array::from_fn(|_| format!("http://127.0.0.1:{}", free_port()));
-    let gw = Gangway::with_file(&config(&b, &dead, false, &cert), &args).await;
+    // A DNS-01 resolver whose CA cannot be reached: its wildcard
+    // certificate is listed with its challenge and the failure.
+    let ca = format!(
+        "--certificatesResolvers.dns.acme.caServer=https://127.0.0.1:{}/dir",
+        free_port()
+    );
+    let storage = format!(
+        "--certificatesResolvers.dns.acme.storage={}",
+        files.path().join("acme").display()
+    );
+    args.extend([
+        ca.as_str(),
+        storage.as_str(),
+        "--certificatesResolvers.dns.acme.dnsChallenge.provider=exec",
+    ]);
+    let gw = Gangway::with_file_env(
+        &config(&b, &dead, false, &cert),
+        &args,
+        &[("EXEC_PATH", "/bin/true")],
+    )
+    .await;
     let hidden = if docker {
         let spec = Spec::new("hidden");
         let port = spec.port.to_string();
@@ -217,7 +242,16 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
                     .unwrap_or(false),
                 Err(_) => false,
             };
-            routers && containers && gone
+            // The wildcard's first order has failed.
+            let uri = format!("{base}/api/certificates");
+            let failed = match client.get(uri.parse().unwrap()).await {
+                Ok(r) => http_body_util::BodyExt::collect(r.into_body())
+                    .await
+                    .map(|b| String::from_utf8_lossy(&b.to_bytes()).contains("CA unreachable"))
+                    .unwrap_or(false),
+                Err(_) => false,
+            };
+            routers && containers && gone && failed
         },
     )
     .await;

@@ -19,6 +19,8 @@ export function normalizeCert(c) {
     source: c.source,
     domains: list(c.domains),
     resolver: c.resolver || '',
+    challenge: c.challenge || '',
+    pendingChallenge: c.pendingChallenge || null,
     status: c.status,
     issuer: c.issuer,
     notAfter: toDate(c.notAfter),
@@ -84,7 +86,9 @@ export function certTable(certs, { compact = false } = {}) {
         ? h('span', { class: `badge status-${c.selfSigned ? 'warning' : 'enabled'}` }, icon(c.selfSigned ? 'warn' : 'check'), c.selfSigned ? 'self-signed' : 'valid')
         : certBadge(c.status),
       domainsCell(c),
-      c.resolver ? tag(c.resolver) : h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file'),
+      c.resolver
+        ? h('span', {}, tag(c.resolver), c.challenge ? h('div', { class: 'muted challenge' }, h('small', {}, c.challenge)) : null)
+        : h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file'),
       expiryCell(c.notAfter),
     ];
     if (!compact) {
@@ -94,8 +98,12 @@ export function certTable(certs, { compact = false } = {}) {
         c.routers.length ? h('div', { class: 'links' }, c.routers.map((r) => objLink('routers', r))) : h('span', { class: 'muted' }, '—'),
       );
     }
+    const pending = c.pendingChallenge;
     cells.push(c.warning
       ? h('span', { class: 'warn-text' }, c.warning)
+      : pending
+      ? h('span', { class: 'pending-challenge' }, `${pending.type} ${pending.step}: `, h('code', {}, pending.fqdn),
+        c.lastError ? h('div', { class: 'error-text' }, `last failure: ${c.lastError}`) : null)
       : c.lastError
       ? h('span', { class: 'error-text' }, c.lastError, c.failures ? h('small', {}, ` (${c.failures} failed in a row)`) : null)
       : c.storageError

@@ -3,9 +3,9 @@
 //! `Challenges`, so several orders can run at once), finalize with a fresh
 //! key, download the chain.
 
-use super::{AcmeError, ChallengeKind, Resolver};
+use super::{AcmeError, ChallengeKind, PendingChallenge, Resolver, dns};
 use crate::tls::Challenges;
-use rustls_acme::acme::{Account, AuthStatus, Identifier, OrderStatus};
+use rustls_acme::acme::{Account, AuthStatus, ChallengeType, Identifier, OrderStatus};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,11 +33,15 @@ where
     }
 }
 
+/// Reports the DNS-01 challenge in progress (None once it is over).
+pub(super) type Progress<'a> = dyn Fn(Option<PendingChallenge>) + Send + Sync + 'a;
+
 /// Runs one order for `domains`; returns the new key and chain as PEM.
 pub(super) async fn obtain(
     resolver: &Resolver,
     challenges: &Challenges,
     domains: &[String],
+    progress: &Progress<'_>,
 ) -> Result<Vec<u8>, AcmeError> {
     let account = resolver.account().await?;
     let client = &resolver.client;
@@ -59,7 +63,7 @@ pub(super) async fn obtain(
         match order.status.clone() {
             OrderStatus::Pending => {
                 for authorization in &order.authorizations {
-                    authorize(resolver, &account, challenges, authorization).await?;
+                    authorize(resolver, &account, challenges, authorization, progress).await?;
                 }
                 order = signed(&resolver.directory_url, || account.order(client, &url)).await?;
             }
@@ -126,14 +130,19 @@ async fn authorize(
     account: &Account,
     challenges: &Challenges,
     url: &str,
+    progress: &Progress<'_>,
 ) -> Result<(), AcmeError> {
     let client = &resolver.client;
     let auth = signed(&resolver.directory_url, || account.auth(client, url)).await?;
+    // A wildcard's authorization names its base domain (RFC 8555 §7.1.3).
     let Identifier::Dns(domain) = auth.identifier.clone();
     match auth.status {
         AuthStatus::Valid => return Ok(()),
         AuthStatus::Pending => {}
         _ => return Err(validation_error(&domain, &auth)),
+    }
+    if let Some(solver) = &resolver.dns {
+        return authorize_dns(resolver, account, solver, &auth, url, domain, progress).await;
     }
     let (challenge_url, _answer) = match resolver.challenge {
         ChallengeKind::TlsAlpn01 => {
@@ -156,9 +165,78 @@ async fn authorize(
                 Answer::Http(challenges, challenge.token.clone()),
             )
         }
+        ChallengeKind::Dns01 => {
+            return Err(AcmeError::Order(
+                "the resolver answers DNS-01 but has no DNS provider".to_owned(),
+            ));
+        }
     };
+    validate(resolver, account, url, &challenge_url, domain).await
+}
+
+/// Answers a DNS-01 challenge: publishes the TXT record, waits until it is
+/// answered, asks the CA to validate, and removes the record whatever the
+/// outcome.
+async fn authorize_dns(
+    resolver: &Resolver,
+    account: &Account,
+    solver: &Arc<dns::Solver>,
+    auth: &rustls_acme::acme::Auth,
+    url: &str,
+    domain: String,
+    progress: &Progress<'_>,
+) -> Result<(), AcmeError> {
+    use ring::signature::KeyPair as _;
+    let Some(challenge) = auth
+        .challenges
+        .iter()
+        .find(|c| c.typ == ChallengeType::Dns01)
+    else {
+        return Err(AcmeError::Validation {
+            domain,
+            detail: "the CA offers no dns-01 challenge for it".to_owned(),
+        });
+    };
+    let thumbprint = dns::thumbprint(account.key_pair.public_key().as_ref())
+        .ok_or_else(|| AcmeError::Order("the account key is not a P-256 key".to_owned()))?;
+    let value = dns::txt_value(&dns::key_authorization(&challenge.token, &thumbprint));
+    let fqdn = dns::challenge_fqdn(&domain);
+    let report = |step: dns::Step| {
+        progress(Some(PendingChallenge {
+            kind: ChallengeKind::Dns01,
+            domain: domain.clone(),
+            fqdn: fqdn.clone(),
+            step,
+            since: super::unix_now(),
+        }));
+    };
+    tracing::info!(resolver = %resolver.name, domain = %domain, fqdn = %fqdn, provider = solver.provider_name(), "publishing the DNS-01 TXT record");
+    let published = solver
+        .publish(&fqdn, &value, &report)
+        .await
+        .map_err(|source| AcmeError::Dns {
+            domain: domain.clone(),
+            source: Box::new(source),
+        })?;
+    report(dns::Step::Validating);
+    let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
+    published.remove().await;
+    progress(None);
+    outcome
+}
+
+/// Tells the CA to validate a challenge and polls the authorization until
+/// it is decided.
+async fn validate(
+    resolver: &Resolver,
+    account: &Account,
+    url: &str,
+    challenge_url: &str,
+    domain: String,
+) -> Result<(), AcmeError> {
+    let client = &resolver.client;
     signed(&resolver.directory_url, || {
-        account.challenge(client, &challenge_url)
+        account.challenge(client, challenge_url)
     })
     .await?;
     for poll in 1..=POLLS {

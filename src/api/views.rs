@@ -277,6 +277,10 @@ pub struct RouterView {
     /// today (gangway's addition).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub certificates: Vec<ServedCertificateView>,
+    /// For a router with `tls.certResolver`: the certificates its resolver
+    /// failed to obtain for it, with why (gangway's addition).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificate_errors: Vec<CertificateErrorView>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
@@ -298,6 +302,99 @@ pub struct ServedCertificateView {
     /// Why a client may refuse it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+}
+
+/// A certificate a resolver failed to obtain for a router.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateErrorView {
+    /// The certificate resolver.
+    pub resolver: String,
+    /// The certificate's names.
+    pub domains: Vec<String>,
+    /// Why the last order failed.
+    pub error: String,
+    /// Failed orders in a row.
+    pub failures: u32,
+    /// When the next order is placed, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt: Option<i64>,
+}
+
+/// A certificate resolver on `/api/certificateresolvers`: how it obtains
+/// certificates, and how its certificates stand.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolverView {
+    /// Its name in the static configuration.
+    pub name: String,
+    /// The ACME directory URL.
+    pub ca_server: String,
+    /// The challenge it answers: `tls-alpn-01`, `http-01` or `dns-01`.
+    pub challenge: crate::acme::ChallengeKind,
+    /// For DNS-01: the provider, the resolvers checked and the propagation
+    /// settings (the provider's credentials are never shown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dns_challenge: Option<crate::config::static_config::DnsChallenge>,
+    /// Certificates it is asked for.
+    pub certificates: usize,
+    /// Those whose last order failed.
+    pub failing: usize,
+    /// The DNS-01 challenges being answered now.
+    pub pending_challenges: Vec<crate::acme::PendingChallenge>,
+    /// The failed orders' errors, one per failing certificate.
+    pub errors: Vec<String>,
+}
+
+/// Every certificate resolver of the static configuration, by name.
+pub fn resolvers(state: &ApiState) -> Vec<ResolverView> {
+    let certs = state.certificates.snapshot();
+    state
+        .static_config
+        .certificates_resolvers
+        .iter()
+        .map(|(name, r)| {
+            let mine: Vec<&CertificateState> =
+                certs.iter().filter(|c| c.resolver == *name).collect();
+            let errors: Vec<String> = mine.iter().filter_map(|c| c.last_error.clone()).collect();
+            ResolverView {
+                name: name.clone(),
+                ca_server: r.acme.directory_url().to_owned(),
+                challenge: crate::acme::ChallengeKind::of(&r.acme),
+                dns_challenge: r.acme.dns_challenge.clone(),
+                certificates: mine.len(),
+                failing: errors.len(),
+                pending_challenges: mine
+                    .iter()
+                    .filter_map(|c| c.pending_challenge.clone())
+                    .collect(),
+                errors,
+            }
+        })
+        .collect()
+}
+
+/// Adds to each router the failed orders of the certificates it wants.
+pub fn with_certificate_errors(
+    mut views: Vec<RouterView>,
+    certificates: &[CertificateState],
+) -> Vec<RouterView> {
+    for view in &mut views {
+        view.certificate_errors = certificates
+            .iter()
+            .filter(|c| c.routers.contains(&view.name))
+            .filter_map(|c| {
+                Some(CertificateErrorView {
+                    resolver: c.resolver.clone(),
+                    domains: c.domains.clone(),
+                    error: c.last_error.clone()?,
+                    failures: c.failures,
+                    next_attempt: c.next_attempt,
+                })
+            })
+            .collect();
+    }
+    views
 }
 
 /// The warning for the generated default certificate.
@@ -386,6 +483,7 @@ impl RouterView {
             paths: targets.paths,
             path_prefixes: targets.path_prefixes,
             certificates: Vec::new(),
+            certificate_errors: Vec::new(),
             state: StateView::of(report),
             provider,
         }

@@ -26,6 +26,7 @@ fn ctx() -> CompileContext {
         entry_point_tls: Vec::new(),
         cert_resolvers: Vec::new(),
         udp_entry_points: Vec::new(),
+        dns_resolvers: Vec::new(),
     }
 }
 

@@ -20,7 +20,8 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
             queue_timeout: std::time::Duration::ZERO,
         },
         entry_point_tls: ep_tls,
-        cert_resolvers: vec!["le".into()],
+        cert_resolvers: vec!["le".into(), "dns".into()],
+        dns_resolvers: vec!["dns".into()],
         internal: BTreeMap::new(),
         metrics: None,
         udp_entry_points: Vec::new(),
@@ -197,6 +198,66 @@ certResolver = "le"
             .routers
             .values()
             .all(|r| r.status == crate::runtime::Status::Warning)
+    );
+}
+
+#[test]
+fn a_resolver_with_dns01_orders_wildcards_from_rules_and_domains() {
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.wild]
+rule = "Host(`*.apps.test`)"
+service = "s"
+[http.routers.wild.tls]
+certResolver = "dns"
+[http.routers.listed]
+rule = "Host(`www.site.test`)"
+service = "s"
+[http.routers.listed.tls]
+certResolver = "dns"
+[[http.routers.listed.tls.domains]]
+main = "*.site.test"
+sans = ["site.test"]
+[http.routers.deep]
+rule = "Host(`**.deep.test`)"
+service = "s"
+[http.routers.deep.tls]
+certResolver = "dns"
+[http.routers.plain]
+rule = "Host(`*.plain.test`)"
+service = "s"
+[http.routers.plain.tls]
+certResolver = "le"
+"#
+    );
+    let rt = compile_toml(&text, &ctx(vec![None, None]));
+    let mut got = requests(&rt);
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            (vec!["*.apps.test".to_owned()], vec!["wild@file".to_owned()]),
+            (
+                vec!["*.site.test".to_owned(), "site.test".to_owned()],
+                vec!["listed@file".to_owned()]
+            ),
+        ]
+    );
+    let problems = |r: &str| rt.report.routers[r].errors.clone();
+    assert!(problems("wild@file").is_empty());
+    assert!(problems("listed@file").is_empty());
+    // DNS-01 does not make `**.` orderable.
+    assert!(matches!(&problems("deep@file")[0].problem,
+        Problem::NotOrderable { reason, .. } if reason.contains("any depth")));
+    // A resolver without DNS-01 says which resolver and what to set.
+    let plain = problems("plain@file");
+    assert_eq!(plain.len(), 1, "{plain:?}");
+    assert_eq!(
+        plain[0].problem.to_string(),
+        "no certificate is ordered for `*.plain.test`: a wildcard name needs a wildcard \
+         certificate, which only the DNS-01 challenge can get, and resolver `le` has no \
+         dnsChallenge (set certificatesResolvers.le.acme.dnsChallenge, or serve a certificate \
+         from tls.certificates)"
     );
 }
 

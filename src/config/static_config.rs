@@ -321,6 +321,11 @@ pub struct Acme {
     /// Answer HTTP-01 challenges on a plain entry point.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_challenge: Option<HttpChallenge>,
+    /// Answer DNS-01 challenges by publishing TXT records through a DNS
+    /// provider: for hosts the CA cannot reach, and for wildcard names.
+    /// Takes precedence over the other two challenges when set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dns_challenge: Option<DnsChallenge>,
 }
 
 impl Default for Acme {
@@ -334,6 +339,7 @@ impl Default for Acme {
             ca_certificates: Vec::new(),
             tls_challenge: None,
             http_challenge: None,
+            dns_challenge: None,
         }
     }
 }
@@ -362,6 +368,43 @@ pub struct HttpChallenge {
     /// The plain-HTTP entry point (port 80 for a public CA) that answers
     /// `/.well-known/acme-challenge/`.
     pub entry_point: String,
+}
+
+/// The DNS-01 challenge: a TXT record `_acme-challenge.<name>` published
+/// through a DNS provider. The provider's settings and credentials come
+/// from environment variables (or `*_FILE` variables naming files), never
+/// from this configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct DnsChallenge {
+    /// Who publishes the record: `rfc2136` (dynamic update with a TSIG
+    /// key), `exec` (a program of yours) or `httpreq` (an HTTP endpoint of
+    /// yours).
+    pub provider: String,
+    /// DNS servers (`host` or `host:port`, port 53 by default) asked for
+    /// the record before the CA is told to look; without any, the zone's
+    /// authoritative servers, found through the system's resolvers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resolvers: Vec<String>,
+    /// When and how the record's propagation is checked.
+    pub propagation: Propagation,
+}
+
+/// Propagation checks of the DNS-01 challenge's TXT record.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Propagation {
+    /// Wait this long after publishing the record before the first check
+    /// (or before telling the CA, when checks are off). Default 0.
+    pub delay_before_checks: Duration,
+    /// Tell the CA as soon as the record is published (after
+    /// `delayBeforeChecks`), without asking any DNS server for it.
+    pub disable_checks: bool,
+    /// Without `resolvers`: ask the system's recursive resolvers too, not
+    /// only the zone's authoritative servers. With `resolvers`, every one
+    /// listed is always asked.
+    #[serde(rename = "requireAllRNS")]
+    pub require_all_rns: bool,
 }
 
 /// Trust in the `X-Forwarded-*` headers that clients send.

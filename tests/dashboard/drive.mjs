@@ -353,11 +353,14 @@ try {
   step('certificates');
   await open('/certificates');
   await page.waitForSelector('table.certs tbody tr');
-  const certRow = await text('table.certs tbody tr');
+  const certRows = await page.$$eval('table.certs tbody tr', (rows) => rows.map((r) => r.innerText));
+  const certRow = certRows.find((r) => r.includes('www.secure.test')) || '';
   check(certRow.includes('secure.test') && certRow.includes('www.secure.test'), `certificates: the file certificate's names are listed (${certRow})`);
   check(/expires in \d+ days?/.test(certRow), `certificates: its expiry is shown (${certRow})`);
   check(certRow.includes('dashboard test CA'), `certificates: its issuer is shown (${certRow})`);
-  const certRows = await page.$$eval('table.certs tbody tr', (rows) => rows.map((r) => r.innerText));
+  // An ACME certificate shows its resolver's challenge and why it failed.
+  check(certRows.some((r) => r.includes('*.wild.test') && r.includes('dns-01') && r.includes('CA unreachable')),
+    `certificates: the wildcard's challenge and failure are shown: ${JSON.stringify(certRows)}`);
   check(certRows.some((r) => r.includes('gangway.default.invalid') && r.includes('self-signed') && r.includes('bare@file')),
     `certificates: the default certificate is listed with its router: ${JSON.stringify(certRows)}`);
   await readOnly('certificates');

@@ -41,7 +41,8 @@ pub struct Pebble {
     management: u16,
     dns: u16,
     pebble: Option<Child>,
-    challtestsrv: Child,
+    /// None when pebble resolves through a DNS server of the test's own.
+    challtestsrv: Option<Child>,
     starts: usize,
     nonce_reject: u32,
 }
@@ -67,6 +68,23 @@ impl Pebble {
         validity: Option<u64>,
         nonce_reject: u32,
     ) -> Pebble {
+        Self::start_on(http_port, tls_port, validity, nonce_reject, None).await
+    }
+
+    /// Starts pebble resolving every name through the DNS server on
+    /// 127.0.0.1:`dns` (DNS-01 is validated against its real records),
+    /// with no challtestsrv; HTTP-01 and TLS-ALPN-01 ports are unused.
+    pub async fn start_with_dns(dns: u16, validity: Option<u64>) -> Pebble {
+        Self::start_on(free_port(), free_port(), validity, 0, Some(dns)).await
+    }
+
+    async fn start_on(
+        http_port: u16,
+        tls_port: u16,
+        validity: Option<u64>,
+        nonce_reject: u32,
+        dns: Option<u16>,
+    ) -> Pebble {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = TestCa::new("pebble API test CA");
         let (cert, key) = ca.issue(&["localhost", "127.0.0.1"]);
@@ -74,7 +92,13 @@ impl Pebble {
         std::fs::write(dir.path().join("key.pem"), key).unwrap();
         let api_ca = dir.path().join("api-ca.pem");
         std::fs::write(&api_ca, ca.pem()).unwrap();
-        let (challtestsrv, dns) = start_challtestsrv(dir.path()).await;
+        let (challtestsrv, dns) = match dns {
+            Some(port) => (None, port),
+            None => {
+                let (child, port) = start_challtestsrv(dir.path()).await;
+                (Some(child), port)
+            }
+        };
         let mut pebble = Pebble {
             directory: String::new(),
             api_ca_pem: ca.pem(),
@@ -216,8 +240,10 @@ impl Pebble {
 impl Drop for Pebble {
     fn drop(&mut self) {
         self.stop();
-        let _ = self.challtestsrv.kill();
-        let _ = self.challtestsrv.wait();
+        if let Some(mut child) = self.challtestsrv.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -226,16 +252,16 @@ const ATTEMPTS: usize = 5;
 
 /// Why a program did not come to listen.
 #[derive(Debug)]
-enum NotListening {
+pub enum NotListening {
     /// It exited (most likely: the port was taken meanwhile).
     Exit,
     /// It runs, but does not listen within 20 s.
     Silent,
 }
-use NotListening::{Exit, Silent};
+pub use NotListening::{Exit, Silent};
 
 /// Waits until `child` accepts connections on 127.0.0.1:`port`.
-async fn listens(child: &mut Child, port: u16) -> Result<(), NotListening> {
+pub async fn listens(child: &mut Child, port: u16) -> Result<(), NotListening> {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))

@@ -672,6 +672,36 @@ pub const OPTIONS: &[OptionSpec] = &[
         "",
         "Answer HTTP-01 challenges on this plain entry point.",
     ),
+    opt(
+        "certificatesResolvers.<name>.acme.dnsChallenge.provider",
+        ValueKind::String,
+        "",
+        "Answer DNS-01 challenges through this DNS provider: rfc2136, exec or httpreq.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.dnsChallenge.resolvers",
+        ValueKind::List,
+        "",
+        "DNS servers asked for the TXT record before the CA is (default: the zone's authoritative ones).",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.dnsChallenge.propagation.delayBeforeChecks",
+        ValueKind::Duration,
+        "0s",
+        "Wait this long after publishing the TXT record before checking it.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.dnsChallenge.propagation.disableChecks",
+        ValueKind::Bool,
+        "false",
+        "Tell the CA without checking that DNS servers answer the TXT record.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.dnsChallenge.propagation.requireAllRNS",
+        ValueKind::Bool,
+        "false",
+        "Without resolvers: ask the system's recursive resolvers too.",
+    ),
 ];
 
 /// The heading for a group of options, by first segment.

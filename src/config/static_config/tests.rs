@@ -1266,6 +1266,15 @@ fn full_config() -> StaticConfig {
                 http_challenge: Some(HttpChallenge {
                     entry_point: String::from("web"),
                 }),
+                dns_challenge: Some(DnsChallenge {
+                    provider: String::from("rfc2136"),
+                    resolvers: vec![String::from("192.0.2.53:53")],
+                    propagation: Propagation {
+                        delay_before_checks: Duration(std::time::Duration::from_secs(5)),
+                        disable_checks: true,
+                        require_all_rns: true,
+                    },
+                }),
                 ..Acme::default()
             },
         },
@@ -1396,7 +1405,16 @@ fn row_defaults_match_struct_defaults() {
     entry_point.http.redirections = Some(Redirections::default());
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), entry_point)].into(),
-        certificates_resolvers: [(String::from("web"), CertificatesResolver::default())].into(),
+        certificates_resolvers: [(
+            String::from("web"),
+            CertificatesResolver {
+                acme: Acme {
+                    dns_challenge: Some(DnsChallenge::default()),
+                    ..Acme::default()
+                },
+            },
+        )]
+        .into(),
         providers: Providers {
             file: Some(FileProvider::default()),
             docker: Some(DockerProvider::default()),
@@ -1746,4 +1764,55 @@ fn redirections_are_shown_only_when_configured() {
     let json = serde_json::to_value(&http).unwrap();
     assert_eq!(json["redirections"]["entryPoint"]["to"], "websecure");
     assert_eq!(json["redirections"]["entryPoint"]["scheme"], "https");
+}
+
+#[test]
+fn dns_challenge_loads_from_a_file_and_from_flags_with_traefiks_names() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        r#"
+[certificatesResolvers.le.acme.dnsChallenge]
+provider = "rfc2136"
+resolvers = ["192.0.2.53:5353", "192.0.2.54"]
+[certificatesResolvers.le.acme.dnsChallenge.propagation]
+delayBeforeChecks = "10s"
+disableChecks = true
+requireAllRNS = true
+"#,
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let dns = config.certificates_resolvers["le"]
+        .acme
+        .dns_challenge
+        .clone()
+        .expect("dnsChallenge");
+    assert_eq!(dns.provider, "rfc2136");
+    assert_eq!(dns.resolvers, ["192.0.2.53:5353", "192.0.2.54"]);
+    assert_eq!(
+        dns.propagation.delay_before_checks.0,
+        std::time::Duration::from_secs(10)
+    );
+    assert!(dns.propagation.disable_checks);
+    assert!(dns.propagation.require_all_rns);
+    let flags = run(
+        &[
+            "--certificatesResolvers.le.acme.dnsChallenge.provider=exec",
+            "--certificatesResolvers.le.acme.dnsChallenge.resolvers=192.0.2.53,192.0.2.54",
+            "--certificatesResolvers.le.acme.dnsChallenge.propagation.delayBeforeChecks=2s",
+            "--certificatesResolvers.le.acme.dnsChallenge.propagation.requireAllRNS=true",
+        ],
+        &[],
+    );
+    let dns = flags.certificates_resolvers["le"]
+        .acme
+        .dns_challenge
+        .clone()
+        .expect("dnsChallenge");
+    assert_eq!(dns.provider, "exec");
+    assert_eq!(dns.resolvers.len(), 2);
+    assert_eq!(
+        dns.propagation.delay_before_checks.0,
+        std::time::Duration::from_secs(2)
+    );
+    assert!(dns.propagation.require_all_rns && !dns.propagation.disable_checks);
 }

@@ -1,0 +1,189 @@
+use super::*;
+use crate::config::static_config::{DnsChallenge, Propagation};
+use std::collections::HashMap;
+
+fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |k: &str| map.get(k).cloned()
+}
+
+fn challenge(provider: &str) -> DnsChallenge {
+    DnsChallenge {
+        provider: provider.to_owned(),
+        resolvers: vec!["127.0.0.1:5353".to_owned()],
+        propagation: Propagation::default(),
+    }
+}
+
+#[test]
+fn the_record_is_named_after_the_base_domain() {
+    assert_eq!(challenge_fqdn("apps.test"), "_acme-challenge.apps.test.");
+    assert_eq!(challenge_fqdn("*.apps.test"), "_acme-challenge.apps.test.");
+    assert_eq!(
+        challenge_fqdn("www.apps.test."),
+        "_acme-challenge.www.apps.test."
+    );
+}
+
+#[test]
+fn the_txt_value_is_the_base64url_sha256_of_the_key_authorization() {
+    // RFC 8555 §8.4's construction, computed independently: SHA-256 of
+    // "token.thumb" = the bytes below.
+    let value = txt_value("evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA.thumb");
+    assert_eq!(value.len(), 43, "32 bytes in unpadded base64url");
+    assert!(!value.contains(['+', '/', '=']));
+    let again = txt_value("evaGxfADs6pSRb2LAv9IZf17Dt3juxGJ-PCt92wr-oA.thumb");
+    assert_eq!(value, again);
+    assert_ne!(value, txt_value("other.thumb"));
+    // A known vector: SHA-256("abc") in base64url.
+    assert_eq!(
+        txt_value("abc"),
+        "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"
+    );
+}
+
+#[test]
+fn the_key_authorization_matches_the_acme_clients_own() {
+    use ring::rand::SystemRandom;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+    use rustls_acme::acme::{Account, Challenge, ChallengeType, Directory};
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let key_pair =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    let thumb = thumbprint(key_pair.public_key().as_ref()).unwrap();
+    let account = Account {
+        key_pair,
+        directory: Directory {
+            new_nonce: String::new(),
+            new_account: String::new(),
+            new_order: String::new(),
+        },
+        kid: String::new(),
+    };
+    let token = "LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0";
+    let made_up = [Challenge {
+        typ: ChallengeType::Http01,
+        url: String::new(),
+        token: token.to_owned(),
+        error: None,
+    }];
+    let (_, theirs) = account.http_01(&made_up).unwrap();
+    assert_eq!(key_authorization(token, &thumb), theirs);
+    assert_eq!(thumbprint(&[4; 10]), None);
+}
+
+#[test]
+fn providers_are_built_from_environment_variables() {
+    let vars = [
+        ("RFC2136_NAMESERVER", "127.0.0.1:5353"),
+        ("RFC2136_TSIG_KEY", "gangway-key"),
+        ("RFC2136_TSIG_SECRET", "c2VjcmV0c2VjcmV0c2VjcmV0"),
+        ("RFC2136_PROPAGATION_TIMEOUT", "30"),
+    ];
+    let solver = Solver::new("le", &challenge("rfc2136"), &lookup(&vars)).unwrap();
+    assert_eq!(solver.provider_name(), "rfc2136");
+    assert_eq!(solver.checks.timeout, Duration::from_secs(30));
+    assert_eq!(solver.checks.resolvers, ["127.0.0.1:5353".parse().unwrap()]);
+    // The secret never shows in Debug.
+    assert!(!format!("{solver:?}").contains("c2VjcmV0"));
+
+    let exec = Solver::new(
+        "le",
+        &challenge("exec"),
+        &lookup(&[("EXEC_PATH", "/bin/true")]),
+    );
+    assert_eq!(exec.unwrap().provider_name(), "exec");
+    let http = Solver::new(
+        "le",
+        &challenge("httpreq"),
+        &lookup(&[("HTTPREQ_ENDPOINT", "http://127.0.0.1:9/dns")]),
+    );
+    assert_eq!(http.unwrap().provider_name(), "httpreq");
+}
+
+#[test]
+fn missing_variables_are_all_named() {
+    let err = Solver::new("le", &challenge("rfc2136"), &lookup(&[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "certificatesResolvers.le.acme.dnsChallenge: provider `rfc2136` needs the environment \
+         variable RFC2136_NAMESERVER (or RFC2136_NAMESERVER_FILE naming a file that holds it)"
+    );
+    let half = [
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+    ];
+    let err = Solver::new("le", &challenge("rfc2136"), &lookup(&half)).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["RFC2136_TSIG_SECRET"])
+    );
+    let err = Solver::new("le", &challenge("httpreq"), &lookup(&[])).unwrap_err();
+    assert!(err.to_string().contains("HTTPREQ_ENDPOINT"), "{err}");
+    let err = Solver::new("le", &challenge("route53"), &lookup(&[])).unwrap_err();
+    assert!(matches!(err, DnsError::UnknownProvider { .. }));
+}
+
+#[test]
+fn file_variables_are_read_and_bad_values_are_named_without_the_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "not base64!\n").unwrap();
+    let vars = [
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+        ("RFC2136_TSIG_SECRET_FILE", secret.to_str().unwrap()),
+    ];
+    let err = Solver::new("le", &challenge("rfc2136"), &lookup(&vars)).unwrap_err();
+    assert_eq!(err.to_string(), "RFC2136_TSIG_SECRET: is not base64");
+    let gone = [
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+        ("RFC2136_TSIG_SECRET_FILE", "/nonexistent/secret"),
+    ];
+    let err = Solver::new("le", &challenge("rfc2136"), &lookup(&gone)).unwrap_err();
+    assert!(matches!(err, DnsError::EnvFile { .. }), "{err}");
+    let sha1 = [
+        ("RFC2136_NAMESERVER", "127.0.0.1"),
+        ("RFC2136_TSIG_KEY", "k"),
+        ("RFC2136_TSIG_SECRET", "c2VjcmV0"),
+        ("RFC2136_TSIG_ALGORITHM", "hmac-sha1."),
+    ];
+    let err = Solver::new("le", &challenge("rfc2136"), &lookup(&sha1)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("RFC2136_TSIG_ALGORITHM: `hmac-sha1`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn resolvers_and_resolv_conf_are_parsed() {
+    assert_eq!(parse_server("9.9.9.9"), Some("9.9.9.9:53".parse().unwrap()));
+    assert_eq!(
+        parse_server("127.0.0.1:5353"),
+        Some("127.0.0.1:5353".parse().unwrap())
+    );
+    assert_eq!(
+        parse_server("[::1]:5353"),
+        Some("[::1]:5353".parse().unwrap())
+    );
+    assert_eq!(parse_server("::1"), Some("[::1]:53".parse().unwrap()));
+    assert_eq!(parse_server("ns.example.com"), None);
+    let mut bad = challenge("exec");
+    bad.resolvers = vec!["ns.example.com".to_owned()];
+    let err = Solver::new("le", &bad, &lookup(&[("EXEC_PATH", "/bin/true")])).unwrap_err();
+    assert!(matches!(err, DnsError::BadResolver { .. }));
+    let conf =
+        "# comment\nsearch lan\nnameserver 10.0.0.1\nnameserver fe80::1%eth0\noptions ndots:1\n";
+    assert_eq!(
+        parse_resolv_conf(conf),
+        [
+            "10.0.0.1:53".parse().unwrap(),
+            "[fe80::1]:53".parse().unwrap()
+        ]
+    );
+}

@@ -1,0 +1,584 @@
+//! DNS-01 against real parts: Debian's BIND (`named`) serving the zone
+//! `test.` on a loopback port of each test's own, accepting TSIG-signed
+//! updates; pebble resolving every name through it, so that it validates
+//! the TXT records gangway really published. Covers wildcard certificates,
+//! the three providers (`rfc2136`, `exec` with `nsupdate`, `httpreq`), a
+//! wrong TSIG secret, and renewal.
+
+mod support;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::{BodyExt, Full};
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::named::{self, KEY, Named, SECRET, WRONG_SECRET};
+use support::pebble::{self, Pebble};
+use support::tls::TlsClient;
+use support::{Backend, Gangway, eventually, free_port};
+
+/// Time for one certificate from pebble (a few seconds here).
+const ISSUE: Duration = Duration::from_secs(60);
+
+/// Whether named and pebble can run here (skips, or fails under
+/// `GANGWAY_TEST_STRICT=1`).
+fn ready(test: &str) -> bool {
+    named::available(test) && pebble::available(test)
+}
+
+/// A dynamic configuration: a backend, the API on `gw.test`, and one TLS
+/// router per (name, rule, resolver, extra TOML lines of its `tls`).
+fn routers(backend: &str, routers: &[(&str, &str, &str, &str)]) -> String {
+    let mut s = format!(
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{backend}\"\n\
+         [http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n"
+    );
+    for (name, rule, resolver, tls) in routers {
+        s.push_str(&format!(
+            "[http.routers.{name}]\nrule = \"{rule}\"\nservice = \"app\"\n[http.routers.{name}.tls]\ncertResolver = \"{resolver}\"\n{tls}"
+        ));
+    }
+    s
+}
+
+/// named, pebble resolving through it, and where gangway listens for TLS.
+struct Setup {
+    named: Named,
+    pebble: Pebble,
+    tls: u16,
+    storage: tempfile::TempDir,
+}
+
+impl Setup {
+    async fn start(validity: Option<u64>) -> Setup {
+        let named = Named::start().await;
+        let pebble = Pebble::start_with_dns(named.port, validity).await;
+        Setup {
+            named,
+            pebble,
+            tls: free_port(),
+            storage: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The flags of a resolver `name` on this pebble (with `provider`, if any).
+    fn resolver(&self, name: &str, provider: Option<&str>) -> Vec<String> {
+        let mut flags = vec![
+            format!(
+                "--certificatesResolvers.{name}.acme.caServer={}",
+                self.pebble.directory
+            ),
+            format!(
+                "--certificatesResolvers.{name}.acme.caCertificates={}",
+                self.pebble.api_ca.display()
+            ),
+            format!(
+                "--certificatesResolvers.{name}.acme.storage={}",
+                self.storage.path().join(name).display()
+            ),
+        ];
+        if let Some(provider) = provider {
+            flags.push(format!(
+                "--certificatesResolvers.{name}.acme.dnsChallenge.provider={provider}"
+            ));
+            flags.push(format!(
+                "--certificatesResolvers.{name}.acme.dnsChallenge.resolvers={}",
+                self.named.address()
+            ));
+        }
+        flags
+    }
+
+    /// gangway with resolver `le` answering DNS-01 through `provider`.
+    async fn gangway(
+        &self,
+        dynamic: &str,
+        provider: &str,
+        env: &[(&str, &str)],
+        extra: &[&str],
+    ) -> Gangway {
+        let mut flags = vec![
+            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls),
+            "--api=true".to_owned(),
+        ];
+        flags.extend(self.resolver("le", Some(provider)));
+        flags.extend(extra.iter().map(|s| (*s).to_owned()));
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        Gangway::with_file_env(dynamic, &flags, env).await
+    }
+
+    /// The environment of the `rfc2136` provider for this named.
+    fn rfc2136_env(&self, secret: &'static str) -> Vec<(&'static str, String)> {
+        vec![
+            ("RFC2136_NAMESERVER", self.named.address()),
+            ("RFC2136_TSIG_KEY", KEY.to_owned()),
+            ("RFC2136_TSIG_SECRET", secret.to_owned()),
+            ("RFC2136_TSIG_ALGORITHM", "hmac-sha256.".to_owned()),
+        ]
+    }
+
+    /// Waits until `host` is served with a pebble certificate naming
+    /// `names`; returns a client trusting pebble's root.
+    async fn wait_for_certificate(&self, host: &str, names: &[&str]) -> TlsClient {
+        let client = TlsClient::trusting(&self.pebble.issuing_root().await);
+        let tls = self.tls;
+        eventually(
+            ISSUE,
+            &format!("a certificate {names:?} for {host}"),
+            || {
+                let client = client.clone();
+                async move {
+                    client
+                        .get(tls, host, None, "/", true)
+                        .await
+                        .is_ok_and(|g| g.status == StatusCode::OK && g.names() == names)
+                }
+            },
+        )
+        .await;
+        client
+    }
+}
+
+fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    env.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// `/api/certificates` (null until the router to the API is loaded).
+async fn certificates(gw: &Gangway) -> serde_json::Value {
+    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body).unwrap_or_default()
+}
+
+/// The ACME certificate whose main name is `main`, if listed.
+fn cert(certs: &serde_json::Value, main: &str) -> Option<serde_json::Value> {
+    certs
+        .as_array()?
+        .iter()
+        .find(|c| c["source"] == "acme" && c["domains"][0] == main)
+        .cloned()
+}
+
+#[tokio::test]
+async fn a_wildcard_certificate_from_rfc2136_serves_every_host_under_it_and_an_exact_one_wins() {
+    if !ready("a_wildcard_certificate_from_rfc2136") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let dynamic = routers(
+        &app.url(),
+        &[
+            ("wild", "Host(`*.apps.test`)", "le", ""),
+            ("exact", "Host(`exact.apps.test`)", "le", ""),
+            ("other", "Host(`*.other.test`)", "plain", ""),
+        ],
+    );
+    let env = setup.rfc2136_env(SECRET);
+    let mut extra = setup.resolver("plain", None);
+    // The record stays up at least this long, so the test sees it.
+    extra.push(
+        "--certificatesResolvers.le.acme.dnsChallenge.propagation.delayBeforeChecks=2s".to_owned(),
+    );
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let gw = setup
+        .gangway(&dynamic, "rfc2136", &env_refs(&env), &extra)
+        .await;
+
+    // The TXT record is on the real server while the CA validates, and the
+    // API shows the pending challenge with its name.
+    let fqdn = "_acme-challenge.apps.test";
+    eventually(ISSUE, "the TXT record published on named", || async {
+        !setup.named.txt(fqdn).await.is_empty()
+    })
+    .await;
+    let during = setup.named.txt(fqdn).await;
+    assert_eq!(during.len(), 1, "{during:?}");
+    assert_eq!(during[0].len(), 43, "a base64url SHA-256: {during:?}");
+    let certs = certificates(&gw).await;
+    let wild = cert(&certs, "*.apps.test").expect("the wildcard certificate listed");
+    assert_eq!(wild["challenge"], "dns-01");
+    assert_eq!(wild["pendingChallenge"]["type"], "dns-01", "{wild}");
+    assert_eq!(
+        wild["pendingChallenge"]["fqdn"],
+        format!("{fqdn}."),
+        "{wild}"
+    );
+    assert_eq!(wild["pendingChallenge"]["domain"], "apps.test", "{wild}");
+    let resolvers: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/certificateresolvers").await.body).unwrap();
+    let le = resolvers
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["name"] == "le"))
+        .expect("resolver le listed");
+    assert_eq!(le["challenge"], "dns-01", "{resolvers}");
+    assert_eq!(le["dnsChallenge"]["provider"], "rfc2136", "{resolvers}");
+    assert!(
+        le["pendingChallenges"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|c| c["fqdn"] == format!("{fqdn}."))),
+        "{resolvers}"
+    );
+
+    // One wildcard certificate serves every host under it; the host with
+    // its own certificate gets that one.
+    let client = setup
+        .wait_for_certificate("one.apps.test", &["*.apps.test"])
+        .await;
+    let two = client
+        .get(setup.tls, "two.apps.test", None, "/", true)
+        .await
+        .expect("the wildcard is valid for two.apps.test");
+    assert_eq!(two.names(), ["*.apps.test"]);
+    setup
+        .wait_for_certificate("exact.apps.test", &["exact.apps.test"])
+        .await;
+
+    // The records are gone once validated.
+    for name in [fqdn, "_acme-challenge.exact.apps.test"] {
+        eventually(
+            Duration::from_secs(10),
+            &format!("{name} removed"),
+            || async { setup.named.txt(name).await.is_empty() },
+        )
+        .await;
+    }
+    let certs = certificates(&gw).await;
+    let wild = cert(&certs, "*.apps.test").unwrap();
+    assert_eq!(wild["status"], "valid", "{wild}");
+    assert!(wild.get("pendingChallenge").is_none(), "{wild}");
+
+    // A wildcard on a resolver without DNS-01 is an error on its router,
+    // with the reason, and is never ordered.
+    let other = gw
+        .get("gw.test", "/api/http/routers/other@file")
+        .await
+        .text();
+    assert!(
+        other.contains("no certificate is ordered for `*.other.test`")
+            && other.contains("resolver `plain` has no dnsChallenge"),
+        "{other}"
+    );
+    assert!(!setup.pebble.log().contains("other.test"));
+    assert_eq!(setup.pebble.orders(), 2, "{}", setup.pebble.log());
+}
+
+#[tokio::test]
+async fn a_wrong_tsig_secret_is_an_error_on_resolver_and_router_retried_while_the_default_certificate_is_served()
+ {
+    if !ready("a_wrong_tsig_secret") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let dynamic = routers(&app.url(), &[("wild", "Host(`*.apps.test`)", "le", "")]);
+    let env = setup.rfc2136_env(WRONG_SECRET);
+    let gw = setup
+        .gangway(&dynamic, "rfc2136", &env_refs(&env), &[])
+        .await;
+
+    // Failed twice: the second attempt came after the backoff.
+    eventually(Duration::from_secs(60), "two failed orders", || async {
+        cert(&certificates(&gw).await, "*.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+    })
+    .await;
+    let wild = cert(&certificates(&gw).await, "*.apps.test").unwrap();
+    let error = wild["lastError"].as_str().unwrap_or_default().to_owned();
+    eprintln!("lastError: {error}");
+    let server = setup.named.address();
+    for part in [
+        "DNS-01 challenge for `apps.test`",
+        "rfc2136: adding `_acme-challenge.apps.test.`",
+        server.as_str(),
+        "was refused: NOTAUTH",
+        "TSIG",
+    ] {
+        assert!(error.contains(part), "`{part}` in: {error}");
+    }
+    assert_eq!(wild["status"], "error");
+    assert!(wild["nextAttempt"].as_i64().is_some(), "{wild}");
+    // The secret is nowhere: not in the API, not in the log.
+    assert!(!wild.to_string().contains(WRONG_SECRET));
+    assert!(!gw.log().contains(WRONG_SECRET));
+    assert!(
+        gw.log().contains("certificate order failed"),
+        "{}",
+        gw.log()
+    );
+
+    // So do the resolver…
+    let resolvers: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/certificateresolvers").await.body).unwrap();
+    assert_eq!(resolvers[0]["name"], "le", "{resolvers}");
+    assert_eq!(resolvers[0]["failing"], 1, "{resolvers}");
+    assert!(
+        resolvers[0]["errors"][0]
+            .as_str()
+            .is_some_and(|e| e.contains("NOTAUTH")),
+        "{resolvers}"
+    );
+    assert!(!resolvers.to_string().contains(WRONG_SECRET));
+
+    // …and the router.
+    let router: serde_json::Value =
+        serde_json::from_slice(&gw.get("gw.test", "/api/http/routers/wild@file").await.body)
+            .unwrap();
+    let errors = &router["certificateErrors"];
+    assert_eq!(errors[0]["resolver"], "le", "{router}");
+    assert_eq!(errors[0]["domains"][0], "*.apps.test", "{router}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("TSIG"),
+        "{router}"
+    );
+
+    // Meanwhile the hosts get the default certificate.
+    let served = TlsClient::insecure()
+        .get(setup.tls, "one.apps.test", None, "/", true)
+        .await
+        .expect("a handshake with the default certificate");
+    assert_eq!(served.common_name(), "GANGWAY DEFAULT CERT");
+    assert_eq!(setup.pebble.log().matches("Added order").count(), 2);
+}
+
+#[tokio::test]
+async fn the_exec_provider_runs_a_script_that_updates_with_nsupdate() {
+    if !ready("the_exec_provider") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls.log");
+    let script = dir.path().join("dns-hook.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nset -e\necho \"$1 $2\" >> '{calls}'\n\
+             case \"$1\" in present) op=add;; cleanup) op=delete;; *) exit 2;; esac\n\
+             nsupdate <<EOF\n{header}update $op $2 60 TXT \"$3\"\nsend\nEOF\n",
+            calls = calls.display(),
+            header = setup.named.nsupdate_header(),
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dynamic = routers(
+        &app.url(),
+        &[("hooked", "Host(`exec.apps.test`)", "le", "")],
+    );
+    let path = script.display().to_string();
+    let _gw = setup
+        .gangway(&dynamic, "exec", &[("EXEC_PATH", path.as_str())], &[])
+        .await;
+    setup
+        .wait_for_certificate("exec.apps.test", &["exec.apps.test"])
+        .await;
+    let fqdn = "_acme-challenge.exec.apps.test.";
+    eventually(Duration::from_secs(10), "present, then cleanup", || async {
+        std::fs::read_to_string(&calls).unwrap_or_default()
+            == format!("present {fqdn}\ncleanup {fqdn}\n")
+    })
+    .await;
+    assert!(setup.named.txt(fqdn).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_httpreq_provider_posts_to_an_endpoint_that_updates_the_server() {
+    if !ready("the_httpreq_provider") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let header = setup.named.nsupdate_header();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let endpoint = {
+        let seen = seen.clone();
+        Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+            let (seen, header) = (seen.clone(), header.clone());
+            async move {
+                let path = req.uri().path().to_owned();
+                let auth = req
+                    .headers()
+                    .get(http::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                let body = req.into_body().collect().await.unwrap().to_bytes();
+                let reply = |status: StatusCode, text: String| {
+                    http::Response::builder()
+                        .status(status)
+                        .body(Full::new(Bytes::from(text)))
+                        .unwrap()
+                };
+                // "dns:s3cret" in base64.
+                if auth != "Basic ZG5zOnMzY3JldA==" {
+                    return reply(StatusCode::UNAUTHORIZED, "who are you".into());
+                }
+                let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let (Some(fqdn), Some(value)) = (json["fqdn"].as_str(), json["value"].as_str())
+                else {
+                    return reply(StatusCode::BAD_REQUEST, "fqdn and value please".into());
+                };
+                let op = match path.as_str() {
+                    "/dns/present" => "add",
+                    "/dns/cleanup" => "delete",
+                    _ => return reply(StatusCode::NOT_FOUND, path),
+                };
+                seen.lock().unwrap().push(format!("{path} {fqdn}"));
+                let mut child = tokio::process::Command::new("nsupdate")
+                    .stdin(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let script = format!("{header}update {op} {fqdn} 60 TXT \"{value}\"\nsend\n");
+                use tokio::io::AsyncWriteExt;
+                let mut stdin = child.stdin.take().unwrap();
+                stdin.write_all(script.as_bytes()).await.unwrap();
+                drop(stdin);
+                let out = child.wait_with_output().await.unwrap();
+                if out.status.success() {
+                    reply(StatusCode::OK, String::new())
+                } else {
+                    reply(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        String::from_utf8_lossy(&out.stderr).into_owned(),
+                    )
+                }
+            }
+        })
+        .await
+    };
+    let dynamic = routers(
+        &app.url(),
+        &[("posted", "Host(`http.apps.test`)", "le", "")],
+    );
+    let url = format!("{}/dns", endpoint.url());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "httpreq",
+            &[
+                ("HTTPREQ_ENDPOINT", url.as_str()),
+                ("HTTPREQ_USERNAME", "dns"),
+                ("HTTPREQ_PASSWORD", "s3cret"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("http.apps.test", &["http.apps.test"])
+        .await;
+    let fqdn = "_acme-challenge.http.apps.test.";
+    eventually(Duration::from_secs(10), "present, then cleanup", || async {
+        *seen.lock().unwrap()
+            == [
+                format!("/dns/present {fqdn}"),
+                format!("/dns/cleanup {fqdn}"),
+            ]
+    })
+    .await;
+    assert!(setup.named.txt(fqdn).await.is_empty());
+    assert!(!gw.log().contains("s3cret"));
+}
+
+#[tokio::test]
+async fn a_short_lived_wildcard_certificate_is_renewed() {
+    if !ready("a_short_lived_wildcard_certificate_is_renewed") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    // 30 s certificates: renewal when 10 s are left.
+    let setup = Setup::start(Some(30)).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let env = setup.rfc2136_env(SECRET);
+    let _gw = setup
+        .gangway(&dynamic, "rfc2136", &env_refs(&env), &[])
+        .await;
+    let names = ["*.apps.test", "apps.test"];
+    let client = setup.wait_for_certificate("www.apps.test", &names).await;
+    let first = client
+        .get(setup.tls, "www.apps.test", None, "/", true)
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "a renewed certificate", || {
+        let client = client.clone();
+        let first = first.serial();
+        let tls = setup.tls;
+        async move {
+            client
+                .get(tls, "www.apps.test", None, "/", true)
+                .await
+                .is_ok_and(|g| g.serial() != first)
+        }
+    })
+    .await;
+    let renewed = client
+        .get(setup.tls, "www.apps.test", None, "/", true)
+        .await
+        .unwrap();
+    assert_eq!(renewed.names(), names);
+    assert!(renewed.not_after() > first.not_after());
+    assert!(setup.pebble.orders() >= 2);
+}
+
+#[tokio::test]
+async fn a_record_that_never_shows_up_fails_naming_the_resolver_and_the_wait() {
+    if !ready("a_record_that_never_shows_up") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Says it published the record, and did not.
+    let script = dir.path().join("liar.sh");
+    std::fs::write(&script, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = script.display().to_string();
+    let dynamic = routers(&app.url(), &[("lost", "Host(`lost.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "exec",
+            &[
+                ("EXEC_PATH", path.as_str()),
+                ("EXEC_PROPAGATION_TIMEOUT", "3"),
+                ("EXEC_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    eventually(Duration::from_secs(30), "a failed order", || async {
+        cert(&certificates(&gw).await, "lost.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 1)
+    })
+    .await;
+    let lost = cert(&certificates(&gw).await, "lost.apps.test").unwrap();
+    let error = lost["lastError"].as_str().unwrap_or_default();
+    eprintln!("lastError: {error}");
+    assert!(
+        error.starts_with(&format!(
+            "DNS-01 challenge for `lost.apps.test`: the TXT record \
+             `_acme-challenge.lost.apps.test.` was not visible at {} after ",
+            setup.named.address()
+        )) && error.ends_with("s (it answered no TXT record)"),
+        "{error}"
+    );
+    // The CA was never told to look.
+    assert!(
+        !setup.pebble.log().contains("Attempting to validate"),
+        "{}",
+        setup.pebble.log()
+    );
+}
