@@ -62,13 +62,16 @@ impl Proxy {
     ) {
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let deadline = Instant::now() + limit;
+        // Only where TCP routers listen does the rest of the runtime matter
+        // before the first bytes: HTTP-only entry points pay one load.
         let (tcp, https) = {
             let runtime = self.runtime.load();
             let tcp = runtime.tcp.get(entry_point.id).cloned().flatten();
-            let https = runtime
-                .entry_points
-                .get(entry_point.id)
-                .is_some_and(|routes| routes.iter().any(|r| r.tls));
+            let https = tcp.is_some()
+                && runtime
+                    .entry_points
+                    .get(entry_point.id)
+                    .is_some_and(|routes| routes.iter().any(|r| r.tls));
             (tcp, https)
         };
         let mut stream = stream;
