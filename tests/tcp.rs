@@ -153,7 +153,11 @@ url = "{}"
     );
     let gw = Gangway::with_file(
         &dynamic,
-        &[&format!("--entryPoints.db.address=127.0.0.1:{tcp_port}")],
+        &[
+            &format!("--entryPoints.db.address=127.0.0.1:{tcp_port}"),
+            "--metrics.prometheus",
+            "--metrics.prometheus.entryPoint=web",
+        ],
     )
     .await;
     eventually(Duration::from_secs(5), "TCP router routes", || async {
@@ -189,6 +193,30 @@ url = "{}"
         seen.iter().any(|n| n == "db") && seen.iter().any(|n| n == "spare"),
         "{seen:?}"
     );
+    // A forwarded connection counts in its entry point's open connections
+    // while it lasts.
+    let open = |want: &'static str| {
+        let gw = &gw;
+        async move {
+            let metrics = gw.get("any.test", "/metrics").await.text();
+            metrics
+                .lines()
+                .any(|l| l == format!("gangway_open_connections{{entrypoint=\"db\"}} {want}"))
+        }
+    };
+    let mut held = tokio::net::TcpStream::connect(("127.0.0.1", tcp_port))
+        .await
+        .unwrap();
+    assert!(line(&mut held).await.starts_with("hello from"));
+    eventually(Duration::from_secs(5), "one open TCP connection", || {
+        open("1")
+    })
+    .await;
+    drop(held);
+    eventually(Duration::from_secs(5), "none open once it closed", || {
+        open("0")
+    })
+    .await;
     // HTTP routers on the other entry point are untouched.
     assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
 }

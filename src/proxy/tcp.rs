@@ -211,6 +211,23 @@ impl Proxy {
     }
 }
 
+/// One connection counted in its entry point's `open_connections`, until
+/// dropped.
+struct OpenConnection<'a>(&'a crate::metrics::Stats);
+
+impl<'a> OpenConnection<'a> {
+    fn new(stats: &'a crate::metrics::Stats) -> Self {
+        stats.connection_opened();
+        OpenConnection(stats)
+    }
+}
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.connection_closed();
+    }
+}
+
 /// What is said to a server before the client's bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Preamble {
@@ -264,6 +281,9 @@ async fn forward<C>(
         tracing::warn!(router = %route.name, service = %route.service_name, %peer, "no TCP server could be reached; connection closed");
         return;
     };
+    // Counted in the entry point's open connections while it is forwarded,
+    // as HTTP connections are.
+    let _open = entry_point.stats.as_deref().map(OpenConnection::new);
     if let Some(version) = picked.proxy_protocol {
         let header = super::proxy_protocol::header(version, peer, local);
         if let Err(e) = server.write_all(&header).await {
