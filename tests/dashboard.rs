@@ -93,6 +93,25 @@ middlewares = ["outer"]
 middlewares = ["only-in-chain", "hdr"]
 [http.middlewares.only-in-chain.stripPrefix]
 prefixes = ["/z"]
+[tcp.routers.db]
+entryPoints = ["gangway"]
+rule = "HostSNI(`db.test`)"
+service = "db"
+middlewares = ["local"]
+[tcp.routers.db.tls]
+passthrough = true
+[tcp.routers.named]
+entryPoints = ["gangway"]
+rule = "HostSNI(`named.test`)"
+service = "db"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:5432"
+[tcp.middlewares.local.ipAllowList]
+sourceRange = ["127.0.0.1/32"]
+[udp.routers.dns]
+service = "dns"
+[[udp.services.dns.loadBalancer.servers]]
+address = "127.0.0.1:5353"
 "#,
         b.url(),
         b.url()

@@ -10,6 +10,7 @@ import { detailPage } from './detail.js';
 import { certificatesPage } from './certificates.js';
 import { containersPage } from './containers.js';
 import { explainPage } from './explain.js';
+import { tcpPage } from './tcp.js';
 
 const POLL_MS = 2000;
 
@@ -26,6 +27,7 @@ function pageFor(parts, query) {
     case 'services':
     case 'middlewares':
       return name ? detailPage(section, name) : listPage(section, query);
+    case 'tcp': return rest.length ? null : tcpPage();
     case 'certificates': return rest.length ? null : certificatesPage();
     case 'containers': return rest.length ? null : containersPage();
     case 'explain': return rest.length ? null : explainPage(query);

@@ -33,6 +33,7 @@ const FILES: &[Asset] = assets![
     "certificates.js",
     "containers.js",
     "explain.js",
+    "tcp.js",
 ];
 
 /// Scripts, styles and data from gangway itself only; inline style

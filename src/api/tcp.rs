@@ -26,7 +26,7 @@ pub struct TcpRouterView {
     pub rule: String,
     /// The priority in effect: the configured one, or the rule's length.
     pub priority: i64,
-    /// Middlewares, as configured.
+    /// Middlewares in order, qualified.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub middlewares: Vec<String>,
     /// The service, qualified.
@@ -95,7 +95,11 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
                 priority: r
                     .priority
                     .unwrap_or_else(|| crate::rule::default_priority(&r.rule)),
-                middlewares: r.middlewares.clone(),
+                middlewares: r
+                    .middlewares
+                    .iter()
+                    .map(|m| crate::config::QualifiedName::resolve(m, &provider).to_string())
+                    .collect(),
                 service: if r.service.is_empty() {
                     String::new()
                 } else {

@@ -349,6 +349,30 @@ try {
   check(overflow <= 0, `at 390 px nothing overflows the screen (${overflow} px over)`);
   await page.setViewportSize({ width: 1280, height: 860 });
 
+  // === TCP and UDP ===
+  step('tcp');
+  await open('/tcp');
+  await page.waitForSelector('table.tcpRouters tbody tr[data-name]');
+  const tcpRow = async (table, name) => page.$eval(`table.${table} tbody tr[data-name="${name}"]`, (r) => {
+    const after = r.nextElementSibling && r.nextElementSibling.classList.contains('row-after') ? r.nextElementSibling.innerText : '';
+    return `${r.innerText}\n${after}`;
+  });
+  const db = await tcpRow('tcpRouters', 'db@file');
+  check(db.includes('OK') && db.includes('passthrough') && db.includes('HostSNI(`db.test`)') && db.includes('local@file') && db.includes('db@file'),
+    `tcp: the passthrough router shows its rule, TLS mode, middleware and service (${db})`);
+  const named = await tcpRow('tcpRouters', 'named@file');
+  check(named.includes('Error') && named.includes('sees no ClientHello'),
+    `tcp: a plain router that needs a server name shows why (${named})`);
+  const dbService = await tcpRow('tcpServices', 'db@file');
+  check(dbService.includes('127.0.0.1:5432') && dbService.includes('named@file'), `tcp: the service shows its server and users (${dbService})`);
+  const allow = await tcpRow('tcpMiddlewares', 'local@file');
+  check(allow.includes('127.0.0.1/32'), `tcp: the allow list shows its ranges (${allow})`);
+  // No UDP entry point: the UDP router says so.
+  const udp = await tcpRow('udpRouters', 'dns@file');
+  check(udp.includes('Error') && udp.includes('no UDP entry point'), `udp: the router without a UDP entry point shows why (${udp})`);
+  await readOnly('tcp');
+  await screenshots('tcp');
+
   // === certificates, containers ===
   step('certificates');
   await open('/certificates');
