@@ -69,47 +69,55 @@ impl Proxy {
             // Closed, failed or silent: nothing to serve.
             _ => return,
         };
-        if seen[0] == TLS_HANDSHAKE_RECORD {
-            // Boxed: the TLS state would otherwise make every plain
-            // connection's task as large as a TLS one's.
-            Box::pin(self.serve_tls(stream, peer, entry_point, servers, drain, limit)).await;
-            return;
-        }
-        // What a peek sees usually tells already, and then the server reads
-        // those bytes itself. Only the start of the HTTP/2 preface does not
-        // (it arrived in pieces): it is read until it tells, within the
-        // same time limit, and handed on.
-        let (version, io) = match plain_version(seen) {
-            Some(version) => (version, Rewind::new(Bytes::new(), stream)),
-            None => match timeout_at(deadline, read_version(stream)).await {
-                Ok(Some(told)) => told,
-                _ => return,
-            },
+        // The connection's task keeps only what serving needs: the
+        // handshake's state (rustls' acceptor and handshake, larger than
+        // the connection it yields) is boxed and freed once it is done, and
+        // the served connection is a box of its own, sized for its HTTP
+        // version and transport (`serve_http`).
+        let served = if seen[0] == TLS_HANDSHAKE_RECORD {
+            let handshake = Box::pin(self.tls_handshake(stream, peer, limit));
+            let Some((version, io, sni)) = handshake.await else {
+                return;
+            };
+            let info = ConnInfo::new(entry_point, peer, true, sni);
+            self.serve_http(io, info, &servers, version, drain)
+        } else {
+            // What a peek sees usually tells already, and then the server
+            // reads those bytes itself. Only the start of the HTTP/2 preface
+            // does not (it arrived in pieces): it is read until it tells,
+            // within the same time limit, and handed on.
+            let (version, io) = match plain_version(seen) {
+                Some(version) => (version, Rewind::new(Bytes::new(), stream)),
+                None => match timeout_at(deadline, read_version(stream)).await {
+                    Ok(Some(told)) => told,
+                    _ => return,
+                },
+            };
+            let info = ConnInfo::new(entry_point, peer, false, None);
+            self.serve_http(io, info, &servers, version, drain)
         };
-        let info = ConnInfo::new(entry_point, peer, false, None);
-        self.serve_http(io, info, &servers, version, drain).await;
+        served.await;
     }
 
-    /// The TLS side of [`Proxy::serve_connection`]: the handshake
-    /// (certificate by SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
-    async fn serve_tls(
-        self: Arc<Self>,
+    /// The TLS handshake of [`Proxy::serve_connection`] (certificate by
+    /// SNI, ACME TLS-ALPN-01 answers), then the HTTP version the client
+    /// speaks over it, by ALPN or by its first bytes. None when the
+    /// connection ends there.
+    async fn tls_handshake(
+        &self,
         stream: TcpStream,
         peer: SocketAddr,
-        entry_point: Arc<EntryPointInfo>,
-        servers: Arc<HttpServers>,
-        drain: watch::Receiver<bool>,
         limit: Duration,
-    ) {
+    ) -> Option<(Version, Rewind<TlsStream>, Option<Box<str>>)> {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
         let start = match timeout(limit, acceptor).await {
             Ok(Ok(start)) => start,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS ClientHello rejected");
-                return;
+                return None;
             }
-            Err(_) => return,
+            Err(_) => return None,
         };
         let (config, sni, challenge) = {
             let hello = start.client_hello();
@@ -126,20 +134,20 @@ impl Proxy {
         };
         let Some(config) = config else {
             tracing::debug!(%peer, "TLS handshake refused: no TLS configuration yet");
-            return;
+            return None;
         };
         let mut tls = match timeout(limit, start.into_stream(config)).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, sni = sni.as_deref().unwrap_or(""), error = %e, "TLS handshake failed");
-                return;
+                return None;
             }
-            Err(_) => return,
+            Err(_) => return None,
         };
         if challenge {
             // A TLS-ALPN-01 validation only looks at the certificate.
             let _ = tls.shutdown().await;
-            return;
+            return None;
         }
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
@@ -148,11 +156,10 @@ impl Proxy {
             Some(_) => (Version::One, Rewind::new(Bytes::new(), tls)),
             None => match timeout(limit, read_version(tls)).await {
                 Ok(Some(told)) => told,
-                _ => return,
+                _ => return None,
             },
         };
-        let info = ConnInfo::new(entry_point, peer, true, sni);
-        self.serve_http(io, info, &servers, version, drain).await;
+        Some((version, io, sni))
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the
@@ -183,14 +190,20 @@ impl Proxy {
 
     /// Serves HTTP on a connection until it ends: the client closes it, a
     /// connection limit (head or idle time) passes, or shutdown drains it.
-    async fn serve_http<I>(
+    ///
+    /// Returns the served connection as one box, made here rather than in
+    /// an `async fn` so that no enclosing future keeps a second slot for
+    /// `io` (with TLS, rustls' connection state): its size is what this
+    /// HTTP version over this transport needs, and no more.
+    fn serve_http<I>(
         self: Arc<Self>,
         io: I,
         mut info: ConnInfo,
         servers: &HttpServers,
         version: Version,
         drain: watch::Receiver<bool>,
-    ) where
+    ) -> Served
+    where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let ep = &info.entry_point;
@@ -209,19 +222,17 @@ impl Proxy {
         let stats = info.entry_point.stats.clone();
         let peer = info.peer;
         let info = Arc::new(info);
-        let stats = stats.as_deref();
-        if let Some(s) = stats {
+        if let Some(s) = &stats {
             s.connection_opened();
         }
+        let io = Watched::new(io, activity.clone());
         let run = Run {
             peer,
-            activity: activity.as_deref(),
+            activity,
             limits,
             drain,
+            stats,
         };
-        let io = Watched::new(io, activity.clone());
-        // HTTP/2 connections are boxed: their state is larger, and would
-        // otherwise make every HTTP/1 connection's task as large.
         match version {
             Version::One => {
                 let service = hyper_service(self, info);
@@ -229,15 +240,12 @@ impl Proxy {
                     .one
                     .serve_connection(TokioIo::new(io), service)
                     .with_upgrades();
-                run.drive(conn, |c| c.graceful_shutdown()).await;
+                Box::pin(run.drive(Box::pin(conn), |c| c.graceful_shutdown()))
             }
             Version::Two => {
                 let conn = h2_server::Connection::new(io, &servers.two, self, info);
-                Box::pin(run.drive(conn, |c| c.get_mut().graceful_shutdown())).await;
+                Box::pin(run.drive(Box::pin(conn), |c| c.get_mut().graceful_shutdown()))
             }
-        }
-        if let Some(s) = stats {
-            s.connection_closed();
         }
     }
 
@@ -335,29 +343,41 @@ async fn read_version<I: AsyncRead + Unpin>(mut io: I) -> Option<(Version, Rewin
     }
 }
 
+/// A served connection, boxed ([`Proxy::serve_http`]).
+type Served = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The TLS stream of a client connection.
+type TlsStream = tokio_rustls::server::TlsStream<TcpStream>;
+
 /// What a served connection answers to besides its client: its time
-/// limits and the entry point's shutdown.
-struct Run<'a> {
+/// limits and the entry point's shutdown; and the entry point's connection
+/// count, which it leaves when it ends.
+struct Run {
     peer: SocketAddr,
-    activity: Option<&'a Activity>,
+    activity: Option<Arc<Activity>>,
     limits: ConnLimits,
     drain: watch::Receiver<bool>,
+    stats: Option<Arc<crate::metrics::Stats>>,
 }
 
-impl Run<'_> {
+impl Run {
     /// Drives `conn` (any HTTP version; `graceful_shutdown` asks it to
     /// finish what is in progress and close) to its end.
-    async fn drive<C, E>(mut self, conn: C, graceful_shutdown: impl Fn(Pin<&mut C>))
+    ///
+    /// `conn` comes boxed: a future pinned inside this one would be stored
+    /// twice in it, as the argument and as the pinned local, and a
+    /// connection's state (h2's, with rustls' inside) is the largest part.
+    async fn drive<C, E>(mut self, mut conn: Pin<Box<C>>, graceful_shutdown: impl Fn(Pin<&mut C>))
     where
         C: Future<Output = Result<(), E>>,
         E: std::fmt::Display,
     {
         let peer = self.peer;
-        let mut conn = pin!(conn);
         // Parked far away until a limit arms it; one timer per connection.
         let timer = pin!(tokio::time::sleep(Duration::from_secs(86_400)));
-        let mut clock = self
-            .activity
+        let activity = self.activity.take();
+        let mut clock = activity
+            .as_deref()
             .map(|a| timeouts::Clock::new(a, self.limits, timer));
         let mut draining = false;
         let mut cut_off: Option<tokio::time::Instant> = None;
@@ -413,6 +433,9 @@ impl Run<'_> {
                 }
                 Step::CutOff => break,
             }
+        }
+        if let Some(s) = &self.stats {
+            s.connection_closed();
         }
     }
 }
