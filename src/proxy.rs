@@ -300,18 +300,17 @@ pub async fn accept(
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop. The task itself is small: what
         // a connection holds while it is served is boxed by
-        // `serve_connection`, sized for its protocol.
-        let connection = proxy.clone().serve_connection(
+        // `serve_connection`, sized for its protocol. Spawned as it is
+        // (the slot inside), not wrapped in an `async` block that would
+        // store it a second time.
+        tokio::spawn(proxy.clone().serve_connection(
             stream,
             peer,
             entry_point.clone(),
             servers.clone(),
             drain_rx.clone(),
-        );
-        tokio::spawn(async move {
-            connection.await;
-            drop(slot);
-        });
+            slot,
+        ));
     }
     drop(listener);
     drop(drain_rx);

@@ -16,6 +16,7 @@ use super::rewind::Rewind;
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect, h2_server};
 use crate::body::{ClientStream, ProxyBody};
+use crate::overload::ConnectionSlot;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -59,7 +60,11 @@ impl Proxy {
         entry_point: Arc<EntryPointInfo>,
         servers: Arc<HttpServers>,
         drain: watch::Receiver<bool>,
+        slot: Option<ConnectionSlot>,
     ) {
+        // The connection counts against the entry point's limit until this
+        // future ends, whichever way.
+        let _slot = slot;
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let deadline = Instant::now() + limit;
         // As much as an HTTP/2 preface: enough to tell TLS, HTTP/2 and HTTP/1.
