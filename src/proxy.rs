@@ -321,20 +321,19 @@ pub async fn accept(
         let _ = stream.set_nodelay(true);
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
         // The handshake runs in the connection's task, so a slow client
-        // never holds up the accept loop.
-        // Boxed here, once: the connection's state machine is large (TLS and
-        // both HTTP versions), and each move into a task would copy all of it.
-        let connection = Box::pin(proxy.clone().serve_connection(
+        // never holds up the accept loop. The task itself is small: what
+        // a connection holds while it is served is boxed by
+        // `serve_connection`, sized for its protocol. Spawned as it is
+        // (the slot inside), not wrapped in an `async` block that would
+        // store it a second time.
+        tokio::spawn(proxy.clone().serve_connection(
             stream,
             peer,
             entry_point.clone(),
             servers.clone(),
             drain_rx.clone(),
+            slot,
         ));
-        tokio::spawn(async move {
-            connection.await;
-            drop(slot);
-        });
     }
     drop(listener);
     drop(drain_rx);

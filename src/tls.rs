@@ -18,7 +18,7 @@ pub use store::{CertStore, LoadedCert};
 use crate::config::dynamic;
 use crate::config::problem::{Notice, Warning};
 use rustls::ServerConfig;
-use rustls::server::{ClientHello, ServerSessionMemoryCache, StoresServerSessions};
+use rustls::server::ClientHello;
 use rustls::sign::CertifiedKey;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -110,7 +110,7 @@ pub struct TlsState {
     /// Answers to ACME challenges in progress.
     pub challenges: Arc<Challenges>,
     challenge_config: OnceLock<Arc<ServerConfig>>,
-    sessions: Arc<dyn StoresServerSessions>,
+    resumption: options::Resumption,
     changed: Notify,
 }
 
@@ -122,7 +122,7 @@ impl Default for TlsState {
             challenges: Arc::new(Challenges::default()),
             challenge_config: OnceLock::new(),
             // Shared by every generation, so a swap does not end resumption.
-            sessions: ServerSessionMemoryCache::new(4096),
+            resumption: options::Resumption::new(4096),
             changed: Notify::new(),
         }
     }
@@ -506,7 +506,7 @@ pub fn compile_termination(
     let store = Arc::new(store);
 
     // Options: index 0 is the default (`default@…` if configured).
-    let sessions = state.sessions.clone();
+    let resumption = &state.resumption;
     let default_options = tls
         .options
         .iter()
@@ -516,7 +516,7 @@ pub fn compile_termination(
     let mut configs = Vec::new();
     // Per entry of `configs`: whether it refuses names without a certificate.
     let mut strict = Vec::new();
-    match options::compile_options(&default_options, &store, &sessions) {
+    match options::compile_options(&default_options, &store, resumption) {
         Ok((config, warnings)) => {
             configs.push(config);
             strict.push(default_options.sni_strict);
@@ -532,7 +532,7 @@ pub fn compile_termination(
                 format!("{e}; rustls defaults are used instead"),
             ));
             if let Ok((config, _)) =
-                options::compile_options(&dynamic::TlsOptions::default(), &store, &sessions)
+                options::compile_options(&dynamic::TlsOptions::default(), &store, resumption)
             {
                 configs.push(config);
                 strict.push(false);
@@ -545,7 +545,7 @@ pub fn compile_termination(
             index_of.insert(name, 0);
             continue;
         }
-        match options::compile_options(opts, &store, &sessions) {
+        match options::compile_options(opts, &store, resumption) {
             Ok((config, warnings)) => {
                 index_of.insert(name, configs.len());
                 configs.push(config);
@@ -736,5 +736,26 @@ mod served_tests {
         assert!(served.default.self_signed);
         assert_eq!(served.default.domains, ["gangway.default.invalid"]);
         assert!(served.default.not_after > served.default.not_before);
+    }
+}
+
+#[cfg(test)]
+mod resumption_tests {
+    use super::*;
+
+    /// Every runtime generation's configurations hand out and accept the
+    /// same tickets and look in the same session cache: a swap must not
+    /// send every returning client back to a full handshake.
+    #[test]
+    fn generations_share_the_ticketer_and_the_session_cache() {
+        let state = TlsState::default();
+        let tls = dynamic::Tls::default();
+        let (first, _) = compile_termination(&tls, &[], Vec::new(), &state);
+        let (second, _) = compile_termination(&tls, &[], Vec::new(), &state);
+        let (a, b) = (&first.configs[0], &second.configs[0]);
+        assert!(!Arc::ptr_eq(a, b), "a new configuration per generation");
+        assert!(a.ticketer.enabled(), "session tickets are on");
+        assert!(Arc::ptr_eq(&a.ticketer, &b.ticketer));
+        assert!(Arc::ptr_eq(&a.session_storage, &b.session_storage));
     }
 }

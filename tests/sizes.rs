@@ -28,3 +28,22 @@ fn an_access_log_entry_is_large_enough_to_box() {
         "access_log::Entry is {size} bytes: boxing it may no longer pay"
     );
 }
+
+/// A served connection is one box, and the drive loop takes it boxed
+/// (src/proxy/connection.rs): pinned inside the loop's future, or passed
+/// through an `async fn`, it would be stored twice, and over TLS it
+/// carries rustls' connection state inside h2's.
+#[test]
+fn a_tls_stream_and_an_h2_connection_are_large_enough_to_box() {
+    type Tls = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    let tls = size_of::<Tls>();
+    assert!(
+        tls >= 128 * size_of::<usize>(),
+        "a TLS stream is {tls} bytes: a second copy may no longer matter"
+    );
+    let h2 = size_of::<h2::server::Connection<Tls, bytes::Bytes>>();
+    assert!(
+        h2 >= 256 * size_of::<usize>(),
+        "an h2 connection over TLS is {h2} bytes: a second copy may no longer matter"
+    );
+}

@@ -429,3 +429,135 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     assert_eq!(default["notAfter"], served.not_after());
     assert!(default["warning"].is_string());
 }
+
+/// Connects to 127.0.0.1:`port` as `secure.test` with `config` (whose
+/// session store carries sessions from one connection to the next), asks
+/// for one page over HTTP/1.1 and reads it whole, so that the tickets the
+/// server sends after the handshake have arrived; returns how the
+/// handshake went and the answer's status, or what failed.
+async fn handshake(
+    config: &std::sync::Arc<rustls::ClientConfig>,
+    port: u16,
+) -> Result<(rustls::HandshakeKind, StatusCode), String> {
+    use http_body_util::{BodyExt, Empty};
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from("secure.test").unwrap();
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    let kind = tls.get_ref().1.handshake_kind().expect("handshake done");
+    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+        .await
+        .expect("http1");
+    tokio::spawn(conn);
+    let req = Request::get("/resume")
+        .header("host", "secure.test")
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = send.send_request(req).await.expect("request");
+    let status = resp.status();
+    resp.into_body().collect().await.expect("body");
+    Ok((kind, status))
+}
+
+/// A returning client skips the full handshake: by session ticket (TLS 1.3,
+/// and TLS 1.2 clients that ask for one) or by session ID from gangway's
+/// session cache (TLS 1.2 clients that do not), and still after a
+/// configuration change has replaced the server's TLS configuration.
+#[tokio::test]
+async fn returning_clients_resume_by_ticket_or_session_id_across_reloads() {
+    use rustls::HandshakeKind::{Full, Resumed};
+    use rustls::client::{Resumption, Tls12Resumption};
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    use std::sync::Arc;
+
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test"]);
+    let cert = (
+        write(files.path(), "secure.pem", &chain),
+        write(files.path(), "secure.key", &key),
+    );
+    let tls_port = free_port();
+    let dynamic = config(&app.url(), std::slice::from_ref(&cert), "");
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let client = |version: &'static rustls::SupportedProtocolVersion, tls12: Tls12Resumption| {
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots.clone())
+        .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.resumption = Resumption::in_memory_sessions(16).tls12_resumption(tls12);
+        Arc::new(config)
+    };
+    let clients = [
+        (
+            "TLS 1.3, ticket",
+            client(&rustls::version::TLS13, Tls12Resumption::SessionIdOrTickets),
+        ),
+        (
+            "TLS 1.2, ticket",
+            client(&rustls::version::TLS12, Tls12Resumption::SessionIdOrTickets),
+        ),
+        (
+            "TLS 1.2, session ID",
+            client(&rustls::version::TLS12, Tls12Resumption::SessionIdOnly),
+        ),
+    ];
+    eventually(Duration::from_secs(5), "TLS router served", || async {
+        let fresh = client(&rustls::version::TLS13, Tls12Resumption::SessionIdOrTickets);
+        handshake(&fresh, tls_port)
+            .await
+            .is_ok_and(|(_, status)| status == StatusCode::OK)
+    })
+    .await;
+
+    for (what, config) in &clients {
+        assert_eq!(
+            handshake(config, tls_port).await.unwrap(),
+            (Full, StatusCode::OK),
+            "{what}: first"
+        );
+        assert_eq!(
+            handshake(config, tls_port).await.unwrap(),
+            (Resumed, StatusCode::OK),
+            "{what}: second connection"
+        );
+    }
+
+    // A new router: a new runtime with new TLS configurations.
+    gw.rewrite(&format!(
+        "{dynamic}\n[http.routers.added]\nrule = \"Host(`added.test`)\"\nservice = \"app\"\n"
+    ));
+    eventually(Duration::from_secs(5), "new router applied", || async {
+        gw.get("added.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    for (what, config) in &clients {
+        assert_eq!(
+            handshake(config, tls_port).await.unwrap(),
+            (Resumed, StatusCode::OK),
+            "{what}: after the configuration changed"
+        );
+    }
+}

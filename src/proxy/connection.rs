@@ -16,6 +16,7 @@ use super::rewind::Rewind;
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
 use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect, h2_server};
 use crate::body::{ClientStream, ProxyBody};
+use crate::overload::ConnectionSlot;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -59,7 +60,11 @@ impl Proxy {
         entry_point: Arc<EntryPointInfo>,
         servers: Arc<HttpServers>,
         drain: watch::Receiver<bool>,
+        slot: Option<ConnectionSlot>,
     ) {
+        // The connection counts against the entry point's limit until this
+        // future ends, whichever way.
+        let _slot = slot;
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let deadline = Instant::now() + limit;
         // Only where TCP routers listen does the rest of the runtime matter
@@ -80,7 +85,7 @@ impl Proxy {
             // TCP router takes the connection before the client says
             // anything, so protocols where the server speaks first work.
             if tcp.tls.is_empty() && !https {
-                match self.tcp_plain(tcp, stream, peer, &entry_point).await {
+                match Box::pin(self.tcp_plain(tcp, stream, peer, &entry_point)).await {
                     Ok(()) => return,
                     Err(back) => stream = back,
                 }
@@ -96,21 +101,29 @@ impl Proxy {
         if seen == super::tcp::POSTGRES_SSL_REQUEST
             && let Some(tcp) = tcp.as_ref().filter(|t| !t.tls.is_empty())
         {
-            self.tcp_postgres(tcp, stream, peer, &entry_point, deadline)
-                .await;
+            // Boxed, as every TCP path here: entry points without TCP
+            // routers keep their connections' tasks as small as they were.
+            Box::pin(self.tcp_postgres(tcp, stream, peer, &entry_point, deadline)).await;
             return;
         }
-        if seen[0] == TLS_HANDSHAKE_RECORD {
-            if let Some(tcp) = tcp.as_ref().filter(|t| !t.tls.is_empty()) {
-                let runtime = self.runtime.load_full();
-                let http_hosts = |name: &str| {
-                    runtime
-                        .entry_points
-                        .get(entry_point.id)
-                        .is_some_and(|routes| routes.has_tls_host(name))
-                };
-                let decision = self
-                    .tcp_tls(
+        // The connection's task keeps only what serving needs: the
+        // handshake's state (rustls' acceptor and handshake, larger than
+        // the connection it yields) is boxed and freed once it is done, and
+        // the served connection is a box of its own, sized for its HTTP
+        // version and transport (`serve_http`).
+        let served = if seen[0] == TLS_HANDSHAKE_RECORD {
+            let io = match tcp.as_ref().filter(|t| !t.tls.is_empty()) {
+                // TLS routers of TCP see the ClientHello first; what none
+                // of them takes is HTTPS, with the bytes read put back.
+                Some(tcp) => {
+                    let runtime = self.runtime.load_full();
+                    let http_hosts = |name: &str| {
+                        runtime
+                            .entry_points
+                            .get(entry_point.id)
+                            .is_some_and(|routes| routes.has_tls_host(name))
+                    };
+                    let decision = Box::pin(self.tcp_tls(
                         tcp,
                         &http_hosts,
                         stream,
@@ -118,68 +131,65 @@ impl Proxy {
                         &entry_point,
                         deadline,
                         false,
-                    )
+                    ))
                     .await;
-                drop(runtime);
-                if let super::tcp::TlsDecision::Http(io) = decision {
-                    Box::pin(self.serve_tls(io, peer, entry_point, servers, drain, limit)).await;
+                    match decision {
+                        super::tcp::TlsDecision::Http(io) => io,
+                        _ => return,
+                    }
                 }
+                None => Rewind::new(Bytes::new(), stream),
+            };
+            let handshake = Box::pin(self.tls_handshake(io, peer, limit));
+            let Some((version, io, sni)) = handshake.await else {
                 return;
+            };
+            let info = ConnInfo::new(entry_point, peer, true, sni);
+            self.serve_http(io, info, &servers, version, drain)
+        } else {
+            if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
+                match Box::pin(self.tcp_plain(tcp, stream, peer, &entry_point)).await {
+                    Ok(()) => return,
+                    Err(back) => stream = back,
+                }
             }
-            // Boxed: the TLS state would otherwise make every plain
-            // connection's task as large as a TLS one's.
-            Box::pin(self.serve_tls(
-                Rewind::new(Bytes::new(), stream),
-                peer,
-                entry_point,
-                servers,
-                drain,
-                limit,
-            ))
-            .await;
-            return;
-        }
-        if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
-            match self.tcp_plain(tcp, stream, peer, &entry_point).await {
-                Ok(()) => return,
-                Err(back) => stream = back,
-            }
-        }
-        // What a peek sees usually tells already, and then the server reads
-        // those bytes itself. Only the start of the HTTP/2 preface does not
-        // (it arrived in pieces): it is read until it tells, within the
-        // same time limit, and handed on.
-        let (version, io) = match plain_version(seen) {
-            Some(version) => (version, Rewind::new(Bytes::new(), stream)),
-            None => match timeout_at(deadline, read_version(stream)).await {
-                Ok(Some(told)) => told,
-                _ => return,
-            },
+            // What a peek sees usually tells already, and then the server
+            // reads those bytes itself. Only the start of the HTTP/2 preface
+            // does not (it arrived in pieces): it is read until it tells,
+            // within the same time limit, and handed on.
+            let (version, io) = match plain_version(seen) {
+                Some(version) => (version, Rewind::new(Bytes::new(), stream)),
+                None => match timeout_at(deadline, read_version(stream)).await {
+                    Ok(Some(told)) => told,
+                    _ => return,
+                },
+            };
+            let info = ConnInfo::new(entry_point, peer, false, None);
+            self.serve_http(io, info, &servers, version, drain)
         };
-        let info = ConnInfo::new(entry_point, peer, false, None);
-        self.serve_http(io, info, &servers, version, drain).await;
+        served.await;
     }
 
-    /// The TLS side of [`Proxy::serve_connection`]: the handshake
-    /// (certificate by SNI, ACME TLS-ALPN-01 answers), then HTTP over it.
-    async fn serve_tls(
-        self: Arc<Self>,
+    /// The TLS handshake of [`Proxy::serve_connection`] (certificate by
+    /// SNI, ACME TLS-ALPN-01 answers), then the HTTP version the client
+    /// speaks over it, by ALPN or by its first bytes. None when the
+    /// connection ends there. `stream` may hold bytes read already (a
+    /// ClientHello that TCP routers looked at).
+    async fn tls_handshake(
+        &self,
         stream: Rewind<TcpStream>,
         peer: SocketAddr,
-        entry_point: Arc<EntryPointInfo>,
-        servers: Arc<HttpServers>,
-        drain: watch::Receiver<bool>,
         limit: Duration,
-    ) {
+    ) -> Option<(Version, Rewind<TlsStream>, Option<Box<str>>)> {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
         let start = match timeout(limit, acceptor).await {
             Ok(Ok(start)) => start,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "TLS ClientHello rejected");
-                return;
+                return None;
             }
-            Err(_) => return,
+            Err(_) => return None,
         };
         let (config, sni, challenge) = {
             let hello = start.client_hello();
@@ -196,20 +206,20 @@ impl Proxy {
         };
         let Some(config) = config else {
             tracing::debug!(%peer, "TLS handshake refused: no TLS configuration yet");
-            return;
+            return None;
         };
         let mut tls = match timeout(limit, start.into_stream(config)).await {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, sni = sni.as_deref().unwrap_or(""), error = %e, "TLS handshake failed");
-                return;
+                return None;
             }
-            Err(_) => return,
+            Err(_) => return None,
         };
         if challenge {
             // A TLS-ALPN-01 validation only looks at the certificate.
             let _ = tls.shutdown().await;
-            return;
+            return None;
         }
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
@@ -218,11 +228,10 @@ impl Proxy {
             Some(_) => (Version::One, Rewind::new(Bytes::new(), tls)),
             None => match timeout(limit, read_version(tls)).await {
                 Ok(Some(told)) => told,
-                _ => return,
+                _ => return None,
             },
         };
-        let info = ConnInfo::new(entry_point, peer, true, sni);
-        self.serve_http(io, info, &servers, version, drain).await;
+        Some((version, io, sni))
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the
@@ -253,14 +262,20 @@ impl Proxy {
 
     /// Serves HTTP on a connection until it ends: the client closes it, a
     /// connection limit (head or idle time) passes, or shutdown drains it.
-    async fn serve_http<I>(
+    ///
+    /// Returns the served connection as one box, made here rather than in
+    /// an `async fn` so that no enclosing future keeps a second slot for
+    /// `io` (with TLS, rustls' connection state): its size is what this
+    /// HTTP version over this transport needs, and no more.
+    fn serve_http<I>(
         self: Arc<Self>,
         io: I,
         mut info: ConnInfo,
         servers: &HttpServers,
         version: Version,
         drain: watch::Receiver<bool>,
-    ) where
+    ) -> Served
+    where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let ep = &info.entry_point;
@@ -279,19 +294,17 @@ impl Proxy {
         let stats = info.entry_point.stats.clone();
         let peer = info.peer;
         let info = Arc::new(info);
-        let stats = stats.as_deref();
-        if let Some(s) = stats {
+        if let Some(s) = &stats {
             s.connection_opened();
         }
+        let io = Watched::new(io, activity.clone());
         let run = Run {
             peer,
-            activity: activity.as_deref(),
+            activity,
             limits,
             drain,
+            stats,
         };
-        let io = Watched::new(io, activity.clone());
-        // HTTP/2 connections are boxed: their state is larger, and would
-        // otherwise make every HTTP/1 connection's task as large.
         match version {
             Version::One => {
                 let service = hyper_service(self, info);
@@ -299,15 +312,12 @@ impl Proxy {
                     .one
                     .serve_connection(TokioIo::new(io), service)
                     .with_upgrades();
-                run.drive(conn, |c| c.graceful_shutdown()).await;
+                Box::pin(run.drive(Box::pin(conn), |c| c.graceful_shutdown()))
             }
             Version::Two => {
                 let conn = h2_server::Connection::new(io, &servers.two, self, info);
-                Box::pin(run.drive(conn, |c| c.get_mut().graceful_shutdown())).await;
+                Box::pin(run.drive(Box::pin(conn), |c| c.get_mut().graceful_shutdown()))
             }
-        }
-        if let Some(s) = stats {
-            s.connection_closed();
         }
     }
 
@@ -405,29 +415,41 @@ async fn read_version<I: AsyncRead + Unpin>(mut io: I) -> Option<(Version, Rewin
     }
 }
 
+/// A served connection, boxed ([`Proxy::serve_http`]).
+type Served = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The TLS stream of a client connection.
+type TlsStream = tokio_rustls::server::TlsStream<Rewind<TcpStream>>;
+
 /// What a served connection answers to besides its client: its time
-/// limits and the entry point's shutdown.
-struct Run<'a> {
+/// limits and the entry point's shutdown; and the entry point's connection
+/// count, which it leaves when it ends.
+struct Run {
     peer: SocketAddr,
-    activity: Option<&'a Activity>,
+    activity: Option<Arc<Activity>>,
     limits: ConnLimits,
     drain: watch::Receiver<bool>,
+    stats: Option<Arc<crate::metrics::Stats>>,
 }
 
-impl Run<'_> {
+impl Run {
     /// Drives `conn` (any HTTP version; `graceful_shutdown` asks it to
     /// finish what is in progress and close) to its end.
-    async fn drive<C, E>(mut self, conn: C, graceful_shutdown: impl Fn(Pin<&mut C>))
+    ///
+    /// `conn` comes boxed: a future pinned inside this one would be stored
+    /// twice in it, as the argument and as the pinned local, and a
+    /// connection's state (h2's, with rustls' inside) is the largest part.
+    async fn drive<C, E>(mut self, mut conn: Pin<Box<C>>, graceful_shutdown: impl Fn(Pin<&mut C>))
     where
         C: Future<Output = Result<(), E>>,
         E: std::fmt::Display,
     {
         let peer = self.peer;
-        let mut conn = pin!(conn);
         // Parked far away until a limit arms it; one timer per connection.
         let timer = pin!(tokio::time::sleep(Duration::from_secs(86_400)));
-        let mut clock = self
-            .activity
+        let activity = self.activity.take();
+        let mut clock = activity
+            .as_deref()
             .map(|a| timeouts::Clock::new(a, self.limits, timer));
         let mut draining = false;
         let mut cut_off: Option<tokio::time::Instant> = None;
@@ -483,6 +505,9 @@ impl Run<'_> {
                 }
                 Step::CutOff => break,
             }
+        }
+        if let Some(s) = &self.stats {
+            s.connection_closed();
         }
     }
 }

@@ -4,10 +4,51 @@ use super::TlsError;
 use super::store::{CertStore, SniResolver};
 use crate::config::dynamic::TlsOptions;
 use rustls::crypto::SupportedKxGroup;
-use rustls::server::{StoresServerSessions, WebPkiClientVerifier};
+use rustls::server::{
+    ProducesTickets, ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier,
+};
 use rustls::version::{TLS12, TLS13};
 use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
 use std::sync::Arc;
+
+/// How returning clients skip the full handshake: a server-side session
+/// cache (TLS 1.2 session IDs) and encrypted session tickets (TLS 1.3, and
+/// TLS 1.2 clients that ask for them). Made once per process and given to
+/// every compiled configuration, so a runtime swap neither empties the
+/// cache nor changes the ticket keys, which would turn every returning
+/// client's handshake into a full one.
+#[derive(Clone)]
+pub struct Resumption {
+    sessions: Arc<dyn StoresServerSessions>,
+    /// rustls' rotating ticketer: a new key every six hours, the previous
+    /// one still accepted for the next period. None when the system's
+    /// random source failed at start-up; the cache alone then resumes.
+    tickets: Option<Arc<dyn ProducesTickets>>,
+}
+
+impl Resumption {
+    /// A session cache of `cache_size` entries and a ticketer.
+    pub fn new(cache_size: usize) -> Self {
+        let tickets = match rustls::crypto::ring::Ticketer::new() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(error = %e, "TLS session tickets are off");
+                None
+            }
+        };
+        Resumption {
+            sessions: ServerSessionMemoryCache::new(cache_size),
+            tickets,
+        }
+    }
+
+    fn apply(&self, config: &mut ServerConfig) {
+        config.session_storage = self.sessions.clone();
+        if let Some(t) = &self.tickets {
+            config.ticketer = t.clone();
+        }
+    }
+}
 
 /// Builds the server configuration for one set of options, serving
 /// certificates from `store`. Returns warnings for settings that were
@@ -15,7 +56,7 @@ use std::sync::Arc;
 pub fn compile_options(
     opts: &TlsOptions,
     store: &Arc<CertStore>,
-    sessions: &Arc<dyn StoresServerSessions>,
+    resumption: &Resumption,
 ) -> Result<(Arc<ServerConfig>, Vec<String>), TlsError> {
     let mut warnings = Vec::new();
     let min = parse_version(opts.min_version.as_deref().unwrap_or("VersionTLS12"))?;
@@ -130,7 +171,7 @@ pub fn compile_options(
             .map(|p| p.as_bytes().to_vec())
             .collect()
     };
-    config.session_storage = sessions.clone();
+    resumption.apply(&mut config);
     Ok((Arc::new(config), warnings))
 }
 
@@ -177,19 +218,18 @@ fn client_roots(files: &[String]) -> Result<RootCertStore, TlsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rustls::server::ServerSessionMemoryCache;
 
     fn compile(opts: &TlsOptions) -> Result<(Arc<ServerConfig>, Vec<String>), TlsError> {
         let store = Arc::new(CertStore::new(Arc::new(
             super::super::store::generate_default(),
         )));
-        let sessions: Arc<dyn StoresServerSessions> = ServerSessionMemoryCache::new(8);
-        compile_options(opts, &store, &sessions)
+        compile_options(opts, &store, &Resumption::new(8))
     }
 
     #[test]
     fn defaults_offer_h2_and_http11_on_tls12_and_13() {
         let (config, warnings) = compile(&TlsOptions::default()).unwrap();
+        assert!(config.ticketer.enabled(), "session tickets are on");
         assert_eq!(
             config.alpn_protocols,
             [b"h2".to_vec(), b"http/1.1".to_vec()]

@@ -104,7 +104,8 @@ impl TlsClient {
         }
     }
 
-    fn config(&self, alpn: &[u8]) -> rustls::ClientConfig {
+    /// The client's rustls configuration, offering `alpn` when it offers any.
+    pub fn config(&self, alpn: &[u8]) -> rustls::ClientConfig {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let versions: &[&rustls::SupportedProtocolVersion] = if self.tls12_only {
             &[&rustls::version::TLS12]
