@@ -232,10 +232,10 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                     .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
                 if let Some(tls) = tls {
                     tls_uses.add(
-                        name,
+                        (name, ObjectKind::Router),
                         &provider,
                         tls,
-                        &matcher,
+                        matcher.domains(),
                         ctx,
                         &mut |e: ConfigError| entry.warn(e),
                     );
@@ -302,7 +302,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }
     let udp = udp::compile(&dynamic, ctx, &mut report);
-    let tcp = tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses.hosts);
+    let mut tcp = tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
 
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,
@@ -328,12 +328,22 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         if let Some(problem) = problem {
             if let Some(entry) = report.routers.get_mut(router) {
                 entry.disable(
-                    ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem)
+                    ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem.clone())
                         .at("tls.options"),
                 );
             }
             for routes in &mut per_ep {
                 routes.retain(|r| r.name != *router);
+            }
+            if let Some(entry) = report.tcp_routers.get_mut(router) {
+                entry.disable(
+                    ConfigError::new(
+                        ObjectRef::new(ObjectKind::TcpRouter, router),
+                        problem.clone(),
+                    )
+                    .at("tls.options"),
+                );
+                tcp::remove_router(&mut tcp, router);
             }
         }
     }
@@ -458,7 +468,7 @@ mod tls_tests;
 
 /// What TLS routers need: hosts per TLS options, certificates to obtain.
 #[derive(Default)]
-struct TlsUses {
+pub(super) struct TlsUses {
     hosts: Vec<crate::tls::HostOptions>,
     requests: Vec<crate::tls::CertificateRequest>,
     /// (router, qualified options name) for routers with named options.
@@ -467,21 +477,23 @@ struct TlsUses {
 }
 
 impl TlsUses {
+    /// Adds one router's TLS: `hosts` are the names its rule routes
+    /// (`Host`, or `HostSNI` for a TCP router of kind `kind`).
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
-        router: &str,
+        (router, kind): (&str, ObjectKind),
         provider: &str,
         tls: &dynamic::RouterTls,
-        matcher: &crate::rule::Matcher,
+        hosts: Vec<String>,
         ctx: &CompileContext,
         warn: &mut dyn FnMut(ConfigError),
     ) {
-        let error = |problem| ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem);
+        let error = |problem| ConfigError::new(ObjectRef::new(kind, router), problem);
         // A router on several entry points with the same TLS is counted once.
         if !self.seen.insert((router.to_owned(), format!("{tls:?}"))) {
             return;
         }
-        let hosts = matcher.domains();
         let options = match tls.options.as_deref() {
             None | Some("") | Some("default") => None,
             Some(name) => Some(QualifiedName::resolve(name, provider).to_string()),

@@ -582,3 +582,54 @@ async fn with_read_only_storage_gangway_starts_serves_and_stores_once_writable()
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_tcp_router_gets_its_certificate_through_tls_alpn_01() {
+    if !pebble::available("a_tcp_router_gets_its_certificate") {
+        return;
+    }
+    // A plain TCP server behind a TCP router whose TLS gangway terminates.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 64];
+                if let Ok(n) = s.read(&mut buf).await {
+                    let _ = s.write_all(&buf[..n]).await;
+                }
+            });
+        }
+    });
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let dynamic = format!(
+        "{}[tcp.routers.db]\nentryPoints = [\"websecure\"]\nrule = \"HostSNI(`db.test`)\"\nservice = \"db\"\n\
+         [tcp.routers.db.tls]\ncertResolver = \"le\"\n\
+         [[tcp.services.db.loadBalancer.servers]]\naddress = \"127.0.0.1:{echo}\"\n",
+        routers("http://127.0.0.1:9", &[])
+    );
+    let gw = setup.gangway(&pebble, &dynamic, &[]).await;
+    // The validation reaches gangway with db.test in its SNI: it is
+    // answered there, not handed to the TCP router's server.
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    eventually(ISSUE, "a pebble certificate for the TCP router", || {
+        let client = client.clone();
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let Ok(mut tls) = client.connect(setup.tls, "db.test", b"").await else {
+                return false;
+            };
+            let mut got = [0u8; 4];
+            tls.write_all(b"ping").await.is_ok()
+                && tls.read_exact(&mut got).await.is_ok()
+                && &got == b"ping"
+        }
+    })
+    .await;
+    let certs = certificates(&gw).await;
+    let cert = find_cert(&certs, "db.test");
+    assert_eq!(cert["routers"], serde_json::json!(["db@file"]), "{cert}");
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+}

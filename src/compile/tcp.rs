@@ -1,7 +1,7 @@
 //! TCP routers and services: each router's rule (over the ClientHello),
 //! its TLS mode and entry points, and the servers its service forwards to.
 
-use super::{CompileContext, entry_points_of};
+use super::{CompileContext, TlsUses, entry_points_of};
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{TcpMiddleware, TcpServer, TcpService};
@@ -18,15 +18,16 @@ use std::sync::atomic::AtomicUsize;
 /// Deepest nesting of weighted TCP services.
 const MAX_DEPTH: usize = 16;
 
-/// Compiles every TCP router and service; adds their reports, and the
-/// hosts of routers gangway terminates TLS for to `tls_hosts` (so their
-/// handshakes get those routers' TLS options and certificates).
+/// Compiles every TCP router and service; adds their reports, and the TLS
+/// of routers gangway terminates TLS for to `tls_uses` (so their handshakes
+/// get those routers' TLS options, and their resolvers order certificates
+/// for their `HostSNI` names).
 pub(super) fn compile(
     dynamic: &Dynamic,
     ctx: &CompileContext,
     registries: &Registries,
     report: &mut Report,
-    tls_hosts: &mut Vec<crate::tls::HostOptions>,
+    tls_uses: &mut TlsUses,
 ) -> Vec<Option<Arc<TcpRoutes>>> {
     let mut services = Services::new(&dynamic.tcp.services, Reference::TcpService);
     let mut middlewares: BTreeMap<&str, Result<Arc<TcpGuard>, Problem>> = dynamic
@@ -98,23 +99,16 @@ pub(super) fn compile(
                 ),
             }
         }
-        if let Some(t) = &router.tls {
-            if t.cert_resolver.is_some() {
-                entry.warn(
-                    error(Problem::TcpNotApplied {
-                        option: "tls.certResolver".to_owned(),
-                    })
-                    .at("tls.certresolver"),
-                );
-            }
-            if !t.domains.is_empty() {
-                entry.warn(
-                    error(Problem::TcpNotApplied {
-                        option: "tls.domains".to_owned(),
-                    })
-                    .at("tls.domains"),
-                );
-            }
+        if let Some(t) = router.tls.as_ref().filter(|t| t.passthrough)
+            && (t.cert_resolver.is_some() || t.options.is_some())
+        {
+            entry.warn(
+                error(Problem::bad_value(
+                    "with `tls.passthrough` the server's own TLS is what clients get: \
+                     `tls.certResolver` and `tls.options` are not used",
+                ))
+                .at("tls"),
+            );
         }
         let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
         let target = if router.service.is_empty() {
@@ -146,20 +140,20 @@ pub(super) fn compile(
         if entry.status == Status::Disabled {
             continue;
         }
-        if tls == TcpTls::Terminate {
-            let options = router
-                .tls
-                .as_ref()
-                .and_then(|t| t.options.as_deref())
-                .filter(|o| !o.is_empty() && *o != "default")
-                .map(|o| QualifiedName::resolve(o, &provider).to_string());
-            for host in matcher.domains() {
-                tls_hosts.push(crate::tls::HostOptions {
-                    host,
-                    options: options.clone(),
-                    router: name.clone(),
-                });
-            }
+        if let (TcpTls::Terminate, Some(t)) = (tls, &router.tls) {
+            let http_like = crate::config::dynamic::RouterTls {
+                options: t.options.clone(),
+                cert_resolver: t.cert_resolver.clone(),
+                domains: t.domains.clone(),
+            };
+            tls_uses.add(
+                (name, ObjectKind::TcpRouter),
+                &provider,
+                &http_like,
+                matcher.domains(),
+                ctx,
+                &mut |e: ConfigError| entry.warn(e),
+            );
         }
         let route = Arc::new(TcpRoute {
             name: name.clone(),
@@ -200,6 +194,32 @@ pub(super) fn compile(
         .into_iter()
         .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
         .collect()
+}
+
+/// Takes `router` out of every entry point's TCP routes (its TLS options
+/// turned out broken: it never falls back to weaker ones).
+pub(super) fn remove_router(tcp: &mut [Option<Arc<TcpRoutes>>], router: &str) {
+    for slot in tcp.iter_mut() {
+        let Some(routes) = slot.as_ref() else {
+            continue;
+        };
+        if !routes
+            .tls
+            .iter()
+            .chain(&routes.plain)
+            .any(|r| r.name == router)
+        {
+            continue;
+        }
+        let kept: Vec<Arc<TcpRoute>> = routes
+            .tls
+            .iter()
+            .chain(&routes.plain)
+            .filter(|r| r.name != router)
+            .cloned()
+            .collect();
+        *slot = (!kept.is_empty()).then(|| Arc::new(TcpRoutes::new(kept)));
+    }
 }
 
 /// Compiles one TCP middleware; `inFlightConn` keeps its counts in

@@ -136,6 +136,12 @@ impl Proxy {
         };
         let route = {
             let hello = accepted.client_hello();
+            // An ACME TLS-ALPN-01 validation is answered on the HTTPS side,
+            // whatever router its name has (a TCP router's certificate is
+            // ordered that way too).
+            let validation = hello
+                .alpn()
+                .is_some_and(|mut p| p.any(|p| p == crate::tls::ACME_TLS_ALPN));
             let sni = hello.server_name().map(str::to_ascii_lowercase);
             let alpn: Vec<&[u8]> = hello.alpn().map(Iterator::collect).unwrap_or_default();
             let facts = ConnFacts {
@@ -146,7 +152,9 @@ impl Proxy {
             routes.find_tls(&facts).filter(|route| {
                 // As in Traefik: an HTTPS router for this very name wins
                 // over a TCP router that takes every name.
-                route.matcher.needs_client_hello() || !sni.as_deref().is_some_and(http_hosts)
+                !validation
+                    && (route.matcher.needs_client_hello()
+                        || !sni.as_deref().is_some_and(http_hosts))
             })
         }
         .cloned();
