@@ -182,6 +182,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             udp: EntryPointUdp {
                 timeout: udp_timeout,
             },
+            proxy_protocol,
             limits,
         } = ep;
         #[deny(unused_variables)] // an option read nowhere fails the build
@@ -202,6 +203,12 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 trusted: trusted_ips.clone(),
                 insecure: *insecure,
             },
+            proxy_protocol: proxy_protocol
+                .as_ref()
+                .map(|p| proxy::forwarded::TrustPolicy {
+                    trusted: p.trusted_ips.clone(),
+                    insecure: p.insecure,
+                }),
             redirect: match redirections {
                 Some(Redirections { entry_point }) => redirect(name, entry_point, &names, &ports)?,
                 None => None,

@@ -103,6 +103,9 @@ pub struct EntryPointInfo {
     pub id: EntryPointId,
     /// Whose forwarded headers are believed.
     pub trust: TrustPolicy,
+    /// Whose PROXY protocol header is read (`entryPoints.<n>.proxyProtocol`);
+    /// `None`: no one's.
+    pub proxy_protocol: Option<TrustPolicy>,
     /// Plain-HTTP requests here are redirected (`http.redirections`).
     pub redirect: Option<Redirect>,
     /// How long in-flight requests may take to finish at shutdown.

@@ -970,3 +970,100 @@ service = "api@internal"
         serde_json::from_slice(&gw.get("api.test", "/api/overview").await.body).expect("JSON");
     assert_eq!(overview["udp"]["services"]["total"], 3);
 }
+
+#[tokio::test]
+async fn a_proxy_protocol_header_from_a_trusted_source_names_the_client_everywhere() {
+    let (db, _db) = echo_server("db").await;
+    let app = Backend::echo("app").await;
+    let (trusting, distrusting) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.inside]
+entryPoints = ["lb"]
+rule = "ClientIP(`10.0.0.0/8`)"
+service = "db"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+[http.routers.app]
+rule = "Host(`app.test`)"
+service = "app"
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+"#,
+        app.url()
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.lb.address=127.0.0.1:{trusting}"),
+            "--entryPoints.lb.proxyProtocol.trustedIPs=127.0.0.1/32",
+            &format!("--entryPoints.strict.address=127.0.0.1:{distrusting}"),
+            "--entryPoints.strict.proxyProtocol.trustedIPs=10.0.0.0/8",
+        ],
+    )
+    .await;
+    // What a load balancer in front sends: the header, then the client's
+    // bytes.
+    let through = |port: u16, client: &'static str, version: u8, bytes: &'static [u8]| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let local = s.local_addr().ok()?;
+        let mut header = match version {
+            1 => format!("PROXY TCP4 {client} 127.0.0.1 40000 {}\r\n", local.port()).into_bytes(),
+            _ => {
+                let ip: std::net::Ipv4Addr = client.parse().ok()?;
+                let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+                h.extend_from_slice(&[0x21, 0x11, 0, 12]);
+                h.extend_from_slice(&ip.octets());
+                h.extend_from_slice(&[127, 0, 0, 1]);
+                h.extend_from_slice(&40000u16.to_be_bytes());
+                h.extend_from_slice(&local.port().to_be_bytes());
+                h
+            }
+        };
+        header.extend_from_slice(bytes);
+        s.write_all(&header).await.ok()?;
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut answer)).await;
+        Some(String::from_utf8_lossy(&answer).into_owned())
+    };
+    let get = b"GET / HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n";
+    eventually(
+        Duration::from_secs(5),
+        "the HTTP router answers",
+        || async {
+            through(trusting, "192.0.2.1", 1, get)
+                .await
+                .is_some_and(|a| a.starts_with("HTTP/1.1 200"))
+        },
+    )
+    .await;
+    for version in [1, 2] {
+        // A client inside 10.0.0.0/8, as the header says: the TCP router's
+        // ClientIP rule takes it.
+        let inside = through(trusting, "10.1.2.3", version, b"")
+            .await
+            .unwrap_or_default();
+        assert!(inside.starts_with("hello from db"), "v{version}: {inside}");
+        // Anyone else goes on to HTTP, where the header's client is the
+        // client the server is told about.
+        let outside = through(trusting, "192.0.2.1", version, get)
+            .await
+            .unwrap_or_default();
+        assert!(outside.starts_with("HTTP/1.1 200"), "v{version}: {outside}");
+        let body = outside.split("\r\n\r\n").nth(1).unwrap_or("");
+        let seen: serde_json::Value = serde_json::from_str(body.trim()).expect("echo JSON");
+        assert_eq!(
+            seen["headers"]["x-forwarded-for"],
+            serde_json::json!(["192.0.2.1"]),
+            "v{version}: {seen}"
+        );
+    }
+    // From a source that is not trusted the header is not read: it is the
+    // start of a malformed request.
+    let refused = through(distrusting, "10.1.2.3", 1, get)
+        .await
+        .unwrap_or_default();
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+}

@@ -164,6 +164,7 @@ fn harness() -> &'static Harness {
                 max_concurrent_streams: 16,
                 limits: Default::default(),
                 connections: None,
+                proxy_protocol: None,
                 stats: Some(registries.stats(StatsKind::EntryPoint, "web", &exporter)),
             })
         };

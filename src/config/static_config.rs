@@ -81,6 +81,11 @@ pub struct EntryPoint {
     pub http2: EntryPointHttp2,
     /// UDP settings, for an entry point whose address ends in `/udp`.
     pub udp: EntryPointUdp,
+    /// When present, connections from these sources may start with a
+    /// PROXY protocol header (v1 or v2) naming the real client, as a load
+    /// balancer in front sends it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_protocol: Option<ForwardedHeaders>,
     /// gangway's own request limits, where Traefik has none.
     pub limits: EntryPointLimits,
 }

@@ -43,6 +43,47 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// answer the PING that precedes the close.
 const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// The most a PROXY protocol header may take, its extensions (TLVs)
+/// included; real ones are under 256 bytes.
+const MAX_PROXY_HEADER: usize = 4096;
+
+/// Reads a PROXY protocol header off the start of `stream`, if one is
+/// there: the client it names, or `None` when it names none or there is
+/// no header (the connection's bytes are then left unread).
+async fn proxy_protocol_header(stream: &mut TcpStream) -> std::io::Result<Option<SocketAddr>> {
+    use super::proxy_protocol::{Parsed, parse};
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let mut buf = vec![0u8; 256];
+    loop {
+        let n = stream.peek(&mut buf).await?;
+        if n == 0 {
+            return Err(invalid("closed before a PROXY protocol header ended"));
+        }
+        match parse(&buf[..n]) {
+            Parsed::Absent => return Ok(None),
+            Parsed::Invalid => return Err(invalid("not a valid PROXY protocol header")),
+            Parsed::Header { len, client } => {
+                let mut header = vec![0u8; len];
+                stream.read_exact(&mut header).await?;
+                return Ok(client);
+            }
+            // A larger buffer once the peek filled it.
+            Parsed::Incomplete if n == buf.len() => {
+                if buf.len() >= MAX_PROXY_HEADER {
+                    return Err(invalid("PROXY protocol header too long"));
+                }
+                buf.resize(MAX_PROXY_HEADER, 0);
+            }
+            // The rest of the header is on its way (it nearly always comes
+            // in one segment). A peek leaves the bytes in the socket, so
+            // readiness would not wait: look again shortly, within the
+            // caller's deadline.
+            Parsed::Incomplete => tokio::time::sleep(Duration::from_millis(5)).await,
+        }
+    }
+}
+
 /// The first byte of every TLS record carrying a handshake.
 const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
@@ -67,6 +108,28 @@ impl Proxy {
         let _slot = slot;
         let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
         let deadline = Instant::now() + limit;
+        let mut stream = stream;
+        let mut peer = peer;
+        // A load balancer in front names the real client first (Traefik's
+        // entryPoints.<n>.proxyProtocol); it then counts as the client
+        // everywhere: rules, forwarded headers, logs, TCP servers.
+        if entry_point
+            .proxy_protocol
+            .as_ref()
+            .is_some_and(|trust| trust.trusts(peer.ip()))
+        {
+            match timeout_at(deadline, proxy_protocol_header(&mut stream)).await {
+                Ok(Ok(Some(client))) => {
+                    peer = SocketAddr::new(client.ip().to_canonical(), client.port());
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(%peer, entry_point = %entry_point.name, error = %e, "PROXY protocol header refused; connection closed");
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
         // Only where TCP routers listen does the rest of the runtime matter
         // before the first bytes: HTTP-only entry points pay one load.
         let (tcp, https) = {
@@ -79,7 +142,6 @@ impl Proxy {
                     .is_some_and(|routes| routes.iter().any(|r| r.tls));
             (tcp, https)
         };
-        let mut stream = stream;
         if let Some(tcp) = &tcp {
             // As in Traefik: with no TLS router here, TCP or HTTP, a plain
             // TCP router takes the connection before the client says

@@ -247,6 +247,24 @@ pub const OPTIONS: &[OptionSpec] = &[
         "HTTP/2 streams a client may have open at once on one connection.",
     ),
     opt(
+        "entryPoints.<name>.proxyProtocol",
+        ValueKind::Section,
+        "false",
+        "Read a PROXY protocol header (v1 or v2) from trusted sources.",
+    ),
+    opt(
+        "entryPoints.<name>.proxyProtocol.trustedIPs",
+        ValueKind::List,
+        "",
+        "Sources (IPs or CIDR ranges) whose PROXY protocol header is read.",
+    ),
+    opt(
+        "entryPoints.<name>.proxyProtocol.insecure",
+        ValueKind::Bool,
+        "false",
+        "Read a PROXY protocol header from every source.",
+    ),
+    opt(
         "entryPoints.<name>.udp.timeout",
         ValueKind::Duration,
         "3s",

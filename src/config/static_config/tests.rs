@@ -834,7 +834,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `udp`, `limits`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `udp`, `proxyProtocol`, `limits`"
     );
 }
 
@@ -1219,6 +1219,10 @@ fn full_config() -> StaticConfig {
     let mut config = StaticConfig::default();
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
+    entry_point.proxy_protocol = Some(ForwardedHeaders {
+        trusted_ips: vec!["10.0.0.0/8".parse().unwrap()],
+        insecure: false,
+    });
     entry_point.http.tls = Some(EntryPointTls {
         cert_resolver: Some(String::from("le")),
         options: Some(String::from("modern")),
@@ -1403,6 +1407,7 @@ fn every_row_sets_its_field() {
 fn row_defaults_match_struct_defaults() {
     let mut entry_point = EntryPoint::default();
     entry_point.http.redirections = Some(Redirections::default());
+    entry_point.proxy_protocol = Some(ForwardedHeaders::default());
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), entry_point)].into(),
         certificates_resolvers: [(
@@ -1654,7 +1659,8 @@ entryPoint = "web"
 fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'static str>) {
     let value = match path {
         "entryPoints.<name>.address" => "127.0.0.1:8081",
-        "entryPoints.<name>.forwardedHeaders.trustedIPs" => "10.0.0.0/8",
+        "entryPoints.<name>.forwardedHeaders.trustedIPs"
+        | "entryPoints.<name>.proxyProtocol.trustedIPs" => "10.0.0.0/8",
         "entryPoints.<name>.http.redirections.entryPoint.to" => ":443",
         "entryPoints.<name>.http.redirections.entryPoint.scheme" => "http",
         "entryPoints.<name>.http.underscoreHeadersStrategy" => "reject",
