@@ -209,6 +209,12 @@ pub struct ProviderDetail {
     /// TCP middlewares by bare name.
     #[serde(rename = "tcpMiddlewares", skip_serializing_if = "BTreeMap::is_empty")]
     pub tcp_middlewares: BTreeMap<String, ObjectDetail>,
+    /// UDP routers by bare name.
+    #[serde(rename = "udpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_routers: BTreeMap<String, ObjectDetail>,
+    /// UDP services by bare name.
+    #[serde(rename = "udpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_services: BTreeMap<String, ObjectDetail>,
     /// Every container seen, routed or not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<ContainerRecord>,

@@ -198,6 +198,8 @@ impl Report {
         attach(&mut self.tcp_routers, provider, &detail.tcp_routers);
         attach(&mut self.tcp_services, provider, &detail.tcp_services);
         attach(&mut self.tcp_middlewares, provider, &detail.tcp_middlewares);
+        attach(&mut self.udp_routers, provider, &detail.udp_routers);
+        attach(&mut self.udp_services, provider, &detail.udp_services);
         let report = self.providers.entry(provider.to_owned()).or_default();
         report.connected = detail.connected;
         report.containers.clone_from(&detail.containers);

@@ -18,6 +18,7 @@ use crate::config::Dynamic;
 use crate::config::dynamic::tcp::{
     TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpServer, TcpService,
 };
+use crate::config::dynamic::udp::{UdpLoadBalancer, UdpRouter, UdpServer, UdpService};
 use crate::config::dynamic::{LoadBalancer, Middleware, Router, Server, Service};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Origin, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
@@ -51,13 +52,15 @@ type Broken = (Vec<(Problem, Option<String>)>, Vec<String>);
 const PROVIDER: &str = "docker";
 
 /// Object kinds by their index in `Contribution::broken`.
-const KINDS: [ObjectKind; 6] = [
+const KINDS: [ObjectKind; 8] = [
     ObjectKind::Router,
     ObjectKind::Service,
     ObjectKind::Middleware,
     ObjectKind::TcpRouter,
     ObjectKind::TcpService,
     ObjectKind::TcpMiddleware,
+    ObjectKind::UdpRouter,
+    ObjectKind::UdpService,
 ];
 
 /// One container's objects, before they meet other containers'.
@@ -70,12 +73,16 @@ struct Contribution<'a> {
     tcp_routers: BTreeMap<String, (TcpRouter, Vec<String>)>,
     tcp_services: BTreeMap<String, (TcpService, Vec<String>)>,
     tcp_middlewares: BTreeMap<String, (TcpMiddleware, Vec<String>)>,
+    udp_routers: BTreeMap<String, (UdpRouter, Vec<String>)>,
+    udp_services: BTreeMap<String, (UdpService, Vec<String>)>,
     /// Objects of this container that are out, by kind.
-    broken: [BTreeMap<String, Broken>; 6],
+    broken: [BTreeMap<String, Broken>; 8],
     /// Services this container adds a server to.
     serves: BTreeSet<String>,
     /// TCP services this container adds a server to.
     tcp_serves: BTreeSet<String>,
+    /// UDP services this container adds a server to.
+    udp_serves: BTreeSet<String>,
     /// Whether another container's different definition won over one of its objects.
     lost_conflict: bool,
     /// The first problem that kept a server out.
@@ -91,6 +98,8 @@ const MIDDLEWARE: usize = 2;
 const TCP_ROUTER: usize = 3;
 const TCP_SERVICE: usize = 4;
 const TCP_MIDDLEWARE: usize = 5;
+const UDP_ROUTER: usize = 6;
+const UDP_SERVICE: usize = 7;
 
 /// Builds the configuration from every container.
 pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
@@ -120,6 +129,8 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     let mut tcp_routers: BTreeMap<String, Slot<TcpRouter>> = BTreeMap::new();
     let mut tcp_services: BTreeMap<String, Slot<TcpService>> = BTreeMap::new();
     let mut tcp_middlewares: BTreeMap<String, Slot<TcpMiddleware>> = BTreeMap::new();
+    let mut udp_routers: BTreeMap<String, Slot<UdpRouter>> = BTreeMap::new();
+    let mut udp_services: BTreeMap<String, Slot<UdpService>> = BTreeMap::new();
     for c in &mut contributions {
         let src = source(c.view);
         for (name, (r, labels)) in std::mem::take(&mut c.routers) {
@@ -185,6 +196,30 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 s.conflicts,
             );
         }
+        for (name, (r, labels)) in std::mem::take(&mut c.udp_routers) {
+            merge(
+                &mut udp_routers,
+                UDP_ROUTER,
+                name,
+                r,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
+        }
+        for (name, (svc, labels)) in std::mem::take(&mut c.udp_services) {
+            merge(
+                &mut udp_services,
+                UDP_SERVICE,
+                name,
+                svc,
+                c,
+                &src,
+                labels,
+                s.conflicts,
+            );
+        }
     }
     let mut detail = ProviderDetail::default();
     for c in &contributions {
@@ -196,6 +231,8 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             (TCP_ROUTER, &mut detail.tcp_routers),
             (TCP_SERVICE, &mut detail.tcp_services),
             (TCP_MIDDLEWARE, &mut detail.tcp_middlewares),
+            (UDP_ROUTER, &mut detail.udp_routers),
+            (UDP_SERVICE, &mut detail.udp_services),
         ] {
             for (name, (errors, labels)) in &c.broken[kind] {
                 let live = match kind {
@@ -204,7 +241,9 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                     MIDDLEWARE => middlewares.get(name).is_some_and(|s| !s.dropped),
                     TCP_ROUTER => tcp_routers.get(name).is_some_and(|s| !s.dropped),
                     TCP_SERVICE => tcp_services.get(name).is_some_and(|s| !s.dropped),
-                    _ => tcp_middlewares.get(name).is_some_and(|s| !s.dropped),
+                    TCP_MIDDLEWARE => tcp_middlewares.get(name).is_some_and(|s| !s.dropped),
+                    UDP_ROUTER => udp_routers.get(name).is_some_and(|s| !s.dropped),
+                    _ => udp_services.get(name).is_some_and(|s| !s.dropped),
                 };
                 let d = into.entry(name.clone()).or_default();
                 d.sources.push(Source {
@@ -278,6 +317,22 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             slot,
         );
     }
+    for (name, slot) in udp_routers {
+        finish(
+            &mut dynamic.udp.routers,
+            &mut detail.udp_routers,
+            name,
+            slot,
+        );
+    }
+    for (name, slot) in udp_services {
+        finish(
+            &mut dynamic.udp.services,
+            &mut detail.udp_services,
+            name,
+            slot,
+        );
+    }
 
     for c in contributions {
         let mut record = c.record;
@@ -289,12 +344,19 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             + c.tcp_serves
                 .iter()
                 .filter(|name| dynamic.tcp.services.contains_key(*name))
+                .count()
+            + c.udp_serves
+                .iter()
+                .filter(|name| dynamic.udp.services.contains_key(*name))
                 .count();
         record.routed = c.serving && live > 0;
         if !record.routed && record.reason.is_none() {
             let (reason, message) = c.problem.clone().unwrap_or_else(|| {
                 if c.lost_conflict
-                    || (c.serving && !(c.serves.is_empty() && c.tcp_serves.is_empty()))
+                    || (c.serving
+                        && !(c.serves.is_empty()
+                            && c.tcp_serves.is_empty()
+                            && c.udp_serves.is_empty()))
                 {
                     (
                         NotRouted::Conflict,
@@ -473,16 +535,10 @@ fn contribute<'a>(
     let any_tcp = !labels.tcp_routers.is_empty()
         || !labels.tcp_services.is_empty()
         || !labels.tcp_middlewares.is_empty();
-    if labels.udp && !any_http && !any_tcp {
-        return Err(not_routed(
-            rec,
-            NotRouted::TcpOrUdpOnly,
-            "its labels define only UDP routing; gangway reads UDP routers from the file provider only, for now".to_owned(),
-        ));
-    }
-    // As in Traefik: a container with TCP labels and no HTTP ones gets no
-    // HTTP router or service of its own.
-    let http = any_http || !any_tcp;
+    let any_udp = !labels.udp_routers.is_empty() || !labels.udp_services.is_empty();
+    // As in Traefik: a container with TCP or UDP labels and no HTTP ones
+    // gets no HTTP router or service of its own.
+    let http = any_http || !(any_tcp || any_udp);
 
     let name = normalize(&match (view.compose_project(), view.compose_service()) {
         (Some(project), Some(service)) => format!("{service}_{project}"),
@@ -497,9 +553,12 @@ fn contribute<'a>(
         tcp_routers: BTreeMap::new(),
         tcp_services: BTreeMap::new(),
         tcp_middlewares: BTreeMap::new(),
+        udp_routers: BTreeMap::new(),
+        udp_services: BTreeMap::new(),
         broken: Default::default(),
         serves: BTreeSet::new(),
         tcp_serves: BTreeSet::new(),
+        udp_serves: BTreeSet::new(),
         lost_conflict: false,
         problem: None,
         warnings: Vec::new(),
@@ -531,6 +590,16 @@ fn contribute<'a>(
             TCP_MIDDLEWARE,
             &labels.tcp_middlewares.broken,
             &labels.tcp_middlewares.labels,
+        ),
+        (
+            UDP_ROUTER,
+            &labels.udp_routers.broken,
+            &labels.udp_routers.labels,
+        ),
+        (
+            UDP_SERVICE,
+            &labels.udp_services.broken,
+            &labels.udp_services.labels,
         ),
     ] {
         for (n, errors) in objects_broken {
@@ -678,12 +747,17 @@ fn contribute<'a>(
     if any_tcp {
         contribute_tcp(&mut c, &labels, s, &name);
     }
+    if any_udp {
+        contribute_udp(&mut c, &labels, s, &name);
+    }
     if c.routers.is_empty()
         && c.services.is_empty()
         && c.middlewares.is_empty()
         && c.tcp_routers.is_empty()
         && c.tcp_services.is_empty()
         && c.tcp_middlewares.is_empty()
+        && c.udp_routers.is_empty()
+        && c.udp_services.is_empty()
         && !labels.errors.is_empty()
     {
         c.problem.get_or_insert((
@@ -817,22 +891,127 @@ fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settin
     }
 }
 
-/// The container's port for a server: the label's, else its only exposed
-/// TCP port, else the lowest with a warning naming the label to set.
+/// The container's UDP routers and services (with its server): a router
+/// without `service` uses the container's only UDP service, and a container
+/// with UDP routers and no UDP service gets one named after it.
+fn contribute_udp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settings, name: &str) {
+    let view = c.view;
+    let p = &s.prefix;
+    let mut service_names: Vec<String> = labels.udp_services.names().cloned().collect();
+    let mut services: Vec<(String, UdpService, Vec<String>)> = labels
+        .udp_services
+        .parsed
+        .iter()
+        .map(|(n, svc)| {
+            let keys = labels
+                .udp_services
+                .labels
+                .get(n)
+                .cloned()
+                .unwrap_or_default();
+            (n.clone(), svc.clone(), keys)
+        })
+        .collect();
+    if service_names.is_empty() && !labels.udp_routers.is_empty() {
+        service_names.push(name.to_owned());
+        services.push((
+            name.to_owned(),
+            UdpService {
+                load_balancer: Some(UdpLoadBalancer::default()),
+                ..UdpService::default()
+            },
+            Vec::new(),
+        ));
+    }
+    for (svc_name, mut svc, keys) in services {
+        if let (true, Some(lb)) = (c.serving, svc.load_balancer.as_mut()) {
+            let key = format!("{p}.udp.services.{svc_name}.loadbalancer.server.port");
+            let label_port = labels.udp_ports.get(&svc_name).copied();
+            let found = exposed_port(view, label_port, key, "udp").and_then(|(port, chosen)| {
+                let ip = address(view, s, labels.network.as_deref())?;
+                Ok((format!("{}:{port}", host(ip)), chosen))
+            });
+            match found {
+                Ok((address, chosen)) => {
+                    lb.servers.push(UdpServer { address });
+                    c.udp_serves.insert(svc_name.clone());
+                    if let Some(problem) = chosen {
+                        c.record
+                            .messages
+                            .push(format!("UDP service `{svc_name}`: {problem}"));
+                    }
+                }
+                Err((reason, message)) => {
+                    c.record
+                        .messages
+                        .push(format!("UDP service `{svc_name}`: {message}"));
+                    c.problem
+                        .get_or_insert((reason, format!("UDP service `{svc_name}`: {message}")));
+                    let problem = Problem::NoServer { reason, message };
+                    c.broken[UDP_SERVICE].insert(svc_name, (vec![(problem, None)], keys));
+                    continue;
+                }
+            }
+        }
+        c.udp_services.insert(svc_name, (svc, keys));
+    }
+    for (router_name, router) in &labels.udp_routers.parsed {
+        let keys = labels
+            .udp_routers
+            .labels
+            .get(router_name)
+            .cloned()
+            .unwrap_or_default();
+        let mut router = router.clone();
+        if router.service.is_empty() {
+            if let [only] = service_names.as_slice() {
+                router.service.clone_from(only);
+            } else {
+                let e = format!(
+                    "no `service` label, and the container defines {} UDP services ({}); set `{p}.udp.routers.{router_name}.service`",
+                    service_names.len(),
+                    service_names.join(", ")
+                );
+                c.record
+                    .messages
+                    .push(format!("UDP router `{router_name}`: {e}"));
+                let problem = Problem::BadValue { message: e };
+                c.broken[UDP_ROUTER].insert(router_name.clone(), (vec![(problem, None)], keys));
+                continue;
+            }
+        }
+        c.udp_routers.insert(router_name.clone(), (router, keys));
+    }
+}
+
+/// The container's port for an HTTP or TCP server (see [`exposed_port`]).
 fn container_port(
     view: &ContainerView,
     label_port: Option<u16>,
     label: String,
 ) -> Result<(u16, Option<Problem>), ServerProblem> {
+    exposed_port(view, label_port, label, "tcp")
+}
+
+/// The container's port for a server of `proto` (`tcp` or `udp`): the
+/// label's, else its only exposed port of that protocol, else the lowest
+/// with a warning naming the label to set.
+fn exposed_port(
+    view: &ContainerView,
+    label_port: Option<u16>,
+    label: String,
+    proto: &str,
+) -> Result<(u16, Option<Problem>), ServerProblem> {
     if let Some(port) = label_port {
         return Ok((port, None));
     }
-    // UDP ports are left out: the servers gangway reaches listen on TCP
-    // (Traefik takes the lowest port whatever its protocol).
+    // Ports of the other protocol are left out: an HTTP or TCP server
+    // listens on TCP, a UDP one on UDP (Traefik takes the lowest port
+    // whatever its protocol).
     let mut tcp: Vec<u16> = view
         .ports
         .iter()
-        .filter(|x| x.proto == "tcp")
+        .filter(|x| x.proto == proto)
         .map(|x| x.port)
         .collect();
     tcp.sort_unstable();
@@ -1024,6 +1203,31 @@ impl Join for Router {}
 impl Join for Middleware {}
 impl Join for TcpRouter {}
 impl Join for TcpMiddleware {}
+
+impl Join for UdpRouter {}
+
+impl Join for UdpService {
+    fn same(&self, other: &Self) -> bool {
+        let strip = |s: &UdpService| {
+            let mut s = s.clone();
+            if let Some(lb) = s.load_balancer.as_mut() {
+                lb.servers.clear();
+            }
+            s
+        };
+        strip(self) == strip(other)
+    }
+
+    fn join(&mut self, other: Self) {
+        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
+            for server in theirs.servers {
+                if !mine.servers.iter().any(|s| s.address == server.address) {
+                    mine.servers.push(server);
+                }
+            }
+        }
+    }
+}
 
 impl Join for TcpService {
     fn same(&self, other: &Self) -> bool {

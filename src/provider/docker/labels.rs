@@ -8,6 +8,7 @@ mod tree;
 mod tests;
 
 use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
+use crate::config::dynamic::udp::{UdpRouter, UdpService};
 use crate::config::dynamic::{Middleware, Router, Service};
 use crate::config::problem::Problem;
 use serde::Deserialize;
@@ -225,8 +226,12 @@ pub struct ContainerLabels {
     pub tcp_servers: BTreeMap<String, TcpServerLabels>,
     /// TCP middlewares.
     pub tcp_middlewares: Objects<TcpMiddleware>,
-    /// Whether any `<prefix>.udp.*` label is present.
-    pub udp: bool,
+    /// UDP routers.
+    pub udp_routers: Objects<UdpRouter>,
+    /// UDP services, without the container's own server.
+    pub udp_services: Objects<UdpService>,
+    /// The container's port per UDP service that gives one.
+    pub udp_ports: BTreeMap<String, u16>,
     /// Every error, the ones that broke an object included.
     pub errors: Vec<LabelError>,
 }
@@ -337,7 +342,7 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
             "docker" => read_docker(node, &mut out),
             "http" => read_http(node, &mut out),
             "tcp" => read_tcp(node, &mut out),
-            "udp" => out.udp = true,
+            "udp" => read_udp(node, &mut out),
             "tls" => {
                 let mut keys = Vec::new();
                 node.labels(&mut keys);
@@ -496,6 +501,59 @@ fn read_tcp(node: Node, out: &mut ContainerLabels) {
                 label: first_label(&kind),
                 option: written.clone(),
                 suggestion: suggest(&written, TCP).map(str::to_owned),
+            }),
+        }
+    }
+}
+
+/// `loadbalancer.server.*` of a UDP service: only its port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+struct UdpServerLabels {
+    port: Option<u16>,
+}
+
+fn read_udp(node: Node, out: &mut ContainerLabels) {
+    const UDP: &[&str] = &["routers", "services"];
+    if node.value.is_some() {
+        out.errors.push(LabelError::Invalid {
+            label: node.name(),
+            message: "expects `routers` or `services` below it".to_owned(),
+        });
+    }
+    for (written, kind) in node.children.into_values() {
+        match written.to_ascii_lowercase().as_str() {
+            "routers" => read_objects(kind, &mut out.udp_routers, &mut out.errors, |n| {
+                read::<UdpRouter>(n)
+            }),
+            "services" => {
+                let mut ports = BTreeMap::new();
+                read_objects_mut(
+                    kind,
+                    &mut out.udp_services,
+                    &mut out.errors,
+                    |name, n| {
+                        let server = match n.children.get_mut("loadbalancer") {
+                            Some((_, lb)) => match lb.take_child("server") {
+                                Some(server) => Some(read::<UdpServerLabels>(&server)?),
+                                None => None,
+                            },
+                            None => None,
+                        };
+                        let service = read::<UdpService>(n)?;
+                        if let Some(port) = server.and_then(|s| s.port) {
+                            ports.insert(name.to_owned(), port);
+                        }
+                        Ok(service)
+                    },
+                    |_, _| None,
+                );
+                out.udp_ports = ports;
+            }
+            _ => out.errors.push(LabelError::UnknownOption {
+                label: first_label(&kind),
+                option: written.clone(),
+                suggestion: suggest(&written, UDP).map(str::to_owned),
             }),
         }
     }

@@ -370,8 +370,46 @@ fn which_containers_are_considered() {
         ],
     );
     let b = build(&[udp], &defaults(), NOW);
+    // A UDP router, and no HTTP one.
     assert!(b.dynamic.http.routers.is_empty());
-    assert_eq!(record(&b, "udp").reason, Some(NotRouted::TcpOrUdpOnly));
+    assert_eq!(b.dynamic.udp.routers["u"].service, "u");
+}
+
+#[test]
+fn udp_labels_give_udp_objects_with_the_containers_udp_port() {
+    let mut dns = host(
+        "u1",
+        "dns",
+        5,
+        &[
+            ("traefik.enable", "true"),
+            ("traefik.udp.routers.dns.entrypoints", "dns"),
+        ],
+    );
+    // A TCP port beside the UDP one: the UDP service takes the UDP port.
+    dns.ports = vec![
+        PortView {
+            port: 53,
+            proto: "udp".into(),
+            bindings: Vec::new(),
+        },
+        PortView {
+            port: 8080,
+            proto: "tcp".into(),
+            bindings: Vec::new(),
+        },
+    ];
+    let b = build(&[dns], &defaults(), NOW);
+    assert!(b.dynamic.http.routers.is_empty());
+    assert_eq!(b.dynamic.udp.routers["dns"].service, "dns");
+    assert_eq!(b.dynamic.udp.routers["dns"].entry_points, ["dns"]);
+    let servers: Vec<&str> = b.dynamic.udp.services["dns"]
+        .load_balancer
+        .as_ref()
+        .map(|lb| lb.servers.iter().map(|s| s.address.as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(servers, ["127.0.0.1:53"]);
+    assert!(record(&b, "dns").routed);
 }
 
 #[test]

@@ -1243,7 +1243,7 @@ fn stray_labels_are_reported_without_breaking_anything() {
     ]);
     assert!(p.routers.parsed.contains_key("good"));
     assert_eq!(p.enable, None);
-    assert!(p.udp);
+    assert!(p.udp_routers.parsed.contains_key("u"));
     assert!(p.tcp_routers.parsed.contains_key("t"));
     let text: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
     for needle in [
