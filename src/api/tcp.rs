@@ -2,12 +2,12 @@
 //! `/api/udp/routers` and `/api/udp/services`, in Traefik's shapes.
 
 use super::views::StateView;
-use crate::config::dynamic::tcp::{
-    TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpRouterTls, TcpService, TcpWeighted,
-};
-use crate::config::dynamic::udp::{UdpRouter, UdpService};
+use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
+use crate::config::dynamic::udp::UdpService;
 use crate::runtime::Runtime;
+use crate::runtime::report::ObjectReport;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// A TCP router as `/api/tcp/routers` lists it.
 #[derive(Debug, Serialize)]
@@ -64,6 +64,29 @@ pub struct TcpServiceView {
     pub state: StateView,
 }
 
+/// Each object of one kind with its report: the configured ones, then the
+/// ones known only from their errors (left out by their provider: a key
+/// that does not exist, a label that does not parse), as empty objects.
+fn with_reports<'a, T: Default + Clone>(
+    configured: &'a BTreeMap<String, T>,
+    reports: &'a BTreeMap<String, ObjectReport>,
+) -> Vec<(
+    &'a String,
+    std::borrow::Cow<'a, T>,
+    Option<&'a ObjectReport>,
+)> {
+    let reported_only = reports
+        .keys()
+        .filter(|name| !configured.contains_key(*name))
+        .map(|name| (name, std::borrow::Cow::Owned(T::default())));
+    configured
+        .iter()
+        .map(|(name, t)| (name, std::borrow::Cow::Borrowed(t)))
+        .chain(reported_only)
+        .map(|(name, t)| (name, t, reports.get(name)))
+        .collect()
+}
+
 fn provider_of(name: &str) -> String {
     name.rsplit_once('@')
         .map(|(_, p)| p.to_owned())
@@ -72,20 +95,9 @@ fn provider_of(name: &str) -> String {
 
 /// Every TCP router, configured or known only from its errors.
 pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
-    let left_out = TcpRouter::default();
-    let reported_only = rt
-        .report
-        .tcp_routers
-        .keys()
-        .filter(|name| !rt.dynamic.tcp.routers.contains_key(*name))
-        .map(|name| (name, &left_out));
-    rt.dynamic
-        .tcp
-        .routers
-        .iter()
-        .chain(reported_only)
-        .map(|(name, r)| {
-            let report = rt.report.tcp_routers.get(name);
+    with_reports(&rt.dynamic.tcp.routers, &rt.report.tcp_routers)
+        .into_iter()
+        .map(|(name, r, report)| {
             let provider = provider_of(name);
             TcpRouterView {
                 name: name.clone(),
@@ -115,33 +127,20 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
 
 /// Every TCP service, configured or known only from its errors.
 pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
-    let left_out = TcpService::default();
-    let reported_only = rt
-        .report
-        .tcp_services
-        .keys()
-        .filter(|name| !rt.dynamic.tcp.services.contains_key(*name))
-        .map(|name| (name, &left_out));
-    rt.dynamic
-        .tcp
-        .services
-        .iter()
-        .chain(reported_only)
-        .map(|(name, s)| {
-            let report = rt.report.tcp_services.get(name);
-            TcpServiceView {
-                name: name.clone(),
-                provider: provider_of(name),
-                kind: match (&s.load_balancer, &s.weighted) {
-                    (Some(_), _) => Some("loadbalancer"),
-                    (None, Some(_)) => Some("weighted"),
-                    (None, None) => None,
-                },
-                load_balancer: s.load_balancer.clone(),
-                weighted: s.weighted.clone(),
-                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
-                state: StateView::of(report),
-            }
+    with_reports(&rt.dynamic.tcp.services, &rt.report.tcp_services)
+        .into_iter()
+        .map(|(name, s, report)| TcpServiceView {
+            name: name.clone(),
+            provider: provider_of(name),
+            kind: match (&s.load_balancer, &s.weighted) {
+                (Some(_), _) => Some("loadbalancer"),
+                (None, Some(_)) => Some("weighted"),
+                (None, None) => None,
+            },
+            load_balancer: s.load_balancer.clone(),
+            weighted: s.weighted.clone(),
+            used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+            state: StateView::of(report),
         })
         .collect()
 }
@@ -170,20 +169,9 @@ pub struct TcpMiddlewareView {
 
 /// Every TCP middleware, configured or known only from its errors.
 pub fn middlewares(rt: &Runtime) -> Vec<TcpMiddlewareView> {
-    let left_out = TcpMiddleware::default();
-    let reported_only = rt
-        .report
-        .tcp_middlewares
-        .keys()
-        .filter(|name| !rt.dynamic.tcp.middlewares.contains_key(*name))
-        .map(|name| (name, &left_out));
-    rt.dynamic
-        .tcp
-        .middlewares
-        .iter()
-        .chain(reported_only)
-        .map(|(name, m)| {
-            let report = rt.report.tcp_middlewares.get(name);
+    with_reports(&rt.dynamic.tcp.middlewares, &rt.report.tcp_middlewares)
+        .into_iter()
+        .map(|(name, m, report)| {
             let kind = if m.ip_allow_list.is_some() {
                 Some("ipallowlist")
             } else if m.ip_white_list.is_some() {
@@ -197,7 +185,7 @@ pub fn middlewares(rt: &Runtime) -> Vec<TcpMiddlewareView> {
                 name: name.clone(),
                 provider: provider_of(name),
                 kind,
-                config: m.clone(),
+                config: m.into_owned(),
                 used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
                 state: StateView::of(report),
             }
@@ -248,20 +236,9 @@ pub struct UdpServiceView {
 
 /// Every UDP router, configured or known only from its errors.
 pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
-    let left_out = UdpRouter::default();
-    let reported_only = rt
-        .report
-        .udp_routers
-        .keys()
-        .filter(|name| !rt.dynamic.udp.routers.contains_key(*name))
-        .map(|name| (name, &left_out));
-    rt.dynamic
-        .udp
-        .routers
-        .iter()
-        .chain(reported_only)
-        .map(|(name, r)| {
-            let report = rt.report.udp_routers.get(name);
+    with_reports(&rt.dynamic.udp.routers, &rt.report.udp_routers)
+        .into_iter()
+        .map(|(name, r, report)| {
             let provider = provider_of(name);
             UdpRouterView {
                 name: name.clone(),
@@ -281,32 +258,19 @@ pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
 
 /// Every UDP service, configured or known only from its errors.
 pub fn udp_services(rt: &Runtime) -> Vec<UdpServiceView> {
-    let left_out = UdpService::default();
-    let reported_only = rt
-        .report
-        .udp_services
-        .keys()
-        .filter(|name| !rt.dynamic.udp.services.contains_key(*name))
-        .map(|name| (name, &left_out));
-    rt.dynamic
-        .udp
-        .services
-        .iter()
-        .chain(reported_only)
-        .map(|(name, s)| {
-            let report = rt.report.udp_services.get(name);
-            UdpServiceView {
-                name: name.clone(),
-                provider: provider_of(name),
-                kind: match (&s.load_balancer, &s.weighted) {
-                    (Some(_), _) => Some("loadbalancer"),
-                    (None, Some(_)) => Some("weighted"),
-                    (None, None) => None,
-                },
-                config: s.clone(),
-                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
-                state: StateView::of(report),
-            }
+    with_reports(&rt.dynamic.udp.services, &rt.report.udp_services)
+        .into_iter()
+        .map(|(name, s, report)| UdpServiceView {
+            name: name.clone(),
+            provider: provider_of(name),
+            kind: match (&s.load_balancer, &s.weighted) {
+                (Some(_), _) => Some("loadbalancer"),
+                (None, Some(_)) => Some("weighted"),
+                (None, None) => None,
+            },
+            config: s.into_owned(),
+            used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+            state: StateView::of(report),
         })
         .collect()
 }
