@@ -1206,74 +1206,41 @@ impl Join for TcpMiddleware {}
 
 impl Join for UdpRouter {}
 
-impl Join for UdpService {
-    fn same(&self, other: &Self) -> bool {
-        let strip = |s: &UdpService| {
-            let mut s = s.clone();
-            if let Some(lb) = s.load_balancer.as_mut() {
-                lb.servers.clear();
+/// Services of every kind: the same definition apart from their servers
+/// is one service, and joining adds the servers it lacks (told apart by
+/// `$key`: a URL for HTTP, an address for TCP and UDP).
+macro_rules! join_servers {
+    ($service:ty, $key:ident) => {
+        impl Join for $service {
+            fn same(&self, other: &Self) -> bool {
+                let strip = |s: &$service| {
+                    let mut s = s.clone();
+                    if let Some(lb) = s.load_balancer.as_mut() {
+                        lb.servers.clear();
+                    }
+                    s
+                };
+                strip(self) == strip(other)
             }
-            s
-        };
-        strip(self) == strip(other)
-    }
 
-    fn join(&mut self, other: Self) {
-        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
-            for server in theirs.servers {
-                if !mine.servers.iter().any(|s| s.address == server.address) {
-                    mine.servers.push(server);
+            fn join(&mut self, other: Self) {
+                if let (Some(mine), Some(theirs)) =
+                    (self.load_balancer.as_mut(), other.load_balancer)
+                {
+                    for server in theirs.servers {
+                        if !mine.servers.iter().any(|s| s.$key == server.$key) {
+                            mine.servers.push(server);
+                        }
+                    }
                 }
             }
         }
-    }
+    };
 }
 
-impl Join for TcpService {
-    fn same(&self, other: &Self) -> bool {
-        let strip = |s: &TcpService| {
-            let mut s = s.clone();
-            if let Some(lb) = s.load_balancer.as_mut() {
-                lb.servers.clear();
-            }
-            s
-        };
-        strip(self) == strip(other)
-    }
-
-    fn join(&mut self, other: Self) {
-        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
-            for server in theirs.servers {
-                if !mine.servers.iter().any(|s| s.address == server.address) {
-                    mine.servers.push(server);
-                }
-            }
-        }
-    }
-}
-
-impl Join for Service {
-    fn same(&self, other: &Self) -> bool {
-        let strip = |s: &Service| {
-            let mut s = s.clone();
-            if let Some(lb) = s.load_balancer.as_mut() {
-                lb.servers.clear();
-            }
-            s
-        };
-        strip(self) == strip(other)
-    }
-
-    fn join(&mut self, other: Self) {
-        if let (Some(mine), Some(theirs)) = (self.load_balancer.as_mut(), other.load_balancer) {
-            for server in theirs.servers {
-                if !mine.servers.iter().any(|s| s.url == server.url) {
-                    mine.servers.push(server);
-                }
-            }
-        }
-    }
-}
+join_servers!(Service, url);
+join_servers!(TcpService, address);
+join_servers!(UdpService, address);
 
 #[allow(clippy::too_many_arguments)]
 fn merge<T: Join>(
