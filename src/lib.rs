@@ -228,11 +228,12 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             limits: limits.clone(),
             connections: overload::ConnectionLimit::new(*max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
-                registries.stats(
-                    runtime::registries::StatsKind::EntryPoint,
-                    name,
-                    &m.exporter,
-                )
+                let transport = if ep.address.udp {
+                    metrics::Transport::Udp
+                } else {
+                    metrics::Transport::Tcp
+                };
+                registries.entry_point_stats(name, transport, &m.exporter)
             }),
         };
         let accept_grace = *request_accept_grace_timeout;

@@ -61,6 +61,34 @@ const METHODS: [&str; 10] = [
 const METADATA: Metadata<'static> =
     Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
 
+/// What an entry point or a stream router carries: its `protocol` label on
+/// `open_connections` (Traefik v3's values) and its families' word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP connections (HTTP ones included, as in Traefik).
+    Tcp,
+    /// UDP sessions.
+    Udp,
+}
+
+impl Transport {
+    /// The `protocol` label value.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Transport::Tcp => "TCP",
+            Transport::Udp => "UDP",
+        }
+    }
+
+    /// The families' prefix word (`tcp_router_…`) and what one unit is.
+    const fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Transport::Tcp => ("tcp", "connections"),
+            Transport::Udp => ("udp", "sessions"),
+        }
+    }
+}
+
 /// The protocol label of a request, as Traefik reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -303,8 +331,37 @@ impl Exporter {
         recorder.describe_gauge(
             open_connections.clone(),
             None,
-            "Connections open now, per entry point.".into(),
+            "Connections (UDP: sessions) open now, per entry point and protocol.".into(),
         );
+        for transport in [Transport::Tcp, Transport::Udp] {
+            let (word, unit) = transport.words();
+            let upper = transport.label();
+            for (family, help) in [
+                (
+                    format!("open_{unit}"),
+                    format!("{upper} {unit} open now, per router."),
+                ),
+                (
+                    format!("{unit}_total"),
+                    format!("{upper} {unit} forwarded, per router."),
+                ),
+                (
+                    "received_bytes_total".to_owned(),
+                    format!("Bytes received from {upper} clients, per router."),
+                ),
+                (
+                    "sent_bytes_total".to_owned(),
+                    format!("Bytes sent to {upper} clients, per router."),
+                ),
+            ] {
+                let name = name(&format!("{word}_router_{family}"));
+                if family.starts_with("open_") {
+                    recorder.describe_gauge(name, None, help.into());
+                } else {
+                    recorder.describe_counter(name, None, help.into());
+                }
+            }
+        }
         let reloads_name = name("config_reloads_total");
         recorder.describe_counter(
             reloads_name.clone(),
@@ -377,10 +434,23 @@ impl Exporter {
     /// The request counters of one object, registered as its requests
     /// arrive.
     pub fn stats(self: &Arc<Self>, kind: ObjectKind, name: &str) -> Stats {
+        self.stats_on(kind, name, Transport::Tcp)
+    }
+
+    /// The counters of an entry point that carries `transport`: its
+    /// `open_connections` series has that `protocol` label.
+    pub fn entry_point_stats(self: &Arc<Self>, name: &str, transport: Transport) -> Stats {
+        self.stats_on(ObjectKind::EntryPoint, name, transport)
+    }
+
+    fn stats_on(self: &Arc<Self>, kind: ObjectKind, name: &str, transport: Transport) -> Stats {
         let open = if kind == ObjectKind::EntryPoint {
             let key = Key::from_parts(
                 self.open_connections.clone(),
-                vec![Label::new(kind.label(), name.to_owned())],
+                vec![
+                    Label::new(kind.label(), name.to_owned()),
+                    Label::from_static_parts(PROTOCOL, transport.label()),
+                ],
             );
             let gauge = self.recorder.register_gauge(&key, &METADATA);
             // Registered now, so an idle entry point shows 0 rather than nothing.
@@ -395,6 +465,36 @@ impl Exporter {
             name: Arc::from(name),
             rows: std::array::from_fn(|_| OnceLock::new()),
             open,
+        }
+    }
+
+    /// The counters of the TCP or UDP router `router`. Registering a series
+    /// again returns the one already there, so they run on across
+    /// configuration swaps.
+    pub fn stream_stats(&self, transport: Transport, router: &str) -> StreamStats {
+        let (word, unit) = transport.words();
+        let key = |family: &str| {
+            Key::from_parts(
+                format!("{}_{word}_router_{family}", self.prefix),
+                vec![Label::new(ObjectKind::Router.label(), router.to_owned())],
+            )
+        };
+        let open = self
+            .recorder
+            .register_gauge(&key(&format!("open_{unit}")), &METADATA);
+        // Registered now, so a router without traffic shows 0 rather than nothing.
+        open.increment(0.0);
+        StreamStats {
+            open,
+            opened: self
+                .recorder
+                .register_counter(&key(&format!("{unit}_total")), &METADATA),
+            received: self
+                .recorder
+                .register_counter(&key("received_bytes_total"), &METADATA),
+            sent: self
+                .recorder
+                .register_counter(&key("sent_bytes_total"), &METADATA),
         }
     }
 
@@ -495,6 +595,43 @@ impl Certificates {
             .as_ref()
             .map(PrometheusHandle::render)
             .unwrap_or_default()
+    }
+}
+
+/// The counters of one TCP or UDP router.
+pub struct StreamStats {
+    open: Gauge,
+    opened: Counter,
+    received: Counter,
+    sent: Counter,
+}
+
+impl StreamStats {
+    /// Counts a connection (or session) opened; it counts as open until
+    /// the guard is dropped.
+    pub fn open(&self) -> OpenStream {
+        self.opened.increment(1);
+        self.open.increment(1.0);
+        OpenStream(self.open.clone())
+    }
+
+    /// Counts bytes received from the client.
+    pub fn received(&self, bytes: u64) {
+        self.received.increment(bytes);
+    }
+
+    /// Counts bytes sent to the client.
+    pub fn sent(&self, bytes: u64) {
+        self.sent.increment(bytes);
+    }
+}
+
+/// A connection counted in its router's open connections until dropped.
+pub struct OpenStream(Gauge);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
     }
 }
 
@@ -715,12 +852,76 @@ mod tests {
     fn open_connections_follow_the_entry_point() {
         let exporter = Arc::new(Exporter::new("gangway", &[1.0]).unwrap());
         let stats = exporter.stats(ObjectKind::EntryPoint, "web");
-        let series = r#"gangway_open_connections{entrypoint="web"}"#;
+        let series = r#"gangway_open_connections{entrypoint="web",protocol="TCP"}"#;
         assert_eq!(line(&exporter.render(), series), Some("0"));
         stats.connection_opened();
         stats.connection_opened();
         stats.connection_closed();
         assert_eq!(line(&exporter.render(), series), Some("1"));
+    }
+
+    #[test]
+    fn stream_routers_count_connections_and_bytes_across_swaps() {
+        let exporter = Arc::new(Exporter::new("gangway", &[1.0]).unwrap());
+        let udp = exporter.entry_point_stats("dns", Transport::Udp);
+        udp.connection_opened();
+        let text = exporter.render();
+        assert_eq!(
+            line(
+                &text,
+                r#"gangway_open_connections{entrypoint="dns",protocol="UDP"}"#
+            ),
+            Some("1"),
+            "{text}"
+        );
+        let first = exporter.stream_stats(Transport::Tcp, "db@file");
+        let open = first.open();
+        first.received(10);
+        first.sent(7);
+        // A configuration swap compiles the router again: the same series.
+        let again = exporter.stream_stats(Transport::Tcp, "db@file");
+        again.received(5);
+        let held = again.open();
+        drop(open);
+        let text = exporter.render();
+        let value = |series: &str| line(&text, series).map(str::to_owned);
+        let router = r#"{router="db@file"}"#;
+        assert_eq!(
+            value(&format!("gangway_tcp_router_open_connections{router}")).as_deref(),
+            Some("1"),
+            "{text}"
+        );
+        assert_eq!(
+            value(&format!("gangway_tcp_router_connections_total{router}")).as_deref(),
+            Some("2")
+        );
+        assert_eq!(
+            value(&format!("gangway_tcp_router_received_bytes_total{router}")).as_deref(),
+            Some("15")
+        );
+        assert_eq!(
+            value(&format!("gangway_tcp_router_sent_bytes_total{router}")).as_deref(),
+            Some("7")
+        );
+        drop(held);
+        let sessions = exporter.stream_stats(Transport::Udp, "dns@file");
+        drop(sessions.open());
+        let text = exporter.render();
+        assert_eq!(
+            line(
+                &text,
+                r#"gangway_udp_router_open_sessions{router="dns@file"}"#
+            ),
+            Some("0"),
+            "{text}"
+        );
+        assert_eq!(
+            line(
+                &text,
+                r#"gangway_udp_router_sessions_total{router="dns@file"}"#
+            ),
+            Some("1")
+        );
     }
 
     #[test]

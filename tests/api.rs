@@ -519,7 +519,7 @@ async fn metrics_count_exactly_the_requests_sent() {
     );
     assert!(line("gangway_config_reloads_total") >= 1.0);
     assert!(line("gangway_config_last_reload_success") > 1.7e9);
-    assert!(line(r#"gangway_open_connections{entrypoint="web"}"#) >= 0.0);
+    assert!(line(r#"gangway_open_connections{entrypoint="web",protocol="TCP"}"#) >= 0.0);
 }
 
 #[tokio::test]

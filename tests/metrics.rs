@@ -112,7 +112,29 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
         "gauge",
         &[("", &["cn", "sans", "resolver", "source"])],
     );
-    family("open_connections", "gauge", &[("", &["entrypoint"])]);
+    family(
+        "open_connections",
+        "gauge",
+        &[("", &["entrypoint", "protocol"])],
+    );
+    for (word, unit) in [("tcp", "connections"), ("udp", "sessions")] {
+        family(
+            &format!("{word}_router_open_{unit}"),
+            "gauge",
+            &[("", &["router"])],
+        );
+        for counter in [
+            format!("{unit}_total"),
+            "received_bytes_total".to_owned(),
+            "sent_bytes_total".to_owned(),
+        ] {
+            family(
+                &format!("{word}_router_{counter}"),
+                "counter",
+                &[("", &["router"])],
+            );
+        }
+    }
     for object in ["entrypoint", "router", "service"] {
         let labels: &[&str] = &["code", "method", "protocol", object];
         let with_le: &[&str] = &["code", "method", "protocol", object, "le"];
@@ -142,8 +164,13 @@ async fn scraped(prefix: &str) -> String {
     let key_file = files.path().join("secure.key");
     std::fs::write(&cert, chain).unwrap();
     std::fs::write(&key_file, key).unwrap();
+    // A TCP and a UDP router: their families exist from the start.
+    let streams = "[tcp.routers.db]\nentryPoints = [\"db\"]\nrule = \"HostSNI(`*`)\"\nservice = \"db\"\n\
+                   [[tcp.services.db.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n\
+                   [udp.routers.dns]\nentryPoints = [\"dns\"]\nservice = \"dns\"\n\
+                   [[udp.services.dns.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n";
     let dynamic = format!(
-        "{}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
+        "{}{streams}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
         support::one_route("app", "Host(`app.test`)", &[&app.url()]),
         cert.display().to_string(),
         key_file.display().to_string(),
@@ -154,6 +181,8 @@ async fn scraped(prefix: &str) -> String {
         format!("--metrics.prometheus.prefix={prefix}"),
         "--metrics.prometheus.addRoutersLabels=true".to_owned(),
         format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+        format!("--entryPoints.db.address=127.0.0.1:{}", free_port()),
+        format!("--entryPoints.dns.address=127.0.0.1:{}/udp", free_port()),
         format!(
             "--accessLog.filePath={}",
             files.path().join("access.log").display()

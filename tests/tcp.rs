@@ -157,6 +157,7 @@ url = "{}"
             &format!("--entryPoints.db.address=127.0.0.1:{tcp_port}"),
             "--metrics.prometheus",
             "--metrics.prometheus.entryPoint=web",
+            "--metrics.prometheus.addRoutersLabels=true",
         ],
     )
     .await;
@@ -170,6 +171,7 @@ url = "{}"
     })
     .await;
     let mut seen = Vec::new();
+    let mut to_clients = 0;
     for _ in 0..4 {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", tcp_port))
             .await
@@ -178,6 +180,7 @@ url = "{}"
         let (greeting, reply) = talk(&mut stream).await;
         let name = greeting.trim().trim_start_matches("hello from ").to_owned();
         assert_eq!(reply, format!("{name}: ping\n"), "byte for byte");
+        to_clients += greeting.len() + reply.len();
         seen.push(name);
         // The client's end of writing reaches the server, whose close
         // comes back as the end of the stream.
@@ -199,9 +202,13 @@ url = "{}"
         let gw = &gw;
         async move {
             let metrics = gw.get("any.test", "/metrics").await.text();
-            metrics
-                .lines()
-                .any(|l| l == format!("gangway_open_connections{{entrypoint=\"db\"}} {want}"))
+            metrics.lines().any(|l| {
+                l == format!(
+                    "gangway_open_connections{{entrypoint=\"db\",protocol=\"TCP\"}} {want}"
+                ) && metrics.contains(&format!(
+                    "gangway_tcp_router_open_connections{{router=\"db@file\"}} {want}\n"
+                ))
+            })
         }
     };
     let mut held = tokio::net::TcpStream::connect(("127.0.0.1", tcp_port))
@@ -217,6 +224,21 @@ url = "{}"
         open("0")
     })
     .await;
+    // The router's bytes: the four pings exactly (nothing else was sent
+    // by a client), and at least the four conversations' answers back.
+    let metrics = gw.get("any.test", "/metrics").await.text();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{metrics}"))
+    };
+    assert_eq!(
+        value(r#"gangway_tcp_router_received_bytes_total{router="db@file"}"#),
+        20.0
+    );
+    assert!(value(r#"gangway_tcp_router_sent_bytes_total{router="db@file"}"#) >= to_clients as f64);
+    assert!(value(r#"gangway_tcp_router_connections_total{router="db@file"}"#) >= 5.0);
     // HTTP routers on the other entry point are untouched.
     assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
 }
@@ -923,6 +945,9 @@ service = "api@internal"
             &format!("--entryPoints.dns.address=127.0.0.1:{udp_port}/udp"),
             "--entryPoints.dns.udp.timeout=30s",
             "--api=true",
+            "--metrics.prometheus",
+            "--metrics.prometheus.entryPoint=web",
+            "--metrics.prometheus.addRoutersLabels=true",
         ],
     )
     .await;
@@ -969,6 +994,18 @@ service = "api@internal"
     let overview: serde_json::Value =
         serde_json::from_slice(&gw.get("api.test", "/api/overview").await.body).expect("JSON");
     assert_eq!(overview["udp"]["services"]["total"], 3);
+    // Two clients, two sessions, open until `udp.timeout`.
+    let metrics = gw.get("any.test", "/metrics").await.text();
+    for series in [
+        r#"gangway_udp_router_open_sessions{router="echo@file"} 2"#,
+        r#"gangway_udp_router_sessions_total{router="echo@file"} 2"#,
+        r#"gangway_open_connections{entrypoint="dns",protocol="UDP"} 2"#,
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == series),
+            "{series} in\n{metrics}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{TcpMiddleware, TcpServer, TcpService};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::metrics::Transport;
 use crate::middleware::ip::AddressList;
 use crate::rule::{default_priority, parse_tcp_rule};
 use crate::runtime::Registries;
@@ -165,6 +166,7 @@ pub(super) fn compile(
             service_name,
             target,
             middlewares: guards,
+            stats: router_stats(ctx, Transport::Tcp, name),
         });
         for i in eps {
             per_ep[i].push(route.clone());
@@ -194,6 +196,18 @@ pub(super) fn compile(
         .into_iter()
         .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
         .collect()
+}
+
+/// The counters of a TCP or UDP router, when routers are measured.
+pub(super) fn router_stats(
+    ctx: &CompileContext,
+    transport: Transport,
+    router: &str,
+) -> Option<crate::metrics::StreamStats> {
+    ctx.metrics
+        .as_ref()
+        .filter(|m| m.routers)
+        .map(|m| m.exporter.stream_stats(transport, router))
 }
 
 /// Takes `router` out of every entry point's TCP routes (its TLS options

@@ -2,12 +2,13 @@
 //! takes its datagrams, and the servers its service forwards them to.
 
 use super::CompileContext;
-use super::tcp::Services;
+use super::tcp::{Services, router_stats};
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpServer, TcpService, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::metrics::Transport;
 use crate::runtime::report::{Report, Status};
 use crate::runtime::tcp::UdpRoute;
 use std::collections::BTreeMap;
@@ -144,6 +145,7 @@ pub(super) fn compile(
             name: name.clone(),
             service_name,
             target,
+            stats: router_stats(ctx, Transport::Udp, name),
         });
         for i in eps {
             per_ep[i] = Some(route.clone());

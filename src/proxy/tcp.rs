@@ -262,7 +262,7 @@ fn admitted(route: &TcpRoute, peer: SocketAddr) -> Option<Vec<impl Drop>> {
 /// bytes both ways until both sides are done.
 async fn forward<C>(
     route: &TcpRoute,
-    mut client: C,
+    client: C,
     (peer, local, preamble): (SocketAddr, SocketAddr, Preamble),
     entry_point: &EntryPointInfo,
 ) where
@@ -313,6 +313,11 @@ async fn forward<C>(
             }
         }
     }
+    let _counted = route.stats.as_ref().map(crate::metrics::StreamStats::open);
+    let mut client = Counted {
+        inner: client,
+        stats: route.stats.as_ref(),
+    };
     match tokio::io::copy_bidirectional(&mut client, &mut server).await {
         Ok((up, down)) => {
             tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, "TCP connection done");
@@ -320,5 +325,55 @@ async fn forward<C>(
         Err(e) => {
             tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, error = %e, "TCP connection ended");
         }
+    }
+}
+
+/// The client's side of a forwarded connection, counting its bytes in the
+/// router's counters as they pass (not only when the connection ends).
+struct Counted<'a, C> {
+    inner: C,
+    stats: Option<&'a crate::metrics::StreamStats>,
+}
+
+impl<C: AsyncRead + Unpin> AsyncRead for Counted<'_, C> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Some(stats) = self.stats {
+            stats.received((buf.filled().len() - before) as u64);
+        }
+        polled
+    }
+}
+
+impl<C: AsyncWrite + Unpin> AsyncWrite for Counted<'_, C> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let (Some(stats), std::task::Poll::Ready(Ok(n))) = (self.stats, &polled) {
+            stats.sent(*n as u64);
+        }
+        polled
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

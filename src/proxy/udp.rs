@@ -5,7 +5,9 @@
 //! client starts a new one.
 
 use super::EntryPointInfo;
+use crate::metrics::StreamStats;
 use crate::runtime::RuntimeHandle;
+use crate::runtime::tcp::UdpRoute;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +29,8 @@ const MAX_SESSIONS: usize = 16_384;
 struct Session {
     /// Connected to the server.
     upstream: Arc<UdpSocket>,
+    /// The router that opened it, for its counters.
+    route: Arc<UdpRoute>,
     /// Milliseconds since `epoch` of the last datagram either way.
     last: AtomicU64,
 }
@@ -74,9 +78,10 @@ pub async fn serve_udp(
                     continue;
                 }
                 match open(&runtime, &entry_point, client).await {
-                    Some(upstream) => {
+                    Some((upstream, route)) => {
                         let session = Arc::new(Session {
                             upstream,
+                            route,
                             last: AtomicU64::new(millis(epoch)),
                         });
                         sessions
@@ -86,7 +91,7 @@ pub async fn serve_udp(
                         tokio::spawn(replies(
                             session.clone(),
                             socket.clone(),
-                            client,
+                            (client, entry_point.clone()),
                             sessions.clone(),
                             (epoch, timeout),
                         ));
@@ -97,6 +102,9 @@ pub async fn serve_udp(
             }
         };
         session.last.store(millis(epoch), Ordering::Relaxed);
+        if let Some(stats) = &session.route.stats {
+            stats.received(n as u64);
+        }
         let _ = session.upstream.send(&buf[..n]).await;
     }
     tracing::info!(entry_point = %entry_point.name, "UDP entry point stopped");
@@ -113,7 +121,7 @@ async fn open(
     runtime: &RuntimeHandle,
     entry_point: &EntryPointInfo,
     client: SocketAddr,
-) -> Option<Arc<UdpSocket>> {
+) -> Option<(Arc<UdpSocket>, Arc<UdpRoute>)> {
     let route = runtime.load().udp.get(entry_point.id).cloned().flatten()?;
     for address in route.target.pick().addresses {
         let Ok(server) = tokio::net::lookup_host(address).await.map(|mut a| a.next()) else {
@@ -130,7 +138,7 @@ async fn open(
         };
         if upstream.connect(server).await.is_ok() {
             tracing::debug!(router = %route.name, %client, %server, "UDP session opened");
-            return Some(Arc::new(upstream));
+            return Some((Arc::new(upstream), route));
         }
     }
     tracing::warn!(router = %route.name, service = %route.service_name, %client, "no UDP server could be used; datagram dropped");
@@ -142,10 +150,15 @@ async fn open(
 async fn replies(
     session: Arc<Session>,
     socket: Arc<UdpSocket>,
-    client: SocketAddr,
+    (client, entry_point): (SocketAddr, Arc<EntryPointInfo>),
     sessions: Sessions,
     (epoch, timeout): (Instant, Duration),
 ) {
+    // Counted as open (per entry point and per router) while it lasts.
+    let _router_open = session.route.stats.as_ref().map(StreamStats::open);
+    if let Some(stats) = &entry_point.stats {
+        stats.connection_opened();
+    }
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
     loop {
@@ -158,7 +171,11 @@ async fn replies(
         {
             Ok(Ok(n)) => {
                 session.last.store(millis(epoch), Ordering::Relaxed);
-                let _ = socket.send_to(&buf[..n], client).await;
+                if let Ok(sent) = socket.send_to(&buf[..n], client).await
+                    && let Some(stats) = &session.route.stats
+                {
+                    stats.sent(sent as u64);
+                }
             }
             // The server's port refused an earlier datagram (ICMP): the
             // session stays until it is idle.
@@ -170,5 +187,8 @@ async fn replies(
     let mut map = sessions.lock().unwrap_or_else(PoisonError::into_inner);
     if map.get(&client).is_some_and(|s| Arc::ptr_eq(s, &session)) {
         map.remove(&client);
+    }
+    if let Some(stats) = &entry_point.stats {
+        stats.connection_closed();
     }
 }

@@ -419,6 +419,21 @@ impl Registries {
             .clone()
     }
 
+    /// The counters of an entry point carrying `transport`, kept as
+    /// [`Registries::stats`] keeps an object's.
+    pub fn entry_point_stats(
+        &self,
+        name: &str,
+        transport: crate::metrics::Transport,
+        exporter: &Arc<crate::metrics::Exporter>,
+    ) -> Arc<Stats> {
+        let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        stats
+            .entry((StatsKind::EntryPoint, name.to_owned()))
+            .or_insert_with(|| Arc::new(exporter.entry_point_stats(name, transport)))
+            .clone()
+    }
+
     /// The process-wide health epoch: moves whenever any server changes
     /// between up and down, so balancers know to recompute.
     pub fn health_epoch(&self) -> Arc<AtomicU64> {

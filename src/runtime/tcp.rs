@@ -1,6 +1,7 @@
 //! The compiled TCP routes of one entry point, UDP routes, and the
 //! targets they forward to.
 
+use crate::metrics::StreamStats;
 use crate::middleware::in_flight_req;
 use crate::middleware::ip::AddressList;
 use crate::middleware::source::SourceKey;
@@ -63,6 +64,8 @@ pub struct TcpRoute {
     pub target: Arc<TcpTarget>,
     /// Its middlewares, in order.
     pub middlewares: Vec<Arc<TcpGuard>>,
+    /// Its counters, when routers are measured.
+    pub stats: Option<StreamStats>,
 }
 
 impl TcpRoute {
@@ -118,6 +121,8 @@ pub struct UdpRoute {
     pub service_name: String,
     /// The servers, as for TCP (weighted, in turn).
     pub target: Arc<TcpTarget>,
+    /// Its counters, when routers are measured.
+    pub stats: Option<StreamStats>,
 }
 
 /// What a TCP router does with TLS.
