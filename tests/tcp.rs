@@ -2,7 +2,9 @@
 //! for a protocol where the server speaks first, TLS passthrough by SNI
 //! beside an HTTPS router on the same entry point, TLS terminated by
 //! gangway for a plain server, a server that refuses skipped, a rule that
-//! does not match falling through to HTTP, and what the API reports.
+//! does not match falling through to HTTP, what the API reports, and
+//! real servers: a Redis session (redis-cli), PostgreSQL (psql), nginx
+//! checking the PROXY protocol.
 
 mod support;
 
@@ -1103,4 +1105,155 @@ url = "{}"
         .await
         .unwrap_or_default();
     assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+}
+
+/// Debian's redis-server on a loopback port of its own, with no
+/// persistence, in a temporary directory; stopped when dropped.
+struct Redis {
+    port: u16,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start(server: &std::path::Path, cli: &std::path::Path) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for _ in 0..3 {
+            let port = free_port();
+            let log = dir.path().join(format!("redis-{port}.log"));
+            let mut child = std::process::Command::new(server)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .arg("--dir")
+                .arg(dir.path())
+                .arg("--logfile")
+                .arg(&log)
+                .spawn()
+                .expect("redis-server");
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                let ping = std::process::Command::new(cli)
+                    .args(["-p", &port.to_string(), "ping"])
+                    .output();
+                if ping.is_ok_and(|o| o.stdout.starts_with(b"PONG")) {
+                    return Redis {
+                        port,
+                        child,
+                        _dir: dir,
+                    };
+                }
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!(
+                "redis-server did not start on port {port}:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        panic!("redis-server did not start (its log is above)");
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// redis-cli against 127.0.0.1:`port` with `args`, `stdin` fed to it:
+/// its exit status and standard output, bytes as they came.
+fn redis_cli(cli: &std::path::Path, port: u16, args: &[&str], stdin: &[u8]) -> (bool, Vec<u8>) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(cli)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin).unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    (out.status.success(), out.stdout)
+}
+
+#[tokio::test]
+async fn a_redis_session_passes_a_plain_catch_all_router_byte_for_byte() {
+    let test = "a_redis_session_passes_a_plain_catch_all_router_byte_for_byte";
+    let installer = "scripts/ci/servers-up";
+    let (Some(server), Some(cli)) = (
+        support::program(test, &["redis-server"], installer),
+        support::program(test, &["redis-cli"], installer),
+    ) else {
+        return;
+    };
+    let redis = Redis::start(&server, &cli);
+    let port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.cache]
+entryPoints = ["redis"]
+rule = "HostSNI(`*`)"
+service = "cache"
+[[tcp.services.cache.loadBalancer.servers]]
+address = "127.0.0.1:{}"
+"#,
+        redis.port
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[&format!("--entryPoints.redis.address=127.0.0.1:{port}")],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "the router forwards", || async {
+        redis_cli(&cli, port, &["ping"], b"").1.starts_with(b"PONG")
+    })
+    .await;
+    // One session of several commands, through gangway and then straight
+    // to the server: the answers are the same bytes (the counter going on
+    // from where the first session left it).
+    let session = b"SET visits 41\nINCR visits\nRPUSH list a b c\nLRANGE list 0 -1\nGET nothing\n";
+    let (ok, through) = redis_cli(&cli, port, &[], session);
+    assert!(ok, "{}", String::from_utf8_lossy(&through));
+    assert_eq!(
+        String::from_utf8_lossy(&through),
+        "OK\n42\n3\na\nb\nc\n\n",
+        "the session's answers through gangway"
+    );
+    let (_, direct) = redis_cli(
+        &cli,
+        redis.port,
+        &[],
+        b"DEL list\nSET visits 41\nINCR visits\n",
+    );
+    assert_eq!(String::from_utf8_lossy(&direct), "1\nOK\n42\n");
+    // A value of every byte, larger than any buffer on the way, in and
+    // out again: exactly what went in.
+    let blob: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let (ok, out) = redis_cli(&cli, port, &["-x", "SET", "blob"], &blob);
+    assert!(
+        ok && out.starts_with(b"OK"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    let (ok, back) = redis_cli(&cli, port, &["--raw", "GET", "blob"], b"");
+    assert!(ok);
+    assert_eq!(
+        back.len(),
+        blob.len() + 1,
+        "the value and redis-cli's newline"
+    );
+    assert!(
+        back[..blob.len()] == blob[..],
+        "the value came back changed"
+    );
+    let (_, len) = redis_cli(&cli, redis.port, &["STRLEN", "blob"], b"");
+    assert_eq!(String::from_utf8_lossy(&len).trim(), blob.len().to_string());
 }
