@@ -1116,7 +1116,7 @@ struct Redis {
 }
 
 impl Redis {
-    fn start(server: &std::path::Path, cli: &std::path::Path) -> Self {
+    async fn start(server: &std::path::Path, cli: &std::path::Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         for _ in 0..3 {
             let port = free_port();
@@ -1145,7 +1145,7 @@ impl Redis {
                 if child.try_wait().ok().flatten().is_some() {
                     break;
                 }
-                std::thread::sleep(Duration::from_millis(50));
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -1194,7 +1194,7 @@ async fn a_redis_session_passes_a_plain_catch_all_router_byte_for_byte() {
     ) else {
         return;
     };
-    let redis = Redis::start(&server, &cli);
+    let redis = Redis::start(&server, &cli).await;
     let port = free_port();
     let dynamic = format!(
         r#"
