@@ -1053,6 +1053,48 @@ async fn tcp_labels_route_a_container_and_give_it_no_http_router() {
     assert_eq!(db["status"], "enabled");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn udp_labels_route_to_the_containers_port_while_it_runs() {
+    let _serial = SERIAL.lock().await;
+    if !ready("udp_labels_route_to_the_containers_port").await {
+        return;
+    }
+    let run = Run::new("udplabels");
+    let udp_port = support::free_port();
+    let gw = run
+        .gangway(&[&format!(
+            "--entryPoints.dns.address=127.0.0.1:{udp_port}/udp"
+        )])
+        .await;
+    // The container shares the host's network: the UDP server it stands
+    // for listens on the host's loopback, at the port its labels name.
+    let echo = support::udp_echo("echo").await;
+    let spec = Spec::new("dns")
+        .label(&format!("{P}.enable"), "true")
+        .label(&format!("{P}.udp.routers.dns.entrypoints"), "dns")
+        .label(
+            &format!("{P}.udp.services.dns.loadbalancer.server.port"),
+            &echo.to_string(),
+        );
+    let name = run.start(&spec).await;
+    eventually(
+        Duration::from_secs(10),
+        "UDP router from labels",
+        || async { support::udp_ask(udp_port, "ping").await.as_deref() == Some("echo: ping") },
+    )
+    .await;
+    // Its container stopped, the router goes: a new client's datagram
+    // gets no answer.
+    docker(&["stop", "-t", "1", &name]).await.expect("stop");
+    eventually(
+        Duration::from_secs(10),
+        "UDP route gone with the container",
+        || async { support::udp_ask(udp_port, "again").await.is_none() },
+    )
+    .await;
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+}
+
 /// `/api/tcp/routers` of a gangway started with `--api=true` and an API
 /// router on its web entry point.
 async fn gw_api(gw: &support::Gangway) -> serde_json::Value {

@@ -12,7 +12,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use support::tls::{TestCa, TlsClient};
-use support::{Backend, Gangway, eventually, free_port};
+use support::{Backend, Gangway, eventually, free_port, udp_echo};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -900,20 +900,6 @@ keyFile = {key:?}
     // No router for the name: closed.
     let err = psql(&psql_bin, pg_port, "other.test", &gw_root).unwrap_err();
     assert!(!err.is_empty());
-}
-
-/// A UDP server that answers each datagram with `<name>: <datagram>`.
-async fn udp_echo(name: &'static str) -> u16 {
-    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let port = socket.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        let mut buf = [0u8; 2048];
-        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
-            let reply = format!("{name}: {}", String::from_utf8_lossy(&buf[..n]));
-            let _ = socket.send_to(reply.as_bytes(), from).await;
-        }
-    });
-    port
 }
 
 #[tokio::test]

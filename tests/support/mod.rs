@@ -426,3 +426,32 @@ pub fn program(test: &str, programs: &[&str], installer: &str) -> Option<PathBuf
     }
     found
 }
+
+/// A UDP server on 127.0.0.1 that answers each datagram with
+/// `<name>: <datagram>`; its port.
+pub async fn udp_echo(name: &'static str) -> u16 {
+    let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = socket.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = socket.recv_from(&mut buf).await {
+            let reply = format!("{name}: {}", String::from_utf8_lossy(&buf[..n]));
+            let _ = socket.send_to(reply.as_bytes(), from).await;
+        }
+    });
+    port
+}
+
+/// One datagram from a new socket to 127.0.0.1:`port`, and the answer
+/// if one comes within half a second.
+pub async fn udp_ask(port: u16, what: &str) -> Option<String> {
+    let s = tokio::net::UdpSocket::bind("127.0.0.1:0").await.ok()?;
+    s.connect(("127.0.0.1", port)).await.ok()?;
+    s.send(what.as_bytes()).await.ok()?;
+    let mut buf = [0u8; 2048];
+    let n = tokio::time::timeout(std::time::Duration::from_millis(500), s.recv(&mut buf))
+        .await
+        .ok()?
+        .ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
