@@ -448,7 +448,15 @@ service = "api@internal"
         error.contains("without `tls`") && error.contains("HostSNI(`*`)"),
         "{error}"
     );
+    // Each error names the file and the line of the option at fault.
+    let origin = &named["problems"][0]["origin"];
+    assert_eq!(origin["type"], "file", "{named}");
+    assert_eq!(origin["line"], 8, "the `rule` line: {named}");
     let lost = by_name("lost@file");
+    assert_eq!(
+        lost["problems"][0]["origin"]["line"], 13,
+        "the `service` line: {lost}"
+    );
     assert_eq!(lost["status"], "disabled");
     assert!(
         lost["error"][0]

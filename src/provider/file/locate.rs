@@ -77,18 +77,22 @@ impl Places<'_> {
                 self.sections.entry((section, name.clone())).or_insert(line);
             }
         }
-        let [http, kind, name, options @ ..] = keys else {
+        let [outer, kind, name, options @ ..] = keys else {
             return;
         };
-        if !http.eq_ignore_ascii_case("http") {
-            return;
-        }
-        let map: &mut BTreeMap<String, ObjectDetail> = match kind.as_str() {
-            "routers" => &mut self.detail.routers,
-            "services" => &mut self.detail.services,
-            "middlewares" => &mut self.detail.middlewares,
-            _ => return,
-        };
+        let detail = &mut self.detail;
+        let map: &mut BTreeMap<String, ObjectDetail> =
+            match (outer.to_ascii_lowercase().as_str(), kind.as_str()) {
+                ("http", "routers") => &mut detail.routers,
+                ("http", "services") => &mut detail.services,
+                ("http", "middlewares") => &mut detail.middlewares,
+                ("tcp", "routers") => &mut detail.tcp_routers,
+                ("tcp", "services") => &mut detail.tcp_services,
+                ("tcp", "middlewares") => &mut detail.tcp_middlewares,
+                ("udp", "routers") => &mut detail.udp_routers,
+                ("udp", "services") => &mut detail.udp_services,
+                _ => return,
+            };
         let file = map
             .entry(name.clone())
             .or_default()
@@ -260,6 +264,32 @@ middlewares.auth.basicAuth.users = [\"u:p\"]
         assert_eq!(svc.line, 8);
         assert_eq!(svc.line_of(Some("loadbalancer.servers.url")), 10);
         assert_eq!(file(&d.middlewares, "auth").line, 13);
+    }
+
+    #[test]
+    fn tcp_and_udp_objects_have_their_lines_too() {
+        let text = "\
+[tcp.routers.db]
+rule = \"HostSNI(`*`)\"
+service = \"db\"
+[[tcp.services.db.loadBalancer.servers]]
+address = \"127.0.0.1:5432\"
+[tcp.middlewares.local.ipAllowList]
+sourceRange = [\"127.0.0.1\"]
+[udp.routers.dns]
+service = \"dns\"
+[[udp.services.dns.loadBalancer.servers]]
+address = \"127.0.0.1:53\"
+";
+        let d = locate("dynamic.toml", text, Format::Toml).0;
+        let db = file(&d.tcp_routers, "db");
+        assert_eq!((db.line, db.line_of(Some("service"))), (1, 3));
+        let svc = file(&d.tcp_services, "db");
+        assert_eq!(svc.line_of(Some("loadbalancer.servers.address")), 5);
+        assert_eq!(file(&d.tcp_middlewares, "local").line, 6);
+        assert_eq!(file(&d.udp_routers, "dns").line_of(Some("service")), 9);
+        assert_eq!(file(&d.udp_services, "dns").line, 10);
+        assert!(d.routers.is_empty(), "no HTTP object: {:?}", d.routers);
     }
 
     #[test]
