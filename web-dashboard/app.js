@@ -3,14 +3,14 @@
 // POLL_MS; a refresh only touches the DOM when the API's answer changed.
 
 import { get } from './api.js';
-import { h, refreshTimes, callout, empty } from './dom.js';
+import { h, refreshTimes, callout, empty, KINDS } from './dom.js';
 import { overviewPage } from './overview.js';
 import { listPage } from './lists.js';
 import { detailPage } from './detail.js';
 import { certificatesPage } from './certificates.js';
 import { containersPage } from './containers.js';
 import { explainPage } from './explain.js';
-import { tcpPage } from './tcp.js';
+import { tcpPage, streamDetailPage } from './tcp.js';
 
 const POLL_MS = 2000;
 
@@ -27,7 +27,14 @@ function pageFor(parts, query) {
     case 'services':
     case 'middlewares':
       return name ? detailPage(section, name) : listPage(section, query);
-    case 'tcp': return rest.length ? null : tcpPage();
+    case 'tcp':
+    case 'udp': {
+      // `#/tcp` lists both; `#/tcp/routers/<name>`, `#/udp/services/<name>`, … are one object.
+      if (!rest.length) return section === 'tcp' ? tcpPage() : null;
+      const kind = `${section}/${rest[0]}`;
+      const one = rest.length > 1 ? decodeURIComponent(rest.slice(1).join('/')) : null;
+      return one && KINDS[kind] ? streamDetailPage(kind, one) : null;
+    }
     case 'certificates': return rest.length ? null : certificatesPage();
     case 'containers': return rest.length ? null : containersPage();
     case 'explain': return rest.length ? null : explainPage(query);
@@ -55,8 +62,10 @@ let timer = null;
 function route() {
   const { path, parts, query } = parseHash();
   const section = parts[0] || 'overview';
+  // UDP objects live under the TCP and UDP section.
+  const navSection = section === 'udp' ? 'tcp' : section;
   for (const a of document.querySelectorAll('.nav a')) {
-    if (a.dataset.section === section) a.setAttribute('aria-current', 'page');
+    if (a.dataset.section === navSection) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   // Same page, new query (a filter or a new explain request): keep the page

@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, section, kv, callout, icon, problemItems } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, listHref, qualify, section, kv, callout, icon, problemItems } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -14,14 +14,14 @@ const INTERNAL = {
 };
 
 /** A field list: label on the left, value on the right; rows with no value are left out. */
-function fields(rows) {
+export function fields(rows) {
   return h('dl', { class: 'fields' }, rows.filter(([, v]) => v !== undefined && v !== null && v !== false)
     .flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
 }
 
-function head(kind, o) {
+export function head(kind, o) {
   return h('div', { class: 'page-head detail-head' },
-    h('a', { href: `#/${kind}`, class: 'back' }, `← ${KINDS[kind].title}`),
+    h('a', { href: listHref(kind), class: 'back' }, `← ${KINDS[kind].title}`),
     h('h1', {}, h('span', { class: 'obj-name' }, o.name)),
     h('div', { class: 'meta' }, statusBadge(o.status), tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
 }
@@ -29,7 +29,7 @@ function head(kind, o) {
 /** Problems the API reads from the servers' health, not from the configuration. */
 const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown'];
 
-function errors(o) {
+export function errors(o) {
   const errs = problemItems(o);
   if (!errs.length) return null;
   const disabled = o.status === 'disabled';
@@ -43,7 +43,7 @@ function errors(o) {
 }
 
 /** The containers and labels behind an object (Docker objects only). */
-function provenance(o) {
+export function provenance(o) {
   const sources = list(o.provenance);
   if (!sources.length) return null;
   return section('Where it comes from', h('div', { id: 'provenance' }, table(
@@ -57,12 +57,12 @@ function provenance(o) {
     })))));
 }
 
-function raw(o) {
+export function raw(o) {
   return h('details', { class: 'raw' }, h('summary', {}, 'Raw JSON from the API'), h('pre', {}, JSON.stringify(o, null, 2)));
 }
 
 /** A server's UP/DOWN badge; `check` (gangway's `serverHealth`) adds why the last health check failed. */
-function health(status, check) {
+export function health(status, check) {
   if (!status) return h('span', { class: 'muted', title: 'no health information' }, 'unknown');
   const s = String(status).toUpperCase();
   const when = check && check.lastCheck ? `last checked ${new Date(check.lastCheck * 1000).toLocaleString()}` : '';
@@ -86,7 +86,7 @@ function serversTable(s) {
   }), 'servers');
 }
 
-function flowNode(kindLabel, content, sub, cls = '') {
+export function flowNode(kindLabel, content, sub, cls = '') {
   return h('li', { class: `flow-node ${cls}` }, h('span', { class: 'flow-kind' }, kindLabel), h('span', { class: 'flow-name' }, content), sub ? h('span', { class: 'flow-sub' }, sub) : null);
 }
 
@@ -225,12 +225,13 @@ function serviceBody(o) {
   return out;
 }
 
-function usedBy(o) {
+/** The routers (of `routers`, a kind) and chains that use an object. */
+export function usedBy(o, routers = 'routers') {
   const names = list(o.usedBy);
   const chains = list(o.inChains);
   if (!names.length && !chains.length) return h('p', { class: 'muted' }, 'No router uses it.');
   return h('ul', { class: 'used-by' },
-    names.map((n) => h('li', {}, objLink('routers', n))),
+    names.map((n) => h('li', {}, objLink(routers, n))),
     chains.map((n) => h('li', {}, objLink('middlewares', n), h('small', { class: 'muted' }, ' (chain)'))));
 }
 
@@ -261,50 +262,59 @@ function middlewareBody(o) {
   ];
 }
 
-export function detailPage(kind, name) {
+/** One object of `kind` from the API, or `missing` when it does not exist (404). */
+export function fetchOne(kind, name, signal, missing) {
+  return get(`${KINDS[kind].api}/${encodeURIComponent(name)}`, signal).catch((e) => {
+    if (missing !== undefined && e instanceof ApiError && e.status === 404) return missing;
+    throw e;
+  });
+}
+
+/**
+ * The page of one object of `kind`: `show(o, signal)` reads what else the
+ * page needs and renders it into `body`; a name the API does not know
+ * shows that it is gone, and the page comes back with the object.
+ */
+export function objectPage(kind, name, show) {
   const meta = KINDS[kind];
   const top = h('div', {}, h('div', { class: 'page-head detail-head' },
-    h('a', { href: `#/${kind}`, class: 'back' }, `← ${meta.title}`), h('h1', {}, name)));
+    h('a', { href: listHref(kind), class: 'back' }, `← ${meta.title}`), h('h1', {}, name)));
   const body = h('div', { class: 'detail' });
   const el = h('div', {}, top, body);
-  const one = (k, n, signal) => get(`${KINDS[k].api}/${encodeURIComponent(n)}`, signal);
   return {
     title: name,
     el,
     async refresh(signal) {
-      let o;
-      try {
-        o = await one(kind, name, signal);
-      } catch (e) {
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
+      const o = await fetchOne(kind, name, signal, null);
+      if (!o) {
         top.hidden = false;
         render(body, { gone: name }, () => empty(`No ${meta.one} named ${name}`,
           'It is not in the configuration gangway runs now. If it comes back, this page shows it again.',
-          h('a', { href: `#/${kind}` }, `All ${kind}`)));
+          h('a', { href: listHref(kind) }, `All ${meta.list ? 'TCP and UDP objects' : kind}`)));
         return;
       }
-      if (kind === 'routers') {
-        const provider = o.provider;
-        const [mws, svc, certs] = await Promise.all([
-          Promise.all(list(o.middlewares).map((m) => qualify(m, provider)).map((m) =>
-            one('middlewares', m, signal).catch((e) => {
-              if (e instanceof ApiError && e.status === 404) return { name: m, missing: true };
-              throw e;
-            }))),
-          o.service ? one('services', qualify(o.service, provider), signal).catch((e) => {
-            if (e instanceof ApiError && e.status === 404) return null;
-            throw e;
-          }) : null,
-          o.tls ? optional('/api/certificates', [], signal) : [],
-        ]);
-        const certList = list(certs).map(normalizeCert);
-        render(body, { o, mws, svc, certs }, () => [head(kind, o), ...routerBody(o, mws, svc, certList)]);
-      } else if (kind === 'services') {
-        render(body, o, () => [head(kind, o), ...serviceBody(o)]);
-      } else {
-        render(body, o, () => [head(kind, o), ...middlewareBody(o)]);
-      }
+      await show(body, o, signal);
       top.hidden = true;
     },
   };
+}
+
+export function detailPage(kind, name) {
+  return objectPage(kind, name, async (body, o, signal) => {
+    if (kind === 'routers') {
+      const provider = o.provider;
+      const [mws, svc, certs] = await Promise.all([
+        Promise.all(list(o.middlewares).map((m) => qualify(m, provider)).map((m) =>
+          fetchOne('middlewares', m, signal, { name: m, missing: true }))),
+        o.service ? fetchOne('services', qualify(o.service, provider), signal, null) : null,
+        o.tls ? optional('/api/certificates', [], signal) : [],
+      ]);
+      const certList = list(certs).map(normalizeCert);
+      render(body, { o, mws, svc, certs }, () => [head(kind, o), ...routerBody(o, mws, svc, certList)]);
+    } else if (kind === 'services') {
+      render(body, o, () => [head(kind, o), ...serviceBody(o)]);
+    } else {
+      render(body, o, () => [head(kind, o), ...middlewareBody(o)]);
+    }
+  });
 }

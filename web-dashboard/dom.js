@@ -67,7 +67,19 @@ export const KINDS = {
   routers: { api: '/api/http/routers', one: 'router', title: 'Routers' },
   services: { api: '/api/http/services', one: 'service', title: 'Services' },
   middlewares: { api: '/api/http/middlewares', one: 'middleware', title: 'Middlewares' },
+  // TCP and UDP objects have detail pages of their own; their list is the
+  // TCP and UDP page.
+  'tcp/routers': { api: '/api/tcp/routers', one: 'TCP router', title: 'TCP and UDP', list: 'tcp' },
+  'tcp/services': { api: '/api/tcp/services', one: 'TCP service', title: 'TCP and UDP', list: 'tcp' },
+  'tcp/middlewares': { api: '/api/tcp/middlewares', one: 'TCP middleware', title: 'TCP and UDP', list: 'tcp' },
+  'udp/routers': { api: '/api/udp/routers', one: 'UDP router', title: 'TCP and UDP', list: 'tcp' },
+  'udp/services': { api: '/api/udp/services', one: 'UDP service', title: 'TCP and UDP', list: 'tcp' },
 };
+
+/** The dashboard address of the list an object kind belongs to. */
+export function listHref(kind) {
+  return `#/${KINDS[kind].list || kind}`;
+}
 
 /** The dashboard address of one object. */
 export function href(kind, name) {

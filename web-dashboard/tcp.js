@@ -2,10 +2,11 @@
 // than requests. One page, a section per kind, each row with its status,
 // its errors (with their file and line, or container and label) and what
 // a connection goes through: entry points, TLS, middlewares, service,
-// servers.
+// servers; and a page per object with everything the API says about it.
 
 import { optional } from './api.js';
-import { h, list, render, statusBadge, table, tag, empty, section, icon, problemItems, joined, rule, priority } from './dom.js';
+import { h, list, render, statusBadge, table, tag, empty, section, icon, problemItems, joined, rule, priority, objLink, qualify, kv } from './dom.js';
+import { fields, head, errors, provenance, raw, health, flowNode, usedBy, fetchOne, objectPage } from './detail.js';
 
 /** The errors of an object, for the line under its row. */
 function errorLine(o) {
@@ -58,27 +59,27 @@ const SECTIONS = [
   {
     key: 'tcpRouters', path: '/api/tcp/routers', title: 'TCP routers',
     columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Rule', cls: 'wide' }, { title: 'Entry points' }, { title: 'TLS' }, { title: 'Middlewares' }, { title: 'Service' }, { title: 'Priority', cls: 'num' }],
-    cells: (r) => [statusBadge(r.status), h('strong', {}, r.name), rule(r.rule), chips(list(r.using).length ? r.using : r.entryPoints), tlsMode(r), chips(r.middlewares), r.service ? h('code', {}, r.service) : h('span', { class: 'muted' }, '—'), priority(r.priority)],
+    cells: (r) => [statusBadge(r.status), h('strong', {}, objLink('tcp/routers', r.name)), rule(r.rule), chips(list(r.using).length ? r.using : r.entryPoints), tlsMode(r), chips(r.middlewares), r.service ? objLink('tcp/services', qualify(r.service, r.provider)) : h('span', { class: 'muted' }, '—'), priority(r.priority)],
   },
   {
     key: 'tcpServices', path: '/api/tcp/services', title: 'TCP services',
     columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by' }],
-    cells: (s) => [statusBadge(s.status), h('strong', {}, s.name), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
+    cells: (s) => [statusBadge(s.status), h('strong', {}, objLink('tcp/services', s.name)), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
   },
   {
     key: 'tcpMiddlewares', path: '/api/tcp/middlewares', title: 'TCP middlewares',
     columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Lets through', cls: 'wide' }, { title: 'Used by' }],
-    cells: (m) => [statusBadge(m.status), h('strong', {}, m.name), m.type ? tag(m.type) : h('span', { class: 'muted' }, '—'), middlewareOptions(m), chips(m.usedBy)],
+    cells: (m) => [statusBadge(m.status), h('strong', {}, objLink('tcp/middlewares', m.name)), m.type ? tag(m.type) : h('span', { class: 'muted' }, '—'), middlewareOptions(m), chips(m.usedBy)],
   },
   {
     key: 'udpRouters', path: '/api/udp/routers', title: 'UDP routers',
     columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Entry points', cls: 'wide' }, { title: 'Service' }],
-    cells: (r) => [statusBadge(r.status), h('strong', {}, r.name), chips(list(r.using).length ? r.using : r.entryPoints), r.service ? h('code', {}, r.service) : h('span', { class: 'muted' }, '—')],
+    cells: (r) => [statusBadge(r.status), h('strong', {}, objLink('udp/routers', r.name)), chips(list(r.using).length ? r.using : r.entryPoints), r.service ? objLink('udp/services', qualify(r.service, r.provider)) : h('span', { class: 'muted' }, '—')],
   },
   {
     key: 'udpServices', path: '/api/udp/services', title: 'UDP services',
     columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by' }],
-    cells: (s) => [statusBadge(s.status), h('strong', {}, s.name), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
+    cells: (s) => [statusBadge(s.status), h('strong', {}, objLink('udp/services', s.name)), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
   },
 ];
 
@@ -107,4 +108,108 @@ export function tcpPage() {
       });
     },
   };
+}
+
+/** A TCP or UDP service's servers with their state, when the API has one. */
+function serverTable(s) {
+  const all = list(s.loadBalancer && s.loadBalancer.servers);
+  if (!all.length) return h('p', { class: 'muted' }, 'No servers.');
+  const st = s.serverStatus || {};
+  const tls = all.some((v) => v.tls);
+  const cols = [{ title: 'Server', cls: 'wide' }, { title: 'State' }];
+  if (tls) cols.push({ title: 'TLS to the server' });
+  return table(cols, all.map((v) => {
+    const cells = [h('code', {}, v.address), st[v.address] ? health(st[v.address]) : h('span', { class: 'muted', title: 'tried when a connection comes' }, 'in rotation')];
+    if (tls) cells.push(v.tls ? h('span', { class: 'tls-on' }, icon('lock'), ' yes') : h('span', { class: 'muted' }, 'no'));
+    return { cells, data: { server: v.address } };
+  }), 'servers');
+}
+
+/** The steps of a connection, joined by arrows. */
+function flow(steps) {
+  return h('ol', { class: 'flow', id: 'chain' },
+    steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s])));
+}
+
+function routerBody(kind, o, mws, svc) {
+  const proto = kind.split('/')[0];
+  const using = list(o.using);
+  const eps = using.length ? using : list(o.entryPoints);
+  const tls = o.tls;
+  const out = [errors(o)];
+  out.push(section('Route', fields([
+    ['Rule', o.rule ? rule(o.rule) : null],
+    ['Priority', o.rule ? h('span', {}, priority(o.priority), h('small', { class: 'muted' }, ' higher wins; by default the length of the rule')) : null],
+    ['Entry points', eps.length ? h('span', { class: 'chips' }, eps.map((e) => tag(e))) : h('span', { class: 'muted' }, 'none')],
+    ['TLS', proto === 'udp' ? null : tls
+      ? h('div', {}, tlsMode(o), fields([['Resolver', tls.certResolver], ['Options', tls.options],
+        ['Domains', list(tls.domains).length ? kv(tls.domains) : null]]))
+      : h('span', { class: 'muted' }, 'no: plain connections only')],
+    ['Rule syntax', o.ruleSyntax],
+  ])));
+  const steps = [flowNode('entry point', eps.length ? h('span', { class: 'chips' }, eps.map((e) => tag(e))) : h('span', { class: 'muted' }, 'none'))];
+  if (tls) steps.push(flowNode('TLS', tlsMode(o)));
+  steps.push(flowNode('router', h('span', {}, o.name.replace(/@[^@]*$/, '')), statusBadge(o.status), o.status === 'disabled' ? 'flow-router flow-bad' : 'flow-router'));
+  for (const m of mws) {
+    steps.push(flowNode(m.missing ? 'middleware (missing)' : `middleware · ${m.type || '?'}`,
+      objLink('tcp/middlewares', m.name), statusBadge(m.missing ? 'disabled' : m.status),
+      m.missing ? 'flow-missing' : m.status === 'disabled' ? 'flow-bad' : ''));
+  }
+  const svcName = o.service ? qualify(o.service, o.provider) : null;
+  steps.push(flowNode(svc ? `service · ${svc.type || '?'}` : 'service (missing)',
+    svcName ? objLink(`${proto}/services`, svcName) : '—',
+    statusBadge(svc ? svc.status : 'disabled'), svc ? 'flow-service' : 'flow-missing'));
+  out.push(section(proto === 'udp' ? 'What a client\u2019s datagrams go through' : 'What a connection goes through', flow(steps)));
+  if (svc && svc.loadBalancer) out.push(section(null, h('h2', {}, 'Service ', objLink(`${proto}/services`, svc.name)), serverTable(svc)));
+  out.push(provenance(o), raw(o));
+  return out;
+}
+
+function serviceBody(kind, o) {
+  const proto = kind.split('/')[0];
+  const out = [errors(o)];
+  if (o.loadBalancer) {
+    const { servers: _servers, ...settings } = o.loadBalancer;
+    out.push(section('Servers', serverTable(o)));
+    if (Object.keys(settings).length) out.push(section('Load balancer settings', kv(settings)));
+  }
+  if (o.weighted) {
+    const kids = list(o.weighted.services);
+    const total = kids.reduce((n, c) => n + Number(c.weight ?? 1), 0) || 1;
+    out.push(section('Weighted services', table([{ title: 'Service', cls: 'wide' }, { title: 'Weight', cls: 'num' }, { title: 'Share', cls: 'num' }],
+      kids.map((c) => ({ cells: [objLink(`${proto}/services`, qualify(c.name, o.provider)), String(c.weight ?? 1), `${Math.round((100 * Number(c.weight ?? 1)) / total)}%`] })))));
+  }
+  out.push(section('Used by', usedBy(o, `${proto}/routers`)), provenance(o), raw(o));
+  return out;
+}
+
+function middlewareBody(o) {
+  const options = o.ipAllowList || o.ipWhiteList || o.inFlightConn;
+  return [
+    errors(o),
+    section(o.type ? `Options (${o.type})` : 'Options', h('div', { id: 'options' }, options ? kv(options) : h('p', { class: 'muted' }, 'none'))),
+    section('What it lets through', middlewareOptions(o)),
+    section('Used by', usedBy(o, 'tcp/routers')),
+    provenance(o),
+    raw(o),
+  ];
+}
+
+/** The page of one TCP or UDP router, service or middleware (`kind` is `tcp/routers`, `udp/services`, …). */
+export function streamDetailPage(kind, name) {
+  const proto = kind.split('/')[0];
+  return objectPage(kind, name, async (body, o, signal) => {
+    if (kind.endsWith('/routers')) {
+      const [mws, svc] = await Promise.all([
+        Promise.all(list(o.middlewares).map((m) => qualify(m, o.provider)).map((m) =>
+          fetchOne('tcp/middlewares', m, signal, { name: m, missing: true }))),
+        o.service ? fetchOne(`${proto}/services`, qualify(o.service, o.provider), signal, null) : null,
+      ]);
+      render(body, { o, mws, svc }, () => [head(kind, o), ...routerBody(kind, o, mws, svc)]);
+    } else if (kind.endsWith('/services')) {
+      render(body, o, () => [head(kind, o), ...serviceBody(kind, o)]);
+    } else {
+      render(body, o, () => [head(kind, o), ...middlewareBody(o)]);
+    }
+  });
 }

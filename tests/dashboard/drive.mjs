@@ -373,6 +373,39 @@ try {
   await readOnly('tcp');
   await screenshots('tcp');
 
+  // One TCP router's page, reached from its row: what a connection goes
+  // through, in order, with the service's servers.
+  step('tcp detail');
+  await page.click('table.tcpRouters tr[data-name="db@file"] a.obj');
+  await page.waitForSelector('#chain');
+  const dbChain = await text('#chain');
+  check(['gangway', 'passthrough', 'local@file', 'db@file'].every((w) => dbChain.includes(w)) &&
+    dbChain.indexOf('local@file') < dbChain.lastIndexOf('db@file'),
+  `tcp detail: entry point, TLS, middleware, then service (${dbChain})`);
+  check((await text('table.servers')).includes('127.0.0.1:5432'), 'tcp detail: the service\'s servers are listed');
+  check(new URL(page.url()).hash.startsWith('#/tcp/routers/'), `tcp detail: its own address (${page.url()})`);
+  await readOnly('tcp router detail');
+  await page.click('#chain a[href*="#/tcp/middlewares/"]');
+  await page.waitForSelector('#options');
+  check((await text('#options')).includes('127.0.0.1/32'), 'tcp middleware detail: its ranges');
+  check((await text('.used-by')).includes('db@file'), 'tcp middleware detail: the router using it');
+  await open('/tcp/services/db@file');
+  await page.waitForSelector('table.servers');
+  const usedByRouters = await text('.used-by');
+  check(usedByRouters.includes('db@file') && usedByRouters.includes('named@file'), `tcp service detail: both routers use it (${usedByRouters})`);
+  // A broken router's page says why, and where (file and line).
+  await open('/tcp/routers/named@file');
+  await page.waitForSelector('#errors');
+  const namedErrors = await text('#errors');
+  check(namedErrors.includes('sees no ClientHello') && /dynamic\.toml:\d+/.test(namedErrors),
+    `tcp detail: the error with its file and line (${namedErrors})`);
+  await open('/udp/routers/dns@file');
+  await page.waitForSelector('#chain');
+  check((await text('#errors')).includes('no UDP entry point'), 'udp detail: why it is not in use');
+  check((await text('#chain')).includes('dns@file'), 'udp detail: its service');
+  check((await page.getAttribute('.nav a[aria-current="page"]', 'data-section')) === 'tcp', 'udp detail: under the TCP and UDP section');
+  await screenshots('tcp-detail');
+
   // === certificates, containers ===
   step('certificates');
   await open('/certificates');
