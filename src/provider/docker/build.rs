@@ -12,7 +12,7 @@
 
 use super::Settings;
 use super::container::{ContainerView, Health, RunState};
-use super::labels::{ContainerLabels, LabelError, ServerLabels, parse_labels};
+use super::labels::{ContainerLabels, LabelError, Objects, ServerLabels, parse_labels};
 use super::template::{Model, normalize};
 use crate::config::Dynamic;
 use crate::config::dynamic::tcp::{
@@ -279,60 +279,38 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     }
 
     let mut dynamic = Dynamic::default();
-    for (name, slot) in routers {
-        finish(&mut dynamic.http.routers, &mut detail.routers, name, slot);
-    }
-    for (name, slot) in services {
-        finish(&mut dynamic.http.services, &mut detail.services, name, slot);
-    }
-    for (name, slot) in middlewares {
-        finish(
-            &mut dynamic.http.middlewares,
-            &mut detail.middlewares,
-            name,
-            slot,
-        );
-    }
-    for (name, slot) in tcp_routers {
-        finish(
-            &mut dynamic.tcp.routers,
-            &mut detail.tcp_routers,
-            name,
-            slot,
-        );
-    }
-    for (name, slot) in tcp_services {
-        finish(
-            &mut dynamic.tcp.services,
-            &mut detail.tcp_services,
-            name,
-            slot,
-        );
-    }
-    for (name, slot) in tcp_middlewares {
-        finish(
-            &mut dynamic.tcp.middlewares,
-            &mut detail.tcp_middlewares,
-            name,
-            slot,
-        );
-    }
-    for (name, slot) in udp_routers {
-        finish(
-            &mut dynamic.udp.routers,
-            &mut detail.udp_routers,
-            name,
-            slot,
-        );
-    }
-    for (name, slot) in udp_services {
-        finish(
-            &mut dynamic.udp.services,
-            &mut detail.udp_services,
-            name,
-            slot,
-        );
-    }
+    finish(&mut dynamic.http.routers, &mut detail.routers, routers);
+    finish(&mut dynamic.http.services, &mut detail.services, services);
+    finish(
+        &mut dynamic.http.middlewares,
+        &mut detail.middlewares,
+        middlewares,
+    );
+    finish(
+        &mut dynamic.tcp.routers,
+        &mut detail.tcp_routers,
+        tcp_routers,
+    );
+    finish(
+        &mut dynamic.tcp.services,
+        &mut detail.tcp_services,
+        tcp_services,
+    );
+    finish(
+        &mut dynamic.tcp.middlewares,
+        &mut detail.tcp_middlewares,
+        tcp_middlewares,
+    );
+    finish(
+        &mut dynamic.udp.routers,
+        &mut detail.udp_routers,
+        udp_routers,
+    );
+    finish(
+        &mut dynamic.udp.services,
+        &mut detail.udp_services,
+        udp_services,
+    );
 
     for c in contributions {
         let mut record = c.record;
@@ -768,126 +746,172 @@ fn contribute<'a>(
     Ok(c)
 }
 
+/// TCP or UDP: what their labels share is read by the same code, which
+/// differs only in these words and slots.
+#[derive(Clone, Copy)]
+enum Stream {
+    Tcp,
+    Udp,
+}
+
+impl Stream {
+    /// The labels' word (`tcp`), the messages' (`TCP`), and the kinds'
+    /// slots in `Contribution::broken` (router, service).
+    const fn words(self) -> (&'static str, &'static str, usize, usize) {
+        match self {
+            Stream::Tcp => ("tcp", "TCP", TCP_ROUTER, TCP_SERVICE),
+            Stream::Udp => ("udp", "UDP", UDP_ROUTER, UDP_SERVICE),
+        }
+    }
+}
+
+/// The services of one kind a container's labels define, with their
+/// labels, plus `implicit` named after the container when it has routers
+/// of that kind and no service; and every service name a router may
+/// default to.
+fn stream_services<T: Clone>(
+    objects: &Objects<T>,
+    has_routers: bool,
+    name: &str,
+    implicit: T,
+) -> (Vec<String>, Vec<(String, T, Vec<String>)>) {
+    let mut names: Vec<String> = objects.names().cloned().collect();
+    let mut services: Vec<_> = objects.with_labels().collect();
+    if names.is_empty() && has_routers {
+        names.push(name.to_owned());
+        services.push((name.to_owned(), implicit, Vec::new()));
+    }
+    (names, services)
+}
+
+/// The container's `host:port` for a server of the TCP or UDP service
+/// `svc`; `None`, with the service out and the reason recorded on the
+/// container, when it has no usable port or address.
+fn stream_server(
+    c: &mut Contribution<'_>,
+    (labels, s): (&ContainerLabels, &Settings),
+    stream: Stream,
+    (svc, keys): (&str, &[String]),
+    label_port: Option<u16>,
+) -> Option<String> {
+    let (word, upper, _, slot) = stream.words();
+    let key = format!(
+        "{}.{word}.services.{svc}.loadbalancer.server.port",
+        s.prefix
+    );
+    let found = exposed_port(c.view, label_port, key, word).and_then(|(port, chosen)| {
+        let ip = address(c.view, s, labels.network.as_deref())?;
+        Ok((format!("{}:{port}", host(ip)), chosen))
+    });
+    match found {
+        Ok((address, chosen)) => {
+            if let Some(problem) = chosen {
+                c.record
+                    .messages
+                    .push(format!("{upper} service `{svc}`: {problem}"));
+            }
+            Some(address)
+        }
+        Err((reason, message)) => {
+            let message_for_container = format!("{upper} service `{svc}`: {message}");
+            c.record.messages.push(message_for_container.clone());
+            c.problem.get_or_insert((reason, message_for_container));
+            let problem = Problem::NoServer { reason, message };
+            c.broken[slot].insert(svc.to_owned(), (vec![(problem, None)], keys.to_vec()));
+            None
+        }
+    }
+}
+
+/// A TCP or UDP router's service when its labels name none: the
+/// container's only service of that kind; otherwise why it has none.
+fn default_stream_service(
+    stream: Stream,
+    prefix: &str,
+    router: &str,
+    services: &[String],
+) -> Result<String, String> {
+    let (word, upper, ..) = stream.words();
+    let set = format!("set `{prefix}.{word}.routers.{router}.service`");
+    match services {
+        [only] => Ok(only.clone()),
+        [] => Err(format!(
+            "no `service` label, and the container defines no {upper} service; {set}"
+        )),
+        many => Err(format!(
+            "no `service` label, and the container defines several {upper} services ({}); {set}",
+            many.join(", ")
+        )),
+    }
+}
+
+/// Leaves a TCP or UDP router of the container out, with why.
+fn break_stream_router(
+    c: &mut Contribution<'_>,
+    stream: Stream,
+    (router, keys): (&str, Vec<String>),
+    message: String,
+) {
+    let (_, upper, slot, _) = stream.words();
+    c.record
+        .messages
+        .push(format!("{upper} router `{router}`: {message}"));
+    let problem = Problem::BadValue { message };
+    c.broken[slot].insert(router.to_owned(), (vec![(problem, None)], keys));
+}
+
 /// The container's TCP routers, services (with its server) and
 /// middlewares. Traefik's implicit rules as for HTTP, except that a TCP
 /// router has no default rule.
 fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settings, name: &str) {
-    let view = c.view;
     let p = &s.prefix;
-    let mut service_names: Vec<String> = labels.tcp_services.names().cloned().collect();
-    let mut services: Vec<(String, TcpService, Vec<String>)> = labels
-        .tcp_services
-        .parsed
-        .iter()
-        .map(|(n, svc)| {
-            let keys = labels
-                .tcp_services
-                .labels
-                .get(n)
-                .cloned()
-                .unwrap_or_default();
-            (n.clone(), svc.clone(), keys)
-        })
-        .collect();
-    if service_names.is_empty() && !labels.tcp_routers.is_empty() {
-        service_names.push(name.to_owned());
-        services.push((
-            name.to_owned(),
-            TcpService {
-                load_balancer: Some(TcpLoadBalancer::default()),
-                ..TcpService::default()
-            },
-            Vec::new(),
-        ));
-    }
+    let implicit = TcpService {
+        load_balancer: Some(TcpLoadBalancer::default()),
+        ..TcpService::default()
+    };
+    let (service_names, services) = stream_services(
+        &labels.tcp_services,
+        !labels.tcp_routers.is_empty(),
+        name,
+        implicit,
+    );
     for (svc_name, mut svc, keys) in services {
         if let (true, Some(lb)) = (c.serving, svc.load_balancer.as_mut()) {
             let server_labels = labels.tcp_servers.get(&svc_name);
-            let key = format!("{p}.tcp.services.{svc_name}.loadbalancer.server.port");
-            let found = container_port(view, server_labels.and_then(|l| l.port), key).and_then(
-                |(port, chosen)| {
-                    let ip = address(view, s, labels.network.as_deref())?;
-                    Ok((format!("{}:{port}", host(ip)), chosen))
-                },
-            );
-            match found {
-                Ok((address, chosen)) => {
-                    lb.servers.push(TcpServer {
-                        address,
-                        tls: server_labels.and_then(|l| l.tls).unwrap_or(false),
-                    });
-                    c.tcp_serves.insert(svc_name.clone());
-                    if let Some(problem) = chosen {
-                        c.record
-                            .messages
-                            .push(format!("TCP service `{svc_name}`: {problem}"));
-                    }
-                }
-                Err((reason, message)) => {
-                    c.record
-                        .messages
-                        .push(format!("TCP service `{svc_name}`: {message}"));
-                    c.problem
-                        .get_or_insert((reason, format!("TCP service `{svc_name}`: {message}")));
-                    let problem = Problem::NoServer { reason, message };
-                    c.broken[TCP_SERVICE].insert(svc_name, (vec![(problem, None)], keys));
-                    continue;
-                }
-            }
+            let port = server_labels.and_then(|l| l.port);
+            let Some(address) =
+                stream_server(c, (labels, s), Stream::Tcp, (&svc_name, &keys), port)
+            else {
+                continue;
+            };
+            lb.servers.push(TcpServer {
+                address,
+                tls: server_labels.and_then(|l| l.tls).unwrap_or(false),
+            });
+            c.tcp_serves.insert(svc_name.clone());
         }
         c.tcp_services.insert(svc_name, (svc, keys));
     }
-    for (router_name, router) in &labels.tcp_routers.parsed {
-        let keys = labels
-            .tcp_routers
-            .labels
-            .get(router_name)
-            .cloned()
-            .unwrap_or_default();
-        let mut router = router.clone();
-        let mut error = None;
-        if router.rule.trim().is_empty() {
-            error = Some(format!(
+    for (router_name, mut router, keys) in labels.tcp_routers.with_labels() {
+        let checked = if router.rule.trim().is_empty() {
+            Err(format!(
                 "no `rule` label: a TCP router has no default rule; set `{p}.tcp.routers.{router_name}.rule` (HostSNI(`*`) takes the whole entry point)"
-            ));
-        }
-        if router.service.is_empty() {
-            match service_names.as_slice() {
-                [only] => router.service.clone_from(only),
-                [] => {
-                    error = Some(format!(
-                        "no `service` label, and the container defines no TCP service; set `{p}.tcp.routers.{router_name}.service`"
-                    ));
-                }
-                many => {
-                    error = Some(format!(
-                        "no `service` label, and the container defines several TCP services ({}); set `{p}.tcp.routers.{router_name}.service`",
-                        many.join(", ")
-                    ));
-                }
+            ))
+        } else if router.service.is_empty() {
+            default_stream_service(Stream::Tcp, p, &router_name, &service_names)
+                .map(|service| router.service = service)
+        } else {
+            Ok(())
+        };
+        match checked {
+            Ok(()) => {
+                c.tcp_routers.insert(router_name, (router, keys));
             }
-        }
-        match error {
-            Some(e) => {
-                c.record
-                    .messages
-                    .push(format!("TCP router `{router_name}`: {e}"));
-                let problem = Problem::BadValue { message: e };
-                c.broken[TCP_ROUTER].insert(router_name.clone(), (vec![(problem, None)], keys));
-            }
-            None => {
-                c.tcp_routers.insert(router_name.clone(), (router, keys));
-            }
+            Err(e) => break_stream_router(c, Stream::Tcp, (&router_name, keys), e),
         }
     }
-    for (n, m) in &labels.tcp_middlewares.parsed {
-        let keys = labels
-            .tcp_middlewares
-            .labels
-            .get(n)
-            .cloned()
-            .unwrap_or_default();
-        c.tcp_middlewares.insert(n.clone(), (m.clone(), keys));
+    for (n, m, keys) in labels.tcp_middlewares.with_labels() {
+        c.tcp_middlewares.insert(n, (m, keys));
     }
 }
 
@@ -895,92 +919,40 @@ fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settin
 /// without `service` uses the container's only UDP service, and a container
 /// with UDP routers and no UDP service gets one named after it.
 fn contribute_udp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settings, name: &str) {
-    let view = c.view;
-    let p = &s.prefix;
-    let mut service_names: Vec<String> = labels.udp_services.names().cloned().collect();
-    let mut services: Vec<(String, UdpService, Vec<String>)> = labels
-        .udp_services
-        .parsed
-        .iter()
-        .map(|(n, svc)| {
-            let keys = labels
-                .udp_services
-                .labels
-                .get(n)
-                .cloned()
-                .unwrap_or_default();
-            (n.clone(), svc.clone(), keys)
-        })
-        .collect();
-    if service_names.is_empty() && !labels.udp_routers.is_empty() {
-        service_names.push(name.to_owned());
-        services.push((
-            name.to_owned(),
-            UdpService {
-                load_balancer: Some(UdpLoadBalancer::default()),
-                ..UdpService::default()
-            },
-            Vec::new(),
-        ));
-    }
+    let implicit = UdpService {
+        load_balancer: Some(UdpLoadBalancer::default()),
+        ..UdpService::default()
+    };
+    let (service_names, services) = stream_services(
+        &labels.udp_services,
+        !labels.udp_routers.is_empty(),
+        name,
+        implicit,
+    );
     for (svc_name, mut svc, keys) in services {
         if let (true, Some(lb)) = (c.serving, svc.load_balancer.as_mut()) {
-            let key = format!("{p}.udp.services.{svc_name}.loadbalancer.server.port");
-            let label_port = labels.udp_ports.get(&svc_name).copied();
-            let found = exposed_port(view, label_port, key, "udp").and_then(|(port, chosen)| {
-                let ip = address(view, s, labels.network.as_deref())?;
-                Ok((format!("{}:{port}", host(ip)), chosen))
-            });
-            match found {
-                Ok((address, chosen)) => {
-                    lb.servers.push(UdpServer { address });
-                    c.udp_serves.insert(svc_name.clone());
-                    if let Some(problem) = chosen {
-                        c.record
-                            .messages
-                            .push(format!("UDP service `{svc_name}`: {problem}"));
-                    }
-                }
-                Err((reason, message)) => {
-                    c.record
-                        .messages
-                        .push(format!("UDP service `{svc_name}`: {message}"));
-                    c.problem
-                        .get_or_insert((reason, format!("UDP service `{svc_name}`: {message}")));
-                    let problem = Problem::NoServer { reason, message };
-                    c.broken[UDP_SERVICE].insert(svc_name, (vec![(problem, None)], keys));
+            let port = labels.udp_ports.get(&svc_name).copied();
+            let Some(address) =
+                stream_server(c, (labels, s), Stream::Udp, (&svc_name, &keys), port)
+            else {
+                continue;
+            };
+            lb.servers.push(UdpServer { address });
+            c.udp_serves.insert(svc_name.clone());
+        }
+        c.udp_services.insert(svc_name, (svc, keys));
+    }
+    for (router_name, mut router, keys) in labels.udp_routers.with_labels() {
+        if router.service.is_empty() {
+            match default_stream_service(Stream::Udp, &s.prefix, &router_name, &service_names) {
+                Ok(service) => router.service = service,
+                Err(e) => {
+                    break_stream_router(c, Stream::Udp, (&router_name, keys), e);
                     continue;
                 }
             }
         }
-        c.udp_services.insert(svc_name, (svc, keys));
-    }
-    for (router_name, router) in &labels.udp_routers.parsed {
-        let keys = labels
-            .udp_routers
-            .labels
-            .get(router_name)
-            .cloned()
-            .unwrap_or_default();
-        let mut router = router.clone();
-        if router.service.is_empty() {
-            if let [only] = service_names.as_slice() {
-                router.service.clone_from(only);
-            } else {
-                let e = format!(
-                    "no `service` label, and the container defines {} UDP services ({}); set `{p}.udp.routers.{router_name}.service`",
-                    service_names.len(),
-                    service_names.join(", ")
-                );
-                c.record
-                    .messages
-                    .push(format!("UDP router `{router_name}`: {e}"));
-                let problem = Problem::BadValue { message: e };
-                c.broken[UDP_ROUTER].insert(router_name.clone(), (vec![(problem, None)], keys));
-                continue;
-            }
-        }
-        c.udp_routers.insert(router_name.clone(), (router, keys));
+        c.udp_routers.insert(router_name, (router, keys));
     }
 }
 
@@ -1305,25 +1277,28 @@ fn merge<T: Join>(
     }
 }
 
+/// Puts each object that was not dropped into `into`, and its detail (with
+/// errors recorded earlier for the same name) into `details`.
 fn finish<T>(
     into: &mut BTreeMap<String, T>,
     details: &mut BTreeMap<String, ObjectDetail>,
-    name: String,
-    slot: Slot<T>,
+    slots: impl IntoIterator<Item = (String, Slot<T>)>,
 ) {
-    let d = details.entry(name.clone()).or_default();
-    let Slot {
-        value,
-        detail,
-        dropped,
-        ..
-    } = slot;
-    let broken = std::mem::take(d);
-    *d = detail;
-    d.sources.extend(broken.sources);
-    d.errors.extend(broken.errors);
-    d.warnings.extend(broken.warnings);
-    if !dropped {
-        into.insert(name, value);
+    for (name, slot) in slots {
+        let d = details.entry(name.clone()).or_default();
+        let Slot {
+            value,
+            detail,
+            dropped,
+            ..
+        } = slot;
+        let broken = std::mem::take(d);
+        *d = detail;
+        d.sources.extend(broken.sources);
+        d.errors.extend(broken.errors);
+        d.warnings.extend(broken.warnings);
+        if !dropped {
+            into.insert(name, value);
+        }
     }
 }

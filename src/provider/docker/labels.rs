@@ -200,6 +200,16 @@ impl<T> Objects<T> {
     }
 }
 
+impl<T: Clone> Objects<T> {
+    /// Each object that parsed, by name, with the labels behind it.
+    pub fn with_labels(&self) -> impl Iterator<Item = (String, T, Vec<String>)> + '_ {
+        self.parsed.iter().map(|(name, object)| {
+            let labels = self.labels.get(name).cloned().unwrap_or_default();
+            (name.clone(), object.clone(), labels)
+        })
+    }
+}
+
 /// What one container's labels say.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContainerLabels {

@@ -869,3 +869,56 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn tcp_and_udp_routers_refuse_to_guess_among_several_services_and_name_the_label() {
+    let labels = [
+        ("traefik.enable", "true"),
+        ("traefik.tcp.routers.db.rule", "HostSNI(`*`)"),
+        ("traefik.tcp.services.a.loadbalancer.server.port", "5432"),
+        ("traefik.tcp.services.b.loadbalancer.server.port", "5433"),
+        ("traefik.udp.routers.dns.entrypoints", "dns"),
+        ("traefik.udp.services.x.loadbalancer.server.port", "53"),
+        ("traefik.udp.services.y.loadbalancer.server.port", "54"),
+    ];
+    let b = build(&[host("m1", "multi", 5, &labels)], &defaults(), NOW);
+    assert!(b.dynamic.tcp.routers.is_empty() && b.dynamic.udp.routers.is_empty());
+    for (errors, want) in [
+        (
+            &b.detail.tcp_routers["db"].errors,
+            "several TCP services (a, b); set `traefik.tcp.routers.db.service`",
+        ),
+        (
+            &b.detail.udp_routers["dns"].errors,
+            "several UDP services (x, y); set `traefik.udp.routers.dns.service`",
+        ),
+    ] {
+        assert!(errors[0].to_string().contains(want), "{errors:?}");
+    }
+    // The services themselves are there, each with the container's server.
+    assert_eq!(b.dynamic.tcp.services.len(), 2);
+    assert_eq!(b.dynamic.udp.services.len(), 2);
+
+    // A UDP router on a container with no UDP port: its implicit service
+    // is out, saying which label to set.
+    let b = build(
+        &[host(
+            "m2",
+            "noport",
+            5,
+            &[
+                ("traefik.enable", "true"),
+                ("traefik.udp.routers.u.entrypoints", "dns"),
+            ],
+        )],
+        &defaults(),
+        NOW,
+    );
+    let e = &b.detail.udp_services["noport"].errors[0];
+    assert!(
+        e.to_string()
+            .contains("traefik.udp.services.noport.loadbalancer.server.port"),
+        "{e}"
+    );
+    assert!(!record(&b, "noport").routed);
+}
