@@ -765,6 +765,9 @@ impl Stream {
     }
 }
 
+/// An object by name, with the labels behind it.
+type Labelled<T> = (String, T, Vec<String>);
+
 /// The services of one kind a container's labels define, with their
 /// labels, plus `implicit` named after the container when it has routers
 /// of that kind and no service; and every service name a router may
@@ -774,7 +777,7 @@ fn stream_services<T: Clone>(
     has_routers: bool,
     name: &str,
     implicit: T,
-) -> (Vec<String>, Vec<(String, T, Vec<String>)>) {
+) -> (Vec<String>, Vec<Labelled<T>>) {
     let mut names: Vec<String> = objects.names().cloned().collect();
     let mut services: Vec<_> = objects.with_labels().collect();
     if names.is_empty() && has_routers {
