@@ -65,6 +65,9 @@ pub enum RunError {
     /// The Docker provider's options are wrong.
     #[error(transparent)]
     Docker(#[from] provider::docker::DockerError),
+    /// The Swarm provider's options are wrong.
+    #[error(transparent)]
+    Swarm(#[from] provider::swarm::SwarmError),
 }
 
 /// Starts every entry point and provider, serves until `shutdown` resolves,
@@ -291,6 +294,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         providers_throttle_duration: _, // spawn_aggregate, above
         file,
         docker,
+        swarm,
     } = &config.providers;
     if let Some(config::static_config::FileProvider {
         filename,
@@ -310,6 +314,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     if let Some(docker) = docker {
         providers.push(provider::docker::spawn_docker(docker, tx.clone())?);
+    }
+    if let Some(swarm) = swarm {
+        providers.push(provider::swarm::spawn_swarm(swarm, tx.clone())?);
     }
     drop(tx);
 

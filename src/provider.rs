@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod file;
+pub mod swarm;
 
 use crate::config::Dynamic;
 use crate::config::problem::{ProviderError, Warning};

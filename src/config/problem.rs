@@ -798,6 +798,13 @@ pub enum ProviderError {
         /// What went wrong, as a sentence.
         reason: String,
     },
+    /// The Swarm manager cannot be reached, answered an error, or is not a
+    /// manager.
+    #[error("Docker Swarm: {reason}")]
+    Swarm {
+        /// What went wrong, as a sentence.
+        reason: String,
+    },
 }
 
 impl ProviderError {
@@ -843,7 +850,7 @@ impl ProviderError {
                     .to_owned()
             }
             ProviderError::Syntax { message, .. } => message.clone(),
-            ProviderError::Docker { .. } => self.to_string(),
+            ProviderError::Docker { .. } | ProviderError::Swarm { .. } => self.to_string(),
         }
     }
 
@@ -854,7 +861,7 @@ impl ProviderError {
             | ProviderError::Unreadable { path, .. }
             | ProviderError::Empty { path } => Some(Origin::Document { path: path.clone() }),
             ProviderError::Syntax { origin, .. } => Some(origin.clone()),
-            ProviderError::Docker { .. } => None,
+            ProviderError::Docker { .. } | ProviderError::Swarm { .. } => None,
         }
     }
 }

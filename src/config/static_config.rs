@@ -513,6 +513,10 @@ pub struct Providers {
     /// enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub docker: Option<DockerProvider>,
+    /// Dynamic configuration from Docker Swarm service labels; absent when
+    /// not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmProvider>,
 }
 
 impl Default for Providers {
@@ -521,6 +525,61 @@ impl Default for Providers {
             providers_throttle_duration: Duration::from_millis(50),
             file: None,
             docker: None,
+            swarm: None,
+        }
+    }
+}
+
+/// The Swarm provider: routers, services and middlewares from the labels
+/// of Swarm services (`deploy.labels`), one server per running task.
+/// Traefik v3's options, plus gangway's `labelPrefix`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct SwarmProvider {
+    /// A manager's daemon: `unix:///var/run/docker.sock` (default) or
+    /// `tcp://host:port` (plain HTTP).
+    pub endpoint: String,
+    /// Route services that carry no `<labelPrefix>.enable=true` label.
+    /// Default `false`, as for the Docker provider.
+    pub exposed_by_default: bool,
+    /// The network whose task addresses are used, for services on several
+    /// networks; the stack prefix may be left out. Overridden per service
+    /// by `<labelPrefix>.swarm.network`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The rule of routers whose labels give none, as a template (as for
+    /// the Docker provider; `.Name` is the service's name).
+    pub default_rule: String,
+    /// Only services whose labels satisfy this expression are considered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraints: Option<String>,
+    /// Follow the daemon's events between reads. Default `true`.
+    pub watch: bool,
+    /// How often services, tasks and nodes are read again whatever the
+    /// events say. Default `15s`.
+    pub refresh_seconds: Duration,
+    /// Keep routers and services of services without a running task, with
+    /// no servers (503), instead of removing them.
+    pub allow_empty_services: bool,
+    /// How long one call to the daemon may take; `0s`: 30 seconds.
+    pub http_client_timeout: Duration,
+    /// The label prefix: `gangway` (default) or `traefik`.
+    pub label_prefix: String,
+}
+
+impl Default for SwarmProvider {
+    fn default() -> Self {
+        SwarmProvider {
+            endpoint: String::from("unix:///var/run/docker.sock"),
+            exposed_by_default: false,
+            network: None,
+            default_rule: String::from("Host(`{{ normalize .Name }}`)"),
+            constraints: None,
+            watch: true,
+            refresh_seconds: Duration::from_secs(15),
+            allow_empty_services: false,
+            http_client_timeout: Duration::from_secs(0),
+            label_prefix: String::from("gangway"),
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod template;
 mod watch;
 
 pub use labels::{LabelError, parse_labels};
+pub(crate) use watch::connect;
 
 use super::Snapshot;
 use crate::config::static_config::{ConflictPolicy, DockerProvider};
@@ -48,6 +49,8 @@ pub enum DockerError {
 /// The provider's options, checked and compiled.
 #[derive(Clone, Debug)]
 pub struct Settings {
+    /// The provider's name in qualified names (`docker`, `swarm`).
+    pub provider: &'static str,
     /// Label prefix, without the trailing dot.
     pub prefix: String,
     /// Route containers without `<prefix>.enable=true`.
@@ -107,6 +110,7 @@ impl Settings {
             Some(text) => Some(Constraints::parse(text)?),
         };
         Ok(Settings {
+            provider: "docker",
             prefix,
             exposed_by_default: *exposed_by_default,
             network: network.clone().filter(|n| !n.is_empty()),

@@ -1243,6 +1243,11 @@ fn full_config() -> StaticConfig {
         domain: Some(String::from("example.com")),
         ..DockerProvider::default()
     });
+    config.providers.swarm = Some(SwarmProvider {
+        network: Some(String::from("n")),
+        constraints: Some(String::from("Label(`a`,`b`)")),
+        ..SwarmProvider::default()
+    });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
     config.metrics.prometheus = Some(Prometheus::default());
@@ -1423,6 +1428,7 @@ fn row_defaults_match_struct_defaults() {
         providers: Providers {
             file: Some(FileProvider::default()),
             docker: Some(DockerProvider::default()),
+            swarm: Some(SwarmProvider::default()),
             ..Providers::default()
         },
         api: Some(Api::default()),
@@ -1669,6 +1675,9 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "providers.docker.constraints" => "Label(`a`, `b`)",
         "providers.docker.conflicts" => "drop",
         "providers.docker.hostAddress" => "127.0.0.2",
+        "providers.swarm.endpoint" => "tcp://127.0.0.1:2375",
+        "providers.swarm.defaultRule" => "Host(`{{ .Name }}.test`)",
+        "providers.swarm.constraints" => "Label(`a`, `b`)",
         "log.level" => "DEBUG",
         "metrics.prometheus.buckets" => "0.5,2",
         "accessLog.format" => "json",

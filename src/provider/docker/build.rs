@@ -48,9 +48,6 @@ type ServerProblem = (NotRouted, String);
 /// one is) and the labels behind it.
 type Broken = (Vec<(Problem, Option<String>)>, Vec<String>);
 
-/// The namespace the Docker provider's objects are qualified with.
-const PROVIDER: &str = "docker";
-
 /// Object kinds by their index in `Contribution::broken`.
 const KINDS: [ObjectKind; 8] = [
     ObjectKind::Router,
@@ -134,43 +131,16 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     for c in &mut contributions {
         let src = source(c.view);
         for (name, (r, labels)) in std::mem::take(&mut c.routers) {
-            merge(&mut routers, ROUTER, name, r, c, &src, labels, s.conflicts);
+            merge(&mut routers, ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.services) {
-            merge(
-                &mut services,
-                SERVICE,
-                name,
-                svc,
-                c,
-                &src,
-                labels,
-                s.conflicts,
-            );
+            merge(&mut services, SERVICE, name, svc, c, &src, labels, s);
         }
         for (name, (m, labels)) in std::mem::take(&mut c.middlewares) {
-            merge(
-                &mut middlewares,
-                MIDDLEWARE,
-                name,
-                m,
-                c,
-                &src,
-                labels,
-                s.conflicts,
-            );
+            merge(&mut middlewares, MIDDLEWARE, name, m, c, &src, labels, s);
         }
         for (name, (r, labels)) in std::mem::take(&mut c.tcp_routers) {
-            merge(
-                &mut tcp_routers,
-                TCP_ROUTER,
-                name,
-                r,
-                c,
-                &src,
-                labels,
-                s.conflicts,
-            );
+            merge(&mut tcp_routers, TCP_ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.tcp_services) {
             merge(
@@ -181,7 +151,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 c,
                 &src,
                 labels,
-                s.conflicts,
+                s,
             );
         }
         for (name, (m, labels)) in std::mem::take(&mut c.tcp_middlewares) {
@@ -193,20 +163,11 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 c,
                 &src,
                 labels,
-                s.conflicts,
+                s,
             );
         }
         for (name, (r, labels)) in std::mem::take(&mut c.udp_routers) {
-            merge(
-                &mut udp_routers,
-                UDP_ROUTER,
-                name,
-                r,
-                c,
-                &src,
-                labels,
-                s.conflicts,
-            );
+            merge(&mut udp_routers, UDP_ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.udp_services) {
             merge(
@@ -217,7 +178,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 c,
                 &src,
                 labels,
-                s.conflicts,
+                s,
             );
         }
     }
@@ -251,7 +212,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                     ..src.clone()
                 });
                 for (problem, label) in errors {
-                    let object = ObjectRef::new(KINDS[kind], &format!("{name}@{PROVIDER}"));
+                    let object = ObjectRef::new(KINDS[kind], &format!("{name}@{}", s.provider));
                     let origin = origin(c.view, label.clone());
                     if live {
                         let problem = Problem::Ignored {
@@ -272,7 +233,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             if d.warnings.iter().any(|w| w.problem == *problem) {
                 continue;
             }
-            let object = ObjectRef::new(ObjectKind::Service, &format!("{name}@{PROVIDER}"));
+            let object = ObjectRef::new(ObjectKind::Service, &format!("{name}@{}", s.provider));
             d.warnings
                 .push(ConfigError::new(object, problem.clone()).with_origin(origin(c.view, None)));
         }
@@ -1071,7 +1032,9 @@ fn address(
     label_network: Option<&str>,
 ) -> Result<IpAddr, ServerProblem> {
     if view.network_mode == "host" {
-        return Ok(s.host_address);
+        // A Swarm task on the host network listens on its node's address.
+        let node = view.networks.get("host").and_then(|ip| ip.parse().ok());
+        return Ok(node.unwrap_or(s.host_address));
     }
     let p = &s.prefix;
     let parse = |net: &str, ip: &str| {
@@ -1226,8 +1189,9 @@ fn merge<T: Join>(
     c: &mut Contribution<'_>,
     src: &Source,
     labels: Vec<String>,
-    policy: ConflictPolicy,
+    s: &Settings,
 ) {
+    let policy = s.conflicts;
     let source = Source {
         labels,
         ..src.clone()
@@ -1264,7 +1228,7 @@ fn merge<T: Join>(
     slot.detail.sources.push(source);
     let dropped = policy == ConflictPolicy::Drop;
     let conflict = ConfigError::new(
-        ObjectRef::new(KINDS[kind], &format!("{name}@{PROVIDER}")),
+        ObjectRef::new(KINDS[kind], &format!("{name}@{}", s.provider)),
         Problem::Conflict {
             kept: slot.owner.clone(),
             other: c.view.name.clone(),

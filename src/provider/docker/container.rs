@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 pub const COMPOSE_PROJECT: &str = "com.docker.compose.project";
 /// The compose service a container belongs to.
 pub const COMPOSE_SERVICE: &str = "com.docker.compose.service";
+/// The stack a Swarm service belongs to (`docker stack deploy`): its
+/// project, for names and network prefixes.
+pub const STACK_NAMESPACE: &str = "com.docker.stack.namespace";
 /// `True` on containers made by `docker compose run`.
 pub const COMPOSE_ONEOFF: &str = "com.docker.compose.oneoff";
 
@@ -139,8 +142,9 @@ impl ContainerView {
 
     /// The compose project, if the container belongs to one.
     pub fn compose_project(&self) -> Option<&str> {
-        self.labels
-            .get(COMPOSE_PROJECT)
+        [COMPOSE_PROJECT, STACK_NAMESPACE]
+            .iter()
+            .find_map(|key| self.labels.get(*key))
             .map(String::as_str)
             .filter(|s| !s.is_empty())
     }

@@ -220,6 +220,9 @@ pub struct ContainerLabels {
     /// `<prefix>.docker.allownonrunning`: keep the routers while the
     /// container is not running, for as long as it exists.
     pub allow_non_running: bool,
+    /// `<prefix>.swarm.lbswarm`: send to the Swarm service's virtual IP
+    /// and let Swarm balance, rather than to each task.
+    pub lb_swarm: bool,
     /// HTTP routers.
     pub routers: Objects<Router>,
     /// HTTP services, without the container's own server.
@@ -341,7 +344,7 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
         }
     }
 
-    const TOP: &[&str] = &["enable", "docker", "http", "tcp", "udp", "tls"];
+    const TOP: &[&str] = &["enable", "docker", "swarm", "http", "tcp", "udp", "tls"];
     let children: Vec<(String, Node)> = std::mem::take(&mut root.children).into_values().collect();
     for (written, node) in children {
         match written.to_ascii_lowercase().as_str() {
@@ -349,7 +352,8 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
                 Ok(b) => out.enable = Some(b),
                 Err(e) => out.errors.push(LabelError::from_de(e, &node.name())),
             },
-            "docker" => read_docker(node, &mut out),
+            "docker" => read_engine(node, &mut out, Engine::Docker),
+            "swarm" => read_engine(node, &mut out, Engine::Swarm),
             "http" => read_http(node, &mut out),
             "tcp" => read_tcp(node, &mut out),
             "udp" => read_udp(node, &mut out),
@@ -378,30 +382,49 @@ fn first_label(node: &Node) -> String {
     node.name()
 }
 
-fn read_docker(mut node: Node, out: &mut ContainerLabels) {
+/// Whose options a `<prefix>.docker.*` or `<prefix>.swarm.*` label sets.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Docker,
+    Swarm,
+}
+
+fn read_engine(mut node: Node, out: &mut ContainerLabels, engine: Engine) {
+    let (options, expects): (&[&str], _) = match engine {
+        Engine::Docker => (
+            &["network", "allownonrunning"],
+            "expects `network` or `allownonrunning` below it",
+        ),
+        Engine::Swarm => (
+            &["network", "lbswarm"],
+            "expects `network` or `lbswarm` below it",
+        ),
+    };
     if let Some(n) = node.take_child("network") {
         match read::<String>(&n) {
             Ok(v) => out.network = Some(v),
             Err(e) => out.errors.push(LabelError::from_de(e, &n.name())),
         }
     }
-    if let Some(n) = node.take_child("allownonrunning") {
+    let flag = options[1];
+    if let Some(n) = node.take_child(flag) {
         match read::<bool>(&n) {
-            Ok(v) => out.allow_non_running = v,
+            Ok(v) if engine == Engine::Docker => out.allow_non_running = v,
+            Ok(v) => out.lb_swarm = v,
             Err(e) => out.errors.push(LabelError::from_de(e, &n.name())),
         }
     }
     if node.value.is_some() {
         out.errors.push(LabelError::Invalid {
             label: node.name(),
-            message: "expects `network` or `allownonrunning` below it".to_owned(),
+            message: expects.to_owned(),
         });
     }
     for (written, child) in node.children.into_values() {
         out.errors.push(LabelError::UnknownOption {
             label: first_label(&child),
             option: written.clone(),
-            suggestion: suggest(&written, &["network", "allownonrunning"]).map(str::to_owned),
+            suggestion: suggest(&written, options).map(str::to_owned),
         });
     }
 }

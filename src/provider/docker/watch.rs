@@ -133,14 +133,18 @@ impl From<BollardError> for Stop {
     }
 }
 
-async fn connect(endpoint: &Endpoint) -> Result<Docker, BollardError> {
+/// A client for the daemon at `endpoint` whose calls may take up to
+/// `timeout`, at the API version both sides speak.
+pub(crate) async fn connect(
+    endpoint: &Endpoint,
+    timeout: Duration,
+) -> Result<Docker, BollardError> {
+    let secs = timeout.as_secs().max(1);
     let docker = match endpoint {
         Endpoint::Unix(path) => {
-            Docker::connect_with_unix(path, CALL_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)?
+            Docker::connect_with_unix(path, secs, bollard::API_DEFAULT_VERSION)?
         }
-        Endpoint::Tcp(addr) => {
-            Docker::connect_with_http(addr, CALL_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)?
-        }
+        Endpoint::Tcp(addr) => Docker::connect_with_http(addr, secs, bollard::API_DEFAULT_VERSION)?,
     };
     // Debian's dockerd speaks API 1.41; bollard starts higher.
     docker.negotiate_version().await
@@ -154,7 +158,7 @@ async fn session(
     backoff: &mut Duration,
     failing: &mut bool,
 ) -> Result<(), Stop> {
-    let docker = connect(endpoint).await?;
+    let docker = connect(endpoint, Duration::from_secs(CALL_TIMEOUT_SECS)).await?;
     let version = docker.version().await?;
     // Subscribe before listing, replaying from a little before, so that no
     // change between the list and the subscription is missed.

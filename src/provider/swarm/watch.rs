@@ -1,0 +1,336 @@
+//! Talking to the manager: check it is one, read services, tasks and
+//! nodes, follow events, and rebuild after each read that changed
+//! something. When a call fails the last known routes stay while it
+//! reconnects with backoff.
+
+use super::tasks;
+use super::views::{Cluster, NodeFacts, ServiceFacts, views, without_prefix};
+use crate::config::problem::ProviderError;
+use crate::provider::Snapshot;
+use crate::provider::docker::build::{Built, build};
+use crate::provider::docker::{Endpoint, Settings};
+use bollard::Docker;
+use bollard::models::{NodeSpecAvailabilityEnum, NodeState};
+use bollard::query_parameters::{
+    EventsOptions, InspectNetworkOptions, ListNetworksOptions, ListNodesOptions,
+};
+use futures_util::{FutureExt, StreamExt};
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+const PROVIDER: &str = "swarm";
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// After an event, how often and for how long everything is read again:
+/// tasks on other nodes start and stop without an event reaching this
+/// manager's stream, so a deployment is followed by reading.
+const FAST_READ: Duration = Duration::from_millis(250);
+const FAST_FOR: Duration = Duration::from_secs(30);
+
+/// How the provider reads.
+pub(super) struct Timing {
+    /// The longest one call may take.
+    pub call: Duration,
+    /// Read everything this often whatever happens.
+    pub refresh: Duration,
+    /// Follow events.
+    pub watch: bool,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}
+
+struct State {
+    settings: Settings,
+    last: Option<Built>,
+    /// Send the next build even if it equals the last one.
+    resend: bool,
+    tx: mpsc::Sender<Snapshot>,
+}
+
+enum Stop {
+    /// The aggregator is gone.
+    Closed,
+    /// The manager failed; reconnect.
+    Failed(String),
+}
+
+impl From<bollard::errors::Error> for Stop {
+    fn from(e: bollard::errors::Error) -> Self {
+        Stop::Failed(crate::cause::WithCauses(&e).to_string())
+    }
+}
+
+/// Runs the provider until `tx` closes.
+pub(super) async fn run(
+    settings: Settings,
+    endpoint: Endpoint,
+    timing: Timing,
+    tx: mpsc::Sender<Snapshot>,
+) {
+    let mut state = State {
+        settings,
+        last: None,
+        resend: false,
+        tx,
+    };
+    let mut backoff = BACKOFF_FIRST;
+    let mut failing = false;
+    loop {
+        let message =
+            match session(&mut state, &endpoint, &timing, &mut backoff, &mut failing).await {
+                Err(Stop::Failed(message)) => message,
+                Ok(()) | Err(Stop::Closed) => return,
+            };
+        if failing {
+            tracing::debug!(provider = PROVIDER, error = %message, "still cannot read the swarm");
+        } else {
+            tracing::error!(
+                provider = PROVIDER,
+                error = %message,
+                "swarm manager unreachable or unusable; keeping the last known routes and retrying"
+            );
+            failing = true;
+            if state.report_failure(&message).await.is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+async fn session(
+    state: &mut State,
+    endpoint: &Endpoint,
+    timing: &Timing,
+    backoff: &mut Duration,
+    failing: &mut bool,
+) -> Result<(), Stop> {
+    let docker = crate::provider::docker::connect(endpoint, timing.call).await?;
+    let info = docker.info().await?;
+    let swarm = info.swarm.unwrap_or_default();
+    if swarm.control_available != Some(true) {
+        let state = swarm
+            .local_node_state
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        return Err(Stop::Failed(format!(
+            "the daemon at the endpoint is not a swarm manager (its swarm state: `{state}`); \
+             the Swarm provider reads services, tasks and nodes, which only managers answer: \
+             run gangway on a manager node or point providers.swarm.endpoint at one"
+        )));
+    }
+    let version = docker.client_version();
+    let version = format!("{}.{}", version.major_version, version.minor_version);
+    let since = (now_ms() / 1000).saturating_sub(1).to_string();
+    let mut events = docker.events(Some(EventsOptions {
+        since: Some(since),
+        until: None,
+        filters: Some(HashMap::from([(
+            "type".to_owned(),
+            vec![
+                "service".to_owned(),
+                "node".to_owned(),
+                "container".to_owned(),
+            ],
+        )])),
+    }));
+    let cluster = read(&docker, endpoint, &version, timing.call).await?;
+    tracing::info!(
+        provider = PROVIDER,
+        services = cluster.services.len(),
+        tasks = cluster.tasks.len(),
+        nodes = cluster.nodes.len(),
+        "connected to the swarm manager"
+    );
+    *backoff = BACKOFF_FIRST;
+    *failing = false;
+    state.publish(&cluster).await?;
+    let mut fast_until = Instant::now();
+    loop {
+        let wait = if Instant::now() < fast_until {
+            FAST_READ
+        } else {
+            timing.refresh
+        };
+        tokio::select! {
+            ev = events.next(), if timing.watch => {
+                let mut next = ev;
+                loop {
+                    match next {
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => {
+                            let e = crate::cause::WithCauses(&e);
+                            return Err(Stop::Failed(format!("event stream: {e}")));
+                        }
+                        None => return Err(Stop::Failed("the event stream ended".to_owned())),
+                    }
+                    match events.next().now_or_never() {
+                        Some(more) => next = more,
+                        None => break,
+                    }
+                }
+                fast_until = Instant::now() + FAST_FOR;
+            }
+            () = tokio::time::sleep(wait) => {}
+        }
+        let cluster = read(&docker, endpoint, &version, timing.call).await?;
+        state.publish(&cluster).await?;
+    }
+}
+
+/// Services, running tasks and nodes, as the manager has them now.
+async fn read(
+    docker: &Docker,
+    endpoint: &Endpoint,
+    version: &str,
+    call: Duration,
+) -> Result<Cluster, Stop> {
+    let mut networks: HashMap<String, String> = docker
+        .list_networks(None::<ListNetworksOptions>)
+        .await?
+        .into_iter()
+        .filter_map(|n| Some((n.id?, n.name?)))
+        .collect();
+    let services = docker
+        .list_services(None::<bollard::query_parameters::ListServicesOptions>)
+        .await?;
+    // Services name networks by id; Swarm's own `host` network has an id
+    // of the swarm's that the local list does not show.
+    let targets: Vec<String> = services
+        .iter()
+        .filter_map(|s| s.spec.as_ref()?.task_template.as_ref()?.networks.as_ref())
+        .flatten()
+        .filter_map(|n| n.target.clone())
+        .filter(|t| !networks.contains_key(t))
+        .collect();
+    for target in targets {
+        let options = InspectNetworkOptions {
+            scope: Some("swarm".to_owned()),
+            ..InspectNetworkOptions::default()
+        };
+        if let Ok(found) = docker.inspect_network(&target, Some(options)).await
+            && let Some(name) = found.name
+        {
+            networks.insert(target, name);
+        }
+    }
+    let services = services
+        .into_iter()
+        .filter_map(|s| {
+            let id = s.id?;
+            let spec = s.spec.unwrap_or_default();
+            let attached: Vec<String> = spec
+                .task_template
+                .and_then(|t| t.networks)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|n| n.target)
+                .map(|target| networks.get(&target).cloned().unwrap_or(target))
+                .collect();
+            let virtual_ips = s
+                .endpoint
+                .and_then(|e| e.virtual_ips)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|v| {
+                    let net = v.network_id?;
+                    let name = networks.get(&net).cloned().unwrap_or(net);
+                    Some((name, without_prefix(&v.addr?)))
+                })
+                .collect();
+            Some(ServiceFacts {
+                name: spec.name.unwrap_or_else(|| id.clone()),
+                labels: spec.labels.unwrap_or_default().into_iter().collect(),
+                created_ns: s.created_at.map(|t| tasks::created_ns(&t)).unwrap_or(0),
+                host_network: attached.iter().any(|n| n == "host"),
+                virtual_ips,
+                id,
+            })
+        })
+        .collect();
+    let tasks = tasks::running_tasks(endpoint, version, call)
+        .await
+        .map_err(Stop::Failed)?;
+    let nodes = docker
+        .list_nodes(None::<ListNodesOptions>)
+        .await?
+        .into_iter()
+        .filter_map(|n| {
+            let status = n.status.unwrap_or_default();
+            let availability = n.spec.and_then(|s| s.availability);
+            Some((
+                n.id?,
+                NodeFacts {
+                    addr: status.addr.unwrap_or_default(),
+                    ready: status.state == Some(NodeState::READY),
+                    active: matches!(availability, Some(NodeSpecAvailabilityEnum::ACTIVE) | None),
+                },
+            ))
+        })
+        .collect();
+    Ok(Cluster {
+        services,
+        tasks,
+        nodes,
+    })
+}
+
+impl State {
+    /// Rebuilds and sends the configuration if it changed.
+    async fn publish(&mut self, cluster: &Cluster) -> Result<(), Stop> {
+        let views = views(cluster, &self.settings.prefix);
+        let mut built = build(&views, &self.settings, now_ms());
+        built.detail.connected = Some(true);
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail);
+        if same && !self.resend {
+            return Ok(());
+        }
+        for r in built.detail.containers.iter().filter(|r| !r.routed) {
+            if let Some(line) = r.messages.first() {
+                tracing::debug!(provider = PROVIDER, service = %r.name, "not routed: {line}");
+            }
+        }
+        let snapshot = Snapshot {
+            provider: PROVIDER,
+            dynamic: Some(built.dynamic.clone()),
+            error: None,
+            warnings: Vec::new(),
+            detail: Some(built.detail.clone()),
+        };
+        self.last = Some(built);
+        self.resend = false;
+        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+    }
+
+    /// Tells the aggregator the manager cannot be read; the last
+    /// configuration stays in use.
+    async fn report_failure(&mut self, message: &str) -> Result<(), Stop> {
+        self.resend = true;
+        let mut detail = self
+            .last
+            .as_ref()
+            .map(|b| b.detail.clone())
+            .unwrap_or_default();
+        detail.connected = Some(false);
+        let snapshot = Snapshot {
+            provider: PROVIDER,
+            dynamic: None,
+            error: Some(ProviderError::Swarm {
+                reason: message.to_owned(),
+            }),
+            warnings: Vec::new(),
+            detail: Some(detail),
+        };
+        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+    }
+}
