@@ -39,6 +39,17 @@ use tokio::time::{Instant, timeout, timeout_at};
 /// header read timeout (`limits.headerReadTimeout`).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long a new connection has to say what it is (its first bytes, its
+/// ClientHello, its TLS handshake) before HTTP or TCP routing decides: the
+/// header read timeout, and at most `respondingTimeouts.readTimeout`, which
+/// Traefik applies to that wait on every connection, TCP ones included.
+fn first_bytes_limit(entry_point: &EntryPointInfo) -> Duration {
+    let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+    entry_point
+        .read_timeout
+        .map_or(limit, |read| limit.min(read))
+}
+
 /// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
 /// answer the PING that precedes the close.
 const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -106,7 +117,7 @@ impl Proxy {
         // The connection counts against the entry point's limit until this
         // future ends, whichever way.
         let _slot = slot;
-        let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        let limit = first_bytes_limit(&entry_point);
         let deadline = Instant::now() + limit;
         let mut stream = stream;
         let mut peer = peer;
@@ -311,7 +322,7 @@ impl Proxy {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let servers = HttpServers::new(&entry_point);
-        let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+        let limit = first_bytes_limit(&entry_point);
         let Ok(Some((version, io))) = timeout(limit, read_version(io)).await else {
             return;
         };
