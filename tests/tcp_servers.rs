@@ -467,3 +467,170 @@ address = "127.0.0.1:1"
     );
     assert_eq!(service["problems"][0]["kind"], "missing", "{service}");
 }
+
+/// A CA that signs a server certificate naming the server by a URI only
+/// (a SPIFFE ID, DNS name of another host) and a client certificate.
+struct Pki {
+    ca_pem: String,
+    server: (String, String),
+    client: (String, String),
+}
+
+fn pki(server_uri: &str) -> Pki {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose, SanType,
+    };
+    let ca_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "Mesh CA");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let leaf = |sans: Vec<SanType>, usage: ExtendedKeyUsagePurpose| {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.subject_alt_names = sans;
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    Pki {
+        ca_pem: ca.pem(),
+        server: leaf(
+            vec![
+                SanType::DnsName("elsewhere.test".try_into().unwrap()),
+                SanType::URI(server_uri.try_into().unwrap()),
+            ],
+            ExtendedKeyUsagePurpose::ServerAuth,
+        ),
+        client: leaf(
+            vec![SanType::DnsName("gangway.test".try_into().unwrap())],
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ),
+    }
+}
+
+/// A TLS greeting echo server that wants a client certificate from `pki`'s CA.
+async fn mtls_echo_server(name: &'static str, pki: &Pki) -> u16 {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(pki.ca_pem.as_bytes()).unwrap())
+        .unwrap();
+    let clients = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(pki.server.0.as_bytes())
+            .map(Result::unwrap)
+            .collect();
+    let key = PrivateKeyDer::from_pem_slice(pki.server.1.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(clients)
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    server(move |stream| {
+        let acceptor = acceptor.clone();
+        async move {
+            if let Ok(tls) = acceptor.accept(stream).await {
+                greet_and_echo(name, tls).await;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_client_certificate_and_a_peer_uri_instead_of_the_host_name() {
+    let uri = "spiffe://example.test/db";
+    let pki = pki(uri);
+    let db = mtls_echo_server("db", &pki).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let ca = file("ca.pem", &pki.ca_pem);
+    let cert = file("client.pem", &pki.client.0);
+    let key = file("client.key", &pki.client.1);
+    let (good, wrong_uri, no_cert) = (free_port(), free_port(), free_port());
+    let mut dynamic = String::new();
+    for (name, settings) in [
+        (
+            "good",
+            format!(
+                "rootCAs = [\"{ca}\"]\npeerCertURI = \"{uri}\"\ncertificates = [{{ certFile = \"{cert}\", keyFile = \"{key}\" }}]"
+            ),
+        ),
+        (
+            "wronguri",
+            format!(
+                "rootCAs = [\"{ca}\"]\npeerCertURI = \"spiffe://example.test/other\"\ncertificates = [{{ certFile = \"{cert}\", keyFile = \"{key}\" }}]"
+            ),
+        ),
+        (
+            "nocert",
+            format!("rootCAs = [\"{ca}\"]\npeerCertURI = \"{uri}\""),
+        ),
+    ] {
+        dynamic.push_str(&format!(
+            r#"
+[tcp.routers.{name}]
+entryPoints = ["{name}"]
+rule = "HostSNI(`*`)"
+service = "{name}"
+[tcp.serversTransports.{name}.tls]
+{settings}
+[tcp.services.{name}.loadBalancer]
+serversTransport = "{name}"
+[[tcp.services.{name}.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+tls = true
+"#
+        ));
+    }
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &entry_point("good", good),
+            &entry_point("wronguri", wrong_uri),
+            &entry_point("nocert", no_cert),
+        ],
+    )
+    .await;
+    // The server's certificate names another host, but holds the URI; the
+    // server accepts gangway's client certificate.
+    eventually(Duration::from_secs(5), "the mTLS server greets", || async {
+        probe(good).await == "hello from db\n"
+    })
+    .await;
+    let mut client = connect(good).await;
+    assert_eq!(line(&mut client).await, "hello from db\n");
+    client.write_all(b"ping\n").await.unwrap();
+    assert_eq!(line(&mut client).await, "db: ping\n");
+    // Another URI, or no client certificate: closed.
+    for port in [wrong_uri, no_cert] {
+        let mut refused = connect(port).await;
+        let mut got = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), refused.read_to_end(&mut got))
+            .await
+            .expect("closed, not left hanging")
+            .unwrap_or_default();
+        assert!(
+            got.is_empty(),
+            "{port}: {:?}\n{}",
+            String::from_utf8_lossy(&got),
+            gw.log()
+        );
+    }
+}

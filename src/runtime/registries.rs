@@ -638,6 +638,10 @@ impl Registries {
         positions.retain(|_, p| Arc::strong_count(p) > 1);
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients.retain(|_, c| Arc::strong_count(c) > 1);
+        self.tls_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, c| Arc::strong_count(c) > 1);
     }
 
     /// The health of every checked service still in use, by service name;
