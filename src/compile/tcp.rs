@@ -192,11 +192,19 @@ pub(super) fn compile(
     }
     for name in dynamic.tcp.services.keys() {
         let entry = report.tcp_services.entry(name.clone()).or_default();
-        if let Err(problem) = services.get(name, 0) {
-            entry.disable(ConfigError::new(
+        match services.get(name, 0) {
+            Err(problem) => entry.disable(ConfigError::new(
                 ObjectRef::new(ObjectKind::TcpService, name),
                 problem,
-            ));
+            )),
+            Ok(_) => {
+                for (option, problem) in overridden(name, &dynamic.tcp) {
+                    entry.warn(
+                        ConfigError::new(ObjectRef::new(ObjectKind::TcpService, name), problem)
+                            .at(option),
+                    );
+                }
+            }
         }
         entry.using = using.remove(name).unwrap_or_default();
     }
@@ -215,6 +223,46 @@ pub(super) fn compile(
         .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
         .collect();
     (routes, services.compiled())
+}
+
+/// The load balancer's deprecated options that its servers transport sets
+/// too, and so are not used: said, so that nobody wonders why.
+fn overridden(name: &str, tcp: &crate::config::dynamic::tcp::Tcp) -> Vec<(&'static str, Problem)> {
+    let Some(lb) = tcp
+        .services
+        .get(name)
+        .and_then(|s| s.load_balancer.as_ref())
+    else {
+        return Vec::new();
+    };
+    let Some(written) = lb.servers_transport.as_deref().filter(|n| !n.is_empty()) else {
+        return Vec::new();
+    };
+    let provider = QualifiedName::parse(name)
+        .map(|q| q.provider)
+        .unwrap_or_default();
+    let q = QualifiedName::resolve(written, &provider).to_string();
+    let Some(transport) = tcp.servers_transports.get(&q) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    if lb.termination_delay.is_some() && transport.termination_delay.is_some() {
+        found.push((
+            "loadbalancer.terminationdelay",
+            Problem::bad_value(format!(
+                "not used: the TCP servers transport `{q}` sets its own `terminationDelay` (the load balancer's is deprecated in Traefik v3)"
+            )),
+        ));
+    }
+    if lb.proxy_protocol.is_some() && transport.proxy_protocol.is_some() {
+        found.push((
+            "loadbalancer.proxyprotocol",
+            Problem::bad_value(format!(
+                "not used: the TCP servers transport `{q}` sets its own `proxyProtocol` (the load balancer's is deprecated in Traefik v3)"
+            )),
+        ));
+    }
+    found
 }
 
 /// Takes `router` out of every entry point's TCP routes (its TLS options

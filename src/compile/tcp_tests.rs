@@ -314,6 +314,22 @@ address = "127.0.0.1:1005"
     assert_eq!(named.keep_alive, None);
     assert_eq!(named.termination_delay, None);
     assert_eq!(named.proxy_protocol, Some(2));
+    // The load balancer's own are not used, and a warning says so.
+    let warnings: Vec<String> = rt.report.tcp_services["named@file"]
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rt.report.tcp_services["named@file"].status, Status::Warning);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("sets its own `terminationDelay`"))
+            && warnings
+                .iter()
+                .any(|w| w.contains("sets its own `proxyProtocol`")),
+        "{warnings:?}"
+    );
     // What the transport leaves out: the load balancer's, then the defaults.
     let fallback = transport_of(&rt, "fallback@file");
     assert_eq!(fallback.proxy_protocol, Some(1));

@@ -44,10 +44,13 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// header read timeout, and at most `respondingTimeouts.readTimeout`, which
 /// Traefik applies to that wait on every connection, TCP ones included.
 fn first_bytes_limit(entry_point: &EntryPointInfo) -> Duration {
-    let limit = entry_point.header_read_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
-    entry_point
-        .read_timeout
-        .map_or(limit, |read| limit.min(read))
+    limit_of(entry_point.header_read_timeout, entry_point.read_timeout)
+}
+
+/// [`first_bytes_limit`] of these timeouts (`None`: not set).
+fn limit_of(header_read: Option<Duration>, read: Option<Duration>) -> Duration {
+    let limit = header_read.unwrap_or(HANDSHAKE_TIMEOUT);
+    read.map_or(limit, |read| limit.min(read))
 }
 
 /// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
@@ -658,6 +661,15 @@ fn strip_port(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wait_for_first_bytes_is_bounded_by_the_read_timeout_too() {
+        let s = Duration::from_secs;
+        assert_eq!(limit_of(Some(s(10)), Some(s(60))), s(10));
+        assert_eq!(limit_of(Some(s(10)), Some(s(2))), s(2));
+        assert_eq!(limit_of(None, Some(s(5))), s(5));
+        assert_eq!(limit_of(None, None), HANDSHAKE_TIMEOUT);
+    }
 
     #[test]
     fn first_bytes_tell_the_version_once_they_can() {
