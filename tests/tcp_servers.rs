@@ -149,8 +149,11 @@ fn json(got: &support::Got) -> serde_json::Value {
 #[tokio::test]
 async fn tls_to_a_server_is_verified_with_the_transports_root_cas_or_refused() {
     let ca = TestCa::new("Test Database CA");
-    let db = tls_echo_server("db", &ca, &["db.internal"]).await;
-    let (trusting, untrusting) = (free_port(), free_port());
+    let db = tls_echo_server("db", &ca, &["db.internal", "127.0.0.1"]).await;
+    let (trusting, untrusting, defaults) = (free_port(), free_port(), free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
     // Inline PEM, as Traefik's rootCAs take file contents too.
     let dynamic = format!(
         r#"
@@ -162,6 +165,10 @@ service = "trusting"
 entryPoints = ["untrusting"]
 rule = "HostSNI(`*`)"
 service = "untrusting"
+[tcp.routers.defaults]
+entryPoints = ["defaults"]
+rule = "HostSNI(`*`)"
+service = "defaults"
 
 [tcp.serversTransports.ca.tls]
 serverName = "db.internal"
@@ -179,6 +186,9 @@ serversTransport = "noca"
 [[tcp.services.untrusting.loadBalancer.servers]]
 address = "127.0.0.1:{db}"
 tls = true
+[[tcp.services.defaults.loadBalancer.servers]]
+address = "127.0.0.1:{db}"
+tls = true
 "#,
         ca = ca.pem()
     );
@@ -187,6 +197,10 @@ tls = true
         &[
             &entry_point("trusting", trusting),
             &entry_point("untrusting", untrusting),
+            &entry_point("defaults", defaults),
+            // For load balancers that name no transport; the server is
+            // then named by its address.
+            &format!("--tcpServersTransport.tls.rootCAs={}", ca_file.display()),
         ],
     )
     .await;
@@ -199,6 +213,7 @@ tls = true
     assert_eq!(line(&mut client).await, "hello from db\n");
     client.write_all(b"ping\n").await.unwrap();
     assert_eq!(line(&mut client).await, "db: ping\n");
+    assert_eq!(probe(defaults).await, "hello from db\n");
     // The server's certificate is not from the built-in roots: gangway
     // sends it nothing, and the client's connection is closed.
     let mut refused = connect(untrusting).await;
