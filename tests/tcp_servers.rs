@@ -649,3 +649,68 @@ tls = true
         );
     }
 }
+
+#[tokio::test]
+async fn server_connections_get_keep_alive_probes_unless_the_transport_says_none() {
+    let Some(ss) = support::program("keep-alive", &["ss"], "apt-get install iproute2") else {
+        return;
+    };
+    let probed = echo_server("probed").await;
+    let quiet = echo_server("quiet").await;
+    let (with, without) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.with]
+entryPoints = ["with"]
+rule = "HostSNI(`*`)"
+service = "with"
+[tcp.routers.without]
+entryPoints = ["without"]
+rule = "HostSNI(`*`)"
+service = "without"
+[tcp.serversTransports.often]
+dialKeepAlive = "7s"
+[tcp.serversTransports.never]
+dialKeepAlive = "-1s"
+[tcp.services.with.loadBalancer]
+serversTransport = "often"
+[[tcp.services.with.loadBalancer.servers]]
+address = "127.0.0.1:{probed}"
+[tcp.services.without.loadBalancer]
+serversTransport = "never"
+[[tcp.services.without.loadBalancer.servers]]
+address = "127.0.0.1:{quiet}"
+"#
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[&entry_point("with", with), &entry_point("without", without)],
+    )
+    .await;
+    for (port, name) in [(with, "probed"), (without, "quiet")] {
+        eventually(Duration::from_secs(5), "the router routes", || async {
+            probe(port).await == format!("hello from {name}\n")
+        })
+        .await;
+    }
+    // gangway's own end of its connection to `server`, with its timers.
+    let timers = |server: u16| {
+        let out = std::process::Command::new(&ss)
+            .args(["-tnoH", "state", "established", "dst"])
+            .arg(format!("127.0.0.1:{server}"))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut held_with = connect(with).await;
+    assert_eq!(line(&mut held_with).await, "hello from probed\n");
+    let mut held_without = connect(without).await;
+    assert_eq!(line(&mut held_without).await, "hello from quiet\n");
+    let probed_timers = timers(probed);
+    assert!(probed_timers.contains("keepalive"), "{probed_timers}");
+    let quiet_timers = timers(quiet);
+    assert!(
+        !quiet_timers.is_empty() && !quiet_timers.contains("keepalive"),
+        "{quiet_timers}"
+    );
+}
