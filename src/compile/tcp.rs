@@ -589,10 +589,12 @@ impl TcpEnv<'_> {
     }
 }
 
-/// A PROXY protocol version, checked.
+/// A PROXY protocol version, checked; a `proxyProtocol` section without
+/// one means version 2, Traefik's default.
 fn proxy_version(p: Option<&ProxyProtocol>, at: &str) -> Result<Option<u8>, Problem> {
     match p {
         None => Ok(None),
+        Some(p) if p.version == 0 => Ok(Some(2)),
         Some(p) if matches!(p.version, 1 | 2) => Ok(Some(p.version)),
         Some(p) => Err(Problem::bad_value(format!(
             "{at}.proxyProtocol.version: {} is not a PROXY protocol version (1 or 2)",

@@ -270,6 +270,8 @@ dialKeepAlive = "-1s"
 terminationDelay = "-1s"
 proxyProtocol = { version = 2 }
 [tcp.serversTransports.bare]
+[tcp.serversTransports.versionless]
+proxyProtocol = {}
 
 [[tcp.services.plain.loadBalancer.servers]]
 address = "127.0.0.1:1001"
@@ -292,6 +294,11 @@ serversTransport = "bare@file"
 proxyProtocol = { version = 1 }
 [[tcp.services.fallback.loadBalancer.servers]]
 address = "127.0.0.1:1004"
+
+[tcp.services.versionless.loadBalancer]
+serversTransport = "versionless"
+[[tcp.services.versionless.loadBalancer.servers]]
+address = "127.0.0.1:1006"
 
 [tcp.services.lost.loadBalancer]
 serversTransport = "nowhere"
@@ -334,6 +341,11 @@ address = "127.0.0.1:1005"
     let fallback = transport_of(&rt, "fallback@file");
     assert_eq!(fallback.proxy_protocol, Some(1));
     assert_eq!(fallback.termination_delay, defaults.termination_delay);
+    // A `proxyProtocol` without a version is version 2, as in Traefik.
+    assert_eq!(
+        transport_of(&rt, "versionless@file").proxy_protocol,
+        Some(2)
+    );
     // A transport that does not exist disables the service, naming it.
     let problem = service_problem(&rt, "lost@file");
     assert!(

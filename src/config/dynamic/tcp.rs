@@ -195,7 +195,7 @@ pub struct ClientCertificate {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProxyProtocol {
-    /// 1 or 2.
+    /// 1 or 2; when left out, 2 (Traefik's default).
     pub version: u8,
 }
 
