@@ -32,6 +32,12 @@ pub struct CompileContext {
     pub not_default: Vec<String>,
     /// Client settings of the default servers transport.
     pub default_transport: ClientSettings,
+    /// The static `tcpServersTransport`: how TCP servers are connected to
+    /// unless their load balancer's transport says otherwise.
+    pub default_tcp_transport: crate::runtime::tcp::TcpTransport,
+    /// TLS towards TCP servers marked `tls`, unless their load balancer's
+    /// transport has TLS settings of its own.
+    pub default_tcp_tls: TlsSettings,
     /// Each service's bound on requests in progress, unless it sets its own.
     pub service_limits: crate::overload::Limits,
     /// Services gangway answers itself, by qualified name (`api@internal`).
@@ -302,7 +308,8 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }
     let udp = udp::compile(&dynamic, ctx, &mut report);
-    let mut tcp = tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
+    let (mut tcp, tcp_services) =
+        tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
 
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,
@@ -356,6 +363,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         generation: 0,
         entry_points,
         tcp,
+        tcp_services,
         udp,
         report,
         dynamic,
@@ -1013,6 +1021,8 @@ impl ServiceCompiler<'_> {
             root_cas: root_cas.clone(),
             server_name: server_name.clone().filter(|n| !n.is_empty()),
             disable_http2: *disable_http2,
+            certificates: Vec::new(),
+            peer_cert_uri: None,
         };
         Ok(settings)
     }

@@ -8,7 +8,7 @@ pub mod problem;
 pub mod provenance;
 pub mod static_config;
 
-pub use duration::Duration;
+pub use duration::{Duration, SignedDuration};
 pub use dynamic::Dynamic;
 
 use std::fmt;

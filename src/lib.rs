@@ -398,6 +398,17 @@ pub(crate) fn compile_context(
         max_concurrent_requests,
         queue_timeout,
     } = &config.servers_transport;
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let config::static_config::TcpServersTransport {
+        dial_timeout: tcp_dial_timeout,
+        dial_keep_alive,
+        termination_delay,
+        tls:
+            config::static_config::TcpServersTransportTls {
+                insecure_skip_verify: tcp_insecure_skip_verify,
+                root_cas: tcp_root_cas,
+            },
+    } = &config.tcp_servers_transport;
     compile::CompileContext {
         entry_points: config.entry_points.keys().cloned().collect(),
         // HTTP and TCP routers without entry points join every TCP one.
@@ -429,7 +440,20 @@ pub(crate) fn compile_context(
                 root_cas: root_cas.clone(),
                 server_name: None,
                 disable_http2: false,
+                certificates: Vec::new(),
+                peer_cert_uri: None,
             },
+        },
+        default_tcp_transport: runtime::tcp::TcpTransport {
+            dial_timeout: nonzero(tcp_dial_timeout.0),
+            keep_alive: runtime::tcp::keep_alive(*dial_keep_alive),
+            termination_delay: termination_delay.non_negative(),
+            proxy_protocol: None,
+        },
+        default_tcp_tls: runtime::registries::TlsSettings {
+            insecure_skip_verify: *tcp_insecure_skip_verify,
+            root_cas: tcp_root_cas.clone(),
+            ..runtime::registries::TlsSettings::default()
         },
         service_limits: overload::Limits {
             max_concurrent: *max_concurrent_requests,

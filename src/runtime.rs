@@ -32,6 +32,9 @@ pub struct Runtime {
     /// TCP routes per entry point, indexed by `EntryPointId`; `None` where
     /// no TCP router listens.
     pub tcp: Vec<Option<Arc<tcp::TcpRoutes>>>,
+    /// Every TCP service that compiled, by qualified name (what the API
+    /// reads its servers' health from).
+    pub tcp_services: std::collections::BTreeMap<String, Arc<tcp::TcpTarget>>,
     /// The UDP route of each UDP entry point, indexed by `EntryPointId`.
     pub udp: Vec<Option<Arc<tcp::UdpRoute>>>,
     /// Status and errors of every object, for logs and the API.
@@ -51,6 +54,7 @@ impl Runtime {
                 .map(|_| EntryPointRoutes::default())
                 .collect(),
             tcp: vec![None; entry_points],
+            tcp_services: std::collections::BTreeMap::new(),
             udp: vec![None; entry_points],
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),

@@ -4,6 +4,8 @@
 use super::views::StateView;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
+use crate::config::problem::{ObjectKind, ObjectRef, Problem};
+use crate::health::ServerStatus;
 use crate::runtime::Runtime;
 use crate::runtime::report::ObjectReport;
 use serde::Serialize;
@@ -57,6 +59,11 @@ pub struct TcpServiceView {
     /// Its services and weights.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weighted: Option<TcpWeighted>,
+    /// For a load balancer: UP or DOWN per server address (Traefik's
+    /// field), from the load balancer's own connections: DOWN from a
+    /// failed connection until one succeeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_status: Option<BTreeMap<String, ServerStatus>>,
     /// The TCP routers that use it.
     pub used_by: Vec<String>,
     /// Status, errors and provenance.
@@ -129,18 +136,53 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
 pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
     with_reports(&rt.dynamic.tcp.services, &rt.report.tcp_services)
         .into_iter()
-        .map(|(name, s, report)| TcpServiceView {
-            name: name.clone(),
-            provider: provider_of(name),
-            kind: match (&s.load_balancer, &s.weighted) {
-                (Some(_), _) => Some("loadbalancer"),
-                (None, Some(_)) => Some("weighted"),
-                (None, None) => None,
-            },
-            load_balancer: s.load_balancer.clone(),
-            weighted: s.weighted.clone(),
-            used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
-            state: StateView::of(report),
+        .map(|(name, s, report)| {
+            let mut view = TcpServiceView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind: match (&s.load_balancer, &s.weighted) {
+                    (Some(_), _) => Some("loadbalancer"),
+                    (None, Some(_)) => Some("weighted"),
+                    (None, None) => None,
+                },
+                load_balancer: s.load_balancer.clone(),
+                weighted: s.weighted.clone(),
+                server_status: None,
+                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+                state: StateView::of(report),
+            };
+            // Read from the load balancer connections go through now, so a
+            // server failing shows without a configuration change.
+            if let Some(target) = rt.tcp_services.get(name.as_str()) {
+                let health = target.server_health();
+                if !health.is_empty() {
+                    let statuses: BTreeMap<String, ServerStatus> = health
+                        .into_iter()
+                        .map(|(address, h)| {
+                            let status = if h.is_down() {
+                                ServerStatus::Down
+                            } else {
+                                ServerStatus::Up
+                            };
+                            (address.to_owned(), status)
+                        })
+                        .collect();
+                    let down = statuses
+                        .values()
+                        .filter(|s| **s == ServerStatus::Down)
+                        .count();
+                    let total = statuses.len();
+                    if down > 0 {
+                        view.state.live_problem(
+                            ObjectRef::new(ObjectKind::TcpService, name),
+                            Problem::ServersDown { down, total },
+                            down >= total,
+                        );
+                    }
+                    view.server_status = Some(statuses);
+                }
+            }
+            view
         })
         .collect()
 }

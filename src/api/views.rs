@@ -123,7 +123,7 @@ impl StateView {
     /// Adds a problem seen now (a server down) rather than when the
     /// configuration was compiled; `disables` makes it an error, otherwise
     /// a warning. A status is only ever raised.
-    fn live_problem(&mut self, object: ObjectRef, problem: Problem, disables: bool) {
+    pub(super) fn live_problem(&mut self, object: ObjectRef, problem: Problem, disables: bool) {
         let error = ConfigError::new(object, problem);
         self.status = match (self.status, disables) {
             (_, true) | (Status::Disabled, _) => Status::Disabled,

@@ -16,6 +16,8 @@ fn ctx() -> CompileContext {
     CompileContext {
         entry_points: vec!["web".to_owned()],
         not_default: Vec::new(),
+        default_tcp_transport: Default::default(),
+        default_tcp_tls: Default::default(),
         default_transport: ClientSettings::default(),
         service_limits: crate::overload::Limits {
             max_concurrent: 0,

@@ -7,6 +7,8 @@ use crate::runtime::Status;
 fn ctx() -> CompileContext {
     CompileContext {
         entry_points: vec!["web".into(), "websecure".into()],
+        default_tcp_transport: Default::default(),
+        default_tcp_tls: Default::default(),
         default_transport: ClientSettings {
             dial_timeout: None,
             response_header_timeout: None,

@@ -4,17 +4,28 @@
 use super::{CompileContext, TlsUses, entry_points_of};
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
-use crate::config::dynamic::tcp::{TcpMiddleware, TcpServer, TcpService};
+use crate::config::dynamic::tcp::{
+    ProxyProtocol, TcpLoadBalancer, TcpMiddleware, TcpServer, TcpServersTransport, TcpService,
+};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::metrics::Transport;
 use crate::middleware::ip::AddressList;
 use crate::rule::{default_priority, parse_tcp_rule};
 use crate::runtime::Registries;
+use crate::runtime::registries::TlsSettings;
 use crate::runtime::report::{Report, Status};
-use crate::runtime::tcp::{TcpGuard, TcpGuardKind, TcpRoute, TcpRoutes, TcpTarget, TcpTls};
+use crate::runtime::tcp::{
+    ServerHealth, ServerTls, TcpGuard, TcpGuardKind, TcpRoute, TcpRoutes, TcpServerTarget,
+    TcpTarget, TcpTls, TcpTransport,
+};
+use rustls::pki_types::ServerName;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+/// Compiled TCP services by qualified name.
+type TcpServices = BTreeMap<String, Arc<TcpTarget>>;
 
 /// Deepest nesting of weighted TCP services.
 const MAX_DEPTH: usize = 16;
@@ -22,15 +33,24 @@ const MAX_DEPTH: usize = 16;
 /// Compiles every TCP router and service; adds their reports, and the TLS
 /// of routers gangway terminates TLS for to `tls_uses` (so their handshakes
 /// get those routers' TLS options, and their resolvers order certificates
-/// for their `HostSNI` names).
+/// for their `HostSNI` names). Returns each entry point's routes and every
+/// service that compiled, by name.
 pub(super) fn compile(
     dynamic: &Dynamic,
     ctx: &CompileContext,
     registries: &Registries,
     report: &mut Report,
     tls_uses: &mut TlsUses,
-) -> Vec<Option<Arc<TcpRoutes>>> {
-    let mut services = Services::new(&dynamic.tcp.services, Reference::TcpService);
+) -> (Vec<Option<Arc<TcpRoutes>>>, TcpServices) {
+    let mut services = Services::new(
+        &dynamic.tcp.services,
+        Reference::TcpService,
+        Some(TcpEnv {
+            transports: &dynamic.tcp.servers_transports,
+            ctx,
+            registries,
+        }),
+    );
     let mut middlewares: BTreeMap<&str, Result<Arc<TcpGuard>, Problem>> = dynamic
         .tcp
         .middlewares
@@ -174,11 +194,19 @@ pub(super) fn compile(
     }
     for name in dynamic.tcp.services.keys() {
         let entry = report.tcp_services.entry(name.clone()).or_default();
-        if let Err(problem) = services.get(name, 0) {
-            entry.disable(ConfigError::new(
+        match services.get(name, 0) {
+            Err(problem) => entry.disable(ConfigError::new(
                 ObjectRef::new(ObjectKind::TcpService, name),
                 problem,
-            ));
+            )),
+            Ok(_) => {
+                for (option, problem) in overridden(name, &dynamic.tcp) {
+                    entry.warn(
+                        ConfigError::new(ObjectRef::new(ObjectKind::TcpService, name), problem)
+                            .at(option),
+                    );
+                }
+            }
         }
         entry.using = using.remove(name).unwrap_or_default();
     }
@@ -192,10 +220,51 @@ pub(super) fn compile(
         }
         entry.using = mw_users.remove(name).unwrap_or_default();
     }
-    per_ep
+    let routes = per_ep
         .into_iter()
         .map(|routes| (!routes.is_empty()).then(|| Arc::new(TcpRoutes::new(routes))))
-        .collect()
+        .collect();
+    (routes, services.compiled())
+}
+
+/// The load balancer's deprecated options that its servers transport sets
+/// too, and so are not used: said, so that nobody wonders why.
+fn overridden(name: &str, tcp: &crate::config::dynamic::tcp::Tcp) -> Vec<(&'static str, Problem)> {
+    let Some(lb) = tcp
+        .services
+        .get(name)
+        .and_then(|s| s.load_balancer.as_ref())
+    else {
+        return Vec::new();
+    };
+    let Some(written) = lb.servers_transport.as_deref().filter(|n| !n.is_empty()) else {
+        return Vec::new();
+    };
+    let provider = QualifiedName::parse(name)
+        .map(|q| q.provider)
+        .unwrap_or_default();
+    let q = QualifiedName::resolve(written, &provider).to_string();
+    let Some(transport) = tcp.servers_transports.get(&q) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    if lb.termination_delay.is_some() && transport.termination_delay.is_some() {
+        found.push((
+            "loadbalancer.terminationdelay",
+            Problem::bad_value(format!(
+                "not used: the TCP servers transport `{q}` sets its own `terminationDelay` (the load balancer's is deprecated in Traefik v3)"
+            )),
+        ));
+    }
+    if lb.proxy_protocol.is_some() && transport.proxy_protocol.is_some() {
+        found.push((
+            "loadbalancer.proxyprotocol",
+            Problem::bad_value(format!(
+                "not used: the TCP servers transport `{q}` sets its own `proxyProtocol` (the load balancer's is deprecated in Traefik v3)"
+            )),
+        ));
+    }
+    found
 }
 
 /// The counters of a TCP or UDP router, when routers are measured.
@@ -291,6 +360,15 @@ fn middleware(
     }))
 }
 
+/// What TCP load balancers need beyond their own service: the named
+/// servers transports, the static defaults, and the registries their
+/// servers' health lives in. UDP services have none of it.
+pub(super) struct TcpEnv<'a> {
+    pub(super) transports: &'a BTreeMap<String, TcpServersTransport>,
+    pub(super) ctx: &'a CompileContext,
+    pub(super) registries: &'a Registries,
+}
+
 /// Resolves TCP (or UDP: the same shape) services once each, following
 /// weighted ones.
 pub(super) struct Services<'a> {
@@ -298,14 +376,20 @@ pub(super) struct Services<'a> {
     done: BTreeMap<String, Result<Arc<TcpTarget>, Problem>>,
     /// `TcpService` or `UdpService`, for messages.
     what: Reference,
+    env: Option<TcpEnv<'a>>,
 }
 
 impl<'a> Services<'a> {
-    pub(super) fn new(defined: &'a BTreeMap<String, TcpService>, what: Reference) -> Self {
+    pub(super) fn new(
+        defined: &'a BTreeMap<String, TcpService>,
+        what: Reference,
+        env: Option<TcpEnv<'a>>,
+    ) -> Self {
         Services {
             defined,
             done: BTreeMap::new(),
             what,
+            env,
         }
     }
 
@@ -328,6 +412,14 @@ impl<'a> Services<'a> {
         result
     }
 
+    /// Every service resolved so far that compiled, by name.
+    pub(super) fn compiled(&self) -> TcpServices {
+        self.done
+            .iter()
+            .filter_map(|(name, t)| Some((name.clone(), t.as_ref().ok()?.clone())))
+            .collect()
+    }
+
     fn build(
         &mut self,
         name: &str,
@@ -339,22 +431,6 @@ impl<'a> Services<'a> {
             .unwrap_or_default();
         match (&service.load_balancer, &service.weighted) {
             (Some(lb), None) => {
-                let unapplied = [
-                    (
-                        "loadBalancer.serversTransport",
-                        lb.servers_transport.is_some(),
-                    ),
-                    (
-                        "loadBalancer.terminationDelay",
-                        lb.termination_delay.is_some(),
-                    ),
-                    ("loadBalancer.servers.tls", lb.servers.iter().any(|s| s.tls)),
-                ];
-                if let Some((option, _)) = unapplied.iter().find(|(_, set)| *set) {
-                    return Err(Problem::TcpNotApplied {
-                        option: (*option).to_owned(),
-                    });
-                }
                 if lb.servers.is_empty() {
                     return Err(Problem::bad_value("the load balancer has no servers"));
                 }
@@ -363,19 +439,50 @@ impl<'a> Services<'a> {
                     .iter()
                     .map(server_address)
                     .collect::<Result<Vec<_>, _>>()?;
-                let proxy_protocol = match &lb.proxy_protocol {
-                    None => None,
-                    Some(p) if matches!(p.version, 1 | 2) => Some(p.version),
-                    Some(p) => {
-                        return Err(Problem::bad_value(format!(
-                            "loadBalancer.proxyProtocol.version: {} is not a PROXY protocol version (1 or 2)",
-                            p.version
-                        )));
-                    }
+                let (transport, tls) = match &self.env {
+                    Some(env) => env.transport(lb, &provider)?,
+                    None => (TcpTransport::default(), TlsSettings::default()),
                 };
+                let client_config = match (&self.env, lb.servers.iter().any(|s| s.tls)) {
+                    (Some(env), true) => Some(
+                        env.registries
+                            .tls_client(&tls)
+                            .map_err(Problem::bad_value)?,
+                    ),
+                    _ => None,
+                };
+                let servers = lb
+                    .servers
+                    .iter()
+                    .zip(addresses)
+                    .map(|(server, address)| {
+                        let tls = match (&client_config, server.tls) {
+                            (Some(config), true) => Some(ServerTls {
+                                config: config.clone(),
+                                name: server_name(tls.server_name.as_deref(), &address)?,
+                            }),
+                            _ => None,
+                        };
+                        let health = match &self.env {
+                            // Kept across swaps while the service keeps the
+                            // server: a server that just refused stays
+                            // skipped after an unrelated change.
+                            Some(env) => env.registries.state(
+                                &format!("tcp-server-health:{name}:{address}"),
+                                ServerHealth::default,
+                            ),
+                            None => Arc::default(),
+                        };
+                        Ok(TcpServerTarget {
+                            address,
+                            tls,
+                            health,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, Problem>>()?;
                 Ok(Arc::new(TcpTarget::Servers {
-                    addresses,
-                    proxy_protocol,
+                    servers,
+                    transport: Arc::new(transport),
                     next: AtomicUsize::new(0),
                 }))
             }
@@ -413,6 +520,119 @@ impl<'a> Services<'a> {
             ))),
         }
     }
+}
+
+impl TcpEnv<'_> {
+    /// How a load balancer's servers are connected to. A named transport's
+    /// own settings win (as in Traefik); the load balancer's deprecated
+    /// `terminationDelay` and `proxyProtocol` apply where the transport
+    /// (or, without one, the static `tcpServersTransport`) has nothing to
+    /// say; what is left comes from the static defaults.
+    fn transport(
+        &self,
+        lb: &TcpLoadBalancer,
+        provider: &str,
+    ) -> Result<(TcpTransport, TlsSettings), Problem> {
+        let mut transport = self.ctx.default_tcp_transport.clone();
+        let mut tls = self.ctx.default_tcp_tls.clone();
+        if let Some(ms) = lb.termination_delay {
+            // Traefik's deprecated form: milliseconds, negative for no limit.
+            transport.termination_delay = u64::try_from(ms).ok().map(Duration::from_millis);
+        }
+        transport.proxy_protocol = proxy_version(lb.proxy_protocol.as_ref(), "loadBalancer")?;
+        let Some(written) = lb.servers_transport.as_deref().filter(|n| !n.is_empty()) else {
+            return Ok((transport, tls));
+        };
+        let q = QualifiedName::resolve(written, provider).to_string();
+        let named = self.transports.get(&q).ok_or_else(|| Problem::Missing {
+            what: Reference::TcpServersTransport,
+            name: q.clone(),
+        })?;
+        let in_transport = |problem: Problem| Problem::InReference {
+            what: Reference::TcpServersTransport,
+            name: q.clone(),
+            problem: Box::new(problem),
+        };
+        let TcpServersTransport {
+            dial_timeout,
+            dial_keep_alive,
+            termination_delay,
+            proxy_protocol,
+            tls: named_tls,
+            spiffe,
+        } = named;
+        if spiffe.is_some() {
+            return Err(in_transport(Problem::Unsupported {
+                message: "`spiffe`: gangway has no SPIFFE support; use `tls.rootCAs`, `tls.certificates` and `tls.peerCertURI`".to_owned(),
+            }));
+        }
+        if let Some(d) = dial_timeout {
+            transport.dial_timeout = d.non_zero();
+        }
+        if let Some(d) = dial_keep_alive {
+            transport.keep_alive = crate::runtime::tcp::keep_alive(*d);
+        }
+        if let Some(d) = termination_delay {
+            transport.termination_delay = d.non_negative();
+        }
+        if let Some(version) =
+            proxy_version(proxy_protocol.as_ref(), "proxyProtocol").map_err(in_transport)?
+        {
+            transport.proxy_protocol = Some(version);
+        }
+        if let Some(t) = named_tls {
+            if t.spiffe.is_some() {
+                return Err(in_transport(Problem::Unsupported {
+                    message: "`tls.spiffe`: gangway has no SPIFFE support; use `tls.rootCAs`, `tls.certificates` and `tls.peerCertURI`".to_owned(),
+                }));
+            }
+            tls = TlsSettings {
+                insecure_skip_verify: t.insecure_skip_verify,
+                root_cas: t.root_cas.clone(),
+                server_name: t.server_name.clone().filter(|n| !n.is_empty()),
+                disable_http2: false,
+                certificates: t
+                    .certificates
+                    .iter()
+                    .map(|c| (c.cert_file.clone(), c.key_file.clone()))
+                    .collect(),
+                peer_cert_uri: t.peer_cert_uri.clone().filter(|u| !u.is_empty()),
+            };
+        }
+        Ok((transport, tls))
+    }
+}
+
+/// A PROXY protocol version, checked; a `proxyProtocol` section without
+/// one means version 2, Traefik's default.
+fn proxy_version(p: Option<&ProxyProtocol>, at: &str) -> Result<Option<u8>, Problem> {
+    match p {
+        None => Ok(None),
+        Some(p) if p.version == 0 => Ok(Some(2)),
+        Some(p) if matches!(p.version, 1 | 2) => Ok(Some(p.version)),
+        Some(p) => Err(Problem::bad_value(format!(
+            "{at}.proxyProtocol.version: {} is not a PROXY protocol version (1 or 2)",
+            p.version
+        ))),
+    }
+}
+
+/// The name sent as SNI to a TLS server and verified in its certificate:
+/// `serverName`, or the host of its address.
+fn server_name(configured: Option<&str>, address: &str) -> Result<ServerName<'static>, Problem> {
+    let host = match configured {
+        Some(name) => name,
+        None => address
+            .rsplit_once(':')
+            .map_or(address, |(host, _)| host)
+            .trim_start_matches('[')
+            .trim_end_matches(']'),
+    };
+    ServerName::try_from(host.to_owned()).map_err(|_| {
+        Problem::bad_value(format!(
+            "`{host}` is not a DNS name or IP address TLS can verify; set the servers transport's `tls.serverName`"
+        ))
+    })
 }
 
 /// A server's `host:port`, checked so that dialing it can only fail at

@@ -78,7 +78,7 @@ passthrough = true
     let route = web.find_tls(&facts).expect("by SNI");
     assert_eq!(route.service_name, "both@file");
     let picks: Vec<String> = (0..4)
-        .map(|_| route.target.pick().addresses[0].to_owned())
+        .map(|_| route.target.pick().addresses()[0].to_owned())
         .collect();
     assert_eq!(
         picks.iter().filter(|p| p.ends_with(":1001")).count(),
@@ -230,4 +230,185 @@ amount = 0
     assert_eq!(route.admit(local).err(), Some("one@file"));
     drop(first);
     assert!(route.admit(local).is_ok(), "the slot came back");
+}
+
+/// The compiled transport of TCP service `name`.
+fn transport_of(rt: &Runtime, name: &str) -> crate::runtime::tcp::TcpTransport {
+    match rt.tcp_services.get(name).map(|t| &**t) {
+        Some(crate::runtime::tcp::TcpTarget::Servers { transport, .. }) => (**transport).clone(),
+        _ => panic!(
+            "{name} is no compiled load balancer: {:?}",
+            rt.report.tcp_services.get(name)
+        ),
+    }
+}
+
+fn service_problem(rt: &Runtime, name: &str) -> String {
+    let report = &rt.report.tcp_services[name];
+    assert_eq!(report.status, Status::Disabled, "{name}");
+    report.errors[0].to_string()
+}
+
+#[test]
+fn servers_transports_set_how_servers_are_connected_to() {
+    use std::time::Duration;
+    let defaults = crate::runtime::tcp::TcpTransport {
+        dial_timeout: Some(Duration::from_secs(30)),
+        keep_alive: Some(Duration::from_secs(15)),
+        termination_delay: Some(Duration::from_millis(100)),
+        proxy_protocol: None,
+    };
+    let ctx = CompileContext {
+        entry_points: vec!["web".into()],
+        default_tcp_transport: defaults.clone(),
+        ..CompileContext::default()
+    };
+    let text = r#"
+[tcp.serversTransports.quick]
+dialTimeout = "2s"
+dialKeepAlive = "-1s"
+terminationDelay = "-1s"
+proxyProtocol = { version = 2 }
+[tcp.serversTransports.bare]
+[tcp.serversTransports.versionless]
+proxyProtocol = {}
+
+[[tcp.services.plain.loadBalancer.servers]]
+address = "127.0.0.1:1001"
+
+[tcp.services.old.loadBalancer]
+terminationDelay = 250
+proxyProtocol = { version = 1 }
+[[tcp.services.old.loadBalancer.servers]]
+address = "127.0.0.1:1002"
+
+[tcp.services.named.loadBalancer]
+serversTransport = "quick"
+terminationDelay = 250
+proxyProtocol = { version = 1 }
+[[tcp.services.named.loadBalancer.servers]]
+address = "127.0.0.1:1003"
+
+[tcp.services.fallback.loadBalancer]
+serversTransport = "bare@file"
+proxyProtocol = { version = 1 }
+[[tcp.services.fallback.loadBalancer.servers]]
+address = "127.0.0.1:1004"
+
+[tcp.services.versionless.loadBalancer]
+serversTransport = "versionless"
+[[tcp.services.versionless.loadBalancer.servers]]
+address = "127.0.0.1:1006"
+
+[tcp.services.lost.loadBalancer]
+serversTransport = "nowhere"
+[[tcp.services.lost.loadBalancer.servers]]
+address = "127.0.0.1:1005"
+"#;
+    let d: Dynamic = parse_document("d.toml", text, Format::Toml).expect("parses");
+    let (merged, _) = crate::aggregate::merge([("file", &d)]);
+    let rt = compile(Arc::new(merged), &ctx, &Registries::default());
+    // No transport: the static defaults.
+    assert_eq!(transport_of(&rt, "plain@file"), defaults);
+    // The load balancer's deprecated options, in milliseconds.
+    let old = transport_of(&rt, "old@file");
+    assert_eq!(old.termination_delay, Some(Duration::from_millis(250)));
+    assert_eq!(old.proxy_protocol, Some(1));
+    assert_eq!(old.dial_timeout, defaults.dial_timeout);
+    // A named transport's own settings win; negative means none.
+    let named = transport_of(&rt, "named@file");
+    assert_eq!(named.dial_timeout, Some(Duration::from_secs(2)));
+    assert_eq!(named.keep_alive, None);
+    assert_eq!(named.termination_delay, None);
+    assert_eq!(named.proxy_protocol, Some(2));
+    // The load balancer's own are not used, and a warning says so.
+    let warnings: Vec<String> = rt.report.tcp_services["named@file"]
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rt.report.tcp_services["named@file"].status, Status::Warning);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("sets its own `terminationDelay`"))
+            && warnings
+                .iter()
+                .any(|w| w.contains("sets its own `proxyProtocol`")),
+        "{warnings:?}"
+    );
+    // What the transport leaves out: the load balancer's, then the defaults.
+    let fallback = transport_of(&rt, "fallback@file");
+    assert_eq!(fallback.proxy_protocol, Some(1));
+    assert_eq!(fallback.termination_delay, defaults.termination_delay);
+    // A `proxyProtocol` without a version is version 2, as in Traefik.
+    assert_eq!(
+        transport_of(&rt, "versionless@file").proxy_protocol,
+        Some(2)
+    );
+    // A transport that does not exist disables the service, naming it.
+    let problem = service_problem(&rt, "lost@file");
+    assert!(
+        problem.contains("TCP servers transport `nowhere@file` does not exist"),
+        "{problem}"
+    );
+}
+
+#[test]
+fn tls_to_servers_needs_settings_it_can_use() {
+    let ca = rcgen::generate_simple_self_signed(vec!["ca.test".to_owned()])
+        .expect("a certificate")
+        .cert
+        .pem();
+    let rt = compile_toml(&format!(
+        r#"
+[tcp.serversTransports.ca.tls]
+rootCAs = ["""{ca}"""]
+serverName = "db.internal"
+[tcp.serversTransports.spiffe.tls.spiffe]
+trustDomain = "example.org"
+[tcp.serversTransports.unreadable.tls]
+rootCAs = ["/nonexistent/ca.pem"]
+
+[tcp.services.good.loadBalancer]
+serversTransport = "ca"
+[[tcp.services.good.loadBalancer.servers]]
+address = "127.0.0.1:1001"
+tls = true
+[[tcp.services.good.loadBalancer.servers]]
+address = "127.0.0.1:1002"
+
+[tcp.services.spiffe.loadBalancer]
+serversTransport = "spiffe"
+[[tcp.services.spiffe.loadBalancer.servers]]
+address = "127.0.0.1:1001"
+tls = true
+
+[tcp.services.unreadable.loadBalancer]
+serversTransport = "unreadable"
+[[tcp.services.unreadable.loadBalancer.servers]]
+address = "127.0.0.1:1001"
+tls = true
+
+[tcp.services.nameless.loadBalancer]
+[[tcp.services.nameless.loadBalancer.servers]]
+address = "-db-:5432"
+tls = true
+"#
+    ));
+    let Some(crate::runtime::tcp::TcpTarget::Servers { servers, .. }) =
+        rt.tcp_services.get("good@file").map(|t| &**t)
+    else {
+        panic!("{:?}", rt.report.tcp_services["good@file"]);
+    };
+    let tls = servers[0].tls.as_ref().expect("TLS to the first server");
+    assert_eq!(
+        tls.name,
+        rustls::pki_types::ServerName::try_from("db.internal").unwrap()
+    );
+    assert!(servers[1].tls.is_none(), "plain to the second");
+    assert!(service_problem(&rt, "spiffe@file").contains("SPIFFE"));
+    assert!(service_problem(&rt, "unreadable@file").contains("/nonexistent/ca.pem"));
+    // Not a DNS name TLS can verify: the message says what to set.
+    assert!(service_problem(&rt, "nameless@file").contains("tls.serverName"));
 }

@@ -8,6 +8,8 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
     CompileContext {
         entry_points: vec!["web".into(), "websecure".into()],
         not_default: Vec::new(),
+        default_tcp_transport: Default::default(),
+        default_tcp_tls: Default::default(),
         default_transport: ClientSettings {
             dial_timeout: None,
             response_header_timeout: None,

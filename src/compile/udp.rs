@@ -49,7 +49,7 @@ pub(super) fn compile(
         .iter()
         .map(|(name, s)| (name.clone(), as_tcp(s)))
         .collect();
-    let mut services = Services::new(&converted, Reference::UdpService);
+    let mut services = Services::new(&converted, Reference::UdpService, None);
     let is_udp = |i: usize| ctx.udp_entry_points.get(i).copied().unwrap_or(false);
     let mut per_ep: Vec<Option<Arc<UdpRoute>>> = vec![None; ctx.entry_points.len()];
     let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();

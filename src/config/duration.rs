@@ -340,3 +340,111 @@ impl<'de> Deserialize<'de> for Duration {
         deserializer.deserialize_any(DurationVisitor)
     }
 }
+
+/// A span of time that may be negative: Traefik gives a negative value a
+/// meaning of its own in a few places (`terminationDelay`: wait forever;
+/// `dialKeepAlive`: no keep-alive probes). Written as a [`Duration`] with
+/// an optional leading `-`, or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SignedDuration {
+    /// Below zero.
+    pub negative: bool,
+    /// The length, without its sign.
+    pub magnitude: Duration,
+}
+
+impl SignedDuration {
+    /// A non-negative span of `d`.
+    pub const fn positive(d: std::time::Duration) -> Self {
+        SignedDuration {
+            negative: false,
+            magnitude: Duration(d),
+        }
+    }
+
+    /// `None` when negative, the span otherwise.
+    pub const fn non_negative(self) -> Option<std::time::Duration> {
+        if self.negative {
+            None
+        } else {
+            Some(self.magnitude.0)
+        }
+    }
+}
+
+impl FromStr for SignedDuration {
+    type Err = DurationError;
+
+    fn from_str(input: &str) -> Result<Self, Self::Err> {
+        let trimmed = input.trim();
+        let (negative, rest) = match trimmed.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, trimmed),
+        };
+        let magnitude: Duration = rest.parse().map_err(|e| match e {
+            // Report the text as written, sign included.
+            DurationError::Invalid { .. } => DurationError::Invalid {
+                input: input.to_owned(),
+            },
+            other => other,
+        })?;
+        Ok(SignedDuration {
+            negative: negative && !magnitude.is_zero(),
+            magnitude,
+        })
+    }
+}
+
+impl fmt::Display for SignedDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            f.write_str("-")?;
+        }
+        self.magnitude.fmt(f)
+    }
+}
+
+impl Serialize for SignedDuration {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+struct SignedDurationVisitor;
+
+impl Visitor<'_> for SignedDurationVisitor {
+    type Value = SignedDuration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration such as `10s`, `250ms` or `-1s`, or a number of seconds")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<SignedDuration, E> {
+        v.parse().map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<SignedDuration, E> {
+        Ok(SignedDuration::positive(std::time::Duration::from_secs(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<SignedDuration, E> {
+        Ok(SignedDuration {
+            negative: v < 0,
+            magnitude: Duration::from_secs(v.unsigned_abs()),
+        })
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<SignedDuration, E> {
+        let magnitude = DurationVisitor.visit_f64::<E>(v.abs())?;
+        Ok(SignedDuration {
+            negative: v < 0.0 && !magnitude.is_zero(),
+            magnitude,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for SignedDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SignedDurationVisitor)
+    }
+}

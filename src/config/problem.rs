@@ -166,6 +166,8 @@ pub enum Reference {
     TcpService,
     /// A TCP middleware in a TCP router's list.
     TcpMiddleware,
+    /// A TCP servers transport a TCP load balancer names.
+    TcpServersTransport,
     /// A UDP service a UDP router or weighted UDP service uses.
     UdpService,
 }
@@ -187,6 +189,7 @@ impl Reference {
             Reference::FailoverFallback => "failover fallback",
             Reference::TcpService => "TCP service",
             Reference::TcpMiddleware => "TCP middleware",
+            Reference::TcpServersTransport => "TCP servers transport",
             Reference::UdpService => "UDP service",
         }
     }
@@ -245,12 +248,6 @@ pub enum Problem {
     TcpRuleNeedsTls {
         /// The rule as written.
         rule: String,
-    },
-    /// A TCP option gangway does not apply yet.
-    #[error("`{option}` is not applied to TCP connections yet")]
-    TcpNotApplied {
-        /// The option, as Traefik's file configuration names it.
-        option: String,
     },
     /// A router rule that does not parse.
     #[error("rule `{rule}`: {error}")]

@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::config::duration::Duration;
+use crate::config::duration::{Duration, SignedDuration};
 use crate::config::format::FormatError;
 
 mod address;
@@ -44,6 +44,9 @@ pub struct StaticConfig {
     pub log: Log,
     /// How gangway talks to the backend servers.
     pub servers_transport: ServersTransport,
+    /// How gangway connects to TCP servers whose load balancer names no
+    /// `serversTransport` (Traefik's `tcpServersTransport`).
+    pub tcp_servers_transport: TcpServersTransport,
     /// The read-only API and dashboard; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api: Option<Api>,
@@ -838,6 +841,46 @@ impl Default for ServersTransport {
             queue_timeout: Duration::from_millis(100),
         }
     }
+}
+
+/// How gangway connects to TCP servers by default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TcpServersTransport {
+    /// Longest time to connect to a TCP server (`0s`: no limit). Default
+    /// `30s`.
+    pub dial_timeout: Duration,
+    /// Interval of TCP keep-alive probes on server connections (`0s`: the
+    /// default; negative: none). Default `15s`.
+    pub dial_keep_alive: SignedDuration,
+    /// How long one direction of a connection may go on after the other
+    /// side closed its writing half (negative: no limit). Default `100ms`.
+    pub termination_delay: SignedDuration,
+    /// TLS towards servers marked `tls`.
+    pub tls: TcpServersTransportTls,
+}
+
+impl Default for TcpServersTransport {
+    fn default() -> Self {
+        TcpServersTransport {
+            dial_timeout: Duration::from_secs(30),
+            dial_keep_alive: SignedDuration::positive(std::time::Duration::from_secs(15)),
+            termination_delay: SignedDuration::positive(std::time::Duration::from_millis(100)),
+            tls: TcpServersTransportTls::default(),
+        }
+    }
+}
+
+/// TLS towards TCP servers marked `tls`, by default.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TcpServersTransportTls {
+    /// Accept any certificate from TCP servers. Default `false`.
+    pub insecure_skip_verify: bool,
+    /// CAs trusted for TCP servers, as PEM file paths or PEM text; when
+    /// given, they replace the built-in roots. Default none.
+    #[serde(rename = "rootCAs", alias = "rootcas")]
+    pub root_cas: Vec<String>,
 }
 
 /// Time limits on connections to backend servers.

@@ -5,11 +5,14 @@
 //! (`passthrough`) or terminate it here and forward the plain bytes.
 //! A connection no TCP router takes goes on to the HTTP routers.
 
+mod pump;
+
 use super::rewind::Rewind;
 use super::{EntryPointInfo, Proxy};
 use crate::rule::ConnFacts;
-use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTls};
+use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTls, TcpTransport};
 use bytes::Bytes;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +20,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout, timeout_at};
 
-/// Time to connect to a server.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time a PostgreSQL server behind passthrough has to answer the
+/// SSLRequest gangway passes on.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most a ClientHello may take before it is refused (it may span
 /// several records; real ones are a few hundred bytes).
@@ -258,8 +262,9 @@ fn admitted(route: &TcpRoute, peer: SocketAddr) -> Option<Vec<impl Drop>> {
     }
 }
 
-/// Connects to the route's servers in turn until one answers, then copies
-/// bytes both ways until both sides are done.
+/// Connects to the route's servers in turn until one answers (servers
+/// that failed lately last), then copies bytes both ways until both sides
+/// are done, or one is and the termination delay has passed.
 async fn forward<C>(
     route: &TcpRoute,
     client: C,
@@ -269,30 +274,29 @@ async fn forward<C>(
     C: AsyncRead + AsyncWrite + Unpin,
 {
     let picked = route.target.pick();
+    let transport = picked.transport;
     let mut upstream = None;
-    for &address in &picked.addresses {
-        match timeout(DIAL_TIMEOUT, TcpStream::connect(address)).await {
-            Ok(Ok(server)) => {
-                let _ = server.set_nodelay(true);
-                upstream = Some(server);
+    for &server in &picked.servers {
+        match dial(&server.address, transport).await {
+            Ok(stream) => {
+                server.health.answered();
+                upstream = Some((server, stream));
                 break;
             }
-            Ok(Err(e)) => {
-                tracing::warn!(router = %route.name, service = %route.service_name, server = %address, error = %e, "TCP server refused the connection; trying the next");
-            }
-            Err(_) => {
-                tracing::warn!(router = %route.name, service = %route.service_name, server = %address, "TCP server did not answer in time; trying the next");
+            Err(e) => {
+                server.health.failed();
+                tracing::warn!(router = %route.name, service = %route.service_name, server = %server.address, error = %e, "TCP server could not be reached; skipped for a while, trying the next");
             }
         }
     }
-    let Some(mut server) = upstream else {
+    let Some((target, mut server)) = upstream else {
         tracing::warn!(router = %route.name, service = %route.service_name, %peer, "no TCP server could be reached; connection closed");
         return;
     };
     // Counted in the entry point's open connections while it is forwarded,
     // as HTTP connections are.
     let _open = entry_point.stats.as_deref().map(OpenConnection::new);
-    if let Some(version) = picked.proxy_protocol {
+    if let Some(version) = transport.proxy_protocol {
         let header = super::proxy_protocol::header(version, peer, local);
         if let Err(e) = server.write_all(&header).await {
             tracing::debug!(router = %route.name, error = %e, "PROXY protocol header not sent");
@@ -305,7 +309,7 @@ async fn forward<C>(
             server.write_all(&POSTGRES_SSL_REQUEST).await?;
             server.read_exact(&mut answer).await
         };
-        match timeout(DIAL_TIMEOUT, asked).await {
+        match timeout(ANSWER_TIMEOUT, asked).await {
             Ok(Ok(_)) if answer == *b"S" => {}
             _ => {
                 tracing::warn!(router = %route.name, service = %route.service_name, "the PostgreSQL server behind passthrough does not accept TLS; connection closed");
@@ -318,14 +322,62 @@ async fn forward<C>(
         inner: client,
         stats: route.stats.as_ref(),
     };
-    match tokio::io::copy_bidirectional(&mut client, &mut server).await {
-        Ok((up, down)) => {
-            tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, "TCP connection done");
+    let copied = match &target.tls {
+        None => pump::copy_both_ways(&mut client, &mut server, transport.termination_delay).await,
+        Some(tls) => {
+            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
+            let handshake = connector.connect(tls.name.clone(), server);
+            let handshake = match transport.dial_timeout {
+                Some(limit) => timeout(limit, handshake)
+                    .await
+                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
+                None => handshake.await,
+            };
+            match handshake {
+                Ok(mut server) => {
+                    pump::copy_both_ways(&mut client, &mut server, transport.termination_delay)
+                        .await
+                }
+                Err(e) => {
+                    // Fails closed: the client's connection ends here.
+                    tracing::error!(router = %route.name, service = %route.service_name, server = %target.address, error = %e, "TLS with the TCP server failed; connection closed");
+                    return;
+                }
+            }
         }
-        Err(e) => {
-            tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, error = %e, "TCP connection ended");
+    };
+    let pump::Copied { up, down, end } = copied;
+    match end {
+        pump::End::Failed(e) => {
+            tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, error = %e, "TCP connection ended");
+        }
+        end => {
+            tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, ?end, "TCP connection done");
         }
     }
+}
+
+/// Connects to a server with the transport's time limit and keep-alive.
+async fn dial(address: &str, transport: &TcpTransport) -> io::Result<TcpStream> {
+    let connect = TcpStream::connect(address);
+    let stream = match transport.dial_timeout {
+        Some(limit) => timeout(limit, connect).await.map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "did not accept the connection in time",
+            )
+        })??,
+        None => connect.await?,
+    };
+    let _ = stream.set_nodelay(true);
+    if let Some(interval) = transport.keep_alive {
+        let probes = socket2::TcpKeepalive::new()
+            .with_time(interval)
+            .with_interval(interval);
+        // Keep-alive is a nicety: a socket that refuses it still works.
+        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&probes);
+    }
+    Ok(stream)
 }
 
 /// The client's side of a forwarded connection, counting its bytes in the

@@ -123,7 +123,7 @@ async fn open(
     client: SocketAddr,
 ) -> Option<(Arc<UdpSocket>, Arc<UdpRoute>)> {
     let route = runtime.load().udp.get(entry_point.id).cloned().flatten()?;
-    for address in route.target.pick().addresses {
+    for address in route.target.pick().addresses() {
         let Ok(server) = tokio::net::lookup_host(address).await.map(|mut a| a.next()) else {
             continue;
         };

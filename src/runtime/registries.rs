@@ -55,6 +55,12 @@ pub struct TlsSettings {
     pub server_name: Option<String>,
     /// Offer only HTTP/1.1 in ALPN.
     pub disable_http2: bool,
+    /// Client certificates offered to servers that ask for one (mTLS):
+    /// chain and key, each a PEM file path or PEM text.
+    pub certificates: Vec<(String, String)>,
+    /// A URI the server certificate's subject alternative names must hold;
+    /// checked instead of the server's name (the chain still is).
+    pub peer_cert_uri: Option<String>,
 }
 
 type Tls = HttpsConnector<Pinned>;
@@ -206,22 +212,61 @@ fn connector(
     })
 }
 
+/// The rustls client configuration `settings` describe: which server
+/// certificates are accepted, and the client certificate offered.
 fn tls_config(settings: &TlsSettings) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup: {e}"))?;
-    let config = if settings.insecure_skip_verify {
+    let builder = if settings.insecure_skip_verify {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-            .with_no_client_auth()
-    } else {
+    } else if let Some(uri) = settings.peer_cert_uri.as_deref().filter(|u| !u.is_empty()) {
+        let roots = Arc::new(root_store(&settings.root_cas)?);
+        let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
+            .build()
+            .map_err(|e| format!("TLS setup: {e}"))?;
         builder
-            .with_root_certificates(root_store(&settings.root_cas)?)
-            .with_no_client_auth()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(PeerUri {
+                chain,
+                uri: uri.to_owned(),
+            }))
+    } else {
+        builder.with_root_certificates(root_store(&settings.root_cas)?)
+    };
+    let config = match settings.certificates.as_slice() {
+        [] => builder.with_no_client_auth(),
+        [(chain, key)] => {
+            let chain_pem = pem_text("certificates.certFile", chain)?;
+            let key_pem = pem_text("certificates.keyFile", key)?;
+            let certs = CertificateDer::pem_slice_iter(&chain_pem)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("certificates.certFile: {e}"))?;
+            if certs.is_empty() {
+                return Err("certificates.certFile holds no PEM certificate".to_owned());
+            }
+            let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
+                .map_err(|e| format!("certificates.keyFile: {e}"))?;
+            builder
+                .with_client_auth_cert(certs, key)
+                .map_err(|e| format!("certificates: {e}"))?
+        }
+        _ => {
+            return Err("certificates: gangway offers one client certificate; give one".to_owned());
+        }
     };
     Ok(config)
+}
+
+/// A PEM file's text, or the PEM text itself when `entry` is one.
+fn pem_text(what: &str, entry: &str) -> Result<Vec<u8>, String> {
+    if entry.contains("-----BEGIN") {
+        return Ok(entry.as_bytes().to_vec());
+    }
+    std::fs::read(entry).map_err(|e| format!("{what}: cannot read `{entry}`: {e}"))
 }
 
 /// The CAs to trust: the built-in (Mozilla) roots, or, as in Traefik, only
@@ -306,6 +351,81 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
+/// `peerCertURI`: the chain is verified as usual, but the name the server
+/// must prove is a URI in its certificate (a SPIFFE ID, say), not the
+/// host it was reached at.
+#[derive(Debug)]
+struct PeerUri {
+    chain: Arc<rustls::client::WebPkiServerVerifier>,
+    uri: String,
+}
+
+impl ServerCertVerifier for PeerUri {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        use rustls::CertificateError;
+        match self.chain.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Ok(_)
+            | Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => {}
+            Err(e) => return Err(e),
+        }
+        let (_, cert) = x509_parser::parse_x509_certificate(end_entity)
+            .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+        let holds = cert
+            .subject_alternative_name()
+            .ok()
+            .flatten()
+            .is_some_and(|san| {
+                san.value.general_names.iter().any(|name| {
+                    matches!(name, x509_parser::extensions::GeneralName::URI(u) if *u == self.uri)
+                })
+            });
+        if holds {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.chain.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.chain.supported_verify_schemes()
+    }
+}
+
 struct HealthEntry {
     service: String,
     /// Registration order, so the API reports the newest state of a service.
@@ -321,6 +441,7 @@ pub struct Registries {
     /// Certificates, challenge answers and TLS sessions.
     pub tls: crate::tls::TlsState,
     clients: Mutex<HashMap<(ClientSettings, Authority), Arc<UpstreamClient>>>,
+    tls_clients: Mutex<HashMap<TlsSettings, Arc<rustls::ClientConfig>>>,
     open_clients: Mutex<HashMap<ClientSettings, Client<HttpConnector, RequestBody>>>,
     positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     health: Mutex<HashMap<String, HealthEntry>>,
@@ -350,6 +471,22 @@ impl Registries {
         let client = Arc::new(UpstreamClient::new(settings, server)?);
         clients.insert(key, client.clone());
         Ok(client)
+    }
+
+    /// The TLS client configuration for `settings` (TLS towards TCP
+    /// servers), made on first use. Fails when the settings are unusable
+    /// (unreadable rootCAs or certificates).
+    pub fn tls_client(&self, settings: &TlsSettings) -> Result<Arc<rustls::ClientConfig>, String> {
+        let mut configs = self
+            .tls_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(c) = configs.get(settings) {
+            return Ok(c.clone());
+        }
+        let config = Arc::new(tls_config(settings)?);
+        configs.insert(settings.clone(), config.clone());
+        Ok(config)
     }
 
     /// An HTTP/1.1 client with these settings that connects wherever a
@@ -516,6 +653,10 @@ impl Registries {
         positions.retain(|_, p| Arc::strong_count(p) > 1);
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         clients.retain(|_, c| Arc::strong_count(c) > 1);
+        self.tls_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|_, c| Arc::strong_count(c) > 1);
     }
 
     /// The health of every checked service still in use, by service name;

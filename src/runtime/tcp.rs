@@ -7,8 +7,9 @@ use crate::middleware::ip::AddressList;
 use crate::middleware::source::SourceKey;
 use crate::rule::{ConnFacts, TcpMatcher};
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// The TCP routers of one entry point, each list highest priority first
 /// (ties by name, so every run picks the same router).
@@ -140,10 +141,10 @@ pub enum TcpTls {
 pub enum TcpTarget {
     /// Servers in turn; one that cannot be reached is skipped for the next.
     Servers {
-        /// `host:port` of each server.
-        addresses: Vec<String>,
-        /// The PROXY protocol version sent first to the servers, if any.
-        proxy_protocol: Option<u8>,
+        /// The servers, in configuration order.
+        servers: Vec<TcpServerTarget>,
+        /// How they are connected to.
+        transport: Arc<TcpTransport>,
         /// The rotation's position.
         next: AtomicUsize,
     },
@@ -156,34 +157,179 @@ pub enum TcpTarget {
     },
 }
 
-/// The servers one connection may go to, in the order to try them.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Picked<'a> {
-    /// `host:port` of each.
-    pub addresses: Vec<&'a str>,
-    /// The PROXY protocol version their load balancer sends, if any.
+/// One server of a TCP load balancer.
+pub struct TcpServerTarget {
+    /// `host:port`.
+    pub address: String,
+    /// TLS towards it (`servers[].tls`): the client configuration and the
+    /// name sent as SNI and verified.
+    pub tls: Option<ServerTls>,
+    /// Whether it answered lately; shared by every connection, kept across
+    /// configuration swaps while the service keeps the server.
+    pub health: Arc<ServerHealth>,
+}
+
+/// TLS towards one server.
+#[derive(Clone)]
+pub struct ServerTls {
+    /// The client configuration (roots, client certificates, verification).
+    pub config: Arc<rustls::ClientConfig>,
+    /// SNI and the name verified in the server's certificate.
+    pub name: rustls::pki_types::ServerName<'static>,
+}
+
+/// How a load balancer's servers are connected to (`serversTransport`, or
+/// the static `tcpServersTransport`, with the load balancer's own
+/// deprecated options).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TcpTransport {
+    /// Time allowed to connect; `None`: no limit.
+    pub dial_timeout: Option<Duration>,
+    /// TCP keep-alive interval on server connections; `None`: off.
+    pub keep_alive: Option<Duration>,
+    /// How long one direction may go on once the other side closed its
+    /// writing half; `None`: no limit.
+    pub termination_delay: Option<Duration>,
+    /// The PROXY protocol version sent first to the servers, if any.
     pub proxy_protocol: Option<u8>,
+}
+
+/// What a load balancer knows of a server from its own connections: a
+/// server that refused one (or did not answer in time) is skipped for a
+/// while, twice as long after each failure in a row, and tried again
+/// after; a connection it accepts clears that.
+#[derive(Debug, Default)]
+pub struct ServerHealth {
+    /// Failed connections in a row.
+    failures: AtomicU32,
+    /// Until when it is skipped, in milliseconds since [`clock_start`].
+    skipped_until: AtomicU64,
+}
+
+/// How long a server is skipped after its first failure in a row.
+pub const FIRST_SKIP: Duration = Duration::from_secs(1);
+
+/// The longest a failing server is skipped at once, so a server back up
+/// gets connections again soon.
+pub const LONGEST_SKIP: Duration = Duration::from_secs(30);
+
+/// Traefik's keep-alive setting in effect: zero means the default (15 s),
+/// negative means none.
+pub fn keep_alive(setting: crate::config::SignedDuration) -> Option<Duration> {
+    match setting.non_negative() {
+        None => None,
+        Some(d) if d.is_zero() => Some(DEFAULT_KEEP_ALIVE),
+        Some(d) => Some(d),
+    }
+}
+
+/// The keep-alive interval when the setting is zero, as in Traefik.
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The start of the clock [`ServerHealth`] counts in.
+fn clock_start() -> Instant {
+    static START: OnceLock<Instant> = OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+fn now_millis() -> u64 {
+    u64::try_from(clock_start().elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// How long to skip a server after `failures` failures in a row.
+pub fn skip_for(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    FIRST_SKIP.saturating_mul(1 << doublings).min(LONGEST_SKIP)
+}
+
+impl ServerHealth {
+    /// Whether the last connection to it failed (Traefik's `DOWN`).
+    pub fn is_down(&self) -> bool {
+        self.failures.load(Ordering::Relaxed) > 0
+    }
+
+    /// Whether new connections pass it by for now.
+    pub fn is_skipped(&self) -> bool {
+        now_millis() < self.skipped_until.load(Ordering::Relaxed)
+    }
+
+    /// A connection to it failed.
+    pub fn failed(&self) {
+        let failures = self
+            .failures
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        let skip = u64::try_from(skip_for(failures).as_millis()).unwrap_or(u64::MAX);
+        self.skipped_until
+            .store(now_millis().saturating_add(skip), Ordering::Relaxed);
+    }
+
+    /// A connection to it succeeded.
+    pub fn answered(&self) {
+        // Read first: the common case writes nothing shared.
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
+            self.skipped_until.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The transport of a load balancer with no servers.
+static NO_TRANSPORT: TcpTransport = TcpTransport {
+    dial_timeout: None,
+    keep_alive: None,
+    termination_delay: None,
+    proxy_protocol: None,
+};
+
+/// The servers one connection may go to, in the order to try them.
+pub struct Picked<'a> {
+    /// The servers: the next in turn of those not skipped first, then the
+    /// other ones not skipped, then the skipped ones (so a connection is
+    /// tried even when every server failed lately).
+    pub servers: Vec<&'a TcpServerTarget>,
+    /// How to connect to them.
+    pub transport: &'a TcpTransport,
+}
+
+impl Default for Picked<'_> {
+    fn default() -> Self {
+        Picked {
+            servers: Vec::new(),
+            transport: &NO_TRANSPORT,
+        }
+    }
+}
+
+impl<'a> Picked<'a> {
+    /// `host:port` of each server, in order.
+    pub fn addresses(&self) -> Vec<&'a str> {
+        self.servers.iter().map(|s| s.address.as_str()).collect()
+    }
 }
 
 impl TcpTarget {
     /// The servers to try for a new connection, in order: the next one
-    /// in turn first, then the others of the same load balancer.
+    /// in turn first, then the others of the same load balancer; servers
+    /// skipped for their failures last.
     pub fn pick(&self) -> Picked<'_> {
         match self {
             TcpTarget::Servers {
-                addresses,
-                proxy_protocol,
+                servers,
+                transport,
                 next,
             } => {
-                if addresses.is_empty() {
+                if servers.is_empty() {
                     return Picked::default();
                 }
-                let start = next.fetch_add(1, Ordering::Relaxed) % addresses.len();
+                let start = next.fetch_add(1, Ordering::Relaxed) % servers.len();
+                let in_turn = (0..servers.len()).map(|i| &servers[(start + i) % servers.len()]);
+                let (mut order, skipped): (Vec<_>, Vec<_>) =
+                    in_turn.partition(|s| !s.health.is_skipped());
+                order.extend(skipped);
                 Picked {
-                    addresses: (0..addresses.len())
-                        .map(|i| addresses[(start + i) % addresses.len()].as_str())
-                        .collect(),
-                    proxy_protocol: *proxy_protocol,
+                    servers: order,
+                    transport,
                 }
             }
             TcpTarget::Weighted { slots, next } => {
@@ -195,6 +341,18 @@ impl TcpTarget {
             }
         }
     }
+
+    /// The health of each server of a load balancer, by address; empty
+    /// for weighted services.
+    pub fn server_health(&self) -> Vec<(&str, &ServerHealth)> {
+        match self {
+            TcpTarget::Servers { servers, .. } => servers
+                .iter()
+                .map(|s| (s.address.as_str(), &*s.health))
+                .collect(),
+            TcpTarget::Weighted { .. } => Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -203,8 +361,15 @@ mod tests {
 
     fn servers(list: &[&str]) -> Arc<TcpTarget> {
         Arc::new(TcpTarget::Servers {
-            addresses: list.iter().map(|s| (*s).to_owned()).collect(),
-            proxy_protocol: None,
+            servers: list
+                .iter()
+                .map(|s| TcpServerTarget {
+                    address: (*s).to_owned(),
+                    tls: None,
+                    health: Arc::default(),
+                })
+                .collect(),
+            transport: Arc::default(),
             next: AtomicUsize::new(0),
         })
     }
@@ -212,10 +377,10 @@ mod tests {
     #[test]
     fn servers_take_turns_and_the_others_follow_as_fallbacks() {
         let target = servers(&["a:1", "b:1", "c:1"]);
-        assert_eq!(target.pick().addresses, ["a:1", "b:1", "c:1"]);
-        assert_eq!(target.pick().addresses, ["b:1", "c:1", "a:1"]);
-        assert_eq!(target.pick().addresses, ["c:1", "a:1", "b:1"]);
-        assert_eq!(target.pick().addresses, ["a:1", "b:1", "c:1"]);
+        assert_eq!(target.pick().addresses(), ["a:1", "b:1", "c:1"]);
+        assert_eq!(target.pick().addresses(), ["b:1", "c:1", "a:1"]);
+        assert_eq!(target.pick().addresses(), ["c:1", "a:1", "b:1"]);
+        assert_eq!(target.pick().addresses(), ["a:1", "b:1", "c:1"]);
     }
 
     #[test]
@@ -226,13 +391,41 @@ mod tests {
             slots: vec![a.clone(), a, b],
             next: AtomicUsize::new(0),
         };
-        let picks: Vec<Vec<&str>> = (0..6).map(|_| target.pick().addresses).collect();
+        let picks: Vec<Vec<&str>> = (0..6).map(|_| target.pick().addresses()).collect();
         let to_a = picks.iter().filter(|p| p[0] == "a:1").count();
         assert_eq!(to_a, 4, "{picks:?}");
     }
 
     #[test]
     fn an_empty_load_balancer_offers_no_server() {
-        assert!(servers(&[]).pick().addresses.is_empty());
+        assert!(servers(&[]).pick().servers.is_empty());
+    }
+
+    #[test]
+    fn a_server_that_failed_is_tried_last_until_it_answers_again() {
+        let target = servers(&["a:1", "b:1", "c:1"]);
+        let TcpTarget::Servers { servers: list, .. } = &*target else {
+            unreachable!("built as servers")
+        };
+        list[1].health.failed();
+        assert!(list[1].health.is_down());
+        assert_eq!(target.pick().addresses(), ["a:1", "c:1", "b:1"]);
+        assert_eq!(target.pick().addresses(), ["c:1", "a:1", "b:1"]);
+        // Every server failing: all are still offered, in turn.
+        list[0].health.failed();
+        list[2].health.failed();
+        assert_eq!(target.pick().addresses(), ["c:1", "a:1", "b:1"]);
+        list[1].health.answered();
+        assert!(!list[1].health.is_down());
+        assert_eq!(target.pick().addresses()[0], "b:1");
+    }
+
+    #[test]
+    fn skipping_doubles_with_each_failure_up_to_a_bound() {
+        assert_eq!(skip_for(1), FIRST_SKIP);
+        assert_eq!(skip_for(2), FIRST_SKIP * 2);
+        assert_eq!(skip_for(3), FIRST_SKIP * 4);
+        assert_eq!(skip_for(40), LONGEST_SKIP);
+        assert_eq!(skip_for(u32::MAX), LONGEST_SKIP);
     }
 }

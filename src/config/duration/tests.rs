@@ -198,3 +198,36 @@ fn conversions() {
     assert_eq!(ours.get(), std);
     assert_eq!(std::time::Duration::from(ours), std);
 }
+
+#[test]
+fn signed_durations_keep_their_sign() {
+    use super::SignedDuration;
+    let parse = |s: &str| s.parse::<SignedDuration>();
+    let d = parse("-1s").unwrap();
+    assert!(d.negative);
+    assert_eq!(d.non_negative(), None);
+    assert_eq!(d.to_string(), "-1s");
+    assert_eq!(parse("100ms").unwrap().non_negative(), Some(ms(100).0));
+    // `-0` is no different from `0`.
+    assert_eq!(parse("-0s").unwrap().non_negative(), Some(ms(0).0));
+    assert!(
+        parse("-abc")
+            .unwrap_err()
+            .to_string()
+            .contains("`-abc` is not a duration")
+    );
+    #[derive(serde::Deserialize)]
+    struct Holder {
+        d: SignedDuration,
+    }
+    let from_toml = |text: &str| toml::from_str::<Holder>(text).map(|h| h.d);
+    assert!(from_toml("d = -1").unwrap().negative);
+    assert!(from_toml("d = \"-250ms\"").unwrap().negative);
+    assert_eq!(
+        from_toml("d = 2").unwrap().non_negative(),
+        Some(std::time::Duration::from_secs(2))
+    );
+    assert!(from_toml("d = -0.5").unwrap().negative);
+    let json = serde_json::to_string(&parse("-250ms").unwrap()).unwrap();
+    assert_eq!(json, "\"-250ms\"");
+}

@@ -3,6 +3,7 @@
 //! its bytes to servers. Traefik v3's shape and key names.
 
 use super::{Domain, WeightedService};
+use crate::config::{Duration, SignedDuration};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -19,9 +20,10 @@ pub struct Tcp {
     /// TCP middlewares by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub middlewares: BTreeMap<String, TcpMiddleware>,
-    /// TCP servers transports by name; accepted, not applied yet.
+    /// TCP servers transports by name: how gangway connects to the
+    /// servers of the load balancers that name them.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub servers_transports: BTreeMap<String, serde_json::Value>,
+    pub servers_transports: BTreeMap<String, TcpServersTransport>,
 }
 
 impl Tcp {
@@ -95,10 +97,13 @@ pub struct TcpService {
 pub struct TcpLoadBalancer {
     /// The servers.
     pub servers: Vec<TcpServer>,
-    /// PROXY protocol towards the servers.
+    /// PROXY protocol towards the servers (Traefik v3 moved it to the
+    /// servers transport; still read here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_protocol: Option<ProxyProtocol>,
-    /// How long one side of a connection stays open after the other closed.
+    /// Milliseconds one direction of a connection may go on after the other
+    /// side closed its writing half; negative: no limit. Deprecated in
+    /// Traefik v3 for the servers transport's `terminationDelay`, still read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub termination_delay: Option<i64>,
     /// Name of the TCP servers transport to use.
@@ -117,11 +122,80 @@ pub struct TcpServer {
     pub tls: bool,
 }
 
+/// How gangway connects to TCP servers (`tcp.serversTransports.<name>`).
+/// What is not set here comes from the static `tcpServersTransport`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpServersTransport {
+    /// Time allowed to connect to a server; zero: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dial_timeout: Option<Duration>,
+    /// Interval of TCP keep-alive probes on server connections; zero: the
+    /// default (15s); negative: no probes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dial_keep_alive: Option<SignedDuration>,
+    /// How long one direction of a connection may go on after the other
+    /// side closed its writing half; negative: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub termination_delay: Option<SignedDuration>,
+    /// PROXY protocol header sent first to each server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_protocol: Option<ProxyProtocol>,
+    /// TLS towards servers marked `tls`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TcpClientTls>,
+    /// SPIFFE identities (Traefik's; not supported by gangway).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spiffe: Option<serde_json::Value>,
+}
+
+/// TLS towards TCP servers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpClientTls {
+    /// Name sent as SNI and verified in the server's certificate, instead
+    /// of the server address's host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+    /// Accept any server certificate.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure_skip_verify: bool,
+    /// CAs trusted for the servers' certificates instead of the built-in
+    /// roots: PEM file paths or PEM text.
+    #[serde(
+        rename = "rootCAs",
+        alias = "rootcas",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub root_cas: Vec<String>,
+    /// Client certificates offered to servers that ask for one (mTLS).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<ClientCertificate>,
+    /// A URI the server certificate's subject alternative names must hold
+    /// (SPIFFE-style), checked instead of the server name.
+    #[serde(rename = "peerCertURI", skip_serializing_if = "Option::is_none")]
+    pub peer_cert_uri: Option<String>,
+    /// SPIFFE settings (Traefik's; not supported by gangway).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spiffe: Option<serde_json::Value>,
+}
+
+/// A client certificate and its key, as PEM file paths or inline PEM.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClientCertificate {
+    /// Certificate chain, PEM.
+    pub cert_file: String,
+    /// Private key, PEM. Never published by the API.
+    #[serde(skip_serializing)]
+    pub key_file: String,
+}
+
 /// The PROXY protocol version sent to servers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProxyProtocol {
-    /// 1 or 2.
+    /// 1 or 2; when left out, 2 (Traefik's default).
     pub version: u8,
 }
 

@@ -377,6 +377,12 @@ fn change(setting: &Setting) -> Result<Change, StaticConfigError> {
             Ok(d) => Change::Set(Value::String(d.to_string())),
             Err(e) => return Err(setting.bad_value(e.to_string())),
         },
+        ValueKind::SignedDuration => {
+            match text.parse::<crate::config::duration::SignedDuration>() {
+                Ok(d) => Change::Set(Value::String(d.to_string())),
+                Err(e) => return Err(setting.bad_value(e.to_string())),
+            }
+        }
         ValueKind::Address => match text.parse::<ListenAddress>() {
             Ok(a) => Change::Set(Value::String(a.to_string())),
             Err(e) => return Err(setting.bad_value(e.to_string())),

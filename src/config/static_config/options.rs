@@ -19,6 +19,9 @@ pub enum ValueKind {
     Int,
     /// A duration such as `10s` or `250ms`, or a number of seconds.
     Duration,
+    /// A duration that may be negative (`-1s`), where Traefik gives that a
+    /// meaning.
+    SignedDuration,
     /// Comma-separated values: `a,b,c`.
     List,
     /// A listen address such as `:80` or `127.0.0.1:8080`.
@@ -36,6 +39,7 @@ impl ValueKind {
             ValueKind::Bool | ValueKind::Section => "BOOL",
             ValueKind::Int => "N",
             ValueKind::Duration => "DURATION",
+            ValueKind::SignedDuration => "[-]DURATION",
             ValueKind::List => "A,B,...",
             ValueKind::Address => "[HOST]:PORT",
         }
@@ -48,6 +52,7 @@ impl ValueKind {
             ValueKind::Bool | ValueKind::Section => "true or false",
             ValueKind::Int => "a whole number",
             ValueKind::Duration => "a duration such as `10s` or `250ms`",
+            ValueKind::SignedDuration => "a duration such as `10s`, `250ms` or `-1s`",
             ValueKind::List => "a comma-separated list",
             ValueKind::Address => "an address such as `:80` or `127.0.0.1:8080`",
         }
@@ -553,6 +558,36 @@ pub const OPTIONS: &[OptionSpec] = &[
         "How long an idle connection to a backend stays open.",
     ),
     opt(
+        "tcpServersTransport.dialTimeout",
+        ValueKind::Duration,
+        "30s",
+        "Longest time to connect to a TCP server (0s: no limit).",
+    ),
+    opt(
+        "tcpServersTransport.dialKeepAlive",
+        ValueKind::SignedDuration,
+        "15s",
+        "TCP keep-alive interval on TCP server connections (0s: 15s; negative: none).",
+    ),
+    opt(
+        "tcpServersTransport.terminationDelay",
+        ValueKind::SignedDuration,
+        "100ms",
+        "How long a TCP connection's other direction may go on after one side closed its writing half (negative: no limit).",
+    ),
+    opt(
+        "tcpServersTransport.tls.insecureSkipVerify",
+        ValueKind::Bool,
+        "false",
+        "Accept any certificate from TCP servers marked `tls`.",
+    ),
+    opt(
+        "tcpServersTransport.tls.rootCAs",
+        ValueKind::List,
+        "",
+        "CA files (PEM) trusted for TCP servers marked `tls`, instead of the built-in roots.",
+    ),
+    opt(
         "api",
         ValueKind::Section,
         "false",
@@ -795,6 +830,7 @@ fn group_title(first: &str) -> &str {
         "providers" => "Providers",
         "log" => "Log",
         "serversTransport" => "Connections to backend servers",
+        "tcpServersTransport" => "Connections to TCP servers",
         "certificatesResolvers" => "Certificate resolvers (one set per <name>)",
         other => other,
     }

@@ -1322,6 +1322,7 @@ fn sample(spec: &OptionSpec) -> &'static str {
         ValueKind::Bool | ValueKind::Section => "true",
         ValueKind::Int => "3",
         ValueKind::Duration => "7s",
+        ValueKind::SignedDuration => "-7s",
         ValueKind::List => "10.0.0.0/8,::1",
         ValueKind::Address => ":8080",
     }
@@ -1350,6 +1351,10 @@ fn check_row_landed(spec: &OptionSpec, loaded: Result<Loaded, StaticConfigError>
         (ValueKind::Int, Some(Value::Number(n))) => n.to_string() == text,
         (ValueKind::Duration, Some(Value::String(d))) => {
             d.parse::<Duration>().ok() == text.parse::<Duration>().ok()
+        }
+        (ValueKind::SignedDuration, Some(Value::String(d))) => {
+            let parse = |t: &str| t.parse::<crate::config::SignedDuration>().ok();
+            parse(d) == parse(text)
         }
         (ValueKind::List, Some(Value::Array(items))) => items.len() == 2,
         (ValueKind::Address | ValueKind::String, Some(Value::String(s))) => s == text,
@@ -1472,7 +1477,15 @@ fn row_defaults_match_struct_defaults() {
             assert_eq!(spec.default, "", "{}", spec.path);
             continue;
         }
-        if spec.kind == ValueKind::Duration {
+        if spec.kind == ValueKind::SignedDuration {
+            let parse = |text: &str| text.parse::<crate::config::SignedDuration>().unwrap();
+            assert_eq!(
+                parse(&shown),
+                parse(spec.default),
+                "default of {}",
+                spec.path
+            );
+        } else if spec.kind == ValueKind::Duration {
             let parse = |text: &str| text.parse::<Duration>().unwrap();
             assert_eq!(
                 parse(&shown),
@@ -1591,6 +1604,12 @@ fn serializes_for_the_api() {
                 "rootCAs": [],
                 "maxConcurrentRequests": 1024,
                 "queueTimeout": "100ms"
+            },
+            "tcpServersTransport": {
+                "dialTimeout": "30s",
+                "dialKeepAlive": "15s",
+                "terminationDelay": "100ms",
+                "tls": {"insecureSkipVerify": false, "rootCAs": []}
             }
         })
     );
@@ -1693,6 +1712,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
             ValueKind::Bool | ValueKind::Section => "true",
             ValueKind::Int => "7",
             ValueKind::Duration => "7s",
+            ValueKind::SignedDuration => "-7s",
             ValueKind::String | ValueKind::List | ValueKind::Address => "other",
         },
     };

@@ -158,7 +158,7 @@ pub struct ServerLabels {
 pub struct TcpServerLabels {
     /// The port inside the container (default: its only exposed TCP port).
     pub port: Option<u16>,
-    /// Speak TLS to it (not applied yet: reported on the service).
+    /// Speak TLS to it, with the service's servers transport's TLS settings.
     pub tls: Option<bool>,
 }
 

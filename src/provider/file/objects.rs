@@ -6,7 +6,7 @@
 
 use super::locate;
 use crate::config::Dynamic;
-use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
+use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpServersTransport, TcpService};
 use crate::config::dynamic::udp::{UdpRouter, UdpService};
 use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
 use crate::config::format::{Format, parse_document};
@@ -82,6 +82,10 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         &["tcp", "middlewares"],
         Target::Section(Section::TcpMiddleware),
     );
+    let tcp_transports = split.objects::<TcpServersTransport>(
+        &["tcp", "serversTransports"],
+        Target::Section(Section::TcpServersTransport),
+    );
     // Every object read on its own: the mistake the whole read found is
     // outside them (or a difference between the two readers), and the
     // whole read says where it is.
@@ -109,6 +113,7 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
     dynamic.tcp.routers.extend(tcp_routers);
     dynamic.tcp.services.extend(tcp_services);
     dynamic.tcp.middlewares.extend(tcp_middlewares);
+    dynamic.tcp.servers_transports.extend(tcp_transports);
     dynamic.udp.routers.extend(udp_routers);
     dynamic.udp.services.extend(udp_services);
     read.dynamic = dynamic;
@@ -362,6 +367,36 @@ url = \"http://127.0.0.1:9000\"
             })
         );
         assert!(read.detail.routers["good"].errors.is_empty());
+    }
+
+    #[test]
+    fn a_mistyped_key_in_a_tcp_servers_transport_leaves_out_that_transport_only() {
+        let text = "\
+[tcp.serversTransports.good]
+dialTimeout = \"5s\"
+
+[tcp.serversTransports.bad]
+dialTimout = \"5s\"
+
+[[tcp.services.db.loadBalancer.servers]]
+address = \"127.0.0.1:5432\"
+";
+        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        assert_eq!(
+            read.dynamic
+                .tcp
+                .servers_transports
+                .keys()
+                .collect::<Vec<_>>(),
+            ["good"]
+        );
+        assert!(read.dynamic.tcp.services.contains_key("db"));
+        assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
+        let warning = read.warnings[0].to_string();
+        assert!(
+            warning.contains("TCP servers transport `bad`") && warning.contains("dialTimout"),
+            "{warning}"
+        );
     }
 
     #[test]

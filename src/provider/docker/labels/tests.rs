@@ -1442,6 +1442,15 @@ fn tcp_labels_read_like_http_ones() {
             "2",
         ),
         (
+            "traefik.tcp.services.db.loadbalancer.serverstransport",
+            "db@file",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.terminationdelay",
+            "-1",
+        ),
+        ("traefik.tcp.services.db.loadbalancer.server.tls", "true"),
+        (
             "traefik.tcp.middlewares.local.ipallowlist.sourcerange",
             "127.0.0.1/32,::1",
         ),
@@ -1463,6 +1472,10 @@ fn tcp_labels_read_like_http_ones() {
             .map(|pp| pp.version),
         Some(2)
     );
+    let lb = p.tcp_services.parsed["db"].load_balancer.clone().unwrap();
+    assert_eq!(lb.servers_transport.as_deref(), Some("db@file"));
+    assert_eq!(lb.termination_delay, Some(-1));
+    assert_eq!(p.tcp_servers["db"].tls, Some(true));
     assert_eq!(
         p.tcp_middlewares.parsed["local"]
             .ip_allow_list
