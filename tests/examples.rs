@@ -5,8 +5,9 @@
 //! compose`; where only v1 is installed, `docker-compose` runs them), the
 //! images `scripts/image all` builds under the tests' own tags
 //! (`gangway-test:local`, `gangway-test-whoami:local`,
-//! `gangway-test-pebble:local`: `scripts/test` makes them, and a user's
-//! `gangway:local` is never touched), and its standard output must be the
+//! `gangway-test-pebble:local`, `gangway-test-redis:local`: `scripts/test`
+//! makes them, and a user's `gangway:local` is never touched), and its
+//! standard output must be the
 //! lines the README shows under it. An example that does not work as its
 //! README says fails here.
 //!
@@ -31,6 +32,7 @@ use std::time::{Duration, Instant};
 const GANGWAY_IMAGE: &str = "gangway-test:local";
 const WHOAMI_IMAGE: &str = "gangway-test-whoami:local";
 const PEBBLE_IMAGE: &str = "gangway-test-pebble:local";
+const REDIS_IMAGE: &str = "gangway-test-redis:local";
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/compose")
@@ -128,7 +130,7 @@ impl Example {
     /// docker-compose or the images are missing.
     async fn prepare(test: &str, name: &'static str) -> Option<Example> {
         let compose = docker_support::compose_ready(test).await?;
-        for image in [GANGWAY_IMAGE, WHOAMI_IMAGE, PEBBLE_IMAGE] {
+        for image in [GANGWAY_IMAGE, WHOAMI_IMAGE, PEBBLE_IMAGE, REDIS_IMAGE] {
             if let Err(e) =
                 docker_support::docker(&["image", "inspect", "--format", "{{.Id}}", image]).await
             {
@@ -137,7 +139,8 @@ impl Example {
                     &format!(
                         "image {image} is missing (scripts/test builds it, with \
                          GANGWAY_IMAGE={GANGWAY_IMAGE} WHOAMI_IMAGE={WHOAMI_IMAGE} \
-                         PEBBLE_IMAGE={PEBBLE_IMAGE} scripts/image all): {e}"
+                         PEBBLE_IMAGE={PEBBLE_IMAGE} REDIS_IMAGE={REDIS_IMAGE} \
+                         scripts/image all): {e}"
                     ),
                 );
                 return None;
@@ -154,6 +157,7 @@ impl Example {
             ("GANGWAY_IMAGE".to_owned(), GANGWAY_IMAGE.to_owned()),
             ("WHOAMI_IMAGE".to_owned(), WHOAMI_IMAGE.to_owned()),
             ("PEBBLE_IMAGE".to_owned(), PEBBLE_IMAGE.to_owned()),
+            ("REDIS_IMAGE".to_owned(), REDIS_IMAGE.to_owned()),
             ("DOCKER_GID".to_owned(), gid.to_string()),
         ];
         Some(Example {
@@ -376,6 +380,23 @@ async fn https_local_works_as_its_readme_says() {
     run_example("https_local", "https-local", &[]).await;
 }
 
+/// Two Redis databases behind one entry point, reached by name over TLS
+/// with certificates from a local ACME server: redis-cli, as the README
+/// runs it, gets each database's own answers.
+#[tokio::test]
+async fn tcp_works_as_its_readme_says() {
+    if support::program(
+        "tcp_works_as_its_readme_says",
+        &["redis-cli"],
+        "scripts/ci/servers-up",
+    )
+    .is_none()
+    {
+        return;
+    }
+    run_example("tcp", "tcp", &[]).await;
+}
+
 #[tokio::test]
 async fn grpc_works_as_its_readme_says() {
     run_example("grpc", "grpc", &[]).await;
@@ -458,7 +479,7 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
         }
     }
     files.sort();
-    assert!(files.len() >= 7, "found only {files:?}");
+    assert!(files.len() >= 8, "found only {files:?}");
     for file in files {
         let path = file.display().to_string();
         let out = command(

@@ -11,8 +11,13 @@
 //!
 //! HTTP/1.1 keep-alive and HTTP/2 with prior knowledge (h2c) on one port.
 //!
+//! With `--tcp ADDR`, also a raw TCP source and sink for the TCP cells: a
+//! client sends one byte, `D` (download) or `U` (upload), and a length (8
+//! bytes, big-endian); for `D` the server writes that many bytes and closes
+//! its side, for `U` it reads that many and answers `K`.
+//!
 //! Usage: `gangway-bench-backend --listen 127.0.0.1:19000 [--threads 1]
-//! [--slots 8] [--service-ms 20]`
+//! [--slots 8] [--service-ms 20] [--tcp 127.0.0.1:19001]`
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Request, Response, StatusCode, header};
@@ -27,10 +32,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::Semaphore;
 
 struct Options {
     listen: SocketAddr,
+    tcp: Option<SocketAddr>,
     threads: usize,
     slots: usize,
     service: Duration,
@@ -39,6 +46,7 @@ struct Options {
 fn options() -> Result<Options, String> {
     let mut o = Options {
         listen: "127.0.0.1:19000".parse().expect("a valid literal"),
+        tcp: None,
         threads: 1,
         slots: 8,
         service: Duration::from_millis(20),
@@ -49,6 +57,7 @@ fn options() -> Result<Options, String> {
         let bad = |_| format!("{flag}: bad value `{value}`");
         match flag.as_str() {
             "--listen" => o.listen = value.parse().map_err(|_| format!("{flag}: bad address"))?,
+            "--tcp" => o.tcp = Some(value.parse().map_err(|_| format!("{flag}: bad address"))?),
             "--threads" => o.threads = value.parse().map_err(bad)?,
             "--slots" => o.slots = value.parse().map_err(bad)?,
             "--service-ms" => o.service = Duration::from_millis(value.parse().map_err(bad)?),
@@ -182,7 +191,72 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Re
     }
 }
 
+/// What the TCP source and sink read and write at a time: large enough
+/// that the proxy in between, not this server, sets the pace.
+const TCP_CHUNK: usize = 256 * 1024;
+
+/// The raw TCP source and sink (see the top of this file).
+async fn serve_tcp(listener: tokio::net::TcpListener) {
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        tokio::spawn(async move {
+            let mut head = [0u8; 9];
+            if stream.read_exact(&mut head).await.is_err() {
+                return;
+            }
+            let length = u64::from_be_bytes(head[1..].try_into().expect("8 bytes"));
+            let done = match head[0] {
+                b'D' => source(&mut stream, length).await,
+                b'U' => sink(&mut stream, length).await,
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                eprintln!("tcp: {e}");
+            }
+        });
+    }
+}
+
+/// Writes `length` bytes, closes this side, and waits for the client to
+/// have read them all and closed.
+async fn source(stream: &mut tokio::net::TcpStream, mut length: u64) -> std::io::Result<()> {
+    let mut buf = vec![0u8; TCP_CHUNK];
+    while length > 0 {
+        let n = length.min(TCP_CHUNK as u64) as usize;
+        stream.write_all(&buf[..n]).await?;
+        length -= n as u64;
+    }
+    stream.shutdown().await?;
+    while stream.read(&mut buf).await? > 0 {}
+    Ok(())
+}
+
+/// Reads `length` bytes, then answers `K`.
+async fn sink(stream: &mut tokio::net::TcpStream, mut length: u64) -> std::io::Result<()> {
+    let mut buf = vec![0u8; TCP_CHUNK];
+    while length > 0 {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        length = length.saturating_sub(n as u64);
+    }
+    stream.write_all(b"K").await?;
+    stream.shutdown().await
+}
+
 async fn serve(o: Options) -> std::io::Result<()> {
+    if let Some(tcp) = o.tcp {
+        let listener = tokio::net::TcpListener::bind(tcp).await?;
+        eprintln!(
+            "TCP source and sink listening on {}",
+            listener.local_addr()?
+        );
+        tokio::spawn(serve_tcp(listener));
+    }
     let mut grpc = vec![0u8; 5];
     let message = json_body(128);
     grpc[1..5].copy_from_slice(&(message.len() as u32).to_be_bytes());
