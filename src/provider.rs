@@ -25,3 +25,35 @@ pub struct Snapshot {
     /// containers, connection state), for the API; None keeps the last one.
     pub detail: Option<ProviderDetail>,
 }
+
+impl Snapshot {
+    /// A new configuration from a provider that watches a daemon, with what
+    /// it knows beyond it.
+    pub fn read(provider: &'static str, dynamic: Dynamic, detail: ProviderDetail) -> Snapshot {
+        Snapshot {
+            provider,
+            dynamic: Some(dynamic),
+            error: None,
+            warnings: Vec::new(),
+            detail: Some(detail),
+        }
+    }
+
+    /// The provider cannot read its daemon: the last configuration stays in
+    /// use, and its last detail says it is disconnected.
+    pub fn unreachable(
+        provider: &'static str,
+        error: ProviderError,
+        last: Option<&ProviderDetail>,
+    ) -> Snapshot {
+        let mut detail = last.cloned().unwrap_or_default();
+        detail.connected = Some(false);
+        Snapshot {
+            provider,
+            dynamic: None,
+            error: Some(error),
+            warnings: Vec::new(),
+            detail: Some(detail),
+        }
+    }
+}

@@ -67,13 +67,74 @@ struct State {
     views: BTreeMap<String, ContainerView>,
     /// When draining began, per container.
     draining_since: HashMap<String, u64>,
-    /// The last snapshot sent.
+    /// What was sent last, and where to send.
+    out: Publisher,
+    /// Per container, the last line logged about it, so each is logged once.
+    logged: HashMap<String, String>,
+}
+
+/// What a provider watching a daemon sent last, and how it sends the next
+/// configuration or the news that the daemon cannot be read.
+pub(crate) struct Publisher {
+    provider: &'static str,
+    /// The last build sent (or found equal to it).
     last: Option<Built>,
     /// Send the next build even if it equals the last one.
     resend: bool,
-    /// Per container, the last line logged about it, so each is logged once.
-    logged: HashMap<String, String>,
     tx: mpsc::Sender<Snapshot>,
+}
+
+/// The aggregator is gone: the provider stops.
+pub(crate) struct Closed;
+
+impl Publisher {
+    pub(crate) fn new(provider: &'static str, tx: mpsc::Sender<Snapshot>) -> Self {
+        Publisher {
+            provider,
+            last: None,
+            resend: false,
+            tx,
+        }
+    }
+
+    /// The last build.
+    pub(crate) fn last(&self) -> Option<&Built> {
+        self.last.as_ref()
+    }
+
+    /// Sends `built` unless it equals the last one sent.
+    pub(crate) async fn publish(&mut self, built: Built) -> Result<(), Closed> {
+        let same = self
+            .last
+            .as_ref()
+            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail);
+        let send = !same || self.resend;
+        let snapshot = send
+            .then(|| Snapshot::read(self.provider, built.dynamic.clone(), built.detail.clone()));
+        self.last = Some(built);
+        let Some(snapshot) = snapshot else {
+            return Ok(());
+        };
+        self.resend = false;
+        self.tx.send(snapshot).await.map_err(|_| Closed)
+    }
+
+    /// Tells the aggregator the daemon cannot be read; the last
+    /// configuration stays in use.
+    pub(crate) async fn unreachable(&mut self, error: ProviderError) -> Result<(), Closed> {
+        // The first build after reconnecting is sent even if nothing
+        // changed: it clears the error and says connected again.
+        self.resend = true;
+        let last = self.last.as_ref().map(|b| &b.detail);
+        let snapshot = Snapshot::unreachable(self.provider, error, last);
+        self.tx.send(snapshot).await.map_err(|_| Closed)
+    }
+}
+
+impl From<Closed> for Stop {
+    fn from(_: Closed) -> Self {
+        Stop::Closed
+    }
 }
 
 /// Runs the provider until `tx` closes.
@@ -87,10 +148,8 @@ pub(super) async fn run(
         settings,
         views: BTreeMap::new(),
         draining_since: HashMap::new(),
-        last: None,
-        resend: false,
+        out: Publisher::new(PROVIDER, tx),
         logged: HashMap::new(),
-        tx,
     };
     let mut backoff = BACKOFF_FIRST;
     let mut failing = false;
@@ -423,7 +482,7 @@ impl State {
             .values()
             .map(|s| s + DRAIN_LIMIT_MS)
             .min();
-        let grace_end = self.last.as_ref().and_then(|b| b.next_change_ms);
+        let grace_end = self.out.last().and_then(|b| b.next_change_ms);
         match (drain_end, grace_end) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -458,48 +517,16 @@ impl State {
         let mut built = build(&views, &self.settings, now);
         built.detail.connected = Some(connected);
         self.log_records(&built.detail);
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail);
-        if same && !self.resend {
-            self.last = Some(built);
-            return Ok(());
-        }
-        let snapshot = Snapshot {
-            provider: PROVIDER,
-            dynamic: Some(built.dynamic.clone()),
-            error: None,
-            warnings: Vec::new(),
-            detail: Some(built.detail.clone()),
-        };
-        self.last = Some(built);
-        self.resend = false;
-        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+        Ok(self.out.publish(built).await?)
     }
 
     /// Tells the aggregator that Docker is unreachable; the last
     /// configuration stays in use.
     async fn report_failure(&mut self, message: &str) -> Result<(), Stop> {
-        // The first build after reconnecting is sent even if nothing
-        // changed: it clears the error and says connected again.
-        self.resend = true;
-        let mut detail = self
-            .last
-            .as_ref()
-            .map(|b| b.detail.clone())
-            .unwrap_or_default();
-        detail.connected = Some(false);
-        let snapshot = Snapshot {
-            provider: PROVIDER,
-            dynamic: None,
-            error: Some(ProviderError::Docker {
-                reason: message.to_owned(),
-            }),
-            warnings: Vec::new(),
-            detail: Some(detail),
+        let error = ProviderError::Docker {
+            reason: message.to_owned(),
         };
-        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+        Ok(self.out.unreachable(error).await?)
     }
 
     /// Logs, once per change, why each container is not routed.

@@ -7,7 +7,8 @@ use super::tasks;
 use super::views::{Cluster, NodeFacts, ServiceFacts, views, without_prefix};
 use crate::config::problem::ProviderError;
 use crate::provider::Snapshot;
-use crate::provider::docker::build::{Built, build};
+use crate::provider::docker::build::build;
+use crate::provider::docker::{Closed, Publisher};
 use crate::provider::docker::{Endpoint, Settings};
 use bollard::Docker;
 use bollard::models::{NodeSpecAvailabilityEnum, NodeState};
@@ -47,10 +48,7 @@ fn now_ms() -> u64 {
 
 struct State {
     settings: Settings,
-    last: Option<Built>,
-    /// Send the next build even if it equals the last one.
-    resend: bool,
-    tx: mpsc::Sender<Snapshot>,
+    out: Publisher,
 }
 
 enum Stop {
@@ -58,6 +56,12 @@ enum Stop {
     Closed,
     /// The manager failed; reconnect.
     Failed(String),
+}
+
+impl From<Closed> for Stop {
+    fn from(_: Closed) -> Self {
+        Stop::Closed
+    }
 }
 
 impl From<bollard::errors::Error> for Stop {
@@ -75,9 +79,7 @@ pub(super) async fn run(
 ) {
     let mut state = State {
         settings,
-        last: None,
-        resend: false,
-        tx,
+        out: Publisher::new(PROVIDER, tx),
     };
     let mut backoff = BACKOFF_FIRST;
     let mut failing = false;
@@ -288,49 +290,22 @@ impl State {
         let views = views(cluster, &self.settings.prefix);
         let mut built = build(&views, &self.settings, now_ms());
         built.detail.connected = Some(true);
-        let same = self
-            .last
-            .as_ref()
-            .is_some_and(|l| l.dynamic == built.dynamic && l.detail == built.detail);
-        if same && !self.resend {
-            return Ok(());
-        }
-        for r in built.detail.containers.iter().filter(|r| !r.routed) {
-            if let Some(line) = r.messages.first() {
-                tracing::debug!(provider = PROVIDER, service = %r.name, "not routed: {line}");
+        if self.out.last().is_none_or(|l| l.detail != built.detail) {
+            for r in built.detail.containers.iter().filter(|r| !r.routed) {
+                if let Some(line) = r.messages.first() {
+                    tracing::debug!(provider = PROVIDER, service = %r.name, "not routed: {line}");
+                }
             }
         }
-        let snapshot = Snapshot {
-            provider: PROVIDER,
-            dynamic: Some(built.dynamic.clone()),
-            error: None,
-            warnings: Vec::new(),
-            detail: Some(built.detail.clone()),
-        };
-        self.last = Some(built);
-        self.resend = false;
-        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+        Ok(self.out.publish(built).await?)
     }
 
     /// Tells the aggregator the manager cannot be read; the last
     /// configuration stays in use.
     async fn report_failure(&mut self, message: &str) -> Result<(), Stop> {
-        self.resend = true;
-        let mut detail = self
-            .last
-            .as_ref()
-            .map(|b| b.detail.clone())
-            .unwrap_or_default();
-        detail.connected = Some(false);
-        let snapshot = Snapshot {
-            provider: PROVIDER,
-            dynamic: None,
-            error: Some(ProviderError::Swarm {
-                reason: message.to_owned(),
-            }),
-            warnings: Vec::new(),
-            detail: Some(detail),
+        let error = ProviderError::Swarm {
+            reason: message.to_owned(),
         };
-        self.tx.send(snapshot).await.map_err(|_| Stop::Closed)
+        Ok(self.out.unreachable(error).await?)
     }
 }
