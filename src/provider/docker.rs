@@ -17,7 +17,7 @@ pub mod template;
 mod watch;
 
 pub use labels::{LabelError, parse_labels};
-pub(crate) use watch::{Closed, Publisher, connect};
+pub(crate) use watch::{Publisher, Reconnect, Stop, connect};
 
 use super::Snapshot;
 use crate::config::static_config::{ConflictPolicy, DockerProvider};

@@ -137,6 +137,42 @@ impl From<Closed> for Stop {
     }
 }
 
+/// The wait between attempts of a provider that reconnects to a daemon,
+/// and whether an outage is under way (so it is logged and reported once).
+pub(crate) struct Reconnect {
+    backoff: Duration,
+    failing: bool,
+}
+
+impl Reconnect {
+    pub(crate) fn new() -> Self {
+        Reconnect {
+            backoff: BACKOFF_FIRST,
+            failing: false,
+        }
+    }
+
+    /// A session got through: the next failure starts a new outage, and
+    /// the next wait is the shortest again.
+    pub(crate) fn connected(&mut self) {
+        self.backoff = BACKOFF_FIRST;
+        self.failing = false;
+    }
+
+    /// A session failed: whether this starts an outage (the first failure
+    /// since the daemon was last reached).
+    pub(crate) fn failed(&mut self) -> bool {
+        !std::mem::replace(&mut self.failing, true)
+    }
+
+    /// Waits before the next attempt, twice as long as the last time, up to
+    /// a limit.
+    pub(crate) async fn wait(&mut self) {
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
 /// Runs the provider until `tx` closes.
 pub(super) async fn run(
     settings: Settings,
@@ -151,38 +187,36 @@ pub(super) async fn run(
         out: Publisher::new(PROVIDER, tx),
         logged: HashMap::new(),
     };
-    let mut backoff = BACKOFF_FIRST;
-    let mut failing = false;
+    let mut retry = Reconnect::new();
     loop {
-        let outcome = session(&mut state, &endpoint, watch, &mut backoff, &mut failing).await;
+        let outcome = session(&mut state, &endpoint, watch, &mut retry).await;
         let message = match outcome {
             Ok(()) => return,
             Err(Stop::Closed) => return,
             Err(Stop::Failed(message)) => message,
         };
-        if failing {
-            tracing::debug!(provider = PROVIDER, error = %message, "still cannot reach Docker");
-        } else {
+        if retry.failed() {
             tracing::error!(
                 provider = PROVIDER,
                 error = %message,
                 "Docker unreachable; keeping the last known routes and retrying"
             );
-            failing = true;
             // Once per outage: the aggregator logs what it is told.
             if state.report_failure(&message).await.is_err() {
                 return;
             }
+        } else {
+            tracing::debug!(provider = PROVIDER, error = %message, "still cannot reach Docker");
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        retry.wait().await;
     }
 }
 
-enum Stop {
+/// Why a session of a provider watching a daemon ended.
+pub(crate) enum Stop {
     /// The aggregator is gone: stop for good.
     Closed,
-    /// Docker failed; reconnect.
+    /// The daemon failed; reconnect.
     Failed(String),
 }
 
@@ -214,8 +248,7 @@ async fn session(
     state: &mut State,
     endpoint: &Endpoint,
     watch: bool,
-    backoff: &mut Duration,
-    failing: &mut bool,
+    retry: &mut Reconnect,
 ) -> Result<(), Stop> {
     let docker = connect(endpoint, Duration::from_secs(CALL_TIMEOUT_SECS)).await?;
     let version = docker.version().await?;
@@ -246,8 +279,7 @@ async fn session(
         containers = state.views.len(),
         "connected to Docker"
     );
-    *backoff = BACKOFF_FIRST;
-    *failing = false;
+    retry.connected();
     state.publish(true).await?;
     if !watch {
         return Ok(());

@@ -8,8 +8,8 @@ use super::views::{Cluster, NodeFacts, ServiceFacts, views, without_prefix};
 use crate::config::problem::ProviderError;
 use crate::provider::Snapshot;
 use crate::provider::docker::build::build;
-use crate::provider::docker::{Closed, Publisher};
 use crate::provider::docker::{Endpoint, Settings};
+use crate::provider::docker::{Publisher, Reconnect, Stop};
 use bollard::Docker;
 use bollard::models::{NodeSpecAvailabilityEnum, NodeState};
 use bollard::query_parameters::{
@@ -21,8 +21,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 const PROVIDER: &str = "swarm";
-const BACKOFF_FIRST: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// After an event, how often and for how long everything is read again:
 /// tasks on other nodes start and stop without an event reaching this
 /// manager's stream, so a deployment is followed by reading.
@@ -51,25 +49,6 @@ struct State {
     out: Publisher,
 }
 
-enum Stop {
-    /// The aggregator is gone.
-    Closed,
-    /// The manager failed; reconnect.
-    Failed(String),
-}
-
-impl From<Closed> for Stop {
-    fn from(_: Closed) -> Self {
-        Stop::Closed
-    }
-}
-
-impl From<bollard::errors::Error> for Stop {
-    fn from(e: bollard::errors::Error) -> Self {
-        Stop::Failed(crate::cause::WithCauses(&e).to_string())
-    }
-}
-
 /// Runs the provider until `tx` closes.
 pub(super) async fn run(
     settings: Settings,
@@ -81,29 +60,25 @@ pub(super) async fn run(
         settings,
         out: Publisher::new(PROVIDER, tx),
     };
-    let mut backoff = BACKOFF_FIRST;
-    let mut failing = false;
+    let mut retry = Reconnect::new();
     loop {
-        let message =
-            match session(&mut state, &endpoint, &timing, &mut backoff, &mut failing).await {
-                Err(Stop::Failed(message)) => message,
-                Ok(()) | Err(Stop::Closed) => return,
-            };
-        if failing {
-            tracing::debug!(provider = PROVIDER, error = %message, "still cannot read the swarm");
-        } else {
+        let message = match session(&mut state, &endpoint, &timing, &mut retry).await {
+            Err(Stop::Failed(message)) => message,
+            Ok(()) | Err(Stop::Closed) => return,
+        };
+        if retry.failed() {
             tracing::error!(
                 provider = PROVIDER,
                 error = %message,
                 "swarm manager unreachable or unusable; keeping the last known routes and retrying"
             );
-            failing = true;
             if state.report_failure(&message).await.is_err() {
                 return;
             }
+        } else {
+            tracing::debug!(provider = PROVIDER, error = %message, "still cannot read the swarm");
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
+        retry.wait().await;
     }
 }
 
@@ -111,8 +86,7 @@ async fn session(
     state: &mut State,
     endpoint: &Endpoint,
     timing: &Timing,
-    backoff: &mut Duration,
-    failing: &mut bool,
+    retry: &mut Reconnect,
 ) -> Result<(), Stop> {
     let docker = crate::provider::docker::connect(endpoint, timing.call).await?;
     let info = docker.info().await?;
@@ -151,8 +125,7 @@ async fn session(
         nodes = cluster.nodes.len(),
         "connected to the swarm manager"
     );
-    *backoff = BACKOFF_FIRST;
-    *failing = false;
+    retry.connected();
     state.publish(&cluster).await?;
     let mut fast_until = Instant::now();
     loop {
