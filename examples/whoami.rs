@@ -8,7 +8,13 @@
 //! Differences: it listens on 127.0.0.1 unless `--bind` (or `WHOAMI_BIND`)
 //! says otherwise, because the project's tests run containers on the host
 //! network and must stay on loopback; there is no TLS and no `/echo`
-//! WebSocket.
+//! WebSocket. Two additions for the Swarm tests, where every task of a
+//! service on the host network listens on the same address:
+//! `--reuse-port` (`WHOAMI_REUSE_PORT=true`) lets several instances share
+//! one port (the kernel spreads connections between them), and
+//! `--drain SECONDS` (`WHOAMI_DRAIN`) makes SIGTERM a graceful shutdown:
+//! it goes on answering for that long, each answer closing its connection
+//! so that no client keeps one to an instance about to exit.
 //!
 //! `scripts/image whoami` builds it into the image `gangway-whoami:local`.
 
@@ -21,7 +27,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 
 type Body = BoxBody<Bytes, Infallible>;
 
@@ -29,6 +35,8 @@ struct Settings {
     name: String,
     port: u16,
     bind: String,
+    reuse_port: bool,
+    drain: std::time::Duration,
 }
 
 struct State {
@@ -37,6 +45,8 @@ struct State {
     ips: Vec<String>,
     /// What `GET /health` answers; `POST /health` sets it.
     health: AtomicU16,
+    /// SIGTERM came and the drain runs: every answer closes its connection.
+    draining: AtomicBool,
 }
 
 fn main() {
@@ -54,10 +64,27 @@ fn main() {
         .expect("whoami: cannot start the async runtime");
     // As PID 1 in a container a process gets no default signal handling, so
     // without this `docker stop` would wait its whole timeout and then kill.
+    let drain = settings.drain;
+    let state = Arc::new(State {
+        name: settings.name.clone(),
+        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_default(),
+        ips: addresses(),
+        health: AtomicU16::new(200),
+        draining: AtomicBool::new(false),
+    });
     let served = runtime.block_on(async {
         tokio::select! {
-            served = serve(settings) => served,
-            () = stop_signal() => Ok(()),
+            served = serve(&settings, state.clone()) => served,
+            () = async {
+                stop_signal().await;
+                if !drain.is_zero() {
+                    eprintln!("Draining for {}s", drain.as_secs());
+                    state.draining.store(true, Ordering::Relaxed);
+                    tokio::time::sleep(drain).await;
+                }
+            } => Ok(()),
         }
     });
     if let Err(e) = served {
@@ -87,6 +114,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
     let mut port = env("WHOAMI_PORT_NUMBER").unwrap_or_else(|| "80".to_owned());
     let mut name = env("WHOAMI_NAME").unwrap_or_default();
     let mut bind = env("WHOAMI_BIND").unwrap_or_else(|| "127.0.0.1".to_owned());
+    let mut reuse_port = env("WHOAMI_REUSE_PORT").unwrap_or_default();
+    let mut drain = env("WHOAMI_DRAIN").unwrap_or_else(|| "0".to_owned());
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let flag = arg.trim_start_matches('-');
@@ -94,7 +123,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
             Some((k, v)) => (k, Some(v.to_owned())),
             None => (flag, None),
         };
+        // Go's boolean flags: `-verbose`, or `-verbose=true`.
         if key == "verbose" {
+            continue;
+        }
+        if key == "reuse-port" {
+            reuse_port = inline.unwrap_or_else(|| "true".to_owned());
             continue;
         }
         let value = match inline {
@@ -107,6 +141,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
             "port" => port = value,
             "name" => name = value,
             "bind" => bind = value,
+            "drain" => drain = value,
             "cert" | "key" | "cacert" => return Err("TLS is not supported".to_owned()),
             _ => return Err(format!("unknown flag `{arg}`")),
         }
@@ -114,28 +149,55 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Settings, String> {
     let port = port
         .parse()
         .map_err(|_| format!("`{port}` is not a port number"))?;
-    Ok(Settings { name, port, bind })
+    let reuse_port = match reuse_port.as_str() {
+        "" | "false" | "0" => false,
+        "true" | "1" => true,
+        other => return Err(format!("`{other}` is not true or false (reuse-port)")),
+    };
+    let drain = drain
+        .trim_end_matches('s')
+        .parse()
+        .map(std::time::Duration::from_secs)
+        .map_err(|_| format!("`{drain}` is not a number of seconds (drain)"))?;
+    Ok(Settings {
+        name,
+        port,
+        bind,
+        reuse_port,
+        drain,
+    })
 }
 
-async fn serve(settings: Settings) -> std::io::Result<()> {
-    let addr = format!("{}:{}", settings.bind, settings.port);
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
+async fn serve(settings: &Settings, state: Arc<State>) -> std::io::Result<()> {
+    let addr: SocketAddr = tokio::net::lookup_host((settings.bind.as_str(), settings.port))
+        .await?
+        .next()
+        .ok_or_else(|| std::io::Error::other(format!("`{}` has no address", settings.bind)))?;
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(settings.reuse_port)?;
+    socket.bind(addr)?;
+    let listener = socket.listen(1024)?;
     eprintln!("Starting up on port {}", settings.port);
-    let state = Arc::new(State {
-        name: settings.name,
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .unwrap_or_default(),
-        ips: addresses(),
-        health: AtomicU16::new(200),
-    });
     loop {
         let (stream, peer) = listener.accept().await?;
         let state = state.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(&state, req, peer).await) }
+                async move {
+                    let http1 = req.version() < http::Version::HTTP_2;
+                    let mut resp = handle(&state, req, peer).await;
+                    if http1 && state.draining.load(Ordering::Relaxed) {
+                        resp.headers_mut()
+                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    Ok::<_, Infallible>(resp)
+                }
             });
             // HTTP/1.1, and HTTP/2 with prior knowledge (gRPC) on the same port.
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
