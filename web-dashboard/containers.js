@@ -13,7 +13,10 @@ function meta(c) {
   return h('div', { class: 'meta' },
     tag(c.state, `state-${c.state.toLowerCase()}`),
     c.health ? tag(`health: ${c.health}`) : null,
-    c.composeProject ? h('code', { class: 'chip', title: 'compose project / service' }, `${c.composeProject}/${c.composeService || ''}`) : null,
+    c.swarm
+      ? h('code', { class: 'chip', title: `Swarm service ${c.swarm.serviceId}` }, c.swarm.taskId ? `task ${c.swarm.taskId.slice(0, 12)}` : 'swarm service')
+      : null,
+    c.composeProject ? h('code', { class: 'chip', title: c.swarm ? 'stack' : 'compose project / service' }, c.swarm ? c.composeProject : `${c.composeProject}/${c.composeService || ''}`) : null,
     h('span', { class: 'muted mono', title: c.id }, c.id.slice(0, 12)));
 }
 

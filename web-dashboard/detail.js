@@ -42,18 +42,36 @@ export function errors(o) {
   return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning', title, errs));
 }
 
-/** The containers and labels behind an object (Docker objects only). */
+/** The containers (or Swarm tasks) and labels behind an object, and for a service the servers each adds. */
 export function provenance(o) {
   const sources = list(o.provenance);
   if (!sources.length) return null;
+  const swarm = sources.some((p) => p.swarm);
+  const servers = sources.some((p) => list(p.servers).length);
+  const who = (p) => {
+    if (!p.swarm) return h('span', { title: p.containerId }, p.containerName);
+    const task = p.swarm.taskId
+      ? h('span', { class: 'muted mono', title: `task ${p.swarm.taskId}` }, ` task ${p.swarm.taskId.slice(0, 12)}`)
+      : h('span', { class: 'muted' }, ' (the service)');
+    const node = p.swarm.nodeId ? h('span', { class: 'muted mono', title: `node ${p.swarm.nodeId}` }, ` on ${p.swarm.nodeId.slice(0, 12)}`) : null;
+    return h('span', { title: `service ${p.swarm.serviceId}` }, p.swarm.serviceName, task, node);
+  };
+  const group = (p) => {
+    if (p.swarm) return p.composeProject ? h('code', {}, p.composeProject) : h('span', { class: 'muted' }, '—');
+    return p.composeService ? h('code', {}, `${p.composeProject || ''}/${p.composeService}`) : h('span', { class: 'muted' }, '—');
+  };
+  const columns = [{ title: swarm ? 'Service and task' : 'Container' }, { title: swarm ? 'Stack' : 'Compose service' }];
+  if (servers) columns.push({ title: 'Servers' });
+  columns.push({ title: 'Labels', cls: 'wide' });
   return section('Where it comes from', h('div', { id: 'provenance' }, table(
-    [{ title: 'Container' }, { title: 'Compose service' }, { title: 'Labels', cls: 'wide' }],
+    columns,
     sources.map((p) => ({
       cells: [
-        h('span', { title: p.containerId }, p.containerName),
-        p.composeService ? h('code', {}, `${p.composeProject || ''}/${p.composeService}`) : h('span', { class: 'muted' }, '—'),
+        who(p),
+        group(p),
+        servers ? h('span', { class: 'chips' }, list(p.servers).map((u) => h('code', { class: 'chip' }, u))) : null,
         p.labels ? h('span', { class: 'chips' }, list(p.labels).map((l) => h('code', { class: 'chip' }, l))) : h('span', { class: 'muted' }, 'implicit'),
-      ],
+      ].filter((c) => c !== null),
     })))));
 }
 

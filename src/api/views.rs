@@ -14,7 +14,7 @@ use crate::config::dynamic::{
 };
 use crate::config::problem::{ConfigError, Warning};
 use crate::config::problem::{ObjectKind, ObjectRef, Problem};
-use crate::config::provenance::{ContainerRecord, NotRouted, Source};
+use crate::config::provenance::{ContainerRecord, NotRouted, Source, SwarmTask};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
 use crate::runtime::report::ProviderReport;
@@ -1048,6 +1048,9 @@ pub struct ContainerView {
     pub routers: Vec<String>,
     /// Services it defines, qualified.
     pub services: Vec<String>,
+    /// For the Swarm provider: the service and task it stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmTask>,
 }
 
 impl ContainerView {
@@ -1065,6 +1068,7 @@ impl ContainerView {
             messages,
             routers,
             services,
+            swarm,
         } = record;
         let qualify = |names: &[String]| -> Vec<String> {
             names.iter().map(|n| format!("{n}@{provider}")).collect()
@@ -1083,6 +1087,7 @@ impl ContainerView {
             messages: ErrorView::all(messages),
             routers: qualify(routers),
             services: qualify(services),
+            swarm: swarm.clone(),
         }
     }
 }

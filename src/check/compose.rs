@@ -281,6 +281,7 @@ fn read_service(
         finished_ms: None,
         draining: false,
         down_since_ms: None,
+        swarm: None,
     };
     Ok(ComposeService {
         name: service.to_owned(),

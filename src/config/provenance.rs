@@ -25,6 +25,34 @@ pub struct Source {
     /// object is implicit (a container's default router or service).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// For a service: the servers this container (or task) adds to it, as
+    /// URLs (HTTP) or addresses (TCP, UDP), so that each server can be
+    /// traced to the container behind it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+    /// For the Swarm provider: the service and task behind it
+    /// (`containerId` is then the task's id, `containerName` the service's
+    /// name, and `composeProject` the stack).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmTask>,
+}
+
+/// A Swarm service and, when the view is one of its tasks, the task: where
+/// a server of a Swarm service comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwarmTask {
+    /// The service's id.
+    pub service_id: String,
+    /// The service's name (`stack_web`).
+    pub service_name: String,
+    /// The task's id; none for a service routed at its virtual IP
+    /// (`lbswarm`) or with no task that can take traffic.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The node the task runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
 }
 
 /// Where the file provider read one object: the file, the line of its
@@ -182,6 +210,9 @@ pub struct ContainerRecord {
     /// Services it defines (bare names).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub services: Vec<String>,
+    /// For the Swarm provider: the service and task it stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<SwarmTask>,
 }
 
 /// Everything a provider reports besides its configuration.

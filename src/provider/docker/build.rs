@@ -134,6 +134,8 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             merge(&mut routers, ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.services) {
+            let urls = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
+            let src = with_servers(&src, urls.map(|s| s.url.clone()));
             merge(&mut services, SERVICE, name, svc, c, &src, labels, s);
         }
         for (name, (m, labels)) in std::mem::take(&mut c.middlewares) {
@@ -143,6 +145,8 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             merge(&mut tcp_routers, TCP_ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.tcp_services) {
+            let addresses = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
+            let src = with_servers(&src, addresses.map(|s| s.address.clone()));
             merge(
                 &mut tcp_services,
                 TCP_SERVICE,
@@ -170,6 +174,8 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             merge(&mut udp_routers, UDP_ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.udp_services) {
+            let addresses = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
+            let src = with_servers(&src, addresses.map(|s| s.address.clone()));
             merge(
                 &mut udp_services,
                 UDP_SERVICE,
@@ -329,6 +335,16 @@ fn source(view: &ContainerView) -> Source {
         compose_project: view.compose_project().map(str::to_owned),
         compose_service: view.compose_service().map(str::to_owned),
         labels: Vec::new(),
+        servers: Vec::new(),
+        swarm: view.swarm.clone(),
+    }
+}
+
+/// A service's source: the container's, with the servers it adds.
+fn with_servers(src: &Source, servers: impl Iterator<Item = String>) -> Source {
+    Source {
+        servers: servers.collect(),
+        ..src.clone()
     }
 }
 
@@ -348,6 +364,7 @@ fn record(view: &ContainerView) -> ContainerRecord {
         compose_service: view.compose_service().map(str::to_owned),
         state: view.state.as_str().to_owned(),
         health: view.health.map(|h| h.as_str().to_owned()),
+        swarm: view.swarm.clone(),
         ..ContainerRecord::default()
     }
 }

@@ -1,6 +1,7 @@
 //! `ContainerView`: the few facts about a container that routing needs,
 //! narrowed from Docker's inspect answer so that everything after it is pure.
 
+use crate::config::provenance::SwarmTask;
 use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum, HealthStatusEnum};
 use std::collections::BTreeMap;
 
@@ -115,6 +116,8 @@ pub struct ContainerView {
     /// Set by the provider: since when (ms since the epoch) the container has
     /// not been able to take traffic; None while it can.
     pub down_since_ms: Option<u64>,
+    /// Set by the Swarm provider: the service and task this view stands for.
+    pub swarm: Option<SwarmTask>,
 }
 
 impl ContainerView {
@@ -137,6 +140,7 @@ impl ContainerView {
             finished_ms: None,
             draining: false,
             down_since_ms: None,
+            swarm: None,
         }
     }
 
@@ -273,6 +277,7 @@ impl ContainerView {
             finished_ms,
             draining: false,
             down_since_ms: None,
+            swarm: None,
         })
     }
 }

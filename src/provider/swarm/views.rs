@@ -3,6 +3,7 @@
 //! `ContainerView`s so that one label parser and one builder serve both.
 //! Everything here is pure.
 
+use crate::config::provenance::SwarmTask;
 use crate::provider::docker::container::{ContainerView, RunState};
 use crate::provider::docker::parse_labels;
 use std::collections::{BTreeMap, HashMap};
@@ -89,6 +90,12 @@ pub fn views(cluster: &Cluster, prefix: &str) -> Vec<ContainerView> {
             finished_ms: None,
             draining: false,
             down_since_ms: None,
+            swarm: None,
+        };
+        let service_ref = SwarmTask {
+            service_id: service.id.clone(),
+            service_name: service.name.clone(),
+            ..SwarmTask::default()
         };
         let serving: Vec<&TaskFacts> = cluster
             .tasks
@@ -105,6 +112,7 @@ pub fn views(cluster: &Cluster, prefix: &str) -> Vec<ContainerView> {
             out.push(ContainerView {
                 state: RunState::Exited,
                 down_since_ms: Some(0),
+                swarm: Some(service_ref),
                 ..base
             });
             continue;
@@ -112,6 +120,7 @@ pub fn views(cluster: &Cluster, prefix: &str) -> Vec<ContainerView> {
         if parse_labels(prefix, &service.labels).lb_swarm {
             out.push(ContainerView {
                 networks: service.virtual_ips.clone(),
+                swarm: Some(service_ref),
                 ..base
             });
             continue;
@@ -131,6 +140,11 @@ pub fn views(cluster: &Cluster, prefix: &str) -> Vec<ContainerView> {
                 id: task.id.clone(),
                 created_ns: task.created_ns,
                 networks,
+                swarm: Some(SwarmTask {
+                    task_id: Some(task.id.clone()),
+                    node_id: Some(task.node_id.clone()),
+                    ..service_ref.clone()
+                }),
                 ..base.clone()
             });
         }
@@ -205,6 +219,15 @@ mod tests {
         assert_eq!(v.network_mode, "host");
         assert_eq!(v.networks["host"], "127.0.0.1", "the node's address");
         assert_eq!(v.state, RunState::Running);
+        assert_eq!(
+            v.swarm,
+            Some(SwarmTask {
+                service_id: "web".to_owned(),
+                service_name: "stack_web".to_owned(),
+                task_id: Some("t1".to_owned()),
+                node_id: Some("n1".to_owned()),
+            })
+        );
     }
 
     #[test]
@@ -227,6 +250,9 @@ mod tests {
         let vip: Vec<_> = views.iter().filter(|v| v.name == "stack_vip").collect();
         assert_eq!(vip.len(), 1);
         assert_eq!(vip[0].networks["stack_net"], "10.0.1.2");
+        let service_only = vip[0].swarm.as_ref().expect("the service");
+        assert_eq!(service_only.service_id, "vip");
+        assert_eq!(service_only.task_id, None, "no task behind a virtual IP");
         let idle: Vec<_> = views.iter().filter(|v| v.name == "stack_idle").collect();
         assert_eq!(idle.len(), 1);
         assert_eq!(idle[0].state, RunState::Exited);

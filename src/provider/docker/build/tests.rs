@@ -103,6 +103,19 @@ fn containers_of_one_compose_service_share_its_router_and_service() {
         sources[0].labels,
         ["traefik.http.services.web-shop.loadbalancer.server.port"]
     );
+    // Each server is traced to the container that adds it.
+    let traced: Vec<(&str, &[String])> = sources
+        .iter()
+        .map(|s| (s.container_id.as_str(), s.servers.as_slice()))
+        .collect();
+    assert_eq!(
+        traced,
+        [
+            ("a", &["http://127.0.0.1:8001".to_owned()][..]),
+            ("b", &["http://127.0.0.1:8002".to_owned()][..])
+        ]
+    );
+    assert!(b.detail.routers["web-shop"].sources[0].servers.is_empty());
     assert!(b.detail.routers["web-shop"].warnings.is_empty());
 }
 
