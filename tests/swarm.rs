@@ -1,90 +1,187 @@
-//! The Swarm provider against a real swarm: a Docker daemon of the test's
-//! own (never the machine's), made a one-node swarm manager on loopback,
-//! running services on the host network whose labels gangway routes.
+//! The Swarm provider against a real swarm: Docker daemons of the test's
+//! own (never the machine's), one made a swarm manager on loopback and,
+//! where a test needs two nodes, a second joined as a worker, running
+//! services whose labels gangway routes.
+//!
+//! Every node of such a swarm runs on this machine and reports the address
+//! 127.0.0.1, so the tasks of one service on the host network all listen on
+//! 127.0.0.1 and the label's port: they share it (the whoami stand-in's
+//! `WHOAMI_REUSE_PORT`), and the kernel spreads connections between them.
+//! Which tasks gangway counts as servers is read from the API, where each
+//! server is traced to its task and node.
 
 mod docker_support;
 mod support;
 
-use docker_support::{IMAGE, PrivateDaemon, Probe, command_env, ready};
+use docker_support::{IMAGE, Load, PrivateDaemon, Probe, Swarm, WHOAMI_IMAGE, ready};
+use serde_json::Value;
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::{Gangway, eventually, free_port};
 
-/// A swarm of one manager on a private daemon; it leaves the swarm and
-/// the daemon stops when dropped.
-struct Swarm {
-    daemon: PrivateDaemon,
+/// Swarm tests start daemons of their own; one at a time on two cores.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A file router that makes the API reachable at `api.test`.
+const API: &str = "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+
+/// Creates a service of the test image on the host network, serving
+/// `name` on `port`, with these labels.
+async fn busybox_service(swarm: &Swarm, name: &str, port: u16, labels: &[(&str, &str)]) {
+    let port_env = format!("PORT={port}");
+    let name_env = format!("NAME={name}");
+    let mut args = vec![
+        "service",
+        "create",
+        "--detach",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--env",
+        &port_env,
+        "--env",
+        &name_env,
+    ];
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for l in &labels {
+        args.extend(["--label", l.as_str()]);
+    }
+    args.push(IMAGE);
+    swarm.docker(&args).await.expect("docker service create");
 }
 
-impl Swarm {
-    async fn start(test: &str) -> Swarm {
-        let daemon = PrivateDaemon::start()
-            .await
-            .unwrap_or_else(|e| panic!("{test}: a daemon of the test's own did not start: {e}"));
-        let swarm = Swarm { daemon };
-        // The manager's port must be free: a contributor's own swarm may use
-        // 2377. Another port is tried when one is taken.
-        let mut last = String::new();
-        for _ in 0..3 {
-            let listen = format!("127.0.0.1:{}", free_port());
-            match swarm
-                .docker(&[
-                    "swarm",
-                    "init",
-                    "--advertise-addr",
-                    &listen,
-                    "--listen-addr",
-                    &listen,
-                ])
-                .await
-            {
-                Ok(_) => return swarm,
-                Err(e) => last = e,
-            }
-        }
-        panic!(
-            "{test}: swarm init failed: {last}\ndaemon log:\n{}",
-            swarm.daemon.log()
-        );
+/// Creates a whoami service on the host network: its tasks share
+/// 127.0.0.1:`port`, answer with their task's name, and on SIGTERM go on
+/// answering for two seconds, closing each connection, as an application
+/// with a graceful shutdown does. `extra` goes to `docker service create`
+/// before the image.
+async fn whoami_service(
+    swarm: &Swarm,
+    name: &str,
+    port: u16,
+    extra: &[&str],
+    labels: &[(&str, &str)],
+) {
+    let port_env = format!("WHOAMI_PORT_NUMBER={port}");
+    let mut args = vec![
+        "service",
+        "create",
+        "--detach",
+        "--name",
+        name,
+        "--network",
+        "host",
+        "--env",
+        &port_env,
+        "--env",
+        "WHOAMI_NAME={{.Task.Name}}",
+        "--env",
+        "WHOAMI_REUSE_PORT=true",
+        "--env",
+        "WHOAMI_DRAIN=2",
+        "--stop-grace-period",
+        "10s",
+    ];
+    args.extend(extra);
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for l in &labels {
+        args.extend(["--label", l.as_str()]);
     }
-
-    async fn docker(&self, args: &[&str]) -> Result<String, String> {
-        command_env("docker", args, &[("DOCKER_HOST", &self.daemon.host())]).await
-    }
-
-    /// Creates a service of the test image on the host network, serving
-    /// `name` on `port`, with these labels.
-    async fn service(&self, name: &str, port: u16, labels: &[(&str, &str)]) {
-        let port_env = format!("PORT={port}");
-        let name_env = format!("NAME={name}");
-        let mut args = vec![
-            "service",
-            "create",
-            "--detach",
-            "--name",
-            name,
-            "--network",
-            "host",
-            "--env",
-            &port_env,
-            "--env",
-            &name_env,
-        ];
-        let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        for l in &labels {
-            args.extend(["--label", l.as_str()]);
-        }
-        args.push(IMAGE);
-        self.docker(&args).await.expect("docker service create");
-    }
+    args.push(WHOAMI_IMAGE);
+    swarm.docker(&args).await.expect("docker service create");
 }
 
-impl Drop for Swarm {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("docker")
-            .args(["swarm", "leave", "--force"])
-            .env("DOCKER_HOST", self.daemon.host())
-            .output();
+/// The labels that route `Host(`<name>.test`)` to a service's tasks on
+/// `port`, with the `gangway` prefix.
+fn routed(name: &str, port: u16) -> Vec<(String, String)> {
+    vec![
+        ("gangway.enable".to_owned(), "true".to_owned()),
+        (
+            format!("gangway.http.routers.{name}.rule"),
+            format!("Host(`{name}.test`)"),
+        ),
+        (
+            format!("gangway.http.services.{name}.loadbalancer.server.port"),
+            port.to_string(),
+        ),
+    ]
+}
+
+fn borrowed(labels: &[(String, String)]) -> Vec<(&str, &str)> {
+    labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+/// The task behind a server of a Swarm service, as the API traces it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Served {
+    task: String,
+    node: String,
+    servers: Vec<String>,
+}
+
+/// The tasks that give `service@swarm` its servers (empty when it does
+/// not exist).
+async fn served(gw: &Gangway, service: &str) -> Vec<Served> {
+    let answer = gw
+        .get("api.test", &format!("/api/http/services/{service}@swarm"))
+        .await;
+    if answer.status != 200 {
+        return Vec::new();
     }
+    let json: Value = serde_json::from_slice(&answer.body).expect("JSON");
+    let mut out: Vec<Served> = json["provenance"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(Served {
+                task: p["swarm"]["taskId"].as_str()?.to_owned(),
+                node: p["swarm"]["nodeId"].as_str()?.to_owned(),
+                servers: p["servers"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect(),
+            })
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The name of the task that answered for `host`, if one did.
+async fn answered_by(probe: &Probe, host: &str) -> Option<String> {
+    let answer = probe.get(host, "/").await.ok()?;
+    if answer.status != 200 {
+        return None;
+    }
+    answer
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix("Name: "))
+        .map(str::to_owned)
+}
+
+/// What gangway and the swarm say, for a failure message.
+async fn state(swarm: &Swarm, gw: &Gangway) -> String {
+    let services = swarm
+        .docker(&["service", "ls", "-q"])
+        .await
+        .unwrap_or_default();
+    let mut ps = vec!["service", "ps", "--no-trunc"];
+    ps.extend(services.split_whitespace());
+    format!(
+        "tasks:\n{}\nnodes:\n{}\nproviders: {}\ncontainers: {}\ngangway log:\n{}",
+        swarm.docker(&ps).await.unwrap_or_else(|e| e),
+        swarm.docker(&["node", "ls"]).await.unwrap_or_else(|e| e),
+        gw.get("api.test", "/api/providers").await.text(),
+        gw.get("api.test", "/api/containers").await.text(),
+        gw.log()
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -93,12 +190,13 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     if !ready(TEST).await {
         return;
     }
-    let swarm = Swarm::start(TEST).await;
+    let _serial = SERIAL.lock().await;
+    let swarm = Swarm::start(TEST, &[]).await;
     let gw = Gangway::with_file(
-        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n",
+        API,
         &[
             "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.daemon.host()),
+            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
             "--providers.swarm.labelPrefix=traefik",
             "--api=true",
         ],
@@ -107,20 +205,20 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     let probe = Probe::new(&gw);
     let port = free_port();
     let created = Instant::now();
-    swarm
-        .service(
-            "web",
-            port,
-            &[
-                ("traefik.enable", "true"),
-                ("traefik.http.routers.web.rule", "Host(`web.test`)"),
-                (
-                    "traefik.http.services.web.loadbalancer.server.port",
-                    &port.to_string(),
-                ),
-            ],
-        )
-        .await;
+    busybox_service(
+        &swarm,
+        "web",
+        port,
+        &[
+            ("traefik.enable", "true"),
+            ("traefik.http.routers.web.rule", "Host(`web.test`)"),
+            (
+                "traefik.http.services.web.loadbalancer.server.port",
+                &port.to_string(),
+            ),
+        ],
+    )
+    .await;
     while !probe.answers("web.test", "web").await {
         if created.elapsed() > Duration::from_secs(60) {
             panic!(
@@ -149,16 +247,16 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     assert_eq!(router["status"], "enabled");
 
     // A service without a port label is not routed, and says why.
-    swarm
-        .service(
-            "noport",
-            free_port(),
-            &[
-                ("traefik.enable", "true"),
-                ("traefik.http.routers.noport.rule", "Host(`noport.test`)"),
-            ],
-        )
-        .await;
+    busybox_service(
+        &swarm,
+        "noport",
+        free_port(),
+        &[
+            ("traefik.enable", "true"),
+            ("traefik.http.routers.noport.rule", "Host(`noport.test`)"),
+        ],
+    )
+    .await;
     eventually(
         Duration::from_secs(60),
         "the reason is reported",
@@ -190,6 +288,7 @@ async fn a_daemon_that_is_no_manager_is_reported_clearly_and_nothing_is_routed()
     if !ready(TEST).await {
         return;
     }
+    let _serial = SERIAL.lock().await;
     let daemon = PrivateDaemon::start()
         .await
         .unwrap_or_else(|e| panic!("{TEST}: a daemon of the test's own did not start: {e}"));
@@ -210,4 +309,441 @@ async fn a_daemon_that_is_no_manager_is_reported_clearly_and_nothing_is_routed()
         "{}",
         gw.log()
     );
+}
+
+/// Waits until every task of `service` that Swarm is shutting down has
+/// stopped (its graceful shutdown over).
+async fn replaced_tasks_stopped(swarm: &Swarm, service: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let states = swarm
+            .docker(&[
+                "service",
+                "ps",
+                "--filter",
+                "desired-state=shutdown",
+                "--format",
+                "{{.CurrentState}}",
+                service,
+            ])
+            .await
+            .unwrap_or_else(|e| e);
+        if states.lines().all(|s| {
+            s.starts_with("Shutdown") || s.starts_with("Complete") || s.starts_with("Failed")
+        }) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{service}: replaced tasks still stopping after 60 s:\n{states}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the tasks giving `service` its servers satisfy `want`;
+/// panics with the swarm's and gangway's state when they do not in time.
+async fn wait_served(
+    swarm: &Swarm,
+    gw: &Gangway,
+    service: &str,
+    what: &str,
+    want: impl Fn(&[Served]) -> bool,
+) -> Vec<Served> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = served(gw, service).await;
+        if want(&now) {
+            return now;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "{service}: {what}, not within 60 s; served by {now:?}\n{}",
+                state(swarm, gw).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_nodes_tasks_follow_scaling_draining_updates_and_a_manager_restart() {
+    const TEST: &str = "swarm_two_nodes";
+    if !ready(TEST).await {
+        return;
+    }
+    if let Err(e) = docker_support::docker(&["image", "inspect", WHOAMI_IMAGE]).await {
+        docker_support::skip(
+            TEST,
+            &format!("{WHOAMI_IMAGE} is missing (scripts/test builds it): {e}"),
+        );
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let mut swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
+    let worker = swarm.add_worker(TEST, &[WHOAMI_IMAGE]).await;
+    let manager = swarm.manager_id().await;
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+
+    // A task on the second node is routed, and traced to that node.
+    let pinned = free_port();
+    whoami_service(
+        &swarm,
+        "pinned",
+        pinned,
+        &["--constraint", "node.role==worker"],
+        &borrowed(&routed("pinned", pinned)),
+    )
+    .await;
+    let on_worker = wait_served(&swarm, &gw, "pinned", "one task on the worker", |s| {
+        s.len() == 1 && s[0].node == worker
+    })
+    .await;
+    assert_eq!(on_worker[0].servers, [format!("http://127.0.0.1:{pinned}")]);
+    let name = answered_by(&probe, "pinned.test").await;
+    assert!(
+        name.as_deref().is_some_and(|n| n.starts_with("pinned.1.")),
+        "{name:?}"
+    );
+
+    // Scaling 1 → 3 → 1 changes the servers.
+    let port = free_port();
+    whoami_service(
+        &swarm,
+        "scaled",
+        port,
+        &["--update-order", "start-first", "--update-delay", "1s"],
+        &borrowed(&routed("scaled", port)),
+    )
+    .await;
+    wait_served(&swarm, &gw, "scaled", "one task", |s| s.len() == 1).await;
+    swarm
+        .docker(&["service", "scale", "--detach", "scaled=3"])
+        .await
+        .expect("scale to 3");
+    let three = wait_served(&swarm, &gw, "scaled", "three tasks", |s| s.len() == 3).await;
+    let nodes: BTreeSet<&str> = three.iter().map(|s| s.node.as_str()).collect();
+    assert_eq!(nodes.len(), 2, "spread over both nodes: {three:?}");
+    swarm
+        .docker(&["service", "scale", "--detach", "scaled=2"])
+        .await
+        .expect("scale to 2");
+    wait_served(&swarm, &gw, "scaled", "two tasks, one per node", |s| {
+        s.len() == 2 && s.iter().any(|t| t.node == worker) && s.iter().any(|t| t.node == manager)
+    })
+    .await;
+
+    // Draining the second node under load: its task moves to the manager,
+    // the servers follow, and no request fails.
+    let load = Load::start_on(&probe, "scaled.test", "/bench", &["1"], 4);
+    swarm
+        .docker(&["node", "update", "--availability", "drain", &worker])
+        .await
+        .expect("drain the worker");
+    wait_served(&swarm, &gw, "scaled", "both tasks on the manager", |s| {
+        s.len() == 2 && s.iter().all(|t| t.node == manager)
+    })
+    .await;
+    // The drained task's graceful shutdown ends while the load runs.
+    replaced_tasks_stopped(&swarm, "scaled").await;
+    let (ok, failures) = load.finish().await;
+    assert!(
+        failures.is_empty(),
+        "{} of {} requests failed while the worker drained: {:?}",
+        failures.len(),
+        ok + failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(ok > 0);
+    swarm
+        .docker(&["node", "update", "--availability", "active", &worker])
+        .await
+        .expect("activate the worker");
+
+    // A rolling update (start-first) under load loses no request, and the
+    // servers end up being the new tasks.
+    let before: BTreeSet<String> = served(&gw, "scaled")
+        .await
+        .into_iter()
+        .map(|s| s.task)
+        .collect();
+    let load = Load::start_on(&probe, "scaled.test", "/bench", &["1"], 4);
+    swarm
+        .docker(&[
+            "service",
+            "update",
+            "--detach",
+            "--env-add",
+            "VERSION=2",
+            "scaled",
+        ])
+        .await
+        .expect("update the service");
+    wait_served(&swarm, &gw, "scaled", "two new tasks", |s| {
+        s.len() == 2 && s.iter().all(|t| !before.contains(&t.task))
+    })
+    .await;
+    replaced_tasks_stopped(&swarm, "scaled").await;
+    let (ok, failures) = load.finish().await;
+    assert!(
+        failures.is_empty(),
+        "{} of {} requests failed during the rolling update: {:?}",
+        failures.len(),
+        ok + failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+
+    // The manager killed: gangway keeps the last routes (the worker's task
+    // goes on answering), says the manager is unreachable, and re-syncs
+    // when it is back.
+    let load = Load::start_on(&probe, "pinned.test", "/bench", &["1"], 2);
+    swarm.manager.kill().await;
+    eventually(
+        Duration::from_secs(30),
+        "the provider reports the lost manager",
+        || async {
+            let providers = gw.get("api.test", "/api/providers").await.text();
+            providers.contains("\"connected\":false")
+        },
+    )
+    .await;
+    // Requests go on being answered while it is down.
+    let answered = load.ok.load(std::sync::atomic::Ordering::Relaxed);
+    eventually(
+        Duration::from_secs(30),
+        "requests answered meanwhile",
+        || async { load.ok.load(std::sync::atomic::Ordering::Relaxed) > answered + 50 },
+    )
+    .await;
+    swarm
+        .manager
+        .restart()
+        .await
+        .unwrap_or_else(|e| panic!("the manager did not come back: {e}"));
+    let (ok, failures) = load.finish().await;
+    assert!(
+        failures.is_empty() && ok > 0,
+        "{} of {} requests to the worker's task failed while the manager was down: {:?}",
+        failures.len(),
+        ok + failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    // Re-synced: a service created after the restart is routed.
+    let late = free_port();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        // The swarm answers once its raft has a leader again.
+        match swarm
+            .docker(&[
+                "service",
+                "create",
+                "--detach",
+                "--name",
+                "late",
+                "--network",
+                "host",
+                "--env",
+                &format!("WHOAMI_PORT_NUMBER={late}"),
+                "--env",
+                "WHOAMI_NAME=late",
+                "--label",
+                "gangway.enable=true",
+                "--label",
+                "gangway.http.routers.late.rule=Host(`late.test`)",
+                "--label",
+                &format!("gangway.http.services.late.loadbalancer.server.port={late}"),
+                WHOAMI_IMAGE,
+            ])
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if Instant::now() > deadline => {
+                panic!("the swarm did not answer after the restart: {e}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered_by(&probe, "late.test").await.as_deref() != Some("late") {
+        if Instant::now() > deadline {
+            panic!(
+                "not re-synced after the manager's restart\n{}",
+                state(&swarm, &gw).await
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let providers = gw.get("api.test", "/api/providers").await.text();
+    assert!(providers.contains("\"connected\":true"), "{providers}");
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
+    const TEST: &str = "swarm_options";
+    if !ready(TEST).await {
+        return;
+    }
+    if let Err(e) = docker_support::docker(&["image", "inspect", WHOAMI_IMAGE]).await {
+        docker_support::skip(
+            TEST,
+            &format!("{WHOAMI_IMAGE} is missing (scripts/test builds it): {e}"),
+        );
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
+    swarm
+        .docker(&["network", "create", "--driver", "overlay", "apps"])
+        .await
+        .expect("an overlay network");
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
+            "--providers.swarm.exposedByDefault=true",
+            "--providers.swarm.constraints=Label(`team`,`edge`)",
+            "--providers.swarm.defaultRule=Host(`{{ normalize .Name }}.test`)",
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+
+    // Two services on the overlay network (gangway never sends them
+    // traffic here: their addresses are not on loopback), one balanced by
+    // Swarm at its virtual IP, one with a server per task.
+    for (name, lbswarm) in [("vip", "true"), ("each", "false")] {
+        swarm
+            .docker(&[
+                "service",
+                "create",
+                "--detach",
+                "--name",
+                name,
+                "--replicas",
+                "2",
+                "--network",
+                "apps",
+                "--label",
+                "team=edge",
+                "--label",
+                &format!("gangway.swarm.lbswarm={lbswarm}"),
+                "--label",
+                &format!("gangway.http.services.{name}.loadbalancer.server.port=8080"),
+                WHOAMI_IMAGE,
+            ])
+            .await
+            .expect("docker service create");
+    }
+    // On the host network: exposed by default under the default rule, one
+    // left out by the constraint, one by its own `enable=false`.
+    let open = free_port();
+    let open_port = open.to_string();
+    whoami_service(
+        &swarm,
+        "open",
+        open,
+        &[],
+        &[
+            ("team", "edge"),
+            (
+                "gangway.http.services.open.loadbalancer.server.port",
+                &open_port,
+            ),
+        ],
+    )
+    .await;
+    whoami_service(&swarm, "ops", free_port(), &[], &[("team", "ops")]).await;
+    whoami_service(
+        &swarm,
+        "off",
+        free_port(),
+        &[],
+        &[("team", "edge"), ("gangway.enable", "false")],
+    )
+    .await;
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered_by(&probe, "open.test").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "open.test not routed by the default rule\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let vip = swarm
+        .docker(&[
+            "service",
+            "inspect",
+            "vip",
+            "--format",
+            "{{range .Endpoint.VirtualIPs}}{{.Addr}}{{end}}",
+        ])
+        .await
+        .expect("the service's virtual IP");
+    let vip = vip.split('/').next().unwrap_or_default().to_owned();
+    assert!(!vip.is_empty(), "no virtual IP");
+    let urls = |service: &'static str| {
+        let gw = &gw;
+        async move {
+            let answer = gw
+                .get("api.test", &format!("/api/http/services/{service}@swarm"))
+                .await;
+            let json: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+            let mut urls: Vec<String> = json["loadBalancer"]["servers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s["url"].as_str().map(str::to_owned))
+                .collect();
+            urls.sort();
+            urls
+        }
+    };
+    eventually(
+        Duration::from_secs(60),
+        "both overlay services have their servers",
+        || async { !urls("vip").await.is_empty() && urls("each").await.len() == 2 },
+    )
+    .await;
+    // lbswarm: one server, the service's virtual IP, with both tasks behind
+    // it; otherwise one server per task at the task's own address.
+    assert_eq!(urls("vip").await, [format!("http://{vip}:8080")]);
+    let each = urls("each").await;
+    assert!(
+        each.iter()
+            .all(|u| u.starts_with("http://10.") && u.ends_with(":8080") && !u.contains(&vip)),
+        "{each:?}"
+    );
+    assert_ne!(each[0], each[1], "one server per task");
+
+    // The services gangway leaves out say why.
+    let containers = gw.get("api.test", "/api/containers").await.text();
+    let list: Vec<Value> = serde_json::from_str(&containers).expect("JSON");
+    let reason = |name: &str| {
+        list.iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["reason"].as_str().unwrap_or_default().to_owned())
+    };
+    assert_eq!(
+        reason("ops").as_deref(),
+        Some("constraintNotMet"),
+        "{containers}"
+    );
+    assert_eq!(reason("off").as_deref(), Some("notEnabled"), "{containers}");
+    assert_eq!(probe.status("ops.test").await, 404);
+    assert_eq!(probe.status("off.test").await, 404);
 }

@@ -17,6 +17,11 @@ use std::time::Duration;
 /// The image `scripts/ci/docker-up` builds: busybox httpd on
 /// 127.0.0.1:$PORT serving $NAME at `/` and an echo CGI at `/cgi-bin/echo`.
 pub const IMAGE: &str = "gangway-test-bb:local";
+/// The stand-in for traefik/whoami that `scripts/test` builds
+/// (`scripts/image whoami` under this tag): several of its instances can
+/// share a port, as a Swarm service's tasks on the host network of one
+/// machine must.
+pub const WHOAMI_IMAGE: &str = "gangway-test-whoami:local";
 /// Every test container carries this label (value: the test's run id).
 pub const RUN_LABEL: &str = "gangway-test.run";
 
@@ -501,6 +506,17 @@ impl Load {
     /// Starts `clients` tasks that GET `host` until stopped; an answer that
     /// is not 200 (or whose body is not one of `bodies`) is a failure.
     pub fn start(probe: &Probe, host: &str, bodies: &[&str], clients: usize) -> Load {
+        Load::start_on(probe, host, "/", bodies, clients)
+    }
+
+    /// Like `start`, asking for `path`.
+    pub fn start_on(
+        probe: &Probe,
+        host: &str,
+        path: &str,
+        bodies: &[&str],
+        clients: usize,
+    ) -> Load {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let ok = std::sync::Arc::new(AtomicUsize::new(0));
         let failures = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -508,10 +524,11 @@ impl Load {
         let tasks = (0..clients)
             .map(|_| {
                 let (probe, host, bodies) = (probe.clone(), host.to_owned(), bodies.clone());
+                let path = path.to_owned();
                 let (stop, ok, failures) = (stop.clone(), ok.clone(), failures.clone());
                 tokio::spawn(async move {
                     while !stop.load(Ordering::Relaxed) {
-                        match probe.get(&host, "/").await {
+                        match probe.get(&host, &path).await {
                             Ok(a) if a.status == StatusCode::OK && bodies.contains(&a.body) => {
                                 ok.fetch_add(1, Ordering::Relaxed);
                             }
@@ -552,6 +569,7 @@ impl Load {
 pub struct PrivateDaemon {
     dir: tempfile::TempDir,
     child: Option<std::process::Child>,
+    number: usize,
 }
 
 impl PrivateDaemon {
@@ -563,15 +581,30 @@ impl PrivateDaemon {
             .prefix("gw-dockerd")
             .tempdir_in("/tmp")
             .map_err(|e| format!("tempdir: {e}"))?;
-        let mut daemon = PrivateDaemon { dir, child: None };
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let mut daemon = PrivateDaemon {
+            dir,
+            child: None,
+            number: STARTED.fetch_add(1, Ordering::Relaxed),
+        };
         daemon.spawn()?;
         daemon.wait_ready().await?;
-        let load = format!(
-            "set -o pipefail; docker save {IMAGE} | DOCKER_HOST={} docker load",
-            daemon.host()
-        );
-        command("bash", &["-c", &load]).await?;
+        daemon.load(IMAGE).await?;
         Ok(daemon)
+    }
+
+    /// Copies an image from the default daemon into this one.
+    pub async fn load(&self, image: &str) -> Result<(), String> {
+        let load = format!(
+            "set -o pipefail; docker save {image} | DOCKER_HOST={} docker load",
+            self.host()
+        );
+        command("bash", &["-c", &load]).await.map(drop)
+    }
+
+    /// Runs the docker CLI against this daemon; Ok(stdout) or Err(stderr).
+    pub async fn docker(&self, args: &[&str]) -> Result<String, String> {
+        command_env("docker", args, &[("DOCKER_HOST", &self.host())]).await
     }
 
     /// Its address, for `DOCKER_HOST` and gangway's endpoint.
@@ -639,7 +672,9 @@ impl PrivateDaemon {
             .open(d.join("dockerd.log"))
             .map_err(|e| format!("dockerd.log: {e}"))?;
         let err = log.try_clone().map_err(|e| format!("dockerd.log: {e}"))?;
-        let namespace = format!("gangway-test-{}", std::process::id());
+        // One namespace per daemon: two daemons of one test (a swarm's
+        // manager and worker) may share a system containerd.
+        let namespace = format!("gangway-test-{}-{}", std::process::id(), self.number);
         let child = std::process::Command::new("dockerd")
             .args([
                 "-H",
@@ -772,6 +807,136 @@ impl Drop for PrivateDaemon {
             let _ = std::process::Command::new("umount")
                 .args(["-l", mount])
                 .status();
+        }
+    }
+}
+
+/// A swarm on daemons of the test's own (never the machine's): a manager
+/// on loopback, and workers joined to it on demand. Every node leaves the
+/// swarm and its daemon stops when this is dropped.
+pub struct Swarm {
+    /// The manager, which gangway reads.
+    pub manager: PrivateDaemon,
+    /// The workers, in the order they joined.
+    pub workers: Vec<PrivateDaemon>,
+    address: String,
+}
+
+impl Swarm {
+    /// A one-node swarm with `images` (besides the test image) on it.
+    pub async fn start(test: &str, images: &[&str]) -> Swarm {
+        let manager = PrivateDaemon::start()
+            .await
+            .unwrap_or_else(|e| panic!("{test}: a daemon of the test's own did not start: {e}"));
+        for image in images {
+            manager
+                .load(image)
+                .await
+                .unwrap_or_else(|e| panic!("{test}: loading {image}: {e}"));
+        }
+        // The manager's port must be free: a contributor's own swarm may use
+        // 2377. Another port is tried when one is taken.
+        let mut last = String::new();
+        for _ in 0..3 {
+            let address = format!("127.0.0.1:{}", free_port());
+            match manager
+                .docker(&[
+                    "swarm",
+                    "init",
+                    "--advertise-addr",
+                    &address,
+                    "--listen-addr",
+                    &address,
+                ])
+                .await
+            {
+                Ok(_) => {
+                    return Swarm {
+                        manager,
+                        workers: Vec::new(),
+                        address,
+                    };
+                }
+                Err(e) => last = e,
+            }
+        }
+        panic!(
+            "{test}: swarm init failed: {last}\ndaemon log:\n{}",
+            manager.log()
+        );
+    }
+
+    /// Starts another daemon, puts `images` on it and joins it to the
+    /// swarm as a worker; returns its node id.
+    pub async fn add_worker(&mut self, test: &str, images: &[&str]) -> String {
+        let worker = PrivateDaemon::start()
+            .await
+            .unwrap_or_else(|e| panic!("{test}: a second daemon did not start: {e}"));
+        for image in images {
+            worker
+                .load(image)
+                .await
+                .unwrap_or_else(|e| panic!("{test}: loading {image} on the worker: {e}"));
+        }
+        let token = self
+            .docker(&["swarm", "join-token", "-q", "worker"])
+            .await
+            .unwrap_or_else(|e| panic!("{test}: join token: {e}"));
+        let mut last = String::new();
+        for _ in 0..3 {
+            let address = format!("127.0.0.1:{}", free_port());
+            let joined = worker
+                .docker(&[
+                    "swarm",
+                    "join",
+                    "--token",
+                    &token,
+                    "--listen-addr",
+                    &address,
+                    "--advertise-addr",
+                    &address,
+                    &self.address,
+                ])
+                .await;
+            match joined {
+                Ok(_) => {
+                    let id = worker
+                        .docker(&["info", "--format", "{{.Swarm.NodeID}}"])
+                        .await
+                        .unwrap_or_else(|e| panic!("{test}: the worker's node id: {e}"));
+                    self.workers.push(worker);
+                    return id;
+                }
+                Err(e) => last = e,
+            }
+        }
+        panic!(
+            "{test}: swarm join failed: {last}\nworker log:\n{}",
+            worker.log()
+        );
+    }
+
+    /// The manager's node id.
+    pub async fn manager_id(&self) -> String {
+        self.docker(&["info", "--format", "{{.Swarm.NodeID}}"])
+            .await
+            .expect("the manager's node id")
+    }
+
+    /// Runs the docker CLI against the manager.
+    pub async fn docker(&self, args: &[&str]) -> Result<String, String> {
+        self.manager.docker(args).await
+    }
+}
+
+impl Drop for Swarm {
+    fn drop(&mut self) {
+        for daemon in self.workers.iter().chain([&self.manager]) {
+            let _ = std::process::Command::new("docker")
+                .args(["swarm", "leave", "--force"])
+                .env("DOCKER_HOST", daemon.host())
+                .stdin(std::process::Stdio::null())
+                .output();
         }
     }
 }
