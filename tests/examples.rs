@@ -397,6 +397,23 @@ async fn tcp_works_as_its_readme_says() {
     run_example("tcp", "tcp", &[]).await;
 }
 
+/// The stack is deployed to a swarm of the test's own (a private daemon
+/// made a manager), never to the machine's daemon: the README's `docker
+/// swarm init` is left to that, and every other step runs against it.
+#[tokio::test]
+async fn swarm_works_as_its_readme_says() {
+    let _serial = SERIAL.lock().await;
+    let Some(mut example) = Example::prepare("swarm", "swarm").await else {
+        return;
+    };
+    let swarm = docker_support::Swarm::start("swarm example", &[GANGWAY_IMAGE, WHOAMI_IMAGE]).await;
+    let host = swarm.manager.host();
+    let socket = host.trim_start_matches("unix://").to_owned();
+    example.env.push(("DOCKER_HOST".to_owned(), host));
+    example.env.push(("DOCKER_SOCKET".to_owned(), socket));
+    example.run_readme(&["docker swarm init"]).await;
+}
+
 #[tokio::test]
 async fn grpc_works_as_its_readme_says() {
     run_example("grpc", "grpc", &[]).await;
