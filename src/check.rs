@@ -100,7 +100,8 @@ usage: gangway check [--compose FILE...] [--docker] [--format text|json] [static
 Checks labels and configuration without starting anything:
   --compose FILE...  containers of these compose files (one project); the
                      static configuration of the service running gangway
-                     (or Traefik) in them is used as well
+                     (or Traefik) in them is used as well; with the Swarm
+                     provider on, a stack file's deploy.labels too
   --docker           the running containers of the Docker daemon
   --configFile FILE  the static configuration file (and the file
                      provider's files it names)
