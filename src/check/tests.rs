@@ -490,3 +490,19 @@ fn the_not_routed_warning_names_the_swarm_option() {
         )]
     );
 }
+
+#[test]
+fn a_traefik_router_gets_the_traefik_prefix_for_the_providers_it_turns_on() {
+    let prefixes =
+        |command: &[&str], extra: &[&str]| traefik_prefixes(&args(command), &args(extra));
+    let docker = "--providers.docker.labelPrefix=traefik";
+    let swarm = "--providers.swarm.labelPrefix=traefik";
+    assert_eq!(prefixes(&[], &[]), [docker], "a compose file is for Docker");
+    assert_eq!(prefixes(&["--providers.docker=true"], &[]), [docker]);
+    assert_eq!(prefixes(&["--Providers.Swarm"], &[]), [swarm]);
+    assert_eq!(
+        prefixes(&["--providers.swarm.network=net"], &["--providers.docker"]),
+        [docker, swarm],
+        "check's own flags count too"
+    );
+}
