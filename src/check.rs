@@ -8,6 +8,11 @@
 //! what that code reports into findings, each naming where it comes from
 //! (compose file and service, or container, and the label).
 //!
+//! A compose file is a stack file too: when the router runs the Swarm
+//! provider, each service's `deploy.labels` are checked as that provider
+//! reads them (its settings, `@swarm` names, the port given by label),
+//! and labels in the place the enabled providers do not read are named.
+//!
 //! Like `aggregate`, this room meets providers and compile; it serves
 //! nothing.
 
@@ -95,7 +100,8 @@ usage: gangway check [--compose FILE...] [--docker] [--format text|json] [static
 Checks labels and configuration without starting anything:
   --compose FILE...  containers of these compose files (one project); the
                      static configuration of the service running gangway
-                     (or Traefik) in them is used as well
+                     (or Traefik) in them is used as well; with the Swarm
+                     provider on, a stack file's deploy.labels too
   --docker           the running containers of the Docker daemon
   --configFile FILE  the static configuration file (and the file
                      provider's files it names)
@@ -257,7 +263,8 @@ fn counts(findings: &[Finding]) -> (usize, usize) {
     (errors, findings.len() - errors)
 }
 
-/// Containers to check, with how to name each in a finding.
+/// Containers (or Swarm services) to check, with how to name each in a
+/// finding.
 #[derive(Default)]
 struct Containers {
     views: Vec<ContainerView>,
@@ -271,6 +278,8 @@ struct Containers {
 pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> Vec<Finding> {
     let mut findings = Vec::new();
     let mut containers = Containers::default();
+    // The Swarm services of a stack file, when the Swarm provider is on.
+    let mut services = Containers::default();
 
     // The static configuration, and the containers.
     let config = if options.compose.is_empty() {
@@ -293,19 +302,58 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         let Some(config) = config else {
             return finish(findings);
         };
+        let prefix = config
+            .providers
+            .docker
+            .as_ref()
+            .map_or("gangway", |d| d.label_prefix.as_str())
+            .trim()
+            .to_ascii_lowercase();
+        let swarm_prefix = config
+            .providers
+            .swarm
+            .as_ref()
+            .map(|c| c.label_prefix.trim().to_ascii_lowercase());
+        // With neither provider on, labels are checked as Docker's (and
+        // that is said below).
+        let docker_on = config.providers.docker.is_some() || swarm_prefix.is_none();
         for s in project.services {
             let mut view = s.view;
             let source = format!("{}, service `{}`", s.file, s.name);
-            let prefix = config
-                .providers
-                .docker
-                .as_ref()
-                .map_or("gangway", |d| d.label_prefix.as_str())
-                .to_ascii_lowercase();
-            let routed = view
-                .labels
-                .keys()
-                .any(|k| k.to_ascii_lowercase().starts_with(&format!("{prefix}.")));
+            let deploy_source = format!("{source}, deploy.labels");
+            match &swarm_prefix {
+                Some(_) => {
+                    services.sources.insert(s.swarm.name.clone(), deploy_source);
+                    services.views.push(s.swarm);
+                }
+                None => {
+                    if let Some(key) = routing_label(&s.swarm.labels, &prefix) {
+                        findings.push(label_finding(
+                            Severity::Warning,
+                            &s.swarm,
+                            &deploy_source,
+                            key,
+                            format!(
+                                "`deploy.labels` are read by the Swarm provider only, and it is off (no --providers.swarm): these `{prefix}.` labels are ignored (the Docker provider reads the service's `labels:`)"
+                            ),
+                        ));
+                    }
+                }
+            }
+            if !docker_on {
+                let swarm_prefix = swarm_prefix.as_deref().unwrap_or(&prefix);
+                if let Some(key) = routing_label(&view.labels, swarm_prefix) {
+                    findings.push(label_finding(
+                        Severity::Warning,
+                        &view,
+                        &source,
+                        key,
+                        "the Swarm provider reads `deploy.labels`, and the Docker provider is off (no --providers.docker): these container `labels:` are ignored (move them under `deploy.labels`)".to_owned(),
+                    ));
+                }
+                continue;
+            }
+            let routed = routing_label(&view.labels, &prefix).is_some();
             // Only containers with labels need a port; the image says which.
             if routed && view.ports.is_empty() && !s.image.is_empty() {
                 match image_ports(&config, &s.image).await {
@@ -352,7 +400,21 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
             return finish(findings);
         }
     };
-    if !options.compose.is_empty() && config.providers.docker.is_none() {
+    // Only a stack file's services: `--docker` reads containers alone.
+    let swarm_settings = match &config.providers.swarm {
+        Some(c) => match crate::provider::swarm::settings(c) {
+            Ok(s) => Some(s).filter(|_| !options.compose.is_empty()),
+            Err(e) => {
+                findings.push(static_error(e.to_string()));
+                return finish(findings);
+            }
+        },
+        None => None,
+    };
+    if !options.compose.is_empty()
+        && config.providers.docker.is_none()
+        && config.providers.swarm.is_none()
+    {
         findings.push(Finding::general(
             Severity::Warning,
             "static configuration",
@@ -360,39 +422,19 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         ));
     }
 
-    // Labels, container by container.
-    for view in &containers.views {
-        // Containers the provider's constraints leave out are not its concern.
-        if settings
-            .constraints
-            .as_ref()
-            .is_some_and(|c| !c.matches(&view.labels))
-        {
-            continue;
-        }
-        let source = containers.sources[&view.name].clone();
-        let parsed = parse_labels(&settings.prefix, &view.labels);
-        // A rule error found in a router left out for other labels is the
-        // router's: it is reported with the router, from the provider's
-        // detail below.
-        let grammar = parsed
-            .errors
-            .iter()
-            .filter(|e| !matches!(e, crate::provider::docker::labels::LabelError::Rule { .. }));
-        for e in grammar {
-            findings.push(label_finding(
-                Severity::Error,
-                view,
-                &source,
-                e.label(),
-                e.problem().to_string(),
-            ));
-        }
-        findings.extend(prefix_findings(view, &settings, &source, &parsed));
+    // Labels, container by container (and Swarm service by service).
+    findings.extend(label_findings(&containers, &settings));
+    if let Some(swarm) = &swarm_settings {
+        findings.extend(label_findings(&services, swarm));
     }
 
-    // What the Docker provider makes of them.
-    let built = build(&containers.views, &settings, now_ms());
+    // What the Docker (and Swarm) provider makes of them.
+    let now = now_ms();
+    let built = build(&containers.views, &settings, now);
+    let built_swarm = swarm_settings
+        .as_ref()
+        .map(|s| build(&services.views, s, now))
+        .unwrap_or_default();
 
     // The file provider.
     let mut file_dynamic = None;
@@ -433,6 +475,9 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     if with_containers {
         providers.push(("docker", &built.dynamic));
     }
+    if swarm_settings.is_some() {
+        providers.push(("swarm", &built_swarm.dynamic));
+    }
     if let Some(d) = &file_dynamic {
         providers.push(("file", d));
     }
@@ -450,12 +495,67 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     let places = Places {
         containers: &containers,
         docker: &built.detail,
+        services: &services,
+        swarm: &built_swarm.detail,
         file: &file_detail,
         cwd,
     };
     findings.extend(detail_findings(&places));
-    findings.extend(report_findings(&runtime.report, &built.dynamic, &places));
+    findings.extend(report_findings(
+        &runtime.report,
+        [&built.dynamic, &built_swarm.dynamic],
+        &places,
+    ));
     finish(findings)
+}
+
+/// The first label of `labels` under `prefix` (any case): one that asks
+/// a provider for routing.
+fn routing_label<'a>(labels: &'a BTreeMap<String, String>, prefix: &str) -> Option<&'a str> {
+    labels
+        .keys()
+        .find(|k| {
+            k.split_once('.')
+                .is_some_and(|(first, _)| first.eq_ignore_ascii_case(prefix))
+        })
+        .map(String::as_str)
+}
+
+/// What the label grammar says of each container's labels (the label
+/// parser's errors and the labels the provider never reads), for the
+/// containers the provider's constraints let in.
+fn label_findings(containers: &Containers, settings: &Settings) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for view in &containers.views {
+        // Containers the provider's constraints leave out are not its concern.
+        if settings
+            .constraints
+            .as_ref()
+            .is_some_and(|c| !c.matches(&view.labels))
+        {
+            continue;
+        }
+        let source = containers.sources[&view.name].clone();
+        let parsed = parse_labels(&settings.prefix, &view.labels);
+        // A rule error found in a router left out for other labels is the
+        // router's: it is reported with the router, from the provider's
+        // detail below.
+        let grammar = parsed
+            .errors
+            .iter()
+            .filter(|e| !matches!(e, crate::provider::docker::labels::LabelError::Rule { .. }));
+        for e in grammar {
+            findings.push(label_finding(
+                Severity::Error,
+                view,
+                &source,
+                e.label(),
+                e.problem().to_string(),
+            ));
+        }
+        findings.extend(prefix_findings(view, settings, &source, &parsed));
+    }
+    findings
 }
 
 fn finish(mut findings: Vec<Finding>) -> Vec<Finding> {
@@ -583,7 +683,7 @@ fn compose_static(
     };
     let mut args = Vec::new();
     if traefik {
-        args.push("--providers.docker.labelPrefix=traefik".to_owned());
+        args.extend(traefik_prefixes(&router.command, &options.static_args));
     }
     args.extend(
         router
@@ -609,7 +709,7 @@ fn compose_static(
             ));
             let mut fallback = Vec::new();
             if traefik {
-                fallback.push("--providers.docker.labelPrefix=traefik".to_owned());
+                fallback.extend(traefik_prefixes(&[], &options.static_args));
             }
             fallback.extend(options.static_args.iter().cloned());
             match load_static(&fallback, &[], cwd) {
@@ -621,6 +721,30 @@ fn compose_static(
             }
         }
     }
+}
+
+/// The flags that make a Traefik service's providers read `traefik.`
+/// labels: the Swarm provider's when its flags turn it on, the Docker
+/// provider's when its flags do, or when none do (a compose file is for
+/// Docker, as before Swarm was read). Setting a provider's prefix turns it
+/// on, so a provider nothing asks for is left alone.
+fn traefik_prefixes(command: &[String], static_args: &[String]) -> Vec<String> {
+    let flags = || {
+        command
+            .iter()
+            .chain(static_args)
+            .map(|a| a.to_ascii_lowercase())
+    };
+    let swarm = flags().any(|a| a.starts_with("--providers.swarm"));
+    let docker = flags().any(|a| a.starts_with("--providers.docker"));
+    let mut out = Vec::new();
+    if docker || !swarm {
+        out.push("--providers.docker.labelPrefix=traefik".to_owned());
+    }
+    if swarm {
+        out.push("--providers.swarm.labelPrefix=traefik".to_owned());
+    }
+    out
 }
 
 /// The router prefixes `check` knows: labels under the one not read are
@@ -637,6 +761,12 @@ fn prefix_findings(
     parsed: &crate::provider::docker::labels::ContainerLabels,
 ) -> Vec<Finding> {
     let prefix = settings.prefix.as_str();
+    let provider = settings.provider;
+    // A Swarm view stands for a service: its labels are the service's.
+    let holder = match provider {
+        "swarm" => "service",
+        _ => "container",
+    };
     let mut out = Vec::new();
     let mut ours = false;
     // Labels under another known prefix, by that prefix (lower case).
@@ -683,7 +813,7 @@ fn prefix_findings(
                     source,
                     first,
                     format!(
-                        "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.docker.labelPrefix={other} to read them)"
+                        "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.{provider}.labelPrefix={other} to read them)"
                     ),
                 ));
             }
@@ -730,7 +860,7 @@ fn prefix_findings(
             Severity::Warning,
             source,
             format!(
-                "the container has `{prefix}.` labels but no `{prefix}.enable=true`, and providers.docker.exposedByDefault is false: it is not routed"
+                "the {holder} has `{prefix}.` labels but no `{prefix}.enable=true`, and providers.{provider}.exposedByDefault is false: it is not routed"
             ),
         ));
     }
@@ -761,6 +891,9 @@ fn rewrite(key: &str, prefix: &str, replace: Option<(&String, &String)>) -> Stri
 struct Places<'a> {
     containers: &'a Containers,
     docker: &'a ProviderDetail,
+    /// A stack file's Swarm services.
+    services: &'a Containers,
+    swarm: &'a ProviderDetail,
     file: &'a ProviderDetail,
     cwd: &'a Path,
 }
@@ -770,6 +903,7 @@ impl Places<'_> {
     fn detail(&self, object: &ObjectRef) -> Option<&ObjectDetail> {
         let detail = match object.name.provider.as_str() {
             "docker" => self.docker,
+            "swarm" => self.swarm,
             "file" => self.file,
             _ => return None,
         };
@@ -807,17 +941,27 @@ impl Places<'_> {
         let origin = origin.map(|o| relative(o, self.cwd));
         let (source, label) = match &origin {
             Some(o @ (Origin::File { .. } | Origin::Document { .. })) => (o.to_string(), None),
-            Some(Origin::Container { name, label, .. }) => (
-                self.containers
-                    .sources
-                    .get(name)
-                    .cloned()
-                    .unwrap_or_else(|| format!("container `{name}`")),
-                label.clone(),
-            ),
+            Some(Origin::Container { name, label, .. }) => {
+                // Swarm services and compose containers are named apart
+                // (`stack_web`, `stack-web-1`), but a `container_name` may
+                // be anything: each provider's own are looked up.
+                let containers = match object.name.provider.as_str() {
+                    "swarm" => self.services,
+                    _ => self.containers,
+                };
+                (
+                    containers
+                        .sources
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| format!("container `{name}`")),
+                    label.clone(),
+                )
+            }
             None => (
                 match object.name.provider.as_str() {
                     "docker" => "Docker provider",
+                    "swarm" => "Swarm provider",
                     "file" => "file provider",
                     _ => "static configuration",
                 }
@@ -836,8 +980,8 @@ impl Places<'_> {
     }
 }
 
-/// The Docker provider's own errors and warnings on objects, except the
-/// label errors, which are reported with their label already.
+/// The Docker and Swarm providers' own errors and warnings on objects,
+/// except the label errors, which are reported with their label already.
 fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
     let mut out = Vec::new();
     // Objects of a file left out because they do not read.
@@ -852,8 +996,11 @@ fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
             ));
         }
     }
-    let detail = places.docker;
-    for map in [&detail.routers, &detail.services, &detail.middlewares] {
+    let labelled = [places.docker, places.swarm];
+    let maps = labelled
+        .iter()
+        .flat_map(|detail| [&detail.routers, &detail.services, &detail.middlewares]);
+    for map in maps {
         for d in map.values() {
             for (severity, list) in [
                 (Severity::Error, &d.errors),
@@ -868,7 +1015,11 @@ fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
                     // The image's EXPOSE is part of the ports, and it could
                     // not be read: the port may well be known to Docker.
                     let container = match &e.origin {
-                        Some(Origin::Container { name, .. }) => Some(name),
+                        Some(Origin::Container { name, .. })
+                            if e.object.name.provider == "docker" =>
+                        {
+                            Some(name)
+                        }
                         _ => None,
                     };
                     if e.problem.not_routed() == Some(NotRouted::NoPort)
@@ -908,25 +1059,34 @@ fn refers_to_dropped(problem: &Problem, dropped: &BTreeSet<ObjectRef>) -> bool {
 
 /// Compile's verdict on each object, at the place (file and line, or
 /// container and label) the provider reports for it.
-fn report_findings(report: &Report, docker: &Dynamic, places: &Places<'_>) -> Vec<Finding> {
-    // Objects the provider dropped are reported already; a router that
+fn report_findings(
+    report: &Report,
+    [docker, swarm]: [&Dynamic; 2],
+    places: &Places<'_>,
+) -> Vec<Finding> {
+    // Objects a provider dropped are reported already; a router that
     // refers to one would only repeat that.
     let mut dropped = BTreeSet::new();
-    for (kind, details, kept) in [
-        (
-            ObjectKind::Service,
-            &places.docker.services,
-            docker.http.services.keys().collect::<BTreeSet<_>>(),
-        ),
-        (
-            ObjectKind::Middleware,
-            &places.docker.middlewares,
-            docker.http.middlewares.keys().collect(),
-        ),
+    for (provider, detail, built) in [
+        ("docker", places.docker, docker),
+        ("swarm", places.swarm, swarm),
     ] {
-        for (name, d) in details {
-            if !d.errors.is_empty() && !kept.contains(name) {
-                dropped.insert(ObjectRef::new(kind, &format!("{name}@docker")));
+        for (kind, details, kept) in [
+            (
+                ObjectKind::Service,
+                &detail.services,
+                built.http.services.keys().collect::<BTreeSet<_>>(),
+            ),
+            (
+                ObjectKind::Middleware,
+                &detail.middlewares,
+                built.http.middlewares.keys().collect(),
+            ),
+        ] {
+            for (name, d) in details {
+                if !d.errors.is_empty() && !kept.contains(name) {
+                    dropped.insert(ObjectRef::new(kind, &format!("{name}@{provider}")));
+                }
             }
         }
     }

@@ -1,8 +1,9 @@
 //! `gangway check`, run as users run it: the real binary over compose files
 //! with one mistake each (the message, the label it names and the exit
-//! status), over static and file-provider configuration, and over the
-//! running containers of the real daemon. Its silence on good files is
-//! checked over every example in `tests/examples.rs`.
+//! status), over Swarm stack files, over static and file-provider
+//! configuration, and over the running containers of the real daemon. Its
+//! silence on good files is checked over every example in
+//! `tests/examples.rs`.
 
 mod docker_support;
 mod support;
@@ -728,4 +729,87 @@ fn a_dns_provider_without_its_environment_variables_is_refused() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("c2VjcmV0"), "{out}");
+}
+
+/// A stack file (`docker stack deploy -c stack.yml shop`): gangway with
+/// the Swarm provider (prefix `prefix`) on the host network, and `web`
+/// whose `deploy.labels` and container `labels` are given.
+fn stack(prefix: &str, deploy_labels: &[&str], container_labels: &[&str]) -> String {
+    let mut out = format!(
+        "name: shop\nservices:\n  gangway:\n    image: gangway:local\n    networks: [hostnet]\n    command:\n      - --providers.swarm\n      - --providers.swarm.labelPrefix={prefix}\n      - --entryPoints.web.address=:80\n  web:\n    image: example/web\n    networks: [hostnet]\n    deploy:\n      replicas: 2\n      labels:\n"
+    );
+    for l in deploy_labels {
+        out.push_str(&format!("        - \"{l}\"\n"));
+    }
+    if !container_labels.is_empty() {
+        out.push_str("    labels:\n");
+        for l in container_labels {
+            out.push_str(&format!("      - \"{l}\"\n"));
+        }
+    }
+    out.push_str("networks:\n  hostnet:\n    external: true\n    name: host\n");
+    out
+}
+
+#[test]
+fn a_stack_file_is_checked_as_the_swarm_provider_reads_deploy_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |yaml: String| {
+        std::fs::write(dir.path().join("stack.yml"), yaml).unwrap();
+        check(dir.path(), &["--compose", "stack.yml"])
+    };
+    let good = [
+        "traefik.enable=true",
+        "traefik.http.routers.web.rule=Host(`web.example.com`)",
+        "traefik.http.services.web.loadbalancer.server.port=8080",
+    ];
+
+    // The prefix the Swarm provider is given is the one read.
+    let (code, out) = run(stack("traefik", &good, &[]));
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out, "gangway check: no problems found\n");
+
+    // Swarm gives no port to pick: without the label, the service is not
+    // routed, and the error says which label to set, where (the service
+    // without labels of its own is named after the Swarm service).
+    let (code, out) = run(stack("traefik", &good[..2], &[]));
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out,
+        "error: stack.yml, service `web`, deploy.labels: service `shop-web@swarm`: no port: the container exposes none; set `traefik.http.services.shop-web.loadbalancer.server.port`\n\
+         gangway check: 1 error, 0 warnings\n"
+    );
+
+    // The labels under another prefix than the provider's are not read.
+    let (code, out) = run(stack("gangway", &good, &[]));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(
+            "warning: stack.yml, service `web`, deploy.labels: label `traefik.enable`: labels under `traefik.` are not read: the label prefix is `gangway` (set --providers.swarm.labelPrefix=traefik to read them)"
+        ),
+        "{out}"
+    );
+
+    // Routing labels on the container, not the service: Traefik users'
+    // most common Swarm mistake.
+    let (code, out) = run(stack("traefik", &[], &good));
+    assert_eq!(code, 0, "warnings only: {out}");
+    assert_eq!(
+        out,
+        "warning: stack.yml, service `web`: label `traefik.enable`: the Swarm provider reads `deploy.labels`, and the Docker provider is off (no --providers.docker): these container `labels:` are ignored (move them under `deploy.labels`)\n\
+         gangway check: 0 errors, 1 warning\n"
+    );
+
+    // JSON names the place as well.
+    std::fs::write(
+        dir.path().join("stack.yml"),
+        stack("traefik", &good[..2], &[]),
+    )
+    .unwrap();
+    let (_, out) = check(dir.path(), &["--compose", "stack.yml", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let f = &json["findings"][0];
+    assert_eq!(f["source"], "stack.yml, service `web`, deploy.labels");
+    assert_eq!(f["object"], "service `shop-web@swarm`");
+    assert_eq!(f["origin"]["name"], "shop_web");
 }

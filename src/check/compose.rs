@@ -4,13 +4,19 @@
 //! are checked against the static configuration they will meet.
 //!
 //! What is read: `image`, `command`, `environment`, `labels`,
-//! `network_mode`, `networks`, `expose`, `ports` and `container_name` of
-//! each service, after `${VAR}` interpolation (from the environment and the
-//! `.env` file beside the first compose file) and YAML merge keys. Several
-//! files are one project, later files overriding a service's keys.
+//! `network_mode`, `networks`, `expose`, `ports`, `container_name` and
+//! `deploy.labels` of each service, and the top-level `networks`, after
+//! `${VAR}` interpolation (from the environment and the `.env` file beside
+//! the first compose file) and YAML merge keys. Several files are one
+//! project, later files overriding a service's keys.
+//!
+//! A file may also be a stack file (`docker stack deploy -c FILE`): each
+//! service is then read twice, as the container Docker starts for it (its
+//! `labels:`) and as the Swarm service (its `deploy.labels`), each the way
+//! its provider would see it.
 
 use crate::provider::docker::container::{
-    COMPOSE_PROJECT, COMPOSE_SERVICE, ContainerView, PortView, RunState,
+    COMPOSE_PROJECT, COMPOSE_SERVICE, ContainerView, PortView, RunState, STACK_NAMESPACE,
 };
 use serde_yaml::Value;
 use std::collections::BTreeMap;
@@ -52,6 +58,11 @@ pub struct ComposeService {
     pub environment: Vec<(String, String)>,
     /// The container Docker would start for it.
     pub view: ContainerView,
+    /// The Swarm service `docker stack deploy` would make of it, as the
+    /// Swarm provider sees one of its running tasks: `deploy.labels` and
+    /// the stack namespace as its labels, named `<stack>_<service>`, on
+    /// the stack's networks (or the host's), with no port.
+    pub swarm: ContainerView,
 }
 
 /// A compose project read from one or more files.
@@ -65,8 +76,8 @@ pub struct Project {
 
 impl Project {
     /// The service that runs the router: the image is gangway's or
-    /// Traefik's, or its command configures the Docker provider. Returns
-    /// it with whether it is Traefik.
+    /// Traefik's, or its command configures the Docker or Swarm provider.
+    /// Returns it with whether it is Traefik.
     pub fn router(&self) -> Option<(&ComposeService, bool)> {
         let repo = |image: &str| {
             let without_tag = image.split('@').next().unwrap_or(image);
@@ -75,10 +86,10 @@ impl Project {
         };
         self.services.iter().find_map(|s| {
             let r = repo(&s.image);
-            let flags = s
-                .command
-                .iter()
-                .any(|a| a.to_ascii_lowercase().starts_with("--providers.docker"));
+            let flags = s.command.iter().any(|a| {
+                let a = a.to_ascii_lowercase();
+                a.starts_with("--providers.docker") || a.starts_with("--providers.swarm")
+            });
             match r.as_str() {
                 "traefik" => Some((s, true)),
                 "gangway" => Some((s, false)),
@@ -112,6 +123,9 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
 
     let mut name = None;
     let mut services: BTreeMap<String, (String, serde_yaml::Mapping)> = BTreeMap::new();
+    // Top-level network definitions, by key: a later file's replaces an
+    // earlier one's.
+    let mut networks = serde_yaml::Mapping::new();
     for file in files {
         let path = file.display().to_string();
         let text = std::fs::read_to_string(file).map_err(|source| ComposeError::Read {
@@ -127,6 +141,11 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
         interpolate(&mut doc, &vars).map_err(invalid)?;
         if let Some(n) = doc.get("name").and_then(Value::as_str) {
             name = Some(n.to_owned());
+        }
+        if let Some(defined) = doc.get("networks").and_then(Value::as_mapping) {
+            for (k, v) in defined {
+                networks.insert(k.clone(), v.clone());
+            }
         }
         let Some(map) = doc.get("services").and_then(Value::as_mapping) else {
             return Err(invalid("no `services` section".to_owned()));
@@ -159,7 +178,9 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
     let project = normalize_project(&name);
     let services = services
         .into_iter()
-        .map(|(service, (file, fields))| read_service(&project, &service, &file, &fields))
+        .map(|(service, (file, fields))| {
+            read_service(&project, &service, &file, &fields, &networks)
+        })
         .collect::<Result<Vec<_>, String>>()
         .map_err(|message| ComposeError::Invalid {
             path: files
@@ -187,6 +208,7 @@ fn read_service(
     service: &str,
     file: &str,
     fields: &serde_yaml::Mapping,
+    defined_networks: &serde_yaml::Mapping,
 ) -> Result<ComposeService, String> {
     let get = |k: &str| fields.get(k);
     let image = get("image")
@@ -283,6 +305,7 @@ fn read_service(
         down_since_ms: None,
         swarm: None,
     };
+    let swarm = swarm_view(project, service, fields, defined_networks)?;
     Ok(ComposeService {
         name: service.to_owned(),
         file: file.to_owned(),
@@ -290,7 +313,95 @@ fn read_service(
         command,
         environment,
         view,
+        swarm,
     })
+}
+
+/// The Swarm service of a stack's `service`, as the Swarm provider sees
+/// one of its running tasks. Swarm has no container ports to offer (the
+/// port comes from a label), and a task's address is not known before it
+/// runs: any address stands for it, as for compose containers.
+fn swarm_view(
+    stack: &str,
+    service: &str,
+    fields: &serde_yaml::Mapping,
+    networks: &serde_yaml::Mapping,
+) -> Result<ContainerView, String> {
+    let deploy = fields.get("deploy");
+    if deploy.is_some_and(|d| !d.is_mapping() && !d.is_null()) {
+        return Err(format!("service `{service}`: `deploy` must be a mapping"));
+    }
+    let mut labels: BTreeMap<String, String> = pairs(
+        deploy.and_then(|d| d.get("labels")),
+        service,
+        "deploy.labels",
+    )?
+    .into_iter()
+    .collect();
+    // `docker stack deploy` labels every service with its stack.
+    labels.insert(STACK_NAMESPACE.to_owned(), stack.to_owned());
+    let keys: Vec<String> = match fields.get("networks") {
+        Some(Value::Sequence(items)) => items.iter().map(scalar).collect(),
+        Some(Value::Mapping(m)) => m.keys().map(scalar).collect(),
+        _ => vec!["default".to_owned()],
+    };
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| stack_network(stack, k, networks))
+        .collect();
+    let host = names.iter().any(|n| n == "host");
+    let networks = if host {
+        BTreeMap::from([("host".to_owned(), "192.0.2.1".to_owned())])
+    } else {
+        names
+            .into_iter()
+            .map(|n| (n, "192.0.2.1".to_owned()))
+            .collect()
+    };
+    let name = format!("{stack}_{service}");
+    Ok(ContainerView {
+        id: name.clone(),
+        name,
+        created_ns: 0,
+        labels,
+        state: RunState::Running,
+        health: None,
+        network_mode: if host { "host" } else { "" }.to_owned(),
+        networks,
+        ports: Vec::new(),
+        finished_ms: None,
+        draining: false,
+        down_since_ms: None,
+    })
+}
+
+/// The name Swarm gives the network a stack service lists as `key`: the
+/// `name:` of its top-level definition (an external network's is its key
+/// without one), else the key under the stack's prefix. `host` with no
+/// definition is the host's network.
+fn stack_network(stack: &str, key: &str, networks: &serde_yaml::Mapping) -> String {
+    let Some(definition) = networks.get(key).filter(|d| !d.is_null()) else {
+        return match key {
+            "host" => "host".to_owned(),
+            _ => format!("{stack}_{key}"),
+        };
+    };
+    // `external: {name: x}` is the older spelling of `external: true` + `name: x`.
+    let external = definition.get("external");
+    let name = definition
+        .get("name")
+        .or_else(|| external.and_then(|e| e.get("name")))
+        .map(scalar);
+    let is_external = match external {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Mapping(_)) => true,
+        _ => false,
+    };
+    match name {
+        Some(name) => name,
+        None if is_external => key.to_owned(),
+        None => format!("{stack}_{key}"),
+    }
 }
 
 fn port_spec(spec: &str) -> Option<(u16, String)> {
@@ -570,5 +681,110 @@ services:
         let api = p.services.iter().find(|s| s.name == "api").unwrap();
         assert_eq!(api.view.network_mode, "host");
         assert_eq!(api.environment, [("A".to_owned(), "1".to_owned())]);
+    }
+
+    #[test]
+    fn stack_services_carry_deploy_labels_the_stack_and_its_networks() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("stack.yml");
+        std::fs::write(
+            &file,
+            r#"
+name: Shop
+services:
+  gw:
+    image: registry.example/edge:1
+    command: --providers.swarm --providers.swarm.labelPrefix=traefik
+  web:
+    image: nginx
+    labels: ["gangway.enable=true"]
+    networks: [front, back, shared, named]
+    deploy:
+      replicas: 2
+      labels:
+        gangway.enable: "true"
+        gangway.http.routers.web.rule: Host(`${HOST:-shop.localhost}`)
+  api:
+    image: api
+    networks:
+      hostnet: {}
+    deploy:
+      labels: ["gangway.http.services.api.loadbalancer.server.port=8080"]
+  old:
+    image: old
+    networks: [legacy]
+  bare:
+    image: bare
+    networks: [host]
+networks:
+  front:
+  back: {driver: overlay}
+  shared: {external: true}
+  named: {name: custom-name}
+  hostnet: {external: true, name: host}
+  legacy: {external: {name: outside}}
+"#,
+        )
+        .unwrap();
+        let p = read_project(&[file], &[("HOST".into(), "shop.example".into())]).unwrap();
+        let (router, _) = p
+            .router()
+            .expect("a --providers.swarm command runs the router");
+        assert_eq!(router.name, "gw");
+        let service = |name: &str| &p.services.iter().find(|s| s.name == name).unwrap().swarm;
+
+        let web = service("web");
+        assert_eq!(
+            (web.id.as_str(), web.name.as_str()),
+            ("shop_web", "shop_web")
+        );
+        let labels: Vec<(&str, &str)> = web
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                (STACK_NAMESPACE, "shop"),
+                ("gangway.enable", "true"),
+                ("gangway.http.routers.web.rule", "Host(`shop.example`)"),
+            ],
+            "deploy.labels, interpolated, and the stack; not the container's labels"
+        );
+        assert_eq!(
+            web.networks.keys().collect::<Vec<_>>(),
+            ["custom-name", "shared", "shop_back", "shop_front"]
+        );
+        assert!(web.ports.is_empty(), "Swarm gives no port to pick");
+        assert_eq!(web.network_mode, "");
+
+        let api = service("api");
+        assert_eq!(api.network_mode, "host", "an external network named host");
+        assert_eq!(
+            api.labels["gangway.http.services.api.loadbalancer.server.port"],
+            "8080"
+        );
+        assert_eq!(service("bare").network_mode, "host", "`host` itself");
+        assert_eq!(
+            service("old").networks.keys().collect::<Vec<_>>(),
+            ["outside"]
+        );
+        let gw = service("gw");
+        assert_eq!(
+            gw.networks.keys().collect::<Vec<_>>(),
+            ["shop_default"],
+            "no networks: the stack's default one"
+        );
+        assert_eq!(gw.labels.len(), 1, "only the stack: {:?}", gw.labels);
+    }
+
+    #[test]
+    fn deploy_that_is_no_mapping_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("stack.yml");
+        std::fs::write(&file, "services:\n  web:\n    image: x\n    deploy: [1]\n").unwrap();
+        let e = read_project(&[file], &[]).unwrap_err();
+        assert!(e.to_string().contains("`deploy` must be a mapping"), "{e}");
     }
 }

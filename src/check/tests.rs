@@ -235,3 +235,274 @@ fn a_problem_that_only_repeats_a_dropped_object_is_recognised_by_its_kind() {
     ));
     assert!(!refers_to_dropped(&Problem::NoService, &dropped));
 }
+
+/// `gangway check --compose stack.yml ARGS` over a stack file holding the
+/// router's service (gangway with `command`) and `services` (YAML under
+/// `services:`); see [`check_file`].
+fn check_stack(command: &str, services: &str, extra: &[&str]) -> Vec<Finding> {
+    check_file(
+        &format!(
+            "  gangway:\n    image: gangway:local\n    command: {command}\n    networks: [hostnet]\n{services}"
+        ),
+        extra,
+    )
+}
+
+/// `gangway check --compose stack.yml ARGS` over a stack file of project
+/// `shop` with `services` and a `hostnet` network (the host's); the
+/// findings, with the file's path taken out of their sources.
+fn check_file(services: &str, extra: &[&str]) -> Vec<Finding> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stack.yml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: shop\nservices:\n{services}networks:\n  hostnet:\n    external: true\n    name: host\n"
+        ),
+    )
+    .unwrap();
+    let options = Options {
+        compose: vec![file.clone()],
+        static_args: extra.iter().map(|s| (*s).to_owned()).collect(),
+        ..Options::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let prefix = format!("{}, ", file.display());
+    runtime
+        .block_on(check(&options, &[], dir.path()))
+        .into_iter()
+        .map(|f| Finding {
+            source: f.source.replacen(&prefix, "", 1),
+            ..f
+        })
+        .collect()
+}
+
+/// A service routed by `deploy.labels` (on the host network), with its port.
+const WEB: &str = "  web:\n    image: web\n    networks: [hostnet]\n    deploy:\n      labels:\n        gangway.enable: \"true\"\n        gangway.http.routers.web.rule: Host(`web.localhost`)\n        gangway.http.services.web.loadbalancer.server.port: \"8080\"\n";
+
+/// A finding as (severity, source, object, label, message).
+type Summary<'a> = (Severity, &'a str, Option<&'a str>, Option<&'a str>, &'a str);
+
+/// Findings in a form to compare with a table.
+fn summary(findings: &[Finding]) -> Vec<Summary<'_>> {
+    findings
+        .iter()
+        .map(|f| {
+            (
+                f.severity,
+                f.source.as_str(),
+                f.object.as_deref(),
+                f.label.as_deref(),
+                f.message.as_str(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_good_stack_under_the_swarm_provider_has_nothing_to_report() {
+    let found = check_stack("--providers.swarm", WEB, &[]);
+    assert_eq!(summary(&found), []);
+}
+
+#[test]
+fn a_stack_service_without_a_port_label_is_an_error_at_its_deploy_labels() {
+    let api = "  api:\n    image: api\n    networks: [hostnet]\n    deploy:\n      labels:\n        - gangway.enable=true\n        - gangway.http.routers.api.rule=Host(`api.localhost`)\n";
+    let found = check_stack("--providers.swarm", &format!("{WEB}{api}"), &[]);
+    assert_eq!(
+        summary(&found),
+        [(
+            Severity::Error,
+            "service `api`, deploy.labels",
+            Some("service `shop-api@swarm`"),
+            None,
+            "no port: the container exposes none; set `gangway.http.services.shop-api.loadbalancer.server.port`"
+        )]
+    );
+    // The place is typed too: the Swarm service, as the API names it.
+    assert_eq!(
+        found[0].origin,
+        Some(Origin::Container {
+            id: "shop_api".into(),
+            name: "shop_api".into(),
+            label: None,
+        })
+    );
+}
+
+#[test]
+fn swarm_label_grammar_and_options_are_the_swarm_providers() {
+    // `swarm.*` labels are read, and the provider's own options apply:
+    // its prefix and network (the stack's prefix left out).
+    let svc = "  api:\n    image: api\n    networks: [front, back]\n    deploy:\n      labels:\n        traefik.enable: \"true\"\n        traefik.http.services.api.loadbalancer.server.port: \"80\"\n        traefik.swarm.lbswarm: \"true\"\n  typo:\n    image: api\n    networks: [front, back]\n    deploy:\n      labels:\n        traefik.enable: \"true\"\n        traefik.http.services.typo.loadbalancer.server.port: \"80\"\n        traefik.swarm.netwrok: front\n  lost:\n    image: api\n    networks: [front]\n    deploy:\n      labels:\n        traefik.enable: \"true\"\n        traefik.http.services.lost.loadbalancer.server.port: \"80\"\n        traefik.swarm.network: nowhere\n";
+    let found = check_stack(
+        "--providers.swarm --providers.swarm.labelPrefix=traefik",
+        svc,
+        &["--providers.swarm.network=back"],
+    );
+    assert_eq!(
+        summary(&found),
+        [
+            (
+                Severity::Error,
+                "service `lost`, deploy.labels",
+                Some("service `lost@swarm`"),
+                None,
+                "network `nowhere` not found on the container (it is on: shop_front)"
+            ),
+            (
+                Severity::Error,
+                "service `typo`, deploy.labels",
+                None,
+                Some("traefik.swarm.netwrok"),
+                "unknown option `netwrok` (did you mean `network`?)"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn swarm_constraints_and_the_stack_namespace_decide_which_services_are_checked() {
+    let broken = "  api:\n    image: api\n    deploy:\n      labels:\n        gangway.enable: \"true\"\n        gangway.http.routers.api.rul: Host(`api.localhost`)\n        gangway.http.services.api.loadbalancer.server.port: \"80\"\n";
+    let constraint = |stack: &str| {
+        format!("--providers.swarm.constraints=Label(`com.docker.stack.namespace`,`{stack}`)")
+    };
+    let other = check_stack("--providers.swarm", broken, &[&constraint("other")]);
+    assert_eq!(summary(&other), [], "another stack's services are not ours");
+    let ours = check_stack("--providers.swarm", broken, &[&constraint("shop")]);
+    assert_eq!(
+        ours.iter().map(|f| f.label.as_deref()).collect::<Vec<_>>(),
+        [Some("gangway.http.routers.api.rul")]
+    );
+}
+
+#[test]
+fn labels_where_no_enabled_provider_reads_them_are_warned_about() {
+    let both = "  app:\n    image: app\n    network_mode: host\n    labels:\n      gangway.enable: \"true\"\n      gangway.http.routers.app.rule: Host(`app.localhost`)\n      gangway.http.services.app.loadbalancer.server.port: \"9000\"\n    deploy:\n      labels:\n        gangway.enable: \"true\"\n        gangway.http.routers.svc.rule: Host(`svc.localhost`)\n        gangway.http.services.svc.loadbalancer.server.port: \"9001\"\n";
+    // Swarm only: the container labels are ignored.
+    let found = check_stack("--providers.swarm", both, &[]);
+    assert_eq!(
+        summary(&found),
+        [(
+            Severity::Warning,
+            "service `app`",
+            None,
+            Some("gangway.enable"),
+            "the Swarm provider reads `deploy.labels`, and the Docker provider is off (no --providers.docker): these container `labels:` are ignored (move them under `deploy.labels`)"
+        )]
+    );
+    // Docker only: `deploy.labels` are.
+    let found = check_stack("--providers.docker", both, &[]);
+    assert_eq!(
+        summary(&found),
+        [(
+            Severity::Warning,
+            "service `app`, deploy.labels",
+            None,
+            Some("gangway.enable"),
+            "`deploy.labels` are read by the Swarm provider only, and it is off (no --providers.swarm): these `gangway.` labels are ignored (the Docker provider reads the service's `labels:`)"
+        )]
+    );
+    // Both: each place is read by its provider.
+    let found = check_stack("--providers.docker --providers.swarm", both, &[]);
+    assert_eq!(summary(&found), []);
+}
+
+#[test]
+fn with_both_providers_each_place_is_checked_as_its_provider_reads_it() {
+    let app = "  app:\n    image: app\n    network_mode: host\n    labels:\n      gangway.enable: \"true\"\n      gangway.http.routers.app.rule: Host(`app.localhost`)\n      gangway.http.routers.app.middlewares: gone\n      gangway.http.services.app.loadbalancer.server.port: \"9000\"\n    deploy:\n      labels:\n        gangway.enable: \"true\"\n        gangway.http.routers.svc.rule: Host(`svc.localhost`)\n        gangway.http.routers.svc.middlewares: gone\n        gangway.http.services.svc.loadbalancer.server.port: \"9001\"\n";
+    let found = check_stack("--providers.docker --providers.swarm", app, &[]);
+    let places: Vec<_> = summary(&found)
+        .into_iter()
+        .map(|(severity, source, object, label, _)| (severity, source, object, label))
+        .collect();
+    assert_eq!(
+        places,
+        [
+            (
+                Severity::Error,
+                "service `app`",
+                Some("router `app@docker`"),
+                Some("gangway.http.routers.app.middlewares")
+            ),
+            (
+                Severity::Error,
+                "service `app`, deploy.labels",
+                Some("router `svc@swarm`"),
+                Some("gangway.http.routers.svc.middlewares")
+            ),
+        ],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_traefik_router_on_swarm_alone_reads_traefik_labels_with_the_swarm_provider_only() {
+    let services = "  traefik:\n    image: traefik:v3.3\n    command: --providers.swarm.endpoint=unix:///var/run/docker.sock\n  web:\n    image: web\n    networks: [hostnet]\n    labels:\n      traefik.enable: \"true\"\n    deploy:\n      labels:\n        traefik.enable: \"true\"\n        traefik.http.routers.web.rule: Host(`web.localhost`)\n        traefik.http.services.web.loadbalancer.server.port: \"8080\"\n";
+    let found = check_file(services, &[]);
+    // The Docker provider stays off: the container label is named as
+    // ignored, and the deploy.labels are read under `traefik.`.
+    assert_eq!(
+        found
+            .iter()
+            .map(|f| (f.severity, f.label.as_deref()))
+            .collect::<Vec<_>>(),
+        [(Severity::Warning, Some("traefik.enable"))],
+        "{found:#?}"
+    );
+    assert!(found[0].message.contains("container `labels:` are ignored"));
+}
+
+#[test]
+fn the_not_routed_warning_names_the_swarm_option() {
+    let svc = "  api:\n    image: api\n    networks: [hostnet]\n    deploy:\n      labels:\n        gangway.http.routers.api.rule: Host(`api.localhost`)\n        gangway.http.services.api.loadbalancer.server.port: \"80\"\n";
+    let found = check_stack("--providers.swarm", svc, &[]);
+    assert_eq!(
+        summary(&found),
+        [(
+            Severity::Warning,
+            "service `api`, deploy.labels",
+            None,
+            None,
+            "the service has `gangway.` labels but no `gangway.enable=true`, and providers.swarm.exposedByDefault is false: it is not routed"
+        )]
+    );
+    // With exposedByDefault every service is routed, the router's own
+    // too, which gives no port.
+    let found = check_stack(
+        "--providers.swarm --providers.swarm.exposedByDefault=true",
+        svc,
+        &[],
+    );
+    assert_eq!(
+        summary(&found)
+            .into_iter()
+            .map(|(severity, source, object, ..)| (severity, source, object))
+            .collect::<Vec<_>>(),
+        [(
+            Severity::Error,
+            "service `gangway`, deploy.labels",
+            Some("service `shop-gangway@swarm`")
+        )]
+    );
+}
+
+#[test]
+fn a_traefik_router_gets_the_traefik_prefix_for_the_providers_it_turns_on() {
+    let prefixes =
+        |command: &[&str], extra: &[&str]| traefik_prefixes(&args(command), &args(extra));
+    let docker = "--providers.docker.labelPrefix=traefik";
+    let swarm = "--providers.swarm.labelPrefix=traefik";
+    assert_eq!(prefixes(&[], &[]), [docker], "a compose file is for Docker");
+    assert_eq!(prefixes(&["--providers.docker=true"], &[]), [docker]);
+    assert_eq!(prefixes(&["--Providers.Swarm"], &[]), [swarm]);
+    assert_eq!(
+        prefixes(&["--providers.swarm.network=net"], &["--providers.docker"]),
+        [docker, swarm],
+        "check's own flags count too"
+    );
+}
