@@ -776,7 +776,7 @@ fn a_stack_file_is_checked_as_the_swarm_provider_reads_deploy_labels() {
     assert_eq!(code, 1, "{out}");
     assert_eq!(
         out,
-        "error: stack.yml, service `web`, deploy.labels: service `shop-web@swarm`: no port: the container exposes none; set `traefik.http.services.shop-web.loadbalancer.server.port`\n\
+        "error: stack.yml, service `web`, deploy.labels: service `shop-web@swarm`: no port: a Swarm service's port must be given by label; set `traefik.http.services.shop-web.loadbalancer.server.port`\n\
          gangway check: 1 error, 0 warnings\n"
     );
 

@@ -262,7 +262,9 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
         "the reason is reported",
         || async {
             let containers = gw.get("api.test", "/api/containers").await.text();
-            containers.contains("noport") && containers.contains("loadbalancer.server.port")
+            containers.contains("noport")
+                && containers.contains("port must be given by label")
+                && containers.contains("loadbalancer.server.port")
         },
     )
     .await;

@@ -15,6 +15,7 @@
 //! `labels:`) and as the Swarm service (its `deploy.labels`), each the way
 //! its provider would see it.
 
+use crate::config::provenance::SwarmTask;
 use crate::provider::docker::container::{
     COMPOSE_PROJECT, COMPOSE_SERVICE, ContainerView, PortView, RunState, STACK_NAMESPACE,
 };
@@ -359,6 +360,12 @@ fn swarm_view(
             .collect()
     };
     let name = format!("{stack}_{service}");
+    // The service stands for its tasks, whose ids are not known yet.
+    let task = SwarmTask {
+        service_id: name.clone(),
+        service_name: name.clone(),
+        ..SwarmTask::default()
+    };
     Ok(ContainerView {
         id: name.clone(),
         name,
@@ -372,6 +379,7 @@ fn swarm_view(
         finished_ms: None,
         draining: false,
         down_since_ms: None,
+        swarm: Some(task),
     })
 }
 

@@ -320,7 +320,7 @@ fn a_stack_service_without_a_port_label_is_an_error_at_its_deploy_labels() {
             "service `api`, deploy.labels",
             Some("service `shop-api@swarm`"),
             None,
-            "no port: the container exposes none; set `gangway.http.services.shop-api.loadbalancer.server.port`"
+            "no port: a Swarm service's port must be given by label; set `gangway.http.services.shop-api.loadbalancer.server.port`"
         )]
     );
     // The place is typed too: the Swarm service, as the API names it.

@@ -970,6 +970,10 @@ fn exposed_port(
     tcp.sort_unstable();
     tcp.dedup();
     match tcp.as_slice() {
+        [] if view.swarm.is_some() => Err((
+            NotRouted::NoPort,
+            format!("no port: a Swarm service's port must be given by label; set `{label}`"),
+        )),
         [] => Err((
             NotRouted::NoPort,
             format!("no port: the container exposes none; set `{label}`"),
