@@ -114,6 +114,7 @@ async fn session(
                 "service".to_owned(),
                 "node".to_owned(),
                 "container".to_owned(),
+                "network".to_owned(),
             ],
         )])),
     }));
