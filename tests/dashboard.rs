@@ -230,6 +230,14 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     } else {
         String::new()
     };
+    // And one it routes: its service page traces the server to it.
+    let (shown, shown_server) = if docker {
+        let spec = Spec::new("shown").routed("gangway", "shown", "shown.test", "shown");
+        let server = format!("http://127.0.0.1:{}", spec.port);
+        (run.start(&spec).await, server)
+    } else {
+        (String::new(), String::new())
+    };
     let base = format!("http://127.0.0.1:{internal}");
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Full<bytes::Bytes>>();
@@ -246,7 +254,10 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
             let containers = match client.get(uri.parse().unwrap()).await {
                 Ok(r) => http_body_util::BodyExt::collect(r.into_body())
                     .await
-                    .map(|b| String::from_utf8_lossy(&b.to_bytes()).contains(&hidden))
+                    .map(|b| {
+                        let text = String::from_utf8_lossy(&b.to_bytes()).into_owned();
+                        text.contains(&hidden) && text.contains(&shown)
+                    })
                     .unwrap_or(false),
                 Err(_) => false,
             };
@@ -285,6 +296,8 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         .current_dir(&dir)
         .env("GANGWAY_URL", &base)
         .env("NOT_ROUTED_CONTAINER", &hidden)
+        .env("ROUTED_CONTAINER", &shown)
+        .env("ROUTED_SERVER", &shown_server)
         .env("SCREENSHOT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         .stdin(Stdio::piped())

@@ -435,6 +435,17 @@ try {
   }
   await readOnly('containers');
   await screenshots('containers');
+  const shown = process.env.ROUTED_CONTAINER;
+  if (shown) {
+    // A Docker service's page says which container adds which server.
+    await open('/services/shown@docker');
+    await page.waitForSelector('#provenance');
+    const rows = await page.$$eval('#provenance tbody tr', (trs) => trs.map((r) => r.innerText));
+    const server = process.env.ROUTED_SERVER;
+    check(rows.some((r) => r.includes(shown) && r.includes(server)),
+      `service detail: the container ${shown} is shown with its server ${server}: ${JSON.stringify(rows)}`);
+    check(/servers/i.test(await text('#provenance thead')), 'service detail: a Servers column');
+  }
 
   // === explain ===
   step('explain');
