@@ -66,6 +66,7 @@ fuzz_target!(|data: &[u8]| {
         finished_ms: None,
         draining: false,
         down_since_ms: None,
+        swarm: None,
     };
     let built = build(&[view], &settings, 0);
     let (merged, _) = gangway::aggregate::merge([("docker", &built.dynamic)]);
