@@ -1,5 +1,6 @@
 // "Why is my container not routed?": every container the Docker provider
-// saw, the ones without a route first, each with its reasons.
+// saw and every Swarm task, the ones without a route first, each with its
+// reasons.
 
 import { get, optional } from './api.js';
 import { h, list, render, empty, objLink, tag, section, table, icon, callout } from './dom.js';
@@ -46,7 +47,7 @@ export function containersPage() {
   const el = h('div', {},
     h('div', { class: 'page-head' },
       h('h1', {}, 'Containers'),
-      h('p', { class: 'lead' }, 'Every container the Docker provider saw. Those without a route come first, each with the reasons why.')),
+      h('p', { class: 'lead' }, 'Every container the Docker provider saw, and every Swarm task (or service without one) the Swarm provider saw. Those without a route come first, each with the reasons why.')),
     body);
   return {
     title: 'Containers',
