@@ -280,6 +280,9 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     let mut containers = Containers::default();
     // The Swarm services of a stack file, when the Swarm provider is on.
     let mut services = Containers::default();
+    // The compose service that runs the router: the file provider's paths
+    // are paths in its container.
+    let mut router_service = None;
 
     // The static configuration, and the containers.
     let config = if options.compose.is_empty() {
@@ -302,6 +305,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         let Some(config) = config else {
             return finish(findings);
         };
+        router_service = project.router().map(|(s, _)| s.clone());
         let prefix = config
             .providers
             .docker
@@ -440,9 +444,28 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     let mut file_dynamic = None;
     let mut file_detail = ProviderDetail::default();
     if let Some(file) = &config.providers.file {
+        // A path in the router's container is found here through its bind
+        // mounts; one in its image or a named volume cannot be read.
+        let mut here = |path: &Path| match &router_service {
+            None => Some(cwd.join(path)),
+            Some(service) => {
+                let path = path.to_string_lossy();
+                let found = service.host_path(&path);
+                if found.is_none() {
+                    findings.push(Finding::general(
+                        Severity::Warning,
+                        format!("{}, service `{}`", service.file, service.name),
+                        format!(
+                            "the file provider reads `{path}` in the container, which no bind mount of this service brings from this machine: its dynamic configuration is not checked"
+                        ),
+                    ));
+                }
+                found
+            }
+        };
         let source = match (&file.filename, &file.directory) {
-            (Some(f), _) => Some(crate::provider::file::Source::File(cwd.join(f))),
-            (None, Some(d)) => Some(crate::provider::file::Source::Directory(cwd.join(d))),
+            (Some(f), _) => here(f).map(crate::provider::file::Source::File),
+            (None, Some(d)) => here(d).map(crate::provider::file::Source::Directory),
             (None, None) => None,
         };
         if let Some(source) = source {

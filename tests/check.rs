@@ -813,3 +813,63 @@ fn a_stack_file_is_checked_as_the_swarm_provider_reads_deploy_labels() {
     assert_eq!(f["object"], "service `shop-web@swarm`");
     assert_eq!(f["origin"]["name"], "shop_web");
 }
+
+/// The file provider of a router in a compose file reads paths in its
+/// container: they are followed through the service's bind mounts, and a
+/// path no bind mount brings in is said to be unchecked, not missing.
+#[test]
+fn a_compose_routers_dynamic_files_are_found_through_its_bind_mounts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("conf/dynamic")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("conf/dynamic/routes.toml"),
+        "[http.routers.web]\nrule = \"Host(`web.localhost`)\"\nservice = \"gone\"\n",
+    )
+    .expect("write");
+    let project = |volumes: &str, path: &str| {
+        format!(
+            "services:\n  gangway:\n    image: gangway:local\n    network_mode: host\n{volumes}    command:\n      - --entryPoints.web.address=127.0.0.1:8000\n      - --providers.file.directory={path}\n"
+        )
+    };
+    // Short form: the folder is read, and its mistake found at its line.
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        project(
+            "    volumes:\n      - ./conf:/etc/gangway:ro\n      - certs:/var/lib/gangway\n",
+            "/etc/gangway/dynamic",
+        ),
+    )
+    .expect("write");
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("conf/dynamic/routes.toml:3") && out.contains("`gone@file`"),
+        "the mounted file is checked: {out}"
+    );
+    // Long form, a file mounted on its own.
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        project(
+            "    volumes:\n      - type: bind\n        source: ./conf/dynamic/routes.toml\n        target: /routes.toml\n",
+            "/routes.toml",
+        )
+        .replace("providers.file.directory", "providers.file.filename"),
+    )
+    .expect("write");
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("conf/dynamic/routes.toml:3"), "{out}");
+    // In the image (no bind mount): said, not reported as missing.
+    std::fs::write(
+        dir.path().join("docker-compose.yml"),
+        project("", "/etc/gangway/dynamic"),
+    )
+    .expect("write");
+    let (code, out) = check(dir.path(), &["--compose", "docker-compose.yml"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("`/etc/gangway/dynamic`") && out.contains("not checked"),
+        "{out}"
+    );
+    assert!(!out.contains("No such file"), "{out}");
+}

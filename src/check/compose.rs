@@ -64,6 +64,39 @@ pub struct ComposeService {
     /// the stack namespace as its labels, named `<stack>_<service>`, on
     /// the stack's networks (or the host's), with no port.
     pub swarm: ContainerView,
+    /// Its bind mounts: (the folder or file on this machine, where it
+    /// appears in the container), so that files the router reads in its
+    /// container can be found here.
+    pub binds: Vec<(PathBuf, String)>,
+}
+
+impl ComposeService {
+    /// Where `path`, as the container sees it, is on this machine: through
+    /// the bind mount with the longest target that holds it; None when no
+    /// bind mount does (the file is in the image or a named volume).
+    pub fn host_path(&self, path: &str) -> Option<PathBuf> {
+        let absolute = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/{path}")
+        };
+        self.binds
+            .iter()
+            .filter_map(|(host, target)| {
+                let target = target.trim_end_matches('/');
+                let rest = absolute.strip_prefix(target)?;
+                (rest.is_empty() || rest.starts_with('/')).then_some((target.len(), host, rest))
+            })
+            .max_by_key(|(len, _, _)| *len)
+            .map(|(_, host, rest)| {
+                let rest = rest.trim_start_matches('/');
+                if rest.is_empty() {
+                    host.clone()
+                } else {
+                    host.join(rest)
+                }
+            })
+    }
 }
 
 /// A compose project read from one or more files.
@@ -307,6 +340,7 @@ fn read_service(
         swarm: None,
     };
     let swarm = swarm_view(project, service, fields, defined_networks)?;
+    let binds = binds(get("volumes"), file);
     Ok(ComposeService {
         name: service.to_owned(),
         file: file.to_owned(),
@@ -315,7 +349,39 @@ fn read_service(
         environment,
         view,
         swarm,
+        binds,
     })
+}
+
+/// The bind mounts among a service's `volumes`: the short form
+/// `./dir:/in/container[:ro]` (a source that is a path, not a volume's
+/// name) and the long form with `type: bind`; sources relative to the
+/// compose file's folder.
+fn binds(volumes: Option<&Value>, file: &str) -> Vec<(PathBuf, String)> {
+    let base = Path::new(file).parent().unwrap_or(Path::new("."));
+    let Some(Value::Sequence(items)) = volumes else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Value::Mapping(m) => {
+                let bind = m.get("type").map(scalar).is_some_and(|t| t == "bind");
+                let source = m.get("source").map(scalar)?;
+                let target = m.get("target").map(scalar)?;
+                bind.then_some((source, target))
+            }
+            other => {
+                let text = scalar(other);
+                let mut parts = text.splitn(3, ':');
+                let source = parts.next()?.to_owned();
+                let target = parts.next()?.to_owned();
+                let path = source.starts_with('.') || source.starts_with('/');
+                path.then_some((source, target))
+            }
+        })
+        .map(|(source, target)| (base.join(source), target))
+        .collect()
 }
 
 /// The Swarm service of a stack's `service`, as the Swarm provider sees
