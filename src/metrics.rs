@@ -80,12 +80,25 @@ impl Transport {
         }
     }
 
-    /// The families' prefix word (`tcp_router_…`) and what one unit is.
-    const fn words(self) -> (&'static str, &'static str) {
+    /// What one unit is: a connection or a session.
+    const fn unit(self) -> &'static str {
         match self {
-            Transport::Tcp => ("tcp", "connections"),
-            Transport::Udp => ("udp", "sessions"),
+            Transport::Tcp => "connections",
+            Transport::Udp => "sessions",
         }
+    }
+
+    /// The per-router families, without the prefix: open now (a gauge),
+    /// opened, bytes received, bytes sent (counters).
+    fn families(self) -> [String; 4] {
+        let unit = self.unit();
+        let word = self.label().to_ascii_lowercase();
+        [
+            format!("{word}_router_open_{unit}"),
+            format!("{word}_router_{unit}_total"),
+            format!("{word}_router_received_bytes_total"),
+            format!("{word}_router_sent_bytes_total"),
+        ]
     }
 }
 
@@ -334,31 +347,18 @@ impl Exporter {
             "Connections (UDP: sessions) open now, per entry point and protocol.".into(),
         );
         for transport in [Transport::Tcp, Transport::Udp] {
-            let (word, unit) = transport.words();
-            let upper = transport.label();
-            for (family, help) in [
-                (
-                    format!("open_{unit}"),
-                    format!("{upper} {unit} open now, per router."),
-                ),
-                (
-                    format!("{unit}_total"),
-                    format!("{upper} {unit} forwarded, per router."),
-                ),
-                (
-                    "received_bytes_total".to_owned(),
-                    format!("Bytes received from {upper} clients, per router."),
-                ),
-                (
-                    "sent_bytes_total".to_owned(),
-                    format!("Bytes sent to {upper} clients, per router."),
-                ),
-            ] {
-                let name = name(&format!("{word}_router_{family}"));
-                if family.starts_with("open_") {
-                    recorder.describe_gauge(name, None, help.into());
+            let (upper, unit) = (transport.label(), transport.unit());
+            let helps = [
+                format!("{upper} {unit} open now, per router."),
+                format!("{upper} {unit} forwarded, per router."),
+                format!("Bytes received from {upper} clients, per router."),
+                format!("Bytes sent to {upper} clients, per router."),
+            ];
+            for (i, (family, help)) in transport.families().iter().zip(helps).enumerate() {
+                if i == 0 {
+                    recorder.describe_gauge(name(family), None, help.into());
                 } else {
-                    recorder.describe_counter(name, None, help.into());
+                    recorder.describe_counter(name(family), None, help.into());
                 }
             }
         }
@@ -472,29 +472,21 @@ impl Exporter {
     /// again returns the one already there, so they run on across
     /// configuration swaps.
     pub fn stream_stats(&self, transport: Transport, router: &str) -> StreamStats {
-        let (word, unit) = transport.words();
         let key = |family: &str| {
             Key::from_parts(
-                format!("{}_{word}_router_{family}", self.prefix),
+                format!("{}_{family}", self.prefix),
                 vec![Label::new(ObjectKind::Router.label(), router.to_owned())],
             )
         };
-        let open = self
-            .recorder
-            .register_gauge(&key(&format!("open_{unit}")), &METADATA);
+        let [open, opened, received, sent] = transport.families();
+        let open = self.recorder.register_gauge(&key(&open), &METADATA);
         // Registered now, so a router without traffic shows 0 rather than nothing.
         open.increment(0.0);
         StreamStats {
             open,
-            opened: self
-                .recorder
-                .register_counter(&key(&format!("{unit}_total")), &METADATA),
-            received: self
-                .recorder
-                .register_counter(&key("received_bytes_total"), &METADATA),
-            sent: self
-                .recorder
-                .register_counter(&key("sent_bytes_total"), &METADATA),
+            opened: self.recorder.register_counter(&key(&opened), &METADATA),
+            received: self.recorder.register_counter(&key(&received), &METADATA),
+            sent: self.recorder.register_counter(&key(&sent), &METADATA),
         }
     }
 
