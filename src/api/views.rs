@@ -900,6 +900,9 @@ pub fn overview(state: &ApiState) -> OverviewView {
     if cfg.providers.docker.is_some() {
         providers.push("Docker");
     }
+    if cfg.providers.redis.is_some() {
+        providers.push("Redis");
+    }
     OverviewView {
         http: SectionCounts {
             routers: count(&mut routers(&rt).iter().map(|v| &v.state)),
