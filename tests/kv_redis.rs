@@ -9,6 +9,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
+use support::tls::TestCa;
 use support::{Backend, Gangway, eventually, free_port};
 
 const INSTALLER: &str = "scripts/ci/servers-up";
@@ -24,6 +25,8 @@ struct Redis {
     cli: PathBuf,
     port: u16,
     notify: bool,
+    /// With TLS only: the CA's PEM file, which signed the server's.
+    ca: Option<PathBuf>,
     child: Option<Child>,
     dir: tempfile::TempDir,
 }
@@ -40,14 +43,31 @@ impl Redis {
 
     /// Starts a server; with `notify`, it sends keyspace notifications.
     async fn start(test: &str, notify: bool) -> Option<Redis> {
+        Self::start_with(test, notify, false).await
+    }
+
+    /// Starts a server; with `tls`, it speaks TLS only, with a certificate
+    /// for 127.0.0.1 from a CA of the test's own.
+    async fn start_with(test: &str, notify: bool, tls: bool) -> Option<Redis> {
         let (server, cli) = Self::programs(test)?;
+        let dir = tempfile::tempdir().unwrap();
+        let ca = tls.then(|| {
+            let ca = TestCa::new("kv test CA");
+            let (cert, key) = ca.issue(&["127.0.0.1"]);
+            std::fs::write(dir.path().join("server.pem"), cert).unwrap();
+            std::fs::write(dir.path().join("server.key"), key).unwrap();
+            let path = dir.path().join("ca.pem");
+            std::fs::write(&path, ca.pem()).unwrap();
+            path
+        });
         let mut redis = Redis {
             server,
             cli,
             port: 0,
             notify,
+            ca,
             child: None,
-            dir: tempfile::tempdir().unwrap(),
+            dir,
         };
         for _ in 0..3 {
             redis.port = free_port();
@@ -63,8 +83,20 @@ impl Redis {
         let port = self.port.to_string();
         let log = self.dir.path().join(format!("redis-{port}.log"));
         let mut command = Command::new(&self.server);
+        match &self.ca {
+            None => command.args(["--port", &port]),
+            Some(ca) => command
+                .args(["--port", "0", "--tls-port", &port])
+                .arg("--tls-cert-file")
+                .arg(self.dir.path().join("server.pem"))
+                .arg("--tls-key-file")
+                .arg(self.dir.path().join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(ca)
+                .args(["--tls-auth-clients", "no"]),
+        };
         command
-            .args(["--port", &port, "--bind", "127.0.0.1"])
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -103,11 +135,12 @@ impl Redis {
 
     /// redis-cli with `args`; its standard output.
     fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new(&self.cli)
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli");
+        let mut command = Command::new(&self.cli);
+        command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(ca) = &self.ca {
+            command.arg("--tls").arg("--cacert").arg(ca);
+        }
+        let out = command.args(args).output().expect("redis-cli");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -390,6 +423,49 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
     let state = provider_state(&gw).await;
     assert_eq!(state["connected"], true, "{state}");
     assert!(state.get("lastError").is_none(), "{state}");
+}
+
+#[tokio::test]
+async fn tls_to_the_store_checks_its_certificate_against_the_ca_given() {
+    let test = "tls_to_the_store_checks_its_certificate_against_the_ca_given";
+    let Some(redis) = Redis::start_with(test, true, true).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    write_route(&redis, "gangway", "app", "app.test", &a.url());
+    let ca = redis.ca.clone().unwrap();
+    let trusting = Gangway::with_file(
+        API,
+        &[
+            &redis.endpoint(),
+            &format!("--providers.redis.tls.ca={}", ca.display()),
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WITHIN, "the router from Redis over TLS answers", || async {
+        answer(&trusting, "app.test").await.is_some()
+    })
+    .await;
+    // Without the CA, the test CA's certificate is not trusted.
+    let doubting = Gangway::with_file(
+        API,
+        &[
+            &redis.endpoint(),
+            "--providers.redis.tls=true",
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WITHIN, "the untrusted store is reported", || async {
+        let state = provider_state(&doubting).await;
+        state["connected"] == false && state["lastError"].is_string()
+    })
+    .await;
+    let state = provider_state(&doubting).await;
+    let error = state["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("certificate"), "{state}");
+    assert_eq!(doubting.get("app.test", "/api/x").await.status, 404);
 }
 
 #[test]

@@ -559,8 +559,9 @@ pub struct RedisProvider {
     pub password: Option<String>,
     /// The database number. Default `0`.
     pub db: u32,
-    /// TLS to the servers.
-    pub tls: RedisTls,
+    /// TLS to the servers; on when the section is present, even empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<RedisTls>,
     /// Redis Sentinel (not supported yet: set, it is refused at start).
     pub sentinel: RedisSentinel,
     /// gangway: how often the keys are read again when the server does not
@@ -576,14 +577,14 @@ impl Default for RedisProvider {
             username: None,
             password: None,
             db: 0,
-            tls: RedisTls::default(),
+            tls: None,
             sentinel: RedisSentinel::default(),
             poll_interval: Duration::from_secs(2),
         }
     }
 }
 
-/// TLS to a KV store; on when any option is set.
+/// TLS to a KV store.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RedisTls {
@@ -599,13 +600,6 @@ pub struct RedisTls {
     pub key: Option<String>,
     /// Accept any server certificate. For tests only.
     pub insecure_skip_verify: bool,
-}
-
-impl RedisTls {
-    /// Whether TLS is asked for.
-    pub fn is_on(&self) -> bool {
-        self.ca.is_some() || self.cert.is_some() || self.key.is_some() || self.insecure_skip_verify
-    }
 }
 
 /// Traefik's Redis Sentinel options; gangway refuses them for now rather

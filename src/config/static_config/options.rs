@@ -540,6 +540,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Database number.",
     ),
     opt(
+        "providers.redis.tls",
+        ValueKind::Section,
+        "false",
+        "TLS to the servers (the system's CAs unless tls.ca).",
+    ),
+    opt(
         "providers.redis.tls.ca",
         ValueKind::String,
         "",

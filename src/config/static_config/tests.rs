@@ -1257,12 +1257,12 @@ fn full_config() -> StaticConfig {
         username: Some(String::from("u")),
         password: Some(String::from("p")),
         db: 2,
-        tls: RedisTls {
+        tls: Some(RedisTls {
             ca: Some(String::from("ca.pem")),
             cert: Some(String::from("cert.pem")),
             key: Some(String::from("key.pem")),
             insecure_skip_verify: true,
-        },
+        }),
         sentinel: RedisSentinel {
             master_name: Some(String::from("m")),
             username: Some(String::from("su")),
@@ -1456,7 +1456,10 @@ fn row_defaults_match_struct_defaults() {
             file: Some(FileProvider::default()),
             docker: Some(DockerProvider::default()),
             swarm: Some(SwarmProvider::default()),
-            redis: Some(RedisProvider::default()),
+            redis: Some(RedisProvider {
+                tls: Some(RedisTls::default()),
+                ..RedisProvider::default()
+            }),
             ..Providers::default()
         },
         api: Some(Api::default()),

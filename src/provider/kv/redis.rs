@@ -108,7 +108,10 @@ impl RedisStore {
         if root.is_empty() {
             return Err(RedisError::RootKey);
         }
-        let certificates = certificates(tls)?;
+        let certificates = match tls {
+            Some(tls) => certificates(tls)?,
+            None => None,
+        };
         let mut settings = RedisConnectionInfo::default().set_db(i64::from(*db));
         if let Some(user) = username.as_deref().filter(|u| !u.is_empty()) {
             settings = settings.set_username(user);
@@ -120,15 +123,14 @@ impl RedisStore {
         for endpoint in endpoints.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
             let (host, port) =
                 host_port(endpoint).ok_or_else(|| RedisError::Endpoint(endpoint.to_owned()))?;
-            let addr = if tls.is_on() {
-                ConnectionAddr::TcpTls {
+            let addr = match tls {
+                Some(tls) => ConnectionAddr::TcpTls {
                     host,
                     port,
                     insecure: tls.insecure_skip_verify,
                     tls_params: None,
-                }
-            } else {
-                ConnectionAddr::Tcp(host, port)
+                },
+                None => ConnectionAddr::Tcp(host, port),
             };
             let info = addr
                 .into_connection_info()
@@ -442,10 +444,10 @@ mod tests {
         };
         assert!(matches!(RedisStore::new(&root), Err(RedisError::RootKey)));
         let missing = RedisProvider {
-            tls: RedisTls {
+            tls: Some(RedisTls {
                 ca: Some("/nonexistent/ca.pem".into()),
                 ..RedisTls::default()
-            },
+            }),
             ..RedisProvider::default()
         };
         assert!(matches!(
