@@ -13,8 +13,8 @@ use std::fmt;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-/// A burst of changes (a script writing a router key by key) is read once
-/// it has been quiet this long.
+/// A burst of notified changes (a script writing a router key by key) is
+/// read once it has been quiet this long.
 const QUIET: Duration = Duration::from_millis(100);
 /// Changes that never stop are read at least this often.
 const SETTLE_AT_MOST: Duration = Duration::from_secs(1);
@@ -190,7 +190,11 @@ async fn session<S: Store>(
     out.publish(build(provider, root, listing)).await?;
     loop {
         store.changed().await?;
-        let settle = tokio::time::Instant::now() + SETTLE_AT_MOST;
+        // A poll is read at once: it comes after a whole interval already.
+        let settle = match follow {
+            Follow::Notifications => tokio::time::Instant::now() + SETTLE_AT_MOST,
+            Follow::Polling(_) => tokio::time::Instant::now(),
+        };
         while tokio::time::Instant::now() < settle {
             match tokio::time::timeout(QUIET, store.changed()).await {
                 Ok(changed) => changed?,
