@@ -86,8 +86,8 @@ impl fmt::Display for ObjectRef {
 }
 
 /// Where a piece of configuration is written. Each provider has its own
-/// shape of place; a Swarm service with its label, or a key of a KV store,
-/// is a variant of its own beside these.
+/// shape of place: a file and line, a container (or Swarm service) and
+/// label, a key of a KV store.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Origin {

@@ -251,7 +251,7 @@ pub struct ContainerLabels {
 
 /// Object names cannot hold `@` (it separates the provider) and must be
 /// something.
-pub(crate) fn check_name(name: &str, label: &str) -> Result<(), LabelError> {
+fn check_name(name: &str, label: &str) -> Result<(), LabelError> {
     if name.contains('@') {
         return Err(LabelError::Invalid {
             label: label.to_owned(),
@@ -626,7 +626,7 @@ fn take_server(service: &mut Node) -> Result<Option<ServerLabels>, DeError> {
     Ok(Some(labels))
 }
 
-pub(crate) fn read_objects<T>(
+fn read_objects<T>(
     kind: Node,
     into: &mut Objects<T>,
     errors: &mut Vec<LabelError>,

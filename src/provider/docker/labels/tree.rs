@@ -254,7 +254,7 @@ fn is_section(field: &str) -> bool {
 
 /// Case-insensitive edit distance, for suggestions; bounded so hostile
 /// input stays cheap.
-pub(crate) fn distance(a: &str, b: &str) -> usize {
+pub(super) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().flat_map(char::to_lowercase).collect();
     let b: Vec<char> = b.chars().flat_map(char::to_lowercase).collect();
     if a.len() > 64 || b.len() > 64 {
