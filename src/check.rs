@@ -963,7 +963,9 @@ impl Places<'_> {
     ) -> Finding {
         let origin = origin.map(|o| relative(o, self.cwd));
         let (source, label) = match &origin {
-            Some(o @ (Origin::File { .. } | Origin::Document { .. })) => (o.to_string(), None),
+            Some(o @ (Origin::File { .. } | Origin::Document { .. } | Origin::Key { .. })) => {
+                (o.to_string(), None)
+            }
             Some(Origin::Container { name, label, .. }) => {
                 // Swarm services and compose containers are named apart
                 // (`stack_web`, `stack-web-1`), but a `container_name` may

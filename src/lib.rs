@@ -68,6 +68,9 @@ pub enum RunError {
     /// The Swarm provider's options are wrong.
     #[error(transparent)]
     Swarm(#[from] provider::swarm::SwarmError),
+    /// The Redis provider's options are wrong.
+    #[error(transparent)]
+    Redis(#[from] provider::kv::redis::RedisError),
 }
 
 /// Starts every entry point and provider, serves until `shutdown` resolves,
@@ -295,6 +298,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         file,
         docker,
         swarm,
+        redis,
     } = &config.providers;
     if let Some(config::static_config::FileProvider {
         filename,
@@ -317,6 +321,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     if let Some(swarm) = swarm {
         providers.push(provider::swarm::spawn_swarm(swarm, tx.clone())?);
+    }
+    if let Some(redis) = redis {
+        providers.push(provider::kv::redis::spawn_redis(redis, tx.clone())?);
     }
     drop(tx);
 

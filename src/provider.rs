@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod file;
+pub mod kv;
 pub mod swarm;
 
 use crate::config::Dynamic;

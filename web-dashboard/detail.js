@@ -42,9 +42,14 @@ export function errors(o) {
   return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning', title, errs));
 }
 
-/** The containers (or Swarm tasks) and labels behind an object, and for a service the servers each adds. */
+/** The containers (or Swarm tasks) and labels behind an object, and for a service the servers each adds; or the store keys it is written in. */
 export function provenance(o) {
   const sources = list(o.provenance);
+  if (o.keys) {
+    return section('Where it comes from', h('div', { id: 'provenance' },
+      h('p', {}, `${o.keys.provider} keys:`),
+      h('span', { class: 'chips' }, list(o.keys.keys).map((k) => h('code', { class: 'chip' }, k)))));
+  }
   if (!sources.length) return null;
   const swarm = sources.some((p) => p.swarm);
   const servers = sources.some((p) => list(p.servers).length);

@@ -214,6 +214,7 @@ export function originText(origin) {
   if (!origin) return null;
   if (origin.type === 'file') return `${origin.path}:${origin.line}`;
   if (origin.type === 'container') return origin.label ? `container ${origin.name} · label ${origin.label}` : `container ${origin.name}`;
+  if (origin.type === 'key') return `${origin.provider} key ${origin.key}`;
   return null;
 }
 

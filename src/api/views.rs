@@ -14,7 +14,7 @@ use crate::config::dynamic::{
 };
 use crate::config::problem::{ConfigError, Warning};
 use crate::config::problem::{ObjectKind, ObjectRef, Problem};
-use crate::config::provenance::{ContainerRecord, NotRouted, Source, SwarmTask};
+use crate::config::provenance::{ContainerRecord, NotRouted, Source, StoreKeys, SwarmTask};
 use crate::config::static_config::{EntryPoint, StaticConfig};
 use crate::health::{ServerHealthReport, ServerStatus, ServiceHealthReport};
 use crate::runtime::report::ProviderReport;
@@ -93,6 +93,9 @@ pub struct StateView {
     /// The containers and labels behind the object, when its provider knows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<Source>,
+    /// The store keys the object is written in, for KV providers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<StoreKeys>,
     /// The same problems as typed values: what is wrong (without the
     /// place), its kind, the object, the option and where it is written
     /// (`origin`: file and line, or container and label).
@@ -108,12 +111,14 @@ impl StateView {
                 errors: Vec::new(),
                 problems: Vec::new(),
                 provenance: Vec::new(),
+                keys: None,
             },
             |r| StateView {
                 status: r.status,
                 errors: ErrorView::of_report(r),
                 problems: ProblemView::all(&r.errors),
                 provenance: r.provenance.clone(),
+                keys: r.keys.clone(),
             },
         )
     }
@@ -894,6 +899,9 @@ pub fn overview(state: &ApiState) -> OverviewView {
     }
     if cfg.providers.docker.is_some() {
         providers.push("Docker");
+    }
+    if cfg.providers.redis.is_some() {
+        providers.push("Redis");
     }
     OverviewView {
         http: SectionCounts {

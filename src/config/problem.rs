@@ -86,8 +86,8 @@ impl fmt::Display for ObjectRef {
 }
 
 /// Where a piece of configuration is written. Each provider has its own
-/// shape of place; a Swarm service with its label, or a key of a KV store,
-/// is a variant of its own beside these.
+/// shape of place: a file and line, a container (or Swarm service) and
+/// label, a key of a KV store.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Origin {
@@ -118,6 +118,15 @@ pub enum Origin {
         #[serde(skip_serializing_if = "Option::is_none")]
         label: Option<String>,
     },
+    /// A key of a KV store (Redis, etcd).
+    #[serde(rename_all = "camelCase")]
+    Key {
+        /// The provider that reads the store (`redis`).
+        provider: String,
+        /// The key at fault, exactly as stored; for a problem of a whole
+        /// object, the first of its keys.
+        key: String,
+    },
 }
 
 impl fmt::Display for Origin {
@@ -132,6 +141,7 @@ impl fmt::Display for Origin {
                     None => Ok(()),
                 }
             }
+            Origin::Key { provider, key } => write!(f, "{provider} key `{key}`"),
         }
     }
 }
@@ -705,6 +715,13 @@ pub enum Notice {
         /// What is wrong and what is used instead.
         message: String,
     },
+    /// A key of a KV store that cannot be read into the configuration,
+    /// and belongs to no one object (its place is the key).
+    #[error("{problem}; the key is ignored")]
+    KeyIgnored {
+        /// What is wrong with it.
+        problem: Box<Problem>,
+    },
     /// Routers asking for different TLS options for one host.
     #[error(
         "host `{host}`: routers `{first}` and `{other}` ask for different TLS options; the default options are used"
@@ -802,6 +819,14 @@ pub enum ProviderError {
         /// What went wrong, as a sentence.
         reason: String,
     },
+    /// A KV store cannot be reached or answered an error.
+    #[error("{store}: {reason}")]
+    Store {
+        /// The provider reading the store (`redis`).
+        store: String,
+        /// What went wrong, as a sentence.
+        reason: String,
+    },
 }
 
 impl ProviderError {
@@ -847,7 +872,9 @@ impl ProviderError {
                     .to_owned()
             }
             ProviderError::Syntax { message, .. } => message.clone(),
-            ProviderError::Docker { .. } | ProviderError::Swarm { .. } => self.to_string(),
+            ProviderError::Docker { .. }
+            | ProviderError::Swarm { .. }
+            | ProviderError::Store { .. } => self.to_string(),
         }
     }
 
@@ -858,7 +885,9 @@ impl ProviderError {
             | ProviderError::Unreadable { path, .. }
             | ProviderError::Empty { path } => Some(Origin::Document { path: path.clone() }),
             ProviderError::Syntax { origin, .. } => Some(origin.clone()),
-            ProviderError::Docker { .. } | ProviderError::Swarm { .. } => None,
+            ProviderError::Docker { .. }
+            | ProviderError::Swarm { .. }
+            | ProviderError::Store { .. } => None,
         }
     }
 }

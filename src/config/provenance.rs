@@ -85,6 +85,16 @@ impl FileLocation {
     }
 }
 
+/// The keys of a KV store behind one object (Redis, etcd).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreKeys {
+    /// The provider that reads the store (`redis`).
+    pub provider: String,
+    /// The keys, exactly as stored, in order.
+    pub keys: Vec<String>,
+}
+
 /// What a provider knows about one object beyond its configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,6 +104,9 @@ pub struct ObjectDetail {
     /// The file and line it is written at (file provider).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<FileLocation>,
+    /// The keys it is written in (KV providers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<StoreKeys>,
     /// Errors that removed the object from the configuration (a label that
     /// does not parse, a conflict under `conflicts=drop`).
     #[serde(skip_serializing_if = "Vec::is_empty")]

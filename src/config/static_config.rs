@@ -520,6 +520,10 @@ pub struct Providers {
     /// not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<SwarmProvider>,
+    /// Dynamic configuration from keys in Redis, in Traefik's KV layout;
+    /// absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisProvider>,
 }
 
 impl Default for Providers {
@@ -529,8 +533,89 @@ impl Default for Providers {
             file: None,
             docker: None,
             swarm: None,
+            redis: None,
         }
     }
+}
+
+/// The Redis provider: routers, services, middlewares and TLS settings
+/// from keys under `rootKey` in Traefik v3's KV layout
+/// (`<rootKey>/http/routers/<name>/rule`). Traefik v3's options, plus
+/// gangway's `pollInterval`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedisProvider {
+    /// The servers, `host:port`, tried in order until one answers.
+    /// Default `127.0.0.1:6379`.
+    pub endpoints: Vec<String>,
+    /// The key everything is under. Default `gangway` (Traefik's is
+    /// `traefik`; set it to read a Traefik setup unchanged).
+    pub root_key: String,
+    /// The user to log in as (Redis 6 ACLs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// The password to log in with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// The database number. Default `0`.
+    pub db: u32,
+    /// TLS to the servers; on when the section is present, even empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<RedisTls>,
+    /// Redis Sentinel (not supported yet: set, it is refused at start).
+    pub sentinel: RedisSentinel,
+    /// gangway: how often the keys are read again when the server does not
+    /// send keyspace notifications. Default `2s`.
+    pub poll_interval: Duration,
+}
+
+impl Default for RedisProvider {
+    fn default() -> Self {
+        RedisProvider {
+            endpoints: vec![String::from("127.0.0.1:6379")],
+            root_key: String::from("gangway"),
+            username: None,
+            password: None,
+            db: 0,
+            tls: None,
+            sentinel: RedisSentinel::default(),
+            poll_interval: Duration::from_secs(2),
+        }
+    }
+}
+
+/// TLS to a KV store.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedisTls {
+    /// The CA certificates (PEM file) the server's certificate must chain
+    /// to; without it, the system's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca: Option<String>,
+    /// The client certificate (PEM file), for servers that ask for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert: Option<String>,
+    /// The client certificate's key (PEM file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Accept any server certificate. For tests only.
+    pub insecure_skip_verify: bool,
+}
+
+/// Traefik's Redis Sentinel options; gangway refuses them for now rather
+/// than ignore them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RedisSentinel {
+    /// The name of the master to ask the sentinels for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_name: Option<String>,
+    /// The user to log in to the sentinels as.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// The password to log in to the sentinels with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
 }
 
 /// The Swarm provider: routers, services and middlewares from the labels

@@ -2,7 +2,7 @@
 //! the API and the dashboard.
 
 use crate::config::problem::{ConfigError, ObjectKind, Origin, ProviderError, Warning};
-use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source};
+use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source, StoreKeys};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -42,6 +42,9 @@ pub struct ObjectReport {
     /// The containers and labels behind the object, when its provider knows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub provenance: Vec<Source>,
+    /// The store keys behind the object, for KV providers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<StoreKeys>,
 }
 
 fn sentences<S: Serializer>(errors: &[ConfigError], s: S) -> Result<S::Ok, S::Error> {
@@ -82,6 +85,25 @@ pub fn origin_of(detail: &ObjectDetail, option: Option<&str>) -> Option<Origin> 
         return Some(Origin::File {
             path: file.path.clone(),
             line: file.line_of(option),
+        });
+    }
+    if let Some(store) = &detail.keys {
+        // Store keys are matched without regard to case, as they are read;
+        // an option above a list (`loadbalancer.servers`) is the first key
+        // below it.
+        let key = option
+            .and_then(|option| {
+                let path = format!("/{}", option.replace('.', "/"));
+                let below = format!("{path}/");
+                store.keys.iter().find(|k| {
+                    let k = k.to_ascii_lowercase();
+                    k.ends_with(&path) || k.contains(&below)
+                })
+            })
+            .or(store.keys.first())?;
+        return Some(Origin::Key {
+            provider: store.provider.clone(),
+            key: key.clone(),
         });
     }
     let first = detail.sources.first()?;
@@ -183,6 +205,7 @@ impl Report {
                 }
                 let entry = reports.entry(format!("{name}@{provider}")).or_default();
                 entry.provenance.clone_from(&detail.sources);
+                entry.keys.clone_from(&detail.keys);
                 entry.locate(detail);
                 for e in &detail.errors {
                     entry.disable(e.clone());
@@ -369,6 +392,59 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with("router broken@docker: container `web-1`"))
         );
+    }
+
+    #[test]
+    fn errors_of_store_objects_name_the_key_of_the_option() {
+        let mut report = Report::default();
+        let mut app = ObjectReport::default();
+        app.warn(
+            router("app@redis", Problem::UnknownResolver { name: "le".into() })
+                .at("tls.certresolver"),
+        );
+        app.disable(router("app@redis", Problem::NoService).at("service"));
+        report.routers.insert("app@redis".into(), app);
+        let mut detail = ProviderDetail::default();
+        let keys = vec![
+            "traefik/http/routers/app/rule".to_owned(),
+            "traefik/http/routers/app/tls/certResolver".to_owned(),
+        ];
+        detail.routers.insert(
+            "app".into(),
+            ObjectDetail {
+                keys: Some(StoreKeys {
+                    provider: "redis".into(),
+                    keys: keys.clone(),
+                }),
+                ..ObjectDetail::default()
+            },
+        );
+        report.add_provider_detail("redis", &detail);
+        let app = &report.routers["app@redis"];
+        // The key that sets the option, whatever its case.
+        assert!(
+            app.errors[0]
+                .to_string()
+                .starts_with("redis key `traefik/http/routers/app/tls/certResolver`: "),
+            "{}",
+            app.errors[0]
+        );
+        assert_eq!(
+            app.errors[0].origin,
+            Some(Origin::Key {
+                provider: "redis".into(),
+                key: keys[1].clone()
+            })
+        );
+        // No key sets it: the object's first key.
+        assert_eq!(
+            app.errors[1].origin,
+            Some(Origin::Key {
+                provider: "redis".into(),
+                key: keys[0].clone()
+            })
+        );
+        assert_eq!(app.keys.as_ref().map(|k| k.keys.len()), Some(2));
     }
 
     #[test]

@@ -1248,6 +1248,28 @@ fn full_config() -> StaticConfig {
         constraints: Some(String::from("Label(`a`,`b`)")),
         ..SwarmProvider::default()
     });
+    config.providers.redis = Some(RedisProvider {
+        endpoints: vec![
+            String::from("127.0.0.1:6379"),
+            String::from("10.0.0.2:6379"),
+        ],
+        root_key: String::from("traefik"),
+        username: Some(String::from("u")),
+        password: Some(String::from("p")),
+        db: 2,
+        tls: Some(RedisTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        }),
+        sentinel: RedisSentinel {
+            master_name: Some(String::from("m")),
+            username: Some(String::from("su")),
+            password: Some(String::from("sp")),
+        },
+        poll_interval: Duration::from_secs(3),
+    });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
     config.metrics.prometheus = Some(Prometheus::default());
@@ -1434,6 +1456,10 @@ fn row_defaults_match_struct_defaults() {
             file: Some(FileProvider::default()),
             docker: Some(DockerProvider::default()),
             swarm: Some(SwarmProvider::default()),
+            redis: Some(RedisProvider {
+                tls: Some(RedisTls::default()),
+                ..RedisProvider::default()
+            }),
             ..Providers::default()
         },
         api: Some(Api::default()),

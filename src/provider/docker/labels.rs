@@ -2,7 +2,7 @@
 //! services and middlewares out, each object on its own so that a label
 //! that does not parse disables only the object it belongs to. Pure.
 
-mod tree;
+pub(crate) mod tree;
 
 #[cfg(test)]
 mod tests;
@@ -117,7 +117,7 @@ impl LabelError {
         )
     }
 
-    fn from_de(e: DeError, fallback: &str) -> Self {
+    pub(crate) fn from_de(e: DeError, fallback: &str) -> Self {
         let label = e.label.unwrap_or_else(|| fallback.to_owned());
         match e.unknown {
             Some((option, suggestion)) => LabelError::UnknownOption {
@@ -593,7 +593,7 @@ fn read_udp(node: Node, out: &mut ContainerLabels) {
 }
 
 /// The syntax error of a TCP router's rule, with the label it is written in.
-fn tcp_rule_error(node: &Node, router: &TcpRouter) -> Option<LabelError> {
+pub(crate) fn tcp_rule_error(node: &Node, router: &TcpRouter) -> Option<LabelError> {
     let e = crate::rule::parse_tcp_rule(&router.rule).err()?;
     Some(LabelError::Rule {
         label: node
@@ -636,7 +636,7 @@ fn read_objects<T>(
 }
 
 /// The syntax error of a router's rule, with the label it is written in.
-fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
+pub(crate) fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
     let e = crate::rule::parse_rule(&router.rule).err()?;
     Some(LabelError::Rule {
         label: node
@@ -649,7 +649,7 @@ fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
     })
 }
 
-fn read_objects_mut<T>(
+pub(crate) fn read_objects_mut<T>(
     kind: Node,
     into: &mut Objects<T>,
     errors: &mut Vec<LabelError>,

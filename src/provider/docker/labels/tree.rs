@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Deepest key accepted, in segments; deeper keys are reported, not parsed.
-pub(super) const MAX_DEPTH: usize = 16;
+pub(crate) const MAX_DEPTH: usize = 16;
 
 /// One segment of a label key, with everything below it.
 #[derive(Debug, Default)]
-pub(super) struct Node {
+pub(crate) struct Node {
     /// The key of this node written out (`traefik.http.routers.web`), for messages.
     pub path: String,
     /// The label that set this node's value, as written.
@@ -139,7 +139,7 @@ impl Node {
 
 /// A problem found while reading a tree, tied to a label when known.
 #[derive(Debug)]
-pub(super) struct DeError {
+pub(crate) struct DeError {
     /// The label (or key path) the problem is about.
     pub label: Option<String>,
     /// What is wrong.
@@ -184,14 +184,14 @@ impl de::Error for DeError {
 }
 
 /// Reads `T` from a node.
-pub(super) fn read<'a, T: serde::Deserialize<'a>>(node: &'a Node) -> Result<T, DeError> {
+pub(crate) fn read<'a, T: serde::Deserialize<'a>>(node: &'a Node) -> Result<T, DeError> {
     T::deserialize(NodeDe { node }).map_err(|e| e.at(node))
 }
 
 /// Reads a middleware. Its type is matched whatever its case, like every
 /// option here; the model's own reading of a middleware (which keeps a bad
 /// one with the reason) matches exact names only, so it is not used.
-pub(super) fn read_middleware(node: &Node) -> Result<Middleware, DeError> {
+pub(crate) fn read_middleware(node: &Node) -> Result<Middleware, DeError> {
     if node.is_leaf() {
         return Err(DeError::new(
             node,

@@ -1,0 +1,15 @@
+//! KV store providers: routers, services, middlewares and TLS settings
+//! written as keys under a root in Traefik v3's KV layout
+//! (`<root>/http/routers/<name>/rule`), so that a Traefik KV setup works
+//! unchanged.
+//!
+//! `parse` turns the keys into the dynamic model (pure); `watch` is the
+//! loop every store shares (read, send, follow changes, reconnect), over
+//! the small [`Store`] trait each store implements; `redis` is one.
+
+mod parse;
+pub mod redis;
+mod watch;
+
+pub use parse::{Parsed, parse_pairs};
+pub use watch::{Follow, Listing, Store, StoreError, run};
