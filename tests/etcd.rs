@@ -5,6 +5,7 @@
 
 mod support;
 
+use futures_util::StreamExt as _;
 use gangway::provider::etcd::{Change, EtcdClient, EtcdError, EtcdWatch, WatchBatch};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -206,6 +207,31 @@ async fn a_watch_from_a_compacted_revision_says_to_read_again() {
             revision: put
         }]
     );
+}
+
+#[tokio::test]
+async fn a_dropped_watch_is_ended_on_the_server() {
+    let Some(etcd) = start("a_dropped_watch_is_ended_on_the_server").await else {
+        return;
+    };
+    const WATCHERS: &str = "etcd_debugging_mvcc_watcher_total";
+    let client = client(&etcd).await;
+    let watch = client.watch_prefix("traefik/", 0).await.expect("watch");
+    let mut stream = Box::pin(watch.into_stream());
+    assert_eq!(
+        etcd.metric(WATCHERS).await,
+        Some(1.0),
+        "etcd runs the watch"
+    );
+    let put = etcd.put("traefik/a", "1").await;
+    let batch = stream.next().await.expect("a batch").expect("no error");
+    assert_eq!(batch.revision, put);
+
+    drop(stream);
+    support::eventually(Duration::from_secs(10), "etcd ends the watch", || async {
+        etcd.metric(WATCHERS).await == Some(0.0)
+    })
+    .await;
 }
 
 #[tokio::test]

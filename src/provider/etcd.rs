@@ -669,6 +669,34 @@ mod tests {
     }
 
     #[test]
+    fn the_client_can_be_shared_and_its_calls_spawned() {
+        fn spawnable<T: Send + 'static>(_: &T) {}
+        fn shared<T: Send + Sync>(_: &T) {}
+        let client = std::sync::Arc::new(
+            EtcdClient::new(
+                &["127.0.0.1:2379".to_owned()],
+                None,
+                None,
+                Duration::from_secs(1),
+            )
+            .unwrap(),
+        );
+        shared(&*client);
+        let c = client.clone();
+        spawnable(&async move { c.range_prefix("traefik/").await });
+        let c = client.clone();
+        spawnable(&async move {
+            let mut watch = c.watch_prefix("traefik/", 0).await?;
+            watch.next().await.transpose()
+        });
+        spawnable(&async move {
+            client
+                .call::<serde_json::Value>("/v3/kv/range", None, &serde_json::json!({}))
+                .await
+        });
+    }
+
+    #[test]
     fn a_client_needs_an_endpoint_that_can_work() {
         let none = EtcdClient::new(&[], None, None, Duration::from_secs(1)).unwrap_err();
         assert!(matches!(none, EtcdError::BadEndpoint { .. }));

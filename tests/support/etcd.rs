@@ -185,6 +185,24 @@ impl Etcd {
         }
     }
 
+    /// The value of one of etcd's own Prometheus metrics (`/metrics`).
+    pub async fn metric(&self, name: &str) -> Option<f64> {
+        let resp = self
+            .http
+            .request(
+                http::Request::get(format!("{}/metrics", self.url()))
+                    .body(Full::default())
+                    .unwrap(),
+            )
+            .await
+            .ok()?;
+        let body = resp.into_body().collect().await.ok()?.to_bytes();
+        String::from_utf8_lossy(&body).lines().find_map(|line| {
+            let (metric, value) = line.split_once(' ')?;
+            (metric == name).then(|| value.trim().parse().ok())?
+        })
+    }
+
     /// `127.0.0.1:port`, as `providers.etcd.endpoints` takes it.
     pub fn endpoint(&self) -> String {
         format!("127.0.0.1:{}", self.client_port)
