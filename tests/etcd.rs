@@ -267,9 +267,24 @@ async fn auth_takes_the_right_password_and_names_the_user_on_a_wrong_one() {
     else {
         return;
     };
-    etcd.enable_auth("s3cret").await;
     etcd.put("traefik/a", "1").await;
     let endpoints = [etcd.endpoint()];
+    let credentials = || Some(("root".to_owned(), "s3cret".to_owned()));
+    // Credentials for a server without auth are not an error (etcd's own
+    // client takes them too), and are used once auth is turned on.
+    let early = EtcdClient::connect(&endpoints, credentials(), None, TIMEOUT)
+        .await
+        .expect("credentials while auth is off");
+    assert_eq!(
+        early.range_prefix("traefik/").await.expect("range").0.len(),
+        1
+    );
+    etcd.enable_auth("s3cret").await;
+    let (got, _) = early
+        .range_prefix("traefik/")
+        .await
+        .expect("range once auth is on");
+    assert_eq!(got, pairs(&[("traefik/a", "1")]));
 
     let wrong = EtcdClient::connect(
         &endpoints,
@@ -303,14 +318,9 @@ async fn auth_takes_the_right_password_and_names_the_user_on_a_wrong_one() {
         "{refused:?}"
     );
 
-    let root = EtcdClient::connect(
-        &endpoints,
-        Some(("root".to_owned(), "s3cret".to_owned())),
-        None,
-        TIMEOUT,
-    )
-    .await
-    .expect("the right password");
+    let root = EtcdClient::connect(&endpoints, credentials(), None, TIMEOUT)
+        .await
+        .expect("the right password");
     assert!(!format!("{root:?}").contains("s3cret"), "{root:?}");
     let (got, _) = root.range_prefix("traefik/").await.expect("range as root");
     assert_eq!(got, pairs(&[("traefik/a", "1")]));

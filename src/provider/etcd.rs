@@ -63,6 +63,7 @@ const PAGE: u64 = 1000;
 const COMPACTED_RETRIES: usize = 3;
 
 /// gRPC status codes the gateway puts in an error's `code`.
+const GRPC_INVALID_ARGUMENT: i64 = 3;
 const GRPC_FAILED_PRECONDITION: i64 = 9;
 const GRPC_OUT_OF_RANGE: i64 = 11;
 const GRPC_UNAUTHENTICATED: i64 = 16;
@@ -296,7 +297,7 @@ impl EtcdClient {
                 self.authenticate().await?;
                 self.start_watch(prefix, &body).await
             }
-            Err(e) if self.credentials.is_some() && is_stale_token(&e) => {
+            Err(e) if self.wants_new_token(&e) => {
                 self.authenticate().await?;
                 self.start_watch(prefix, &body).await
             }
@@ -340,7 +341,7 @@ impl EtcdClient {
         let body = Bytes::from(body.to_string());
         self.ensure_token().await?;
         match self.call_once(path, key, &body).await {
-            Err(e) if self.credentials.is_some() && is_stale_token(&e) => {
+            Err(e) if self.wants_new_token(&e) => {
                 self.authenticate().await?;
                 self.call_once(path, key, &body).await
             }
@@ -385,7 +386,6 @@ impl EtcdClient {
         let Some(credentials) = &self.credentials else {
             return Ok(());
         };
-        self.set_auth(Auth::Unknown);
         let body = Bytes::from(
             serde_json::json!({ "name": credentials.user, "password": credentials.password })
                 .to_string(),
@@ -430,6 +430,28 @@ impl EtcdClient {
                 message,
             }),
             other => Err(other),
+        }
+    }
+
+    /// Whether `error` may go away with a new token: etcd refused the one
+    /// sent (it expired, or the user's password changed), or none was sent
+    /// because auth was off and etcd now wants one (it then says the user
+    /// name is empty, an invalid argument).
+    fn wants_new_token(&self, error: &EtcdError) -> bool {
+        if self.credentials.is_none() {
+            return false;
+        }
+        match error {
+            EtcdError::Status {
+                status: 401,
+                code: Some(GRPC_UNAUTHENTICATED),
+                ..
+            } => true,
+            EtcdError::Status {
+                code: Some(GRPC_INVALID_ARGUMENT),
+                ..
+            } => matches!(self.auth_state(), Auth::NotEnabled),
+            _ => false,
         }
     }
 
@@ -550,19 +572,6 @@ impl EtcdClient {
     }
 }
 
-/// Whether etcd refused the token (it expired, or the member restarted
-/// and forgot it).
-fn is_stale_token(error: &EtcdError) -> bool {
-    matches!(
-        error,
-        EtcdError::Status {
-            status: 401,
-            code: Some(GRPC_UNAUTHENTICATED),
-            ..
-        }
-    )
-}
-
 /// The error for a non-2xx answer: etcd's message and gRPC code when the
 /// body is etcd's JSON error, the start of the body otherwise.
 fn status_error(
@@ -636,7 +645,14 @@ mod tests {
             StatusCode::UNAUTHORIZED,
             body,
         );
-        assert!(is_stale_token(&err), "{err:?}");
+        let client = EtcdClient::new(
+            &["127.0.0.1:2379".to_owned()],
+            Some(("root".to_owned(), "pw".to_owned())),
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        assert!(client.wants_new_token(&err), "{err:?}");
         assert_eq!(
             err.to_string(),
             "etcd at 127.0.0.1:2379: /v3/kv/range for `traefik/` answered 401: etcdserver: invalid auth token"
