@@ -385,6 +385,41 @@ async fn requests_fail_over_from_a_dead_endpoint_to_a_live_one() {
 }
 
 #[tokio::test]
+async fn a_member_that_hangs_is_passed_over_by_the_next_request() {
+    let Some(etcd) = start("a_member_that_hangs_is_passed_over_by_the_next_request").await else {
+        return;
+    };
+    etcd.put("traefik/a", "1").await;
+    // Accepts connections and never answers.
+    let hung = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let hung_endpoint = hung.local_addr().unwrap().to_string();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = hung.accept().await {
+            open.push(socket);
+        }
+    });
+    let client = EtcdClient::new(
+        &[hung_endpoint.clone(), etcd.endpoint()],
+        None,
+        None,
+        Duration::from_millis(300),
+    )
+    .expect("client");
+    let err = client.range_prefix("traefik/").await.unwrap_err();
+    assert!(
+        matches!(&err, EtcdError::Timeout { endpoint, key: Some(k), .. } if *endpoint == hung_endpoint && k == "traefik/"),
+        "{err:?}"
+    );
+    let (got, _) = client
+        .range_prefix("traefik/")
+        .await
+        .expect("the next request goes to the member that answers");
+    assert_eq!(got, pairs(&[("traefik/a", "1")]));
+    held.abort();
+}
+
+#[tokio::test]
 async fn a_killed_server_ends_the_watch_and_its_data_is_back_after_a_restart() {
     let Some(mut etcd) =
         start("a_killed_server_ends_the_watch_and_its_data_is_back_after_a_restart").await

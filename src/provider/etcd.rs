@@ -12,14 +12,19 @@
 //!   empty value, a PUT event's `type`, `more` when false.
 //! - An error is a non-2xx status with `{"error":…,"message":…,"code":N}`,
 //!   `code` being the gRPC status: a stale token answers 401 with code 16,
-//!   a wrong password 400 with code 3, `authenticate` on a server without
-//!   auth 412 with code 9, a compacted revision 400 with code 11. Paths
-//!   that do not exist answer `404` in plain text.
+//!   a request without a token to a server with auth 400 with code 3 ("user
+//!   name is empty"), a wrong password 400 with code 3, `authenticate` on
+//!   a server without auth 412 with code 9, a compacted revision 400 with
+//!   code 11. Paths that do not exist answer `404` in plain text.
+//! - The token (`Authorization: <token>`, no scheme) is etcd's "simple"
+//!   token unless the server is set up for JWT. It survives a restart of
+//!   the member (authentications are replayed from its log) and stops
+//!   working when it expires or the user's password changes.
 //! - `/v3/watch` answers 200 with a chunked body that stays open: one JSON
 //!   object per line, each `{"result": WatchResponse}` followed by `\n`.
 //!   The first says `"created":true`; each later one carries the events of
-//!   one or more revisions (the replay of history since `start_revision`
-//!   comes as one batch). A start revision that was compacted gives
+//!   one or more revisions (a short replay of history since
+//!   `start_revision` came as one batch). A start revision that was compacted gives
 //!   `created`, then `"canceled":true,"compact_revision":"N"`, and the
 //!   stream stays open, so the client ends it itself. A token the server
 //!   does not take still answers 200, with one line that is both
@@ -28,7 +33,10 @@
 //!
 //! Endpoints are tried in order (the one that answered last first), and a
 //! request moves on to the next one only when it cannot connect: once
-//! connected, an error is etcd's answer and is returned as it is.
+//! connected, an error is etcd's answer and is returned as it is (a
+//! request is never sent twice, as it may have taken effect). A member
+//! that does not answer in time, or answers that it cannot serve (503),
+//! is tried last by the next request.
 
 mod endpoint;
 mod error;
@@ -96,7 +104,7 @@ struct Credentials {
 /// What the client knows of etcd's auth.
 #[derive(Clone)]
 enum Auth {
-    /// Not asked yet (or the token was refused).
+    /// Not asked yet.
     Unknown,
     /// The server has auth turned off: requests go without a token.
     NotEnabled,
@@ -506,7 +514,15 @@ impl EtcdClient {
             let sent = tokio::time::timeout(2 * self.timeout, self.client.request(request)).await;
             match sent {
                 Ok(Ok(response)) => {
-                    self.preferred.store(index, Ordering::Relaxed);
+                    // A member that answers but cannot serve (it has no
+                    // leader: 503) is passed over by the next request.
+                    let next = if response.status() == StatusCode::SERVICE_UNAVAILABLE {
+                        index + 1
+                    } else {
+                        index
+                    };
+                    self.preferred
+                        .store(next % self.endpoints.len(), Ordering::Relaxed);
                     return Ok(Answer {
                         endpoint: endpoint.name.clone(),
                         status: response.status(),
@@ -526,6 +542,11 @@ impl EtcdClient {
                     });
                 }
                 Err(_) => {
+                    // The request may have taken effect, so it is not sent
+                    // again; but a member that hangs must not stay first,
+                    // or every later request would wait on it too.
+                    self.preferred
+                        .store((index + 1) % self.endpoints.len(), Ordering::Relaxed);
                     return Err(EtcdError::Timeout {
                         endpoint: endpoint.name.clone(),
                         path,
