@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod disk;
+pub mod etcd;
 pub mod named;
 pub mod pebble;
 pub mod tls;
