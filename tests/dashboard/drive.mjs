@@ -445,6 +445,7 @@ try {
     check(rows.some((r) => r.includes(shown) && r.includes(server)),
       `service detail: the container ${shown} is shown with its server ${server}: ${JSON.stringify(rows)}`);
     check(/servers/i.test(await text('#provenance thead')), 'service detail: a Servers column');
+    await screenshots('service-docker');
   }
 
   // === explain ===
