@@ -1,0 +1,336 @@
+//! The etcd provider against Debian's etcd-server: keys written in
+//! Traefik's KV layout are routed, changes are followed by etcd's watch, a
+//! bad key disables its object only and is named, the store going away
+//! keeps the routes until it is back, and auth and TLS work. The test
+//! writes through etcd's own gateway with a client of its own, so what
+//! gangway routes is checked against writes it did not make.
+
+mod support;
+
+use std::time::Duration;
+use support::etcd::{Etcd, available};
+use support::kv::{API, WITHIN, answer, provider_state, route_keys};
+use support::tls::TestCa;
+use support::{Backend, Gangway, eventually};
+
+async fn start(test: &str) -> Option<Etcd> {
+    Some(Etcd::start(available(test)?).await)
+}
+
+fn endpoint(etcd: &Etcd) -> String {
+    format!("--providers.etcd.endpoints={}", etcd.endpoint())
+}
+
+/// Writes router `name` for `host` to service `name` at `url`, under
+/// `root`, in one transaction (see `route_keys`).
+async fn write_route(etcd: &Etcd, root: &str, name: &str, host: &str, url: &str) {
+    etcd.put_many(&route_keys(root, name, host, url)).await;
+}
+
+#[tokio::test]
+async fn traefik_keys_are_routed_and_changes_follow_by_watch() {
+    let test = "traefik_keys_are_routed_and_changes_follow_by_watch";
+    let Some(etcd) = start(test).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
+    // Under a root that only starts like `traefik`: not read.
+    write_route(&etcd, "traefikx", "other", "other.test", &a.url()).await;
+    let gw = Gangway::with_file_env(
+        API,
+        &[
+            &endpoint(&etcd),
+            "--providers.etcd.rootKey=traefik",
+            "--api=true",
+        ],
+        &[("RUST_LOG", "info")],
+    )
+    .await;
+    eventually(WITHIN, "the router from etcd answers", || async {
+        answer(&gw, "app.test").await.is_some()
+    })
+    .await;
+    assert_eq!(
+        answer(&gw, "app.test").await,
+        Some(("a".to_owned(), "/x".to_owned())),
+        "the middleware from etcd took /api off"
+    );
+    assert_eq!(
+        gw.get("other.test", "/api/x").await.status,
+        404,
+        "keys under traefikx/ are not gangway's"
+    );
+    let state = provider_state(&gw, "etcd").await;
+    assert_eq!(state["connected"], true, "{state}");
+    assert!(state["lastSync"].is_u64(), "{state}");
+
+    // A new router.
+    write_route(&etcd, "traefik", "two", "two.test", &a.url()).await;
+    eventually(WITHIN, "a new router is routed", || async {
+        answer(&gw, "two.test").await.is_some()
+    })
+    .await;
+    // A changed server URL.
+    etcd.put(
+        "traefik/http/services/app/loadBalancer/servers/0/url",
+        &b.url(),
+    )
+    .await;
+    eventually(WITHIN, "the changed server gets the traffic", || async {
+        answer(&gw, "app.test")
+            .await
+            .is_some_and(|(who, _)| who == "b")
+    })
+    .await;
+    // A deleted router.
+    for option in ["rule", "entryPoints/0", "middlewares/0", "service"] {
+        etcd.delete(&format!("traefik/http/routers/two/{option}"))
+            .await;
+    }
+    eventually(WITHIN, "the deleted router is gone", || async {
+        gw.get("two.test", "/api/x").await.status == 404
+    })
+    .await;
+    assert!(answer(&gw, "app.test").await.is_some());
+    let overview: serde_json::Value =
+        serde_json::from_str(&gw.get("api.test", "/api/overview").await.text()).unwrap();
+    assert!(
+        overview["providers"]
+            .as_array()
+            .is_some_and(|p| p.contains(&serde_json::json!("Etcd"))),
+        "{overview}"
+    );
+}
+
+#[tokio::test]
+async fn the_default_root_is_gangways_own() {
+    let test = "the_default_root_is_gangways_own";
+    let Some(etcd) = start(test).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    let gw = Gangway::with_file(API, &[&endpoint(&etcd), "--api=true"]).await;
+    eventually(WITHIN, "the provider connects", || async {
+        provider_state(&gw, "etcd").await["connected"] == true
+    })
+    .await;
+    // Written after the start, so found by the watch.
+    write_route(&etcd, "traefik", "theirs", "theirs.test", &a.url()).await;
+    write_route(&etcd, "gangway", "app", "app.test", &a.url()).await;
+    eventually(WITHIN, "the router under gangway/ is routed", || async {
+        answer(&gw, "app.test").await.is_some()
+    })
+    .await;
+    assert_eq!(gw.get("theirs.test", "/api/x").await.status, 404);
+}
+
+#[tokio::test]
+async fn a_malformed_key_disables_only_its_object_and_is_named() {
+    let test = "a_malformed_key_disables_only_its_object_and_is_named";
+    let Some(etcd) = start(test).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    write_route(&etcd, "traefik", "good", "good.test", &a.url()).await;
+    write_route(&etcd, "traefik", "bad", "bad.test", &a.url()).await;
+    etcd.put("traefik/http/routers/bad/priorty", "10").await;
+    // Not text: reported, not fatal.
+    etcd.put_bytes(b"traefik/http/routers/good/note", b"\xff\xfe")
+        .await;
+    let gw = Gangway::with_file(
+        API,
+        &[
+            &endpoint(&etcd),
+            "--providers.etcd.rootKey=traefik",
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WITHIN, "the good router answers", || async {
+        answer(&gw, "good.test").await.is_some()
+    })
+    .await;
+    assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
+    let bad: serde_json::Value = serde_json::from_str(
+        &gw.get("api.test", "/api/http/routers/bad@etcd")
+            .await
+            .text(),
+    )
+    .unwrap();
+    assert_eq!(bad["status"], "disabled", "{bad}");
+    assert_eq!(
+        bad["error"][0],
+        "etcd key `traefik/http/routers/bad/priorty`: unknown option `priorty` (did you mean `priority`?)",
+        "{bad}"
+    );
+    assert_eq!(bad["keys"]["provider"], "etcd", "{bad}");
+    let overview: serde_json::Value =
+        serde_json::from_str(&gw.get("api.test", "/api/overview").await.text()).unwrap();
+    let warnings = overview["warnings"].as_array().cloned().unwrap_or_default();
+    assert!(
+        warnings.iter().any(|w| w["message"]
+            == "etcd key `traefik/http/routers/good/note`: the value is not UTF-8 text; the key is ignored"),
+        "the value that is not text is reported: {warnings:?}"
+    );
+
+    // Fixed in the store: routed without a restart.
+    etcd.delete("traefik/http/routers/bad/priorty").await;
+    eventually(WITHIN, "the fixed router answers", || async {
+        answer(&gw, "bad.test").await.is_some()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_store_restarting_keeps_the_routes_and_resyncs() {
+    let test = "the_store_restarting_keeps_the_routes_and_resyncs";
+    let Some(mut etcd) = start(test).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
+    let gw = Gangway::with_file(
+        API,
+        &[
+            &endpoint(&etcd),
+            "--providers.etcd.rootKey=traefik",
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WITHIN, "the router from etcd answers", || async {
+        answer(&gw, "app.test").await.is_some()
+    })
+    .await;
+
+    etcd.kill();
+    eventually(WITHIN, "the API says the store is unreachable", || async {
+        let state = provider_state(&gw, "etcd").await;
+        state["connected"] == false && state["lastError"].is_string()
+    })
+    .await;
+    assert_eq!(
+        answer(&gw, "app.test").await.map(|(who, _)| who),
+        Some("a".to_owned()),
+        "the last routes stay while the store is away"
+    );
+
+    // Back on the same data: the keys are still there, and a change made
+    // after the restart is followed.
+    etcd.restart().await;
+    etcd.put(
+        "traefik/http/services/app/loadBalancer/servers/0/url",
+        &b.url(),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(15),
+        "the provider reconnects and reads the keys again",
+        || async {
+            answer(&gw, "app.test")
+                .await
+                .is_some_and(|(who, _)| who == "b")
+        },
+    )
+    .await;
+    let state = provider_state(&gw, "etcd").await;
+    assert_eq!(state["connected"], true, "{state}");
+    assert!(state.get("lastError").is_none(), "{state}");
+    write_route(&etcd, "traefik", "later", "later.test", &a.url()).await;
+    eventually(WITHIN, "changes are watched again", || async {
+        answer(&gw, "later.test").await.is_some()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_user_and_password_are_used_and_a_wrong_password_is_reported() {
+    let test = "a_user_and_password_are_used_and_a_wrong_password_is_reported";
+    let Some(mut etcd) = start(test).await else {
+        return;
+    };
+    let a = Backend::echo("a").await;
+    etcd.enable_auth("s3cret").await;
+    write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
+    let args = |password: &str| {
+        vec![
+            endpoint(&etcd),
+            "--providers.etcd.rootKey=traefik".to_owned(),
+            "--providers.etcd.username=root".to_owned(),
+            format!("--providers.etcd.password={password}"),
+            "--api=true".to_owned(),
+        ]
+    };
+    let right = args("s3cret");
+    let right: Vec<&str> = right.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(API, &right).await;
+    eventually(WITHIN, "the router behind auth answers", || async {
+        answer(&gw, "app.test").await.is_some()
+    })
+    .await;
+    write_route(&etcd, "traefik", "two", "two.test", &a.url()).await;
+    eventually(WITHIN, "the watch behind auth follows", || async {
+        answer(&gw, "two.test").await.is_some()
+    })
+    .await;
+
+    let wrong = args("guess");
+    let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
+    let refused = Gangway::with_file(API, &wrong).await;
+    eventually(WITHIN, "the wrong password is reported", || async {
+        let state = provider_state(&refused, "etcd").await;
+        state["connected"] == false && state["lastError"].is_string()
+    })
+    .await;
+    let state = provider_state(&refused, "etcd").await;
+    let error = state["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("authentication as `root` failed"), "{state}");
+    assert_eq!(refused.get("app.test", "/api/x").await.status, 404);
+}
+
+#[tokio::test]
+async fn tls_to_the_store_checks_its_certificate_against_the_ca_given() {
+    let test = "tls_to_the_store_checks_its_certificate_against_the_ca_given";
+    let Some(binary) = available(test) else {
+        return;
+    };
+    let ca = TestCa::new("etcd provider test CA");
+    let (cert, key) = ca.issue(&["127.0.0.1"]);
+    let etcd = Etcd::start_with_tls(binary, &cert, &key).await;
+    let a = Backend::echo("a").await;
+    write_route(&etcd, "gangway", "app", "app.test", &a.url()).await;
+    let ca_file = etcd.dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let tls_endpoint = format!("--providers.etcd.endpoints={}", etcd.tls_endpoint());
+    let trusting = Gangway::with_file(
+        API,
+        &[
+            &tls_endpoint,
+            &format!("--providers.etcd.tls.ca={}", ca_file.display()),
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WITHIN, "the router from etcd over TLS answers", || async {
+        answer(&trusting, "app.test").await.is_some()
+    })
+    .await;
+    // Without the CA, the test CA's certificate is not trusted.
+    let doubting = Gangway::with_file(
+        API,
+        &[&tls_endpoint, "--providers.etcd.tls=true", "--api=true"],
+    )
+    .await;
+    eventually(WITHIN, "the untrusted store is reported", || async {
+        let state = provider_state(&doubting, "etcd").await;
+        state["connected"] == false && state["lastError"].is_string()
+    })
+    .await;
+    let state = provider_state(&doubting, "etcd").await;
+    let error = state["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("certificate"), "{state}");
+    assert_eq!(doubting.get("app.test", "/api/x").await.status, 404);
+}
