@@ -7,9 +7,12 @@
 
 mod support;
 
-use std::time::Duration;
 use support::etcd::{Etcd, available};
-use support::kv::{API, WITHIN, answer, provider_state, route_keys};
+use support::kv::{
+    API, WITHIN, answer, api_json, assert_changes_followed, assert_disabled_and_named,
+    assert_resynced, assert_routes_kept, assert_tls_checked, provider_state, unreachable,
+    write_route,
+};
 use support::tls::TestCa;
 use support::{Backend, Gangway, eventually};
 
@@ -21,10 +24,17 @@ fn endpoint(etcd: &Etcd) -> String {
     format!("--providers.etcd.endpoints={}", etcd.endpoint())
 }
 
-/// Writes router `name` for `host` to service `name` at `url`, under
-/// `root`, in one transaction (see `route_keys`).
-async fn write_route(etcd: &Etcd, root: &str, name: &str, host: &str, url: &str) {
-    etcd.put_many(&route_keys(root, name, host, url)).await;
+/// gangway reading `etcd` under Traefik's root key, with the API.
+async fn on_traefik_root(etcd: &Etcd) -> Gangway {
+    Gangway::with_file(
+        API,
+        &[
+            &endpoint(etcd),
+            "--providers.etcd.rootKey=traefik",
+            "--api=true",
+        ],
+    )
+    .await
 }
 
 #[tokio::test]
@@ -38,64 +48,14 @@ async fn traefik_keys_are_routed_and_changes_follow_by_watch() {
     write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
     // Under a root that only starts like `traefik`: not read.
     write_route(&etcd, "traefikx", "other", "other.test", &a.url()).await;
-    let gw = Gangway::with_file_env(
-        API,
-        &[
-            &endpoint(&etcd),
-            "--providers.etcd.rootKey=traefik",
-            "--api=true",
-        ],
-        &[("RUST_LOG", "info")],
-    )
-    .await;
-    eventually(WITHIN, "the router from etcd answers", || async {
-        answer(&gw, "app.test").await.is_some()
-    })
-    .await;
-    assert_eq!(
-        answer(&gw, "app.test").await,
-        Some(("a".to_owned(), "/x".to_owned())),
-        "the middleware from etcd took /api off"
-    );
+    let gw = on_traefik_root(&etcd).await;
+    assert_changes_followed(&gw, &etcd, "etcd", &a, &b).await;
     assert_eq!(
         gw.get("other.test", "/api/x").await.status,
         404,
         "keys under traefikx/ are not gangway's"
     );
-    let state = provider_state(&gw, "etcd").await;
-    assert_eq!(state["connected"], true, "{state}");
-    assert!(state["lastSync"].is_u64(), "{state}");
-
-    // A new router.
-    write_route(&etcd, "traefik", "two", "two.test", &a.url()).await;
-    eventually(WITHIN, "a new router is routed", || async {
-        answer(&gw, "two.test").await.is_some()
-    })
-    .await;
-    // A changed server URL.
-    etcd.put(
-        "traefik/http/services/app/loadBalancer/servers/0/url",
-        &b.url(),
-    )
-    .await;
-    eventually(WITHIN, "the changed server gets the traffic", || async {
-        answer(&gw, "app.test")
-            .await
-            .is_some_and(|(who, _)| who == "b")
-    })
-    .await;
-    // A deleted router.
-    for option in ["rule", "entryPoints/0", "middlewares/0", "service"] {
-        etcd.delete(&format!("traefik/http/routers/two/{option}"))
-            .await;
-    }
-    eventually(WITHIN, "the deleted router is gone", || async {
-        gw.get("two.test", "/api/x").await.status == 404
-    })
-    .await;
-    assert!(answer(&gw, "app.test").await.is_some());
-    let overview: serde_json::Value =
-        serde_json::from_str(&gw.get("api.test", "/api/overview").await.text()).unwrap();
+    let overview = api_json(&gw, "/api/overview").await;
     assert!(
         overview["providers"]
             .as_array()
@@ -136,44 +96,23 @@ async fn a_malformed_key_disables_only_its_object_and_is_named() {
     write_route(&etcd, "traefik", "good", "good.test", &a.url()).await;
     write_route(&etcd, "traefik", "bad", "bad.test", &a.url()).await;
     etcd.put("traefik/http/routers/bad/priorty", "10").await;
-    // Not text: reported, not fatal.
     etcd.put_bytes(b"traefik/http/routers/good/note", b"\xff\xfe")
         .await;
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &endpoint(&etcd),
-            "--providers.etcd.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = on_traefik_root(&etcd).await;
     eventually(WITHIN, "the good router answers", || async {
         answer(&gw, "good.test").await.is_some()
     })
     .await;
     assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
-    let bad: serde_json::Value = serde_json::from_str(
-        &gw.get("api.test", "/api/http/routers/bad@etcd")
-            .await
-            .text(),
-    )
-    .unwrap();
-    assert_eq!(bad["status"], "disabled", "{bad}");
-    assert_eq!(
-        bad["error"][0],
+    assert_disabled_and_named(
+        &gw,
+        "etcd",
+        "bad",
         "etcd key `traefik/http/routers/bad/priorty`: unknown option `priorty` (did you mean `priority`?)",
-        "{bad}"
-    );
-    assert_eq!(bad["keys"]["provider"], "etcd", "{bad}");
-    let overview: serde_json::Value =
-        serde_json::from_str(&gw.get("api.test", "/api/overview").await.text()).unwrap();
-    let warnings = overview["warnings"].as_array().cloned().unwrap_or_default();
-    assert!(
-        warnings.iter().any(|w| w["message"]
-            == "etcd key `traefik/http/routers/good/note`: the value is not UTF-8 text; the key is ignored"),
-        "the value that is not text is reported: {warnings:?}"
-    );
+        // Not text: reported, not fatal.
+        "etcd key `traefik/http/routers/good/note`: the value is not UTF-8 text; the key is ignored",
+    )
+    .await;
 
     // Fixed in the store: routed without a restart.
     etcd.delete("traefik/http/routers/bad/priorty").await;
@@ -192,31 +131,14 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
     let a = Backend::echo("a").await;
     let b = Backend::echo("b").await;
     write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &endpoint(&etcd),
-            "--providers.etcd.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = on_traefik_root(&etcd).await;
     eventually(WITHIN, "the router from etcd answers", || async {
         answer(&gw, "app.test").await.is_some()
     })
     .await;
 
     etcd.kill();
-    eventually(WITHIN, "the API says the store is unreachable", || async {
-        let state = provider_state(&gw, "etcd").await;
-        state["connected"] == false && state["lastError"].is_string()
-    })
-    .await;
-    assert_eq!(
-        answer(&gw, "app.test").await.map(|(who, _)| who),
-        Some("a".to_owned()),
-        "the last routes stay while the store is away"
-    );
+    assert_routes_kept(&gw, "etcd").await;
 
     // Back on the same data: the keys are still there, and a change made
     // after the restart is followed.
@@ -226,19 +148,7 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
         &b.url(),
     )
     .await;
-    eventually(
-        Duration::from_secs(15),
-        "the provider reconnects and reads the keys again",
-        || async {
-            answer(&gw, "app.test")
-                .await
-                .is_some_and(|(who, _)| who == "b")
-        },
-    )
-    .await;
-    let state = provider_state(&gw, "etcd").await;
-    assert_eq!(state["connected"], true, "{state}");
-    assert!(state.get("lastError").is_none(), "{state}");
+    assert_resynced(&gw, "etcd").await;
     write_route(&etcd, "traefik", "later", "later.test", &a.url()).await;
     eventually(WITHIN, "changes are watched again", || async {
         answer(&gw, "later.test").await.is_some()
@@ -280,14 +190,8 @@ async fn a_user_and_password_are_used_and_a_wrong_password_is_reported() {
     let wrong = args("guess");
     let wrong: Vec<&str> = wrong.iter().map(String::as_str).collect();
     let refused = Gangway::with_file(API, &wrong).await;
-    eventually(WITHIN, "the wrong password is reported", || async {
-        let state = provider_state(&refused, "etcd").await;
-        state["connected"] == false && state["lastError"].is_string()
-    })
-    .await;
-    let state = provider_state(&refused, "etcd").await;
-    let error = state["lastError"].as_str().unwrap_or_default();
-    assert!(error.contains("authentication as `root` failed"), "{state}");
+    let error = unreachable(&refused, "etcd").await;
+    assert!(error.contains("authentication as `root` failed"), "{error}");
     assert_eq!(refused.get("app.test", "/api/x").await.status, 404);
 }
 
@@ -305,32 +209,5 @@ async fn tls_to_the_store_checks_its_certificate_against_the_ca_given() {
     let ca_file = etcd.dir.path().join("ca.pem");
     std::fs::write(&ca_file, ca.pem()).unwrap();
     let tls_endpoint = format!("--providers.etcd.endpoints={}", etcd.tls_endpoint());
-    let trusting = Gangway::with_file(
-        API,
-        &[
-            &tls_endpoint,
-            &format!("--providers.etcd.tls.ca={}", ca_file.display()),
-            "--api=true",
-        ],
-    )
-    .await;
-    eventually(WITHIN, "the router from etcd over TLS answers", || async {
-        answer(&trusting, "app.test").await.is_some()
-    })
-    .await;
-    // Without the CA, the test CA's certificate is not trusted.
-    let doubting = Gangway::with_file(
-        API,
-        &[&tls_endpoint, "--providers.etcd.tls=true", "--api=true"],
-    )
-    .await;
-    eventually(WITHIN, "the untrusted store is reported", || async {
-        let state = provider_state(&doubting, "etcd").await;
-        state["connected"] == false && state["lastError"].is_string()
-    })
-    .await;
-    let state = provider_state(&doubting, "etcd").await;
-    let error = state["lastError"].as_str().unwrap_or_default();
-    assert!(error.contains("certificate"), "{state}");
-    assert_eq!(doubting.get("app.test", "/api/x").await.status, 404);
+    assert_tls_checked("etcd", &tls_endpoint, &ca_file).await;
 }

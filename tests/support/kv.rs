@@ -4,7 +4,7 @@
 //! provider). etcd's own server is in `support::etcd`.
 
 use super::tls::TestCa;
-use super::{Gangway, free_port};
+use super::{Backend, Gangway, free_port};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::Duration;
@@ -20,7 +20,8 @@ pub const WITHIN: Duration = Duration::from_secs(5);
 /// persistence, in a temporary directory; stopped when dropped.
 pub struct Redis {
     server: PathBuf,
-    cli: PathBuf,
+    /// redis-cli.
+    pub cli: PathBuf,
     pub port: u16,
     notify: bool,
     /// With TLS only: the CA's PEM file, which signed the server's.
@@ -209,4 +210,190 @@ pub async fn provider_state(gw: &Gangway, provider: &str) -> serde_json::Value {
     let text = gw.get("api.test", "/api/providers").await.text();
     let all: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     all[provider].clone()
+}
+
+/// `path` of gangway's API (served at `api.test`), as JSON.
+pub async fn api_json(gw: &Gangway, path: &str) -> serde_json::Value {
+    serde_json::from_str(&gw.get("api.test", path).await.text()).unwrap_or_default()
+}
+
+/// Waits until `/api/providers` says `provider` is not connected, and
+/// returns the error it shows.
+pub async fn unreachable(gw: &Gangway, provider: &str) -> String {
+    super::eventually(WITHIN, "the API says the store is unreachable", || async {
+        let state = provider_state(gw, provider).await;
+        state["connected"] == false && state["lastError"].is_string()
+    })
+    .await;
+    let state = provider_state(gw, provider).await;
+    state["lastError"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Checks that router `name@provider` is disabled with `error` as its
+/// first error, that its keys are `provider`'s, and that a warning says
+/// `warning`.
+pub async fn assert_disabled_and_named(
+    gw: &Gangway,
+    provider: &str,
+    name: &str,
+    error: &str,
+    warning: &str,
+) {
+    let router = api_json(gw, &format!("/api/http/routers/{name}@{provider}")).await;
+    assert_eq!(router["status"], "disabled", "{router}");
+    assert_eq!(router["error"][0], error, "{router}");
+    assert_eq!(router["keys"]["provider"], provider, "{router}");
+    let overview = api_json(gw, "/api/overview").await;
+    let warnings = overview["warnings"].as_array().cloned().unwrap_or_default();
+    assert!(
+        warnings.iter().any(|w| w["message"] == warning),
+        "`{warning}` is reported: {warnings:?}"
+    );
+}
+
+/// A store the test writes keys to.
+pub trait Writes {
+    /// Writes `value` under `key`.
+    fn put_key(&self, key: &str, value: &str) -> impl Future<Output = ()>;
+    /// Deletes `key`.
+    fn delete_key(&self, key: &str) -> impl Future<Output = ()>;
+}
+
+impl Writes for Redis {
+    async fn put_key(&self, key: &str, value: &str) {
+        self.set(key, value);
+    }
+
+    async fn delete_key(&self, key: &str) {
+        self.del(key);
+    }
+}
+
+impl Writes for super::etcd::Etcd {
+    async fn put_key(&self, key: &str, value: &str) {
+        self.put(key, value).await;
+    }
+
+    async fn delete_key(&self, key: &str) {
+        self.delete(key).await;
+    }
+}
+
+/// Writes router `name` for `host` to service `name` at `url`, under
+/// `root` (see `route_keys`), key by key.
+pub async fn write_route(store: &impl Writes, root: &str, name: &str, host: &str, url: &str) {
+    for (key, value) in route_keys(root, name, host, url) {
+        store.put_key(&key, &value).await;
+    }
+}
+
+/// With router `app` for `app.test` to backend `a` written under
+/// `traefik/` before gangway started: checks it is routed through its
+/// middleware and the provider is connected, then that a new router, a
+/// changed server URL (to backend `b`) and a deleted router are followed.
+pub async fn assert_changes_followed(
+    gw: &Gangway,
+    store: &impl Writes,
+    provider: &str,
+    a: &Backend,
+    b: &Backend,
+) {
+    super::eventually(WITHIN, "the router from the store answers", || async {
+        answer(gw, "app.test").await.is_some()
+    })
+    .await;
+    assert_eq!(
+        answer(gw, "app.test").await,
+        Some(("a".to_owned(), "/x".to_owned())),
+        "the middleware from the store took /api off"
+    );
+    let state = provider_state(gw, provider).await;
+    assert_eq!(state["connected"], true, "{state}");
+    assert!(state["lastSync"].is_u64(), "{state}");
+
+    write_route(store, "traefik", "two", "two.test", &a.url()).await;
+    super::eventually(WITHIN, "a new router is routed", || async {
+        answer(gw, "two.test").await.is_some()
+    })
+    .await;
+    store
+        .put_key(
+            "traefik/http/services/app/loadBalancer/servers/0/url",
+            &b.url(),
+        )
+        .await;
+    super::eventually(WITHIN, "the changed server gets the traffic", || async {
+        answer(gw, "app.test")
+            .await
+            .is_some_and(|(who, _)| who == "b")
+    })
+    .await;
+    for option in ["rule", "entryPoints/0", "middlewares/0", "service"] {
+        store
+            .delete_key(&format!("traefik/http/routers/two/{option}"))
+            .await;
+    }
+    super::eventually(WITHIN, "the deleted router is gone", || async {
+        gw.get("two.test", "/api/x").await.status == 404
+    })
+    .await;
+    assert!(answer(gw, "app.test").await.is_some());
+}
+
+/// After the store came back: waits until `app.test` goes to backend `b`
+/// (written while or after it was away), and checks the provider says
+/// connected again, without an error.
+pub async fn assert_resynced(gw: &Gangway, provider: &str) {
+    super::eventually(
+        Duration::from_secs(15),
+        "the provider reconnects and reads the keys again",
+        || async {
+            answer(gw, "app.test")
+                .await
+                .is_some_and(|(who, _)| who == "b")
+        },
+    )
+    .await;
+    let state = provider_state(gw, provider).await;
+    assert_eq!(state["connected"], true, "{state}");
+    assert!(state.get("lastError").is_none(), "{state}");
+}
+
+/// With the store speaking TLS only at `endpoint` (the whole
+/// `--providers.<provider>.endpoints=…` flag), with a certificate from the
+/// CA in the file `ca`, and router `app` for `app.test` under `gangway/`:
+/// gangway given `tls.ca` routes it; gangway with TLS on but without the
+/// CA reports a certificate error and routes nothing.
+pub async fn assert_tls_checked(provider: &str, endpoint: &str, ca: &std::path::Path) {
+    let trusting = Gangway::with_file(
+        API,
+        &[
+            endpoint,
+            &format!("--providers.{provider}.tls.ca={}", ca.display()),
+            "--api=true",
+        ],
+    )
+    .await;
+    super::eventually(
+        WITHIN,
+        "the router from the store over TLS answers",
+        || async { answer(&trusting, "app.test").await.is_some() },
+    )
+    .await;
+    let tls_on = format!("--providers.{provider}.tls=true");
+    let doubting = Gangway::with_file(API, &[endpoint, &tls_on, "--api=true"]).await;
+    let error = unreachable(&doubting, provider).await;
+    assert!(error.contains("certificate"), "{error}");
+    assert_eq!(doubting.get("app.test", "/api/x").await.status, 404);
+}
+
+/// After the store went away: waits until the API says so, and checks that
+/// `app.test` still goes to backend `a`.
+pub async fn assert_routes_kept(gw: &Gangway, provider: &str) {
+    unreachable(gw, provider).await;
+    assert_eq!(
+        answer(gw, "app.test").await.map(|(who, _)| who),
+        Some("a".to_owned()),
+        "the last routes stay while the store is away"
+    );
 }
