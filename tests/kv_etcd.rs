@@ -71,11 +71,21 @@ async fn the_default_root_is_gangways_own() {
         return;
     };
     let a = Backend::echo("a").await;
-    let gw = Gangway::with_file(API, &[&endpoint(&etcd), "--api=true"]).await;
+    let gw = Gangway::with_file_env(
+        API,
+        &[&endpoint(&etcd), "--api=true"],
+        &[("RUST_LOG", "info")],
+    )
+    .await;
     eventually(WITHIN, "the provider connects", || async {
         provider_state(&gw, "etcd").await["connected"] == true
     })
     .await;
+    assert!(
+        gw.log_line("following changes by a watch").is_some(),
+        "{}",
+        gw.log()
+    );
     // Written after the start, so found by the watch.
     write_route(&etcd, "traefik", "theirs", "theirs.test", &a.url()).await;
     write_route(&etcd, "gangway", "app", "app.test", &a.url()).await;

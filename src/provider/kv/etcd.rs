@@ -125,7 +125,7 @@ impl Store for EtcdStore {
                 .await
                 .map_err(|e| StoreError(e.to_string()))?;
         self.client = Some(client);
-        Ok(Follow::Notifications)
+        Ok(Follow::Watch)
     }
 
     async fn list(&mut self) -> Result<Listing, StoreError> {
