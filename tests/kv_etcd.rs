@@ -130,6 +130,25 @@ async fn a_malformed_key_disables_only_its_object_and_is_named() {
         answer(&gw, "bad.test").await.is_some()
     })
     .await;
+
+    // A value that is not text, written while gangway watches: the watch
+    // cannot carry it as text, so the keys are read again and it is
+    // reported; later changes are still followed.
+    let later = "etcd key `traefik/http/routers/good/later`: the value is not UTF-8 text; the key is ignored";
+    let warned = || async {
+        let overview = api_json(&gw, "/api/overview").await;
+        let warnings = overview["warnings"].as_array().cloned().unwrap_or_default();
+        warnings.iter().any(|w| w["message"] == later)
+    };
+    etcd.put_bytes(b"traefik/http/routers/good/later", b"\xc3")
+        .await;
+    eventually(WITHIN, "the value written later is reported", warned).await;
+    etcd.delete("traefik/http/routers/good/later").await;
+    eventually(WITHIN, "its deletion is followed", || async {
+        !warned().await
+    })
+    .await;
+    assert!(answer(&gw, "good.test").await.is_some());
 }
 
 #[tokio::test]
