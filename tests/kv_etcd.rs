@@ -10,8 +10,8 @@ mod support;
 use support::etcd::{Etcd, available};
 use support::kv::{
     API, WITHIN, answer, api_json, assert_changes_followed, assert_disabled_and_named,
-    assert_resynced, assert_routes_kept, assert_tls_checked, provider_state, unreachable,
-    write_route,
+    assert_resynced, assert_routes_kept, assert_tls_checked, on_traefik_root, provider_state,
+    unreachable, write_route,
 };
 use support::tls::TestCa;
 use support::{Backend, Gangway, eventually};
@@ -22,19 +22,6 @@ async fn start(test: &str) -> Option<Etcd> {
 
 fn endpoint(etcd: &Etcd) -> String {
     format!("--providers.etcd.endpoints={}", etcd.endpoint())
-}
-
-/// gangway reading `etcd` under Traefik's root key, with the API.
-async fn on_traefik_root(etcd: &Etcd) -> Gangway {
-    Gangway::with_file(
-        API,
-        &[
-            &endpoint(etcd),
-            "--providers.etcd.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await
 }
 
 #[tokio::test]
@@ -48,7 +35,7 @@ async fn traefik_keys_are_routed_and_changes_follow_by_watch() {
     write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
     // Under a root that only starts like `traefik`: not read.
     write_route(&etcd, "traefikx", "other", "other.test", &a.url()).await;
-    let gw = on_traefik_root(&etcd).await;
+    let gw = on_traefik_root("etcd", &endpoint(&etcd)).await;
     assert_changes_followed(&gw, &etcd, "etcd", &a, &b).await;
     assert_eq!(
         gw.get("other.test", "/api/x").await.status,
@@ -108,16 +95,10 @@ async fn a_malformed_key_disables_only_its_object_and_is_named() {
     etcd.put("traefik/http/routers/bad/priorty", "10").await;
     etcd.put_bytes(b"traefik/http/routers/good/note", b"\xff\xfe")
         .await;
-    let gw = on_traefik_root(&etcd).await;
-    eventually(WITHIN, "the good router answers", || async {
-        answer(&gw, "good.test").await.is_some()
-    })
-    .await;
-    assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
+    let gw = on_traefik_root("etcd", &endpoint(&etcd)).await;
     assert_disabled_and_named(
         &gw,
         "etcd",
-        "bad",
         "etcd key `traefik/http/routers/bad/priorty`: unknown option `priorty` (did you mean `priority`?)",
         // Not text: reported, not fatal.
         "etcd key `traefik/http/routers/good/note`: the value is not UTF-8 text; the key is ignored",
@@ -160,7 +141,7 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
     let a = Backend::echo("a").await;
     let b = Backend::echo("b").await;
     write_route(&etcd, "traefik", "app", "app.test", &a.url()).await;
-    let gw = on_traefik_root(&etcd).await;
+    let gw = on_traefik_root("etcd", &endpoint(&etcd)).await;
     eventually(WITHIN, "the router from etcd answers", || async {
         answer(&gw, "app.test").await.is_some()
     })

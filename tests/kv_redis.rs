@@ -9,7 +9,8 @@ mod support;
 use std::process::Command;
 use support::kv::{
     API, Redis, WITHIN, answer, api_json, assert_changes_followed, assert_disabled_and_named,
-    assert_resynced, assert_routes_kept, assert_tls_checked, provider_state, write_route,
+    assert_resynced, assert_routes_kept, assert_tls_checked, on_traefik_root, provider_state,
+    write_route,
 };
 use support::{Backend, Gangway, eventually};
 
@@ -100,24 +101,10 @@ async fn a_malformed_key_disables_only_its_object_and_is_named() {
     redis.set("traefik/http/routers/bad/priorty", "10");
     // Not a string: reported, not fatal.
     redis.cli(&["HSET", "traefik/http/routers/good/hash", "f", "v"]);
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            "--providers.redis.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
-    eventually(WITHIN, "the good router answers", || async {
-        answer(&gw, "good.test").await.is_some()
-    })
-    .await;
-    assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
+    let gw = on_traefik_root("redis", &redis.endpoint()).await;
     assert_disabled_and_named(
         &gw,
         "redis",
-        "bad",
         "redis key `traefik/http/routers/bad/priorty`: unknown option `priorty` (did you mean `priority`?)",
         // Not a string: reported, not fatal.
         "redis key `traefik/http/routers/good/hash`: the key holds a hash, not a string; values are strings in Traefik's KV layout; the key is ignored",
@@ -140,15 +127,7 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
     let a = Backend::echo("a").await;
     let b = Backend::echo("b").await;
     write_route(&redis, "traefik", "app", "app.test", &a.url()).await;
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            "--providers.redis.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = on_traefik_root("redis", &redis.endpoint()).await;
     eventually(WITHIN, "the router from Redis answers", || async {
         answer(&gw, "app.test").await.is_some()
     })

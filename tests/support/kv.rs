@@ -229,17 +229,17 @@ pub async fn unreachable(gw: &Gangway, provider: &str) -> String {
     state["lastError"].as_str().unwrap_or_default().to_owned()
 }
 
-/// Checks that router `name@provider` is disabled with `error` as its
-/// first error, that its keys are `provider`'s, and that a warning says
-/// `warning`.
-pub async fn assert_disabled_and_named(
-    gw: &Gangway,
-    provider: &str,
-    name: &str,
-    error: &str,
-    warning: &str,
-) {
-    let router = api_json(gw, &format!("/api/http/routers/{name}@{provider}")).await;
+/// With routers `good` (for `good.test`) and `bad` (for `bad.test`)
+/// written: waits until `good` answers, then checks that `bad` does not,
+/// that `bad@provider` is disabled with `error` as its first error, that
+/// its keys are `provider`'s, and that a warning says `warning`.
+pub async fn assert_disabled_and_named(gw: &Gangway, provider: &str, error: &str, warning: &str) {
+    super::eventually(WITHIN, "the good router answers", || async {
+        answer(gw, "good.test").await.is_some()
+    })
+    .await;
+    assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
+    let router = api_json(gw, &format!("/api/http/routers/bad@{provider}")).await;
     assert_eq!(router["status"], "disabled", "{router}");
     assert_eq!(router["error"][0], error, "{router}");
     assert_eq!(router["keys"]["provider"], provider, "{router}");
@@ -396,4 +396,12 @@ pub async fn assert_routes_kept(gw: &Gangway, provider: &str) {
         Some("a".to_owned()),
         "the last routes stay while the store is away"
     );
+}
+
+/// gangway reading `provider` at `endpoint` (the whole
+/// `--providers.<provider>.endpoints=…` flag) under Traefik's root key,
+/// with the API at `api.test`.
+pub async fn on_traefik_root(provider: &str, endpoint: &str) -> Gangway {
+    let root = format!("--providers.{provider}.rootKey=traefik");
+    Gangway::with_file(API, &[endpoint, &root, "--api=true"]).await
 }
