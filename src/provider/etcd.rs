@@ -81,6 +81,10 @@ const GRPC_UNAUTHENTICATED: i64 = 16;
 /// vanished without closing must still end it.
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
+/// Keys and values as etcd holds them, the revision they were read at, and
+/// the endpoint that answered.
+type RawRange = (BTreeMap<Vec<u8>, Vec<u8>>, i64, String);
+
 type Client =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -220,10 +224,7 @@ impl EtcdClient {
         &self,
         prefix: &str,
     ) -> Result<(BTreeMap<String, String>, i64), EtcdError> {
-        let (raw, revision) = self.range_prefix_bytes(prefix).await?;
-        let endpoint = self.endpoints[self.preferred.load(Ordering::Relaxed)]
-            .name
-            .clone();
+        let (raw, revision, endpoint) = self.read_all(prefix).await?;
         let mut pairs = BTreeMap::new();
         for (key, value) in raw {
             let (key, value) = text_pair(&endpoint, key, value)?;
@@ -239,6 +240,13 @@ impl EtcdClient {
         &self,
         prefix: &str,
     ) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, i64), EtcdError> {
+        let (pairs, revision, _) = self.read_all(prefix).await?;
+        Ok((pairs, revision))
+    }
+
+    /// Every page under `prefix`, the revision, and the endpoint that
+    /// answered last.
+    async fn read_all(&self, prefix: &str) -> Result<RawRange, EtcdError> {
         let mut tries = 0;
         loop {
             match self.read_pages(prefix).await {
@@ -253,10 +261,7 @@ impl EtcdClient {
         }
     }
 
-    async fn read_pages(
-        &self,
-        prefix: &str,
-    ) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, i64), EtcdError> {
+    async fn read_pages(&self, prefix: &str) -> Result<RawRange, EtcdError> {
         let end = wire::encode(&wire::prefix_end(prefix.as_bytes()));
         let mut from = prefix.as_bytes().to_vec();
         let mut revision = 0;
@@ -282,7 +287,7 @@ impl EtcdClient {
                 pairs.insert(kv.key.0, kv.value.0);
             }
             match (page.more, last) {
-                (false, _) => return Ok((pairs, revision)),
+                (false, _) => return Ok((pairs, revision, endpoint)),
                 (true, Some(last)) => {
                     // The next page starts just after the last key read.
                     from = last;
