@@ -71,6 +71,9 @@ pub enum RunError {
     /// The Redis provider's options are wrong.
     #[error(transparent)]
     Redis(#[from] provider::kv::redis::RedisError),
+    /// The etcd provider's options are wrong.
+    #[error(transparent)]
+    Etcd(#[from] provider::kv::etcd::EtcdProviderError),
 }
 
 /// Starts every entry point and provider, serves until `shutdown` resolves,
@@ -299,6 +302,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         docker,
         swarm,
         redis,
+        etcd,
     } = &config.providers;
     if let Some(config::static_config::FileProvider {
         filename,
@@ -324,6 +328,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     if let Some(redis) = redis {
         providers.push(provider::kv::redis::spawn_redis(redis, tx.clone())?);
+    }
+    if let Some(etcd) = etcd {
+        providers.push(provider::kv::etcd::spawn_etcd(etcd, tx.clone())?);
     }
     drop(tx);
 

@@ -9,6 +9,7 @@
 //! in [`TlsState`], owned by the runtime's registries.
 
 pub mod challenge;
+pub mod client;
 pub mod options;
 pub mod store;
 

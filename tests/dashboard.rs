@@ -5,6 +5,9 @@
 //! Needs `node`, `/usr/bin/chromium` (or `CHROMIUM`) and
 //! `tests/dashboard/node_modules` (`scripts/ci/browser-up` installs them).
 //! Without them the test is skipped, unless `GANGWAY_TEST_STRICT=1`.
+//! With Docker it also checks containers, and with Debian's redis-server
+//! (`scripts/ci/servers-up`; required under `GANGWAY_TEST_STRICT=1`) the
+//! keys a router from Redis is written in.
 
 mod docker_support;
 mod support;
@@ -213,6 +216,28 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         storage.as_str(),
         "--certificatesResolvers.dns.acme.dnsChallenge.provider=exec",
     ]);
+    // A router written in a real Redis: its page lists the keys it is
+    // written in.
+    let test = "every_page_in_a_real_browser_live_and_read_only";
+    let redis = support::kv::Redis::start(test, true).await;
+    let redis_endpoint = redis.as_ref().map(|r| r.endpoint()).unwrap_or_default();
+    if let Some(redis) = &redis {
+        for (key, value) in [
+            (
+                "gangway/http/routers/kvapp/rule",
+                "Host(`kv.test`)".to_owned(),
+            ),
+            ("gangway/http/routers/kvapp/entryPoints/0", "web".to_owned()),
+            ("gangway/http/routers/kvapp/service", "kvapp".to_owned()),
+            (
+                "gangway/http/services/kvapp/loadBalancer/servers/0/url",
+                b.url(),
+            ),
+        ] {
+            redis.set(key, &value);
+        }
+        args.push(redis_endpoint.as_str());
+    }
     let gw = Gangway::with_file_env(
         &config(&b, &dead, false, &cert),
         &args,
@@ -243,7 +268,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         .build_http::<http_body_util::Full<bytes::Bytes>>();
     eventually(
         Duration::from_secs(10),
-        "the API lists the file's routers and the container",
+        "the API lists the file's and Redis's routers and the container",
         || async {
             let uri = format!("{base}/api/http/routers/broken@file");
             let routers = client
@@ -281,7 +306,14 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
                     .unwrap_or(false),
                 Err(_) => false,
             };
-            routers && containers && gone && failed
+            // The router from Redis is read.
+            let uri = format!("{base}/api/http/routers/kvapp@redis");
+            let from_redis = redis.is_none()
+                || client
+                    .get(uri.parse().unwrap())
+                    .await
+                    .is_ok_and(|r| r.status() == 200);
+            routers && containers && gone && failed && from_redis
         },
     )
     .await;
@@ -298,6 +330,10 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         .env("NOT_ROUTED_CONTAINER", &hidden)
         .env("ROUTED_CONTAINER", &shown)
         .env("ROUTED_SERVER", &shown_server)
+        .env(
+            "KV_ROUTER",
+            if redis.is_some() { "kvapp@redis" } else { "" },
+        )
         .env("SCREENSHOT_DIR", &shots)
         .env("CHROMIUM", &chromium)
         .stdin(Stdio::piped())

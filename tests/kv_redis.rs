@@ -6,203 +6,13 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Child, Command};
-use std::time::Duration;
-use support::tls::TestCa;
-use support::{Backend, Gangway, eventually, free_port};
-
-const INSTALLER: &str = "scripts/ci/servers-up";
-/// A file router that makes the API reachable at `api.test`.
-const API: &str = "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
-/// Long enough for a loaded machine; changes are expected far sooner.
-const WITHIN: Duration = Duration::from_secs(5);
-
-/// Debian's redis-server on a loopback port of its own, with no
-/// persistence, in a temporary directory; stopped when dropped.
-struct Redis {
-    server: PathBuf,
-    cli: PathBuf,
-    port: u16,
-    notify: bool,
-    /// With TLS only: the CA's PEM file, which signed the server's.
-    ca: Option<PathBuf>,
-    child: Option<Child>,
-    dir: tempfile::TempDir,
-}
-
-impl Redis {
-    /// The programs, or None (the test skips, or fails under
-    /// GANGWAY_TEST_STRICT=1).
-    fn programs(test: &str) -> Option<(PathBuf, PathBuf)> {
-        Some((
-            support::program(test, &["redis-server"], INSTALLER)?,
-            support::program(test, &["redis-cli"], INSTALLER)?,
-        ))
-    }
-
-    /// Starts a server; with `notify`, it sends keyspace notifications.
-    async fn start(test: &str, notify: bool) -> Option<Redis> {
-        Self::start_with(test, notify, false).await
-    }
-
-    /// Starts a server; with `tls`, it speaks TLS only, with a certificate
-    /// for 127.0.0.1 from a CA of the test's own.
-    async fn start_with(test: &str, notify: bool, tls: bool) -> Option<Redis> {
-        let (server, cli) = Self::programs(test)?;
-        let dir = tempfile::tempdir().unwrap();
-        let ca = tls.then(|| {
-            let ca = TestCa::new("kv test CA");
-            let (cert, key) = ca.issue(&["127.0.0.1"]);
-            std::fs::write(dir.path().join("server.pem"), cert).unwrap();
-            std::fs::write(dir.path().join("server.key"), key).unwrap();
-            let path = dir.path().join("ca.pem");
-            std::fs::write(&path, ca.pem()).unwrap();
-            path
-        });
-        let mut redis = Redis {
-            server,
-            cli,
-            port: 0,
-            notify,
-            ca,
-            child: None,
-            dir,
-        };
-        for _ in 0..3 {
-            redis.port = free_port();
-            if redis.run().await {
-                return Some(redis);
-            }
-        }
-        panic!("redis-server did not start (its log is above)");
-    }
-
-    /// Starts the server on its port; whether it answers.
-    async fn run(&mut self) -> bool {
-        let port = self.port.to_string();
-        let log = self.dir.path().join(format!("redis-{port}.log"));
-        let mut command = Command::new(&self.server);
-        match &self.ca {
-            None => command.args(["--port", &port]),
-            Some(ca) => command
-                .args(["--port", "0", "--tls-port", &port])
-                .arg("--tls-cert-file")
-                .arg(self.dir.path().join("server.pem"))
-                .arg("--tls-key-file")
-                .arg(self.dir.path().join("server.key"))
-                .arg("--tls-ca-cert-file")
-                .arg(ca)
-                .args(["--tls-auth-clients", "no"]),
-        };
-        command
-            .args(["--bind", "127.0.0.1"])
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .arg("--logfile")
-            .arg(&log);
-        if self.notify {
-            command.args(["--notify-keyspace-events", "KA"]);
-        }
-        let mut child = command.spawn().expect("redis-server");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if self.cli(&["ping"]).starts_with("PONG") {
-                self.child = Some(child);
-                return true;
-            }
-            if child.try_wait().ok().flatten().is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        eprintln!(
-            "redis-server did not start on port {port}:\n{}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        false
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// redis-cli with `args`; its standard output.
-    fn cli(&self, args: &[&str]) -> String {
-        let mut command = Command::new(&self.cli);
-        command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
-        if let Some(ca) = &self.ca {
-            command.arg("--tls").arg("--cacert").arg(ca);
-        }
-        let out = command.args(args).output().expect("redis-cli");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn set(&self, key: &str, value: &str) {
-        let answer = self.cli(&["SET", key, value]);
-        assert!(answer.starts_with("OK"), "SET {key}: {answer}");
-    }
-
-    fn del(&self, key: &str) {
-        self.cli(&["DEL", key]);
-    }
-
-    fn endpoint(&self) -> String {
-        format!("--providers.redis.endpoints=127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// Writes router `name` for `host`, through middleware `strip` (which takes
-/// `/api` off), to service `name` at `url`, under `root`.
-fn write_route(redis: &Redis, root: &str, name: &str, host: &str, url: &str) {
-    redis.set(
-        &format!("{root}/http/routers/{name}/rule"),
-        &format!("Host(`{host}`)"),
-    );
-    redis.set(&format!("{root}/http/routers/{name}/entryPoints/0"), "web");
-    redis.set(
-        &format!("{root}/http/routers/{name}/middlewares/0"),
-        "strip",
-    );
-    redis.set(&format!("{root}/http/routers/{name}/service"), name);
-    redis.set(
-        &format!("{root}/http/services/{name}/loadBalancer/servers/0/url"),
-        url,
-    );
-    redis.set(
-        &format!("{root}/http/middlewares/strip/stripPrefix/prefixes/0"),
-        "/api",
-    );
-}
-
-/// Which backend answers `host` at `/api/x`, and the path it saw; None
-/// when no route answers.
-async fn answer(gw: &Gangway, host: &str) -> Option<(String, String)> {
-    let got = gw.get(host, "/api/x").await;
-    if !got.status.is_success() {
-        return None;
-    }
-    let seen = got.seen();
-    Some((seen.backend, seen.uri))
-}
-
-async fn provider_state(gw: &Gangway) -> serde_json::Value {
-    let text = gw.get("api.test", "/api/providers").await.text();
-    let all: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    all["redis"].clone()
-}
+use std::process::Command;
+use support::kv::{
+    API, Redis, WITHIN, answer, api_json, assert_changes_followed, assert_disabled_and_named,
+    assert_resynced, assert_routes_kept, assert_tls_checked, on_traefik_root, provider_state,
+    write_route,
+};
+use support::{Backend, Gangway, eventually};
 
 #[tokio::test]
 async fn traefik_keys_are_routed_and_changes_follow_by_notification() {
@@ -212,7 +22,7 @@ async fn traefik_keys_are_routed_and_changes_follow_by_notification() {
     };
     let a = Backend::echo("a").await;
     let b = Backend::echo("b").await;
-    write_route(&redis, "traefik", "app", "app.test", &a.url());
+    write_route(&redis, "traefik", "app", "app.test", &a.url()).await;
     let gw = Gangway::with_file_env(
         API,
         &[
@@ -223,51 +33,13 @@ async fn traefik_keys_are_routed_and_changes_follow_by_notification() {
         &[("RUST_LOG", "info")],
     )
     .await;
-    eventually(WITHIN, "the router from Redis answers", || async {
-        answer(&gw, "app.test").await.is_some()
-    })
-    .await;
-    assert_eq!(
-        answer(&gw, "app.test").await,
-        Some(("a".to_owned(), "/x".to_owned())),
-        "the middleware from Redis took /api off"
-    );
+    assert_changes_followed(&gw, &redis, "redis", &a, &b).await;
     assert!(
         gw.log_line("following changes by change notifications")
             .is_some(),
         "{}",
         gw.log()
     );
-    let state = provider_state(&gw).await;
-    assert_eq!(state["connected"], true, "{state}");
-    assert!(state["lastSync"].is_u64(), "{state}");
-
-    // A new router.
-    write_route(&redis, "traefik", "two", "two.test", &a.url());
-    eventually(WITHIN, "a new router is routed", || async {
-        answer(&gw, "two.test").await.is_some()
-    })
-    .await;
-    // A changed server URL.
-    redis.set(
-        "traefik/http/services/app/loadBalancer/servers/0/url",
-        &b.url(),
-    );
-    eventually(WITHIN, "the changed server gets the traffic", || async {
-        answer(&gw, "app.test")
-            .await
-            .is_some_and(|(who, _)| who == "b")
-    })
-    .await;
-    // A deleted router.
-    for option in ["rule", "entryPoints/0", "middlewares/0", "service"] {
-        redis.del(&format!("traefik/http/routers/two/{option}"));
-    }
-    eventually(WITHIN, "the deleted router is gone", || async {
-        gw.get("two.test", "/api/x").await.status == 404
-    })
-    .await;
-    assert!(answer(&gw, "app.test").await.is_some());
 }
 
 #[tokio::test]
@@ -289,7 +61,7 @@ async fn without_notifications_the_keys_are_polled() {
     )
     .await;
     eventually(WITHIN, "the provider connects", || async {
-        provider_state(&gw).await["connected"] == true
+        provider_state(&gw, "redis").await["connected"] == true
     })
     .await;
     assert!(
@@ -300,7 +72,7 @@ async fn without_notifications_the_keys_are_polled() {
     );
     // Written after the start: found by polling. The default root key is
     // gangway's own.
-    write_route(&redis, "gangway", "app", "app.test", &a.url());
+    write_route(&redis, "gangway", "app", "app.test", &a.url()).await;
     eventually(WITHIN, "a new router is routed", || async {
         answer(&gw, "app.test").await.is_some()
     })
@@ -324,46 +96,21 @@ async fn a_malformed_key_disables_only_its_object_and_is_named() {
         return;
     };
     let a = Backend::echo("a").await;
-    write_route(&redis, "traefik", "good", "good.test", &a.url());
-    write_route(&redis, "traefik", "bad", "bad.test", &a.url());
+    write_route(&redis, "traefik", "good", "good.test", &a.url()).await;
+    write_route(&redis, "traefik", "bad", "bad.test", &a.url()).await;
     redis.set("traefik/http/routers/bad/priorty", "10");
     // Not a string: reported, not fatal.
     redis.cli(&["HSET", "traefik/http/routers/good/hash", "f", "v"]);
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            "--providers.redis.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
-    eventually(WITHIN, "the good router answers", || async {
-        answer(&gw, "good.test").await.is_some()
-    })
-    .await;
-    assert_eq!(gw.get("bad.test", "/api/x").await.status, 404);
-    let bad: serde_json::Value = serde_json::from_str(
-        &gw.get("api.test", "/api/http/routers/bad@redis")
-            .await
-            .text(),
-    )
-    .unwrap();
-    assert_eq!(bad["status"], "disabled", "{bad}");
-    assert_eq!(
-        bad["error"][0],
+    let gw = on_traefik_root("redis", &redis.endpoint()).await;
+    assert_disabled_and_named(
+        &gw,
+        "redis",
         "redis key `traefik/http/routers/bad/priorty`: unknown option `priorty` (did you mean `priority`?)",
-        "{bad}"
-    );
-    assert_eq!(bad["keys"]["provider"], "redis", "{bad}");
-    let overview: serde_json::Value =
-        serde_json::from_str(&gw.get("api.test", "/api/overview").await.text()).unwrap();
-    let warnings = overview["warnings"].as_array().cloned().unwrap_or_default();
-    assert!(
-        warnings.iter().any(|w| w["message"]
-            == "redis key `traefik/http/routers/good/hash`: the key holds a hash, not a string; values are strings in Traefik's KV layout; the key is ignored"),
-        "the key that is not a string is reported: {warnings:?}"
-    );
+        // Not a string: reported, not fatal.
+        "redis key `traefik/http/routers/good/hash`: the key holds a hash, not a string; values are strings in Traefik's KV layout; the key is ignored",
+    )
+    .await;
+    let overview = api_json(&gw, "/api/overview").await;
     assert!(
         overview["providers"]
             .as_array()
@@ -379,50 +126,21 @@ async fn the_store_restarting_keeps_the_routes_and_resyncs() {
     };
     let a = Backend::echo("a").await;
     let b = Backend::echo("b").await;
-    write_route(&redis, "traefik", "app", "app.test", &a.url());
-    let gw = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            "--providers.redis.rootKey=traefik",
-            "--api=true",
-        ],
-    )
-    .await;
+    write_route(&redis, "traefik", "app", "app.test", &a.url()).await;
+    let gw = on_traefik_root("redis", &redis.endpoint()).await;
     eventually(WITHIN, "the router from Redis answers", || async {
         answer(&gw, "app.test").await.is_some()
     })
     .await;
 
     redis.stop();
-    eventually(WITHIN, "the API says the store is unreachable", || async {
-        let state = provider_state(&gw).await;
-        state["connected"] == false && state["lastError"].is_string()
-    })
-    .await;
-    assert_eq!(
-        answer(&gw, "app.test").await.map(|(who, _)| who),
-        Some("a".to_owned()),
-        "the last routes stay while the store is away"
-    );
+    assert_routes_kept(&gw, "redis").await;
 
     // Back on the same port, empty (no persistence): the keys are written
     // again, with another server.
     assert!(redis.run().await, "redis-server restarts on its port");
-    write_route(&redis, "traefik", "app", "app.test", &b.url());
-    eventually(
-        Duration::from_secs(15),
-        "the provider reconnects and reads the keys again",
-        || async {
-            answer(&gw, "app.test")
-                .await
-                .is_some_and(|(who, _)| who == "b")
-        },
-    )
-    .await;
-    let state = provider_state(&gw).await;
-    assert_eq!(state["connected"], true, "{state}");
-    assert!(state.get("lastError").is_none(), "{state}");
+    write_route(&redis, "traefik", "app", "app.test", &b.url()).await;
+    assert_resynced(&gw, "redis").await;
 }
 
 #[tokio::test]
@@ -432,40 +150,9 @@ async fn tls_to_the_store_checks_its_certificate_against_the_ca_given() {
         return;
     };
     let a = Backend::echo("a").await;
-    write_route(&redis, "gangway", "app", "app.test", &a.url());
+    write_route(&redis, "gangway", "app", "app.test", &a.url()).await;
     let ca = redis.ca.clone().unwrap();
-    let trusting = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            &format!("--providers.redis.tls.ca={}", ca.display()),
-            "--api=true",
-        ],
-    )
-    .await;
-    eventually(WITHIN, "the router from Redis over TLS answers", || async {
-        answer(&trusting, "app.test").await.is_some()
-    })
-    .await;
-    // Without the CA, the test CA's certificate is not trusted.
-    let doubting = Gangway::with_file(
-        API,
-        &[
-            &redis.endpoint(),
-            "--providers.redis.tls=true",
-            "--api=true",
-        ],
-    )
-    .await;
-    eventually(WITHIN, "the untrusted store is reported", || async {
-        let state = provider_state(&doubting).await;
-        state["connected"] == false && state["lastError"].is_string()
-    })
-    .await;
-    let state = provider_state(&doubting).await;
-    let error = state["lastError"].as_str().unwrap_or_default();
-    assert!(error.contains("certificate"), "{state}");
-    assert_eq!(doubting.get("app.test", "/api/x").await.status, 404);
+    assert_tls_checked("redis", &redis.endpoint(), &ca).await;
 }
 
 #[test]

@@ -1101,64 +1101,6 @@ url = "{}"
     assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
 }
 
-/// Debian's redis-server on a loopback port of its own, with no
-/// persistence, in a temporary directory; stopped when dropped.
-struct Redis {
-    port: u16,
-    child: std::process::Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    async fn start(server: &std::path::Path, cli: &std::path::Path) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        for _ in 0..3 {
-            let port = free_port();
-            let log = dir.path().join(format!("redis-{port}.log"));
-            let mut child = std::process::Command::new(server)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .arg("--logfile")
-                .arg(&log)
-                .spawn()
-                .expect("redis-server");
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            while std::time::Instant::now() < deadline {
-                let ping = std::process::Command::new(cli)
-                    .args(["-p", &port.to_string(), "ping"])
-                    .output();
-                if ping.is_ok_and(|o| o.stdout.starts_with(b"PONG")) {
-                    return Redis {
-                        port,
-                        child,
-                        _dir: dir,
-                    };
-                }
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            eprintln!(
-                "redis-server did not start on port {port}:\n{}",
-                std::fs::read_to_string(&log).unwrap_or_default()
-            );
-        }
-        panic!("redis-server did not start (its log is above)");
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// redis-cli against 127.0.0.1:`port` with `args`, `stdin` fed to it:
 /// its exit status and standard output, bytes as they came.
 fn redis_cli(cli: &std::path::Path, port: u16, args: &[&str], stdin: &[u8]) -> (bool, Vec<u8>) {
@@ -1181,14 +1123,10 @@ fn redis_cli(cli: &std::path::Path, port: u16, args: &[&str], stdin: &[u8]) -> (
 #[tokio::test]
 async fn a_redis_session_passes_a_plain_catch_all_router_byte_for_byte() {
     let test = "a_redis_session_passes_a_plain_catch_all_router_byte_for_byte";
-    let installer = "scripts/ci/servers-up";
-    let (Some(server), Some(cli)) = (
-        support::program(test, &["redis-server"], installer),
-        support::program(test, &["redis-cli"], installer),
-    ) else {
+    let Some(redis) = support::kv::Redis::start(test, false).await else {
         return;
     };
-    let redis = Redis::start(&server, &cli).await;
+    let cli = redis.cli.clone();
     let port = free_port();
     let dynamic = format!(
         r#"

@@ -903,6 +903,9 @@ pub fn overview(state: &ApiState) -> OverviewView {
     if cfg.providers.redis.is_some() {
         providers.push("Redis");
     }
+    if cfg.providers.etcd.is_some() {
+        providers.push("Etcd");
+    }
     OverviewView {
         http: SectionCounts {
             routers: count(&mut routers(&rt).iter().map(|v| &v.state)),

@@ -524,6 +524,10 @@ pub struct Providers {
     /// absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redis: Option<RedisProvider>,
+    /// Dynamic configuration from keys in etcd (v3 API), in Traefik's KV
+    /// layout; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<EtcdProvider>,
 }
 
 impl Default for Providers {
@@ -534,6 +538,7 @@ impl Default for Providers {
             docker: None,
             swarm: None,
             redis: None,
+            etcd: None,
         }
     }
 }
@@ -561,7 +566,7 @@ pub struct RedisProvider {
     pub db: u32,
     /// TLS to the servers; on when the section is present, even empty.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls: Option<RedisTls>,
+    pub tls: Option<StoreTls>,
     /// Redis Sentinel (not supported yet: set, it is refused at start).
     pub sentinel: RedisSentinel,
     /// gangway: how often the keys are read again when the server does not
@@ -584,10 +589,45 @@ impl Default for RedisProvider {
     }
 }
 
-/// TLS to a KV store.
+/// The etcd provider: routers, services, middlewares and TLS settings
+/// from keys under `rootKey` in Traefik v3's KV layout, read through etcd's
+/// v3 API and followed with a watch. Traefik v3's options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EtcdProvider {
+    /// The cluster's members, `host:port` (or `http://`, `https://` URLs),
+    /// tried in order until one answers. Default `127.0.0.1:2379`.
+    pub endpoints: Vec<String>,
+    /// The key everything is under. Default `gangway` (Traefik's is
+    /// `traefik`; set it to read a Traefik setup unchanged).
+    pub root_key: String,
+    /// The user to authenticate as (etcd's auth).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// The password to authenticate with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// TLS to the members; on when the section is present, even empty.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<StoreTls>,
+}
+
+impl Default for EtcdProvider {
+    fn default() -> Self {
+        EtcdProvider {
+            endpoints: vec![String::from("127.0.0.1:2379")],
+            root_key: String::from("gangway"),
+            username: None,
+            password: None,
+            tls: None,
+        }
+    }
+}
+
+/// TLS to a KV store (Redis, etcd).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct RedisTls {
+pub struct StoreTls {
     /// The CA certificates (PEM file) the server's certificate must chain
     /// to; without it, the system's.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -81,6 +81,10 @@ const GRPC_UNAUTHENTICATED: i64 = 16;
 /// vanished without closing must still end it.
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
+/// Keys and values as etcd holds them, the revision they were read at, and
+/// the endpoint that answered.
+type RawRange = (BTreeMap<Vec<u8>, Vec<u8>>, i64, String);
+
 type Client =
     hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -213,11 +217,36 @@ impl EtcdClient {
 
     /// Every key under `prefix` with its value, and the revision they were
     /// read at (watch from the one after it to miss no change). Large trees
-    /// are read in pages, all at that one revision.
+    /// are read in pages, all at that one revision. A key or value that is
+    /// not UTF-8 is an error naming the key; see
+    /// [`EtcdClient::range_prefix_bytes`] to read them anyway.
     pub async fn range_prefix(
         &self,
         prefix: &str,
     ) -> Result<(BTreeMap<String, String>, i64), EtcdError> {
+        let (raw, revision, endpoint) = self.read_all(prefix).await?;
+        let mut pairs = BTreeMap::new();
+        for (key, value) in raw {
+            let (key, value) = text_pair(&endpoint, key, value)?;
+            pairs.insert(key, value);
+        }
+        Ok((pairs, revision))
+    }
+
+    /// Like [`EtcdClient::range_prefix`], with keys and values as etcd
+    /// holds them, so that one that is not text can be reported without
+    /// losing the others.
+    pub async fn range_prefix_bytes(
+        &self,
+        prefix: &str,
+    ) -> Result<(BTreeMap<Vec<u8>, Vec<u8>>, i64), EtcdError> {
+        let (pairs, revision, _) = self.read_all(prefix).await?;
+        Ok((pairs, revision))
+    }
+
+    /// Every page under `prefix`, the revision, and the endpoint that
+    /// answered last.
+    async fn read_all(&self, prefix: &str) -> Result<RawRange, EtcdError> {
         let mut tries = 0;
         loop {
             match self.read_pages(prefix).await {
@@ -232,7 +261,7 @@ impl EtcdClient {
         }
     }
 
-    async fn read_pages(&self, prefix: &str) -> Result<(BTreeMap<String, String>, i64), EtcdError> {
+    async fn read_pages(&self, prefix: &str) -> Result<RawRange, EtcdError> {
         let end = wire::encode(&wire::prefix_end(prefix.as_bytes()));
         let mut from = prefix.as_bytes().to_vec();
         let mut revision = 0;
@@ -254,15 +283,14 @@ impl EtcdClient {
             }
             let mut last = None;
             for kv in page.kvs {
-                let (key, value) = text_pair(&endpoint, kv.key.0, kv.value.0)?;
-                last = Some(key.clone());
-                pairs.insert(key, value);
+                last = Some(kv.key.0.clone());
+                pairs.insert(kv.key.0, kv.value.0);
             }
             match (page.more, last) {
-                (false, _) => return Ok((pairs, revision)),
+                (false, _) => return Ok((pairs, revision, endpoint)),
                 (true, Some(last)) => {
                     // The next page starts just after the last key read.
-                    from = last.into_bytes();
+                    from = last;
                     from.push(0);
                 }
                 (true, None) => {

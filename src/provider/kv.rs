@@ -5,8 +5,9 @@
 //!
 //! `parse` turns the keys into the dynamic model (pure); `watch` is the
 //! loop every store shares (read, send, follow changes, reconnect), over
-//! the small [`Store`] trait each store implements; `redis` is one.
+//! the small [`Store`] trait each store implements: `redis` and `etcd`.
 
+pub mod etcd;
 mod parse;
 pub mod redis;
 mod watch;

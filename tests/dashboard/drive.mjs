@@ -448,6 +448,20 @@ try {
     await screenshots('service-docker');
   }
 
+  const kvRouter = process.env.KV_ROUTER;
+  if (kvRouter) {
+    // A router from a KV store: its page lists the keys it is written in.
+    step('router from a KV store');
+    await open(`/routers/${kvRouter}`);
+    await page.waitForSelector('#provenance');
+    const where = await text('#provenance');
+    check(where.includes('redis keys'), `router detail: the store is named: ${where}`);
+    for (const key of ['gangway/http/routers/kvapp/rule', 'gangway/http/routers/kvapp/service']) {
+      check(await page.locator('#provenance code', { hasText: key }).count() === 1,
+        `router detail: the key ${key} is listed: ${where}`);
+    }
+  }
+
   // === explain ===
   step('explain');
   await open('/explain');

@@ -1257,7 +1257,7 @@ fn full_config() -> StaticConfig {
         username: Some(String::from("u")),
         password: Some(String::from("p")),
         db: 2,
-        tls: Some(RedisTls {
+        tls: Some(StoreTls {
             ca: Some(String::from("ca.pem")),
             cert: Some(String::from("cert.pem")),
             key: Some(String::from("key.pem")),
@@ -1269,6 +1269,21 @@ fn full_config() -> StaticConfig {
             password: Some(String::from("sp")),
         },
         poll_interval: Duration::from_secs(3),
+    });
+    config.providers.etcd = Some(EtcdProvider {
+        endpoints: vec![
+            String::from("127.0.0.1:2379"),
+            String::from("https://10.0.0.2:2379"),
+        ],
+        root_key: String::from("traefik"),
+        username: Some(String::from("u")),
+        password: Some(String::from("p")),
+        tls: Some(StoreTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        }),
     });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
@@ -1457,8 +1472,12 @@ fn row_defaults_match_struct_defaults() {
             docker: Some(DockerProvider::default()),
             swarm: Some(SwarmProvider::default()),
             redis: Some(RedisProvider {
-                tls: Some(RedisTls::default()),
+                tls: Some(StoreTls::default()),
                 ..RedisProvider::default()
+            }),
+            etcd: Some(EtcdProvider {
+                tls: Some(StoreTls::default()),
+                ..EtcdProvider::default()
             }),
             ..Providers::default()
         },

@@ -46,6 +46,9 @@ pub trait Store: Send {
 pub enum Follow {
     /// The store tells of each change.
     Notifications,
+    /// The store streams every change after the revision last read (an
+    /// etcd watch).
+    Watch,
     /// The store is read again at this interval.
     Polling(Duration),
 }
@@ -54,6 +57,7 @@ impl fmt::Display for Follow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Follow::Notifications => f.write_str("change notifications"),
+            Follow::Watch => f.write_str("a watch"),
             Follow::Polling(every) => write!(f, "polling every {}ms", every.as_millis()),
         }
     }
@@ -192,7 +196,7 @@ async fn session<S: Store>(
         store.changed().await?;
         // A poll is read at once: it comes after a whole interval already.
         let settle = match follow {
-            Follow::Notifications => tokio::time::Instant::now() + SETTLE_AT_MOST,
+            Follow::Notifications | Follow::Watch => tokio::time::Instant::now() + SETTLE_AT_MOST,
             Follow::Polling(_) => tokio::time::Instant::now(),
         };
         while tokio::time::Instant::now() < settle {
