@@ -1201,24 +1201,11 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
 }
 
 async fn connect(config: &StaticConfig) -> Result<bollard::Docker, String> {
-    let endpoint = config
-        .providers
-        .docker
-        .as_ref()
-        .map(|d| d.endpoint.clone())
-        .unwrap_or_else(|| static_config::DockerProvider::default().endpoint);
-    let endpoint = Endpoint::parse(&endpoint).map_err(|e| e.to_string())?;
-    let docker = match &endpoint {
-        Endpoint::Unix(path) => {
-            bollard::Docker::connect_with_unix(path, 10, bollard::API_DEFAULT_VERSION)
-        }
-        Endpoint::Tcp(addr) => {
-            bollard::Docker::connect_with_http(addr, 10, bollard::API_DEFAULT_VERSION)
-        }
-    }
-    .map_err(|e| format!("cannot reach the Docker daemon: {e}"))?;
-    docker
-        .negotiate_version()
+    let default = static_config::DockerProvider::default();
+    let docker = config.providers.docker.as_ref().unwrap_or(&default);
+    let endpoint =
+        Endpoint::with_tls(&docker.endpoint, docker.tls.as_ref()).map_err(|e| e.to_string())?;
+    crate::provider::docker::connect(&endpoint, std::time::Duration::from_secs(10))
         .await
         .map_err(|e| format!("cannot reach the Docker daemon: {e}"))
 }

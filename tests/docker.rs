@@ -6,9 +6,9 @@
 mod docker_support;
 mod support;
 
-use docker_support::{Load, Probe, Run, SERIAL, Spec, docker, ready};
+use docker_support::{Load, PrivateDaemon, Probe, Run, SERIAL, Spec, docker, ready};
 use std::time::{Duration, Instant};
-use support::eventually;
+use support::{Gangway, eventually};
 
 const P: &str = "gangway";
 
@@ -1112,4 +1112,39 @@ async fn gw_api(gw: &support::Gangway) -> serde_json::Value {
     })
     .await;
     found.into_inner().unwrap().expect("JSON")
+}
+
+/// A daemon on a TCP port with TLS that requires a client certificate
+/// (`--tlsverify`), as remote Docker hosts are reached: the provider's
+/// `tls.*` options carry the CA and the client certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_daemon_over_tls_is_read_with_its_ca_and_a_client_certificate() {
+    const TEST: &str = "docker_tls";
+    if !ready(TEST).await {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let (daemon, tls) = PrivateDaemon::start_tls()
+        .await
+        .unwrap_or_else(|e| panic!("{TEST}: a daemon with TLS did not start: {e}"));
+    let run = Run::on(TEST, &daemon);
+    run.start(&Spec::new("secure").routed("gangway", "secure", "secure.test", "secure"))
+        .await;
+    let gw = Gangway::with_file(
+        "",
+        &[
+            "--providers.docker",
+            &run.constraint(),
+            &format!("--providers.docker.endpoint={}", tls.endpoint),
+            &format!("--providers.docker.tls.ca={}", tls.ca),
+            &format!("--providers.docker.tls.cert={}", tls.cert),
+            &format!("--providers.docker.tls.key={}", tls.key),
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    eventually(Duration::from_secs(30), "routed over TLS", || {
+        probe.answers("secure.test", "secure")
+    })
+    .await;
 }

@@ -749,3 +749,55 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
     assert_eq!(probe.status("ops.test").await, 404);
     assert_eq!(probe.status("off.test").await, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_manager_over_tls_is_read_with_a_client_certificate_and_refuses_a_client_without() {
+    const TEST: &str = "swarm_tls";
+    if !ready(TEST).await {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let (manager, tls) = PrivateDaemon::start_tls()
+        .await
+        .unwrap_or_else(|e| panic!("{TEST}: a daemon with TLS did not start: {e}"));
+    let swarm = Swarm::start_on(TEST, manager, &[]).await;
+    let port = free_port();
+    busybox_service(&swarm, "web", port, &borrowed(&routed("web", port))).await;
+    let endpoint = format!("--providers.swarm.endpoint={}", tls.endpoint);
+    let ca = format!("--providers.swarm.tls.ca={}", tls.ca);
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &endpoint,
+            &ca,
+            &format!("--providers.swarm.tls.cert={}", tls.cert),
+            &format!("--providers.swarm.tls.key={}", tls.key),
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !probe.answers("web.test", "web").await {
+        assert!(
+            Instant::now() < deadline,
+            "not routed over TLS within 60 s\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The daemon runs with --tlsverify: without a client certificate the
+    // handshake fails, and the provider says so instead of routing.
+    let bare = Gangway::with_file(API, &["--providers.swarm", &endpoint, &ca, "--api=true"]).await;
+    eventually(
+        Duration::from_secs(30),
+        "the refused connection is reported",
+        || async {
+            let providers = bare.get("api.test", "/api/providers").await.text();
+            providers.contains("\"connected\":false") && providers.contains("lastError")
+        },
+    )
+    .await;
+    assert_eq!(Probe::new(&bare).status("web.test").await, 404);
+}

@@ -566,7 +566,7 @@ pub struct RedisProvider {
     pub db: u32,
     /// TLS to the servers; on when the section is present, even empty.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls: Option<StoreTls>,
+    pub tls: Option<ProviderTls>,
     /// Redis Sentinel (not supported yet: set, it is refused at start).
     pub sentinel: RedisSentinel,
     /// gangway: how often the keys are read again when the server does not
@@ -609,7 +609,7 @@ pub struct EtcdProvider {
     pub password: Option<String>,
     /// TLS to the members; on when the section is present, even empty.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tls: Option<StoreTls>,
+    pub tls: Option<ProviderTls>,
 }
 
 impl Default for EtcdProvider {
@@ -624,10 +624,11 @@ impl Default for EtcdProvider {
     }
 }
 
-/// TLS to a KV store (Redis, etcd).
+/// TLS to what a provider reads: a Docker daemon or Swarm manager on a
+/// `tcp://` endpoint, a KV store (Redis, etcd). Traefik's names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct StoreTls {
+pub struct ProviderTls {
     /// The CA certificates (PEM file) the server's certificate must chain
     /// to; without it, the system's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -665,8 +666,11 @@ pub struct RedisSentinel {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SwarmProvider {
     /// A manager's daemon: `unix:///var/run/docker.sock` (default) or
-    /// `tcp://host:port` (plain HTTP).
+    /// `tcp://host:port` (HTTP, or HTTPS with `tls`).
     pub endpoint: String,
+    /// TLS to a `tcp://` endpoint, as for the Docker provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ProviderTls>,
     /// Route services that carry no `<labelPrefix>.enable=true` label.
     /// Default `false`, as for the Docker provider.
     pub exposed_by_default: bool,
@@ -699,6 +703,7 @@ impl Default for SwarmProvider {
     fn default() -> Self {
         SwarmProvider {
             endpoint: String::from("unix:///var/run/docker.sock"),
+            tls: None,
             exposed_by_default: false,
             network: None,
             default_rule: String::from("Host(`{{ normalize .Name }}`)"),
@@ -720,8 +725,12 @@ impl Default for SwarmProvider {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct DockerProvider {
     /// The daemon: `unix:///var/run/docker.sock` (default) or
-    /// `tcp://host:port` (plain HTTP).
+    /// `tcp://host:port` (HTTP, or HTTPS with `tls`).
     pub endpoint: String,
+    /// TLS to a `tcp://` endpoint: the daemon's CA, and the client
+    /// certificate a daemon run with `--tlsverify` asks for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ProviderTls>,
     /// Route containers that carry no `<labelPrefix>.enable=true` label.
     /// Default `false` (Traefik's is `true`): a container is only published
     /// when it asks to be.
@@ -775,6 +784,7 @@ impl Default for DockerProvider {
     fn default() -> Self {
         DockerProvider {
             endpoint: String::from("unix:///var/run/docker.sock"),
+            tls: None,
             exposed_by_default: false,
             network: None,
             default_rule: String::from("Host(`{{ normalize .Name }}`)"),

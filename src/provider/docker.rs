@@ -20,9 +20,10 @@ pub use labels::{LabelError, parse_labels};
 pub(crate) use watch::{Publisher, Reconnect, Stop, connect};
 
 use super::Snapshot;
-use crate::config::static_config::{ConflictPolicy, DockerProvider};
+use crate::config::static_config::{ConflictPolicy, DockerProvider, ProviderTls};
 use constraints::{ConstraintError, Constraints};
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use template::{Template, TemplateError};
 use tokio::sync::mpsc;
@@ -39,6 +40,13 @@ pub enum DockerError {
     /// `providers.docker.endpoint` is neither `unix://` nor `tcp://`.
     #[error("providers.docker.endpoint `{0}`: use unix:///path/to/docker.sock or tcp://host:port")]
     Endpoint(String),
+    /// `providers.docker.tls` with a unix socket endpoint.
+    #[error("providers.docker.tls: TLS needs a tcp:// endpoint, not `{0}`")]
+    TlsNeedsTcp(String),
+    /// `providers.docker.tls.*` cannot make a TLS client (a file that
+    /// cannot be read, a certificate without its key).
+    #[error("providers.docker.tls: {0}")]
+    Tls(String),
     /// `providers.docker.labelPrefix` is empty or holds a dot at an end.
     #[error(
         "providers.docker.labelPrefix `{0}`: must be a non-empty label key prefix such as `gangway` or `traefik`"
@@ -87,6 +95,7 @@ impl Settings {
         #[deny(unused_variables)] // an option read nowhere fails the build
         let DockerProvider {
             endpoint: _, // spawn_docker
+            tls: _,      // spawn_docker
             exposed_by_default,
             network,
             default_rule,
@@ -135,7 +144,22 @@ pub enum Endpoint {
     Unix(String),
     /// `host:port`, plain HTTP.
     Tcp(String),
+    /// `host:port`, HTTPS with this client configuration.
+    Tls(String, TlsClient),
 }
+
+/// A TLS client configuration, compared by identity (rustls gives it no
+/// equality of its own).
+#[derive(Clone, Debug)]
+pub struct TlsClient(pub Arc<rustls::ClientConfig>);
+
+impl PartialEq for TlsClient {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for TlsClient {}
 
 impl Endpoint {
     /// Parses `unix:///path` or `tcp://host:port` (also `http://`).
@@ -154,6 +178,20 @@ impl Endpoint {
         }
         Err(DockerError::Endpoint(text.to_owned()))
     }
+
+    /// Parses `text`, then with `tls` options makes a `tcp://` endpoint
+    /// speak HTTPS (a unix socket with `tls` is refused, not ignored).
+    pub fn with_tls(text: &str, tls: Option<&ProviderTls>) -> Result<Endpoint, DockerError> {
+        let endpoint = Endpoint::parse(text)?;
+        let Some(tls) = tls else {
+            return Ok(endpoint);
+        };
+        let Endpoint::Tcp(addr) = endpoint else {
+            return Err(DockerError::TlsNeedsTcp(text.to_owned()));
+        };
+        let config = crate::tls::client::provider_config(tls).map_err(DockerError::Tls)?;
+        Ok(Endpoint::Tls(addr, TlsClient(Arc::new(config))))
+    }
 }
 
 /// Checks the options, then starts the provider: it sends a `Snapshot` on
@@ -163,7 +201,7 @@ pub fn spawn_docker(
     tx: mpsc::Sender<Snapshot>,
 ) -> Result<tokio::task::JoinHandle<()>, DockerError> {
     let settings = Settings::new(config)?;
-    let endpoint = Endpoint::parse(&config.endpoint)?;
+    let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
     Ok(tokio::spawn(watch::run(
         settings,
         endpoint,
@@ -195,6 +233,36 @@ mod tests {
         ] {
             assert!(Endpoint::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn tls_options_make_a_tcp_endpoint_speak_https_and_are_never_ignored() {
+        let tls = ProviderTls {
+            insecure_skip_verify: true,
+            ..ProviderTls::default()
+        };
+        assert!(matches!(
+            Endpoint::with_tls("tcp://127.0.0.1:2376", Some(&tls)),
+            Ok(Endpoint::Tls(addr, _)) if addr == "127.0.0.1:2376"
+        ));
+        assert_eq!(
+            Endpoint::with_tls("tcp://127.0.0.1:2375", None).unwrap(),
+            Endpoint::Tcp("127.0.0.1:2375".into())
+        );
+        assert!(matches!(
+            Endpoint::with_tls("unix:///var/run/docker.sock", Some(&tls)),
+            Err(DockerError::TlsNeedsTcp(_))
+        ));
+        let half = ProviderTls {
+            cert: Some("cert.pem".into()),
+            ..ProviderTls::default()
+        };
+        let err = Endpoint::with_tls("tcp://127.0.0.1:2376", Some(&half)).unwrap_err();
+        assert!(matches!(err, DockerError::Tls(_)), "{err}");
+        assert!(
+            err.to_string().starts_with("providers.docker.tls: "),
+            "{err}"
+        );
     }
 
     #[test]

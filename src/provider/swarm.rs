@@ -33,6 +33,12 @@ pub enum SwarmError {
     /// `providers.swarm.endpoint` is neither `unix://` nor `tcp://`.
     #[error("providers.swarm.endpoint `{0}`: use unix:///path/to/docker.sock or tcp://host:port")]
     Endpoint(String),
+    /// `providers.swarm.tls` with a unix socket endpoint.
+    #[error("providers.swarm.tls: TLS needs a tcp:// endpoint, not `{0}`")]
+    TlsNeedsTcp(String),
+    /// `providers.swarm.tls.*` cannot make a TLS client.
+    #[error("providers.swarm.tls: {0}")]
+    Tls(String),
     /// `providers.swarm.labelPrefix` is empty or holds a dot at an end.
     #[error(
         "providers.swarm.labelPrefix `{0}`: must be a non-empty label key prefix such as `gangway` or `traefik`"
@@ -46,6 +52,8 @@ impl From<DockerError> for SwarmError {
             DockerError::DefaultRule(t) => SwarmError::DefaultRule(t),
             DockerError::Constraints(c) => SwarmError::Constraints(c),
             DockerError::Endpoint(e) => SwarmError::Endpoint(e),
+            DockerError::TlsNeedsTcp(e) => SwarmError::TlsNeedsTcp(e),
+            DockerError::Tls(e) => SwarmError::Tls(e),
             DockerError::Prefix(p) => SwarmError::Prefix(p),
         }
     }
@@ -57,6 +65,7 @@ pub fn settings(c: &SwarmProvider) -> Result<Settings, SwarmError> {
     #[deny(unused_variables)] // an option read nowhere fails the build
     let SwarmProvider {
         endpoint: _,            // spawn_swarm
+        tls: _,                 // spawn_swarm
         watch: _,               // spawn_swarm
         refresh_seconds: _,     // spawn_swarm
         http_client_timeout: _, // spawn_swarm
@@ -91,7 +100,7 @@ pub fn spawn_swarm(
     tx: mpsc::Sender<Snapshot>,
 ) -> Result<tokio::task::JoinHandle<()>, SwarmError> {
     let settings = settings(config)?;
-    let endpoint = Endpoint::parse(&config.endpoint)?;
+    let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
     let timeout = if config.http_client_timeout.0.is_zero() {
         Duration::from_secs(30)
     } else {

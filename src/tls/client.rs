@@ -25,6 +25,33 @@ pub struct ClientTls<'a> {
     pub certificates: &'a [(String, String)],
 }
 
+/// The rustls client configuration of a provider's `tls` options (Docker,
+/// Swarm, etcd): the CA to trust, the client certificate and its key.
+pub fn provider_config(
+    tls: &crate::config::static_config::ProviderTls,
+) -> Result<rustls::ClientConfig, String> {
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let crate::config::static_config::ProviderTls {
+        ca,
+        cert,
+        key,
+        insecure_skip_verify,
+    } = tls;
+    let given = |o: &Option<String>| o.clone().filter(|p| !p.is_empty());
+    let root_cas: Vec<String> = given(ca).into_iter().collect();
+    let certificates = match (given(cert), given(key)) {
+        (Some(cert), Some(key)) => vec![(cert, key)],
+        (None, None) => Vec::new(),
+        _ => return Err("give both cert and key for a client certificate".to_owned()),
+    };
+    client_config(&ClientTls {
+        insecure_skip_verify: *insecure_skip_verify,
+        root_cas: &root_cas,
+        peer_cert_uri: None,
+        certificates: &certificates,
+    })
+}
+
 /// The rustls client configuration `settings` describe: which server
 /// certificates are accepted, and the client certificate offered.
 pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, String> {

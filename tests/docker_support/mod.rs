@@ -570,6 +570,22 @@ pub struct PrivateDaemon {
     dir: tempfile::TempDir,
     child: Option<std::process::Child>,
     number: usize,
+    /// The loopback port it also listens on with TLS (`--tlsverify`).
+    tls_port: Option<u16>,
+}
+
+/// Private daemons started by this test binary, for unique names.
+static DAEMONS: AtomicUsize = AtomicUsize::new(0);
+
+/// The files a client of a daemon started with TLS needs.
+pub struct DaemonTls {
+    /// `tcp://127.0.0.1:<port>`.
+    pub endpoint: String,
+    /// The CA the daemon's certificate is signed by (PEM file).
+    pub ca: String,
+    /// A client certificate the daemon accepts, and its key (PEM files).
+    pub cert: String,
+    pub key: String,
 }
 
 impl PrivateDaemon {
@@ -581,16 +597,64 @@ impl PrivateDaemon {
             .prefix("gw-dockerd")
             .tempdir_in("/tmp")
             .map_err(|e| format!("tempdir: {e}"))?;
-        static STARTED: AtomicUsize = AtomicUsize::new(0);
         let mut daemon = PrivateDaemon {
             dir,
             child: None,
-            number: STARTED.fetch_add(1, Ordering::Relaxed),
+            number: DAEMONS.fetch_add(1, Ordering::Relaxed),
+            tls_port: None,
         };
         daemon.spawn()?;
         daemon.wait_ready().await?;
         daemon.load(IMAGE).await?;
         Ok(daemon)
+    }
+
+    /// Like `start`, also listening on a loopback TCP port with TLS that
+    /// requires a client certificate (`--tlsverify`), with a CA, server
+    /// and client certificates of its own; returns the client's files.
+    pub async fn start_tls() -> Result<(PrivateDaemon, DaemonTls), String> {
+        let mut last = String::new();
+        // The port is chosen before dockerd binds it: another one is
+        // tried when it was taken meanwhile.
+        for _ in 0..3 {
+            let dir = tempfile::Builder::new()
+                .prefix("gw-dockerd")
+                .tempdir_in("/tmp")
+                .map_err(|e| format!("tempdir: {e}"))?;
+            let ca = crate::support::tls::TestCa::new("dockerd test CA");
+            let (server, server_key) = ca.issue(&["127.0.0.1", "localhost"]);
+            let (client, client_key) = ca.issue_client("gangway");
+            let file = |name: &str, text: &str| -> Result<String, String> {
+                let path = dir.path().join(name);
+                std::fs::write(&path, text).map_err(|e| format!("{name}: {e}"))?;
+                Ok(path.display().to_string())
+            };
+            let tls = DaemonTls {
+                endpoint: String::new(),
+                ca: file("ca.pem", &ca.pem())?,
+                cert: file("client.pem", &client)?,
+                key: file("client-key.pem", &client_key)?,
+            };
+            file("server.pem", &server)?;
+            file("server-key.pem", &server_key)?;
+            let port = free_port();
+            let mut daemon = PrivateDaemon {
+                dir,
+                child: None,
+                number: DAEMONS.fetch_add(1, Ordering::Relaxed),
+                tls_port: Some(port),
+            };
+            daemon.spawn()?;
+            match daemon.wait_ready().await {
+                Ok(()) => {
+                    daemon.load(IMAGE).await?;
+                    let endpoint = format!("tcp://127.0.0.1:{port}");
+                    return Ok((daemon, DaemonTls { endpoint, ..tls }));
+                }
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
     }
 
     /// Copies an image from the default daemon into this one.
@@ -675,7 +739,19 @@ impl PrivateDaemon {
         // One namespace per daemon: two daemons of one test (a swarm's
         // manager and worker) may share a system containerd.
         let namespace = format!("gangway-test-{}-{}", std::process::id(), self.number);
+        let mut tls = Vec::new();
+        if let Some(port) = self.tls_port {
+            tls = vec![
+                "-H".to_owned(),
+                format!("tcp://127.0.0.1:{port}"),
+                "--tlsverify".to_owned(),
+                format!("--tlscacert={}", path("ca.pem")),
+                format!("--tlscert={}", path("server.pem")),
+                format!("--tlskey={}", path("server-key.pem")),
+            ];
+        }
         let child = std::process::Command::new("dockerd")
+            .args(&tls)
             .args([
                 "-H",
                 &self.host(),
@@ -828,6 +904,11 @@ impl Swarm {
         let manager = PrivateDaemon::start()
             .await
             .unwrap_or_else(|e| panic!("{test}: a daemon of the test's own did not start: {e}"));
+        Swarm::start_on(test, manager, images).await
+    }
+
+    /// A one-node swarm whose manager is `manager`.
+    pub async fn start_on(test: &str, manager: PrivateDaemon, images: &[&str]) -> Swarm {
         for image in images {
             manager
                 .load(image)

@@ -316,4 +316,17 @@ impl TestCa {
         let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
         (cert.pem(), key.serialize_pem())
     }
+
+    /// A client certificate named `name`, for servers that ask for one:
+    /// (chain PEM, key PEM).
+    pub fn issue_client(&self, name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.cert, &self.key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
 }

@@ -360,6 +360,36 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Docker daemon: unix:///path or tcp://host:port.",
     ),
     opt(
+        "providers.docker.tls",
+        ValueKind::Section,
+        "false",
+        "HTTPS to a tcp:// endpoint (the system's CAs unless tls.ca).",
+    ),
+    opt(
+        "providers.docker.tls.ca",
+        ValueKind::String,
+        "",
+        "CA certificates (PEM file) for the daemon's certificate.",
+    ),
+    opt(
+        "providers.docker.tls.cert",
+        ValueKind::String,
+        "",
+        "Client certificate (PEM file), for a daemon run with --tlsverify.",
+    ),
+    opt(
+        "providers.docker.tls.key",
+        ValueKind::String,
+        "",
+        "Client certificate's key (PEM file).",
+    ),
+    opt(
+        "providers.docker.tls.insecureSkipVerify",
+        ValueKind::Bool,
+        "false",
+        "Accept any daemon certificate (tests only).",
+    ),
+    opt(
         "providers.docker.exposedByDefault",
         ValueKind::Bool,
         "false",
@@ -448,6 +478,36 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::String,
         "unix:///var/run/docker.sock",
         "A swarm manager's daemon: unix:///path or tcp://host:port.",
+    ),
+    opt(
+        "providers.swarm.tls",
+        ValueKind::Section,
+        "false",
+        "HTTPS to a tcp:// endpoint (the system's CAs unless tls.ca).",
+    ),
+    opt(
+        "providers.swarm.tls.ca",
+        ValueKind::String,
+        "",
+        "CA certificates (PEM file) for the manager's certificate.",
+    ),
+    opt(
+        "providers.swarm.tls.cert",
+        ValueKind::String,
+        "",
+        "Client certificate (PEM file), for a daemon run with --tlsverify.",
+    ),
+    opt(
+        "providers.swarm.tls.key",
+        ValueKind::String,
+        "",
+        "Client certificate's key (PEM file).",
+    ),
+    opt(
+        "providers.swarm.tls.insecureSkipVerify",
+        ValueKind::Bool,
+        "false",
+        "Accept any manager certificate (tests only).",
     ),
     opt(
         "providers.swarm.exposedByDefault",

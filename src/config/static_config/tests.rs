@@ -1238,12 +1238,24 @@ fn full_config() -> StaticConfig {
         watch: true,
     });
     config.providers.docker = Some(DockerProvider {
+        tls: Some(ProviderTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        }),
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
         domain: Some(String::from("example.com")),
         ..DockerProvider::default()
     });
     config.providers.swarm = Some(SwarmProvider {
+        tls: Some(ProviderTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        }),
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
         ..SwarmProvider::default()
@@ -1257,7 +1269,7 @@ fn full_config() -> StaticConfig {
         username: Some(String::from("u")),
         password: Some(String::from("p")),
         db: 2,
-        tls: Some(StoreTls {
+        tls: Some(ProviderTls {
             ca: Some(String::from("ca.pem")),
             cert: Some(String::from("cert.pem")),
             key: Some(String::from("key.pem")),
@@ -1278,7 +1290,7 @@ fn full_config() -> StaticConfig {
         root_key: String::from("traefik"),
         username: Some(String::from("u")),
         password: Some(String::from("p")),
-        tls: Some(StoreTls {
+        tls: Some(ProviderTls {
             ca: Some(String::from("ca.pem")),
             cert: Some(String::from("cert.pem")),
             key: Some(String::from("key.pem")),
@@ -1469,14 +1481,20 @@ fn row_defaults_match_struct_defaults() {
         .into(),
         providers: Providers {
             file: Some(FileProvider::default()),
-            docker: Some(DockerProvider::default()),
-            swarm: Some(SwarmProvider::default()),
+            docker: Some(DockerProvider {
+                tls: Some(ProviderTls::default()),
+                ..DockerProvider::default()
+            }),
+            swarm: Some(SwarmProvider {
+                tls: Some(ProviderTls::default()),
+                ..SwarmProvider::default()
+            }),
             redis: Some(RedisProvider {
-                tls: Some(StoreTls::default()),
+                tls: Some(ProviderTls::default()),
                 ..RedisProvider::default()
             }),
             etcd: Some(EtcdProvider {
-                tls: Some(StoreTls::default()),
+                tls: Some(ProviderTls::default()),
                 ..EtcdProvider::default()
             }),
             ..Providers::default()

@@ -238,6 +238,27 @@ pub(crate) async fn connect(
             Docker::connect_with_unix(path, secs, bollard::API_DEFAULT_VERSION)?
         }
         Endpoint::Tcp(addr) => Docker::connect_with_http(addr, secs, bollard::API_DEFAULT_VERSION)?,
+        Endpoint::Tls(addr, tls) => {
+            // bollard's own TLS wants files and its own trust rules; this
+            // client takes the configuration the provider's options made.
+            let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config((*tls.0).clone())
+                .https_only()
+                .enable_http1()
+                .build();
+            let client =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .build(connector);
+            Docker::connect_with_custom_transport(
+                move |req: bollard::BollardRequest| {
+                    let client = client.clone();
+                    async move { client.request(req).await.map_err(BollardError::from) }
+                },
+                Some(format!("https://{addr}")),
+                secs,
+                bollard::API_DEFAULT_VERSION,
+            )?
+        }
     };
     // Debian's dockerd speaks API 1.41; bollard starts higher.
     docker.negotiate_version().await

@@ -4,10 +4,10 @@
 //! missed. etcd always tells of changes: there is no polling.
 
 use super::watch::{Follow, Listing, Store, StoreError};
-use crate::config::static_config::{EtcdProvider, StoreTls};
+use crate::config::static_config::{EtcdProvider, ProviderTls};
 use crate::provider::Snapshot;
 use crate::provider::etcd::{EtcdClient, EtcdError, EtcdWatch};
-use crate::tls::client::{ClientTls, client_config};
+use crate::tls::client::provider_config;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -207,32 +207,8 @@ impl Store for EtcdStore {
 
 /// The rustls configuration `tls` describes, built as for every other TLS
 /// client of gangway's.
-fn tls_config(tls: &StoreTls) -> Result<rustls::ClientConfig, EtcdProviderError> {
-    #[deny(unused_variables)] // an option read nowhere fails the build
-    let StoreTls {
-        ca,
-        cert,
-        key,
-        insecure_skip_verify,
-    } = tls;
-    let given = |o: &Option<String>| o.clone().filter(|p| !p.is_empty());
-    let root_cas: Vec<String> = given(ca).into_iter().collect();
-    let certificates = match (given(cert), given(key)) {
-        (Some(cert), Some(key)) => vec![(cert, key)],
-        (None, None) => Vec::new(),
-        _ => {
-            return Err(EtcdProviderError::Tls(
-                "give both cert and key for a client certificate".to_owned(),
-            ));
-        }
-    };
-    client_config(&ClientTls {
-        insecure_skip_verify: *insecure_skip_verify,
-        root_cas: &root_cas,
-        peer_cert_uri: None,
-        certificates: &certificates,
-    })
-    .map_err(EtcdProviderError::Tls)
+fn tls_config(tls: &ProviderTls) -> Result<rustls::ClientConfig, EtcdProviderError> {
+    provider_config(tls).map_err(EtcdProviderError::Tls)
 }
 
 #[cfg(test)]
@@ -266,18 +242,18 @@ mod tests {
             Err(EtcdProviderError::Endpoint(_))
         ));
         let missing = EtcdProvider {
-            tls: Some(StoreTls {
+            tls: Some(ProviderTls {
                 ca: Some("/nonexistent/ca.pem".into()),
-                ..StoreTls::default()
+                ..ProviderTls::default()
             }),
             ..EtcdProvider::default()
         };
         let err = EtcdStore::new(&missing).err().expect("a missing CA file");
         assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
         let half = EtcdProvider {
-            tls: Some(StoreTls {
+            tls: Some(ProviderTls {
                 cert: Some("cert.pem".into()),
-                ..StoreTls::default()
+                ..ProviderTls::default()
             }),
             ..EtcdProvider::default()
         };

@@ -5,7 +5,7 @@
 //! otherwise it reads the keys again every `pollInterval`.
 
 use super::watch::{Follow, Listing, Store, StoreError};
-use crate::config::static_config::{RedisProvider, RedisSentinel, StoreTls};
+use crate::config::static_config::{ProviderTls, RedisProvider, RedisSentinel};
 use crate::provider::Snapshot;
 use ::redis::aio::{MultiplexedConnection, PubSubStream};
 use ::redis::{
@@ -348,9 +348,9 @@ fn glob_escape(root: &str) -> String {
 }
 
 /// The TLS files, read; None when TLS is off or needs none of them.
-fn certificates(tls: &StoreTls) -> Result<Option<TlsCertificates>, RedisError> {
+fn certificates(tls: &ProviderTls) -> Result<Option<TlsCertificates>, RedisError> {
     #[deny(unused_variables)] // an option read nowhere fails the build
-    let StoreTls {
+    let ProviderTls {
         ca,
         cert,
         key,
@@ -444,9 +444,9 @@ mod tests {
         };
         assert!(matches!(RedisStore::new(&root), Err(RedisError::RootKey)));
         let missing = RedisProvider {
-            tls: Some(StoreTls {
+            tls: Some(ProviderTls {
                 ca: Some("/nonexistent/ca.pem".into()),
-                ..StoreTls::default()
+                ..ProviderTls::default()
             }),
             ..RedisProvider::default()
         };

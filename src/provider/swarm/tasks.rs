@@ -93,6 +93,23 @@ async fn get(endpoint: &Endpoint, path: &str) -> Result<Vec<u8>, String> {
                 .map_err(|e| format!("{addr}: {e}"))?;
             request(stream, addr, path).await
         }
+        Endpoint::Tls(addr, tls) => {
+            let stream = tokio::net::TcpStream::connect(addr)
+                .await
+                .map_err(|e| format!("{addr}: {e}"))?;
+            let host = addr.rsplit_once(':').map_or(addr.as_str(), |(h, _)| h);
+            let name = rustls::pki_types::ServerName::try_from(
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned(),
+            )
+            .map_err(|e| format!("{addr}: {e}"))?;
+            let stream = tokio_rustls::TlsConnector::from(tls.0.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("{addr}: TLS: {e}"))?;
+            request(stream, addr, path).await
+        }
     }
 }
 
