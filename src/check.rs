@@ -377,6 +377,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     // gets its environment, and its secrets' files, only in its container.)
     if options.compose.is_empty() {
         findings.extend(dns_providers(&config, env));
+        // Likewise the providers' TLS files.
+        findings.extend(provider_options(&config));
     }
     if options.docker {
         match running_containers(&config).await {
@@ -1165,6 +1167,34 @@ fn report_findings(
     }
     for w in &report.warnings {
         out.push(placed(Severity::Warning, w, places.cwd));
+    }
+    out
+}
+
+/// The options a provider checks only when it starts: an endpoint and
+/// its TLS files (Docker, Swarm), a store's options (Redis, etcd). Nothing
+/// is connected to.
+fn provider_options(config: &StaticConfig) -> Vec<Finding> {
+    use crate::provider::kv::{etcd::EtcdStore, redis::RedisStore};
+    let p = &config.providers;
+    let mut out = Vec::new();
+    if let Some(d) = &p.docker
+        && let Err(e) = Endpoint::with_tls(&d.endpoint, d.tls.as_ref())
+    {
+        out.push(static_error(e.to_string()));
+    }
+    if let Some(s) = &p.swarm
+        && let Err(e) = Endpoint::with_tls(&s.endpoint, s.tls.as_ref())
+    {
+        out.push(static_error(
+            crate::provider::swarm::SwarmError::from(e).to_string(),
+        ));
+    }
+    if let Some(Err(e)) = p.redis.as_ref().map(RedisStore::new) {
+        out.push(static_error(e.to_string()));
+    }
+    if let Some(Err(e)) = p.etcd.as_ref().map(EtcdStore::new) {
+        out.push(static_error(e.to_string()));
     }
     out
 }

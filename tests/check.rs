@@ -873,3 +873,61 @@ fn a_compose_routers_dynamic_files_are_found_through_its_bind_mounts() {
     );
     assert!(!out.contains("No such file"), "{out}");
 }
+
+/// What a provider would refuse at start is an error of `check` too:
+/// TLS with a unix socket, a TLS file that cannot be read, Redis Sentinel
+/// (not supported), a certificate without its key.
+#[test]
+fn provider_options_refused_at_start_are_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &[
+                "--providers.docker",
+                "--providers.docker.tls.insecureSkipVerify=true",
+            ],
+            "providers.docker.tls: TLS needs a tcp:// endpoint",
+        ),
+        (
+            &[
+                "--providers.swarm",
+                "--providers.swarm.endpoint=tcp://127.0.0.1:2376",
+                "--providers.swarm.tls.cert=client.pem",
+            ],
+            "providers.swarm.tls: give both cert and key",
+        ),
+        (
+            &[
+                "--providers.redis.endpoints=127.0.0.1:6379",
+                "--providers.redis.sentinel.masterName=main",
+            ],
+            "providers.redis.sentinel",
+        ),
+        (
+            &[
+                "--providers.etcd.endpoints=127.0.0.1:2379",
+                "--providers.etcd.tls.ca=missing-ca.pem",
+            ],
+            "providers.etcd.tls",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, out) = check(dir.path(), args);
+        assert_eq!(code, 1, "{args:?}: {out}");
+        assert!(
+            out.contains(expected),
+            "{args:?}: expected `{expected}` in:\n{out}"
+        );
+    }
+    // And the same options, well formed, pass.
+    let (code, out) = check(
+        dir.path(),
+        &[
+            "--providers.swarm",
+            "--providers.swarm.endpoint=tcp://127.0.0.1:2376",
+            "--providers.swarm.tls.insecureSkipVerify=true",
+            "--providers.redis.endpoints=127.0.0.1:6379",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+}
