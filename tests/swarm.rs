@@ -92,6 +92,22 @@ async fn whoami_service(
     swarm.docker(&args).await.expect("docker service create");
 }
 
+/// Whether Docker, the test image and the whoami image are there; skips
+/// (or, under GANGWAY_TEST_STRICT=1, fails) otherwise.
+async fn whoami_ready(test: &str) -> bool {
+    if !ready(test).await {
+        return false;
+    }
+    if let Err(e) = docker_support::docker(&["image", "inspect", WHOAMI_IMAGE]).await {
+        docker_support::skip(
+            test,
+            &format!("{WHOAMI_IMAGE} is missing (scripts/test builds it): {e}"),
+        );
+        return false;
+    }
+    true
+}
+
 /// The labels that route `Host(`<name>.test`)` to a service's tasks on
 /// `port`, with the `gangway` prefix.
 fn routed(name: &str, port: u16) -> Vec<(String, String)> {
@@ -371,14 +387,7 @@ async fn wait_served(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_nodes_tasks_follow_scaling_draining_updates_and_a_manager_restart() {
     const TEST: &str = "swarm_two_nodes";
-    if !ready(TEST).await {
-        return;
-    }
-    if let Err(e) = docker_support::docker(&["image", "inspect", WHOAMI_IMAGE]).await {
-        docker_support::skip(
-            TEST,
-            &format!("{WHOAMI_IMAGE} is missing (scripts/test builds it): {e}"),
-        );
+    if !whoami_ready(TEST).await {
         return;
     }
     let _serial = SERIAL.lock().await;
@@ -592,14 +601,7 @@ async fn two_nodes_tasks_follow_scaling_draining_updates_and_a_manager_restart()
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
     const TEST: &str = "swarm_options";
-    if !ready(TEST).await {
-        return;
-    }
-    if let Err(e) = docker_support::docker(&["image", "inspect", WHOAMI_IMAGE]).await {
-        docker_support::skip(
-            TEST,
-            &format!("{WHOAMI_IMAGE} is missing (scripts/test builds it): {e}"),
-        );
+    if !whoami_ready(TEST).await {
         return;
     }
     let _serial = SERIAL.lock().await;
