@@ -25,37 +25,41 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// A file router that makes the API reachable at `api.test`.
 const API: &str = "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
 
+/// `docker service create --detach --name <name> <options> --label k=v…
+/// <image>`; Ok(its id) or Err(what the CLI said).
+async fn create_service(
+    swarm: &Swarm,
+    name: &str,
+    options: &[&str],
+    labels: &[(&str, &str)],
+    image: &str,
+) -> Result<String, String> {
+    let mut args = vec!["service", "create", "--detach", "--name", name];
+    args.extend(options);
+    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for l in &labels {
+        args.extend(["--label", l.as_str()]);
+    }
+    args.push(image);
+    swarm.docker(&args).await
+}
+
 /// Creates a service of the test image on the host network, serving
 /// `name` on `port`, with these labels.
 async fn busybox_service(swarm: &Swarm, name: &str, port: u16, labels: &[(&str, &str)]) {
     let port_env = format!("PORT={port}");
     let name_env = format!("NAME={name}");
-    let mut args = vec![
-        "service",
-        "create",
-        "--detach",
-        "--name",
-        name,
-        "--network",
-        "host",
-        "--env",
-        &port_env,
-        "--env",
-        &name_env,
-    ];
-    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    for l in &labels {
-        args.extend(["--label", l.as_str()]);
-    }
-    args.push(IMAGE);
-    swarm.docker(&args).await.expect("docker service create");
+    let options = ["--network", "host", "--env", &port_env, "--env", &name_env];
+    create_service(swarm, name, &options, labels, IMAGE)
+        .await
+        .expect("docker service create");
 }
 
 /// Creates a whoami service on the host network: its tasks share
 /// 127.0.0.1:`port`, answer with their task's name, and on SIGTERM go on
 /// answering for two seconds, closing each connection, as an application
 /// with a graceful shutdown does. `extra` goes to `docker service create`
-/// before the image.
+/// before the labels.
 async fn whoami_service(
     swarm: &Swarm,
     name: &str,
@@ -64,12 +68,7 @@ async fn whoami_service(
     labels: &[(&str, &str)],
 ) {
     let port_env = format!("WHOAMI_PORT_NUMBER={port}");
-    let mut args = vec![
-        "service",
-        "create",
-        "--detach",
-        "--name",
-        name,
+    let mut options = vec![
         "--network",
         "host",
         "--env",
@@ -83,13 +82,10 @@ async fn whoami_service(
         "--stop-grace-period",
         "10s",
     ];
-    args.extend(extra);
-    let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    for l in &labels {
-        args.extend(["--label", l.as_str()]);
-    }
-    args.push(WHOAMI_IMAGE);
-    swarm.docker(&args).await.expect("docker service create");
+    options.extend(extra);
+    create_service(swarm, name, &options, labels, WHOAMI_IMAGE)
+        .await
+        .expect("docker service create");
 }
 
 /// Whether Docker, the test image and the whoami image are there; skips
@@ -553,29 +549,17 @@ async fn two_nodes_tasks_follow_scaling_draining_updates_and_a_manager_restart()
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         // The swarm answers once its raft has a leader again.
-        match swarm
-            .docker(&[
-                "service",
-                "create",
-                "--detach",
-                "--name",
-                "late",
-                "--network",
-                "host",
-                "--env",
-                &format!("WHOAMI_PORT_NUMBER={late}"),
-                "--env",
-                "WHOAMI_NAME=late",
-                "--label",
-                "gangway.enable=true",
-                "--label",
-                "gangway.http.routers.late.rule=Host(`late.test`)",
-                "--label",
-                &format!("gangway.http.services.late.loadbalancer.server.port={late}"),
-                WHOAMI_IMAGE,
-            ])
-            .await
-        {
+        let port_env = format!("WHOAMI_PORT_NUMBER={late}");
+        let options = [
+            "--network",
+            "host",
+            "--env",
+            &port_env,
+            "--env",
+            "WHOAMI_NAME=late",
+        ];
+        let labels = routed("late", late);
+        match create_service(&swarm, "late", &options, &borrowed(&labels), WHOAMI_IMAGE).await {
             Ok(_) => break,
             Err(e) if Instant::now() > deadline => {
                 panic!("the swarm did not answer after the restart: {e}")
@@ -628,25 +612,14 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
     // traffic here: their addresses are not on loopback), one balanced by
     // Swarm at its virtual IP, one with a server per task.
     for (name, lbswarm) in [("vip", "true"), ("each", "false")] {
-        swarm
-            .docker(&[
-                "service",
-                "create",
-                "--detach",
-                "--name",
-                name,
-                "--replicas",
-                "2",
-                "--network",
-                "apps",
-                "--label",
-                "team=edge",
-                "--label",
-                &format!("gangway.swarm.lbswarm={lbswarm}"),
-                "--label",
-                &format!("gangway.http.services.{name}.loadbalancer.server.port=8080"),
-                WHOAMI_IMAGE,
-            ])
+        let port = format!("gangway.http.services.{name}.loadbalancer.server.port");
+        let labels = [
+            ("team", "edge"),
+            ("gangway.swarm.lbswarm", lbswarm),
+            (port.as_str(), "8080"),
+        ];
+        let options = ["--replicas", "2", "--network", "apps"];
+        create_service(&swarm, name, &options, &labels, WHOAMI_IMAGE)
             .await
             .expect("docker service create");
     }
