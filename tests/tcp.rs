@@ -12,7 +12,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use support::tls::{TestCa, TlsClient};
-use support::{Backend, Gangway, eventually, free_port, udp_echo};
+use support::{Backend, Gangway, eventually, free_port, udp_echo, within};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -1025,7 +1025,7 @@ url = "{}"
 "#,
         app.url()
     );
-    let _gw = Gangway::with_file(
+    let gw = Gangway::with_file_env(
         &dynamic,
         &[
             &format!("--entryPoints.lb.address=127.0.0.1:{trusting}"),
@@ -1033,6 +1033,7 @@ url = "{}"
             &format!("--entryPoints.strict.address=127.0.0.1:{distrusting}"),
             "--entryPoints.strict.proxyProtocol.trustedIPs=10.0.0.0/8",
         ],
+        &[("RUST_LOG", "info")],
     )
     .await;
     // What a load balancer in front sends: the header, then the client's
@@ -1062,16 +1063,22 @@ url = "{}"
         Some(String::from_utf8_lossy(&answer).into_owned())
     };
     let get = b"GET / HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n";
-    eventually(
-        Duration::from_secs(5),
-        "the HTTP router answers",
-        || async {
-            through(trusting, "192.0.2.1", 1, get)
-                .await
-                .is_some_and(|a| a.starts_with("HTTP/1.1 200"))
-        },
-    )
+    let last = std::sync::Mutex::new(None);
+    let answers = within(Duration::from_secs(15), || async {
+        let answer = through(trusting, "192.0.2.1", 1, get).await;
+        let ok = answer
+            .as_ref()
+            .is_some_and(|a| a.starts_with("HTTP/1.1 200"));
+        *last.lock().unwrap() = Some(answer);
+        ok
+    })
     .await;
+    assert!(
+        answers,
+        "the HTTP router does not answer; last answer {:?}; gangway's log:\n{}",
+        last.lock().unwrap(),
+        gw.log()
+    );
     for version in [1, 2] {
         // A client inside 10.0.0.0/8, as the header says: the TCP router's
         // ClientIP rule takes it.

@@ -26,7 +26,19 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
 /// Polls `check` until it returns true or `limit` passes; panics with `what` then.
-pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
+pub async fn eventually<F, Fut>(limit: Duration, what: &str, check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    if !within(limit, check).await {
+        panic!("not within {limit:?}: {what}");
+    }
+}
+
+/// Polls `check` until it returns true (then true) or `limit` passes (then
+/// false), for a caller that has more to say when it fails.
+pub async fn within<F, Fut>(limit: Duration, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -34,10 +46,10 @@ where
     let deadline = Instant::now() + limit;
     loop {
         if check().await {
-            return;
+            return true;
         }
         if Instant::now() > deadline {
-            panic!("not within {limit:?}: {what}");
+            return false;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
