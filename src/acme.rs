@@ -13,20 +13,39 @@
 pub mod dns;
 mod order;
 pub mod schedule;
+pub mod shared;
 pub mod storage;
 
 use crate::config::static_config::Acme as AcmeConfig;
 use crate::runtime::{Registries, RuntimeHandle};
 use crate::tls::{CertificateRequest, IssuedCert, TlsError};
 use serde::Serialize;
+use shared::SharedStorage;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use storage::Storage;
 
 /// Longest time one order may take, all polls included.
 const ORDER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long a request to a shared store may take.
+const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an order lease lasts unless renewed; it is renewed every
+/// third of that while the order runs, so a holder that dies frees it
+/// this long after its last renewal.
+pub const LEASE_TTL: Duration = Duration::from_secs(15);
+
+/// How often an instance waiting on another's order looks at the store.
+const LEASE_WAIT: i64 = 2;
+
+/// How often the store is asked whether certificates changed.
+const PICKUP_EVERY: Duration = Duration::from_secs(1);
+
+/// Wait before an order held back by an unreachable store is tried again.
+const STORE_RETRY: i64 = 5;
 
 /// What went wrong with a resolver or an order.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +147,21 @@ pub enum AcmeError {
         domain: String,
         /// What failed.
         source: Box<dns::DnsError>,
+    },
+    /// The shared store (a storage URL) failed or holds something unusable.
+    #[error(transparent)]
+    Shared(#[from] shared::SharedError),
+    /// Two resolvers whose storage URLs and CA would write the same keys.
+    #[error(
+        "certificatesResolvers.{second}.acme.storage: resolver `{first}` already stores its account and certificates for this CA at {location}; give one of them another store or prefix (?prefix=…)"
+    )]
+    SameKeys {
+        /// The resolver named first.
+        first: String,
+        /// The resolver that would write over it.
+        second: String,
+        /// The store.
+        location: String,
     },
 }
 
@@ -276,6 +310,29 @@ pub struct PendingChallenge {
     pub since: i64,
 }
 
+/// Where a resolver keeps its account and certificates.
+enum ResolverStorage {
+    /// A folder of this instance.
+    File(Storage),
+    /// A store shared with other instances.
+    Shared(Arc<SharedStorage>),
+}
+
+/// What is known of a shared store's health, for the API and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreHealth {
+    /// Whether the last request answered (None before the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reachable: Option<bool>,
+    /// The last failure, until a request succeeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When the store last answered, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<i64>,
+}
+
 /// A certificate resolver ready to order.
 pub struct Resolver {
     /// Its name in the static configuration.
@@ -283,7 +340,13 @@ pub struct Resolver {
     /// The ACME directory URL.
     pub directory_url: String,
     contact: Vec<String>,
-    storage: Storage,
+    email: String,
+    storage: ResolverStorage,
+    /// This instance in leases and stored certificates: host, process, and
+    /// a random part.
+    instance: String,
+    health: Mutex<StoreHealth>,
+    store_up: OnceLock<::metrics::Gauge>,
     key_type: &'static rcgen::SignatureAlgorithm,
     challenge: ChallengeKind,
     /// The DNS-01 side, when `dnsChallenge` is set.
@@ -307,6 +370,7 @@ impl Resolver {
         let AcmeConfig {
             email,
             storage,
+            storage_encryption_key_file,
             ca_server: _, // read through config.directory_url()
             key_type,
             // Accepted for Traefik compatibility, and not used: renewal
@@ -370,15 +434,49 @@ impl Resolver {
             .with_root_certificates(roots)
             .with_no_client_auth();
         let directory_url = config.directory_url().to_owned();
-        let storage = Storage::new(storage, &directory_url);
-        if let Err(e) = storage.prepare() {
-            // Not fatal: certificates are then ordered and served from
-            // memory, and stored once the storage can be written.
-            tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
-        }
+        let storage_text = storage.to_string_lossy();
+        let storage = if shared::StoreUrl::is_url(&storage_text) {
+            let url = shared::StoreUrl::parse(name, &storage_text)?;
+            let seal = match storage_encryption_key_file {
+                Some(path) => Some(shared::seal::Seal::from_file(name, path)?),
+                None => {
+                    tracing::warn!(resolver = %name, store = %url.location(), "private keys are stored in clear in the shared store: set certificatesResolvers.{name}.acme.storageEncryptionKeyFile to encrypt them");
+                    None
+                }
+            };
+            let store = url.open(STORE_TIMEOUT).map_err(|e| match e {
+                shared::SharedError::BadUrl { url, problem, .. } => shared::SharedError::BadUrl {
+                    resolver: name.to_owned(),
+                    url,
+                    problem,
+                },
+                e => e,
+            })?;
+            ResolverStorage::Shared(Arc::new(SharedStorage::new(
+                store,
+                url,
+                &storage::ca_folder(&directory_url),
+                seal,
+            )))
+        } else {
+            if storage_encryption_key_file.is_some() {
+                tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
+            }
+            let storage = Storage::new(storage, &directory_url);
+            if let Err(e) = storage.prepare() {
+                // Not fatal: certificates are then ordered and served from
+                // memory, and stored once the storage can be written.
+                tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
+            }
+            ResolverStorage::File(storage)
+        };
         Ok(Resolver {
             name: name.to_owned(),
             storage,
+            email: email.clone(),
+            instance: instance_name(),
+            health: Mutex::new(StoreHealth::default()),
+            store_up: OnceLock::new(),
             directory_url,
             contact: if email.is_empty() {
                 Vec::new()
@@ -402,7 +500,14 @@ impl Resolver {
         if let Some(account) = slot.as_ref() {
             return Ok(account.clone());
         }
-        let key = self.storage.account_key()?;
+        let key = match &self.storage {
+            ResolverStorage::File(storage) => storage.account_key()?,
+            ResolverStorage::Shared(shared) => {
+                let key = shared.account_key(&self.email).await;
+                self.store_answered(key.as_ref().err());
+                key?
+            }
+        };
         let directory = Directory::discover(&self.client, &self.directory_url)
             .await
             .map_err(|e| AcmeError::from_acme(&self.directory_url, &e))?;
@@ -438,35 +543,242 @@ impl Resolver {
         self.challenge
     }
 
-    /// Loads every stored certificate of this resolver into the registry.
-    pub fn load_stored(&self, registries: &Registries) -> usize {
+    /// Loads every stored certificate of this resolver into the registry
+    /// (a shared store that does not answer within its timeout is skipped:
+    /// its certificates arrive once it answers).
+    pub async fn load_stored(&self, registries: &Registries) -> usize {
         let mut loaded = 0;
-        for (path, bytes) in self.storage.certificates() {
-            let what = format!("`{}`", path.display());
-            let parsed = bytes.map_err(|e| e.to_string()).and_then(|b| {
-                crate::tls::store::parse_pem(&what, &b, &b).map_err(|e| e.to_string())
-            });
-            match parsed {
-                Ok(cert) => {
-                    let domains = cert.names.clone();
-                    let key = crate::tls::certificate_key(&self.name, &domains);
-                    registries.tls.put_issued(
-                        key,
-                        Arc::new(IssuedCert {
-                            resolver: self.name.clone(),
-                            domains,
-                            cert,
-                        }),
-                    );
-                    loaded += 1;
+        match &self.storage {
+            ResolverStorage::File(storage) => {
+                for (path, bytes) in storage.certificates() {
+                    let what = format!("`{}`", path.display());
+                    match bytes {
+                        Ok(b) => loaded += usize::from(self.serve_stored(registries, &what, &b)),
+                        Err(e) => {
+                            tracing::warn!(resolver = %self.name, file = %path.display(), error = %e, "stored certificate ignored")
+                        }
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored")
+            }
+            ResolverStorage::Shared(shared) => {
+                let listed = tokio::time::timeout(STORE_TIMEOUT, shared.certificates())
+                    .await
+                    .unwrap_or_else(|_| Err(self.store_timeout(shared)));
+                self.store_answered(listed.as_ref().err());
+                match listed {
+                    Ok(certs) => {
+                        for (key, cert) in certs {
+                            match cert {
+                                Ok((_, pem)) => {
+                                    loaded += usize::from(self.serve_stored(
+                                        registries,
+                                        &format!("`{key}`"),
+                                        &pem,
+                                    ));
+                                }
+                                Err(e) => {
+                                    tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored")
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(resolver = %self.name, error = %e, "the shared store does not answer; its certificates are loaded once it does")
+                    }
                 }
             }
         }
         loaded
     }
+
+    /// Serves a stored certificate (key and chain PEM) unless the one
+    /// served for the same names lasts as long or longer; true if it is
+    /// served now.
+    fn serve_stored(&self, registries: &Registries, what: &str, pem: &[u8]) -> bool {
+        match crate::tls::store::parse_pem(what, pem, pem) {
+            Ok(cert) => {
+                let domains = cert.names.clone();
+                let key = crate::tls::certificate_key(&self.name, &domains);
+                if registries
+                    .tls
+                    .issued(&key)
+                    .is_some_and(|c| c.cert.not_after >= cert.not_after)
+                {
+                    return false;
+                }
+                registries.tls.put_issued(
+                    key,
+                    Arc::new(IssuedCert {
+                        resolver: self.name.clone(),
+                        domains,
+                        cert,
+                    }),
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored");
+                false
+            }
+        }
+    }
+
+    /// The shared storage, if this resolver has one.
+    pub fn shared(&self) -> Option<&Arc<SharedStorage>> {
+        match &self.storage {
+            ResolverStorage::Shared(s) => Some(s),
+            ResolverStorage::File(_) => None,
+        }
+    }
+
+    /// Where the keys of this resolver land in a shared store, with its CA:
+    /// two resolvers with the same would write over each other.
+    pub fn shared_spot(&self) -> Option<(shared::StoreSpot, String)> {
+        let shared = self.shared()?;
+        Some((shared.spot(), storage::ca_folder(&self.directory_url)))
+    }
+
+    /// Exports whether the shared store answers to `metrics`.
+    pub fn export_store_health(&self, metrics: &crate::metrics::Exporter) {
+        if self.shared().is_some() {
+            let gauge = self
+                .store_up
+                .get_or_init(|| metrics.acme_store_up(&self.name));
+            let up = self.health().reachable.unwrap_or(false);
+            gauge.set(if up { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// What is known of the shared store's health.
+    pub fn health(&self) -> StoreHealth {
+        self.health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records how a request to the shared store went.
+    fn store_answered(&self, error: Option<&shared::SharedError>) {
+        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        let was = health.reachable;
+        match error {
+            None => {
+                health.reachable = Some(true);
+                health.last_error = None;
+                health.last_sync = Some(unix_now());
+                if was == Some(false) {
+                    tracing::info!(resolver = %self.name, "the shared store answers again");
+                }
+            }
+            Some(e) => {
+                health.reachable = Some(false);
+                health.last_error = Some(e.to_string());
+                if was != Some(false) {
+                    tracing::error!(resolver = %self.name, error = %e, "the shared store does not answer; certificates loaded stay in use and orders wait");
+                }
+            }
+        }
+        let up = health.reachable == Some(true);
+        drop(health);
+        if let Some(gauge) = self.store_up.get() {
+            gauge.set(if up { 1.0 } else { 0.0 });
+        }
+    }
+
+    fn store_timeout(&self, shared: &SharedStorage) -> shared::SharedError {
+        shared::SharedError::Store {
+            location: shared.location(),
+            action: "reaching",
+            key: String::new(),
+            source: format!(
+                "no answer within {}",
+                crate::config::Duration(STORE_TIMEOUT)
+            )
+            .into(),
+        }
+    }
+
+    /// Warnings about this resolver's storage, for the API.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(shared) = self.shared()
+            && !shared.encrypted()
+        {
+            out.push(format!(
+                "certificatesResolvers.{}.acme: private keys are stored in clear in {}; set storageEncryptionKeyFile to encrypt them",
+                self.name,
+                shared.location()
+            ));
+        }
+        out
+    }
+
+    /// The resolver's storage as the API shows it.
+    pub fn storage_view(&self) -> ResolverStorageView {
+        ResolverStorageView {
+            storage: match &self.storage {
+                ResolverStorage::File(s) => StorageView {
+                    kind: "file",
+                    location: s.folder().display().to_string(),
+                    encrypted: None,
+                    instance: None,
+                    health: None,
+                },
+                ResolverStorage::Shared(s) => StorageView {
+                    kind: s.kind(),
+                    location: s.location(),
+                    encrypted: Some(s.encrypted()),
+                    instance: Some(self.instance.clone()),
+                    health: Some(self.health()),
+                },
+            },
+            warnings: self.warnings(),
+        }
+    }
+}
+
+/// A resolver's storage, for `/api/certificateresolvers`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResolverStorageView {
+    /// Where it keeps its account and certificates.
+    pub storage: StorageView,
+    /// What should be fixed.
+    pub warnings: Vec<String>,
+}
+
+/// A resolver's storage, for the API.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageView {
+    /// `file`, `redis` or `etcd`.
+    pub kind: &'static str,
+    /// The folder, or the store (no password).
+    pub location: String,
+    /// Whether private keys are encrypted (shared stores only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encrypted: Option<bool>,
+    /// This instance's name in leases and stored certificates (shared
+    /// stores only): host, process id, and a random part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Whether the store answers (shared stores only).
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    pub health: Option<StoreHealth>,
+}
+
+/// `host/pid/random`: unique among the instances sharing a store.
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "gangway".to_owned());
+    format!(
+        "{host}/{}/{:06x}",
+        std::process::id(),
+        shared::rand_u64() & 0xff_ffff
+    )
 }
 
 /// The state of one certificate, as the API will list it.
@@ -502,9 +814,14 @@ pub struct CertificateState {
     pub failures: u32,
     /// Why the certificate or the account key could not be written to the
     /// storage, until a retry succeeds (the certificate is served from
-    /// memory meanwhile, and ordered again after a restart).
+    /// memory meanwhile, and ordered again after a restart); with a shared
+    /// store, also why the store could not be asked (orders wait for it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_error: Option<String>,
+    /// The instance ordering it, when another instance sharing the store
+    /// holds its lease.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_holder: Option<String>,
 }
 
 /// Where a certificate stands.
@@ -523,9 +840,11 @@ pub enum CertStatus {
 }
 
 /// Every certificate's state, shared with whoever reports it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Status {
     certs: Mutex<BTreeMap<String, CertificateState>>,
+    /// The resolvers, once started.
+    resolvers: OnceLock<Vec<Arc<Resolver>>>,
     /// Where each certificate's end of validity is exported; None when
     /// metrics are off.
     metrics: Option<Arc<crate::metrics::Exporter>>,
@@ -536,8 +855,26 @@ impl Status {
     pub fn new(metrics: Option<Arc<crate::metrics::Exporter>>) -> Self {
         Status {
             certs: Mutex::default(),
+            resolvers: OnceLock::new(),
             metrics,
         }
+    }
+
+    /// Every resolver's storage, by resolver name, as the API shows it.
+    pub fn storage_views(&self) -> BTreeMap<String, ResolverStorageView> {
+        self.resolvers
+            .get()
+            .map(|all| {
+                all.iter()
+                    .map(|r| {
+                        if let Some(m) = &self.metrics {
+                            r.export_store_health(m);
+                        }
+                        (r.name.clone(), r.storage_view())
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Every certificate's state, ordered by resolver and names.
@@ -615,8 +952,91 @@ pub fn spawn_acme(
     registries: Arc<Registries>,
     status: Arc<Status>,
 ) -> AcmeTask {
-    let task = tokio::spawn(follow(resolvers, handle, registries, status.clone()));
+    let _ = status.resolvers.set(resolvers.clone());
+    let mut stores: Vec<Arc<SharedStorage>> = Vec::new();
+    let mut followers = Vec::new();
+    for resolver in &resolvers {
+        if let Some(m) = &status.metrics {
+            resolver.export_store_health(m);
+        }
+        if let Some(shared) = resolver.shared() {
+            if !stores.iter().any(|s| s.spot() == shared.spot()) {
+                stores.push(shared.clone());
+            }
+            followers.push(Running(tokio::spawn(follow_store(
+                resolver.clone(),
+                shared.clone(),
+                registries.clone(),
+                status.clone(),
+            ))));
+        }
+    }
+    if !stores.is_empty() {
+        registries
+            .tls
+            .challenges
+            .share(Arc::new(StoreChallenges(stores)));
+    }
+    let status_for_task = status.clone();
+    let task = tokio::spawn(async move {
+        let _followers = followers;
+        follow(resolvers, handle, registries, status_for_task).await;
+    });
     AcmeTask { status, task }
+}
+
+/// Refuses resolvers that would write the same keys of one store.
+pub fn check_shared_keys(resolvers: &[Arc<Resolver>]) -> Result<(), AcmeError> {
+    let mut seen: Vec<((shared::StoreSpot, String), &str)> = Vec::new();
+    for resolver in resolvers {
+        let Some(spot) = resolver.shared_spot() else {
+            continue;
+        };
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == spot) {
+            return Err(AcmeError::SameKeys {
+                first: (*first).to_owned(),
+                second: resolver.name.clone(),
+                location: resolver.shared().map(|s| s.location()).unwrap_or_default(),
+            });
+        }
+        seen.push((spot, &resolver.name));
+    }
+    Ok(())
+}
+
+/// Challenge answers other instances published in the shared stores.
+struct StoreChallenges(Vec<Arc<SharedStorage>>);
+
+impl crate::tls::challenge::SharedChallenges for StoreChallenges {
+    fn http<'a>(&'a self, token: &'a str) -> futures_util::future::BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            for store in &self.0 {
+                if let Ok(Ok(Some(answer))) =
+                    tokio::time::timeout(STORE_TIMEOUT, store.http(token)).await
+                {
+                    return Some(answer);
+                }
+            }
+            None
+        })
+    }
+
+    fn tls_alpn<'a>(
+        &'a self,
+        domain: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>> {
+        Box::pin(async move {
+            for store in &self.0 {
+                if let Ok(Ok(Some(pem))) =
+                    tokio::time::timeout(STORE_TIMEOUT, store.tls_alpn(domain)).await
+                    && let Ok(cert) = crate::tls::store::parse_pem(domain, &pem, &pem)
+                {
+                    return Some(cert.key);
+                }
+            }
+            None
+        })
+    }
 }
 
 /// Aborts a certificate's task when dropped.
@@ -680,6 +1100,7 @@ async fn follow(
                         last_error: None,
                         failures: 0,
                         storage_error: None,
+                        lease_holder: None,
                     },
                 );
             let task = tokio::spawn(keep_certificate(
@@ -740,7 +1161,7 @@ async fn keep_certificate(
             if let Some(c) = &current {
                 s.issuer = Some(c.cert.issuer.clone());
                 s.not_after = Some(c.cert.not_after);
-                if failures == 0 {
+                if failures == 0 && s.lease_holder.is_none() {
                     s.status = CertStatus::Valid;
                 }
             }
@@ -749,7 +1170,7 @@ async fn keep_certificate(
         if due > now {
             if let Some(pending) = unstored.as_mut().filter(|p| p.at < due) {
                 sleep_until(pending.at).await;
-                if pending.attempt(&resolver, &status, &key, &domains) {
+                if pending.attempt(&resolver, &status, &key, &domains).await {
                     unstored = None;
                 }
                 continue;
@@ -758,6 +1179,25 @@ async fn keep_certificate(
             retry_at = None;
             continue;
         }
+        // With a shared store, one instance orders: the one that takes the
+        // lease. The others wait for its certificate.
+        let lease = match resolver.shared() {
+            Some(shared) => {
+                match coordinate(&resolver, shared, &registries, &status, &key, &domains).await {
+                    Coordinated::Order(lease) => Some(lease),
+                    Coordinated::Wait(at) => {
+                        retry_at = Some(at);
+                        continue;
+                    }
+                    Coordinated::Loaded => {
+                        retry_at = None;
+                        failures = 0;
+                        continue;
+                    }
+                }
+            }
+            None => None,
+        };
         let slot = resolver
             .orders
             .lock()
@@ -772,6 +1212,7 @@ async fn keep_certificate(
                     schedule::ORDERS_PER_HOUR
                 ));
             });
+            release(&resolver, lease.as_ref()).await;
             retry_at = Some(free_at);
             continue;
         }
@@ -787,6 +1228,13 @@ async fn keep_certificate(
         let progress = |pending: Option<PendingChallenge>| {
             status.update(&key, |s| s.pending_challenge = pending);
         };
+        // The lease is renewed for as long as the order runs.
+        let _renewal = lease
+            .clone()
+            .zip(resolver.shared().cloned())
+            .map(|(lease, shared)| {
+                Running(tokio::spawn(keep_lease(resolver.clone(), shared, lease)))
+            });
         let result = match tokio::time::timeout(
             ORDER_TIMEOUT,
             order::obtain(&resolver, &registries.tls.challenges, &domains, &progress),
@@ -807,9 +1255,10 @@ async fn keep_certificate(
                     pem,
                     failures: 0,
                     at: 0,
+                    lease: lease.clone(),
                 };
                 unstored =
-                    (!pending.attempt(&resolver, &status, &key, &domains)).then_some(pending);
+                    (!pending.attempt(&resolver, &status, &key, &domains).await).then_some(pending);
                 tracing::info!(resolver = %resolver.name, domains = %names, not_after = cert.not_after, issuer = %cert.issuer, "certificate obtained");
                 registries.tls.put_issued(
                     key.clone(),
@@ -844,6 +1293,177 @@ async fn keep_certificate(
                 retry_at = Some(at);
             }
         }
+        release(&resolver, lease.as_ref()).await;
+    }
+}
+
+/// What an instance sharing a store does about a certificate that is due.
+enum Coordinated {
+    /// It holds the lease: it orders.
+    Order(shared::Lease),
+    /// Another instance orders, or the store does not answer: look again
+    /// at this time.
+    Wait(i64),
+    /// A certificate another instance stored is served now.
+    Loaded,
+}
+
+/// Serves a newer certificate from the store if there is one; otherwise
+/// takes the certificate's lease, or says who holds it.
+async fn coordinate(
+    resolver: &Resolver,
+    shared: &SharedStorage,
+    registries: &Registries,
+    status: &Status,
+    key: &str,
+    domains: &[String],
+) -> Coordinated {
+    let name = shared_name(domains);
+    let store_down = |e: shared::SharedError| {
+        resolver.store_answered(Some(&e));
+        status.update(key, |s| {
+            s.storage_error = Some(e.to_string());
+        });
+        Coordinated::Wait(unix_now() + STORE_RETRY)
+    };
+    let picked = match stored_newer(resolver, shared, registries, status, key, &name).await {
+        Ok(picked) => picked,
+        Err(e) => return store_down(e),
+    };
+    if picked {
+        return Coordinated::Loaded;
+    }
+    let lease = match shared.acquire(&name, &resolver.instance, LEASE_TTL).await {
+        Ok(lease) => lease,
+        Err(e) => return store_down(e),
+    };
+    resolver.store_answered(None);
+    let Some(lease) = lease else {
+        let holder = shared.lease_holder(&name).await.ok().flatten();
+        status.update(key, |s| {
+            s.storage_error = None;
+            s.lease_holder = holder.map(|h| h.split('#').next().unwrap_or_default().to_owned());
+        });
+        return Coordinated::Wait(unix_now() + LEASE_WAIT);
+    };
+    status.update(key, |s| {
+        s.storage_error = None;
+        s.lease_holder = None;
+    });
+    // Another instance may have stored it between the look and the lease.
+    match stored_newer(resolver, shared, registries, status, key, &name).await {
+        Ok(false) => Coordinated::Order(lease),
+        Ok(true) => {
+            let _ = shared.release(&lease).await;
+            Coordinated::Loaded
+        }
+        Err(e) => {
+            let _ = shared.release(&lease).await;
+            store_down(e)
+        }
+    }
+}
+
+/// Serves the stored certificate `name` if it lasts longer than the one
+/// served and is not due for renewal itself; true if it is served now.
+async fn stored_newer(
+    resolver: &Resolver,
+    shared: &SharedStorage,
+    registries: &Registries,
+    status: &Status,
+    key: &str,
+    name: &str,
+) -> Result<bool, shared::SharedError> {
+    let Some((stored, pem)) = shared.certificate(name).await? else {
+        return Ok(false);
+    };
+    let Ok(cert) = crate::tls::store::parse_pem(name, &pem, &pem) else {
+        return Ok(false);
+    };
+    if schedule::renew_at(cert.not_before, cert.not_after) <= unix_now() {
+        return Ok(false);
+    }
+    if !resolver.serve_stored(registries, &format!("`{name}`"), &pem) {
+        return Ok(false);
+    }
+    tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
+    status.update(key, |s| {
+        s.status = CertStatus::Valid;
+        s.lease_holder = None;
+        s.last_error = None;
+        s.failures = 0;
+    });
+    Ok(true)
+}
+
+/// A certificate's name in the shared store.
+fn shared_name(domains: &[String]) -> String {
+    let file = storage::cert_file_name(domains);
+    file.strip_suffix(".pem").unwrap_or(&file).to_owned()
+}
+
+/// Renews `lease` every third of its life until aborted.
+async fn keep_lease(resolver: Arc<Resolver>, shared: Arc<SharedStorage>, lease: shared::Lease) {
+    loop {
+        tokio::time::sleep(LEASE_TTL / 3).await;
+        match shared.renew(&lease, LEASE_TTL).await {
+            Ok(true) => resolver.store_answered(None),
+            Ok(false) => {
+                tracing::warn!(resolver = %resolver.name, lease = %lease.key, "the order lease was lost (it expired); the certificate will not be stored by this instance");
+                return;
+            }
+            Err(e) => resolver.store_answered(Some(&e)),
+        }
+    }
+}
+
+/// Gives up a lease (it expires anyway if this fails).
+async fn release(resolver: &Resolver, lease: Option<&shared::Lease>) {
+    if let (Some(shared), Some(lease)) = (resolver.shared(), lease)
+        && let Err(e) = shared.release(lease).await
+    {
+        tracing::debug!(resolver = %resolver.name, error = %e, "the order lease was not released; it expires");
+    }
+}
+
+/// Follows a shared store: whenever its certificates change, the newer
+/// ones are served.
+async fn follow_store(
+    resolver: Arc<Resolver>,
+    shared: Arc<SharedStorage>,
+    registries: Arc<Registries>,
+    status: Arc<Status>,
+) {
+    let mut seen: Option<Option<Vec<u8>>> = None;
+    loop {
+        let generation = tokio::time::timeout(STORE_TIMEOUT, shared.generation())
+            .await
+            .unwrap_or_else(|_| Err(resolver.store_timeout(&shared)));
+        resolver.store_answered(generation.as_ref().err());
+        if let Ok(generation) = generation
+            && seen.as_ref() != Some(&generation)
+        {
+            match shared.certificates().await {
+                Ok(certs) => {
+                    for (name, cert) in certs {
+                        let Ok((stored, pem)) = cert else { continue };
+                        if resolver.serve_stored(&registries, &format!("`{name}`"), &pem) {
+                            let key = crate::tls::certificate_key(&resolver.name, &stored.domains);
+                            tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
+                            status.update(&key, |s| {
+                                s.status = CertStatus::Valid;
+                                s.lease_holder = None;
+                                s.last_error = None;
+                                s.failures = 0;
+                            });
+                        }
+                    }
+                    seen = Some(generation);
+                }
+                Err(e) => resolver.store_answered(Some(&e)),
+            }
+        }
+        tokio::time::sleep(PICKUP_EVERY).await;
     }
 }
 
@@ -855,28 +1475,33 @@ struct Unstored {
     failures: u32,
     /// When to try again, seconds since the epoch.
     at: i64,
+    /// The order's lease, for a shared store.
+    lease: Option<shared::Lease>,
 }
 
 impl Unstored {
     /// Writes the account key and the certificate; true once both are
     /// stored. Failures are logged and shown as the certificate's
     /// `storageError` until a write succeeds.
-    fn attempt(
+    async fn attempt(
         &mut self,
         resolver: &Resolver,
         status: &Status,
         key: &str,
         domains: &[String],
     ) -> bool {
-        let result = resolver
-            .storage
-            .store_account_key()
-            .and_then(|()| resolver.storage.save_certificate(domains, &self.pem));
         let names = domains.join(", ");
+        let result = match &resolver.storage {
+            ResolverStorage::File(storage) => storage
+                .store_account_key()
+                .and_then(|()| storage.save_certificate(domains, &self.pem))
+                .map(|path| path.display().to_string()),
+            ResolverStorage::Shared(shared) => self.store_shared(resolver, shared, domains).await,
+        };
         match result {
-            Ok(path) => {
+            Ok(place) => {
                 if self.failures > 0 {
-                    tracing::info!(resolver = %resolver.name, domains = %names, file = %path.display(), "certificate stored after {} failed attempts", self.failures);
+                    tracing::info!(resolver = %resolver.name, domains = %names, stored = %place, "certificate stored after {} failed attempts", self.failures);
                 }
                 status.update(key, |s| s.storage_error = None);
                 true
@@ -893,6 +1518,44 @@ impl Unstored {
                 status.update(key, |s| s.storage_error = Some(e.to_string()));
                 false
             }
+        }
+    }
+
+    /// Writes the certificate to the shared store under the order's lease,
+    /// or under a new one if that expired; never over a newer one.
+    async fn store_shared(
+        &mut self,
+        resolver: &Resolver,
+        shared: &SharedStorage,
+        domains: &[String],
+    ) -> Result<String, AcmeError> {
+        let name = shared_name(domains);
+        let lease = match self.lease.take() {
+            Some(lease) => lease,
+            None => shared
+                .acquire(&name, &resolver.instance, LEASE_TTL)
+                .await?
+                .ok_or_else(|| AcmeError::Order("another instance holds the lease".to_owned()))?,
+        };
+        if let Some((_, pem)) = shared.certificate(&name).await?
+            && let (Ok(stored), Ok(mine)) = (
+                crate::tls::store::parse_pem(&name, &pem, &pem),
+                crate::tls::store::parse_pem(&name, &self.pem, &self.pem),
+            )
+            && stored.not_after > mine.not_after
+        {
+            let _ = shared.release(&lease).await;
+            return Ok(format!("`{name}` (a newer one was there)"));
+        }
+        let written = shared
+            .save_certificate(&lease, &name, domains, &self.pem, &resolver.instance)
+            .await;
+        resolver.store_answered(written.as_ref().err());
+        match written? {
+            true => Ok(shared.cert_key(&name)),
+            false => Err(AcmeError::Order(
+                "the order lease expired before the certificate was stored".to_owned(),
+            )),
         }
     }
 }
@@ -922,6 +1585,7 @@ mod tests {
             last_error: Some("validation of `app.test` failed: nope".into()),
             failures: 2,
             storage_error: None,
+            lease_holder: None,
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["status"], "error");
@@ -962,6 +1626,7 @@ mod tests {
                     last_error: None,
                     failures: 0,
                     storage_error: None,
+                    lease_holder: None,
                 },
             );
         }

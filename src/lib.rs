@@ -251,8 +251,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 
     // Stored certificates are served from the first handshake on, so a
     // restart never shows the default certificate for a known name.
+    acme::check_shared_keys(&resolvers)?;
     for resolver in &resolvers {
-        let loaded = resolver.load_stored(&registries);
+        let loaded = resolver.load_stored(&registries).await;
         tracing::info!(resolver = %resolver.name, certificates = loaded, ca = %resolver.directory_url, "certificate resolver ready");
     }
 

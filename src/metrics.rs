@@ -512,6 +512,22 @@ impl Exporter {
             .register_counter(&Key::from_name(name), &METADATA)
     }
 
+    /// The gauge that says whether the shared store of ACME resolver
+    /// `resolver` answers (1) or not (0).
+    pub fn acme_store_up(&self, resolver: &str) -> Gauge {
+        let name = KeyName::from(format!("{}_acme_store_up", self.prefix));
+        self.recorder.describe_gauge(
+            name.clone(),
+            None,
+            "Whether the shared ACME store of a certificate resolver answers (1) or not (0)."
+                .into(),
+        );
+        self.recorder.register_gauge(
+            &Key::from_parts(name, vec![Label::new("resolver", resolver.to_owned())]),
+            &METADATA,
+        )
+    }
+
     /// Replaces the certificates served from `source` (`acme` or `file`).
     pub fn set_certificates(&self, source: &'static str, certificates: Vec<CertificateExpiry>) {
         self.certificates.set(source, certificates);

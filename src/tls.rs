@@ -422,9 +422,9 @@ impl Termination {
         }
     }
 
-    /// The answer to an HTTP-01 challenge token, if an order waits for it.
-    pub fn http01_answer(&self, token: &str) -> Option<Arc<str>> {
-        self.challenges.as_ref()?.http_answer(token)
+    /// The ACME challenge answers, where this runtime has them.
+    pub fn challenges(&self) -> Option<&Arc<Challenges>> {
+        self.challenges.as_ref()
     }
 }
 

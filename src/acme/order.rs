@@ -3,7 +3,7 @@
 //! `Challenges`, so several orders can run at once), finalize with a fresh
 //! key, download the chain.
 
-use super::{AcmeError, ChallengeKind, PendingChallenge, Resolver, dns};
+use super::{AcmeError, ChallengeKind, PendingChallenge, Resolver, SharedStorage, dns};
 use crate::tls::Challenges;
 use rustls_acme::acme::{Account, AuthStatus, ChallengeType, Identifier, OrderStatus};
 use std::future::Future;
@@ -144,6 +144,9 @@ async fn authorize(
     if let Some(solver) = &resolver.dns {
         return authorize_dns(resolver, account, solver, &auth, url, domain, progress).await;
     }
+    if let Some(shared) = resolver.shared() {
+        return authorize_shared(resolver, account, challenges, shared, &auth, url, domain).await;
+    }
     let (challenge_url, _answer) = match resolver.challenge {
         ChallengeKind::TlsAlpn01 => {
             let (challenge, cert) = account
@@ -172,6 +175,65 @@ async fn authorize(
         }
     };
     validate(resolver, account, url, &challenge_url, domain).await
+}
+
+/// Answers an HTTP-01 or TLS-ALPN-01 challenge on this instance and in the
+/// shared store, so that whichever instance the CA's validation reaches
+/// answers it; the store's copy is removed once the CA has decided.
+async fn authorize_shared(
+    resolver: &Resolver,
+    account: &Account,
+    challenges: &Challenges,
+    shared: &SharedStorage,
+    auth: &rustls_acme::acme::Auth,
+    url: &str,
+    domain: String,
+) -> Result<(), AcmeError> {
+    use ring::signature::KeyPair as _;
+    let wanted = match resolver.challenge {
+        ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
+        _ => ChallengeType::Http01,
+    };
+    let Some(challenge) = auth.challenges.iter().find(|c| c.typ == wanted) else {
+        return Err(AcmeError::Validation {
+            domain,
+            detail: format!("the CA offers no {wanted:?} challenge for it"),
+        });
+    };
+    let thumbprint = dns::thumbprint(account.key_pair.public_key().as_ref())
+        .ok_or_else(|| AcmeError::Order("the account key is not a P-256 key".to_owned()))?;
+    let key_auth = dns::key_authorization(&challenge.token, &thumbprint);
+    if wanted == ChallengeType::TlsAlpn01 {
+        let (cert_pem, key_pem) = validation_certificate(&domain, &key_auth)?;
+        let cert = crate::tls::store::parse_pem(&domain, cert_pem.as_bytes(), key_pem.as_bytes())?;
+        challenges.set_tls_alpn(&domain, &cert.key);
+        let _answer = Answer::TlsAlpn(challenges, domain.clone());
+        shared.put_tls_alpn(&domain, &cert_pem, &key_pem).await?;
+        let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
+        let _ = shared.remove_tls_alpn(&domain).await;
+        outcome
+    } else {
+        challenges.set_http(&challenge.token, &key_auth);
+        let _answer = Answer::Http(challenges, challenge.token.clone());
+        shared.put_http(&challenge.token, &key_auth).await?;
+        let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
+        let _ = shared.remove_http(&challenge.token).await;
+        outcome
+    }
+}
+
+/// The self-signed certificate a TLS-ALPN-01 validation expects (RFC
+/// 8737): the name, and the SHA-256 of the key authorization in the
+/// critical acmeIdentifier extension. Certificate and key as PEM.
+fn validation_certificate(domain: &str, key_auth: &str) -> Result<(String, String), AcmeError> {
+    let failed =
+        |e: rcgen::Error| AcmeError::Order(format!("cannot make the validation certificate: {e}"));
+    let digest = ring::digest::digest(&ring::digest::SHA256, key_auth.as_bytes());
+    let mut params = rcgen::CertificateParams::new(vec![domain.to_owned()]).map_err(failed)?;
+    params.custom_extensions = vec![rcgen::CustomExtension::new_acme_identifier(digest.as_ref())];
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(failed)?;
+    let cert = params.self_signed(&key).map_err(failed)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 /// Answers a DNS-01 challenge: publishes the TXT record, waits until it is

@@ -42,6 +42,11 @@ impl Storage {
         }
     }
 
+    /// The folder of this CA.
+    pub fn folder(&self) -> &Path {
+        &self.dir
+    }
+
     /// Creates the folders (mode 0700) where missing and tightens the modes
     /// of existing ones; a folder already private is left alone, so a
     /// read-only storage that is complete passes.
@@ -182,7 +187,7 @@ impl Storage {
 
 /// `https://acme-v02.api.letsencrypt.org/directory` → `acme-v02.api.letsencrypt.org`,
 /// `https://127.0.0.1:14000/dir` → `127.0.0.1_14000`.
-fn ca_folder(directory_url: &str) -> String {
+pub fn ca_folder(directory_url: &str) -> String {
     let rest = directory_url
         .split_once("://")
         .map_or(directory_url, |(_, r)| r);
@@ -205,7 +210,7 @@ fn ca_folder(directory_url: &str) -> String {
 }
 
 /// `<main>_<hash of the sorted set>.pem`: readable, and distinct per set.
-fn cert_file_name(domains: &[String]) -> String {
+pub fn cert_file_name(domains: &[String]) -> String {
     let mut sorted: Vec<&str> = domains.iter().map(String::as_str).collect();
     sorted.sort_unstable();
     sorted.dedup();

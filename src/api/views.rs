@@ -349,11 +349,22 @@ pub struct ResolverView {
     pub pending_challenges: Vec<crate::acme::PendingChallenge>,
     /// The failed orders' errors, one per failing certificate.
     pub errors: Vec<String>,
+    /// Where its account and certificates are kept (`file`, `redis`,
+    /// `etcd`), whether the store answers, this instance's name there, and
+    /// warnings (private keys in clear).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<crate::acme::ResolverStorageView>,
+    /// Validation requests that found no answer on this instance nor in a
+    /// shared store: another ACME client (often another gangway with a
+    /// storage of its own) orders for these names.
+    pub unanswered_validations: Vec<crate::tls::challenge::Unanswered>,
 }
 
 /// Every certificate resolver of the static configuration, by name.
 pub fn resolvers(state: &ApiState) -> Vec<ResolverView> {
     let certs = state.certificates.snapshot();
+    let mut storage = state.certificates.storage_views();
+    let unanswered = state.registries.tls.challenges.unanswered();
     state
         .static_config
         .certificates_resolvers
@@ -374,6 +385,8 @@ pub fn resolvers(state: &ApiState) -> Vec<ResolverView> {
                     .filter_map(|c| c.pending_challenge.clone())
                     .collect(),
                 errors,
+                storage: storage.remove(name),
+                unanswered_validations: unanswered.clone(),
             }
         })
         .collect()
@@ -936,8 +949,53 @@ pub fn overview(state: &ApiState) -> OverviewView {
         },
         providers,
         generation: rt.generation,
-        warnings: rt.report.warnings.clone(),
+        warnings: rt
+            .report
+            .warnings
+            .iter()
+            .cloned()
+            .chain(acme_warnings(state))
+            .collect(),
     }
+}
+
+/// What the ACME side should have fixed: keys kept in clear in a shared
+/// store, validations nobody here answered.
+fn acme_warnings(state: &ApiState) -> Vec<Warning> {
+    use crate::config::problem::Notice;
+    let mut out: Vec<Warning> = state
+        .certificates
+        .storage_views()
+        .into_iter()
+        .filter(|(_, v)| v.storage.encrypted == Some(false))
+        .map(|(resolver, v)| {
+            Warning::new(
+                Notice::AcmeKeysInClear {
+                    resolver,
+                    location: v.storage.location,
+                },
+                None,
+            )
+        })
+        .collect();
+    out.extend(
+        state
+            .registries
+            .tls
+            .challenges
+            .unanswered()
+            .into_iter()
+            .map(|u| {
+                Warning::new(
+                    Notice::AcmeUnanswered {
+                        challenge: u.challenge.to_owned(),
+                        name: u.name,
+                    },
+                    None,
+                )
+            }),
+    );
+    out
 }
 
 /// `/api/rawdata`: every router, service and middleware by qualified name.

@@ -734,6 +734,26 @@ pub enum Notice {
         /// A router asking for other options.
         other: String,
     },
+    /// A certificate resolver keeps private keys in a shared store in clear.
+    #[error(
+        "certificatesResolvers.{resolver}.acme: private keys are stored in clear in {location}; set storageEncryptionKeyFile to encrypt them"
+    )]
+    AcmeKeysInClear {
+        /// The resolver.
+        resolver: String,
+        /// The store, no password.
+        location: String,
+    },
+    /// An ACME validation that found no answer here nor in a shared store.
+    #[error(
+        "an ACME {challenge} validation for `{name}` found no answer on this instance nor in a shared store: another ACME client orders certificates for it (another gangway instance with a storage of its own?)"
+    )]
+    AcmeUnanswered {
+        /// `http-01` or `tls-alpn-01`.
+        challenge: String,
+        /// The token or name asked for.
+        name: String,
+    },
 }
 
 /// A [`Notice`] with where it is written, when that is known.

@@ -307,8 +307,16 @@ pub struct Acme {
     pub email: String,
     /// Directory where the account key and certificates are kept (created
     /// with mode 0700, files 0600). Default `acme`. Traefik's is a file,
-    /// `acme.json`; gangway keeps one file per certificate.
+    /// `acme.json`; gangway keeps one file per certificate. A store URL
+    /// instead (`redis://host:6379/0`, `etcd://host:2379`) shares the
+    /// account, certificates, challenge answers and order leases with
+    /// every instance that names the same store.
     pub storage: PathBuf,
+    /// A file holding a 32-byte key (base64, hex or raw) with which private
+    /// keys are encrypted in a shared store. Without it they are stored in
+    /// clear, with a warning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_encryption_key_file: Option<PathBuf>,
     /// The ACME directory URL. Default Let's Encrypt production; the word
     /// `staging` selects Let's Encrypt's staging directory.
     pub ca_server: String,
@@ -341,6 +349,7 @@ impl Default for Acme {
         Acme {
             email: String::new(),
             storage: PathBuf::from("acme"),
+            storage_encryption_key_file: None,
             ca_server: String::from(LETS_ENCRYPT_PRODUCTION),
             key_type: String::from("EC256"),
             certificates_duration: 2160,

@@ -41,7 +41,7 @@
 mod endpoint;
 mod error;
 mod watch;
-mod wire;
+pub(crate) mod wire;
 
 pub use error::{EtcdError, Unreached};
 pub use watch::{Change, EtcdWatch, WatchBatch};

@@ -284,7 +284,26 @@ impl Proxy {
             tracing::debug!(%peer, "TLS handshake refused: no TLS configuration yet");
             return None;
         };
-        let mut tls = match timeout(limit, start.into_stream(config)).await {
+        // A validation may reach this instance for an order another one
+        // placed: its answer comes from the shared store.
+        let challenges = match (&sni, challenge) {
+            (Some(name), true) => self
+                .runtime
+                .load()
+                .tls
+                .challenges()
+                .cloned()
+                .map(|c| (c, name.clone())),
+            _ => None,
+        };
+        if let Some((c, name)) = &challenges {
+            let _ = timeout(limit, Box::pin(c.fetch_tls_alpn(name))).await;
+        }
+        let handshake = timeout(limit, start.into_stream(config)).await;
+        if let Some((c, name)) = &challenges {
+            c.handshake_done(name);
+        }
+        let mut tls = match handshake {
             Ok(Ok(tls)) => tls,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, sni = sni.as_deref().unwrap_or(""), error = %e, "TLS handshake failed");
@@ -399,13 +418,18 @@ impl Proxy {
 
     /// What a plain-HTTP request gets before routing: the answer to an
     /// ACME HTTP-01 validation, or the entry point's redirection.
-    pub(crate) fn plain_answer<B>(
+    pub(crate) async fn plain_answer<B>(
         &self,
         conn: &ConnInfo,
         req: &Request<B>,
     ) -> Option<Response<ProxyBody>> {
-        if let Some(token) = req.uri().path().strip_prefix(ACME_CHALLENGE_PATH)
-            && let Some(answer) = self.runtime.load().tls.http01_answer(token)
+        let challenges = req
+            .uri()
+            .path()
+            .strip_prefix(ACME_CHALLENGE_PATH)
+            .and_then(|token| Some((token, self.runtime.load().tls.challenges()?.clone())));
+        if let Some((token, challenges)) = challenges
+            && let Some(answer) = Box::pin(challenges.http_answer_anywhere(token)).await
         {
             let mut resp = Response::new(ProxyBody::Local(http_body_util::Full::new(
                 bytes::Bytes::from(answer.to_string()),

@@ -74,7 +74,7 @@ impl Proxy {
             }
         }
         if !conn.tls
-            && let Some(answer) = self.plain_answer(conn, &req)
+            && let Some(answer) = self.plain_answer(conn, &req).await
         {
             return (answer, None);
         }

@@ -1,18 +1,55 @@
 //! Answers to ACME challenges in progress: TLS-ALPN-01 certificates by
 //! domain and HTTP-01 key authorizations by token. Written by the ACME
-//! orders, read by handshakes and by the plain-HTTP entry points.
+//! orders, read by handshakes and by the plain-HTTP entry points. When
+//! several instances share an ACME store, an answer this instance does not
+//! hold is looked up there ([`SharedChallenges`]): the CA's validation may
+//! reach any instance.
 
 use arc_swap::ArcSwap;
+use futures_util::future::BoxFuture;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
+use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+/// Validations kept in [`Challenges::unanswered`], newest last.
+const UNANSWERED_KEPT: usize = 20;
+
+/// Where answers published by other instances are found.
+pub trait SharedChallenges: Send + Sync {
+    /// The key authorization for an HTTP-01 token, if an instance
+    /// published one.
+    fn http<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Option<String>>;
+    /// The TLS-ALPN-01 certificate for `domain`, if an instance published
+    /// one.
+    fn tls_alpn<'a>(&'a self, domain: &'a str) -> BoxFuture<'a, Option<Arc<CertifiedKey>>>;
+}
+
+/// A validation request that found no answer: not this instance's, nor
+/// in a shared store. Another ACME client orders for the name: often
+/// another gangway with a storage of its own.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Unanswered {
+    /// `http-01` or `tls-alpn-01`.
+    pub challenge: &'static str,
+    /// The HTTP-01 token, or the name a TLS-ALPN-01 validation asked for.
+    pub name: String,
+    /// When it came, seconds since the epoch.
+    pub at: i64,
+}
 
 /// Challenge answers. Reads are lock-free; writes (a few per order) copy.
 #[derive(Default)]
 pub struct Challenges {
     alpn: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
     http: ArcSwap<HashMap<String, Arc<str>>>,
+    /// TLS-ALPN-01 certificates fetched from the shared store for a
+    /// handshake in progress.
+    fetched: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
+    shared: OnceLock<Arc<dyn SharedChallenges>>,
+    unanswered: Mutex<Vec<Unanswered>>,
 }
 
 impl std::fmt::Debug for Challenges {
@@ -66,12 +103,108 @@ impl Challenges {
     pub fn http_answer(&self, token: &str) -> Option<Arc<str>> {
         self.http.load().get(token).cloned()
     }
+
+    /// Looks answers this instance lacks up in `shared` from now on (set
+    /// once, at start).
+    pub fn share(&self, shared: Arc<dyn SharedChallenges>) {
+        let _ = self.shared.set(shared);
+    }
+
+    /// The key authorization for an HTTP-01 token, from this instance or
+    /// from the shared store; a token neither knows is recorded.
+    pub async fn http_answer_anywhere(&self, token: &str) -> Option<Arc<str>> {
+        if let Some(answer) = self.http_answer(token) {
+            return Some(answer);
+        }
+        if let Some(shared) = self.shared.get()
+            && let Some(answer) = shared.http(token).await
+        {
+            return Some(Arc::from(answer));
+        }
+        self.record("http-01", token);
+        None
+    }
+
+    /// Makes sure a TLS-ALPN-01 handshake for `domain` finds the answer
+    /// another instance published, if this one holds none; call
+    /// [`Challenges::handshake_done`] after the handshake.
+    pub async fn fetch_tls_alpn(&self, domain: &str) {
+        let domain = domain.to_ascii_lowercase();
+        if self.alpn.load().contains_key(&domain) {
+            return;
+        }
+        let Some(shared) = self.shared.get() else {
+            return;
+        };
+        if let Some(cert) = shared.tls_alpn(&domain).await {
+            self.fetched.rcu(|map| {
+                let mut map = HashMap::clone(map);
+                map.insert(domain.clone(), cert.clone());
+                map
+            });
+        }
+    }
+
+    /// Forgets a certificate [`Challenges::fetch_tls_alpn`] fetched.
+    pub fn handshake_done(&self, domain: &str) {
+        let domain = domain.to_ascii_lowercase();
+        if self.fetched.load().contains_key(&domain) {
+            self.fetched.rcu(|map| {
+                let mut map = HashMap::clone(map);
+                map.remove(&domain);
+                map
+            });
+        }
+    }
+
+    /// The latest validations that found no answer, oldest first.
+    pub fn unanswered(&self) -> Vec<Unanswered> {
+        self.unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn record(&self, challenge: &'static str, name: &str) {
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        tracing::warn!(
+            challenge,
+            name,
+            "an ACME validation found no answer on this instance or in a shared store: another ACME client orders certificates for this name"
+        );
+        let mut list = self
+            .unanswered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        list.retain(|u| !(u.challenge == challenge && u.name == name));
+        list.push(Unanswered {
+            challenge,
+            name: name.to_owned(),
+            at,
+        });
+        if list.len() > UNANSWERED_KEPT {
+            let extra = list.len() - UNANSWERED_KEPT;
+            list.drain(..extra);
+        }
+    }
 }
 
 impl ResolvesServerCert for Challenges {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         // Only validation handshakes (ALPN acme-tls/1 alone) get these certificates.
         let name = hello.server_name()?;
-        super::store::with_lowercase(name, |n| self.alpn.load().get(n).cloned())
+        let found = super::store::with_lowercase(name, |n| {
+            self.alpn
+                .load()
+                .get(n)
+                .cloned()
+                .or_else(|| self.fetched.load().get(n).cloned())
+        });
+        if found.is_none() {
+            self.record("tls-alpn-01", &name.to_ascii_lowercase());
+        }
+        found
     }
 }

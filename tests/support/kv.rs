@@ -132,6 +132,16 @@ impl Redis {
         }
     }
 
+    /// Stops the server after it wrote its data to disk, so that
+    /// [`Redis::run`] starts it again with the same keys, as a server
+    /// with persistence restarts.
+    pub fn shutdown_saving(&mut self) {
+        self.cli(&["SHUTDOWN", "SAVE"]);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+
     /// redis-cli with `args`; its standard output.
     pub fn cli(&self, args: &[&str]) -> String {
         let mut command = Command::new(&self.cli);

@@ -362,6 +362,12 @@ impl Gangway {
         self.child.wait().expect("wait")
     }
 
+    /// Kills the process at once (SIGKILL), as a crash would, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Sends SIGTERM without waiting for the process to exit.
     pub fn sigterm(&self) {
         let _ = Command::new("kill")

@@ -963,7 +963,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "certificatesResolvers.<name>.acme.storage",
         ValueKind::String,
         "acme",
-        "Directory for the account key and certificates (mode 0700).",
+        "Directory for the account key and certificates (mode 0700), or a store URL (redis://, etcd://) shared by instances.",
+    ),
+    opt(
+        "certificatesResolvers.<name>.acme.storageEncryptionKeyFile",
+        ValueKind::String,
+        "",
+        "File with a 32-byte key that encrypts private keys in a shared store.",
     ),
     opt(
         "certificatesResolvers.<name>.acme.caServer",

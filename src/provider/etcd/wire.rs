@@ -6,7 +6,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer};
 
 /// Base64 as etcd writes it (standard alphabet, padded).
-pub(super) fn encode(bytes: &[u8]) -> String {
+pub(crate) fn encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
@@ -14,7 +14,7 @@ pub(super) fn encode(bytes: &[u8]) -> String {
 /// the prefix with its last byte that is not 0xff incremented and what
 /// follows dropped. A prefix of only 0xff bytes (or none) has no such end;
 /// etcd's `\0` then means "every key from `key` on".
-pub(super) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

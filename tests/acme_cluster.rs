@@ -1,0 +1,366 @@
+//! Several gangway instances sharing one ACME storage in a real Redis or
+//! etcd, ordering from a real pebble with real validation: exactly one
+//! order per domain, the CA's validation answered by an instance that did
+//! not order, the lease holder killed mid-order, the store stopped for a
+//! minute, private keys sealed in the store.
+
+mod support;
+
+use http::StatusCode;
+use std::time::{Duration, Instant};
+use support::kv::Redis;
+use support::pebble::{self, Pebble};
+use support::tls::TlsClient;
+use support::{Backend, Gangway, eventually, free_port};
+
+/// Time for one certificate from pebble (a few seconds here), a lease
+/// expiry included.
+const ISSUE: Duration = Duration::from_secs(60);
+
+/// The dynamic configuration: the API at `gw.test`, and with `hosts` one
+/// router each wanting a certificate from resolver `le`.
+fn dynamic(backend: &str, hosts: &[&str]) -> String {
+    let mut s = format!(
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{backend}\"\n\
+         [http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n"
+    );
+    for (i, host) in hosts.iter().enumerate() {
+        s.push_str(&format!(
+            "[http.routers.r{i}]\nrule = \"Host(`{host}`)\"\nentryPoints = [\"websecure\"]\nservice = \"app\"\n[http.routers.r{i}.tls]\ncertResolver = \"le\"\n"
+        ));
+    }
+    s
+}
+
+/// One instance: `web` and `websecure` on the given ports, resolver `le`
+/// storing in `store`.
+async fn instance(
+    pebble: &Pebble,
+    store: &str,
+    web: u16,
+    tls: u16,
+    dynamic: &str,
+    extra: &[String],
+) -> Gangway {
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        format!(
+            "--certificatesResolvers.le.acme.caServer={}",
+            pebble.directory
+        ),
+        format!(
+            "--certificatesResolvers.le.acme.caCertificates={}",
+            pebble.api_ca.display()
+        ),
+        format!("--certificatesResolvers.le.acme.storage={store}"),
+        "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
+        "--api=true".to_owned(),
+    ];
+    flags.extend(extra.iter().cloned());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Gangway::with_file_on(web, dynamic, &flags).await
+}
+
+/// The serial of the pebble certificate served for `host` on `tls`, once
+/// there is one.
+async fn served_serial(client: &TlsClient, tls: u16, host: &str) -> String {
+    let deadline = Instant::now() + ISSUE;
+    loop {
+        if let Some(serial) = serial_now(client, tls, host).await {
+            return serial;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no pebble certificate for {host} on :{tls} within {ISSUE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The serial served for `host` right now, if a pebble certificate is.
+async fn serial_now(client: &TlsClient, tls: u16, host: &str) -> Option<String> {
+    client
+        .get(tls, host, None, "/", false)
+        .await
+        .ok()
+        .filter(|g| g.status == StatusCode::OK && g.names() == [host])
+        .map(|g| g.serial())
+}
+
+async fn api(gw: &Gangway, path: &str) -> serde_json::Value {
+    serde_json::from_slice(&gw.get("gw.test", path).await.body).expect("API JSON")
+}
+
+/// Certificates pebble issued (one log line each).
+fn issued(pebble: &Pebble) -> usize {
+    pebble
+        .log()
+        .lines()
+        .filter(|l| l.contains("Issued certificate serial"))
+        .count()
+}
+
+/// The keys under `pattern` in Redis, without lease fences.
+fn redis_keys(redis: &Redis, pattern: &str) -> Vec<String> {
+    redis
+        .cli(&["--scan", "--pattern", pattern])
+        .lines()
+        .filter(|k| !k.is_empty() && !k.ends_with(":fence"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_store() {
+    const T: &str = "three_instances_order_once_answer_validation_anywhere_and_outlive_the_store";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(mut redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // pebble validates HTTP-01 on one port: instance C's, which has no
+    // router of its own wanting the certificate, so never orders it.
+    let http_port = free_port();
+    let pebble = Pebble::start(http_port, free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let tls = [free_port(), free_port(), free_port()];
+    let a = instance(&pebble, &store, free_port(), tls[0], &with_app, &http01).await;
+    let _b = instance(&pebble, &store, free_port(), tls[1], &with_app, &http01).await;
+    let c = instance(
+        &pebble,
+        &store,
+        http_port,
+        tls[2],
+        &dynamic(&app.url(), &[]),
+        &http01,
+    )
+    .await;
+
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let serial = served_serial(&client, tls[0], "app.test").await;
+    assert_eq!(served_serial(&client, tls[1], "app.test").await, serial);
+    assert_eq!(
+        pebble.orders(),
+        1,
+        "one order for the cluster:\n{}",
+        pebble.log()
+    );
+    // The instance that ordered is A or B, and the CA's request reached C.
+    // C serves the same certificate once a router wants it, with no order.
+    c.rewrite(&with_app);
+    assert_eq!(served_serial(&client, tls[2], "app.test").await, serial);
+    assert_eq!(pebble.orders(), 1, "C took it from the store");
+    assert_eq!(issued(&pebble), 1);
+
+    // Without storageEncryptionKeyFile the keys are in clear: said in the
+    // API, and true of the stored value.
+    let resolvers = api(&c, "/api/certificateresolvers").await;
+    let le = &resolvers[0];
+    assert_eq!(le["storage"]["kind"], "redis", "{le}");
+    assert_eq!(le["storage"]["encrypted"], false, "{le}");
+    assert_eq!(le["storage"]["reachable"], true, "{le}");
+    assert!(
+        le["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("in clear")),
+        "{le}"
+    );
+    let overview = api(&c, "/api/overview").await;
+    assert!(
+        overview["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w["kind"] == "acmeKeysInClear")),
+        "{overview}"
+    );
+    let certs = redis_keys(&redis, "gangway/acme/*/certs/*");
+    assert_eq!(certs.len(), 1, "{certs:?}");
+    let raw = redis.cli(&["GET", &certs[0]]);
+    assert!(raw.contains("BEGIN PRIVATE KEY"), "{raw}");
+
+    // The store stopped for a minute: every instance keeps serving, and a
+    // new certificate waits for the store instead of being ordered.
+    redis.shutdown_saving();
+    let stopped = Instant::now();
+    a.rewrite(&dynamic(&app.url(), &["app.test", "new.test"]));
+    let mut down_reported = false;
+    while stopped.elapsed() < Duration::from_secs(60) {
+        for port in tls {
+            assert_eq!(
+                serial_now(&client, port, "app.test").await.as_deref(),
+                Some(serial.as_str()),
+                "served on :{port} with the store down"
+            );
+        }
+        let le = &api(&a, "/api/certificateresolvers").await[0];
+        let certs = api(&a, "/api/certificates").await;
+        let waiting = certs.as_array().and_then(|c| {
+            c.iter()
+                .find(|c| c["domains"][0] == "new.test")
+                .and_then(|c| c["storageError"].as_str().map(str::to_owned))
+        });
+        if le["storage"]["reachable"] == false
+            && le["storage"]["lastError"].is_string()
+            && waiting.is_some()
+        {
+            down_reported = true;
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
+    assert!(
+        down_reported,
+        "the API says the store is down and why new.test waits"
+    );
+    assert_eq!(pebble.orders(), 1, "no order while the store is down");
+    assert!(redis.run().await, "redis restarts with its data");
+    served_serial(&client, tls[0], "new.test").await;
+    assert_eq!(pebble.orders(), 2, "the waiting order went ahead");
+    let le = &api(&a, "/api/certificateresolvers").await[0];
+    assert_eq!(le["storage"]["reachable"], true, "{le}");
+}
+
+#[tokio::test]
+async fn a_killed_lease_holder_is_taken_over_and_keys_are_sealed() {
+    const T: &str = "a_killed_lease_holder_is_taken_over_and_keys_are_sealed";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // TLS-ALPN-01 this time, validated on instance C's TLS port.
+    let alpn_port = free_port();
+    let pebble = Pebble::start(free_port(), alpn_port, None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0?prefix=edge", redis.port);
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("storage.key");
+    std::fs::write(&key_file, "q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=\n").unwrap();
+    let sealed = [format!(
+        "--certificatesResolvers.le.acme.storageEncryptionKeyFile={}",
+        key_file.display()
+    )];
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let tls = [free_port(), free_port()];
+    let mut a = Some(instance(&pebble, &store, free_port(), tls[0], &with_app, &sealed).await);
+    let mut b = Some(instance(&pebble, &store, free_port(), tls[1], &with_app, &sealed).await);
+    let c = instance(
+        &pebble,
+        &store,
+        free_port(),
+        alpn_port,
+        &dynamic(&app.url(), &[]),
+        &sealed,
+    )
+    .await;
+
+    // Kill whichever instance takes the lease, as soon as it has it.
+    let mut holder = String::new();
+    eventually(
+        Duration::from_secs(20),
+        "an instance takes the lease",
+        || {
+            let found = redis_keys(&redis, "edge/acme/*/leases/*")
+                .first()
+                .map(|k| redis.cli(&["GET", k]).trim().to_owned())
+                .filter(|v| !v.is_empty());
+            if let Some(v) = found {
+                holder = v;
+            }
+            let taken = !holder.is_empty();
+            async move { taken }
+        },
+    )
+    .await;
+    let pid: u32 = holder
+        .split('/')
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("holder `{holder}` names a process"));
+    let (killed, survivor_tls) = if a.as_ref().is_some_and(|g| g.pid() == pid) {
+        (a.take(), tls[1])
+    } else {
+        (b.take(), tls[0])
+    };
+    let mut killed = killed.unwrap_or_else(|| panic!("holder `{holder}` is neither instance"));
+    killed.kill();
+    let killed_at = Instant::now();
+
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    served_serial(&client, survivor_tls, "app.test").await;
+    eprintln!("taken over {:?} after the kill", killed_at.elapsed());
+    assert_eq!(issued(&pebble), 1, "one certificate:\n{}", pebble.log());
+    let certs = redis_keys(&redis, "edge/acme/*/certs/*");
+    assert_eq!(certs.len(), 1, "{certs:?}");
+    let raw = redis.cli(&["GET", &certs[0]]);
+    let stored: serde_json::Value = serde_json::from_str(raw.trim()).expect("stored JSON");
+    assert!(
+        !stored["orderedBy"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&format!("/{pid}/")),
+        "the survivor stored it: {stored}"
+    );
+    // Sealed: no key in clear, in the certificate nor in the account.
+    assert!(!raw.contains("PRIVATE KEY"), "{raw}");
+    assert!(
+        stored["sealedKey"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("v1:"))
+    );
+    assert!(
+        stored["chain"]
+            .as_str()
+            .is_some_and(|c| c.contains("BEGIN CERTIFICATE"))
+    );
+    for account in redis_keys(&redis, "edge/acme/*/accounts/*") {
+        let raw = redis.cli(&["GET", &account]);
+        assert!(
+            !raw.contains("PRIVATE KEY") && raw.contains("sealedKey"),
+            "{raw}"
+        );
+    }
+    let le = &api(&c, "/api/certificateresolvers").await[0];
+    assert_eq!(le["storage"]["encrypted"], true, "{le}");
+    assert_eq!(le["warnings"], serde_json::json!([]), "{le}");
+}
+
+#[tokio::test]
+async fn instances_sharing_etcd_order_once() {
+    const T: &str = "instances_sharing_etcd_order_once";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(binary) = support::etcd::available(T) else {
+        return;
+    };
+    let etcd = support::etcd::Etcd::start(binary).await;
+    let http_port = free_port();
+    let pebble = Pebble::start(http_port, free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("etcd://{}/gangway-test", etcd.endpoint());
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let tls = [free_port(), free_port()];
+    let _a = instance(&pebble, &store, free_port(), tls[0], &with_app, &http01).await;
+    let b = instance(
+        &pebble,
+        &store,
+        http_port,
+        tls[1],
+        &dynamic(&app.url(), &[]),
+        &http01,
+    )
+    .await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let serial = served_serial(&client, tls[0], "app.test").await;
+    b.rewrite(&with_app);
+    assert_eq!(served_serial(&client, tls[1], "app.test").await, serial);
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+    let le = &api(&b, "/api/certificateresolvers").await[0];
+    assert_eq!(le["storage"]["kind"], "etcd", "{le}");
+    assert_eq!(le["storage"]["reachable"], true, "{le}");
+}
