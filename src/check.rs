@@ -380,6 +380,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         // Likewise the providers' TLS files.
         findings.extend(provider_options(&config));
     }
+    findings.extend(acme_storage(&config, options.compose.is_empty()));
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
@@ -1195,6 +1196,62 @@ fn provider_options(config: &StaticConfig) -> Vec<Finding> {
     }
     if let Some(Err(e)) = p.etcd.as_ref().map(EtcdStore::new) {
         out.push(static_error(e.to_string()));
+    }
+    out
+}
+
+/// Certificate resolvers whose storage is a store URL: URLs that do not
+/// read, two resolvers that would write the same keys, private keys kept
+/// in clear, and (with `files`, where the paths are this machine's) a key
+/// file that cannot be used.
+fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
+    use crate::acme::shared::{StoreUrl, seal::Seal};
+    let mut out = Vec::new();
+    let mut spots: Vec<(_, &str)> = Vec::new();
+    for (name, r) in &config.certificates_resolvers {
+        let storage = r.acme.storage.to_string_lossy();
+        if !StoreUrl::is_url(&storage) {
+            continue;
+        }
+        let url = match StoreUrl::parse(name, &storage) {
+            Ok(url) => url,
+            Err(e) => {
+                out.push(static_error(e.to_string()));
+                continue;
+            }
+        };
+        let spot = (
+            url.spot(),
+            crate::acme::storage::ca_folder(r.acme.directory_url()),
+        );
+        if let Some((_, first)) = spots.iter().find(|(s, _)| *s == spot) {
+            out.push(static_error(
+                crate::acme::AcmeError::SameKeys {
+                    first: (*first).to_owned(),
+                    second: name.clone(),
+                    location: url.location(),
+                }
+                .to_string(),
+            ));
+        }
+        spots.push((spot, name));
+        match &r.acme.storage_encryption_key_file {
+            Some(path) if files => {
+                if let Err(e) = Seal::from_file(name, path) {
+                    out.push(static_error(e.to_string()));
+                }
+            }
+            Some(_) => {}
+            None => out.push(Finding::general(
+                Severity::Warning,
+                "static configuration",
+                crate::config::problem::Notice::AcmeKeysInClear {
+                    resolver: name.clone(),
+                    location: url.location(),
+                }
+                .to_string(),
+            )),
+        }
     }
     out
 }

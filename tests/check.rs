@@ -931,3 +931,52 @@ fn provider_options_refused_at_start_are_errors() {
     );
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn shared_acme_storage_urls_and_key_files_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let resolver = |name: &str, storage: &str, key: Option<&str>| {
+        let mut s = format!(
+            "[certificatesResolvers.{name}.acme]\nstorage = \"{storage}\"\ncaServer = \"https://ca.test/dir\"\n"
+        );
+        if let Some(key) = key {
+            s.push_str(&format!("storageEncryptionKeyFile = \"{key}\"\n"));
+        }
+        s
+    };
+    std::fs::write(
+        dir.path().join("good.key"),
+        "q83vEjRWeJCrze8SNFZ4kKvN7xI0VniQq83vEjRWeJA=\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("short.key"), "c2hvcnQ=\n").unwrap();
+    // Sealed, in clear, and one that would write the same keys as another.
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        [
+            resolver("a", "redis://127.0.0.1:6379/0", Some("good.key")),
+            resolver("b", "redis://127.0.0.1:6379/1", None),
+            resolver("c", "redis://127.0.0.1/0", Some("good.key")),
+            resolver("d", "etcd://127.0.0.1:2379/edge", Some("short.key")),
+            resolver("e", "ftp://u:secret@host", None),
+            resolver("f", "acme", None),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 1, "{out}");
+    for expected in [
+        "warning: static configuration: certificatesResolvers.b.acme: private keys are stored in clear in redis://127.0.0.1:6379/1",
+        "error: static configuration: certificatesResolvers.c.acme.storage: resolver `a` already stores",
+        "error: static configuration: certificatesResolvers.d.acme.storageEncryptionKeyFile `short.key`: must hold a 32-byte key",
+        "error: static configuration: certificatesResolvers.e.acme.storage: `ftp://u:***@host`: the scheme must be",
+    ] {
+        assert!(out.contains(expected), "{expected}\nin:\n{out}");
+    }
+    assert!(!out.contains("secret"), "{out}");
+    assert!(
+        !out.contains("certificatesResolvers.a.") && !out.contains("certificatesResolvers.f."),
+        "{out}"
+    );
+}
