@@ -18,6 +18,7 @@ use std::task::{Context, Poll, Waker};
 use tokio::sync::oneshot;
 
 pub mod h2_stream;
+pub mod h3_stream;
 
 /// Any error a body may end with.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -118,6 +119,9 @@ pub enum ClientStream {
     Hyper(Incoming),
     /// A stream of an HTTP/2 connection.
     H2(h2_stream::H2Body),
+    /// A stream of an HTTP/3 connection; boxed, so the other versions'
+    /// requests stay as small as they were.
+    H3(Box<h3_stream::H3Body>),
     /// HTTP/1 with its first parts already read ([`ClientStream::read_ready`]).
     Prefetched(Box<Prefetched>),
 }
@@ -194,6 +198,7 @@ impl Body for ClientStream {
         match self.get_mut() {
             ClientStream::Hyper(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
             ClientStream::H2(b) => Pin::new(b).poll_frame(cx).map_err(Into::into),
+            ClientStream::H3(b) => Pin::new(&mut **b).poll_frame(cx),
             ClientStream::Prefetched(p) => {
                 if let Some(part) = p.parts.pop_front() {
                     return Poll::Ready(Some(Ok(part)));
@@ -210,6 +215,7 @@ impl Body for ClientStream {
         match self {
             ClientStream::Hyper(b) => b.is_end_stream(),
             ClientStream::H2(b) => b.is_end_stream(),
+            ClientStream::H3(b) => b.is_end_stream(),
             ClientStream::Prefetched(p) => {
                 p.parts.is_empty() && p.rest.as_ref().is_none_or(Incoming::is_end_stream)
             }
@@ -220,6 +226,7 @@ impl Body for ClientStream {
         match self {
             ClientStream::Hyper(b) => b.size_hint(),
             ClientStream::H2(b) => b.size_hint(),
+            ClientStream::H3(b) => b.size_hint(),
             // Read whole, without trailers: its length is known.
             ClientStream::Prefetched(p)
                 if p.rest.is_none() && p.parts.iter().all(Frame::is_data) =>

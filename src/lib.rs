@@ -52,6 +52,14 @@ pub enum RunError {
     /// The Prometheus options cannot be used.
     #[error(transparent)]
     Metrics(#[from] metrics::NoBuckets),
+    /// HTTP/3 could not be set up on an entry point.
+    #[error("entry point `{name}`: HTTP/3: {source}")]
+    Http3 {
+        /// The entry point.
+        name: String,
+        /// What failed.
+        source: proxy::http3::Http3Error,
+    },
     /// A redirection names neither an entry point nor a port.
     #[error(
         "entryPoints.{entry_point}.http.redirections.entryPoint.to: `{to}` is neither an entry point nor a port such as `:443`"
@@ -141,11 +149,23 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         let local = listener.local_addr().ok();
         let port = local.map_or(ep.address.port, |a| a.port());
         tracing::info!(entry_point = %name, address = %local.map(|a| a.to_string()).unwrap_or_default(), udp = ep.address.udp, "listening");
-        bound.push((listener, port));
+        // HTTP/3 on the same port, UDP (validate() keeps it off UDP entry
+        // points); with port 0, the one the TCP side got.
+        let quic = match &ep.http3 {
+            Some(_) => {
+                let socket = proxy::bind_udp(ep.address.host, port).map_err(bind_error)?;
+                tracing::info!(entry_point = %name, port, "listening for HTTP/3 (QUIC, UDP)");
+                Some(socket)
+            }
+            None => None,
+        };
+        bound.push((listener, port, quic));
     }
-    let ports: Vec<u16> = bound.iter().map(|(_, port)| *port).collect();
+    let ports: Vec<u16> = bound.iter().map(|(_, port, _)| *port).collect();
     let mut listeners = Vec::new();
-    for (id, ((name, ep), (listener, _))) in config.entry_points.iter().zip(bound).enumerate() {
+    for (id, ((name, ep), (listener, port, quic))) in
+        config.entry_points.iter().zip(bound).enumerate()
+    {
         // Every option of an entry point is taken apart here, with no `..`:
         // an option added to the model but read nowhere is an unused binding,
         // which fails the build (`-D warnings`). `_` marks an option read
@@ -188,6 +208,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             http2: EntryPointHttp2 {
                 max_concurrent_streams,
             },
+            http3,
             udp: EntryPointUdp {
                 timeout: udp_timeout,
             },
@@ -234,6 +255,13 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
             denied_escapes: percent::DeniedEscapes::new(encoded_characters),
             underscore_headers: *underscore_headers_strategy,
             max_concurrent_streams: *max_concurrent_streams,
+            alt_svc: http3.as_ref().map(|h| {
+                let advertised = match h.advertised_port {
+                    0 => port,
+                    p => p,
+                };
+                proxy::alt_svc(advertised)
+            }),
             limits: limits.clone(),
             connections: overload::ConnectionLimit::new(*max_connections),
             stats: metrics.as_ref().filter(|_| ep_metrics).map(|m| {
@@ -245,8 +273,20 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
                 registries.entry_point_stats(name, transport, &m.exporter)
             }),
         };
+        let info = Arc::new(info);
+        let quic = match quic {
+            Some(socket) => Some(
+                proxy::http3::endpoint(socket, handle.clone(), &info).map_err(|e| {
+                    RunError::Http3 {
+                        name: name.clone(),
+                        source: e,
+                    }
+                })?,
+            ),
+            None => None,
+        };
         let accept_grace = *request_accept_grace_timeout;
-        listeners.push((listener, Arc::new(info), accept_grace, udp_timeout.0));
+        listeners.push((listener, quic, info, accept_grace, udp_timeout.0));
     }
 
     // Stored certificates are served from the first handshake on, so a
@@ -344,14 +384,29 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_internals: config.metrics.add_internals,
     });
     let mut servers = Vec::new();
-    for (listener, info, accept_grace, udp_timeout) in listeners {
+    for (listener, quic, info, accept_grace, udp_timeout) in listeners {
         // One stop signal per entry point: each stops accepting after its
         // own requestAcceptGraceTimeout.
         let (stop_tx, stop_rx) = watch::channel(false);
         let name = info.name.clone();
+        let quic = quic.map(|endpoint| {
+            tokio::spawn(proxy::http3::serve_http3(
+                proxy.clone(),
+                endpoint,
+                info.clone(),
+                stop_rx.clone(),
+            ))
+        });
         let server = match listener {
             proxy::Listener::Tcp(listener) => {
-                tokio::spawn(proxy::accept(proxy.clone(), listener, info, stop_rx))
+                let tcp = proxy::accept(proxy.clone(), listener, info, stop_rx);
+                // Both sides of the port stop and drain together.
+                tokio::spawn(async move {
+                    tcp.await;
+                    if let Some(quic) = quic {
+                        let _ = quic.await;
+                    }
+                })
             }
             proxy::Listener::Udp(socket) => tokio::spawn(proxy::serve_udp(
                 proxy.runtime.clone(),

@@ -154,7 +154,7 @@ pub fn protocol_of<B>(req: &http::Request<B>) -> Protocol {
         .is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"))
     {
         Protocol::WebSocket
-    } else if req.version() == Version::HTTP_2
+    } else if req.version() >= Version::HTTP_2
         && headers
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|c| c.as_bytes().starts_with(b"application/grpc"))

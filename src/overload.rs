@@ -157,6 +157,11 @@ impl ConnectionLimit {
             .await
             .expect("the semaphore is never closed")
     }
+
+    /// A slot if one is free now.
+    pub fn try_acquire(&self) -> Option<ConnectionSlot> {
+        self.slots.clone().try_acquire_owned().ok()
+    }
 }
 
 #[cfg(test)]

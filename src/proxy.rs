@@ -55,6 +55,7 @@ mod connection;
 pub mod error;
 pub mod forwarded;
 mod h2_server;
+pub mod http3;
 pub mod observe;
 mod pipeline;
 mod proxy_protocol;
@@ -136,8 +137,11 @@ pub struct EntryPointInfo {
     /// What happens to request headers whose names hold `_`
     /// (`http.underscoreHeadersStrategy`).
     pub underscore_headers: crate::config::static_config::UnderscoreHeadersStrategy,
-    /// HTTP/2 streams open at once per connection.
+    /// HTTP/2 streams open at once per connection (HTTP/3 too).
     pub max_concurrent_streams: u32,
+    /// `Alt-Svc` for answers over TLS on TCP, when the entry point serves
+    /// HTTP/3 too (`h3=":PORT"; ma=…`).
+    pub alt_svc: Option<HeaderValue>,
     /// What one client may send.
     pub limits: crate::config::static_config::EntryPointLimits,
     /// The bound on open connections; None when unlimited.
@@ -206,6 +210,41 @@ impl Listener {
             Listener::Udp(s) => s.local_addr(),
         }
     }
+}
+
+/// Binds the UDP socket of an entry point's HTTP/3 side, at the address
+/// of its TCP side: no host means every interface, IPv6 and IPv4 together
+/// where the machine has IPv6.
+pub fn bind_udp(host: Option<IpAddr>, port: u16) -> io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let open = |addr: SocketAddr, dual: bool| -> io::Result<Socket> {
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+        if dual {
+            socket.set_only_v6(false)?;
+        }
+        socket.bind(&addr.into())?;
+        Ok(socket)
+    };
+    let socket = match host {
+        Some(ip) => open(SocketAddr::new(ip, port), false)?,
+        None => open(
+            SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port),
+            true,
+        )
+        .or_else(|_| {
+            open(
+                SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port),
+                false,
+            )
+        })?,
+    };
+    Ok(socket.into())
+}
+
+/// `Alt-Svc` advertising HTTP/3 on `port` for a day, as Traefik sends it.
+pub fn alt_svc(port: u16) -> HeaderValue {
+    HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400"))
+        .expect("digits and ASCII punctuation make a header value")
 }
 
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4

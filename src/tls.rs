@@ -260,6 +260,10 @@ pub struct Termination {
     wildcard_hosts: bool,
     challenge: Option<Arc<ServerConfig>>,
     challenges: Option<Arc<Challenges>>,
+    /// Per entry of `configs`: whether its options can be kept over QUIC
+    /// (HTTP/3), which speaks TLS 1.3 only and where gangway asks for no
+    /// client certificate.
+    quic: Vec<bool>,
     /// Certificates the resolvers should obtain.
     pub requests: Vec<CertificateRequest>,
     /// The certificates loaded from files, for the API.
@@ -393,6 +397,23 @@ impl Termination {
         Some(Arc::new(plain))
     }
 
+    /// The certificate for a QUIC (HTTP/3) handshake: the one a TCP
+    /// handshake naming the same server would get, when that name's TLS
+    /// options can be kept over QUIC. None refuses the handshake (the
+    /// client then stays on TCP): options that allow TLS 1.2 only, or
+    /// that ask for client certificates, which QUIC connections are not
+    /// asked for, so HTTP/3 never bypasses them.
+    pub fn quic_certificate(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let index = hello
+            .server_name()
+            .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
+            .unwrap_or(0);
+        if !self.quic.get(index).copied().unwrap_or(false) {
+            return None;
+        }
+        self.configs.get(index)?.cert_resolver.resolve(hello)
+    }
+
     /// The index of the server configuration a handshake for `name`
     /// (lowercase) uses: its routers' TLS options, else the default ones.
     pub fn options_index(&self, name: &str) -> usize {
@@ -515,12 +536,15 @@ pub fn compile_termination(
         .map(|(_, o)| o.clone())
         .unwrap_or_default();
     let mut configs = Vec::new();
-    // Per entry of `configs`: whether it refuses names without a certificate.
+    // Per entry of `configs`: whether it refuses names without a
+    // certificate, and whether QUIC can keep its options.
     let mut strict = Vec::new();
+    let mut quic = Vec::new();
     match options::compile_options(&default_options, &store, resumption) {
         Ok((config, warnings)) => {
             configs.push(config);
             strict.push(default_options.sni_strict);
+            quic.push(options::quic_can_keep(&default_options));
             report.warnings.extend(
                 warnings
                     .into_iter()
@@ -537,6 +561,7 @@ pub fn compile_termination(
             {
                 configs.push(config);
                 strict.push(false);
+                quic.push(true);
             }
         }
     }
@@ -551,6 +576,7 @@ pub fn compile_termination(
                 index_of.insert(name, configs.len());
                 configs.push(config);
                 strict.push(opts.sni_strict);
+                quic.push(options::quic_can_keep(opts));
                 report.warnings.extend(
                     warnings
                         .into_iter()
@@ -611,6 +637,7 @@ pub fn compile_termination(
             by_host,
             challenge: state.challenge_config(),
             challenges: Some(state.challenges.clone()),
+            quic,
             requests,
             files,
             served,

@@ -162,6 +162,7 @@ fn harness() -> &'static Harness {
                 denied_escapes: gangway::percent::DeniedEscapes::ALL,
                 underscore_headers: Default::default(),
                 max_concurrent_streams: 16,
+                alt_svc: None,
                 limits: Default::default(),
                 connections: None,
                 proxy_protocol: None,

@@ -82,6 +82,10 @@ pub struct EntryPoint {
     pub http: EntryPointHttp,
     /// HTTP/2 settings (Traefik's `http2` section).
     pub http2: EntryPointHttp2,
+    /// When present, HTTP/3 over QUIC on the same port, UDP (Traefik's
+    /// `http3` section), for the entry point's TLS routers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http3: Option<EntryPointHttp3>,
     /// UDP settings, for an entry point whose address ends in `/udp`.
     pub udp: EntryPointUdp,
     /// When present, connections from these sources may start with a
@@ -108,6 +112,16 @@ impl Default for EntryPointHttp2 {
             max_concurrent_streams: 250,
         }
     }
+}
+
+/// HTTP/3 settings of an entry point.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointHttp3 {
+    /// The UDP port that `Alt-Svc` names, for when clients reach gangway
+    /// on another port than the one it listens on (a port mapping). `0`,
+    /// the default: the entry point's own port.
+    pub advertised_port: u16,
 }
 
 /// UDP settings of an entry point.
@@ -1058,6 +1072,13 @@ impl StaticConfig {
         if let Some(file) = &self.providers.file {
             file.validate()?;
         }
+        if let Some((name, _)) = self
+            .entry_points
+            .iter()
+            .find(|(_, ep)| ep.http3.is_some() && ep.address.udp)
+        {
+            return Err(StaticConfigError::Http3OnUdp { name: name.clone() });
+        }
         Ok(())
     }
 }
@@ -1167,6 +1188,15 @@ pub enum StaticConfigError {
         value: String,
         /// What is wrong with it.
         message: String,
+    },
+    /// HTTP/3 asked for on an entry point that is UDP already: HTTP/3
+    /// listens on the UDP side of a TCP entry point.
+    #[error(
+        "entryPoints.{name}.http3: HTTP/3 goes on an entry point with TLS routers, whose address is TCP; `{name}` is a UDP entry point"
+    )]
+    Http3OnUdp {
+        /// The entry point's name.
+        name: String,
     },
     /// An entry point that no source gave an address.
     #[error(

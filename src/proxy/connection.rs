@@ -43,7 +43,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// ClientHello, its TLS handshake) before HTTP or TCP routing decides: the
 /// header read timeout, and at most `respondingTimeouts.readTimeout`, which
 /// Traefik applies to that wait on every connection, TCP ones included.
-fn first_bytes_limit(entry_point: &EntryPointInfo) -> Duration {
+pub(super) fn first_bytes_limit(entry_point: &EntryPointInfo) -> Duration {
     limit_of(entry_point.header_read_timeout, entry_point.read_timeout)
 }
 

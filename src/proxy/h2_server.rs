@@ -383,7 +383,7 @@ async fn answer_stream(
 }
 
 /// `Date` for now (RFC 9110 §6.6.1), formatted once a second per thread.
-fn date() -> HeaderValue {
+pub(super) fn date() -> HeaderValue {
     thread_local! {
         static NOW: RefCell<(u64, HeaderValue)> =
             const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };

@@ -130,7 +130,8 @@ impl Proxy {
     ) -> Result<Response<ObservedBody>, WriteTimedOut> {
         let ep = &conn.entry_point;
         let version = req.version();
-        let h2 = version == Version::HTTP_2;
+        // HTTP/2 and HTTP/3 both multiplex: time limits are per request.
+        let h2 = version >= Version::HTTP_2;
         let (head_started, in_flight) = match &conn.activity {
             Some(a) => {
                 let (at, guard) = a.request_started(h2);
@@ -166,6 +167,14 @@ impl Proxy {
         // HTTP/1.1 connection alive (chunking a body of unknown length),
         // and still gives an HTTP/1.0 client HTTP/1.0.
         *resp.version_mut() = version;
+        // Over TLS on TCP, the client learns that HTTP/3 is served too.
+        if conn.tls
+            && version < Version::HTTP_3
+            && let Some(alt_svc) = &ep.alt_svc
+            && !resp.headers().contains_key(header::ALT_SVC)
+        {
+            resp.headers_mut().insert(header::ALT_SVC, alt_svc.clone());
+        }
         Ok(resp.map(|mut body| {
             body._in_flight = in_flight;
             body.write_timer = write_timer;
@@ -305,6 +314,7 @@ fn entry_for(
             .path_and_query()
             .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
         protocol: match req.version() {
+            Version::HTTP_3 => "HTTP/3.0",
             Version::HTTP_2 => "HTTP/2.0",
             Version::HTTP_10 => "HTTP/1.0",
             _ => "HTTP/1.1",

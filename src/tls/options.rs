@@ -175,6 +175,19 @@ pub fn compile_options(
     Ok((Arc::new(config), warnings))
 }
 
+/// Whether a QUIC handshake can keep these options: QUIC speaks TLS 1.3
+/// only, and gangway's QUIC side asks for no client certificate.
+pub fn quic_can_keep(opts: &TlsOptions) -> bool {
+    let tls13 = parse_version(opts.max_version.as_deref().unwrap_or("VersionTLS13"))
+        .is_ok_and(|max| max >= 13);
+    let client_auth = opts.client_auth.as_ref().is_some_and(|auth| {
+        auth.client_auth_type
+            .as_deref()
+            .map_or(!auth.ca_files.is_empty(), |kind| kind != "NoClientCert")
+    });
+    tls13 && !client_auth
+}
+
 fn parse_version(name: &str) -> Result<u8, TlsError> {
     match name {
         "VersionTLS12" => Ok(12),
@@ -267,6 +280,34 @@ mod tests {
             ..TlsOptions::default()
         };
         assert!(matches!(compile(&none), Err(TlsError::NoCipherSuite(_))));
+    }
+
+    #[test]
+    fn quic_keeps_options_without_client_certificates_that_allow_tls13() {
+        assert!(quic_can_keep(&TlsOptions::default()));
+        let max12 = TlsOptions {
+            max_version: Some("VersionTLS12".to_owned()),
+            ..TlsOptions::default()
+        };
+        assert!(!quic_can_keep(&max12));
+        let auth = |kind: Option<&str>, files: Vec<String>| TlsOptions {
+            client_auth: Some(crate::config::dynamic::ClientAuth {
+                ca_files: files,
+                client_auth_type: kind.map(str::to_owned),
+            }),
+            ..TlsOptions::default()
+        };
+        assert!(quic_can_keep(&auth(Some("NoClientCert"), vec![])));
+        assert!(quic_can_keep(&auth(None, vec![])));
+        assert!(!quic_can_keep(&auth(None, vec!["ca.pem".to_owned()])));
+        assert!(!quic_can_keep(&auth(
+            Some("VerifyClientCertIfGiven"),
+            vec![]
+        )));
+        assert!(!quic_can_keep(&auth(
+            Some("RequireAndVerifyClientCert"),
+            vec!["ca.pem".to_owned()]
+        )));
     }
 
     #[test]

@@ -252,6 +252,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "HTTP/2 streams a client may have open at once on one connection.",
     ),
     opt(
+        "entryPoints.<name>.http3",
+        ValueKind::Section,
+        "false",
+        "Serve HTTP/3 (QUIC) on the same port over UDP, advertised with Alt-Svc.",
+    ),
+    opt(
+        "entryPoints.<name>.http3.advertisedPort",
+        ValueKind::Int,
+        "0",
+        "UDP port named in Alt-Svc when a port mapping differs (0: the entry point's port).",
+    ),
+    opt(
         "entryPoints.<name>.proxyProtocol",
         ValueKind::Section,
         "false",

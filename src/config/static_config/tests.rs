@@ -676,6 +676,51 @@ fn section_flags() {
     assert!(config.providers.file.is_some());
 }
 
+/// Traefik's `--entryPoints.websecure.http3` turns HTTP/3 on; the port
+/// `Alt-Svc` names can be set apart from the one gangway listens on.
+#[test]
+fn http3_is_a_section_of_a_tcp_entry_point() {
+    let config = run(
+        &[
+            "--entryPoints.websecure.address=:443",
+            "--entryPoints.websecure.http3",
+        ],
+        &[],
+    );
+    assert_eq!(
+        config.entry_points["websecure"].http3,
+        Some(EntryPointHttp3 { advertised_port: 0 })
+    );
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.websecure]\naddress = \":8443\"\n[entryPoints.websecure.http3]\nadvertisedPort = 443\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    assert_eq!(
+        config.entry_points["websecure"].http3,
+        Some(EntryPointHttp3 {
+            advertised_port: 443
+        })
+    );
+    let (config, _) = run_in(dir.path(), &["--entryPoints.websecure.http3=false"], &[]);
+    assert_eq!(config.entry_points["websecure"].http3, None);
+    let err = fail(
+        &[
+            "--entryPoints.dns.address=:53/udp",
+            "--entryPoints.dns.http3",
+        ],
+        &[],
+    );
+    assert!(
+        matches!(&err, StaticConfigError::Http3OnUdp { name } if name == "dns"),
+        "{err}"
+    );
+    assert!(
+        message(&err).starts_with("entryPoints.dns.http3: "),
+        "{err}"
+    );
+}
+
 #[test]
 fn list_flags() {
     let config = run(
@@ -834,7 +879,7 @@ fn unknown_key_in_toml_names_the_line() {
     ));
     assert_eq!(
         message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `udp`, `proxyProtocol`, `limits`"
+        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `http3`, `udp`, `proxyProtocol`, `limits`"
     );
 }
 
@@ -1223,6 +1268,9 @@ fn full_config() -> StaticConfig {
         trusted_ips: vec!["10.0.0.0/8".parse().unwrap()],
         insecure: false,
     });
+    entry_point.http3 = Some(EntryPointHttp3 {
+        advertised_port: 443,
+    });
     entry_point.http.tls = Some(EntryPointTls {
         cert_resolver: Some(String::from("le")),
         options: Some(String::from("modern")),
@@ -1467,6 +1515,7 @@ fn row_defaults_match_struct_defaults() {
     let mut entry_point = EntryPoint::default();
     entry_point.http.redirections = Some(Redirections::default());
     entry_point.proxy_protocol = Some(ForwardedHeaders::default());
+    entry_point.http3 = Some(EntryPointHttp3::default());
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), entry_point)].into(),
         certificates_resolvers: [(

@@ -1,0 +1,382 @@
+//! HTTP/3: QUIC on the UDP side of an entry point's port
+//! (`entryPoints.<n>.http3`), another front end of the same request
+//! pipeline. Each request of each QUIC connection goes to
+//! `Proxy::serve_request`, as HTTP/1 and HTTP/2 requests do, with a
+//! `ConnInfo` that says TLS and carries the SNI; only the reading of heads
+//! and bodies and the writing of answers are HTTP/3's own.
+//!
+//! TLS: one rustls configuration for the endpoint (QUIC cannot pick one
+//! per ClientHello as the TCP side does), whose certificate resolver asks
+//! the runtime of the moment, so certificates follow swaps and ACME just
+//! as on TCP (`Termination::quic_certificate`).
+//!
+//! Address validation: a client whose address QUIC has not validated is
+//! sent a Retry first, always. Its next Initial carries the token, so a
+//! spoofed source costs gangway one small packet and no handshake state,
+//! and gangway never amplifies towards someone else's address.
+
+use super::forwarded::strip_connection_specific;
+use super::{ConnInfo, EntryPointInfo, Proxy};
+use crate::body::ClientStream;
+use crate::body::h3_stream::H3Body;
+use crate::overload::ConnectionSlot;
+use crate::runtime::RuntimeHandle;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use http::header;
+use http::{Method, Request, Response};
+use http_body::Body;
+use http_body_util::BodyExt;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use std::future::{Future, poll_fn};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::{Instant, timeout};
+
+/// The ALPN protocol of HTTP/3 (RFC 9114 §3.1).
+const ALPN_H3: &[u8] = b"h3";
+
+/// How long a QUIC connection may go without a packet from the client
+/// before it counts as gone. gangway pings connections more often than
+/// that (`KEEP_ALIVE`), so a live client never reaches it; the entry
+/// point's `idleTimeout` (no request for that long) is kept separately.
+const DEAD_PEER: Duration = Duration::from_secs(30);
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Unidirectional streams a client may open: HTTP/3 needs three (control,
+/// QPACK encoder and decoder); a few more allow for reserved (grease) ones.
+const MAX_UNI_STREAMS: u32 = 8;
+
+/// How long a closing connection waits, after its last answer, for the
+/// client to acknowledge it: QUIC's close drops what is still unacknowledged.
+const CLOSE_LINGER: Duration = Duration::from_secs(1);
+
+/// Why HTTP/3 could not be set up on an entry point.
+#[derive(Debug, thiserror::Error)]
+pub enum Http3Error {
+    /// The TLS configuration is not one QUIC can use.
+    #[error("TLS for QUIC: {0}")]
+    Tls(#[from] rustls::Error),
+    /// The TLS configuration lacks what QUIC needs (TLS 1.3's
+    /// AES-128-GCM suite for Initial packets).
+    #[error("TLS for QUIC: {0}")]
+    NoInitialSuite(#[from] quinn::crypto::rustls::NoInitialCipherSuite),
+    /// The UDP socket could not be used.
+    #[error("UDP socket: {0}")]
+    Socket(#[from] std::io::Error),
+}
+
+/// Certificates for QUIC handshakes: those of the runtime current at the
+/// handshake, chosen by SNI as on TCP.
+struct QuicCertificates {
+    runtime: Arc<RuntimeHandle>,
+}
+
+impl std::fmt::Debug for QuicCertificates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuicCertificates")
+    }
+}
+
+impl ResolvesServerCert for QuicCertificates {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.runtime.load().tls.quic_certificate(hello)
+    }
+}
+
+/// A QUIC endpoint serving HTTP/3 on `socket` for `entry_point`, with its
+/// limits: concurrent streams as for HTTP/2, address validation always.
+pub fn endpoint(
+    socket: std::net::UdpSocket,
+    runtime: Arc<RuntimeHandle>,
+    entry_point: &EntryPointInfo,
+) -> Result<quinn::Endpoint, Http3Error> {
+    let mut tls = rustls::ServerConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_no_client_auth()
+        .with_cert_resolver(Arc::new(QuicCertificates { runtime }));
+    tls.alpn_protocols = vec![ALPN_H3.to_vec()];
+    // No 0-RTT: requests replayed from early data would reach servers twice.
+    tls.max_early_data_size = 0;
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
+    let mut transport = quinn::TransportConfig::default();
+    transport
+        .max_concurrent_bidi_streams(entry_point.max_concurrent_streams.into())
+        .max_concurrent_uni_streams(MAX_UNI_STREAMS.into())
+        .max_idle_timeout(quinn::IdleTimeout::try_from(DEAD_PEER).ok())
+        .keep_alive_interval(Some(KEEP_ALIVE));
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport));
+    let endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(config),
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )?;
+    Ok(endpoint)
+}
+
+/// Accepts QUIC connections until `shutdown` turns true, each served in a
+/// task of its own, then refuses new ones, tells the open ones to finish
+/// (GOAWAY) and waits up to the grace period for their requests.
+pub async fn serve_http3(
+    proxy: Arc<Proxy>,
+    endpoint: quinn::Endpoint,
+    entry_point: Arc<EntryPointInfo>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let builder = Arc::new(h3_builder(&entry_point));
+    let (drain, drain_rx) = watch::channel(false);
+    loop {
+        let incoming = tokio::select! {
+            incoming = endpoint.accept() => incoming,
+            _ = shutdown.changed() => break,
+        };
+        let Some(incoming) = incoming else { break };
+        if !incoming.remote_address_validated() {
+            if incoming.may_retry() {
+                let _ = incoming.retry();
+            } else {
+                incoming.refuse();
+            }
+            continue;
+        }
+        let slot = match &entry_point.connections {
+            Some(limit) => match limit.try_acquire() {
+                Some(slot) => Some(slot),
+                // QUIC has no listen backlog to wait in: the client is
+                // refused, and tries again (or stays on TCP).
+                None => {
+                    incoming.refuse();
+                    continue;
+                }
+            },
+            None => None,
+        };
+        tokio::spawn(serve_connection(
+            proxy.clone(),
+            incoming,
+            entry_point.clone(),
+            builder.clone(),
+            drain_rx.clone(),
+            slot,
+        ));
+    }
+    endpoint.set_server_config(None);
+    drop(drain_rx);
+    tracing::info!(entry_point = %entry_point.name, "HTTP/3: stopped accepting; draining");
+    let _ = drain.send(true);
+    if timeout(entry_point.grace, drain.closed()).await.is_err() {
+        tracing::warn!(entry_point = %entry_point.name, "HTTP/3: grace period over; closing remaining connections");
+    }
+    endpoint.close(0u32.into(), b"");
+    let _ = timeout(CLOSE_LINGER, endpoint.wait_idle()).await;
+}
+
+/// The HTTP/3 settings of the entry point's connections: its head size
+/// limit (QPACK-decoded, as for HTTP/2's header list).
+fn h3_builder(entry_point: &EntryPointInfo) -> h3::server::Builder {
+    let mut builder = h3::server::builder();
+    builder.max_field_section_size(super::head_bytes(&entry_point.limits) as u64);
+    builder
+}
+
+/// One QUIC connection from its handshake to its end.
+async fn serve_connection(
+    proxy: Arc<Proxy>,
+    incoming: quinn::Incoming,
+    entry_point: Arc<EntryPointInfo>,
+    builder: Arc<h3::server::Builder>,
+    mut drain: watch::Receiver<bool>,
+    slot: Option<ConnectionSlot>,
+) {
+    let _slot = slot;
+    let limit = super::connection::first_bytes_limit(&entry_point);
+    let peer = incoming.remote_address();
+    let connecting = match incoming.accept() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "QUIC connection not accepted");
+            return;
+        }
+    };
+    let conn = match timeout(limit, connecting).await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "QUIC handshake failed");
+            return;
+        }
+        Err(_) => return,
+    };
+    let sni = conn
+        .handshake_data()
+        .and_then(|d| d.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+        .and_then(|d| d.server_name)
+        .map(|n| Box::<str>::from(n.to_ascii_lowercase()));
+    let mut h3 = match timeout(
+        limit,
+        builder.build(h3_quinn::Connection::new(conn.clone())),
+    )
+    .await
+    {
+        Ok(Ok(h3)) => h3,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "HTTP/3 connection not set up");
+            return;
+        }
+        Err(_) => return,
+    };
+    let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+    let stats = entry_point.stats.clone();
+    if let Some(s) = &stats {
+        s.connection_opened();
+    }
+    let idle = entry_point.idle_timeout;
+    let info = Arc::new(ConnInfo::new(entry_point, peer, true, sni));
+    let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>> =
+        FuturesUnordered::new();
+    let mut draining = false;
+    let mut last_answer = Instant::now();
+    let far = Instant::now() + Duration::from_secs(86_400);
+    loop {
+        let idle_at = idle
+            .filter(|_| streams.is_empty() && !draining)
+            .map(|idle| last_answer + idle);
+        tokio::select! {
+            accepted = h3.accept() => match accepted {
+                Ok(Some(resolver)) => {
+                    streams.push(Box::pin(answer_stream(proxy.clone(), info.clone(), resolver, limit)));
+                }
+                // The client said GOAWAY and its requests are done.
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::trace!(%peer, error = %e, "HTTP/3 connection ended");
+                    break;
+                }
+            },
+            Some(()) = streams.next(), if !streams.is_empty() => {
+                if streams.is_empty() {
+                    last_answer = Instant::now();
+                    if draining {
+                        break;
+                    }
+                }
+            }
+            _ = drain.changed(), if !draining => {
+                draining = true;
+                let _ = h3.shutdown(0).await;
+                if streams.is_empty() {
+                    break;
+                }
+            }
+            () = tokio::time::sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => {
+                tracing::debug!(%peer, "HTTP/3 connection idle; closing");
+                let _ = h3.shutdown(0).await;
+                break;
+            }
+        }
+    }
+    // The last answers may still be unacknowledged; the client usually
+    // closes once it has them and has seen the GOAWAY.
+    let linger = (conn.rtt() * 3).min(CLOSE_LINGER);
+    let _ = timeout(linger, conn.closed()).await;
+    drop(h3);
+    conn.close(0u32.into(), b"");
+    if let Some(s) = &stats {
+        s.connection_closed();
+    }
+}
+
+/// One request stream: its head (within the head time limit), the request
+/// through the proxy, then its answer back.
+async fn answer_stream(
+    proxy: Arc<Proxy>,
+    info: Arc<ConnInfo>,
+    resolver: h3::server::RequestResolver<h3_quinn::Connection, Bytes>,
+    limit: Duration,
+) {
+    let (req, stream) = match timeout(limit, resolver.resolve_request()).await {
+        Ok(Ok(resolved)) => resolved,
+        // An oversized head has had its 431 from h3 already.
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request head refused");
+            return;
+        }
+        Err(_) => return,
+    };
+    let (mut send, recv) = stream.split();
+    let (parts, ()) = req.into_parts();
+    let mut body = H3Body::new(recv, &parts.headers);
+    // Whether a body follows is known only when the stream ends: for a
+    // request that declares no length and rarely has a body (GET and the
+    // like), its end is waited for (it comes with or right after the
+    // head), so the server is not sent an empty body of unknown length.
+    let wait_for_start = !parts.headers.contains_key(header::CONTENT_LENGTH)
+        && matches!(
+            parts.method,
+            Method::GET | Method::HEAD | Method::OPTIONS | Method::DELETE | Method::TRACE
+        );
+    let started = poll_fn(|cx| match body.read_ready(cx) {
+        Ok(true) => Poll::Ready(Ok(())),
+        Ok(false) if wait_for_start => Poll::Pending,
+        Ok(false) => Poll::Ready(Ok(())),
+        Err(e) => Poll::Ready(Err(e)),
+    });
+    match timeout(limit, started).await {
+        Ok(Ok(())) | Err(_) => {}
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body broke off before forwarding");
+            send.stop_stream(h3::error::Code::H3_REQUEST_INCOMPLETE);
+            return;
+        }
+    }
+    let req = Request::from_parts(parts, ClientStream::H3(Box::new(body)));
+    // An error: writeTimeout passed before the answer started.
+    let Ok(resp) = proxy.serve_request(info, req).await else {
+        send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+        return;
+    };
+    let (mut head, mut body) = resp.into_parts();
+    strip_connection_specific(&mut head.headers);
+    if !head.headers.contains_key(header::DATE) {
+        head.headers.insert(header::DATE, super::h2_server::date());
+    }
+    if !body.is_end_stream()
+        && let Some(len) = body.size_hint().exact()
+        && !head.headers.contains_key(header::CONTENT_LENGTH)
+    {
+        head.headers.insert(header::CONTENT_LENGTH, len.into());
+    }
+    if let Err(e) = send.send_response(Response::from_parts(head, ())).await {
+        tracing::debug!(error = %e, "HTTP/3 answer head not sent");
+        return;
+    }
+    while let Some(frame) = body.frame().await {
+        let sent = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) if data.is_empty() => Ok(()),
+                Ok(data) => send.send_data(data).await,
+                Err(frame) => match frame.into_trailers() {
+                    Ok(trailers) => send.send_trailers(trailers).await,
+                    Err(_) => Ok(()),
+                },
+            },
+            Err(e) => {
+                tracing::debug!(error = %e, "answer body broke off; HTTP/3 stream reset");
+                send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
+                return;
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "HTTP/3 answer not sent");
+            return;
+        }
+    }
+    let _ = send.finish().await;
+}
