@@ -4,6 +4,7 @@
 
 pub mod disk;
 pub mod etcd;
+pub mod http3;
 pub mod kv;
 pub mod named;
 pub mod pebble;

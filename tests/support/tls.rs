@@ -15,6 +15,7 @@ pub struct TlsGot {
     pub status: StatusCode,
     pub version: Version,
     pub alpn: Option<Vec<u8>>,
+    pub headers: http::HeaderMap,
     pub body: Bytes,
     /// The leaf certificate the server presented.
     pub leaf: CertificateDer<'static>,
@@ -222,6 +223,7 @@ impl TlsClient {
             status: parts.status,
             version: parts.version,
             alpn,
+            headers: parts.headers,
             body,
             leaf,
         })

@@ -1,0 +1,579 @@
+//! HTTP/3 (`entryPoints.<n>.http3`): a real QUIC + HTTP/3 client (quinn
+//! and h3) against the binary, through the same routers, middlewares,
+//! certificates and limits as HTTP/1 and HTTP/2 on the entry point's TCP
+//! side, which advertises HTTP/3 with `Alt-Svc`.
+
+mod support;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use support::http3::{H3Conn, connect};
+use support::tls::{TestCa, TlsClient, names_of};
+use support::{Backend, Gangway, eventually, free_port};
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Certificate files for `names`, signed by `ca`, as a `tls.certificates`
+/// entry.
+fn certificate(ca: &TestCa, dir: &std::path::Path, names: &[&str]) -> String {
+    let (chain, key) = ca.issue(names);
+    let cert = write(dir, &format!("{}.pem", names[0]), &chain);
+    let key = write(dir, &format!("{}.key", names[0]), &key);
+    format!("[[tls.certificates]]\ncertFile = {cert:?}\nkeyFile = {key:?}\n")
+}
+
+/// A router for `host` on `websecure` with TLS, to `backend`, with the
+/// middlewares named.
+fn router(name: &str, host: &str, backend: &str, middlewares: &[&str]) -> String {
+    format!(
+        r#"
+[http.routers.{name}]
+rule = "Host(`{host}`)"
+entryPoints = ["websecure"]
+service = "{name}"
+middlewares = {middlewares:?}
+[http.routers.{name}.tls]
+[http.services.{name}.loadBalancer]
+[[http.services.{name}.loadBalancer.servers]]
+url = "{backend}"
+"#
+    )
+}
+
+/// gangway with `websecure` on a free port, HTTP/3 on, and more flags.
+async fn start(dynamic: &str, extra: &[&str]) -> (Gangway, u16) {
+    let tls_port = free_port();
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls_port}"),
+        "--entryPoints.websecure.http3".to_owned(),
+    ];
+    flags.extend(extra.iter().map(|s| (*s).to_owned()));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    (Gangway::with_file(dynamic, &flags).await, tls_port)
+}
+
+/// An HTTP/3 connection once `host`'s router answers over it.
+async fn ready(client: &TlsClient, port: u16, host: &str) -> H3Conn {
+    eventually(Duration::from_secs(10), "HTTP/3 router served", || async {
+        match connect(client, port, host).await {
+            Ok(mut conn) => conn
+                .get(host, "/")
+                .await
+                .is_ok_and(|g| g.status != StatusCode::NOT_FOUND),
+            Err(_) => false,
+        }
+    })
+    .await;
+    connect(client, port, host)
+        .await
+        .expect("HTTP/3 connection")
+}
+
+/// A backend that answers with the request's body, and says how long it was.
+async fn body_echo() -> Backend {
+    Backend::serve(|req: Request<hyper::body::Incoming>| async move {
+        let method = req.method().to_string();
+        let length = req
+            .headers()
+            .get("content-length")
+            .map(|v| v.to_str().unwrap_or("").to_owned())
+            .unwrap_or_default();
+        let body = req.into_body().collect().await.unwrap().to_bytes();
+        let mut resp = http::Response::new(Full::new(body));
+        resp.headers_mut()
+            .insert("x-method", method.parse().unwrap());
+        resp.headers_mut()
+            .insert("x-length", length.parse().unwrap());
+        resp
+    })
+    .await
+}
+
+#[tokio::test]
+async fn get_and_post_go_through_the_routers_middlewares_and_services() {
+    let app = Backend::echo("app").await;
+    let uploads = body_echo().await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let log = files.path().join("access.json");
+    let mut dynamic = certificate(&ca, files.path(), &["app.test", "upload.test"]);
+    dynamic.push_str(&router("app", "app.test", &app.url(), &["tag", "api"]));
+    dynamic.push_str(&router("upload", "upload.test", &uploads.url(), &[]));
+    dynamic.push_str(
+        r#"
+[http.middlewares.tag.headers.customRequestHeaders]
+X-Came-By = "h3"
+[http.middlewares.tag.headers.customResponseHeaders]
+X-Answered = "yes"
+[http.middlewares.api.stripPrefix]
+prefixes = ["/api"]
+"#,
+    );
+    let (gw, port) = start(
+        &dynamic,
+        &[
+            &format!("--accessLog.filePath={}", log.display()),
+            "--accessLog.format=json",
+        ],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let mut conn = ready(&client, port, "app.test").await;
+
+    let got = conn.get("app.test", "/api/hello?x=1").await.expect("GET");
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+    assert_eq!(got.headers["x-answered"], "yes", "response middleware");
+    assert!(
+        got.headers.get("alt-svc").is_none(),
+        "HTTP/3 answers do not advertise themselves"
+    );
+    let seen = got.seen();
+    assert_eq!(seen.method, "GET");
+    assert_eq!(seen.uri, "/hello?x=1", "stripPrefix ran");
+    assert_eq!(seen.header("x-came-by"), Some("h3"), "request middleware");
+    assert_eq!(seen.header("x-forwarded-proto"), Some("https"));
+    assert_eq!(seen.header("host"), Some("app.test"));
+    assert_eq!(
+        seen.header("transfer-encoding"),
+        None,
+        "a GET goes on without a body"
+    );
+
+    // Another host on a connection made for app.test is misdirected, as
+    // over HTTP/2: its certificate and TLS options were not chosen for it.
+    let got = conn.get("upload.test", "/").await.expect("GET");
+    assert_eq!(got.status, StatusCode::MISDIRECTED_REQUEST);
+
+    // A POST with a body, on a connection of its own.
+    let mut conn = ready(&client, port, "upload.test").await;
+    let body = Bytes::from(vec![b'q'; 100_000]);
+    let req = Request::post("https://upload.test/form")
+        .header("content-length", body.len())
+        .body(body.clone())
+        .unwrap();
+    let got = conn.send(req).await.expect("POST");
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+    assert_eq!(got.headers["x-method"], "POST");
+    assert_eq!(got.headers["x-length"], "100000");
+    assert_eq!(got.body, body, "the body reached the server whole");
+    // And one whose length is not declared.
+    let req = Request::put("https://upload.test/stream")
+        .body(Bytes::from_static(b"streamed"))
+        .unwrap();
+    let got = conn.send(req).await.expect("PUT");
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+    assert_eq!(got.text(), "streamed");
+
+    // The access log says HTTP/3.0.
+    eventually(Duration::from_secs(5), "access log entries", || async {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 3)
+    })
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let entry: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["RequestPath"] == "/form")
+        .expect("the POST was logged");
+    assert_eq!(entry["RequestProtocol"], "HTTP/3.0", "{entry}");
+    assert_eq!(entry["RequestMethod"], "POST", "{entry}");
+    assert_eq!(entry["DownstreamStatus"], 200, "{entry}");
+    drop(gw);
+}
+
+#[tokio::test]
+async fn tcp_answers_advertise_http3_with_alt_svc() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
+    dynamic.push_str(&router("app", "app.test", &app.url(), &[]));
+    let (_gw, port) = start(&dynamic, &[]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let _ = ready(&client, port, "app.test").await;
+    let want = format!("h3=\":{port}\"; ma=86400");
+    for h2 in [true, false] {
+        let got = client
+            .get(port, "app.test", None, "/", h2)
+            .await
+            .expect("TLS over TCP");
+        assert_eq!(got.status, StatusCode::OK);
+        assert_eq!(
+            got.headers.get("alt-svc").map(|v| v.to_str().unwrap()),
+            Some(want.as_str()),
+            "h2: {h2}"
+        );
+    }
+
+    // Behind a port mapping, the advertised port is the one clients use.
+    let (_gw, port) = start(
+        &dynamic,
+        &["--entryPoints.websecure.http3.advertisedPort=443"],
+    )
+    .await;
+    let _ = ready(&client, port, "app.test").await;
+    let got = client
+        .get(port, "app.test", None, "/", true)
+        .await
+        .expect("TLS over TCP");
+    assert_eq!(got.headers["alt-svc"], "h3=\":443\"; ma=86400");
+}
+
+#[tokio::test]
+async fn the_certificate_is_chosen_by_sni_and_client_certificates_are_not_bypassed() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["a.test"]);
+    dynamic.push_str(&certificate(&ca, files.path(), &["b.test"]));
+    dynamic.push_str(&certificate(&ca, files.path(), &["mtls.test"]));
+    dynamic.push_str(&router("a", "a.test", &app.url(), &[]));
+    dynamic.push_str(&router("b", "b.test", &app.url(), &[]));
+    let ca_file = write(files.path(), "clients.pem", &ca.pem());
+    dynamic.push_str(&format!(
+        r#"
+[http.routers.mtls]
+rule = "Host(`mtls.test`)"
+entryPoints = ["websecure"]
+service = "a"
+[http.routers.mtls.tls]
+options = "clients"
+[tls.options.clients.clientAuth]
+caFiles = [{ca_file:?}]
+clientAuthType = "RequireAndVerifyClientCert"
+"#
+    ));
+    let (_gw, port) = start(&dynamic, &[]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    for host in ["a.test", "b.test"] {
+        let mut conn = ready(&client, port, host).await;
+        let chain = conn.peer_certificates();
+        assert_eq!(names_of(&chain[0]), [host], "the certificate for {host}");
+        let got = conn.get(host, "/").await.expect("GET");
+        assert_eq!(got.status, StatusCode::OK);
+        assert_eq!(got.seen().header("host"), Some(host));
+    }
+    // A name whose TLS options ask for a client certificate is not served
+    // over QUIC, where none is asked for: the client stays on TCP.
+    let refused = connect(&client, port, "mtls.test").await;
+    assert!(refused.is_err(), "QUIC handshake for mtls.test refused");
+}
+
+#[tokio::test]
+async fn streams_past_the_limit_wait_and_oversized_heads_are_refused() {
+    let now = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let slow = {
+        let (now, most) = (now.clone(), most.clone());
+        Backend::serve(move |_req: Request<hyper::body::Incoming>| {
+            let (now, most) = (now.clone(), most.clone());
+            async move {
+                let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(n, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                now.fetch_sub(1, Ordering::SeqCst);
+                http::Response::new(Full::new(Bytes::from_static(b"done")))
+            }
+        })
+        .await
+    };
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
+    dynamic.push_str(&router("app", "app.test", &slow.url(), &[]));
+    let (_gw, port) = start(
+        &dynamic,
+        &[
+            "--entryPoints.websecure.http2.maxConcurrentStreams=2",
+            "--entryPoints.websecure.limits.maxHeaderBytes=8192",
+        ],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let conn = ready(&client, port, "app.test").await;
+    most.store(0, Ordering::SeqCst);
+
+    // Five requests at once on one connection: two streams at a time.
+    let mut tasks = Vec::new();
+    for i in 0..5 {
+        let mut send = conn.sender();
+        tasks.push(tokio::spawn(async move {
+            let req = Request::get(format!("https://app.test/{i}"))
+                .body(())
+                .unwrap();
+            let mut stream = send.send_request(req).await.expect("stream");
+            stream.finish().await.expect("finish");
+            stream.recv_response().await.expect("answer").status()
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), StatusCode::OK);
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        (1..=2).contains(&most),
+        "{most} requests in progress at once; maxConcurrentStreams is 2"
+    );
+
+    // A head over maxHeaderBytes: gangway tells clients its limit in its
+    // SETTINGS, so a conforming client does not send it ...
+    let mut conn = connect(&client, port, "app.test").await.unwrap();
+    let _ = conn.get("app.test", "/").await;
+    let big = "x".repeat(20_000);
+    let req = Request::get("https://app.test/")
+        .header("x-big", big.as_str())
+        .body(Bytes::new())
+        .unwrap();
+    let err = conn.send(req).await.expect_err("refused");
+    assert!(err.contains("8192"), "{err}");
+    // ... and one that sends it anyway gets 431, as over HTTP/2.
+    let status = raw::oversized_request(&conn.conn, "app.test", &big).await;
+    assert_eq!(status, 431);
+}
+
+#[tokio::test]
+async fn an_idle_connection_is_closed_after_the_idle_timeout() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
+    dynamic.push_str(&router("app", "app.test", &app.url(), &[]));
+    let (_gw, port) = start(
+        &dynamic,
+        &["--entryPoints.websecure.transport.respondingTimeouts.idleTimeout=1s"],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let mut conn = ready(&client, port, "app.test").await;
+    let got = conn.get("app.test", "/").await.expect("GET");
+    assert_eq!(got.status, StatusCode::OK);
+    let closed = tokio::time::timeout(Duration::from_secs(20), conn.closed())
+        .await
+        .expect("the idle connection was closed");
+    // Closed by gangway on purpose, not dropped by QUIC's own idle timer
+    // (which gangway's pings keep away from a live client).
+    assert!(
+        matches!(closed, quinn::ConnectionError::ApplicationClosed(_)),
+        "{closed}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_lets_an_http3_request_in_flight_finish() {
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let slow = {
+        let arrived = arrived.clone();
+        Backend::serve(move |req: Request<hyper::body::Incoming>| {
+            let arrived = arrived.clone();
+            async move {
+                if req.uri().path() == "/slow" {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(1500)).await;
+                }
+                http::Response::new(Full::new(Bytes::from_static(b"late")))
+            }
+        })
+        .await
+    };
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
+    dynamic.push_str(&router("app", "app.test", &slow.url(), &[]));
+    let (mut gw, port) = start(
+        &dynamic,
+        &["--entryPoints.websecure.transport.lifeCycle.graceTimeOut=10s"],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let mut conn = ready(&client, port, "app.test").await;
+    let mut send = conn.sender();
+    let in_flight = tokio::spawn(async move {
+        let req = Request::get("https://app.test/slow").body(()).unwrap();
+        let mut stream = send.send_request(req).await.expect("stream");
+        stream.finish().await.expect("finish");
+        let resp = stream.recv_response().await.expect("answer");
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.recv_data().await.expect("body") {
+            use bytes::Buf;
+            body.extend_from_slice(chunk.chunk());
+        }
+        (resp.status(), body)
+    });
+    // The request has reached the server when gangway is told to stop.
+    eventually(Duration::from_secs(5), "request in flight", || async {
+        arrived.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    gw.sigterm();
+    let (status, body) = in_flight.await.expect("the request finished");
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, b"late");
+    // New requests are refused once draining began (GOAWAY) ...
+    assert!(conn.get("app.test", "/").await.is_err());
+    // ... and gangway exits.
+    eventually(Duration::from_secs(15), "gangway exits", || {
+        let done = gw.exited().is_some();
+        async move { done }
+    })
+    .await;
+}
+
+/// An HTTP/3 request written by hand, for what a conforming client would
+/// not send.
+mod raw {
+    /// A QUIC variable-length integer (RFC 9000 §16).
+    fn varint(out: &mut Vec<u8>, v: u64) {
+        match v {
+            0..=63 => out.push(v as u8),
+            64..=16383 => out.extend_from_slice(&((v as u16) | 0x4000).to_be_bytes()),
+            _ => out.extend_from_slice(&((v as u32) | 0x8000_0000).to_be_bytes()),
+        }
+    }
+
+    /// A QPACK/HPACK prefixed integer with `bits` bits in the first byte.
+    fn prefixed(out: &mut Vec<u8>, bits: u8, flags: u8, mut v: u64) {
+        let max = (1u64 << bits) - 1;
+        if v < max {
+            out.push(flags | v as u8);
+            return;
+        }
+        out.push(flags | max as u8);
+        v -= max;
+        while v >= 128 {
+            out.push((v % 128) as u8 | 0x80);
+            v /= 128;
+        }
+        out.push(v as u8);
+    }
+
+    /// A field line with a literal name and value, neither Huffman-coded.
+    fn literal(out: &mut Vec<u8>, name: &str, value: &str) {
+        prefixed(out, 3, 0b0010_0000, name.len() as u64);
+        out.extend_from_slice(name.as_bytes());
+        prefixed(out, 7, 0, value.len() as u64);
+        out.extend_from_slice(value.as_bytes());
+    }
+
+    fn read_prefixed(bytes: &[u8], at: &mut usize, bits: u8) -> u64 {
+        let max = (1u64 << bits) - 1;
+        let mut v = u64::from(bytes[*at]) & max;
+        *at += 1;
+        if v == max {
+            let mut shift = 0;
+            loop {
+                let b = bytes[*at];
+                *at += 1;
+                v += u64::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+        }
+        v
+    }
+
+    /// Digits in HPACK's Huffman code (RFC 7541 Appendix B): `0`-`2` take
+    /// five bits, `3`-`9` six.
+    fn huffman_digits(bytes: &[u8]) -> String {
+        let bits: Vec<u8> = bytes
+            .iter()
+            .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1))
+            .collect();
+        let take = |at: usize, n: usize| {
+            bits.get(at..at + n)
+                .map(|s| s.iter().fold(0u8, |acc, b| acc << 1 | b))
+        };
+        let mut out = String::new();
+        let mut at = 0;
+        while let Some(five) = take(at, 5) {
+            if five <= 2 {
+                out.push(char::from(b'0' + five));
+                at += 5;
+            } else if let Some(six) = take(at, 6).filter(|s| (0b011001..=0b011111).contains(s)) {
+                out.push(char::from(b'3' + (six - 0b011001)));
+                at += 6;
+            } else {
+                break; // padding (all ones)
+            }
+        }
+        out
+    }
+
+    /// The `:status` of an answer's HEADERS frame, from QPACK's static
+    /// table or a literal with its name from it.
+    fn status(frame: &[u8]) -> u16 {
+        let mut at = 2; // required insert count 0, base 0
+        let first = frame[at];
+        if first & 0b1100_0000 == 0b1100_0000 {
+            let index = read_prefixed(frame, &mut at, 6);
+            return match index {
+                24 => 103,
+                25 => 200,
+                26 => 304,
+                27 => 404,
+                28 => 503,
+                63 => 100,
+                64 => 204,
+                65 => 206,
+                66 => 302,
+                67 => 400,
+                68 => 403,
+                69 => 421,
+                70 => 425,
+                71 => 500,
+                other => panic!("static index {other} is not a status"),
+            };
+        }
+        assert_eq!(
+            first & 0b1111_0000,
+            0b0101_0000,
+            "a literal with a static name"
+        );
+        let _name = read_prefixed(frame, &mut at, 4);
+        let huffman = frame[at] & 0x80 != 0;
+        let len = read_prefixed(frame, &mut at, 7) as usize;
+        let value = &frame[at..at + len];
+        let text = if huffman {
+            huffman_digits(value)
+        } else {
+            String::from_utf8_lossy(value).into_owned()
+        };
+        text.parse().expect("a status")
+    }
+
+    /// Sends a GET for `host` with an `x-big` field of `big` on a new
+    /// stream of `conn`, and returns the answer's status.
+    pub async fn oversized_request(conn: &quinn::Connection, host: &str, big: &str) -> u16 {
+        let mut block = vec![0, 0];
+        literal(&mut block, ":method", "GET");
+        literal(&mut block, ":scheme", "https");
+        literal(&mut block, ":authority", host);
+        literal(&mut block, ":path", "/");
+        literal(&mut block, "x-big", big);
+        let mut frame = Vec::new();
+        varint(&mut frame, 1); // HEADERS
+        varint(&mut frame, block.len() as u64);
+        frame.extend_from_slice(&block);
+        let (mut send, mut recv) = conn.open_bi().await.expect("stream");
+        send.write_all(&frame).await.expect("write");
+        send.finish().expect("finish");
+        let answer = recv.read_to_end(1 << 20).await.expect("answer");
+        let mut at = 0;
+        let kind = answer[at];
+        at += 1;
+        assert_eq!(kind, 1, "a HEADERS frame first");
+        let len = answer[at] as usize;
+        assert!(len < 64, "a short head");
+        at += 1;
+        status(&answer[at..at + len])
+    }
+}
