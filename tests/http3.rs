@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use support::http3::{H3Conn, connect};
+use support::pebble::{self, Pebble};
 use support::tls::{TestCa, TlsClient, names_of};
 use support::{Backend, Gangway, eventually, free_port};
 
@@ -62,7 +63,12 @@ async fn start(dynamic: &str, extra: &[&str]) -> (Gangway, u16) {
 
 /// An HTTP/3 connection once `host`'s router answers over it.
 async fn ready(client: &TlsClient, port: u16, host: &str) -> H3Conn {
-    eventually(Duration::from_secs(10), "HTTP/3 router served", || async {
+    ready_within(Duration::from_secs(10), client, port, host).await
+}
+
+/// [`ready`], waiting up to `limit`.
+async fn ready_within(limit: Duration, client: &TlsClient, port: u16, host: &str) -> H3Conn {
+    eventually(limit, "HTTP/3 router served", || async {
         match connect(client, port, host).await {
             Ok(mut conn) => conn
                 .get(host, "/")
@@ -196,7 +202,10 @@ async fn tcp_answers_advertise_http3_with_alt_svc() {
     let files = tempfile::tempdir().unwrap();
     let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
     dynamic.push_str(&router("app", "app.test", &app.url(), &[]));
-    let (_gw, port) = start(&dynamic, &[]).await;
+    dynamic.push_str(
+        "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nentryPoints = [\"web\"]\nservice = \"api@internal\"\n",
+    );
+    let (gw, port) = start(&dynamic, &["--api=true"]).await;
     let client = TlsClient::trusting(ca.pem().as_bytes());
     let _ = ready(&client, port, "app.test").await;
     let want = format!("h3=\":{port}\"; ma=86400");
@@ -212,6 +221,23 @@ async fn tcp_answers_advertise_http3_with_alt_svc() {
             "h2: {h2}"
         );
     }
+
+    // Plain HTTP says nothing of HTTP/3, which needs TLS.
+    let plain = gw.get("gw.test", "/api/entrypoints").await;
+    assert!(plain.headers.get("alt-svc").is_none());
+    // The API shows which entry point serves HTTP/3.
+    let eps: serde_json::Value = serde_json::from_slice(&plain.body).expect("entry points");
+    let find = |name: &str| {
+        eps.as_array()
+            .and_then(|a| a.iter().find(|e| e["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {eps}"))
+    };
+    assert_eq!(
+        find("websecure")["http3"],
+        serde_json::json!({"advertisedPort": 0})
+    );
+    assert!(find("web").get("http3").is_none(), "{eps}");
 
     // Behind a port mapping, the advertised port is the one clients use.
     let (_gw, port) = start(
@@ -265,6 +291,156 @@ clientAuthType = "RequireAndVerifyClientCert"
     // over QUIC, where none is asked for: the client stays on TCP.
     let refused = connect(&client, port, "mtls.test").await;
     assert!(refused.is_err(), "QUIC handshake for mtls.test refused");
+}
+
+/// A certificate that gangway obtained from an ACME CA (pebble, with real
+/// TLS-ALPN-01 validation on the TCP side) is served over QUIC too, from
+/// the moment it is issued.
+#[tokio::test]
+async fn a_certificate_from_acme_is_served_over_http3() {
+    if !pebble::available("a_certificate_from_acme_is_served_over_http3") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    let pebble = Pebble::start(web, tls, None).await;
+    let dynamic = format!(
+        r#"
+[http.routers.app]
+rule = "Host(`acme.test`)"
+entryPoints = ["websecure"]
+service = "app"
+[http.routers.app.tls]
+certResolver = "le"
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+"#,
+        app.url()
+    );
+    let flags = [
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        "--entryPoints.websecure.http3".to_owned(),
+        format!(
+            "--certificatesResolvers.le.acme.caServer={}",
+            pebble.directory
+        ),
+        format!(
+            "--certificatesResolvers.le.acme.caCertificates={}",
+            pebble.api_ca.display()
+        ),
+        format!(
+            "--certificatesResolvers.le.acme.storage={}",
+            storage.path().join("acme").display()
+        ),
+        "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let _gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    // Trusting only pebble's root: the generated default certificate
+    // served before the order completes does not pass.
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let mut conn = ready_within(Duration::from_secs(60), &client, tls, "acme.test").await;
+    let chain = conn.peer_certificates();
+    assert_eq!(names_of(&chain[0]), ["acme.test"]);
+    let got = conn.get("acme.test", "/").await.expect("GET");
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.seen().backend, "app");
+}
+
+/// QUIC Initial packets from an address that never answers, as a
+/// reflection attack would send them with someone else's address as the
+/// source: each gets one Retry packet, smaller than the Initial, and no
+/// handshake starts, so gangway neither keeps state for them nor sends
+/// more than it received. A real client still connects (through the
+/// Retry, transparently).
+#[tokio::test]
+async fn initials_from_unvalidated_addresses_get_a_retry_and_nothing_more() {
+    use tokio::net::UdpSocket;
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["app.test"]);
+    dynamic.push_str(&router("app", "app.test", &app.url(), &[]));
+    let (_gw, port) = start(&dynamic, &[]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let _ = ready(&client, port, "app.test").await;
+
+    // Clients send to `front`; their packets reach gangway from `victim`,
+    // whose answers are recorded and never passed back.
+    let front = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let victim = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let sent = Arc::new(AtomicUsize::new(0));
+    let answers = Arc::new(std::sync::Mutex::new(Vec::<(usize, u8)>::new()));
+    let relay = {
+        let (front, victim, sent) = (front.clone(), victim.clone(), sent.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65_536];
+            loop {
+                let Ok((n, _)) = front.recv_from(&mut buf).await else {
+                    return;
+                };
+                sent.fetch_add(n, Ordering::SeqCst);
+                let _ = victim.send_to(&buf[..n], ("127.0.0.1", port)).await;
+            }
+        })
+    };
+    let recorder = {
+        let (victim, answers) = (victim.clone(), answers.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65_536];
+            loop {
+                let Ok((n, _)) = victim.recv_from(&mut buf).await else {
+                    return;
+                };
+                answers.lock().unwrap().push((n, buf[0]));
+            }
+        })
+    };
+    let front_addr = front.local_addr().unwrap();
+    let mut attempts = Vec::new();
+    for _ in 0..20 {
+        let mut tls = client.config(b"h3");
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+        let mut endpoint =
+            quinn::Endpoint::client(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+        let connecting = endpoint.connect(front_addr, "app.test").unwrap();
+        attempts.push((endpoint, tokio::spawn(connecting)));
+    }
+    eventually(
+        Duration::from_secs(10),
+        "an answer to every Initial",
+        || async { answers.lock().unwrap().len() >= 20 },
+    )
+    .await;
+    let answers = answers.lock().unwrap().clone();
+    let sent = sent.load(Ordering::SeqCst);
+    for (len, first) in &answers {
+        // A long header (top bit) of type Retry (3, RFC 9000 §17.2).
+        assert!(
+            first & 0x80 != 0 && (first >> 4) & 0x3 == 3,
+            "a Retry, not a handshake packet (first byte {first:#04x}, {len} bytes)"
+        );
+    }
+    let received: usize = answers.iter().map(|(len, _)| len).sum();
+    assert!(
+        received < sent,
+        "{received} bytes answered to {sent} bytes of Initials"
+    );
+    for (_, attempt) in attempts {
+        attempt.abort();
+    }
+    relay.abort();
+    recorder.abort();
+
+    let mut conn = connect(&client, port, "app.test")
+        .await
+        .expect("a real client");
+    let got = conn.get("app.test", "/").await.expect("GET");
+    assert_eq!(got.status, StatusCode::OK);
 }
 
 #[tokio::test]
