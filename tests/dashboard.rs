@@ -194,7 +194,12 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
     let run = Run::new("dashboard");
     let docker = docker_support::ready("dashboard containers").await;
     let constraint = run.constraint();
-    let mut args = vec!["--api.insecure=true", ep.as_str()];
+    // HTTP/3 on `web`, which the entry points table says.
+    let mut args = vec![
+        "--api.insecure=true",
+        ep.as_str(),
+        "--entryPoints.web.http3.advertisedPort=8443",
+    ];
     if docker {
         args.extend(["--providers.docker", constraint.as_str()]);
     }

@@ -123,11 +123,14 @@ X-Answered = "yes"
 prefixes = ["/api"]
 "#,
     );
+    let internal = free_port();
     let (gw, port) = start(
         &dynamic,
         &[
             &format!("--accessLog.filePath={}", log.display()),
             "--accessLog.format=json",
+            "--metrics.prometheus",
+            &format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
         ],
     )
     .await;
@@ -192,6 +195,21 @@ prefixes = ["/api"]
     assert_eq!(entry["RequestProtocol"], "HTTP/3.0", "{entry}");
     assert_eq!(entry["RequestMethod"], "POST", "{entry}");
     assert_eq!(entry["DownstreamStatus"], 200, "{entry}");
+
+    // The entry point's metrics count HTTP/3 requests as any others.
+    let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    let metrics = gw.send(scrape).await.text();
+    let posts = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("gangway_entrypoint_requests_total{")
+                && l.contains("entrypoint=\"websecure\"")
+                && l.contains("method=\"POST\"")
+        })
+        .unwrap_or_else(|| panic!("no websecure POST in\n{metrics}"));
+    assert!(posts.ends_with(" 1"), "{posts}");
     drop(gw);
 }
 

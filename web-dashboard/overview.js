@@ -84,6 +84,10 @@ function entryPointsTable(eps) {
     if (ep.name === 'gangway') notes.push(tag('internal', 'accent'), ' API, dashboard, /ping and /metrics');
     const http = ep.http || {};
     if (http.tls) notes.push(tag('TLS'), ' ');
+    if (ep.http3) {
+      const port = ep.http3.advertisedPort;
+      notes.push(tag('HTTP/3'), port ? ` advertised on :${port} ` : ' ');
+    }
     if (http.redirections) {
       const to = http.redirections.entryPoint || {};
       notes.push(tag('redirect'), ` to ${to.to || '?'}${to.scheme ? ` (${to.scheme})` : ''} `);

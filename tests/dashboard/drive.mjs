@@ -139,6 +139,9 @@ try {
   const total = await text('.count-card[data-kind=routers] .total');
   check(Number(total) === overview.http.routers.total, `router count ${total} = API's ${overview.http.routers.total}`);
   check(await page.locator('tr[data-entrypoint=web]').count() === 1, 'entry point web listed');
+  const webRow = await text('tr[data-entrypoint=web]');
+  check(webRow.includes('HTTP/3') && webRow.includes(':8443'), `entry point web shows HTTP/3 and its advertised port: ${webRow}`);
+  check(!(await text('tr[data-entrypoint=gangway]')).includes('HTTP/3'), 'the internal entry point has no HTTP/3');
   check(await page.locator('tr[data-entrypoint=gangway]').count() === 1, 'entry point gangway listed');
   check((await text('tr[data-provider=file]')).includes('in sync'), 'the file provider is in sync');
   await readOnly('overview');
