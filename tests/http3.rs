@@ -462,7 +462,7 @@ async fn initials_from_unvalidated_addresses_get_a_retry_and_nothing_more() {
 }
 
 #[tokio::test]
-async fn streams_past_the_limit_wait_and_oversized_heads_are_refused() {
+async fn streams_past_the_limit_wait_and_oversized_heads_and_bodies_are_refused() {
     let now = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let slow = {
@@ -488,6 +488,7 @@ async fn streams_past_the_limit_wait_and_oversized_heads_are_refused() {
         &[
             "--entryPoints.websecure.http2.maxConcurrentStreams=2",
             "--entryPoints.websecure.limits.maxHeaderBytes=8192",
+            "--entryPoints.websecure.limits.maxRequestBodyBytes=1000",
         ],
     )
     .await;
@@ -531,6 +532,27 @@ async fn streams_past_the_limit_wait_and_oversized_heads_are_refused() {
     // ... and one that sends it anyway gets 431, as over HTTP/2.
     let status = raw::oversized_request(&conn.conn, "app.test", &big).await;
     assert_eq!(status, 431);
+
+    // Bodies past maxRequestBodyBytes: refused from their declared length,
+    // or cut where they cross it when none is declared.
+    let mut conn = connect(&client, port, "app.test").await.unwrap();
+    let body = Bytes::from(vec![b'b'; 5000]);
+    let declared = Request::post("https://app.test/up")
+        .header("content-length", body.len())
+        .body(body.clone())
+        .unwrap();
+    let got = conn.send(declared).await.expect("answer");
+    assert_eq!(got.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let streamed = Request::post("https://app.test/up").body(body).unwrap();
+    let got = conn.send(streamed).await.expect("answer");
+    assert_eq!(got.status, StatusCode::PAYLOAD_TOO_LARGE);
+    // A body shorter than its declared length is the client's fault.
+    let short = Request::post("https://app.test/up")
+        .header("content-length", 10)
+        .body(Bytes::from_static(b"short"))
+        .unwrap();
+    let got = conn.send(short).await.expect("answer");
+    assert_eq!(got.status, StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]
