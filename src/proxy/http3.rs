@@ -54,8 +54,11 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 const MAX_UNI_STREAMS: u32 = 8;
 
 /// How long a closing connection waits, after its last answer, for the
-/// client to acknowledge it: QUIC's close drops what is still unacknowledged.
+/// client to acknowledge it (or to close first): QUIC's close drops what
+/// is still unacknowledged. A few round trips, at least `CLOSE_LINGER_MIN`
+/// (a lost packet's retransmission), at most `CLOSE_LINGER`.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
+const CLOSE_LINGER_MIN: Duration = Duration::from_millis(100);
 
 /// Why HTTP/3 could not be set up on an entry point.
 #[derive(Debug, thiserror::Error)]
@@ -284,7 +287,7 @@ async fn serve_connection(
     }
     // The last answers may still be unacknowledged; the client usually
     // closes once it has them and has seen the GOAWAY.
-    let linger = (conn.rtt() * 3).min(CLOSE_LINGER);
+    let linger = (conn.rtt() * 4).clamp(CLOSE_LINGER_MIN, CLOSE_LINGER);
     let _ = timeout(linger, conn.closed()).await;
     drop(h3);
     conn.close(0u32.into(), b"");
