@@ -16,8 +16,8 @@
 use bytes::Buf;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const MAX_SAMPLES: usize = 4_000_000;
@@ -48,7 +48,11 @@ fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or(format!("{flag}: missing value"))?;
-        let number = || value.parse::<u64>().map_err(|e| format!("{flag}={value}: {e}"));
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|e| format!("{flag}={value}: {e}"))
+        };
         match flag.as_str() {
             "--url" => url = Some(value.clone()),
             "--authority" => o.authority = value.clone(),
@@ -167,7 +171,8 @@ async fn run_connection(
     let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
         .await
         .map_err(|e| e.to_string())?;
-    let driver = tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    let driver =
+        tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
     let uri: http::Uri = format!("https://{}{}", o.authority, o.path)
         .parse()
         .map_err(|e| format!("{e}"))?;
