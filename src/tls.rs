@@ -414,6 +414,14 @@ impl Termination {
         self.configs.get(index)?.cert_resolver.resolve(hello)
     }
 
+    /// Whether a QUIC handshake for `sni` (lowercase; None: no SNI) would
+    /// be taken ([`Termination::quic_certificate`]), so that HTTP/3 is
+    /// advertised only where a client can use it.
+    pub fn quic_serves(&self, sni: Option<&str>) -> bool {
+        let index = sni.and_then(|n| self.options_for(n)).unwrap_or(0);
+        self.quic.get(index).copied().unwrap_or(false)
+    }
+
     /// The index of the server configuration a handshake for `name`
     /// (lowercase) uses: its routers' TLS options, else the default ones.
     pub fn options_index(&self, name: &str) -> usize {

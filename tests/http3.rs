@@ -293,8 +293,18 @@ options = "clients"
 [tls.options.clients.clientAuth]
 caFiles = [{ca_file:?}]
 clientAuthType = "RequireAndVerifyClientCert"
+[http.routers.optional]
+rule = "Host(`optional.test`)"
+entryPoints = ["websecure"]
+service = "a"
+[http.routers.optional.tls]
+options = "optional"
+[tls.options.optional.clientAuth]
+caFiles = [{ca_file:?}]
+clientAuthType = "VerifyClientCertIfGiven"
 "#
     ));
+    dynamic.push_str(&certificate(&ca, files.path(), &["optional.test"]));
     let (_gw, port) = start(&dynamic, &[]).await;
     let client = TlsClient::trusting(ca.pem().as_bytes());
     for host in ["a.test", "b.test"] {
@@ -309,6 +319,17 @@ clientAuthType = "RequireAndVerifyClientCert"
     // over QUIC, where none is asked for: the client stays on TCP.
     let refused = connect(&client, port, "mtls.test").await;
     assert!(refused.is_err(), "QUIC handshake for mtls.test refused");
+    // Nor is HTTP/3 advertised for such a name: over TCP (where a client
+    // without a certificate is let in by these options), no Alt-Svc.
+    assert!(connect(&client, port, "optional.test").await.is_err());
+    let got = client
+        .get(port, "optional.test", None, "/", true)
+        .await
+        .expect("TLS over TCP");
+    assert_eq!(got.status, StatusCode::OK);
+    assert!(got.headers.get("alt-svc").is_none(), "{:?}", got.headers);
+    let got = client.get(port, "a.test", None, "/", true).await.unwrap();
+    assert!(got.headers.get("alt-svc").is_some(), "{:?}", got.headers);
 }
 
 /// A certificate that gangway obtained from an ACME CA (pebble, with real

@@ -167,11 +167,13 @@ impl Proxy {
         // HTTP/1.1 connection alive (chunking a body of unknown length),
         // and still gives an HTTP/1.0 client HTTP/1.0.
         *resp.version_mut() = version;
-        // Over TLS on TCP, the client learns that HTTP/3 is served too.
+        // Over TLS on TCP, the client learns that HTTP/3 is served too,
+        // unless its name's TLS options keep it off QUIC.
         if conn.tls
             && version < Version::HTTP_3
             && let Some(alt_svc) = &ep.alt_svc
             && !resp.headers().contains_key(header::ALT_SVC)
+            && self.runtime.load().tls.quic_serves(conn.sni.as_deref())
         {
             resp.headers_mut().insert(header::ALT_SVC, alt_svc.clone());
         }
