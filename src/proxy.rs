@@ -222,6 +222,7 @@ pub fn bind_udp(host: Option<IpAddr>, port: u16) -> io::Result<std::net::UdpSock
         if dual {
             socket.set_only_v6(false)?;
         }
+        socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         Ok(socket)
     };
