@@ -576,6 +576,39 @@ async fn streams_past_the_limit_wait_and_oversized_heads_and_bodies_are_refused(
     assert_eq!(got.status, StatusCode::BAD_REQUEST);
 }
 
+/// `readTimeout` bounds a request body that stops coming, as on TCP.
+#[tokio::test]
+async fn a_body_that_stops_coming_is_cut_at_the_read_timeout() {
+    let uploads = body_echo().await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let mut dynamic = certificate(&ca, files.path(), &["upload.test"]);
+    dynamic.push_str(&router("upload", "upload.test", &uploads.url(), &[]));
+    let (_gw, port) = start(
+        &dynamic,
+        &["--entryPoints.websecure.transport.respondingTimeouts.readTimeout=1s"],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let conn = ready(&client, port, "upload.test").await;
+    let mut send = conn.sender();
+    let req = Request::post("https://upload.test/slow")
+        .header("content-length", 100)
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(req).await.expect("stream");
+    stream
+        .send_data(Bytes::from_static(b"ten bytes."))
+        .await
+        .expect("first part");
+    // The other 90 bytes never come, and the stream stays open.
+    let resp = tokio::time::timeout(Duration::from_secs(20), stream.recv_response())
+        .await
+        .expect("an answer before the client gives up")
+        .expect("answer");
+    assert_eq!(resp.status(), StatusCode::REQUEST_TIMEOUT);
+}
+
 #[tokio::test]
 async fn an_idle_connection_is_closed_after_the_idle_timeout() {
     let app = Backend::echo("app").await;
