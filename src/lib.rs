@@ -1,5 +1,6 @@
 //! gangway: an edge router for Docker hosts. Providers turn container labels
-//! and files into routes; the proxy serves them over HTTP/1.1 and HTTP/2.
+//! and files into routes; the proxy serves them over HTTP/1.1, HTTP/2 and
+//! HTTP/3.
 //!
 //! `run` is what the binary calls and what the integration tests start.
 

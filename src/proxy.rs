@@ -7,6 +7,8 @@
 //! `Proxy::serve_request` (`observe`: time limits, metrics, access log),
 //! `Proxy::route` (`pipeline`: checks, routing, middlewares) and
 //! `Proxy::forward` (`upstream`: the server's connection and the answer).
+//! HTTP/3 (`http3`) has its own QUIC endpoint and connections, and its
+//! requests join the same path at `Proxy::serve_request`.
 
 /// `AsyncWrite` for a wrapper whose writes go straight to its `$field`
 /// stream: the wrappers here (`Rewind`, `Guarded`, `Watched`) act on what

@@ -146,6 +146,8 @@ pub async fn serve_http3(
             if incoming.may_retry() {
                 let _ = incoming.retry();
             } else {
+                // A Retry was sent already, and its token did not come
+                // back valid: no second one, and no handshake.
                 incoming.refuse();
             }
             continue;
