@@ -128,7 +128,28 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
     let with_app = dynamic(&app.url(), &["app.test"]);
     let tls = [free_port(), free_port(), free_port()];
-    let a = instance(&pebble, &store, free_port(), tls[0], &with_app, &http01).await;
+    let internal = free_port();
+    let mut with_metrics = http01.to_vec();
+    with_metrics.extend([
+        "--metrics.prometheus".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+    ]);
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        tls[0],
+        &with_app,
+        &with_metrics,
+    )
+    .await;
+    let store_up = || async move {
+        metrics_text(internal)
+            .await
+            .lines()
+            .find(|l| l.starts_with("gangway_acme_store_up{resolver=\"le\"}"))
+            .map(|l| l.rsplit(' ').next().unwrap_or_default().to_owned())
+    };
     let _b = instance(&pebble, &store, free_port(), tls[1], &with_app, &http01).await;
     let c = instance(
         &pebble,
@@ -205,6 +226,7 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
         if le["storage"]["reachable"] == false
             && le["storage"]["lastError"].is_string()
             && waiting.is_some()
+            && store_up().await.as_deref() == Some("0")
         {
             down_reported = true;
         }
@@ -220,6 +242,21 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     assert_eq!(pebble.orders(), 2, "the waiting order went ahead");
     let le = &api(&a, "/api/certificateresolvers").await[0];
     assert_eq!(le["storage"]["reachable"], true, "{le}");
+    assert_eq!(store_up().await.as_deref(), Some("1"));
+}
+
+/// gangway's Prometheus exposition on 127.0.0.1:`port`.
+async fn metrics_text(port: u16) -> String {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let uri = format!("http://127.0.0.1:{port}/metrics");
+    match client.get(uri.parse().expect("URI")).await {
+        Ok(r) => http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 #[tokio::test]
