@@ -901,6 +901,15 @@ impl Status {
         out
     }
 
+    /// One certificate's state.
+    fn snapshot_of(&self, key: &str) -> Option<CertificateState> {
+        self.certs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
     fn update(&self, key: &str, f: impl FnOnce(&mut CertificateState)) {
         let mut certs = self.certs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(state) = certs.get_mut(key) {
@@ -1274,14 +1283,33 @@ async fn keep_certificate(
                     s.last_error = None;
                     s.failures = 0;
                 });
+                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
+                    let _ = shared.clear_failure(&shared_name(&domains)).await;
+                }
             }
             Err(e) => {
                 let e = match e {
                     AcmeError::NoAnswer { .. } => resolver.unreachable().await,
                     e => e,
                 };
-                failures = failures.saturating_add(1);
+                // Across a cluster, the count goes on from the last
+                // instance's failure.
+                let before = status
+                    .snapshot_of(&key)
+                    .map_or(failures, |s| s.failures.max(failures));
+                failures = before.saturating_add(1);
                 let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
+                    let failure = shared::Failure {
+                        failures,
+                        retry_at: at,
+                        error: e.to_string(),
+                        instance: resolver.instance.clone(),
+                    };
+                    if let Err(e) = shared.put_failure(&shared_name(&domains), &failure).await {
+                        resolver.store_answered(Some(&e));
+                    }
+                }
                 resolver.forget_account().await;
                 tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
                 status.update(&key, |s| {
@@ -1332,6 +1360,21 @@ async fn coordinate(
     };
     if picked {
         return Coordinated::Loaded;
+    }
+    // An order of another instance failed: the cluster waits as one.
+    match shared.failure(&name).await {
+        Ok(Some(failure)) => {
+            status.update(key, |s| {
+                s.status = CertStatus::Error;
+                s.last_error = Some(failure.error.clone());
+                s.failures = failure.failures;
+                s.next_attempt = Some(failure.retry_at);
+                s.storage_error = None;
+            });
+            return Coordinated::Wait(failure.retry_at);
+        }
+        Ok(None) => {}
+        Err(e) => return store_down(e),
     }
     let lease = match shared.acquire(&name, &resolver.instance, LEASE_TTL).await {
         Ok(lease) => lease,

@@ -87,8 +87,9 @@ async fn serial_now(client: &TlsClient, tls: u16, host: &str) -> Option<String> 
         .map(|g| g.serial())
 }
 
+/// An API answer, or null while the API router is not applied yet.
 async fn api(gw: &Gangway, path: &str) -> serde_json::Value {
-    serde_json::from_slice(&gw.get("gw.test", path).await.body).expect("API JSON")
+    serde_json::from_slice(&gw.get("gw.test", path).await.body).unwrap_or_default()
 }
 
 /// Certificates pebble issued (one log line each).
@@ -400,4 +401,69 @@ async fn instances_sharing_etcd_order_once() {
     let le = &api(&b, "/api/certificateresolvers").await[0];
     assert_eq!(le["storage"]["kind"], "etcd", "{le}");
     assert_eq!(le["storage"]["reachable"], true, "{le}");
+}
+
+#[tokio::test]
+async fn a_failed_order_holds_back_every_instance_until_its_retry_time() {
+    const T: &str = "a_failed_order_holds_back_every_instance_until_its_retry_time";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // pebble validates HTTP-01 on a port where nobody listens: the order
+    // fails.
+    let pebble = Pebble::start(free_port(), free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &with_app,
+        &http01,
+    )
+    .await;
+    let b = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &with_app,
+        &http01,
+    )
+    .await;
+    // Both instances show the failure and the same retry time, and only
+    // one order was placed for it.
+    let deadline = Instant::now() + ISSUE;
+    let seen = loop {
+        let seen = (app_state(&a).await, app_state(&b).await);
+        let failed = |s: &serde_json::Value| s["status"] == "error" && s["lastError"].is_string();
+        if failed(&seen.0) && failed(&seen.1) {
+            break seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both instances report the failed order: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let orders = pebble.orders();
+    assert_eq!(orders, 1, "one order, then both wait:\n{seen:?}");
+    assert_eq!(seen.0["nextAttempt"], seen.1["nextAttempt"], "{seen:?}");
+    let failures = redis_keys(&redis, "gangway/acme/*/failures/*");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+}
+
+/// `/api/certificates`' entry for app.test.
+async fn app_state(gw: &Gangway) -> serde_json::Value {
+    api(gw, "/api/certificates")
+        .await
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["domains"][0] == "app.test").cloned())
+        .unwrap_or_default()
 }

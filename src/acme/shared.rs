@@ -9,6 +9,7 @@
 //! <prefix>/acme/<CA>/accounts/<email or ->   the account key (JSON)
 //! <prefix>/acme/<CA>/certs/<main>_<hash>     key and chain of a certificate (JSON)
 //! <prefix>/acme/<CA>/leases/<main>_<hash>    who is ordering it (expires)
+//! <prefix>/acme/<CA>/failures/<main>_<hash>  the last failed order and its retry time (expires)
 //! <prefix>/acme/<CA>/generation              changes whenever a certificate is written
 //! <prefix>/acme/challenges/http-01/<token>   an HTTP-01 key authorization (expires)
 //! <prefix>/acme/challenges/tls-alpn-01/<name> a TLS-ALPN-01 certificate (JSON, expires)
@@ -388,6 +389,20 @@ pub struct StoredCert {
     pub ordered_by: String,
 }
 
+/// A failed order as stored, so that the cluster backs off as one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// Failed orders in a row, across the instances.
+    pub failures: u32,
+    /// No instance orders again before this, seconds since the epoch.
+    pub retry_at: i64,
+    /// Why the last one failed.
+    pub error: String,
+    /// The instance that placed it.
+    pub instance: String,
+}
+
 /// One resolver's view of the shared store for one CA.
 pub struct SharedStorage {
     store: Arc<dyn KvStore>,
@@ -450,6 +465,36 @@ impl SharedStorage {
     /// The key of a certificate's lease.
     pub fn lease_key(&self, name: &str) -> String {
         format!("{}/leases/{name}", self.base)
+    }
+
+    fn failure_key(&self, name: &str) -> String {
+        format!("{}/failures/{name}", self.base)
+    }
+
+    /// Records that an order of `name` failed: every instance waits until
+    /// `retry_at` (seconds since the epoch) before ordering it again.
+    pub async fn put_failure(&self, name: &str, failure: &Failure) -> Result<(), SharedError> {
+        let now = super::unix_now();
+        let ttl = Duration::from_secs(u64::try_from(failure.retry_at - now).unwrap_or(0).max(1));
+        let value = serde_json::to_vec(failure).unwrap_or_default();
+        self.store
+            .put(&self.failure_key(name), &value, Some(ttl))
+            .await
+    }
+
+    /// The last failed order of `name`, while its retry time is ahead.
+    pub async fn failure(&self, name: &str) -> Result<Option<Failure>, SharedError> {
+        let Some(value) = self.store.get(&self.failure_key(name)).await? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice::<Failure>(&value)
+            .ok()
+            .filter(|f| f.retry_at > super::unix_now()))
+    }
+
+    /// Forgets a failed order (the certificate was obtained).
+    pub async fn clear_failure(&self, name: &str) -> Result<(), SharedError> {
+        self.store.delete(&self.failure_key(name)).await
     }
 
     fn generation_key(&self) -> String {
