@@ -467,3 +467,107 @@ async fn app_state(gw: &Gangway) -> serde_json::Value {
         .and_then(|c| c.iter().find(|c| c["domains"][0] == "app.test").cloned())
         .unwrap_or_default()
 }
+
+#[tokio::test]
+async fn an_instance_with_its_own_storage_reports_the_validation_it_cannot_answer() {
+    const T: &str = "an_instance_with_its_own_storage_reports_the_validation_it_cannot_answer";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // A shares its storage through Redis; F, on the port pebble validates,
+    // keeps its certificates in a folder of its own: the mixed setup.
+    let http_port = free_port();
+    let pebble = Pebble::start(http_port, free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let folder = tempfile::tempdir().unwrap();
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &dynamic(&app.url(), &["app.test"]),
+        &http01,
+    )
+    .await;
+    let f = instance(
+        &pebble,
+        &folder.path().join("acme").display().to_string(),
+        http_port,
+        free_port(),
+        &dynamic(&app.url(), &[]),
+        &http01,
+    )
+    .await;
+    let deadline = Instant::now() + ISSUE;
+    let (warning, failed) = loop {
+        let overview = api(&f, "/api/overview").await;
+        let warning = overview["warnings"]
+            .as_array()
+            .and_then(|w| w.iter().find(|w| w["kind"] == "acmeUnanswered").cloned());
+        let failed = app_state(&a).await;
+        if let Some(w) = warning
+            && failed["status"] == "error"
+        {
+            break (w, failed);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "F reports the validation it could not answer: {overview}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(warning["challenge"], "http-01", "{warning}");
+    assert!(
+        warning["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("storage of its own")),
+        "{warning}"
+    );
+    let f_resolver = &api(&f, "/api/certificateresolvers").await[0];
+    assert_eq!(
+        f_resolver["unansweredValidations"][0]["challenge"], "http-01",
+        "{f_resolver}"
+    );
+    assert!(
+        failed["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("404")),
+        "the CA got F's 404: {failed}"
+    );
+}
+
+#[test]
+fn a_bad_store_url_or_two_resolvers_on_the_same_keys_stop_the_start() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(support::binary())
+            .arg("--entryPoints.web.address=127.0.0.1:0")
+            .args(args)
+            .output()
+            .expect("run gangway");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--certificatesResolvers.le.acme.storage=redis://u:secret@host:99999"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("certificatesResolvers.le.acme.storage: `redis://u:***@host:99999`: `host:99999` is not host:port"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+    let (code, err) = run(&[
+        "--certificatesResolvers.a.acme.storage=redis://127.0.0.1:6390/0",
+        "--certificatesResolvers.b.acme.storage=redis://127.0.0.1:6390/0",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("certificatesResolvers.b.acme.storage: resolver `a` already stores"),
+        "{err}"
+    );
+}
