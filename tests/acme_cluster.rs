@@ -571,3 +571,50 @@ fn a_bad_store_url_or_two_resolvers_on_the_same_keys_stop_the_start() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn renewal_is_ordered_once_for_the_cluster() {
+    const T: &str = "renewal_is_ordered_once_for_the_cluster";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // Certificates valid for 45 s are renewed with a third of that left.
+    let alpn_port = free_port();
+    let pebble = Pebble::start(free_port(), alpn_port, Some(45)).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let a = instance(&pebble, &store, free_port(), alpn_port, &with_app, &[]).await;
+    let b_tls = free_port();
+    let b = instance(&pebble, &store, free_port(), b_tls, &with_app, &[]).await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let first = served_serial(&client, alpn_port, "app.test").await;
+    assert_eq!(served_serial(&client, b_tls, "app.test").await, first);
+    assert_eq!(pebble.orders(), 1);
+    // Renewed once, by one instance, and both serve the new certificate.
+    let deadline = Instant::now() + ISSUE;
+    loop {
+        let (sa, sb) = (
+            serial_now(&client, alpn_port, "app.test").await,
+            serial_now(&client, b_tls, "app.test").await,
+        );
+        if sa.as_deref().is_some_and(|s| s != first) && sa == sb {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both serve the renewed certificate: {sa:?} {sb:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        pebble.orders(),
+        2,
+        "one renewal for the cluster:\n{}",
+        pebble.log()
+    );
+    drop((a, b));
+}
