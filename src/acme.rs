@@ -41,8 +41,13 @@ pub const LEASE_TTL: Duration = Duration::from_secs(15);
 /// How often an instance waiting on another's order looks at the store.
 const LEASE_WAIT: i64 = 2;
 
-/// How often the store is asked whether certificates changed.
+/// How often the store is asked whether certificates changed, when it
+/// does not announce changes.
 const PICKUP_EVERY: Duration = Duration::from_secs(1);
+
+/// How often it is asked all the same when it announces them: a lost
+/// notification is made up for within this time.
+const PICKUP_WATCHED: Duration = Duration::from_secs(10);
 
 /// Wait before an order held back by an unreachable store is tried again.
 const STORE_RETRY: i64 = 5;
@@ -331,6 +336,10 @@ pub struct StoreHealth {
     /// When the store last answered, seconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<i64>,
+    /// How new certificates are noticed: `notifications` (Redis keyspace
+    /// notifications), `watch` (etcd) or `polling` (every second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follow: Option<&'static str>,
 }
 
 /// A certificate resolver ready to order.
@@ -683,6 +692,14 @@ impl Resolver {
         if let Some(gauge) = self.store_up.get() {
             gauge.set(if up { 1.0 } else { 0.0 });
         }
+    }
+
+    /// Records how new certificates are noticed.
+    fn set_follow(&self, follow: &'static str) {
+        self.health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .follow = Some(follow);
     }
 
     fn store_timeout(&self, shared: &SharedStorage) -> shared::SharedError {
@@ -1470,7 +1487,8 @@ async fn release(resolver: &Resolver, lease: Option<&shared::Lease>) {
 }
 
 /// Follows a shared store: whenever its certificates change, the newer
-/// ones are served.
+/// ones are served. Changes are announced by the store where it can
+/// (the generation mark watched), else the mark is read every second.
 async fn follow_store(
     resolver: Arc<Resolver>,
     shared: Arc<SharedStorage>,
@@ -1478,35 +1496,80 @@ async fn follow_store(
     status: Arc<Status>,
 ) {
     let mut seen: Option<Option<Vec<u8>>> = None;
+    let mut changes: Option<shared::Changes> = None;
+    // Whether the store was asked to announce changes since it last
+    // failed (a store that cannot is not asked again until then).
+    let mut asked = false;
     loop {
         let generation = tokio::time::timeout(STORE_TIMEOUT, shared.generation())
             .await
             .unwrap_or_else(|_| Err(resolver.store_timeout(&shared)));
         resolver.store_answered(generation.as_ref().err());
-        if let Ok(generation) = generation
-            && seen.as_ref() != Some(&generation)
-        {
-            match shared.certificates().await {
-                Ok(certs) => {
-                    for (name, cert) in certs {
-                        let Ok((stored, pem)) = cert else { continue };
-                        if resolver.serve_stored(&registries, &format!("`{name}`"), &pem) {
-                            let key = crate::tls::certificate_key(&resolver.name, &stored.domains);
-                            tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
-                            status.update(&key, |s| {
-                                s.status = CertStatus::Valid;
-                                s.lease_holder = None;
-                                s.last_error = None;
-                                s.failures = 0;
-                            });
-                        }
+        match generation {
+            Ok(generation) if seen.as_ref() != Some(&generation) => {
+                match shared.certificates().await {
+                    Ok(certs) => {
+                        take_newer(&resolver, &registries, &status, certs);
+                        seen = Some(generation);
                     }
-                    seen = Some(generation);
+                    Err(e) => resolver.store_answered(Some(&e)),
                 }
-                Err(e) => resolver.store_answered(Some(&e)),
+            }
+            Ok(_) => {}
+            Err(_) => {
+                changes = None;
+                asked = false;
             }
         }
-        tokio::time::sleep(PICKUP_EVERY).await;
+        if changes.is_none() && !asked && resolver.health().reachable == Some(true) {
+            asked = true;
+            changes = tokio::time::timeout(STORE_TIMEOUT, shared.watch_generation())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten();
+            let follow = match (&changes, shared.kind()) {
+                (None, _) => "polling",
+                (Some(_), "etcd") => "watch",
+                (Some(_), _) => "notifications",
+            };
+            resolver.set_follow(follow);
+        }
+        match changes.as_mut() {
+            Some(stream) => {
+                use futures_util::StreamExt as _;
+                if let Ok(None) = tokio::time::timeout(PICKUP_WATCHED, stream.next()).await {
+                    // The announcing connection ended: polled until it is
+                    // made again.
+                    changes = None;
+                    asked = false;
+                    resolver.set_follow("polling");
+                }
+            }
+            None => tokio::time::sleep(PICKUP_EVERY).await,
+        }
+    }
+}
+
+/// Serves every stored certificate that lasts longer than the one served.
+fn take_newer(
+    resolver: &Resolver,
+    registries: &Registries,
+    status: &Status,
+    certs: shared::StoredCerts,
+) {
+    for (name, cert) in certs {
+        let Ok((stored, pem)) = cert else { continue };
+        if resolver.serve_stored(registries, &format!("`{name}`"), &pem) {
+            let key = crate::tls::certificate_key(&resolver.name, &stored.domains);
+            tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
+            status.update(&key, |s| {
+                s.status = CertStatus::Valid;
+                s.lease_holder = None;
+                s.last_error = None;
+                s.failures = 0;
+            });
+        }
     }
 }
 

@@ -183,6 +183,7 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     let resolvers = api(&c, "/api/certificateresolvers").await;
     let le = &resolvers[0];
     assert_eq!(le["storage"]["kind"], "redis", "{le}");
+    assert_eq!(le["storage"]["follow"], "polling", "no notifications: {le}");
     assert_eq!(le["storage"]["encrypted"], false, "{le}");
     assert_eq!(le["storage"]["reachable"], true, "{le}");
     assert!(
@@ -400,6 +401,7 @@ async fn instances_sharing_etcd_order_once() {
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
     let le = &api(&b, "/api/certificateresolvers").await[0];
     assert_eq!(le["storage"]["kind"], "etcd", "{le}");
+    assert_eq!(le["storage"]["follow"], "watch", "{le}");
     assert_eq!(le["storage"]["reachable"], true, "{le}");
 }
 
@@ -578,7 +580,9 @@ async fn renewal_is_ordered_once_for_the_cluster() {
     if !pebble::available(T) {
         return;
     }
-    let Some(redis) = Redis::start(T, false).await else {
+    // This Redis sends keyspace notifications: the other instance hears
+    // of the renewed certificate at once.
+    let Some(redis) = Redis::start(T, true).await else {
         return;
     };
     // Certificates valid for 45 s are renewed with a third of that left.
@@ -616,5 +620,7 @@ async fn renewal_is_ordered_once_for_the_cluster() {
         "one renewal for the cluster:\n{}",
         pebble.log()
     );
-    drop((a, b));
+    let le = &api(&b, "/api/certificateresolvers").await[0];
+    assert_eq!(le["storage"]["follow"], "notifications", "{le}");
+    drop(a);
 }

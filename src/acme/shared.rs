@@ -103,6 +103,14 @@ pub struct Lease {
 /// Keys and their values, as a listing gives them.
 pub type Pairs = Vec<(String, Vec<u8>)>;
 
+/// Every stored certificate by key: what it holds and its key and chain
+/// PEM, or why it cannot be read.
+pub type StoredCerts = Vec<(String, Result<(StoredCert, Vec<u8>), SharedError>)>;
+
+/// One item per change of a watched key; ends when the store's connection
+/// does.
+pub type Changes = futures_util::stream::BoxStream<'static, ()>;
+
 /// The operations the shared storage needs of a store. Every call is one
 /// round trip, bounded by the store's timeout.
 pub trait KvStore: Send + Sync {
@@ -149,6 +157,10 @@ pub trait KvStore: Send + Sync {
         key: &'a str,
         value: &'a [u8],
     ) -> BoxFuture<'a, Result<bool, SharedError>>;
+    /// Changes of `key` as the store announces them (Redis' keyspace
+    /// notifications when the server sends them, etcd's watch); None when
+    /// it does not, and the key must be polled.
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>>;
 }
 
 /// Where a storage URL points, for refusing two resolvers that would
@@ -587,9 +599,7 @@ impl SharedStorage {
 
     /// Every stored certificate: its key and the key and chain PEM as one
     /// (key first), or why it cannot be read.
-    pub async fn certificates(
-        &self,
-    ) -> Result<Vec<(String, Result<(StoredCert, Vec<u8>), SharedError>)>, SharedError> {
+    pub async fn certificates(&self) -> Result<StoredCerts, SharedError> {
         let prefix = format!("{}/certs/", self.base);
         let mut out = Vec::new();
         for (key, value) in self.store.list(&prefix).await? {
@@ -659,6 +669,11 @@ impl SharedStorage {
     /// The current generation mark (changes with every certificate written).
     pub async fn generation(&self) -> Result<Option<Vec<u8>>, SharedError> {
         self.store.get(&self.generation_key()).await
+    }
+
+    /// Changes of the generation mark, where the store announces them.
+    pub async fn watch_generation(&self) -> Result<Option<Changes>, SharedError> {
+        self.store.watch(&self.generation_key()).await
     }
 
     /// Takes the lease for a certificate's order.

@@ -3,10 +3,11 @@
 //! one and goes when it expires), taken and checked with transactions; the
 //! fencing token is the revision at which the lease key was created.
 
-use super::{KvStore, Lease, Pairs, SharedError, StoreUrl};
+use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
 use crate::provider::etcd::EtcdClient;
 use crate::provider::etcd::wire::{encode, prefix_end};
 use base64::Engine as _;
+use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -274,6 +275,28 @@ impl KvStore for EtcdKv {
             )
             .await
             .map(drop)
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>> {
+        Box::pin(async move {
+            let watch = self
+                .client
+                .watch_prefix(key, 0)
+                .await
+                .map_err(|e| SharedError::Store {
+                    location: self.location.clone(),
+                    action: "watching",
+                    key: key.to_owned(),
+                    source: Box::new(e),
+                })?;
+            let changes = futures_util::stream::unfold(watch, |mut watch| async move {
+                match watch.next().await {
+                    Some(Ok(_)) => Some(((), watch)),
+                    _ => None,
+                }
+            });
+            Ok(Some(changes.boxed()))
         })
     }
 
