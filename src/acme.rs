@@ -9,7 +9,12 @@
 //! server's "retry after", and place at most [`schedule::ORDERS_PER_HOUR`]
 //! new orders per resolver and hour. Issued certificates go into the TLS
 //! registry, which makes the aggregator compile a runtime that serves them.
+//!
+//! With a store URL as storage ([`shared`]), several instances share the
+//! account, certificates and challenge answers, and one orders each
+//! certificate (`acme/cluster.rs`).
 
+mod cluster;
 pub mod dns;
 mod order;
 pub mod schedule;
@@ -19,6 +24,10 @@ pub mod storage;
 use crate::config::static_config::Acme as AcmeConfig;
 use crate::runtime::{Registries, RuntimeHandle};
 use crate::tls::{CertificateRequest, IssuedCert, TlsError};
+use cluster::{
+    Coordinated, StoreChallenges, coordinate, follow_store, keep_lease, release, shared_name,
+};
+pub use cluster::{LEASE_TTL, check_shared_keys};
 use serde::Serialize;
 use shared::SharedStorage;
 use std::collections::{BTreeMap, HashMap};
@@ -32,20 +41,6 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long a request to a shared store may take.
 const STORE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long an order lease lasts unless renewed; it is renewed every
-/// third of that while the order runs, so a holder that dies frees it
-/// this long after its last renewal.
-pub const LEASE_TTL: Duration = Duration::from_secs(15);
-
-/// How often an instance waiting on another's order looks at the store.
-const LEASE_WAIT: i64 = 2;
-
-/// How often the store is asked whether certificates changed.
-const PICKUP_EVERY: Duration = Duration::from_secs(1);
-
-/// Wait before an order held back by an unreachable store is tried again.
-const STORE_RETRY: i64 = 5;
 
 /// What went wrong with a resolver or an order.
 #[derive(Debug, thiserror::Error)]
@@ -331,6 +326,10 @@ pub struct StoreHealth {
     /// When the store last answered, seconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<i64>,
+    /// How new certificates are noticed: `notifications` (Redis keyspace
+    /// notifications), `watch` (etcd) or `polling` (every second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follow: Option<&'static str>,
 }
 
 /// A certificate resolver ready to order.
@@ -638,66 +637,6 @@ impl Resolver {
         Some((shared.spot(), storage::ca_folder(&self.directory_url)))
     }
 
-    /// Exports whether the shared store answers to `metrics`.
-    pub fn export_store_health(&self, metrics: &crate::metrics::Exporter) {
-        if self.shared().is_some() {
-            let gauge = self
-                .store_up
-                .get_or_init(|| metrics.acme_store_up(&self.name));
-            let up = self.health().reachable.unwrap_or(false);
-            gauge.set(if up { 1.0 } else { 0.0 });
-        }
-    }
-
-    /// What is known of the shared store's health.
-    pub fn health(&self) -> StoreHealth {
-        self.health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Records how a request to the shared store went.
-    fn store_answered(&self, error: Option<&shared::SharedError>) {
-        let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        let was = health.reachable;
-        match error {
-            None => {
-                health.reachable = Some(true);
-                health.last_error = None;
-                health.last_sync = Some(unix_now());
-                if was == Some(false) {
-                    tracing::info!(resolver = %self.name, "the shared store answers again");
-                }
-            }
-            Some(e) => {
-                health.reachable = Some(false);
-                health.last_error = Some(e.to_string());
-                if was != Some(false) {
-                    tracing::error!(resolver = %self.name, error = %e, "the shared store does not answer; certificates loaded stay in use and orders wait");
-                }
-            }
-        }
-        let up = health.reachable == Some(true);
-        drop(health);
-        if let Some(gauge) = self.store_up.get() {
-            gauge.set(if up { 1.0 } else { 0.0 });
-        }
-    }
-
-    fn store_timeout(&self, shared: &SharedStorage) -> shared::SharedError {
-        shared::SharedError::Store {
-            location: shared.location(),
-            action: "reaching",
-            key: String::new(),
-            source: format!(
-                "no answer within {}",
-                crate::config::Duration(STORE_TIMEOUT)
-            )
-            .into(),
-        }
-    }
-
     /// Warnings about this resolver's storage, for the API.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -901,6 +840,15 @@ impl Status {
         out
     }
 
+    /// One certificate's state.
+    fn snapshot_of(&self, key: &str) -> Option<CertificateState> {
+        self.certs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
     fn update(&self, key: &str, f: impl FnOnce(&mut CertificateState)) {
         let mut certs = self.certs.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(state) = certs.get_mut(key) {
@@ -983,60 +931,6 @@ pub fn spawn_acme(
         follow(resolvers, handle, registries, status_for_task).await;
     });
     AcmeTask { status, task }
-}
-
-/// Refuses resolvers that would write the same keys of one store.
-pub fn check_shared_keys(resolvers: &[Arc<Resolver>]) -> Result<(), AcmeError> {
-    let mut seen: Vec<((shared::StoreSpot, String), &str)> = Vec::new();
-    for resolver in resolvers {
-        let Some(spot) = resolver.shared_spot() else {
-            continue;
-        };
-        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == spot) {
-            return Err(AcmeError::SameKeys {
-                first: (*first).to_owned(),
-                second: resolver.name.clone(),
-                location: resolver.shared().map(|s| s.location()).unwrap_or_default(),
-            });
-        }
-        seen.push((spot, &resolver.name));
-    }
-    Ok(())
-}
-
-/// Challenge answers other instances published in the shared stores.
-struct StoreChallenges(Vec<Arc<SharedStorage>>);
-
-impl crate::tls::challenge::SharedChallenges for StoreChallenges {
-    fn http<'a>(&'a self, token: &'a str) -> futures_util::future::BoxFuture<'a, Option<String>> {
-        Box::pin(async move {
-            for store in &self.0 {
-                if let Ok(Ok(Some(answer))) =
-                    tokio::time::timeout(STORE_TIMEOUT, store.http(token)).await
-                {
-                    return Some(answer);
-                }
-            }
-            None
-        })
-    }
-
-    fn tls_alpn<'a>(
-        &'a self,
-        domain: &'a str,
-    ) -> futures_util::future::BoxFuture<'a, Option<Arc<rustls::sign::CertifiedKey>>> {
-        Box::pin(async move {
-            for store in &self.0 {
-                if let Ok(Ok(Some(pem))) =
-                    tokio::time::timeout(STORE_TIMEOUT, store.tls_alpn(domain)).await
-                    && let Ok(cert) = crate::tls::store::parse_pem(domain, &pem, &pem)
-                {
-                    return Some(cert.key);
-                }
-            }
-            None
-        })
-    }
 }
 
 /// Aborts a certificate's task when dropped.
@@ -1274,14 +1168,33 @@ async fn keep_certificate(
                     s.last_error = None;
                     s.failures = 0;
                 });
+                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
+                    let _ = shared.clear_failure(&shared_name(&domains)).await;
+                }
             }
             Err(e) => {
                 let e = match e {
                     AcmeError::NoAnswer { .. } => resolver.unreachable().await,
                     e => e,
                 };
-                failures = failures.saturating_add(1);
+                // Across a cluster, the count goes on from the last
+                // instance's failure.
+                let before = status
+                    .snapshot_of(&key)
+                    .map_or(failures, |s| s.failures.max(failures));
+                failures = before.saturating_add(1);
                 let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
+                    let failure = shared::Failure {
+                        failures,
+                        retry_at: at,
+                        error: e.to_string(),
+                        instance: resolver.instance.clone(),
+                    };
+                    if let Err(e) = shared.put_failure(&shared_name(&domains), &failure).await {
+                        resolver.store_answered(Some(&e));
+                    }
+                }
                 resolver.forget_account().await;
                 tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
                 status.update(&key, |s| {
@@ -1294,176 +1207,6 @@ async fn keep_certificate(
             }
         }
         release(&resolver, lease.as_ref()).await;
-    }
-}
-
-/// What an instance sharing a store does about a certificate that is due.
-enum Coordinated {
-    /// It holds the lease: it orders.
-    Order(shared::Lease),
-    /// Another instance orders, or the store does not answer: look again
-    /// at this time.
-    Wait(i64),
-    /// A certificate another instance stored is served now.
-    Loaded,
-}
-
-/// Serves a newer certificate from the store if there is one; otherwise
-/// takes the certificate's lease, or says who holds it.
-async fn coordinate(
-    resolver: &Resolver,
-    shared: &SharedStorage,
-    registries: &Registries,
-    status: &Status,
-    key: &str,
-    domains: &[String],
-) -> Coordinated {
-    let name = shared_name(domains);
-    let store_down = |e: shared::SharedError| {
-        resolver.store_answered(Some(&e));
-        status.update(key, |s| {
-            s.storage_error = Some(e.to_string());
-        });
-        Coordinated::Wait(unix_now() + STORE_RETRY)
-    };
-    let picked = match stored_newer(resolver, shared, registries, status, key, &name).await {
-        Ok(picked) => picked,
-        Err(e) => return store_down(e),
-    };
-    if picked {
-        return Coordinated::Loaded;
-    }
-    let lease = match shared.acquire(&name, &resolver.instance, LEASE_TTL).await {
-        Ok(lease) => lease,
-        Err(e) => return store_down(e),
-    };
-    resolver.store_answered(None);
-    let Some(lease) = lease else {
-        let holder = shared.lease_holder(&name).await.ok().flatten();
-        status.update(key, |s| {
-            s.storage_error = None;
-            s.lease_holder = holder.map(|h| h.split('#').next().unwrap_or_default().to_owned());
-        });
-        return Coordinated::Wait(unix_now() + LEASE_WAIT);
-    };
-    status.update(key, |s| {
-        s.storage_error = None;
-        s.lease_holder = None;
-    });
-    // Another instance may have stored it between the look and the lease.
-    match stored_newer(resolver, shared, registries, status, key, &name).await {
-        Ok(false) => Coordinated::Order(lease),
-        Ok(true) => {
-            let _ = shared.release(&lease).await;
-            Coordinated::Loaded
-        }
-        Err(e) => {
-            let _ = shared.release(&lease).await;
-            store_down(e)
-        }
-    }
-}
-
-/// Serves the stored certificate `name` if it lasts longer than the one
-/// served and is not due for renewal itself; true if it is served now.
-async fn stored_newer(
-    resolver: &Resolver,
-    shared: &SharedStorage,
-    registries: &Registries,
-    status: &Status,
-    key: &str,
-    name: &str,
-) -> Result<bool, shared::SharedError> {
-    let Some((stored, pem)) = shared.certificate(name).await? else {
-        return Ok(false);
-    };
-    let Ok(cert) = crate::tls::store::parse_pem(name, &pem, &pem) else {
-        return Ok(false);
-    };
-    if schedule::renew_at(cert.not_before, cert.not_after) <= unix_now() {
-        return Ok(false);
-    }
-    if !resolver.serve_stored(registries, &format!("`{name}`"), &pem) {
-        return Ok(false);
-    }
-    tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
-    status.update(key, |s| {
-        s.status = CertStatus::Valid;
-        s.lease_holder = None;
-        s.last_error = None;
-        s.failures = 0;
-    });
-    Ok(true)
-}
-
-/// A certificate's name in the shared store.
-fn shared_name(domains: &[String]) -> String {
-    let file = storage::cert_file_name(domains);
-    file.strip_suffix(".pem").unwrap_or(&file).to_owned()
-}
-
-/// Renews `lease` every third of its life until aborted.
-async fn keep_lease(resolver: Arc<Resolver>, shared: Arc<SharedStorage>, lease: shared::Lease) {
-    loop {
-        tokio::time::sleep(LEASE_TTL / 3).await;
-        match shared.renew(&lease, LEASE_TTL).await {
-            Ok(true) => resolver.store_answered(None),
-            Ok(false) => {
-                tracing::warn!(resolver = %resolver.name, lease = %lease.key, "the order lease was lost (it expired); the certificate will not be stored by this instance");
-                return;
-            }
-            Err(e) => resolver.store_answered(Some(&e)),
-        }
-    }
-}
-
-/// Gives up a lease (it expires anyway if this fails).
-async fn release(resolver: &Resolver, lease: Option<&shared::Lease>) {
-    if let (Some(shared), Some(lease)) = (resolver.shared(), lease)
-        && let Err(e) = shared.release(lease).await
-    {
-        tracing::debug!(resolver = %resolver.name, error = %e, "the order lease was not released; it expires");
-    }
-}
-
-/// Follows a shared store: whenever its certificates change, the newer
-/// ones are served.
-async fn follow_store(
-    resolver: Arc<Resolver>,
-    shared: Arc<SharedStorage>,
-    registries: Arc<Registries>,
-    status: Arc<Status>,
-) {
-    let mut seen: Option<Option<Vec<u8>>> = None;
-    loop {
-        let generation = tokio::time::timeout(STORE_TIMEOUT, shared.generation())
-            .await
-            .unwrap_or_else(|_| Err(resolver.store_timeout(&shared)));
-        resolver.store_answered(generation.as_ref().err());
-        if let Ok(generation) = generation
-            && seen.as_ref() != Some(&generation)
-        {
-            match shared.certificates().await {
-                Ok(certs) => {
-                    for (name, cert) in certs {
-                        let Ok((stored, pem)) = cert else { continue };
-                        if resolver.serve_stored(&registries, &format!("`{name}`"), &pem) {
-                            let key = crate::tls::certificate_key(&resolver.name, &stored.domains);
-                            tracing::info!(resolver = %resolver.name, domains = %stored.domains.join(", "), ordered_by = %stored.ordered_by, "certificate taken from the shared store");
-                            status.update(&key, |s| {
-                                s.status = CertStatus::Valid;
-                                s.lease_holder = None;
-                                s.last_error = None;
-                                s.failures = 0;
-                            });
-                        }
-                    }
-                    seen = Some(generation);
-                }
-                Err(e) => resolver.store_answered(Some(&e)),
-            }
-        }
-        tokio::time::sleep(PICKUP_EVERY).await;
     }
 }
 

@@ -87,8 +87,9 @@ async fn serial_now(client: &TlsClient, tls: u16, host: &str) -> Option<String> 
         .map(|g| g.serial())
 }
 
+/// An API answer, or null while the API router is not applied yet.
 async fn api(gw: &Gangway, path: &str) -> serde_json::Value {
-    serde_json::from_slice(&gw.get("gw.test", path).await.body).expect("API JSON")
+    serde_json::from_slice(&gw.get("gw.test", path).await.body).unwrap_or_default()
 }
 
 /// Certificates pebble issued (one log line each).
@@ -128,7 +129,28 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
     let with_app = dynamic(&app.url(), &["app.test"]);
     let tls = [free_port(), free_port(), free_port()];
-    let a = instance(&pebble, &store, free_port(), tls[0], &with_app, &http01).await;
+    let internal = free_port();
+    let mut with_metrics = http01.to_vec();
+    with_metrics.extend([
+        "--metrics.prometheus".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+    ]);
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        tls[0],
+        &with_app,
+        &with_metrics,
+    )
+    .await;
+    let store_up = || async move {
+        metrics_text(internal)
+            .await
+            .lines()
+            .find(|l| l.starts_with("gangway_acme_store_up{resolver=\"le\"}"))
+            .map(|l| l.rsplit(' ').next().unwrap_or_default().to_owned())
+    };
     let _b = instance(&pebble, &store, free_port(), tls[1], &with_app, &http01).await;
     let c = instance(
         &pebble,
@@ -161,6 +183,7 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     let resolvers = api(&c, "/api/certificateresolvers").await;
     let le = &resolvers[0];
     assert_eq!(le["storage"]["kind"], "redis", "{le}");
+    assert_eq!(le["storage"]["follow"], "polling", "no notifications: {le}");
     assert_eq!(le["storage"]["encrypted"], false, "{le}");
     assert_eq!(le["storage"]["reachable"], true, "{le}");
     assert!(
@@ -205,6 +228,7 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
         if le["storage"]["reachable"] == false
             && le["storage"]["lastError"].is_string()
             && waiting.is_some()
+            && store_up().await.as_deref() == Some("0")
         {
             down_reported = true;
         }
@@ -220,6 +244,21 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     assert_eq!(pebble.orders(), 2, "the waiting order went ahead");
     let le = &api(&a, "/api/certificateresolvers").await[0];
     assert_eq!(le["storage"]["reachable"], true, "{le}");
+    assert_eq!(store_up().await.as_deref(), Some("1"));
+}
+
+/// gangway's Prometheus exposition on 127.0.0.1:`port`.
+async fn metrics_text(port: u16) -> String {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let uri = format!("http://127.0.0.1:{port}/metrics");
+    match client.get(uri.parse().expect("URI")).await {
+        Ok(r) => http_body_util::BodyExt::collect(r.into_body())
+            .await
+            .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
+            .unwrap_or_default(),
+        Err(_) => String::new(),
+    }
 }
 
 #[tokio::test]
@@ -362,5 +401,226 @@ async fn instances_sharing_etcd_order_once() {
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
     let le = &api(&b, "/api/certificateresolvers").await[0];
     assert_eq!(le["storage"]["kind"], "etcd", "{le}");
+    assert_eq!(le["storage"]["follow"], "watch", "{le}");
     assert_eq!(le["storage"]["reachable"], true, "{le}");
+}
+
+#[tokio::test]
+async fn a_failed_order_holds_back_every_instance_until_its_retry_time() {
+    const T: &str = "a_failed_order_holds_back_every_instance_until_its_retry_time";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // pebble validates HTTP-01 on a port where nobody listens: the order
+    // fails.
+    let pebble = Pebble::start(free_port(), free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &with_app,
+        &http01,
+    )
+    .await;
+    let b = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &with_app,
+        &http01,
+    )
+    .await;
+    // Both instances show the failure and the same retry time, and only
+    // one order was placed for it.
+    let deadline = Instant::now() + ISSUE;
+    let seen = loop {
+        let seen = (app_state(&a).await, app_state(&b).await);
+        let failed = |s: &serde_json::Value| s["status"] == "error" && s["lastError"].is_string();
+        if failed(&seen.0) && failed(&seen.1) {
+            break seen;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both instances report the failed order: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let orders = pebble.orders();
+    assert_eq!(orders, 1, "one order, then both wait:\n{seen:?}");
+    assert_eq!(seen.0["nextAttempt"], seen.1["nextAttempt"], "{seen:?}");
+    let failures = redis_keys(&redis, "gangway/acme/*/failures/*");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+}
+
+/// `/api/certificates`' entry for app.test.
+async fn app_state(gw: &Gangway) -> serde_json::Value {
+    api(gw, "/api/certificates")
+        .await
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["domains"][0] == "app.test").cloned())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_instance_with_its_own_storage_reports_the_validation_it_cannot_answer() {
+    const T: &str = "an_instance_with_its_own_storage_reports_the_validation_it_cannot_answer";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = Redis::start(T, false).await else {
+        return;
+    };
+    // A shares its storage through Redis; F, on the port pebble validates,
+    // keeps its certificates in a folder of its own: the mixed setup.
+    let http_port = free_port();
+    let pebble = Pebble::start(http_port, free_port(), None).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let folder = tempfile::tempdir().unwrap();
+    let http01 = ["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web".to_owned()];
+    let a = instance(
+        &pebble,
+        &store,
+        free_port(),
+        free_port(),
+        &dynamic(&app.url(), &["app.test"]),
+        &http01,
+    )
+    .await;
+    let f = instance(
+        &pebble,
+        &folder.path().join("acme").display().to_string(),
+        http_port,
+        free_port(),
+        &dynamic(&app.url(), &[]),
+        &http01,
+    )
+    .await;
+    let deadline = Instant::now() + ISSUE;
+    let (warning, failed) = loop {
+        let overview = api(&f, "/api/overview").await;
+        let warning = overview["warnings"]
+            .as_array()
+            .and_then(|w| w.iter().find(|w| w["kind"] == "acmeUnanswered").cloned());
+        let failed = app_state(&a).await;
+        if let Some(w) = warning
+            && failed["status"] == "error"
+        {
+            break (w, failed);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "F reports the validation it could not answer: {overview}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(warning["challenge"], "http-01", "{warning}");
+    assert!(
+        warning["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("storage of its own")),
+        "{warning}"
+    );
+    let f_resolver = &api(&f, "/api/certificateresolvers").await[0];
+    assert_eq!(
+        f_resolver["unansweredValidations"][0]["challenge"], "http-01",
+        "{f_resolver}"
+    );
+    assert!(
+        failed["lastError"]
+            .as_str()
+            .is_some_and(|e| e.contains("404")),
+        "the CA got F's 404: {failed}"
+    );
+}
+
+#[test]
+fn a_bad_store_url_or_two_resolvers_on_the_same_keys_stop_the_start() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(support::binary())
+            .arg("--entryPoints.web.address=127.0.0.1:0")
+            .args(args)
+            .output()
+            .expect("run gangway");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--certificatesResolvers.le.acme.storage=redis://u:secret@host:99999"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("certificatesResolvers.le.acme.storage: `redis://u:***@host:99999`: `host:99999` is not host:port"),
+        "{err}"
+    );
+    assert!(!err.contains("secret"), "{err}");
+    let (code, err) = run(&[
+        "--certificatesResolvers.a.acme.storage=redis://127.0.0.1:6390/0",
+        "--certificatesResolvers.b.acme.storage=redis://127.0.0.1:6390/0",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("certificatesResolvers.b.acme.storage: resolver `a` already stores"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn renewal_is_ordered_once_for_the_cluster() {
+    const T: &str = "renewal_is_ordered_once_for_the_cluster";
+    if !pebble::available(T) {
+        return;
+    }
+    // This Redis sends keyspace notifications: the other instance hears
+    // of the renewed certificate at once.
+    let Some(redis) = Redis::start(T, true).await else {
+        return;
+    };
+    // Certificates valid for 45 s are renewed with a third of that left.
+    let alpn_port = free_port();
+    let pebble = Pebble::start(free_port(), alpn_port, Some(45)).await;
+    let app = Backend::echo("app").await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    let with_app = dynamic(&app.url(), &["app.test"]);
+    let a = instance(&pebble, &store, free_port(), alpn_port, &with_app, &[]).await;
+    let b_tls = free_port();
+    let b = instance(&pebble, &store, free_port(), b_tls, &with_app, &[]).await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    let first = served_serial(&client, alpn_port, "app.test").await;
+    assert_eq!(served_serial(&client, b_tls, "app.test").await, first);
+    assert_eq!(pebble.orders(), 1);
+    // Renewed once, by one instance, and both serve the new certificate.
+    let deadline = Instant::now() + ISSUE;
+    loop {
+        let (sa, sb) = (
+            serial_now(&client, alpn_port, "app.test").await,
+            serial_now(&client, b_tls, "app.test").await,
+        );
+        if sa.as_deref().is_some_and(|s| s != first) && sa == sb {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "both serve the renewed certificate: {sa:?} {sb:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        pebble.orders(),
+        2,
+        "one renewal for the cluster:\n{}",
+        pebble.log()
+    );
+    let le = &api(&b, "/api/certificateresolvers").await[0];
+    assert_eq!(le["storage"]["follow"], "notifications", "{le}");
+    drop(a);
 }

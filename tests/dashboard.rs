@@ -243,6 +243,20 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         }
         args.push(redis_endpoint.as_str());
     }
+    // A resolver sharing its certificates through the same Redis, keys in
+    // clear: the certificates page shows the store and the warning.
+    let shared_storage = redis
+        .as_ref()
+        .map(|r| {
+            format!(
+                "--certificatesResolvers.shared.acme.storage=redis://127.0.0.1:{}/0",
+                r.port
+            )
+        })
+        .unwrap_or_default();
+    if redis.is_some() {
+        args.push(shared_storage.as_str());
+    }
     let gw = Gangway::with_file_env(
         &config(&b, &dead, false, &cert),
         &args,

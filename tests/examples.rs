@@ -397,6 +397,21 @@ async fn tcp_works_as_its_readme_says() {
     run_example("tcp", "tcp", &[]).await;
 }
 
+/// Three instances sharing their certificates through one Redis, with a
+/// local ACME server that validates on one instance's port only: as the
+/// README runs it, one order, one serial on all three, keys sealed in the
+/// store, and serving on while the store is stopped.
+#[tokio::test]
+async fn cluster_works_as_its_readme_says() {
+    const T: &str = "cluster_works_as_its_readme_says";
+    if support::program(T, &["redis-cli"], "scripts/ci/servers-up").is_none()
+        || support::program(T, &["openssl"], "scripts/ci/servers-up").is_none()
+    {
+        return;
+    }
+    run_example("cluster", "cluster", &[]).await;
+}
+
 /// The stack is deployed to a swarm of the test's own (a private daemon
 /// made a manager), never to the machine's daemon: the README's `docker
 /// swarm init` is left to that, and every other step runs against it.

@@ -590,8 +590,17 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
     }
     let _serial = SERIAL.lock().await;
     let swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
+    // A VXLAN id of its own: a daemon killed mid-test (or a swarm of the
+    // user's) may leave the first one Docker hands out, 4097, in use, and
+    // the tasks would then fail with "error creating vxlan interface".
+    let vni = format!(
+        "com.docker.network.driver.overlay.vxlanid_list={}",
+        5000 + free_port()
+    );
     swarm
-        .docker(&["network", "create", "--driver", "overlay", "apps"])
+        .docker(&[
+            "network", "create", "--driver", "overlay", "--opt", &vni, "apps",
+        ])
         .await
         .expect("an overlay network");
     let gw = Gangway::with_file(
@@ -690,12 +699,15 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
             urls
         }
     };
-    eventually(
-        Duration::from_secs(60),
-        "both overlay services have their servers",
-        || async { !urls("vip").await.is_empty() && urls("each").await.len() == 2 },
-    )
-    .await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while urls("vip").await.is_empty() || urls("each").await.len() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "both overlay services should have their servers\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     // lbswarm: one server, the service's virtual IP, with both tasks behind
     // it; otherwise one server per task at the task's own address.
     assert_eq!(urls("vip").await, [format!("http://{vip}:8080")]);

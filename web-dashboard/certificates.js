@@ -27,6 +27,7 @@ export function normalizeCert(c) {
     nextAttempt: c.nextAttempt,
     lastError: c.lastError,
     storageError: c.storageError,
+    leaseHolder: c.leaseHolder || '',
     failures: c.failures,
     routers: list(c.routers),
     selfSigned: Boolean(c.selfSigned),
@@ -106,12 +107,65 @@ export function certTable(certs, { compact = false } = {}) {
         c.lastError ? h('div', { class: 'error-text' }, `last failure: ${c.lastError}`) : null)
       : c.lastError
       ? h('span', { class: 'error-text' }, c.lastError, c.failures ? h('small', {}, ` (${c.failures} failed in a row)`) : null)
+      : c.leaseHolder
+      ? h('span', { class: 'pending-challenge' }, 'being ordered by another instance: ', h('code', {}, c.leaseHolder))
       : c.storageError
         ? h('span', { class: 'error-text' }, `not stored (served from memory): ${c.storageError}`)
         : h('span', { class: 'muted' }, '—'));
     return { cells, cls: c.status === 'error' ? 'row-error' : '' };
   });
   return table(cols, rows, 'certs');
+}
+
+/**
+ * One resolver from /api/certificateresolvers: where it keeps its account
+ * and certificates, and, for a store shared by several instances, whether
+ * the store answers.
+ */
+export function normalizeResolver(r) {
+  const storage = r.storage || {};
+  return {
+    name: r.name,
+    ca: r.caServer || '',
+    challenge: r.challenge || '',
+    kind: storage.kind || '',
+    location: storage.location || '',
+    encrypted: storage.encrypted,
+    reachable: storage.reachable,
+    lastError: storage.lastError || '',
+    instance: storage.instance || '',
+    warnings: list(r.warnings),
+    unanswered: list(r.unansweredValidations),
+  };
+}
+
+/** The resolvers table: storage and, for shared stores, their health. */
+export function resolverTable(resolvers) {
+  const cols = [{ title: 'Resolver' }, { title: 'CA' }, { title: 'Storage' }, { title: 'Store' }, { title: 'Warnings', cls: 'wide' }];
+  const rows = resolvers.map((r) => {
+    const shared = r.kind && r.kind !== 'file';
+    const store = !shared
+      ? h('span', { class: 'muted' }, 'this instance only')
+      : r.reachable === false
+        ? h('span', { class: 'error-text' }, icon('cross'), ` unreachable: ${r.lastError}`)
+        : r.reachable
+          ? h('span', { class: 'badge status-enabled' }, icon('check'), 'reachable')
+          : h('span', { class: 'muted' }, 'not asked yet');
+    const notes = [...r.warnings, ...r.unanswered.map((u) => `a ${u.challenge} validation for ${u.name} found no answer: another ACME client orders for it`)];
+    return {
+      cells: [
+        h('span', {}, tag(r.name), r.challenge ? h('div', { class: 'muted challenge' }, h('small', {}, r.challenge)) : null),
+        h('code', {}, r.ca),
+        h('span', {}, h('strong', {}, r.kind || '—'), h('div', {}, h('small', { class: 'muted' }, r.location)),
+          shared ? h('div', {}, h('small', {}, r.encrypted ? 'private keys encrypted' : 'private keys in clear')) : null,
+          r.instance ? h('div', {}, h('small', { class: 'muted' }, `this instance: ${r.instance}`)) : null),
+        store,
+        notes.length ? h('div', {}, notes.map((n) => h('div', { class: 'warn-text' }, n))) : h('span', { class: 'muted' }, '—'),
+      ],
+      cls: r.reachable === false ? 'row-error' : '',
+    };
+  });
+  return table(cols, rows, 'resolvers');
 }
 
 /** Errors first, then soonest expiry. */
@@ -124,16 +178,23 @@ export function sortCerts(certs) {
 export function certificatesPage() {
   const summary = h('div', { class: 'summary' });
   const body = h('div');
+  const resolverBox = h('div', { id: 'resolvers' });
   const el = h('div', {},
     h('div', { class: 'page-head' },
       h('h1', {}, 'Certificates'),
       h('p', { class: 'lead' }, 'Certificates gangway serves: who issued them, when they expire, and why an order failed.')),
-    summary, body);
+    summary, body, resolverBox);
   return {
     title: 'Certificates',
     el,
     async refresh(signal) {
-      const raw = await optional('/api/certificates', null, signal);
+      const [raw, resolvers] = await Promise.all([
+        optional('/api/certificates', null, signal),
+        optional('/api/certificateresolvers', null, signal),
+      ]);
+      render(resolverBox, resolvers, () => (resolvers && list(resolvers).length
+        ? section('Resolvers', resolverTable(list(resolvers).map(normalizeResolver)))
+        : h('div')));
       render(body, raw, () => {
         if (raw === null) return empty('No certificate information', 'This gangway does not report certificates.');
         const certs = sortCerts(list(raw).map(normalizeCert));

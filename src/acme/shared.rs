@@ -9,6 +9,7 @@
 //! <prefix>/acme/<CA>/accounts/<email or ->   the account key (JSON)
 //! <prefix>/acme/<CA>/certs/<main>_<hash>     key and chain of a certificate (JSON)
 //! <prefix>/acme/<CA>/leases/<main>_<hash>    who is ordering it (expires)
+//! <prefix>/acme/<CA>/failures/<main>_<hash>  the last failed order and its retry time (expires)
 //! <prefix>/acme/<CA>/generation              changes whenever a certificate is written
 //! <prefix>/acme/challenges/http-01/<token>   an HTTP-01 key authorization (expires)
 //! <prefix>/acme/challenges/tls-alpn-01/<name> a TLS-ALPN-01 certificate (JSON, expires)
@@ -102,6 +103,14 @@ pub struct Lease {
 /// Keys and their values, as a listing gives them.
 pub type Pairs = Vec<(String, Vec<u8>)>;
 
+/// Every stored certificate by key: what it holds and its key and chain
+/// PEM, or why it cannot be read.
+pub type StoredCerts = Vec<(String, Result<(StoredCert, Vec<u8>), SharedError>)>;
+
+/// One item per change of a watched key; ends when the store's connection
+/// does.
+pub type Changes = futures_util::stream::BoxStream<'static, ()>;
+
 /// The operations the shared storage needs of a store. Every call is one
 /// round trip, bounded by the store's timeout.
 pub trait KvStore: Send + Sync {
@@ -148,6 +157,10 @@ pub trait KvStore: Send + Sync {
         key: &'a str,
         value: &'a [u8],
     ) -> BoxFuture<'a, Result<bool, SharedError>>;
+    /// Changes of `key` as the store announces them (Redis' keyspace
+    /// notifications when the server sends them, etcd's watch); None when
+    /// it does not, and the key must be polled.
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>>;
 }
 
 /// Where a storage URL points, for refusing two resolvers that would
@@ -388,6 +401,20 @@ pub struct StoredCert {
     pub ordered_by: String,
 }
 
+/// A failed order as stored, so that the cluster backs off as one.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Failure {
+    /// Failed orders in a row, across the instances.
+    pub failures: u32,
+    /// No instance orders again before this, seconds since the epoch.
+    pub retry_at: i64,
+    /// Why the last one failed.
+    pub error: String,
+    /// The instance that placed it.
+    pub instance: String,
+}
+
 /// One resolver's view of the shared store for one CA.
 pub struct SharedStorage {
     store: Arc<dyn KvStore>,
@@ -450,6 +477,36 @@ impl SharedStorage {
     /// The key of a certificate's lease.
     pub fn lease_key(&self, name: &str) -> String {
         format!("{}/leases/{name}", self.base)
+    }
+
+    fn failure_key(&self, name: &str) -> String {
+        format!("{}/failures/{name}", self.base)
+    }
+
+    /// Records that an order of `name` failed: every instance waits until
+    /// `retry_at` (seconds since the epoch) before ordering it again.
+    pub async fn put_failure(&self, name: &str, failure: &Failure) -> Result<(), SharedError> {
+        let now = super::unix_now();
+        let ttl = Duration::from_secs(u64::try_from(failure.retry_at - now).unwrap_or(0).max(1));
+        let value = serde_json::to_vec(failure).unwrap_or_default();
+        self.store
+            .put(&self.failure_key(name), &value, Some(ttl))
+            .await
+    }
+
+    /// The last failed order of `name`, while its retry time is ahead.
+    pub async fn failure(&self, name: &str) -> Result<Option<Failure>, SharedError> {
+        let Some(value) = self.store.get(&self.failure_key(name)).await? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice::<Failure>(&value)
+            .ok()
+            .filter(|f| f.retry_at > super::unix_now()))
+    }
+
+    /// Forgets a failed order (the certificate was obtained).
+    pub async fn clear_failure(&self, name: &str) -> Result<(), SharedError> {
+        self.store.delete(&self.failure_key(name)).await
     }
 
     fn generation_key(&self) -> String {
@@ -542,9 +599,7 @@ impl SharedStorage {
 
     /// Every stored certificate: its key and the key and chain PEM as one
     /// (key first), or why it cannot be read.
-    pub async fn certificates(
-        &self,
-    ) -> Result<Vec<(String, Result<(StoredCert, Vec<u8>), SharedError>)>, SharedError> {
+    pub async fn certificates(&self) -> Result<StoredCerts, SharedError> {
         let prefix = format!("{}/certs/", self.base);
         let mut out = Vec::new();
         for (key, value) in self.store.list(&prefix).await? {
@@ -614,6 +669,11 @@ impl SharedStorage {
     /// The current generation mark (changes with every certificate written).
     pub async fn generation(&self) -> Result<Option<Vec<u8>>, SharedError> {
         self.store.get(&self.generation_key()).await
+    }
+
+    /// Changes of the generation mark, where the store announces them.
+    pub async fn watch_generation(&self) -> Result<Option<Changes>, SharedError> {
+        self.store.watch(&self.generation_key()).await
     }
 
     /// Takes the lease for a certificate's order.

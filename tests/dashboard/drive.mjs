@@ -423,6 +423,15 @@ try {
     `certificates: the wildcard's challenge and failure are shown: ${JSON.stringify(certRows)}`);
   check(certRows.some((r) => r.includes('gangway.default.invalid') && r.includes('self-signed') && r.includes('bare@file')),
     `certificates: the default certificate is listed with its router: ${JSON.stringify(certRows)}`);
+  if (process.env.KV_ROUTER) {
+    await page.waitForSelector('table.resolvers tbody tr');
+    const resolverRows = await page.$$eval('table.resolvers tbody tr', (rows) => rows.map((r) => r.innerText));
+    const shared = resolverRows.find((r) => r.includes('shared')) || '';
+    check(/redis/i.test(shared) && /\breachable/i.test(shared) && shared.includes('in clear'),
+      `certificates: the shared resolver's store, its state and the clear-key warning (${JSON.stringify(shared)})`);
+    check(resolverRows.some((r) => r.includes('dns') && /\bfile\b/i.test(r) && r.includes('this instance only')),
+      `certificates: a folder storage is this instance's only: ${JSON.stringify(resolverRows)}`);
+  }
   await readOnly('certificates');
   await screenshots('certificates');
 

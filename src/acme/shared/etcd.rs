@@ -3,13 +3,17 @@
 //! one and goes when it expires), taken and checked with transactions; the
 //! fencing token is the revision at which the lease key was created.
 
-use super::{KvStore, Lease, Pairs, SharedError, StoreUrl};
-use crate::provider::etcd::EtcdClient;
+use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
 use crate::provider::etcd::wire::{encode, prefix_end};
+use crate::provider::etcd::{EtcdClient, EtcdError};
 use base64::Engine as _;
+use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::time::Duration;
+
+/// The gRPC status etcd gives a lease it does not know (expired, revoked).
+const GRPC_NOT_FOUND: i64 = 5;
 
 pub struct EtcdKv {
     client: EtcdClient,
@@ -266,14 +270,50 @@ impl KvStore for EtcdKv {
 
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), SharedError>> {
         Box::pin(async move {
-            self.call(
-                "releasing the lease",
-                "/v3/lease/revoke",
-                &lease.key,
-                json!({ "ID": lease.etcd_lease.to_string() }),
-            )
-            .await
-            .map(drop)
+            let revoked = self
+                .client
+                .call::<Value>(
+                    "/v3/lease/revoke",
+                    Some(&lease.key),
+                    &json!({ "ID": lease.etcd_lease.to_string() }),
+                )
+                .await;
+            match revoked {
+                // A lease that expired is released already.
+                Ok(_)
+                | Err(EtcdError::Status {
+                    code: Some(GRPC_NOT_FOUND),
+                    ..
+                }) => Ok(()),
+                Err(e) => Err(SharedError::Store {
+                    location: self.location.clone(),
+                    action: "releasing the lease",
+                    key: lease.key.clone(),
+                    source: Box::new(e),
+                }),
+            }
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>> {
+        Box::pin(async move {
+            let watch = self
+                .client
+                .watch_prefix(key, 0)
+                .await
+                .map_err(|e| SharedError::Store {
+                    location: self.location.clone(),
+                    action: "watching",
+                    key: key.to_owned(),
+                    source: Box::new(e),
+                })?;
+            let changes = futures_util::stream::unfold(watch, |mut watch| async move {
+                match watch.next().await {
+                    Some(Ok(_)) => Some(((), watch)),
+                    _ => None,
+                }
+            });
+            Ok(Some(changes.boxed()))
         })
     }
 

@@ -3,11 +3,12 @@
 //! taken), and small Lua scripts for the compare-and-act steps, which
 //! Redis runs atomically.
 
-use super::{KvStore, Lease, Pairs, SharedError, StoreUrl};
+use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, Script,
 };
+use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use std::time::Duration;
 use tokio::sync::Mutex;
@@ -41,6 +42,7 @@ return 0";
 /// a failure.
 pub struct RedisKv {
     client: Client,
+    db: u32,
     location: String,
     timeout: Duration,
     connection: Mutex<Option<MultiplexedConnection>>,
@@ -83,6 +85,7 @@ impl RedisKv {
         let client = Client::open(info).map_err(|e| bad(e.to_string()))?;
         Ok(RedisKv {
             client,
+            db: url.db,
             location,
             timeout,
             connection: Mutex::new(None),
@@ -332,6 +335,10 @@ impl KvStore for RedisKv {
         })
     }
 
+    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>> {
+        Box::pin(self.subscribe(key))
+    }
+
     fn put_fenced<'a>(
         &'a self,
         lease: &'a Lease,
@@ -349,6 +356,52 @@ impl KvStore for RedisKv {
                 .await?;
             Ok(written == 1)
         })
+    }
+}
+
+impl RedisKv {
+    /// Subscribes to `key`'s keyspace notifications if the server sends
+    /// them for string keys.
+    async fn subscribe(&self, key: &str) -> Result<Option<Changes>, SharedError> {
+        let flags: Result<Vec<String>, SharedError> = self
+            .run(
+                "reading notify-keyspace-events for",
+                key,
+                ::redis::cmd("CONFIG")
+                    .arg("GET")
+                    .arg("notify-keyspace-events"),
+            )
+            .await;
+        // A server that refuses CONFIG (a managed one) is polled.
+        let flags = flags
+            .ok()
+            .and_then(|f| f.into_iter().nth(1))
+            .unwrap_or_default();
+        if !crate::provider::kv::redis::notifies_changes(&flags) {
+            return Ok(None);
+        }
+        let channel = format!("__keyspace@{}__:{key}", self.db);
+        let mut pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
+            .await
+            .map_err(|_| {
+                self.failed(
+                    "subscribing to",
+                    key,
+                    std::io::Error::from(std::io::ErrorKind::TimedOut),
+                )
+            })?
+            .map_err(|e| self.failed("subscribing to", key, e))?;
+        tokio::time::timeout(self.timeout, pubsub.subscribe(&channel))
+            .await
+            .map_err(|_| {
+                self.failed(
+                    "subscribing to",
+                    key,
+                    std::io::Error::from(std::io::ErrorKind::TimedOut),
+                )
+            })?
+            .map_err(|e| self.failed("subscribing to", key, e))?;
+        Ok(Some(pubsub.into_on_message().map(drop).boxed()))
     }
 }
 

@@ -318,7 +318,7 @@ impl Store for RedisStore {
 /// Whether `notify-keyspace-events` flags announce every change to a
 /// string key: keyspace events (`K`) of string commands (`$`) and generic
 /// ones such as DEL and RENAME (`g`), or all of them (`A`).
-fn notifies_changes(flags: &str) -> bool {
+pub(crate) fn notifies_changes(flags: &str) -> bool {
     flags.contains('K') && (flags.contains('A') || (flags.contains('g') && flags.contains('$')))
 }
 
