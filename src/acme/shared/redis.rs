@@ -4,17 +4,16 @@
 //! Redis runs atomically.
 
 use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
+use crate::provider::kv::redis::{glob_escape, scan_values};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, Script,
+    AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
+    RedisError, Script,
 };
 use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use std::time::Duration;
 use tokio::sync::Mutex;
-
-/// Keys read per `SCAN` step.
-const SCAN_COUNT: usize = 200;
 
 /// Extends the lease if it is still ours.
 const RENEW: &str = r"
@@ -128,8 +127,7 @@ impl RedisKv {
         Ok(connection)
     }
 
-    /// Runs `cmd`; a failure drops the connection, so the next call makes
-    /// a new one.
+    /// Runs `cmd`; a failure that broke the connection drops it.
     async fn run<T: ::redis::FromRedisValue>(
         &self,
         action: &'static str,
@@ -139,13 +137,17 @@ impl RedisKv {
         let mut connection = self.connection(action, key).await?;
         match cmd.query_async(&mut connection).await {
             Ok(v) => Ok(v),
-            Err(e) => {
-                if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                    *self.connection.lock().await = None;
-                }
-                Err(self.failed(action, key, e))
-            }
+            Err(e) => Err(self.fail(action, key, e).await),
         }
+    }
+
+    /// The error for `e`; one that broke the connection drops it, so the
+    /// next call makes a new one.
+    async fn fail(&self, action: &'static str, key: &str, e: RedisError) -> SharedError {
+        if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+            *self.connection.lock().await = None;
+        }
+        self.failed(action, key, e)
     }
 
     async fn script<T: ::redis::FromRedisValue>(
@@ -231,41 +233,16 @@ impl KvStore for RedisKv {
     fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Pairs, SharedError>> {
         Box::pin(async move {
             let pattern = format!("{}*", glob_escape(prefix));
-            let mut cursor = 0u64;
-            let mut keys = Vec::new();
-            loop {
-                let (next, batch): (u64, Vec<String>) = self
-                    .run(
-                        "listing",
-                        prefix,
-                        ::redis::cmd("SCAN")
-                            .arg(cursor)
-                            .arg("MATCH")
-                            .arg(&pattern)
-                            .arg("COUNT")
-                            .arg(SCAN_COUNT),
-                    )
-                    .await?;
-                keys.extend(batch);
-                if next == 0 {
-                    break;
-                }
-                cursor = next;
-            }
-            keys.sort();
-            keys.dedup();
-            let mut out = Vec::new();
-            for chunk in keys.chunks(SCAN_COUNT) {
-                let values: Vec<Option<Vec<u8>>> = self
-                    .run("reading", prefix, ::redis::cmd("MGET").arg(chunk))
-                    .await?;
-                out.extend(
-                    chunk
-                        .iter()
-                        .zip(values)
-                        .filter_map(|(k, v)| Some((k.clone(), v?))),
-                );
-            }
+            let mut connection = self.connection("listing", prefix).await?;
+            let read = match scan_values(&mut connection, &pattern).await {
+                Ok(read) => read,
+                Err(e) => return Err(self.fail("listing", prefix, e).await),
+            };
+            // gangway writes text keys only; another kind is not its own.
+            let out = read
+                .into_iter()
+                .filter_map(|(k, v)| Some((String::from_utf8(k).ok()?, v?)))
+                .collect();
             Ok(out)
         })
     }
@@ -403,16 +380,4 @@ impl RedisKv {
             .map_err(|e| self.failed("subscribing to", key, e))?;
         Ok(Some(pubsub.into_on_message().map(drop).boxed()))
     }
-}
-
-/// `prefix` with the characters `SCAN MATCH` reads as patterns escaped.
-fn glob_escape(prefix: &str) -> String {
-    let mut out = String::with_capacity(prefix.len());
-    for c in prefix.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }

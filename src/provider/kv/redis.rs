@@ -235,65 +235,40 @@ impl Store for RedisStore {
     async fn list(&mut self) -> Result<Listing, StoreError> {
         let pattern = format!("{}/*", glob_escape(&self.root));
         let connection = self.connection()?;
-        let mut keys: Vec<Vec<u8>> = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<Vec<u8>>) = ::redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(connection)
-                .await
-                .map_err(|e| StoreError(format!("SCAN: {e}")))?;
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
-        // SCAN may return a key more than once.
-        keys.sort();
-        keys.dedup();
+        let read = scan_values(connection, &pattern)
+            .await
+            .map_err(|e| StoreError(format!("reading the keys under {pattern}: {e}")))?;
         let mut listing = Listing::default();
-        for batch in keys.chunks(MGET_BATCH) {
-            let values: Vec<Option<Vec<u8>>> = ::redis::cmd("MGET")
-                .arg(batch)
-                .query_async(connection)
-                .await
-                .map_err(|e| StoreError(format!("MGET: {e}")))?;
-            for (key, value) in batch.iter().zip(values) {
-                let name = String::from_utf8_lossy(key).into_owned();
-                let Ok(text_key) = String::from_utf8(key.clone()) else {
-                    listing
+        for (key, value) in read {
+            let name = String::from_utf8_lossy(&key).into_owned();
+            let Ok(text_key) = String::from_utf8(key.clone()) else {
+                listing
+                    .unreadable
+                    .push((name, "the key is not UTF-8 text".to_owned()));
+                continue;
+            };
+            match value {
+                Some(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => {
+                        listing.pairs.insert(text_key, text);
+                    }
+                    Err(_) => listing
                         .unreadable
-                        .push((name, "the key is not UTF-8 text".to_owned()));
-                    continue;
-                };
-                match value {
-                    Some(bytes) => match String::from_utf8(bytes) {
-                        Ok(text) => {
-                            listing.pairs.insert(text_key, text);
-                        }
-                        Err(_) => listing
-                            .unreadable
-                            .push((name, "the value is not UTF-8 text".to_owned())),
-                    },
-                    // Gone since SCAN, or not a string: MGET answers nil
-                    // for both.
-                    None => {
-                        let kind: String = ::redis::cmd("TYPE")
-                            .arg(key)
-                            .query_async(connection)
-                            .await
-                            .map_err(|e| StoreError(format!("TYPE: {e}")))?;
-                        if kind != "none" {
-                            listing.unreadable.push((
-                                name,
-                                format!("the key holds a {kind}, not a string; values are strings in Traefik's KV layout"),
-                            ));
-                        }
+                        .push((name, "the value is not UTF-8 text".to_owned())),
+                },
+                // Gone since SCAN, or not a string: MGET answers nil
+                // for both.
+                None => {
+                    let kind: String = ::redis::cmd("TYPE")
+                        .arg(&key)
+                        .query_async(connection)
+                        .await
+                        .map_err(|e| StoreError(format!("TYPE: {e}")))?;
+                    if kind != "none" {
+                        listing.unreadable.push((
+                            name,
+                            format!("the key holds a {kind}, not a string; values are strings in Traefik's KV layout"),
+                        ));
                     }
                 }
             }
@@ -335,10 +310,48 @@ fn host_port(text: &str) -> Option<(String, u16)> {
     Some((host.to_owned(), port.parse().ok()?))
 }
 
-/// The root with Redis glob characters escaped, for MATCH and PSUBSCRIBE.
-fn glob_escape(root: &str) -> String {
-    let mut out = String::with_capacity(root.len());
-    for c in root.chars() {
+/// The keys matching `pattern`, each once (SCAN may repeat a key), with
+/// their values read by MGET in batches; a value is None for a key gone
+/// since the SCAN or holding no string.
+pub(crate) async fn scan_values(
+    connection: &mut MultiplexedConnection,
+    pattern: &str,
+) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, ::redis::RedisError> {
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<Vec<u8>>) = ::redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(MGET_BATCH)
+            .query_async(connection)
+            .await?;
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    keys.sort();
+    keys.dedup();
+    let mut read = Vec::with_capacity(keys.len());
+    for batch in keys.chunks(MGET_BATCH) {
+        let values: Vec<Option<Vec<u8>>> = ::redis::cmd("MGET")
+            .arg(batch)
+            .query_async(connection)
+            .await?;
+        read.extend(batch.iter().cloned().zip(values));
+    }
+    Ok(read)
+}
+
+/// `text` with Redis glob characters escaped, for SCAN MATCH and
+/// PSUBSCRIBE.
+pub(crate) fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {
             out.push('\\');
         }
