@@ -60,23 +60,19 @@ impl Setup {
     }
 
     fn flags(&self, pebble: &Pebble, extra: &[&str]) -> Vec<String> {
-        let mut flags = vec![
-            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls),
-            format!(
-                "--certificatesResolvers.le.acme.caServer={}",
-                pebble.directory
-            ),
-            format!(
-                "--certificatesResolvers.le.acme.caCertificates={}",
-                pebble.api_ca.display()
-            ),
+        let mut flags = vec![format!(
+            "--entryPoints.websecure.address=127.0.0.1:{}",
+            self.tls
+        )];
+        flags.extend(pebble.resolver_flags("le"));
+        flags.extend([
             format!(
                 "--certificatesResolvers.le.acme.storage={}",
                 self.storage.path().join("acme").display()
             ),
             "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
             "--api=true".to_owned(),
-        ];
+        ]);
         flags.extend(extra.iter().map(|s| (*s).to_owned()));
         flags
     }

@@ -42,20 +42,13 @@ async fn instance(
     dynamic: &str,
     extra: &[String],
 ) -> Gangway {
-    let mut flags = vec![
+    let mut flags = pebble.resolver_flags("le");
+    flags.extend([
         format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
-        format!(
-            "--certificatesResolvers.le.acme.caServer={}",
-            pebble.directory
-        ),
-        format!(
-            "--certificatesResolvers.le.acme.caCertificates={}",
-            pebble.api_ca.display()
-        ),
         format!("--certificatesResolvers.le.acme.storage={store}"),
         "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
         "--api=true".to_owned(),
-    ];
+    ]);
     flags.extend(extra.iter().cloned());
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     Gangway::with_file_on(web, dynamic, &flags).await

@@ -64,20 +64,11 @@ impl Setup {
 
     /// The flags of a resolver `name` on this pebble (with `provider`, if any).
     fn resolver(&self, name: &str, provider: Option<&str>) -> Vec<String> {
-        let mut flags = vec![
-            format!(
-                "--certificatesResolvers.{name}.acme.caServer={}",
-                self.pebble.directory
-            ),
-            format!(
-                "--certificatesResolvers.{name}.acme.caCertificates={}",
-                self.pebble.api_ca.display()
-            ),
-            format!(
-                "--certificatesResolvers.{name}.acme.storage={}",
-                self.storage.path().join(name).display()
-            ),
-        ];
+        let mut flags = self.pebble.resolver_flags(name);
+        flags.push(format!(
+            "--certificatesResolvers.{name}.acme.storage={}",
+            self.storage.path().join(name).display()
+        ));
         if let Some(provider) = provider {
             flags.push(format!(
                 "--certificatesResolvers.{name}.acme.dnsChallenge.provider={provider}"

@@ -358,23 +358,16 @@ url = "{}"
 "#,
         app.url()
     );
-    let flags = [
+    let mut flags = pebble.resolver_flags("le");
+    flags.extend([
         format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
         "--entryPoints.websecure.http3".to_owned(),
-        format!(
-            "--certificatesResolvers.le.acme.caServer={}",
-            pebble.directory
-        ),
-        format!(
-            "--certificatesResolvers.le.acme.caCertificates={}",
-            pebble.api_ca.display()
-        ),
         format!(
             "--certificatesResolvers.le.acme.storage={}",
             storage.path().join("acme").display()
         ),
         "--certificatesResolvers.le.acme.email=ops@gangway.test".to_owned(),
-    ];
+    ]);
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let _gw = Gangway::with_file_on(web, &dynamic, &flags).await;
     // Trusting only pebble's root: the generated default certificate

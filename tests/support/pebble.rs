@@ -184,6 +184,21 @@ impl Pebble {
         self.dir.path().join(format!("pebble-{start}.log"))
     }
 
+    /// The flags that point resolver `name` at this pebble: its directory
+    /// and the CA of its HTTPS endpoints.
+    pub fn resolver_flags(&self, name: &str) -> Vec<String> {
+        vec![
+            format!(
+                "--certificatesResolvers.{name}.acme.caServer={}",
+                self.directory
+            ),
+            format!(
+                "--certificatesResolvers.{name}.acme.caCertificates={}",
+                self.api_ca.display()
+            ),
+        ]
+    }
+
     /// Everything pebble logged, over all its starts.
     pub fn log(&self) -> String {
         (1..=self.starts)
