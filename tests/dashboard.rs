@@ -13,7 +13,7 @@ mod docker_support;
 mod support;
 
 use docker_support::{Run, Spec};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use support::{Backend, Gangway, eventually, free_port};
@@ -134,40 +134,9 @@ address = "127.0.0.1:5353"
     s
 }
 
-/// Where the browser parts are, or why they are missing.
-fn browser_parts() -> Result<(PathBuf, PathBuf), String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard");
-    let chromium = std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    let mut missing = Vec::new();
-    if !chromium.exists() {
-        missing.push(format!("{} (Debian's chromium)", chromium.display()));
-    }
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if !node.is_ok_and(|s| s.success()) {
-        missing.push("node".to_owned());
-    }
-    if !dir.join("node_modules/playwright-core").is_dir() {
-        missing.push(format!("{}/node_modules/playwright-core", dir.display()));
-    }
-    if missing.is_empty() {
-        Ok((chromium, dir))
-    } else {
-        Err(format!(
-            "missing {} (scripts/ci/browser-up installs them)",
-            missing.join(", ")
-        ))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_in_a_real_browser_live_and_read_only() {
-    let (chromium, dir) = match browser_parts() {
+    let (chromium, dir) = match support::browser::parts() {
         Ok(parts) => parts,
         Err(why) if std::env::var("GANGWAY_TEST_STRICT").as_deref() == Ok("1") => {
             panic!("dashboard browser test cannot run: {why}")

@@ -204,6 +204,7 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     }
     let _serial = SERIAL.lock().await;
     let swarm = Swarm::start(TEST, &[]).await;
+    let internal = free_port();
     let gw = Gangway::with_file(
         API,
         &[
@@ -211,6 +212,8 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
             &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
             "--providers.swarm.labelPrefix=traefik",
             "--api=true",
+            "--api.insecure=true",
+            &format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
         ],
     )
     .await;
@@ -281,6 +284,14 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     )
     .await;
     assert_eq!(probe.status("noport.test").await, 404);
+    // What the dashboard shows of both, read in a browser.
+    support::browser::drive(
+        TEST,
+        "swarm.mjs",
+        &format!("http://127.0.0.1:{internal}"),
+        &[("NOT_ROUTED", "noport"), ("ROUTER", "web@swarm")],
+    )
+    .await;
 
     // The service removed, its route goes.
     swarm
