@@ -620,13 +620,18 @@ impl SharedStorage {
         &self,
         name: &str,
     ) -> Result<Option<(StoredCert, Vec<u8>)>, SharedError> {
-        let key = self.cert_key(name);
-        let Some(value) = self.store.get(&key).await? else {
+        self.read_pem(&self.cert_key(name)).await
+    }
+
+    /// The certificate stored at `key`, with its key (opened if sealed)
+    /// and chain as PEM.
+    async fn read_pem(&self, key: &str) -> Result<Option<(StoredCert, Vec<u8>)>, SharedError> {
+        let Some(value) = self.store.get(key).await? else {
             return Ok(None);
         };
         let cert: StoredCert = serde_json::from_slice(&value)
-            .map_err(|e| self.bad_value(&key, format!("no certificate: {e}")))?;
-        let mut pem = self.open_key(&key, &cert.key)?;
+            .map_err(|e| self.bad_value(key, format!("no certificate: {e}")))?;
+        let mut pem = self.open_key(key, &cert.key)?;
         pem.push_str(&cert.chain);
         Ok(Some((cert, pem.into_bytes())))
     }
@@ -751,15 +756,8 @@ impl SharedStorage {
     /// A TLS-ALPN-01 certificate another instance published: key, then
     /// certificate, as PEM.
     pub async fn tls_alpn(&self, domain: &str) -> Result<Option<Vec<u8>>, SharedError> {
-        let key = self.alpn_key(domain);
-        let Some(value) = self.store.get(&key).await? else {
-            return Ok(None);
-        };
-        let cert: StoredCert = serde_json::from_slice(&value)
-            .map_err(|e| self.bad_value(&key, format!("no certificate: {e}")))?;
-        let mut pem = self.open_key(&key, &cert.key)?;
-        pem.push_str(&cert.chain);
-        Ok(Some(pem.into_bytes()))
+        let read = self.read_pem(&self.alpn_key(domain)).await?;
+        Ok(read.map(|(_, pem)| pem))
     }
 
     /// Removes a TLS-ALPN-01 certificate.

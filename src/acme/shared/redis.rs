@@ -358,25 +358,20 @@ impl RedisKv {
             return Ok(None);
         }
         let channel = format!("__keyspace@{}__:{key}", self.db);
+        let timed_out = |_| {
+            self.failed(
+                "subscribing to",
+                key,
+                std::io::Error::from(std::io::ErrorKind::TimedOut),
+            )
+        };
         let mut pubsub = tokio::time::timeout(self.timeout, self.client.get_async_pubsub())
             .await
-            .map_err(|_| {
-                self.failed(
-                    "subscribing to",
-                    key,
-                    std::io::Error::from(std::io::ErrorKind::TimedOut),
-                )
-            })?
+            .map_err(timed_out)?
             .map_err(|e| self.failed("subscribing to", key, e))?;
         tokio::time::timeout(self.timeout, pubsub.subscribe(&channel))
             .await
-            .map_err(|_| {
-                self.failed(
-                    "subscribing to",
-                    key,
-                    std::io::Error::from(std::io::ErrorKind::TimedOut),
-                )
-            })?
+            .map_err(timed_out)?
             .map_err(|e| self.failed("subscribing to", key, e))?;
         Ok(Some(pubsub.into_on_message().map(drop).boxed()))
     }
