@@ -10,7 +10,7 @@ use std::time::Duration;
 const DRIVE: Duration = Duration::from_secs(180);
 
 /// Chromium and the folder of the driver scripts, or what is missing.
-pub fn parts() -> Result<(PathBuf, PathBuf), String> {
+fn parts() -> Result<(PathBuf, PathBuf), String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/dashboard");
     let chromium = std::env::var_os("CHROMIUM")
         .map(PathBuf::from)
@@ -40,21 +40,29 @@ pub fn parts() -> Result<(PathBuf, PathBuf), String> {
     }
 }
 
-/// Runs the driver `script` against the dashboard of the gangway whose
-/// internal entry point is `base`, with `env` for what it should find;
-/// panics with its transcript when one of its checks fails. Without the
-/// browser parts this fails under `GANGWAY_TEST_STRICT=1` and is skipped,
-/// saying so, otherwise.
-pub async fn drive(test: &str, script: &str, base: &str, env: &[(&str, &str)]) {
-    let (chromium, dir) = match parts() {
-        Ok(parts) => parts,
+/// The browser parts; without them, a failure under
+/// `GANGWAY_TEST_STRICT=1` and otherwise None, with `test` saying it skips
+/// its browser check.
+pub fn parts_or_skip(test: &str) -> Option<(PathBuf, PathBuf)> {
+    match parts() {
+        Ok(parts) => Some(parts),
         Err(why) if std::env::var("GANGWAY_TEST_STRICT").as_deref() == Ok("1") => {
             panic!("{test}: the browser check cannot run: {why}")
         }
         Err(why) => {
             eprintln!("{test}: SKIPPED the browser check: {why}");
-            return;
+            None
         }
+    }
+}
+
+/// Runs the driver `script` against the dashboard of the gangway whose
+/// internal entry point is `base`, with `env` for what it should find;
+/// panics with its transcript when one of its checks fails; skipped as
+/// `parts_or_skip` says.
+pub async fn drive(test: &str, script: &str, base: &str, env: &[(&str, &str)]) {
+    let Some((chromium, dir)) = parts_or_skip(test) else {
+        return;
     };
     let mut command = tokio::process::Command::new("node");
     command
