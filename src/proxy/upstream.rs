@@ -33,6 +33,7 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
+        let to_h2_client = req.version() == Version::HTTP_2;
         let upgrade = is_upgrade(&req);
         let websocket = upgrade
             && req
@@ -103,6 +104,9 @@ impl Proxy {
             strip_hop_by_hop(resp.headers_mut(), true);
         } else {
             strip_hop_by_hop(resp.headers_mut(), false);
+        }
+        if to_h2_client {
+            super::h2_server::detach_values(resp.headers_mut());
         }
         for c in cookies {
             resp.headers_mut().append(header::SET_COOKIE, c);
