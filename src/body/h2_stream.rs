@@ -6,8 +6,9 @@
 use super::BoxError;
 use bytes::Bytes;
 use h2::{Reason, RecvStream, SendStream};
-use http::{HeaderMap, header};
+use http::{HeaderMap, HeaderValue, header};
 use http_body::{Body, Frame, SizeHint};
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -102,8 +103,9 @@ where
                         }
                     }
                     Err(frame) => {
-                        if let Ok(trailers) = frame.into_trailers() {
+                        if let Ok(mut trailers) = frame.into_trailers() {
                             this.stream.reserve_capacity(0);
+                            detach_values(&mut trailers);
                             let _ = this.stream.send_trailers(trailers);
                             return Poll::Ready(Ok(()));
                         }
@@ -120,6 +122,50 @@ where
             }
         }
     }
+}
+
+/// Gives header values read from one connection storage of their own
+/// before h2 sends them on another. hyper and h2 read values as slices of
+/// the connection's read buffer, and h2 keeps the values it indexes in the
+/// sending connection's HPACK table for as long as that connection lasts:
+/// a client's table would hold whole read buffers of server connections
+/// (and an h2c server connection's, of clients'). Values h2 never indexes
+/// (`content-length`, sensitive ones) are left as they are.
+pub(crate) fn detach_values(headers: &mut HeaderMap) {
+    for (name, value) in headers.iter_mut() {
+        if name == header::CONTENT_LENGTH || value.is_sensitive() {
+            continue;
+        }
+        if let Some(own) = own_value(value.as_bytes()) {
+            *value = own;
+        }
+    }
+}
+
+/// How many recent values each thread shares, and up to what length.
+const SHARED_VALUES: usize = 8;
+const SHARED_VALUE_LEN: usize = 64;
+
+/// A value with storage of its own. Answers mostly repeat a few short
+/// values (a content type, this second's date): a thread's recent ones are
+/// shared, so that repeating one allocates nothing.
+fn own_value(bytes: &[u8]) -> Option<HeaderValue> {
+    type Recent = ([Option<HeaderValue>; SHARED_VALUES], usize);
+    thread_local! {
+        static RECENT: RefCell<Recent> = const { RefCell::new(([const { None }; SHARED_VALUES], 0)) };
+    }
+    if bytes.len() > SHARED_VALUE_LEN {
+        return HeaderValue::from_bytes(bytes).ok();
+    }
+    RECENT.with_borrow_mut(|(values, next)| {
+        if let Some(known) = values.iter().flatten().find(|v| v.as_bytes() == bytes) {
+            return Some(known.clone());
+        }
+        let own = HeaderValue::from_bytes(bytes).ok()?;
+        values[*next] = Some(own.clone());
+        *next = (*next + 1) % SHARED_VALUES;
+        Some(own)
+    })
 }
 
 /// A body read from an HTTP/2 stream: data as it arrives (each part handed
@@ -247,5 +293,58 @@ impl Body for H2Body {
             Some(left) => SizeHint::with_exact(left + held),
             None => SizeHint::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_no_longer_share_the_buffer_they_were_read_from() {
+        let read = Bytes::from(vec![b'x'; 8192]);
+        let other = Bytes::from(vec![b'1'; 64]);
+        let slice = |b: &Bytes, r: std::ops::Range<usize>| {
+            HeaderValue::from_maybe_shared(b.slice(r)).unwrap()
+        };
+        let answer = || {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, slice(&read, 0..16));
+            headers.append(header::SET_COOKIE, slice(&read, 16..20));
+            headers.append(header::SET_COOKIE, slice(&read, 20..30));
+            // Longer than what is shared between answers.
+            headers.insert(header::ETAG, slice(&read, 30..130));
+            headers.insert(
+                header::DATE,
+                HeaderValue::from_static("Wed, 02 Dec 2026 07:00:00 GMT"),
+            );
+            // Never indexed by h2: left as they are.
+            headers.insert(header::CONTENT_LENGTH, slice(&other, 0..4));
+            let mut secret = slice(&other, 4..8);
+            secret.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, secret);
+            headers
+        };
+        let (mut first, mut second) = (answer(), answer());
+        let before = first.clone();
+        detach_values(&mut first);
+        detach_values(&mut second);
+        assert_eq!(first, before);
+        assert!(first[header::AUTHORIZATION].is_sensitive());
+        // A repeated short value is shared, not copied again.
+        let at = |h: &HeaderMap, n| h[n].as_bytes().as_ptr();
+        assert_eq!(
+            at(&first, header::CONTENT_TYPE),
+            at(&second, header::CONTENT_TYPE)
+        );
+        assert_ne!(at(&first, header::ETAG), at(&second, header::ETAG));
+        drop(before);
+        // Only the test's own handle on the read buffer is left: the server
+        // connection could read into it again.
+        assert!(
+            read.try_into_mut().is_ok(),
+            "an answer value still holds the read buffer"
+        );
+        assert!(other.try_into_mut().is_err());
     }
 }

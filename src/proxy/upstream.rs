@@ -106,7 +106,7 @@ impl Proxy {
             strip_hop_by_hop(resp.headers_mut(), false);
         }
         if to_h2_client {
-            super::h2_server::detach_values(resp.headers_mut());
+            crate::body::h2_stream::detach_values(resp.headers_mut());
         }
         for c in cookies {
             resp.headers_mut().append(header::SET_COOKIE, c);
