@@ -1,8 +1,9 @@
 //! A bare proxy of the crates gangway's HTTP/2 over TLS is made of (tokio's
 //! single-threaded runtime, rustls with ring, h2 towards clients, hyper's
 //! HTTP/1.1 client towards the server) with the settings gangway gives
-//! them, used the way their documentation shows, and nothing else: no routing, limits, headers, logs or metrics. `scripts/bench` runs
-//! it beside the proxies in the browser-shaped cells, so that what a
+//! them, used the way their documentation shows, and nothing else: no
+//! routing, limits, headers, logs or metrics. `scripts/bench` runs it
+//! beside the proxies in the browser-shaped cells, so that what a
 //! connection and a request cost in these crates alone is measured on the
 //! same machine as what they cost in gangway, nginx and HAProxy.
 //!
