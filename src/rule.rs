@@ -28,6 +28,7 @@
 //! Error positions are 1-based character columns counted from the start of the
 //! rule text (a rule spanning several lines is counted as one line).
 
+pub(crate) mod host;
 mod leaf;
 mod lexer;
 mod parser;
@@ -41,6 +42,7 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::net::IpAddr;
 
+pub use host::{normalize_authority, normalize_host, without_port};
 use leaf::Leaf;
 
 /// The longest rule text accepted by [`parse_rule`], in bytes.
@@ -149,17 +151,6 @@ pub fn default_priority(rule: &str) -> i64 {
         0
     };
     length.saturating_sub(2 * double_wildcards)
-}
-
-/// A request host in the form that [`Matcher::exact_hosts`] lists hosts in and
-/// that `Host` compares: without one trailing dot and without the brackets of
-/// an IPv6 literal (`example.com.` → `example.com`, `[::1]` → `::1`). A host
-/// index built from `exact_hosts` must be looked up with this form.
-pub fn normalize_host(host: &str) -> &str {
-    let host = host.strip_suffix('.').unwrap_or(host);
-    host.strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host)
 }
 
 /// What the matcher may look at; built once per request by the proxy.

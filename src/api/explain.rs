@@ -73,7 +73,7 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         Some((p, q)) => (p.to_owned(), Some(q.to_owned())),
         None => (path.clone(), None),
     };
-    let normalized_host = crate::proxy::forwarded::normalize_host(&host).into_owned();
+    let normalized_host = crate::rule::normalize_authority(&host).into_owned();
     let facts = RequestFacts {
         method: &method,
         host: &normalized_host,

@@ -641,7 +641,7 @@ fn redirect_response<B>(redirect: &Redirect, req: &Request<B>) -> Response<Proxy
             req.headers()
                 .get(header::HOST)
                 .and_then(|h| h.to_str().ok())
-                .map(strip_port)
+                .map(crate::rule::without_port)
         })
         .unwrap_or("");
     let default_port = match redirect.scheme.as_str() {
@@ -675,13 +675,6 @@ fn redirect_response<B>(redirect: &Redirect, req: &Request<B>) -> Response<Proxy
 }
 
 /// `host[:port]` → `host`, keeping an IPv6 literal's brackets.
-fn strip_port(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.split_inclusive(']').next().unwrap_or(host);
-    }
-    host.rsplit_once(':').map_or(host, |(h, _)| h)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -404,40 +404,15 @@ pub fn peer_value(ip: IpAddr) -> HeaderValue {
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
-/// Where the last `:` of `s` is. A byte loop: host values are short, and
-/// `rsplit_once(':')` costs several times as much on them.
-fn last_colon(s: &str) -> Option<usize> {
-    s.bytes().rposition(|b| b == b':')
-}
-
 /// The port part of a `Host` value (`a:8080` → `8080`, `[::1]:8443` → `8443`).
 fn host_port(host: &str) -> Option<&str> {
     let after_v6 = match host.rfind(']') {
         Some(i) => &host[i + 1..],
         None => host,
     };
-    last_colon(after_v6)
+    crate::rule::host::last_colon(after_v6)
         .map(|i| &after_v6[i + 1..])
         .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The host of a `Host` value, lowercased, without port or trailing dot.
-pub fn normalize_host(raw: &str) -> std::borrow::Cow<'_, str> {
-    let host = if let Some(rest) = raw.strip_prefix('[') {
-        // IPv6 literal: keep the brackets off, as Traefik's Host matcher sees it.
-        rest.split(']').next().unwrap_or(rest)
-    } else {
-        match last_colon(raw) {
-            Some(i) if raw.as_bytes()[i + 1..].iter().all(u8::is_ascii_digit) => &raw[..i],
-            _ => raw,
-        }
-    };
-    let host = host.strip_suffix('.').unwrap_or(host);
-    if host.bytes().any(|b| b.is_ascii_uppercase()) {
-        std::borrow::Cow::Owned(host.to_ascii_lowercase())
-    } else {
-        std::borrow::Cow::Borrowed(host)
-    }
 }
 
 #[cfg(test)]
@@ -445,18 +420,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hosts_normalise() {
-        assert_eq!(normalize_host("App.Localhost:8080"), "app.localhost");
-        assert_eq!(normalize_host("a.test."), "a.test");
-        assert_eq!(normalize_host("[::1]:8443"), "::1");
-        assert_eq!(normalize_host("127.0.0.1"), "127.0.0.1");
+    fn a_host_value_s_port_is_its_digits() {
         assert_eq!(host_port("[::1]:8443"), Some("8443"));
         assert_eq!(host_port("a.test"), None);
         assert_eq!(host_port("[::1]"), None);
         assert_eq!(host_port("a.test:"), None);
         assert_eq!(host_port("a.test:x1"), None);
-        assert_eq!(normalize_host("a.test:"), "a.test");
-        assert_eq!(normalize_host("a:b"), "a:b");
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //! (`upstream`, `Proxy::forward`).
 
 use super::error::Kind;
-use super::forwarded::{normalize_host, remove_spoofable, strip_h2c_upgrade};
+use super::forwarded::{remove_spoofable, strip_h2c_upgrade};
 use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBody, ClientStream, ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
+use crate::rule::normalize_authority;
 use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
@@ -88,7 +89,7 @@ impl Proxy {
             .as_ref()
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        let host = normalize_host(host_text);
+        let host = normalize_authority(host_text);
         let route = {
             let facts = RequestFacts {
                 method: req.method(),

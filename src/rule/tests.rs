@@ -1074,17 +1074,6 @@ fn exact_hosts_never_excludes_a_matching_request() {
 }
 
 #[test]
-fn normalize_host_strips_trailing_dot_and_brackets() {
-    assert_eq!(normalize_host("example.com"), "example.com");
-    assert_eq!(normalize_host("example.com."), "example.com");
-    assert_eq!(normalize_host("[::1]"), "::1");
-    assert_eq!(normalize_host("[::1]."), "::1");
-    assert_eq!(normalize_host("[::1"), "[::1");
-    assert_eq!(normalize_host("."), "");
-    assert_eq!(normalize_host(""), "");
-}
-
-#[test]
 fn domains() {
     let cases: &[(&str, &[&str])] = &[
         ("Host(`A.test.`)", &["a.test"]),
