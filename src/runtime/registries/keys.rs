@@ -87,3 +87,36 @@ pub struct HealthKey {
     /// How the servers are connected to.
     pub transport: ClientSettings,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::Registries;
+    use std::sync::Arc;
+
+    #[test]
+    fn equal_keys_share_state_and_families_never_meet() {
+        let registries = Registries::default();
+        let shape: Shape = vec![("http://a".into(), 1), ("http://b".into(), 2)];
+        let servers = || PositionKey::Servers {
+            service: "app@file".into(),
+            shape: shape.clone(),
+        };
+        let weighted = PositionKey::Weighted {
+            service: "app@file".into(),
+            shape: shape.clone(),
+        };
+        let first = registries.position(&servers());
+        assert!(Arc::ptr_eq(&first, &registries.position(&servers())));
+        assert!(!Arc::ptr_eq(&first, &registries.position(&weighted)));
+
+        let gate = |max_concurrent| StateKey::ServiceGate {
+            service: "app@file".into(),
+            max_concurrent,
+            queue_timeout: Duration::ZERO,
+        };
+        let kept = registries.state(&gate(4), || 4_usize);
+        assert!(Arc::ptr_eq(&kept, &registries.state(&gate(4), || 0_usize)));
+        assert_eq!(*registries.state(&gate(5), || 5_usize), 5);
+    }
+}
