@@ -7,6 +7,7 @@
 
 mod dashboard;
 mod explain;
+mod state;
 mod tcp;
 mod views;
 

@@ -3,22 +3,28 @@
 //! everything else keeps working.
 
 mod middleware;
+mod router;
 mod tcp;
 mod udp;
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
-use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::config::problem::{
+    ConfigError, ObjectKind, ObjectRef, Problem, Reference, ServerUrlProblem, Unorderable,
+};
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{ClientSettings, StatsKind, TlsSettings};
+use crate::runtime::registries::{
+    ClientSettings, HealthKey, PositionKey, Shape, StatsKind, TlsSettings,
+};
 use crate::runtime::{
     EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
     Route, Runtime, Server, ServerKind, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
+use router::{RouterStep, Using};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -142,83 +148,41 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
     // Who uses each service and middleware.
-    let mut using: BTreeMap<ObjectRef, Vec<String>> = BTreeMap::new();
+    let mut using = Using::new();
     let mut tls_uses = TlsUses::default();
 
     for (name, router) in &dynamic.http.routers {
-        let entry = report.routers.entry(name.clone()).or_default();
-        let provider = QualifiedName::parse(name)
-            .map(|q| q.provider)
-            .unwrap_or_default();
-        let error = |problem| ConfigError::new(ObjectRef::new(ObjectKind::Router, name), problem);
-
-        let matcher = match parse_rule(&router.rule) {
-            Ok(m) => Some(m),
-            Err(e) => {
-                entry.disable(
-                    error(Problem::RuleSyntax {
-                        rule: router.rule.clone(),
-                        error: e.to_string(),
-                        column: e.position,
-                    })
-                    .at("rule"),
-                );
-                None
-            }
-        };
-
-        let eps = entry_points_of(&router.entry_points, ctx, entry, &error);
+        let mut step = RouterStep::new(
+            &router::HTTP,
+            name,
+            report.routers.entry(name.clone()).or_default(),
+        );
+        let matcher = step.rule(&router.rule, parse_rule(&router.rule));
+        let eps = step.entry_points(&router.entry_points, ctx);
 
         let chain_names: Vec<String> = router
             .middlewares
             .iter()
-            .map(|mw| QualifiedName::resolve(mw, &provider).to_string())
+            .map(|mw| step.qualify(mw))
             .collect();
         for q in &chain_names {
-            using
-                .entry(ObjectRef::new(ObjectKind::Middleware, q))
-                .or_default()
-                .push(name.clone());
+            step.uses(&mut using, ObjectKind::Middleware, q);
         }
         let chain = match middlewares.chain(name, &chain_names, &mut services) {
             Ok(chain) => Some(chain),
             Err(problem) => {
-                entry.disable(error(problem).at("middlewares"));
+                step.disable(problem, "middlewares");
                 None
             }
         };
 
-        let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
-        let upstream = if router.service.is_empty() {
-            entry.disable(error(Problem::NoService).at("service"));
-            None
-        } else {
-            using
-                .entry(ObjectRef::new(ObjectKind::Service, &service_name))
-                .or_default()
-                .push(name.clone());
-            match services.get(&service_name) {
-                Ok(u) => Some(u),
-                Err(problem) => {
-                    entry.disable(
-                        error(Problem::InReference {
-                            what: Reference::Service,
-                            name: service_name.clone(),
-                            problem: Box::new(problem),
-                        })
-                        .at("service"),
-                    );
-                    None
-                }
-            }
-        };
+        let (service_name, upstream) =
+            step.service(&router.service, &mut using, |q| services.get(q));
+        let provider = step.provider.clone();
 
-        if let (Some(matcher), Some(upstream), Some(chain), false) = (
-            matcher,
-            upstream,
-            chain,
-            entry.status == crate::runtime::Status::Disabled,
-        ) {
+        if let (Some(matcher), Some(upstream), Some(chain), true) =
+            (matcher, upstream, chain, step.enabled())
+        {
             let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
                 ctx.metrics
                     .as_ref()
@@ -243,7 +207,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                         tls,
                         matcher.domains(),
                         ctx,
-                        &mut |e: ConfigError| entry.warn(e),
+                        &mut |e: ConfigError| step.entry.warn(e),
                     );
                 }
                 let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
@@ -323,7 +287,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             Some(e) => Some(Problem::InReference {
                 what: Reference::TlsOptions,
                 name: options.clone(),
-                problem: Box::new(Problem::bad_value(e)),
+                problem: Box::new(Problem::TlsOptions { reason: e.clone() }),
             }),
             None if !dynamic.tls.options.contains_key(options) => Some(Problem::Missing {
                 what: Reference::TlsOptions,
@@ -369,49 +333,6 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         dynamic,
         tls,
     }
-}
-
-/// The entry points a router joins, by index: the named ones, or every
-/// one but gangway's internal one when none is named; records them as the
-/// router's `using`. A name that does not exist is an error only when no
-/// named one exists; each is reported once either way, and a second,
-/// general "none exist" would only say the same again.
-fn entry_points_of(
-    names: &[String],
-    ctx: &CompileContext,
-    entry: &mut crate::runtime::report::ObjectReport,
-    error: &dyn Fn(Problem) -> ConfigError,
-) -> Vec<usize> {
-    let mut eps = Vec::new();
-    if names.is_empty() {
-        eps.extend(
-            (0..ctx.entry_points.len())
-                .filter(|&i| !ctx.not_default.contains(&ctx.entry_points[i])),
-        );
-    } else {
-        let mut missing = Vec::new();
-        for ep in names {
-            match ctx.entry_points.iter().position(|n| n == ep) {
-                Some(i) => eps.push(i),
-                None => missing.push(
-                    error(Problem::Missing {
-                        what: Reference::EntryPoint,
-                        name: ep.clone(),
-                    })
-                    .at("entrypoints"),
-                ),
-            }
-        }
-        for e in missing {
-            if eps.is_empty() {
-                entry.disable(e);
-            } else {
-                entry.warn(e);
-            }
-        }
-    }
-    entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
-    eps
 }
 
 /// Warns on each router that can never get a request on an entry point:
@@ -599,34 +520,26 @@ impl TlsUses {
 /// Whether an ACME CA can issue a certificate for `name` through the
 /// challenges `resolver` answers (`dns01`: it answers DNS-01, so a `*.`
 /// wildcard can be ordered).
-fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), String> {
+fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), Unorderable> {
     if name.parse::<std::net::IpAddr>().is_ok() {
-        return Err("IP addresses are not ordered".to_owned());
+        return Err(Unorderable::IpAddress);
     }
     if name.starts_with("**.") {
-        return Err(
-            "`**.` stands for any depth of subdomains, which no certificate covers (a wildcard \
-             certificate covers one label); list the names in tls.domains, or serve a \
-             certificate from tls.certificates"
-                .to_owned(),
-        );
+        return Err(Unorderable::AnyDepth);
     }
     // Reported rather than ordered without DNS-01: the CA would refuse the
     // wildcard, and keep refusing at every retry.
     let name = match name.strip_prefix("*.") {
         Some(base) if dns01 => base,
         Some(_) => {
-            return Err(format!(
-                "a wildcard name needs a wildcard certificate, which only the DNS-01 challenge \
-                 can get, and resolver `{resolver}` has no dnsChallenge (set \
-                 certificatesResolvers.{resolver}.acme.dnsChallenge, or serve a certificate from \
-                 tls.certificates)"
-            ));
+            return Err(Unorderable::WildcardWithoutDns {
+                resolver: resolver.to_owned(),
+            });
         }
         None => name,
     };
     if name.contains('*') {
-        return Err("`*` may only stand for a whole first label (`*.example.com`)".to_owned());
+        return Err(Unorderable::MisplacedStar);
     }
     let valid = !name.is_empty()
         && name.len() <= 253
@@ -642,7 +555,7 @@ fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err("not a valid DNS name".to_owned())
+        Err(Unorderable::NotDnsName)
     }
 }
 
@@ -792,7 +705,7 @@ impl ServiceCompiler<'_> {
                     compiled.push(server);
                     uris.push(uri);
                 }
-                Err(e) => problems.push(Problem::bad_value(e)),
+                Err(problem) => problems.push(problem),
             }
             weights.push(s.weight.unwrap_or(1));
         }
@@ -808,20 +721,22 @@ impl ServiceCompiler<'_> {
         if !servers.is_empty() && weights.iter().all(|&w| w == 0) {
             return Err(Problem::AllWeightsZero { services: false });
         }
-        let shape = servers
+        let shape: Shape = servers
             .iter()
             .zip(&weights)
-            .map(|(s, w)| format!("{}*{w}", s.url))
-            .collect::<Vec<_>>()
-            .join(",");
+            .map(|(s, &w)| (s.url.clone(), w))
+            .collect();
         let rotation = Rotation::new(
             weights.clone(),
-            self.registries.position(&format!("{name}|{shape}")),
+            self.registries.position(&PositionKey::Servers {
+                service: name.to_owned(),
+                shape: shape.clone(),
+            }),
             self.registries.health_epoch(),
         );
         let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &urls).map_err(Problem::bad_value)?),
+            Some(c) => Some(StickyCookie::compile(c, name, &urls).map_err(sticky_problem)?),
             None => None,
         };
         let health = match health_check {
@@ -839,13 +754,18 @@ impl ServiceCompiler<'_> {
                 let plan = compile_plan(hc, &targets, &mut |a: &Authority| {
                     registries.client(&settings, a)
                 })
-                .map_err(Problem::bad_value)?;
+                .map_err(|reason| Problem::HealthCheck { reason })?;
                 let members: Vec<(String, bool)> = servers
                     .iter()
                     .zip(&weights)
                     .map(|(s, &w)| (s.url.clone(), w > 0))
                     .collect();
-                let key = format!("{name}|{hc:?}|{shape}|{settings:?}");
+                let key = HealthKey {
+                    service: name.to_owned(),
+                    check: hc.clone(),
+                    shape,
+                    transport: settings,
+                };
                 Some(self.registries.health(&key, name, &members, plan))
             }
         };
@@ -872,7 +792,7 @@ impl ServiceCompiler<'_> {
             health_check: _,
         } = w;
         if services.is_empty() {
-            return Err(Problem::bad_value("the weighted service lists no services"));
+            return Err(Problem::NoWeightedServices);
         }
         let mut children = Vec::with_capacity(services.len());
         let mut weights = Vec::with_capacity(services.len());
@@ -885,20 +805,18 @@ impl ServiceCompiler<'_> {
         if weights.iter().all(|&w| w == 0) {
             return Err(Problem::AllWeightsZero { services: true });
         }
-        let shape = ids
-            .iter()
-            .zip(&weights)
-            .map(|(id, w)| format!("{id}*{w}"))
-            .collect::<Vec<_>>()
-            .join(",");
+        let shape: Shape = ids.iter().cloned().zip(weights.iter().copied()).collect();
         let rotation = Rotation::new(
             weights,
-            self.registries.position(&format!("{name}|w|{shape}")),
+            self.registries.position(&PositionKey::Weighted {
+                service: name.to_owned(),
+                shape,
+            }),
             self.registries.health_epoch(),
         );
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &id_refs).map_err(Problem::bad_value)?),
+            Some(c) => Some(StickyCookie::compile(c, name, &id_refs).map_err(sticky_problem)?),
             None => None,
         };
         Ok(Arc::new(Upstream::Weighted(WeightedService {
@@ -925,14 +843,17 @@ impl ServiceCompiler<'_> {
         let mut list = Vec::with_capacity(mirrors.len());
         for mirror in mirrors {
             if mirror.percent > 100 {
-                return Err(Problem::bad_value(format_args!(
-                    "mirror `{}`: percent {} is more than 100",
-                    mirror.name, mirror.percent
-                )));
+                return Err(Problem::MirrorPercent {
+                    mirror: mirror.name.clone(),
+                    percent: mirror.percent,
+                });
             }
             let upstream = self.child(Reference::Mirror, &mirror.name, provider)?;
             let q = QualifiedName::resolve(&mirror.name, provider);
-            let counter = self.registries.position(&format!("{name}|m|{q}"));
+            let counter = self.registries.position(&PositionKey::Mirror {
+                service: name.to_owned(),
+                mirror: q.to_string(),
+            });
             list.push(Mirror {
                 upstream,
                 share: MirrorShare::new(mirror.percent, counter),
@@ -1028,48 +949,55 @@ impl ServiceCompiler<'_> {
     }
 }
 
+/// A sticky cookie's error, as the service's problem.
+fn sticky_problem(reason: String) -> Problem {
+    Problem::StickyCookie { reason }
+}
+
 fn compile_server(
     s: &dynamic::Server,
     pass_host_header: bool,
     registries: &Registries,
     settings: &ClientSettings,
-) -> Result<(Server, Uri), String> {
-    let uri: Uri = s
-        .url
-        .parse()
-        .map_err(|e| format!("server url `{}`: {e}", s.url))?;
+) -> Result<(Server, Uri), Problem> {
+    let bad = |reason| Problem::ServerUrl {
+        url: s.url.clone(),
+        reason,
+    };
+    let invalid = |e: &dyn std::fmt::Display| {
+        bad(ServerUrlProblem::Invalid {
+            message: e.to_string(),
+        })
+    };
+    let uri: Uri = s.url.parse().map_err(|e| invalid(&e))?;
     let (kind, default_port) = match uri.scheme_str() {
         Some("http") => (ServerKind::Http, 80),
         Some("h2c") => (ServerKind::H2c, 80),
         Some("https") => (ServerKind::Https, 443),
-        _ => {
-            return Err(format!(
-                "server url `{}`: the scheme must be http, https or h2c",
-                s.url
-            ));
-        }
+        _ => return Err(bad(ServerUrlProblem::Scheme)),
     };
     let authority = uri
         .authority()
-        .ok_or_else(|| format!("server url `{}` has no host", s.url))?;
+        .ok_or_else(|| bad(ServerUrlProblem::NoHost))?;
     if authority.host().is_empty() {
-        return Err(format!("server url `{}` has no host", s.url));
+        return Err(bad(ServerUrlProblem::NoHost));
     }
     let authority: Authority = if authority.port().is_some() {
         authority.clone()
     } else {
         format!("{}:{default_port}", authority.host())
             .parse()
-            .map_err(|e| format!("server url `{}`: {e}", s.url))?
+            .map_err(|e| invalid(&e))?
     };
     let path_prefix = if s.preserve_path.unwrap_or(false) {
         uri.path().trim_end_matches('/').to_owned()
     } else {
         String::new()
     };
-    let host_header = HeaderValue::from_str(authority.as_str())
-        .map_err(|e| format!("server url `{}`: {e}", s.url))?;
-    let client = registries.client(settings, &authority)?;
+    let host_header = HeaderValue::from_str(authority.as_str()).map_err(|e| invalid(&e))?;
+    let client = registries
+        .client(settings, &authority)
+        .map_err(|reason| Problem::ClientSettings { reason })?;
     let server = Server {
         url: s.url.clone(),
         kind,

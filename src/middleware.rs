@@ -31,6 +31,7 @@ pub mod source;
 pub mod spool;
 pub mod status;
 pub mod strip_prefix;
+pub mod tcp;
 
 pub use chain::{Chain, Next, ServiceRef, Terminal};
 

@@ -20,6 +20,7 @@
 
 use crate::config::dynamic;
 use crate::runtime::Registries;
+use crate::runtime::registries::StateKey;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -85,11 +86,11 @@ impl Gate {
         if limits.max_concurrent == 0 {
             return None;
         }
-        let key = format!(
-            "overload:{service}:{}:{}",
-            limits.max_concurrent,
-            limits.queue_timeout.as_nanos()
-        );
+        let key = StateKey::ServiceGate {
+            service: service.to_owned(),
+            max_concurrent: limits.max_concurrent,
+            queue_timeout: limits.queue_timeout,
+        };
         Some(registries.state(&key, || Gate::new(limits)))
     }
 

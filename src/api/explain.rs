@@ -1,6 +1,6 @@
 //! `/api/explain`: which router gets a request, and why not the others.
 
-use super::views::{ErrorView, ProblemView};
+use super::state::{ErrorView, ProblemView};
 use super::{ApiError, ApiState};
 use crate::config::QualifiedName;
 use crate::rule::RequestFacts;

@@ -1,7 +1,7 @@
 //! `/api/tcp/routers`, `/api/tcp/services`, `/api/tcp/middlewares`,
 //! `/api/udp/routers` and `/api/udp/services`, in Traefik's shapes.
 
-use super::views::StateView;
+use super::state::StateView;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
 use crate::config::problem::{ObjectKind, ObjectRef, Problem};

@@ -10,7 +10,7 @@ use crate::config::dynamic::{Dynamic, Middleware as Model};
 use crate::config::problem::{ObjectKind, Problem, Reference};
 use crate::middleware::{self as mw, Chain, Middleware, MiddlewareError, ServiceRef};
 use crate::runtime::Registries;
-use crate::runtime::registries::ClientSettings;
+use crate::runtime::registries::{ClientSettings, StateKey};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -87,7 +87,10 @@ impl<'a> MiddlewareCompiler<'a> {
             return Err(Problem::NotFound);
         };
         if let Some(why) = &m.invalid {
-            return Err(Problem::bad_value(why));
+            // The model's reader found the options unreadable; its words.
+            return Err(Problem::BadValue {
+                message: why.clone(),
+            });
         }
         match m.kinds().as_slice() {
             [_] => {}
@@ -138,14 +141,17 @@ impl<'a> MiddlewareCompiler<'a> {
         let stateful =
             m.rate_limit.is_some() || m.in_flight_req.is_some() || m.circuit_breaker.is_some();
         if stateful {
-            let config = serde_json::to_string(m).unwrap_or_default();
-            let key = format!("{router}|{name}|{config}");
-            return self.build(provider, m, &key, services);
+            let key = StateKey::Middleware {
+                router: router.to_owned(),
+                middleware: name.to_owned(),
+                config: serde_json::to_string(m).unwrap_or_default(),
+            };
+            return self.build(provider, m, Some(&key), services);
         }
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
-        let built = self.build(provider, m, "", services);
+        let built = self.build(provider, m, None, services);
         self.done.insert(name.to_owned(), built.clone());
         built
     }
@@ -154,14 +160,14 @@ impl<'a> MiddlewareCompiler<'a> {
         &self,
         provider: &str,
         m: &Model,
-        state_key: &str,
+        state_key: Option<&StateKey>,
         services: &mut ServiceCompiler<'_>,
     ) -> Result<Arc<dyn Middleware>, Problem> {
         fn ok<T: Middleware>(
             r: Result<T, MiddlewareError>,
         ) -> Result<Arc<dyn Middleware>, Problem> {
             r.map(|m| Arc::new(m) as Arc<dyn Middleware>)
-                .map_err(Problem::bad_value)
+                .map_err(Problem::from)
         }
         // Exhaustive, so that a new middleware type cannot be forgotten here.
         let Model {
@@ -188,6 +194,17 @@ impl<'a> MiddlewareCompiler<'a> {
             strip_prefix_regex,
             invalid: _,
         } = m;
+        // Only the stateful types read `state_key`, and `layer` gives them one.
+        fn kept<T: std::any::Any + Send + Sync>(
+            reg: &Registries,
+            key: Option<&StateKey>,
+            make: fn() -> T,
+        ) -> Arc<T> {
+            match key {
+                Some(key) => reg.state(key, make),
+                None => Arc::new(make()),
+            }
+        }
         let reg = self.registries;
         if let Some(c) = add_prefix {
             return ok(mw::add_prefix::compile(c));
@@ -199,7 +216,7 @@ impl<'a> MiddlewareCompiler<'a> {
             return ok(mw::buffering::compile(c));
         }
         if let Some(c) = circuit_breaker {
-            let state = reg.state(state_key, mw::circuit_breaker::State::default);
+            let state = kept(reg, state_key, mw::circuit_breaker::State::default);
             return ok(mw::circuit_breaker::compile(c, state));
         }
         if let Some(c) = compress {
@@ -210,9 +227,11 @@ impl<'a> MiddlewareCompiler<'a> {
         }
         if let Some(c) = errors {
             if c.service.is_empty() {
-                return Err(Problem::bad_value(
-                    "service: the service that serves error pages is required",
-                ));
+                return Err(MiddlewareError::invalid(
+                    "service",
+                    "the service that serves error pages is required",
+                )
+                .into());
             }
             let q = QualifiedName::resolve(&c.service, provider).to_string();
             let upstream = services.get(&q).map_err(|problem| Problem::InReference {
@@ -233,11 +252,11 @@ impl<'a> MiddlewareCompiler<'a> {
             return ok(mw::ip_allow_list::compile(c));
         }
         if let Some(c) = in_flight_req {
-            let state = reg.state(state_key, mw::in_flight_req::State::default);
+            let state = kept(reg, state_key, mw::in_flight_req::State::default);
             return ok(mw::in_flight_req::compile(c, state));
         }
         if let Some(c) = rate_limit {
-            let state = reg.state(state_key, mw::rate_limit::State::default);
+            let state = kept(reg, state_key, mw::rate_limit::State::default);
             return ok(mw::rate_limit::compile(c, state));
         }
         if let Some(c) = redirect_regex {
@@ -264,5 +283,35 @@ impl<'a> MiddlewareCompiler<'a> {
         Err(Problem::NoType {
             of: ObjectKind::Middleware,
         })
+    }
+}
+
+/// A middleware's error as the report's problem, in the same words.
+impl From<MiddlewareError> for Problem {
+    fn from(e: MiddlewareError) -> Self {
+        match e {
+            MiddlewareError::Regex {
+                option,
+                regex,
+                reason,
+            } => Problem::MiddlewareRegex {
+                option: option.to_owned(),
+                regex,
+                reason,
+            },
+            MiddlewareError::Invalid { option, reason } => Problem::MiddlewareOption {
+                option: option.to_owned(),
+                reason,
+            },
+            MiddlewareError::Htpasswd {
+                option,
+                line,
+                reason,
+            } => Problem::PasswordLine {
+                option: option.to_owned(),
+                line,
+                reason,
+            },
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! TCP routers and services: each router's rule (over the ClientHello),
 //! its TLS mode and entry points, and the servers its service forwards to.
 
-use super::{CompileContext, TlsUses, entry_points_of};
+use super::router::{self, RouterStep, Using};
+use super::{CompileContext, TlsUses};
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{
@@ -9,14 +10,14 @@ use crate::config::dynamic::tcp::{
 };
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::metrics::Transport;
-use crate::middleware::ip::AddressList;
+use crate::middleware::in_flight_req;
+use crate::middleware::tcp::{self as tcp_mw, TcpGuard};
 use crate::rule::{default_priority, parse_tcp_rule};
 use crate::runtime::Registries;
-use crate::runtime::registries::TlsSettings;
-use crate::runtime::report::{Report, Status};
+use crate::runtime::registries::{StateKey, TlsSettings};
+use crate::runtime::report::Report;
 use crate::runtime::tcp::{
-    ServerHealth, ServerTls, TcpGuard, TcpGuardKind, TcpRoute, TcpRoutes, TcpServerTarget,
-    TcpTarget, TcpTls, TcpTransport,
+    ServerHealth, ServerTls, TcpRoute, TcpRoutes, TcpServerTarget, TcpTarget, TcpTls, TcpTransport,
 };
 use rustls::pki_types::ServerName;
 use std::collections::BTreeMap;
@@ -58,48 +59,35 @@ pub(super) fn compile(
         .map(|(name, m)| (name.as_str(), middleware(name, m, registries)))
         .collect();
     let mut per_ep: Vec<Vec<Arc<TcpRoute>>> = vec![Vec::new(); ctx.entry_points.len()];
-    let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut mw_users: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut using = Using::new();
     for (name, router) in &dynamic.tcp.routers {
-        let entry = report.tcp_routers.entry(name.clone()).or_default();
-        let provider = QualifiedName::parse(name)
-            .map(|q| q.provider)
-            .unwrap_or_default();
-        let error =
-            |problem| ConfigError::new(ObjectRef::new(ObjectKind::TcpRouter, name), problem);
+        let mut step = RouterStep::new(
+            &router::TCP,
+            name,
+            report.tcp_routers.entry(name.clone()).or_default(),
+        );
         let tls = match &router.tls {
             None => TcpTls::Plain,
             Some(t) if t.passthrough => TcpTls::Passthrough,
             Some(_) => TcpTls::Terminate,
         };
-        let matcher = match parse_tcp_rule(&router.rule) {
-            Ok(m) if tls == TcpTls::Plain && m.needs_client_hello() => {
-                entry.disable(
-                    error(Problem::TcpRuleNeedsTls {
+        let matcher = match step.rule(&router.rule, parse_tcp_rule(&router.rule)) {
+            Some(m) if tls == TcpTls::Plain && m.needs_client_hello() => {
+                step.disable(
+                    Problem::TcpRuleNeedsTls {
                         rule: router.rule.clone(),
-                    })
-                    .at("rule"),
+                    },
+                    "rule",
                 );
                 None
             }
-            Ok(m) => Some(m),
-            Err(e) => {
-                entry.disable(
-                    error(Problem::RuleSyntax {
-                        rule: router.rule.clone(),
-                        error: e.to_string(),
-                        column: e.position,
-                    })
-                    .at("rule"),
-                );
-                None
-            }
+            parsed => parsed,
         };
-        let eps = entry_points_of(&router.entry_points, ctx, entry, &error);
+        let eps = step.entry_points(&router.entry_points, ctx);
         let mut guards = Vec::new();
         for written in &router.middlewares {
-            let q = QualifiedName::resolve(written, &provider).to_string();
-            mw_users.entry(q.clone()).or_default().push(name.clone());
+            let q = step.qualify(written);
+            step.uses(&mut using, ObjectKind::TcpMiddleware, &q);
             let found = match middlewares.get(q.as_str()) {
                 Some(Ok(guard)) => Ok(guard.clone()),
                 Some(Err(problem)) => Err(problem.clone()),
@@ -110,55 +98,27 @@ pub(super) fn compile(
             };
             match found {
                 Ok(guard) => guards.push(guard),
-                Err(problem) => entry.disable(
-                    error(Problem::InReference {
+                Err(problem) => step.disable(
+                    Problem::InReference {
                         what: Reference::TcpMiddleware,
                         name: q,
                         problem: Box::new(problem),
-                    })
-                    .at("middlewares"),
+                    },
+                    "middlewares",
                 ),
             }
         }
         if let Some(t) = router.tls.as_ref().filter(|t| t.passthrough)
             && (t.cert_resolver.is_some() || t.options.is_some())
         {
-            entry.warn(
-                error(Problem::bad_value(
-                    "with `tls.passthrough` the server's own TLS is what clients get: \
-                     `tls.certResolver` and `tls.options` are not used",
-                ))
-                .at("tls"),
-            );
+            step.warn(Problem::PassthroughTlsUnused, "tls");
         }
-        let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
-        let target = if router.service.is_empty() {
-            entry.disable(error(Problem::NoService).at("service"));
-            None
-        } else {
-            using
-                .entry(service_name.clone())
-                .or_default()
-                .push(name.clone());
-            match services.get(&service_name, 0) {
-                Ok(t) => Some(t),
-                Err(problem) => {
-                    entry.disable(
-                        error(Problem::InReference {
-                            what: Reference::TcpService,
-                            name: service_name.clone(),
-                            problem: Box::new(problem),
-                        })
-                        .at("service"),
-                    );
-                    None
-                }
-            }
-        };
+        let (service_name, target) =
+            step.service(&router.service, &mut using, |q| services.get(q, 0));
         let (Some(matcher), Some(target)) = (matcher, target) else {
             continue;
         };
-        if entry.status == Status::Disabled {
+        if !step.enabled() {
             continue;
         }
         if let (TcpTls::Terminate, Some(t)) = (tls, &router.tls) {
@@ -169,11 +129,11 @@ pub(super) fn compile(
             };
             tls_uses.add(
                 (name, ObjectKind::TcpRouter),
-                &provider,
+                &step.provider,
                 &http_like,
                 matcher.domains(),
                 ctx,
-                &mut |e: ConfigError| entry.warn(e),
+                &mut |e: ConfigError| step.entry.warn(e),
             );
         }
         let route = Arc::new(TcpRoute {
@@ -194,31 +154,24 @@ pub(super) fn compile(
     }
     for name in dynamic.tcp.services.keys() {
         let entry = report.tcp_services.entry(name.clone()).or_default();
+        let object = ObjectRef::new(ObjectKind::TcpService, name);
         match services.get(name, 0) {
-            Err(problem) => entry.disable(ConfigError::new(
-                ObjectRef::new(ObjectKind::TcpService, name),
-                problem,
-            )),
+            Err(problem) => entry.disable(ConfigError::new(object.clone(), problem)),
             Ok(_) => {
                 for (option, problem) in overridden(name, &dynamic.tcp) {
-                    entry.warn(
-                        ConfigError::new(ObjectRef::new(ObjectKind::TcpService, name), problem)
-                            .at(option),
-                    );
+                    entry.warn(ConfigError::new(object.clone(), problem).at(option));
                 }
             }
         }
-        entry.using = using.remove(name).unwrap_or_default();
+        entry.using = using.remove(&object).unwrap_or_default();
     }
     for name in dynamic.tcp.middlewares.keys() {
         let entry = report.tcp_middlewares.entry(name.clone()).or_default();
+        let object = ObjectRef::new(ObjectKind::TcpMiddleware, name);
         if let Some(Err(problem)) = middlewares.remove(name.as_str()) {
-            entry.disable(ConfigError::new(
-                ObjectRef::new(ObjectKind::TcpMiddleware, name),
-                problem,
-            ));
+            entry.disable(ConfigError::new(object.clone(), problem));
         }
-        entry.using = mw_users.remove(name).unwrap_or_default();
+        entry.using = using.remove(&object).unwrap_or_default();
     }
     let routes = per_ep
         .into_iter()
@@ -251,17 +204,19 @@ fn overridden(name: &str, tcp: &crate::config::dynamic::tcp::Tcp) -> Vec<(&'stat
     if lb.termination_delay.is_some() && transport.termination_delay.is_some() {
         found.push((
             "loadbalancer.terminationdelay",
-            Problem::bad_value(format!(
-                "not used: the TCP servers transport `{q}` sets its own `terminationDelay` (the load balancer's is deprecated in Traefik v3)"
-            )),
+            Problem::OverriddenByTransport {
+                transport: q.clone(),
+                option: "terminationDelay".to_owned(),
+            },
         ));
     }
     if lb.proxy_protocol.is_some() && transport.proxy_protocol.is_some() {
         found.push((
             "loadbalancer.proxyprotocol",
-            Problem::bad_value(format!(
-                "not used: the TCP servers transport `{q}` sets its own `proxyProtocol` (the load balancer's is deprecated in Traefik v3)"
-            )),
+            Problem::OverriddenByTransport {
+                transport: q,
+                option: "proxyProtocol".to_owned(),
+            },
         ));
     }
     found
@@ -317,42 +272,35 @@ fn middleware(
         ip_white_list,
         in_flight_conn,
     } = m;
-    let kinds = [
-        ip_allow_list.is_some(),
-        ip_white_list.is_some(),
-        in_flight_conn.is_some(),
-    ];
-    if kinds.iter().filter(|set| **set).count() != 1 {
-        return Err(Problem::bad_value(
-            "a TCP middleware has exactly one of `ipAllowList` and `inFlightConn`",
-        ));
+    let given: Vec<String> = [
+        ("ipAllowList", ip_allow_list.is_some()),
+        ("ipWhiteList", ip_white_list.is_some()),
+        ("inFlightConn", in_flight_conn.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set)
+    .map(|(kind, _)| kind.to_owned())
+    .collect();
+    if given.len() > 1 {
+        return Err(Problem::SeveralTypes {
+            of: ObjectKind::TcpMiddleware,
+            types: given,
+        });
     }
     let kind = if let Some(allow) = ip_allow_list.as_ref().or(ip_white_list.as_ref()) {
-        if allow.source_range.is_empty() {
-            return Err(Problem::bad_value(
-                "ipAllowList.sourceRange: at least one address or range is required",
-            ));
-        }
-        TcpGuardKind::AllowList(
-            AddressList::parse(&allow.source_range, "ipAllowList.sourceRange")
-                .map_err(Problem::bad_value)?,
-        )
+        tcp_mw::compile_allow_list(allow)?
     } else if let Some(limit) = in_flight_conn {
-        if limit.amount <= 0 {
-            return Err(Problem::bad_value(format!(
-                "inFlightConn.amount: must be at least 1, not {}",
-                limit.amount
-            )));
-        }
-        TcpGuardKind::InFlight {
-            amount: limit.amount,
-            state: registries.state(
-                &format!("tcp-in-flight:{name}"),
-                crate::middleware::in_flight_req::State::default,
-            ),
-        }
+        let state = registries.state(
+            &StateKey::TcpInFlight {
+                middleware: name.to_owned(),
+            },
+            in_flight_req::State::default,
+        );
+        tcp_mw::compile_in_flight(limit, state)?
     } else {
-        return Err(Problem::bad_value("a TCP middleware needs a type"));
+        return Err(Problem::NoType {
+            of: ObjectKind::TcpMiddleware,
+        });
     };
     Ok(Arc::new(TcpGuard {
         name: name.to_owned(),
@@ -402,14 +350,23 @@ impl<'a> Services<'a> {
                 what: self.what,
                 name: name.to_owned(),
             }),
-            Some(_) if depth > MAX_DEPTH => Err(Problem::bad_value(format!(
-                "weighted {}s nest deeper than {MAX_DEPTH} (or in a cycle) at `{name}`",
-                self.what.words()
-            ))),
+            Some(_) if depth > MAX_DEPTH => Err(Problem::TooDeep {
+                what: self.what,
+                max: MAX_DEPTH,
+                name: name.to_owned(),
+            }),
             Some(service) => self.build(name, service, depth),
         };
         self.done.insert(name.to_owned(), result.clone());
         result
+    }
+
+    /// The kind of the services resolved, for problems about one.
+    fn kind(&self) -> ObjectKind {
+        match self.what {
+            Reference::UdpService => ObjectKind::UdpService,
+            _ => ObjectKind::TcpService,
+        }
     }
 
     /// Every service resolved so far that compiled, by name.
@@ -432,7 +389,7 @@ impl<'a> Services<'a> {
         match (&service.load_balancer, &service.weighted) {
             (Some(lb), None) => {
                 if lb.servers.is_empty() {
-                    return Err(Problem::bad_value("the load balancer has no servers"));
+                    return Err(Problem::NoServers);
                 }
                 let addresses = lb
                     .servers
@@ -447,7 +404,7 @@ impl<'a> Services<'a> {
                     (Some(env), true) => Some(
                         env.registries
                             .tls_client(&tls)
-                            .map_err(Problem::bad_value)?,
+                            .map_err(|reason| Problem::ClientSettings { reason })?,
                     ),
                     _ => None,
                 };
@@ -468,7 +425,10 @@ impl<'a> Services<'a> {
                             // server: a server that just refused stays
                             // skipped after an unrelated change.
                             Some(env) => env.registries.state(
-                                &format!("tcp-server-health:{name}:{address}"),
+                                &StateKey::TcpServerHealth {
+                                    service: name.to_owned(),
+                                    address: address.clone(),
+                                },
                                 ServerHealth::default,
                             ),
                             None => Arc::default(),
@@ -510,14 +470,11 @@ impl<'a> Services<'a> {
                     next: AtomicUsize::new(0),
                 }))
             }
-            (None, None) => Err(Problem::bad_value(format!(
-                "a {} needs `loadBalancer` or `weighted`",
-                self.what.words()
-            ))),
-            (Some(_), Some(_)) => Err(Problem::bad_value(format!(
-                "a {} has either `loadBalancer` or `weighted`, not both",
-                self.what.words()
-            ))),
+            (None, None) => Err(Problem::NoType { of: self.kind() }),
+            (Some(_), Some(_)) => Err(Problem::SeveralTypes {
+                of: self.kind(),
+                types: vec!["loadBalancer".to_owned(), "weighted".to_owned()],
+            }),
         }
     }
 }
@@ -610,10 +567,10 @@ fn proxy_version(p: Option<&ProxyProtocol>, at: &str) -> Result<Option<u8>, Prob
         None => Ok(None),
         Some(p) if p.version == 0 => Ok(Some(2)),
         Some(p) if matches!(p.version, 1 | 2) => Ok(Some(p.version)),
-        Some(p) => Err(Problem::bad_value(format!(
-            "{at}.proxyProtocol.version: {} is not a PROXY protocol version (1 or 2)",
-            p.version
-        ))),
+        Some(p) => Err(Problem::ProxyProtocolVersion {
+            at: at.to_owned(),
+            version: p.version,
+        }),
     }
 }
 
@@ -628,10 +585,8 @@ fn server_name(configured: Option<&str>, address: &str) -> Result<ServerName<'st
             .trim_start_matches('[')
             .trim_end_matches(']'),
     };
-    ServerName::try_from(host.to_owned()).map_err(|_| {
-        Problem::bad_value(format!(
-            "`{host}` is not a DNS name or IP address TLS can verify; set the servers transport's `tls.serverName`"
-        ))
+    ServerName::try_from(host.to_owned()).map_err(|_| Problem::TlsServerName {
+        host: host.to_owned(),
     })
 }
 
@@ -646,9 +601,8 @@ fn server_address(server: &TcpServer) -> Result<String, Problem> {
         .filter(|&port| port != 0);
     match port {
         Some(_) => Ok(address.to_owned()),
-        None => Err(Problem::bad_value(format!(
-            "server address `{}` is not host:port",
-            server.address
-        ))),
+        None => Err(Problem::NotHostPort {
+            address: server.address.clone(),
+        }),
     }
 }

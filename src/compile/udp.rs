@@ -2,14 +2,14 @@
 //! takes its datagrams, and the servers its service forwards them to.
 
 use super::CompileContext;
+use super::router::{self, RouterStep, Using};
 use super::tcp::{Services, router_stats};
-use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpServer, TcpService, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::metrics::Transport;
-use crate::runtime::report::{Report, Status};
+use crate::runtime::report::Report;
 use crate::runtime::tcp::UdpRoute;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,93 +52,71 @@ pub(super) fn compile(
     let mut services = Services::new(&converted, Reference::UdpService, None);
     let is_udp = |i: usize| ctx.udp_entry_points.get(i).copied().unwrap_or(false);
     let mut per_ep: Vec<Option<Arc<UdpRoute>>> = vec![None; ctx.entry_points.len()];
-    let mut using: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut using = Using::new();
     for (name, router) in &dynamic.udp.routers {
-        let entry = report.udp_routers.entry(name.clone()).or_default();
-        let provider = QualifiedName::parse(name)
-            .map(|q| q.provider)
-            .unwrap_or_default();
-        let error =
-            |problem| ConfigError::new(ObjectRef::new(ObjectKind::UdpRouter, name), problem);
+        let mut step = RouterStep::new(
+            &router::UDP,
+            name,
+            report.udp_routers.entry(name.clone()).or_default(),
+        );
         let mut eps = Vec::new();
-        let mut refused = Vec::new();
+        // Each with its option, or none for the router as a whole.
+        let mut refused: Vec<(Problem, Option<&'static str>)> = Vec::new();
         if router.entry_points.is_empty() {
             eps.extend((0..ctx.entry_points.len()).filter(|&i| is_udp(i)));
             if eps.is_empty() {
-                refused.push(error(Problem::bad_value(
-                    "no UDP entry point exists (an entry point's address ending in `/udp`)",
-                )));
+                refused.push((Problem::NoUdpEntryPoint, None));
             }
         } else {
             for ep in &router.entry_points {
                 match ctx.entry_points.iter().position(|n| n == ep) {
                     Some(i) if is_udp(i) => eps.push(i),
-                    Some(_) => refused.push(
-                        error(Problem::bad_value(format!(
-                            "entry point `{ep}` is not a UDP entry point (its address has no `/udp`)"
-                        )))
-                        .at("entrypoints"),
-                    ),
-                    None => refused.push(
-                        error(Problem::Missing {
+                    Some(_) => refused.push((
+                        Problem::NotUdpEntryPoint {
+                            entry_point: ep.clone(),
+                        },
+                        Some("entrypoints"),
+                    )),
+                    None => refused.push((
+                        Problem::Missing {
                             what: Reference::EntryPoint,
                             name: ep.clone(),
-                        })
-                        .at("entrypoints"),
-                    ),
+                        },
+                        Some("entrypoints"),
+                    )),
                 }
             }
         }
         // Taken already by a router before it (by name).
         eps.retain(|&i| match &per_ep[i] {
             Some(first) => {
-                refused.push(
-                    error(Problem::bad_value(format!(
-                        "UDP entry point `{}` is taken by router `{}`: a UDP entry point has one router",
-                        ctx.entry_points[i], first.name
-                    )))
-                    .at("entrypoints"),
-                );
+                refused.push((
+                    Problem::UdpEntryPointTaken {
+                        entry_point: ctx.entry_points[i].clone(),
+                        router: first.name.clone(),
+                    },
+                    Some("entrypoints"),
+                ));
                 false
             }
             None => true,
         });
-        for e in refused {
+        for (problem, at) in refused {
+            let mut error = step.error(problem);
+            error.option = at;
             if eps.is_empty() {
-                entry.disable(e);
+                step.entry.disable(error);
             } else {
-                entry.warn(e);
+                step.entry.warn(error);
             }
         }
-        entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
-        let service_name = QualifiedName::resolve(&router.service, &provider).to_string();
-        let target = if router.service.is_empty() {
-            entry.disable(error(Problem::NoService).at("service"));
-            None
-        } else {
-            using
-                .entry(service_name.clone())
-                .or_default()
-                .push(name.clone());
-            match services.get(&service_name, 0) {
-                Ok(t) => Some(t),
-                Err(problem) => {
-                    entry.disable(
-                        error(Problem::InReference {
-                            what: Reference::UdpService,
-                            name: service_name.clone(),
-                            problem: Box::new(problem),
-                        })
-                        .at("service"),
-                    );
-                    None
-                }
-            }
-        };
+        step.entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
+        let (service_name, target) =
+            step.service(&router.service, &mut using, |q| services.get(q, 0));
         let Some(target) = target else {
             continue;
         };
-        if entry.status == Status::Disabled {
+        if !step.enabled() {
             continue;
         }
         let route = Arc::new(UdpRoute {
@@ -153,13 +131,11 @@ pub(super) fn compile(
     }
     for name in dynamic.udp.services.keys() {
         let entry = report.udp_services.entry(name.clone()).or_default();
+        let object = ObjectRef::new(ObjectKind::UdpService, name);
         if let Err(problem) = services.get(name, 0) {
-            entry.disable(ConfigError::new(
-                ObjectRef::new(ObjectKind::UdpService, name),
-                problem,
-            ));
+            entry.disable(ConfigError::new(object.clone(), problem));
         }
-        entry.using = using.remove(name).unwrap_or_default();
+        entry.using = using.remove(&object).unwrap_or_default();
     }
     per_ep
 }

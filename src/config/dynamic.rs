@@ -207,7 +207,7 @@ pub struct StickyCookie {
 }
 
 /// An active health check.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct HealthCheck {
     /// `http` or `https` (default: the server's).

@@ -319,7 +319,7 @@ pub enum Problem {
         /// The name.
         domain: String,
         /// Why not.
-        reason: String,
+        reason: Unorderable,
     },
     /// A router with a certificate resolver and no host name.
     #[error(
@@ -429,6 +429,205 @@ pub enum Problem {
         /// The problem of the ignored definition.
         problem: Box<Problem>,
     },
+    /// A middleware option whose value cannot work.
+    #[error("{option}: {reason}")]
+    MiddlewareOption {
+        /// The option, e.g. `average` or `ipAllowList.sourceRange`.
+        option: String,
+        /// Why, in a sentence.
+        reason: String,
+    },
+    /// A middleware's regular expression that does not compile.
+    #[error("{option}: invalid regex `{regex}`: {reason}")]
+    MiddlewareRegex {
+        /// The option, e.g. `regex`.
+        option: String,
+        /// The expression as given.
+        regex: String,
+        /// What the regex engine said.
+        reason: String,
+    },
+    /// A line of a password list that is not `user:hash` in a known format.
+    #[error("{option}: line {line}: {reason}")]
+    PasswordLine {
+        /// `users` or `usersFile`.
+        option: String,
+        /// 1-based line (or list entry) number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A server URL that cannot be connected to.
+    #[error("server url `{url}`{}", server_url(.reason))]
+    ServerUrl {
+        /// The URL as written.
+        url: String,
+        /// What is wrong with it.
+        reason: ServerUrlProblem,
+    },
+    /// Client settings (TLS towards servers: root CAs, certificates,
+    /// server name) that cannot be used, in the client's words.
+    #[error("{reason}")]
+    ClientSettings {
+        /// What the client said.
+        reason: String,
+    },
+    /// A sticky cookie that cannot be set, in the balancer's words.
+    #[error("{reason}")]
+    StickyCookie {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A health check that cannot run, in the checker's words.
+    #[error("{reason}")]
+    HealthCheck {
+        /// What is wrong.
+        reason: String,
+    },
+    /// TLS options that do not build, in the TLS room's words.
+    #[error("{reason}")]
+    TlsOptions {
+        /// What is wrong.
+        reason: String,
+    },
+    /// A weighted service without members.
+    #[error("the weighted service lists no services")]
+    NoWeightedServices,
+    /// A mirror asked to copy more than every request.
+    #[error("mirror `{mirror}`: percent {percent} is more than 100")]
+    MirrorPercent {
+        /// The mirror as written.
+        mirror: String,
+        /// The share asked for.
+        percent: u32,
+    },
+    /// TLS settings of a `tls.passthrough` TCP router, which are not used.
+    #[error(
+        "with `tls.passthrough` the server's own TLS is what clients get: `tls.certResolver` and `tls.options` are not used"
+    )]
+    PassthroughTlsUnused,
+    /// A TCP load balancer's deprecated option that its servers transport
+    /// sets too.
+    #[error(
+        "not used: the TCP servers transport `{transport}` sets its own `{option}` (the load balancer's is deprecated in Traefik v3)"
+    )]
+    OverriddenByTransport {
+        /// The servers transport, qualified.
+        transport: String,
+        /// The option both set (`terminationDelay`, `proxyProtocol`).
+        option: String,
+    },
+    /// Weighted TCP or UDP services nested too deep, or in a cycle.
+    #[error("weighted {what}s nest deeper than {max} (or in a cycle) at `{name}`")]
+    TooDeep {
+        /// TCP or UDP services.
+        what: Reference,
+        /// The deepest nesting allowed.
+        max: usize,
+        /// The service where the limit was passed.
+        name: String,
+    },
+    /// A TCP or UDP load balancer without servers.
+    #[error("the load balancer has no servers")]
+    NoServers,
+    /// A PROXY protocol version that does not exist.
+    #[error("{at}.proxyProtocol.version: {version} is not a PROXY protocol version (1 or 2)")]
+    ProxyProtocolVersion {
+        /// Where it is written (`loadBalancer`, `proxyProtocol`).
+        at: String,
+        /// The version given.
+        version: u8,
+    },
+    /// A name TLS cannot send as SNI nor verify.
+    #[error(
+        "`{host}` is not a DNS name or IP address TLS can verify; set the servers transport's `tls.serverName`"
+    )]
+    TlsServerName {
+        /// The name or address.
+        host: String,
+    },
+    /// A TCP or UDP server address that is not `host:port`.
+    #[error("server address `{address}` is not host:port")]
+    NotHostPort {
+        /// The address as written.
+        address: String,
+    },
+    /// A UDP router without entry points when no UDP entry point exists.
+    #[error("no UDP entry point exists (an entry point's address ending in `/udp`)")]
+    NoUdpEntryPoint,
+    /// A UDP router naming an entry point that is not a UDP one.
+    #[error("entry point `{entry_point}` is not a UDP entry point (its address has no `/udp`)")]
+    NotUdpEntryPoint {
+        /// The entry point.
+        entry_point: String,
+    },
+    /// A UDP entry point another router has already.
+    #[error(
+        "UDP entry point `{entry_point}` is taken by router `{router}`: a UDP entry point has one router"
+    )]
+    UdpEntryPointTaken {
+        /// The entry point.
+        entry_point: String,
+        /// The router that has it.
+        router: String,
+    },
+}
+
+/// What is wrong with a server URL.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ServerUrlProblem {
+    /// It does not parse, or its host does not make a `Host` header.
+    Invalid {
+        /// What the parser said.
+        message: String,
+    },
+    /// Its scheme is not one gangway connects with.
+    Scheme,
+    /// It names no host.
+    NoHost,
+}
+
+fn server_url(reason: &ServerUrlProblem) -> String {
+    match reason {
+        ServerUrlProblem::Invalid { message } => format!(": {message}"),
+        ServerUrlProblem::Scheme => ": the scheme must be http, https or h2c".to_owned(),
+        ServerUrlProblem::NoHost => " has no host".to_owned(),
+    }
+}
+
+/// Why no certificate can be ordered for a name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unorderable {
+    /// An IP address.
+    #[error("IP addresses are not ordered")]
+    IpAddress,
+    /// `**.`, which no certificate covers.
+    #[error(
+        "`**.` stands for any depth of subdomains, which no certificate covers (a wildcard certificate covers one label); list the names in tls.domains, or serve a certificate from tls.certificates"
+    )]
+    AnyDepth,
+    /// A wildcard, through a resolver that cannot answer DNS-01.
+    #[error(
+        "a wildcard name needs a wildcard certificate, which only the DNS-01 challenge can get, and resolver `{resolver}` has no dnsChallenge (set certificatesResolvers.{resolver}.acme.dnsChallenge, or serve a certificate from tls.certificates)"
+    )]
+    WildcardWithoutDns {
+        /// The resolver.
+        resolver: String,
+    },
+    /// A `*` elsewhere than as a whole first label.
+    #[error("`*` may only stand for a whole first label (`*.example.com`)")]
+    MisplacedStar,
+    /// Not a DNS name.
+    #[error("not a valid DNS name")]
+    NotDnsName,
+}
+
+/// Serialised as its sentence, as the API has always given the reason.
+impl Serialize for Unorderable {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 fn hint(suggestion: Option<&str>) -> String {
@@ -504,6 +703,12 @@ fn no_type(of: ObjectKind) -> &'static str {
         ObjectKind::Service => {
             "no service type given (loadBalancer, weighted, mirroring or failover)"
         }
+        // TCP and UDP services name their kind in the message.
+        ObjectKind::TcpService => "a TCP service needs `loadBalancer` or `weighted`",
+        ObjectKind::UdpService => "a UDP service needs `loadBalancer` or `weighted`",
+        ObjectKind::TcpMiddleware => {
+            "a TCP middleware has exactly one of `ipAllowList` and `inFlightConn`"
+        }
         _ => "no middleware type given",
     }
 }
@@ -513,6 +718,12 @@ fn several_types(of: ObjectKind, types: &[String]) -> String {
         ObjectKind::Service => {
             "a service has exactly one type (loadBalancer, weighted, mirroring or failover)"
                 .to_owned()
+        }
+        ObjectKind::TcpService | ObjectKind::UdpService => {
+            format!("a {of} has either `loadBalancer` or `weighted`, not both")
+        }
+        ObjectKind::TcpMiddleware => {
+            "a TCP middleware has exactly one of `ipAllowList` and `inFlightConn`".to_owned()
         }
         _ => format!(
             "several middleware types in one middleware: {}",
@@ -526,14 +737,6 @@ fn several_types(of: ObjectKind, types: &[String]) -> String {
 }
 
 impl Problem {
-    /// A problem whose words come from another room's error type
-    /// (middleware options, health checks, sticky cookies, server URLs).
-    pub fn bad_value(message: impl fmt::Display) -> Self {
-        Problem::BadValue {
-            message: message.to_string(),
-        }
-    }
-
     /// Whether it is a label-grammar problem (reported by the label parser
     /// itself, with its label), also under `Ignored`.
     pub fn is_label_grammar(&self) -> bool {

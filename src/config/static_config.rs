@@ -1107,6 +1107,32 @@ fn parse_ip_net<E: serde::de::Error>(text: &str) -> Result<ipnet::IpNet, E> {
         })
 }
 
+/// What is wrong with the value a flag or an environment variable gives.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    /// Not a boolean.
+    #[error("`{text}` is not a boolean (true or false)")]
+    NotABool {
+        /// The value as given.
+        text: String,
+    },
+    /// Not a whole number.
+    #[error("`{text}` is not a whole number (0 or more)")]
+    NotAWholeNumber {
+        /// The value as given.
+        text: String,
+    },
+    /// Not a duration.
+    #[error(transparent)]
+    Duration(#[from] crate::config::duration::DurationError),
+    /// Not an address to listen on.
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The configuration with the value in it does not read.
+    #[error("{0}")]
+    Unreadable(serde_json::Error),
+}
+
 /// Why the static configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum StaticConfigError {
@@ -1154,7 +1180,7 @@ pub enum StaticConfigError {
         /// The value as given.
         value: String,
         /// What is wrong with it.
-        message: String,
+        message: SettingError,
     },
     /// A command-line option that needs a value was last or followed by
     /// another option.
@@ -1187,7 +1213,7 @@ pub enum StaticConfigError {
         /// The value as given.
         value: String,
         /// What is wrong with it.
-        message: String,
+        message: SettingError,
     },
     /// HTTP/3 asked for on an entry point that is UDP already: HTTP/3
     /// listens on the UDP side of a TCP entry point.

@@ -4,7 +4,10 @@
 //! that did not change.
 
 pub mod h2c;
+mod keys;
 pub mod pool;
+
+pub use keys::{HealthKey, PositionKey, Shape, StateKey};
 
 use crate::body::{RequestBody, UpstreamBody};
 use crate::health::{CheckPlan, ServiceHealth, ServiceHealthReport, spawn_checker};
@@ -236,11 +239,11 @@ pub struct Registries {
     clients: Mutex<HashMap<(ClientSettings, Authority), Arc<UpstreamClient>>>,
     tls_clients: Mutex<HashMap<TlsSettings, Arc<rustls::ClientConfig>>>,
     open_clients: Mutex<HashMap<ClientSettings, Client<HttpConnector, RequestBody>>>,
-    positions: Mutex<HashMap<String, Arc<AtomicUsize>>>,
-    health: Mutex<HashMap<String, HealthEntry>>,
+    positions: Mutex<HashMap<PositionKey, Arc<AtomicUsize>>>,
+    health: Mutex<HashMap<HealthKey, HealthEntry>>,
     serial: AtomicU64,
     epoch: Arc<AtomicU64>,
-    states: Mutex<HashMap<String, Arc<dyn Any + Send + Sync>>>,
+    states: Mutex<HashMap<StateKey, Arc<dyn Any + Send + Sync>>>,
     stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
 }
 
@@ -312,7 +315,7 @@ impl Registries {
     /// The rotation position of a balancer (or a mirror's counter), keyed by
     /// its service name and the shape of its members, so an unchanged
     /// service keeps its place.
-    pub fn position(&self, key: &str) -> Arc<AtomicUsize> {
+    pub fn position(&self, key: &PositionKey) -> Arc<AtomicUsize> {
         let mut positions = self
             .positions
             .lock()
@@ -324,7 +327,7 @@ impl Registries {
     /// configuration: rate-limit buckets, in-flight counts, breaker state),
     /// made with `make` on first use. The same key gives the same state for
     /// as long as some runtime uses it, so an unrelated change resets nothing.
-    pub fn state<T: Any + Send + Sync>(&self, key: &str, make: impl FnOnce() -> T) -> Arc<T> {
+    pub fn state<T: Any + Send + Sync>(&self, key: &StateKey, make: impl FnOnce() -> T) -> Arc<T> {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(found) = states.get(key).and_then(|s| s.clone().downcast::<T>().ok()) {
             return found;
@@ -377,7 +380,7 @@ impl Registries {
     /// The checker itself starts at the next [`Registries::sweep`].
     pub fn health(
         &self,
-        key: &str,
+        key: &HealthKey,
         service: &str,
         servers: &[(String, bool)],
         plan: CheckPlan,

@@ -3,8 +3,7 @@
 
 use crate::metrics::StreamStats;
 use crate::middleware::in_flight_req;
-use crate::middleware::ip::AddressList;
-use crate::middleware::source::SourceKey;
+use crate::middleware::tcp::{Admitted, TcpGuard};
 use crate::rule::{ConnFacts, TcpMatcher};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -76,42 +75,14 @@ impl TcpRoute {
     pub(crate) fn admit(&self, client: IpAddr) -> Result<Vec<in_flight_req::Slot>, &str> {
         let mut held = Vec::new();
         for guard in &self.middlewares {
-            match &guard.kind {
-                TcpGuardKind::AllowList(allowed) if allowed.contains(client) => {}
-                TcpGuardKind::InFlight { amount, state } => {
-                    let key = SourceKey::Ip(client.to_canonical());
-                    match state.acquire(key, *amount) {
-                        Some(slot) => held.push(slot),
-                        None => return Err(&guard.name),
-                    }
-                }
-                TcpGuardKind::AllowList(_) => return Err(&guard.name),
+            match guard.admit(client) {
+                Some(Admitted::Free) => {}
+                Some(Admitted::Holding(slot)) => held.push(slot),
+                None => return Err(&guard.name),
             }
         }
         Ok(held)
     }
-}
-
-/// A compiled TCP middleware.
-pub struct TcpGuard {
-    /// Its qualified name, for logs.
-    pub name: String,
-    /// What it checks.
-    pub kind: TcpGuardKind,
-}
-
-/// What a TCP middleware checks.
-pub enum TcpGuardKind {
-    /// `ipAllowList`: the client's address.
-    AllowList(AddressList),
-    /// `inFlightConn`: open connections per client address, counted in
-    /// state that outlives configuration swaps.
-    InFlight {
-        /// The most at once.
-        amount: i64,
-        /// The counts.
-        state: Arc<in_flight_req::State>,
-    },
 }
 
 /// A compiled UDP router: where its entry point's datagrams go.

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::options::{self, Matched, NAME, Style, ValueKind};
-use super::{ListenAddress, StaticConfig, StaticConfigError};
+use super::{ListenAddress, SettingError, StaticConfig, StaticConfigError};
 use crate::config::duration::Duration;
 use crate::config::format::{self, Format};
 
@@ -63,7 +63,8 @@ struct Setting {
 }
 
 impl Setting {
-    fn bad_value(&self, message: String) -> StaticConfigError {
+    fn bad_value(&self, message: impl Into<SettingError>) -> StaticConfigError {
+        let message = message.into();
         let value = self.value.clone().unwrap_or_default();
         match &self.origin {
             Origin::Flag(flag) => StaticConfigError::BadFlagValue {
@@ -137,7 +138,7 @@ pub fn load(
         // Checking after each setting pins a bad value on the flag or
         // variable that brought it.
         if let Err(e) = StaticConfig::deserialize(&tree) {
-            return Err(setting.bad_value(e.to_string()));
+            return Err(setting.bad_value(SettingError::Unreadable(e)));
         }
     }
 
@@ -368,24 +369,24 @@ fn change(setting: &Setting) -> Result<Change, StaticConfigError> {
         ValueKind::Int => match text.trim().parse::<u64>() {
             Ok(n) => Change::Set(Value::from(n)),
             Err(_) => {
-                return Err(
-                    setting.bad_value(format!("`{text}` is not a whole number (0 or more)"))
-                );
+                return Err(setting.bad_value(SettingError::NotAWholeNumber {
+                    text: text.to_owned(),
+                }));
             }
         },
         ValueKind::Duration => match text.parse::<Duration>() {
             Ok(d) => Change::Set(Value::String(d.to_string())),
-            Err(e) => return Err(setting.bad_value(e.to_string())),
+            Err(e) => return Err(setting.bad_value(e)),
         },
         ValueKind::SignedDuration => {
             match text.parse::<crate::config::duration::SignedDuration>() {
                 Ok(d) => Change::Set(Value::String(d.to_string())),
-                Err(e) => return Err(setting.bad_value(e.to_string())),
+                Err(e) => return Err(setting.bad_value(e)),
             }
         }
         ValueKind::Address => match text.parse::<ListenAddress>() {
             Ok(a) => Change::Set(Value::String(a.to_string())),
-            Err(e) => return Err(setting.bad_value(e.to_string())),
+            Err(e) => return Err(setting.bad_value(e)),
         },
         ValueKind::List => Change::Set(Value::Array(
             text.split(',')
@@ -398,8 +399,10 @@ fn change(setting: &Setting) -> Result<Change, StaticConfigError> {
     Ok(change)
 }
 
-fn not_a_bool(text: &str) -> String {
-    format!("`{text}` is not a boolean (true or false)")
+fn not_a_bool(text: &str) -> SettingError {
+    SettingError::NotABool {
+        text: text.to_owned(),
+    }
 }
 
 /// The key to use in `map` for a user-chosen name: an existing key that
