@@ -7,16 +7,17 @@ mod tcp;
 mod udp;
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
+use crate::client::{ClientSettings, ServerKind, TlsSettings};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{ClientSettings, StatsKind, TlsSettings};
+use crate::runtime::registries::StatsKind;
 use crate::runtime::{
     EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
-    Route, Runtime, Server, ServerKind, Upstream, WeightedService,
+    Route, Runtime, Server, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -1069,7 +1070,9 @@ fn compile_server(
     };
     let host_header = HeaderValue::from_str(authority.as_str())
         .map_err(|e| format!("server url `{}`: {e}", s.url))?;
-    let client = registries.client(settings, &authority)?;
+    let client = registries
+        .client(settings, &authority)
+        .map_err(|e| e.to_string())?;
     let server = Server {
         url: s.url.clone(),
         kind,

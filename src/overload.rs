@@ -19,7 +19,6 @@
 //! fast 503 lets clients (and load balancers in front) go elsewhere.
 
 use crate::config::dynamic;
-use crate::runtime::Registries;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -66,6 +65,15 @@ pub struct Gate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused;
 
+/// Where gates outlive a runtime swap (the runtime's registries), so that
+/// an unchanged service keeps its slots and its queue. Handed in by compile,
+/// so this room needs nothing of the runtime.
+pub trait KeepGates {
+    /// The gate kept under `key`, made with `make` on first use; the same
+    /// key gives the same gate for as long as some runtime uses it.
+    fn keep_gate(&self, key: &str, make: impl FnOnce() -> Gate) -> Arc<Gate>;
+}
+
 impl Gate {
     fn new(limits: Limits) -> Self {
         Self {
@@ -78,7 +86,7 @@ impl Gate {
     /// The gate for `service` with these limits, shared with every runtime
     /// that uses the same service and limits. None when there is no limit.
     pub fn for_service(
-        registries: &Registries,
+        registries: &impl KeepGates,
         service: &str,
         limits: Limits,
     ) -> Option<Arc<Gate>> {
@@ -90,7 +98,7 @@ impl Gate {
             limits.max_concurrent,
             limits.queue_timeout.as_nanos()
         );
-        Some(registries.state(&key, || Gate::new(limits)))
+        Some(registries.keep_gate(&key, || Gate::new(limits)))
     }
 
     /// Takes a slot: at once when one is free, else after a wait of at most
@@ -214,6 +222,22 @@ mod tests {
         assert_eq!(gate.waiting(), 0);
     }
 
+    /// Gates kept by key, as the registries keep them.
+    #[derive(Default)]
+    struct Kept(std::sync::Mutex<std::collections::HashMap<String, Arc<Gate>>>);
+
+    impl KeepGates for Kept {
+        fn keep_gate(&self, key: &str, make: impl FnOnce() -> Gate) -> Arc<Gate> {
+            let mut kept = self
+                .0
+                .lock()
+                .expect("not poisoned: the tests do not panic holding it");
+            kept.entry(key.to_owned())
+                .or_insert_with(|| Arc::new(make()))
+                .clone()
+        }
+    }
+
     #[test]
     fn a_service_overrides_the_defaults() {
         let defaults = limits(1024, 100);
@@ -226,7 +250,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(Limits::of(Some(&service), defaults), limits(8, 100));
-        let registries = Registries::default();
+        let registries = Kept::default();
         assert!(Gate::for_service(&registries, "s@file", limits(0, 100)).is_none());
         let a = Gate::for_service(&registries, "s@file", limits(8, 100)).expect("a gate");
         let b = Gate::for_service(&registries, "s@file", limits(8, 100)).expect("a gate");

@@ -2,6 +2,7 @@
 //! its TLS mode and entry points, and the servers its service forwards to.
 
 use super::{CompileContext, TlsUses, entry_points_of};
+use crate::client::TlsSettings;
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{
@@ -12,7 +13,6 @@ use crate::metrics::Transport;
 use crate::middleware::ip::AddressList;
 use crate::rule::{default_priority, parse_tcp_rule};
 use crate::runtime::Registries;
-use crate::runtime::registries::TlsSettings;
 use crate::runtime::report::{Report, Status};
 use crate::runtime::tcp::{
     ServerHealth, ServerTls, TcpGuard, TcpGuardKind, TcpRoute, TcpRoutes, TcpServerTarget,
