@@ -17,6 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use tokio::sync::oneshot;
 
+pub mod checkin;
 pub mod h2_stream;
 pub mod h3_stream;
 
@@ -511,7 +512,7 @@ pub enum UpstreamBody {
     /// goes back to its pool as soon as the body has ended.
     Hyper {
         body: Incoming,
-        checkin: Option<crate::runtime::registries::pool::Checkin>,
+        checkin: Option<checkin::Checkin>,
     },
     /// A stream of an h2c (gRPC) connection.
     H2c(h2_stream::H2Body),
@@ -519,10 +520,7 @@ pub enum UpstreamBody {
 
 impl UpstreamBody {
     /// `body`, handing `checkin`'s connection back once it has ended.
-    pub fn pooled(
-        body: Incoming,
-        checkin: Option<crate::runtime::registries::pool::Checkin>,
-    ) -> Self {
+    pub fn pooled(body: Incoming, checkin: Option<checkin::Checkin>) -> Self {
         let mut b = UpstreamBody::Hyper { body, checkin };
         // A body that is empty from the start (HEAD, 204, 304, length 0) may
         // never be read.

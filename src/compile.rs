@@ -8,6 +8,7 @@ mod tcp;
 mod udp;
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
+use crate::client::{ClientSettings, ServerKind, TlsSettings};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
 use crate::config::problem::{
@@ -16,12 +17,10 @@ use crate::config::problem::{
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{default_priority, parse_rule};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{
-    ClientSettings, HealthKey, PositionKey, Shape, StatsKind, TlsSettings,
-};
+use crate::runtime::registries::{HealthKey, PositionKey, Shape, StatsKind};
 use crate::runtime::{
     EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
-    Route, Runtime, Server, ServerKind, Upstream, WeightedService,
+    Route, Runtime, Server, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
 use router::{RouterStep, Using};
@@ -754,7 +753,9 @@ impl ServiceCompiler<'_> {
                 let plan = compile_plan(hc, &targets, &mut |a: &Authority| {
                     registries.client(&settings, a)
                 })
-                .map_err(|reason| Problem::HealthCheck { reason })?;
+                .map_err(|e| Problem::HealthCheck {
+                    reason: e.to_string(),
+                })?;
                 let members: Vec<(String, bool)> = servers
                     .iter()
                     .zip(&weights)
@@ -997,7 +998,9 @@ fn compile_server(
     let host_header = HeaderValue::from_str(authority.as_str()).map_err(|e| invalid(&e))?;
     let client = registries
         .client(settings, &authority)
-        .map_err(|reason| Problem::ClientSettings { reason })?;
+        .map_err(|e| Problem::ClientSettings {
+            reason: e.to_string(),
+        })?;
     let server = Server {
         url: s.url.clone(),
         kind,

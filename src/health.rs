@@ -7,9 +7,9 @@
 //! with [`spawn_checker`] and stops it when no runtime uses the state.
 
 use crate::body::RequestBody;
+use crate::client::passive::describe;
+use crate::client::{ClientError, ServerKind, UpstreamClient};
 use crate::config::dynamic::HealthCheck;
-use crate::runtime::ServerKind;
-use crate::runtime::registries::UpstreamClient;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, HOST, HeaderName, HeaderValue, LOCATION, TE};
 use http::uri::{Authority, PathAndQuery};
@@ -104,8 +104,9 @@ impl ServiceHealth {
         self.eligible_up.load(Ordering::Acquire) > 0
     }
 
-    /// Records the outcome of a check of server `i`.
-    pub fn record(&self, i: usize, outcome: Result<(), String>) {
+    /// Records the outcome of a check of server `i` (a [`CheckFailure`]
+    /// when it failed).
+    pub fn record(&self, i: usize, outcome: Result<(), impl std::fmt::Display>) {
         let Some(s) = self.servers.get(i) else {
             return;
         };
@@ -113,7 +114,7 @@ impl ServiceHealth {
         {
             let mut d = s.detail.lock().unwrap_or_else(PoisonError::into_inner);
             d.last_check = Some(SystemTime::now());
-            d.last_error.clone_from(&outcome.as_ref().err().cloned());
+            d.last_error = outcome.as_ref().err().map(ToString::to_string);
         }
         if self.set_up(i, up) {
             match outcome {
@@ -175,64 +176,6 @@ impl ServiceHealth {
             })
             .collect();
         ServiceHealthReport { servers }
-    }
-}
-
-/// Consecutive failed connection attempts after which a server is shown
-/// down without an active health check: one refusal can be a restart,
-/// three in a row with no success between them is a server that is gone.
-pub const PASSIVE_DOWN_AFTER: u32 = 3;
-
-/// What the proxy's own requests say about one server address: how many
-/// connection attempts in a row failed (refused, unreachable, dial timeout,
-/// TLS handshake) and why the last one did. It only informs the API; the
-/// balancer keeps sending to the server, so the first request that gets
-/// through again marks it up.
-#[derive(Default)]
-pub struct PassiveHealth {
-    failures: std::sync::atomic::AtomicU32,
-    last_error: Mutex<Option<String>>,
-}
-
-impl PassiveHealth {
-    /// A connection was made (and the server answered).
-    pub fn connected(&self) {
-        // Read first: the counter is written only when it changes, so a
-        // healthy server's requests do not share a written cache line.
-        if self.failures.load(Ordering::Relaxed) != 0 {
-            self.failures.store(0, Ordering::Relaxed);
-        }
-    }
-
-    /// A connection attempt failed with `error`.
-    pub fn failed(&self, error: &crate::runtime::registries::pool::SendError) {
-        *self
-            .last_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(describe(error));
-        self.failures.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Connection attempts that failed in a row since the last success.
-    pub fn failures(&self) -> u32 {
-        self.failures.load(Ordering::Relaxed)
-    }
-
-    /// Whether the server counts as down: [`PASSIVE_DOWN_AFTER`] failures
-    /// in a row.
-    pub fn is_down(&self) -> bool {
-        self.failures() >= PASSIVE_DOWN_AFTER
-    }
-
-    /// Why the last attempt failed, while the failures last.
-    pub fn last_error(&self) -> Option<String> {
-        if self.failures() == 0 {
-            return None;
-        }
-        self.last_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
     }
 }
 
@@ -317,13 +260,66 @@ pub struct CheckServer<'a> {
     pub authority: &'a Authority,
 }
 
+/// Why a `healthCheck` section cannot be used; each variant names the
+/// option to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// `mode` is neither `http` nor `grpc`.
+    #[error("healthCheck mode `{0}` is not http or grpc")]
+    Mode(String),
+    /// `path` does not start with `/`.
+    #[error("healthCheck path `{0}` must be a path starting with `/`")]
+    RelativePath(String),
+    /// `path` is not a valid path (alone, or after the server's own).
+    #[error("healthCheck path `{0}` is not a valid path")]
+    BadPath(String),
+    /// `method` is not an HTTP method.
+    #[error("healthCheck method `{0}` is not a valid method")]
+    Method(String),
+    /// `status` is not an HTTP status.
+    #[error("healthCheck status `{0}` is not an HTTP status")]
+    Status(u16),
+    /// `interval`, `unhealthyInterval` or `timeout` is zero.
+    #[error("healthCheck {0} must be more than 0s")]
+    Zero(&'static str),
+    /// A `headers` name that is not a header name.
+    #[error("healthCheck header name `{0}` is not valid")]
+    HeaderName(String),
+    /// A `headers` value that is not a header value.
+    #[error("healthCheck header `{0}` has an invalid value")]
+    HeaderValue(String),
+    /// `hostname` is not a host.
+    #[error("healthCheck hostname `{0}` is not a valid host")]
+    Hostname(String),
+    /// `scheme` is none of `http`, `https`, `h2c`.
+    #[error("healthCheck scheme `{0}` is not http, https or h2c")]
+    Scheme(String),
+    /// `port` makes no address with the server's host.
+    #[error("healthCheck port {0} gives no valid address")]
+    Port(u16),
+    /// The server's address is not a Host header value.
+    #[error("healthCheck: `{0}` is not a valid host")]
+    Host(Authority),
+    /// The check's URL does not build.
+    #[error("healthCheck url for `{server}`: {source}")]
+    Url {
+        /// The server's URL.
+        server: Uri,
+        /// Why the check's URL does not build.
+        source: http::Error,
+    },
+    /// No client can be made for a checked address.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
 /// Compiles a `healthCheck` section for these servers; `client_for` gives
 /// the client that connects to an address.
 pub fn compile_plan(
     hc: &HealthCheck,
     servers: &[CheckServer<'_>],
-    client_for: &mut dyn FnMut(&Authority) -> Result<Arc<UpstreamClient>, String>,
-) -> Result<CheckPlan, String> {
+    client_for: &mut dyn FnMut(&Authority) -> Result<Arc<UpstreamClient>, ClientError>,
+) -> Result<CheckPlan, HealthError> {
     let HealthCheck {
         scheme,
         mode,
@@ -341,7 +337,7 @@ pub fn compile_plan(
     let mode = match mode.as_deref().map(str::to_ascii_lowercase).as_deref() {
         None | Some("") | Some("http") => Mode::Http,
         Some("grpc") => Mode::Grpc,
-        Some(other) => return Err(format!("healthCheck mode `{other}` is not http or grpc")),
+        Some(other) => return Err(HealthError::Mode(other.to_owned())),
     };
     let path = match (mode, path.as_deref()) {
         // gRPC has one health method; a path given for it is not used.
@@ -349,58 +345,51 @@ pub fn compile_plan(
         (Mode::Http, p) => p.unwrap_or_default(),
     };
     if !path.starts_with('/') {
-        return Err(format!(
-            "healthCheck path `{path}` must be a path starting with `/`"
-        ));
+        return Err(HealthError::RelativePath(path.to_owned()));
     }
-    let check_pq: PathAndQuery = path
-        .parse()
-        .map_err(|_| format!("healthCheck path `{path}` is not a valid path"))?;
+    let bad_path = || HealthError::BadPath(path.to_owned());
+    let check_pq: PathAndQuery = path.parse().map_err(|_| bad_path())?;
     let method = match method.as_deref() {
         None | Some("") => Method::GET,
         Some(m) => Method::from_bytes(m.to_ascii_uppercase().as_bytes())
-            .map_err(|_| format!("healthCheck method `{m}` is not a valid method"))?,
+            .map_err(|_| HealthError::Method(m.to_owned()))?,
     };
     let status = match status {
         None | Some(0) => None,
-        Some(s) => Some(
-            StatusCode::from_u16(*s)
-                .map_err(|_| format!("healthCheck status `{s}` is not an HTTP status"))?,
-        ),
+        Some(s) => Some(StatusCode::from_u16(*s).map_err(|_| HealthError::Status(*s))?),
     };
     let interval = match interval {
         None => DEFAULT_INTERVAL,
         Some(d) if d.0.is_zero() => {
-            return Err("healthCheck interval must be more than 0s".to_owned());
+            return Err(HealthError::Zero("interval"));
         }
         Some(d) => d.0,
     };
     let unhealthy_interval = match unhealthy_interval {
         None => interval,
         Some(d) if d.0.is_zero() => {
-            return Err("healthCheck unhealthyInterval must be more than 0s".to_owned());
+            return Err(HealthError::Zero("unhealthyInterval"));
         }
         Some(d) => d.0,
     };
     let timeout = match timeout {
         None => DEFAULT_TIMEOUT,
         Some(d) if d.0.is_zero() => {
-            return Err("healthCheck timeout must be more than 0s".to_owned());
+            return Err(HealthError::Zero("timeout"));
         }
         Some(d) => d.0,
     };
     let mut header_map = HeaderMap::new();
     for (k, v) in headers {
-        let name = HeaderName::from_bytes(k.as_bytes())
-            .map_err(|_| format!("healthCheck header name `{k}` is not valid"))?;
-        let value = HeaderValue::from_str(v)
-            .map_err(|_| format!("healthCheck header `{k}` has an invalid value"))?;
+        let name =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|_| HealthError::HeaderName(k.clone()))?;
+        let value = HeaderValue::from_str(v).map_err(|_| HealthError::HeaderValue(k.clone()))?;
         header_map.append(name, value);
     }
     let host_override = match hostname.as_deref() {
         None | Some("") => None,
         Some(h) => {
-            let bad = || format!("healthCheck hostname `{h}` is not a valid host");
+            let bad = || HealthError::Hostname(h.to_owned());
             let value = HeaderValue::from_str(h).map_err(|_| bad())?;
             let authority: Authority = h.parse().map_err(|_| bad())?;
             Some((value, authority))
@@ -412,9 +401,7 @@ pub fn compile_plan(
         Some("https") => Some(ServerKind::Https),
         Some("h2c") => Some(ServerKind::H2c),
         Some(other) => {
-            return Err(format!(
-                "healthCheck scheme `{other}` is not http, https or h2c"
-            ));
+            return Err(HealthError::Scheme(other.to_owned()));
         }
     };
     let mut targets = Vec::with_capacity(servers.len());
@@ -428,7 +415,7 @@ pub fn compile_plan(
             None | Some(0) => s.authority.clone(),
             Some(p) => format!("{}:{p}", s.authority.host())
                 .parse()
-                .map_err(|_| format!("healthCheck port {p} gives no valid address"))?,
+                .map_err(|_| HealthError::Port(*p))?,
         };
         let base = match mode {
             Mode::Http => s.uri.path().trim_end_matches('/'),
@@ -439,13 +426,13 @@ pub fn compile_plan(
         } else {
             format!("{base}{}", check_pq.as_str())
                 .parse()
-                .map_err(|_| format!("healthCheck path `{path}` is not a valid path"))?
+                .map_err(|_| bad_path())?
         };
         let (host, presented) = match &host_override {
             Some((value, a)) => (value.clone(), a.clone()),
             None => (
                 HeaderValue::from_str(s.authority.as_str())
-                    .map_err(|_| format!("healthCheck: `{}` is not a valid host", s.authority))?,
+                    .map_err(|_| HealthError::Host(s.authority.clone()))?,
                 s.authority.clone(),
             ),
         };
@@ -454,7 +441,10 @@ pub fn compile_plan(
             .authority(presented)
             .path_and_query(pq)
             .build()
-            .map_err(|e| format!("healthCheck url for `{}`: {e}", s.uri))?;
+            .map_err(|source| HealthError::Url {
+                server: s.uri.clone(),
+                source,
+            })?;
         let client = client_for(&authority)?;
         targets.push(CheckTarget {
             uri,
@@ -474,6 +464,59 @@ pub fn compile_plan(
         timeout,
         follow_redirects: follow_redirects.unwrap_or(true),
     })
+}
+
+/// Why a probe found a server unhealthy, as the API's `lastError` says it.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckFailure {
+    /// The request got no answer (refused, unreachable, broken).
+    #[error("{}", describe(.0))]
+    Unreachable(crate::client::SendError),
+    /// No answer within the check's timeout.
+    #[error("no answer within {}", crate::config::Duration(*.0))]
+    Timeout(Duration),
+    /// An answer with a status that does not count as healthy.
+    #[error("status {} (expected {})", .status.as_u16(), expected_status(*.expected))]
+    Status {
+        /// The status answered.
+        status: StatusCode,
+        /// The status asked for; `None`: any 2xx or 3xx.
+        expected: Option<StatusCode>,
+    },
+    /// Redirects that did not end.
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    Redirects,
+    /// The gRPC answer broke off.
+    #[error("reading the answer: {0}")]
+    Read(crate::body::BoxError),
+    /// A gRPC answer larger than a health answer can be.
+    #[error("health answer too large")]
+    TooLarge,
+    /// A gRPC call that failed.
+    #[error("grpc-status {code}{}", .message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    GrpcStatus {
+        /// `grpc-status`.
+        code: String,
+        /// `grpc-message`, if any.
+        message: Option<String>,
+    },
+    /// A gRPC answer without `grpc-status`.
+    #[error("no grpc-status in the answer")]
+    NoGrpcStatus,
+    /// A gRPC health status other than SERVING.
+    #[error("gRPC health status {0} (expected 1, SERVING)")]
+    NotServing(u64),
+    /// A gRPC health answer that does not parse.
+    #[error("malformed gRPC health answer")]
+    Malformed,
+}
+
+/// The statuses a check expects, in words.
+fn expected_status(expected: Option<StatusCode>) -> String {
+    match expected {
+        Some(want) => want.as_u16().to_string(),
+        None => "2xx or 3xx".to_owned(),
+    }
 }
 
 /// Starts the task that checks every server of `plan` on its own timer and
@@ -502,10 +545,7 @@ async fn check_loop(plan: &CheckPlan, health: &Weak<ServiceHealth>, i: usize) {
         };
         let outcome = match tokio::time::timeout(plan.timeout, probe).await {
             Ok(r) => r,
-            Err(_) => Err(format!(
-                "no answer within {}",
-                crate::config::Duration(plan.timeout)
-            )),
+            Err(_) => Err(CheckFailure::Timeout(plan.timeout)),
         };
         let up = outcome.is_ok();
         match health.upgrade() {
@@ -522,7 +562,7 @@ async fn check_loop(plan: &CheckPlan, health: &Weak<ServiceHealth>, i: usize) {
 }
 
 /// One probe of one server, following redirects when asked to.
-async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
+async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), CheckFailure> {
     let mut uri = target.uri.clone();
     for _ in 0..=MAX_REDIRECTS {
         let mut req = Request::new(RequestBody::empty());
@@ -539,7 +579,7 @@ async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
             .client
             .send(target.kind, false, Box::new(req))
             .await
-            .map_err(|e| describe(&e))?;
+            .map_err(CheckFailure::Unreachable)?;
         let status = resp.status();
         let location = resp.headers().get(LOCATION).cloned();
         drain(resp.into_body()).await;
@@ -561,18 +601,18 @@ async fn check(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
         return if healthy {
             Ok(())
         } else {
-            Err(match plan.status {
-                Some(want) => format!("status {} (expected {})", status.as_u16(), want.as_u16()),
-                None => format!("status {} (expected 2xx or 3xx)", status.as_u16()),
+            Err(CheckFailure::Status {
+                status,
+                expected: plan.status,
             })
         };
     }
-    Err(format!("more than {MAX_REDIRECTS} redirects"))
+    Err(CheckFailure::Redirects)
 }
 
 /// One gRPC health probe: `Check` with an empty service name, healthy when
 /// the call succeeds and answers SERVING.
-async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String> {
+async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), CheckFailure> {
     // A framed, empty HealthCheckRequest: no compression, length 0.
     const EMPTY_REQUEST: &[u8] = &[0, 0, 0, 0, 0];
     let mut req = Request::new(RequestBody::full(Bytes::from_static(EMPTY_REQUEST)));
@@ -588,9 +628,12 @@ async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String
         .client
         .send(target.kind, false, Box::new(req))
         .await
-        .map_err(|e| describe(&e))?;
+        .map_err(CheckFailure::Unreachable)?;
     if resp.status() != StatusCode::OK {
-        return Err(format!("status {} (expected 200)", resp.status().as_u16()));
+        return Err(CheckFailure::Status {
+            status: resp.status(),
+            expected: Some(StatusCode::OK),
+        });
     }
     // A trailers-only answer carries grpc-status in the headers.
     let mut grpc_status = grpc_field(resp.headers(), "grpc-status");
@@ -598,10 +641,10 @@ async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String
     let mut body = resp.into_body();
     let mut data = BytesMut::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("reading the answer: {e}"))?;
+        let frame = frame.map_err(CheckFailure::Read)?;
         if let Some(d) = frame.data_ref() {
             if data.len() + d.len() > DRAIN_LIMIT {
-                return Err("health answer too large".to_owned());
+                return Err(CheckFailure::TooLarge);
             }
             data.extend_from_slice(d);
         } else if let Some(t) = frame.trailers_ref() {
@@ -612,17 +655,17 @@ async fn check_grpc(plan: &CheckPlan, target: &CheckTarget) -> Result<(), String
     match grpc_status.as_deref() {
         Some("0") => {}
         Some(code) => {
-            return Err(format!(
-                "grpc-status {code}{}",
-                grpc_message.map(|m| format!(": {m}")).unwrap_or_default()
-            ));
+            return Err(CheckFailure::GrpcStatus {
+                code: code.to_owned(),
+                message: grpc_message,
+            });
         }
-        None => return Err("no grpc-status in the answer".to_owned()),
+        None => return Err(CheckFailure::NoGrpcStatus),
     }
     match serving_status(&data) {
         Some(1) => Ok(()),
-        Some(n) => Err(format!("gRPC health status {n} (expected 1, SERVING)")),
-        None => Err("malformed gRPC health answer".to_owned()),
+        Some(n) => Err(CheckFailure::NotServing(n)),
+        None => Err(CheckFailure::Malformed),
     }
 }
 
@@ -705,19 +748,6 @@ async fn drain(mut body: crate::body::UpstreamBody) {
     }
 }
 
-/// A short description of a client error, with its cause.
-fn describe(e: &crate::runtime::registries::pool::SendError) -> String {
-    use std::error::Error as _;
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -731,8 +761,8 @@ mod tests {
             epoch.clone(),
         );
         assert!(h.any_up() && h.is_up(0) && h.is_up(1));
-        h.record(0, Err("refused".into()));
-        h.record(0, Err("refused".into()));
+        h.record(0, Err("refused"));
+        h.record(0, Err("refused"));
         assert_eq!(epoch.load(Ordering::Relaxed), 1);
         assert!(!h.is_up(0));
         // Only a zero-weight server is up: nothing can take new traffic.
@@ -742,7 +772,7 @@ mod tests {
         assert_eq!(a.status, ServerStatus::Down);
         assert_eq!(a.last_error.as_deref(), Some("refused"));
         assert!(a.last_check.is_some());
-        h.record(0, Ok(()));
+        h.record(0, Ok::<(), &str>(()));
         assert!(h.any_up());
         assert_eq!(epoch.load(Ordering::Relaxed), 2);
         let json = serde_json::to_value(h.report()).unwrap();
@@ -750,33 +780,9 @@ mod tests {
         assert!(json["servers"]["http://a"].get("lastError").is_none());
 
         let next = ServiceHealth::new("s", &[("http://a".into(), true)], epoch);
-        h.record(0, Err("down again".into()));
+        h.record(0, Err("down again"));
         next.inherit(&h);
         assert!(!next.is_up(0) && !next.any_up());
-    }
-
-    #[test]
-    fn passive_health_is_down_after_failures_in_a_row_and_up_after_a_success() {
-        use crate::runtime::registries::pool::SendError;
-        let p = PassiveHealth::default();
-        let refused = SendError::connect("cannot connect to 127.0.0.1:1", None);
-        assert!(!p.is_down() && p.last_error().is_none());
-        for n in 1..PASSIVE_DOWN_AFTER {
-            p.failed(&refused);
-            assert_eq!(p.failures(), n);
-            assert!(!p.is_down(), "{n} failures");
-        }
-        p.failed(&refused);
-        assert!(p.is_down());
-        assert!(p.last_error().is_some_and(|e| e.contains("127.0.0.1:1")));
-        p.connected();
-        assert!(!p.is_down() && p.failures() == 0 && p.last_error().is_none());
-        // Failures must be in a row: a success in between starts again.
-        p.failed(&refused);
-        p.failed(&refused);
-        p.connected();
-        p.failed(&refused);
-        assert!(!p.is_down());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod balance;
 pub mod body;
 pub mod cause;
 pub mod check;
+pub mod client;
 pub mod compile;
 pub mod config;
 pub mod health;
@@ -501,12 +502,12 @@ pub(crate) fn compile_context(
             .collect(),
         internal,
         metrics,
-        default_transport: runtime::registries::ClientSettings {
+        default_transport: client::ClientSettings {
             dial_timeout: nonzero(dial_timeout.0),
             response_header_timeout: nonzero(response_header_timeout.0),
             idle_conn_timeout: nonzero(idle_conn_timeout.0),
             max_idle_per_host: *max_idle_conns_per_host,
-            tls: runtime::registries::TlsSettings {
+            tls: client::TlsSettings {
                 insecure_skip_verify: *insecure_skip_verify,
                 root_cas: root_cas.clone(),
                 server_name: None,
@@ -521,10 +522,10 @@ pub(crate) fn compile_context(
             termination_delay: termination_delay.non_negative(),
             proxy_protocol: None,
         },
-        default_tcp_tls: runtime::registries::TlsSettings {
+        default_tcp_tls: client::TlsSettings {
             insecure_skip_verify: *tcp_insecure_skip_verify,
             root_cas: tcp_root_cas.clone(),
-            ..runtime::registries::TlsSettings::default()
+            ..client::TlsSettings::default()
         },
         service_limits: overload::Limits {
             max_concurrent: *max_concurrent_requests,

@@ -19,8 +19,6 @@
 //! fast 503 lets clients (and load balancers in front) go elsewhere.
 
 use crate::config::dynamic;
-use crate::runtime::Registries;
-use crate::runtime::registries::StateKey;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -67,6 +65,16 @@ pub struct Gate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refused;
 
+/// Where gates outlive a runtime swap (the runtime's registries), so that
+/// an unchanged service keeps its slots and its queue. Handed in by compile,
+/// so this room needs nothing of the runtime.
+pub trait KeepGates {
+    /// The gate of `service` with `limits`, made with `make` on first use;
+    /// the same service and limits give the same gate for as long as some
+    /// runtime uses it.
+    fn keep_gate(&self, service: &str, limits: Limits, make: impl FnOnce() -> Gate) -> Arc<Gate>;
+}
+
 impl Gate {
     fn new(limits: Limits) -> Self {
         Self {
@@ -79,19 +87,14 @@ impl Gate {
     /// The gate for `service` with these limits, shared with every runtime
     /// that uses the same service and limits. None when there is no limit.
     pub fn for_service(
-        registries: &Registries,
+        registries: &impl KeepGates,
         service: &str,
         limits: Limits,
     ) -> Option<Arc<Gate>> {
         if limits.max_concurrent == 0 {
             return None;
         }
-        let key = StateKey::ServiceGate {
-            service: service.to_owned(),
-            max_concurrent: limits.max_concurrent,
-            queue_timeout: limits.queue_timeout,
-        };
-        Some(registries.state(&key, || Gate::new(limits)))
+        Some(registries.keep_gate(service, limits, || Gate::new(limits)))
     }
 
     /// Takes a slot: at once when one is free, else after a wait of at most
@@ -215,6 +218,27 @@ mod tests {
         assert_eq!(gate.waiting(), 0);
     }
 
+    /// Gates kept by key, as the registries keep them.
+    #[derive(Default)]
+    struct Kept(std::sync::Mutex<std::collections::HashMap<(String, Limits), Arc<Gate>>>);
+
+    impl KeepGates for Kept {
+        fn keep_gate(
+            &self,
+            service: &str,
+            limits: Limits,
+            make: impl FnOnce() -> Gate,
+        ) -> Arc<Gate> {
+            let mut kept = self
+                .0
+                .lock()
+                .expect("not poisoned: the tests do not panic holding it");
+            kept.entry((service.to_owned(), limits))
+                .or_insert_with(|| Arc::new(make()))
+                .clone()
+        }
+    }
+
     #[test]
     fn a_service_overrides_the_defaults() {
         let defaults = limits(1024, 100);
@@ -227,7 +251,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(Limits::of(Some(&service), defaults), limits(8, 100));
-        let registries = Registries::default();
+        let registries = Kept::default();
         assert!(Gate::for_service(&registries, "s@file", limits(0, 100)).is_none());
         let a = Gate::for_service(&registries, "s@file", limits(8, 100)).expect("a gate");
         let b = Gate::for_service(&registries, "s@file", limits(8, 100)).expect("a gate");

@@ -10,11 +10,12 @@ pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
 use crate::balance::{MirrorShare, Rotation, StickyCookie};
+use crate::client::ServerKind;
 use crate::config::Dynamic;
 use crate::health::ServiceHealth;
 use crate::rule::{Matcher, RequestFacts};
 use arc_swap::ArcSwap;
-use http::uri::{Authority, Scheme};
+use http::uri::Authority;
 use http::{HeaderMap, HeaderValue};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -408,27 +409,6 @@ pub struct FailoverService {
     pub fallback: Arc<Upstream>,
 }
 
-/// How gangway speaks to a server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ServerKind {
-    /// `http://`: HTTP/1.1 with keep-alive.
-    Http,
-    /// `h2c://`: HTTP/2 cleartext with prior knowledge (gRPC).
-    H2c,
-    /// `https://`: TLS, HTTP/2 when the server offers it in ALPN.
-    Https,
-}
-
-impl ServerKind {
-    /// The URI scheme requests to this kind of server carry.
-    pub fn scheme(self) -> Scheme {
-        match self {
-            ServerKind::Https => Scheme::HTTPS,
-            ServerKind::Http | ServerKind::H2c => Scheme::HTTP,
-        }
-    }
-}
-
 /// One compiled server of a load balancer.
 pub struct Server {
     /// The URL as configured, for logs and the API.
@@ -444,7 +424,7 @@ pub struct Server {
     /// The server's own `host:port`, as a header value, for passHostHeader=false.
     pub host_header: HeaderValue,
     /// The client pool for this server's transport.
-    pub client: Arc<crate::runtime::registries::UpstreamClient>,
+    pub client: Arc<crate::client::UpstreamClient>,
 }
 
 /// Publishes runtimes: one `load` per request, one `store` per change.

@@ -9,7 +9,6 @@
 //! in [`TlsState`], owned by the runtime's registries.
 
 pub mod challenge;
-pub mod client;
 pub mod options;
 pub mod store;
 

@@ -5,12 +5,13 @@
 //! them.
 
 use super::ServiceCompiler;
+use crate::client::ClientSettings;
 use crate::config::QualifiedName;
 use crate::config::dynamic::{Dynamic, Middleware as Model};
 use crate::config::problem::{ObjectKind, Problem, Reference};
 use crate::middleware::{self as mw, Chain, Middleware, MiddlewareError, ServiceRef};
 use crate::runtime::Registries;
-use crate::runtime::registries::{ClientSettings, StateKey};
+use crate::runtime::registries::StateKey;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -242,8 +243,10 @@ impl<'a> MiddlewareCompiler<'a> {
             return ok(mw::errors::compile(c, ServiceRef::new(upstream)));
         }
         if let Some(c) = forward_auth {
-            let client = reg.open_client(self.transport);
-            return ok(mw::forward_auth::compile(c, client));
+            let transport = self.transport;
+            return ok(mw::forward_auth::compile(c, |server| {
+                reg.client(transport, server)
+            }));
         }
         if let Some(c) = headers {
             return ok(mw::headers::compile(c));

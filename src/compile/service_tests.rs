@@ -74,7 +74,7 @@ fn an_unchanged_service_keeps_its_position_and_health() {
     assert!(Arc::ptr_eq(&health1, lb2.health.as_ref().expect("checked")));
     // Server 1 is down, so the rotation (which continued) stays on server 0.
     assert_eq!(lb2.choose(&none, &mut cookies), Some(0));
-    health1.record(1, Ok(()));
+    health1.record(1, Ok::<(), String>(()));
     let mut next_two = [
         lb2.choose(&none, &mut cookies),
         lb2.choose(&none, &mut cookies),

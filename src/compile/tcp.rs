@@ -3,6 +3,7 @@
 
 use super::router::{self, RouterStep, Using};
 use super::{CompileContext, TlsUses};
+use crate::client::TlsSettings;
 use crate::config::QualifiedName;
 use crate::config::dynamic::Dynamic;
 use crate::config::dynamic::tcp::{
@@ -14,7 +15,7 @@ use crate::middleware::in_flight_req;
 use crate::middleware::tcp::{self as tcp_mw, TcpGuard};
 use crate::rule::{default_priority, parse_tcp_rule};
 use crate::runtime::Registries;
-use crate::runtime::registries::{StateKey, TlsSettings};
+use crate::runtime::registries::StateKey;
 use crate::runtime::report::Report;
 use crate::runtime::tcp::{
     ServerHealth, ServerTls, TcpRoute, TcpRoutes, TcpServerTarget, TcpTarget, TcpTls, TcpTransport,
@@ -401,11 +402,11 @@ impl<'a> Services<'a> {
                     None => (TcpTransport::default(), TlsSettings::default()),
                 };
                 let client_config = match (&self.env, lb.servers.iter().any(|s| s.tls)) {
-                    (Some(env), true) => Some(
-                        env.registries
-                            .tls_client(&tls)
-                            .map_err(|reason| Problem::ClientSettings { reason })?,
-                    ),
+                    (Some(env), true) => Some(env.registries.tls_client(&tls).map_err(|e| {
+                        Problem::ClientSettings {
+                            reason: e.to_string(),
+                        }
+                    })?),
                     _ => None,
                 };
                 let servers = lb

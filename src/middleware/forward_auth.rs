@@ -5,13 +5,15 @@
 use super::spool::{self, Read};
 use super::{Exchange, Middleware, MiddlewareError, Next, Req, Resp, status_response};
 use crate::body::{ProxyBody, RequestBody};
+use crate::client::{ClientError, ServerKind, UpstreamClient};
 use crate::config::dynamic::middleware as model;
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::Authority;
 use http::{Method, Request, Response, StatusCode, Uri};
-use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use regex::Regex;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 const X_FORWARDED: [&str; 6] = [
     "x-forwarded-for",
@@ -37,7 +39,9 @@ const HOP_BY_HOP: [HeaderName; 8] = [
 pub struct ForwardAuth {
     address: Uri,
     host: HeaderValue,
-    client: Client<HttpConnector, RequestBody>,
+    /// How the auth server is spoken to, by the address's scheme.
+    kind: ServerKind,
+    client: Arc<UpstreamClient>,
     trust: bool,
     response_headers: Vec<HeaderName>,
     response_regex: Option<Regex>,
@@ -65,18 +69,19 @@ fn limit(v: Option<i64>) -> Option<u64> {
     v.and_then(|n| u64::try_from(n).ok())
 }
 
-/// Compiles a `forwardAuth` that sends through `client`.
+/// Compiles a `forwardAuth`; `client_for` gives the client of the auth
+/// server's address (`host:port`), as for any server of the transport.
 pub fn compile(
     cfg: &model::ForwardAuth,
-    client: Client<HttpConnector, RequestBody>,
+    client_for: impl FnOnce(&Authority) -> Result<Arc<UpstreamClient>, ClientError>,
 ) -> Result<ForwardAuth, MiddlewareError> {
     let address: Uri = cfg
         .address
         .trim()
         .parse()
         .map_err(|e| MiddlewareError::invalid("address", format!("`{}`: {e}", cfg.address)))?;
-    match address.scheme_str() {
-        Some("http") => {}
+    let (kind, default_port) = match address.scheme_str() {
+        Some("http") => (ServerKind::Http, 80),
         Some("https") => {
             return Err(MiddlewareError::invalid(
                 "address",
@@ -89,7 +94,7 @@ pub fn compile(
                 format!("`{}` is not an http:// URL", cfg.address),
             ));
         }
-    }
+    };
     if cfg.tls.is_some() {
         return Err(MiddlewareError::invalid(
             "tls",
@@ -101,6 +106,18 @@ pub fn compile(
         .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
         .ok_or_else(|| {
             MiddlewareError::invalid("address", format!("`{}` has no host", cfg.address))
+        })?;
+    let client = address
+        .authority()
+        .and_then(|a| match a.port() {
+            Some(_) => Some(a.clone()),
+            None => format!("{}:{default_port}", a.host()).parse().ok(),
+        })
+        .ok_or_else(|| {
+            MiddlewareError::invalid("address", format!("`{}` has no host", cfg.address))
+        })
+        .and_then(|server| {
+            client_for(&server).map_err(|e| MiddlewareError::invalid("address", e.to_string()))
         })?;
     let response_regex = match cfg
         .auth_response_headers_regex
@@ -119,6 +136,7 @@ pub fn compile(
     Ok(ForwardAuth {
         address,
         host,
+        kind,
         client,
         trust: cfg.trust_forward_header,
         response_headers: names("authResponseHeaders", &cfg.auth_response_headers)?,
@@ -293,7 +311,8 @@ impl Middleware for ForwardAuth {
             };
             let auth = self.auth_request(&req, cx, auth_body);
             // Traefik's auth client gives up after 30 s too.
-            let answer = match tokio::time::timeout(AUTH_TIMEOUT, self.client.request(auth)).await {
+            let sent = self.client.send(self.kind, false, Box::new(auth));
+            let answer = match tokio::time::timeout(AUTH_TIMEOUT, sent).await {
                 Ok(Ok(a)) => a,
                 Ok(Err(e)) => {
                     tracing::debug!(address = %self.address, error = %e, "auth server unreachable");

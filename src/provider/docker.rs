@@ -46,7 +46,7 @@ pub enum DockerError {
     /// `providers.docker.tls.*` cannot make a TLS client (a file that
     /// cannot be read, a certificate without its key).
     #[error("providers.docker.tls: {0}")]
-    Tls(String),
+    Tls(crate::client::ClientError),
     /// `providers.docker.labelPrefix` is empty or holds a dot at an end.
     #[error(
         "providers.docker.labelPrefix `{0}`: must be a non-empty label key prefix such as `gangway` or `traefik`"
@@ -189,7 +189,7 @@ impl Endpoint {
         let Endpoint::Tcp(addr) = endpoint else {
             return Err(DockerError::TlsNeedsTcp(text.to_owned()));
         };
-        let config = crate::tls::client::provider_config(tls).map_err(DockerError::Tls)?;
+        let config = crate::client::tls::provider_config(tls).map_err(DockerError::Tls)?;
         Ok(Endpoint::Tls(addr, TlsClient(Arc::new(config))))
     }
 }

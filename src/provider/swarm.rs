@@ -38,7 +38,7 @@ pub enum SwarmError {
     TlsNeedsTcp(String),
     /// `providers.swarm.tls.*` cannot make a TLS client.
     #[error("providers.swarm.tls: {0}")]
-    Tls(String),
+    Tls(crate::client::ClientError),
     /// `providers.swarm.labelPrefix` is empty or holds a dot at an end.
     #[error(
         "providers.swarm.labelPrefix `{0}`: must be a non-empty label key prefix such as `gangway` or `traefik`"

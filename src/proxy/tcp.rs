@@ -9,10 +9,10 @@ mod pump;
 
 use super::rewind::Rewind;
 use super::{EntryPointInfo, Proxy};
+use crate::client;
 use crate::rule::ConnFacts;
-use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTls, TcpTransport};
+use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTls};
 use bytes::Bytes;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -277,7 +277,13 @@ async fn forward<C>(
     let transport = picked.transport;
     let mut upstream = None;
     for &server in &picked.servers {
-        match dial(&server.address, transport).await {
+        match client::tcp::dial(
+            &server.address,
+            transport.dial_timeout,
+            transport.keep_alive,
+        )
+        .await
+        {
             Ok(stream) => {
                 server.health.answered();
                 upstream = Some((server, stream));
@@ -325,15 +331,9 @@ async fn forward<C>(
     let copied = match &target.tls {
         None => pump::copy_both_ways(&mut client, &mut server, transport.termination_delay).await,
         Some(tls) => {
-            let connector = tokio_rustls::TlsConnector::from(tls.config.clone());
-            let handshake = connector.connect(tls.name.clone(), server);
-            let handshake = match transport.dial_timeout {
-                Some(limit) => timeout(limit, handshake)
-                    .await
-                    .unwrap_or_else(|_| Err(io::ErrorKind::TimedOut.into())),
-                None => handshake.await,
-            };
-            match handshake {
+            let handshake =
+                client::tcp::start_tls(&tls.config, &tls.name, server, transport.dial_timeout);
+            match handshake.await {
                 Ok(mut server) => {
                     pump::copy_both_ways(&mut client, &mut server, transport.termination_delay)
                         .await
@@ -355,29 +355,6 @@ async fn forward<C>(
             tracing::debug!(router = %route.name, entry_point = %entry_point.name, %peer, up, down, ?end, "TCP connection done");
         }
     }
-}
-
-/// Connects to a server with the transport's time limit and keep-alive.
-async fn dial(address: &str, transport: &TcpTransport) -> io::Result<TcpStream> {
-    let connect = TcpStream::connect(address);
-    let stream = match transport.dial_timeout {
-        Some(limit) => timeout(limit, connect).await.map_err(|_| {
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                "did not accept the connection in time",
-            )
-        })??,
-        None => connect.await?,
-    };
-    let _ = stream.set_nodelay(true);
-    if let Some(interval) = transport.keep_alive {
-        let probes = socket2::TcpKeepalive::new()
-            .with_time(interval)
-            .with_interval(interval);
-        // Keep-alive is a nicety: a socket that refuses it still works.
-        let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&probes);
-    }
-    Ok(stream)
 }
 
 /// The client's side of a forwarded connection, counting its bytes in the

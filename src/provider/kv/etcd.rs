@@ -4,10 +4,10 @@
 //! missed. etcd always tells of changes: there is no polling.
 
 use super::watch::{Follow, Listing, Store, StoreError};
+use crate::client::tls::provider_config;
 use crate::config::static_config::{EtcdProvider, ProviderTls};
 use crate::provider::Snapshot;
 use crate::provider::etcd::{EtcdClient, EtcdError, EtcdWatch};
-use crate::tls::client::provider_config;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -32,7 +32,7 @@ pub enum EtcdProviderError {
     /// TLS settings that cannot be used (a file that cannot be read, a
     /// certificate without its key).
     #[error("providers.etcd.tls: {0}")]
-    Tls(String),
+    Tls(crate::client::ClientError),
 }
 
 /// Checks the options, then starts the provider: it sends a `Snapshot` on

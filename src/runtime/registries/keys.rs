@@ -3,7 +3,7 @@
 //! health checks), so keys of two families can never collide. Equal
 //! inputs make equal keys, and so find the state a runtime before kept.
 
-use super::ClientSettings;
+use crate::client::ClientSettings;
 use crate::config::dynamic::HealthCheck;
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 //! One place decides what `insecureSkipVerify`, root CAs and a client
 //! certificate mean, so every client means the same.
 
+use super::ClientError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -29,7 +30,7 @@ pub struct ClientTls<'a> {
 /// Swarm, etcd): the CA to trust, the client certificate and its key.
 pub fn provider_config(
     tls: &crate::config::static_config::ProviderTls,
-) -> Result<rustls::ClientConfig, String> {
+) -> Result<rustls::ClientConfig, ClientError> {
     #[deny(unused_variables)] // an option read nowhere fails the build
     let crate::config::static_config::ProviderTls {
         ca,
@@ -42,7 +43,7 @@ pub fn provider_config(
     let certificates = match (given(cert), given(key)) {
         (Some(cert), Some(key)) => vec![(cert, key)],
         (None, None) => Vec::new(),
-        _ => return Err("give both cert and key for a client certificate".to_owned()),
+        _ => return Err(ClientError::HalfCertificate),
     };
     client_config(&ClientTls {
         insecure_skip_verify: *insecure_skip_verify,
@@ -54,11 +55,11 @@ pub fn provider_config(
 
 /// The rustls client configuration `settings` describe: which server
 /// certificates are accepted, and the client certificate offered.
-pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, String> {
+pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
+        .map_err(|e| ClientError::Setup(Box::new(e)))?;
     let builder = if settings.insecure_skip_verify {
         builder
             .dangerous()
@@ -67,7 +68,7 @@ pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, S
         let roots = Arc::new(root_store(settings.root_cas)?);
         let chain = rustls::client::WebPkiServerVerifier::builder_with_provider(roots, provider)
             .build()
-            .map_err(|e| format!("TLS setup: {e}"))?;
+            .map_err(|e| ClientError::Setup(Box::new(e)))?;
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(PeerUri {
@@ -84,34 +85,38 @@ pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, S
             let key_pem = pem_text("certificates.keyFile", key)?;
             let certs = CertificateDer::pem_slice_iter(&chain_pem)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| format!("certificates.certFile: {e}"))?;
+                .map_err(ClientError::CertFile)?;
             if certs.is_empty() {
-                return Err("certificates.certFile holds no PEM certificate".to_owned());
+                return Err(ClientError::NoCertificate);
             }
             let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(&key_pem)
-                .map_err(|e| format!("certificates.keyFile: {e}"))?;
+                .map_err(ClientError::KeyFile)?;
             builder
                 .with_client_auth_cert(certs, key)
-                .map_err(|e| format!("certificates: {e}"))?
+                .map_err(ClientError::ClientCertificate)?
         }
         _ => {
-            return Err("certificates: gangway offers one client certificate; give one".to_owned());
+            return Err(ClientError::SeveralCertificates);
         }
     };
     Ok(config)
 }
 
 /// A PEM file's text, or the PEM text itself when `entry` is one.
-fn pem_text(what: &str, entry: &str) -> Result<Vec<u8>, String> {
+fn pem_text(what: &'static str, entry: &str) -> Result<Vec<u8>, ClientError> {
     if entry.contains("-----BEGIN") {
         return Ok(entry.as_bytes().to_vec());
     }
-    std::fs::read(entry).map_err(|e| format!("{what}: cannot read `{entry}`: {e}"))
+    std::fs::read(entry).map_err(|source| ClientError::Unreadable {
+        what,
+        entry: entry.to_owned(),
+        source,
+    })
 }
 
 /// The CAs to trust: the built-in (Mozilla) roots, or, as in Traefik, only
 /// the `rootCAs` when some are given.
-fn root_store(root_cas: &[String]) -> Result<RootCertStore, String> {
+fn root_store(root_cas: &[String]) -> Result<RootCertStore, ClientError> {
     if root_cas.is_empty() {
         return Ok(RootCertStore {
             roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -122,20 +127,27 @@ fn root_store(root_cas: &[String]) -> Result<RootCertStore, String> {
         let (what, pem) = if entry.contains("-----BEGIN") {
             ("inline PEM".to_owned(), entry.as_bytes().to_vec())
         } else {
-            let pem =
-                std::fs::read(entry).map_err(|e| format!("rootCAs: cannot read `{entry}`: {e}"))?;
+            let pem = std::fs::read(entry).map_err(|source| ClientError::Unreadable {
+                what: "rootCAs",
+                entry: entry.clone(),
+                source,
+            })?;
             (format!("`{entry}`"), pem)
         };
         let mut found = 0;
         for cert in CertificateDer::pem_slice_iter(&pem) {
-            let cert = cert.map_err(|e| format!("rootCAs: {what}: {e}"))?;
-            store
-                .add(cert)
-                .map_err(|e| format!("rootCAs: {what}: {e}"))?;
+            let cert = cert.map_err(|e| ClientError::RootCa {
+                what: what.clone(),
+                source: Box::new(e),
+            })?;
+            store.add(cert).map_err(|e| ClientError::RootCa {
+                what: what.clone(),
+                source: Box::new(e),
+            })?;
             found += 1;
         }
         if found == 0 {
-            return Err(format!("rootCAs: {what} holds no PEM certificate"));
+            return Err(ClientError::NoRootCa { what });
         }
     }
     Ok(store)

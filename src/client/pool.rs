@@ -1,22 +1,20 @@
 //! Lean connections to one plain-HTTP/1.1 server: the path almost every
 //! proxied request takes. A pool where an idle connection is a stack entry
 //! behind a short lock and goes back on the stack when its answer's body
-//! ends (see [`Checkin`]). It has no pool key to hash and no task per
+//! ends (see `body::checkin::Checkin`). It has no pool key to hash and no task per
 //! request, and a connection has no task at all: the request's own task
 //! moves it on ([`Link`]). h2c has its own module (`h2c`); HTTPS and
 //! upgrades keep hyper-util's general client. The dialer and the reaper of
 //! idle connections serve both lean clients.
 
 use crate::body::RequestBody;
+use crate::body::checkin::{Checkin, Link, Shelf};
 use http::uri::{Authority, PathAndQuery};
 use http::{Request, Response, Uri};
 use hyper::body::Incoming;
 use hyper::client::conn::{TrySendError, http1};
 use hyper_util::rt::TokioIo;
-use std::future::{Future, poll_fn};
-use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Why a request got no answer: [`SendError::is_connect`] when no
@@ -65,115 +63,12 @@ impl From<hyper_util::client::legacy::Error> for SendError {
     }
 }
 
-type Sender = http1::SendRequest<RequestBody>;
-type Conn = http1::Connection<TokioIo<tokio::net::TcpStream>, RequestBody>;
-
-/// One HTTP/1.1 connection to a server: the handle that sends requests on it
-/// and the connection itself, which has no task of its own. Whoever uses it
-/// moves it on: the request's task while the request goes out and its answer
-/// comes back (through [`Checkin`] while the body is read), nobody while it
-/// sits idle. A request and its answer then cross no task boundary.
-struct Link {
-    sender: Sender,
-    /// `None` once the connection has ended.
-    conn: Option<Pin<Box<Conn>>>,
-}
-
-impl Link {
-    /// Moves the connection on: writes what is queued, reads what arrived,
-    /// notices a close. False once it has ended.
-    fn poll_conn(&mut self, cx: &mut Context<'_>) -> bool {
-        let Some(conn) = self.conn.as_mut() else {
-            return false;
-        };
-        match conn.as_mut().poll(cx) {
-            Poll::Pending => true,
-            Poll::Ready(ended) => {
-                if let Err(e) = ended {
-                    tracing::debug!(error = %e, "server connection ended");
-                }
-                self.conn = None;
-                false
-            }
-        }
-    }
-
-    /// Whether the connection can carry a request now: still open and done
-    /// with the last exchange. Not polled (a connection that finished its
-    /// exchange is ready when the exchange ends): a close that arrived while
-    /// it was idle shows when the next exchange polls it, and the request
-    /// then comes back unsent.
-    fn reusable(&self) -> bool {
-        self.conn.is_some() && self.sender.is_ready()
-    }
-
-    /// Reads a close that arrived while the connection sat idle. Polled
-    /// with no waker: nothing waits on an idle connection, its next user
-    /// polls it again.
-    fn notice_close(&mut self) -> bool {
-        self.poll_conn(&mut Context::from_waker(Waker::noop())) && self.reusable()
-    }
-
-    /// Sends `req` and waits for its answer's head, moving the connection
-    /// on meanwhile. If the connection ends first, the answer is an error
-    /// (with the request back when it never left).
-    async fn exchange(
-        &mut self,
-        req: Request<RequestBody>,
-    ) -> Result<Response<Incoming>, TrySendError<Request<RequestBody>>> {
-        let mut answer = pin!(self.sender.try_send_request(req));
-        let mut woken = false;
-        poll_fn(|cx| {
-            // Only the connection can answer (or, when it ends, give the
-            // request back), so the answer wakes no one: a wake would only
-            // poll this task once more for nothing.
-            let quiet = &mut Context::from_waker(Waker::noop());
-            // Once the request is out, the connection is moved on without
-            // a waker first: handing over the answer and its body then
-            // wakes no task, neither this one (which reads them right
-            // after) nor, at the next request, whichever task this one
-            // was. Only while the answer is still out does the connection
-            // need to know whom to wake.
-            if woken {
-                self.poll_conn(quiet);
-                if let Poll::Ready(answered) = answer.as_mut().poll(quiet) {
-                    return Poll::Ready(answered);
-                }
-            }
-            woken = true;
-            self.poll_conn(cx);
-            answer.as_mut().poll(quiet)
-        })
-        .await
-    }
-}
-
 /// Idle connections to one server, most recently used on top.
 pub struct H1Pool {
     dialer: Dialer,
     idle_timeout: Option<Duration>,
     max_idle: usize,
     idle: Mutex<Vec<(Link, Instant)>>,
-}
-
-/// The connection an answer is coming over: moved on while the answer's
-/// body is read, handed back to its pool once that body has ended (dropped
-/// before, it closes).
-pub struct Checkin {
-    pool: Arc<H1Pool>,
-    link: Link,
-}
-
-impl Checkin {
-    /// Moves the connection on, so that more of the body arrives.
-    pub fn poll_conn(&mut self, cx: &mut Context<'_>) {
-        self.link.poll_conn(cx);
-    }
-
-    /// The answer is complete: the connection may carry the next request.
-    pub fn done(self) {
-        self.pool.put(self.link);
-    }
 }
 
 impl H1Pool {
@@ -220,10 +115,7 @@ impl H1Pool {
             };
             match link.exchange(*req).await {
                 Ok(resp) => {
-                    let checkin = Checkin {
-                        pool: self.clone(),
-                        link,
-                    };
+                    let checkin = Checkin::new(self.clone(), link);
                     return Ok((resp, checkin));
                 }
                 // The pooled connection was closing: not sent, so safe to
@@ -247,6 +139,20 @@ impl H1Pool {
         }
     }
 
+    fn expired(&self, since: Instant) -> bool {
+        self.idle_timeout.is_some_and(|t| since.elapsed() >= t)
+    }
+
+    async fn connect(&self) -> Result<Link, SendError> {
+        let stream = self.dialer.dial().await?;
+        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| SendError::connect("HTTP/1.1 handshake", Some(Box::new(e))))?;
+        Ok(Link::new(sender, conn))
+    }
+}
+
+impl Shelf for H1Pool {
     /// Keeps `link` for the next request if it can carry one (one still
     /// busy with the last exchange, e.g. sending a body the server did not
     /// wait for, is closed instead).
@@ -258,21 +164,6 @@ impl H1Pool {
         if idle.len() < self.max_idle {
             idle.push((link, Instant::now()));
         }
-    }
-
-    fn expired(&self, since: Instant) -> bool {
-        self.idle_timeout.is_some_and(|t| since.elapsed() >= t)
-    }
-
-    async fn connect(&self) -> Result<Link, SendError> {
-        let stream = self.dialer.dial().await?;
-        let (sender, conn) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| SendError::connect("HTTP/1.1 handshake", Some(Box::new(e))))?;
-        Ok(Link {
-            sender,
-            conn: Some(Box::pin(conn)),
-        })
     }
 }
 
