@@ -235,8 +235,8 @@ impl StoreUrl {
             Some(u) => {
                 let (user, pass) = u.split_once(':').unwrap_or((u, ""));
                 (
-                    Some(percent_decode(user)).filter(|s| !s.is_empty()),
-                    Some(percent_decode(pass)).filter(|s| !s.is_empty()),
+                    Some(crate::percent::decode_lenient(user)).filter(|s| !s.is_empty()),
+                    Some(crate::percent::decode_lenient(pass)).filter(|s| !s.is_empty()),
                 )
             }
             None => (None, None),
@@ -351,26 +351,6 @@ pub fn hide_password(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(v) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A private key as stored: in clear, or sealed with the key file's key.

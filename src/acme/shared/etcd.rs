@@ -4,8 +4,8 @@
 //! fencing token is the revision at which the lease key was created.
 
 use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
-use crate::provider::etcd::wire::{encode, prefix_end};
-use crate::provider::etcd::{EtcdClient, EtcdError};
+use crate::store::etcd::wire::{encode, prefix_end};
+use crate::store::etcd::{EtcdClient, EtcdError};
 use base64::Engine as _;
 use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;

@@ -4,7 +4,7 @@
 //! Redis runs atomically.
 
 use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
-use crate::provider::kv::redis::{glob_escape, scan_values};
+use crate::store::redis::{glob_escape, scan_values};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
@@ -354,7 +354,7 @@ impl RedisKv {
             .ok()
             .and_then(|f| f.into_iter().nth(1))
             .unwrap_or_default();
-        if !crate::provider::kv::redis::notifies_changes(&flags) {
+        if !crate::store::redis::notifies_changes(&flags) {
             return Ok(None);
         }
         let channel = format!("__keyspace@{}__:{key}", self.db);

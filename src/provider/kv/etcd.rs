@@ -6,7 +6,7 @@
 use super::watch::{Follow, Listing, Store, StoreError};
 use crate::config::static_config::{EtcdProvider, ProviderTls};
 use crate::provider::Snapshot;
-use crate::provider::etcd::{EtcdClient, EtcdError, EtcdWatch};
+use crate::store::etcd::{EtcdClient, EtcdError, EtcdWatch};
 use crate::tls::client::provider_config;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -7,6 +7,7 @@
 use super::watch::{Follow, Listing, Store, StoreError};
 use crate::config::static_config::{ProviderTls, RedisProvider, RedisSentinel};
 use crate::provider::Snapshot;
+use crate::store::redis::{glob_escape, host_port, notifies_changes, scan_values};
 use ::redis::aio::{MultiplexedConnection, PubSubStream};
 use ::redis::{
     AsyncConnectionConfig, Client, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo,
@@ -19,8 +20,6 @@ use tokio::sync::mpsc;
 const PROVIDER: &str = "redis";
 /// The longest a connection attempt or one command may take.
 const CALL: Duration = Duration::from_secs(5);
-/// Keys asked for in one `MGET`, so that one answer stays small.
-const MGET_BATCH: usize = 500;
 /// With notifications, the keys are still read this often: a connection
 /// that died without closing is found out, and nothing missed stays
 /// missed for long.
@@ -290,76 +289,6 @@ impl Store for RedisStore {
     }
 }
 
-/// Whether `notify-keyspace-events` flags announce every change to a
-/// string key: keyspace events (`K`) of string commands (`$`) and generic
-/// ones such as DEL and RENAME (`g`), or all of them (`A`).
-pub(crate) fn notifies_changes(flags: &str) -> bool {
-    flags.contains('K') && (flags.contains('A') || (flags.contains('g') && flags.contains('$')))
-}
-
-/// `host:port` or `[v6]:port`.
-fn host_port(text: &str) -> Option<(String, u16)> {
-    let (host, port) = text.rsplit_once(':')?;
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    if host.is_empty() {
-        return None;
-    }
-    Some((host.to_owned(), port.parse().ok()?))
-}
-
-/// The keys matching `pattern`, each once (SCAN may repeat a key), with
-/// their values read by MGET in batches; a value is None for a key gone
-/// since the SCAN or holding no string.
-pub(crate) async fn scan_values(
-    connection: &mut MultiplexedConnection,
-    pattern: &str,
-) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, ::redis::RedisError> {
-    let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<Vec<u8>>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(MGET_BATCH)
-            .query_async(connection)
-            .await?;
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    keys.sort();
-    keys.dedup();
-    let mut read = Vec::with_capacity(keys.len());
-    for batch in keys.chunks(MGET_BATCH) {
-        let values: Vec<Option<Vec<u8>>> = ::redis::cmd("MGET")
-            .arg(batch)
-            .query_async(connection)
-            .await?;
-        read.extend(batch.iter().cloned().zip(values));
-    }
-    Ok(read)
-}
-
-/// `text` with Redis glob characters escaped, for SCAN MATCH and
-/// PSUBSCRIBE.
-pub(crate) fn glob_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The TLS files, read; None when TLS is off or needs none of them.
 fn certificates(tls: &ProviderTls) -> Result<Option<TlsCertificates>, RedisError> {
     #[deny(unused_variables)] // an option read nowhere fails the build
@@ -407,28 +336,6 @@ fn certificates(tls: &ProviderTls) -> Result<Option<TlsCertificates>, RedisError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn notifications_are_used_only_when_they_cover_string_keys() {
-        assert!(notifies_changes("KA"));
-        assert!(notifies_changes("AKE"));
-        assert!(notifies_changes("Kg$"));
-        assert!(!notifies_changes(""));
-        assert!(!notifies_changes("EA"), "keyevent only");
-        assert!(!notifies_changes("K$"), "no DEL");
-    }
-
-    #[test]
-    fn endpoints_and_roots() {
-        assert_eq!(
-            host_port("127.0.0.1:6379"),
-            Some(("127.0.0.1".into(), 6379))
-        );
-        assert_eq!(host_port("[::1]:6380"), Some(("::1".into(), 6380)));
-        assert_eq!(host_port("redis"), None);
-        assert_eq!(host_port(":6379"), None);
-        assert_eq!(glob_escape("a*b/[x]"), "a\\*b/\\[x\\]");
-    }
 
     #[test]
     fn options_that_cannot_be_honoured_are_refused() {

@@ -1,4 +1,5 @@
-//! An etcd v3 client over etcd's JSON gateway, for the etcd provider.
+//! An etcd v3 client over etcd's JSON gateway, for the etcd provider and the
+//! shared ACME storage.
 //!
 //! etcd serves its v3 API twice on the client port: as gRPC, and as JSON
 //! over HTTP/1.1 under `/v3/…` (grpc-gateway). gangway speaks the JSON one
