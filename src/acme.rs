@@ -1219,7 +1219,7 @@ struct Unstored {
     /// When to try again, seconds since the epoch.
     at: i64,
     /// The order's lease, for a shared store.
-    lease: Option<shared::Lease>,
+    lease: Option<crate::store::Lease>,
 }
 
 impl Unstored {

@@ -41,10 +41,12 @@
 
 mod endpoint;
 mod error;
+mod kv;
 mod watch;
 pub(crate) mod wire;
 
 pub use error::{EtcdError, Unreached};
+pub use kv::EtcdStore;
 pub use watch::{Change, EtcdWatch, WatchBatch};
 
 use bytes::Bytes;
