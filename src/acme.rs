@@ -16,22 +16,25 @@
 
 mod cluster;
 pub mod dns;
+mod error;
 mod order;
 pub mod schedule;
 pub mod shared;
+mod status;
 pub mod storage;
 
 use crate::config::static_config::Acme as AcmeConfig;
 use crate::runtime::{Registries, RuntimeHandle};
-use crate::tls::{CertificateRequest, IssuedCert, TlsError};
+use crate::tls::{CertificateRequest, IssuedCert};
 use cluster::{
     Coordinated, StoreChallenges, coordinate, follow_store, keep_lease, release, shared_name,
 };
 pub use cluster::{LEASE_TTL, check_shared_keys};
+pub use error::AcmeError;
 use serde::Serialize;
 use shared::SharedStorage;
+pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use storage::Storage;
@@ -41,180 +44,6 @@ const ORDER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long a request to a shared store may take.
 const STORE_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// What went wrong with a resolver or an order.
-#[derive(Debug, thiserror::Error)]
-pub enum AcmeError {
-    /// An unsupported `keyType`.
-    #[error(
-        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not supported (use EC256 or EC384)"
-    )]
-    KeyType {
-        /// The resolver.
-        resolver: String,
-        /// The value given.
-        value: String,
-    },
-    /// A `caCertificates` file that cannot be used.
-    #[error("certificatesResolvers.{resolver}.acme.caCertificates: `{}`: {message}", path.display())]
-    CaFile {
-        /// The resolver.
-        resolver: String,
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// The HTTP-01 challenge names an entry point that does not exist.
-    #[error(
-        "certificatesResolvers.{resolver}.acme.httpChallenge.entryPoint: entry point `{entry_point}` does not exist"
-    )]
-    NoEntryPoint {
-        /// The resolver.
-        resolver: String,
-        /// The name given.
-        entry_point: String,
-    },
-    /// The storage folder or a file in it cannot be used.
-    #[error("ACME storage `{}`: {source}", path.display())]
-    Storage {
-        /// The folder or file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The ACME server answered with an error.
-    #[error("the ACME server answered {status}: {detail}")]
-    Refused {
-        /// The HTTP status.
-        status: u16,
-        /// The problem's detail (or body).
-        detail: String,
-        /// When the server allows the next attempt, seconds since the epoch.
-        retry_after: Option<i64>,
-    },
-    /// An HTTP exchange with the ACME server failed before any answer.
-    /// rustls-acme gives no reason that can be shown (only a debug dump of
-    /// its HTTP client's error, with no `source()`), so the order loop
-    /// replaces this with [`AcmeError::Unreachable`] after finding the
-    /// reason itself ([`Resolver::unreachable`]).
-    #[error("the ACME server at {url} did not answer")]
-    NoAnswer {
-        /// The directory URL.
-        url: String,
-    },
-    /// The ACME server cannot be reached, and why.
-    #[error("CA unreachable at {url}: {reason}")]
-    Unreachable {
-        /// The directory URL.
-        url: String,
-        /// What connecting to it showed, as a sentence.
-        reason: String,
-    },
-    /// The ACME server answered something the client cannot use.
-    #[error("the ACME server's answer cannot be used: {0}")]
-    Protocol(String),
-    /// The CA could not validate a name.
-    #[error("validation of `{domain}` failed: {detail}")]
-    Validation {
-        /// The name.
-        domain: String,
-        /// The CA's explanation.
-        detail: String,
-    },
-    /// The order failed otherwise.
-    #[error("order failed: {0}")]
-    Order(String),
-    /// The order took longer than allowed.
-    #[error("the order did not finish within {}", crate::config::Duration(*.0))]
-    Timeout(Duration),
-    /// The issued certificate cannot be served.
-    #[error("the issued certificate cannot be used: {0}")]
-    Certificate(#[from] TlsError),
-    /// The DNS-01 side of a resolver cannot be set up (provider, its
-    /// environment variables, resolvers).
-    #[error("{0}")]
-    DnsSetup(Box<dns::DnsError>),
-    /// Publishing, checking or removing a DNS-01 TXT record failed.
-    #[error("DNS-01 challenge for `{domain}`: {source}")]
-    Dns {
-        /// The name being validated (a wildcard's base name).
-        domain: String,
-        /// What failed.
-        source: Box<dns::DnsError>,
-    },
-    /// The shared store (a storage URL) failed or holds something unusable.
-    #[error(transparent)]
-    Shared(#[from] shared::SharedError),
-    /// Two resolvers whose storage URLs and CA would write the same keys.
-    #[error(
-        "certificatesResolvers.{second}.acme.storage: resolver `{first}` already stores its account and certificates for this CA at {location}; give one of them another store or prefix (?prefix=…)"
-    )]
-    SameKeys {
-        /// The resolver named first.
-        first: String,
-        /// The resolver that would write over it.
-        second: String,
-        /// The store.
-        location: String,
-    },
-}
-
-impl AcmeError {
-    /// The error for a failed exchange with the server at `url`.
-    fn from_acme(url: &str, e: &rustls_acme::acme::AcmeError) -> Self {
-        use rustls_acme::acme::AcmeError as Client;
-        let text = e.to_string();
-        match refusal(&text) {
-            Some((status, body)) => {
-                let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&body)
-                    .ok()
-                    .map(|p| match (p.typ, p.detail) {
-                        (Some(t), Some(d)) => format!("{d} ({t})"),
-                        (_, Some(d)) => d,
-                        (Some(t), None) => t,
-                        (None, None) => body.clone(),
-                    })
-                    .unwrap_or(body);
-                let retry_after = schedule::retry_after_in(&detail);
-                AcmeError::Refused {
-                    status,
-                    detail,
-                    retry_after,
-                }
-            }
-            None if matches!(e, Client::HttpRequest(_)) => AcmeError::NoAnswer {
-                url: url.to_owned(),
-            },
-            None => AcmeError::Protocol(crate::cause::WithCauses(e).to_string()),
-        }
-    }
-
-    fn is_bad_nonce(&self) -> bool {
-        matches!(self, AcmeError::Refused { detail, .. } if detail.contains(":badNonce"))
-    }
-
-    fn retry_after(&self) -> Option<i64> {
-        match self {
-            AcmeError::Refused { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-}
-
-/// The status and body of an error answer, from rustls-acme's message for
-/// it (`… non 2xx http status: 429 "{…}"`): its error type lives in a
-/// private module, so the message is all there is to read.
-fn refusal(text: &str) -> Option<(u16, String)> {
-    const MARK: &str = "non 2xx http status: ";
-    let rest = &text[text.find(MARK)? + MARK.len()..];
-    let (status, body) = rest.split_once(' ')?;
-    let status = status.parse().ok()?;
-    // The body is printed with `{:?}`, which for problem documents is the
-    // same as a JSON string literal.
-    let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_owned());
-    Some((status, body))
-}
 
 /// Longest wait for the CA while finding out why it cannot be reached.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -676,36 +505,6 @@ impl Resolver {
     }
 }
 
-/// A resolver's storage, for `/api/certificateresolvers`.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResolverStorageView {
-    /// Where it keeps its account and certificates.
-    pub storage: StorageView,
-    /// What should be fixed.
-    pub warnings: Vec<String>,
-}
-
-/// A resolver's storage, for the API.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StorageView {
-    /// `file`, `redis` or `etcd`.
-    pub kind: &'static str,
-    /// The folder, or the store (no password).
-    pub location: String,
-    /// Whether private keys are encrypted (shared stores only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub encrypted: Option<bool>,
-    /// This instance's name in leases and stored certificates (shared
-    /// stores only): host, process id, and a random part.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub instance: Option<String>,
-    /// Whether the store answers (shared stores only).
-    #[serde(skip_serializing_if = "Option::is_none", flatten)]
-    pub health: Option<StoreHealth>,
-}
-
 /// `host/pid/random`: unique among the instances sharing a store.
 fn instance_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -718,164 +517,6 @@ fn instance_name() -> String {
         std::process::id(),
         shared::rand_u64() & 0xff_ffff
     )
-}
-
-/// The state of one certificate, as the API will list it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct CertificateState {
-    /// The certificate resolver.
-    pub resolver: String,
-    /// The challenge its resolver answers.
-    pub challenge: ChallengeKind,
-    /// Its names, main name first.
-    pub domains: Vec<String>,
-    /// The routers that want it.
-    pub routers: Vec<String>,
-    /// Where it stands.
-    pub status: CertStatus,
-    /// The DNS-01 challenge being answered now, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pending_challenge: Option<PendingChallenge>,
-    /// The issuer of the certificate served, if there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub issuer: Option<String>,
-    /// End of validity of the certificate served, seconds since the epoch.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_after: Option<i64>,
-    /// When the next order is placed (renewal or retry), seconds since the epoch.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_attempt: Option<i64>,
-    /// Why the last order failed, until one succeeds.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_error: Option<String>,
-    /// Failed orders in a row.
-    pub failures: u32,
-    /// Why the certificate or the account key could not be written to the
-    /// storage, until a retry succeeds (the certificate is served from
-    /// memory meanwhile, and ordered again after a restart); with a shared
-    /// store, also why the store could not be asked (orders wait for it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_error: Option<String>,
-    /// The instance ordering it, when another instance sharing the store
-    /// holds its lease.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lease_holder: Option<String>,
-}
-
-/// Where a certificate stands.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum CertStatus {
-    /// Being ordered for the first time.
-    Pending,
-    /// Valid and served; renewal is scheduled.
-    Valid,
-    /// Served, and being renewed.
-    Renewing,
-    /// The last order failed; a retry is scheduled (an older certificate,
-    /// if any, is still served).
-    Error,
-}
-
-/// Every certificate's state, shared with whoever reports it.
-#[derive(Default)]
-pub struct Status {
-    certs: Mutex<BTreeMap<String, CertificateState>>,
-    /// The resolvers, once started.
-    resolvers: OnceLock<Vec<Arc<Resolver>>>,
-    /// Where each certificate's end of validity is exported; None when
-    /// metrics are off.
-    metrics: Option<Arc<crate::metrics::Exporter>>,
-}
-
-impl Status {
-    /// No certificates yet; their expiry goes to `metrics` as they change.
-    pub fn new(metrics: Option<Arc<crate::metrics::Exporter>>) -> Self {
-        Status {
-            certs: Mutex::default(),
-            resolvers: OnceLock::new(),
-            metrics,
-        }
-    }
-
-    /// Every resolver's storage, by resolver name, as the API shows it.
-    pub fn storage_views(&self) -> BTreeMap<String, ResolverStorageView> {
-        self.resolvers
-            .get()
-            .map(|all| {
-                all.iter()
-                    .map(|r| {
-                        if let Some(m) = &self.metrics {
-                            r.export_store_health(m);
-                        }
-                        (r.name.clone(), r.storage_view())
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Every certificate's state, ordered by resolver and names.
-    pub fn snapshot(&self) -> Vec<CertificateState> {
-        self.certs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect()
-    }
-
-    /// The latest not-after per domain, for a metric.
-    pub fn not_after_by_domain(&self) -> BTreeMap<String, i64> {
-        let mut out: BTreeMap<String, i64> = BTreeMap::new();
-        for cert in self.snapshot() {
-            if let Some(t) = cert.not_after {
-                for d in cert.domains {
-                    let e = out.entry(d).or_insert(t);
-                    *e = (*e).max(t);
-                }
-            }
-        }
-        out
-    }
-
-    /// One certificate's state.
-    fn snapshot_of(&self, key: &str) -> Option<CertificateState> {
-        self.certs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .cloned()
-    }
-
-    fn update(&self, key: &str, f: impl FnOnce(&mut CertificateState)) {
-        let mut certs = self.certs.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(state) = certs.get_mut(key) {
-            f(state);
-        }
-        drop(certs);
-        self.export();
-    }
-
-    /// Hands the served certificates' expiry to the metrics.
-    fn export(&self) {
-        let Some(metrics) = &self.metrics else {
-            return;
-        };
-        let served = self
-            .snapshot()
-            .into_iter()
-            .filter_map(|c| {
-                Some(crate::metrics::CertificateExpiry {
-                    not_after: c.not_after?,
-                    domains: c.domains,
-                    resolver: c.resolver,
-                })
-            })
-            .collect();
-        metrics.set_certificates("acme", served);
-    }
 }
 
 /// The running ACME side: the state of every certificate.
@@ -1219,7 +860,7 @@ struct Unstored {
     /// When to try again, seconds since the epoch.
     at: i64,
     /// The order's lease, for a shared store.
-    lease: Option<shared::Lease>,
+    lease: Option<crate::store::Lease>,
 }
 
 impl Unstored {
@@ -1383,14 +1024,14 @@ mod tests {
     fn refusals_carry_the_problem_and_retry_after() {
         let body = r#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
         let text = format!("http request error: non 2xx http status: 429 {body:?}");
-        let (status, parsed) = refusal(&text).unwrap();
+        let (status, parsed) = error::refusal(&text).unwrap();
         assert_eq!((status, parsed.as_str()), (429, body));
         let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&parsed).unwrap();
         assert_eq!(
             schedule::retry_after_in(&detail.detail.unwrap()),
             Some(1_893_456_000)
         );
-        assert_eq!(refusal("io error: connection refused"), None);
+        assert_eq!(error::refusal("io error: connection refused"), None);
         let bad_nonce = AcmeError::Refused {
             status: 400,
             detail: "JWS has an invalid anti-replay nonce (urn:ietf:params:acme:error:badNonce)"

@@ -1176,7 +1176,7 @@ fn report_findings(
 /// its TLS files (Docker, Swarm), a store's options (Redis, etcd). Nothing
 /// is connected to.
 fn provider_options(config: &StaticConfig) -> Vec<Finding> {
-    use crate::provider::kv::{etcd::EtcdStore, redis::RedisStore};
+    use crate::store::{etcd::EtcdStore, redis::RedisStore};
     let p = &config.providers;
     let mut out = Vec::new();
     if let Some(d) = &p.docker

@@ -24,6 +24,7 @@ pub mod provider;
 pub mod proxy;
 pub mod rule;
 pub mod runtime;
+pub mod store;
 pub mod tls;
 
 use config::static_config::StaticConfig;

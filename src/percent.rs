@@ -53,6 +53,15 @@ pub fn decode_query_component(s: &str) -> Result<Cow<'_, str>, BadEscape> {
     ))
 }
 
+/// Decodes escapes the lenient way, for the user information of a storage
+/// URL: a `%` that starts no escape stays text, `+` stays a plus, and
+/// decoded bytes that are not UTF-8 become U+FFFD.
+pub fn decode_lenient(s: &str) -> String {
+    percent_decode(s.as_bytes())
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
 /// RFC 3986 §2.3's unreserved characters: an escape of one of them means the
 /// character itself (§6.2.2.2), every other escape must stay an escape.
 fn is_unreserved(b: u8) -> bool {
@@ -181,6 +190,13 @@ pub fn query_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lenient_decoding_keeps_what_is_not_an_escape() {
+        assert_eq!(decode_lenient("us%40er"), "us@er");
+        assert_eq!(decode_lenient("p%zz+%4"), "p%zz+%4");
+        assert_eq!(decode_lenient("%ff"), "\u{fffd}");
+    }
 
     #[test]
     fn query_components_decode_like_go() {

@@ -2,7 +2,6 @@
 //! for its own namespace on every change.
 
 pub mod docker;
-pub mod etcd;
 pub mod file;
 pub mod kv;
 pub mod swarm;

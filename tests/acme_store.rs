@@ -6,7 +6,8 @@
 mod support;
 
 use futures_util::StreamExt as _;
-use gangway::acme::shared::{KvStore, StoreUrl};
+use gangway::acme::shared::StoreUrl;
+use gangway::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 use support::eventually;
@@ -14,7 +15,7 @@ use support::kv::Redis;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
-fn open(url: &str) -> Arc<dyn KvStore> {
+fn open(url: &str) -> Arc<dyn Store> {
     StoreUrl::parse("test", url)
         .expect("a store URL")
         .open(TIMEOUT)
@@ -22,7 +23,7 @@ fn open(url: &str) -> Arc<dyn KvStore> {
 }
 
 /// Everything the shared storage relies on, against `store`.
-async fn contract(store: &dyn KvStore) {
+async fn contract(store: &dyn Store) {
     let p = "contract/acme";
     // Create-if-absent: the first writer wins, the second reads its value.
     assert!(store.create(&format!("{p}/account"), b"one").await.unwrap());
@@ -44,7 +45,7 @@ async fn contract(store: &dyn KvStore) {
         .put(&format!("{p}/certsx"), b"not under certs/", None)
         .await
         .unwrap();
-    let mut listed = store.list(&format!("{p}/certs/")).await.unwrap();
+    let mut listed = store.list(&format!("{p}/certs/")).await.unwrap().values;
     listed.sort();
     assert_eq!(
         listed,
@@ -147,7 +148,7 @@ async fn contract(store: &dyn KvStore) {
 }
 
 /// Announcements of a key's changes arrive, where the store makes them.
-async fn announces(store: &dyn KvStore) {
+async fn announces(store: &dyn Store) {
     let key = "contract/acme/generation";
     let mut changes = store
         .watch(key)
@@ -158,7 +159,8 @@ async fn announces(store: &dyn KvStore) {
     tokio::time::timeout(Duration::from_secs(10), changes.next())
         .await
         .expect("an announcement within 10 s")
-        .expect("the announcement stream is open");
+        .expect("the announcement stream is open")
+        .expect("an announcement, not an error");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 mod support;
 
 use futures_util::StreamExt as _;
-use gangway::provider::etcd::{Change, EtcdClient, EtcdError, EtcdWatch, WatchBatch};
+use gangway::store::etcd::{Change, EtcdClient, EtcdError, EtcdWatch, WatchBatch};
 use std::collections::BTreeMap;
 use std::time::Duration;
 use support::etcd::{Etcd, available};

@@ -87,7 +87,7 @@ impl crate::tls::challenge::SharedChallenges for StoreChallenges {
 /// What an instance sharing a store does about a certificate that is due.
 pub(super) enum Coordinated {
     /// It holds the lease: it orders.
-    Order(shared::Lease),
+    Order(crate::store::Lease),
     /// Another instance orders, or the store does not answer: look again
     /// at this time.
     Wait(i64),
@@ -208,7 +208,7 @@ pub(super) fn shared_name(domains: &[String]) -> String {
 pub(super) async fn keep_lease(
     resolver: Arc<Resolver>,
     shared: Arc<SharedStorage>,
-    lease: shared::Lease,
+    lease: crate::store::Lease,
 ) {
     loop {
         tokio::time::sleep(LEASE_TTL / 3).await;
@@ -224,7 +224,7 @@ pub(super) async fn keep_lease(
 }
 
 /// Gives up a lease (it expires anyway if this fails).
-pub(super) async fn release(resolver: &Resolver, lease: Option<&shared::Lease>) {
+pub(super) async fn release(resolver: &Resolver, lease: Option<&crate::store::Lease>) {
     if let (Some(shared), Some(lease)) = (resolver.shared(), lease)
         && let Err(e) = shared.release(lease).await
     {
@@ -242,7 +242,7 @@ pub(super) async fn follow_store(
     status: Arc<Status>,
 ) {
     let mut seen: Option<Option<Vec<u8>>> = None;
-    let mut changes: Option<shared::Changes> = None;
+    let mut changes: Option<shared::Announcements> = None;
     // Whether the store was asked to announce changes since it last
     // failed (a store that cannot is not asked again until then).
     let mut asked = false;
@@ -376,7 +376,7 @@ impl Resolver {
     }
 
     pub(super) fn store_timeout(&self, shared: &SharedStorage) -> shared::SharedError {
-        shared::SharedError::Store {
+        shared::SharedError::Store(crate::store::StoreError::Request {
             location: shared.location(),
             action: "reaching",
             key: String::new(),
@@ -385,6 +385,6 @@ impl Resolver {
                 crate::config::Duration(STORE_TIMEOUT)
             )
             .into(),
-        }
+        })
     }
 }

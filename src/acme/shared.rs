@@ -15,11 +15,12 @@
 //! <prefix>/acme/challenges/tls-alpn-01/<name> a TLS-ALPN-01 certificate (JSON, expires)
 //! ```
 
-mod etcd;
-mod redis;
 pub mod seal;
 
-use futures_util::future::BoxFuture;
+use crate::store::etcd::EtcdStore;
+use crate::store::redis::{RedisSettings, RedisStore, RedisTls};
+use crate::store::{Change, Lease, Store, StoreError};
+use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,18 +42,10 @@ pub enum SharedError {
         /// What is wrong, and what is expected.
         problem: String,
     },
-    /// The store could not be reached or refused a request.
-    #[error("store {location}: {action} `{key}`: {source}")]
-    Store {
-        /// Where the store is (no password).
-        location: String,
-        /// What was asked (`reading`, `writing` …).
-        action: &'static str,
-        /// The key it was about.
-        key: String,
-        /// What the client said.
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    /// The store could not be reached, refused a request or answered
+    /// what it should not.
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// A stored value that cannot be read as what its key should hold.
     #[error("store {location}: `{key}` holds {problem}")]
     BadValue {
@@ -85,83 +78,13 @@ pub enum SharedError {
     },
 }
 
-/// A lease held on one key: who holds it, and the fencing token that
-/// makes a write by a holder whose lease has expired fail.
-#[derive(Debug, Clone)]
-pub struct Lease {
-    /// The lease's key.
-    pub key: String,
-    /// The value the key holds while the lease is this one's:
-    /// `<holder>#<token>`.
-    pub mark: String,
-    /// Grows with every lease taken on the key.
-    pub token: u64,
-    /// etcd's lease id, for keep-alive and revoke (0 for Redis).
-    pub(crate) etcd_lease: i64,
-}
-
-/// Keys and their values, as a listing gives them.
-pub type Pairs = Vec<(String, Vec<u8>)>;
-
 /// Every stored certificate by key: what it holds and its key and chain
 /// PEM, or why it cannot be read.
 pub type StoredCerts = Vec<(String, Result<(StoredCert, Vec<u8>), SharedError>)>;
 
 /// One item per change of a watched key; ends when the store's connection
 /// does.
-pub type Changes = futures_util::stream::BoxStream<'static, ()>;
-
-/// The operations the shared storage needs of a store. Every call is one
-/// round trip, bounded by the store's timeout.
-pub trait KvStore: Send + Sync {
-    /// Where the store is, for messages (no password).
-    fn location(&self) -> &str;
-    /// A key's value, if it exists.
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, SharedError>>;
-    /// Writes a key, expiring after `ttl` when given.
-    fn put<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a [u8],
-        ttl: Option<Duration>,
-    ) -> BoxFuture<'a, Result<(), SharedError>>;
-    /// Writes a key only if it does not exist; true if it was written.
-    fn create<'a>(
-        &'a self,
-        key: &'a str,
-        value: &'a [u8],
-    ) -> BoxFuture<'a, Result<bool, SharedError>>;
-    /// Removes a key.
-    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), SharedError>>;
-    /// Every key under `prefix` with its value.
-    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Pairs, SharedError>>;
-    /// Takes the lease on `key` for `holder` if nobody holds it.
-    fn acquire<'a>(
-        &'a self,
-        key: &'a str,
-        holder: &'a str,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<Option<Lease>, SharedError>>;
-    /// Extends a lease; false if it was lost (expired, taken over).
-    fn renew<'a>(
-        &'a self,
-        lease: &'a Lease,
-        ttl: Duration,
-    ) -> BoxFuture<'a, Result<bool, SharedError>>;
-    /// Gives a lease up, if it is still this one.
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), SharedError>>;
-    /// Writes `key` only while `lease` is still held; false otherwise.
-    fn put_fenced<'a>(
-        &'a self,
-        lease: &'a Lease,
-        key: &'a str,
-        value: &'a [u8],
-    ) -> BoxFuture<'a, Result<bool, SharedError>>;
-    /// Changes of `key` as the store announces them (Redis' keyspace
-    /// notifications when the server sends them, etcd's watch); None when
-    /// it does not, and the key must be polled.
-    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>>;
-}
+pub type Announcements = futures_util::stream::BoxStream<'static, ()>;
 
 /// Where a storage URL points, for refusing two resolvers that would
 /// write the same keys.
@@ -235,8 +158,8 @@ impl StoreUrl {
             Some(u) => {
                 let (user, pass) = u.split_once(':').unwrap_or((u, ""));
                 (
-                    Some(percent_decode(user)).filter(|s| !s.is_empty()),
-                    Some(percent_decode(pass)).filter(|s| !s.is_empty()),
+                    Some(crate::percent::decode_lenient(user)).filter(|s| !s.is_empty()),
+                    Some(crate::percent::decode_lenient(pass)).filter(|s| !s.is_empty()),
                 )
             }
             None => (None, None),
@@ -328,12 +251,42 @@ impl StoreUrl {
         )
     }
 
-    /// A client for the store.
-    pub fn open(&self, timeout: Duration) -> Result<Arc<dyn KvStore>, SharedError> {
-        match self.kind {
-            "redis" => Ok(Arc::new(redis::RedisKv::new(self, timeout)?)),
-            _ => Ok(Arc::new(etcd::EtcdKv::new(self, timeout)?)),
+    /// A client for the store; nothing is connected yet.
+    pub fn open(&self, timeout: Duration) -> Result<Arc<dyn Store>, SharedError> {
+        let bad = |problem: String| SharedError::BadUrl {
+            resolver: String::new(),
+            url: self.location(),
+            problem,
+        };
+        if self.kind == "redis" {
+            let settings = RedisSettings {
+                endpoints: self.endpoints.iter().take(1).cloned().collect(),
+                tls: self.tls.then_some(RedisTls {
+                    insecure: false,
+                    certificates: None,
+                }),
+                username: self.username.clone(),
+                password: self.password.clone(),
+                db: self.db,
+                location: self.location(),
+                timeout,
+            };
+            let store = RedisStore::open(settings).map_err(|e| bad(e.to_string()))?;
+            return Ok(Arc::new(store));
         }
+        let scheme = if self.tls { "https" } else { "http" };
+        let endpoints = self
+            .endpoints
+            .iter()
+            .map(|e| format!("{scheme}://{e}"))
+            .collect();
+        let auth = self
+            .username
+            .clone()
+            .map(|u| (u, self.password.clone().unwrap_or_default()));
+        let store = EtcdStore::open(endpoints, auth, None, timeout, self.location())
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(Arc::new(store))
     }
 }
 
@@ -351,26 +304,6 @@ pub fn hide_password(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let Some(v) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A private key as stored: in clear, or sealed with the key file's key.
@@ -417,7 +350,7 @@ pub struct Failure {
 
 /// One resolver's view of the shared store for one CA.
 pub struct SharedStorage {
-    store: Arc<dyn KvStore>,
+    store: Arc<dyn Store>,
     url: StoreUrl,
     /// `<prefix>/acme/<CA>`.
     base: String,
@@ -439,7 +372,7 @@ impl std::fmt::Debug for SharedStorage {
 impl SharedStorage {
     /// The storage of `url` for the CA folder `ca`, sealing private keys
     /// with `seal` when given.
-    pub fn new(store: Arc<dyn KvStore>, url: StoreUrl, ca: &str, seal: Option<seal::Seal>) -> Self {
+    pub fn new(store: Arc<dyn Store>, url: StoreUrl, ca: &str, seal: Option<seal::Seal>) -> Self {
         SharedStorage {
             base: format!("{}/acme/{ca}", url.prefix),
             challenges: format!("{}/acme/challenges", url.prefix),
@@ -492,6 +425,7 @@ impl SharedStorage {
         self.store
             .put(&self.failure_key(name), &value, Some(ttl))
             .await
+            .map_err(SharedError::from)
     }
 
     /// The last failed order of `name`, while its retry time is ahead.
@@ -506,7 +440,10 @@ impl SharedStorage {
 
     /// Forgets a failed order (the certificate was obtained).
     pub async fn clear_failure(&self, name: &str) -> Result<(), SharedError> {
-        self.store.delete(&self.failure_key(name)).await
+        self.store
+            .delete(&self.failure_key(name))
+            .await
+            .map_err(SharedError::from)
     }
 
     fn generation_key(&self) -> String {
@@ -602,7 +539,7 @@ impl SharedStorage {
     pub async fn certificates(&self) -> Result<StoredCerts, SharedError> {
         let prefix = format!("{}/certs/", self.base);
         let mut out = Vec::new();
-        for (key, value) in self.store.list(&prefix).await? {
+        for (key, value) in self.store.list(&prefix).await?.values {
             let parsed = serde_json::from_slice::<StoredCert>(&value)
                 .map_err(|e| self.bad_value(&key, format!("no certificate: {e}")))
                 .and_then(|cert| {
@@ -669,16 +606,28 @@ impl SharedStorage {
         self.store
             .put(&self.generation_key(), mark.as_bytes(), None)
             .await
+            .map_err(SharedError::from)
     }
 
     /// The current generation mark (changes with every certificate written).
     pub async fn generation(&self) -> Result<Option<Vec<u8>>, SharedError> {
-        self.store.get(&self.generation_key()).await
+        self.store
+            .get(&self.generation_key())
+            .await
+            .map_err(SharedError::from)
     }
 
     /// Changes of the generation mark, where the store announces them.
-    pub async fn watch_generation(&self) -> Result<Option<Changes>, SharedError> {
-        self.store.watch(&self.generation_key()).await
+    pub async fn watch_generation(&self) -> Result<Option<Announcements>, SharedError> {
+        let Some(changes) = self.store.watch(&self.generation_key()).await? else {
+            return Ok(None);
+        };
+        // Lost changes, or an error, end the announcements: the mark is
+        // read again, and watched again, as when the connection ends.
+        let announced = changes
+            .take_while(|c| std::future::ready(matches!(c, Ok(Change::Changed { .. }))))
+            .map(drop);
+        Ok(Some(announced.boxed()))
     }
 
     /// Takes the lease for a certificate's order.
@@ -688,7 +637,10 @@ impl SharedStorage {
         holder: &str,
         ttl: Duration,
     ) -> Result<Option<Lease>, SharedError> {
-        self.store.acquire(&self.lease_key(name), holder, ttl).await
+        self.store
+            .acquire(&self.lease_key(name), holder, ttl)
+            .await
+            .map_err(SharedError::from)
     }
 
     /// Who holds a certificate's lease now, if anyone (`<holder>#<token>`).
@@ -702,12 +654,15 @@ impl SharedStorage {
 
     /// Extends a lease; false if it is lost.
     pub async fn renew(&self, lease: &Lease, ttl: Duration) -> Result<bool, SharedError> {
-        self.store.renew(lease, ttl).await
+        self.store
+            .renew(lease, ttl)
+            .await
+            .map_err(SharedError::from)
     }
 
     /// Gives a lease up.
     pub async fn release(&self, lease: &Lease) -> Result<(), SharedError> {
-        self.store.release(lease).await
+        self.store.release(lease).await.map_err(SharedError::from)
     }
 
     /// Publishes an HTTP-01 answer for every instance.
@@ -719,6 +674,7 @@ impl SharedStorage {
                 Some(CHALLENGE_TTL),
             )
             .await
+            .map_err(SharedError::from)
     }
 
     /// An HTTP-01 answer another instance published.
@@ -732,7 +688,10 @@ impl SharedStorage {
 
     /// Removes an HTTP-01 answer.
     pub async fn remove_http(&self, token: &str) -> Result<(), SharedError> {
-        self.store.delete(&self.http_key(token)).await
+        self.store
+            .delete(&self.http_key(token))
+            .await
+            .map_err(SharedError::from)
     }
 
     /// Publishes a TLS-ALPN-01 certificate (`cert_pem`, `key_pem`).
@@ -750,7 +709,10 @@ impl SharedStorage {
             ordered_by: String::new(),
         };
         let value = serde_json::to_vec(&stored).unwrap_or_default();
-        self.store.put(&key, &value, Some(CHALLENGE_TTL)).await
+        self.store
+            .put(&key, &value, Some(CHALLENGE_TTL))
+            .await
+            .map_err(SharedError::from)
     }
 
     /// A TLS-ALPN-01 certificate another instance published: key, then
@@ -762,7 +724,10 @@ impl SharedStorage {
 
     /// Removes a TLS-ALPN-01 certificate.
     pub async fn remove_tls_alpn(&self, domain: &str) -> Result<(), SharedError> {
-        self.store.delete(&self.alpn_key(domain)).await
+        self.store
+            .delete(&self.alpn_key(domain))
+            .await
+            .map_err(SharedError::from)
     }
 }
 

@@ -5,7 +5,8 @@
 //!
 //! `parse` turns the keys into the dynamic model (pure); `watch` is the
 //! loop every store shares (read, send, follow changes, reconnect), over
-//! the small [`Store`] trait each store implements: `redis` and `etcd`.
+//! the [`Store`](crate::store::Store) contract of the store room; `redis`
+//! and `etcd` read their options into a store.
 
 pub mod etcd;
 mod parse;
@@ -13,4 +14,4 @@ pub mod redis;
 mod watch;
 
 pub use parse::{Parsed, parse_pairs};
-pub use watch::{Follow, Listing, Store, StoreError, run};
+pub use watch::{Follow, run};

@@ -1,13 +1,13 @@
 //! The etcd provider: keys under `rootKey` read with one range request
 //! (in pages, all at one revision), then followed with a watch from the
-//! revision after it, so no change between the read and the watch is
-//! missed. etcd always tells of changes: there is no polling.
+//! revision of the read on (the watch begins just before it), so no change
+//! between the read and the watch is missed. etcd always tells of changes:
+//! there is no polling.
 
-use super::watch::{Follow, Listing, Store, StoreError};
 use crate::client::tls::provider_config;
 use crate::config::static_config::{EtcdProvider, ProviderTls};
 use crate::provider::Snapshot;
-use crate::provider::etcd::{EtcdClient, EtcdError, EtcdWatch};
+use crate::store::etcd::{EtcdError, EtcdStore};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -42,29 +42,15 @@ pub fn spawn_etcd(
     tx: mpsc::Sender<Snapshot>,
 ) -> Result<tokio::task::JoinHandle<()>, EtcdProviderError> {
     let (store, root) = EtcdStore::new(config)?;
-    Ok(tokio::spawn(super::watch::run(PROVIDER, root, store, tx)))
-}
-
-/// An etcd cluster as a [`Store`].
-pub struct EtcdStore {
-    endpoints: Vec<String>,
-    auth: Option<(String, String)>,
-    tls: Option<rustls::ClientConfig>,
-    /// `<root>/`: what is read and watched, so that a sibling such as
-    /// `<root>x/…` is not.
-    prefix: String,
-    client: Option<EtcdClient>,
-    /// The revision of the last read; the watch starts after it.
-    revision: i64,
-    /// The next watch starts from now: the history after `revision` is
-    /// gone, and the read that follows catches up instead.
-    watch_from_now: bool,
-    watch: Option<EtcdWatch>,
+    // etcd always tells of changes: the poll interval is never used.
+    Ok(tokio::spawn(super::watch::run(
+        PROVIDER, root, store, CALL, tx,
+    )))
 }
 
 impl EtcdStore {
-    /// Checks the options and reads the TLS files; returns the store and
-    /// the root key.
+    /// Checks the provider's options and reads the TLS files; returns the
+    /// store and the root key.
     pub fn new(config: &EtcdProvider) -> Result<(EtcdStore, String), EtcdProviderError> {
         #[deny(unused_variables)] // an option read nowhere fails the build
         let EtcdProvider {
@@ -88,120 +74,16 @@ impl EtcdStore {
             return Err(EtcdProviderError::NoEndpoint);
         }
         let tls = tls.as_ref().map(tls_config).transpose()?;
-        // Made once here so that a bad endpoint stops the start, rather
-        // than being retried for ever.
-        EtcdClient::new(&endpoints, None, tls.clone(), CALL)
-            .map_err(EtcdProviderError::Endpoint)?;
         let auth = username
             .as_deref()
             .filter(|u| !u.is_empty())
             .map(|user| (user.to_owned(), password.clone().unwrap_or_default()));
-        let store = EtcdStore {
-            endpoints,
-            auth,
-            tls,
-            prefix: format!("{root}/"),
-            client: None,
-            revision: 0,
-            watch_from_now: false,
-            watch: None,
-        };
+        let location = format!("etcd {}", endpoints.join(","));
+        // Made here so that a bad endpoint stops the start, rather than
+        // being retried for ever.
+        let store = EtcdStore::open(endpoints, auth, tls, CALL, location)
+            .map_err(EtcdProviderError::Endpoint)?;
         Ok((store, root))
-    }
-
-    fn client(&self) -> Result<&EtcdClient, StoreError> {
-        self.client
-            .as_ref()
-            .ok_or_else(|| StoreError("not connected".to_owned()))
-    }
-}
-
-impl Store for EtcdStore {
-    async fn connect(&mut self) -> Result<Follow, StoreError> {
-        self.client = None;
-        self.watch = None;
-        let client =
-            EtcdClient::connect(&self.endpoints, self.auth.clone(), self.tls.clone(), CALL)
-                .await
-                .map_err(|e| StoreError(e.to_string()))?;
-        self.client = Some(client);
-        Ok(Follow::Watch)
-    }
-
-    async fn list(&mut self) -> Result<Listing, StoreError> {
-        let (raw, revision) = self
-            .client()?
-            .range_prefix_bytes(&self.prefix)
-            .await
-            .map_err(|e| StoreError(e.to_string()))?;
-        self.revision = revision;
-        self.watch_from_now = false;
-        let mut listing = Listing::default();
-        for (key, value) in raw {
-            let name = String::from_utf8_lossy(&key).into_owned();
-            let Ok(key) = String::from_utf8(key) else {
-                listing
-                    .unreadable
-                    .push((name, "the key is not UTF-8 text".to_owned()));
-                continue;
-            };
-            match String::from_utf8(value) {
-                Ok(value) => {
-                    listing.pairs.insert(key, value);
-                }
-                Err(_) => listing
-                    .unreadable
-                    .push((name, "the value is not UTF-8 text".to_owned())),
-            }
-        }
-        Ok(listing)
-    }
-
-    async fn changed(&mut self) -> Result<(), StoreError> {
-        loop {
-            if self.watch.is_none() {
-                // Cancelled while this waits, nothing is lost: the next
-                // call starts again from the same revision.
-                let from = if self.watch_from_now {
-                    0
-                } else {
-                    self.revision + 1
-                };
-                let watch = self
-                    .client()?
-                    .watch_prefix(&self.prefix, from)
-                    .await
-                    .map_err(|e| StoreError(e.to_string()))?;
-                self.watch = Some(watch);
-            }
-            let Some(watch) = self.watch.as_mut() else {
-                continue;
-            };
-            // `next` takes a batch only when it returns it, so the loop may
-            // stop waiting here at any time.
-            match watch.next().await {
-                // Changes already in the last read come again when the
-                // watch outlives a read: they change nothing.
-                Some(Ok(batch)) if batch.revision <= self.revision => continue,
-                Some(Ok(_)) => return Ok(()),
-                // History before the watch's revision is gone, or a change
-                // that is not text cannot be followed: reading everything
-                // again (and watching after that) catches up either way.
-                Some(Err(EtcdError::Compacted { .. } | EtcdError::NotUtf8 { .. })) => {
-                    self.watch = None;
-                    self.watch_from_now = true;
-                    return Ok(());
-                }
-                Some(Err(e)) => {
-                    self.watch = None;
-                    return Err(StoreError(e.to_string()));
-                }
-                None => {
-                    self.watch = None;
-                    return Err(StoreError(format!("the watch on `{}` ended", self.prefix)));
-                }
-            }
-        }
     }
 }
 
@@ -265,12 +147,11 @@ mod tests {
 
     #[test]
     fn the_root_is_read_as_a_whole_segment() {
-        let (store, root) = EtcdStore::new(&EtcdProvider {
+        let (_, root) = EtcdStore::new(&EtcdProvider {
             root_key: "traefik/".into(),
             ..EtcdProvider::default()
         })
         .unwrap();
         assert_eq!(root, "traefik");
-        assert_eq!(store.prefix, "traefik/");
     }
 }

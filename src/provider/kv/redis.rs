@@ -4,27 +4,16 @@
 //! `$`); gangway never changes the server's configuration itself, so
 //! otherwise it reads the keys again every `pollInterval`.
 
-use super::watch::{Follow, Listing, Store, StoreError};
 use crate::config::static_config::{ProviderTls, RedisProvider, RedisSentinel};
 use crate::provider::Snapshot;
-use ::redis::aio::{MultiplexedConnection, PubSubStream};
-use ::redis::{
-    AsyncConnectionConfig, Client, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo,
-    RedisConnectionInfo, TlsCertificates,
-};
-use futures_util::StreamExt;
+use crate::store::redis::{RedisSettings, RedisSetupError, RedisStore, RedisTls};
+use ::redis::{ClientTlsConfig, TlsCertificates};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 const PROVIDER: &str = "redis";
 /// The longest a connection attempt or one command may take.
 const CALL: Duration = Duration::from_secs(5);
-/// Keys asked for in one `MGET`, so that one answer stays small.
-const MGET_BATCH: usize = 500;
-/// With notifications, the keys are still read this often: a connection
-/// that died without closing is found out, and nothing missed stays
-/// missed for long.
-const RESYNC: Duration = Duration::from_secs(60);
 
 /// Why the Redis provider cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -67,23 +56,15 @@ pub fn spawn_redis(
     tx: mpsc::Sender<Snapshot>,
 ) -> Result<tokio::task::JoinHandle<()>, RedisError> {
     let (store, root) = RedisStore::new(config)?;
-    Ok(tokio::spawn(super::watch::run(PROVIDER, root, store, tx)))
-}
-
-/// A Redis server (the first of the endpoints that answers) as a [`Store`].
-pub struct RedisStore {
-    /// Each endpoint as written, with its client.
-    clients: Vec<(String, Client)>,
-    root: String,
-    db: u32,
-    poll: Duration,
-    connection: Option<MultiplexedConnection>,
-    notifications: Option<PubSubStream>,
+    let poll = config.poll_interval.0.max(Duration::from_millis(100));
+    Ok(tokio::spawn(super::watch::run(
+        PROVIDER, root, store, poll, tx,
+    )))
 }
 
 impl RedisStore {
-    /// Checks the options and reads the TLS files; returns the store and
-    /// the root key.
+    /// Checks the provider's options and reads the TLS files; returns the
+    /// store and the root key.
     pub fn new(config: &RedisProvider) -> Result<(RedisStore, String), RedisError> {
         #[deny(unused_variables)] // an option read nowhere fails the build
         let RedisProvider {
@@ -94,7 +75,7 @@ impl RedisStore {
             db,
             tls,
             sentinel,
-            poll_interval,
+            poll_interval: _, // spawn_redis, for the loop
         } = config;
         let RedisSentinel {
             master_name,
@@ -108,256 +89,38 @@ impl RedisStore {
         if root.is_empty() {
             return Err(RedisError::RootKey);
         }
-        let certificates = match tls {
-            Some(tls) => certificates(tls)?,
+        let tls = match tls {
+            Some(tls) => Some(RedisTls {
+                insecure: tls.insecure_skip_verify,
+                certificates: certificates(tls)?,
+            }),
             None => None,
         };
-        let mut settings = RedisConnectionInfo::default().set_db(i64::from(*db));
-        if let Some(user) = username.as_deref().filter(|u| !u.is_empty()) {
-            settings = settings.set_username(user);
-        }
-        if let Some(password) = password.as_deref().filter(|p| !p.is_empty()) {
-            settings = settings.set_password(password);
-        }
-        let mut clients = Vec::new();
-        for endpoint in endpoints.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
-            let (host, port) =
-                host_port(endpoint).ok_or_else(|| RedisError::Endpoint(endpoint.to_owned()))?;
-            let addr = match tls {
-                Some(tls) => ConnectionAddr::TcpTls {
-                    host,
-                    port,
-                    insecure: tls.insecure_skip_verify,
-                    tls_params: None,
-                },
-                None => ConnectionAddr::Tcp(host, port),
-            };
-            let info = addr
-                .into_connection_info()
-                .map_err(|e| RedisError::Tls(e.to_string()))?
-                .set_redis_settings(settings.clone());
-            let client = match &certificates {
-                Some(c) => Client::build_with_tls(info, c.clone()),
-                None => Client::open(info),
-            }
-            .map_err(|e| RedisError::Tls(e.to_string()))?;
-            clients.push((endpoint.to_owned(), client));
-        }
-        if clients.is_empty() {
+        let endpoints: Vec<String> = endpoints
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if endpoints.is_empty() {
             return Err(RedisError::NoEndpoint);
         }
-        let store = RedisStore {
-            clients,
-            root: root.clone(),
+        let location = format!("redis://{}/{db}", endpoints.join(","));
+        let settings = RedisSettings {
+            endpoints,
+            tls,
+            username: username.clone(),
+            password: password.clone(),
             db: *db,
-            poll: poll_interval.0.max(Duration::from_millis(100)),
-            connection: None,
-            notifications: None,
+            location,
+            timeout: CALL,
         };
+        let store = RedisStore::open(settings).map_err(|e| match e {
+            RedisSetupError::Endpoint(endpoint) => RedisError::Endpoint(endpoint),
+            RedisSetupError::Client(e) => RedisError::Tls(e.to_string()),
+        })?;
         Ok((store, root))
     }
-
-    fn connection(&mut self) -> Result<&mut MultiplexedConnection, StoreError> {
-        self.connection
-            .as_mut()
-            .ok_or_else(|| StoreError("not connected".to_owned()))
-    }
-
-    /// Subscribes to the root's keyspace notifications if the server sends
-    /// them; how changes are followed.
-    async fn follow(&mut self, client: &Client) -> Result<Follow, StoreError> {
-        let polling = Follow::Polling(self.poll);
-        let flags: Result<Vec<String>, _> = ::redis::cmd("CONFIG")
-            .arg("GET")
-            .arg("notify-keyspace-events")
-            .query_async(self.connection()?)
-            .await;
-        let flags = match flags {
-            Ok(pair) => pair.into_iter().nth(1).unwrap_or_default(),
-            Err(e) => {
-                tracing::info!(
-                    provider = PROVIDER,
-                    error = %e,
-                    "cannot read the server's notify-keyspace-events; polling"
-                );
-                return Ok(polling);
-            }
-        };
-        if !notifies_changes(&flags) {
-            tracing::info!(
-                provider = PROVIDER,
-                notify_keyspace_events = %flags,
-                "the server sends no keyspace notifications for string keys (notify-keyspace-events needs K and A, or K, g and $); polling"
-            );
-            return Ok(polling);
-        }
-        let mut pubsub = tokio::time::timeout(CALL, client.get_async_pubsub())
-            .await
-            .map_err(|_| StoreError("subscribing timed out".to_owned()))?
-            .map_err(|e| StoreError(format!("subscribing: {e}")))?;
-        let pattern = format!("__keyspace@{}__:{}/*", self.db, glob_escape(&self.root));
-        tokio::time::timeout(CALL, pubsub.psubscribe(&pattern))
-            .await
-            .map_err(|_| StoreError("subscribing timed out".to_owned()))?
-            .map_err(|e| StoreError(format!("subscribing to {pattern}: {e}")))?;
-        self.notifications = Some(pubsub.into_on_message());
-        Ok(Follow::Notifications)
-    }
-}
-
-impl Store for RedisStore {
-    async fn connect(&mut self) -> Result<Follow, StoreError> {
-        self.connection = None;
-        self.notifications = None;
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CALL))
-            .set_response_timeout(Some(CALL));
-        let mut failures = Vec::new();
-        let clients = self.clients.clone();
-        for (endpoint, client) in clients {
-            match client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-            {
-                Ok(connection) => {
-                    self.connection = Some(connection);
-                    return self
-                        .follow(&client)
-                        .await
-                        .map_err(|e| StoreError(format!("{endpoint}: {}", e.0)));
-                }
-                Err(e) => failures.push(format!("{endpoint}: {e}")),
-            }
-        }
-        Err(StoreError(failures.join("; ")))
-    }
-
-    async fn list(&mut self) -> Result<Listing, StoreError> {
-        let pattern = format!("{}/*", glob_escape(&self.root));
-        let connection = self.connection()?;
-        let read = scan_values(connection, &pattern)
-            .await
-            .map_err(|e| StoreError(format!("reading the keys under {pattern}: {e}")))?;
-        let mut listing = Listing::default();
-        for (key, value) in read {
-            let name = String::from_utf8_lossy(&key).into_owned();
-            let Ok(text_key) = String::from_utf8(key.clone()) else {
-                listing
-                    .unreadable
-                    .push((name, "the key is not UTF-8 text".to_owned()));
-                continue;
-            };
-            match value {
-                Some(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => {
-                        listing.pairs.insert(text_key, text);
-                    }
-                    Err(_) => listing
-                        .unreadable
-                        .push((name, "the value is not UTF-8 text".to_owned())),
-                },
-                // Gone since SCAN, or not a string: MGET answers nil
-                // for both.
-                None => {
-                    let kind: String = ::redis::cmd("TYPE")
-                        .arg(&key)
-                        .query_async(connection)
-                        .await
-                        .map_err(|e| StoreError(format!("TYPE: {e}")))?;
-                    if kind != "none" {
-                        listing.unreadable.push((
-                            name,
-                            format!("the key holds a {kind}, not a string; values are strings in Traefik's KV layout"),
-                        ));
-                    }
-                }
-            }
-        }
-        Ok(listing)
-    }
-
-    async fn changed(&mut self) -> Result<(), StoreError> {
-        let Some(stream) = self.notifications.as_mut() else {
-            tokio::time::sleep(self.poll).await;
-            return Ok(());
-        };
-        match tokio::time::timeout(RESYNC, stream.next()).await {
-            Ok(Some(_)) | Err(_) => Ok(()),
-            Ok(None) => Err(StoreError(
-                "the keyspace notification connection closed".to_owned(),
-            )),
-        }
-    }
-}
-
-/// Whether `notify-keyspace-events` flags announce every change to a
-/// string key: keyspace events (`K`) of string commands (`$`) and generic
-/// ones such as DEL and RENAME (`g`), or all of them (`A`).
-pub(crate) fn notifies_changes(flags: &str) -> bool {
-    flags.contains('K') && (flags.contains('A') || (flags.contains('g') && flags.contains('$')))
-}
-
-/// `host:port` or `[v6]:port`.
-fn host_port(text: &str) -> Option<(String, u16)> {
-    let (host, port) = text.rsplit_once(':')?;
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    if host.is_empty() {
-        return None;
-    }
-    Some((host.to_owned(), port.parse().ok()?))
-}
-
-/// The keys matching `pattern`, each once (SCAN may repeat a key), with
-/// their values read by MGET in batches; a value is None for a key gone
-/// since the SCAN or holding no string.
-pub(crate) async fn scan_values(
-    connection: &mut MultiplexedConnection,
-    pattern: &str,
-) -> Result<Vec<(Vec<u8>, Option<Vec<u8>>)>, ::redis::RedisError> {
-    let mut keys: Vec<Vec<u8>> = Vec::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, batch): (u64, Vec<Vec<u8>>) = ::redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(pattern)
-            .arg("COUNT")
-            .arg(MGET_BATCH)
-            .query_async(connection)
-            .await?;
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
-    keys.sort();
-    keys.dedup();
-    let mut read = Vec::with_capacity(keys.len());
-    for batch in keys.chunks(MGET_BATCH) {
-        let values: Vec<Option<Vec<u8>>> = ::redis::cmd("MGET")
-            .arg(batch)
-            .query_async(connection)
-            .await?;
-        read.extend(batch.iter().cloned().zip(values));
-    }
-    Ok(read)
-}
-
-/// `text` with Redis glob characters escaped, for SCAN MATCH and
-/// PSUBSCRIBE.
-pub(crate) fn glob_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The TLS files, read; None when TLS is off or needs none of them.
@@ -367,7 +130,7 @@ fn certificates(tls: &ProviderTls) -> Result<Option<TlsCertificates>, RedisError
         ca,
         cert,
         key,
-        insecure_skip_verify: _, // RedisStore::new, on the address
+        insecure_skip_verify: _, // RedisStore::new, for the address
     } = tls;
     let read =
         |option: &'static str, path: &Option<String>| -> Result<Option<Vec<u8>>, RedisError> {
@@ -407,28 +170,6 @@ fn certificates(tls: &ProviderTls) -> Result<Option<TlsCertificates>, RedisError
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn notifications_are_used_only_when_they_cover_string_keys() {
-        assert!(notifies_changes("KA"));
-        assert!(notifies_changes("AKE"));
-        assert!(notifies_changes("Kg$"));
-        assert!(!notifies_changes(""));
-        assert!(!notifies_changes("EA"), "keyevent only");
-        assert!(!notifies_changes("K$"), "no DEL");
-    }
-
-    #[test]
-    fn endpoints_and_roots() {
-        assert_eq!(
-            host_port("127.0.0.1:6379"),
-            Some(("127.0.0.1".into(), 6379))
-        );
-        assert_eq!(host_port("[::1]:6380"), Some(("::1".into(), 6380)));
-        assert_eq!(host_port("redis"), None);
-        assert_eq!(host_port(":6379"), None);
-        assert_eq!(glob_escape("a*b/[x]"), "a\\*b/\\[x\\]");
-    }
 
     #[test]
     fn options_that_cannot_be_honoured_are_refused() {

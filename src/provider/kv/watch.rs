@@ -8,6 +8,8 @@ use super::parse::{Parsed, parse_pairs};
 use crate::config::problem::{Notice, Origin, Problem, ProviderError, Warning};
 use crate::provider::Snapshot;
 use crate::provider::docker::{Reconnect, Stop};
+use crate::store::{Change, Changes, Listing, Store, StoreError, Unreadable};
+use futures_util::StreamExt as _;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -18,28 +20,10 @@ use tokio::sync::mpsc;
 const QUIET: Duration = Duration::from_millis(100);
 /// Changes that never stop are read at least this often.
 const SETTLE_AT_MOST: Duration = Duration::from_secs(1);
-
-/// A KV store as the provider loop sees it.
-///
-/// The loop calls [`connect`](Store::connect) first and after every
-/// failure, then [`list`](Store::list), then [`changed`](Store::changed)
-/// and `list` in turn. An error from any of them ends the session: the
-/// loop reports the store unreachable, keeps the last configuration and
-/// connects again after a backoff. `changed` may be cancelled (the loop
-/// stops waiting after a quiet period); it must not lose the connection
-/// when it is.
-pub trait Store: Send {
-    /// Connects (again), replacing any earlier connection, and says how
-    /// changes will be followed.
-    fn connect(&mut self) -> impl Future<Output = Result<Follow, StoreError>> + Send;
-
-    /// Every key under the root (`<root>/`) with its value.
-    fn list(&mut self) -> impl Future<Output = Result<Listing, StoreError>> + Send;
-
-    /// Returns when something under the root may have changed: a change
-    /// notification arrived, or the poll interval passed.
-    fn changed(&mut self) -> impl Future<Output = Result<(), StoreError>> + Send;
-}
+/// With notifications, the keys are still read this often: a connection
+/// that died without closing is found out, and nothing missed stays
+/// missed for long.
+const RESYNC: Duration = Duration::from_secs(60);
 
 /// How a store's changes are followed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,31 +47,36 @@ impl fmt::Display for Follow {
     }
 }
 
-/// Everything under the root.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Listing {
-    /// Keys and their values.
-    pub pairs: BTreeMap<String, String>,
-    /// Keys whose value cannot be read as text (another type of value, or
-    /// bytes that are not UTF-8), each with why.
-    pub unreadable: Vec<(String, String)>,
-}
-
-/// The store cannot be reached or answered an error, as a sentence.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
-
 impl From<StoreError> for Stop {
     fn from(e: StoreError) -> Self {
-        Stop::Failed(e.0)
+        Stop::Failed(e.to_string())
     }
 }
 
 /// What the keys say, with the keys that could not be read.
 fn build(provider: &str, root: &str, listing: Listing) -> Parsed {
-    let mut parsed = parse_pairs(provider, root, &listing.pairs);
+    let mut pairs = BTreeMap::new();
+    let mut unreadable = Vec::new();
+    for (key, value) in listing.values {
+        match String::from_utf8(value) {
+            Ok(value) => {
+                pairs.insert(key, value);
+            }
+            Err(_) => unreadable.push((key, "the value is not UTF-8 text".to_owned())),
+        }
+    }
     for (key, why) in listing.unreadable {
+        let why = match why {
+            Unreadable::KeyNotText => "the key is not UTF-8 text".to_owned(),
+            Unreadable::NotAString { kind } => format!(
+                "the key holds a {kind}, not a string; values are strings in Traefik's KV layout"
+            ),
+        };
+        unreadable.push((key, why));
+    }
+    unreadable.sort();
+    let mut parsed = parse_pairs(provider, root, &pairs);
+    for (key, why) in unreadable {
         let notice = Notice::KeyIgnored {
             problem: Box::new(Problem::BadValue { message: why }),
         };
@@ -99,6 +88,70 @@ fn build(provider: &str, root: &str, listing: Listing) -> Parsed {
     }
     parsed.detail.connected = Some(true);
     parsed
+}
+
+/// How the session hears of changes under the root.
+struct Follower<'a, S: ?Sized> {
+    store: &'a S,
+    prefix: &'a str,
+    follow: Follow,
+    changes: Option<Changes>,
+    /// The watch lost changes: a new one is started before waiting again.
+    lost: bool,
+    /// The revision of the last read; changes at or before it are in it.
+    revision: i64,
+}
+
+impl<S: Store + ?Sized> Follower<'_, S> {
+    /// Returns when something under the root may have changed: a change
+    /// was announced, or the poll interval passed. It may be cancelled
+    /// (the loop stops waiting after a quiet period) without losing
+    /// anything: the watch's stream keeps what it has not handed out.
+    async fn changed(&mut self) -> Result<(), StoreError> {
+        if self.lost {
+            // Cancelled while this waits, nothing is lost: the next call
+            // starts again, and the read that follows catches up.
+            self.changes = self.store.watch(self.prefix).await?;
+            self.lost = false;
+        }
+        let Some(stream) = self.changes.as_mut() else {
+            if let Follow::Polling(every) = self.follow {
+                tokio::time::sleep(every).await;
+            }
+            return Ok(());
+        };
+        loop {
+            let next = match self.follow {
+                Follow::Notifications => match tokio::time::timeout(RESYNC, stream.next()).await {
+                    Ok(next) => next,
+                    Err(_resync) => return Ok(()),
+                },
+                Follow::Watch | Follow::Polling(_) => stream.next().await,
+            };
+            match next {
+                // Changes already in the last read come again when the
+                // watch began before it: they change nothing.
+                Some(Ok(Change::Changed { revision }))
+                    if revision != 0 && revision <= self.revision => {}
+                Some(Ok(Change::Changed { .. })) => return Ok(()),
+                Some(Ok(Change::Lost)) => {
+                    self.changes = None;
+                    self.lost = true;
+                    return Ok(());
+                }
+                Some(Err(e)) => {
+                    self.changes = None;
+                    return Err(e);
+                }
+                None => {
+                    self.changes = None;
+                    return Err(StoreError::WatchEnded {
+                        prefix: self.prefix.to_owned(),
+                    });
+                }
+            }
+        }
+    }
 }
 
 /// What was sent last, and where to send.
@@ -136,11 +189,13 @@ impl Publisher {
     }
 }
 
-/// Runs the provider `provider` on `store` until `tx` closes.
+/// Runs the provider `provider` on `store` until `tx` closes; a store
+/// that announces no changes is read every `poll`.
 pub async fn run<S: Store>(
     provider: &'static str,
     root: String,
-    mut store: S,
+    store: S,
+    poll: Duration,
     tx: mpsc::Sender<Snapshot>,
 ) {
     let mut out = Publisher {
@@ -151,7 +206,7 @@ pub async fn run<S: Store>(
     };
     let mut retry = Reconnect::new();
     loop {
-        let message = match session(provider, &root, &mut store, &mut out, &mut retry).await {
+        let message = match session(provider, &root, &store, poll, &mut out, &mut retry).await {
             Err(Stop::Failed(message)) => message,
             Ok(()) | Err(Stop::Closed) => return,
         };
@@ -178,34 +233,53 @@ pub async fn run<S: Store>(
 async fn session<S: Store>(
     provider: &'static str,
     root: &str,
-    store: &mut S,
+    store: &S,
+    poll: Duration,
     out: &mut Publisher,
     retry: &mut Reconnect,
 ) -> Result<(), Stop> {
-    let follow = store.connect().await?;
-    let listing = store.list().await?;
+    let prefix = format!("{root}/");
+    store.connect().await?;
+    // The watch begins before the read, so that no change between the two
+    // is missed.
+    let changes = store.watch(&prefix).await?;
+    let follow = match &changes {
+        Some(_) if store.watch_is_complete() => Follow::Watch,
+        Some(_) => Follow::Notifications,
+        None => Follow::Polling(poll),
+    };
+    let listing = store.list(&prefix).await?;
+    let mut follower = Follower {
+        store,
+        prefix: &prefix,
+        follow,
+        changes,
+        lost: false,
+        revision: listing.revision,
+    };
     tracing::info!(
         provider,
         root,
-        keys = listing.pairs.len(),
+        keys = listing.values.len(),
         "connected to the store; following changes by {follow}"
     );
     retry.connected();
     out.publish(build(provider, root, listing)).await?;
     loop {
-        store.changed().await?;
+        follower.changed().await?;
         // A poll is read at once: it comes after a whole interval already.
         let settle = match follow {
             Follow::Notifications | Follow::Watch => tokio::time::Instant::now() + SETTLE_AT_MOST,
             Follow::Polling(_) => tokio::time::Instant::now(),
         };
         while tokio::time::Instant::now() < settle {
-            match tokio::time::timeout(QUIET, store.changed()).await {
+            match tokio::time::timeout(QUIET, follower.changed()).await {
                 Ok(changed) => changed?,
                 Err(_quiet) => break,
             }
         }
-        let listing = store.list().await?;
+        let listing = store.list(&prefix).await?;
+        follower.revision = listing.revision;
         out.publish(build(provider, root, listing)).await?;
     }
 }

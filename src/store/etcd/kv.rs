@@ -1,47 +1,66 @@
-//! The shared ACME storage on etcd, through the same JSON gateway client
-//! as the etcd provider: leases are etcd leases (the key is attached to
-//! one and goes when it expires), taken and checked with transactions; the
-//! fencing token is the revision at which the lease key was created.
+//! etcd as a [`Store`], through the JSON gateway client: leases are etcd
+//! leases (the key is attached to one and goes when it expires), taken and
+//! checked with transactions; the fencing token is the revision at which
+//! the lease key was created.
 
-use super::{Changes, KvStore, Lease, Pairs, SharedError, StoreUrl};
-use crate::provider::etcd::wire::{encode, prefix_end};
-use crate::provider::etcd::{EtcdClient, EtcdError};
+use super::wire::encode;
+use super::{EtcdClient, EtcdError, EtcdWatch};
+use crate::store::{Change, Changes, Lease, Listing, Store, StoreError, Unreadable};
+use arc_swap::ArcSwap;
 use base64::Engine as _;
 use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The gRPC status etcd gives a lease it does not know (expired, revoked).
 const GRPC_NOT_FOUND: i64 = 5;
 
-pub struct EtcdKv {
-    client: EtcdClient,
+/// An etcd cluster as a [`Store`].
+pub struct EtcdStore {
+    endpoints: Vec<String>,
+    auth: Option<(String, String)>,
+    tls: Option<rustls::ClientConfig>,
+    timeout: Duration,
+    /// Replaced by [`Store::connect`], so that a reconnection starts with
+    /// fresh connections and a fresh token.
+    client: ArcSwap<EtcdClient>,
     location: String,
 }
 
-impl EtcdKv {
-    pub fn new(url: &StoreUrl, timeout: Duration) -> Result<Self, SharedError> {
-        let scheme = if url.tls { "https" } else { "http" };
-        let endpoints: Vec<String> = url
-            .endpoints
-            .iter()
-            .map(|e| format!("{scheme}://{e}"))
-            .collect();
-        let auth = url
-            .username
-            .clone()
-            .map(|u| (u, url.password.clone().unwrap_or_default()));
-        let client =
-            EtcdClient::new(&endpoints, auth, None, timeout).map_err(|e| SharedError::BadUrl {
-                resolver: String::new(),
-                url: url.location(),
-                problem: e.to_string(),
-            })?;
-        Ok(EtcdKv {
-            client,
-            location: url.location(),
+impl EtcdStore {
+    /// A client for `endpoints` (see [`EtcdClient::new`]); nothing is sent
+    /// yet. `location` names the store in messages.
+    pub fn open(
+        endpoints: Vec<String>,
+        auth: Option<(String, String)>,
+        tls: Option<rustls::ClientConfig>,
+        timeout: Duration,
+        location: String,
+    ) -> Result<Self, EtcdError> {
+        let client = EtcdClient::new(&endpoints, auth.clone(), tls.clone(), timeout)?;
+        Ok(EtcdStore {
+            endpoints,
+            auth,
+            tls,
+            timeout,
+            client: ArcSwap::from_pointee(client),
+            location,
         })
+    }
+
+    fn client(&self) -> Arc<EtcdClient> {
+        self.client.load_full()
+    }
+
+    fn failed(&self, action: &'static str, key: &str, e: EtcdError) -> StoreError {
+        StoreError::Request {
+            location: self.location.clone(),
+            action,
+            key: key.to_owned(),
+            source: Box::new(e),
+        }
     }
 
     async fn call(
@@ -50,29 +69,16 @@ impl EtcdKv {
         path: &'static str,
         key: &str,
         body: Value,
-    ) -> Result<Value, SharedError> {
-        self.client
+    ) -> Result<Value, StoreError> {
+        self.client()
             .call::<Value>(path, Some(key), &body)
             .await
             .map(|(_, v)| v)
-            .map_err(|e| SharedError::Store {
-                location: self.location.clone(),
-                action,
-                key: key.to_owned(),
-                source: Box::new(e),
-            })
-    }
-
-    fn bad(&self, key: &str, problem: &str) -> SharedError {
-        SharedError::BadValue {
-            location: self.location.clone(),
-            key: key.to_owned(),
-            problem: problem.to_owned(),
-        }
+            .map_err(|e| self.failed(action, key, e))
     }
 
     /// A lease of `ttl` (whole seconds, at least one); its id.
-    async fn grant(&self, key: &str, ttl: Duration) -> Result<i64, SharedError> {
+    async fn grant(&self, key: &str, ttl: Duration) -> Result<i64, StoreError> {
         let answer = self
             .call(
                 "taking a lease for",
@@ -81,8 +87,46 @@ impl EtcdKv {
                 json!({ "TTL": ttl.as_secs().max(1) }),
             )
             .await?;
-        int(&answer["ID"]).ok_or_else(|| self.bad(key, "a lease answer without an ID"))
+        int(&answer["ID"]).ok_or_else(|| StoreError::BadAnswer {
+            location: self.location.clone(),
+            key: key.to_owned(),
+            problem: "a lease answer without an ID",
+        })
     }
+}
+
+/// A watch's batches as [`Change`]s: history that is gone, or a change
+/// that is not text, is [`Change::Lost`] (reading everything again catches
+/// up either way); the stream ends after it or an error.
+fn changes(watch: EtcdWatch, location: String, prefix: String) -> Changes {
+    futures_util::stream::unfold(Some(watch), move |watch| {
+        let (location, prefix) = (location.clone(), prefix.clone());
+        async move {
+            let mut watch = watch?;
+            match watch.next().await {
+                Some(Ok(batch)) => Some((
+                    Ok(Change::Changed {
+                        revision: batch.revision,
+                    }),
+                    Some(watch),
+                )),
+                Some(Err(EtcdError::Compacted { .. } | EtcdError::NotUtf8 { .. })) => {
+                    Some((Ok(Change::Lost), None))
+                }
+                Some(Err(e)) => Some((
+                    Err(StoreError::Request {
+                        location,
+                        action: "watching",
+                        key: prefix,
+                        source: Box::new(e),
+                    }),
+                    None,
+                )),
+                None => Some((Err(StoreError::WatchEnded { prefix }), None)),
+            }
+        }
+    })
+    .boxed()
 }
 
 /// A 64-bit integer as the gateway writes it (a string) or a number.
@@ -96,12 +140,26 @@ fn decode(v: &Value) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-impl KvStore for EtcdKv {
+impl Store for EtcdStore {
     fn location(&self) -> &str {
         &self.location
     }
 
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, SharedError>> {
+    fn connect(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(async move {
+            let client = EtcdClient::connect(
+                &self.endpoints,
+                self.auth.clone(),
+                self.tls.clone(),
+                self.timeout,
+            )
+            .await?;
+            self.client.store(Arc::new(client));
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Vec<u8>>, StoreError>> {
         Box::pin(async move {
             let answer = self
                 .call(
@@ -123,7 +181,7 @@ impl KvStore for EtcdKv {
         key: &'a str,
         value: &'a [u8],
         ttl: Option<Duration>,
-    ) -> BoxFuture<'a, Result<(), SharedError>> {
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let mut body = json!({ "key": encode(key.as_bytes()), "value": encode(value) });
             if let Some(ttl) = ttl {
@@ -139,7 +197,7 @@ impl KvStore for EtcdKv {
         &'a self,
         key: &'a str,
         value: &'a [u8],
-    ) -> BoxFuture<'a, Result<bool, SharedError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let k = encode(key.as_bytes());
             let answer = self
@@ -157,7 +215,7 @@ impl KvStore for EtcdKv {
         })
     }
 
-    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), SharedError>> {
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.call(
                 "removing",
@@ -170,32 +228,27 @@ impl KvStore for EtcdKv {
         })
     }
 
-    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Pairs, SharedError>> {
+    fn list<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Listing, StoreError>> {
         Box::pin(async move {
-            let answer = self
-                .call(
-                    "listing",
-                    "/v3/kv/range",
-                    prefix,
-                    json!({
-                        "key": encode(prefix.as_bytes()),
-                        "range_end": encode(&prefix_end(prefix.as_bytes())),
-                    }),
-                )
-                .await?;
-            Ok(answer["kvs"]
-                .as_array()
-                .map(|kvs| {
-                    kvs.iter()
-                        .map(|kv| {
-                            (
-                                String::from_utf8_lossy(&decode(&kv["key"])).into_owned(),
-                                decode(&kv["value"]),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default())
+            let (raw, revision) = self
+                .client()
+                .range_prefix_bytes(prefix)
+                .await
+                .map_err(|e| self.failed("listing", prefix, e))?;
+            let mut listing = Listing {
+                revision,
+                ..Listing::default()
+            };
+            for (key, value) in raw {
+                match String::from_utf8(key) {
+                    Ok(key) => listing.values.push((key, value)),
+                    Err(e) => {
+                        let name = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                        listing.unreadable.push((name, Unreadable::KeyNotText));
+                    }
+                }
+            }
+            Ok(listing)
         })
     }
 
@@ -204,7 +257,7 @@ impl KvStore for EtcdKv {
         key: &'a str,
         holder: &'a str,
         ttl: Duration,
-    ) -> BoxFuture<'a, Result<Option<Lease>, SharedError>> {
+    ) -> BoxFuture<'a, Result<Option<Lease>, StoreError>> {
         Box::pin(async move {
             let id = self.grant(key, ttl).await?;
             let mark = format!("{holder}#{id:x}");
@@ -247,7 +300,7 @@ impl KvStore for EtcdKv {
         &'a self,
         lease: &'a Lease,
         _ttl: Duration,
-    ) -> BoxFuture<'a, Result<bool, SharedError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             // One keep-alive on the streaming call: the gateway answers it
             // and ends the stream when the request body ends.
@@ -268,10 +321,10 @@ impl KvStore for EtcdKv {
         })
     }
 
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), SharedError>> {
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             let revoked = self
-                .client
+                .client()
                 .call::<Value>(
                     "/v3/lease/revoke",
                     Some(&lease.key),
@@ -285,36 +338,28 @@ impl KvStore for EtcdKv {
                     code: Some(GRPC_NOT_FOUND),
                     ..
                 }) => Ok(()),
-                Err(e) => Err(SharedError::Store {
-                    location: self.location.clone(),
-                    action: "releasing the lease",
-                    key: lease.key.clone(),
-                    source: Box::new(e),
-                }),
+                Err(e) => Err(self.failed("releasing the lease", &lease.key, e)),
             }
         })
     }
 
-    fn watch<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Changes>, SharedError>> {
+    fn watch<'a>(&'a self, prefix: &'a str) -> BoxFuture<'a, Result<Option<Changes>, StoreError>> {
         Box::pin(async move {
             let watch = self
-                .client
-                .watch_prefix(key, 0)
+                .client()
+                .watch_prefix(prefix, 0)
                 .await
-                .map_err(|e| SharedError::Store {
-                    location: self.location.clone(),
-                    action: "watching",
-                    key: key.to_owned(),
-                    source: Box::new(e),
-                })?;
-            let changes = futures_util::stream::unfold(watch, |mut watch| async move {
-                match watch.next().await {
-                    Some(Ok(_)) => Some(((), watch)),
-                    _ => None,
-                }
-            });
-            Ok(Some(changes.boxed()))
+                .map_err(|e| self.failed("watching", prefix, e))?;
+            Ok(Some(changes(
+                watch,
+                self.location.clone(),
+                prefix.to_owned(),
+            )))
         })
+    }
+
+    fn watch_is_complete(&self) -> bool {
+        true
     }
 
     fn put_fenced<'a>(
@@ -322,7 +367,7 @@ impl KvStore for EtcdKv {
         lease: &'a Lease,
         key: &'a str,
         value: &'a [u8],
-    ) -> BoxFuture<'a, Result<bool, SharedError>> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         Box::pin(async move {
             let answer = self
                 .call(

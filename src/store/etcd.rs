@@ -1,4 +1,5 @@
-//! An etcd v3 client over etcd's JSON gateway, for the etcd provider.
+//! An etcd v3 client over etcd's JSON gateway, for the etcd provider and the
+//! shared ACME storage.
 //!
 //! etcd serves its v3 API twice on the client port: as gRPC, and as JSON
 //! over HTTP/1.1 under `/v3/…` (grpc-gateway). gangway speaks the JSON one
@@ -40,10 +41,12 @@
 
 mod endpoint;
 mod error;
+mod kv;
 mod watch;
 pub(crate) mod wire;
 
 pub use error::{EtcdError, Unreached};
+pub use kv::EtcdStore;
 pub use watch::{Change, EtcdWatch, WatchBatch};
 
 use bytes::Bytes;

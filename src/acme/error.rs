@@ -1,0 +1,181 @@
+//! What can go wrong with a certificate resolver or an order, as the
+//! messages users see in the log and the API.
+
+use super::{dns, schedule, shared};
+use crate::tls::TlsError;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What went wrong with a resolver or an order.
+#[derive(Debug, thiserror::Error)]
+pub enum AcmeError {
+    /// An unsupported `keyType`.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not supported (use EC256 or EC384)"
+    )]
+    KeyType {
+        /// The resolver.
+        resolver: String,
+        /// The value given.
+        value: String,
+    },
+    /// A `caCertificates` file that cannot be used.
+    #[error("certificatesResolvers.{resolver}.acme.caCertificates: `{}`: {message}", path.display())]
+    CaFile {
+        /// The resolver.
+        resolver: String,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The HTTP-01 challenge names an entry point that does not exist.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.httpChallenge.entryPoint: entry point `{entry_point}` does not exist"
+    )]
+    NoEntryPoint {
+        /// The resolver.
+        resolver: String,
+        /// The name given.
+        entry_point: String,
+    },
+    /// The storage folder or a file in it cannot be used.
+    #[error("ACME storage `{}`: {source}", path.display())]
+    Storage {
+        /// The folder or file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The ACME server answered with an error.
+    #[error("the ACME server answered {status}: {detail}")]
+    Refused {
+        /// The HTTP status.
+        status: u16,
+        /// The problem's detail (or body).
+        detail: String,
+        /// When the server allows the next attempt, seconds since the epoch.
+        retry_after: Option<i64>,
+    },
+    /// An HTTP exchange with the ACME server failed before any answer.
+    /// rustls-acme gives no reason that can be shown (only a debug dump of
+    /// its HTTP client's error, with no `source()`), so the order loop
+    /// replaces this with [`AcmeError::Unreachable`] after finding the
+    /// reason itself ([`Resolver::unreachable`]).
+    #[error("the ACME server at {url} did not answer")]
+    NoAnswer {
+        /// The directory URL.
+        url: String,
+    },
+    /// The ACME server cannot be reached, and why.
+    #[error("CA unreachable at {url}: {reason}")]
+    Unreachable {
+        /// The directory URL.
+        url: String,
+        /// What connecting to it showed, as a sentence.
+        reason: String,
+    },
+    /// The ACME server answered something the client cannot use.
+    #[error("the ACME server's answer cannot be used: {0}")]
+    Protocol(String),
+    /// The CA could not validate a name.
+    #[error("validation of `{domain}` failed: {detail}")]
+    Validation {
+        /// The name.
+        domain: String,
+        /// The CA's explanation.
+        detail: String,
+    },
+    /// The order failed otherwise.
+    #[error("order failed: {0}")]
+    Order(String),
+    /// The order took longer than allowed.
+    #[error("the order did not finish within {}", crate::config::Duration(*.0))]
+    Timeout(Duration),
+    /// The issued certificate cannot be served.
+    #[error("the issued certificate cannot be used: {0}")]
+    Certificate(#[from] TlsError),
+    /// The DNS-01 side of a resolver cannot be set up (provider, its
+    /// environment variables, resolvers).
+    #[error("{0}")]
+    DnsSetup(Box<dns::DnsError>),
+    /// Publishing, checking or removing a DNS-01 TXT record failed.
+    #[error("DNS-01 challenge for `{domain}`: {source}")]
+    Dns {
+        /// The name being validated (a wildcard's base name).
+        domain: String,
+        /// What failed.
+        source: Box<dns::DnsError>,
+    },
+    /// The shared store (a storage URL) failed or holds something unusable.
+    #[error(transparent)]
+    Shared(#[from] shared::SharedError),
+    /// Two resolvers whose storage URLs and CA would write the same keys.
+    #[error(
+        "certificatesResolvers.{second}.acme.storage: resolver `{first}` already stores its account and certificates for this CA at {location}; give one of them another store or prefix (?prefix=…)"
+    )]
+    SameKeys {
+        /// The resolver named first.
+        first: String,
+        /// The resolver that would write over it.
+        second: String,
+        /// The store.
+        location: String,
+    },
+}
+
+impl AcmeError {
+    /// The error for a failed exchange with the server at `url`.
+    pub(super) fn from_acme(url: &str, e: &rustls_acme::acme::AcmeError) -> Self {
+        use rustls_acme::acme::AcmeError as Client;
+        let text = e.to_string();
+        match refusal(&text) {
+            Some((status, body)) => {
+                let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&body)
+                    .ok()
+                    .map(|p| match (p.typ, p.detail) {
+                        (Some(t), Some(d)) => format!("{d} ({t})"),
+                        (_, Some(d)) => d,
+                        (Some(t), None) => t,
+                        (None, None) => body.clone(),
+                    })
+                    .unwrap_or(body);
+                let retry_after = schedule::retry_after_in(&detail);
+                AcmeError::Refused {
+                    status,
+                    detail,
+                    retry_after,
+                }
+            }
+            None if matches!(e, Client::HttpRequest(_)) => AcmeError::NoAnswer {
+                url: url.to_owned(),
+            },
+            None => AcmeError::Protocol(crate::cause::WithCauses(e).to_string()),
+        }
+    }
+
+    pub(super) fn is_bad_nonce(&self) -> bool {
+        matches!(self, AcmeError::Refused { detail, .. } if detail.contains(":badNonce"))
+    }
+
+    pub(super) fn retry_after(&self) -> Option<i64> {
+        match self {
+            AcmeError::Refused { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The status and body of an error answer, from rustls-acme's message for
+/// it (`… non 2xx http status: 429 "{…}"`): its error type lives in a
+/// private module, so the message is all there is to read.
+pub(super) fn refusal(text: &str) -> Option<(u16, String)> {
+    const MARK: &str = "non 2xx http status: ";
+    let rest = &text[text.find(MARK)? + MARK.len()..];
+    let (status, body) = rest.split_once(' ')?;
+    let status = status.parse().ok()?;
+    // The body is printed with `{:?}`, which for problem documents is the
+    // same as a JSON string literal.
+    let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_owned());
+    Some((status, body))
+}
