@@ -1176,28 +1176,11 @@ fn report_findings(
 /// its TLS files (Docker, Swarm), a store's options (Redis, etcd). Nothing
 /// is connected to.
 fn provider_options(config: &StaticConfig) -> Vec<Finding> {
-    use crate::provider::kv::{etcd::EtcdStore, redis::RedisStore};
-    let p = &config.providers;
-    let mut out = Vec::new();
-    if let Some(d) = &p.docker
-        && let Err(e) = Endpoint::with_tls(&d.endpoint, d.tls.as_ref())
-    {
-        out.push(static_error(e.to_string()));
-    }
-    if let Some(s) = &p.swarm
-        && let Err(e) = Endpoint::with_tls(&s.endpoint, s.tls.as_ref())
-    {
-        out.push(static_error(
-            crate::provider::swarm::SwarmError::from(e).to_string(),
-        ));
-    }
-    if let Some(Err(e)) = p.redis.as_ref().map(RedisStore::new) {
-        out.push(static_error(e.to_string()));
-    }
-    if let Some(Err(e)) = p.etcd.as_ref().map(EtcdStore::new) {
-        out.push(static_error(e.to_string()));
-    }
-    out
+    crate::provider::ProviderKind::ALL
+        .into_iter()
+        .filter_map(|kind| kind.check_options(&config.providers).err())
+        .map(|e| static_error(e.to_string()))
+        .collect()
 }
 
 /// Certificate resolvers whose storage is a store URL: URLs that do not
@@ -1284,7 +1267,7 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,
     });
-    crate::compile_context(config, crate::api::internal_services(&state), None)
+    crate::settings::compile_context(config, crate::api::internal_services(&state), None)
 }
 
 async fn connect(config: &StaticConfig) -> Result<bollard::Docker, String> {
