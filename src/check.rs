@@ -17,6 +17,9 @@
 //! nothing.
 
 pub mod compose;
+mod problem;
+
+pub use problem::CheckProblem;
 
 use crate::aggregate::merge;
 use crate::compile::{CompileContext, compile};
@@ -73,13 +76,17 @@ pub struct Finding {
 
 impl Finding {
     /// A finding not tied to an object, a label or a line.
-    fn general(severity: Severity, source: impl Into<String>, message: impl Into<String>) -> Self {
+    fn general(
+        severity: Severity,
+        source: impl Into<String>,
+        problem: impl Into<CheckProblem>,
+    ) -> Self {
         Finding {
             severity,
             source: source.into(),
             object: None,
             label: None,
-            message: message.into(),
+            message: problem.into().to_string(),
             origin: None,
         }
     }
@@ -297,7 +304,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         let project = match compose::read_project(&options.compose, env) {
             Ok(p) => p,
             Err(e) => {
-                findings.push(Finding::general(Severity::Error, "compose", e.to_string()));
+                findings.push(Finding::general(Severity::Error, "compose", e));
                 return finish(findings);
             }
         };
@@ -337,9 +344,9 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
                             &s.swarm,
                             &deploy_source,
                             key,
-                            format!(
-                                "`deploy.labels` are read by the Swarm provider only, and it is off (no --providers.swarm): these `{prefix}.` labels are ignored (the Docker provider reads the service's `labels:`)"
-                            ),
+                            CheckProblem::DeployLabelsIgnored {
+                                prefix: prefix.clone(),
+                            },
                         ));
                     }
                 }
@@ -352,7 +359,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
                         &view,
                         &source,
                         key,
-                        "the Swarm provider reads `deploy.labels`, and the Docker provider is off (no --providers.docker): these container `labels:` are ignored (move them under `deploy.labels`)".to_owned(),
+                        CheckProblem::ContainerLabelsIgnored,
                     ));
                 }
                 continue;
@@ -391,8 +398,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
                     containers.views.push(view);
                 }
             }
-            Err(message) => {
-                findings.push(Finding::general(Severity::Error, "Docker", message));
+            Err(problem) => {
+                findings.push(Finding::general(Severity::Error, "Docker", problem));
                 return finish(findings);
             }
         }
@@ -403,7 +410,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     let settings = match Settings::new(&docker_config) {
         Ok(s) => s,
         Err(e) => {
-            findings.push(static_error(e.to_string()));
+            findings.push(static_error(e));
             return finish(findings);
         }
     };
@@ -412,7 +419,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         Some(c) => match crate::provider::swarm::settings(c) {
             Ok(s) => Some(s).filter(|_| !options.compose.is_empty()),
             Err(e) => {
-                findings.push(static_error(e.to_string()));
+                findings.push(static_error(e));
                 return finish(findings);
             }
         },
@@ -425,7 +432,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.push(Finding::general(
             Severity::Warning,
             "static configuration",
-            "the Docker provider is off (no --providers.docker): labels are checked as if it were on",
+            CheckProblem::DockerOff,
         ));
     }
 
@@ -458,9 +465,9 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
                     findings.push(Finding::general(
                         Severity::Warning,
                         format!("{}, service `{}`", service.file, service.name),
-                        format!(
-                            "the file provider reads `{path}` in the container, which no bind mount of this service brings from this machine: its dynamic configuration is not checked"
-                        ),
+                        CheckProblem::NotMounted {
+                            path: path.into_owned(),
+                        },
                     ));
                 }
                 found
@@ -576,7 +583,7 @@ fn label_findings(containers: &Containers, settings: &Settings) -> Vec<Finding> 
                 view,
                 &source,
                 e.label(),
-                e.problem().to_string(),
+                e.problem(),
             ));
         }
         findings.extend(prefix_findings(view, settings, &source, &parsed));
@@ -600,8 +607,8 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn static_error(message: String) -> Finding {
-    Finding::general(Severity::Error, "static configuration", message)
+fn static_error(problem: impl Into<CheckProblem>) -> Finding {
+    Finding::general(Severity::Error, "static configuration", problem)
 }
 
 /// A file the file provider cannot read, at its place.
@@ -612,12 +619,12 @@ fn file_error(e: &ProviderError, cwd: &Path) -> Finding {
             .as_ref()
             .map_or_else(|| "file provider".to_owned(), ToString::to_string),
         origin,
-        ..file_finding(Severity::Error, e.what())
+        ..Finding::general(
+            Severity::Error,
+            "file provider",
+            CheckProblem::File(e.clone()),
+        )
     }
-}
-
-fn file_finding(severity: Severity, message: String) -> Finding {
-    Finding::general(severity, "file provider", message)
 }
 
 /// A finding for a warning no one object has: under its file and line
@@ -629,7 +636,7 @@ fn placed(severity: Severity, w: &Warning, cwd: &Path) -> Finding {
             .as_ref()
             .map_or_else(|| "configuration".to_owned(), ToString::to_string),
         origin,
-        ..Finding::general(severity, "", w.notice.to_string())
+        ..Finding::general(severity, "", w.notice.clone())
     }
 }
 
@@ -658,14 +665,14 @@ fn label_finding(
     view: &ContainerView,
     source: &str,
     label: &str,
-    message: String,
+    problem: impl Into<CheckProblem>,
 ) -> Finding {
     Finding {
         severity,
         source: source.to_owned(),
         object: None,
         label: Some(label.to_owned()),
-        message,
+        message: problem.into().to_string(),
         origin: Some(Origin::Container {
             id: view.id.clone(),
             name: view.name.clone(),
@@ -678,11 +685,11 @@ fn load_static(
     args: &[String],
     env: &[(String, String)],
     cwd: &Path,
-) -> Result<StaticConfig, String> {
+) -> Result<StaticConfig, static_config::StaticConfigError> {
     match static_config::load(args, env, cwd) {
         Ok(Loaded::Run(config, _)) => Ok(config),
         Ok(Loaded::Help(_) | Loaded::Version) => Ok(StaticConfig::default()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 
@@ -731,7 +738,7 @@ fn compose_static(
             findings.push(Finding::general(
                 Severity::Error,
                 format!("{}, service `{}`", router.file, router.name),
-                format!("its command is not a static configuration gangway accepts: {e}"),
+                CheckProblem::RouterCommand(e),
             ));
             let mut fallback = Vec::new();
             if traefik {
@@ -817,7 +824,10 @@ fn prefix_findings(
                 view,
                 source,
                 key,
-                format!("unknown label prefix `{first}` (did you mean `{prefix}`?); the label is ignored"),
+                CheckProblem::UnknownPrefix {
+                    written: first.to_owned(),
+                    prefix: prefix.to_owned(),
+                },
             ));
         }
     }
@@ -838,9 +848,11 @@ fn prefix_findings(
                     view,
                     source,
                     first,
-                    format!(
-                        "labels under `{other}.` are not read: the label prefix is `{prefix}` (set --providers.{provider}.labelPrefix={other} to read them)"
-                    ),
+                    CheckProblem::OtherPrefix {
+                        other: other.clone(),
+                        prefix: prefix.to_owned(),
+                        provider,
+                    },
                 ));
             }
             for (label, problem) in &problems {
@@ -849,7 +861,7 @@ fn prefix_findings(
                     view,
                     source,
                     label,
-                    problem.to_string(),
+                    problem.clone(),
                 ));
             }
             continue;
@@ -857,23 +869,29 @@ fn prefix_findings(
         // A stray label beside the ones read: most likely meant for them.
         for key in labels.keys() {
             let problem = problems.get(key.as_str());
-            let message = match problem {
+            let (other, prefix) = (other.clone(), prefix.to_owned());
+            let stray = match problem {
                 Some(Problem::UnknownOption {
                     option,
                     suggestion: Some(suggestion),
-                }) => format!(
-                    "labels under `{other}.` are not read, the label prefix is `{prefix}`; and `{option}` is not an option (did you mean `{}`?)",
-                    rewrite(key, prefix, Some((option, suggestion)))
-                ),
-                Some(problem) => format!(
-                    "labels under `{other}.` are not read, the label prefix is `{prefix}`; and under `{other}.` too: {problem}"
-                ),
-                None => format!(
-                    "labels under `{other}.` are not read, the label prefix is `{prefix}` (did you mean `{}`?)",
-                    rewrite(key, prefix, None)
-                ),
+                }) => CheckProblem::StrayOption {
+                    rewritten: rewrite(key, &prefix, Some((option, suggestion))),
+                    option: option.clone(),
+                    other,
+                    prefix,
+                },
+                Some(problem) => CheckProblem::StrayProblem {
+                    problem: problem.clone(),
+                    other,
+                    prefix,
+                },
+                None => CheckProblem::StrayLabel {
+                    rewritten: rewrite(key, &prefix, None),
+                    other,
+                    prefix,
+                },
             };
-            out.push(label_finding(Severity::Warning, view, source, key, message));
+            out.push(label_finding(Severity::Warning, view, source, key, stray));
         }
     }
     let has_routing_labels = view.labels.keys().any(|k| {
@@ -885,9 +903,11 @@ fn prefix_findings(
         out.push(Finding::general(
             Severity::Warning,
             source,
-            format!(
-                "the {holder} has `{prefix}.` labels but no `{prefix}.enable=true`, and providers.{provider}.exposedByDefault is false: it is not routed"
-            ),
+            CheckProblem::NotEnabled {
+                holder,
+                prefix: prefix.to_owned(),
+                provider,
+            },
         ));
     }
     out
@@ -962,7 +982,7 @@ impl Places<'_> {
         severity: Severity,
         object: &ObjectRef,
         origin: Option<Origin>,
-        message: String,
+        problem: impl Into<CheckProblem>,
     ) -> Finding {
         let origin = origin.map(|o| relative(o, self.cwd));
         let (source, label) = match &origin {
@@ -1002,7 +1022,7 @@ impl Places<'_> {
             source,
             object: Some(object.to_string()),
             label,
-            message,
+            message: problem.into().to_string(),
             origin,
         }
     }
@@ -1020,7 +1040,7 @@ fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
                 Severity::Error,
                 &e.object,
                 e.origin.clone(),
-                e.problem.to_string(),
+                e.problem.clone(),
             ));
         }
     }
@@ -1039,7 +1059,7 @@ fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
                         continue;
                     }
                     let mut severity = severity;
-                    let mut message = e.problem.to_string();
+                    let mut problem = CheckProblem::Object(e.problem.clone());
                     // The image's EXPOSE is part of the ports, and it could
                     // not be read: the port may well be known to Docker.
                     let container = match &e.origin {
@@ -1054,11 +1074,9 @@ fn detail_findings(places: &Places<'_>) -> Vec<Finding> {
                         && container.is_some_and(|c| places.containers.ports_unknown.contains(c))
                     {
                         severity = Severity::Warning;
-                        message.push_str(
-                            " (the image's exposed ports could not be read: is it built or pulled?)",
-                        );
+                        problem = CheckProblem::PortsUnknown(e.problem.clone());
                     }
-                    out.push(places.finding(severity, &e.object, e.origin.clone(), message));
+                    out.push(places.finding(severity, &e.object, e.origin.clone(), problem));
                 }
             }
         }
@@ -1162,7 +1180,7 @@ fn report_findings(
                     .origin
                     .clone()
                     .or_else(|| places.origin(&e.object, e.option));
-                out.push(places.finding(severity, &e.object, origin, e.problem.to_string()));
+                out.push(places.finding(severity, &e.object, origin, e.problem.clone()));
             }
         }
     }
@@ -1176,28 +1194,11 @@ fn report_findings(
 /// its TLS files (Docker, Swarm), a store's options (Redis, etcd). Nothing
 /// is connected to.
 fn provider_options(config: &StaticConfig) -> Vec<Finding> {
-    use crate::store::{etcd::EtcdStore, redis::RedisStore};
-    let p = &config.providers;
-    let mut out = Vec::new();
-    if let Some(d) = &p.docker
-        && let Err(e) = Endpoint::with_tls(&d.endpoint, d.tls.as_ref())
-    {
-        out.push(static_error(e.to_string()));
-    }
-    if let Some(s) = &p.swarm
-        && let Err(e) = Endpoint::with_tls(&s.endpoint, s.tls.as_ref())
-    {
-        out.push(static_error(
-            crate::provider::swarm::SwarmError::from(e).to_string(),
-        ));
-    }
-    if let Some(Err(e)) = p.redis.as_ref().map(RedisStore::new) {
-        out.push(static_error(e.to_string()));
-    }
-    if let Some(Err(e)) = p.etcd.as_ref().map(EtcdStore::new) {
-        out.push(static_error(e.to_string()));
-    }
-    out
+    crate::provider::ProviderKind::ALL
+        .into_iter()
+        .filter_map(|kind| kind.check_options(&config.providers).err())
+        .map(static_error)
+        .collect()
 }
 
 /// Certificate resolvers whose storage is a store URL: URLs that do not
@@ -1216,7 +1217,7 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
         let url = match StoreUrl::parse(name, &storage) {
             Ok(url) => url,
             Err(e) => {
-                out.push(static_error(e.to_string()));
+                out.push(static_error(e));
                 continue;
             }
         };
@@ -1225,31 +1226,27 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
             crate::acme::storage::ca_folder(r.acme.directory_url()),
         );
         if let Some((_, first)) = spots.iter().find(|(s, _)| *s == spot) {
-            out.push(static_error(
-                crate::acme::AcmeError::SameKeys {
-                    first: (*first).to_owned(),
-                    second: name.clone(),
-                    location: url.location(),
-                }
-                .to_string(),
-            ));
+            out.push(static_error(crate::acme::AcmeError::SameKeys {
+                first: (*first).to_owned(),
+                second: name.clone(),
+                location: url.location(),
+            }));
         }
         spots.push((spot, name));
         match &r.acme.storage_encryption_key_file {
             Some(path) if files => {
                 if let Err(e) = Seal::from_file(name, path) {
-                    out.push(static_error(e.to_string()));
+                    out.push(static_error(e));
                 }
             }
             Some(_) => {}
             None => out.push(Finding::general(
                 Severity::Warning,
                 "static configuration",
-                crate::config::problem::Notice::AcmeKeysInClear {
+                Notice::AcmeKeysInClear {
                     resolver: name.clone(),
                     location: url.location(),
-                }
-                .to_string(),
+                },
             )),
         }
     }
@@ -1267,7 +1264,7 @@ fn dns_providers(config: &StaticConfig, env: &[(String, String)]) -> Vec<Finding
             let dns = r.acme.dns_challenge.as_ref()?;
             crate::acme::dns::Solver::new(name, dns, &lookup)
                 .err()
-                .map(|e| static_error(e.to_string()))
+                .map(static_error)
         })
         .collect()
 }
@@ -1284,27 +1281,26 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,
     });
-    crate::compile_context(config, crate::api::internal_services(&state), None)
+    crate::settings::compile_context(config, crate::api::internal_services(&state), None)
 }
 
-async fn connect(config: &StaticConfig) -> Result<bollard::Docker, String> {
+async fn connect(config: &StaticConfig) -> Result<bollard::Docker, CheckProblem> {
     let default = static_config::DockerProvider::default();
     let docker = config.providers.docker.as_ref().unwrap_or(&default);
-    let endpoint =
-        Endpoint::with_tls(&docker.endpoint, docker.tls.as_ref()).map_err(|e| e.to_string())?;
+    let endpoint = Endpoint::with_tls(&docker.endpoint, docker.tls.as_ref())?;
     crate::provider::docker::connect(&endpoint, std::time::Duration::from_secs(10))
         .await
-        .map_err(|e| format!("cannot reach the Docker daemon: {e}"))
+        .map_err(CheckProblem::DockerUnreachable)
 }
 
 /// The running containers, as the provider sees them.
-async fn running_containers(config: &StaticConfig) -> Result<Vec<ContainerView>, String> {
+async fn running_containers(config: &StaticConfig) -> Result<Vec<ContainerView>, CheckProblem> {
     use bollard::query_parameters::{InspectContainerOptions, ListContainersOptions};
     let docker = connect(config).await?;
     let list = docker
         .list_containers(Some(ListContainersOptions::default()))
         .await
-        .map_err(|e| format!("cannot list containers: {e}"))?;
+        .map_err(CheckProblem::ListContainers)?;
     let mut views = Vec::new();
     for id in list.into_iter().filter_map(|c| c.id) {
         // A container that went away meanwhile is simply not checked.

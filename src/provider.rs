@@ -3,8 +3,11 @@
 
 pub mod docker;
 pub mod file;
+mod kind;
 pub mod kv;
 pub mod swarm;
+
+pub use kind::{OptionsError, ProviderKind};
 
 use crate::config::Dynamic;
 use crate::config::problem::{ProviderError, Warning};

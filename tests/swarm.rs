@@ -253,6 +253,10 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
         "{TEST}: routed {:?} after `docker service create`",
         created.elapsed()
     );
+    // The overview names the provider.
+    let overview: serde_json::Value =
+        serde_json::from_slice(&gw.get("api.test", "/api/overview").await.body).expect("JSON");
+    assert_eq!(overview["providers"], serde_json::json!(["File", "Swarm"]));
     // Named after the swarm provider, with the service's labels as its
     // provenance.
     let router = gw.get("api.test", "/api/http/routers/web@swarm").await;

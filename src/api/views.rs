@@ -795,19 +795,10 @@ pub fn overview(state: &ApiState) -> OverviewView {
     let rt = state.runtime.load_full();
     let cfg = &state.static_config;
     let count = |items: &mut dyn Iterator<Item = &StateView>| Counts::of(items.map(|s| &s.status));
-    let mut providers = Vec::new();
-    if cfg.providers.file.is_some() {
-        providers.push("File");
-    }
-    if cfg.providers.docker.is_some() {
-        providers.push("Docker");
-    }
-    if cfg.providers.redis.is_some() {
-        providers.push("Redis");
-    }
-    if cfg.providers.etcd.is_some() {
-        providers.push("Etcd");
-    }
+    let providers = crate::provider::ProviderKind::configured(&cfg.providers)
+        .into_iter()
+        .map(crate::provider::ProviderKind::name)
+        .collect();
     OverviewView {
         http: SectionCounts {
             routers: count(&mut routers(&rt).iter().map(|v| &v.state)),
@@ -1147,4 +1138,49 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
         });
     }
     acme
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::static_config::Providers;
+    use crate::runtime::{Registries, RuntimeHandle};
+    use std::sync::Arc;
+
+    fn state(providers: Providers) -> ApiState {
+        ApiState {
+            runtime: Arc::new(RuntimeHandle::new(Runtime::empty(0))),
+            registries: Arc::new(Registries::default()),
+            certificates: Arc::default(),
+            static_config: Arc::new(StaticConfig {
+                providers,
+                ..StaticConfig::default()
+            }),
+            started: std::time::SystemTime::now(),
+            terminating: Arc::default(),
+            metrics: None,
+        }
+    }
+
+    #[test]
+    fn the_overview_lists_every_configured_provider_swarm_too() {
+        let swarm = state(Providers {
+            swarm: Some(Default::default()),
+            ..Providers::default()
+        });
+        assert_eq!(overview(&swarm).providers, ["Swarm"]);
+        let all = state(Providers {
+            file: Some(Default::default()),
+            docker: Some(Default::default()),
+            swarm: Some(Default::default()),
+            redis: Some(Default::default()),
+            etcd: Some(Default::default()),
+            ..Providers::default()
+        });
+        assert_eq!(
+            overview(&all).providers,
+            ["File", "Docker", "Swarm", "Redis", "Etcd"]
+        );
+        assert!(overview(&state(Providers::default())).providers.is_empty());
+    }
 }

@@ -34,13 +34,64 @@ pub enum ComposeError {
         /// What the OS said.
         source: std::io::Error,
     },
-    /// The file is not YAML, or not a compose file.
-    #[error("{path}: {message}")]
+    /// The file is not YAML, or its merge keys do not merge.
+    #[error("{path}: {source}")]
+    Yaml {
+        /// The file.
+        path: String,
+        /// What the YAML parser said.
+        source: serde_yaml::Error,
+    },
+    /// The file is YAML, but not a compose file gangway can read.
+    #[error("{path}: {problem}")]
     Invalid {
         /// The file.
         path: String,
         /// What is wrong.
+        problem: ComposeProblem,
+    },
+}
+
+/// What is wrong in a compose file's content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ComposeProblem {
+    /// The file has no `services:`.
+    #[error("no `services` section")]
+    NoServices,
+    /// A service is not a mapping of its fields.
+    #[error("service `{0}` is not a mapping")]
+    ServiceNotMapping(String),
+    /// A service's `deploy` is not a mapping.
+    #[error("service `{0}`: `deploy` must be a mapping")]
+    DeployNotMapping(String),
+    /// `labels`, `deploy.labels` or `environment` is neither a list of
+    /// `KEY=VALUE` nor a mapping.
+    #[error("service `{service}`: `{field}` must be a list or a mapping")]
+    NotPairs {
+        /// The service.
+        service: String,
+        /// The field, as written (`deploy.labels`).
+        field: &'static str,
+    },
+    /// A `${` is never closed.
+    #[error("`{text}`: `${{` without a closing `}}`")]
+    Unclosed {
+        /// The string it is in.
+        text: String,
+    },
+    /// `${VAR:?message}` or `${VAR?message}` with the variable missing.
+    #[error("variable `{name}` is required: {message}")]
+    Required {
+        /// The variable.
+        name: String,
+        /// The file's message for it.
         message: String,
+    },
+    /// `${…}` holding something other than a variable reference.
+    #[error("`${{{expr}}}`: not a variable reference")]
+    NotAVariable {
+        /// What is between the braces.
+        expr: String,
     },
 }
 
@@ -166,12 +217,16 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
             path: path.clone(),
             source,
         })?;
-        let invalid = |message: String| ComposeError::Invalid {
+        let invalid = |problem: ComposeProblem| ComposeError::Invalid {
             path: path.clone(),
-            message,
+            problem,
         };
-        let mut doc: Value = serde_yaml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        doc.apply_merge().map_err(|e| invalid(e.to_string()))?;
+        let yaml = |source| ComposeError::Yaml {
+            path: path.clone(),
+            source,
+        };
+        let mut doc: Value = serde_yaml::from_str(&text).map_err(yaml)?;
+        doc.apply_merge().map_err(yaml)?;
         interpolate(&mut doc, &vars).map_err(invalid)?;
         if let Some(n) = doc.get("name").and_then(Value::as_str) {
             name = Some(n.to_owned());
@@ -182,15 +237,15 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
             }
         }
         let Some(map) = doc.get("services").and_then(Value::as_mapping) else {
-            return Err(invalid("no `services` section".to_owned()));
+            return Err(invalid(ComposeProblem::NoServices));
         };
         for (key, service) in map {
             let Some(key) = key.as_str() else { continue };
             let mut service = service.clone();
             // Anchored fragments in a service may carry merge keys of their own.
-            service.apply_merge().map_err(|e| invalid(e.to_string()))?;
+            service.apply_merge().map_err(yaml)?;
             let Some(fields) = service.as_mapping() else {
-                return Err(invalid(format!("service `{key}` is not a mapping")));
+                return Err(invalid(ComposeProblem::ServiceNotMapping(key.to_owned())));
             };
             let entry = services
                 .entry(key.to_owned())
@@ -215,13 +270,13 @@ pub fn read_project(files: &[PathBuf], env: &[(String, String)]) -> Result<Proje
         .map(|(service, (file, fields))| {
             read_service(&project, &service, &file, &fields, &networks)
         })
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(|message| ComposeError::Invalid {
+        .collect::<Result<Vec<_>, ComposeProblem>>()
+        .map_err(|problem| ComposeError::Invalid {
             path: files
                 .first()
                 .map(|f| f.display().to_string())
                 .unwrap_or_default(),
-            message,
+            problem,
         })?;
     Ok(Project {
         name: project,
@@ -243,7 +298,7 @@ fn read_service(
     file: &str,
     fields: &serde_yaml::Mapping,
     defined_networks: &serde_yaml::Mapping,
-) -> Result<ComposeService, String> {
+) -> Result<ComposeService, ComposeProblem> {
     let get = |k: &str| fields.get(k);
     let image = get("image")
         .and_then(Value::as_str)
@@ -393,10 +448,10 @@ fn swarm_view(
     service: &str,
     fields: &serde_yaml::Mapping,
     networks: &serde_yaml::Mapping,
-) -> Result<ContainerView, String> {
+) -> Result<ContainerView, ComposeProblem> {
     let deploy = fields.get("deploy");
     if deploy.is_some_and(|d| !d.is_mapping() && !d.is_null()) {
-        return Err(format!("service `{service}`: `deploy` must be a mapping"));
+        return Err(ComposeProblem::DeployNotMapping(service.to_owned()));
     }
     let mut labels: BTreeMap<String, String> = pairs(
         deploy.and_then(|d| d.get("labels")),
@@ -498,7 +553,11 @@ fn scalar(v: &Value) -> String {
 }
 
 /// `labels` and `environment`: a list of `KEY=VALUE` or a mapping.
-fn pairs(v: Option<&Value>, service: &str, what: &str) -> Result<Vec<(String, String)>, String> {
+fn pairs(
+    v: Option<&Value>,
+    service: &str,
+    field: &'static str,
+) -> Result<Vec<(String, String)>, ComposeProblem> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Sequence(items)) => Ok(items
@@ -512,9 +571,10 @@ fn pairs(v: Option<&Value>, service: &str, what: &str) -> Result<Vec<(String, St
             })
             .collect()),
         Some(Value::Mapping(m)) => Ok(m.iter().map(|(k, v)| (scalar(k), scalar(v))).collect()),
-        Some(_) => Err(format!(
-            "service `{service}`: `{what}` must be a list or a mapping"
-        )),
+        Some(_) => Err(ComposeProblem::NotPairs {
+            service: service.to_owned(),
+            field,
+        }),
     }
 }
 
@@ -567,7 +627,7 @@ fn split_words(s: &str) -> Vec<String> {
 /// dollar, `${VAR}`, `$VAR`, `${VAR:-default}` (unset or empty),
 /// `${VAR-default}` (unset), `${VAR:?message}` and `${VAR?message}`
 /// (an error when missing).
-fn interpolate(doc: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), String> {
+fn interpolate(doc: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), ComposeProblem> {
     match doc {
         Value::String(s) => {
             *s = interpolate_str(s, vars)?;
@@ -580,7 +640,7 @@ fn interpolate(doc: &mut Value, vars: &BTreeMap<String, String>) -> Result<(), S
     }
 }
 
-fn interpolate_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+fn interpolate_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, ComposeProblem> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('$') {
@@ -591,7 +651,7 @@ fn interpolate_str(s: &str, vars: &BTreeMap<String, String>) -> Result<String, S
             rest = r;
         } else if let Some(body) = after.strip_prefix('{') {
             let Some(end) = closing_brace(body) else {
-                return Err(format!("`{s}`: `${{` without a closing `}}`"));
+                return Err(ComposeProblem::Unclosed { text: s.to_owned() });
             };
             out.push_str(&substitute(&body[..end], vars)?);
             rest = &body[end + 1..];
@@ -626,7 +686,7 @@ fn closing_brace(body: &str) -> Option<usize> {
     None
 }
 
-fn substitute(expr: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+fn substitute(expr: &str, vars: &BTreeMap<String, String>) -> Result<String, ComposeProblem> {
     let name_len = expr
         .char_indices()
         .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
@@ -653,12 +713,17 @@ fn substitute(expr: &str, vars: &BTreeMap<String, String>) -> Result<String, Str
             };
             if missing {
                 let message = op.trim_start_matches(':').trim_start_matches('?');
-                Err(format!("variable `{name}` is required: {message}"))
+                Err(ComposeProblem::Required {
+                    name: name.to_owned(),
+                    message: message.to_owned(),
+                })
             } else {
                 Ok(value.cloned().unwrap_or_default())
             }
         }
-        _ => Err(format!("`${{{expr}}}`: not a variable reference")),
+        _ => Err(ComposeProblem::NotAVariable {
+            expr: expr.to_owned(),
+        }),
     }
 }
 
@@ -693,6 +758,14 @@ mod tests {
             assert_eq!(interpolate_str(input, &v).unwrap(), want, "{input}");
         }
         assert!(interpolate_str("${UNSET:?set it}", &v).is_err());
+        for (input, message) in [
+            ("${UNSET:?set it}", "variable `UNSET` is required: set it"),
+            ("a ${SET", "`a ${SET`: `${` without a closing `}`"),
+            ("${SET!}", "`${SET!}`: not a variable reference"),
+        ] {
+            let e = interpolate_str(input, &v).unwrap_err();
+            assert_eq!(e.to_string(), message, "{input}");
+        }
         assert!(interpolate_str("${SET", &v).is_err());
     }
 

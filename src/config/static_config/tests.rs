@@ -1853,8 +1853,9 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
 ///
 /// This is one half of the guarantee that no option is parsed but never
 /// read. The other half is at compile time: every place that consumes the
-/// static configuration (the entry point loop, `compile_context`,
-/// `router_tls` and `redirect` in lib.rs, `provider::docker::Settings::new`,
+/// static configuration (`settings::entry_point`, `compile_context`,
+/// `router_tls` and `redirect` in `settings/`, `provider::ProviderKind`,
+/// `provider::docker::Settings::new`,
 /// `acme::Resolver::new`, `AccessLogger::spawn`, `api::internal_routers`,
 /// main's logging) takes its section apart with an exhaustive pattern, with
 /// no `..`. A field bound there but not used is an unused variable, an

@@ -1,0 +1,182 @@
+//! An entry point's options → what the proxy serves it with.
+
+use super::nonzero;
+use crate::config::duration::Duration;
+use crate::config::static_config::{
+    EntryPoint, EntryPointHttp, EntryPointHttp2, EntryPointLimits, EntryPointTransport,
+    EntryPointUdp, ForwardedHeaders, LifeCycle, RedirectEntryPoint, Redirections,
+    RespondingTimeouts,
+};
+use crate::proxy::forwarded::TrustPolicy;
+use crate::proxy::{EntryPointInfo, Redirect};
+use std::sync::Arc;
+
+/// A redirection names neither an entry point nor a port.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "entryPoints.{entry_point}.http.redirections.entryPoint.to: `{to}` is neither an entry point nor a port such as `:443`"
+)]
+pub struct RedirectError {
+    /// The entry point that redirects.
+    pub entry_point: String,
+    /// The target as given.
+    pub to: String,
+}
+
+/// One entry point, ready to serve: what the proxy reads on every
+/// connection, and what its shutdown needs.
+pub struct EntryPointSettings {
+    /// What the proxy reads on every connection and request.
+    pub info: EntryPointInfo,
+    /// How long it keeps accepting once shutdown starts
+    /// (`transport.lifeCycle.requestAcceptGraceTimeout`).
+    pub accept_grace: Duration,
+    /// How long a UDP session may stay silent (`udp.timeout`).
+    pub udp_timeout: std::time::Duration,
+}
+
+/// Entry point number `id`, called `name`, with every option of `ep`.
+/// `names` and `ports` are all entry points' names and the ports they were
+/// bound to, in the configuration's order (a redirection may name another
+/// entry point, whose port it then uses); `stats` are its request counters
+/// when per-entry-point metrics are on.
+pub fn entry_point(
+    id: usize,
+    name: &str,
+    ep: &EntryPoint,
+    names: &[String],
+    ports: &[u16],
+    stats: Option<Arc<crate::metrics::Stats>>,
+) -> Result<EntryPointSettings, RedirectError> {
+    // With port 0, the port the TCP side got.
+    let port = ports.get(id).copied().unwrap_or(ep.address.port);
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let EntryPoint {
+        address: _, // bound by the start-up, which hands over `ports`
+        forwarded_headers:
+            ForwardedHeaders {
+                trusted_ips,
+                insecure,
+            },
+        transport:
+            EntryPointTransport {
+                life_cycle:
+                    LifeCycle {
+                        request_accept_grace_timeout,
+                        grace_time_out,
+                    },
+                responding_timeouts:
+                    RespondingTimeouts {
+                        read_timeout,
+                        write_timeout,
+                        idle_timeout,
+                    },
+                max_connections,
+            },
+        http:
+            EntryPointHttp {
+                tls: _, // compile_context: the routers' default TLS
+                redirections,
+                sanitize_path,
+                encoded_characters,
+                underscore_headers_strategy,
+            },
+        http2: EntryPointHttp2 {
+            max_concurrent_streams,
+        },
+        http3,
+        udp: EntryPointUdp {
+            timeout: udp_timeout,
+        },
+        proxy_protocol,
+        limits,
+    } = ep;
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let EntryPointLimits {
+        // The proxy reads these from `limits`, handed over whole below.
+        max_header_bytes: _,
+        max_headers: _,
+        max_pending_reset_streams: _,
+        max_control_frames: _,
+        header_read_timeout,
+        max_request_body_bytes,
+        web_socket_idle_timeout,
+    } = limits;
+    let info = EntryPointInfo {
+        name: name.to_owned(),
+        id,
+        trust: TrustPolicy {
+            trusted: trusted_ips.clone(),
+            insecure: *insecure,
+        },
+        proxy_protocol: proxy_protocol.as_ref().map(|p| TrustPolicy {
+            trusted: p.trusted_ips.clone(),
+            insecure: p.insecure,
+        }),
+        redirect: match redirections {
+            Some(Redirections { entry_point }) => redirect(name, entry_point, names, ports)?,
+            None => None,
+        },
+        grace: grace_time_out.0,
+        header_read_timeout: nonzero(header_read_timeout.0),
+        read_timeout: nonzero(read_timeout.0),
+        write_timeout: nonzero(write_timeout.0),
+        idle_timeout: nonzero(idle_timeout.0),
+        web_socket_idle_timeout: nonzero(web_socket_idle_timeout.0),
+        max_request_body_bytes: (*max_request_body_bytes > 0).then_some(*max_request_body_bytes),
+        sanitize_path: *sanitize_path,
+        denied_escapes: crate::percent::DeniedEscapes::new(encoded_characters),
+        underscore_headers: *underscore_headers_strategy,
+        max_concurrent_streams: *max_concurrent_streams,
+        alt_svc: http3.as_ref().map(|h| {
+            let advertised = match h.advertised_port {
+                0 => port,
+                p => p,
+            };
+            crate::proxy::alt_svc(advertised)
+        }),
+        limits: limits.clone(),
+        connections: crate::overload::ConnectionLimit::new(*max_connections),
+        stats,
+    };
+    Ok(EntryPointSettings {
+        info,
+        accept_grace: *request_accept_grace_timeout,
+        udp_timeout: udp_timeout.0,
+    })
+}
+
+/// Where `entry_point` redirects plain HTTP: another entry point's port, or
+/// a port given as `:443` or `443`. `names` and `ports` as for
+/// [`entry_point`].
+pub fn redirect(
+    entry_point: &str,
+    redirect: &RedirectEntryPoint,
+    names: &[String],
+    ports: &[u16],
+) -> Result<Option<Redirect>, RedirectError> {
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let RedirectEntryPoint {
+        to,
+        scheme,
+        permanent,
+    } = redirect;
+    let Some(target) = to.as_deref().filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let port = match names.iter().position(|n| n == target) {
+        Some(i) => ports.get(i).copied(),
+        None => target.trim_start_matches(':').parse::<u16>().ok(),
+    };
+    let Some(port) = port else {
+        return Err(RedirectError {
+            entry_point: entry_point.to_owned(),
+            to: target.to_owned(),
+        });
+    };
+    Ok(Some(Redirect {
+        scheme: scheme.to_ascii_lowercase(),
+        port: Some(port),
+        permanent: *permanent,
+    }))
+}

@@ -1,0 +1,183 @@
+use super::*;
+use crate::config::static_config::{Loaded, RedirectEntryPoint, load};
+use std::collections::BTreeMap;
+
+/// The static configuration these flags give, read in an empty directory.
+fn configured(flags: &[&str]) -> StaticConfig {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let args: Vec<String> = flags.iter().map(|f| (*f).to_owned()).collect();
+    match load(&args, &[], dir.path()) {
+        Ok(Loaded::Run(config, _)) => config,
+        other => panic!("{flags:?}: {other:?}"),
+    }
+}
+
+fn to(target: &str) -> RedirectEntryPoint {
+    RedirectEntryPoint {
+        to: Some(target.to_owned()),
+        ..RedirectEntryPoint::default()
+    }
+}
+
+#[test]
+fn a_redirect_goes_to_another_entry_points_bound_port_or_to_a_port() {
+    let names = ["web".to_owned(), "websecure".to_owned()];
+    let ports = [8080, 8443];
+    let port = |target: &str| {
+        redirect("web", &to(target), &names, &ports)
+            .expect("a target")
+            .and_then(|r| r.port)
+    };
+    assert_eq!(port("websecure"), Some(8443));
+    assert_eq!(port(":443"), Some(443));
+    assert_eq!(port("443"), Some(443));
+    let r = redirect("web", &to("websecure"), &names, &ports)
+        .unwrap()
+        .unwrap();
+    assert_eq!((r.scheme.as_str(), r.permanent), ("https", true));
+    let r = redirect(
+        "web",
+        &RedirectEntryPoint {
+            to: Some(":443".to_owned()),
+            scheme: "HTTPS".to_owned(),
+            permanent: false,
+        },
+        &names,
+        &ports,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!((r.scheme.as_str(), r.permanent), ("https", false));
+}
+
+#[test]
+fn no_target_is_no_redirect_and_a_bad_one_is_named() {
+    let names = ["web".to_owned()];
+    for nothing in [RedirectEntryPoint::default(), to("")] {
+        assert_eq!(redirect("web", &nothing, &names, &[80]).unwrap(), None);
+    }
+    let err = redirect("web", &to("secure"), &names, &[80]).unwrap_err();
+    assert_eq!(
+        err,
+        RedirectError {
+            entry_point: "web".to_owned(),
+            to: "secure".to_owned()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "entryPoints.web.http.redirections.entryPoint.to: `secure` is neither an entry point nor a port such as `:443`"
+    );
+}
+
+#[test]
+fn an_entry_point_with_defaults_has_traefiks_timeouts_and_no_extras() {
+    let config = configured(&["--entryPoints.web.address=:80"]);
+    let ep = &config.entry_points["web"];
+    let EntryPointSettings {
+        info,
+        accept_grace,
+        udp_timeout,
+    } = entry_point(0, "web", ep, &["web".to_owned()], &[8080], None).unwrap();
+    assert_eq!((info.name.as_str(), info.id), ("web", 0));
+    assert_eq!(info.grace, std::time::Duration::from_secs(10));
+    assert!(accept_grace.0.is_zero());
+    assert_eq!(udp_timeout, ep.udp.timeout.0);
+    // Traefik's respondingTimeouts: reads bounded, writes not.
+    assert_eq!(
+        info.read_timeout,
+        nonzero(ep.transport.responding_timeouts.read_timeout.0)
+    );
+    assert!(info.read_timeout.is_some());
+    assert_eq!(info.write_timeout, None);
+    assert_eq!(info.max_concurrent_streams, 250);
+    assert!(info.redirect.is_none());
+    assert!(info.alt_svc.is_none());
+    assert!(info.proxy_protocol.is_none());
+    assert!(info.stats.is_none());
+    assert!(info.sanitize_path);
+}
+
+#[test]
+fn an_entry_point_redirects_with_the_ports_it_is_given_and_advertises_http3() {
+    let config = configured(&[
+        "--entryPoints.web.address=:80",
+        "--entryPoints.web.http.redirections.entryPoint.to=websecure",
+        "--entryPoints.websecure.address=:443",
+        "--entryPoints.websecure.http3",
+    ]);
+    let names: Vec<String> = config.entry_points.keys().cloned().collect();
+    let ports: Vec<u16> = names
+        .iter()
+        .map(|n| if n == "web" { 8080 } else { 8443 })
+        .collect();
+    let id = |name: &str| names.iter().position(|n| n == name).unwrap();
+    let web = entry_point(
+        id("web"),
+        "web",
+        &config.entry_points["web"],
+        &names,
+        &ports,
+        None,
+    )
+    .unwrap()
+    .info;
+    assert_eq!(web.redirect.and_then(|r| r.port), Some(8443));
+    let secure = entry_point(
+        id("websecure"),
+        "websecure",
+        &config.entry_points["websecure"],
+        &names,
+        &ports,
+        None,
+    )
+    .unwrap()
+    .info;
+    // Port 0 or not, the port advertised is the one bound.
+    assert_eq!(
+        secure.alt_svc.unwrap().to_str().unwrap(),
+        "h3=\":8443\"; ma=86400"
+    );
+}
+
+#[test]
+fn the_compile_context_names_entry_points_and_keeps_udp_and_internal_out_of_defaults() {
+    let config = configured(&[
+        "--entryPoints.web.address=:80",
+        "--entryPoints.web.http.tls.certResolver=le",
+        "--entryPoints.dns.address=:53/udp",
+        "--certificatesResolvers.le.acme.email=a@example.com",
+        "--certificatesResolvers.le.acme.storage=acme.json",
+        "--serversTransport.maxIdleConnsPerHost=7",
+    ]);
+    let ctx = compile_context(&config, BTreeMap::new(), None);
+    assert_eq!(ctx.entry_points, ["dns", "web"]);
+    assert_eq!(ctx.udp_entry_points, [true, false]);
+    assert_eq!(
+        ctx.not_default,
+        [
+            crate::config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned(),
+            "dns".to_owned()
+        ]
+    );
+    assert_eq!(ctx.cert_resolvers, ["le"]);
+    assert!(ctx.dns_resolvers.is_empty());
+    assert_eq!(ctx.default_transport.max_idle_per_host, 7);
+    assert!(ctx.metrics.is_none());
+    let tls = ctx.entry_point_tls[1].as_ref().expect("web's default TLS");
+    assert_eq!(tls.cert_resolver.as_deref(), Some("le"));
+    assert!(tls.domains.is_empty());
+    assert!(ctx.entry_point_tls[0].is_none());
+}
+
+#[test]
+fn metrics_settings_follow_the_prometheus_options() {
+    assert!(metrics(&configured(&[])).unwrap().is_none());
+    let config = configured(&[
+        "--metrics.prometheus",
+        "--metrics.prometheus.addRoutersLabels",
+    ]);
+    let m = metrics(&config).unwrap().expect("Prometheus is on");
+    assert!(m.routers);
+    assert!(entry_point_metrics(&config));
+}
