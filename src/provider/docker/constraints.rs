@@ -379,6 +379,22 @@ impl Parser<'_> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn reasons_read_as_the_messages_users_know() {
+        for (expr, want) in [
+            ("Label(`a`, `b`) & x", "`&` at column 17: write `&&`"),
+            ("(Label(`a`, `b`)", "expected `)` at the end"),
+            ("Label(`a`)", "Label at column 1 takes 2 arguments, got 1"),
+            (
+                "Tag(`a`, `b`)",
+                "unknown function `Tag` at column 1 (use Label or LabelRegex)",
+            ),
+        ] {
+            let e = Constraints::parse(expr).expect_err(expr);
+            assert_eq!(e.reason.to_string(), want, "{expr}");
+        }
+    }
+
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()

@@ -428,6 +428,24 @@ fn tokenize(s: &str) -> Result<Vec<Token>, TemplateReason> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn reasons_read_as_the_messages_users_know() {
+        for (template, want) in [
+            ("{{ .Name", "`{{` without `}}`"),
+            ("a }}", "`}}` without `{{`"),
+            ("{{ }}", "empty action `{{ }}`"),
+            ("{{ lower }}", "`lower` takes 1 argument, got 0"),
+            ("{{ index .Labels }}", "`index` takes 2 arguments, got 1"),
+            (
+                "{{ lower .Labels }}",
+                "`lower` needs text, not .Labels (use index .Labels \"key\")",
+            ),
+        ] {
+            let e = Template::parse(template).expect_err(template);
+            assert_eq!(e.reason.to_string(), want, "{template}");
+        }
+    }
+
     fn model<'a>(labels: &'a BTreeMap<String, String>) -> Model<'a> {
         Model {
             name: "web-shop",
