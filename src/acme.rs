@@ -31,7 +31,7 @@ use cluster::{
     Coordinated, StoreChallenges, coordinate, follow_store, keep_lease, release, shared_name,
 };
 pub use cluster::{LEASE_TTL, check_shared_keys};
-pub use error::AcmeError;
+pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
 pub use resolver::{Resolver, StoreHealth};
 use serde::Serialize;

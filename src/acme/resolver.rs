@@ -2,6 +2,7 @@
 //! account and certificates (a folder or a shared store), the account it
 //! orders with, and the reason the CA cannot be reached when it cannot.
 
+use super::error::ProbeError;
 use super::{
     AcmeConfig, AcmeError, ChallengeKind, IssuedCert, Registries, ResolverStorageView,
     STORE_TIMEOUT, SharedStorage, Storage, StorageView, dns, order, schedule, shared, storage,
@@ -14,40 +15,44 @@ use std::time::Duration;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Connects to the server of `url` (TCP, then TLS for `https`) with
-/// `client`'s trust; `Err` says, as a sentence, where that fails.
-async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), String> {
-    use crate::cause::WithCauses;
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e: http::uri::InvalidUri| format!("not a URL ({e})"))?;
-    let host = uri.host().ok_or("the URL names no host")?;
+/// `client`'s trust; `Err` says where that fails.
+async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), ProbeError> {
+    let uri: http::Uri = url.parse().map_err(ProbeError::NotUrl)?;
+    let host = uri.host().ok_or(ProbeError::NoHost)?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let tls = uri.scheme_str() != Some("http");
     let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
-    let timeout = |what: &str| {
-        format!(
-            "{what} {host}:{port} took longer than {}",
-            crate::config::Duration(PROBE_TIMEOUT)
-        )
+    let timeout = |what: &'static str| ProbeError::Timeout {
+        what,
+        host: host.to_owned(),
+        port,
+        after: crate::config::Duration(PROBE_TIMEOUT),
     };
     let tcp = tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
         .await
         .map_err(|_| timeout("connecting to"))?
-        .map_err(|e| format!("cannot connect to {host}:{port}: {}", WithCauses(&e)))?;
+        .map_err(|error| ProbeError::Connect {
+            host: host.to_owned(),
+            port,
+            error,
+        })?;
     if !tls {
         return Ok(());
     }
-    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
-        .map_err(|e| format!("`{host}` is not a server name: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|error| {
+        ProbeError::BadName {
+            host: host.to_owned(),
+            error,
+        }
+    })?;
     let connector = tokio_rustls::TlsConnector::from(client.clone());
     tokio::time::timeout(PROBE_TIMEOUT, connector.connect(name, tcp))
         .await
         .map_err(|_| timeout("the TLS handshake with"))?
-        .map_err(|e| {
-            format!(
-                "TLS handshake with {host}:{port} failed: {}",
-                WithCauses(&e)
-            )
+        .map_err(|error| ProbeError::Handshake {
+            host: host.to_owned(),
+            port,
+            error,
         })?;
     Ok(())
 }
@@ -273,7 +278,7 @@ impl Resolver {
         let url = self.directory_url.clone();
         let reason = match probe(&url, &self.client).await {
             Err(reason) => reason,
-            Ok(()) => "connecting works again; the exchange before it failed".to_owned(),
+            Ok(()) => ProbeError::Reachable,
         };
         AcmeError::Unreachable { url, reason }
     }
