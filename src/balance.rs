@@ -9,7 +9,7 @@
 
 pub mod sticky;
 
-pub use sticky::StickyCookie;
+pub use sticky::{StickyCookie, StickyCookieError};
 
 use arc_swap::ArcSwapOption;
 use std::sync::Arc;

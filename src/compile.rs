@@ -7,7 +7,7 @@ mod router;
 mod tcp;
 mod udp;
 
-use crate::balance::{MirrorShare, Rotation, StickyCookie};
+use crate::balance::{MirrorShare, Rotation, StickyCookie, StickyCookieError};
 use crate::client::{ClientSettings, ServerKind, TlsSettings};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
@@ -735,7 +735,7 @@ impl ServiceCompiler<'_> {
         );
         let urls: Vec<&str> = servers.iter().map(|s| s.url.as_str()).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &urls).map_err(sticky_problem)?),
+            Some(c) => Some(StickyCookie::compile(c, name, &urls).map_err(|e| sticky_problem(&e))?),
             None => None,
         };
         let health = match health_check {
@@ -817,7 +817,9 @@ impl ServiceCompiler<'_> {
         );
         let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
         let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => Some(StickyCookie::compile(c, name, &id_refs).map_err(sticky_problem)?),
+            Some(c) => {
+                Some(StickyCookie::compile(c, name, &id_refs).map_err(|e| sticky_problem(&e))?)
+            }
             None => None,
         };
         Ok(Arc::new(Upstream::Weighted(WeightedService {
@@ -951,8 +953,10 @@ impl ServiceCompiler<'_> {
 }
 
 /// A sticky cookie's error, as the service's problem.
-fn sticky_problem(reason: String) -> Problem {
-    Problem::StickyCookie { reason }
+fn sticky_problem(e: &StickyCookieError) -> Problem {
+    Problem::StickyCookie {
+        reason: e.to_string(),
+    }
 }
 
 fn compile_server(

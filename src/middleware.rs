@@ -143,7 +143,7 @@ pub enum MiddlewareError {
         /// 1-based line (or list entry) number.
         line: usize,
         /// What is wrong with it.
-        reason: String,
+        reason: htpasswd::HtpasswdError,
     },
 }
 

@@ -105,8 +105,8 @@ pub enum DnsError {
         fqdn: String,
         /// The DNS server.
         server: String,
-        /// Why, as a sentence.
-        reason: String,
+        /// Why.
+        reason: Box<ExchangeError>,
     },
     /// A DNS server refused an update.
     #[error("{provider}: {action} `{fqdn}` at {server} was refused: {rcode}{hint}")]
@@ -610,6 +610,66 @@ impl fmt::Debug for Solver {
 
 // === DNS exchanges ===
 
+/// Why a DNS exchange (a query, or an RFC 2136 update) got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    /// A name that is not a DNS name.
+    #[error("`{name}` is not a DNS name: {source}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// What hickory said.
+        source: hickory_proto::ProtoError,
+    },
+    /// A zone (from an SOA answer) that is not a DNS name.
+    #[error("zone `{zone}` is not a DNS name: {source}")]
+    BadZone {
+        /// The zone.
+        zone: String,
+        /// What hickory said.
+        source: hickory_proto::ProtoError,
+    },
+    /// The query could not be encoded.
+    #[error("{0}")]
+    Encode(hickory_proto::ProtoError),
+    /// The update could not be encoded.
+    #[error("cannot encode the update: {0}")]
+    EncodeUpdate(hickory_proto::ProtoError),
+    /// The update could not be signed with the TSIG key.
+    #[error("cannot sign the update: {0}")]
+    Sign(hickory_proto::ProtoError),
+    /// The message does not fit DNS over TCP's length prefix.
+    #[error("message too long")]
+    TooLong,
+    /// The TCP connection failed.
+    #[error("cannot connect: {0}")]
+    Connect(std::io::Error),
+    /// The message could not be sent.
+    #[error("cannot send: {0}")]
+    Send(std::io::Error),
+    /// The server closed or failed before the answer's length.
+    #[error("no answer: {0}")]
+    NoAnswer(std::io::Error),
+    /// The answer ended before its length.
+    #[error("answer cut short: {0}")]
+    CutShort(std::io::Error),
+    /// No answer within the exchange's time limit.
+    #[error("no answer within {}s", .0.as_secs())]
+    Timeout(Duration),
+    /// The answer is not a DNS message.
+    #[error("unreadable answer: {0}")]
+    Unreadable(hickory_proto::serialize::binary::DecodeError),
+    /// The answer's id is not the query's.
+    #[error("the answer is for another query")]
+    OtherQuery,
+    /// The server answered with an error code (TXT checks).
+    #[error("{0}")]
+    Rcode(ResponseCode),
+    /// The answer's TSIG signature does not verify.
+    #[error("the answer's TSIG signature is wrong: {0}")]
+    Tsig(hickory_proto::ProtoError),
+}
+
 /// The nameservers of the system's resolv.conf.
 fn system_resolvers() -> Vec<SocketAddr> {
     let text = std::fs::read_to_string(RESOLV_CONF).unwrap_or_default();
@@ -625,47 +685,51 @@ fn parse_resolv_conf(text: &str) -> Vec<SocketAddr> {
 }
 
 /// Sends `message` to `server` over TCP and returns the answer's bytes.
-async fn exchange(server: SocketAddr, message: &[u8]) -> Result<Vec<u8>, String> {
+async fn exchange(server: SocketAddr, message: &[u8]) -> Result<Vec<u8>, ExchangeError> {
     let run = async {
         let mut stream = tokio::net::TcpStream::connect(server)
             .await
-            .map_err(|e| format!("cannot connect: {e}"))?;
-        let len = u16::try_from(message.len()).map_err(|_| "message too long".to_owned())?;
+            .map_err(ExchangeError::Connect)?;
+        let len = u16::try_from(message.len()).map_err(|_| ExchangeError::TooLong)?;
         let mut out = Vec::with_capacity(message.len() + 2);
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(message);
-        stream
-            .write_all(&out)
-            .await
-            .map_err(|e| format!("cannot send: {e}"))?;
+        stream.write_all(&out).await.map_err(ExchangeError::Send)?;
         let mut len = [0u8; 2];
         stream
             .read_exact(&mut len)
             .await
-            .map_err(|e| format!("no answer: {e}"))?;
+            .map_err(ExchangeError::NoAnswer)?;
         let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
         stream
             .read_exact(&mut answer)
             .await
-            .map_err(|e| format!("answer cut short: {e}"))?;
+            .map_err(ExchangeError::CutShort)?;
         Ok(answer)
     };
     tokio::time::timeout(EXCHANGE_TIMEOUT, run)
         .await
-        .map_err(|_| format!("no answer within {}s", EXCHANGE_TIMEOUT.as_secs()))?
+        .map_err(|_| ExchangeError::Timeout(EXCHANGE_TIMEOUT))?
 }
 
 /// Asks `server` (recursion desired) for `name`'s records of `rtype`.
-async fn query(server: SocketAddr, name: &str, rtype: RecordType) -> Result<Message, String> {
-    let name = Name::from_str(name).map_err(|e| format!("`{name}` is not a DNS name: {e}"))?;
+async fn query(
+    server: SocketAddr,
+    name: &str,
+    rtype: RecordType,
+) -> Result<Message, ExchangeError> {
+    let name = Name::from_str(name).map_err(|source| ExchangeError::BadName {
+        name: name.to_owned(),
+        source,
+    })?;
     let mut message = Message::query();
     message.metadata.recursion_desired = true;
     message.add_query(Query::query(name, rtype));
-    let bytes = message.to_vec().map_err(|e| e.to_string())?;
+    let bytes = message.to_vec().map_err(ExchangeError::Encode)?;
     let answer = exchange(server, &bytes).await?;
-    let answer = Message::from_vec(&answer).map_err(|e| format!("unreadable answer: {e}"))?;
+    let answer = Message::from_vec(&answer).map_err(ExchangeError::Unreadable)?;
     if answer.metadata.id != message.metadata.id {
-        return Err("the answer is for another query".to_owned());
+        return Err(ExchangeError::OtherQuery);
     }
     Ok(answer)
 }
@@ -684,7 +748,7 @@ async fn records_at(
             action: "looking up",
             fqdn: name.to_owned(),
             server: server.to_string(),
-            reason,
+            reason: Box::new(reason),
         })?;
     Ok(answer
         .answers
@@ -696,11 +760,11 @@ async fn records_at(
 
 /// The TXT values at `fqdn` as `server` answers (each record's strings
 /// joined, as the CA reads them).
-async fn txt_at(server: SocketAddr, fqdn: &str) -> Result<Vec<String>, String> {
+async fn txt_at(server: SocketAddr, fqdn: &str) -> Result<Vec<String>, ExchangeError> {
     let answer = query(server, fqdn, RecordType::TXT).await?;
     match answer.metadata.response_code {
         ResponseCode::NoError | ResponseCode::NXDomain => {}
-        code => return Err(code.to_string()),
+        code => return Err(ExchangeError::Rcode(code)),
     }
     Ok(answer
         .answers
@@ -737,7 +801,7 @@ async fn find_zone(
             action: "finding the zone of",
             fqdn: fqdn.to_owned(),
             server: server.to_string(),
-            reason,
+            reason: Box::new(reason),
         })?;
     match answer.metadata.response_code {
         ResponseCode::NoError | ResponseCode::NXDomain => {}

@@ -2,6 +2,7 @@
 //! messages users see in the log and the API.
 
 use super::{dns, schedule, shared};
+use crate::cause::WithCauses;
 use crate::tls::TlsError;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,8 +73,8 @@ pub enum AcmeError {
     Unreachable {
         /// The directory URL.
         url: String,
-        /// What connecting to it showed, as a sentence.
-        reason: String,
+        /// What connecting to it showed.
+        reason: ProbeError,
     },
     /// The ACME server answered something the client cannot use.
     #[error("the ACME server's answer cannot be used: {0}")]
@@ -122,6 +123,61 @@ pub enum AcmeError {
         /// The store.
         location: String,
     },
+}
+
+/// What connecting to the CA showed, when an exchange with it failed
+/// before any answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// The directory URL does not parse.
+    #[error("not a URL ({0})")]
+    NotUrl(http::uri::InvalidUri),
+    /// The directory URL has no host.
+    #[error("the URL names no host")]
+    NoHost,
+    /// A step took longer than the probe allows.
+    #[error("{what} {host}:{port} took longer than {after}")]
+    Timeout {
+        /// The step: connecting, or the TLS handshake.
+        what: &'static str,
+        /// The CA's host.
+        host: String,
+        /// The CA's port.
+        port: u16,
+        /// The time allowed.
+        after: crate::config::Duration,
+    },
+    /// The TCP connection failed.
+    #[error("cannot connect to {host}:{port}: {}", WithCauses(.error))]
+    Connect {
+        /// The CA's host.
+        host: String,
+        /// The CA's port.
+        port: u16,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The host cannot be a TLS server name.
+    #[error("`{host}` is not a server name: {error}")]
+    BadName {
+        /// The CA's host.
+        host: String,
+        /// What rustls said.
+        error: rustls::pki_types::InvalidDnsNameError,
+    },
+    /// The TLS handshake failed.
+    #[error("TLS handshake with {host}:{port} failed: {}", WithCauses(.error))]
+    Handshake {
+        /// The CA's host.
+        host: String,
+        /// The CA's port.
+        port: u16,
+        /// What rustls (through the system) said.
+        error: std::io::Error,
+    },
+    /// Connecting works now: only the exchange before failed.
+    #[error("connecting works again; the exchange before it failed")]
+    Reachable,
 }
 
 impl AcmeError {

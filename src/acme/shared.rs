@@ -17,8 +17,8 @@
 
 pub mod seal;
 
-use crate::store::etcd::EtcdStore;
-use crate::store::redis::{RedisSettings, RedisStore, RedisTls};
+use crate::store::etcd::{EtcdError, EtcdStore};
+use crate::store::redis::{RedisSettings, RedisSetupError, RedisStore, RedisTls};
 use crate::store::{Change, Lease, Store, StoreError};
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
@@ -40,7 +40,7 @@ pub enum SharedError {
         /// The URL, its password hidden.
         url: String,
         /// What is wrong, and what is expected.
-        problem: String,
+        problem: UrlProblem,
     },
     /// The store could not be reached, refused a request or answered
     /// what it should not.
@@ -54,7 +54,7 @@ pub enum SharedError {
         /// The key.
         key: String,
         /// What is wrong with it.
-        problem: String,
+        problem: ValueProblem,
     },
     /// The encryption key file cannot be used.
     #[error("certificatesResolvers.{resolver}.acme.storageEncryptionKeyFile `{path}`: {problem}")]
@@ -76,6 +76,64 @@ pub enum SharedError {
         /// Why it cannot be opened.
         problem: &'static str,
     },
+}
+
+/// What is wrong with a store URL, and what is expected.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlProblem {
+    /// No `scheme://`.
+    #[error("not a URL")]
+    NotUrl,
+    /// A scheme that names no store gangway has.
+    #[error("the scheme must be redis://, rediss://, etcd:// or etcds:// (or give a folder path)")]
+    Scheme,
+    /// A server that is not `host:port`.
+    #[error("`{host}` is not host:port")]
+    NotHostPort {
+        /// The server as written.
+        host: String,
+    },
+    /// No server at all.
+    #[error("no server is named (for example 127.0.0.1:6379)")]
+    NoServer,
+    /// Several servers in a `redis://` URL.
+    #[error("name one Redis server (Sentinel and Cluster are not supported)")]
+    SeveralRedisServers,
+    /// A `redis://` path that is not a database number.
+    #[error("the path of a redis:// URL is the database number")]
+    RedisDatabase,
+    /// A query parameter other than `prefix`.
+    #[error("unknown parameter `{pair}` (only prefix=…)")]
+    UnknownParameter {
+        /// The parameter as written.
+        pair: String,
+    },
+    /// The Redis client refused the settings.
+    #[error("{0}")]
+    Redis(Box<RedisSetupError>),
+    /// The etcd client refused the settings.
+    #[error("{0}")]
+    Etcd(Box<EtcdError>),
+}
+
+/// What a stored value holds instead of what its key should hold.
+#[derive(Debug, thiserror::Error)]
+pub enum ValueProblem {
+    /// A stored key with neither a clear nor a sealed private key.
+    #[error("no private key")]
+    NoPrivateKey,
+    /// An account key value that is not the expected JSON.
+    #[error("no account key: {0}")]
+    NoAccountKey(serde_json::Error),
+    /// An account key that is not PKCS#8 PEM.
+    #[error("no PKCS#8 key: {0}")]
+    NoPkcs8Key(rustls::pki_types::pem::Error),
+    /// The account key another instance created was gone when read.
+    #[error("an account key that vanished")]
+    AccountKeyVanished,
+    /// A certificate value that is not the expected JSON.
+    #[error("no certificate: {0}")]
+    NoCertificate(serde_json::Error),
 }
 
 /// Every stored certificate by key: what it holds and its key and chain
@@ -125,21 +183,21 @@ impl StoreUrl {
     /// `rediss://…` (TLS), `etcd://[user:password@]host:port[,host:port…][/prefix]`
     /// and `etcds://…` (TLS). `resolver` names the resolver in errors.
     pub fn parse(resolver: &str, url: &str) -> Result<StoreUrl, SharedError> {
-        let bad = |problem: &str| SharedError::BadUrl {
+        let bad = |problem: UrlProblem| SharedError::BadUrl {
             resolver: resolver.to_owned(),
             url: hide_password(url),
-            problem: problem.to_owned(),
+            problem,
         };
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("not a URL"))?;
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or_else(|| bad(UrlProblem::NotUrl))?;
         let (kind, tls) = match scheme.to_ascii_lowercase().as_str() {
             "redis" => ("redis", false),
             "rediss" => ("redis", true),
             "etcd" => ("etcd", false),
             "etcds" => ("etcd", true),
             _ => {
-                return Err(bad(
-                    "the scheme must be redis://, rediss://, etcd:// or etcds:// (or give a folder path)",
-                ));
+                return Err(bad(UrlProblem::Scheme));
             }
         };
         let (rest, query) = match rest.split_once('?') {
@@ -178,25 +236,23 @@ impl StoreUrl {
                 .rsplit_once(':')
                 .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
             if !port_ok {
-                return Err(bad(&format!("`{host}` is not host:port")));
+                return Err(bad(UrlProblem::NotHostPort {
+                    host: host.to_owned(),
+                }));
             }
             endpoints.push(with_port);
         }
         if endpoints.is_empty() {
-            return Err(bad("no server is named (for example 127.0.0.1:6379)"));
+            return Err(bad(UrlProblem::NoServer));
         }
         if kind == "redis" && endpoints.len() > 1 {
-            return Err(bad(
-                "name one Redis server (Sentinel and Cluster are not supported)",
-            ));
+            return Err(bad(UrlProblem::SeveralRedisServers));
         }
         let mut prefix = String::from("gangway");
         let mut db = 0;
         if kind == "redis" {
             if !path.is_empty() {
-                db = path
-                    .parse()
-                    .map_err(|_| bad("the path of a redis:// URL is the database number"))?;
+                db = path.parse().map_err(|_| bad(UrlProblem::RedisDatabase))?;
             }
         } else if !path.is_empty() {
             prefix = path.to_owned();
@@ -206,7 +262,11 @@ impl StoreUrl {
                 Some(("prefix", p)) if !p.trim_matches('/').is_empty() => {
                     prefix = p.trim_matches('/').to_owned();
                 }
-                _ => return Err(bad(&format!("unknown parameter `{pair}` (only prefix=…)"))),
+                _ => {
+                    return Err(bad(UrlProblem::UnknownParameter {
+                        pair: pair.to_owned(),
+                    }));
+                }
             }
         }
         Ok(StoreUrl {
@@ -253,7 +313,7 @@ impl StoreUrl {
 
     /// A client for the store; nothing is connected yet.
     pub fn open(&self, timeout: Duration) -> Result<Arc<dyn Store>, SharedError> {
-        let bad = |problem: String| SharedError::BadUrl {
+        let bad = |problem: UrlProblem| SharedError::BadUrl {
             resolver: String::new(),
             url: self.location(),
             problem,
@@ -271,7 +331,8 @@ impl StoreUrl {
                 location: self.location(),
                 timeout,
             };
-            let store = RedisStore::open(settings).map_err(|e| bad(e.to_string()))?;
+            let store =
+                RedisStore::open(settings).map_err(|e| bad(UrlProblem::Redis(Box::new(e))))?;
             return Ok(Arc::new(store));
         }
         let scheme = if self.tls { "https" } else { "http" };
@@ -285,7 +346,7 @@ impl StoreUrl {
             .clone()
             .map(|u| (u, self.password.clone().unwrap_or_default()));
         let store = EtcdStore::open(endpoints, auth, None, timeout, self.location())
-            .map_err(|e| bad(e.to_string()))?;
+            .map_err(|e| bad(UrlProblem::Etcd(Box::new(e))))?;
         Ok(Arc::new(store))
     }
 }
@@ -462,7 +523,8 @@ impl SharedStorage {
         )
     }
 
-    fn bad_value(&self, key: &str, problem: String) -> SharedError {
+    /// A stored value at `key` that does not hold what the key should.
+    fn unreadable(&self, key: &str, problem: ValueProblem) -> SharedError {
         SharedError::BadValue {
             location: self.location(),
             key: key.to_owned(),
@@ -500,7 +562,7 @@ impl SharedStorage {
             (None, Some(_), None) => Err(sealed_error(
                 "no storageEncryptionKeyFile is set to open it",
             )),
-            (None, None, _) => Err(self.bad_value(key, "no private key".to_owned())),
+            (None, None, _) => Err(self.unreadable(key, ValueProblem::NoPrivateKey)),
         }
     }
 
@@ -513,11 +575,11 @@ impl SharedStorage {
         let key = format!("{}/accounts/{}", self.base, name.replace('/', "_"));
         let read = |bytes: Vec<u8>| -> Result<Vec<u8>, SharedError> {
             let stored: StoredKey = serde_json::from_slice(&bytes)
-                .map_err(|e| self.bad_value(&key, format!("no account key: {e}")))?;
+                .map_err(|e| self.unreadable(&key, ValueProblem::NoAccountKey(e)))?;
             let pem = self.open_key(&key, &stored)?;
             PrivatePkcs8KeyDer::from_pem_slice(pem.as_bytes())
                 .map(|k| k.secret_pkcs8_der().to_vec())
-                .map_err(|e| self.bad_value(&key, format!("no PKCS#8 key: {e}")))
+                .map_err(|e| self.unreadable(&key, ValueProblem::NoPkcs8Key(e)))
         };
         if let Some(bytes) = self.store.get(&key).await? {
             return read(bytes);
@@ -530,7 +592,7 @@ impl SharedStorage {
         }
         match self.store.get(&key).await? {
             Some(bytes) => read(bytes),
-            None => Err(self.bad_value(&key, "an account key that vanished".to_owned())),
+            None => Err(self.unreadable(&key, ValueProblem::AccountKeyVanished)),
         }
     }
 
@@ -541,7 +603,7 @@ impl SharedStorage {
         let mut out = Vec::new();
         for (key, value) in self.store.list(&prefix).await?.values {
             let parsed = serde_json::from_slice::<StoredCert>(&value)
-                .map_err(|e| self.bad_value(&key, format!("no certificate: {e}")))
+                .map_err(|e| self.unreadable(&key, ValueProblem::NoCertificate(e)))
                 .and_then(|cert| {
                     let mut pem = self.open_key(&key, &cert.key)?;
                     pem.push_str(&cert.chain);
@@ -567,7 +629,7 @@ impl SharedStorage {
             return Ok(None);
         };
         let cert: StoredCert = serde_json::from_slice(&value)
-            .map_err(|e| self.bad_value(key, format!("no certificate: {e}")))?;
+            .map_err(|e| self.unreadable(key, ValueProblem::NoCertificate(e)))?;
         let mut pem = self.open_key(key, &cert.key)?;
         pem.push_str(&cert.chain);
         Ok(Some((cert, pem.into_bytes())))

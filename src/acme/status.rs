@@ -2,6 +2,7 @@
 //! every certificate's state.
 
 use super::*;
+use std::sync::{Mutex, OnceLock};
 
 /// A resolver's storage, for `/api/certificateresolvers`.
 #[derive(Debug, Clone, Serialize)]

@@ -8,6 +8,31 @@ use sha1::{Digest, Sha1};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+/// Cookie settings that cannot be sent as a `Set-Cookie` header.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StickyCookieError {
+    /// `sameSite` is not one of the three values browsers know.
+    #[error("sticky cookie sameSite `{value}` is not one of none, lax, strict")]
+    SameSite {
+        /// The value as given, lowercased.
+        value: String,
+    },
+    /// `path` or `domain` would end the cookie attribute early.
+    #[error("sticky cookie {attribute} `{value}` contains `;` or a control character")]
+    Attribute {
+        /// `path` or `domain`.
+        attribute: &'static str,
+        /// The value as given.
+        value: String,
+    },
+    /// The `Set-Cookie` value for a member is not a valid header value.
+    #[error("sticky cookie for `{member}` is not a valid header value")]
+    Header {
+        /// The member's id (server URL or service name).
+        member: String,
+    },
+}
+
 /// A compiled sticky cookie of one balancer.
 pub struct StickyCookie {
     name: Box<str>,
@@ -25,7 +50,7 @@ impl StickyCookie {
         config: &dynamic::StickyCookie,
         service: &str,
         member_ids: &[&str],
-    ) -> Result<Self, String> {
+    ) -> Result<Self, StickyCookieError> {
         let dynamic::StickyCookie {
             name,
             secure,
@@ -45,9 +70,9 @@ impl StickyCookie {
             Some("lax") => Some("Lax"),
             Some("strict") => Some("Strict"),
             Some(other) => {
-                return Err(format!(
-                    "sticky cookie sameSite `{other}` is not one of none, lax, strict"
-                ));
+                return Err(StickyCookieError::SameSite {
+                    value: other.to_owned(),
+                });
             }
         };
         let path = path.as_deref().filter(|p| !p.is_empty()).unwrap_or("/");
@@ -55,9 +80,10 @@ impl StickyCookie {
             if let Some(v) = value
                 && v.bytes().any(|b| b == b';' || b.is_ascii_control())
             {
-                return Err(format!(
-                    "sticky cookie {what} `{v}` contains `;` or a control character"
-                ));
+                return Err(StickyCookieError::Attribute {
+                    attribute: what,
+                    value: v.to_owned(),
+                });
             }
         }
         let mut members = HashMap::with_capacity(member_ids.len() * 2);
@@ -85,8 +111,9 @@ impl StickyCookie {
             if let Some(s) = same_site {
                 let _ = write!(header, "; SameSite={s}");
             }
-            let header = HeaderValue::try_from(header)
-                .map_err(|_| format!("sticky cookie for `{id}` is not a valid header value"))?;
+            let header = HeaderValue::try_from(header).map_err(|_| StickyCookieError::Header {
+                member: (*id).to_owned(),
+            })?;
             set_cookie.push(header);
             members.entry(value.into_boxed_str()).or_insert(i);
             members.entry((*id).into()).or_insert(i);
@@ -261,7 +288,7 @@ mod tests {
             "s",
             &["http://a"],
         );
-        assert!(bad.err().unwrap().contains("sameSite"));
+        assert!(bad.err().unwrap().to_string().contains("sameSite"));
         let c = cookie(&dynamic::StickyCookie {
             name: Some("my cookie;x".into()),
             ..Default::default()

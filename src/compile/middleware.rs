@@ -313,7 +313,7 @@ impl From<MiddlewareError> for Problem {
             } => Problem::PasswordLine {
                 option: option.to_owned(),
                 line,
-                reason,
+                reason: reason.to_string(),
             },
         }
     }

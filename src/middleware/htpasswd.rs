@@ -8,6 +8,41 @@ use md5::{Digest as _, Md5};
 use sha1::Sha1;
 use subtle::ConstantTimeEq as _;
 
+/// Why an htpasswd line or hash does not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HtpasswdError {
+    /// The line has no `:` between user and hash.
+    #[error("expected `user:hash`")]
+    NoColon,
+    /// Nothing before the `:`.
+    #[error("the user name is empty")]
+    EmptyUser,
+    /// A `$2y$`, `$2b$` or `$2a$` hash of the wrong shape.
+    #[error("not a complete bcrypt hash")]
+    Bcrypt,
+    /// An MD5-crypt hash without the `$` between salt and digest.
+    #[error("an {magic} hash needs a salt and a digest")]
+    Md5NoDigest {
+        /// `$apr1$` or `$1$`.
+        magic: &'static str,
+    },
+    /// An MD5-crypt hash whose salt or digest has the wrong length.
+    #[error("not a complete {magic} hash")]
+    Md5Incomplete {
+        /// `$apr1$` or `$1$`.
+        magic: &'static str,
+    },
+    /// A `{SHA}` hash that is not base64.
+    #[error("a {{SHA}} hash is base64")]
+    ShaNotBase64,
+    /// A `{SHA}` hash that does not decode to 20 bytes.
+    #[error("a {{SHA}} hash holds 20 bytes")]
+    ShaLength,
+    /// No known prefix.
+    #[error("unknown hash format (use bcrypt, $apr1$ MD5 or {{SHA}})")]
+    UnknownFormat,
+}
+
 /// A password hash read from an htpasswd line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Hash {
@@ -28,7 +63,7 @@ pub enum Hash {
 
 impl Hash {
     /// Reads a hash; the error says which format was expected.
-    pub fn parse(text: &str) -> Result<Hash, String> {
+    pub fn parse(text: &str) -> Result<Hash, HtpasswdError> {
         if let Some(full) = ["$2y$", "$2b$", "$2a$"]
             .iter()
             .find_map(|p| text.strip_prefix(p).map(|_| text))
@@ -38,16 +73,16 @@ impl Hash {
             return if ok {
                 Ok(Hash::Bcrypt(full.to_owned()))
             } else {
-                Err("not a complete bcrypt hash".to_owned())
+                Err(HtpasswdError::Bcrypt)
             };
         }
         for magic in ["$apr1$", "$1$"] {
             if let Some(rest) = text.strip_prefix(magic) {
                 let (salt, digest) = rest
                     .split_once('$')
-                    .ok_or_else(|| format!("an {magic} hash needs a salt and a digest"))?;
+                    .ok_or(HtpasswdError::Md5NoDigest { magic })?;
                 if salt.len() > 8 || digest.len() != 22 {
-                    return Err(format!("not a complete {magic} hash"));
+                    return Err(HtpasswdError::Md5Incomplete { magic });
                 }
                 return Ok(Hash::Md5Crypt {
                     magic,
@@ -59,13 +94,11 @@ impl Hash {
         if let Some(b64) = text.strip_prefix("{SHA}") {
             let bytes = STANDARD
                 .decode(b64)
-                .map_err(|_| "a {SHA} hash is base64".to_owned())?;
-            let digest: [u8; 20] = bytes
-                .try_into()
-                .map_err(|_| "a {SHA} hash holds 20 bytes".to_owned())?;
+                .map_err(|_| HtpasswdError::ShaNotBase64)?;
+            let digest: [u8; 20] = bytes.try_into().map_err(|_| HtpasswdError::ShaLength)?;
             return Ok(Hash::Sha1(digest));
         }
-        Err("unknown hash format (use bcrypt, $apr1$ MD5 or {SHA})".to_owned())
+        Err(HtpasswdError::UnknownFormat)
     }
 
     /// Whether `password` matches. bcrypt takes tens of milliseconds.
@@ -100,12 +133,10 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Parses one `user:hash` line.
-pub fn parse_line(line: &str) -> Result<(String, Hash), String> {
-    let (user, hash) = line
-        .split_once(':')
-        .ok_or_else(|| "expected `user:hash`".to_owned())?;
+pub fn parse_line(line: &str) -> Result<(String, Hash), HtpasswdError> {
+    let (user, hash) = line.split_once(':').ok_or(HtpasswdError::NoColon)?;
     if user.is_empty() {
-        return Err("the user name is empty".to_owned());
+        return Err(HtpasswdError::EmptyUser);
     }
     Ok((user.to_owned(), Hash::parse(hash.trim())?))
 }
@@ -215,16 +246,42 @@ mod tests {
 
     #[test]
     fn malformed_lines_say_why() {
-        assert!(parse_line("nocolon").unwrap_err().contains("user:hash"));
-        assert!(parse_line(":{SHA}x").unwrap_err().contains("empty"));
+        assert!(
+            parse_line("nocolon")
+                .unwrap_err()
+                .to_string()
+                .contains("user:hash")
+        );
+        assert!(
+            parse_line(":{SHA}x")
+                .unwrap_err()
+                .to_string()
+                .contains("empty")
+        );
         assert!(
             parse_line("u:plain")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown hash format")
         );
-        assert!(parse_line("u:$apr1$abc").unwrap_err().contains("salt"));
-        assert!(parse_line("u:$2y$05$short").unwrap_err().contains("bcrypt"));
-        assert!(parse_line("u:{SHA}!!!").unwrap_err().contains("base64"));
+        assert!(
+            parse_line("u:$apr1$abc")
+                .unwrap_err()
+                .to_string()
+                .contains("salt")
+        );
+        assert!(
+            parse_line("u:$2y$05$short")
+                .unwrap_err()
+                .to_string()
+                .contains("bcrypt")
+        );
+        assert!(
+            parse_line("u:{SHA}!!!")
+                .unwrap_err()
+                .to_string()
+                .contains("base64")
+        );
         assert_eq!(
             parse_line(&format!("ann:{SHA}")).map(|l| l.0),
             Ok("ann".to_owned())

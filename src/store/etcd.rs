@@ -162,9 +162,9 @@ impl EtcdClient {
             .collect::<Result<Vec<_>, _>>()?;
         let mut tls = match tls {
             Some(config) => config,
-            None => web_pki().map_err(|problem| EtcdError::BadEndpoint {
+            None => web_pki().map_err(|error| EtcdError::TlsSetup {
                 endpoint: endpoints[0].name.clone(),
-                problem,
+                error,
             })?,
         };
         // The connector chooses ALPN itself (HTTP/1.1, which the gateway
@@ -671,13 +671,12 @@ fn text_pair(endpoint: &str, key: Vec<u8>, value: Vec<u8>) -> Result<(String, St
 
 /// TLS trusting the Web PKI, for `https://` endpoints given without a TLS
 /// configuration.
-fn web_pki() -> Result<rustls::ClientConfig, String> {
+fn web_pki() -> Result<rustls::ClientConfig, rustls::Error> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     Ok(
         rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(crate::tls::provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("cannot set up TLS: {e}"))?
+            .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
             .with_no_client_auth(),
     )

@@ -5,7 +5,7 @@
 //! `RFC2136_TSIG_SECRET` (base64), `RFC2136_TSIG_ALGORITHM` (default
 //! `hmac-sha256.`) and `RFC2136_TTL` (default 120 s).
 
-use super::{DnsError, DnsProvider, Env, exchange, find_zone, parse_server};
+use super::{DnsError, DnsProvider, Env, ExchangeError, exchange, find_zone, parse_server};
 use futures_util::future::BoxFuture;
 use hickory_proto::op::{Message, ResponseCode, update_message};
 use hickory_proto::rr::rdata::TXT;
@@ -60,18 +60,26 @@ impl Rfc2136 {
 
     /// Sends one update for the TXT record and checks the answer.
     async fn update(&self, action: &'static str, fqdn: &str, value: &str) -> Result<(), DnsError> {
-        let exchange_error = |reason: String| DnsError::Exchange {
+        let exchange_error = |reason: ExchangeError| DnsError::Exchange {
             provider: "rfc2136",
             action,
             fqdn: fqdn.to_owned(),
             server: self.server.to_string(),
-            reason,
+            reason: Box::new(reason),
         };
         let zone = find_zone("rfc2136", self.server, fqdn).await?;
-        let name = Name::from_str(fqdn)
-            .map_err(|e| exchange_error(format!("`{fqdn}` is not a DNS name: {e}")))?;
-        let origin = Name::from_str(&zone)
-            .map_err(|e| exchange_error(format!("zone `{zone}` is not a DNS name: {e}")))?;
+        let name = Name::from_str(fqdn).map_err(|source| {
+            exchange_error(ExchangeError::BadName {
+                name: fqdn.to_owned(),
+                source,
+            })
+        })?;
+        let origin = Name::from_str(&zone).map_err(|source| {
+            exchange_error(ExchangeError::BadZone {
+                zone: zone.clone(),
+                source,
+            })
+        })?;
         // hickory's message builders assert this; a server answering with
         // an unrelated SOA must be an error, not a panic.
         if !origin.zone_of(&name) {
@@ -97,18 +105,18 @@ impl Rfc2136 {
                     .map_or(0, |d| d.as_secs());
                 message
                     .finalize(signer, now)
-                    .map_err(|e| exchange_error(format!("cannot sign the update: {e}")))?
+                    .map_err(|e| exchange_error(ExchangeError::Sign(e)))?
             }
             None => None,
         };
         let bytes = message
             .to_vec()
-            .map_err(|e| exchange_error(format!("cannot encode the update: {e}")))?;
+            .map_err(|e| exchange_error(ExchangeError::EncodeUpdate(e)))?;
         let answer = exchange(self.server, &bytes)
             .await
             .map_err(exchange_error)?;
-        let parsed = Message::from_vec(&answer)
-            .map_err(|e| exchange_error(format!("unreadable answer: {e}")))?;
+        let parsed =
+            Message::from_vec(&answer).map_err(|e| exchange_error(ExchangeError::Unreadable(e)))?;
         let code = parsed.metadata.response_code;
         if code != ResponseCode::NoError {
             return Err(DnsError::Refused {
@@ -122,9 +130,9 @@ impl Rfc2136 {
             });
         }
         if let Some(mut verifier) = verifier {
-            verifier.verify(&answer).map_err(|e| {
-                exchange_error(format!("the answer's TSIG signature is wrong: {e}"))
-            })?;
+            verifier
+                .verify(&answer)
+                .map_err(|e| exchange_error(ExchangeError::Tsig(e)))?;
         }
         Ok(())
     }

@@ -64,7 +64,7 @@ macro_rules! middleware_kinds {
                     let problem = match key.as_str() {
                         $( $name => match parse_kind::<$ty>($name, v) {
                             Ok(t) => { m.$field = Some(t); None }
-                            Err(e) => Some(e),
+                            Err(e) => Some(e.to_string()),
                         }, )*
                         other => Some(unknown_kind(other)),
                     };
@@ -78,11 +78,34 @@ macro_rules! middleware_kinds {
     };
 }
 
+/// One middleware type's options that do not deserialize.
+#[derive(Debug, thiserror::Error)]
+enum KindError {
+    /// The options as a whole are wrong (not a table, a missing field).
+    #[error("{kind}: {error}")]
+    Options {
+        /// The middleware type, e.g. `stripPrefix`.
+        kind: &'static str,
+        /// What serde said.
+        error: serde_json::Error,
+    },
+    /// One option is wrong.
+    #[error("{kind}.{path}: {error}")]
+    Option {
+        /// The middleware type, e.g. `stripPrefix`.
+        kind: &'static str,
+        /// The option's path inside the type, e.g. `prefixes[0]`.
+        path: String,
+        /// What serde said.
+        error: serde_json::Error,
+    },
+}
+
 /// Reads one middleware type's options, naming the option on error.
 fn parse_kind<T: serde::de::DeserializeOwned>(
-    kind: &str,
+    kind: &'static str,
     value: serde_json::Value,
-) -> Result<T, String> {
+) -> Result<T, KindError> {
     // Traefik's labels write an option-less middleware as `compress=true`.
     let value = match value {
         serde_json::Value::Bool(true) | serde_json::Value::Null => {
@@ -92,10 +115,11 @@ fn parse_kind<T: serde::de::DeserializeOwned>(
     };
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
+        let error = e.into_inner();
         if path.is_empty() || path == "." {
-            format!("{kind}: {}", e.inner())
+            KindError::Options { kind, error }
         } else {
-            format!("{kind}.{path}: {}", e.inner())
+            KindError::Option { kind, path, error }
         }
     })
 }

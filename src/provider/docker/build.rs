@@ -804,6 +804,52 @@ fn stream_server(
     }
 }
 
+/// Why a TCP or UDP router of a container is left out.
+#[derive(Debug, thiserror::Error)]
+enum StreamRouterError {
+    /// A TCP router without `rule`.
+    #[error(
+        "no `rule` label: a TCP router has no default rule; set `{prefix}.tcp.routers.{router}.rule` (HostSNI(`*`) takes the whole entry point)"
+    )]
+    NoRule {
+        /// The label prefix.
+        prefix: String,
+        /// The router's name.
+        router: String,
+    },
+    /// No `service` label, and no service of the kind to default to.
+    #[error(
+        "no `service` label, and the container defines no {upper} service; set `{prefix}.{word}.routers.{router}.service`"
+    )]
+    NoService {
+        /// `TCP` or `UDP`.
+        upper: &'static str,
+        /// `tcp` or `udp`.
+        word: &'static str,
+        /// The label prefix.
+        prefix: String,
+        /// The router's name.
+        router: String,
+    },
+    /// No `service` label, and several services of the kind to choose from.
+    #[error(
+        "no `service` label, and the container defines several {upper} services ({}); set `{prefix}.{word}.routers.{router}.service`",
+        .services.join(", ")
+    )]
+    SeveralServices {
+        /// `TCP` or `UDP`.
+        upper: &'static str,
+        /// `tcp` or `udp`.
+        word: &'static str,
+        /// The label prefix.
+        prefix: String,
+        /// The router's name.
+        router: String,
+        /// The container's services of the kind.
+        services: Vec<String>,
+    },
+}
+
 /// A TCP or UDP router's service when its labels name none: the
 /// container's only service of that kind; otherwise why it has none.
 fn default_stream_service(
@@ -811,18 +857,23 @@ fn default_stream_service(
     prefix: &str,
     router: &str,
     services: &[String],
-) -> Result<String, String> {
+) -> Result<String, StreamRouterError> {
     let (word, upper, ..) = stream.words();
-    let set = format!("set `{prefix}.{word}.routers.{router}.service`");
     match services {
         [only] => Ok(only.clone()),
-        [] => Err(format!(
-            "no `service` label, and the container defines no {upper} service; {set}"
-        )),
-        many => Err(format!(
-            "no `service` label, and the container defines several {upper} services ({}); {set}",
-            many.join(", ")
-        )),
+        [] => Err(StreamRouterError::NoService {
+            upper,
+            word,
+            prefix: prefix.to_owned(),
+            router: router.to_owned(),
+        }),
+        many => Err(StreamRouterError::SeveralServices {
+            upper,
+            word,
+            prefix: prefix.to_owned(),
+            router: router.to_owned(),
+            services: many.to_vec(),
+        }),
     }
 }
 
@@ -831,9 +882,10 @@ fn break_stream_router(
     c: &mut Contribution<'_>,
     stream: Stream,
     (router, keys): (&str, Vec<String>),
-    message: String,
+    error: &StreamRouterError,
 ) {
     let (_, upper, slot, _) = stream.words();
+    let message = error.to_string();
     c.record
         .messages
         .push(format!("{upper} router `{router}`: {message}"));
@@ -875,9 +927,10 @@ fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settin
     }
     for (router_name, mut router, keys) in labels.tcp_routers.with_labels() {
         let checked = if router.rule.trim().is_empty() {
-            Err(format!(
-                "no `rule` label: a TCP router has no default rule; set `{p}.tcp.routers.{router_name}.rule` (HostSNI(`*`) takes the whole entry point)"
-            ))
+            Err(StreamRouterError::NoRule {
+                prefix: p.clone(),
+                router: router_name.clone(),
+            })
         } else if router.service.is_empty() {
             default_stream_service(Stream::Tcp, p, &router_name, &service_names)
                 .map(|service| router.service = service)
@@ -888,7 +941,7 @@ fn contribute_tcp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settin
             Ok(()) => {
                 c.tcp_routers.insert(router_name, (router, keys));
             }
-            Err(e) => break_stream_router(c, Stream::Tcp, (&router_name, keys), e),
+            Err(e) => break_stream_router(c, Stream::Tcp, (&router_name, keys), &e),
         }
     }
     for (n, m, keys) in labels.tcp_middlewares.with_labels() {
@@ -928,7 +981,7 @@ fn contribute_udp(c: &mut Contribution<'_>, labels: &ContainerLabels, s: &Settin
             match default_stream_service(Stream::Udp, &s.prefix, &router_name, &service_names) {
                 Ok(service) => router.service = service,
                 Err(e) => {
-                    break_stream_router(c, Stream::Udp, (&router_name, keys), e);
+                    break_stream_router(c, Stream::Udp, (&router_name, keys), &e);
                     continue;
                 }
             }

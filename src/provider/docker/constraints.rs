@@ -7,13 +7,131 @@ use regex::Regex;
 use std::collections::BTreeMap;
 
 /// An expression that does not parse.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("constraints `{expression}`: {message}")]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("constraints `{expression}`: {reason}")]
 pub struct ConstraintError {
     /// The expression as given.
     pub expression: String,
-    /// What is wrong, with the column.
-    pub message: String,
+    /// What is wrong, and where.
+    pub reason: ConstraintReason,
+}
+
+/// Where in an expression a mistake is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// At this 1-based column.
+    Column(usize),
+    /// The expression ended early.
+    End,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Position::Column(c) => write!(f, "column {c}"),
+            Position::End => f.write_str("the end"),
+        }
+    }
+}
+
+/// What is wrong with a constraints expression.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConstraintReason {
+    /// A single `&` or `|`.
+    #[error("`{operator}` at column {column}: write `{operator}{operator}`")]
+    SingleOperator {
+        /// `&` or `|`.
+        operator: char,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A string without its closing quote.
+    #[error("string at column {column} is not closed")]
+    UnclosedString {
+        /// 1-based column of the opening quote.
+        column: usize,
+    },
+    /// A character that starts no token.
+    #[error("unexpected `{found}` at column {column}")]
+    UnexpectedChar {
+        /// The character.
+        found: char,
+        /// 1-based column.
+        column: usize,
+    },
+    /// A whole expression followed by more.
+    #[error("unexpected text at column {column}")]
+    TrailingText {
+        /// 1-based column of the first extra token.
+        column: usize,
+    },
+    /// More nesting than the parser allows.
+    #[error("too deeply nested")]
+    TooDeep,
+    /// A `(` without its `)`.
+    #[error("expected `)` at {at}")]
+    ExpectedClose {
+        /// Where the `)` should be.
+        at: Position,
+    },
+    /// Not the start of an expression.
+    #[error("expected Label(…), LabelRegex(…), `!` or `(` at {at}")]
+    ExpectedTerm {
+        /// Where the expression should start.
+        at: Position,
+    },
+    /// Not a function name.
+    #[error("expected a function at {at}")]
+    ExpectedFunction {
+        /// Where the name should be.
+        at: Position,
+    },
+    /// A function name without `(`.
+    #[error("expected `(` after {function} at {at}")]
+    ExpectedOpen {
+        /// The function name.
+        function: String,
+        /// Where the `(` should be.
+        at: Position,
+    },
+    /// An argument that is not a quoted string.
+    #[error("expected a string at {at}")]
+    ExpectedString {
+        /// Where the string should be.
+        at: Position,
+    },
+    /// Arguments not separated by `,` or closed by `)`.
+    #[error("expected `,` or `)` at {at}")]
+    ExpectedCommaOrClose {
+        /// Where the `,` or `)` should be.
+        at: Position,
+    },
+    /// A function called with other than two arguments.
+    #[error("{function} at {at} takes 2 arguments, got {got}")]
+    ArgumentCount {
+        /// The function name.
+        function: String,
+        /// Where the call starts.
+        at: Position,
+        /// How many it was given.
+        got: usize,
+    },
+    /// A `LabelRegex` whose regex does not compile.
+    #[error("LabelRegex at {at}: {error}")]
+    BadRegex {
+        /// Where the call starts.
+        at: Position,
+        /// What the regex engine said.
+        error: regex::Error,
+    },
+    /// A function other than `Label` and `LabelRegex`.
+    #[error("unknown function `{function}` at {at} (use Label or LabelRegex)")]
+    UnknownFunction {
+        /// The function name.
+        function: String,
+        /// Where the call starts.
+        at: Position,
+    },
 }
 
 /// A parsed constraints expression.
@@ -34,9 +152,9 @@ pub enum Constraints {
 impl Constraints {
     /// Parses an expression.
     pub fn parse(text: &str) -> Result<Constraints, ConstraintError> {
-        let tokens = lex(text).map_err(|message| ConstraintError {
+        let tokens = lex(text).map_err(|reason| ConstraintError {
             expression: text.to_owned(),
-            message,
+            reason,
         })?;
         let mut p = Parser {
             tokens: &tokens,
@@ -45,11 +163,11 @@ impl Constraints {
         };
         let expr = p.or().and_then(|e| match p.tokens.get(p.at) {
             None => Ok(e),
-            Some((_, col)) => Err(format!("unexpected text at column {col}")),
+            Some(&(_, column)) => Err(ConstraintReason::TrailingText { column }),
         });
-        expr.map_err(|message| ConstraintError {
+        expr.map_err(|reason| ConstraintError {
             expression: text.to_owned(),
-            message,
+            reason,
         })
     }
 
@@ -80,7 +198,7 @@ enum Tok {
 }
 
 /// Tokens with their 1-based column.
-fn lex(s: &str) -> Result<Vec<(Tok, usize)>, String> {
+fn lex(s: &str) -> Result<Vec<(Tok, usize)>, ConstraintReason> {
     let mut out = Vec::new();
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -93,7 +211,10 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, String> {
             '!' => Tok::Not,
             '&' | '|' => {
                 if chars.next_if(|&(_, d)| d == c).is_none() {
-                    return Err(format!("`{c}` at column {col}: write `{c}{c}`"));
+                    return Err(ConstraintReason::SingleOperator {
+                        operator: c,
+                        column: col,
+                    });
                 }
                 if c == '&' { Tok::And } else { Tok::Or }
             }
@@ -114,7 +235,7 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, String> {
                     text.push(d);
                 }
                 if !closed {
-                    return Err(format!("string at column {col} is not closed"));
+                    return Err(ConstraintReason::UnclosedString { column: col });
                 }
                 Tok::Str(text)
             }
@@ -125,7 +246,12 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, String> {
                 }
                 Tok::Ident(word)
             }
-            other => return Err(format!("unexpected `{other}` at column {col}")),
+            other => {
+                return Err(ConstraintReason::UnexpectedChar {
+                    found: other,
+                    column: col,
+                });
+            }
         };
         out.push((tok, col));
     }
@@ -143,14 +269,14 @@ impl Parser<'_> {
         self.tokens.get(self.at).map(|(t, _)| t)
     }
 
-    fn col(&self) -> String {
+    fn col(&self) -> Position {
         match self.tokens.get(self.at) {
-            Some((_, c)) => format!("column {c}"),
-            None => "the end".to_owned(),
+            Some(&(_, c)) => Position::Column(c),
+            None => Position::End,
         }
     }
 
-    fn or(&mut self) -> Result<Constraints, String> {
+    fn or(&mut self) -> Result<Constraints, ConstraintReason> {
         let mut left = self.and()?;
         while self.peek() == Some(&Tok::Or) {
             self.at += 1;
@@ -159,7 +285,7 @@ impl Parser<'_> {
         Ok(left)
     }
 
-    fn and(&mut self) -> Result<Constraints, String> {
+    fn and(&mut self) -> Result<Constraints, ConstraintReason> {
         let mut left = self.unary()?;
         while self.peek() == Some(&Tok::And) {
             self.at += 1;
@@ -168,11 +294,11 @@ impl Parser<'_> {
         Ok(left)
     }
 
-    fn unary(&mut self) -> Result<Constraints, String> {
+    fn unary(&mut self) -> Result<Constraints, ConstraintReason> {
         // Bounded nesting, so hostile input cannot exhaust the stack.
         self.depth += 1;
         if self.depth > 64 {
-            return Err("too deeply nested".to_owned());
+            return Err(ConstraintReason::TooDeep);
         }
         let result = match self.peek() {
             Some(Tok::Not) => {
@@ -183,30 +309,30 @@ impl Parser<'_> {
                 self.at += 1;
                 let e = self.or()?;
                 if self.peek() != Some(&Tok::Close) {
-                    return Err(format!("expected `)` at {}", self.col()));
+                    return Err(ConstraintReason::ExpectedClose { at: self.col() });
                 }
                 self.at += 1;
                 Ok(e)
             }
             Some(Tok::Ident(_)) => self.call(),
-            _ => Err(format!(
-                "expected Label(…), LabelRegex(…), `!` or `(` at {}",
-                self.col()
-            )),
+            _ => Err(ConstraintReason::ExpectedTerm { at: self.col() }),
         };
         self.depth -= 1;
         result
     }
 
-    fn call(&mut self) -> Result<Constraints, String> {
+    fn call(&mut self) -> Result<Constraints, ConstraintReason> {
         let Some(Tok::Ident(name)) = self.peek().cloned() else {
-            return Err(format!("expected a function at {}", self.col()));
+            return Err(ConstraintReason::ExpectedFunction { at: self.col() });
         };
         let col = self.col();
         self.at += 1;
         let mut args = Vec::new();
         if self.peek() != Some(&Tok::Open) {
-            return Err(format!("expected `(` after {name} at {}", self.col()));
+            return Err(ConstraintReason::ExpectedOpen {
+                function: name,
+                at: self.col(),
+            });
         }
         self.at += 1;
         loop {
@@ -215,7 +341,7 @@ impl Parser<'_> {
                     self.at += 1;
                     args.push(s);
                 }
-                _ => return Err(format!("expected a string at {}", self.col())),
+                _ => return Err(ConstraintReason::ExpectedString { at: self.col() }),
             }
             match self.peek() {
                 Some(Tok::Comma) => self.at += 1,
@@ -223,19 +349,28 @@ impl Parser<'_> {
                     self.at += 1;
                     break;
                 }
-                _ => return Err(format!("expected `,` or `)` at {}", self.col())),
+                _ => return Err(ConstraintReason::ExpectedCommaOrClose { at: self.col() }),
             }
         }
-        let [key, value] = <[String; 2]>::try_from(args)
-            .map_err(|a| format!("{name} at {col} takes 2 arguments, got {}", a.len()))?;
+        let [key, value] = match <[String; 2]>::try_from(args) {
+            Ok(pair) => pair,
+            Err(a) => {
+                return Err(ConstraintReason::ArgumentCount {
+                    got: a.len(),
+                    function: name,
+                    at: col,
+                });
+            }
+        };
         match name.as_str() {
             "Label" => Ok(Constraints::Label(key, value)),
             "LabelRegex" => Regex::new(&value)
                 .map(|re| Constraints::LabelRegex(key, re))
-                .map_err(|e| format!("LabelRegex at {col}: {e}")),
-            other => Err(format!(
-                "unknown function `{other}` at {col} (use Label or LabelRegex)"
-            )),
+                .map_err(|error| ConstraintReason::BadRegex { at: col, error }),
+            _ => Err(ConstraintReason::UnknownFunction {
+                function: name,
+                at: col,
+            }),
         }
     }
 }
@@ -243,6 +378,22 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasons_read_as_the_messages_users_know() {
+        for (expr, want) in [
+            ("Label(`a`, `b`) & x", "`&` at column 17: write `&&`"),
+            ("(Label(`a`, `b`)", "expected `)` at the end"),
+            ("Label(`a`)", "Label at column 1 takes 2 arguments, got 1"),
+            (
+                "Tag(`a`, `b`)",
+                "unknown function `Tag` at column 1 (use Label or LabelRegex)",
+            ),
+        ] {
+            let e = Constraints::parse(expr).expect_err(expr);
+            assert_eq!(e.reason.to_string(), want, "{expr}");
+        }
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

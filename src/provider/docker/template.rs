@@ -9,12 +9,84 @@ use std::collections::BTreeMap;
 
 /// A template that does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("defaultRule template `{template}`: {message}")]
+#[error("defaultRule template `{template}`: {reason}")]
 pub struct TemplateError {
     /// The template as given.
     pub template: String,
     /// What is wrong.
-    pub message: String,
+    pub reason: TemplateReason,
+}
+
+/// What is wrong with a template, found when parsing it or filling it in.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateReason {
+    /// An action that is opened and never closed.
+    #[error("`{{{{` without `}}}}`")]
+    UnclosedAction,
+    /// A close without an open.
+    #[error("`}}}}` without `{{{{`")]
+    StrayClose,
+    /// `{{ }}` with nothing inside.
+    #[error("empty action `{{{{ }}}}`")]
+    EmptyAction,
+    /// A `|` with no command on one side.
+    #[error("empty command around `|`")]
+    EmptyCommand,
+    /// A function the template language here does not have.
+    #[error("unknown function `{name}` (known: {})", FUNCS.join(", "))]
+    UnknownFunction {
+        /// The name as written.
+        name: String,
+    },
+    /// A field the model does not have.
+    #[error("unknown field `.{name}` (known: .{})", FIELDS.join(", ."))]
+    UnknownField {
+        /// The name as written, without the dot.
+        name: String,
+    },
+    /// A bare word where an argument should be.
+    #[error("`{word}` here must be a value")]
+    NotAValue {
+        /// The word.
+        word: String,
+    },
+    /// A `|` where an argument should be.
+    #[error("unexpected `|`")]
+    UnexpectedPipe,
+    /// A string without its closing quote.
+    #[error("unterminated string at {at}")]
+    UnterminatedString {
+        /// 1-based byte offset of the opening quote inside the action.
+        at: usize,
+    },
+    /// Go's `.` (the whole model), which has no text form here.
+    #[error("`.` alone is not supported; use a field such as .Name")]
+    LoneDot,
+    /// A function given `.Labels` where it needs text.
+    #[error("`{function}` needs text, not .Labels (use index .Labels \"key\")")]
+    NeedsText {
+        /// The function.
+        function: &'static str,
+    },
+    /// An action whose value is `.Labels` itself.
+    #[error(".Labels is a map; use index .Labels \"key\"")]
+    LabelsIsMap,
+    /// Several values without a function.
+    #[error("an action holds one value, or a function and its arguments")]
+    OneValue,
+    /// A function given the wrong number of arguments.
+    #[error("`{function}` takes {arity} argument{}, got {got}", if *.arity == 1 { "" } else { "s" })]
+    Arity {
+        /// The function.
+        function: &'static str,
+        /// How many it takes.
+        arity: usize,
+        /// How many it was given.
+        got: usize,
+    },
+    /// `index` on something other than `.Labels`.
+    #[error("`index` works on .Labels: index .Labels \"key\"")]
+    IndexNeedsLabels,
 }
 
 /// What a template can refer to, for one container.
@@ -91,9 +163,9 @@ pub fn normalize(name: &str) -> String {
 impl Template {
     /// Parses `text`.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
-        let err = |message: String| TemplateError {
+        let err = |reason: TemplateReason| TemplateError {
             template: text.to_owned(),
-            message,
+            reason,
         };
         let mut parts = Vec::new();
         let mut rest = text;
@@ -104,13 +176,13 @@ impl Template {
             let after = &rest[open + 2..];
             let close = after
                 .find("}}")
-                .ok_or_else(|| err("`{{` without `}}`".to_owned()))?;
+                .ok_or_else(|| err(TemplateReason::UnclosedAction))?;
             let inner = after[..close].trim_matches('-').trim();
             parts.push(Part::Action(parse_action(inner).map_err(err)?));
             rest = &after[close + 2..];
         }
         if rest.contains("}}") {
-            return Err(err("`}}` without `{{`".to_owned()));
+            return Err(err(TemplateReason::StrayClose));
         }
         if !rest.is_empty() {
             parts.push(Part::Text(rest.to_owned()));
@@ -122,7 +194,7 @@ impl Template {
     }
 
     /// Fills the template in for one container.
-    pub fn render(&self, model: &Model<'_>) -> Result<String, String> {
+    pub fn render(&self, model: &Model<'_>) -> Result<String, TemplateReason> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -155,12 +227,10 @@ enum Value<'a> {
 }
 
 impl Value<'_> {
-    fn text(self, func: &str) -> Result<String, String> {
+    fn text(self, function: &'static str) -> Result<String, TemplateReason> {
         match self {
             Value::Text(t) => Ok(t),
-            Value::Labels(_) => Err(format!(
-                "`{func}` needs text, not .Labels (use index .Labels \"key\")"
-            )),
+            Value::Labels(_) => Err(TemplateReason::NeedsText { function }),
         }
     }
 }
@@ -182,14 +252,15 @@ fn value<'a>(arg: &Arg, m: &Model<'a>) -> Value<'a> {
     }
 }
 
-fn call(func: Option<&str>, mut args: Vec<Value<'_>>) -> Result<Value<'static>, String> {
+fn call(
+    func: Option<&'static str>,
+    mut args: Vec<Value<'_>>,
+) -> Result<Value<'static>, TemplateReason> {
     let Some(func) = func else {
         return match (args.pop(), args.is_empty()) {
             (Some(Value::Text(t)), true) => Ok(Value::Text(t)),
-            (Some(Value::Labels(_)), true) => {
-                Err(".Labels is a map; use index .Labels \"key\"".to_owned())
-            }
-            _ => Err("an action holds one value, or a function and its arguments".to_owned()),
+            (Some(Value::Labels(_)), true) => Err(TemplateReason::LabelsIsMap),
+            _ => Err(TemplateReason::OneValue),
         };
     };
     let arity = match func {
@@ -198,11 +269,11 @@ fn call(func: Option<&str>, mut args: Vec<Value<'_>>) -> Result<Value<'static>, 
         _ => 1,
     };
     if args.len() != arity {
-        return Err(format!(
-            "`{func}` takes {arity} argument{}, got {}",
-            if arity == 1 { "" } else { "s" },
-            args.len()
-        ));
+        return Err(TemplateReason::Arity {
+            function: func,
+            arity,
+            got: args.len(),
+        });
     }
     if func == "index" {
         let key = args
@@ -217,7 +288,7 @@ fn call(func: Option<&str>, mut args: Vec<Value<'_>>) -> Result<Value<'static>, 
                     .cloned()
                     .unwrap_or_default(),
             )),
-            _ => Err("`index` works on .Labels: index .Labels \"key\"".to_owned()),
+            _ => Err(TemplateReason::IndexNeedsLabels),
         };
     }
     let mut texts = Vec::with_capacity(args.len());
@@ -245,21 +316,22 @@ fn call(func: Option<&str>, mut args: Vec<Value<'_>>) -> Result<Value<'static>, 
     }))
 }
 
-fn parse_action(inner: &str) -> Result<Vec<Command>, String> {
+fn parse_action(inner: &str) -> Result<Vec<Command>, TemplateReason> {
     if inner.is_empty() {
-        return Err("empty action `{{ }}`".to_owned());
+        return Err(TemplateReason::EmptyAction);
     }
     let tokens = tokenize(inner)?;
     let mut commands = Vec::new();
     for group in tokens.split(|t| *t == Token::Pipe) {
         let Some((first, rest)) = group.split_first() else {
-            return Err("empty command around `|`".to_owned());
+            return Err(TemplateReason::EmptyCommand);
         };
         let (func, args) = match first {
             Token::Word(w) => {
-                let f = FUNCS.iter().find(|f| **f == w.as_str()).ok_or_else(|| {
-                    format!("unknown function `{w}` (known: {})", FUNCS.join(", "))
-                })?;
+                let f = FUNCS
+                    .iter()
+                    .find(|f| **f == w.as_str())
+                    .ok_or_else(|| TemplateReason::UnknownFunction { name: w.clone() })?;
                 (Some(*f), rest)
             }
             _ => (None, group),
@@ -267,14 +339,15 @@ fn parse_action(inner: &str) -> Result<Vec<Command>, String> {
         let mut parsed = Vec::new();
         for a in args {
             parsed.push(match a {
-                Token::Field(f) => {
-                    Arg::Field(FIELDS.iter().find(|k| **k == f.as_str()).ok_or_else(|| {
-                        format!("unknown field `.{f}` (known: .{})", FIELDS.join(", ."))
-                    })?)
-                }
+                Token::Field(f) => Arg::Field(
+                    FIELDS
+                        .iter()
+                        .find(|k| **k == f.as_str())
+                        .ok_or_else(|| TemplateReason::UnknownField { name: f.clone() })?,
+                ),
                 Token::Text(t) => Arg::Text(t.clone()),
-                Token::Word(w) => return Err(format!("`{w}` here must be a value")),
-                Token::Pipe => return Err("unexpected `|`".to_owned()),
+                Token::Word(w) => return Err(TemplateReason::NotAValue { word: w.clone() }),
+                Token::Pipe => return Err(TemplateReason::UnexpectedPipe),
             });
         }
         commands.push(Command { func, args: parsed });
@@ -290,7 +363,7 @@ enum Token {
     Pipe,
 }
 
-fn tokenize(s: &str) -> Result<Vec<Token>, String> {
+fn tokenize(s: &str) -> Result<Vec<Token>, TemplateReason> {
     let mut out = Vec::new();
     let mut chars = s.char_indices().peekable();
     while let Some(&(i, c)) = chars.peek() {
@@ -323,7 +396,7 @@ fn tokenize(s: &str) -> Result<Vec<Token>, String> {
                     text.push(d);
                 }
                 if !closed {
-                    return Err(format!("unterminated string at {}", i + 1));
+                    return Err(TemplateReason::UnterminatedString { at: i + 1 });
                 }
                 out.push(Token::Text(text));
             }
@@ -341,9 +414,7 @@ fn tokenize(s: &str) -> Result<Vec<Token>, String> {
                 match word.strip_prefix('.') {
                     Some(f) if !f.is_empty() => out.push(Token::Field(f.to_owned())),
                     Some(_) => {
-                        return Err(
-                            "`.` alone is not supported; use a field such as .Name".to_owned()
-                        );
+                        return Err(TemplateReason::LoneDot);
                     }
                     None => out.push(Token::Word(word.to_owned())),
                 }
@@ -356,6 +427,24 @@ fn tokenize(s: &str) -> Result<Vec<Token>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reasons_read_as_the_messages_users_know() {
+        for (template, want) in [
+            ("{{ .Name", "`{{` without `}}`"),
+            ("a }}", "`}}` without `{{`"),
+            ("{{ }}", "empty action `{{ }}`"),
+            ("{{ lower }}", "`lower` takes 1 argument, got 0"),
+            ("{{ index .Labels }}", "`index` takes 2 arguments, got 1"),
+            (
+                "{{ lower .Labels }}",
+                "`lower` needs text, not .Labels (use index .Labels \"key\")",
+            ),
+        ] {
+            let e = Template::parse(template).expect_err(template);
+            assert_eq!(e.reason.to_string(), want, "{template}");
+        }
+    }
 
     fn model<'a>(labels: &'a BTreeMap<String, String>) -> Model<'a> {
         Model {

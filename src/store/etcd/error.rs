@@ -15,6 +15,14 @@ pub enum EtcdError {
         /// What is wrong with it.
         problem: String,
     },
+    /// TLS towards an `https://` endpoint cannot be set up.
+    #[error("etcd endpoint `{endpoint}`: cannot set up TLS: {error}")]
+    TlsSetup {
+        /// The endpoint as configured.
+        endpoint: String,
+        /// What rustls said.
+        error: rustls::Error,
+    },
     /// No endpoint could be connected to; every attempt, in order.
     #[error("no etcd endpoint could be reached: {}", Tried(.tried))]
     Unreachable {
@@ -189,6 +197,7 @@ impl EtcdError {
         match self {
             EtcdError::Unreachable { tried } => tried.last().map(|u| u.endpoint.as_str()),
             EtcdError::BadEndpoint { endpoint, .. }
+            | EtcdError::TlsSetup { endpoint, .. }
             | EtcdError::Timeout { endpoint, .. }
             | EtcdError::Broken { endpoint, .. }
             | EtcdError::Status { endpoint, .. }

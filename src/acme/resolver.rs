@@ -1,0 +1,443 @@
+//! A certificate resolver: its checked configuration, where it keeps its
+//! account and certificates (a folder or a shared store), the account it
+//! orders with, and the reason the CA cannot be reached when it cannot.
+
+use super::error::ProbeError;
+use super::{
+    AcmeConfig, AcmeError, ChallengeKind, IssuedCert, Registries, ResolverStorageView,
+    STORE_TIMEOUT, SharedStorage, Storage, StorageView, dns, order, schedule, shared, storage,
+};
+use serde::Serialize;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Longest wait for the CA while finding out why it cannot be reached.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connects to the server of `url` (TCP, then TLS for `https`) with
+/// `client`'s trust; `Err` says where that fails.
+async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), ProbeError> {
+    let uri: http::Uri = url.parse().map_err(ProbeError::NotUrl)?;
+    let host = uri.host().ok_or(ProbeError::NoHost)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let tls = uri.scheme_str() != Some("http");
+    let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let timeout = |what: &'static str| ProbeError::Timeout {
+        what,
+        host: host.to_owned(),
+        port,
+        after: crate::config::Duration(PROBE_TIMEOUT),
+    };
+    let tcp = tokio::time::timeout(PROBE_TIMEOUT, tokio::net::TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| timeout("connecting to"))?
+        .map_err(|error| ProbeError::Connect {
+            host: host.to_owned(),
+            port,
+            error,
+        })?;
+    if !tls {
+        return Ok(());
+    }
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|error| {
+        ProbeError::BadName {
+            host: host.to_owned(),
+            error,
+        }
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(client.clone());
+    tokio::time::timeout(PROBE_TIMEOUT, connector.connect(name, tcp))
+        .await
+        .map_err(|_| timeout("the TLS handshake with"))?
+        .map_err(|error| ProbeError::Handshake {
+            host: host.to_owned(),
+            port,
+            error,
+        })?;
+    Ok(())
+}
+
+/// Where a resolver keeps its account and certificates.
+pub(super) enum ResolverStorage {
+    /// A folder of this instance.
+    File(Storage),
+    /// A store shared with other instances.
+    Shared(Arc<SharedStorage>),
+}
+
+/// What is known of a shared store's health, for the API and metrics.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoreHealth {
+    /// Whether the last request answered (None before the first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reachable: Option<bool>,
+    /// The last failure, until a request succeeds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// When the store last answered, seconds since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<i64>,
+    /// How new certificates are noticed: `notifications` (Redis keyspace
+    /// notifications), `watch` (etcd) or `polling` (every second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follow: Option<&'static str>,
+}
+
+/// A certificate resolver ready to order.
+pub struct Resolver {
+    /// Its name in the static configuration.
+    pub name: String,
+    /// The ACME directory URL.
+    pub directory_url: String,
+    pub(super) contact: Vec<String>,
+    pub(super) email: String,
+    pub(super) storage: ResolverStorage,
+    /// This instance in leases and stored certificates: host, process, and
+    /// a random part.
+    pub(super) instance: String,
+    pub(super) health: Mutex<StoreHealth>,
+    pub(super) store_up: OnceLock<::metrics::Gauge>,
+    pub(super) key_type: &'static rcgen::SignatureAlgorithm,
+    pub(super) challenge: ChallengeKind,
+    /// The DNS-01 side, when `dnsChallenge` is set.
+    pub(super) dns: Option<Arc<dns::Solver>>,
+    pub(super) client: Arc<rustls::ClientConfig>,
+    pub(super) account: tokio::sync::Mutex<Option<Arc<rustls_acme::acme::Account>>>,
+    pub(super) orders: Mutex<schedule::OrderWindow>,
+}
+
+impl Resolver {
+    /// Checks a resolver's static configuration and prepares its storage
+    /// (a storage that cannot be written is logged, not fatal).
+    pub fn new(
+        name: &str,
+        config: &AcmeConfig,
+        entry_points: &[String],
+    ) -> Result<Self, AcmeError> {
+        // Taken apart with no `..`: an option read nowhere is an unused
+        // binding and fails the build.
+        #[deny(unused_variables)] // an option read nowhere fails the build
+        let AcmeConfig {
+            email,
+            storage,
+            storage_encryption_key_file,
+            ca_server: _, // read through config.directory_url()
+            key_type,
+            // Accepted for Traefik compatibility, and not used: renewal
+            // follows each certificate's own validity (schedule::renew_at).
+            certificates_duration: _,
+            ca_certificates,
+            tls_challenge: _, // read through ChallengeKind::of
+            http_challenge,
+            dns_challenge,
+        } = config;
+        let key_type_name = key_type;
+        let key_type = match key_type_name.to_ascii_uppercase().as_str() {
+            "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
+            "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
+            _ => {
+                return Err(AcmeError::KeyType {
+                    resolver: name.to_owned(),
+                    value: key_type_name.clone(),
+                });
+            }
+        };
+        let dns = match dns_challenge {
+            Some(d) => Some(Arc::new(
+                dns::Solver::new(name, d, &|v| std::env::var(v).ok())
+                    .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?,
+            )),
+            None => None,
+        };
+        let challenge = ChallengeKind::of(config);
+        if let (ChallengeKind::Http01, Some(http)) = (challenge, http_challenge)
+            && !entry_points.contains(&http.entry_point)
+        {
+            return Err(AcmeError::NoEntryPoint {
+                resolver: name.to_owned(),
+                entry_point: http.entry_point.clone(),
+            });
+        }
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for path in ca_certificates {
+            use rustls::pki_types::CertificateDer;
+            use rustls::pki_types::pem::PemObject;
+            let ca_error = |message: String| AcmeError::CaFile {
+                resolver: name.to_owned(),
+                path: path.clone(),
+                message,
+            };
+            let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
+            let mut added = 0;
+            for cert in CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok) {
+                roots.add(cert).map_err(|e| ca_error(e.to_string()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(ca_error("no certificate in the file".to_owned()));
+            }
+        }
+        let client = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let directory_url = config.directory_url().to_owned();
+        let storage_text = storage.to_string_lossy();
+        let storage = if shared::StoreUrl::is_url(&storage_text) {
+            let url = shared::StoreUrl::parse(name, &storage_text)?;
+            let seal = match storage_encryption_key_file {
+                Some(path) => Some(shared::seal::Seal::from_file(name, path)?),
+                None => {
+                    tracing::warn!(resolver = %name, store = %url.location(), "private keys are stored in clear in the shared store: set certificatesResolvers.{name}.acme.storageEncryptionKeyFile to encrypt them");
+                    None
+                }
+            };
+            let store = url.open(STORE_TIMEOUT).map_err(|e| match e {
+                shared::SharedError::BadUrl { url, problem, .. } => shared::SharedError::BadUrl {
+                    resolver: name.to_owned(),
+                    url,
+                    problem,
+                },
+                e => e,
+            })?;
+            ResolverStorage::Shared(Arc::new(SharedStorage::new(
+                store,
+                url,
+                &storage::ca_folder(&directory_url),
+                seal,
+            )))
+        } else {
+            if storage_encryption_key_file.is_some() {
+                tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
+            }
+            let storage = Storage::new(storage, &directory_url);
+            if let Err(e) = storage.prepare() {
+                // Not fatal: certificates are then ordered and served from
+                // memory, and stored once the storage can be written.
+                tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
+            }
+            ResolverStorage::File(storage)
+        };
+        Ok(Resolver {
+            name: name.to_owned(),
+            storage,
+            email: email.clone(),
+            instance: instance_name(),
+            health: Mutex::new(StoreHealth::default()),
+            store_up: OnceLock::new(),
+            directory_url,
+            contact: if email.is_empty() {
+                Vec::new()
+            } else {
+                vec![format!("mailto:{email}")]
+            },
+            key_type,
+            challenge,
+            dns,
+            client: Arc::new(client),
+            account: tokio::sync::Mutex::new(None),
+            orders: Mutex::new(schedule::OrderWindow::default()),
+        })
+    }
+
+    /// The ACME account: the stored key registered (or found again) once,
+    /// then reused. Serialised, so concurrent orders share one account.
+    pub(super) async fn account(&self) -> Result<Arc<rustls_acme::acme::Account>, AcmeError> {
+        use rustls_acme::acme::{Account, Directory};
+        let mut slot = self.account.lock().await;
+        if let Some(account) = slot.as_ref() {
+            return Ok(account.clone());
+        }
+        let key = match &self.storage {
+            ResolverStorage::File(storage) => storage.account_key()?,
+            ResolverStorage::Shared(shared) => {
+                let key = shared.account_key(&self.email).await;
+                self.store_answered(key.as_ref().err());
+                key?
+            }
+        };
+        let directory = Directory::discover(&self.client, &self.directory_url)
+            .await
+            .map_err(|e| AcmeError::from_acme(&self.directory_url, &e))?;
+        let account = order::signed(&self.directory_url, || {
+            Account::create_with_keypair(&self.client, directory.clone(), &self.contact, &key)
+        })
+        .await?;
+        let account = Arc::new(account);
+        *slot = Some(account.clone());
+        Ok(account)
+    }
+
+    /// Why the CA cannot be reached, found out by connecting to it as the
+    /// ACME client would: TCP, then TLS with the same trust. Used when
+    /// rustls-acme says only that an exchange failed.
+    pub(super) async fn unreachable(&self) -> AcmeError {
+        let url = self.directory_url.clone();
+        let reason = match probe(&url, &self.client).await {
+            Err(reason) => reason,
+            Ok(()) => ProbeError::Reachable,
+        };
+        AcmeError::Unreachable { url, reason }
+    }
+
+    /// Forgets the registered account (after a failure the CA may have lost
+    /// it, as a restarted test CA does); the key stays.
+    pub(super) async fn forget_account(&self) {
+        *self.account.lock().await = None;
+    }
+
+    /// The challenge this resolver answers.
+    pub fn challenge(&self) -> ChallengeKind {
+        self.challenge
+    }
+
+    /// Loads every stored certificate of this resolver into the registry
+    /// (a shared store that does not answer within its timeout is skipped:
+    /// its certificates arrive once it answers).
+    pub async fn load_stored(&self, registries: &Registries) -> usize {
+        let mut loaded = 0;
+        match &self.storage {
+            ResolverStorage::File(storage) => {
+                for (path, bytes) in storage.certificates() {
+                    let what = format!("`{}`", path.display());
+                    match bytes {
+                        Ok(b) => loaded += usize::from(self.serve_stored(registries, &what, &b)),
+                        Err(e) => {
+                            tracing::warn!(resolver = %self.name, file = %path.display(), error = %e, "stored certificate ignored")
+                        }
+                    }
+                }
+            }
+            ResolverStorage::Shared(shared) => {
+                let listed = tokio::time::timeout(STORE_TIMEOUT, shared.certificates())
+                    .await
+                    .unwrap_or_else(|_| Err(self.store_timeout(shared)));
+                self.store_answered(listed.as_ref().err());
+                match listed {
+                    Ok(certs) => {
+                        for (key, cert) in certs {
+                            match cert {
+                                Ok((_, pem)) => {
+                                    loaded += usize::from(self.serve_stored(
+                                        registries,
+                                        &format!("`{key}`"),
+                                        &pem,
+                                    ));
+                                }
+                                Err(e) => {
+                                    tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored")
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!(resolver = %self.name, error = %e, "the shared store does not answer; its certificates are loaded once it does")
+                    }
+                }
+            }
+        }
+        loaded
+    }
+
+    /// Serves a stored certificate (key and chain PEM) unless the one
+    /// served for the same names lasts as long or longer; true if it is
+    /// served now.
+    pub(super) fn serve_stored(&self, registries: &Registries, what: &str, pem: &[u8]) -> bool {
+        match crate::tls::store::parse_pem(what, pem, pem) {
+            Ok(cert) => {
+                let domains = cert.names.clone();
+                let key = crate::tls::certificate_key(&self.name, &domains);
+                if registries
+                    .tls
+                    .issued(&key)
+                    .is_some_and(|c| c.cert.not_after >= cert.not_after)
+                {
+                    return false;
+                }
+                registries.tls.put_issued(
+                    key,
+                    Arc::new(IssuedCert {
+                        resolver: self.name.clone(),
+                        domains,
+                        cert,
+                    }),
+                );
+                true
+            }
+            Err(e) => {
+                tracing::warn!(resolver = %self.name, error = %e, "stored certificate ignored");
+                false
+            }
+        }
+    }
+
+    /// The shared storage, if this resolver has one.
+    pub fn shared(&self) -> Option<&Arc<SharedStorage>> {
+        match &self.storage {
+            ResolverStorage::Shared(s) => Some(s),
+            ResolverStorage::File(_) => None,
+        }
+    }
+
+    /// Where the keys of this resolver land in a shared store, with its CA:
+    /// two resolvers with the same would write over each other.
+    pub fn shared_spot(&self) -> Option<(shared::StoreSpot, String)> {
+        let shared = self.shared()?;
+        Some((shared.spot(), storage::ca_folder(&self.directory_url)))
+    }
+
+    /// Warnings about this resolver's storage, for the API.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(shared) = self.shared()
+            && !shared.encrypted()
+        {
+            out.push(format!(
+                "certificatesResolvers.{}.acme: private keys are stored in clear in {}; set storageEncryptionKeyFile to encrypt them",
+                self.name,
+                shared.location()
+            ));
+        }
+        out
+    }
+
+    /// The resolver's storage as the API shows it.
+    pub fn storage_view(&self) -> ResolverStorageView {
+        ResolverStorageView {
+            storage: match &self.storage {
+                ResolverStorage::File(s) => StorageView {
+                    kind: "file",
+                    location: s.folder().display().to_string(),
+                    encrypted: None,
+                    instance: None,
+                    health: None,
+                },
+                ResolverStorage::Shared(s) => StorageView {
+                    kind: s.kind(),
+                    location: s.location(),
+                    encrypted: Some(s.encrypted()),
+                    instance: Some(self.instance.clone()),
+                    health: Some(self.health()),
+                },
+            },
+            warnings: self.warnings(),
+        }
+    }
+}
+
+/// `host/pid/random`: unique among the instances sharing a store.
+fn instance_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "gangway".to_owned());
+    format!(
+        "{host}/{}/{:06x}",
+        std::process::id(),
+        shared::rand_u64() & 0xff_ffff
+    )
+}
