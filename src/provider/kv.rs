@@ -15,3 +15,36 @@ mod watch;
 
 pub use parse::{Parsed, parse_pairs};
 pub use watch::{Follow, run};
+
+/// A KV provider's `rootKey` without surrounding blanks or trailing
+/// slashes; None when nothing is left.
+fn root_key(raw: &str) -> Option<String> {
+    let root = raw.trim().trim_end_matches('/');
+    (!root.is_empty()).then(|| root.to_owned())
+}
+
+/// A KV provider's `endpoints` without blanks; None when none is left.
+fn endpoints(raw: &[String]) -> Option<Vec<String>> {
+    let endpoints: Vec<String> = raw
+        .iter()
+        .map(|e| e.trim())
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect();
+    (!endpoints.is_empty()).then_some(endpoints)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn root_keys_and_endpoints_lose_blanks() {
+        assert_eq!(super::root_key(" traefik/ ").as_deref(), Some("traefik"));
+        assert_eq!(super::root_key(" / "), None);
+        let given = [" a:1 ".to_owned(), String::new(), "b:2".to_owned()];
+        assert_eq!(
+            super::endpoints(&given),
+            Some(vec!["a:1".to_owned(), "b:2".to_owned()])
+        );
+        assert_eq!(super::endpoints(&[" ".to_owned()]), None);
+    }
+}

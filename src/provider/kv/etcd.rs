@@ -60,19 +60,8 @@ impl EtcdStore {
             password,
             tls,
         } = config;
-        let root = root_key.trim().trim_end_matches('/').to_owned();
-        if root.is_empty() {
-            return Err(EtcdProviderError::RootKey);
-        }
-        let endpoints: Vec<String> = endpoints
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if endpoints.is_empty() {
-            return Err(EtcdProviderError::NoEndpoint);
-        }
+        let root = super::root_key(root_key).ok_or(EtcdProviderError::RootKey)?;
+        let endpoints = super::endpoints(endpoints).ok_or(EtcdProviderError::NoEndpoint)?;
         let tls = tls.as_ref().map(tls_config).transpose()?;
         let auth = username
             .as_deref()

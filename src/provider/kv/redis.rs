@@ -85,10 +85,7 @@ impl RedisStore {
         if master_name.is_some() || sentinel_user.is_some() || sentinel_password.is_some() {
             return Err(RedisError::Sentinel);
         }
-        let root = root_key.trim().trim_end_matches('/').to_owned();
-        if root.is_empty() {
-            return Err(RedisError::RootKey);
-        }
+        let root = super::root_key(root_key).ok_or(RedisError::RootKey)?;
         let tls = match tls {
             Some(tls) => Some(RedisTls {
                 insecure: tls.insecure_skip_verify,
@@ -96,15 +93,7 @@ impl RedisStore {
             }),
             None => None,
         };
-        let endpoints: Vec<String> = endpoints
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-            .map(str::to_owned)
-            .collect();
-        if endpoints.is_empty() {
-            return Err(RedisError::NoEndpoint);
-        }
+        let endpoints = super::endpoints(endpoints).ok_or(RedisError::NoEndpoint)?;
         let location = format!("redis://{}/{db}", endpoints.join(","));
         let settings = RedisSettings {
             endpoints,
