@@ -338,11 +338,15 @@ async fn answer_stream(
     }
     let body = ClientStream::H2(body);
     let mut served = pin!(proxy.serve_request(info, Request::from_parts(parts, body)));
+    // The reset is looked at first: a stream h2 has reset since the last
+    // look (the client's RST_STREAM, or DATA past the content-length that
+    // arrived while the request waited for a slot or a middleware) is
+    // dropped before its request can move on to a server.
     let served = poll_fn(|cx| {
-        if let Poll::Ready(resp) = served.as_mut().poll(cx) {
-            return Poll::Ready(Some(resp));
+        if respond.poll_reset(cx).is_ready() {
+            return Poll::Ready(None);
         }
-        respond.poll_reset(cx).map(|_| None)
+        served.as_mut().poll(cx).map(Some)
     })
     .await;
     let resp = match served {
