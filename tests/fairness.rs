@@ -305,3 +305,88 @@ async fn an_http2_body_already_past_its_length_never_reaches_the_server() {
         "a body already past its length reached the server: {paths:?}"
     );
 }
+
+// === HTTP/3 ===
+
+/// A QUIC client that opens request streams and cancels each at once
+/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
+/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
+/// reaches the server.
+#[tokio::test]
+async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+    use support::tls::{TestCa, TlsClient};
+    let (backend, seen) = reading_backend().await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["app.test"]);
+    let cert = files.path().join("app.pem");
+    let key_file = files.path().join("app.key");
+    std::fs::write(&cert, chain).unwrap();
+    std::fs::write(&key_file, key).unwrap();
+    let dynamic = format!(
+        "[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n\
+         [http.routers.app]\nrule = \"Host(`app.test`)\"\nentryPoints = [\"websecure\"]\nservice = \"app\"\n\
+         [http.routers.app.tls]\n\
+         [http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n",
+        cert.display(),
+        key_file.display(),
+        backend.url()
+    );
+    let port = support::free_port();
+    let address = format!("--entryPoints.websecure.address=127.0.0.1:{port}");
+    let _gw = Gangway::with_file(&dynamic, &[&address, "--entryPoints.websecure.http3"]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(WAIT, "HTTP/3 route served", || async {
+        match support::http3::connect(&client, port, "app.test").await {
+            Ok(mut conn) => conn
+                .get("app.test", "/ready")
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK),
+            Err(_) => false,
+        }
+    })
+    .await;
+    let heads_before = seen.paths.lock().unwrap().len();
+
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    let mut send = conn.sender();
+    let mut opened = 0;
+    // Far more than the budget (maxPendingResetStreams, 20) and the
+    // concurrent streams (250) together.
+    while opened < 5000 && conn.conn.close_reason().is_none() {
+        let req = Request::get("https://app.test/flood").body(()).unwrap();
+        let Ok(Ok(mut stream)) = tokio::time::timeout(WAIT, send.send_request(req)).await else {
+            break;
+        };
+        stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+        stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+        opened += 1;
+    }
+    let reason = tokio::time::timeout(WAIT, conn.closed())
+        .await
+        .unwrap_or_else(|_| panic!("still open after {opened} streams cancelled"));
+    match &reason {
+        quinn::ConnectionError::ApplicationClosed(close) => {
+            assert_eq!(
+                close.error_code,
+                quinn::VarInt::from_u32(0x107),
+                "{reason:?}"
+            );
+        }
+        other => panic!("closed otherwise after {opened} streams: {other:?}"),
+    }
+    assert!(opened < 5000, "{opened} streams opened and cancelled");
+    let flooded: Vec<String> = seen.paths.lock().unwrap()[heads_before..]
+        .iter()
+        .filter(|p| *p == "/flood")
+        .cloned()
+        .collect();
+    assert!(
+        flooded.is_empty(),
+        "{} cancelled requests reached the server",
+        flooded.len()
+    );
+    eprintln!("closed with H3_EXCESSIVE_LOAD after {opened} streams opened and cancelled");
+}
