@@ -69,6 +69,8 @@ fn rss_kib(gw: &Gangway) -> u64 {
 /// How the attacker's streams ended.
 #[derive(Default)]
 struct Refusals {
+    /// Streams opened.
+    opened: AtomicUsize,
     /// 503 with Retry-After.
     busy: AtomicUsize,
     /// Reset with REFUSED_STREAM.
@@ -78,9 +80,9 @@ struct Refusals {
 }
 
 /// One connection of the attacker, from 127.0.0.2: every stream it may
-/// open is a POST announcing 100 bytes of body that never come, and each
-/// stream that ends is opened again at once.
-async fn attack(gw: SocketAddr, streams: usize, seen: Arc<Refusals>) {
+/// open is a POST announcing 100 bytes of body of which at most `sent`
+/// come, and each stream that ends is opened again at once.
+async fn attack(gw: SocketAddr, streams: usize, sent: &'static [u8], seen: Arc<Refusals>) {
     let socket = TcpSocket::new_v4().expect("socket");
     socket
         .bind(SocketAddr::from(([127, 0, 0, 2], 0)))
@@ -101,9 +103,13 @@ async fn attack(gw: SocketAddr, streams: usize, seen: Arc<Refusals>) {
                     .header("content-length", "100")
                     .body(())
                     .unwrap();
-                let Ok((answer, _body)) = ready.send_request(req, false) else {
+                let Ok((answer, mut body)) = ready.send_request(req, false) else {
                     return;
                 };
+                if !sent.is_empty() {
+                    let _ = body.send_data(Bytes::from_static(sent), false);
+                }
+                seen.opened.fetch_add(1, Ordering::SeqCst);
                 match answer.await {
                     Ok(resp)
                         if resp.status() == StatusCode::SERVICE_UNAVAILABLE
@@ -122,13 +128,83 @@ async fn attack(gw: SocketAddr, streams: usize, seen: Arc<Refusals>) {
     while tasks.join_next().await.is_some() {}
 }
 
-/// The issue's attack: 8 connections × 250 streams of body-less POSTs
-/// from one address. The attacker gets its share of the service and no
-/// more; another client keeps being answered; memory stays bounded.
+/// The issue's attack: 8 connections × 250 streams of POSTs from one
+/// address, each announcing a body that never comes. Those requests never
+/// reach the server (gangway waits for a body to begin before it takes a
+/// server's slot), another client keeps being answered, memory stays
+/// bounded.
 #[tokio::test]
-async fn a_stream_exhaustion_flood_from_one_client_leaves_the_others_answered() {
+async fn bodies_that_never_begin_take_no_server_slot_from_the_others() {
+    let flood = flood(b"").await;
+    assert!(
+        flood.answered * 10 >= flood.tries * 9,
+        "{} of {} answered during the attack",
+        flood.answered,
+        flood.tries
+    );
+    assert_eq!(
+        flood.attacker_at_server, 0,
+        "announced bodies that never began reached the server"
+    );
+    assert_rss_bounded(&flood);
+}
+
+/// The same flood with each body begun (1 of its 100 bytes) and never
+/// finished: the attacker holds its share of the service (256 of 1024)
+/// and no more; its further streams get 503 with Retry-After; another
+/// client keeps being answered; memory stays bounded.
+#[tokio::test]
+async fn a_client_pinning_requests_holds_only_its_share_of_the_service() {
+    let flood = flood(b"x").await;
+    assert!(
+        flood.answered * 10 >= flood.tries * 9,
+        "{} of {} answered during the attack",
+        flood.answered,
+        flood.tries
+    );
+    // The other client's requests add at most one at a time.
+    assert!(
+        (256..=257).contains(&flood.most_at_server),
+        "{} requests held at the server at most",
+        flood.most_at_server
+    );
+    assert!(
+        flood.busy + flood.refused_stream >= 1000,
+        "refusals: {} × 503, {} × REFUSED_STREAM",
+        flood.busy,
+        flood.refused_stream
+    );
+    assert_rss_bounded(&flood);
+}
+
+fn assert_rss_bounded(flood: &Flood) {
+    let grown = flood.rss_after.saturating_sub(flood.rss_before);
+    assert!(
+        grown < 32 * 1024,
+        "RSS grew by {grown} KiB under the attack ({} → {} KiB)",
+        flood.rss_before,
+        flood.rss_after
+    );
+}
+
+/// What a flood did.
+struct Flood {
+    tries: usize,
+    answered: usize,
+    most_at_server: usize,
+    attacker_at_server: usize,
+    busy: usize,
+    refused_stream: usize,
+    rss_before: u64,
+    rss_after: u64,
+}
+
+/// gangway with its defaults (1024 requests per service, 256 per client)
+/// and a backend that reads whole bodies; 8 × 250 attacking streams that
+/// send `sent` of their body; 50 GETs from another client meanwhile, each
+/// on a fresh connection.
+async fn flood(sent: &'static [u8]) -> Flood {
     let (backend, seen) = reading_backend().await;
-    // The defaults: 1024 requests per service, 256 per client.
     let gw = Gangway::with_file(&route(&backend), &[]).await;
     eventually(WAIT, "route served", || async {
         gw.get("app.test", "/").await.status == StatusCode::OK
@@ -137,23 +213,29 @@ async fn a_stream_exhaustion_flood_from_one_client_leaves_the_others_answered() 
     for _ in 0..20 {
         assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
     }
-    let before = rss_kib(&gw);
+    let rss_before = rss_kib(&gw);
 
     let addr: SocketAddr = format!("127.0.0.1:{}", gw.port).parse().unwrap();
     let refusals = Arc::new(Refusals::default());
     let attacker: Vec<_> = (0..8)
-        .map(|_| tokio::spawn(attack(addr, 250, refusals.clone())))
+        .map(|_| tokio::spawn(attack(addr, 250, sent, refusals.clone())))
         .collect();
-    // The attack is on once the attacker holds its whole share of the
-    // service (the default, 256) and its further streams are refused.
-    eventually(WAIT, "the attacker holds its share", || async {
-        seen.reading.load(Ordering::SeqCst) >= 256
-            && refusals.busy.load(Ordering::SeqCst) + refusals.refused_stream.load(Ordering::SeqCst)
-                >= 1000
+    // The attack is on once all its streams are open, and when bodies
+    // begin, once it holds its share and is refused more.
+    eventually(WAIT, "the attacker's streams are open", || async {
+        refusals.opened.load(Ordering::SeqCst) >= 8 * 250
     })
     .await;
+    if !sent.is_empty() {
+        eventually(WAIT, "the attacker holds its share", || async {
+            seen.reading.load(Ordering::SeqCst) >= 256
+                && refusals.busy.load(Ordering::SeqCst)
+                    + refusals.refused_stream.load(Ordering::SeqCst)
+                    >= 1000
+        })
+        .await;
+    }
 
-    // Another client, on fresh connections: its requests are answered.
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Full<Bytes>>();
     let mut answered = 0;
@@ -171,34 +253,36 @@ async fn a_stream_exhaustion_flood_from_one_client_leaves_the_others_answered() 
             answered += 1;
         }
     }
-    let after = rss_kib(&gw);
-    let most = seen.most.load(Ordering::SeqCst);
+    let rss_after = rss_kib(&gw);
     for task in &attacker {
         task.abort();
     }
-    let busy = refusals.busy.load(Ordering::SeqCst);
-    let refused_stream = refusals.refused_stream.load(Ordering::SeqCst);
-    let other = refusals.other.load(Ordering::SeqCst);
+    let attacker_at_server = seen
+        .paths
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| *p == "/pin")
+        .count();
+    let flood = Flood {
+        tries: TRIES,
+        answered,
+        most_at_server: seen.most.load(Ordering::SeqCst),
+        attacker_at_server,
+        busy: refusals.busy.load(Ordering::SeqCst),
+        refused_stream: refusals.refused_stream.load(Ordering::SeqCst),
+        rss_before,
+        rss_after,
+    };
     eprintln!(
-        "answered {answered}/{TRIES}; at the server at most {most}; attacker: {busy} × 503, \
-         {refused_stream} × REFUSED_STREAM, {other} other; RSS {before} → {after} KiB"
+        "answered {answered}/{TRIES}; at the server at most {}, {attacker_at_server} of the attacker's; \
+         attacker: {} × 503, {} × REFUSED_STREAM, {} other; RSS {rss_before} → {rss_after} KiB",
+        flood.most_at_server,
+        flood.busy,
+        flood.refused_stream,
+        refusals.other.load(Ordering::SeqCst)
     );
-    assert!(
-        answered * 10 >= TRIES * 9,
-        "{answered} of {TRIES} answered during the attack"
-    );
-    // The attacker's own requests at the server never passed its share
-    // (the other client's add at most one at a time).
-    assert!(most <= 256 + 1, "{most} requests held at the server");
-    assert!(
-        busy + refused_stream >= 1000,
-        "refusals: {busy} × 503, {refused_stream} × REFUSED_STREAM, {other} other"
-    );
-    let grown = after.saturating_sub(before);
-    assert!(
-        grown < 64 * 1024,
-        "RSS grew by {grown} KiB under the attack ({before} → {after} KiB)"
-    );
+    flood
 }
 
 // === raw HTTP/2 frames ===

@@ -14,6 +14,7 @@
 //! is set when the body's size is known, a stream the client resets stops
 //! its request, and a failed answer resets its stream.
 
+use super::error::Kind;
 use super::forwarded::strip_connection_specific;
 use super::{ConnInfo, Proxy};
 use crate::body::ClientStream;
@@ -336,6 +337,32 @@ async fn answer_stream(
         respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
         return;
     }
+    // As nginx reads a request's body before it goes to a server: a body
+    // announced and not begun is waited for (within the head's time limit)
+    // before the request can take a server's slot, so streams whose bodies
+    // never come hold nothing but themselves. Not with
+    // `Expect: 100-continue`, whose body waits for gangway's go-ahead.
+    if !body.started() && !parts.headers.contains_key(header::EXPECT) {
+        let limit = super::connection::first_bytes_limit(&info.entry_point);
+        let begun = poll_fn(|cx| match body.read_ready(cx) {
+            Err(e) => Poll::Ready(Err(e)),
+            Ok(()) if body.started() => Poll::Ready(Ok(())),
+            Ok(()) => Poll::Pending,
+        });
+        match tokio::time::timeout(limit, begun).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "request body broke its stream before it began");
+                respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(peer = %info.peer, "announced request body never began");
+                answer(&mut respond, Kind::RequestTimeout.into_response()).await;
+                return;
+            }
+        }
+    }
     let body = ClientStream::H2(body);
     let mut served = pin!(proxy.serve_request(info, Request::from_parts(parts, body)));
     // The reset is looked at first: a stream h2 has reset since the last
@@ -361,6 +388,14 @@ async fn answer_stream(
             return;
         }
     };
+    answer(&mut respond, resp).await;
+}
+
+/// Sends `resp` on the stream: its head, then its body.
+async fn answer<B>(respond: &mut SendResponse<Bytes>, resp: Response<B>)
+where
+    B: Body<Data = Bytes, Error = crate::body::BoxError> + Unpin,
+{
     let (mut head, body) = resp.into_parts();
     strip_connection_specific(&mut head.headers);
     if !head.headers.contains_key(header::DATE) {
