@@ -341,8 +341,15 @@ async fn answer_stream(
     // announced and not begun is waited for (within the head's time limit)
     // before the request can take a server's slot, so streams whose bodies
     // never come hold nothing but themselves. Not with
-    // `Expect: 100-continue`, whose body waits for gangway's go-ahead.
-    if !body.started() && !parts.headers.contains_key(header::EXPECT) {
+    // `Expect: 100-continue`, whose body waits for gangway's go-ahead, nor
+    // when the announced length is past the entry point's limit: that
+    // request gets its 413 without the body.
+    let too_large = info
+        .entry_point
+        .max_request_body_bytes
+        .zip(http_body::Body::size_hint(&body).exact())
+        .is_some_and(|(limit, declared)| declared > limit);
+    if !body.started() && !too_large && !parts.headers.contains_key(header::EXPECT) {
         let limit = super::connection::first_bytes_limit(&info.entry_point);
         let begun = poll_fn(|cx| match body.read_ready(cx) {
             Err(e) => Poll::Ready(Err(e)),
