@@ -12,6 +12,13 @@
 //!   waits for a free slot for at most `queueTimeout`, and no more requests
 //!   wait than may be in progress; a request that cannot wait, or whose wait
 //!   runs out, gets `503` with `Retry-After: 1` at once.
+//! - **A client's share of a service** (`serversTransport.maxConcurrentRequestsPerClient`):
+//!   no one source address may hold more than this many of a service's
+//!   slots, so a client that pins requests (bodies announced and never
+//!   sent, a slow-read flood over many HTTP/2 connections) takes at most its
+//!   share of the server and every other client keeps being answered. Past
+//!   its share a client's request gets the same `503` at once, without
+//!   waiting in the queue.
 //!
 //! Queueing without bound is what drives latency to seconds when a backend
 //! falls behind: every waiting request eventually reaches the backend after
@@ -19,8 +26,10 @@
 //! fast 503 lets clients (and load balancers in front) go elsewhere.
 
 use crate::config::dynamic;
+use std::hash::{BuildHasher, RandomState};
+use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 
@@ -32,6 +41,10 @@ pub struct Limits {
     /// How long a request past the limit may wait for a slot; zero refuses
     /// it at once.
     pub queue_timeout: Duration,
+    /// Slots one client (source address) may hold at once; 0, or a value
+    /// not below `max_concurrent`, means no share of its own. The same for
+    /// every service (a static option), so it is not part of a gate's key.
+    pub max_per_client: usize,
 }
 
 impl Limits {
@@ -47,6 +60,7 @@ impl Limits {
             queue_timeout: lb
                 .and_then(|lb| lb.queue_timeout)
                 .map_or(defaults.queue_timeout, |d| d.0),
+            max_per_client: defaults.max_per_client,
         }
     }
 }
@@ -59,6 +73,77 @@ pub struct Gate {
     slots: Semaphore,
     waiting: AtomicUsize,
     limits: Limits,
+    /// Each client's share, when it is smaller than the whole.
+    shares: Option<Shares>,
+}
+
+/// A slot of a service, and the client's share it counts against; both
+/// given back when it is dropped.
+pub struct Admitted<'a> {
+    _slot: SemaphorePermit<'a>,
+    _share: Option<Share<'a>>,
+}
+
+/// Slots in use per client, in a fixed table of counters: no lock, no
+/// allocation per request, and memory that does not grow with the number
+/// of clients. A client's address picks one counter in each of two rows
+/// (a count-min sketch); its count is the smaller of the two. Clients that
+/// share a counter add up, so a count is never below the client's own: a
+/// client can never hold more than its share. A well-behaved client is
+/// refused only if it shares both counters with clients that together
+/// hold a whole share (one chance in `BUCKETS`² per busy client).
+struct Shares {
+    counts: Box<[AtomicU32]>,
+    /// Keyed per gate, so that no one can pick addresses that meet another
+    /// client's counters.
+    keys: RandomState,
+    max: u32,
+}
+
+/// Counters per row of [`Shares`]: 1 KiB per limited service in all.
+const BUCKETS: usize = 128;
+
+/// One client's hold on its two counters.
+struct Share<'a>([&'a AtomicU32; 2]);
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        for count in self.0 {
+            count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Shares {
+    fn new(max: usize) -> Self {
+        Shares {
+            counts: (0..2 * BUCKETS).map(|_| AtomicU32::new(0)).collect(),
+            keys: RandomState::new(),
+            max: u32::try_from(max).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Counts one more slot for `client`; None if that would put it past
+    /// its share.
+    fn take(&self, client: IpAddr) -> Option<Share<'_>> {
+        let hash = self.keys.hash_one(client_key(client));
+        let first = &self.counts[hash as usize % BUCKETS];
+        let second = &self.counts[BUCKETS + (hash >> 32) as usize % BUCKETS];
+        let held = first
+            .fetch_add(1, Ordering::AcqRel)
+            .min(second.fetch_add(1, Ordering::AcqRel));
+        let share = Share([first, second]);
+        (held < self.max).then_some(share)
+    }
+}
+
+/// Who counts as one client: an IPv4 address, or an IPv6 address's /64
+/// (one host usually has a whole /64 and can send from any address in it).
+fn client_key(client: IpAddr) -> u64 {
+    match client.to_canonical() {
+        IpAddr::V4(v4) => u64::from(u32::from(v4)),
+        IpAddr::V6(v6) => (u128::from(v6) >> 64) as u64 | 1 << 63,
+    }
 }
 
 /// The service is at its limit and the wait ran out (or could not start).
@@ -77,10 +162,12 @@ pub trait KeepGates {
 
 impl Gate {
     fn new(limits: Limits) -> Self {
+        let shared = limits.max_per_client > 0 && limits.max_per_client < limits.max_concurrent;
         Self {
             slots: Semaphore::new(limits.max_concurrent),
             waiting: AtomicUsize::new(0),
             limits,
+            shares: shared.then(|| Shares::new(limits.max_per_client)),
         }
     }
 
@@ -97,10 +184,25 @@ impl Gate {
         Some(registries.keep_gate(service, limits, || Gate::new(limits)))
     }
 
-    /// Takes a slot: at once when one is free, else after a wait of at most
-    /// `queue_timeout` if the queue has room. The slot is given back when
-    /// the returned permit is dropped.
-    pub async fn admit(&self) -> Result<SemaphorePermit<'_>, Refused> {
+    /// Takes a slot for a request from `client`: refused at once if the
+    /// client holds its whole share, else at once when a slot is free, else
+    /// after a wait of at most `queue_timeout` if the queue has room. The
+    /// slot is given back when the returned value is dropped.
+    pub async fn admit(&self, client: IpAddr) -> Result<Admitted<'_>, Refused> {
+        // A client past its share does not wait: waiting would only hold
+        // its request longer, and take queue room from the others.
+        let share = match &self.shares {
+            Some(shares) => Some(shares.take(client).ok_or(Refused)?),
+            None => None,
+        };
+        let slot = self.slot().await?;
+        Ok(Admitted {
+            _slot: slot,
+            _share: share,
+        })
+    }
+
+    async fn slot(&self) -> Result<SemaphorePermit<'_>, Refused> {
         // The common case is one atomic compare-and-swap; only a request
         // that must wait enters the semaphore's (FIFO) wait list.
         if let Ok(permit) = self.slots.try_acquire() {
@@ -171,23 +273,79 @@ impl ConnectionLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt;
+
+    const ONE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1));
 
     fn limits(max: usize, wait_ms: u64) -> Limits {
         Limits {
             max_concurrent: max,
             queue_timeout: Duration::from_millis(wait_ms),
+            max_per_client: 0,
         }
+    }
+
+    #[tokio::test]
+    async fn one_client_holds_at_most_its_share_and_the_others_the_rest() {
+        let gate = Gate::new(Limits {
+            max_per_client: 3,
+            ..limits(100, 0)
+        });
+        let greedy: Vec<_> = futures_util::future::join_all((0..3).map(|_| gate.admit(ONE)))
+            .await
+            .into_iter()
+            .map(|a| a.expect("within its share"))
+            .collect();
+        assert_eq!(gate.admit(ONE).await.err(), Some(Refused), "past its share");
+        // An IPv6 client is one /64.
+        let v6 =
+            |last: u16| IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last));
+        let held: Vec<_> = (1..=3)
+            .map(|i| {
+                gate.admit(v6(i))
+                    .now_or_never()
+                    .expect("no wait")
+                    .expect("admitted")
+            })
+            .collect();
+        assert_eq!(gate.admit(v6(9)).await.err(), Some(Refused));
+        // Everyone else still gets slots, whatever the table's keys.
+        let others: Vec<_> = (2..=60u8)
+            .filter_map(|i| {
+                let ip = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i));
+                gate.admit(ip).now_or_never().expect("no wait").ok()
+            })
+            .collect();
+        assert!(others.len() >= 58, "{} of 59 others admitted", others.len());
+        assert_eq!(gate.in_progress(), 6 + others.len());
+        drop(greedy);
+        drop(held);
+        drop(others);
+        assert_eq!(gate.in_progress(), 0);
+        assert!(gate.admit(ONE).await.is_ok(), "its share is given back");
+        let counts = gate.shares.as_ref().expect("a table").counts.iter();
+        assert!(counts.map(|c| c.load(Ordering::Relaxed)).all(|c| c == 0));
+    }
+
+    #[test]
+    fn a_share_as_large_as_the_whole_needs_no_table() {
+        let whole = Limits {
+            max_per_client: 8,
+            ..limits(8, 0)
+        };
+        assert!(Gate::new(whole).shares.is_none());
+        assert!(Gate::new(limits(8, 0)).shares.is_none());
     }
 
     #[tokio::test]
     async fn slots_are_counted_and_given_back() {
         let gate = Gate::new(limits(2, 0));
-        let a = gate.admit().await.expect("first");
-        let b = gate.admit().await.expect("second");
-        assert_eq!(gate.admit().await.err(), Some(Refused));
+        let a = gate.admit(ONE).await.expect("first");
+        let b = gate.admit(ONE).await.expect("second");
+        assert_eq!(gate.admit(ONE).await.err(), Some(Refused));
         assert_eq!(gate.in_progress(), 2);
         drop(a);
-        let c = gate.admit().await.expect("a slot is free again");
+        let c = gate.admit(ONE).await.expect("a slot is free again");
         drop((b, c));
         assert_eq!(gate.in_progress(), 0);
     }
@@ -195,16 +353,16 @@ mod tests {
     #[tokio::test]
     async fn a_waiting_request_gets_the_next_free_slot() {
         let gate = Arc::new(Gate::new(limits(1, 60_000)));
-        let held = gate.admit().await.expect("first");
+        let held = gate.admit(ONE).await.expect("first");
         let waiter = {
             let gate = gate.clone();
-            tokio::spawn(async move { gate.admit().await.map(drop) })
+            tokio::spawn(async move { gate.admit(ONE).await.map(drop) })
         };
         while gate.waiting() == 0 {
             tokio::task::yield_now().await;
         }
         // The queue holds as many as may be in progress: one.
-        assert_eq!(gate.admit().await.err(), Some(Refused));
+        assert_eq!(gate.admit(ONE).await.err(), Some(Refused));
         drop(held);
         assert_eq!(waiter.await.expect("joined"), Ok(()));
         assert_eq!(gate.waiting(), 0);
@@ -213,8 +371,8 @@ mod tests {
     #[tokio::test]
     async fn a_wait_ends_with_a_refusal() {
         let gate = Gate::new(limits(1, 50));
-        let _held = gate.admit().await.expect("first");
-        assert_eq!(gate.admit().await.err(), Some(Refused));
+        let _held = gate.admit(ONE).await.expect("first");
+        assert_eq!(gate.admit(ONE).await.err(), Some(Refused));
         assert_eq!(gate.waiting(), 0);
     }
 

@@ -229,6 +229,15 @@ impl H2Body {
         Ok(())
     }
 
+    /// Whether the body is known to have begun, or to have none: a body
+    /// announced with a `content-length` above 0 has begun once its first
+    /// bytes (or the stream's end) have been read. A body of unknown
+    /// length counts as begun: it may never come, and streams without
+    /// one (gRPC) are not held back.
+    pub fn started(&self) -> bool {
+        self.data_done || self.held.is_some() || !matches!(self.remaining, Some(n) if n > 0)
+    }
+
     /// Counts `data` against the announced length and keeps it.
     fn take(&mut self, data: Bytes) {
         if let Some(left) = self.remaining.as_mut() {

@@ -19,6 +19,7 @@ fn ctx() -> CompileContext {
         service_limits: crate::overload::Limits {
             max_concurrent: 0,
             queue_timeout: std::time::Duration::ZERO,
+            max_per_client: 0,
         },
         ..CompileContext::default()
     }

@@ -20,6 +20,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
         service_limits: crate::overload::Limits {
             max_concurrent: 0,
             queue_timeout: std::time::Duration::ZERO,
+            max_per_client: 0,
         },
         entry_point_tls: ep_tls,
         cert_resolvers: vec!["le".into(), "dns".into()],

@@ -986,6 +986,12 @@ pub struct ServersTransport {
     /// gangway: how long a request past a service's limit may wait for a
     /// slot before it gets 503 (`0s`: no wait). Default `100ms`.
     pub queue_timeout: Duration,
+    /// gangway: requests one client (source address; an IPv6 /64) may have
+    /// in progress at once at each service, so that no client can hold a
+    /// whole service's `maxConcurrentRequests` (`0`: no share of its own).
+    /// Past it the client's request gets 503 at once. Default `256`, more
+    /// than one HTTP/2 connection's streams.
+    pub max_concurrent_requests_per_client: usize,
 }
 
 impl Default for ServersTransport {
@@ -997,6 +1003,7 @@ impl Default for ServersTransport {
             root_cas: Vec::new(),
             max_concurrent_requests: 1024,
             queue_timeout: Duration::from_millis(100),
+            max_concurrent_requests_per_client: 256,
         }
     }
 }

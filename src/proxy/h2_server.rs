@@ -14,6 +14,7 @@
 //! is set when the body's size is known, a stream the client resets stops
 //! its request, and a failed answer resets its stream.
 
+use super::error::Kind;
 use super::forwarded::strip_connection_specific;
 use super::{ConnInfo, Proxy};
 use crate::body::ClientStream;
@@ -336,13 +337,50 @@ async fn answer_stream(
         respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
         return;
     }
+    // As nginx reads a request's body before it goes to a server: a body
+    // announced and not begun is waited for (within the head's time limit)
+    // before the request can take a server's slot, so streams whose bodies
+    // never come hold nothing but themselves. Not with
+    // `Expect: 100-continue`, whose body waits for gangway's go-ahead, nor
+    // when the announced length is past the entry point's limit: that
+    // request gets its 413 without the body.
+    let too_large = info
+        .entry_point
+        .max_request_body_bytes
+        .zip(http_body::Body::size_hint(&body).exact())
+        .is_some_and(|(limit, declared)| declared > limit);
+    if !body.started() && !too_large && !parts.headers.contains_key(header::EXPECT) {
+        let limit = super::connection::first_bytes_limit(&info.entry_point);
+        let begun = poll_fn(|cx| match body.read_ready(cx) {
+            Err(e) => Poll::Ready(Err(e)),
+            Ok(()) if body.started() => Poll::Ready(Ok(())),
+            Ok(()) => Poll::Pending,
+        });
+        match tokio::time::timeout(limit, begun).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "request body broke its stream before it began");
+                respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(peer = %info.peer, "announced request body never began");
+                answer(&mut respond, Kind::RequestTimeout.into_response()).await;
+                return;
+            }
+        }
+    }
     let body = ClientStream::H2(body);
     let mut served = pin!(proxy.serve_request(info, Request::from_parts(parts, body)));
+    // The reset is looked at first: a stream h2 has reset since the last
+    // look (the client's RST_STREAM, or DATA past the content-length that
+    // arrived while the request waited for a slot or a middleware) is
+    // dropped before its request can move on to a server.
     let served = poll_fn(|cx| {
-        if let Poll::Ready(resp) = served.as_mut().poll(cx) {
-            return Poll::Ready(Some(resp));
+        if respond.poll_reset(cx).is_ready() {
+            return Poll::Ready(None);
         }
-        respond.poll_reset(cx).map(|_| None)
+        served.as_mut().poll(cx).map(Some)
     })
     .await;
     let resp = match served {
@@ -357,6 +395,14 @@ async fn answer_stream(
             return;
         }
     };
+    answer(&mut respond, resp).await;
+}
+
+/// Sends `resp` on the stream: its head, then its body.
+async fn answer<B>(respond: &mut SendResponse<Bytes>, resp: Response<B>)
+where
+    B: Body<Data = Bytes, Error = crate::body::BoxError> + Unpin,
+{
     let (mut head, body) = resp.into_parts();
     strip_connection_specific(&mut head.headers);
     if !head.headers.contains_key(header::DATE) {

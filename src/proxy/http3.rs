@@ -14,6 +14,17 @@
 //! sent a Retry first, always. Its next Initial carries the token, so a
 //! spoofed source costs gangway one small packet and no handshake state,
 //! and gangway never amplifies towards someone else's address.
+//!
+//! Reset floods: a client that opens streams and cancels them before their
+//! answers (HTTP/2's "rapid reset" over QUIC) costs gangway a task and a
+//! request head each time, and QUIC gives it a new stream for each one it
+//! ends. Past `limits.maxPendingResetStreams` such streams on a connection,
+//! when they are more than half of its streams, the connection is closed
+//! with `H3_EXCESSIVE_LOAD`, as HTTP/2's are with `ENHANCE_YOUR_CALM`.
+//! Stream credit comes back only as streams end here, so a resetting
+//! client gets at most its concurrent streams and that budget before the
+//! close. The half keeps a browser that cancels a page's pending loads on
+//! its connection.
 
 use super::forwarded::strip_connection_specific;
 use super::{ConnInfo, EntryPointInfo, Proxy};
@@ -48,6 +59,45 @@ const ALPN_H3: &[u8] = b"h3";
 /// point's `idleTimeout` (no request for that long) is kept separately.
 const DEAD_PEER: Duration = Duration::from_secs(30);
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// `H3_EXCESSIVE_LOAD` (RFC 9114 §8.1): the peer's behaviour is
+/// generating excessive load.
+const H3_EXCESSIVE_LOAD: u32 = 0x107;
+
+/// How a request stream ended, for the connection's count of streams the
+/// client abandoned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Outcome {
+    /// Answered, refused by gangway, or cut for its time limits.
+    Served,
+    /// The client reset it, or ended it unfinished, before its answer's
+    /// head went out.
+    Cancelled,
+}
+
+/// Counts a connection's streams and those its client cancelled; says
+/// when the cancelled ones are a flood.
+#[derive(Debug, Default)]
+struct ResetBudget {
+    opened: u64,
+    cancelled: u64,
+}
+
+impl ResetBudget {
+    fn opened(&mut self) {
+        self.opened += 1;
+    }
+
+    /// Records how a stream ended; true once the client has cancelled more
+    /// than `budget` streams and more than half of all it opened (`budget`
+    /// 0: no limit).
+    fn ended(&mut self, outcome: Outcome, budget: u32) -> bool {
+        if outcome == Outcome::Cancelled {
+            self.cancelled += 1;
+        }
+        budget > 0 && self.cancelled > u64::from(budget) && self.cancelled * 2 > self.opened
+    }
+}
 
 /// Unidirectional streams a client may open: HTTP/3 needs three (control,
 /// QPACK encoder and decoder); a few more allow for reserved (grease) ones.
@@ -244,8 +294,10 @@ async fn serve_connection(
     }
     let idle = entry_point.idle_timeout;
     let info = Arc::new(ConnInfo::new(entry_point, peer, true, sni));
-    let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = ()> + Send>>> =
+    let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = Outcome> + Send>>> =
         FuturesUnordered::new();
+    let budget = info.entry_point.limits.max_pending_reset_streams;
+    let mut resets = ResetBudget::default();
     let mut draining = false;
     let mut last_answer = Instant::now();
     let far = Instant::now() + Duration::from_secs(86_400);
@@ -256,6 +308,7 @@ async fn serve_connection(
         tokio::select! {
             accepted = h3.accept() => match accepted {
                 Ok(Some(resolver)) => {
+                    resets.opened();
                     streams.push(Box::pin(answer_stream(proxy.clone(), info.clone(), resolver, limit)));
                 }
                 // The client said GOAWAY and its requests are done.
@@ -265,7 +318,17 @@ async fn serve_connection(
                     break;
                 }
             },
-            Some(()) = streams.next(), if !streams.is_empty() => {
+            Some(outcome) = streams.next(), if !streams.is_empty() => {
+                if resets.ended(outcome, budget) {
+                    tracing::debug!(%peer, cancelled = resets.cancelled, opened = resets.opened, "HTTP/3 streams cancelled past the budget; connection closed");
+                    conn.close(H3_EXCESSIVE_LOAD.into(), b"too many streams cancelled");
+                    drop(streams);
+                    drop(h3);
+                    if let Some(s) = &stats {
+                        s.connection_closed();
+                    }
+                    return;
+                }
                 if streams.is_empty() {
                     last_answer = Instant::now();
                     if draining {
@@ -305,15 +368,14 @@ async fn answer_stream(
     info: Arc<ConnInfo>,
     resolver: h3::server::RequestResolver<h3_quinn::Connection, Bytes>,
     limit: Duration,
-) {
+) -> Outcome {
     let (req, stream) = match timeout(limit, resolver.resolve_request()).await {
         Ok(Ok(resolved)) => resolved,
-        // An oversized head has had its 431 from h3 already.
         Ok(Err(e)) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request head refused");
-            return;
+            return cancelled_or_served(&e);
         }
-        Err(_) => return,
+        Err(_) => return Outcome::Served,
     };
     let (mut send, recv) = stream.split();
     let (parts, ()) = req.into_parts();
@@ -338,14 +400,14 @@ async fn answer_stream(
         Ok(Err(e)) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body broke off before forwarding");
             send.stop_stream(h3::error::Code::H3_REQUEST_INCOMPLETE);
-            return;
+            return Outcome::Cancelled;
         }
     }
     let req = Request::from_parts(parts, ClientStream::H3(Box::new(body)));
     // An error: writeTimeout passed before the answer started.
     let Ok(resp) = proxy.serve_request(info, req).await else {
         send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
-        return;
+        return Outcome::Served;
     };
     let (mut head, mut body) = resp.into_parts();
     strip_connection_specific(&mut head.headers);
@@ -360,7 +422,7 @@ async fn answer_stream(
     }
     if let Err(e) = send.send_response(Response::from_parts(head, ())).await {
         tracing::debug!(error = %e, "HTTP/3 answer head not sent");
-        return;
+        return cancelled_or_served(&e);
     }
     while let Some(frame) = body.frame().await {
         let sent = match frame {
@@ -375,13 +437,60 @@ async fn answer_stream(
             Err(e) => {
                 tracing::debug!(error = %e, "answer body broke off; HTTP/3 stream reset");
                 send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
-                return;
+                return Outcome::Served;
             }
         };
         if let Err(e) = sent {
             tracing::debug!(error = %e, "HTTP/3 answer not sent");
-            return;
+            return Outcome::Served;
         }
     }
     let _ = send.finish().await;
+    Outcome::Served
+}
+
+/// A stream error the client caused by cancelling: its reset (or
+/// STOP_SENDING), or its end before a whole head.
+fn cancelled_or_served(e: &h3::error::StreamError) -> Outcome {
+    match e {
+        h3::error::StreamError::RemoteTerminate { .. } => Outcome::Cancelled,
+        h3::error::StreamError::StreamError { code, .. }
+            if *code == h3::error::Code::H3_REQUEST_INCOMPLETE =>
+        {
+            Outcome::Cancelled
+        }
+        _ => Outcome::Served,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_is_cut_past_the_budget_of_cancelled_streams_only() {
+        let mut flood = ResetBudget::default();
+        let cut = (1..=100).find(|_| {
+            flood.opened();
+            flood.ended(Outcome::Cancelled, 20)
+        });
+        assert_eq!(cut, Some(21), "the 21st cancelled stream ends it");
+        // A browser leaving a page: 30 loads cancelled among 80 streams.
+        let mut page = ResetBudget::default();
+        for i in 0..80 {
+            page.opened();
+            let outcome = if i >= 50 {
+                Outcome::Cancelled
+            } else {
+                Outcome::Served
+            };
+            assert!(!page.ended(outcome, 20), "stream {i}");
+        }
+        // 0: no limit.
+        let mut free = ResetBudget::default();
+        for _ in 0..1000 {
+            free.opened();
+            assert!(!free.ended(Outcome::Cancelled, 0));
+        }
+    }
 }

@@ -207,10 +207,12 @@ impl Proxy {
         // The route's own service is bounded; a service a middleware sends
         // to (error pages) is not. The slot is held until the answer's headers.
         let _slot = match &route.gate {
-            Some(gate) if std::ptr::eq(upstream, &*route.upstream) => match gate.admit().await {
-                Ok(slot) => Some(slot),
-                Err(_) => return Kind::Overloaded.into_response(),
-            },
+            Some(gate) if std::ptr::eq(upstream, &*route.upstream) => {
+                match gate.admit(conn.peer.ip()).await {
+                    Ok(slot) => Some(slot),
+                    Err(_) => return Kind::Overloaded.into_response(),
+                }
+            }
             _ => None,
         };
         self.forward(conn, route, upstream, host_value, req).await

@@ -34,6 +34,7 @@ pub fn compile_context(
         root_cas,
         max_concurrent_requests,
         queue_timeout,
+        max_concurrent_requests_per_client,
     } = &config.servers_transport;
     #[deny(unused_variables)] // an option read nowhere fails the build
     let TcpServersTransport {
@@ -93,6 +94,7 @@ pub fn compile_context(
         service_limits: crate::overload::Limits {
             max_concurrent: *max_concurrent_requests,
             queue_timeout: queue_timeout.0,
+            max_per_client: *max_concurrent_requests_per_client,
         },
         entry_point_tls: config
             .entry_points

@@ -762,6 +762,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Longest wait for a slot past a service's limit before a 503.",
     ),
     opt(
+        "serversTransport.maxConcurrentRequestsPerClient",
+        ValueKind::Int,
+        "256",
+        "Requests one client address may have in progress at each service (0: no own limit).",
+    ),
+    opt(
         "serversTransport.forwardingTimeouts.dialTimeout",
         ValueKind::Duration,
         "30s",

@@ -1715,7 +1715,8 @@ fn serializes_for_the_api() {
                 "insecureSkipVerify": false,
                 "rootCAs": [],
                 "maxConcurrentRequests": 1024,
-                "queueTimeout": "100ms"
+                "queueTimeout": "100ms",
+                "maxConcurrentRequestsPerClient": 256
             },
             "tcpServersTransport": {
                 "dialTimeout": "30s",

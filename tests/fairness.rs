@@ -1,0 +1,476 @@
+//! One client cannot take the others' share: a flood of HTTP/2 streams
+//! whose bodies never come leaves other clients answered; a body already
+//! past its length never reaches a server; an HTTP/3 reset flood ends its
+//! connection. Each against the real binary with a real backend.
+
+mod support;
+
+use bytes::Bytes;
+use http::{Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::{Backend, Gangway, eventually};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn route(backend: &Backend) -> String {
+    support::one_route("app", "Host(`app.test`)", &[&backend.url()])
+}
+
+/// What the backend has seen: requests whose body it is still reading
+/// now and at most, and the paths of every head.
+#[derive(Default)]
+struct Seen {
+    reading: AtomicUsize,
+    most: AtomicUsize,
+    paths: Mutex<Vec<String>>,
+}
+
+/// A backend that reads each request's whole body before it answers, so a
+/// body that never comes holds the request at the server.
+async fn reading_backend() -> (Backend, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let counts = seen.clone();
+    let backend = Backend::serve(move |req: Request<Incoming>| {
+        let seen = counts.clone();
+        async move {
+            seen.paths.lock().unwrap().push(req.uri().path().to_owned());
+            let now = seen.reading.fetch_add(1, Ordering::SeqCst) + 1;
+            seen.most.fetch_max(now, Ordering::SeqCst);
+            let body = req.into_body().collect().await;
+            seen.reading.fetch_sub(1, Ordering::SeqCst);
+            let answer = match body {
+                Ok(b) => Bytes::from(format!("{} bytes", b.to_bytes().len())),
+                Err(_) => Bytes::from_static(b"broken"),
+            };
+            http::Response::new(Full::new(answer))
+        }
+    })
+    .await;
+    (backend, seen)
+}
+
+/// Resident memory of the gangway process now, in KiB.
+fn rss_kib(gw: &Gangway) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", gw.pid())).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// How the attacker's streams ended.
+#[derive(Default)]
+struct Refusals {
+    /// Streams opened.
+    opened: AtomicUsize,
+    /// 503 with Retry-After.
+    busy: AtomicUsize,
+    /// Reset with REFUSED_STREAM.
+    refused_stream: AtomicUsize,
+    /// Anything else (an answer, another reset).
+    other: AtomicUsize,
+}
+
+/// One connection of the attacker, from 127.0.0.2: every stream it may
+/// open is a POST announcing 100 bytes of body of which at most `sent`
+/// come, and each stream that ends is opened again at once.
+async fn attack(gw: SocketAddr, streams: usize, sent: &'static [u8], seen: Arc<Refusals>) {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(SocketAddr::from(([127, 0, 0, 2], 0)))
+        .expect("bind 127.0.0.2");
+    let tcp = socket.connect(gw).await.expect("connect");
+    let (client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    tokio::spawn(conn);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..streams {
+        let client = client.clone();
+        let seen = seen.clone();
+        tasks.spawn(async move {
+            loop {
+                let Ok(mut ready) = client.clone().ready().await else {
+                    return;
+                };
+                let req = Request::post("http://app.test/pin")
+                    .header("content-length", "100")
+                    .body(())
+                    .unwrap();
+                let Ok((answer, mut body)) = ready.send_request(req, false) else {
+                    return;
+                };
+                if !sent.is_empty() {
+                    let _ = body.send_data(Bytes::from_static(sent), false);
+                }
+                seen.opened.fetch_add(1, Ordering::SeqCst);
+                match answer.await {
+                    Ok(resp)
+                        if resp.status() == StatusCode::SERVICE_UNAVAILABLE
+                            && resp.headers().contains_key("retry-after") =>
+                    {
+                        seen.busy.fetch_add(1, Ordering::SeqCst)
+                    }
+                    Err(e) if e.reason() == Some(h2::Reason::REFUSED_STREAM) => {
+                        seen.refused_stream.fetch_add(1, Ordering::SeqCst)
+                    }
+                    _ => seen.other.fetch_add(1, Ordering::SeqCst),
+                };
+            }
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// The issue's attack: 8 connections × 250 streams of POSTs from one
+/// address, each announcing a body that never comes. Those requests never
+/// reach the server (gangway waits for a body to begin before it takes a
+/// server's slot), another client keeps being answered, memory stays
+/// bounded.
+#[tokio::test]
+async fn bodies_that_never_begin_take_no_server_slot_from_the_others() {
+    let flood = flood(b"").await;
+    assert!(
+        flood.answered * 10 >= flood.tries * 9,
+        "{} of {} answered during the attack",
+        flood.answered,
+        flood.tries
+    );
+    assert_eq!(
+        flood.attacker_at_server, 0,
+        "announced bodies that never began reached the server"
+    );
+    assert_rss_bounded(&flood);
+}
+
+/// The same flood with each body begun (1 of its 100 bytes) and never
+/// finished: the attacker holds its share of the service (256 of 1024)
+/// and no more; its further streams get 503 with Retry-After; another
+/// client keeps being answered; memory stays bounded.
+#[tokio::test]
+async fn a_client_pinning_requests_holds_only_its_share_of_the_service() {
+    let flood = flood(b"x").await;
+    assert!(
+        flood.answered * 10 >= flood.tries * 9,
+        "{} of {} answered during the attack",
+        flood.answered,
+        flood.tries
+    );
+    // The other client's requests add at most one at a time.
+    assert!(
+        (256..=257).contains(&flood.most_at_server),
+        "{} requests held at the server at most",
+        flood.most_at_server
+    );
+    assert!(
+        flood.busy + flood.refused_stream >= 1000,
+        "refusals: {} × 503, {} × REFUSED_STREAM",
+        flood.busy,
+        flood.refused_stream
+    );
+    assert_rss_bounded(&flood);
+}
+
+fn assert_rss_bounded(flood: &Flood) {
+    let grown = flood.rss_after.saturating_sub(flood.rss_before);
+    assert!(
+        grown < 32 * 1024,
+        "RSS grew by {grown} KiB under the attack ({} → {} KiB)",
+        flood.rss_before,
+        flood.rss_after
+    );
+}
+
+/// What a flood did.
+struct Flood {
+    tries: usize,
+    answered: usize,
+    most_at_server: usize,
+    attacker_at_server: usize,
+    busy: usize,
+    refused_stream: usize,
+    rss_before: u64,
+    rss_after: u64,
+}
+
+/// gangway with its defaults (1024 requests per service, 256 per client)
+/// and a backend that reads whole bodies; 8 × 250 attacking streams that
+/// send `sent` of their body; 50 GETs from another client meanwhile, each
+/// on a fresh connection.
+async fn flood(sent: &'static [u8]) -> Flood {
+    let (backend, seen) = reading_backend().await;
+    let gw = Gangway::with_file(&route(&backend), &[]).await;
+    eventually(WAIT, "route served", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    for _ in 0..20 {
+        assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
+    }
+    let rss_before = rss_kib(&gw);
+
+    let addr: SocketAddr = format!("127.0.0.1:{}", gw.port).parse().unwrap();
+    let refusals = Arc::new(Refusals::default());
+    let attacker: Vec<_> = (0..8)
+        .map(|_| tokio::spawn(attack(addr, 250, sent, refusals.clone())))
+        .collect();
+    // The attack is on once all its streams are open, and when bodies
+    // begin, once it holds its share and is refused more.
+    eventually(WAIT, "the attacker's streams are open", || async {
+        refusals.opened.load(Ordering::SeqCst) >= 8 * 250
+    })
+    .await;
+    if !sent.is_empty() {
+        eventually(WAIT, "the attacker holds its share", || async {
+            seen.reading.load(Ordering::SeqCst) >= 256
+                && refusals.busy.load(Ordering::SeqCst)
+                    + refusals.refused_stream.load(Ordering::SeqCst)
+                    >= 1000
+        })
+        .await;
+    }
+
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let mut answered = 0;
+    const TRIES: usize = 50;
+    for i in 0..TRIES {
+        let req = Request::get(gw.url(&format!("/ok/{i}")))
+            .header("host", "app.test")
+            .header("connection", "close")
+            .body(Full::default())
+            .unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(20), client.request(req)).await;
+        if let Ok(Ok(resp)) = got
+            && resp.status() == StatusCode::OK
+        {
+            answered += 1;
+        }
+    }
+    let rss_after = rss_kib(&gw);
+    for task in &attacker {
+        task.abort();
+    }
+    let attacker_at_server = seen
+        .paths
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|p| *p == "/pin")
+        .count();
+    let flood = Flood {
+        tries: TRIES,
+        answered,
+        most_at_server: seen.most.load(Ordering::SeqCst),
+        attacker_at_server,
+        busy: refusals.busy.load(Ordering::SeqCst),
+        refused_stream: refusals.refused_stream.load(Ordering::SeqCst),
+        rss_before,
+        rss_after,
+    };
+    eprintln!(
+        "answered {answered}/{TRIES}; at the server at most {}, {attacker_at_server} of the attacker's; \
+         attacker: {} × 503, {} × REFUSED_STREAM, {} other; RSS {rss_before} → {rss_after} KiB",
+        flood.most_at_server,
+        flood.busy,
+        flood.refused_stream,
+        refusals.other.load(Ordering::SeqCst)
+    );
+    flood
+}
+
+// === raw HTTP/2 frames ===
+
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = (payload.len() as u32).to_be_bytes();
+    let mut out = vec![len[1], len[2], len[3], kind, flags];
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// A header block of literal fields without indexing (RFC 7541 §6.2.2),
+/// names and values shorter than 127 bytes.
+fn header_block(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, value) in fields {
+        out.push(0);
+        out.push(name.len() as u8);
+        out.extend_from_slice(name.as_bytes());
+        out.push(value.len() as u8);
+        out.extend_from_slice(value.as_bytes());
+    }
+    out
+}
+
+fn post(path: &str, length: &str) -> Vec<u8> {
+    header_block(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":authority", "app.test"),
+        (":path", path),
+        ("content-length", length),
+    ])
+}
+
+/// Reads frames as (kind, stream) until `done` says so or the connection
+/// ends.
+async fn frames_until(tcp: &mut TcpStream, done: impl Fn(&[(u8, u32)]) -> bool) -> Vec<(u8, u32)> {
+    let mut bytes = Vec::new();
+    let mut frames = Vec::new();
+    let mut buf = [0u8; 16384];
+    while !done(&frames) {
+        let n = match tokio::time::timeout(WAIT, tcp.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => n,
+            _ => break,
+        };
+        bytes.extend_from_slice(&buf[..n]);
+        while bytes.len() >= 9 {
+            let len = u32::from_be_bytes([0, bytes[0], bytes[1], bytes[2]]) as usize;
+            if bytes.len() < 9 + len {
+                break;
+            }
+            let stream = u32::from_be_bytes([bytes[5], bytes[6], bytes[7], bytes[8]]) & 0x7fff_ffff;
+            frames.push((bytes[3], stream));
+            bytes.drain(..9 + len);
+        }
+    }
+    frames
+}
+
+/// A body whose DATA frames have already passed its content-length when
+/// its head is read is refused before anything of it reaches the server,
+/// however many frames it came in; one that keeps to its length passes.
+#[tokio::test]
+async fn an_http2_body_already_past_its_length_never_reaches_the_server() {
+    let (backend, seen) = reading_backend().await;
+    let gw = Gangway::with_file(&route(&backend), &[]).await;
+    eventually(WAIT, "route served", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let mut tcp = TcpStream::connect(("127.0.0.1", gw.port)).await.unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    // Stream 1: five bytes announced, eleven sent in three frames, all in
+    // one write with the head.
+    out.extend(frame(HEADERS, END_HEADERS, 1, &post("/past", "5")));
+    out.extend(frame(DATA, 0, 1, b"he"));
+    out.extend(frame(DATA, 0, 1, b"llo"));
+    out.extend(frame(DATA, END_STREAM, 1, b" world"));
+    // Stream 3: a body that keeps to its length, to show what passes.
+    out.extend(frame(HEADERS, END_HEADERS, 3, &post("/kept", "5")));
+    out.extend(frame(DATA, END_STREAM, 3, b"hello"));
+    tcp.write_all(&out).await.unwrap();
+    let frames = frames_until(&mut tcp, |fs| {
+        fs.contains(&(RST_STREAM, 1)) && fs.contains(&(DATA, 3)) || fs.iter().any(|f| f.0 == GOAWAY)
+    })
+    .await;
+    assert!(frames.contains(&(RST_STREAM, 1)), "{frames:?}");
+    assert!(frames.contains(&(DATA, 3)), "{frames:?}");
+    let paths = seen.paths.lock().unwrap().clone();
+    assert!(paths.iter().any(|p| p == "/kept"), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p == "/past"),
+        "a body already past its length reached the server: {paths:?}"
+    );
+}
+
+// === HTTP/3 ===
+
+/// A QUIC client that opens request streams and cancels each at once
+/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
+/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
+/// reaches the server.
+#[tokio::test]
+async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+    use support::tls::{TestCa, TlsClient};
+    let (backend, seen) = reading_backend().await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["app.test"]);
+    let cert = files.path().join("app.pem");
+    let key_file = files.path().join("app.key");
+    std::fs::write(&cert, chain).unwrap();
+    std::fs::write(&key_file, key).unwrap();
+    let dynamic = format!(
+        "[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n\
+         [http.routers.app]\nrule = \"Host(`app.test`)\"\nentryPoints = [\"websecure\"]\nservice = \"app\"\n\
+         [http.routers.app.tls]\n\
+         [http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n",
+        cert.display(),
+        key_file.display(),
+        backend.url()
+    );
+    let port = support::free_port();
+    let address = format!("--entryPoints.websecure.address=127.0.0.1:{port}");
+    let _gw = Gangway::with_file(&dynamic, &[&address, "--entryPoints.websecure.http3"]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(WAIT, "HTTP/3 route served", || async {
+        match support::http3::connect(&client, port, "app.test").await {
+            Ok(mut conn) => conn
+                .get("app.test", "/ready")
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK),
+            Err(_) => false,
+        }
+    })
+    .await;
+    let heads_before = seen.paths.lock().unwrap().len();
+
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    let mut send = conn.sender();
+    let mut opened = 0;
+    // Far more than the budget (maxPendingResetStreams, 20) and the
+    // concurrent streams (250) together.
+    while opened < 5000 && conn.conn.close_reason().is_none() {
+        let req = Request::get("https://app.test/flood").body(()).unwrap();
+        let Ok(Ok(mut stream)) = tokio::time::timeout(WAIT, send.send_request(req)).await else {
+            break;
+        };
+        stream.stop_stream(h3::error::Code::H3_REQUEST_CANCELLED);
+        stream.stop_sending(h3::error::Code::H3_REQUEST_CANCELLED);
+        opened += 1;
+    }
+    let reason = tokio::time::timeout(WAIT, conn.closed())
+        .await
+        .unwrap_or_else(|_| panic!("still open after {opened} streams cancelled"));
+    match &reason {
+        quinn::ConnectionError::ApplicationClosed(close) => {
+            assert_eq!(
+                close.error_code,
+                quinn::VarInt::from_u32(0x107),
+                "{reason:?}"
+            );
+        }
+        other => panic!("closed otherwise after {opened} streams: {other:?}"),
+    }
+    assert!(opened < 5000, "{opened} streams opened and cancelled");
+    let flooded: Vec<String> = seen.paths.lock().unwrap()[heads_before..]
+        .iter()
+        .filter(|p| *p == "/flood")
+        .cloned()
+        .collect();
+    assert!(
+        flooded.is_empty(),
+        "{} cancelled requests reached the server",
+        flooded.len()
+    );
+    eprintln!("closed with H3_EXCESSIVE_LOAD after {opened} streams opened and cancelled");
+}
