@@ -456,6 +456,10 @@ impl Unstored {
                 .store_account_key()
                 .and_then(|()| storage.save_certificate(domains, &self.pem))
                 .map(|path| path.display().to_string()),
+            ResolverStorage::Traefik(file) => file
+                .store_account_key()
+                .and_then(|()| file.save_certificate(domains, &self.pem))
+                .map(|path| path.display().to_string()),
             ResolverStorage::Shared(shared) => self.store_shared(resolver, shared, domains).await,
         };
         match result {

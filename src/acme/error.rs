@@ -40,6 +40,14 @@ pub enum AcmeError {
         /// The name given.
         entry_point: String,
     },
+    /// A Traefik `acme.json` that does not read.
+    #[error("ACME storage `{}` is not a Traefik acme.json gangway can read ({problem}); it is left as it is", path.display())]
+    TraefikFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where in the file.
+        problem: String,
+    },
     /// The storage folder or a file in it cannot be used.
     #[error("ACME storage `{}`: {source}", path.display())]
     Storage {

@@ -61,6 +61,8 @@ async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), Prob
 pub(super) enum ResolverStorage {
     /// A folder of this instance.
     File(Storage),
+    /// Traefik's `acme.json`, shared by the resolvers that name it.
+    Traefik(storage::traefik::AcmeJson),
     /// A store shared with other instances.
     Shared(Arc<SharedStorage>),
 }
@@ -209,6 +211,14 @@ impl Resolver {
                 &storage::ca_folder(&directory_url),
                 seal,
             )))
+        } else if storage::is_traefik_file(storage) {
+            let file = storage::traefik::AcmeJson::open(storage, name, email, &directory_url)?;
+            let contents = storage::traefik::read(storage, name)?;
+            if contents.traefik_account.is_some() && contents.gangway_account.is_none() {
+                // The ACME client here signs with P-256 keys only.
+                tracing::info!(resolver = %name, file = %storage.display(), "Traefik's account (an RSA key) is kept in the file for a move back; gangway registers its own P-256 account beside it");
+            }
+            ResolverStorage::Traefik(file)
         } else {
             if storage_encryption_key_file.is_some() {
                 tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
@@ -253,6 +263,7 @@ impl Resolver {
         }
         let key = match &self.storage {
             ResolverStorage::File(storage) => storage.account_key()?,
+            ResolverStorage::Traefik(file) => file.account_key(),
             ResolverStorage::Shared(shared) => {
                 let key = shared.account_key(&self.email).await;
                 self.store_answered(key.as_ref().err());
@@ -311,6 +322,16 @@ impl Resolver {
                     }
                 }
             }
+            ResolverStorage::Traefik(file) => match file.certificates() {
+                Ok(certs) => {
+                    for (what, pem) in certs {
+                        loaded += usize::from(self.serve_stored(registries, &what, &pem));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(resolver = %self.name, error = %e, "stored certificates cannot be read")
+                }
+            },
             ResolverStorage::Shared(shared) => {
                 let listed = tokio::time::timeout(STORE_TIMEOUT, shared.certificates())
                     .await
@@ -378,7 +399,7 @@ impl Resolver {
     pub fn shared(&self) -> Option<&Arc<SharedStorage>> {
         match &self.storage {
             ResolverStorage::Shared(s) => Some(s),
-            ResolverStorage::File(_) => None,
+            ResolverStorage::File(_) | ResolverStorage::Traefik(_) => None,
         }
     }
 
@@ -411,6 +432,13 @@ impl Resolver {
                 ResolverStorage::File(s) => StorageView {
                     kind: "file",
                     location: s.folder().display().to_string(),
+                    encrypted: None,
+                    instance: None,
+                    health: None,
+                },
+                ResolverStorage::Traefik(f) => StorageView {
+                    kind: "acme.json",
+                    location: f.path().display().to_string(),
                     encrypted: None,
                     instance: None,
                     health: None,
