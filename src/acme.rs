@@ -17,6 +17,7 @@
 mod cluster;
 pub mod dns;
 mod error;
+pub mod key;
 mod order;
 mod resolver;
 pub mod schedule;

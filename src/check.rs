@@ -395,6 +395,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.extend(provider_options(&config));
     }
     findings.extend(acme_storage(&config, options.compose.is_empty()));
+    findings.extend(acme_options(&config));
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
@@ -1258,6 +1259,17 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
                     location: url.location(),
                 },
             )),
+        }
+    }
+    out
+}
+
+/// Certificate resolver options gangway cannot use (they stop its start).
+fn acme_options(config: &StaticConfig) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, r) in &config.certificates_resolvers {
+        if let Err(e) = crate::acme::key::KeyType::parse(name, &r.acme.key_type) {
+            out.push(static_error(e));
         }
     }
     out

@@ -12,7 +12,7 @@ use std::time::Duration;
 pub enum AcmeError {
     /// An unsupported `keyType`.
     #[error(
-        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not supported (use EC256 or EC384)"
+        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not a key type (use EC256, EC384, RSA2048, RSA3072, RSA4096 or RSA8192)"
     )]
     KeyType {
         /// The resolver.

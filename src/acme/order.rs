@@ -45,8 +45,7 @@ pub(super) async fn obtain(
 ) -> Result<Vec<u8>, AcmeError> {
     let account = resolver.account().await?;
     let client = &resolver.client;
-    let key = rcgen::KeyPair::generate_for(resolver.key_type)
-        .map_err(|e| AcmeError::Order(format!("cannot make a key: {e}")))?;
+    let key = resolver.key_type.generate().await?;
     let mut params = rcgen::CertificateParams::new(domains.to_vec())
         .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
     params.distinguished_name = rcgen::DistinguishedName::new();

@@ -100,7 +100,7 @@ pub struct Resolver {
     pub(super) instance: String,
     pub(super) health: Mutex<StoreHealth>,
     pub(super) store_up: OnceLock<::metrics::Gauge>,
-    pub(super) key_type: &'static rcgen::SignatureAlgorithm,
+    pub(super) key_type: super::key::KeyType,
     pub(super) challenge: ChallengeKind,
     /// The DNS-01 side, when `dnsChallenge` is set.
     pub(super) dns: Option<Arc<dns::Solver>>,
@@ -134,17 +134,7 @@ impl Resolver {
             http_challenge,
             dns_challenge,
         } = config;
-        let key_type_name = key_type;
-        let key_type = match key_type_name.to_ascii_uppercase().as_str() {
-            "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
-            "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
-            _ => {
-                return Err(AcmeError::KeyType {
-                    resolver: name.to_owned(),
-                    value: key_type_name.clone(),
-                });
-            }
-        };
+        let key_type = super::key::KeyType::parse(name, key_type)?;
         let dns = match dns_challenge {
             Some(d) => Some(Arc::new(
                 dns::Solver::new(name, d, &|v| std::env::var(v).ok())

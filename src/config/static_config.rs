@@ -320,8 +320,9 @@ pub struct Acme {
     /// Contact address given to the CA (optional).
     pub email: String,
     /// Directory where the account key and certificates are kept (created
-    /// with mode 0700, files 0600). Default `acme`. Traefik's is a file,
-    /// `acme.json`; gangway keeps one file per certificate. A store URL
+    /// with mode 0700, files 0600). Default `acme`. A file instead (one
+    /// that exists, or a name ending in `.json`), such as Traefik's
+    /// `acme.json`, is read and written in Traefik's format. A store URL
     /// instead (`redis://host:6379/0`, `etcd://host:2379`) shares the
     /// account, certificates, challenge answers and order leases with
     /// every instance that names the same store.
@@ -334,7 +335,8 @@ pub struct Acme {
     /// The ACME directory URL. Default Let's Encrypt production; the word
     /// `staging` selects Let's Encrypt's staging directory.
     pub ca_server: String,
-    /// Key type of certificates: `EC256` (default) or `EC384`.
+    /// Key type of certificates: `EC256` (default; Traefik's is
+    /// `RSA4096`), `EC384`, `RSA2048`, `RSA3072`, `RSA4096` or `RSA8192`.
     pub key_type: String,
     /// Validity of the certificates in hours, as Traefik's option; gangway
     /// reads the real validity from each certificate, so this is only a

@@ -975,7 +975,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "certificatesResolvers.<name>.acme.storage",
         ValueKind::String,
         "acme",
-        "Directory for the account key and certificates (mode 0700), or a store URL (redis://, etcd://) shared by instances.",
+        "Directory for the account key and certificates (mode 0700), a Traefik acme.json file (read and written in its format), or a store URL (redis://, etcd://) shared by instances.",
     ),
     opt(
         "certificatesResolvers.<name>.acme.storageEncryptionKeyFile",
@@ -993,7 +993,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "certificatesResolvers.<name>.acme.keyType",
         ValueKind::String,
         "EC256",
-        "Certificate key type: EC256 or EC384.",
+        "Certificate key type: EC256, EC384, RSA2048, RSA3072, RSA4096 or RSA8192.",
     ),
     opt(
         "certificatesResolvers.<name>.acme.certificatesDuration",

@@ -1,0 +1,126 @@
+//! Traefik's ACME options that a CA here can exercise, against a real
+//! pebble: each certificate `keyType`, and `gangway check` refusing one
+//! that is not a key type.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+use support::pebble::{self, Pebble};
+use support::tls::{TlsClient, TlsGot};
+use support::{Backend, Gangway, eventually, free_port};
+
+const ISSUE: Duration = Duration::from_secs(120);
+
+/// One router per `(host, resolver)`.
+fn routers(backend: &str, hosts: &[(&str, &str)]) -> String {
+    let mut s = format!(
+        "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{backend}\"\n"
+    );
+    for (i, (host, resolver)) in hosts.iter().enumerate() {
+        s.push_str(&format!(
+            "[http.routers.r{i}]\nrule = \"Host(`{host}`)\"\nservice = \"app\"\n[http.routers.r{i}.tls]\ncertResolver = \"{resolver}\"\n"
+        ));
+    }
+    s
+}
+
+/// Flags for resolver `name` on `pebble`, with `options` (`key=value`
+/// below `certificatesResolvers.<name>.acme.`).
+fn resolver(
+    pebble: &Pebble,
+    name: &str,
+    storage: &std::path::Path,
+    options: &[&str],
+) -> Vec<String> {
+    let mut flags = pebble.resolver_flags(name);
+    flags.push(format!(
+        "--certificatesResolvers.{name}.acme.storage={}",
+        storage.join(name).display()
+    ));
+    flags.extend(
+        options
+            .iter()
+            .map(|o| format!("--certificatesResolvers.{name}.acme.{o}")),
+    );
+    flags
+}
+
+async fn served(client: &TlsClient, tls: u16, host: &str) -> TlsGot {
+    eventually(ISSUE, &format!("a pebble certificate for {host}"), || {
+        let client = client.clone();
+        async move {
+            client
+                .get(tls, host, None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == 200 && g.names() == [host])
+        }
+    })
+    .await;
+    client.get(tls, host, None, "/", true).await.unwrap()
+}
+
+/// `RSA <bits>` or `EC <curve oid>` of a leaf's public key.
+fn public_key(got: &TlsGot) -> String {
+    let (_, cert) = x509_parser::parse_x509_certificate(&got.leaf).expect("x509");
+    match cert.public_key().parsed().expect("a public key") {
+        x509_parser::public_key::PublicKey::RSA(rsa) => format!("RSA {}", rsa.key_size()),
+        x509_parser::public_key::PublicKey::EC(ec) => format!("EC {}", ec.key_size()),
+        other => format!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn each_key_type_gets_certificates_with_that_key() {
+    if !pebble::available("each_key_type_gets_certificates") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    let pebble = Pebble::start(web, tls, None).await;
+    let cases = [
+        ("ec384.test", "ec384", "EC384", "EC 384"),
+        ("rsa2048.test", "rsa2048", "RSA2048", "RSA 2048"),
+        ("rsa3072.test", "rsa3072", "RSA3072", "RSA 3072"),
+        ("rsa4096.test", "rsa4096", "RSA4096", "RSA 4096"),
+    ];
+    let mut flags = vec![format!("--entryPoints.websecure.address=127.0.0.1:{tls}")];
+    for (_, name, key_type, _) in cases {
+        flags.extend(resolver(
+            &pebble,
+            name,
+            storage.path(),
+            &[&format!("keyType={key_type}")],
+        ));
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let hosts: Vec<(&str, &str)> = cases.iter().map(|(h, n, _, _)| (*h, *n)).collect();
+    let gw = Gangway::with_file_on(web, &routers(&app.url(), &hosts), &flags).await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    for (host, _, key_type, want) in cases {
+        let got = served(&client, tls, host).await;
+        assert_eq!(public_key(&got), want, "{key_type}: {}", gw.log());
+    }
+    assert_eq!(pebble.orders(), cases.len());
+    drop(gw);
+}
+
+#[test]
+fn check_refuses_a_key_type_traefik_does_not_know() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .args([
+            "check",
+            "--certificatesResolvers.le.acme.keyType=RSA1024",
+            "--certificatesResolvers.ok.acme.keyType=RSA8192",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("certificatesResolvers.le.acme.keyType: `RSA1024` is not a key type"),
+        "{text}"
+    );
+    assert!(!text.contains("RSA8192`"), "{text}");
+}
