@@ -266,7 +266,9 @@ async fn keep_certificate(
         let now = unix_now();
         let due = match (&current, retry_at) {
             (_, Some(at)) => at,
-            (Some(c), None) => schedule::renew_at(c.cert.not_before, c.cert.not_after),
+            (Some(c), None) => {
+                schedule::renew_at(c.cert.not_before, c.cert.not_after, resolver.renew_window)
+            }
             (None, None) => now,
         };
         status.update(&key, |s| {

@@ -124,3 +124,76 @@ fn check_refuses_a_key_type_traefik_does_not_know() {
     );
     assert!(!text.contains("RSA8192`"), "{text}");
 }
+
+/// `/api/certificates`, through the router that sends `gw.test` to the API.
+async fn certificates(gw: &Gangway) -> serde_json::Value {
+    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body)
+        .expect("certificates json")
+}
+
+#[tokio::test]
+async fn certificates_duration_sets_when_renewal_starts() {
+    if !pebble::available("certificates_duration_sets_when_renewal_starts") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    // pebble's certificates last 5 years: the window is the option's.
+    let pebble = Pebble::start(web, tls, None).await;
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        "--api=true".to_owned(),
+    ];
+    flags.extend(resolver(
+        &pebble,
+        "day",
+        storage.path(),
+        &["certificatesDuration=24"],
+    ));
+    flags.extend(resolver(
+        &pebble,
+        "year",
+        storage.path(),
+        &["certificatesDuration=8760"],
+    ));
+    flags.extend(resolver(&pebble, "default", storage.path(), &[]));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut dynamic = routers(
+        &app.url(),
+        &[
+            ("day.test", "day"),
+            ("year.test", "year"),
+            ("default.test", "default"),
+        ],
+    );
+    dynamic.push_str("[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n");
+    let gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    for (host, window) in [
+        ("day.test", 6 * 3600),
+        ("year.test", 120 * 86400),
+        ("default.test", 30 * 86400),
+    ] {
+        served(&client, tls, host).await;
+        let find = |all: serde_json::Value| {
+            all.as_array()
+                .and_then(|a| a.iter().find(|c| c["domains"][0] == host))
+                .cloned()
+                .unwrap_or_default()
+        };
+        eventually(
+            Duration::from_secs(10),
+            &format!("{host}'s next renewal"),
+            || async {
+                let seen = find(certificates(&gw).await);
+                seen["nextAttempt"].is_i64() && seen["notAfter"].is_i64()
+            },
+        )
+        .await;
+        let seen = find(certificates(&gw).await);
+        let left = seen["notAfter"].as_i64().unwrap() - seen["nextAttempt"].as_i64().unwrap();
+        assert_eq!(left, window, "{host}: {seen}");
+    }
+    drop(gw);
+}

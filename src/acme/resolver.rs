@@ -101,6 +101,9 @@ pub struct Resolver {
     pub(super) health: Mutex<StoreHealth>,
     pub(super) store_up: OnceLock<::metrics::Gauge>,
     pub(super) key_type: super::key::KeyType,
+    /// Seconds before expiry when certificates are renewed, from
+    /// `certificatesDuration`.
+    pub(super) renew_window: i64,
     pub(super) challenge: ChallengeKind,
     /// The DNS-01 side, when `dnsChallenge` is set.
     pub(super) dns: Option<Arc<dns::Solver>>,
@@ -126,9 +129,7 @@ impl Resolver {
             storage_encryption_key_file,
             ca_server: _, // read through config.directory_url()
             key_type,
-            // Accepted for Traefik compatibility, and not used: renewal
-            // follows each certificate's own validity (schedule::renew_at).
-            certificates_duration: _,
+            certificates_duration,
             ca_certificates,
             tls_challenge: _, // read through ChallengeKind::of
             http_challenge,
@@ -235,6 +236,7 @@ impl Resolver {
                 vec![format!("mailto:{email}")]
             },
             key_type,
+            renew_window: schedule::renew_window(*certificates_duration),
             challenge,
             dns,
             client: Arc::new(client),

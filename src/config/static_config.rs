@@ -338,9 +338,10 @@ pub struct Acme {
     /// Key type of certificates: `EC256` (default; Traefik's is
     /// `RSA4096`), `EC384`, `RSA2048`, `RSA3072`, `RSA4096` or `RSA8192`.
     pub key_type: String,
-    /// Validity of the certificates in hours, as Traefik's option; gangway
-    /// reads the real validity from each certificate, so this is only a
-    /// hint. Default `2160` (90 days).
+    /// Validity of the certificates in hours, as Traefik's option: it sets
+    /// how long before expiry renewal starts (30 days for the default
+    /// `2160`, see `acme::schedule::renew_window`), never earlier than a
+    /// third of a certificate's real lifetime.
     pub certificates_duration: u64,
     /// PEM files of CAs to trust when talking to the ACME server (a
     /// private CA such as pebble), in addition to the system's web roots.

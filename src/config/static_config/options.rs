@@ -999,7 +999,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "certificatesResolvers.<name>.acme.certificatesDuration",
         ValueKind::Int,
         "2160",
-        "Expected certificate validity in hours (the real one is read from each certificate).",
+        "Certificate validity in hours; sets how long before expiry renewal starts, as in Traefik (2160: 30 days).",
     ),
     opt(
         "certificatesResolvers.<name>.acme.caCertificates",
