@@ -34,7 +34,7 @@ use cluster::{
 pub use cluster::{LEASE_TTL, check_shared_keys};
 pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
-pub use resolver::{Resolver, StoreHealth};
+pub use resolver::{Resolver, StoreHealth, Unsupported, unsupported};
 use serde::Serialize;
 use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};

@@ -1264,12 +1264,20 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
     out
 }
 
-/// Certificate resolver options gangway cannot use (they stop its start).
+/// Certificate resolver options gangway cannot use (they stop its start)
+/// or accepts without honouring them.
 fn acme_options(config: &StaticConfig) -> Vec<Finding> {
     let mut out = Vec::new();
     for (name, r) in &config.certificates_resolvers {
         if let Err(e) = crate::acme::key::KeyType::parse(name, &r.acme.key_type) {
             out.push(static_error(e));
+        }
+        for option in crate::acme::unsupported(name, &r.acme) {
+            out.push(Finding::general(
+                Severity::Warning,
+                "static configuration",
+                CheckProblem::AcmeUnsupported(option),
+            ));
         }
     }
     out

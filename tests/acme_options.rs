@@ -197,3 +197,61 @@ async fn certificates_duration_sets_when_renewal_starts() {
     }
     drop(gw);
 }
+
+#[test]
+fn options_gangway_cannot_honour_start_and_are_named_by_check() {
+    let flags = [
+        "--certificatesResolvers.le.acme.preferredChain=ISRG Root X1",
+        "--certificatesResolvers.le.acme.eab.kid=kid-1",
+        "--certificatesResolvers.le.acme.eab.hmacEncoded=aG1hYw",
+        "--certificatesResolvers.le.acme.httpChallenge.entryPoint=web",
+        "--certificatesResolvers.le.acme.httpChallenge.delay=1s",
+        "--certificatesResolvers.le.acme.disableCommonName=true",
+        "--certificatesResolvers.le.acme.certificateTimeout=45s",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .arg("check")
+        .args(flags)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for option in ["preferredChain", "eab"] {
+        assert!(
+            text.contains(&format!(
+                "warning: static configuration: certificatesResolvers.le.acme.{option} is accepted and not supported"
+            )),
+            "{option}: {text}"
+        );
+    }
+    assert!(text.contains("2 warnings"), "{text}");
+}
+
+#[tokio::test]
+async fn gangway_starts_with_them_and_logs_what_does_not_happen() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = format!(
+        "--certificatesResolvers.le.acme.storage={}",
+        dir.path().join("acme").display()
+    );
+    let gw = Gangway::with_file_env(
+        "",
+        &[
+            &storage,
+            "--certificatesResolvers.le.acme.preferredChain=ISRG Root X1",
+            "--certificatesResolvers.le.acme.dnsChallenge.provider=exec",
+            "--certificatesResolvers.le.acme.dnsChallenge.propagation.disableANSChecks=true",
+            "--certificatesResolvers.le.acme.dnsChallenge.delayBeforeCheck=5",
+        ],
+        &[("EXEC_PATH", "/bin/true")],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "the warning", || async {
+        gw.log()
+            .contains("certificatesResolvers.le.acme.preferredChain is accepted and not supported")
+            && gw
+                .log()
+                .contains("dnsChallenge.propagation.disableANSChecks")
+    })
+    .await;
+}

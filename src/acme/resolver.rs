@@ -101,6 +101,13 @@ pub struct Resolver {
     pub(super) health: Mutex<StoreHealth>,
     pub(super) store_up: OnceLock<::metrics::Gauge>,
     pub(super) key_type: super::key::KeyType,
+    /// Whether certificate requests carry the first name as common name.
+    pub(super) common_name: bool,
+    /// Wait between setting up an HTTP-01 or TLS-ALPN-01 answer and asking
+    /// the CA to validate.
+    pub(super) challenge_delay: Duration,
+    /// How long the CA may take to issue once the order is finalized.
+    pub(super) certificate_timeout: Duration,
     /// Seconds before expiry when certificates are renewed, from
     /// `certificatesDuration`.
     pub(super) renew_window: i64,
@@ -131,10 +138,24 @@ impl Resolver {
             key_type,
             certificates_duration,
             ca_certificates,
-            tls_challenge: _, // read through ChallengeKind::of
+            tls_challenge,
             http_challenge,
             dns_challenge,
+            ca_system_cert_pool,
+            disable_common_name,
+            // Reported through `unsupported`.
+            ca_server_name: _,
+            preferred_chain: _,
+            profile: _,
+            email_addresses: _,
+            eab: _,
+            client_timeout: _,
+            client_response_header_timeout: _,
+            certificate_timeout,
         } = config;
+        for option in unsupported(name, config) {
+            tracing::warn!(resolver = %name, "{option}");
+        }
         let key_type = super::key::KeyType::parse(name, key_type)?;
         let dns = match dns_challenge {
             Some(d) => Some(Arc::new(
@@ -144,6 +165,12 @@ impl Resolver {
             None => None,
         };
         let challenge = ChallengeKind::of(config);
+        let challenge_delay = match challenge {
+            ChallengeKind::Http01 => http_challenge.as_ref().map(|h| h.delay.0),
+            ChallengeKind::TlsAlpn01 => tls_challenge.as_ref().map(|t| t.delay.0),
+            ChallengeKind::Dns01 => None,
+        }
+        .unwrap_or_default();
         if let (ChallengeKind::Http01, Some(http)) = (challenge, http_challenge)
             && !entry_points.contains(&http.entry_point)
         {
@@ -153,7 +180,11 @@ impl Resolver {
             });
         }
         let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        // As Traefik: caCertificates replace the system's roots unless
+        // caSystemCertPool keeps them.
+        if ca_certificates.is_empty() || *ca_system_cert_pool {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        }
         for path in ca_certificates {
             use rustls::pki_types::CertificateDer;
             use rustls::pki_types::pem::PemObject;
@@ -237,6 +268,9 @@ impl Resolver {
             },
             key_type,
             renew_window: schedule::renew_window(*certificates_duration),
+            common_name: !*disable_common_name,
+            challenge_delay,
+            certificate_timeout: certificate_timeout.0,
             challenge,
             dns,
             client: Arc::new(client),
@@ -446,6 +480,77 @@ impl Resolver {
             warnings: self.warnings(),
         }
     }
+}
+
+/// A Traefik ACME option gangway accepts and cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("certificatesResolvers.{resolver}.acme.{option} is accepted and not supported: {why}")]
+pub struct Unsupported {
+    /// The resolver.
+    pub resolver: String,
+    /// The option below `acme.`.
+    pub option: &'static str,
+    /// What does not happen, and why.
+    pub why: &'static str,
+}
+
+/// The options of `config` that are set and that gangway cannot honour.
+pub fn unsupported(resolver: &str, config: &AcmeConfig) -> Vec<Unsupported> {
+    let mut out = Vec::new();
+    let mut not = |set: bool, option: &'static str, why: &'static str| {
+        if set {
+            out.push(Unsupported {
+                resolver: resolver.to_owned(),
+                option,
+                why,
+            });
+        }
+    };
+    not(
+        !config.ca_server_name.is_empty(),
+        "caServerName",
+        "the CA's certificate is verified for the host of caServer",
+    );
+    not(
+        !config.preferred_chain.is_empty(),
+        "preferredChain",
+        "the CA's default chain is served (the ACME client here does not fetch alternate chains)",
+    );
+    not(
+        !config.profile.is_empty(),
+        "profile",
+        "orders use the CA's default profile",
+    );
+    not(
+        !config.email_addresses.is_empty(),
+        "emailAddresses",
+        "certificate requests carry DNS names only",
+    );
+    not(
+        config.eab.is_some(),
+        "eab",
+        "the ACME client here cannot bind the account to an external one; a CA that requires it refuses the account",
+    );
+    not(
+        config.client_timeout != AcmeConfig::default().client_timeout,
+        "clientTimeout",
+        "each order is bounded as a whole (5 minutes), not each exchange",
+    );
+    not(
+        config.client_response_header_timeout
+            != AcmeConfig::default().client_response_header_timeout,
+        "clientResponseHeaderTimeout",
+        "each order is bounded as a whole (5 minutes), not each exchange",
+    );
+    not(
+        config
+            .dns_challenge
+            .as_ref()
+            .is_some_and(|d| d.propagation.disable_ans_checks),
+        "dnsChallenge.propagation.disableANSChecks",
+        "the authoritative servers are asked when no resolvers are listed",
+    );
+    out
 }
 
 /// `host/pid/random`: unique among the instances sharing a store.

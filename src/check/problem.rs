@@ -47,6 +47,9 @@ pub enum CheckProblem {
     /// Something that loads, but probably not as meant.
     #[error(transparent)]
     Notice(#[from] Notice),
+    /// A Traefik ACME option accepted and not honoured.
+    #[error(transparent)]
+    AcmeUnsupported(crate::acme::Unsupported),
     /// A resolver's Traefik `acme.json`, and what gangway reuses from it.
     #[error(
         "certificatesResolvers.{resolver}.acme.storage: `{}` is read in Traefik's format: {certificates} certificate(s) will be served without a new order{}{}",
