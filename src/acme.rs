@@ -17,6 +17,7 @@
 mod cluster;
 pub mod dns;
 mod error;
+pub mod key;
 mod order;
 mod resolver;
 pub mod schedule;
@@ -33,7 +34,7 @@ use cluster::{
 pub use cluster::{LEASE_TTL, check_shared_keys};
 pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
-pub use resolver::{Resolver, StoreHealth};
+pub use resolver::{Resolver, StoreHealth, Unsupported, unsupported};
 use serde::Serialize;
 use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
@@ -265,7 +266,9 @@ async fn keep_certificate(
         let now = unix_now();
         let due = match (&current, retry_at) {
             (_, Some(at)) => at,
-            (Some(c), None) => schedule::renew_at(c.cert.not_before, c.cert.not_after),
+            (Some(c), None) => {
+                schedule::renew_at(c.cert.not_before, c.cert.not_after, resolver.renew_window)
+            }
             (None, None) => now,
         };
         status.update(&key, |s| {
@@ -455,6 +458,10 @@ impl Unstored {
             ResolverStorage::File(storage) => storage
                 .store_account_key()
                 .and_then(|()| storage.save_certificate(domains, &self.pem))
+                .map(|path| path.display().to_string()),
+            ResolverStorage::Traefik(file) => file
+                .store_account_key()
+                .and_then(|()| file.save_certificate(domains, &self.pem))
                 .map(|path| path.display().to_string()),
             ResolverStorage::Shared(shared) => self.store_shared(resolver, shared, domains).await,
         };

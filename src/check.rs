@@ -49,6 +49,8 @@ pub enum Severity {
     Error,
     /// Something that works, but probably not as meant.
     Warning,
+    /// What gangway will do, for information (certificates it reuses).
+    Note,
 }
 
 /// One problem, with where it comes from.
@@ -228,6 +230,7 @@ pub fn render_text(findings: &[Finding]) -> String {
         let severity = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Note => "note",
         };
         out.push_str(&format!("{severity}: {}", f.source));
         if let Some(object) = &f.object {
@@ -267,7 +270,11 @@ fn counts(findings: &[Finding]) -> (usize, usize) {
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .count();
-    (errors, findings.len() - errors)
+    let warnings = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    (errors, warnings)
 }
 
 /// Containers (or Swarm services) to check, with how to name each in a
@@ -388,6 +395,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.extend(provider_options(&config));
     }
     findings.extend(acme_storage(&config, options.compose.is_empty()));
+    findings.extend(acme_options(&config));
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
@@ -1212,6 +1220,9 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
     for (name, r) in &config.certificates_resolvers {
         let storage = r.acme.storage.to_string_lossy();
         if !StoreUrl::is_url(&storage) {
+            if files && crate::acme::storage::is_traefik_file(&r.acme.storage) {
+                out.push(acme_json(name, &r.acme.storage));
+            }
             continue;
         }
         let url = match StoreUrl::parse(name, &storage) {
@@ -1251,6 +1262,49 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Certificate resolver options gangway cannot use (they stop its start)
+/// or accepts without honouring them.
+fn acme_options(config: &StaticConfig) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for (name, r) in &config.certificates_resolvers {
+        if let Err(e) = crate::acme::key::KeyType::parse(name, &r.acme.key_type) {
+            out.push(static_error(e));
+        }
+        for option in crate::acme::unsupported(name, &r.acme) {
+            out.push(Finding::general(
+                Severity::Warning,
+                "static configuration",
+                CheckProblem::AcmeUnsupported(option),
+            ));
+        }
+    }
+    out
+}
+
+/// What a resolver will reuse from a Traefik `acme.json`, or why the file
+/// cannot be read.
+fn acme_json(resolver: &str, path: &Path) -> Finding {
+    match crate::acme::storage::traefik::read(path, resolver) {
+        Ok(contents) => Finding::general(
+            Severity::Note,
+            "static configuration",
+            CheckProblem::AcmeJsonReused {
+                resolver: resolver.to_owned(),
+                path: path.to_owned(),
+                certificates: contents.certificates.len(),
+                names: contents
+                    .certificates
+                    .iter()
+                    .map(|c| c.domain.main.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                traefik_account: contents.traefik_account.is_some(),
+            },
+        ),
+        Err(e) => static_error(e),
+    }
 }
 
 /// Each DNS-01 resolver whose provider cannot be set up from `env`

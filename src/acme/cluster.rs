@@ -182,7 +182,7 @@ async fn stored_newer(
     let Ok(cert) = crate::tls::store::parse_pem(name, &pem, &pem) else {
         return Ok(false);
     };
-    if schedule::renew_at(cert.not_before, cert.not_after) <= unix_now() {
+    if schedule::renew_at(cert.not_before, cert.not_after, resolver.renew_window) <= unix_now() {
         return Ok(false);
     }
     if !resolver.serve_stored(registries, &format!("`{name}`"), &pem) {

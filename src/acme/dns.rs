@@ -376,13 +376,23 @@ impl Solver {
             provider,
             resolvers,
             propagation,
+            delay_before_check,
+            disable_propagation_check,
         } = config;
         #[deny(unused_variables)]
         let crate::config::static_config::Propagation {
             delay_before_checks,
             disable_checks,
             require_all_rns,
+            disable_ans_checks: _, // reported as not supported (acme::unsupported)
         } = propagation;
+        // Traefik v2's names, used when the v3 ones are not set.
+        let delay_before_checks = if delay_before_checks.0.is_zero() {
+            delay_before_check
+        } else {
+            delay_before_checks
+        };
+        let disable_checks = *disable_checks || *disable_propagation_check;
         let (provider, prefix): (Box<dyn DnsProvider>, &str) =
             match provider.trim().to_ascii_lowercase().as_str() {
                 "rfc2136" => (
@@ -428,7 +438,7 @@ impl Solver {
             checks: Checks {
                 resolvers,
                 delay: delay_before_checks.0,
-                disabled: *disable_checks,
+                disabled: disable_checks,
                 require_all_rns: *require_all_rns,
                 timeout,
                 interval: interval.max(Duration::from_millis(100)),

@@ -12,7 +12,7 @@ use std::time::Duration;
 pub enum AcmeError {
     /// An unsupported `keyType`.
     #[error(
-        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not supported (use EC256 or EC384)"
+        "certificatesResolvers.{resolver}.acme.keyType: `{value}` is not a key type (use EC256, EC384, RSA2048, RSA3072, RSA4096 or RSA8192)"
     )]
     KeyType {
         /// The resolver.
@@ -39,6 +39,14 @@ pub enum AcmeError {
         resolver: String,
         /// The name given.
         entry_point: String,
+    },
+    /// A Traefik `acme.json` that does not read.
+    #[error("ACME storage `{}` is not a Traefik acme.json gangway can read ({problem}); it is left as it is", path.display())]
+    TraefikFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where in the file.
+        problem: String,
     },
     /// The storage folder or a file in it cannot be used.
     #[error("ACME storage `{}`: {source}", path.display())]

@@ -45,11 +45,20 @@ pub(super) async fn obtain(
 ) -> Result<Vec<u8>, AcmeError> {
     let account = resolver.account().await?;
     let client = &resolver.client;
-    let key = rcgen::KeyPair::generate_for(resolver.key_type)
-        .map_err(|e| AcmeError::Order(format!("cannot make a key: {e}")))?;
+    let key = resolver.key_type.generate().await?;
     let mut params = rcgen::CertificateParams::new(domains.to_vec())
         .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
     params.distinguished_name = rcgen::DistinguishedName::new();
+    // As lego: the first name as common name, unless it is too long for
+    // one (64 characters) or disableCommonName is set.
+    if let Some(first) = domains
+        .first()
+        .filter(|d| resolver.common_name && d.len() <= 64)
+    {
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, first.clone());
+    }
     let csr = params
         .serialize_request(&key)
         .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
@@ -59,6 +68,7 @@ pub(super) async fn obtain(
     })
     .await?;
     let mut polls = 0;
+    let mut finalized = None;
     loop {
         match order.status.clone() {
             OrderStatus::Pending => {
@@ -69,6 +79,7 @@ pub(super) async fn obtain(
             }
             OrderStatus::Ready => {
                 let finalize = order.finalize.clone();
+                finalized = Some(std::time::Instant::now());
                 order = signed(&resolver.directory_url, || {
                     account.finalize(client, &finalize, csr.der())
                 })
@@ -76,6 +87,14 @@ pub(super) async fn obtain(
             }
             OrderStatus::Processing => {
                 polls += 1;
+                if finalized.is_some_and(|at: std::time::Instant| {
+                    at.elapsed() > resolver.certificate_timeout
+                }) {
+                    return Err(AcmeError::Order(format!(
+                        "the CA did not issue within certificateTimeout ({})",
+                        crate::config::Duration(resolver.certificate_timeout)
+                    )));
+                }
                 if polls > POLLS {
                     return Err(AcmeError::Order(
                         "the order stayed in processing".to_owned(),
@@ -174,6 +193,8 @@ async fn authorize(
             ));
         }
     };
+    // httpChallenge.delay / tlsChallenge.delay.
+    tokio::time::sleep(resolver.challenge_delay).await;
     validate(resolver, account, url, &challenge_url, domain).await
 }
 

@@ -61,6 +61,8 @@ async fn probe(url: &str, client: &Arc<rustls::ClientConfig>) -> Result<(), Prob
 pub(super) enum ResolverStorage {
     /// A folder of this instance.
     File(Storage),
+    /// Traefik's `acme.json`, shared by the resolvers that name it.
+    Traefik(storage::traefik::AcmeJson),
     /// A store shared with other instances.
     Shared(Arc<SharedStorage>),
 }
@@ -98,7 +100,17 @@ pub struct Resolver {
     pub(super) instance: String,
     pub(super) health: Mutex<StoreHealth>,
     pub(super) store_up: OnceLock<::metrics::Gauge>,
-    pub(super) key_type: &'static rcgen::SignatureAlgorithm,
+    pub(super) key_type: super::key::KeyType,
+    /// Whether certificate requests carry the first name as common name.
+    pub(super) common_name: bool,
+    /// Wait between setting up an HTTP-01 or TLS-ALPN-01 answer and asking
+    /// the CA to validate.
+    pub(super) challenge_delay: Duration,
+    /// How long the CA may take to issue once the order is finalized.
+    pub(super) certificate_timeout: Duration,
+    /// Seconds before expiry when certificates are renewed, from
+    /// `certificatesDuration`.
+    pub(super) renew_window: i64,
     pub(super) challenge: ChallengeKind,
     /// The DNS-01 side, when `dnsChallenge` is set.
     pub(super) dns: Option<Arc<dns::Solver>>,
@@ -124,25 +136,27 @@ impl Resolver {
             storage_encryption_key_file,
             ca_server: _, // read through config.directory_url()
             key_type,
-            // Accepted for Traefik compatibility, and not used: renewal
-            // follows each certificate's own validity (schedule::renew_at).
-            certificates_duration: _,
+            certificates_duration,
             ca_certificates,
-            tls_challenge: _, // read through ChallengeKind::of
+            tls_challenge,
             http_challenge,
             dns_challenge,
+            ca_system_cert_pool,
+            disable_common_name,
+            // Reported through `unsupported`.
+            ca_server_name: _,
+            preferred_chain: _,
+            profile: _,
+            email_addresses: _,
+            eab: _,
+            client_timeout: _,
+            client_response_header_timeout: _,
+            certificate_timeout,
         } = config;
-        let key_type_name = key_type;
-        let key_type = match key_type_name.to_ascii_uppercase().as_str() {
-            "EC256" | "P256" => &rcgen::PKCS_ECDSA_P256_SHA256,
-            "EC384" | "P384" => &rcgen::PKCS_ECDSA_P384_SHA384,
-            _ => {
-                return Err(AcmeError::KeyType {
-                    resolver: name.to_owned(),
-                    value: key_type_name.clone(),
-                });
-            }
-        };
+        for option in unsupported(name, config) {
+            tracing::warn!(resolver = %name, "{option}");
+        }
+        let key_type = super::key::KeyType::parse(name, key_type)?;
         let dns = match dns_challenge {
             Some(d) => Some(Arc::new(
                 dns::Solver::new(name, d, &|v| std::env::var(v).ok())
@@ -151,6 +165,12 @@ impl Resolver {
             None => None,
         };
         let challenge = ChallengeKind::of(config);
+        let challenge_delay = match challenge {
+            ChallengeKind::Http01 => http_challenge.as_ref().map(|h| h.delay.0),
+            ChallengeKind::TlsAlpn01 => tls_challenge.as_ref().map(|t| t.delay.0),
+            ChallengeKind::Dns01 => None,
+        }
+        .unwrap_or_default();
         if let (ChallengeKind::Http01, Some(http)) = (challenge, http_challenge)
             && !entry_points.contains(&http.entry_point)
         {
@@ -160,7 +180,11 @@ impl Resolver {
             });
         }
         let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        // As Traefik: caCertificates replace the system's roots unless
+        // caSystemCertPool keeps them.
+        if ca_certificates.is_empty() || *ca_system_cert_pool {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        }
         for path in ca_certificates {
             use rustls::pki_types::CertificateDer;
             use rustls::pki_types::pem::PemObject;
@@ -209,6 +233,14 @@ impl Resolver {
                 &storage::ca_folder(&directory_url),
                 seal,
             )))
+        } else if storage::is_traefik_file(storage) {
+            let file = storage::traefik::AcmeJson::open(storage, name, email, &directory_url)?;
+            let contents = storage::traefik::read(storage, name)?;
+            if contents.traefik_account.is_some() && contents.gangway_account.is_none() {
+                // The ACME client here signs with P-256 keys only.
+                tracing::info!(resolver = %name, file = %storage.display(), "Traefik's account (an RSA key) is kept in the file for a move back; gangway registers its own P-256 account beside it");
+            }
+            ResolverStorage::Traefik(file)
         } else {
             if storage_encryption_key_file.is_some() {
                 tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
@@ -235,6 +267,10 @@ impl Resolver {
                 vec![format!("mailto:{email}")]
             },
             key_type,
+            renew_window: schedule::renew_window(*certificates_duration),
+            common_name: !*disable_common_name,
+            challenge_delay,
+            certificate_timeout: certificate_timeout.0,
             challenge,
             dns,
             client: Arc::new(client),
@@ -253,6 +289,7 @@ impl Resolver {
         }
         let key = match &self.storage {
             ResolverStorage::File(storage) => storage.account_key()?,
+            ResolverStorage::Traefik(file) => file.account_key(),
             ResolverStorage::Shared(shared) => {
                 let key = shared.account_key(&self.email).await;
                 self.store_answered(key.as_ref().err());
@@ -311,6 +348,16 @@ impl Resolver {
                     }
                 }
             }
+            ResolverStorage::Traefik(file) => match file.certificates() {
+                Ok(certs) => {
+                    for (what, pem) in certs {
+                        loaded += usize::from(self.serve_stored(registries, &what, &pem));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(resolver = %self.name, error = %e, "stored certificates cannot be read")
+                }
+            },
             ResolverStorage::Shared(shared) => {
                 let listed = tokio::time::timeout(STORE_TIMEOUT, shared.certificates())
                     .await
@@ -378,7 +425,7 @@ impl Resolver {
     pub fn shared(&self) -> Option<&Arc<SharedStorage>> {
         match &self.storage {
             ResolverStorage::Shared(s) => Some(s),
-            ResolverStorage::File(_) => None,
+            ResolverStorage::File(_) | ResolverStorage::Traefik(_) => None,
         }
     }
 
@@ -415,6 +462,13 @@ impl Resolver {
                     instance: None,
                     health: None,
                 },
+                ResolverStorage::Traefik(f) => StorageView {
+                    kind: "acme.json",
+                    location: f.path().display().to_string(),
+                    encrypted: None,
+                    instance: None,
+                    health: None,
+                },
                 ResolverStorage::Shared(s) => StorageView {
                     kind: s.kind(),
                     location: s.location(),
@@ -426,6 +480,77 @@ impl Resolver {
             warnings: self.warnings(),
         }
     }
+}
+
+/// A Traefik ACME option gangway accepts and cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("certificatesResolvers.{resolver}.acme.{option} is accepted and not supported: {why}")]
+pub struct Unsupported {
+    /// The resolver.
+    pub resolver: String,
+    /// The option below `acme.`.
+    pub option: &'static str,
+    /// What does not happen, and why.
+    pub why: &'static str,
+}
+
+/// The options of `config` that are set and that gangway cannot honour.
+pub fn unsupported(resolver: &str, config: &AcmeConfig) -> Vec<Unsupported> {
+    let mut out = Vec::new();
+    let mut not = |set: bool, option: &'static str, why: &'static str| {
+        if set {
+            out.push(Unsupported {
+                resolver: resolver.to_owned(),
+                option,
+                why,
+            });
+        }
+    };
+    not(
+        !config.ca_server_name.is_empty(),
+        "caServerName",
+        "the CA's certificate is verified for the host of caServer",
+    );
+    not(
+        !config.preferred_chain.is_empty(),
+        "preferredChain",
+        "the CA's default chain is served (the ACME client here does not fetch alternate chains)",
+    );
+    not(
+        !config.profile.is_empty(),
+        "profile",
+        "orders use the CA's default profile",
+    );
+    not(
+        !config.email_addresses.is_empty(),
+        "emailAddresses",
+        "certificate requests carry DNS names only",
+    );
+    not(
+        config.eab.is_some(),
+        "eab",
+        "the ACME client here cannot bind the account to an external one; a CA that requires it refuses the account",
+    );
+    not(
+        config.client_timeout != AcmeConfig::default().client_timeout,
+        "clientTimeout",
+        "each order is bounded as a whole (5 minutes), not each exchange",
+    );
+    not(
+        config.client_response_header_timeout
+            != AcmeConfig::default().client_response_header_timeout,
+        "clientResponseHeaderTimeout",
+        "each order is bounded as a whole (5 minutes), not each exchange",
+    );
+    not(
+        config
+            .dns_challenge
+            .as_ref()
+            .is_some_and(|d| d.propagation.disable_ans_checks),
+        "dnsChallenge.propagation.disableANSChecks",
+        "the authoritative servers are asked when no resolvers are listed",
+    );
+    out
 }
 
 /// `host/pid/random`: unique among the instances sharing a store.

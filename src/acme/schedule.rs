@@ -3,10 +3,9 @@
 
 use std::collections::VecDeque;
 
-/// Renewal starts when this share of the lifetime is left…
+/// Renewal starts when this share of the lifetime is left, or earlier
+/// when `certificatesDuration` asks for a shorter window.
 const RENEW_SHARE: i64 = 3;
-/// …or this many seconds, whichever is less (30 days).
-const RENEW_MOST: i64 = 30 * 24 * 3600;
 /// First wait after a failed order, seconds.
 const BACKOFF_FIRST: i64 = 5;
 /// Longest wait between two attempts, seconds (1 hour).
@@ -16,13 +15,32 @@ const RETRY_AFTER_MOST: i64 = 7 * 24 * 3600;
 /// New orders a resolver may place in one hour.
 pub const ORDERS_PER_HOUR: usize = 30;
 
-/// When a certificate valid from `not_before` to `not_after` is renewed: a
-/// third of its lifetime before expiry, but never earlier than 30 days
-/// before it (a one-year certificate renews with 30 days left, a 90-day one
-/// with 30, a 6-day one with 2).
-pub fn renew_at(not_before: i64, not_after: i64) -> i64 {
+const HOUR: i64 = 3600;
+const DAY: i64 = 24 * HOUR;
+
+/// How long before expiry a certificate is renewed, from the resolver's
+/// `certificatesDuration` (hours), as Traefik reads it: a third of a
+/// 90-day (30 days) or 30-day (10 days) duration, 4 months for a year or
+/// more, 2 days from 6 days, 6 hours from a day, and 20 minutes below.
+pub fn renew_window(certificates_duration_hours: u64) -> i64 {
+    match certificates_duration_hours {
+        h if h >= 365 * 24 => 120 * DAY,
+        h if h >= 90 * 24 => 30 * DAY,
+        h if h >= 30 * 24 => 10 * DAY,
+        h if h >= 6 * 24 => 2 * DAY,
+        h if h >= 24 => 6 * HOUR,
+        _ => 20 * 60,
+    }
+}
+
+/// When a certificate valid from `not_before` to `not_after` is renewed:
+/// `window` before expiry (see [`renew_window`]), but never earlier than a
+/// third of its lifetime before it, so a certificate shorter-lived than
+/// `certificatesDuration` says is not ordered again at once (Traefik would
+/// order it again at every check).
+pub fn renew_at(not_before: i64, not_after: i64, window: i64) -> i64 {
     let lifetime = (not_after - not_before).max(0);
-    not_after - (lifetime / RENEW_SHARE).min(RENEW_MOST)
+    not_after - (lifetime / RENEW_SHARE).min(window.max(0))
 }
 
 /// When to try again after the `failures`-th failure in a row at `now`:
@@ -108,12 +126,30 @@ mod tests {
     const DAY: i64 = 86400;
 
     #[test]
-    fn renewal_is_a_third_of_the_lifetime_at_most_thirty_days() {
-        assert_eq!(renew_at(0, 90 * DAY), 60 * DAY);
-        assert_eq!(renew_at(0, 6 * DAY), 4 * DAY);
-        assert_eq!(renew_at(0, 365 * DAY), 335 * DAY);
-        assert_eq!(renew_at(100, 160), 140);
-        assert_eq!(renew_at(10, 5), 5);
+    fn renewal_follows_certificates_duration_within_a_third_of_the_lifetime() {
+        let default = renew_window(2160);
+        assert_eq!(default, 30 * DAY);
+        assert_eq!(renew_at(0, 90 * DAY, default), 60 * DAY);
+        assert_eq!(renew_at(0, 6 * DAY, default), 4 * DAY);
+        assert_eq!(renew_at(0, 365 * DAY, default), 335 * DAY);
+        assert_eq!(renew_at(100, 160, default), 140);
+        assert_eq!(renew_at(10, 5, default), 5);
+        // Traefik's table.
+        for (hours, window) in [
+            (8760, 120 * DAY),
+            (2160, 30 * DAY),
+            (720, 10 * DAY),
+            (144, 2 * DAY),
+            (24, 6 * HOUR),
+            (23, 20 * 60),
+            (0, 20 * 60),
+        ] {
+            assert_eq!(renew_window(hours), window, "{hours} h");
+        }
+        // A one-year certificate with a one-year duration: 4 months before.
+        assert_eq!(renew_at(0, 365 * DAY, renew_window(8760)), 245 * DAY);
+        // A 90-day certificate told it lasts 6 days: 2 days before.
+        assert_eq!(renew_at(0, 90 * DAY, renew_window(144)), 88 * DAY);
     }
 
     #[test]

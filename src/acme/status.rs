@@ -18,7 +18,7 @@ pub struct ResolverStorageView {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StorageView {
-    /// `file`, `redis` or `etcd`.
+    /// `file` (a folder), `acme.json` (Traefik's file), `redis` or `etcd`.
     pub kind: &'static str,
     /// The folder, or the store (no password).
     pub location: String,

@@ -4,6 +4,11 @@
 //! Directories are 0700, files 0600, written whole and renamed into place.
 //! One folder per CA, so switching between staging and production never
 //! serves or reuses the other's certificates or account.
+//!
+//! A file instead of a folder (Traefik's `acme.json`) is kept in Traefik's
+//! format ([`traefik`]).
+
+pub mod traefik;
 
 use super::AcmeError;
 use std::fs;
@@ -182,6 +187,17 @@ impl Storage {
             path: path.to_owned(),
             source,
         })
+    }
+}
+
+/// Whether `storage` names a Traefik `acme.json` rather than a folder: an
+/// existing file, or a path ending in `.json` that does not exist yet.
+pub fn is_traefik_file(storage: &Path) -> bool {
+    match fs::metadata(storage) {
+        Ok(m) => !m.is_dir(),
+        Err(_) => storage
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json")),
     }
 }
 

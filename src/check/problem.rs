@@ -47,6 +47,28 @@ pub enum CheckProblem {
     /// Something that loads, but probably not as meant.
     #[error(transparent)]
     Notice(#[from] Notice),
+    /// A Traefik ACME option accepted and not honoured.
+    #[error(transparent)]
+    AcmeUnsupported(crate::acme::Unsupported),
+    /// A resolver's Traefik `acme.json`, and what gangway reuses from it.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.storage: `{}` is read in Traefik's format: {certificates} certificate(s) will be served without a new order{}{}",
+        path.display(),
+        if names.is_empty() { String::new() } else { format!(" ({names})") },
+        if *traefik_account { "; Traefik's account is kept in the file, and gangway registers its own P-256 account beside it" } else { "" }
+    )]
+    AcmeJsonReused {
+        /// The resolver.
+        resolver: String,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Certificates with a chain and a key.
+        certificates: usize,
+        /// Their main names.
+        names: String,
+        /// Whether the file holds Traefik's account.
+        traefik_account: bool,
+    },
     /// A file of the file provider cannot be read (its place is the
     /// finding's source).
     #[error("{}", .0.what())]

@@ -320,8 +320,9 @@ pub struct Acme {
     /// Contact address given to the CA (optional).
     pub email: String,
     /// Directory where the account key and certificates are kept (created
-    /// with mode 0700, files 0600). Default `acme`. Traefik's is a file,
-    /// `acme.json`; gangway keeps one file per certificate. A store URL
+    /// with mode 0700, files 0600). Default `acme`. A file instead (one
+    /// that exists, or a name ending in `.json`), such as Traefik's
+    /// `acme.json`, is read and written in Traefik's format. A store URL
     /// instead (`redis://host:6379/0`, `etcd://host:2379`) shares the
     /// account, certificates, challenge answers and order leases with
     /// every instance that names the same store.
@@ -334,11 +335,13 @@ pub struct Acme {
     /// The ACME directory URL. Default Let's Encrypt production; the word
     /// `staging` selects Let's Encrypt's staging directory.
     pub ca_server: String,
-    /// Key type of certificates: `EC256` (default) or `EC384`.
+    /// Key type of certificates: `EC256` (default; Traefik's is
+    /// `RSA4096`), `EC384`, `RSA2048`, `RSA3072`, `RSA4096` or `RSA8192`.
     pub key_type: String,
-    /// Validity of the certificates in hours, as Traefik's option; gangway
-    /// reads the real validity from each certificate, so this is only a
-    /// hint. Default `2160` (90 days).
+    /// Validity of the certificates in hours, as Traefik's option: it sets
+    /// how long before expiry renewal starts (30 days for the default
+    /// `2160`, see `acme::schedule::renew_window`), never earlier than a
+    /// third of a certificate's real lifetime.
     pub certificates_duration: u64,
     /// PEM files of CAs to trust when talking to the ACME server (a
     /// private CA such as pebble), in addition to the system's web roots.
@@ -356,6 +359,56 @@ pub struct Acme {
     /// Takes precedence over the other two challenges when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dns_challenge: Option<DnsChallenge>,
+    /// Trust the system's (web) roots for the ACME server as well as
+    /// `caCertificates`. Without `caCertificates` they are always trusted;
+    /// with them, only when this is set (as in Traefik).
+    pub ca_system_cert_pool: bool,
+    /// Leave the common name out of certificate requests (the names are in
+    /// the subject alternative names either way).
+    pub disable_common_name: bool,
+    /// Traefik's name to verify the ACME server's certificate with instead
+    /// of the URL's host. Accepted and not supported: reported at start
+    /// and by `check`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub ca_server_name: String,
+    /// Traefik's alternate-chain choice by issuer name. Accepted and not
+    /// supported (the ACME client here downloads the default chain only):
+    /// reported at start and by `check`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub preferred_chain: String,
+    /// Traefik's ACME certificate profile. Accepted and not supported:
+    /// reported at start and by `check`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    /// Traefik's e-mail addresses for the certificate request. Accepted and
+    /// not supported: reported at start and by `check`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub email_addresses: Vec<String>,
+    /// External account binding (a CA account tied to one of the CA's own,
+    /// such as ZeroSSL's). Accepted and not supported (the ACME client here
+    /// cannot send it): reported at start and by `check`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eab: Option<Eab>,
+    /// Traefik's timeout of one exchange with the ACME server (default
+    /// 2 minutes). Accepted and not supported (each order is bounded by 5
+    /// minutes as a whole): reported at start and by `check` when changed.
+    pub client_timeout: Duration,
+    /// Traefik's timeout for the ACME server's response headers (default
+    /// 30 s). Accepted and not supported, as `clientTimeout`.
+    pub client_response_header_timeout: Duration,
+    /// How long the CA may take to issue the certificate once the order is
+    /// finalized. Default 30 s.
+    pub certificate_timeout: Duration,
+}
+
+/// External account binding: the key id and HMAC key the CA gave.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Eab {
+    /// The key identifier.
+    pub kid: String,
+    /// The HMAC key, base64url.
+    pub hmac_encoded: String,
 }
 
 impl Default for Acme {
@@ -371,6 +424,16 @@ impl Default for Acme {
             tls_challenge: None,
             http_challenge: None,
             dns_challenge: None,
+            ca_system_cert_pool: false,
+            disable_common_name: false,
+            ca_server_name: String::new(),
+            preferred_chain: String::new(),
+            profile: String::new(),
+            email_addresses: Vec::new(),
+            eab: None,
+            client_timeout: Duration(std::time::Duration::from_secs(120)),
+            client_response_header_timeout: Duration(std::time::Duration::from_secs(30)),
+            certificate_timeout: Duration(std::time::Duration::from_secs(30)),
         }
     }
 }
@@ -387,10 +450,14 @@ impl Acme {
     }
 }
 
-/// The TLS-ALPN-01 challenge; it has no settings.
+/// The TLS-ALPN-01 challenge.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct TlsChallenge {}
+pub struct TlsChallenge {
+    /// Wait this long after setting up the answer before asking the CA to
+    /// validate. Default 0.
+    pub delay: Duration,
+}
 
 /// The HTTP-01 challenge.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -399,6 +466,9 @@ pub struct HttpChallenge {
     /// The plain-HTTP entry point (port 80 for a public CA) that answers
     /// `/.well-known/acme-challenge/`.
     pub entry_point: String,
+    /// Wait this long after setting up the answer before asking the CA to
+    /// validate. Default 0.
+    pub delay: Duration,
 }
 
 /// The DNS-01 challenge: a TXT record `_acme-challenge.<name>` published
@@ -419,6 +489,12 @@ pub struct DnsChallenge {
     pub resolvers: Vec<String>,
     /// When and how the record's propagation is checked.
     pub propagation: Propagation,
+    /// Traefik v2's name of `propagation.delayBeforeChecks` (deprecated in
+    /// Traefik v3), used when that is not set.
+    pub delay_before_check: Duration,
+    /// Traefik v2's name of `propagation.disableChecks` (deprecated in
+    /// Traefik v3).
+    pub disable_propagation_check: bool,
 }
 
 /// Propagation checks of the DNS-01 challenge's TXT record.
@@ -436,6 +512,10 @@ pub struct Propagation {
     /// listed is always asked.
     #[serde(rename = "requireAllRNS")]
     pub require_all_rns: bool,
+    /// Traefik's switch to skip the authoritative servers' check. Accepted
+    /// and not supported: reported at start and by `check`.
+    #[serde(rename = "disableANSChecks")]
+    pub disable_ans_checks: bool,
 }
 
 /// Trust in the `X-Forwarded-*` headers that clients send.

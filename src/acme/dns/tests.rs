@@ -15,6 +15,7 @@ fn challenge(provider: &str) -> DnsChallenge {
         provider: provider.to_owned(),
         resolvers: vec!["127.0.0.1:5353".to_owned()],
         propagation: Propagation::default(),
+        ..DnsChallenge::default()
     }
 }
 
@@ -185,5 +186,23 @@ fn resolvers_and_resolv_conf_are_parsed() {
             "10.0.0.1:53".parse().unwrap(),
             "[fe80::1]:53".parse().unwrap()
         ]
+    );
+}
+
+#[test]
+fn traefik_v2_propagation_names_are_used_when_the_v3_ones_are_not_set() {
+    let env = [("EXEC_PATH", "/bin/true")];
+    let mut old = challenge("exec");
+    old.delay_before_check = crate::config::Duration(Duration::from_secs(5));
+    old.disable_propagation_check = true;
+    let solver = Solver::new("le", &old, &lookup(&env)).unwrap();
+    assert_eq!(solver.checks.delay, Duration::from_secs(5));
+    assert!(solver.checks.disabled);
+    old.propagation.delay_before_checks = crate::config::Duration(Duration::from_secs(9));
+    let solver = Solver::new("le", &old, &lookup(&env)).unwrap();
+    assert_eq!(
+        solver.checks.delay,
+        Duration::from_secs(9),
+        "the v3 name wins"
     );
 }

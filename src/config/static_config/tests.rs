@@ -1368,9 +1368,12 @@ fn full_config() -> StaticConfig {
         CertificatesResolver {
             acme: Acme {
                 ca_certificates: vec![PathBuf::from("ca.pem")],
-                tls_challenge: Some(TlsChallenge {}),
+                tls_challenge: Some(TlsChallenge {
+                    delay: Duration(std::time::Duration::from_secs(1)),
+                }),
                 http_challenge: Some(HttpChallenge {
                     entry_point: String::from("web"),
+                    delay: Duration(std::time::Duration::from_secs(1)),
                 }),
                 dns_challenge: Some(DnsChallenge {
                     provider: String::from("rfc2136"),
@@ -1379,8 +1382,24 @@ fn full_config() -> StaticConfig {
                         delay_before_checks: Duration(std::time::Duration::from_secs(5)),
                         disable_checks: true,
                         require_all_rns: true,
+                        disable_ans_checks: true,
                     },
+                    delay_before_check: Duration(std::time::Duration::from_secs(5)),
+                    disable_propagation_check: true,
                 }),
+                storage_encryption_key_file: Some(PathBuf::from("seal.key")),
+                ca_system_cert_pool: true,
+                disable_common_name: true,
+                ca_server_name: String::from("ca.test"),
+                preferred_chain: String::from("ISRG Root X1"),
+                profile: String::from("shortlived"),
+                email_addresses: vec![String::from("a@b.test")],
+                eab: Some(Eab {
+                    kid: String::from("kid"),
+                    hmac_encoded: String::from("aG1hYw"),
+                }),
+                client_timeout: Duration(std::time::Duration::from_secs(5)),
+                client_response_header_timeout: Duration(std::time::Duration::from_secs(5)),
                 ..Acme::default()
             },
         },
@@ -1523,6 +1542,8 @@ fn row_defaults_match_struct_defaults() {
             CertificatesResolver {
                 acme: Acme {
                     dns_challenge: Some(DnsChallenge::default()),
+                    http_challenge: Some(HttpChallenge::default()),
+                    tls_challenge: Some(TlsChallenge::default()),
                     ..Acme::default()
                 },
             },
