@@ -573,3 +573,328 @@ async fn a_record_that_never_shows_up_fails_naming_the_resolver_and_the_wait() {
         setup.pebble.log()
     );
 }
+
+// === DNS hosts' APIs, stood in for ===
+
+/// Runs `nsupdate` against `named` for one TXT record (`op`: add or delete);
+/// its stderr when it fails.
+async fn nsupdate(header: &str, op: &str, fqdn: &str, value: &str) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("nsupdate")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let script = format!("{header}update {op} {fqdn} 60 TXT \"{value}\"\nsend\n");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin
+        .write_all(script.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn json_reply(status: StatusCode, body: &serde_json::Value) -> http::Response<Full<Bytes>> {
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// What a stand-in API saw and holds.
+#[derive(Default)]
+struct Seen {
+    /// `METHOD path?query` of every request, in order.
+    calls: Vec<String>,
+    /// The records it holds: (id, name, content).
+    records: Vec<(String, String, String)>,
+    /// How many record creations are still answered 429.
+    rate_limited: u32,
+    next_id: u32,
+}
+
+/// The token the Cloudflare stand-in accepts.
+const CF_TOKEN: &str = "cf-token-Zx81kq";
+
+/// Cloudflare's API v4 under `/client/v4`, for the calls gangway makes
+/// (zones by name; TXT records: create, list by type and name, delete),
+/// with its answer envelope (`success`, `errors: [{code, message}]`,
+/// `result`), API token authentication, its TTL minimum, and its 429
+/// answer; the account holds the zone `apps.test` (id `z-apps`), whose
+/// records go into `named` through RFC 2136.
+async fn cloudflare_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let method = req.method().clone();
+            let path = req.uri().path().to_owned();
+            let query = req.uri().query().unwrap_or_default().to_owned();
+            let auth = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let json_body = req
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v == "application/json");
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            seen.lock()
+                .unwrap()
+                .calls
+                .push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, code: u32, message: &str| {
+                json_reply(status, &serde_json::json!({"success": false, "errors": [{"code": code, "message": message}], "messages": [], "result": null}),
+                )
+            };
+            let ok = |result: serde_json::Value| {
+                json_reply(StatusCode::OK, &serde_json::json!({"success": true, "errors": [], "messages": [], "result": result}),
+                )
+            };
+            if auth != format!("Bearer {CF_TOKEN}") {
+                return error(StatusCode::FORBIDDEN, 10000, "Authentication error");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let Some(rest) = path.strip_prefix("/client/v4/zones") else {
+                return error(StatusCode::NOT_FOUND, 7000, "No route for that URI");
+            };
+            match (method.as_str(), rest) {
+                ("GET", "") => {
+                    if param("name") == "apps.test" {
+                        ok(serde_json::json!([{"id": "z-apps", "name": "apps.test", "status": "active"}]))
+                    } else {
+                        ok(serde_json::json!([]))
+                    }
+                }
+                ("POST", "/z-apps/dns_records") => {
+                    let record: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(content), Some(ttl)) = (
+                        record["name"].as_str(),
+                        record["content"].as_str(),
+                        record["ttl"].as_u64(),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, 9005, "Content for TXT record is invalid");
+                    };
+                    if !json_body || record["type"] != "TXT" {
+                        return error(StatusCode::BAD_REQUEST, 1004, "DNS Validation Error");
+                    }
+                    if ttl != 1 && !(120..=86400).contains(&ttl) {
+                        return error(StatusCode::BAD_REQUEST, 9021, "Invalid TTL. Must be between 120 and 2,147,483,647 seconds, or 1 for automatic");
+                    }
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        if seen.rate_limited > 0 {
+                            seen.rate_limited -= 1;
+                            drop(seen);
+                            let mut reply = error(StatusCode::TOO_MANY_REQUESTS, 971, "Please wait and consider throttling your request speed");
+                            reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+                            return reply;
+                        }
+                    }
+                    if let Err(e) = nsupdate(&header, "add", name, content).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, 1000, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = format!("r{}", seen.next_id);
+                    seen.records.push((id.clone(), name.to_owned(), content.to_owned()));
+                    ok(serde_json::json!({"id": id, "type": "TXT", "name": name, "content": content, "ttl": ttl}))
+                }
+                ("GET", "/z-apps/dns_records") => {
+                    let (rtype, name) = (param("type"), param("name"));
+                    let records: Vec<serde_json::Value> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| rtype == "TXT" && *n == name)
+                        .map(|(id, n, c)| serde_json::json!({"id": id, "type": "TXT", "name": n, "content": c}))
+                        .collect();
+                    ok(serde_json::Value::Array(records))
+                }
+                ("DELETE", rest) => {
+                    let id = rest.strip_prefix("/z-apps/dns_records/").unwrap_or_default();
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((id, name, content)) = found else {
+                        return error(StatusCode::NOT_FOUND, 81044, "Record does not exist.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &name, &content).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, 1000, &e);
+                    }
+                    ok(serde_json::json!({"id": id}))
+                }
+                _ => error(
+                    StatusCode::NOT_FOUND,
+                    7003,
+                    "Could not route to /zones, perhaps your object identifier is invalid?",
+                ),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn cloudflare_publishes_a_wildcard_and_its_apex_through_its_api_and_names_what_fails() {
+    if !ready("cloudflare") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    // Someone else's TXT record at the same name: it must stay.
+    let theirs = "kept-by-someone-else";
+    nsupdate(
+        &setup.named.nsupdate_header(),
+        "add",
+        "_acme-challenge.apps.test",
+        theirs,
+    )
+    .await
+    .unwrap();
+    seen.lock().unwrap().records.push((
+        "r0".to_owned(),
+        "_acme-challenge.apps.test".to_owned(),
+        theirs.to_owned(),
+    ));
+    let api = cloudflare_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let base = format!("{}/client/v4", api.url());
+    let dynamic = routers(
+        &app.url(),
+        &[
+            (
+                "site",
+                "Host(`www.apps.test`)",
+                "le",
+                "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+            ),
+            ("lost", "Host(`lost.elsewhere.test`)", "le", ""),
+        ],
+    );
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "cloudflare",
+            &[
+                ("CF_DNS_API_TOKEN", CF_TOKEN),
+                ("CLOUDFLARE_BASE_URL", base.as_str()),
+            ],
+            &[],
+        )
+        .await;
+
+    // A wildcard and its apex: two values at one name, both validated by
+    // pebble through named, after one 429 answered with a retry.
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    assert!(
+        gw.log().contains(
+            "cloudflare: adding the TXT record `_acme-challenge.apps.test.` to zone `apps.test`: \
+             the API answered 429 Too Many Requests: Please wait and consider throttling your \
+             request speed (code 971); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    // Both records are removed after validation, on the API and on named;
+    // the other value at that name is left alone.
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.len() == 1
+            && setup.named.txt("_acme-challenge.apps.test").await == [theirs]
+    })
+    .await;
+    assert_eq!(seen.lock().unwrap().records[0].0, "r0");
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |c: &str| calls.iter().filter(|x| *x == c).count();
+    assert_eq!(
+        count("POST /client/v4/zones/z-apps/dns_records?"),
+        3,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("DELETE /client/v4/zones/z-apps/dns_records/r"))
+            .count(),
+        2,
+        "{calls:#?}"
+    );
+    // The zone was found by walking up the name.
+    assert!(count("GET /client/v4/zones?name=_acme-challenge.apps.test") >= 1);
+    assert!(count("GET /client/v4/zones?name=apps.test") >= 2);
+    assert!(
+        count(
+            "GET /client/v4/zones/z-apps/dns_records?type=TXT&name=_acme-challenge.apps.test&per_page=100"
+        ) >= 2
+    );
+
+    // A name in no zone of the account: its sentence, and a retry later.
+    eventually(Duration::from_secs(60), "two failed orders", || async {
+        cert(&certificates(&gw).await, "lost.elsewhere.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+    })
+    .await;
+    let lost = cert(&certificates(&gw).await, "lost.elsewhere.test").unwrap();
+    assert_eq!(
+        lost["lastError"],
+        "DNS-01 challenge for `lost.elsewhere.test`: cloudflare: finding the zone of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)",
+        "{lost}"
+    );
+    assert!(lost["nextAttempt"].as_i64().is_some(), "{lost}");
+    assert!(!gw.log().contains(CF_TOKEN));
+    drop(gw);
+
+    // A token the API refuses: the provider's own message, no secret, and
+    // a retry later (on a name the first run holds no certificate for).
+    let wrong = "cf-token-wrong-0xdead";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "cloudflare",
+            &[
+                ("CF_DNS_API_TOKEN", wrong),
+                ("CLOUDFLARE_BASE_URL", base.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    eventually(Duration::from_secs(60), "two refused orders", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: cloudflare: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (403 Forbidden): \
+         Authentication error (code 10000)",
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains(wrong));
+    assert!(!gw.log().contains(wrong));
+}

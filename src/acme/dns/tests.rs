@@ -123,7 +123,7 @@ fn missing_variables_are_all_named() {
     );
     let err = Solver::new("le", &challenge("httpreq"), &lookup(&[])).unwrap_err();
     assert!(err.to_string().contains("HTTPREQ_ENDPOINT"), "{err}");
-    let err = Solver::new("le", &challenge("route53"), &lookup(&[])).unwrap_err();
+    let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(matches!(err, DnsError::UnknownProvider { .. }));
 }
 
@@ -186,4 +186,73 @@ fn resolvers_and_resolv_conf_are_parsed() {
             "[fe80::1]:53".parse().unwrap()
         ]
     );
+}
+
+#[test]
+fn api_providers_read_lego_variables_and_name_the_missing_ones() {
+    let cf = Solver::new(
+        "le",
+        &challenge("cloudflare"),
+        &lookup(&[("CLOUDFLARE_DNS_API_TOKEN", "t0ken")]),
+    )
+    .unwrap();
+    assert_eq!(cf.provider_name(), "cloudflare");
+    // Cloudflare's documented propagation defaults.
+    assert_eq!(cf.checks.timeout, Duration::from_secs(120));
+    assert_eq!(cf.checks.interval, Duration::from_secs(2));
+    assert!(!format!("{cf:?}").contains("t0ken"));
+    let err = Solver::new("le", &challenge("cloudflare"), &lookup(&[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "certificatesResolvers.le.acme.dnsChallenge: provider `cloudflare` needs CF_DNS_API_TOKEN \
+         (with CF_ZONE_API_TOKEN if zones are read with another token), or CF_API_EMAIL and \
+         CF_API_KEY (each also as <NAME>_FILE naming a file that holds it)"
+    );
+    let zone_only = lookup(&[("CF_ZONE_API_TOKEN", "z")]);
+    let err = Solver::new("le", &challenge("cloudflare"), &zone_only).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["CF_DNS_API_TOKEN"]),
+        "{err}"
+    );
+    let key_only = lookup(&[("CF_API_KEY", "k")]);
+    let err = Solver::new("le", &challenge("cloudflare"), &key_only).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["CF_API_EMAIL"]),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("token");
+    std::fs::write(&secret, "from-a-file\n").unwrap();
+    let vars = [("CF_DNS_API_TOKEN_FILE", secret.to_str().unwrap())];
+    let file = lookup(&vars);
+    assert!(Solver::new("le", &challenge("cloudflare"), &file).is_ok());
+    let bad_url = lookup(&[
+        ("CF_DNS_API_TOKEN", "t"),
+        ("CLOUDFLARE_BASE_URL", "ftp://example"),
+    ]);
+    let err = Solver::new("le", &challenge("cloudflare"), &bad_url).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CLOUDFLARE_BASE_URL: `ftp://example` is not an http:// or https:// URL"
+    );
+
+    let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
+    assert!(
+        err.to_string().contains("(it has cloudflare, rfc2136"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zone_candidates_walk_up_the_name() {
+    assert_eq!(
+        api::zone_candidates("_acme-challenge.www.example.co.uk."),
+        [
+            "_acme-challenge.www.example.co.uk",
+            "www.example.co.uk",
+            "example.co.uk",
+            "co.uk"
+        ]
+    );
+    assert!(api::zone_candidates("test.").is_empty());
 }
