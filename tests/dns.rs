@@ -898,3 +898,172 @@ async fn cloudflare_publishes_a_wildcard_and_its_apex_through_its_api_and_names_
     assert!(!refused.to_string().contains(wrong));
     assert!(!gw.log().contains(wrong));
 }
+
+/// The token the DigitalOcean stand-in accepts.
+const DO_TOKEN: &str = "dop_v1_5e1f00d";
+
+/// DigitalOcean's API v2 for the calls gangway makes (a domain by name;
+/// a domain's records: create, list by type and full name, delete), with
+/// its error shape (`{"id", "message"}`), bearer token authentication and
+/// its TTL minimum; the account holds the domain `apps.test`, whose
+/// records go into `named` through RFC 2136.
+async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let method = req.method().clone();
+            let path = req.uri().path().to_owned();
+            let query = req.uri().query().unwrap_or_default().to_owned();
+            let auth = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            seen.lock()
+                .unwrap()
+                .calls
+                .push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, id: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"id": id, "message": message}))
+            };
+            if auth != format!("Bearer {DO_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "unauthorized", "Unable to authenticate you");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let not_found = || error(StatusCode::NOT_FOUND, "not_found", "The resource you were accessing could not be found.");
+            let Some(rest) = path.strip_prefix("/v2/domains/") else {
+                return not_found();
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if domain != "apps.test" {
+                return not_found();
+            }
+            match (method.as_str(), rest) {
+                ("GET", "") => json_reply(StatusCode::OK, &serde_json::json!({"domain": {"name": "apps.test", "ttl": 1800, "zone_file": ""}})),
+                ("POST", "records") => {
+                    let record: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(data), Some(ttl)) = (record["name"].as_str(), record["data"].as_str(), record["ttl"].as_u64()) else {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "Name, data and ttl are required");
+                    };
+                    if record["type"] != "TXT" || name.ends_with('.') || name.contains("apps.test") {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "Name must be relative to the domain");
+                    }
+                    if ttl < 30 {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "TTL must be at least 30");
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, data).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, data.to_owned()));
+                    json_reply(StatusCode::CREATED, &serde_json::json!({"domain_record": {"id": id, "type": "TXT", "name": name, "data": data, "ttl": ttl}}))
+                }
+                ("GET", "records") => {
+                    let (rtype, name) = (param("type"), param("name"));
+                    let records: Vec<serde_json::Value> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| rtype == "TXT" && *n == name)
+                        .map(|(id, n, d)| serde_json::json!({"id": id.parse::<u64>().unwrap_or(0), "type": "TXT", "name": n.trim_end_matches(".apps.test"), "data": d, "ttl": 30}))
+                        .collect();
+                    let total = records.len();
+                    json_reply(StatusCode::OK, &serde_json::json!({"domain_records": records, "links": {}, "meta": {"total": total}}))
+                }
+                ("DELETE", rest) => {
+                    let id = rest.strip_prefix("records/").unwrap_or_default();
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((_, fqdn, data)) = found else {
+                        return not_found();
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &data).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+                    }
+                    http::Response::builder()
+                        .status(StatusCode::NO_CONTENT)
+                        .body(Full::new(Bytes::new()))
+                        .unwrap()
+                }
+                _ => not_found(),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("digitalocean") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = digitalocean_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let url = api.url();
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "digitalocean",
+            &[("DO_AUTH_TOKEN", DO_TOKEN), ("DO_API_URL", url.as_str())],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |c: &str| calls.iter().filter(|x| *x == c).count();
+    assert_eq!(
+        count("POST /v2/domains/apps.test/records?"),
+        2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("DELETE /v2/domains/apps.test/records/"))
+            .count(),
+        2,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v2/domains/_acme-challenge.apps.test?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(DO_TOKEN));
+}

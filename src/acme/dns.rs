@@ -10,6 +10,7 @@
 
 mod api;
 mod cloudflare;
+mod digitalocean;
 mod exec;
 mod httpreq;
 mod rfc2136;
@@ -290,6 +291,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(120),
         interval: secs(2),
         build: |env| Ok(Box::new(cloudflare::Cloudflare::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "digitalocean",
+        prefix: "DO",
+        timeout: secs(60),
+        interval: secs(5),
+        build: |env| Ok(Box::new(digitalocean::DigitalOcean::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -338,3 +338,17 @@ pub(super) fn zone_candidates(fqdn: &str) -> Vec<String> {
         .map(|i| labels[i..].join("."))
         .collect()
 }
+
+/// `fqdn` (with or without its final dot) relative to `zone`: `@`-free
+/// label(s) before it, or empty at the apex.
+pub(super) fn relative(fqdn: &str, zone: &str) -> String {
+    let name = fqdn.trim_end_matches('.');
+    let zone = zone.trim_end_matches('.');
+    if name.eq_ignore_ascii_case(zone) {
+        return String::new();
+    }
+    name.strip_suffix(zone)
+        .and_then(|n| n.strip_suffix('.'))
+        .unwrap_or(name)
+        .to_owned()
+}

@@ -236,15 +236,28 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
         "CLOUDFLARE_BASE_URL: `ftp://example` is not an http:// or https:// URL"
     );
 
+    let err = Solver::new("le", &challenge("digitalocean"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["DO_AUTH_TOKEN"]),
+        "{err}"
+    );
+    let good = lookup(&[
+        ("DO_AUTH_TOKEN", "dop_v1_x"),
+        ("DO_PROPAGATION_TIMEOUT", "90"),
+    ]);
+    let d = Solver::new("le", &challenge("digitalocean"), &good).unwrap();
+    assert_eq!(d.checks.timeout, Duration::from_secs(90));
+    assert_eq!(d.checks.interval, Duration::from_secs(5));
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
-        err.to_string().contains("(it has cloudflare, rfc2136"),
+        err.to_string()
+            .contains("(it has cloudflare, digitalocean, rfc2136"),
         "{err}"
     );
 }
 
 #[test]
-fn zone_candidates_walk_up_the_name() {
+fn zone_candidates_walk_up_the_name_and_records_are_named_relative_to_it() {
     assert_eq!(
         api::zone_candidates("_acme-challenge.www.example.co.uk."),
         [
@@ -255,4 +268,13 @@ fn zone_candidates_walk_up_the_name() {
         ]
     );
     assert!(api::zone_candidates("test.").is_empty());
+    assert_eq!(
+        api::relative("_acme-challenge.apps.test.", "apps.test"),
+        "_acme-challenge"
+    );
+    assert_eq!(
+        api::relative("_acme-challenge.a.apps.test.", "apps.test."),
+        "_acme-challenge.a"
+    );
+    assert_eq!(api::relative("apps.test.", "apps.test"), "");
 }
