@@ -1067,3 +1067,349 @@ async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
     );
     assert!(!gw.log().contains(DO_TOKEN));
 }
+
+/// The keys the Route 53 stand-in knows.
+const AWS_KEY_ID: &str = "AKIAGANGWAYTEST";
+const AWS_SECRET: &str = "r53/secret+Key0000000000000000000000000";
+
+/// The inner texts of every `<name>…</name>`.
+fn xml_tags<'x>(xml: &'x str, name: &str) -> Vec<&'x str> {
+    let (open, close) = (format!("<{name}>"), format!("</{name}>"));
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(i) = rest.find(&open) {
+        let after = &rest[i + open.len()..];
+        let Some(j) = after.find(&close) else { break };
+        out.push(&after[..j]);
+        rest = &after[j + close.len()..];
+    }
+    out
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn hmac256(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::sign(&key, data).as_ref().to_vec()
+}
+
+/// Checks a request's AWS Signature Version 4 as AWS does, from what was
+/// received: the error code and message AWS answers, if it is wrong.
+fn sigv4_problem(
+    method: &str,
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Option<(&'static str, &'static str)> {
+    const INVALID: (&str, &str) = (
+        "InvalidClientTokenId",
+        "The security token included in the request is invalid.",
+    );
+    const MISMATCH: (&str, &str) = (
+        "SignatureDoesNotMatch",
+        "The request signature we calculated does not match the signature you provided.",
+    );
+    let auth = headers.get("authorization")?.to_str().ok()?;
+    let rest = auth.strip_prefix("AWS4-HMAC-SHA256 ")?;
+    let field = |name: &str| {
+        rest.split(", ")
+            .find_map(|p| p.strip_prefix(&format!("{name}=")))
+            .unwrap_or_default()
+    };
+    let credential: Vec<&str> = field("Credential").split('/').collect();
+    if credential.len() != 5 || credential[0] != AWS_KEY_ID {
+        return Some(INVALID);
+    }
+    let (day, region, service) = (credential[1], credential[2], credential[3]);
+    if service != "route53" || credential[4] != "aws4_request" {
+        return Some(MISMATCH);
+    }
+    let signed: Vec<&str> = field("SignedHeaders").split(';').collect();
+    if !signed.contains(&"host") || !signed.contains(&"x-amz-date") {
+        return Some(MISMATCH);
+    }
+    let canonical_headers: String = signed
+        .iter()
+        .map(|h| {
+            let v = headers
+                .get(*h)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            format!("{h}:{}\n", v.trim())
+        })
+        .collect();
+    let mut query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .collect();
+    query.sort_unstable();
+    let canonical = format!(
+        "{method}\n{}\n{}\n{canonical_headers}\n{}\n{}",
+        uri.path(),
+        query.join("&"),
+        signed.join(";"),
+        sha256_hex(body)
+    );
+    let date = headers.get("x-amz-date")?.to_str().ok()?;
+    let scope = format!("{day}/{region}/{service}/aws4_request");
+    let to_sign = format!(
+        "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
+        sha256_hex(canonical.as_bytes())
+    );
+    let mut key = hmac256(format!("AWS4{AWS_SECRET}").as_bytes(), day.as_bytes());
+    for part in [region, service, "aws4_request"] {
+        key = hmac256(&key, part.as_bytes());
+    }
+    let expected: String = hmac256(&key, to_sign.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    (field("Signature") != expected).then_some(MISMATCH)
+}
+
+/// Route 53's REST API 2013-04-01 for the calls gangway makes
+/// (ListHostedZonesByName, ListResourceRecordSets, ChangeResourceRecordSets
+/// with UPSERT and DELETE, GetChange), with its XML shapes and error
+/// answers, SigV4 checked on every request, and its 400 `Throttling`; the
+/// account holds the public hosted zone `apps.test.` (`Z0APPS`), whose TXT
+/// sets go into `named` through RFC 2136. Each change is PENDING until
+/// looked at once.
+async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    const NS: &str = "https://route53.amazonaws.com/doc/2013-04-01/";
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let xml = |status: StatusCode, text: String| {
+                http::Response::builder()
+                    .status(status)
+                    .header(http::header::CONTENT_TYPE, "text/xml")
+                    .body(Full::new(Bytes::from(format!("<?xml version=\"1.0\"?>\n{text}"))))
+                    .unwrap()
+            };
+            let error = |status: StatusCode, code: &str, message: &str| {
+                xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>r-1</RequestId></ErrorResponse>"))
+            };
+            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body) {
+                return error(StatusCode::FORBIDDEN, code, message);
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let info = |id: &str, status: &str| format!("<ChangeInfo><Id>/change/{id}</Id><Status>{status}</Status><SubmittedAt>2026-01-01T00:00:00.000Z</SubmittedAt></ChangeInfo>");
+            match (method.as_str(), path.as_str()) {
+                ("GET", "/2013-04-01/hostedzonesbyname") => {
+                    // The zones from `dnsname` on, in order: the account's one zone.
+                    let dns = param("dnsname");
+                    xml(StatusCode::OK, format!("<ListHostedZonesByNameResponse xmlns=\"{NS}\"><HostedZones><HostedZone><Id>/hostedzone/Z0APPS</Id><Name>apps.test.</Name><CallerReference>c-1</CallerReference><Config><PrivateZone>false</PrivateZone></Config><ResourceRecordSetCount>3</ResourceRecordSetCount></HostedZone></HostedZones><DNSName>{dns}</DNSName><IsTruncated>false</IsTruncated><MaxItems>1</MaxItems></ListHostedZonesByNameResponse>"))
+                }
+                ("GET", "/2013-04-01/hostedzone/Z0APPS/rrset") => {
+                    let name = param("name");
+                    let values: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == name).map(|(_, _, v)| v.clone()).collect();
+                    // The sets from `name` on: the apex's NS when there is none at it.
+                    let set = if values.is_empty() {
+                        "<ResourceRecordSet><Name>apps.test.</Name><Type>NS</Type><TTL>172800</TTL><ResourceRecords><ResourceRecord><Value>ns.test.</Value></ResourceRecord></ResourceRecords></ResourceRecordSet>".to_owned()
+                    } else {
+                        let records: String = values.iter().map(|v| format!("<ResourceRecord><Value>&quot;{v}&quot;</Value></ResourceRecord>")).collect();
+                        format!("<ResourceRecordSet><Name>{name}</Name><Type>TXT</Type><TTL>10</TTL><ResourceRecords>{records}</ResourceRecords></ResourceRecordSet>")
+                    };
+                    xml(StatusCode::OK, format!("<ListResourceRecordSetsResponse xmlns=\"{NS}\"><ResourceRecordSets>{set}</ResourceRecordSets><IsTruncated>false</IsTruncated><MaxItems>1</MaxItems></ListResourceRecordSetsResponse>"))
+                }
+                ("POST", "/2013-04-01/hostedzone/Z0APPS/rrset") => {
+                    let text = String::from_utf8_lossy(&body).into_owned();
+                    let (Some(action), Some(name), Some("TXT"), Some(_ttl)) = (
+                        xml_tags(&text, "Action").first().copied(),
+                        xml_tags(&text, "Name").first().copied(),
+                        xml_tags(&text, "Type").first().copied(),
+                        xml_tags(&text, "TTL").first().and_then(|t| t.parse::<u32>().ok()),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid XML ; cvc-complex-type");
+                    };
+                    let values: Vec<String> = xml_tags(&text, "Value").iter().map(|v| v.replace("&quot;", "\"").trim_matches('"').to_owned()).collect();
+                    if !text.starts_with("<?xml") || !text.contains(&format!("<ChangeResourceRecordSetsRequest xmlns=\"{NS}\">")) {
+                        return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid XML ; the root element");
+                    }
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        if seen.rate_limited > 0 {
+                            seen.rate_limited -= 1;
+                            drop(seen);
+                            return error(StatusCode::BAD_REQUEST, "Throttling", "Rate exceeded");
+                        }
+                    }
+                    let name = name.to_owned();
+                    let before: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == name).map(|(_, _, v)| v.clone()).collect();
+                    let after = match action {
+                        "UPSERT" => values.clone(),
+                        "DELETE" => {
+                            let (mut a, mut b) = (before.clone(), values.clone());
+                            a.sort();
+                            b.sort();
+                            if a != b {
+                                return error(StatusCode::BAD_REQUEST, "InvalidChangeBatch", "[Tried to delete resource record set but it was not found]");
+                            }
+                            Vec::new()
+                        }
+                        _ => return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid Action"),
+                    };
+                    for v in before.iter().filter(|v| !after.contains(v)) {
+                        if let Err(e) = nsupdate(&header, "delete", &name, v).await {
+                            return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalFailure", &e);
+                        }
+                    }
+                    for v in after.iter().filter(|v| !before.contains(v)) {
+                        if let Err(e) = nsupdate(&header, "add", &name, v).await {
+                            return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalFailure", &e);
+                        }
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.records.retain(|(_, n, _)| *n != name);
+                    for v in after {
+                        seen.records.push((String::new(), name.clone(), v));
+                    }
+                    seen.next_id += 1;
+                    let id = format!("C{}", seen.next_id);
+                    xml(StatusCode::OK, format!("<ChangeResourceRecordSetsResponse xmlns=\"{NS}\">{}</ChangeResourceRecordSetsResponse>", info(&id, "PENDING")))
+                }
+                ("GET", change) if change.starts_with("/2013-04-01/change/C") => {
+                    let id = change.trim_start_matches("/2013-04-01/change/");
+                    xml(StatusCode::OK, format!("<GetChangeResponse xmlns=\"{NS}\">{}</GetChangeResponse>", info(id, "INSYNC")))
+                }
+                _ => error(StatusCode::NOT_FOUND, "NoSuchHostedZone", "No hosted zone found with ID"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
+    if !ready("route53") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let api = route53_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!("[default]\naws_access_key_id = AKIAOTHER\naws_secret_access_key = other\n\n[dns]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n"),
+    )
+    .unwrap();
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let (url, file) = (api.url(), credentials.display().to_string());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "route53",
+            &[
+                ("AWS_SHARED_CREDENTIALS_FILE", file.as_str()),
+                ("AWS_PROFILE", "dns"),
+                ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(
+        Duration::from_secs(10),
+        "the record set removed",
+        || async {
+            seen.lock().unwrap().records.is_empty()
+                && setup
+                    .named
+                    .txt("_acme-challenge.apps.test")
+                    .await
+                    .is_empty()
+        },
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "route53: adding the TXT record `_acme-challenge.apps.test.` to hosted zone \
+             `apps.test`: the API answered 400 Bad Request: Rate exceeded (Throttling); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    // Two creations (one throttled first), two removals, each change
+    // polled until INSYNC; the zone found by walking up the name.
+    assert_eq!(
+        count("POST /2013-04-01/hostedzone/Z0APPS/rrset"),
+        5,
+        "{calls:#?}"
+    );
+    assert_eq!(count("GET /2013-04-01/change/C"), 4, "{calls:#?}");
+    assert!(
+        count("GET /2013-04-01/hostedzonesbyname?dnsname=_acme-challenge.apps.test&maxitems=1")
+            >= 1,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(AWS_SECRET));
+    drop(gw);
+
+    // Static keys win over the file; a wrong secret gets AWS's answer.
+    let wrong = "wrong/secret+Key000000000000000000000000";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "route53",
+            &[
+                ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
+                ("AWS_SECRET_ACCESS_KEY", wrong),
+                ("AWS_SHARED_CREDENTIALS_FILE", file.as_str()),
+                ("AWS_PROFILE", "dns"),
+                ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    eventually(Duration::from_secs(60), "a refused order", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 1)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: route53: finding the hosted zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (403 Forbidden): \
+         The request signature we calculated does not match the signature you provided. \
+         (SignatureDoesNotMatch)",
+        "{refused}"
+    );
+    assert!(!gw.log().contains(wrong));
+}

@@ -14,6 +14,7 @@ mod digitalocean;
 mod exec;
 mod httpreq;
 mod rfc2136;
+mod route53;
 
 pub use api::ApiProblem;
 
@@ -291,6 +292,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(120),
         interval: secs(2),
         build: |env| Ok(Box::new(cloudflare::Cloudflare::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "route53",
+        prefix: "AWS",
+        timeout: secs(120),
+        interval: secs(4),
+        build: |env| Ok(Box::new(route53::Route53::from_env(env)?)),
     },
     ProviderKind {
         name: "digitalocean",

@@ -106,6 +106,9 @@ pub(super) struct Api {
     timeout: Duration,
     /// Reads the provider's own error message out of an error answer.
     message: fn(&[u8]) -> Option<String>,
+    /// Whether an error answer other than 429 says to slow down (Route 53
+    /// answers 400 `Throttling`).
+    throttled: fn(StatusCode, &[u8]) -> bool,
 }
 
 /// A request to send.
@@ -120,6 +123,8 @@ pub(super) struct Call<'a> {
     pub headers: &'a [(HeaderName, HeaderValue)],
     /// A JSON body, if any.
     pub body: Option<&'a serde_json::Value>,
+    /// Or a body of another type: (content type, text).
+    pub text: Option<(&'a str, &'a str)>,
 }
 
 impl Api {
@@ -143,7 +148,14 @@ impl Api {
                 timeout
             },
             message,
+            throttled: |_, _| false,
         })
+    }
+
+    /// The same, also retrying the error answers `throttled` recognises.
+    pub(super) fn with_throttle(mut self, throttled: fn(StatusCode, &[u8]) -> bool) -> Self {
+        self.throttled = throttled;
+        self
     }
 
     /// The error of `call` for `problem`.
@@ -174,7 +186,7 @@ impl Api {
                     | StatusCode::BAD_GATEWAY
                     | StatusCode::SERVICE_UNAVAILABLE
                     | StatusCode::GATEWAY_TIMEOUT
-            );
+            ) || (self.throttled)(status, &body);
             if !again {
                 let problem = if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
                 {
@@ -221,12 +233,16 @@ impl Api {
         for (name, value) in call.headers {
             request = request.header(name, value.clone());
         }
-        let body = match call.body {
-            Some(json) => {
+        let body = match (call.body, call.text) {
+            (Some(json), _) => {
                 request = request.header(http::header::CONTENT_TYPE, "application/json");
                 Bytes::from(json.to_string())
             }
-            None => Bytes::new(),
+            (None, Some((content_type, text))) => {
+                request = request.header(http::header::CONTENT_TYPE, content_type);
+                Bytes::copy_from_slice(text.as_bytes())
+            }
+            (None, None) => Bytes::new(),
         };
         let request = request.body(Full::new(body)).map_err(|e| {
             fail(ApiProblem::Transport(format!(

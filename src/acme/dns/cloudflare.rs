@@ -163,6 +163,7 @@ impl Cloudflare {
                     url: &url,
                     headers: &self.zone_auth,
                     body: None,
+                    text: None,
                 })
                 .await?;
             let zones: Vec<Zone> = self.result(&action, &reply)?.unwrap_or_default();
@@ -214,6 +215,7 @@ impl Cloudflare {
                 url: &url,
                 headers: &self.dns_auth,
                 body: Some(&body),
+                text: None,
             })
             .await?;
         self.result::<serde_json::Value>(&action, &reply)?;
@@ -236,6 +238,7 @@ impl Cloudflare {
                 url: &url,
                 headers: &self.dns_auth,
                 body: None,
+                text: None,
             })
             .await?;
         let records: Vec<Record> = self.result(&action, &reply)?.unwrap_or_default();
@@ -253,6 +256,7 @@ impl Cloudflare {
                     url: &url,
                     headers: &self.dns_auth,
                     body: None,
+                    text: None,
                 })
                 .await?;
             // Gone already (a second cleanup) is what was wanted.

@@ -85,6 +85,7 @@ impl DigitalOcean {
             url,
             headers: &self.auth,
             body,
+            text: None,
         }
     }
 

@@ -251,7 +251,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, digitalocean, rfc2136"),
+            .contains("(it has cloudflare, route53, digitalocean, rfc2136"),
         "{err}"
     );
 }
@@ -277,4 +277,119 @@ fn zone_candidates_walk_up_the_name_and_records_are_named_relative_to_it() {
         "_acme-challenge.a"
     );
     assert_eq!(api::relative("apps.test.", "apps.test"), "");
+}
+
+#[test]
+fn sigv4_matches_the_published_test_vectors() {
+    use route53::{Credentials, Scope, authorization};
+    let suite = Credentials {
+        access_key: "AKIDEXAMPLE".to_owned(),
+        secret_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".to_owned(),
+        session_token: None,
+    };
+    let scope = Scope {
+        date: "20150830T123600Z",
+        region: "us-east-1",
+        service: "service",
+    };
+    let headers = [
+        ("Host".to_owned(), "example.amazonaws.com".to_owned()),
+        ("X-Amz-Date".to_owned(), "20150830T123600Z".to_owned()),
+    ];
+    let prefix = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=";
+    // get-vanilla
+    assert_eq!(
+        authorization(&suite, &scope, "GET", "/", &[], &headers, b""),
+        format!("{prefix}5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")
+    );
+    // get-vanilla-query-order-key-case: parameters are sorted.
+    assert_eq!(
+        authorization(
+            &suite,
+            &scope,
+            "GET",
+            "/",
+            &[("Param2", "value2"), ("Param1", "value1")],
+            &headers,
+            b""
+        ),
+        format!("{prefix}b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500")
+    );
+    // The S3 documentation's GET Object example (more headers, a path).
+    let s3 = Credentials {
+        access_key: "AKIAIOSFODNN7EXAMPLE".to_owned(),
+        secret_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
+        session_token: None,
+    };
+    let headers = [
+        (
+            "host".to_owned(),
+            "examplebucket.s3.amazonaws.com".to_owned(),
+        ),
+        ("range".to_owned(), "bytes=0-9".to_owned()),
+        (
+            "x-amz-content-sha256".to_owned(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_owned(),
+        ),
+        ("x-amz-date".to_owned(), "20130524T000000Z".to_owned()),
+    ];
+    let scope = Scope {
+        date: "20130524T000000Z",
+        region: "us-east-1",
+        service: "s3",
+    };
+    assert!(
+        authorization(&s3, &scope, "GET", "/test.txt", &[], &headers, b"").ends_with(
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, \
+             Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+        )
+    );
+    let at = |secs: u64| std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    assert_eq!(route53::amz_date(at(1_440_938_160)), "20150830T123600Z");
+    assert_eq!(route53::amz_date(at(951_868_799)), "20000229T235959Z");
+}
+
+#[test]
+fn route53_reads_static_keys_or_a_profile_of_the_shared_credentials_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credentials");
+    std::fs::write(
+        &file,
+        "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = d3f\n\n\
+         # the deploy profile\n[deploy]\naws_access_key_id=AKIADEPLOY\naws_secret_access_key=s3cr3t\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        route53::profile_section(&text, "deploy"),
+        [
+            ("aws_access_key_id".to_owned(), "AKIADEPLOY".to_owned()),
+            ("aws_secret_access_key".to_owned(), "s3cr3t".to_owned())
+        ]
+    );
+    let path = file.to_str().unwrap();
+    let vars = [
+        ("AWS_SHARED_CREDENTIALS_FILE", path),
+        ("AWS_PROFILE", "deploy"),
+    ];
+    let r = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap();
+    assert_eq!(r.provider_name(), "route53");
+    assert_eq!(r.checks.interval, Duration::from_secs(4));
+    let vars = [
+        ("AWS_SHARED_CREDENTIALS_FILE", path),
+        ("AWS_PROFILE", "nope"),
+    ];
+    let err = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap_err();
+    assert!(matches!(err, DnsError::MissingCredentials { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{err}"
+    );
+    let vars = [
+        ("AWS_ACCESS_KEY_ID", "AKIA"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("HOME", "/nonexistent"),
+    ];
+    assert!(Solver::new("le", &challenge("route53"), &lookup(&vars)).is_ok());
 }
