@@ -827,9 +827,12 @@ async fn cloudflare_publishes_a_wildcard_and_its_apex_through_its_api_and_names_
     assert_eq!(seen.lock().unwrap().records[0].0, "r0");
     let calls = seen.lock().unwrap().calls.clone();
     let count = |c: &str| calls.iter().filter(|x| *x == c).count();
-    assert_eq!(
-        count("POST /client/v4/zones/z-apps/dns_records?"),
-        3,
+    // Every record created was deleted; one creation was answered 429
+    // first. (An order retried under load makes more calls, never fewer.)
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert!(
+        count("POST /client/v4/zones/z-apps/dns_records?") > created,
         "{calls:#?}"
     );
     assert_eq!(
@@ -837,7 +840,7 @@ async fn cloudflare_publishes_a_wildcard_and_its_apex_through_its_api_and_names_
             .iter()
             .filter(|c| c.starts_with("DELETE /client/v4/zones/z-apps/dns_records/r"))
             .count(),
-        2,
+        created,
         "{calls:#?}"
     );
     // The zone was found by walking up the name.
@@ -1048,9 +1051,12 @@ async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
     .await;
     let calls = seen.lock().unwrap().calls.clone();
     let count = |c: &str| calls.iter().filter(|x| *x == c).count();
+    // Every record created was deleted.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
     assert_eq!(
         count("POST /v2/domains/apps.test/records?"),
-        2,
+        created,
         "{calls:#?}"
     );
     assert_eq!(
@@ -1058,7 +1064,7 @@ async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
             .iter()
             .filter(|c| c.starts_with("DELETE /v2/domains/apps.test/records/"))
             .count(),
-        2,
+        created,
         "{calls:#?}"
     );
     assert!(
@@ -1364,14 +1370,19 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
     );
     let calls = seen.lock().unwrap().calls.clone();
     let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
-    // Two creations (one throttled first), two removals, each change
-    // polled until INSYNC; the zone found by walking up the name.
-    assert_eq!(
-        count("POST /2013-04-01/hostedzone/Z0APPS/rrset"),
-        5,
+    // An order retried under load says why here.
+    for line in gw.log().lines().filter(|l| l.contains("order failed")) {
+        eprintln!("{line}");
+    }
+    // At least two creations and two removals, one change throttled
+    // first, and each accepted change polled until INSYNC.
+    let changes = seen.lock().unwrap().next_id as usize;
+    assert!(changes >= 4, "{calls:#?}");
+    assert!(
+        count("POST /2013-04-01/hostedzone/Z0APPS/rrset") > changes,
         "{calls:#?}"
     );
-    assert_eq!(count("GET /2013-04-01/change/C"), 4, "{calls:#?}");
+    assert_eq!(count("GET /2013-04-01/change/C"), changes, "{calls:#?}");
     assert!(
         count("GET /2013-04-01/hostedzonesbyname?dnsname=_acme-challenge.apps.test&maxitems=1")
             >= 1,
