@@ -1424,3 +1424,213 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
     );
     assert!(!gw.log().contains(wrong));
 }
+
+/// The keys the OVH stand-in knows.
+const OVH_APP_KEY: &str = "ovh-app-7Kq2";
+const OVH_APP_SECRET: &str = "ovh-secret-Vb81nQ";
+const OVH_CONSUMER: &str = "ovh-consumer-Lr04";
+
+/// OVHcloud's API v1 under `/1.0` for the calls gangway makes
+/// (`/auth/time`; a zone by name; its TXT records: create, list ids by
+/// type and sub-domain, read, delete; `refresh`), with its application
+/// signature checked on every authenticated call as OVH does (`$1$` +
+/// SHA-1 of secret, consumer key, method, URL, body and timestamp) and its
+/// error shape; the account holds the zone `apps.test`, whose records go
+/// into `named` through RFC 2136.
+async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, code: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"message": message, "errorCode": code, "httpCode": status.to_string()}))
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            if path == "/1.0/auth/time" {
+                return json_reply(StatusCode::OK, &serde_json::json!(now));
+            }
+            let get = |name: &str| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            if get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER {
+                return error(StatusCode::FORBIDDEN, "INVALID_CREDENTIAL", "This credential does not exist");
+            }
+            let timestamp = get("x-ovh-timestamp");
+            let url = format!("http://{}{}", get("host"), parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or_default());
+            let text = format!(
+                "{OVH_APP_SECRET}+{OVH_CONSUMER}+{method}+{url}+{}+{timestamp}",
+                String::from_utf8_lossy(&body)
+            );
+            let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, text.as_bytes());
+            let expected: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+            let fresh = timestamp.parse::<u64>().is_ok_and(|t| t.abs_diff(now) < 60);
+            if get("x-ovh-signature") != format!("$1${expected}") || !fresh {
+                return error(StatusCode::BAD_REQUEST, "INVALID_SIGNATURE", "Invalid signature");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let missing = || error(StatusCode::NOT_FOUND, "CLIENT::NotFound", "This service does not exist");
+            let Some(rest) = path.strip_prefix("/1.0/domain/zone/") else {
+                return missing();
+            };
+            let (zone, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if zone != "apps.test" {
+                return missing();
+            }
+            let record_json = |(id, fqdn, target): &(String, String, String)| {
+                serde_json::json!({"id": id.parse::<u64>().unwrap_or(0), "zone": "apps.test", "fieldType": "TXT", "subDomain": fqdn.trim_end_matches(".apps.test"), "target": target, "ttl": 120})
+            };
+            match (method.as_str(), rest) {
+                ("GET", "") => json_reply(StatusCode::OK, &serde_json::json!({"name": "apps.test", "hasDnsAnycast": false, "nameServers": ["ns.test"], "dnssecSupported": false})),
+                ("POST", "refresh") => json_reply(StatusCode::OK, &serde_json::Value::Null),
+                ("POST", "record") => {
+                    let record: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some("TXT"), Some(sub), Some(target), Some(_)) = (
+                        record["fieldType"].as_str(),
+                        record["subDomain"].as_str(),
+                        record["target"].as_str(),
+                        record["ttl"].as_u64(),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, "CLIENT::BadRequest", "Invalid body");
+                    };
+                    let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "SERVER::Error", &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let entry = (seen.next_id.to_string(), fqdn, target.to_owned());
+                    let reply = record_json(&entry);
+                    seen.records.push(entry);
+                    json_reply(StatusCode::OK, &reply)
+                }
+                ("GET", "record") => {
+                    let (field, sub) = (param("fieldType"), param("subDomain"));
+                    let ids: Vec<u64> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| field == "TXT" && *n == format!("{sub}.apps.test"))
+                        .map(|(id, _, _)| id.parse().unwrap_or(0))
+                        .collect();
+                    json_reply(StatusCode::OK, &serde_json::json!(ids))
+                }
+                (_, rest) if rest.starts_with("record/") => {
+                    let id = rest.trim_start_matches("record/");
+                    let found = seen.lock().unwrap().records.iter().find(|(i, _, _)| i == id).cloned();
+                    let Some(entry) = found else {
+                        return missing();
+                    };
+                    match method.as_str() {
+                        "GET" => json_reply(StatusCode::OK, &record_json(&entry)),
+                        "DELETE" => {
+                            if let Err(e) = nsupdate(&header, "delete", &entry.1, &entry.2).await {
+                                return error(StatusCode::INTERNAL_SERVER_ERROR, "SERVER::Error", &e);
+                            }
+                            seen.lock().unwrap().records.retain(|(i, _, _)| i != id);
+                            json_reply(StatusCode::OK, &serde_json::Value::Null)
+                        }
+                        _ => missing(),
+                    }
+                }
+                _ => missing(),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
+    if !ready("ovh") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let endpoint = format!("{}/1.0", api.url());
+    let env = [
+        ("OVH_ENDPOINT", endpoint.as_str()),
+        ("OVH_APPLICATION_KEY", OVH_APP_KEY),
+        ("OVH_APPLICATION_SECRET", OVH_APP_SECRET),
+        ("OVH_CONSUMER_KEY", OVH_CONSUMER),
+    ];
+    let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    // Every record created was deleted, and each change refreshed the zone.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /1.0/domain/zone/apps.test/record/"),
+        created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        count("POST /1.0/domain/zone/apps.test/refresh"),
+        2 * created,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(OVH_APP_SECRET));
+    drop(gw);
+
+    // A wrong secret: OVH's own answer, named in one sentence.
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let mut env = env;
+    env[2].1 = "not-the-secret";
+    let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+    eventually(Duration::from_secs(60), "a refused order", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 1)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: ovh: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API answered 400 Bad Request: Invalid signature \
+         (INVALID_SIGNATURE)",
+        "{refused}"
+    );
+}

@@ -13,6 +13,7 @@ mod cloudflare;
 mod digitalocean;
 mod exec;
 mod httpreq;
+mod ovh;
 mod rfc2136;
 mod route53;
 
@@ -306,6 +307,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(5),
         build: |env| Ok(Box::new(digitalocean::DigitalOcean::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "ovh",
+        prefix: "OVH",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(ovh::Ovh::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -251,7 +251,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, rfc2136"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, rfc2136"),
         "{err}"
     );
 }
@@ -392,4 +392,31 @@ fn route53_reads_static_keys_or_a_profile_of_the_shared_credentials_file() {
         ("HOME", "/nonexistent"),
     ];
     assert!(Solver::new("le", &challenge("route53"), &lookup(&vars)).is_ok());
+}
+
+#[test]
+fn ovh_signs_with_sha1_of_the_joined_parts_and_names_missing_keys() {
+    // Computed independently: printf '%s' 'as+ck+GET+https://eu.api.ovh.com/1.0/auth/time++1700000000' | sha1sum
+    assert_eq!(
+        ovh::signature(
+            "as",
+            "ck",
+            "GET",
+            "https://eu.api.ovh.com/1.0/auth/time",
+            "",
+            1_700_000_000
+        ),
+        format!("$1${}", "e0c87d1d7f12d2a843a787dc8597b623ef62dae5")
+    );
+    let err = Solver::new(
+        "le",
+        &challenge("ovh"),
+        &lookup(&[("OVH_ENDPOINT", "ovh-eu")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. }
+            if variables == &["OVH_APPLICATION_KEY", "OVH_APPLICATION_SECRET", "OVH_CONSUMER_KEY"]),
+        "{err}"
+    );
 }
