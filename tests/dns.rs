@@ -1634,3 +1634,145 @@ async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
         "{refused}"
     );
 }
+
+/// The personal access token the Gandi stand-in accepts.
+const GANDI_TOKEN: &str = "gandi-pat-3f9c";
+
+/// Gandi's LiveDNS API v5 under `/v5/livedns` for the calls gangway makes
+/// (a domain by name; a TXT record set: read, replace with `PUT`,
+/// delete), with its error shape (`code`, `message`, `object`, `cause`),
+/// bearer token authentication and its TTL minimum; the account holds
+/// the domain `apps.test`, whose sets go into `named` through RFC 2136.
+async fn gandi_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |status: StatusCode, message: &str| {
+                json_reply(status, &serde_json::json!({"code": status.as_u16(), "message": message, "object": "HTTPError", "cause": status.canonical_reason()}))
+            };
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {GANDI_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "The server could not verify that you are authorized to access the document you requested.");
+            }
+            let missing = || error(StatusCode::NOT_FOUND, "The resource could not be found.");
+            let Some(rest) = path.strip_prefix("/v5/livedns/domains/") else {
+                return missing();
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if domain != "apps.test" {
+                return missing();
+            }
+            if rest.is_empty() && method == "GET" {
+                return json_reply(StatusCode::OK, &serde_json::json!({"fqdn": "apps.test", "automatic_snapshots": false}));
+            }
+            let Some(name) = rest.strip_prefix("records/").and_then(|r| r.strip_suffix("/TXT")) else {
+                return missing();
+            };
+            let fqdn = if name == "@" { "apps.test".to_owned() } else { format!("{name}.apps.test") };
+            let before: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == fqdn).map(|(_, _, v)| v.clone()).collect();
+            let after = match method.as_str() {
+                "GET" if before.is_empty() => return missing(),
+                "GET" => {
+                    let values: Vec<String> = before.iter().map(|v| format!("\"{v}\"")).collect();
+                    return json_reply(StatusCode::OK, &serde_json::json!({"rrset_name": name, "rrset_type": "TXT", "rrset_ttl": 300, "rrset_values": values}));
+                }
+                "PUT" => {
+                    let set: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(ttl), Some(values)) = (set["rrset_ttl"].as_u64(), set["rrset_values"].as_array()) else {
+                        return error(StatusCode::BAD_REQUEST, "rrset_ttl and rrset_values are required");
+                    };
+                    if ttl < 300 {
+                        return error(StatusCode::BAD_REQUEST, "rrset_ttl must be at least 300");
+                    }
+                    values.iter().filter_map(|v| v.as_str()).map(|v| v.trim_matches('"').to_owned()).collect::<Vec<_>>()
+                }
+                "DELETE" if before.is_empty() => return missing(),
+                "DELETE" => Vec::new(),
+                _ => return missing(),
+            };
+            for v in before.iter().filter(|v| !after.contains(v)) {
+                if let Err(e) = nsupdate(&header, "delete", &fqdn, v).await {
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+            }
+            for v in after.iter().filter(|v| !before.contains(v)) {
+                if let Err(e) = nsupdate(&header, "add", &fqdn, v).await {
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+            }
+            let mut seen = seen.lock().unwrap();
+            seen.records.retain(|(_, n, _)| *n != fqdn);
+            seen.next_id += 1;
+            let deleted = after.is_empty();
+            for v in after {
+                seen.records.push((String::new(), fqdn.clone(), v));
+            }
+            if deleted {
+                http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+            } else {
+                json_reply(StatusCode::CREATED, &serde_json::json!({"message": "DNS Record Created"}))
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn gandiv5_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("gandiv5") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = gandi_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let url = format!("{}/v5/livedns", api.url());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "gandiv5",
+            &[
+                ("GANDIV5_PERSONAL_ACCESS_TOKEN", GANDI_TOKEN),
+                ("GANDIV5_API_URL", url.as_str()),
+                ("GANDIV5_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(
+        Duration::from_secs(10),
+        "the record set removed",
+        || async {
+            seen.lock().unwrap().records.is_empty()
+                && setup
+                    .named
+                    .txt("_acme-challenge.apps.test")
+                    .await
+                    .is_empty()
+        },
+    )
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "/v5/livedns/domains/apps.test/records/_acme-challenge/TXT";
+    assert!(count(&format!("PUT {set}")) >= 2, "{calls:#?}");
+    assert!(count(&format!("DELETE {set}")) >= 1, "{calls:#?}");
+    assert!(!gw.log().contains(GANDI_TOKEN));
+}

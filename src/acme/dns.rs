@@ -12,6 +12,7 @@ mod api;
 mod cloudflare;
 mod digitalocean;
 mod exec;
+mod gandiv5;
 mod httpreq;
 mod ovh;
 mod rfc2136;
@@ -314,6 +315,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(2),
         build: |env| Ok(Box::new(ovh::Ovh::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "gandiv5",
+        prefix: "GANDIV5",
+        timeout: secs(1200),
+        interval: secs(20),
+        build: |env| Ok(Box::new(gandiv5::GandiV5::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

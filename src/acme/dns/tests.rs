@@ -248,10 +248,16 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let d = Solver::new("le", &challenge("digitalocean"), &good).unwrap();
     assert_eq!(d.checks.timeout, Duration::from_secs(90));
     assert_eq!(d.checks.interval, Duration::from_secs(5));
+    let err = Solver::new("le", &challenge("gandiv5"), &lookup(&[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("needs GANDIV5_PERSONAL_ACCESS_TOKEN"),
+        "{err}"
+    );
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, ovh, rfc2136"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, rfc2136"),
         "{err}"
     );
 }
