@@ -393,6 +393,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.extend(dns_providers(&config, env));
         // Likewise the providers' TLS files.
         findings.extend(provider_options(&config));
+    } else if let Some(router) = &router_service {
+        findings.extend(compose_dns_providers(&config, router));
     }
     findings.extend(acme_storage(&config, options.compose.is_empty()));
     findings.extend(acme_options(&config));
@@ -1319,6 +1321,48 @@ fn dns_providers(config: &StaticConfig, env: &[(String, String)]) -> Vec<Finding
             crate::acme::dns::Solver::new(name, dns, &lookup)
                 .err()
                 .map(static_error)
+        })
+        .collect()
+}
+
+/// Each DNS-01 resolver of a compose project whose provider is unknown or
+/// lacks a variable in the router service's `environment`. A variable
+/// listed there counts as set even when empty (its value may come from the
+/// deploying shell), and so does one given as `<NAME>_FILE` (the file is
+/// in the container, not here); a missing one is a warning, since an
+/// `env_file` may still hold it.
+fn compose_dns_providers(config: &StaticConfig, router: &compose::ComposeService) -> Vec<Finding> {
+    use crate::acme::dns::DnsError;
+    let source = format!("{}, service `{}`", router.file, router.name);
+    let set = |name: &str| router.environment.iter().any(|(k, _)| k == name);
+    let lookup = |name: &str| {
+        if name.ends_with("_FILE") {
+            return None;
+        }
+        let value = router
+            .environment
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty());
+        // Only presence matters here: the value is not checked.
+        value.or_else(|| (set(name) || set(&format!("{name}_FILE"))).then(|| "set".to_owned()))
+    };
+    config
+        .certificates_resolvers
+        .iter()
+        .filter_map(|(name, r)| {
+            let dns = r.acme.dns_challenge.as_ref()?;
+            match crate::acme::dns::Solver::new(name, dns, &lookup).err()? {
+                e @ DnsError::UnknownProvider { .. } => {
+                    Some(Finding::general(Severity::Error, source.clone(), e))
+                }
+                e @ (DnsError::MissingEnv { .. } | DnsError::MissingCredentials { .. }) => {
+                    Some(Finding::general(Severity::Warning, source.clone(), e))
+                }
+                // Values stood in for above cannot be judged.
+                _ => None,
+            }
         })
         .collect()
 }

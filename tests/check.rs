@@ -980,3 +980,55 @@ fn shared_acme_storage_urls_and_key_files_are_checked() {
         "{out}"
     );
 }
+
+/// Traefik's own DNS-01 set-up with Cloudflare, as its documentation and
+/// public compose files write it.
+fn traefik_cloudflare(provider: &str, environment: &str) -> String {
+    format!(
+        "services:\n  traefik:\n    image: traefik:v3.7\n    command:\n      - --providers.docker=true\n      - --providers.docker.exposedbydefault=false\n      - --entrypoints.websecure.address=:443\n      - --certificatesresolvers.myresolver.acme.dnschallenge.provider={provider}\n      - --certificatesresolvers.myresolver.acme.dnschallenge.resolvers=1.1.1.1:53,1.0.0.1:53\n      - --certificatesresolvers.myresolver.acme.email=postmaster@example.com\n      - --certificatesresolvers.myresolver.acme.storage=/letsencrypt/acme.json\n    ports:\n      - \"443:443\"\n{environment}    volumes:\n      - ./letsencrypt:/letsencrypt\n      - /var/run/docker.sock:/var/run/docker.sock:ro\n  whoami:\n    image: traefik/whoami\n    labels:\n      - traefik.enable=true\n      - traefik.http.routers.whoami.rule=Host(`whoami.example.com`)\n      - traefik.http.routers.whoami.entrypoints=websecure\n      - traefik.http.routers.whoami.tls.certresolver=myresolver\n      - traefik.http.routers.whoami.tls.domains[0].main=example.com\n      - traefik.http.routers.whoami.tls.domains[0].sans=*.example.com\n      - traefik.http.services.whoami.loadbalancer.server.port=80\n"
+    )
+}
+
+#[test]
+fn a_traefik_compose_file_with_cloudflare_dns_01_is_accepted_and_a_missing_token_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("docker-compose.yml");
+    let run = |text: String| {
+        std::fs::write(&file, text).unwrap();
+        check(dir.path(), &["--compose", "docker-compose.yml"])
+    };
+    // The token from the deploying shell, or as a Docker secret's file.
+    for environment in [
+        "    environment:\n      - CF_DNS_API_TOKEN=${CF_DNS_API_TOKEN}\n",
+        "    environment:\n      - CF_DNS_API_TOKEN_FILE=/run/secrets/cf_dns_api_token\n",
+        "    environment:\n      CF_API_EMAIL: me@example.com\n      CF_API_KEY: ${CF_API_KEY}\n",
+    ] {
+        let (code, out) = run(traefik_cloudflare("cloudflare", environment));
+        assert_eq!(code, 0, "{environment}\n{out}");
+        assert!(!out.contains("error:"), "{environment}\n{out}");
+        assert!(!out.contains("dnsChallenge"), "{environment}\n{out}");
+    }
+    let (_, out) = run(traefik_cloudflare("cloudflare", ""));
+    assert!(
+        out.contains(
+            "warning: docker-compose.yml, service `traefik`: certificatesResolvers.myresolver.acme.dnsChallenge: \
+             provider `cloudflare` needs CF_DNS_API_TOKEN (with CF_ZONE_API_TOKEN if zones are read \
+             with another token), or CF_API_EMAIL and CF_API_KEY"
+        ),
+        "{out}"
+    );
+    let half = "    environment:\n      - CF_API_EMAIL=me@example.com\n";
+    let (_, out) = run(traefik_cloudflare("cloudflare", half));
+    assert!(
+        out.contains("provider `cloudflare` needs the environment variable CF_API_KEY"),
+        "{out}"
+    );
+    let (code, out) = run(traefik_cloudflare("nosuchdns", ""));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(
+            "error: docker-compose.yml, service `traefik`: certificatesResolvers.myresolver.acme.dnsChallenge.provider: `nosuchdns` is not a DNS provider gangway has"
+        ),
+        "{out}"
+    );
+}

@@ -573,3 +573,1206 @@ async fn a_record_that_never_shows_up_fails_naming_the_resolver_and_the_wait() {
         setup.pebble.log()
     );
 }
+
+// === DNS hosts' APIs, stood in for ===
+
+/// Runs `nsupdate` against `named` for one TXT record (`op`: add or delete);
+/// its stderr when it fails.
+async fn nsupdate(header: &str, op: &str, fqdn: &str, value: &str) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("nsupdate")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let script = format!("{header}update {op} {fqdn} 60 TXT \"{value}\"\nsend\n");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin
+        .write_all(script.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let out = child.wait_with_output().await.map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn json_reply(status: StatusCode, body: &serde_json::Value) -> http::Response<Full<Bytes>> {
+    http::Response::builder()
+        .status(status)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// What a stand-in API saw and holds.
+#[derive(Default)]
+struct Seen {
+    /// `METHOD path?query` of every request, in order.
+    calls: Vec<String>,
+    /// The records it holds: (id, name, content).
+    records: Vec<(String, String, String)>,
+    /// How many record creations are still answered 429.
+    rate_limited: u32,
+    next_id: u32,
+}
+
+/// The token the Cloudflare stand-in accepts.
+const CF_TOKEN: &str = "cf-token-Zx81kq";
+
+/// Cloudflare's API v4 under `/client/v4`, for the calls gangway makes
+/// (zones by name; TXT records: create, list by type and name, delete),
+/// with its answer envelope (`success`, `errors: [{code, message}]`,
+/// `result`), API token authentication, its TTL minimum, and its 429
+/// answer; the account holds the zone `apps.test` (id `z-apps`), whose
+/// records go into `named` through RFC 2136.
+async fn cloudflare_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let method = req.method().clone();
+            let path = req.uri().path().to_owned();
+            let query = req.uri().query().unwrap_or_default().to_owned();
+            let auth = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let json_body = req
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v == "application/json");
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            seen.lock()
+                .unwrap()
+                .calls
+                .push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, code: u32, message: &str| {
+                json_reply(status, &serde_json::json!({"success": false, "errors": [{"code": code, "message": message}], "messages": [], "result": null}),
+                )
+            };
+            let ok = |result: serde_json::Value| {
+                json_reply(StatusCode::OK, &serde_json::json!({"success": true, "errors": [], "messages": [], "result": result}),
+                )
+            };
+            if auth != format!("Bearer {CF_TOKEN}") {
+                return error(StatusCode::FORBIDDEN, 10000, "Authentication error");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let Some(rest) = path.strip_prefix("/client/v4/zones") else {
+                return error(StatusCode::NOT_FOUND, 7000, "No route for that URI");
+            };
+            match (method.as_str(), rest) {
+                ("GET", "") => {
+                    if param("name") == "apps.test" {
+                        ok(serde_json::json!([{"id": "z-apps", "name": "apps.test", "status": "active"}]))
+                    } else {
+                        ok(serde_json::json!([]))
+                    }
+                }
+                ("POST", "/z-apps/dns_records") => {
+                    let record: serde_json::Value =
+                        serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(content), Some(ttl)) = (
+                        record["name"].as_str(),
+                        record["content"].as_str(),
+                        record["ttl"].as_u64(),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, 9005, "Content for TXT record is invalid");
+                    };
+                    if !json_body || record["type"] != "TXT" {
+                        return error(StatusCode::BAD_REQUEST, 1004, "DNS Validation Error");
+                    }
+                    if ttl != 1 && !(120..=86400).contains(&ttl) {
+                        return error(StatusCode::BAD_REQUEST, 9021, "Invalid TTL. Must be between 120 and 2,147,483,647 seconds, or 1 for automatic");
+                    }
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        if seen.rate_limited > 0 {
+                            seen.rate_limited -= 1;
+                            drop(seen);
+                            let mut reply = error(StatusCode::TOO_MANY_REQUESTS, 971, "Please wait and consider throttling your request speed");
+                            reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+                            return reply;
+                        }
+                    }
+                    if let Err(e) = nsupdate(&header, "add", name, content).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, 1000, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = format!("r{}", seen.next_id);
+                    seen.records.push((id.clone(), name.to_owned(), content.to_owned()));
+                    ok(serde_json::json!({"id": id, "type": "TXT", "name": name, "content": content, "ttl": ttl}))
+                }
+                ("GET", "/z-apps/dns_records") => {
+                    let (rtype, name) = (param("type"), param("name"));
+                    let records: Vec<serde_json::Value> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| rtype == "TXT" && *n == name)
+                        .map(|(id, n, c)| serde_json::json!({"id": id, "type": "TXT", "name": n, "content": c}))
+                        .collect();
+                    ok(serde_json::Value::Array(records))
+                }
+                ("DELETE", rest) => {
+                    let id = rest.strip_prefix("/z-apps/dns_records/").unwrap_or_default();
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((id, name, content)) = found else {
+                        return error(StatusCode::NOT_FOUND, 81044, "Record does not exist.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &name, &content).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, 1000, &e);
+                    }
+                    ok(serde_json::json!({"id": id}))
+                }
+                _ => error(
+                    StatusCode::NOT_FOUND,
+                    7003,
+                    "Could not route to /zones, perhaps your object identifier is invalid?",
+                ),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn cloudflare_publishes_a_wildcard_and_its_apex_through_its_api_and_names_what_fails() {
+    if !ready("cloudflare") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    // Someone else's TXT record at the same name: it must stay.
+    let theirs = "kept-by-someone-else";
+    nsupdate(
+        &setup.named.nsupdate_header(),
+        "add",
+        "_acme-challenge.apps.test",
+        theirs,
+    )
+    .await
+    .unwrap();
+    seen.lock().unwrap().records.push((
+        "r0".to_owned(),
+        "_acme-challenge.apps.test".to_owned(),
+        theirs.to_owned(),
+    ));
+    let api = cloudflare_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let base = format!("{}/client/v4", api.url());
+    let dynamic = routers(
+        &app.url(),
+        &[
+            (
+                "site",
+                "Host(`www.apps.test`)",
+                "le",
+                "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+            ),
+            ("lost", "Host(`lost.elsewhere.test`)", "le", ""),
+        ],
+    );
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "cloudflare",
+            &[
+                ("CF_DNS_API_TOKEN", CF_TOKEN),
+                ("CLOUDFLARE_BASE_URL", base.as_str()),
+            ],
+            &[],
+        )
+        .await;
+
+    // A wildcard and its apex: two values at one name, both validated by
+    // pebble through named, after one 429 answered with a retry.
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    assert!(
+        gw.log().contains(
+            "cloudflare: adding the TXT record `_acme-challenge.apps.test.` to zone `apps.test`: \
+             the API answered 429 Too Many Requests: Please wait and consider throttling your \
+             request speed (code 971); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    // Both records are removed after validation, on the API and on named;
+    // the other value at that name is left alone.
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.len() == 1
+            && setup.named.txt("_acme-challenge.apps.test").await == [theirs]
+    })
+    .await;
+    assert_eq!(seen.lock().unwrap().records[0].0, "r0");
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |c: &str| calls.iter().filter(|x| *x == c).count();
+    // Every record created was deleted; one creation was answered 429
+    // first. (An order retried under load makes more calls, never fewer.)
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert!(
+        count("POST /client/v4/zones/z-apps/dns_records?") > created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("DELETE /client/v4/zones/z-apps/dns_records/r"))
+            .count(),
+        created,
+        "{calls:#?}"
+    );
+    // The zone was found by walking up the name.
+    assert!(count("GET /client/v4/zones?name=_acme-challenge.apps.test") >= 1);
+    assert!(count("GET /client/v4/zones?name=apps.test") >= 2);
+    assert!(
+        count(
+            "GET /client/v4/zones/z-apps/dns_records?type=TXT&name=_acme-challenge.apps.test&per_page=100"
+        ) >= 2
+    );
+
+    // A name in no zone of the account: its sentence, and a retry later.
+    eventually(Duration::from_secs(60), "two failed orders", || async {
+        cert(&certificates(&gw).await, "lost.elsewhere.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+    })
+    .await;
+    let lost = cert(&certificates(&gw).await, "lost.elsewhere.test").unwrap();
+    assert_eq!(
+        lost["lastError"],
+        "DNS-01 challenge for `lost.elsewhere.test`: cloudflare: finding the zone of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)",
+        "{lost}"
+    );
+    assert!(lost["nextAttempt"].as_i64().is_some(), "{lost}");
+    assert!(!gw.log().contains(CF_TOKEN));
+    drop(gw);
+
+    // A token the API refuses: the provider's own message, no secret, and
+    // a retry later (on a name the first run holds no certificate for).
+    let wrong = "cf-token-wrong-0xdead";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "cloudflare",
+            &[
+                ("CF_DNS_API_TOKEN", wrong),
+                ("CLOUDFLARE_BASE_URL", base.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    eventually(Duration::from_secs(60), "two refused orders", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: cloudflare: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (403 Forbidden): \
+         Authentication error (code 10000)",
+        "{refused}"
+    );
+    assert!(!refused.to_string().contains(wrong));
+    assert!(!gw.log().contains(wrong));
+}
+
+/// The token the DigitalOcean stand-in accepts.
+const DO_TOKEN: &str = "dop_v1_5e1f00d";
+
+/// DigitalOcean's API v2 for the calls gangway makes (a domain by name;
+/// a domain's records: create, list by type and full name, delete), with
+/// its error shape (`{"id", "message"}`), bearer token authentication and
+/// its TTL minimum; the account holds the domain `apps.test`, whose
+/// records go into `named` through RFC 2136.
+async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let method = req.method().clone();
+            let path = req.uri().path().to_owned();
+            let query = req.uri().query().unwrap_or_default().to_owned();
+            let auth = req
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned();
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            seen.lock()
+                .unwrap()
+                .calls
+                .push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, id: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"id": id, "message": message}))
+            };
+            if auth != format!("Bearer {DO_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "unauthorized", "Unable to authenticate you");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let not_found = || error(StatusCode::NOT_FOUND, "not_found", "The resource you were accessing could not be found.");
+            let Some(rest) = path.strip_prefix("/v2/domains/") else {
+                return not_found();
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if domain != "apps.test" {
+                return not_found();
+            }
+            match (method.as_str(), rest) {
+                ("GET", "") => json_reply(StatusCode::OK, &serde_json::json!({"domain": {"name": "apps.test", "ttl": 1800, "zone_file": ""}})),
+                ("POST", "records") => {
+                    let record: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(data), Some(ttl)) = (record["name"].as_str(), record["data"].as_str(), record["ttl"].as_u64()) else {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "Name, data and ttl are required");
+                    };
+                    if record["type"] != "TXT" || name.ends_with('.') || name.contains("apps.test") {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "Name must be relative to the domain");
+                    }
+                    if ttl < 30 {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "unprocessable_entity", "TTL must be at least 30");
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, data).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, data.to_owned()));
+                    json_reply(StatusCode::CREATED, &serde_json::json!({"domain_record": {"id": id, "type": "TXT", "name": name, "data": data, "ttl": ttl}}))
+                }
+                ("GET", "records") => {
+                    let (rtype, name) = (param("type"), param("name"));
+                    let records: Vec<serde_json::Value> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| rtype == "TXT" && *n == name)
+                        .map(|(id, n, d)| serde_json::json!({"id": id.parse::<u64>().unwrap_or(0), "type": "TXT", "name": n.trim_end_matches(".apps.test"), "data": d, "ttl": 30}))
+                        .collect();
+                    let total = records.len();
+                    json_reply(StatusCode::OK, &serde_json::json!({"domain_records": records, "links": {}, "meta": {"total": total}}))
+                }
+                ("DELETE", rest) => {
+                    let id = rest.strip_prefix("records/").unwrap_or_default();
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((_, fqdn, data)) = found else {
+                        return not_found();
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &data).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+                    }
+                    http::Response::builder()
+                        .status(StatusCode::NO_CONTENT)
+                        .body(Full::new(Bytes::new()))
+                        .unwrap()
+                }
+                _ => not_found(),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("digitalocean") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = digitalocean_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let url = api.url();
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "digitalocean",
+            &[("DO_AUTH_TOKEN", DO_TOKEN), ("DO_API_URL", url.as_str())],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |c: &str| calls.iter().filter(|x| *x == c).count();
+    // Every record created was deleted.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("POST /v2/domains/apps.test/records?"),
+        created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("DELETE /v2/domains/apps.test/records/"))
+            .count(),
+        created,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v2/domains/_acme-challenge.apps.test?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(DO_TOKEN));
+}
+
+/// The keys the Route 53 stand-in knows.
+const AWS_KEY_ID: &str = "AKIAGANGWAYTEST";
+const AWS_SECRET: &str = "r53/secret+Key0000000000000000000000000";
+
+/// The inner texts of every `<name>…</name>`.
+fn xml_tags<'x>(xml: &'x str, name: &str) -> Vec<&'x str> {
+    let (open, close) = (format!("<{name}>"), format!("</{name}>"));
+    let mut out = Vec::new();
+    let mut rest = xml;
+    while let Some(i) = rest.find(&open) {
+        let after = &rest[i + open.len()..];
+        let Some(j) = after.find(&close) else { break };
+        out.push(&after[..j]);
+        rest = &after[j + close.len()..];
+    }
+    out
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn hmac256(key: &[u8], data: &[u8]) -> Vec<u8> {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
+    ring::hmac::sign(&key, data).as_ref().to_vec()
+}
+
+/// Checks a request's AWS Signature Version 4 as AWS does, from what was
+/// received: the error code and message AWS answers, if it is wrong.
+fn sigv4_problem(
+    method: &str,
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Option<(&'static str, &'static str)> {
+    const INVALID: (&str, &str) = (
+        "InvalidClientTokenId",
+        "The security token included in the request is invalid.",
+    );
+    const MISMATCH: (&str, &str) = (
+        "SignatureDoesNotMatch",
+        "The request signature we calculated does not match the signature you provided.",
+    );
+    let auth = headers.get("authorization")?.to_str().ok()?;
+    let rest = auth.strip_prefix("AWS4-HMAC-SHA256 ")?;
+    let field = |name: &str| {
+        rest.split(", ")
+            .find_map(|p| p.strip_prefix(&format!("{name}=")))
+            .unwrap_or_default()
+    };
+    let credential: Vec<&str> = field("Credential").split('/').collect();
+    if credential.len() != 5 || credential[0] != AWS_KEY_ID {
+        return Some(INVALID);
+    }
+    let (day, region, service) = (credential[1], credential[2], credential[3]);
+    if service != "route53" || credential[4] != "aws4_request" {
+        return Some(MISMATCH);
+    }
+    let signed: Vec<&str> = field("SignedHeaders").split(';').collect();
+    if !signed.contains(&"host") || !signed.contains(&"x-amz-date") {
+        return Some(MISMATCH);
+    }
+    let canonical_headers: String = signed
+        .iter()
+        .map(|h| {
+            let v = headers
+                .get(*h)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            format!("{h}:{}\n", v.trim())
+        })
+        .collect();
+    let mut query: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .collect();
+    query.sort_unstable();
+    let canonical = format!(
+        "{method}\n{}\n{}\n{canonical_headers}\n{}\n{}",
+        uri.path(),
+        query.join("&"),
+        signed.join(";"),
+        sha256_hex(body)
+    );
+    let date = headers.get("x-amz-date")?.to_str().ok()?;
+    let scope = format!("{day}/{region}/{service}/aws4_request");
+    let to_sign = format!(
+        "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
+        sha256_hex(canonical.as_bytes())
+    );
+    let mut key = hmac256(format!("AWS4{AWS_SECRET}").as_bytes(), day.as_bytes());
+    for part in [region, service, "aws4_request"] {
+        key = hmac256(&key, part.as_bytes());
+    }
+    let expected: String = hmac256(&key, to_sign.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    (field("Signature") != expected).then_some(MISMATCH)
+}
+
+/// Route 53's REST API 2013-04-01 for the calls gangway makes
+/// (ListHostedZonesByName, ListResourceRecordSets, ChangeResourceRecordSets
+/// with UPSERT and DELETE, GetChange), with its XML shapes and error
+/// answers, SigV4 checked on every request, and its 400 `Throttling`; the
+/// account holds the public hosted zone `apps.test.` (`Z0APPS`), whose TXT
+/// sets go into `named` through RFC 2136. Each change is PENDING until
+/// looked at once.
+async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    const NS: &str = "https://route53.amazonaws.com/doc/2013-04-01/";
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let xml = |status: StatusCode, text: String| {
+                http::Response::builder()
+                    .status(status)
+                    .header(http::header::CONTENT_TYPE, "text/xml")
+                    .body(Full::new(Bytes::from(format!("<?xml version=\"1.0\"?>\n{text}"))))
+                    .unwrap()
+            };
+            let error = |status: StatusCode, code: &str, message: &str| {
+                xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>r-1</RequestId></ErrorResponse>"))
+            };
+            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body) {
+                return error(StatusCode::FORBIDDEN, code, message);
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let info = |id: &str, status: &str| format!("<ChangeInfo><Id>/change/{id}</Id><Status>{status}</Status><SubmittedAt>2026-01-01T00:00:00.000Z</SubmittedAt></ChangeInfo>");
+            match (method.as_str(), path.as_str()) {
+                ("GET", "/2013-04-01/hostedzonesbyname") => {
+                    // The zones from `dnsname` on, in order: the account's one zone.
+                    let dns = param("dnsname");
+                    xml(StatusCode::OK, format!("<ListHostedZonesByNameResponse xmlns=\"{NS}\"><HostedZones><HostedZone><Id>/hostedzone/Z0APPS</Id><Name>apps.test.</Name><CallerReference>c-1</CallerReference><Config><PrivateZone>false</PrivateZone></Config><ResourceRecordSetCount>3</ResourceRecordSetCount></HostedZone></HostedZones><DNSName>{dns}</DNSName><IsTruncated>false</IsTruncated><MaxItems>1</MaxItems></ListHostedZonesByNameResponse>"))
+                }
+                ("GET", "/2013-04-01/hostedzone/Z0APPS/rrset") => {
+                    let name = param("name");
+                    let values: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == name).map(|(_, _, v)| v.clone()).collect();
+                    // The sets from `name` on: the apex's NS when there is none at it.
+                    let set = if values.is_empty() {
+                        "<ResourceRecordSet><Name>apps.test.</Name><Type>NS</Type><TTL>172800</TTL><ResourceRecords><ResourceRecord><Value>ns.test.</Value></ResourceRecord></ResourceRecords></ResourceRecordSet>".to_owned()
+                    } else {
+                        let records: String = values.iter().map(|v| format!("<ResourceRecord><Value>&quot;{v}&quot;</Value></ResourceRecord>")).collect();
+                        format!("<ResourceRecordSet><Name>{name}</Name><Type>TXT</Type><TTL>10</TTL><ResourceRecords>{records}</ResourceRecords></ResourceRecordSet>")
+                    };
+                    xml(StatusCode::OK, format!("<ListResourceRecordSetsResponse xmlns=\"{NS}\"><ResourceRecordSets>{set}</ResourceRecordSets><IsTruncated>false</IsTruncated><MaxItems>1</MaxItems></ListResourceRecordSetsResponse>"))
+                }
+                ("POST", "/2013-04-01/hostedzone/Z0APPS/rrset") => {
+                    let text = String::from_utf8_lossy(&body).into_owned();
+                    let (Some(action), Some(name), Some("TXT"), Some(_ttl)) = (
+                        xml_tags(&text, "Action").first().copied(),
+                        xml_tags(&text, "Name").first().copied(),
+                        xml_tags(&text, "Type").first().copied(),
+                        xml_tags(&text, "TTL").first().and_then(|t| t.parse::<u32>().ok()),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid XML ; cvc-complex-type");
+                    };
+                    let values: Vec<String> = xml_tags(&text, "Value").iter().map(|v| v.replace("&quot;", "\"").trim_matches('"').to_owned()).collect();
+                    if !text.starts_with("<?xml") || !text.contains(&format!("<ChangeResourceRecordSetsRequest xmlns=\"{NS}\">")) {
+                        return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid XML ; the root element");
+                    }
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        if seen.rate_limited > 0 {
+                            seen.rate_limited -= 1;
+                            drop(seen);
+                            return error(StatusCode::BAD_REQUEST, "Throttling", "Rate exceeded");
+                        }
+                    }
+                    let name = name.to_owned();
+                    let before: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == name).map(|(_, _, v)| v.clone()).collect();
+                    let after = match action {
+                        "UPSERT" => values.clone(),
+                        "DELETE" => {
+                            let (mut a, mut b) = (before.clone(), values.clone());
+                            a.sort();
+                            b.sort();
+                            if a != b {
+                                return error(StatusCode::BAD_REQUEST, "InvalidChangeBatch", "[Tried to delete resource record set but it was not found]");
+                            }
+                            Vec::new()
+                        }
+                        _ => return error(StatusCode::BAD_REQUEST, "InvalidInput", "Invalid Action"),
+                    };
+                    for v in before.iter().filter(|v| !after.contains(v)) {
+                        if let Err(e) = nsupdate(&header, "delete", &name, v).await {
+                            return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalFailure", &e);
+                        }
+                    }
+                    for v in after.iter().filter(|v| !before.contains(v)) {
+                        if let Err(e) = nsupdate(&header, "add", &name, v).await {
+                            return error(StatusCode::INTERNAL_SERVER_ERROR, "InternalFailure", &e);
+                        }
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.records.retain(|(_, n, _)| *n != name);
+                    for v in after {
+                        seen.records.push((String::new(), name.clone(), v));
+                    }
+                    seen.next_id += 1;
+                    let id = format!("C{}", seen.next_id);
+                    xml(StatusCode::OK, format!("<ChangeResourceRecordSetsResponse xmlns=\"{NS}\">{}</ChangeResourceRecordSetsResponse>", info(&id, "PENDING")))
+                }
+                ("GET", change) if change.starts_with("/2013-04-01/change/C") => {
+                    let id = change.trim_start_matches("/2013-04-01/change/");
+                    xml(StatusCode::OK, format!("<GetChangeResponse xmlns=\"{NS}\">{}</GetChangeResponse>", info(id, "INSYNC")))
+                }
+                _ => error(StatusCode::NOT_FOUND, "NoSuchHostedZone", "No hosted zone found with ID"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
+    if !ready("route53") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let api = route53_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::write(
+        &credentials,
+        format!("[default]\naws_access_key_id = AKIAOTHER\naws_secret_access_key = other\n\n[dns]\naws_access_key_id = {AWS_KEY_ID}\naws_secret_access_key = {AWS_SECRET}\n"),
+    )
+    .unwrap();
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let (url, file) = (api.url(), credentials.display().to_string());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "route53",
+            &[
+                ("AWS_SHARED_CREDENTIALS_FILE", file.as_str()),
+                ("AWS_PROFILE", "dns"),
+                ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(
+        Duration::from_secs(10),
+        "the record set removed",
+        || async {
+            seen.lock().unwrap().records.is_empty()
+                && setup
+                    .named
+                    .txt("_acme-challenge.apps.test")
+                    .await
+                    .is_empty()
+        },
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "route53: adding the TXT record `_acme-challenge.apps.test.` to hosted zone \
+             `apps.test`: the API answered 400 Bad Request: Rate exceeded (Throttling); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    // An order retried under load says why here.
+    for line in gw.log().lines().filter(|l| l.contains("order failed")) {
+        eprintln!("{line}");
+    }
+    // At least two creations and two removals, one change throttled
+    // first, and each accepted change polled until INSYNC.
+    let changes = seen.lock().unwrap().next_id as usize;
+    assert!(changes >= 4, "{calls:#?}");
+    assert!(
+        count("POST /2013-04-01/hostedzone/Z0APPS/rrset") > changes,
+        "{calls:#?}"
+    );
+    assert_eq!(count("GET /2013-04-01/change/C"), changes, "{calls:#?}");
+    assert!(
+        count("GET /2013-04-01/hostedzonesbyname?dnsname=_acme-challenge.apps.test&maxitems=1")
+            >= 1,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(AWS_SECRET));
+    drop(gw);
+
+    // Static keys win over the file; a wrong secret gets AWS's answer.
+    let wrong = "wrong/secret+Key000000000000000000000000";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "route53",
+            &[
+                ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
+                ("AWS_SECRET_ACCESS_KEY", wrong),
+                ("AWS_SHARED_CREDENTIALS_FILE", file.as_str()),
+                ("AWS_PROFILE", "dns"),
+                ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    eventually(Duration::from_secs(60), "a refused order", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 1)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: route53: finding the hosted zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (403 Forbidden): \
+         The request signature we calculated does not match the signature you provided. \
+         (SignatureDoesNotMatch)",
+        "{refused}"
+    );
+    assert!(!gw.log().contains(wrong));
+}
+
+/// The keys the OVH stand-in knows.
+const OVH_APP_KEY: &str = "ovh-app-7Kq2";
+const OVH_APP_SECRET: &str = "ovh-secret-Vb81nQ";
+const OVH_CONSUMER: &str = "ovh-consumer-Lr04";
+
+/// OVHcloud's API v1 under `/1.0` for the calls gangway makes
+/// (`/auth/time`; a zone by name; its TXT records: create, list ids by
+/// type and sub-domain, read, delete; `refresh`), with its application
+/// signature checked on every authenticated call as OVH does (`$1$` +
+/// SHA-1 of secret, consumer key, method, URL, body and timestamp) and its
+/// error shape; the account holds the zone `apps.test`, whose records go
+/// into `named` through RFC 2136.
+async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, code: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"message": message, "errorCode": code, "httpCode": status.to_string()}))
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs();
+            if path == "/1.0/auth/time" {
+                return json_reply(StatusCode::OK, &serde_json::json!(now));
+            }
+            let get = |name: &str| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            if get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER {
+                return error(StatusCode::FORBIDDEN, "INVALID_CREDENTIAL", "This credential does not exist");
+            }
+            let timestamp = get("x-ovh-timestamp");
+            let url = format!("http://{}{}", get("host"), parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or_default());
+            let text = format!(
+                "{OVH_APP_SECRET}+{OVH_CONSUMER}+{method}+{url}+{}+{timestamp}",
+                String::from_utf8_lossy(&body)
+            );
+            let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, text.as_bytes());
+            let expected: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+            let fresh = timestamp.parse::<u64>().is_ok_and(|t| t.abs_diff(now) < 60);
+            if get("x-ovh-signature") != format!("$1${expected}") || !fresh {
+                return error(StatusCode::BAD_REQUEST, "INVALID_SIGNATURE", "Invalid signature");
+            }
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let missing = || error(StatusCode::NOT_FOUND, "CLIENT::NotFound", "This service does not exist");
+            let Some(rest) = path.strip_prefix("/1.0/domain/zone/") else {
+                return missing();
+            };
+            let (zone, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if zone != "apps.test" {
+                return missing();
+            }
+            let record_json = |(id, fqdn, target): &(String, String, String)| {
+                serde_json::json!({"id": id.parse::<u64>().unwrap_or(0), "zone": "apps.test", "fieldType": "TXT", "subDomain": fqdn.trim_end_matches(".apps.test"), "target": target, "ttl": 120})
+            };
+            match (method.as_str(), rest) {
+                ("GET", "") => json_reply(StatusCode::OK, &serde_json::json!({"name": "apps.test", "hasDnsAnycast": false, "nameServers": ["ns.test"], "dnssecSupported": false})),
+                ("POST", "refresh") => json_reply(StatusCode::OK, &serde_json::Value::Null),
+                ("POST", "record") => {
+                    let record: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some("TXT"), Some(sub), Some(target), Some(_)) = (
+                        record["fieldType"].as_str(),
+                        record["subDomain"].as_str(),
+                        record["target"].as_str(),
+                        record["ttl"].as_u64(),
+                    ) else {
+                        return error(StatusCode::BAD_REQUEST, "CLIENT::BadRequest", "Invalid body");
+                    };
+                    let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "SERVER::Error", &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let entry = (seen.next_id.to_string(), fqdn, target.to_owned());
+                    let reply = record_json(&entry);
+                    seen.records.push(entry);
+                    json_reply(StatusCode::OK, &reply)
+                }
+                ("GET", "record") => {
+                    let (field, sub) = (param("fieldType"), param("subDomain"));
+                    let ids: Vec<u64> = seen
+                        .lock()
+                        .unwrap()
+                        .records
+                        .iter()
+                        .filter(|(_, n, _)| field == "TXT" && *n == format!("{sub}.apps.test"))
+                        .map(|(id, _, _)| id.parse().unwrap_or(0))
+                        .collect();
+                    json_reply(StatusCode::OK, &serde_json::json!(ids))
+                }
+                (_, rest) if rest.starts_with("record/") => {
+                    let id = rest.trim_start_matches("record/");
+                    let found = seen.lock().unwrap().records.iter().find(|(i, _, _)| i == id).cloned();
+                    let Some(entry) = found else {
+                        return missing();
+                    };
+                    match method.as_str() {
+                        "GET" => json_reply(StatusCode::OK, &record_json(&entry)),
+                        "DELETE" => {
+                            if let Err(e) = nsupdate(&header, "delete", &entry.1, &entry.2).await {
+                                return error(StatusCode::INTERNAL_SERVER_ERROR, "SERVER::Error", &e);
+                            }
+                            seen.lock().unwrap().records.retain(|(i, _, _)| i != id);
+                            json_reply(StatusCode::OK, &serde_json::Value::Null)
+                        }
+                        _ => missing(),
+                    }
+                }
+                _ => missing(),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
+    if !ready("ovh") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let endpoint = format!("{}/1.0", api.url());
+    let env = [
+        ("OVH_ENDPOINT", endpoint.as_str()),
+        ("OVH_APPLICATION_KEY", OVH_APP_KEY),
+        ("OVH_APPLICATION_SECRET", OVH_APP_SECRET),
+        ("OVH_CONSUMER_KEY", OVH_CONSUMER),
+    ];
+    let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    // Every record created was deleted, and each change refreshed the zone.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /1.0/domain/zone/apps.test/record/"),
+        created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        count("POST /1.0/domain/zone/apps.test/refresh"),
+        2 * created,
+        "{calls:#?}"
+    );
+    assert!(!gw.log().contains(OVH_APP_SECRET));
+    drop(gw);
+
+    // A wrong secret: OVH's own answer, named in one sentence.
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let mut env = env;
+    env[2].1 = "not-the-secret";
+    let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+    eventually(Duration::from_secs(60), "a refused order", || async {
+        cert(&certificates(&gw).await, "*.sub.apps.test")
+            .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 1)
+    })
+    .await;
+    let refused = cert(&certificates(&gw).await, "*.sub.apps.test").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.test`: ovh: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API answered 400 Bad Request: Invalid signature \
+         (INVALID_SIGNATURE)",
+        "{refused}"
+    );
+}
+
+/// The personal access token the Gandi stand-in accepts.
+const GANDI_TOKEN: &str = "gandi-pat-3f9c";
+
+/// Gandi's LiveDNS API v5 under `/v5/livedns` for the calls gangway makes
+/// (a domain by name; a TXT record set: read, replace with `PUT`,
+/// delete), with its error shape (`code`, `message`, `object`, `cause`),
+/// bearer token authentication and its TTL minimum; the account holds
+/// the domain `apps.test`, whose sets go into `named` through RFC 2136.
+async fn gandi_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |status: StatusCode, message: &str| {
+                json_reply(status, &serde_json::json!({"code": status.as_u16(), "message": message, "object": "HTTPError", "cause": status.canonical_reason()}))
+            };
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {GANDI_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "The server could not verify that you are authorized to access the document you requested.");
+            }
+            let missing = || error(StatusCode::NOT_FOUND, "The resource could not be found.");
+            let Some(rest) = path.strip_prefix("/v5/livedns/domains/") else {
+                return missing();
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if domain != "apps.test" {
+                return missing();
+            }
+            if rest.is_empty() && method == "GET" {
+                return json_reply(StatusCode::OK, &serde_json::json!({"fqdn": "apps.test", "automatic_snapshots": false}));
+            }
+            let Some(name) = rest.strip_prefix("records/").and_then(|r| r.strip_suffix("/TXT")) else {
+                return missing();
+            };
+            let fqdn = if name == "@" { "apps.test".to_owned() } else { format!("{name}.apps.test") };
+            let before: Vec<String> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == fqdn).map(|(_, _, v)| v.clone()).collect();
+            let after = match method.as_str() {
+                "GET" if before.is_empty() => return missing(),
+                "GET" => {
+                    let values: Vec<String> = before.iter().map(|v| format!("\"{v}\"")).collect();
+                    return json_reply(StatusCode::OK, &serde_json::json!({"rrset_name": name, "rrset_type": "TXT", "rrset_ttl": 300, "rrset_values": values}));
+                }
+                "PUT" => {
+                    let set: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(ttl), Some(values)) = (set["rrset_ttl"].as_u64(), set["rrset_values"].as_array()) else {
+                        return error(StatusCode::BAD_REQUEST, "rrset_ttl and rrset_values are required");
+                    };
+                    if ttl < 300 {
+                        return error(StatusCode::BAD_REQUEST, "rrset_ttl must be at least 300");
+                    }
+                    values.iter().filter_map(|v| v.as_str()).map(|v| v.trim_matches('"').to_owned()).collect::<Vec<_>>()
+                }
+                "DELETE" if before.is_empty() => return missing(),
+                "DELETE" => Vec::new(),
+                _ => return missing(),
+            };
+            for v in before.iter().filter(|v| !after.contains(v)) {
+                if let Err(e) = nsupdate(&header, "delete", &fqdn, v).await {
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+            }
+            for v in after.iter().filter(|v| !before.contains(v)) {
+                if let Err(e) = nsupdate(&header, "add", &fqdn, v).await {
+                    return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+            }
+            let mut seen = seen.lock().unwrap();
+            seen.records.retain(|(_, n, _)| *n != fqdn);
+            seen.next_id += 1;
+            let deleted = after.is_empty();
+            for v in after {
+                seen.records.push((String::new(), fqdn.clone(), v));
+            }
+            if deleted {
+                http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+            } else {
+                json_reply(StatusCode::CREATED, &serde_json::json!({"message": "DNS Record Created"}))
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn gandiv5_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("gandiv5") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = gandi_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let url = format!("{}/v5/livedns", api.url());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "gandiv5",
+            &[
+                ("GANDIV5_PERSONAL_ACCESS_TOKEN", GANDI_TOKEN),
+                ("GANDIV5_API_URL", url.as_str()),
+                ("GANDIV5_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(
+        Duration::from_secs(10),
+        "the record set removed",
+        || async {
+            seen.lock().unwrap().records.is_empty()
+                && setup
+                    .named
+                    .txt("_acme-challenge.apps.test")
+                    .await
+                    .is_empty()
+        },
+    )
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "/v5/livedns/domains/apps.test/records/_acme-challenge/TXT";
+    assert!(count(&format!("PUT {set}")) >= 2, "{calls:#?}");
+    assert!(count(&format!("DELETE {set}")) >= 1, "{calls:#?}");
+    assert!(!gw.log().contains(GANDI_TOKEN));
+}

@@ -8,9 +8,17 @@
 //! labels, and no secret is ever logged or shown (the types holding one
 //! have no `Debug` that prints it).
 
+mod api;
+mod cloudflare;
+mod digitalocean;
 mod exec;
+mod gandiv5;
 mod httpreq;
+mod ovh;
 mod rfc2136;
+mod route53;
+
+pub use api::ApiProblem;
 
 use crate::config::static_config::DnsChallenge;
 use base64::Engine as _;
@@ -26,12 +34,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// Longest wait for the TXT record to be answered, unless the provider's
-/// `<PROVIDER>_PROPAGATION_TIMEOUT` says otherwise.
-const PROPAGATION_TIMEOUT: Duration = Duration::from_secs(120);
-/// Time between two rounds of checks, unless the provider's
-/// `<PROVIDER>_POLLING_INTERVAL` says otherwise.
-const POLLING_INTERVAL: Duration = Duration::from_secs(2);
 /// Longest time one DNS exchange (connect, send, answer) may take.
 const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Where the system's resolvers are listed.
@@ -42,7 +44,8 @@ const RESOLV_CONF: &str = "/etc/resolv.conf";
 pub enum DnsError {
     /// `dnsChallenge.provider` names no provider gangway has.
     #[error(
-        "certificatesResolvers.{resolver}.acme.dnsChallenge.provider: `{provider}` is not a DNS provider gangway has (use rfc2136, exec or httpreq)"
+        "certificatesResolvers.{resolver}.acme.dnsChallenge.provider: `{provider}` is not a DNS provider gangway has (it has {}; use exec or httpreq to reach any other)",
+        PROVIDERS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
     )]
     UnknownProvider {
         /// The resolver.
@@ -64,6 +67,36 @@ pub enum DnsError {
         provider: &'static str,
         /// The variables missing.
         variables: Vec<String>,
+    },
+    /// None of the provider's ways to authenticate is set.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.dnsChallenge: provider `{provider}` needs {choices} (each also as <NAME>_FILE naming a file that holds it)"
+    )]
+    MissingCredentials {
+        /// The resolver.
+        resolver: String,
+        /// The provider.
+        provider: &'static str,
+        /// The ways, in words (`CF_DNS_API_TOKEN, or CF_API_EMAIL and CF_API_KEY`).
+        choices: &'static str,
+    },
+    /// A DNS host's API did not do what was asked.
+    #[error("{provider}: {action}: {problem}")]
+    Api {
+        /// The provider.
+        provider: &'static str,
+        /// What was being done (`adding the TXT record …`).
+        action: String,
+        /// What went wrong, with the provider's own message.
+        problem: ApiProblem,
+    },
+    /// The HTTPS client for a provider's API cannot be set up.
+    #[error("{provider}: cannot set up TLS for its API: {reason}")]
+    Tls {
+        /// The provider.
+        provider: &'static str,
+        /// What rustls said.
+        reason: rustls::Error,
     },
     /// A `*_FILE` variable names a file that cannot be read.
     #[error("{variable}: cannot read `{}`: {source}", path.display())]
@@ -237,6 +270,82 @@ pub trait DnsProvider: Send + Sync {
     fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>>;
 }
 
+/// A provider gangway has: its name (as in `dnsChallenge.provider`), the
+/// prefix of its `_PROPAGATION_TIMEOUT` / `_POLLING_INTERVAL` variables,
+/// their defaults (the provider's documented propagation delays), and how
+/// it is built from its variables.
+struct ProviderKind {
+    name: &'static str,
+    prefix: &'static str,
+    timeout: Duration,
+    interval: Duration,
+    build: fn(Env<'_>) -> Result<Box<dyn DnsProvider>, DnsError>,
+}
+
+const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Every provider, in the order the documentation lists them.
+const PROVIDERS: &[ProviderKind] = &[
+    ProviderKind {
+        name: "cloudflare",
+        prefix: "CLOUDFLARE",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(cloudflare::Cloudflare::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "route53",
+        prefix: "AWS",
+        timeout: secs(120),
+        interval: secs(4),
+        build: |env| Ok(Box::new(route53::Route53::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "digitalocean",
+        prefix: "DO",
+        timeout: secs(60),
+        interval: secs(5),
+        build: |env| Ok(Box::new(digitalocean::DigitalOcean::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "ovh",
+        prefix: "OVH",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(ovh::Ovh::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "gandiv5",
+        prefix: "GANDIV5",
+        timeout: secs(1200),
+        interval: secs(20),
+        build: |env| Ok(Box::new(gandiv5::GandiV5::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "rfc2136",
+        prefix: "RFC2136",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(rfc2136::Rfc2136::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "exec",
+        prefix: "EXEC",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(exec::Exec::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "httpreq",
+        prefix: "HTTPREQ",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(httpreq::HttpReq::from_env(env)?)),
+    },
+];
+
 /// The environment a provider reads its settings from.
 pub struct Env<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
@@ -277,6 +386,25 @@ impl<'a> Env<'a> {
         })?;
         let text = text.trim_end_matches(['\n', '\r']).to_owned();
         Ok((!text.is_empty()).then_some(text))
+    }
+
+    /// The first of `names` that is set (a variable and its aliases).
+    fn first_of(&self, names: &[&str]) -> Result<Option<String>, DnsError> {
+        for name in names {
+            if let Some(v) = self.optional(name)? {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Fails saying which ways to authenticate the provider has.
+    fn no_credentials(&self, choices: &'static str) -> DnsError {
+        DnsError::MissingCredentials {
+            resolver: self.resolver.to_owned(),
+            provider: self.provider,
+            choices,
+        }
     }
 
     /// Like `optional`, noting the variable as missing when unset; the
@@ -393,37 +521,18 @@ impl Solver {
             delay_before_checks
         };
         let disable_checks = *disable_checks || *disable_propagation_check;
-        let (provider, prefix): (Box<dyn DnsProvider>, &str) =
-            match provider.trim().to_ascii_lowercase().as_str() {
-                "rfc2136" => (
-                    Box::new(rfc2136::Rfc2136::from_env(Env::new(
-                        lookup, resolver, "rfc2136",
-                    ))?),
-                    "RFC2136",
-                ),
-                "exec" => (
-                    Box::new(exec::Exec::from_env(Env::new(lookup, resolver, "exec"))?),
-                    "EXEC",
-                ),
-                "httpreq" => (
-                    Box::new(httpreq::HttpReq::from_env(Env::new(
-                        lookup, resolver, "httpreq",
-                    ))?),
-                    "HTTPREQ",
-                ),
-                _ => {
-                    return Err(DnsError::UnknownProvider {
-                        resolver: resolver.to_owned(),
-                        provider: provider.clone(),
-                    });
-                }
-            };
+        let wanted = provider.trim().to_ascii_lowercase();
+        let Some(kind) = PROVIDERS.iter().find(|p| p.name == wanted) else {
+            return Err(DnsError::UnknownProvider {
+                resolver: resolver.to_owned(),
+                provider: provider.clone(),
+            });
+        };
+        let provider = (kind.build)(Env::new(lookup, resolver, kind.name))?;
+        let prefix = kind.prefix;
         let env = Env::new(lookup, resolver, provider.name());
-        let timeout = env.seconds(
-            &format!("{prefix}_PROPAGATION_TIMEOUT"),
-            PROPAGATION_TIMEOUT,
-        )?;
-        let interval = env.seconds(&format!("{prefix}_POLLING_INTERVAL"), POLLING_INTERVAL)?;
+        let timeout = env.seconds(&format!("{prefix}_PROPAGATION_TIMEOUT"), kind.timeout)?;
+        let interval = env.seconds(&format!("{prefix}_POLLING_INTERVAL"), kind.interval)?;
         let resolvers = resolvers
             .iter()
             .map(|r| {

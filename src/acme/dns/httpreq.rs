@@ -15,10 +15,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most of an error answer's body shown.
 const BODY_SHOWN: usize = 500;
 
-type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+use super::api::Client;
 
 /// The `httpreq` provider.
 pub(super) struct HttpReq {
@@ -79,23 +76,10 @@ impl HttpReq {
             }
             _ => None,
         };
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-            crate::tls::provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| bad(format!("cannot set up TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector);
+        let client = super::api::client().map_err(|reason| DnsError::Tls {
+            provider: "httpreq",
+            reason,
+        })?;
         Ok(HttpReq {
             endpoint: endpoint.trim_end_matches('/').to_owned(),
             authorization,

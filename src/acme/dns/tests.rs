@@ -124,7 +124,7 @@ fn missing_variables_are_all_named() {
     );
     let err = Solver::new("le", &challenge("httpreq"), &lookup(&[])).unwrap_err();
     assert!(err.to_string().contains("HTTPREQ_ENDPOINT"), "{err}");
-    let err = Solver::new("le", &challenge("route53"), &lookup(&[])).unwrap_err();
+    let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(matches!(err, DnsError::UnknownProvider { .. }));
 }
 
@@ -204,5 +204,244 @@ fn traefik_v2_propagation_names_are_used_when_the_v3_ones_are_not_set() {
         solver.checks.delay,
         Duration::from_secs(9),
         "the v3 name wins"
+    );
+}
+
+#[test]
+fn api_providers_read_lego_variables_and_name_the_missing_ones() {
+    let cf = Solver::new(
+        "le",
+        &challenge("cloudflare"),
+        &lookup(&[("CLOUDFLARE_DNS_API_TOKEN", "t0ken")]),
+    )
+    .unwrap();
+    assert_eq!(cf.provider_name(), "cloudflare");
+    // Cloudflare's documented propagation defaults.
+    assert_eq!(cf.checks.timeout, Duration::from_secs(120));
+    assert_eq!(cf.checks.interval, Duration::from_secs(2));
+    assert!(!format!("{cf:?}").contains("t0ken"));
+    let err = Solver::new("le", &challenge("cloudflare"), &lookup(&[])).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "certificatesResolvers.le.acme.dnsChallenge: provider `cloudflare` needs CF_DNS_API_TOKEN \
+         (with CF_ZONE_API_TOKEN if zones are read with another token), or CF_API_EMAIL and \
+         CF_API_KEY (each also as <NAME>_FILE naming a file that holds it)"
+    );
+    let zone_only = lookup(&[("CF_ZONE_API_TOKEN", "z")]);
+    let err = Solver::new("le", &challenge("cloudflare"), &zone_only).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["CF_DNS_API_TOKEN"]),
+        "{err}"
+    );
+    let key_only = lookup(&[("CF_API_KEY", "k")]);
+    let err = Solver::new("le", &challenge("cloudflare"), &key_only).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["CF_API_EMAIL"]),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("token");
+    std::fs::write(&secret, "from-a-file\n").unwrap();
+    let vars = [("CF_DNS_API_TOKEN_FILE", secret.to_str().unwrap())];
+    let file = lookup(&vars);
+    assert!(Solver::new("le", &challenge("cloudflare"), &file).is_ok());
+    let bad_url = lookup(&[
+        ("CF_DNS_API_TOKEN", "t"),
+        ("CLOUDFLARE_BASE_URL", "ftp://example"),
+    ]);
+    let err = Solver::new("le", &challenge("cloudflare"), &bad_url).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "CLOUDFLARE_BASE_URL: `ftp://example` is not an http:// or https:// URL"
+    );
+
+    let err = Solver::new("le", &challenge("digitalocean"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["DO_AUTH_TOKEN"]),
+        "{err}"
+    );
+    let good = lookup(&[
+        ("DO_AUTH_TOKEN", "dop_v1_x"),
+        ("DO_PROPAGATION_TIMEOUT", "90"),
+    ]);
+    let d = Solver::new("le", &challenge("digitalocean"), &good).unwrap();
+    assert_eq!(d.checks.timeout, Duration::from_secs(90));
+    assert_eq!(d.checks.interval, Duration::from_secs(5));
+    let err = Solver::new("le", &challenge("gandiv5"), &lookup(&[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("needs GANDIV5_PERSONAL_ACCESS_TOKEN"),
+        "{err}"
+    );
+    let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, rfc2136"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zone_candidates_walk_up_the_name_and_records_are_named_relative_to_it() {
+    assert_eq!(
+        api::zone_candidates("_acme-challenge.www.example.co.uk."),
+        [
+            "_acme-challenge.www.example.co.uk",
+            "www.example.co.uk",
+            "example.co.uk",
+            "co.uk"
+        ]
+    );
+    assert!(api::zone_candidates("test.").is_empty());
+    assert_eq!(
+        api::relative("_acme-challenge.apps.test.", "apps.test"),
+        "_acme-challenge"
+    );
+    assert_eq!(
+        api::relative("_acme-challenge.a.apps.test.", "apps.test."),
+        "_acme-challenge.a"
+    );
+    assert_eq!(api::relative("apps.test.", "apps.test"), "");
+}
+
+#[test]
+fn sigv4_matches_the_published_test_vectors() {
+    use route53::{Credentials, Scope, authorization};
+    let suite = Credentials {
+        access_key: "AKIDEXAMPLE".to_owned(),
+        secret_key: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY".to_owned(),
+        session_token: None,
+    };
+    let scope = Scope {
+        date: "20150830T123600Z",
+        region: "us-east-1",
+        service: "service",
+    };
+    let headers = [
+        ("Host".to_owned(), "example.amazonaws.com".to_owned()),
+        ("X-Amz-Date".to_owned(), "20150830T123600Z".to_owned()),
+    ];
+    let prefix = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=";
+    // get-vanilla
+    assert_eq!(
+        authorization(&suite, &scope, "GET", "/", &[], &headers, b""),
+        format!("{prefix}5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")
+    );
+    // get-vanilla-query-order-key-case: parameters are sorted.
+    assert_eq!(
+        authorization(
+            &suite,
+            &scope,
+            "GET",
+            "/",
+            &[("Param2", "value2"), ("Param1", "value1")],
+            &headers,
+            b""
+        ),
+        format!("{prefix}b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500")
+    );
+    // The S3 documentation's GET Object example (more headers, a path).
+    let s3 = Credentials {
+        access_key: "AKIAIOSFODNN7EXAMPLE".to_owned(),
+        secret_key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY".to_owned(),
+        session_token: None,
+    };
+    let headers = [
+        (
+            "host".to_owned(),
+            "examplebucket.s3.amazonaws.com".to_owned(),
+        ),
+        ("range".to_owned(), "bytes=0-9".to_owned()),
+        (
+            "x-amz-content-sha256".to_owned(),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855".to_owned(),
+        ),
+        ("x-amz-date".to_owned(), "20130524T000000Z".to_owned()),
+    ];
+    let scope = Scope {
+        date: "20130524T000000Z",
+        region: "us-east-1",
+        service: "s3",
+    };
+    assert!(
+        authorization(&s3, &scope, "GET", "/test.txt", &[], &headers, b"").ends_with(
+            "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, \
+             Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+        )
+    );
+    let at = |secs: u64| std::time::UNIX_EPOCH + Duration::from_secs(secs);
+    assert_eq!(route53::amz_date(at(1_440_938_160)), "20150830T123600Z");
+    assert_eq!(route53::amz_date(at(951_868_799)), "20000229T235959Z");
+}
+
+#[test]
+fn route53_reads_static_keys_or_a_profile_of_the_shared_credentials_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credentials");
+    std::fs::write(
+        &file,
+        "[default]\naws_access_key_id = AKIADEFAULT\naws_secret_access_key = d3f\n\n\
+         # the deploy profile\n[deploy]\naws_access_key_id=AKIADEPLOY\naws_secret_access_key=s3cr3t\n",
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        route53::profile_section(&text, "deploy"),
+        [
+            ("aws_access_key_id".to_owned(), "AKIADEPLOY".to_owned()),
+            ("aws_secret_access_key".to_owned(), "s3cr3t".to_owned())
+        ]
+    );
+    let path = file.to_str().unwrap();
+    let vars = [
+        ("AWS_SHARED_CREDENTIALS_FILE", path),
+        ("AWS_PROFILE", "deploy"),
+    ];
+    let r = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap();
+    assert_eq!(r.provider_name(), "route53");
+    assert_eq!(r.checks.interval, Duration::from_secs(4));
+    let vars = [
+        ("AWS_SHARED_CREDENTIALS_FILE", path),
+        ("AWS_PROFILE", "nope"),
+    ];
+    let err = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap_err();
+    assert!(matches!(err, DnsError::MissingCredentials { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"),
+        "{err}"
+    );
+    let vars = [
+        ("AWS_ACCESS_KEY_ID", "AKIA"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("HOME", "/nonexistent"),
+    ];
+    assert!(Solver::new("le", &challenge("route53"), &lookup(&vars)).is_ok());
+}
+
+#[test]
+fn ovh_signs_with_sha1_of_the_joined_parts_and_names_missing_keys() {
+    // Computed independently: printf '%s' 'as+ck+GET+https://eu.api.ovh.com/1.0/auth/time++1700000000' | sha1sum
+    assert_eq!(
+        ovh::signature(
+            "as",
+            "ck",
+            "GET",
+            "https://eu.api.ovh.com/1.0/auth/time",
+            "",
+            1_700_000_000
+        ),
+        format!("$1${}", "e0c87d1d7f12d2a843a787dc8597b623ef62dae5")
+    );
+    let err = Solver::new(
+        "le",
+        &challenge("ovh"),
+        &lookup(&[("OVH_ENDPOINT", "ovh-eu")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. }
+            if variables == &["OVH_APPLICATION_KEY", "OVH_APPLICATION_SECRET", "OVH_CONSUMER_KEY"]),
+        "{err}"
     );
 }

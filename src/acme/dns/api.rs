@@ -1,0 +1,370 @@
+//! What the providers that call a DNS host's HTTP API share: one HTTPS
+//! client (the web PKI's roots, gangway's TLS provider; plain `http://`
+//! only when a base URL variable says so), JSON requests under a time
+//! limit, and retries with backoff while the API says to slow down or is
+//! briefly unavailable.
+
+use super::{DnsError, Env};
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, Method, StatusCode};
+use http_body_util::{BodyExt, Full};
+use std::time::Duration;
+
+/// Default time limit of one request, unless `<PREFIX>_HTTP_TIMEOUT` says
+/// otherwise.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Attempts of one request while the API answers 429 or 502–504.
+const ATTEMPTS: u32 = 4;
+/// The first wait between two attempts; it doubles after each.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// Longest wait a `Retry-After` may ask for before gangway gives up on
+/// the request (the order's own backoff takes over).
+const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// Most of an answer's text shown when it is not the API's error shape.
+const BODY_SHOWN: usize = 300;
+
+/// The HTTPS client every API provider uses.
+pub(super) type Client = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
+
+/// Why a DNS host's API did not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiProblem {
+    /// The credentials were refused (401 or 403).
+    #[error("the API refused the credentials ({status}): {message}")]
+    Credentials {
+        /// The answer's status.
+        status: StatusCode,
+        /// The provider's own message.
+        message: String,
+    },
+    /// Any other error answer.
+    #[error("the API answered {status}: {message}")]
+    Status {
+        /// The answer's status.
+        status: StatusCode,
+        /// The provider's own message.
+        message: String,
+    },
+    /// Still rate limited (or unavailable) after every attempt.
+    #[error("the API still answered {status} after {attempts} attempts with backoff: {message}")]
+    RateLimited {
+        /// The last answer's status.
+        status: StatusCode,
+        /// How many requests were made.
+        attempts: u32,
+        /// The provider's own message.
+        message: String,
+    },
+    /// The account holds no zone for the name.
+    #[error("the account has no zone for it (asked for {})", tried.join(", "))]
+    NoZone {
+        /// The zone names asked for, longest first.
+        tried: Vec<String>,
+    },
+    /// The answer is not what the API documents.
+    #[error("unreadable answer ({status}): {reason}")]
+    Unreadable {
+        /// The answer's status.
+        status: StatusCode,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No answer came.
+    #[error("no answer: {0}")]
+    Transport(String),
+    /// No answer within the time limit.
+    #[error("no answer within {}s", .0.as_secs())]
+    Timeout(Duration),
+}
+
+/// An API answer gangway can act on (a 2xx, or an error the provider
+/// reads itself, such as 404).
+pub(super) struct Reply {
+    /// Its status.
+    pub status: StatusCode,
+    /// Its body.
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// The body as `T`, or why not.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, ApiProblem> {
+        serde_json::from_slice(&self.body).map_err(|e| ApiProblem::Unreadable {
+            status: self.status,
+            reason: e.to_string(),
+        })
+    }
+}
+
+/// One provider's access to its API.
+pub(super) struct Api {
+    provider: &'static str,
+    client: Client,
+    timeout: Duration,
+    /// Reads the provider's own error message out of an error answer.
+    message: fn(&[u8]) -> Option<String>,
+    /// Whether an error answer other than 429 says to slow down (Route 53
+    /// answers 400 `Throttling`).
+    throttled: fn(StatusCode, &[u8]) -> bool,
+}
+
+/// A request to send.
+pub(super) struct Call<'a> {
+    /// What is being done, for errors and logs (`adding the TXT record …`).
+    pub action: &'a str,
+    /// The method.
+    pub method: Method,
+    /// The whole URL.
+    pub url: &'a str,
+    /// Extra headers (authentication); values marked sensitive.
+    pub headers: &'a [(HeaderName, HeaderValue)],
+    /// A JSON body, if any.
+    pub body: Option<&'a serde_json::Value>,
+    /// Or a body of another type: (content type, text).
+    pub text: Option<(&'a str, &'a str)>,
+}
+
+impl Api {
+    /// The API of `provider`, with `<prefix>_HTTP_TIMEOUT` read from `env`.
+    pub(super) fn new(
+        env: &Env<'_>,
+        provider: &'static str,
+        prefix: &str,
+        message: fn(&[u8]) -> Option<String>,
+    ) -> Result<Self, DnsError> {
+        let timeout = env.seconds(&format!("{prefix}_HTTP_TIMEOUT"), HTTP_TIMEOUT)?;
+        Ok(Api {
+            provider,
+            client: client().map_err(|e| DnsError::Tls {
+                provider,
+                reason: e,
+            })?,
+            timeout: if timeout.is_zero() {
+                HTTP_TIMEOUT
+            } else {
+                timeout
+            },
+            message,
+            throttled: |_, _| false,
+        })
+    }
+
+    /// The same, also retrying the error answers `throttled` recognises.
+    pub(super) fn with_throttle(mut self, throttled: fn(StatusCode, &[u8]) -> bool) -> Self {
+        self.throttled = throttled;
+        self
+    }
+
+    /// The error of `call` for `problem`.
+    pub(super) fn error(&self, action: &str, problem: ApiProblem) -> DnsError {
+        DnsError::Api {
+            provider: self.provider,
+            action: action.to_owned(),
+            problem,
+        }
+    }
+
+    /// Sends `call`, again after a backoff while the API answers 429 or
+    /// 502–504 (honouring a `Retry-After` in seconds). A 2xx answer, and
+    /// a 404 the caller may expect, come back as a [`Reply`]; any other
+    /// answer is an error with the provider's own message.
+    pub(super) async fn send(&self, call: &Call<'_>) -> Result<Reply, DnsError> {
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            let (status, retry_after, body) = self.once(call).await?;
+            if status.is_success() || status == StatusCode::NOT_FOUND {
+                return Ok(Reply { status, body });
+            }
+            let message = self.message_of(&body, status);
+            let again = matches!(
+                status,
+                StatusCode::TOO_MANY_REQUESTS
+                    | StatusCode::BAD_GATEWAY
+                    | StatusCode::SERVICE_UNAVAILABLE
+                    | StatusCode::GATEWAY_TIMEOUT
+            ) || (self.throttled)(status, &body);
+            if !again {
+                let problem = if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+                {
+                    ApiProblem::Credentials { status, message }
+                } else {
+                    ApiProblem::Status { status, message }
+                };
+                return Err(self.error(call.action, problem));
+            }
+            let wait = retry_after.unwrap_or(backoff);
+            if attempt >= ATTEMPTS || wait > LONGEST_RETRY_AFTER {
+                return Err(self.error(
+                    call.action,
+                    ApiProblem::RateLimited {
+                        status,
+                        attempts: attempt,
+                        message,
+                    },
+                ));
+            }
+            tracing::warn!(
+                provider = self.provider,
+                "{}: {}: the API answered {status}: {message}; trying again in {}s",
+                self.provider,
+                call.action,
+                wait.as_secs()
+            );
+            tokio::time::sleep(wait).await;
+            backoff *= 2;
+            attempt += 1;
+        }
+    }
+
+    /// One exchange: the status, a `Retry-After` in seconds, the body.
+    async fn once(
+        &self,
+        call: &Call<'_>,
+    ) -> Result<(StatusCode, Option<Duration>, Bytes), DnsError> {
+        let fail = |problem: ApiProblem| self.error(call.action, problem);
+        let mut request = http::Request::builder()
+            .method(call.method.clone())
+            .uri(call.url)
+            .header(http::header::ACCEPT, "application/json");
+        for (name, value) in call.headers {
+            request = request.header(name, value.clone());
+        }
+        let body = match (call.body, call.text) {
+            (Some(json), _) => {
+                request = request.header(http::header::CONTENT_TYPE, "application/json");
+                Bytes::from(json.to_string())
+            }
+            (None, Some((content_type, text))) => {
+                request = request.header(http::header::CONTENT_TYPE, content_type);
+                Bytes::copy_from_slice(text.as_bytes())
+            }
+            (None, None) => Bytes::new(),
+        };
+        let request = request.body(Full::new(body)).map_err(|e| {
+            fail(ApiProblem::Transport(format!(
+                "cannot build the request: {e}"
+            )))
+        })?;
+        let exchange = async {
+            let response = self.client.request(request).await.map_err(|e| {
+                fail(ApiProblem::Transport(
+                    crate::cause::WithCauses(&e).to_string(),
+                ))
+            })?;
+            let status = response.status();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .map_err(|e| {
+                    fail(ApiProblem::Transport(
+                        crate::cause::WithCauses(&e).to_string(),
+                    ))
+                })?;
+            Ok::<_, DnsError>((status, retry_after, body))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| fail(ApiProblem::Timeout(self.timeout)))?
+    }
+
+    /// The provider's message in an error answer, else its text cut short,
+    /// else the status's reason.
+    pub(super) fn message_of(&self, body: &[u8], status: StatusCode) -> String {
+        if let Some(m) = (self.message)(body).filter(|m| !m.trim().is_empty()) {
+            return m;
+        }
+        let text = String::from_utf8_lossy(body);
+        let shown: String = text.trim().chars().take(BODY_SHOWN).collect();
+        if shown.is_empty() {
+            status.canonical_reason().unwrap_or("no message").to_owned()
+        } else {
+            shown
+        }
+    }
+}
+
+/// An HTTPS client trusting the web PKI's roots.
+pub(super) fn client() -> Result<Client, rustls::Error> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let tls =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(crate::tls::provider()))
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(connector),
+    )
+}
+
+/// A header value holding a secret (never printed by `Debug`), or the
+/// error naming `variable` when it cannot be one.
+pub(super) fn secret_header(value: &str, variable: &str) -> Result<HeaderValue, DnsError> {
+    let mut header = HeaderValue::try_from(value).map_err(|_| DnsError::BadEnv {
+        variable: variable.to_owned(),
+        problem: "holds characters that cannot be sent in a header".to_owned(),
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+/// The API's base URL from `variable`, else `default`, without a final
+/// slash; an error naming the variable when it is not an http(s) URL.
+pub(super) fn base_url(env: &Env<'_>, variable: &str, default: &str) -> Result<String, DnsError> {
+    let url = env
+        .optional(variable)?
+        .unwrap_or_else(|| default.to_owned());
+    let bad = |problem: String| DnsError::BadEnv {
+        variable: variable.to_owned(),
+        problem,
+    };
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| bad(format!("`{url}` is not a URL: {e}")))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+        return Err(bad(format!("`{url}` is not an http:// or https:// URL")));
+    }
+    Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// The zone names that may hold `fqdn`, longest first: every suffix of
+/// two labels or more (a top-level domain is never an account's zone).
+pub(super) fn zone_candidates(fqdn: &str) -> Vec<String> {
+    let name = fqdn.trim_end_matches('.');
+    let labels: Vec<&str> = name.split('.').collect();
+    (0..labels.len().saturating_sub(1))
+        .map(|i| labels[i..].join("."))
+        .collect()
+}
+
+/// `fqdn` (with or without its final dot) relative to `zone`: `@`-free
+/// label(s) before it, or empty at the apex.
+pub(super) fn relative(fqdn: &str, zone: &str) -> String {
+    let name = fqdn.trim_end_matches('.');
+    let zone = zone.trim_end_matches('.');
+    if name.eq_ignore_ascii_case(zone) {
+        return String::new();
+    }
+    name.strip_suffix(zone)
+        .and_then(|n| n.strip_suffix('.'))
+        .unwrap_or(name)
+        .to_owned()
+}

@@ -1,0 +1,288 @@
+//! The `ovh` provider, through OVHcloud's API v1 with its application
+//! signature, and the variables Traefik's DNS library documents for it:
+//! `OVH_ENDPOINT` (`ovh-eu`, `ovh-ca`, `ovh-us`, `kimsufi-eu`,
+//! `kimsufi-ca`, `soyoustart-eu`, `soyoustart-ca`, or a URL),
+//! `OVH_APPLICATION_KEY`, `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`,
+//! `OVH_TTL` (default 120) and `OVH_HTTP_TIMEOUT`.
+//!
+//! Every call carries `X-Ovh-Application`, `X-Ovh-Consumer`,
+//! `X-Ovh-Timestamp` (the API's own clock, from `/auth/time`) and
+//! `X-Ovh-Signature`: `$1$` and the SHA-1 of the secret, the consumer key,
+//! the method, the whole URL, the body and the timestamp joined by `+`.
+//! The zone is found by asking for each name the record's name ends with;
+//! each value is its own record, and a change is applied with the zone's
+//! `refresh`.
+
+use super::api::{self, Api, ApiProblem, Call};
+use super::{DnsError, DnsProvider, Env};
+use futures_util::future::BoxFuture;
+use http::{HeaderName, HeaderValue, Method};
+
+/// The endpoints OVH's own libraries name.
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("ovh-eu", "https://eu.api.ovh.com/1.0"),
+    ("ovh-ca", "https://ca.api.ovh.com/1.0"),
+    ("ovh-us", "https://api.us.ovhcloud.com/1.0"),
+    ("kimsufi-eu", "https://eu.api.kimsufi.com/1.0"),
+    ("kimsufi-ca", "https://ca.api.kimsufi.com/1.0"),
+    ("soyoustart-eu", "https://eu.api.soyoustart.com/1.0"),
+    ("soyoustart-ca", "https://ca.api.soyoustart.com/1.0"),
+];
+/// OVH's smallest TTL.
+const MIN_TTL: u64 = 60;
+
+/// The `ovh` provider.
+pub(super) struct Ovh {
+    api: Api,
+    base: String,
+    application_key: HeaderValue,
+    /// Secrets.
+    application_secret: String,
+    consumer_key: HeaderValue,
+    ttl: u64,
+}
+
+#[derive(serde::Deserialize)]
+struct Record {
+    #[serde(default)]
+    target: String,
+}
+
+/// `message (errorCode)` of an error answer.
+fn message(body: &[u8]) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let message = json["message"].as_str()?;
+    Some(match json["errorCode"].as_str() {
+        Some(code) => format!("{message} ({code})"),
+        None => message.to_owned(),
+    })
+}
+
+/// The signature of one call (`$1$` + hex SHA-1).
+pub(super) fn signature(
+    secret: &str,
+    consumer_key: &str,
+    method: &str,
+    url: &str,
+    body: &str,
+    timestamp: u64,
+) -> String {
+    let text = format!("{secret}+{consumer_key}+{method}+{url}+{body}+{timestamp}");
+    let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, text.as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("$1${hex}")
+}
+
+impl Ovh {
+    /// Reads the keys and settings; fails naming what is missing.
+    pub(super) fn from_env(mut env: Env<'_>) -> Result<Self, DnsError> {
+        let endpoint = env.required("OVH_ENDPOINT")?;
+        let application_key = env.required("OVH_APPLICATION_KEY")?;
+        let application_secret = env.required("OVH_APPLICATION_SECRET")?;
+        let consumer_key = env.required("OVH_CONSUMER_KEY")?;
+        let ttl = env
+            .seconds("OVH_TTL", std::time::Duration::from_secs(120))?
+            .as_secs()
+            .max(MIN_TTL);
+        let api = Api::new(&env, "ovh", "OVH", message)?;
+        let base = match ENDPOINTS.iter().find(|(name, _)| *name == endpoint.trim()) {
+            Some((_, url)) => (*url).to_owned(),
+            None if endpoint.is_empty() => String::new(),
+            None => api::base_url(&env, "OVH_ENDPOINT", &endpoint)?,
+        };
+        env.finish()?;
+        Ok(Ovh {
+            api,
+            base,
+            application_key: api::secret_header(&application_key, "OVH_APPLICATION_KEY")?,
+            application_secret,
+            consumer_key: api::secret_header(&consumer_key, "OVH_CONSUMER_KEY")?,
+            ttl,
+        })
+    }
+
+    /// The API's clock.
+    async fn time(&self, action: &str) -> Result<u64, DnsError> {
+        let url = format!("{}/auth/time", self.base);
+        let reply = self
+            .api
+            .send(&Call {
+                action,
+                method: Method::GET,
+                url: &url,
+                headers: &[],
+                body: None,
+                text: None,
+            })
+            .await?;
+        reply.json::<u64>().map_err(|p| self.api.error(action, p))
+    }
+
+    /// Sends one signed call; the reply (2xx or 404).
+    async fn call(
+        &self,
+        action: &str,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<api::Reply, DnsError> {
+        let url = format!("{}{path}", self.base);
+        let text = body.map(ToString::to_string).unwrap_or_default();
+        let timestamp = self.time(action).await?;
+        let consumer = self.consumer_key.to_str().unwrap_or_default();
+        let signed = signature(
+            &self.application_secret,
+            consumer,
+            method.as_str(),
+            &url,
+            &text,
+            timestamp,
+        );
+        let headers = [
+            (
+                HeaderName::from_static("x-ovh-application"),
+                self.application_key.clone(),
+            ),
+            (
+                HeaderName::from_static("x-ovh-consumer"),
+                self.consumer_key.clone(),
+            ),
+            (
+                HeaderName::from_static("x-ovh-timestamp"),
+                HeaderValue::from(timestamp),
+            ),
+            (
+                HeaderName::from_static("x-ovh-signature"),
+                api::secret_header(&signed, "OVH_APPLICATION_SECRET")?,
+            ),
+        ];
+        self.api
+            .send(&Call {
+                action,
+                method,
+                url: &url,
+                headers: &headers,
+                body: None,
+                text: body.map(|_| ("application/json", text.as_str())),
+            })
+            .await
+    }
+
+    fn failed(&self, action: &str, reply: &api::Reply) -> DnsError {
+        self.api.error(
+            action,
+            ApiProblem::Status {
+                status: reply.status,
+                message: self.api.message_of(&reply.body, reply.status),
+            },
+        )
+    }
+
+    /// The account's zone holding `fqdn`.
+    async fn zone(&self, fqdn: &str) -> Result<String, DnsError> {
+        let action = format!("finding the zone of `{fqdn}`");
+        let tried = api::zone_candidates(fqdn);
+        for name in &tried {
+            let reply = self
+                .call(&action, Method::GET, &format!("/domain/zone/{name}"), None)
+                .await?;
+            if reply.status.is_success() {
+                return Ok(name.clone());
+            }
+        }
+        Err(self.api.error(&action, ApiProblem::NoZone { tried }))
+    }
+
+    async fn refresh(&self, action: &str, zone: &str) -> Result<(), DnsError> {
+        let reply = self
+            .call(
+                action,
+                Method::POST,
+                &format!("/domain/zone/{zone}/refresh"),
+                None,
+            )
+            .await?;
+        if reply.status.is_success() {
+            Ok(())
+        } else {
+            Err(self.failed(action, &reply))
+        }
+    }
+
+    async fn present(&self, fqdn: &str, value: &str) -> Result<(), DnsError> {
+        let zone = self.zone(fqdn).await?;
+        let action = format!("adding the TXT record `{fqdn}` to zone `{zone}`");
+        let body = serde_json::json!({
+            "fieldType": "TXT",
+            "subDomain": api::relative(fqdn, &zone),
+            "target": value,
+            "ttl": self.ttl,
+        });
+        let reply = self
+            .call(
+                &action,
+                Method::POST,
+                &format!("/domain/zone/{zone}/record"),
+                Some(&body),
+            )
+            .await?;
+        if !reply.status.is_success() {
+            return Err(self.failed(&action, &reply));
+        }
+        self.refresh(&action, &zone).await
+    }
+
+    async fn cleanup(&self, fqdn: &str, value: &str) -> Result<(), DnsError> {
+        let zone = self.zone(fqdn).await?;
+        let action = format!("removing the TXT record `{fqdn}` from zone `{zone}`");
+        let sub = api::relative(fqdn, &zone);
+        let reply = self
+            .call(
+                &action,
+                Method::GET,
+                &format!("/domain/zone/{zone}/record?fieldType=TXT&subDomain={sub}"),
+                None,
+            )
+            .await?;
+        if !reply.status.is_success() {
+            return Err(self.failed(&action, &reply));
+        }
+        let ids: Vec<u64> = reply.json().map_err(|p| self.api.error(&action, p))?;
+        let mut removed = false;
+        for id in ids {
+            let path = format!("/domain/zone/{zone}/record/{id}");
+            let reply = self.call(&action, Method::GET, &path, None).await?;
+            if !reply.status.is_success() {
+                continue;
+            }
+            let record: Record = reply.json().map_err(|p| self.api.error(&action, p))?;
+            if record.target.trim_matches('"') != value {
+                continue;
+            }
+            let reply = self.call(&action, Method::DELETE, &path, None).await?;
+            // A 404 means it is gone already, which is what was wanted.
+            if !reply.status.is_success() && reply.status != http::StatusCode::NOT_FOUND {
+                return Err(self.failed(&action, &reply));
+            }
+            removed = true;
+        }
+        if removed {
+            self.refresh(&action, &zone).await?;
+        }
+        Ok(())
+    }
+}
+
+impl DnsProvider for Ovh {
+    fn name(&self) -> &'static str {
+        "ovh"
+    }
+
+    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
+        Box::pin(Ovh::present(self, fqdn, value))
+    }
+
+    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
+        Box::pin(Ovh::cleanup(self, fqdn, value))
+    }
+}
