@@ -49,6 +49,9 @@ pub enum Severity {
     Error,
     /// Something that works, but probably not as meant.
     Warning,
+    /// Something worth knowing that changes nothing: a Traefik option
+    /// with no meaning for gangway.
+    Note,
 }
 
 /// One problem, with where it comes from.
@@ -228,6 +231,7 @@ pub fn render_text(findings: &[Finding]) -> String {
         let severity = match f.severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
+            Severity::Note => "note",
         };
         out.push_str(&format!("{severity}: {}", f.source));
         if let Some(object) = &f.object {
@@ -239,11 +243,17 @@ pub fn render_text(findings: &[Finding]) -> String {
         out.push_str(&format!(": {}\n", f.message));
     }
     let (errors, warnings) = counts(findings);
+    let notes = findings.len() - errors - warnings;
+    let notes_text = match notes {
+        0 => String::new(),
+        1 => String::from(", 1 note"),
+        n => format!(", {n} notes"),
+    };
     if errors + warnings == 0 {
-        out.push_str("gangway check: no problems found\n");
+        out.push_str(&format!("gangway check: no problems found{notes_text}\n"));
     } else {
         out.push_str(&format!(
-            "gangway check: {errors} error{}, {warnings} warning{}\n",
+            "gangway check: {errors} error{}, {warnings} warning{}{notes_text}\n",
             if errors == 1 { "" } else { "s" },
             if warnings == 1 { "" } else { "s" }
         ));
@@ -267,7 +277,11 @@ fn counts(findings: &[Finding]) -> (usize, usize) {
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .count();
-    (errors, findings.len() - errors)
+    let warnings = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Warning)
+        .count();
+    (errors, warnings)
 }
 
 /// Containers (or Swarm services) to check, with how to name each in a
@@ -296,7 +310,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         match load_static(&options.static_args, env, cwd) {
             Ok(c) => c,
             Err(e) => {
-                findings.push(static_error(e));
+                findings.extend(static_errors(e));
                 return finish(findings);
             }
         }
@@ -379,6 +393,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         }
         config
     };
+    findings.extend(accepted_findings(&config));
     // A DNS provider reads its settings from the environment gangway runs
     // in: checked here against `check`'s own. (A compose project's router
     // gets its environment, and its secrets' files, only in its container.)
@@ -611,6 +626,37 @@ fn static_error(problem: impl Into<CheckProblem>) -> Finding {
     Finding::general(Severity::Error, "static configuration", problem)
 }
 
+/// One finding per problem of the static configuration, so that every
+/// one is named.
+fn static_errors(error: static_config::StaticConfigError) -> Vec<Finding> {
+    match error {
+        static_config::StaticConfigError::Several { problems } => {
+            problems.into_iter().map(static_error).collect()
+        }
+        other => vec![static_error(other)],
+    }
+}
+
+/// The Traefik options given that gangway accepts without implementing:
+/// a warning for each unsupported one, a note for each inert one.
+fn accepted_findings(config: &StaticConfig) -> Vec<Finding> {
+    config
+        .accepted
+        .iter()
+        .map(|accepted| {
+            let severity = match accepted.state {
+                static_config::OptionState::Unsupported => Severity::Warning,
+                _ => Severity::Note,
+            };
+            Finding::general(
+                severity,
+                "static configuration",
+                CheckProblem::Accepted(accepted.clone()),
+            )
+        })
+        .collect()
+}
+
 /// A file the file provider cannot read, at its place.
 fn file_error(e: &ProviderError, cwd: &Path) -> Finding {
     let origin = e.origin().map(|o| relative(o, cwd));
@@ -709,7 +755,7 @@ fn compose_static(
         return match load_static(&options.static_args, env, cwd) {
             Ok(c) => Some(c),
             Err(e) => {
-                findings.push(static_error(e));
+                findings.extend(static_errors(e));
                 None
             }
         };
@@ -729,17 +775,27 @@ fn compose_static(
     let router_env: Vec<(String, String)> = router
         .environment
         .iter()
-        .filter(|(k, _)| k.starts_with(static_config::ENV_PREFIX))
+        .filter(|(k, _)| {
+            k.starts_with(static_config::ENV_PREFIX)
+                || k.starts_with(static_config::TRAEFIK_ENV_PREFIX)
+        })
         .cloned()
         .collect();
     match load_static(&args, &router_env, cwd) {
         Ok(c) => Some(c),
         Err(e) => {
-            findings.push(Finding::general(
-                Severity::Error,
-                format!("{}, service `{}`", router.file, router.name),
-                CheckProblem::RouterCommand(e),
-            ));
+            let source = format!("{}, service `{}`", router.file, router.name);
+            let problems = match e {
+                static_config::StaticConfigError::Several { problems } => problems,
+                other => vec![other],
+            };
+            for problem in problems {
+                findings.push(Finding::general(
+                    Severity::Error,
+                    source.clone(),
+                    CheckProblem::RouterCommand(problem),
+                ));
+            }
             let mut fallback = Vec::new();
             if traefik {
                 fallback.extend(traefik_prefixes(&[], &options.static_args));
@@ -748,7 +804,7 @@ fn compose_static(
             match load_static(&fallback, &[], cwd) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    findings.push(static_error(e));
+                    findings.extend(static_errors(e));
                     None
                 }
             }

@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use super::options::{NAME, Style, lookup};
 use super::*;
 use crate::config::duration::Duration;
-use crate::config::format::FormatError;
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -34,7 +33,7 @@ fn empty_dir() -> tempfile::TempDir {
 
 fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (StaticConfig, Option<PathBuf>) {
     match load(&strings(args), &vars(env), cwd) {
-        Ok(Loaded::Run(config, file)) => (config, file),
+        Ok(Loaded::Run(config, file)) => (config, file.file),
         Ok(other) => panic!("expected a configuration, got {other:?}"),
         Err(e) => panic!("expected a configuration, got error: {e}"),
     }
@@ -873,13 +872,20 @@ fn unknown_key_in_toml_names_the_line() {
         "[entryPoints.web]\n# the address\nadress = \":80\"\n",
     )]);
     let err = fail_in(dir.path(), &[], &[]);
+    // The entry point is left without an address too: both are reported.
+    let problems = err.problems();
+    assert_eq!(problems.len(), 2, "{err}");
     assert!(matches!(
-        &err,
-        StaticConfigError::ConfigFile(FormatError::AtLine { line: 3, .. })
+        problems[0],
+        StaticConfigError::UnknownKey { line: Some(3), .. }
+    ));
+    assert!(matches!(
+        problems[1],
+        StaticConfigError::EntryPointWithoutAddress { .. }
     ));
     assert_eq!(
-        message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `http3`, `udp`, `proxyProtocol`, `limits`"
+        message(problems[0]),
+        "gangway.toml, line 3: `entryPoints.web.adress`: unknown option; did you mean `entryPoints.web.address`?"
     );
 }
 
@@ -893,7 +899,7 @@ fn unknown_key_in_yaml_names_the_line() {
     let shown = message(&err);
     assert!(shown.starts_with("gangway.yml, line 5: "), "{shown}");
     assert!(
-        shown.contains("unknown field `levle`, expected `level`"),
+        shown.contains("`log.levle`: unknown option; did you mean `log.level`?"),
         "{shown}"
     );
 }
@@ -929,13 +935,13 @@ fn bad_values_in_files_name_the_line() {
             "gangway.toml",
             "[serversTransport]\nmaxIdleConnsPerHost = -1\n",
             2,
-            "invalid value",
+            "`-1` is not a whole number",
         ),
         (
             "gangway.yml",
             "providers:\n  file:\n    watch: maybe\n",
             3,
-            "invalid type",
+            "`maybe` is not a boolean",
         ),
     ];
     for (name, text, line, part) in cases {
@@ -1018,7 +1024,7 @@ fn unknown_flag_suggests_the_closest() {
         message(&err),
         "--entryPoints.web.transport.readTimeout: unknown option; did you mean `--entryPoints.web.transport.respondingTimeouts.readTimeout`?"
     );
-    let err = fail(&["--tracing.otlp=true"], &[]);
+    let err = fail(&["--nosuch.thing=true"], &[]);
     assert!(
         matches!(
             &err,
@@ -1031,7 +1037,7 @@ fn unknown_flag_suggests_the_closest() {
     );
     assert_eq!(
         message(&err),
-        "--tracing.otlp: unknown option (see --help for the list)"
+        "--nosuch.thing: unknown option (see --help for the list)"
     );
     for weird in [
         "--",
@@ -1274,7 +1280,10 @@ fn full_config() -> StaticConfig {
     entry_point.http.tls = Some(EntryPointTls {
         cert_resolver: Some(String::from("le")),
         options: Some(String::from("modern")),
-        domains: Vec::new(),
+        domains: vec![TlsDomain {
+            main: String::from("example.com"),
+            sans: vec![String::from("www.example.com")],
+        }],
     });
     let mut redirections = Redirections::default();
     redirections.entry_point.to = Some(String::from("websecure"));
@@ -1398,6 +1407,13 @@ fn leaf_paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>
                 prefix.pop();
             }
         }
+        Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
+            for (n, child) in items.iter().enumerate() {
+                prefix.push(n.to_string());
+                leaf_paths(child, prefix, out);
+                prefix.pop();
+            }
+        }
         _ => out.push(prefix.clone()),
     }
 }
@@ -1427,9 +1443,12 @@ fn sample(spec: &OptionSpec) -> &'static str {
 
 /// The serialized value at a row's path, with `web` for names.
 fn value_at<'a>(tree: &'a Value, spec: &OptionSpec) -> Option<&'a Value> {
-    spec.segments().try_fold(tree, |node, segment| {
-        node.get(if segment == NAME { "web" } else { segment })
-    })
+    spec.segments()
+        .try_fold(tree, |node, segment| match segment {
+            NAME => node.get("web"),
+            "[n]" => node.get(0),
+            _ => node.get(segment),
+        })
 }
 
 /// Checks that loading with `spec` set to `sample(spec)` put that value in
@@ -1484,7 +1503,11 @@ fn every_struct_field_has_a_row() {
 #[test]
 fn every_row_sets_its_field() {
     for spec in OPTIONS {
-        let flag = format!("--{}={}", spec.path.replace(NAME, "web"), sample(spec));
+        let flag = format!(
+            "--{}={}",
+            spec.path.replace(NAME, "web").replace("[n]", "[0]"),
+            sample(spec)
+        );
         let mut rest = Vec::new();
         if !spec.path.ends_with(".address") {
             rest.push("--entryPoints.web.address=:80");
@@ -1502,6 +1525,7 @@ fn every_row_sets_its_field() {
             "{ENV_PREFIX}{}",
             spec.path
                 .replace(NAME, "web")
+                .replace("[n]", ".0")
                 .replace('.', "_")
                 .to_uppercase()
         );
@@ -1880,7 +1904,8 @@ fn every_option_in_the_help_table_reaches_the_configuration() {
                 "certificatesResolvers.le",
                 1,
             )
-            .replace("names.<name>", "names.ClientHost");
+            .replace("names.<name>", "names.ClientHost")
+            .replace("[n]", "[0]");
         let flag = format!("--{path}={value}");
         // A section's own companions (`providers.file`'s file) would switch
         // the section on in the baseline too.
