@@ -662,8 +662,14 @@ fn apply(tree: &mut Value, setting: &Setting) -> Result<(), StaticConfigError> {
             set_path(tree, path, segs, value).ok_or_else(|| not_an_object(setting))
         }
         Change::EnableSection => {
+            // A list (`…tls.domains=true`) is a list of sections.
+            let list = setting.option.spec.segments().nth(path.len()) == Some(options::INDEX);
             let node = node_at(tree, path, segs).ok_or_else(|| not_an_object(setting))?;
-            if !node.is_object() {
+            if list {
+                if !node.is_array() {
+                    *node = Value::Array(Vec::new());
+                }
+            } else if !node.is_object() {
                 *node = Value::Object(Map::new());
             }
             Ok(())
@@ -711,7 +717,7 @@ fn node_at<'a>(tree: &'a mut Value, path: &[String], segs: &[Seg]) -> Option<&'a
                 }
                 let items = node.as_array_mut()?;
                 if items.len() <= index {
-                    items.resize(index + 1, Value::Null);
+                    items.resize(index + 1, Value::Object(Map::new()));
                 }
                 node = items.get_mut(index)?;
             }

@@ -1989,3 +1989,247 @@ requireAllRNS = true
     );
     assert!(dns.propagation.require_all_rns && !dns.propagation.disable_checks);
 }
+
+// ------------------------------------------------- Traefik's forms and places
+
+#[test]
+fn keys_in_any_case_and_scalars_of_another_type_are_read_as_traefik_reads_them() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "EntryPoints:\n  web:\n    Address: ':8081'\n    forwardedheaders:\n      insecure: 'true'\n    transport:\n      maxConnections: '7'\n      respondingTimeouts:\n        idleTimeout: 42\nPing:\nAPI: true\nproviders:\n  docker:\n    network: 8\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let web = &config.entry_points["web"];
+    assert_eq!(web.address, addr(":8081"));
+    assert!(web.forwarded_headers.insecure);
+    assert_eq!(web.transport.max_connections, 7);
+    assert_eq!(web.transport.responding_timeouts.idle_timeout, secs(42));
+    assert!(config.ping.is_some(), "an empty `Ping:` turns it on");
+    assert!(config.api.is_some(), "`API: true` turns it on");
+    assert_eq!(
+        config.providers.docker.as_ref().unwrap().network.as_deref(),
+        Some("8")
+    );
+}
+
+#[test]
+fn list_items_are_given_by_index_in_flags_and_variables() {
+    let config = run(
+        &[
+            "--entryPoints.websecure.address=:443",
+            "--entrypoints.websecure.http.tls.domains[0].main=example.com",
+            "--entrypoints.websecure.http.tls.domains[0].sans=a.example.com,b.example.com",
+        ],
+        &[(
+            "TRAEFIK_ENTRYPOINTS_WEBSECURE_HTTP_TLS_DOMAINS_1_MAIN",
+            "example.org",
+        )],
+    );
+    let tls = config.entry_points["websecure"].http.tls.as_ref().unwrap();
+    assert_eq!(tls.domains.len(), 2);
+    assert_eq!(tls.domains[0].main, "example.com");
+    assert_eq!(tls.domains[0].sans, ["a.example.com", "b.example.com"]);
+    assert_eq!(tls.domains[1].main, "example.org");
+}
+
+#[test]
+fn a_section_given_as_true_is_on_with_its_defaults() {
+    let config = run(
+        &[
+            "--api=true",
+            "--ping=true",
+            "--certificatesresolvers.le.acme.httpchallenge=true",
+            "--certificatesresolvers.le.acme.httpchallenge.entrypoint=web",
+        ],
+        &[],
+    );
+    assert!(config.api.is_some());
+    assert!(config.ping.is_some());
+    let le = &config.certificates_resolvers["le"].acme;
+    assert!(le.http_challenge.is_some());
+}
+
+#[test]
+fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "global:\n  checkNewVersion: true\ntracing:\n  otlp:\n    http:\n      endpoint: http://127.0.0.1:4318\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &[
+            "--log.format=json",
+            "--experimental.plugins.demo.settings.key=1",
+        ],
+        &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
+    );
+    let named: Vec<(&str, &str, OptionState)> = config
+        .accepted
+        .iter()
+        .map(|a| (a.option.as_str(), a.source.as_str(), a.state))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("global.checkNewVersion", "gangway.yml", OptionState::Inert),
+            (
+                "tracing.otlp.http.endpoint",
+                "gangway.yml",
+                OptionState::Unsupported
+            ),
+            (
+                "global.sendAnonymousUsage",
+                "TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE",
+                OptionState::Inert
+            ),
+            ("log.format", "--log.format", OptionState::Unsupported),
+            (
+                "experimental.plugins.demo.settings.key",
+                "--experimental.plugins.demo.settings.key",
+                OptionState::Unsupported
+            ),
+        ]
+    );
+}
+
+#[test]
+fn every_problem_is_reported_not_the_first() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.web]\naddress = \":80\"\n[log]\nlevle = \"DEBUG\"\n[providers.file]\nwatch = \"maybe\"\n",
+    )]);
+    let err = fail_in(
+        dir.path(),
+        &[
+            "--entryPoints.web.adress=:80",
+            "--log.level=LOUD",
+            "--api.insecur",
+        ],
+        &[("GANGWAY_PING_ENTRYPONT", "web")],
+    );
+    let shown: Vec<String> = err.problems().iter().map(ToString::to_string).collect();
+    assert_eq!(shown.len(), 6, "{shown:#?}");
+    assert!(shown[0].contains("--entryPoints.web.adress"), "{shown:#?}");
+    assert!(
+        shown.iter().any(|s| s.contains("--api.insecur")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown.iter().any(|s| s.contains("GANGWAY_PING_ENTRYPONT")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|s| s.contains("gangway.toml, line 4: `log.levle`")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|s| s.contains("gangway.toml, line 6: `providers.file.watch`")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown.iter().any(|s| s.contains("--log.level=LOUD")),
+        "{shown:#?}"
+    );
+    assert!(message(&err).starts_with("6 problems in the static configuration:\n  - "));
+}
+
+#[test]
+fn one_option_under_both_prefixes_is_an_error_naming_both() {
+    let err = fail(
+        &[],
+        &[
+            ("GANGWAY_LOG_LEVEL", "DEBUG"),
+            ("TRAEFIK_LOG_LEVEL", "INFO"),
+        ],
+    );
+    assert_eq!(
+        message(&err),
+        "GANGWAY_LOG_LEVEL and TRAEFIK_LOG_LEVEL both set `log.level`; keep one"
+    );
+}
+
+/// Search roots inside `base`: the system directory is `base/etc`.
+fn roots_in(base: &Path) -> SearchRoots {
+    SearchRoots {
+        cwd: base.join("cwd"),
+        system: base.join("etc"),
+        xdg_config_home: Some(base.join("xdg")),
+        home: Some(base.join("home")),
+    }
+}
+
+fn file_found(base: &Path) -> Option<PathBuf> {
+    match load_from(&[], &[], &roots_in(base)) {
+        Ok(Loaded::Run(_, notes)) => notes.file,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn traefik_files_are_found_where_traefik_looks_after_gangways_own() {
+    let base = empty_dir();
+    let b = base.path();
+    for dir in ["cwd", "etc", "xdg", "home/.config"] {
+        std::fs::create_dir_all(b.join(dir)).unwrap();
+    }
+    assert_eq!(file_found(b), None);
+    let write = |path: &str| std::fs::write(b.join(path), "log:\n  level: DEBUG\n").unwrap();
+    write("cwd/traefik.yml");
+    assert_eq!(file_found(b), Some(b.join("cwd/traefik.yml")));
+    write("home/.config/traefik.toml");
+    std::fs::write(
+        b.join("home/.config/traefik.toml"),
+        "[log]\nlevel = \"DEBUG\"\n",
+    )
+    .unwrap();
+    assert_eq!(file_found(b), Some(b.join("home/.config/traefik.toml")));
+    write("xdg/traefik.yaml");
+    assert_eq!(file_found(b), Some(b.join("xdg/traefik.yaml")));
+    write("etc/traefik.yml");
+    assert_eq!(file_found(b), Some(b.join("etc/traefik.yml")));
+    write("etc/traefik.yaml");
+    assert_eq!(
+        file_found(b),
+        Some(b.join("etc/traefik.yaml")),
+        "yaml before yml"
+    );
+    write("cwd/gangway.yml");
+    assert_eq!(
+        file_found(b),
+        Some(b.join("cwd/gangway.yml")),
+        "gangway's own first"
+    );
+    let roots = SearchRoots::new(
+        &vars(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]),
+        Path::new("/w"),
+    );
+    assert_eq!(roots.system, Path::new("/etc/traefik"));
+    assert_eq!(
+        roots.candidates()[3],
+        Path::new("/etc/traefik/traefik.toml")
+    );
+}
+
+#[test]
+fn the_variables_read_are_noted() {
+    let dir = empty_dir();
+    let loaded = load(
+        &[],
+        &vars(&[
+            ("TRAEFIK_LOG_LEVEL", "DEBUG"),
+            ("GANGWAY_PING", "true"),
+            ("OTHER", "x"),
+        ]),
+        dir.path(),
+    );
+    match loaded {
+        Ok(Loaded::Run(_, notes)) => {
+            assert_eq!(notes.variables, ["TRAEFIK_LOG_LEVEL", "GANGWAY_PING"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
