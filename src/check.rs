@@ -17,6 +17,7 @@
 //! nothing.
 
 pub mod compose;
+pub mod healthcheck;
 mod problem;
 
 pub use problem::CheckProblem;

@@ -1,7 +1,9 @@
 //! The `gangway` binary: read the static configuration, set up logging, run
 //! until SIGTERM or SIGINT. Exit codes: 0 after a clean stop, 2 for a
 //! configuration error, 1 when the router cannot start. `gangway check …`
-//! lints configuration and labels instead (see `gangway::check`).
+//! lints configuration and labels instead (see `gangway::check`), and
+//! `gangway healthcheck [--ping]` calls `/ping` as `traefik healthcheck`
+//! does (see `gangway::check::healthcheck`).
 
 use gangway::config::static_config::{self, Loaded};
 use std::process::ExitCode;
@@ -12,6 +14,9 @@ fn main() -> ExitCode {
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     if args.first().is_some_and(|a| a == "check") {
         return ExitCode::from(gangway::check::main(&args[1..], &env, &cwd));
+    }
+    if args.first().is_some_and(|a| a == "healthcheck") {
+        return ExitCode::from(gangway::check::healthcheck::main(&args[1..], &env, &cwd));
     }
     let (config, notes) = match static_config::load(&args, &env, &cwd) {
         Ok(Loaded::Run(config, notes)) => (config, notes),

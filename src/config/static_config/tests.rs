@@ -2233,3 +2233,27 @@ fn the_variables_read_are_noted() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_insecure_api_listens_on_every_interface_as_traefiks_does() {
+    let config = run(&["--api.insecure=true"], &[]);
+    assert_eq!(config.entry_points["gangway"].address, addr(":8080"));
+    // Without the insecure API, /ping and /metrics stay on loopback.
+    let config = run(&["--ping"], &[]);
+    assert_eq!(
+        config.entry_points["gangway"].address,
+        addr("127.0.0.1:8080")
+    );
+    // An address given wins either way.
+    let config = run(
+        &[
+            "--api.insecure=true",
+            "--entryPoints.gangway.address=127.0.0.1:9090",
+        ],
+        &[],
+    );
+    assert_eq!(
+        config.entry_points["gangway"].address,
+        addr("127.0.0.1:9090")
+    );
+}
