@@ -17,6 +17,7 @@
 //! nothing.
 
 pub mod compose;
+pub mod healthcheck;
 mod problem;
 
 pub use problem::CheckProblem;
@@ -49,7 +50,9 @@ pub enum Severity {
     Error,
     /// Something that works, but probably not as meant.
     Warning,
-    /// What gangway will do, for information (certificates it reuses).
+    /// Something worth knowing that changes nothing: what gangway will do
+    /// (certificates it reuses), or a Traefik option with no meaning for
+    /// gangway.
     Note,
 }
 
@@ -242,11 +245,17 @@ pub fn render_text(findings: &[Finding]) -> String {
         out.push_str(&format!(": {}\n", f.message));
     }
     let (errors, warnings) = counts(findings);
+    let notes = findings.len() - errors - warnings;
+    let notes_text = match notes {
+        0 => String::new(),
+        1 => String::from(", 1 note"),
+        n => format!(", {n} notes"),
+    };
     if errors + warnings == 0 {
-        out.push_str("gangway check: no problems found\n");
+        out.push_str(&format!("gangway check: no problems found{notes_text}\n"));
     } else {
         out.push_str(&format!(
-            "gangway check: {errors} error{}, {warnings} warning{}\n",
+            "gangway check: {errors} error{}, {warnings} warning{}{notes_text}\n",
             if errors == 1 { "" } else { "s" },
             if warnings == 1 { "" } else { "s" }
         ));
@@ -303,7 +312,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         match load_static(&options.static_args, env, cwd) {
             Ok(c) => c,
             Err(e) => {
-                findings.push(static_error(e));
+                findings.extend(static_errors(e));
                 return finish(findings);
             }
         }
@@ -386,6 +395,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         }
         config
     };
+    findings.extend(accepted_findings(&config));
     // A DNS provider reads its settings from the environment gangway runs
     // in: checked here against `check`'s own. (A compose project's router
     // gets its environment, and its secrets' files, only in its container.)
@@ -621,6 +631,37 @@ fn static_error(problem: impl Into<CheckProblem>) -> Finding {
     Finding::general(Severity::Error, "static configuration", problem)
 }
 
+/// One finding per problem of the static configuration, so that every
+/// one is named.
+fn static_errors(error: static_config::StaticConfigError) -> Vec<Finding> {
+    match error {
+        static_config::StaticConfigError::Several { problems } => {
+            problems.into_iter().map(static_error).collect()
+        }
+        other => vec![static_error(other)],
+    }
+}
+
+/// The Traefik options given that gangway accepts without implementing:
+/// a warning for each unsupported one, a note for each inert one.
+fn accepted_findings(config: &StaticConfig) -> Vec<Finding> {
+    config
+        .accepted
+        .iter()
+        .map(|accepted| {
+            let severity = match accepted.state {
+                static_config::OptionState::Unsupported => Severity::Warning,
+                _ => Severity::Note,
+            };
+            Finding::general(
+                severity,
+                "static configuration",
+                CheckProblem::Accepted(accepted.clone()),
+            )
+        })
+        .collect()
+}
+
 /// A file the file provider cannot read, at its place.
 fn file_error(e: &ProviderError, cwd: &Path) -> Finding {
     let origin = e.origin().map(|o| relative(o, cwd));
@@ -719,7 +760,7 @@ fn compose_static(
         return match load_static(&options.static_args, env, cwd) {
             Ok(c) => Some(c),
             Err(e) => {
-                findings.push(static_error(e));
+                findings.extend(static_errors(e));
                 None
             }
         };
@@ -739,17 +780,27 @@ fn compose_static(
     let router_env: Vec<(String, String)> = router
         .environment
         .iter()
-        .filter(|(k, _)| k.starts_with(static_config::ENV_PREFIX))
+        .filter(|(k, _)| {
+            k.starts_with(static_config::ENV_PREFIX)
+                || k.starts_with(static_config::TRAEFIK_ENV_PREFIX)
+        })
         .cloned()
         .collect();
     match load_static(&args, &router_env, cwd) {
         Ok(c) => Some(c),
         Err(e) => {
-            findings.push(Finding::general(
-                Severity::Error,
-                format!("{}, service `{}`", router.file, router.name),
-                CheckProblem::RouterCommand(e),
-            ));
+            let source = format!("{}, service `{}`", router.file, router.name);
+            let problems = match e {
+                static_config::StaticConfigError::Several { problems } => problems,
+                other => vec![other],
+            };
+            for problem in problems {
+                findings.push(Finding::general(
+                    Severity::Error,
+                    source.clone(),
+                    CheckProblem::RouterCommand(problem),
+                ));
+            }
             let mut fallback = Vec::new();
             if traefik {
                 fallback.extend(traefik_prefixes(&[], &options.static_args));
@@ -758,7 +809,7 @@ fn compose_static(
             match load_static(&fallback, &[], cwd) {
                 Ok(c) => Some(c),
                 Err(e) => {
-                    findings.push(static_error(e));
+                    findings.extend(static_errors(e));
                     None
                 }
             }

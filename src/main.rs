@@ -1,7 +1,9 @@
 //! The `gangway` binary: read the static configuration, set up logging, run
 //! until SIGTERM or SIGINT. Exit codes: 0 after a clean stop, 2 for a
 //! configuration error, 1 when the router cannot start. `gangway check …`
-//! lints configuration and labels instead (see `gangway::check`).
+//! lints configuration and labels instead (see `gangway::check`), and
+//! `gangway healthcheck [--ping]` calls `/ping` as `traefik healthcheck`
+//! does (see `gangway::check::healthcheck`).
 
 use gangway::config::static_config::{self, Loaded};
 use std::process::ExitCode;
@@ -13,8 +15,11 @@ fn main() -> ExitCode {
     if args.first().is_some_and(|a| a == "check") {
         return ExitCode::from(gangway::check::main(&args[1..], &env, &cwd));
     }
-    let (config, file) = match static_config::load(&args, &env, &cwd) {
-        Ok(Loaded::Run(config, file)) => (config, file),
+    if args.first().is_some_and(|a| a == "healthcheck") {
+        return ExitCode::from(gangway::check::healthcheck::main(&args[1..], &env, &cwd));
+    }
+    let (config, notes) = match static_config::load(&args, &env, &cwd) {
+        Ok(Loaded::Run(config, notes)) => (config, notes),
         Ok(Loaded::Help(text)) => {
             print!("{text}");
             return ExitCode::SUCCESS;
@@ -33,9 +38,7 @@ fn main() -> ExitCode {
     #[deny(unused_variables)] // an option read nowhere fails the build
     let static_config::Log { level } = &config.log;
     init_logging(&level.to_string());
-    if let Some(file) = file {
-        tracing::info!(file = %file.display(), "static configuration loaded");
-    }
+    log_sources(&config, &notes);
     let runtime = match runtime_builder().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -49,6 +52,36 @@ fn main() -> ExitCode {
             tracing::error!("{e}");
             eprintln!("gangway: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// The log's first lines: which file and which variables were read, and
+/// every option accepted without being implemented.
+fn log_sources(config: &static_config::StaticConfig, notes: &static_config::Notes) {
+    match &notes.file {
+        Some(file) => tracing::info!(file = %file.display(), "static configuration loaded"),
+        None => tracing::info!(
+            "no static configuration file found; defaults, environment and flags only"
+        ),
+    }
+    if !notes.variables.is_empty() {
+        tracing::info!(variables = %notes.variables.join(","), "environment variables read");
+    }
+    for accepted in &config.accepted {
+        match accepted.state {
+            static_config::OptionState::Unsupported => tracing::warn!(
+                option = %accepted.option,
+                source = %accepted.source,
+                "option not supported, ignored: {}",
+                accepted.description
+            ),
+            _ => tracing::info!(
+                option = %accepted.option,
+                source = %accepted.source,
+                "option has no meaning for gangway, ignored: {}",
+                accepted.description
+            ),
         }
     }
 }

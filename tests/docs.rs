@@ -53,7 +53,9 @@ fn help_options() -> BTreeMap<String, String> {
         let Some(flag) = line.strip_prefix("  --") else {
             continue;
         };
-        let name = flag.split(['=', '[']).next().unwrap_or_default().trim();
+        // `--a.b=TEXT`, `--a.b[=BOOL]`, `--a.list[n].c=TEXT`.
+        let name = flag.split('=').next().unwrap_or_default().trim();
+        let name = name.strip_suffix('[').unwrap_or(name);
         if name == "version" {
             continue;
         }
@@ -393,4 +395,71 @@ fn the_module_map_matches_src() {
             "the module map names proxy/{name}, which does not exist"
         );
     }
+}
+
+/// (option, state, description) of every option `gangway --help` lists as
+/// accepted from Traefik without being implemented.
+fn help_accepted() -> Vec<(String, String, String)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .arg("--help")
+        .output()
+        .expect("run gangway --help");
+    let text = String::from_utf8(out.stdout).expect("--help prints UTF-8");
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rows = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut words = line.split_whitespace();
+        let (Some(state), Some(option), None) = (words.next(), words.next(), words.next()) else {
+            continue;
+        };
+        if !line.starts_with("  ") || !matches!(state, "inert" | "unsupported") {
+            continue;
+        }
+        let description = lines.get(i + 1).copied().unwrap_or_default().trim();
+        rows.push((option.to_owned(), state.to_owned(), description.to_owned()));
+    }
+    rows
+}
+
+#[test]
+fn the_configuration_page_lists_every_option_accepted_without_being_implemented() {
+    let help = help_accepted();
+    assert!(
+        help.len() > 300,
+        "--help lists {} options accepted from Traefik; is the parser still right?",
+        help.len()
+    );
+    let page = read(&root().join("docs/configuration.md"));
+    let mut documented = Vec::new();
+    let mut in_table = false;
+    for line in page.lines() {
+        let trimmed = line.trim();
+        if !trimmed.starts_with('|') {
+            in_table = false;
+            continue;
+        }
+        let row = cells(trimmed);
+        if row.first().map(String::as_str) == Some("Traefik option") {
+            in_table = true;
+            continue;
+        }
+        if !in_table || row.iter().all(|c| c.chars().all(|c| c == '-' || c == ':')) {
+            continue;
+        }
+        if let [option, state, description] = row.as_slice() {
+            documented.push((
+                unquote(option).to_owned(),
+                state.clone(),
+                description.clone(),
+            ));
+        }
+    }
+    let missing: Vec<_> = help.iter().filter(|r| !documented.contains(r)).collect();
+    let extra: Vec<_> = documented.iter().filter(|r| !help.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "docs/configuration.md and `gangway --help` disagree on the options accepted from Traefik.\n\
+         in --help but not in the page: {missing:?}\n\
+         in the page but not in --help: {extra:?}"
+    );
 }

@@ -788,6 +788,10 @@ pub struct OverviewView {
     pub generation: u64,
     /// Problems not tied to one object.
     pub warnings: Vec<Warning>,
+    /// Traefik options given at start that gangway accepts without
+    /// implementing them, each with what does not happen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<crate::config::static_config::AcceptedOption>,
 }
 
 /// `/api/overview`: counts by status, features and providers.
@@ -836,6 +840,7 @@ pub fn overview(state: &ApiState) -> OverviewView {
             .cloned()
             .chain(acme_warnings(state))
             .collect(),
+        notices: cfg.accepted.clone(),
     }
 }
 

@@ -44,6 +44,9 @@ pub enum CheckProblem {
     /// A DNS-01 provider cannot be set up.
     #[error(transparent)]
     Dns(#[from] crate::acme::dns::DnsError),
+    /// A Traefik option accepted without being implemented.
+    #[error("{0}")]
+    Accepted(crate::config::static_config::AcceptedOption),
     /// Something that loads, but probably not as meant.
     #[error(transparent)]
     Notice(#[from] Notice),

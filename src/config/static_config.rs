@@ -23,11 +23,15 @@ pub mod observability;
 mod options;
 #[cfg(test)]
 mod tests;
+mod tree;
 
 pub use address::{AddressError, ListenAddress};
-pub use load::{ENV_ALLOWLIST, ENV_PREFIX, Loaded, load};
+pub use load::{
+    AcceptedOption, ENV_ALLOWLIST, ENV_PREFIX, Loaded, Notes, SearchRoots, TRAEFIK_ENV_PREFIX,
+    load, load_from,
+};
 pub use observability::{AccessLog, Api, Metrics, Ping, Prometheus};
-pub use options::{OPTIONS, OptionSpec, ValueKind, help_text};
+pub use options::{OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text};
 
 /// The whole static configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -63,6 +67,11 @@ pub struct StaticConfig {
     /// `tls.certResolver`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub certificates_resolvers: BTreeMap<String, CertificatesResolver>,
+    /// Traefik options given in some source that gangway accepts without
+    /// implementing them; the log, `/api/overview` and `gangway check`
+    /// name each.
+    #[serde(skip)]
+    pub accepted: Vec<AcceptedOption>,
 }
 
 /// One address gangway listens on, with how it treats connections there.
@@ -1218,6 +1227,12 @@ pub enum SettingError {
     /// The configuration with the value in it does not read.
     #[error("{0}")]
     Unreadable(serde_json::Error),
+    /// A section given a value that is neither a table nor a boolean.
+    #[error("`{text}` is not a section (give a table, or true/false)")]
+    NotASection {
+        /// The value as given.
+        text: String,
+    },
 }
 
 /// Why the static configuration could not be loaded.
@@ -1334,6 +1349,56 @@ pub enum StaticConfigError {
         /// The `directory` given.
         directory: PathBuf,
     },
+    /// A key in the configuration file that is no option.
+    #[error("{file}{}: `{key}`: unknown option{}", line_text(*line), suggestion_text(suggestion.as_deref()))]
+    UnknownKey {
+        /// The file's name.
+        file: String,
+        /// The line the key is on, when found.
+        line: Option<usize>,
+        /// The key's path, dotted.
+        key: String,
+        /// The closest known option, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A value in the configuration file that is wrong for its option.
+    #[error("{file}{}: `{key}`: {message}", line_text(*line))]
+    BadKeyValue {
+        /// The file's name.
+        file: String,
+        /// The line the key is on, when found.
+        line: Option<usize>,
+        /// The key's path, dotted.
+        key: String,
+        /// What is wrong with it.
+        message: SettingError,
+    },
+    /// One option written twice in one table, in different cases.
+    #[error("{file}{}: `{key}` is given twice (keys ignore case)", line_text(*line))]
+    DuplicateKey {
+        /// The file's name.
+        file: String,
+        /// The line of the second one, when found.
+        line: Option<usize>,
+        /// The key's path, dotted.
+        key: String,
+    },
+    /// One option set by a `GANGWAY_` and a `TRAEFIK_` variable.
+    #[error("{first} and {second} both set `{option}`; keep one")]
+    BothPrefixes {
+        /// The first variable.
+        first: String,
+        /// The second variable.
+        second: String,
+        /// The option both set.
+        option: String,
+    },
+    /// Several problems, each one of the other variants.
+    #[error("{} problems in the static configuration:{}", problems.len(), list_text(problems))]
+    Several {
+        /// The problems, in the order found.
+        problems: Vec<StaticConfigError>,
+    },
     /// The merged configuration does not fit the expected shape. Every
     /// single source is checked as it is applied, so this is not expected.
     #[error("configuration: {message}")]
@@ -1341,6 +1406,35 @@ pub enum StaticConfigError {
         /// What is wrong.
         message: String,
     },
+}
+
+impl StaticConfigError {
+    /// One problem as itself, several as [`StaticConfigError::Several`].
+    pub fn from_problems(mut problems: Vec<StaticConfigError>) -> StaticConfigError {
+        if problems.len() == 1
+            && let Some(only) = problems.pop()
+        {
+            return only;
+        }
+        StaticConfigError::Several { problems }
+    }
+
+    /// The problems one by one: the inner ones of
+    /// [`StaticConfigError::Several`], or this one.
+    pub fn problems(&self) -> Vec<&StaticConfigError> {
+        match self {
+            StaticConfigError::Several { problems } => problems.iter().collect(),
+            other => vec![other],
+        }
+    }
+}
+
+fn line_text(line: Option<usize>) -> String {
+    line.map(|l| format!(", line {l}")).unwrap_or_default()
+}
+
+fn list_text(problems: &[StaticConfigError]) -> String {
+    problems.iter().map(|p| format!("\n  - {p}")).collect()
 }
 
 fn suggestion_text(suggestion: Option<&str>) -> String {

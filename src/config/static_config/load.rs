@@ -6,13 +6,18 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::options::{self, Matched, NAME, Style, ValueKind};
+use super::options::{self, Matched, OptionState, Seg, Style, ValueKind};
+use super::tree::{self, FileWalk, MAX_INDEX};
 use super::{ListenAddress, SettingError, StaticConfig, StaticConfigError};
 use crate::config::duration::Duration;
 use crate::config::format::{self, Format};
 
 /// The prefix of the environment variables gangway reads.
 pub const ENV_PREFIX: &str = "GANGWAY_";
+
+/// Traefik's prefix, read the same way so that a Traefik setup's
+/// environment works unchanged.
+pub const TRAEFIK_ENV_PREFIX: &str = "TRAEFIK_";
 
 /// `GANGWAY_` variables that are not static configuration options but are
 /// read by other parts of gangway or its test suite; [`load`] ignores them
@@ -22,22 +27,106 @@ pub const ENV_PREFIX: &str = "GANGWAY_";
 /// inherited by the gangways those tests start.
 pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT", "GANGWAY_BLESS"];
 
-/// The files looked for in the working directory, in order, when no
-/// configuration file is named.
-const DEFAULT_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
+/// gangway's own file names, looked for in the working directory first.
+const GANGWAY_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
+
+/// Traefik's file names, looked for in each of Traefik's places in turn.
+const TRAEFIK_FILES: &[&str] = &["traefik.toml", "traefik.yaml", "traefik.yml"];
 
 /// The flag (and, upper-cased after the prefix, the variable) naming the
 /// configuration file.
 const CONFIG_FILE_FLAG: &str = "configFile";
+
+/// Where the configuration file is looked for when none is named: first
+/// gangway's own names in the working directory, then Traefik's names in
+/// `/etc/traefik/`, `$XDG_CONFIG_HOME/`, `$HOME/.config/` and the working
+/// directory, as Traefik looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchRoots {
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// The system directory, `/etc/traefik` outside tests.
+    pub system: PathBuf,
+    /// `$XDG_CONFIG_HOME`, if set.
+    pub xdg_config_home: Option<PathBuf>,
+    /// `$HOME`, if set.
+    pub home: Option<PathBuf>,
+}
+
+impl SearchRoots {
+    /// The places for a process with this environment and working
+    /// directory.
+    pub fn new(env: &[(String, String)], cwd: &Path) -> SearchRoots {
+        let var = |name: &str| {
+            env.iter()
+                .find(|(k, v)| k == name && !v.is_empty())
+                .map(|(_, v)| PathBuf::from(v))
+        };
+        SearchRoots {
+            cwd: cwd.to_owned(),
+            system: PathBuf::from("/etc/traefik"),
+            xdg_config_home: var("XDG_CONFIG_HOME"),
+            home: var("HOME"),
+        }
+    }
+
+    /// Every file looked for, in order.
+    pub fn candidates(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = GANGWAY_FILES.iter().map(|f| self.cwd.join(f)).collect();
+        let mut dirs = vec![self.system.clone()];
+        dirs.extend(self.xdg_config_home.clone());
+        dirs.extend(self.home.as_ref().map(|h| h.join(".config")));
+        dirs.push(self.cwd.clone());
+        for dir in dirs {
+            out.extend(TRAEFIK_FILES.iter().map(|f| dir.join(f)));
+        }
+        out
+    }
+}
+
+/// A Traefik option given in some source that gangway accepts without
+/// implementing it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AcceptedOption {
+    /// The option's path as given, names filled in (`tracing.otlp.http.endpoint`).
+    pub option: String,
+    /// Where it was given: a file name, a flag or a variable.
+    pub source: String,
+    /// Inert or unsupported.
+    pub state: OptionState,
+    /// What does not happen.
+    pub description: &'static str,
+}
+
+impl std::fmt::Display for AcceptedOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, from {}): {}",
+            self.option,
+            self.state.as_str(),
+            self.source,
+            self.description
+        )
+    }
+}
+
+/// What loading read, for the log's first lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// The configuration file read, if any.
+    pub file: Option<PathBuf>,
+    /// The environment variables read, by name.
+    pub variables: Vec<String>,
+}
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 // Built once per start; boxing the large variant would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum Loaded {
-    /// Run with this configuration; the path is the configuration file
-    /// that was read, if any.
-    Run(StaticConfig, Option<PathBuf>),
+    /// Run with this configuration; the notes say what was read.
+    Run(StaticConfig, Notes),
     /// `-h`/`--help`: print this text and exit.
     Help(String),
     /// `--version`: print the version and exit.
@@ -51,6 +140,14 @@ enum Origin {
     Flag(String),
     /// An environment variable's name.
     Env(String),
+}
+
+impl Origin {
+    fn shown(&self) -> String {
+        match self {
+            Origin::Flag(f) | Origin::Env(f) => f.clone(),
+        }
+    }
 }
 
 /// One option set by a flag or an environment variable.
@@ -79,6 +176,15 @@ impl Setting {
             },
         }
     }
+
+    fn accepted(&self) -> AcceptedOption {
+        AcceptedOption {
+            option: self.option.path.join("."),
+            source: self.origin.shown(),
+            state: self.option.state(),
+            description: self.option.spec.description,
+        }
+    }
 }
 
 /// What a setting does to the configuration tree.
@@ -88,19 +194,31 @@ enum Change {
     RemoveSection,
 }
 
-/// Loads the static configuration.
+/// Loads the static configuration, looking for the configuration file in
+/// the places [`SearchRoots::new`] gives.
 ///
 /// `args` are the command-line arguments without the program name, `env`
 /// the environment as name/value pairs, and `cwd` the directory relative
-/// paths and the default configuration files are looked up in. Each source
-/// overrides the ones before it option by option: built-in defaults, the
-/// configuration file, `GANGWAY_*` variables, then flags. With no entry
-/// point from any source, the result has one named `web` at `:80`.
+/// paths are resolved in. Each source overrides the ones before it option
+/// by option: built-in defaults, the configuration file, `GANGWAY_*` and
+/// `TRAEFIK_*` variables, then flags. With no entry point from any source,
+/// the result has one named `web` at `:80`. Every problem found is
+/// reported; several come as [`StaticConfigError::Several`].
 pub fn load(
     args: &[String],
     env: &[(String, String)],
     cwd: &Path,
 ) -> Result<Loaded, StaticConfigError> {
+    load_from(args, env, &SearchRoots::new(env, cwd))
+}
+
+/// [`load`] with the places to look for the configuration file given.
+pub fn load_from(
+    args: &[String],
+    env: &[(String, String)],
+    roots: &SearchRoots,
+) -> Result<Loaded, StaticConfigError> {
+    let cwd = roots.cwd.as_path();
     for arg in args {
         if arg == "-h" || arg.eq_ignore_ascii_case("--help") {
             return Ok(Loaded::Help(options::help_text()));
@@ -109,49 +227,80 @@ pub fn load(
             return Ok(Loaded::Version);
         }
     }
-    let (flags, flag_config_file) = parse_flags(args)?;
-    let (vars, env_config_file) = parse_env(env)?;
+    let mut problems = Vec::new();
+    let mut accepted = Vec::new();
+    let (flags, flag_config_file) = parse_flags(args, &mut problems);
+    let (vars, env_config_file, variables) = parse_env(env, &mut problems);
 
-    let (mut tree, file_used) = match flag_config_file.or(env_config_file) {
-        Some(given) => {
-            let path = cwd.join(&given);
-            (read_file(&given, &path)?, Some(path))
-        }
-        None => match DEFAULT_FILES
-            .iter()
-            .map(|name| cwd.join(name))
+    let found = match flag_config_file.or(env_config_file) {
+        Some(given) => Some((given.clone(), cwd.join(&given))),
+        None => roots
+            .candidates()
+            .into_iter()
             .find(|p| p.is_file())
-        {
-            Some(path) => {
+            .map(|path| {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                (read_file(&name, &path)?, Some(path))
-            }
-            None => (Value::Object(Map::new()), None),
-        },
+                (name, path)
+            }),
     };
+    let mut tree = Value::Object(Map::new());
+    let mut file_used = None;
+    if let Some((name, path)) = found {
+        match read_file(&name, &path) {
+            Ok((file_tree, walk_accepted, walk_problems)) => {
+                tree = file_tree;
+                accepted.extend(walk_accepted);
+                problems.extend(walk_problems);
+            }
+            Err(e) => problems.push(e),
+        }
+        file_used = Some(path);
+    }
 
     for setting in vars.iter().chain(&flags) {
-        apply(&mut tree, setting)?;
+        if setting.option.state() != OptionState::Implemented {
+            accepted.push(setting.accepted());
+            continue;
+        }
+        let before = tree.clone();
+        if let Err(e) = apply(&mut tree, setting) {
+            problems.push(e);
+            tree = before;
+            continue;
+        }
         // Checking after each setting pins a bad value on the flag or
         // variable that brought it.
         if let Err(e) = StaticConfig::deserialize(&tree) {
-            return Err(setting.bad_value(SettingError::Unreadable(e)));
+            problems.push(setting.bad_value(SettingError::Unreadable(e)));
+            tree = before;
         }
     }
 
     if let Some(Value::Object(entry_points)) = tree.get("entryPoints") {
         for (name, entry_point) in entry_points {
             if entry_point.get("address").is_none_or(Value::is_null) {
-                return Err(StaticConfigError::EntryPointWithoutAddress { name: name.clone() });
+                problems.push(StaticConfigError::EntryPointWithoutAddress { name: name.clone() });
             }
         }
     }
-    let mut config = StaticConfig::deserialize(&tree).map_err(|e| StaticConfigError::Merged {
+    let config = StaticConfig::deserialize(&tree).map_err(|e| StaticConfigError::Merged {
         message: e.to_string(),
-    })?;
+    });
+    let mut config = match config {
+        Ok(config) if problems.is_empty() => config,
+        Ok(_) => return Err(StaticConfigError::from_problems(problems)),
+        Err(e) => {
+            // The file's values were checked one by one; a problem left
+            // for the whole tree is only worth showing alone.
+            if problems.is_empty() {
+                problems.push(e);
+            }
+            return Err(StaticConfigError::from_problems(problems));
+        }
+    };
     if config.entry_points.is_empty() {
         config.entry_points.insert(
             String::from("web"),
@@ -163,13 +312,23 @@ pub fn load(
     }
     super::observability::add_internal_entry_point(&mut config);
     config.validate()?;
-    Ok(Loaded::Run(config, file_used))
+    config.accepted = accepted;
+    Ok(Loaded::Run(
+        config,
+        Notes {
+            file: file_used,
+            variables,
+        },
+    ))
 }
 
 /// Reads and parses the configuration file at `path`, calling it `name` in
-/// messages. The file is parsed into the typed configuration once so that
-/// unknown keys and bad values are reported with their line.
-fn read_file(name: &str, path: &Path) -> Result<Value, StaticConfigError> {
+/// messages: its tree with keys in Traefik's spelling, the options it gives
+/// that are accepted without being implemented, and every problem found.
+fn read_file(
+    name: &str,
+    path: &Path,
+) -> Result<(Value, Vec<AcceptedOption>, Vec<StaticConfigError>), StaticConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             StaticConfigError::ConfigFileMissing {
@@ -185,18 +344,50 @@ fn read_file(name: &str, path: &Path) -> Result<Value, StaticConfigError> {
     let format = Format::from_path(path).ok_or_else(|| StaticConfigError::ConfigFileFormat {
         path: PathBuf::from(name),
     })?;
-    format::parse_document::<StaticConfig>(name, &text, format)?;
-    let tree = format::parse_value(name, &text, format)?;
-    if tree.is_object() {
-        Ok(tree)
-    } else {
-        Err(StaticConfigError::ConfigFile(
+    let mut tree = format::parse_value(name, &text, format)?;
+    if !tree.is_object() {
+        return Err(StaticConfigError::ConfigFile(
             format::FormatError::Document {
                 name: name.to_owned(),
                 message: String::from("expected a table of options at the top level"),
             },
-        ))
+        ));
     }
+    let mut walk = FileWalk::new(name, &text);
+    walk.walk(&mut tree);
+    // Each value alone, so that every bad one is named with its key.
+    let leaves = std::mem::take(&mut walk.leaves);
+    for (path, segs) in leaves {
+        let Some(value) = value_at(&tree, &path) else {
+            continue;
+        };
+        let mut alone = Value::Object(Map::new());
+        if set_path(&mut alone, &path, &segs, value.clone()).is_none() {
+            continue;
+        }
+        if let Err(e) = StaticConfig::deserialize(&alone) {
+            walk.problems.push(StaticConfigError::BadKeyValue {
+                file: name.to_owned(),
+                line: tree::line_of_path(&text, &path),
+                key: path.join("."),
+                message: SettingError::Unreadable(e),
+            });
+        }
+    }
+    Ok((tree, walk.accepted, walk.problems))
+}
+
+/// The value at a concrete path, through objects and lists.
+fn value_at<'a>(tree: &'a Value, path: &[String]) -> Option<&'a Value> {
+    let mut node = tree;
+    for segment in path {
+        node = match node {
+            Value::Object(map) => map.get(segment)?,
+            Value::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
 }
 
 /// Whether an unknown option name looks like a misspelt `configFile`.
@@ -208,7 +399,7 @@ fn near_config_file(key: &str) -> bool {
     options::distance(&squeezed, CONFIG_FILE_FLAG) <= 2
 }
 
-fn parse_bool(text: &str) -> Option<bool> {
+pub(super) fn parse_bool(text: &str) -> Option<bool> {
     const TRUE: &[&str] = &["true", "t", "1"];
     const FALSE: &[&str] = &["false", "f", "0"];
     let text = text.trim();
@@ -222,14 +413,19 @@ fn parse_bool(text: &str) -> Option<bool> {
 }
 
 /// Reads the flags: the options they set, in order, and the configuration
-/// file if one is named.
-fn parse_flags(args: &[String]) -> Result<(Vec<Setting>, Option<String>), StaticConfigError> {
+/// file if one is named. Problems are added to `problems` and the flag
+/// skipped, so that every one is reported.
+fn parse_flags(
+    args: &[String],
+    problems: &mut Vec<StaticConfigError>,
+) -> (Vec<Setting>, Option<String>) {
     let mut settings = Vec::new();
     let mut config_file = None;
     let mut rest = args.iter().peekable();
     while let Some(arg) = rest.next() {
         let Some(body) = arg.strip_prefix("--") else {
-            return Err(StaticConfigError::UnexpectedArgument { arg: arg.clone() });
+            problems.push(StaticConfigError::UnexpectedArgument { arg: arg.clone() });
+            continue;
         };
         let (key, inline) = match body.split_once('=') {
             Some((key, value)) => (key, Some(value)),
@@ -243,27 +439,33 @@ fn parse_flags(args: &[String]) -> Result<(Vec<Setting>, Option<String>), Static
             };
             match value {
                 Some(value) if !value.is_empty() => config_file = Some(value),
-                _ => {
-                    return Err(StaticConfigError::MissingFlagValue {
-                        flag,
-                        expected: "a file path",
-                    });
-                }
+                _ => problems.push(StaticConfigError::MissingFlagValue {
+                    flag,
+                    expected: "a file path",
+                }),
             }
             continue;
         }
-        let tokens: Vec<&str> = key.split('.').collect();
-        let option = options::lookup(&tokens, Style::Flag).map_err(|suggestion| {
-            StaticConfigError::UnknownFlag {
-                flag: flag.clone(),
-                suggestion: if near_config_file(key) {
-                    Some(format!("--{CONFIG_FILE_FLAG}"))
-                } else {
-                    suggestion.map(|path| format!("--{}", path.join(".")))
-                },
+        let tokens = options::flag_tokens(key);
+        let option = match options::lookup(&tokens, Style::Flag) {
+            Ok(option) => option,
+            Err(suggestion) => {
+                problems.push(StaticConfigError::UnknownFlag {
+                    flag: flag.clone(),
+                    suggestion: if near_config_file(key) {
+                        Some(format!("--{CONFIG_FILE_FLAG}"))
+                    } else {
+                        suggestion.map(|path| format!("--{}", path.join(".")))
+                    },
+                });
+                // A value given apart belongs to the unknown flag.
+                if inline.is_none() {
+                    rest.next_if(|next| !next.starts_with("--"));
+                }
+                continue;
             }
-        })?;
-        let kind = option.spec.kind;
+        };
+        let kind = option.kind;
         let value = if kind.value_optional() {
             match inline {
                 Some("") => None,
@@ -279,11 +481,14 @@ fn parse_flags(args: &[String]) -> Result<(Vec<Setting>, Option<String>), Static
             };
             match value {
                 Some(value) if !value.is_empty() || kind == ValueKind::List => Some(value),
+                // An option that is not implemented is taken as given.
+                _ if option.state() != OptionState::Implemented => None,
                 _ => {
-                    return Err(StaticConfigError::MissingFlagValue {
+                    problems.push(StaticConfigError::MissingFlagValue {
                         flag,
                         expected: kind.expected(),
                     });
+                    continue;
                 }
             }
         };
@@ -293,18 +498,24 @@ fn parse_flags(args: &[String]) -> Result<(Vec<Setting>, Option<String>), Static
             value,
         });
     }
-    Ok((settings, config_file))
+    (settings, config_file)
 }
 
-/// Reads the `GANGWAY_*` variables: the options they set, and the
-/// configuration file if one is named.
+/// Reads the `GANGWAY_*` and `TRAEFIK_*` variables: the options they set,
+/// the configuration file if one is named, and the names of the variables
+/// read. One option set under both prefixes is a problem naming both.
 fn parse_env(
     env: &[(String, String)],
-) -> Result<(Vec<Setting>, Option<String>), StaticConfigError> {
-    let mut settings = Vec::new();
-    let mut config_file = None;
+    problems: &mut Vec<StaticConfigError>,
+) -> (Vec<Setting>, Option<String>, Vec<String>) {
+    let mut settings: Vec<Setting> = Vec::new();
+    let mut config_file: Option<(String, String)> = None;
+    let mut read = Vec::new();
     for (var, value) in env {
-        let Some(rest) = var.strip_prefix(ENV_PREFIX) else {
+        let Some((prefix, rest)) = [ENV_PREFIX, TRAEFIK_ENV_PREFIX]
+            .into_iter()
+            .find_map(|p| var.strip_prefix(p).map(|rest| (p, rest)))
+        else {
             continue;
         };
         if ENV_ALLOWLIST.contains(&var.as_str()) {
@@ -312,43 +523,69 @@ fn parse_env(
         }
         if rest.eq_ignore_ascii_case(CONFIG_FILE_FLAG) {
             if !value.is_empty() {
-                config_file = Some(value.clone());
+                if let Some((other, _)) = &config_file {
+                    problems.push(StaticConfigError::BothPrefixes {
+                        first: other.clone(),
+                        second: var.clone(),
+                        option: String::from(CONFIG_FILE_FLAG),
+                    });
+                }
+                config_file = Some((var.clone(), value.clone()));
+                read.push(var.clone());
             }
             continue;
         }
         let tokens: Vec<&str> = rest.split('_').collect();
-        let option = options::lookup(&tokens, Style::Env).map_err(|suggestion| {
-            StaticConfigError::UnknownEnv {
-                var: var.clone(),
-                suggestion: if near_config_file(rest) {
-                    Some(format!(
-                        "{ENV_PREFIX}{}",
-                        CONFIG_FILE_FLAG.to_ascii_uppercase()
-                    ))
-                } else {
-                    suggestion
-                        .map(|path| format!("{ENV_PREFIX}{}", path.join("_").to_ascii_uppercase()))
-                },
+        let option = match options::lookup(&tokens, Style::Env) {
+            Ok(option) => option,
+            Err(suggestion) => {
+                problems.push(StaticConfigError::UnknownEnv {
+                    var: var.clone(),
+                    suggestion: if near_config_file(rest) {
+                        Some(format!("{prefix}{}", CONFIG_FILE_FLAG.to_ascii_uppercase()))
+                    } else {
+                        suggestion
+                            .map(|path| format!("{prefix}{}", path.join("_").to_ascii_uppercase()))
+                    },
+                });
+                continue;
             }
-        })?;
-        let value = if value.is_empty() && option.spec.kind.value_optional() {
+        };
+        if let Some(other) = settings.iter().find(|s| {
+            s.option.path.len() == option.path.len()
+                && s.option
+                    .path
+                    .iter()
+                    .zip(&option.path)
+                    .all(|(a, b)| a.eq_ignore_ascii_case(b))
+                && !matches!(&s.origin, Origin::Env(v) if v.starts_with(prefix))
+        }) {
+            problems.push(StaticConfigError::BothPrefixes {
+                first: other.origin.shown(),
+                second: var.clone(),
+                option: option.path.join("."),
+            });
+            continue;
+        }
+        let value = if value.is_empty() && option.kind.value_optional() {
             None
         } else {
             Some(value.clone())
         };
+        read.push(var.clone());
         settings.push(Setting {
             origin: Origin::Env(var.clone()),
             option,
             value,
         });
     }
-    Ok((settings, config_file))
+    (settings, config_file.map(|(_, file)| file), read)
 }
 
 /// Turns a setting's text into what it does to the tree, checking it
 /// against its kind.
 fn change(setting: &Setting) -> Result<Change, StaticConfigError> {
-    let kind = setting.option.spec.kind;
+    let kind = setting.option.kind;
     let Some(text) = setting.value.as_deref() else {
         return Ok(match kind {
             ValueKind::Section => Change::EnableSection,
@@ -418,42 +655,84 @@ fn name_key(map: &Map<String, Value>, name: &str) -> String {
 /// Applies one setting to the tree at its canonical key path.
 fn apply(tree: &mut Value, setting: &Setting) -> Result<(), StaticConfigError> {
     let change = change(setting)?;
-    let is_name: Vec<bool> = setting.option.spec.segments().map(|s| s == NAME).collect();
     let path = &setting.option.path;
-    let Some((last, parents)) = path.split_last() else {
-        return Ok(());
-    };
-    let mut node = tree;
-    for (i, segment) in parents.iter().enumerate() {
-        let map = as_object(node).ok_or_else(|| not_an_object(setting))?;
-        let key = if is_name.get(i).copied().unwrap_or(false) {
-            name_key(map, segment)
-        } else {
-            segment.clone()
-        };
-        node = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
-    }
-    let map = as_object(node).ok_or_else(|| not_an_object(setting))?;
-    let key = if is_name.get(parents.len()).copied().unwrap_or(false) {
-        name_key(map, last)
-    } else {
-        last.clone()
-    };
+    let segs = &setting.option.segs;
     match change {
         Change::Set(value) => {
-            map.insert(key, value);
+            set_path(tree, path, segs, value).ok_or_else(|| not_an_object(setting))
         }
         Change::EnableSection => {
-            let section = map.entry(key).or_insert(Value::Null);
-            if !section.is_object() {
-                *section = Value::Object(Map::new());
+            // A list (`…tls.domains=true`) is a list of sections.
+            let list = setting.option.spec.segments().nth(path.len()) == Some(options::INDEX);
+            let node = node_at(tree, path, segs).ok_or_else(|| not_an_object(setting))?;
+            if list {
+                if !node.is_array() {
+                    *node = Value::Array(Vec::new());
+                }
+            } else if !node.is_object() {
+                *node = Value::Object(Map::new());
             }
+            Ok(())
         }
         Change::RemoveSection => {
-            map.remove(&key);
+            let Some((last, parents)) = path.split_last() else {
+                return Ok(());
+            };
+            let parent_segs = segs.get(..parents.len()).unwrap_or_default();
+            let node = node_at(tree, parents, parent_segs).ok_or_else(|| not_an_object(setting))?;
+            if let Some(map) = node.as_object_mut() {
+                let key = name_key(map, last);
+                map.remove(&key);
+            }
+            Ok(())
         }
     }
-    Ok(())
+}
+
+/// Sets the value at a concrete path, making the sections and list items
+/// on the way.
+pub(super) fn set_path(
+    tree: &mut Value,
+    path: &[String],
+    segs: &[Seg],
+    value: Value,
+) -> Option<()> {
+    *node_at(tree, path, segs)? = value;
+    Some(())
+}
+
+/// The node at a concrete path, made if missing: a user-chosen name
+/// matches an existing one in any case, a list index grows the list.
+fn node_at<'a>(tree: &'a mut Value, path: &[String], segs: &[Seg]) -> Option<&'a mut Value> {
+    let mut node = tree;
+    for (i, segment) in path.iter().enumerate() {
+        match segs.get(i).copied().unwrap_or(Seg::Literal) {
+            Seg::Index => {
+                let index: usize = segment.parse().ok()?;
+                if index >= MAX_INDEX {
+                    return None;
+                }
+                if !node.is_array() {
+                    *node = Value::Array(Vec::new());
+                }
+                let items = node.as_array_mut()?;
+                if items.len() <= index {
+                    items.resize(index + 1, Value::Object(Map::new()));
+                }
+                node = items.get_mut(index)?;
+            }
+            seg => {
+                let map = as_object(node)?;
+                let key = if seg == Seg::Name {
+                    name_key(map, segment)
+                } else {
+                    segment.clone()
+                };
+                node = map.entry(key).or_insert(Value::Null);
+            }
+        }
+    }
+    Some(node)
 }
 
 /// The object at `node`, replacing anything else (such as a YAML null for

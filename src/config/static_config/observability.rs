@@ -14,11 +14,18 @@ pub const INTERNAL_ENTRY_POINT: &str = "gangway";
 /// only, unlike Traefik's `:8080` on every interface.
 pub const INTERNAL_DEFAULT_ADDRESS: &str = "127.0.0.1:8080";
 
-/// Adds the internal entry point at its loopback default when something is
-/// served there (API with `insecure`, `/ping`, `/metrics`) and no source
-/// configured it.
+/// The internal entry point's address when none is configured and the
+/// API is asked for with `api.insecure=true`: every interface, as Traefik,
+/// so that a container's published `8080:8080` shows the dashboard. The
+/// option's name says what it costs.
+pub const INTERNAL_INSECURE_ADDRESS: &str = ":8080";
+
+/// Adds the internal entry point when something is served there (API with
+/// `insecure`, `/ping`, `/metrics`) and no source configured it: on every
+/// interface with `api.insecure=true`, else at its loopback default.
 pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
-    let wanted = config.api.as_ref().is_some_and(|a| a.insecure)
+    let insecure_api = config.api.as_ref().is_some_and(|a| a.insecure);
+    let wanted = insecure_api
         || config
             .ping
             .as_ref()
@@ -29,13 +36,16 @@ pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
             .as_ref()
             .is_some_and(|p| p.entry_point == INTERNAL_ENTRY_POINT);
     if wanted && !config.entry_points.contains_key(INTERNAL_ENTRY_POINT) {
-        let address = INTERNAL_DEFAULT_ADDRESS
-            .parse()
-            .unwrap_or(super::ListenAddress {
-                host: None,
-                port: 8080,
-                udp: false,
-            });
+        let default = if insecure_api {
+            INTERNAL_INSECURE_ADDRESS
+        } else {
+            INTERNAL_DEFAULT_ADDRESS
+        };
+        let address = default.parse().unwrap_or(super::ListenAddress {
+            host: None,
+            port: 8080,
+            udp: false,
+        });
         config.entry_points.insert(
             INTERNAL_ENTRY_POINT.to_owned(),
             super::EntryPoint {

@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+mod traefik;
+
 /// The placeholder segment for a user-chosen name, such as an entry
 /// point's.
 pub(super) const NAME: &str = "<name>";
@@ -64,6 +66,31 @@ impl ValueKind {
     }
 }
 
+/// What gangway does with an option it accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptionState {
+    /// gangway does what the option says.
+    Implemented,
+    /// The option has no meaning for gangway (Traefik's update check, its
+    /// usage statistics, …): accepted and said once, never a refusal.
+    Inert,
+    /// A Traefik subsystem gangway does not have: accepted so that a
+    /// Traefik setup starts, and reported loudly with what does not happen.
+    Unsupported,
+}
+
+impl OptionState {
+    /// The word shown in `--help`, the docs, the log and `check`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptionState::Implemented => "implemented",
+            OptionState::Inert => "inert",
+            OptionState::Unsupported => "unsupported",
+        }
+    }
+}
+
 /// One known option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OptionSpec {
@@ -74,16 +101,32 @@ pub struct OptionSpec {
     pub kind: ValueKind,
     /// The default as written in configuration; empty when there is none.
     pub default: &'static str,
-    /// One line saying what it does.
+    /// One line saying what it does; for an option that is not
+    /// implemented, what does not happen.
     pub description: &'static str,
+    /// Whether gangway implements it.
+    pub state: OptionState,
 }
 
 impl OptionSpec {
-    /// The path's segments.
+    /// The path's segments; a list index (`domains[n]`) is a segment of
+    /// its own, [`INDEX`].
     pub fn segments(&self) -> impl Iterator<Item = &'static str> {
-        self.path.split('.')
+        self.path.split('.').flat_map(|segment| {
+            match segment.strip_suffix(INDEX_SUFFIX) {
+                Some(list) => [Some(list), Some(INDEX)],
+                None => [Some(segment), None],
+            }
+            .into_iter()
+            .flatten()
+        })
     }
 }
+
+/// The placeholder segment for a list index, written `[n]` after the
+/// list's name in a row's path.
+pub(super) const INDEX: &str = "[n]";
+const INDEX_SUFFIX: &str = "[n]";
 
 const fn opt(
     path: &'static str,
@@ -96,7 +139,46 @@ const fn opt(
         kind,
         default,
         description,
+        state: OptionState::Implemented,
     }
+}
+
+/// A Traefik option with no meaning for gangway.
+const fn inert(
+    path: &'static str,
+    kind: ValueKind,
+    default: &'static str,
+    description: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        path,
+        kind,
+        default,
+        description,
+        state: OptionState::Inert,
+    }
+}
+
+/// A Traefik option of a subsystem gangway does not have.
+const fn unsupported(
+    path: &'static str,
+    kind: ValueKind,
+    default: &'static str,
+    description: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        path,
+        kind,
+        default,
+        description,
+        state: OptionState::Unsupported,
+    }
+}
+
+/// Every row: the implemented options of [`OPTIONS`], then the Traefik
+/// options gangway accepts without implementing them.
+pub fn all_options() -> impl Iterator<Item = &'static OptionSpec> {
+    OPTIONS.iter().chain(traefik::NOT_IMPLEMENTED)
 }
 
 /// Every static configuration option, grouped by their first segment.
@@ -172,6 +254,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::String,
         "",
         "Default TLS options of the routers on this entry point.",
+    ),
+    opt(
+        "entryPoints.<name>.http.tls.domains[n].main",
+        ValueKind::String,
+        "",
+        "Main name of a certificate to obtain for this entry point's routers.",
+    ),
+    opt(
+        "entryPoints.<name>.http.tls.domains[n].sans",
+        ValueKind::List,
+        "",
+        "Other names of that certificate.",
     ),
     opt(
         "entryPoints.<name>.http.redirections.entryPoint.to",
@@ -1230,16 +1324,65 @@ pub fn help_text() -> String {
             spec.path, spec.description
         );
     }
+    out.push_str(
+        "\nAccepted from Traefik, not implemented\n\
+         \x20 Given in any source, each is named once in the log, /api/overview and\n\
+         \x20 `gangway check` with what does not happen; gangway starts all the same.\n\
+         \x20 inert: no meaning for gangway. unsupported: a subsystem gangway lacks.\n",
+    );
+    for spec in traefik::NOT_IMPLEMENTED {
+        let _ = writeln!(
+            out,
+            "  {:<12} {}\n      {}",
+            spec.state.as_str(),
+            spec.path,
+            spec.description
+        );
+    }
     out
+}
+
+/// What a segment of a concrete option path stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seg {
+    /// One of the row's own names, written as the row writes it.
+    Literal,
+    /// A user-chosen name (`<name>`).
+    Name,
+    /// A list index (`[n]`).
+    Index,
+}
+
+impl Seg {
+    fn of(pattern: &str) -> Seg {
+        match pattern {
+            NAME => Seg::Name,
+            INDEX => Seg::Index,
+            _ => Seg::Literal,
+        }
+    }
 }
 
 /// An option found for a flag or an environment variable.
 #[derive(Debug, Clone)]
 pub(super) struct Matched {
-    /// The row.
+    /// The row; for a section given as a value (`--api=true`), the first
+    /// row under it.
     pub spec: &'static OptionSpec,
     /// The concrete key path: the row's segments with names filled in.
     pub path: Vec<String>,
+    /// What each segment of `path` is.
+    pub segs: Vec<Seg>,
+    /// How the value is read: the row's kind, or `Section` for a section
+    /// given as a value.
+    pub kind: ValueKind,
+}
+
+impl Matched {
+    /// Whether gangway implements the option.
+    pub fn state(&self) -> OptionState {
+        self.spec.state
+    }
 }
 
 /// More tokens than this is no option; the bound keeps matching cheap on
@@ -1270,10 +1413,16 @@ pub(super) fn distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+/// Whether `token` can stand at a list index.
+pub(super) fn is_index(token: &str) -> bool {
+    !token.is_empty() && token.len() <= 4 && token.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// The cheapest way to line `tokens` up with `pattern`: each literal segment
 /// takes one token, each `<name>` takes one token or, when `multi_token_names`
-/// is set, several. Returns the summed edit distance of the literal segments
-/// and, per `<name>`, the number of tokens it took.
+/// is set, several, and each `[n]` one number. Returns the summed edit
+/// distance of the literal segments and, per `<name>`, the number of tokens
+/// it took.
 fn align(
     pattern: &[&str],
     tokens: &[&str],
@@ -1309,6 +1458,12 @@ fn align(
             }
         }
         best
+    } else if *first == INDEX {
+        let (token, rest_tokens) = tokens.split_first()?;
+        if !is_index(token) {
+            return None;
+        }
+        align(rest, rest_tokens, multi_token_names)
     } else {
         let (token, rest_tokens) = tokens.split_first()?;
         let (cost, widths) = align(rest, rest_tokens, multi_token_names)?;
@@ -1316,34 +1471,45 @@ fn align(
     }
 }
 
-/// Fills a row's segments with names taken from `tokens` according to
-/// `widths`, joining multi-token names with `_`.
+/// Fills a row's segments (or the first ones, as many as `pattern` has)
+/// with names taken from `tokens` according to `widths`, joining
+/// multi-token names with `_`.
 fn fill(
-    spec: &OptionSpec,
+    pattern: &[&str],
     tokens: &[&str],
     widths: &[usize],
     lowercase_names: bool,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<Seg>) {
     let mut path = Vec::new();
+    let mut segs = Vec::new();
     let mut at = 0;
     let mut names = widths.iter();
-    for segment in spec.segments() {
-        if segment == NAME {
-            let width = names.next().copied().unwrap_or(1);
-            let end = (at + width).min(tokens.len());
-            let name = tokens.get(at..end).unwrap_or_default().join("_");
-            path.push(if lowercase_names {
-                name.to_lowercase()
-            } else {
-                name
-            });
-            at = end;
-        } else {
-            path.push(segment.to_owned());
-            at += 1;
+    for segment in pattern {
+        let seg = Seg::of(segment);
+        segs.push(seg);
+        match seg {
+            Seg::Name => {
+                let width = names.next().copied().unwrap_or(1);
+                let end = (at + width).min(tokens.len());
+                let name = tokens.get(at..end).unwrap_or_default().join("_");
+                path.push(if lowercase_names {
+                    name.to_lowercase()
+                } else {
+                    name
+                });
+                at = end;
+            }
+            Seg::Index => {
+                path.push(tokens.get(at).copied().unwrap_or_default().to_owned());
+                at += 1;
+            }
+            Seg::Literal => {
+                path.push((*segment).to_owned());
+                at += 1;
+            }
         }
     }
-    path
+    (path, segs)
 }
 
 /// How a name was split into tokens.
@@ -1356,15 +1522,37 @@ pub(super) enum Style {
     Env,
 }
 
+/// Splits a flag's name into tokens: at dots, and a list index written
+/// `domains[0]` into `domains` and `0`.
+pub(super) fn flag_tokens(key: &str) -> Vec<&str> {
+    let mut tokens = Vec::new();
+    for part in key.split('.') {
+        match part.strip_suffix(']').and_then(|p| p.split_once('[')) {
+            Some((list, index)) if !list.is_empty() => {
+                tokens.push(list);
+                tokens.push(index);
+            }
+            _ => tokens.push(part),
+        }
+    }
+    tokens
+}
+
 /// Finds the row `tokens` names exactly (segments compared without regard
 /// to case), or else the closest row as a suggestion.
+///
+/// Besides exact rows, two forms are found: a section given as a value
+/// (`--api=true`, `--certificatesResolvers.le.acme.httpChallenge=true`),
+/// which names the start of a row, and anything below an option gangway
+/// does not implement (a plugin's own settings), which it accepts whole.
 pub(super) fn lookup(tokens: &[&str], style: Style) -> Result<Matched, Option<Vec<String>>> {
     if tokens.len() > MAX_TOKENS {
         return Err(None);
     }
     let multi = style == Style::Env;
+    let lower = style == Style::Env;
     let mut best: Option<(usize, usize, &'static OptionSpec, Vec<usize>)> = None;
-    for spec in OPTIONS {
+    for spec in all_options() {
         let pattern: Vec<&str> = spec.segments().collect();
         let Some((cost, widths)) = align(&pattern, tokens, multi) else {
             continue;
@@ -1377,23 +1565,95 @@ pub(super) fn lookup(tokens: &[&str], style: Style) -> Result<Matched, Option<Ve
             best = Some((cost, name_tokens, spec, widths));
         }
     }
-    match best {
-        Some((0, _, spec, widths)) => Ok(Matched {
+    if let Some((0, _, spec, widths)) = &best {
+        let pattern: Vec<&str> = spec.segments().collect();
+        let (path, segs) = fill(&pattern, tokens, widths, lower);
+        return Ok(Matched {
             spec,
-            path: fill(spec, tokens, &widths, style == Style::Env),
-        }),
+            path,
+            segs,
+            kind: spec.kind,
+        });
+    }
+    if let Some(found) = lookup_partial(tokens, multi, lower) {
+        return Ok(found);
+    }
+    match best {
         Some((cost, _, spec, widths)) if cost <= MAX_SUGGESTION_DISTANCE => {
-            Err(Some(fill(spec, tokens, &widths, false)))
+            let pattern: Vec<&str> = spec.segments().collect();
+            Err(Some(fill(&pattern, tokens, &widths, false).0))
         }
         _ => Err(suggest_by_last_segment(tokens)),
     }
+}
+
+/// A section given as a value, or a name below an option that is not
+/// implemented; implemented rows win over the others.
+fn lookup_partial(tokens: &[&str], multi: bool, lower: bool) -> Option<Matched> {
+    let mut found: Option<Matched> = None;
+    for spec in all_options() {
+        let pattern: Vec<&str> = spec.segments().collect();
+        let candidate = if pattern.len() > tokens.len() {
+            // The start of a row: a section.
+            let Some(head) = pattern.get(..tokens.len()) else {
+                continue;
+            };
+            let Some((0, widths)) = align(head, tokens, multi) else {
+                continue;
+            };
+            let (path, segs) = fill(head, tokens, &widths, lower);
+            Matched {
+                spec,
+                path,
+                segs,
+                kind: ValueKind::Section,
+            }
+        } else if spec.state != OptionState::Implemented
+            && (spec.kind == ValueKind::Section || pattern.last() == Some(&NAME))
+        {
+            // Free-form settings below an option that is not implemented.
+            let mut best = None;
+            for end in pattern.len()..tokens.len() {
+                if let Some((0, widths)) = align(&pattern, tokens.get(..end)?, multi) {
+                    best = Some(widths);
+                    break;
+                }
+            }
+            let Some(widths) = best else { continue };
+            let (mut path, mut segs) = fill(&pattern, tokens, &widths, lower);
+            let used: usize = path.len() + widths.iter().map(|w| w - 1).sum::<usize>();
+            for token in tokens.get(used..).unwrap_or_default() {
+                path.push((*token).to_owned());
+                segs.push(Seg::Name);
+            }
+            Matched {
+                spec,
+                path,
+                segs,
+                kind: ValueKind::String,
+            }
+        } else {
+            continue;
+        };
+        let replace = match &found {
+            None => true,
+            Some(current) => {
+                current.state() != OptionState::Implemented
+                    && candidate.state() == OptionState::Implemented
+            }
+        };
+        if replace {
+            found = Some(candidate);
+        }
+    }
+    found
 }
 
 /// For a name with segments missing or extra, suggests the one row whose
 /// last segment is the name's last token, if exactly one is.
 fn suggest_by_last_segment(tokens: &[&str]) -> Option<Vec<String>> {
     let last = tokens.last()?;
-    let mut candidates = OPTIONS.iter().filter(|spec| {
+    let mut candidates = all_options().filter(|spec| {
         spec.segments()
             .last()
             .is_some_and(|segment| segment.eq_ignore_ascii_case(last))

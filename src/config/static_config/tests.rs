@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use super::options::{NAME, Style, lookup};
 use super::*;
 use crate::config::duration::Duration;
-use crate::config::format::FormatError;
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -34,7 +33,7 @@ fn empty_dir() -> tempfile::TempDir {
 
 fn run_in(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> (StaticConfig, Option<PathBuf>) {
     match load(&strings(args), &vars(env), cwd) {
-        Ok(Loaded::Run(config, file)) => (config, file),
+        Ok(Loaded::Run(config, file)) => (config, file.file),
         Ok(other) => panic!("expected a configuration, got {other:?}"),
         Err(e) => panic!("expected a configuration, got error: {e}"),
     }
@@ -873,13 +872,20 @@ fn unknown_key_in_toml_names_the_line() {
         "[entryPoints.web]\n# the address\nadress = \":80\"\n",
     )]);
     let err = fail_in(dir.path(), &[], &[]);
+    // The entry point is left without an address too: both are reported.
+    let problems = err.problems();
+    assert_eq!(problems.len(), 2, "{err}");
     assert!(matches!(
-        &err,
-        StaticConfigError::ConfigFile(FormatError::AtLine { line: 3, .. })
+        problems[0],
+        StaticConfigError::UnknownKey { line: Some(3), .. }
+    ));
+    assert!(matches!(
+        problems[1],
+        StaticConfigError::EntryPointWithoutAddress { .. }
     ));
     assert_eq!(
-        message(&err),
-        "gangway.toml, line 3: unknown field `adress`, expected one of `address`, `forwardedHeaders`, `transport`, `http`, `http2`, `http3`, `udp`, `proxyProtocol`, `limits`"
+        message(problems[0]),
+        "gangway.toml, line 3: `entryPoints.web.adress`: unknown option; did you mean `entryPoints.web.address`?"
     );
 }
 
@@ -893,7 +899,7 @@ fn unknown_key_in_yaml_names_the_line() {
     let shown = message(&err);
     assert!(shown.starts_with("gangway.yml, line 5: "), "{shown}");
     assert!(
-        shown.contains("unknown field `levle`, expected `level`"),
+        shown.contains("`log.levle`: unknown option; did you mean `log.level`?"),
         "{shown}"
     );
 }
@@ -929,13 +935,13 @@ fn bad_values_in_files_name_the_line() {
             "gangway.toml",
             "[serversTransport]\nmaxIdleConnsPerHost = -1\n",
             2,
-            "invalid value",
+            "`-1` is not a whole number",
         ),
         (
             "gangway.yml",
             "providers:\n  file:\n    watch: maybe\n",
             3,
-            "invalid type",
+            "`maybe` is not a boolean",
         ),
     ];
     for (name, text, line, part) in cases {
@@ -1018,7 +1024,7 @@ fn unknown_flag_suggests_the_closest() {
         message(&err),
         "--entryPoints.web.transport.readTimeout: unknown option; did you mean `--entryPoints.web.transport.respondingTimeouts.readTimeout`?"
     );
-    let err = fail(&["--tracing.otlp=true"], &[]);
+    let err = fail(&["--nosuch.thing=true"], &[]);
     assert!(
         matches!(
             &err,
@@ -1031,7 +1037,7 @@ fn unknown_flag_suggests_the_closest() {
     );
     assert_eq!(
         message(&err),
-        "--tracing.otlp: unknown option (see --help for the list)"
+        "--nosuch.thing: unknown option (see --help for the list)"
     );
     for weird in [
         "--",
@@ -1274,7 +1280,10 @@ fn full_config() -> StaticConfig {
     entry_point.http.tls = Some(EntryPointTls {
         cert_resolver: Some(String::from("le")),
         options: Some(String::from("modern")),
-        domains: Vec::new(),
+        domains: vec![TlsDomain {
+            main: String::from("example.com"),
+            sans: vec![String::from("www.example.com")],
+        }],
     });
     let mut redirections = Redirections::default();
     redirections.entry_point.to = Some(String::from("websecure"));
@@ -1417,6 +1426,13 @@ fn leaf_paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>
                 prefix.pop();
             }
         }
+        Value::Array(items) if items.iter().all(Value::is_object) && !items.is_empty() => {
+            for (n, child) in items.iter().enumerate() {
+                prefix.push(n.to_string());
+                leaf_paths(child, prefix, out);
+                prefix.pop();
+            }
+        }
         _ => out.push(prefix.clone()),
     }
 }
@@ -1446,9 +1462,12 @@ fn sample(spec: &OptionSpec) -> &'static str {
 
 /// The serialized value at a row's path, with `web` for names.
 fn value_at<'a>(tree: &'a Value, spec: &OptionSpec) -> Option<&'a Value> {
-    spec.segments().try_fold(tree, |node, segment| {
-        node.get(if segment == NAME { "web" } else { segment })
-    })
+    spec.segments()
+        .try_fold(tree, |node, segment| match segment {
+            NAME => node.get("web"),
+            "[n]" => node.get(0),
+            _ => node.get(segment),
+        })
 }
 
 /// Checks that loading with `spec` set to `sample(spec)` put that value in
@@ -1503,7 +1522,11 @@ fn every_struct_field_has_a_row() {
 #[test]
 fn every_row_sets_its_field() {
     for spec in OPTIONS {
-        let flag = format!("--{}={}", spec.path.replace(NAME, "web"), sample(spec));
+        let flag = format!(
+            "--{}={}",
+            spec.path.replace(NAME, "web").replace("[n]", "[0]"),
+            sample(spec)
+        );
         let mut rest = Vec::new();
         if !spec.path.ends_with(".address") {
             rest.push("--entryPoints.web.address=:80");
@@ -1521,6 +1544,7 @@ fn every_row_sets_its_field() {
             "{ENV_PREFIX}{}",
             spec.path
                 .replace(NAME, "web")
+                .replace("[n]", ".0")
                 .replace('.', "_")
                 .to_uppercase()
         );
@@ -1902,7 +1926,8 @@ fn every_option_in_the_help_table_reaches_the_configuration() {
                 "certificatesResolvers.le",
                 1,
             )
-            .replace("names.<name>", "names.ClientHost");
+            .replace("names.<name>", "names.ClientHost")
+            .replace("[n]", "[0]");
         let flag = format!("--{path}={value}");
         // A section's own companions (`providers.file`'s file) would switch
         // the section on in the baseline too.
@@ -1985,4 +2010,272 @@ requireAllRNS = true
         std::time::Duration::from_secs(2)
     );
     assert!(dns.propagation.require_all_rns && !dns.propagation.disable_checks);
+}
+
+// ------------------------------------------------- Traefik's forms and places
+
+#[test]
+fn keys_in_any_case_and_scalars_of_another_type_are_read_as_traefik_reads_them() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "EntryPoints:\n  web:\n    Address: ':8081'\n    forwardedheaders:\n      insecure: 'true'\n    transport:\n      maxConnections: '7'\n      respondingTimeouts:\n        idleTimeout: 42\nPing:\nAPI: true\nproviders:\n  docker:\n    network: 8\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    let web = &config.entry_points["web"];
+    assert_eq!(web.address, addr(":8081"));
+    assert!(web.forwarded_headers.insecure);
+    assert_eq!(web.transport.max_connections, 7);
+    assert_eq!(web.transport.responding_timeouts.idle_timeout, secs(42));
+    assert!(config.ping.is_some(), "an empty `Ping:` turns it on");
+    assert!(config.api.is_some(), "`API: true` turns it on");
+    assert_eq!(
+        config.providers.docker.as_ref().unwrap().network.as_deref(),
+        Some("8")
+    );
+}
+
+#[test]
+fn list_items_are_given_by_index_in_flags_and_variables() {
+    let config = run(
+        &[
+            "--entryPoints.websecure.address=:443",
+            "--entrypoints.websecure.http.tls.domains[0].main=example.com",
+            "--entrypoints.websecure.http.tls.domains[0].sans=a.example.com,b.example.com",
+        ],
+        &[(
+            "TRAEFIK_ENTRYPOINTS_WEBSECURE_HTTP_TLS_DOMAINS_1_MAIN",
+            "example.org",
+        )],
+    );
+    let tls = config.entry_points["websecure"].http.tls.as_ref().unwrap();
+    assert_eq!(tls.domains.len(), 2);
+    assert_eq!(tls.domains[0].main, "example.com");
+    assert_eq!(tls.domains[0].sans, ["a.example.com", "b.example.com"]);
+    assert_eq!(tls.domains[1].main, "example.org");
+}
+
+#[test]
+fn a_section_given_as_true_is_on_with_its_defaults() {
+    let config = run(
+        &[
+            "--api=true",
+            "--ping=true",
+            "--certificatesresolvers.le.acme.httpchallenge=true",
+            "--certificatesresolvers.le.acme.httpchallenge.entrypoint=web",
+        ],
+        &[],
+    );
+    assert!(config.api.is_some());
+    assert!(config.ping.is_some());
+    let le = &config.certificates_resolvers["le"].acme;
+    assert!(le.http_challenge.is_some());
+}
+
+#[test]
+fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "global:\n  checkNewVersion: true\ntracing:\n  otlp:\n    http:\n      endpoint: http://127.0.0.1:4318\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &[
+            "--log.format=json",
+            "--experimental.plugins.demo.settings.key=1",
+        ],
+        &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
+    );
+    let named: Vec<(&str, &str, OptionState)> = config
+        .accepted
+        .iter()
+        .map(|a| (a.option.as_str(), a.source.as_str(), a.state))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("global.checkNewVersion", "gangway.yml", OptionState::Inert),
+            (
+                "tracing.otlp.http.endpoint",
+                "gangway.yml",
+                OptionState::Unsupported
+            ),
+            (
+                "global.sendAnonymousUsage",
+                "TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE",
+                OptionState::Inert
+            ),
+            ("log.format", "--log.format", OptionState::Unsupported),
+            (
+                "experimental.plugins.demo.settings.key",
+                "--experimental.plugins.demo.settings.key",
+                OptionState::Unsupported
+            ),
+        ]
+    );
+}
+
+#[test]
+fn every_problem_is_reported_not_the_first() {
+    let dir = dir_with(&[(
+        "gangway.toml",
+        "[entryPoints.web]\naddress = \":80\"\n[log]\nlevle = \"DEBUG\"\n[providers.file]\nwatch = \"maybe\"\n",
+    )]);
+    let err = fail_in(
+        dir.path(),
+        &[
+            "--entryPoints.web.adress=:80",
+            "--log.level=LOUD",
+            "--api.insecur",
+        ],
+        &[("GANGWAY_PING_ENTRYPONT", "web")],
+    );
+    let shown: Vec<String> = err.problems().iter().map(ToString::to_string).collect();
+    assert_eq!(shown.len(), 6, "{shown:#?}");
+    assert!(shown[0].contains("--entryPoints.web.adress"), "{shown:#?}");
+    assert!(
+        shown.iter().any(|s| s.contains("--api.insecur")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown.iter().any(|s| s.contains("GANGWAY_PING_ENTRYPONT")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|s| s.contains("gangway.toml, line 4: `log.levle`")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|s| s.contains("gangway.toml, line 6: `providers.file.watch`")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown.iter().any(|s| s.contains("--log.level=LOUD")),
+        "{shown:#?}"
+    );
+    assert!(message(&err).starts_with("6 problems in the static configuration:\n  - "));
+}
+
+#[test]
+fn one_option_under_both_prefixes_is_an_error_naming_both() {
+    let err = fail(
+        &[],
+        &[
+            ("GANGWAY_LOG_LEVEL", "DEBUG"),
+            ("TRAEFIK_LOG_LEVEL", "INFO"),
+        ],
+    );
+    assert_eq!(
+        message(&err),
+        "GANGWAY_LOG_LEVEL and TRAEFIK_LOG_LEVEL both set `log.level`; keep one"
+    );
+}
+
+/// Search roots inside `base`: the system directory is `base/etc`.
+fn roots_in(base: &Path) -> SearchRoots {
+    SearchRoots {
+        cwd: base.join("cwd"),
+        system: base.join("etc"),
+        xdg_config_home: Some(base.join("xdg")),
+        home: Some(base.join("home")),
+    }
+}
+
+fn file_found(base: &Path) -> Option<PathBuf> {
+    match load_from(&[], &[], &roots_in(base)) {
+        Ok(Loaded::Run(_, notes)) => notes.file,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn traefik_files_are_found_where_traefik_looks_after_gangways_own() {
+    let base = empty_dir();
+    let b = base.path();
+    for dir in ["cwd", "etc", "xdg", "home/.config"] {
+        std::fs::create_dir_all(b.join(dir)).unwrap();
+    }
+    assert_eq!(file_found(b), None);
+    let write = |path: &str| std::fs::write(b.join(path), "log:\n  level: DEBUG\n").unwrap();
+    write("cwd/traefik.yml");
+    assert_eq!(file_found(b), Some(b.join("cwd/traefik.yml")));
+    write("home/.config/traefik.toml");
+    std::fs::write(
+        b.join("home/.config/traefik.toml"),
+        "[log]\nlevel = \"DEBUG\"\n",
+    )
+    .unwrap();
+    assert_eq!(file_found(b), Some(b.join("home/.config/traefik.toml")));
+    write("xdg/traefik.yaml");
+    assert_eq!(file_found(b), Some(b.join("xdg/traefik.yaml")));
+    write("etc/traefik.yml");
+    assert_eq!(file_found(b), Some(b.join("etc/traefik.yml")));
+    write("etc/traefik.yaml");
+    assert_eq!(
+        file_found(b),
+        Some(b.join("etc/traefik.yaml")),
+        "yaml before yml"
+    );
+    write("cwd/gangway.yml");
+    assert_eq!(
+        file_found(b),
+        Some(b.join("cwd/gangway.yml")),
+        "gangway's own first"
+    );
+    let roots = SearchRoots::new(
+        &vars(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")]),
+        Path::new("/w"),
+    );
+    assert_eq!(roots.system, Path::new("/etc/traefik"));
+    assert_eq!(
+        roots.candidates()[3],
+        Path::new("/etc/traefik/traefik.toml")
+    );
+}
+
+#[test]
+fn the_variables_read_are_noted() {
+    let dir = empty_dir();
+    let loaded = load(
+        &[],
+        &vars(&[
+            ("TRAEFIK_LOG_LEVEL", "DEBUG"),
+            ("GANGWAY_PING", "true"),
+            ("OTHER", "x"),
+        ]),
+        dir.path(),
+    );
+    match loaded {
+        Ok(Loaded::Run(_, notes)) => {
+            assert_eq!(notes.variables, ["TRAEFIK_LOG_LEVEL", "GANGWAY_PING"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_insecure_api_listens_on_every_interface_as_traefiks_does() {
+    let config = run(&["--api.insecure=true"], &[]);
+    assert_eq!(config.entry_points["gangway"].address, addr(":8080"));
+    // Without the insecure API, /ping and /metrics stay on loopback.
+    let config = run(&["--ping"], &[]);
+    assert_eq!(
+        config.entry_points["gangway"].address,
+        addr("127.0.0.1:8080")
+    );
+    // An address given wins either way.
+    let config = run(
+        &[
+            "--api.insecure=true",
+            "--entryPoints.gangway.address=127.0.0.1:9090",
+        ],
+        &[],
+    );
+    assert_eq!(
+        config.entry_points["gangway"].address,
+        addr("127.0.0.1:9090")
+    );
 }
