@@ -63,6 +63,29 @@ pub struct StaticConfig {
     /// `tls.certResolver`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub certificates_resolvers: BTreeMap<String, CertificatesResolver>,
+    /// Traefik's `core` section: how router rules are read by default.
+    pub core: Core,
+}
+
+/// Traefik's `core` section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Core {
+    /// The syntax of router rules whose router sets no `ruleSyntax`: `v3`
+    /// (the default) or `v2`, which Traefik v3 deprecates and still reads.
+    pub default_rule_syntax: DefaultRuleSyntax,
+}
+
+/// The values of `core.defaultRuleSyntax`; anything else is refused at
+/// start, as Traefik does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultRuleSyntax {
+    /// Traefik v2's rule syntax.
+    V2,
+    /// Traefik v3's rule syntax.
+    #[default]
+    V3,
 }
 
 /// One address gangway listens on, with how it treats connections there.

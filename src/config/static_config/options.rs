@@ -1049,6 +1049,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "false",
         "Without resolvers: ask the system's recursive resolvers too.",
     ),
+    opt(
+        "core.defaultRuleSyntax",
+        ValueKind::String,
+        "v3",
+        "Syntax of rules whose router sets no ruleSyntax: v3, or v2 (deprecated).",
+    ),
 ];
 
 /// The heading for a group of options, by first segment.

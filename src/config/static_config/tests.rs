@@ -1683,6 +1683,7 @@ fn serializes_for_the_api() {
     assert_eq!(
         value,
         json!({
+            "core": {"defaultRuleSyntax": "v3"},
             "entryPoints": {
                 "web": {
                     "address": ":80",
@@ -1818,6 +1819,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "accessLog.fields.headers.defaultMode" => "keep",
         "certificatesResolvers.<name>.acme.caServer" => "https://127.0.0.1:14000/dir",
         "certificatesResolvers.<name>.acme.keyType" => "EC384",
+        "core.defaultRuleSyntax" => "v2",
         "certificatesResolvers.<name>.acme.httpChallenge.entryPoint" => "web",
         _ => match kind {
             ValueKind::Bool | ValueKind::Section if default == "true" => "false",

@@ -637,7 +637,10 @@ fn read_objects<T>(
 
 /// The syntax error of a router's rule, with the label it is written in.
 pub(crate) fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
-    let e = crate::rule::parse_rule(&router.rule).err()?;
+    // The static default syntax is not known here: compile, which knows
+    // it, reports a rule that only one syntax reads.
+    let e =
+        crate::rule::parse_rule_as_written(&router.rule, router.rule_syntax.as_deref()).err()?;
     Some(LabelError::Rule {
         label: node
             .child("rule")
