@@ -1691,10 +1691,10 @@ fn serializes_for_the_api() {
                     "http": {
                         "sanitizePath": true,
                         "encodedCharacters": {
-                            "allowEncodedSlash": false, "allowEncodedBackSlash": false,
-                            "allowEncodedNullCharacter": false, "allowEncodedSemicolon": false,
-                            "allowEncodedPercent": false, "allowEncodedQuestionMark": false,
-                            "allowEncodedHash": false
+                            "allowEncodedSlash": true, "allowEncodedBackSlash": true,
+                            "allowEncodedNullCharacter": true, "allowEncodedSemicolon": true,
+                            "allowEncodedPercent": true, "allowEncodedQuestionMark": true,
+                            "allowEncodedHash": true
                         },
                         "underscoreHeadersStrategy": "keep"
                     },
