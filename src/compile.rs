@@ -279,6 +279,20 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         if let Err(problem) = middlewares.check(name, &mut services) {
             entry.disable(ConfigError::new(object.clone(), problem));
         }
+        if let Some(headers) = dynamic.http.middlewares[name].headers.as_ref() {
+            for (option, instead) in headers.ignored_v2_options() {
+                entry.warn(
+                    ConfigError::new(
+                        object.clone(),
+                        Problem::IgnoredV2Option {
+                            option: format!("headers.{option}"),
+                            instead: instead.to_owned(),
+                        },
+                    )
+                    .at(option),
+                );
+            }
+        }
         entry.using = using.remove(&object).unwrap_or_default();
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
     }

@@ -282,6 +282,17 @@ pub enum Problem {
         /// The value as written.
         value: String,
     },
+    /// A Traefik v2 option that Traefik v3 parses and ignores; gangway
+    /// ignores it the same way and says so.
+    #[error(
+        "`{option}` is a Traefik v2 option that Traefik v3 ignores, and so does gangway: use {instead}"
+    )]
+    IgnoredV2Option {
+        /// The option, e.g. `headers.sslRedirect`.
+        option: String,
+        /// What does its work today.
+        instead: String,
+    },
     /// The object named here is not defined.
     #[error("does not exist")]
     NotFound,
