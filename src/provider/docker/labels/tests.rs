@@ -1425,6 +1425,20 @@ fn a_router_left_out_for_a_typo_still_reports_its_rule_error() {
 }
 
 #[test]
+fn a_misspelt_rule_gets_one_error_and_no_empty_rule_blamed_on_another_label() {
+    let p = traefik(&[
+        ("traefik.http.routers.web.rul", "Host(`a`)"),
+        ("traefik.http.routers.web.middlewares", "auth"),
+    ]);
+    let errors = &p.routers.broken["web"];
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].to_string().contains("did you mean `rule`"),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn tcp_labels_read_like_http_ones() {
     let p = traefik(&[
         ("traefik.tcp.routers.db.rule", "HostSNI(`db.test`)"),
