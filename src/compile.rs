@@ -15,7 +15,7 @@ use crate::config::problem::{
     ConfigError, ObjectKind, ObjectRef, Problem, Reference, ServerUrlProblem, Unorderable,
 };
 use crate::health::{CheckServer, compile_plan};
-use crate::rule::{default_priority, parse_rule};
+use crate::rule::{RuleSyntax, default_priority, parse_rule_in};
 use crate::runtime::InternalService;
 use crate::runtime::registries::{HealthKey, PositionKey, Shape, StatsKind};
 use crate::runtime::{
@@ -60,6 +60,9 @@ pub struct CompileContext {
     /// Which entry points are UDP ones, indexed by `EntryPointId`; only
     /// UDP routers join them.
     pub udp_entry_points: Vec<bool>,
+    /// The syntax of rules whose router names no `ruleSyntax` (the static
+    /// `core.defaultRuleSyntax`).
+    pub default_rule_syntax: RuleSyntax,
 }
 
 /// What compile needs to know about metrics.
@@ -156,7 +159,16 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             name,
             report.routers.entry(name.clone()).or_default(),
         );
-        let matcher = step.rule(&router.rule, parse_rule(&router.rule));
+        let syntax = step.rule_syntax(router.rule_syntax.as_deref(), ctx.default_rule_syntax);
+        let matcher = step.rule(&router.rule, parse_rule_in(&router.rule, syntax));
+        if let (RuleSyntax::V2, Some(matcher)) = (syntax, &matcher) {
+            step.warn(
+                Problem::DeprecatedRuleSyntax {
+                    v3: matcher.to_string(),
+                },
+                "rule",
+            );
+        }
         let eps = step.entry_points(&router.entry_points, ctx);
 
         let chain_names: Vec<String> = router
@@ -266,6 +278,20 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         let object = ObjectRef::new(ObjectKind::Middleware, name);
         if let Err(problem) = middlewares.check(name, &mut services) {
             entry.disable(ConfigError::new(object.clone(), problem));
+        }
+        if let Some(headers) = dynamic.http.middlewares[name].headers.as_ref() {
+            for (option, instead) in headers.ignored_v2_options() {
+                entry.warn(
+                    ConfigError::new(
+                        object.clone(),
+                        Problem::IgnoredV2Option {
+                            option: format!("headers.{option}"),
+                            instead: instead.to_owned(),
+                        },
+                    )
+                    .at(option),
+                );
+            }
         }
         entry.using = using.remove(&object).unwrap_or_default();
         entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();

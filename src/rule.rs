@@ -25,6 +25,12 @@
 //! several arguments; those forms are accepted and mean "any of them", e.g.
 //! ``Host(`a`, `b`)`` is ``Host(`a`) || Host(`b`)``.
 //!
+//! A router whose `ruleSyntax` is `v2` has its rule read in Traefik v2's
+//! syntax instead ([`parse_rule_in`] with [`RuleSyntax::V2`]): its
+//! matchers (`Headers`, `HostHeader`, `HostRegexp` with `{name:pattern}`
+//! templates, `Query(`key=value`)` …) become the v3 matchers that match
+//! the same requests, so a v2 rule prints as its v3 rewrite.
+//!
 //! Error positions are 1-based character columns counted from the start of the
 //! rule text (a rule spanning several lines is counted as one line).
 
@@ -36,6 +42,9 @@ mod query;
 mod suggest;
 #[cfg(test)]
 mod tests;
+mod v2;
+#[cfg(test)]
+mod v2_tests;
 
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -63,7 +72,69 @@ pub const MAX_NESTING: usize = 64;
 /// expression, IP range, path, host, method, header or parameter name), a rule
 /// longer than [`MAX_RULE_BYTES`] or nested deeper than [`MAX_NESTING`].
 pub fn parse_rule(text: &str) -> Result<Matcher, RuleError> {
-    parser::parse(text, Dialect::Http).map(|root| Matcher { root })
+    parse_rule_in(text, RuleSyntax::V3)
+}
+
+/// Parses an HTTP router's rule written in `syntax`.
+///
+/// # Errors
+///
+/// As [`parse_rule`]; in v2 a v3-only matcher (`Header`, `PathRegexp` …)
+/// is an unknown matcher, with the v2 way to write it.
+pub fn parse_rule_in(text: &str, syntax: RuleSyntax) -> Result<Matcher, RuleError> {
+    let dialect = match syntax {
+        RuleSyntax::V3 => Dialect::Http,
+        RuleSyntax::V2 => Dialect::HttpV2,
+    };
+    parser::parse(text, dialect).map(|root| Matcher { root })
+}
+
+/// Parses a router's rule for a report that does not know the static
+/// default syntax (labels read alone, the API's targets): in the syntax
+/// the router names, or, when it names none, as v3 and else as v2.
+///
+/// # Errors
+///
+/// The error of the syntax the router names, or v3's when it names none
+/// and neither syntax reads the rule.
+pub fn parse_rule_as_written(text: &str, rule_syntax: Option<&str>) -> Result<Matcher, RuleError> {
+    match RuleSyntax::from_option(rule_syntax) {
+        Some(syntax) => parse_rule_in(text, syntax),
+        None if rule_syntax.is_some_and(|s| !s.is_empty()) => parse_rule(text),
+        None => parse_rule(text).or_else(|e| parse_rule_in(text, RuleSyntax::V2).map_err(|_| e)),
+    }
+}
+
+/// Which of Traefik's rule languages a router's rule is written in
+/// (Traefik's `ruleSyntax`, and the static `core.defaultRuleSyntax`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuleSyntax {
+    /// Traefik v2's matchers, deprecated in Traefik v3 and read for
+    /// routers moved over unchanged.
+    V2,
+    /// Traefik v3's matchers, the default.
+    #[default]
+    V3,
+}
+
+impl RuleSyntax {
+    /// The syntax named `v2` or `v3`; `None` for anything else (absent,
+    /// empty or unknown).
+    pub fn from_option(value: Option<&str>) -> Option<RuleSyntax> {
+        match value {
+            Some("v2") => Some(RuleSyntax::V2),
+            Some("v3") => Some(RuleSyntax::V3),
+            _ => None,
+        }
+    }
+
+    /// `v2` or `v3`, as Traefik writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleSyntax::V2 => "v2",
+            RuleSyntax::V3 => "v3",
+        }
+    }
 }
 
 /// Parses a TCP router's rule: `HostSNI`, `HostSNIRegexp`, `ClientIP` and
@@ -81,6 +152,8 @@ pub fn parse_tcp_rule(text: &str) -> Result<TcpMatcher, RuleError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Dialect {
     Http,
+    /// An HTTP router's rule in Traefik v2's syntax.
+    HttpV2,
     Tcp,
 }
 

@@ -447,3 +447,85 @@ async fn one_worker_thread_serves_the_same() {
         .unwrap();
     assert_eq!(gw.send(authed).await.status, StatusCode::OK);
 }
+
+/// The routers' view in gangway's API, served at `api.test`.
+async fn router_view(gw: &Gangway, name: &str) -> serde_json::Value {
+    let text = gw
+        .get("api.test", &format!("/api/http/routers/{name}"))
+        .await
+        .text();
+    serde_json::from_str(&text).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_router_with_rule_syntax_v2_routes_its_v2_rule_and_is_warned() {
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    let conf = routers(
+        &[
+            (
+                "legacy",
+                "HostRegexp(`{sub:[a-z]+}.v2.test`) && PathPrefix(`/api/{version:v[0-9]+}/`) \
+                 && Headers(`X-Env`, `prod`) && Query(`debug=`)",
+                &a,
+            ),
+            ("hosts", "HostHeader(`one.test`, `two.test`)", &b),
+        ],
+        "ruleSyntax = \"v2\"",
+    ) + "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    eventually(Duration::from_secs(5), "config applied", || async {
+        gw.get("two.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    let ok = |r: http::request::Builder| r.body(Full::default()).unwrap();
+    let legacy = || req(&gw, "GET", "app.v2.test", "/api/v2/users?debug=1").header("x-env", "prod");
+    assert_eq!(backend_of(&gw, ok(legacy())).await.as_deref(), Some("a"));
+    assert_eq!(
+        backend_of(&gw, ok(req(&gw, "GET", "one.test", "/")))
+            .await
+            .as_deref(),
+        Some("b")
+    );
+    for miss in [
+        req(&gw, "GET", "a.b.v2.test", "/api/v2/users?debug=1").header("x-env", "prod"),
+        req(&gw, "GET", "app.v2.test", "/api/latest/users?debug=1").header("x-env", "prod"),
+        req(&gw, "GET", "app.v2.test", "/api/v2/users?debug=1").header("x-env", "dev"),
+        req(&gw, "GET", "app.v2.test", "/api/v2/users").header("x-env", "prod"),
+    ] {
+        let r = ok(miss);
+        let what = format!("{} {:?}", r.uri(), r.headers());
+        assert_eq!(gw.send(r).await.status, StatusCode::NOT_FOUND, "{what}");
+    }
+    // The API keeps the rule as written and warns, with the v3 rewrite.
+    let view = router_view(&gw, "hosts@file").await;
+    assert_eq!(view["status"], "warning", "{view}");
+    assert_eq!(view["ruleSyntax"], "v2", "{view}");
+    let problem = &view["problems"][0];
+    assert_eq!(problem["kind"], "deprecatedRuleSyntax", "{view}");
+    assert_eq!(problem["v3"], "Host(`one.test`, `two.test`)", "{view}");
+}
+
+#[tokio::test]
+async fn core_default_rule_syntax_v2_reads_rules_without_their_own_syntax() {
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    let conf = routers(&[("legacy", "Headers(`X-Env`, `prod`)", &a)], "")
+        + &routers(
+            &[("modern", "Header(`X-Env`, `dev`)", &b)],
+            "ruleSyntax = \"v3\"",
+        );
+    let gw = Gangway::with_file(&conf, &["--core.defaultRuleSyntax=v2"]).await;
+    let ok = |env: &str| {
+        req(&gw, "GET", "any.test", "/")
+            .header("x-env", env)
+            .body(Full::default())
+            .unwrap()
+    };
+    eventually(Duration::from_secs(5), "config applied", || async {
+        backend_of(&gw, ok("dev")).await.is_some()
+    })
+    .await;
+    assert_eq!(backend_of(&gw, ok("prod")).await.as_deref(), Some("a"));
+    assert_eq!(backend_of(&gw, ok("dev")).await.as_deref(), Some("b"));
+}

@@ -368,7 +368,7 @@ impl RouterView {
             observability,
         } = router;
         // A rule that does not parse routes nothing; its error is in `error`.
-        let targets = crate::rule::parse_rule(rule)
+        let targets = crate::rule::parse_rule_as_written(rule, rule_syntax.as_deref())
             .map(|m| m.targets())
             .unwrap_or_default();
         RouterView {

@@ -113,3 +113,39 @@ entryPoints = ["web", "nope"]
         );
     }
 }
+
+#[test]
+fn headers_with_v2_only_options_work_and_name_them_in_a_warning() {
+    let rt = compile_toml(&format!(
+        r#"{SERVICE}
+[http.routers.r]
+rule = "Path(`/`)"
+service = "s"
+middlewares = ["secure"]
+[http.middlewares.secure.headers]
+sslRedirect = true
+sslHost = "example.com"
+featurePolicy = "camera 'none'"
+stsSeconds = 31536000
+"#
+    ));
+    assert_eq!(rt.report.routers["r@file"].status, Status::Enabled);
+    let mw = &rt.report.middlewares["secure@file"];
+    assert_eq!(mw.status, Status::Warning);
+    let ignored: Vec<&str> = mw
+        .errors
+        .iter()
+        .filter_map(|e| match &e.problem {
+            Problem::IgnoredV2Option { option, .. } => Some(option.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ignored,
+        [
+            "headers.featurePolicy",
+            "headers.sslRedirect",
+            "headers.sslHost"
+        ]
+    );
+}

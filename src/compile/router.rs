@@ -7,7 +7,7 @@
 use super::CompileContext;
 use crate::config::QualifiedName;
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
-use crate::rule::RuleError;
+use crate::rule::{RuleError, RuleSyntax};
 use crate::runtime::report::{ObjectReport, Status};
 use std::collections::BTreeMap;
 
@@ -115,6 +115,25 @@ impl<'a> RouterStep<'a> {
                     "rule",
                 );
                 None
+            }
+        }
+    }
+
+    /// The syntax the router's rule is read in: the one it names, else
+    /// `default`. A value other than `v2` or `v3` is read as v3, as
+    /// Traefik does, with a warning naming it.
+    pub(super) fn rule_syntax(&mut self, written: Option<&str>, default: RuleSyntax) -> RuleSyntax {
+        match (written, RuleSyntax::from_option(written)) {
+            (_, Some(syntax)) => syntax,
+            (None | Some(""), None) => default,
+            (Some(other), None) => {
+                self.warn(
+                    Problem::UnknownRuleSyntax {
+                        value: other.to_owned(),
+                    },
+                    "rulesyntax",
+                );
+                RuleSyntax::V3
             }
         }
     }

@@ -29,6 +29,7 @@ fn ctx() -> CompileContext {
         entry_point_tls: Vec::new(),
         cert_resolvers: Vec::new(),
         udp_entry_points: Vec::new(),
+        default_rule_syntax: Default::default(),
         dns_resolvers: Vec::new(),
     }
 }

@@ -56,8 +56,9 @@ pub struct Router {
     pub entry_points: Vec<String>,
     /// The rule, e.g. ``Host(`app.localhost`) && PathPrefix(`/api`)``.
     pub rule: String,
-    /// Traefik's `ruleSyntax` (`v2` or `v3`); gangway speaks v3 and accepts
-    /// v2's multi-argument forms, so the value is informational.
+    /// Traefik's `ruleSyntax`: `v2` reads the rule in Traefik v2's syntax
+    /// (deprecated, with a warning), `v3` in v3's; unset, the static
+    /// `core.defaultRuleSyntax` decides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_syntax: Option<String>,
     /// Explicit priority; by default the length of the rule. Higher wins.

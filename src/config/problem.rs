@@ -269,6 +269,30 @@ pub enum Problem {
         /// The 1-based character column in `rule` the error points at.
         column: usize,
     },
+    /// A router rule read in Traefik v2's syntax, which Traefik v3
+    /// deprecates; the router works.
+    #[error("the v2 rule syntax is deprecated; in v3 syntax this rule is `{v3}`")]
+    DeprecatedRuleSyntax {
+        /// The same rule in v3 syntax.
+        v3: String,
+    },
+    /// A `ruleSyntax` other than `v2` or `v3`; the rule is read as v3.
+    #[error("ruleSyntax `{value}` is neither `v2` nor `v3`; the rule is read as v3")]
+    UnknownRuleSyntax {
+        /// The value as written.
+        value: String,
+    },
+    /// A Traefik v2 option that Traefik v3 parses and ignores; gangway
+    /// ignores it the same way and says so.
+    #[error(
+        "`{option}` is a Traefik v2 option that Traefik v3 ignores, and so does gangway: use {instead}"
+    )]
+    IgnoredV2Option {
+        /// The option, e.g. `headers.sslRedirect`.
+        option: String,
+        /// What does its work today.
+        instead: String,
+    },
     /// The object named here is not defined.
     #[error("does not exist")]
     NotFound,

@@ -72,6 +72,29 @@ pub struct StaticConfig {
     /// name each.
     #[serde(skip)]
     pub accepted: Vec<AcceptedOption>,
+    /// Traefik's `core` section: how router rules are read by default.
+    pub core: Core,
+}
+
+/// Traefik's `core` section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Core {
+    /// The syntax of router rules whose router sets no `ruleSyntax`: `v3`
+    /// (the default) or `v2`, which Traefik v3 deprecates and still reads.
+    pub default_rule_syntax: DefaultRuleSyntax,
+}
+
+/// The values of `core.defaultRuleSyntax`; anything else is refused at
+/// start, as Traefik does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultRuleSyntax {
+    /// Traefik v2's rule syntax.
+    V2,
+    /// Traefik v3's rule syntax.
+    #[default]
+    V3,
 }
 
 /// One address gangway listens on, with how it treats connections there.
@@ -213,8 +236,9 @@ pub struct EntryPointHttp {
     /// Default `true`, as in Traefik.
     pub sanitize_path: bool,
     /// Which percent-escapes of reserved characters a request path may
-    /// hold; every one is refused with 400 by default, as in Traefik.
-    pub encoded_characters: EncodedCharacters,
+    /// hold; every one is allowed by default, as in Traefik 3.7. Dot
+    /// segments hidden behind escapes are refused whatever this says.
+    pub encoded_characters: EntryPointEncodedCharacters,
     /// What happens to request headers whose names contain `_`
     /// (`keep`, `delete` or `reject`). Default `keep`, as in Traefik.
     pub underscore_headers_strategy: UnderscoreHeadersStrategy,
@@ -226,13 +250,73 @@ impl Default for EntryPointHttp {
             tls: None,
             redirections: None,
             sanitize_path: true,
-            encoded_characters: EncodedCharacters::default(),
+            encoded_characters: EntryPointEncodedCharacters::default(),
             underscore_headers_strategy: UnderscoreHeadersStrategy::default(),
         }
     }
 }
 
 pub use crate::config::dynamic::middleware::EncodedCharacters;
+
+/// An entry point's `http.encodedCharacters`: the options of the
+/// `encodedCharacters` middleware, each `true` unless set, as Traefik 3.7
+/// defaults them (Traefik had them refuse in early 3.6 releases, which
+/// broke GitLab's `/projects/group%2Fproject`, WebDAV and S3-style keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct EntryPointEncodedCharacters {
+    /// Allow `%2F` (`/`). Default `true`.
+    pub allow_encoded_slash: bool,
+    /// Allow `%5C` (`\`). Default `true`.
+    pub allow_encoded_back_slash: bool,
+    /// Allow `%00` (NUL). Default `true`.
+    pub allow_encoded_null_character: bool,
+    /// Allow `%3B` (`;`). Default `true`.
+    pub allow_encoded_semicolon: bool,
+    /// Allow `%25` (`%`). Default `true`.
+    pub allow_encoded_percent: bool,
+    /// Allow `%3F` (`?`). Default `true`.
+    pub allow_encoded_question_mark: bool,
+    /// Allow `%23` (`#`). Default `true`.
+    pub allow_encoded_hash: bool,
+}
+
+impl Default for EntryPointEncodedCharacters {
+    fn default() -> Self {
+        EntryPointEncodedCharacters {
+            allow_encoded_slash: true,
+            allow_encoded_back_slash: true,
+            allow_encoded_null_character: true,
+            allow_encoded_semicolon: true,
+            allow_encoded_percent: true,
+            allow_encoded_question_mark: true,
+            allow_encoded_hash: true,
+        }
+    }
+}
+
+impl From<EntryPointEncodedCharacters> for EncodedCharacters {
+    fn from(ep: EntryPointEncodedCharacters) -> Self {
+        let EntryPointEncodedCharacters {
+            allow_encoded_slash,
+            allow_encoded_back_slash,
+            allow_encoded_null_character,
+            allow_encoded_semicolon,
+            allow_encoded_percent,
+            allow_encoded_question_mark,
+            allow_encoded_hash,
+        } = ep;
+        EncodedCharacters {
+            allow_encoded_slash,
+            allow_encoded_back_slash,
+            allow_encoded_null_character,
+            allow_encoded_semicolon,
+            allow_encoded_percent,
+            allow_encoded_question_mark,
+            allow_encoded_hash,
+        }
+    }
+}
 
 /// What an entry point does with request headers whose names contain `_`,
 /// which many servers (CGI, PHP, WSGI, nginx) read as the same header as

@@ -44,6 +44,7 @@ impl Proxy {
         let ep = &conn.entry_point;
         let checked = validate::check(&req)
             .and_then(|()| validate::check_path_characters(req.uri().path(), ep.denied_escapes))
+            .and_then(|()| validate::check_hidden_dot_segments(req.uri().path()))
             .and_then(|()| validate::underscore_headers(req.headers_mut(), ep.underscore_headers));
         if let Err(why) = checked {
             return (refuse(conn, &req, why), None);

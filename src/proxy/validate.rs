@@ -49,6 +49,11 @@ pub enum Malformed {
     /// A raw backslash in the path, which some servers read as `/`.
     #[error("a backslash in the path")]
     Backslash,
+    /// A `..` segment spelled with escapes (`%2E%2E`, or `..` between
+    /// `%2F` or `%5C`): a server that decodes them climbs out of the path
+    /// the routers and middlewares saw.
+    #[error("a `..` segment hidden behind escapes")]
+    HiddenDotSegment,
     /// A chunked body whose framing is broken, found before forwarding.
     #[error("a broken chunked body")]
     Chunk,
@@ -171,6 +176,69 @@ pub fn check_path_characters(
         Some(byte) => Err(Malformed::EncodedCharacter(byte)),
         None => Ok(()),
     }
+}
+
+/// Refuses a path with a `..` segment that only appears once escapes are
+/// decoded: a segment that is `%2E%2E` (in any mix with `.` and either
+/// case), or a `..` between escaped separators (`..%2F..%2Fadmin`,
+/// `..%5Cadmin`). Routers and middlewares match the path with `%2F` as
+/// part of a segment, so `/api/..%2F..%2Fadmin` matches `PathPrefix(`/api`)`,
+/// while a server that decodes it serves `/admin`. Runs whatever
+/// `encodedCharacters` allows, and looks only at segments holding a `%`,
+/// so a path without one costs one scan.
+pub fn check_hidden_dot_segments(path: &str) -> Result<(), Malformed> {
+    if !path.as_bytes().contains(&b'%') {
+        return Ok(());
+    }
+    let hidden = path
+        .split('/')
+        .filter(|segment| segment.contains('%'))
+        .flat_map(split_at_escaped_separators)
+        .any(is_dot_dot);
+    if hidden {
+        Err(Malformed::HiddenDotSegment)
+    } else {
+        Ok(())
+    }
+}
+
+/// The pieces of a segment between its `%2F` and `%5C` escapes.
+fn split_at_escaped_separators(segment: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(segment);
+    std::iter::from_fn(move || {
+        let s = rest?;
+        let bytes = s.as_bytes();
+        let cut = (0..bytes.len()).find(|&i| {
+            bytes[i] == b'%'
+                && matches!(
+                    bytes.get(i + 1..i + 3),
+                    Some([b'2', b'f' | b'F'] | [b'5', b'c' | b'C'])
+                )
+        });
+        match cut {
+            Some(i) => {
+                rest = s.get(i + 3..);
+                s.get(..i)
+            }
+            None => {
+                rest = None;
+                Some(s)
+            }
+        }
+    })
+}
+
+/// Whether `piece` is `..` with each dot written as `.` or `%2E`.
+fn is_dot_dot(piece: &str) -> bool {
+    let mut rest = piece.as_bytes();
+    for _ in 0..2 {
+        rest = match rest {
+            [b'.', tail @ ..] => tail,
+            [b'%', b'2', b'e' | b'E', tail @ ..] => tail,
+            _ => return false,
+        };
+    }
+    rest.is_empty()
 }
 
 /// Applies an entry point's `underscoreHeadersStrategy` to the request's
@@ -353,6 +421,39 @@ mod tests {
             Malformed::EncodedCharacter(b'/').to_string(),
             "the path holds an escaped `/` (`%2F`)"
         );
+    }
+
+    #[test]
+    fn dot_segments_hidden_behind_escapes_are_found() {
+        for bad in [
+            "/api/..%2F..%2Fadmin",
+            "/api/..%2f..%2fadmin",
+            "/api/%2E%2E/admin",
+            "/api/%2e./admin",
+            "/api/.%2E",
+            "/api/x%2F..%2F..%2Fadmin",
+            "/api/..%5Cadmin",
+            "/api/a%5c..%5c..%5cadmin",
+            "/api/%2E%2E%2Fadmin",
+        ] {
+            assert_eq!(
+                check_hidden_dot_segments(bad),
+                Err(Malformed::HiddenDotSegment),
+                "{bad}"
+            );
+        }
+        for good in [
+            "/projects/group%2Fproject",
+            "/api/a%2F.%2Fb",
+            "/api/..x%2Fy",
+            "/api/x..%2Fy",
+            "/files/%2E%2E%2E",
+            "/a%20b/..c",
+            "/api/../admin",
+            "/%2",
+        ] {
+            assert_eq!(check_hidden_dot_segments(good), Ok(()), "{good}");
+        }
     }
 
     #[test]

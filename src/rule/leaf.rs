@@ -55,7 +55,7 @@ const KINDS: [(&str, Kind); 11] = [
 /// The matchers of a dialect.
 fn kinds(dialect: Dialect) -> &'static [(&'static str, Kind)] {
     match dialect {
-        Dialect::Http => &KINDS,
+        Dialect::Http | Dialect::HttpV2 => &KINDS,
         Dialect::Tcp => &TCP_KINDS,
     }
 }
@@ -72,7 +72,7 @@ pub(super) fn lookup(name: &str, dialect: Dialect) -> Option<Kind> {
 pub(super) fn unknown_matcher_message(name: &str, dialect: Dialect) -> String {
     let names: Vec<&str> = kinds(dialect).iter().map(|(n, _)| *n).collect();
     let advice = match dialect {
-        Dialect::Http => suggest::known_mistake(name).map(str::to_owned),
+        Dialect::Http | Dialect::HttpV2 => suggest::known_mistake(name).map(str::to_owned),
         Dialect::Tcp if lookup(name, Dialect::Http).is_some() => Some(format!(
             "`{name}` is an HTTP router matcher; TCP rules use {}",
             names.join(", ")
@@ -130,7 +130,7 @@ pub(super) struct Arg {
 
 /// A compiled regular expression; two are equal when written identically.
 #[derive(Debug, Clone)]
-pub(super) struct Pattern(Regex);
+pub(super) struct Pattern(pub(super) Regex);
 
 impl PartialEq for Pattern {
     fn eq(&self, other: &Self) -> bool {
@@ -147,7 +147,7 @@ pub(super) struct HostArg {
     /// Lowercased, without trailing dot or IPv6 brackets; a wildcard keeps
     /// its `*.` or `**.`.
     norm: String,
-    wildcard: Wildcard,
+    pub(super) wildcard: Wildcard,
 }
 
 /// Traefik v3's wildcard forms of `Host`: a whole first label only.
@@ -366,7 +366,7 @@ fn alpn(arg: Arg) -> Result<String, RuleError> {
     Ok(arg.value)
 }
 
-fn host(arg: Arg) -> Result<HostArg, RuleError> {
+pub(super) fn host(arg: Arg) -> Result<HostArg, RuleError> {
     let err = |msg: String| Err(RuleError::new(arg.col, msg));
     let v = arg.value.as_str();
     let trimmed = v.strip_suffix('.').unwrap_or(v);
@@ -381,7 +381,8 @@ fn host(arg: Arg) -> Result<HostArg, RuleError> {
     }
     if v.contains('{') {
         return err(format!(
-            "host `{v}` uses a Traefik v2 `{{...}}` template; use HostRegexp to match a pattern"
+            "host `{v}` uses a Traefik v2 `{{...}}` template; use HostRegexp to match a pattern, \
+             or set the router's `ruleSyntax` to `v2`"
         ));
     }
     if v == "*" {
@@ -443,7 +444,7 @@ fn host(arg: Arg) -> Result<HostArg, RuleError> {
     })
 }
 
-fn path(kind: Kind, arg: Arg) -> Result<String, RuleError> {
+pub(super) fn path(kind: Kind, arg: Arg) -> Result<String, RuleError> {
     let err = |msg: String| Err(RuleError::new(arg.col, msg));
     let v = arg.value.as_str();
     if !v.starts_with('/') {
@@ -461,13 +462,14 @@ fn path(kind: Kind, arg: Arg) -> Result<String, RuleError> {
     }
     if v.contains('{') && v.contains('}') {
         return err(format!(
-            "path `{v}` uses a Traefik v2 `{{...}}` template; use PathRegexp to match a pattern"
+            "path `{v}` uses a Traefik v2 `{{...}}` template; use PathRegexp to match a pattern, \
+             or set the router's `ruleSyntax` to `v2`"
         ));
     }
     Ok(arg.value)
 }
 
-fn pattern(kind: Kind, arg: &Arg) -> Result<Pattern, RuleError> {
+pub(super) fn pattern(kind: Kind, arg: &Arg) -> Result<Pattern, RuleError> {
     Regex::new(&arg.value).map(Pattern).map_err(|e| {
         RuleError::new(
             arg.col,
@@ -482,7 +484,7 @@ fn pattern(kind: Kind, arg: &Arg) -> Result<Pattern, RuleError> {
 
 /// The regex crate's syntax errors span several lines with a drawing of the
 /// pattern; keep only the line that says what is wrong.
-fn regex_error_summary(e: &regex::Error) -> String {
+pub(super) fn regex_error_summary(e: &regex::Error) -> String {
     match e {
         regex::Error::Syntax(text) => text
             .lines()
@@ -496,7 +498,7 @@ fn regex_error_summary(e: &regex::Error) -> String {
     }
 }
 
-fn method(arg: Arg) -> Result<String, RuleError> {
+pub(super) fn method(arg: Arg) -> Result<String, RuleError> {
     if arg.value.is_empty() {
         return Err(RuleError::new(arg.col, "empty method in `Method`"));
     }
@@ -509,7 +511,7 @@ fn method(arg: Arg) -> Result<String, RuleError> {
     Ok(arg.value)
 }
 
-fn header_name(kind: Kind, arg: Arg) -> Result<HeaderArg, RuleError> {
+pub(super) fn header_name(kind: Kind, arg: Arg) -> Result<HeaderArg, RuleError> {
     if arg.value.is_empty() {
         return Err(RuleError::new(
             arg.col,
@@ -547,7 +549,7 @@ fn query_key(kind: Kind, arg: Arg, alone: bool) -> Result<String, RuleError> {
     Ok(arg.value)
 }
 
-fn client_ip(arg: Arg) -> Result<IpArg, RuleError> {
+pub(super) fn client_ip(arg: Arg) -> Result<IpArg, RuleError> {
     let v = arg.value.as_str();
     let parsed = if v.contains('/') {
         v.parse::<IpNet>().ok()

@@ -10,6 +10,7 @@
 
 use super::leaf::{self, Arg};
 use super::lexer::{Lexer, TokKind, Token};
+use super::v2;
 use super::{Dialect, MAX_NESTING, MAX_RULE_BYTES, Node, RuleError};
 
 /// Parses a whole rule.
@@ -27,7 +28,9 @@ pub(super) fn parse(text: &str, dialect: Dialect) -> Result<Node, RuleError> {
         return Err(RuleError::new(
             1,
             match dialect {
-                Dialect::Http => "empty rule: expected a matcher such as Host(`example.com`)",
+                Dialect::Http | Dialect::HttpV2 => {
+                    "empty rule: expected a matcher such as Host(`example.com`)"
+                }
                 Dialect::Tcp => "empty rule: expected a matcher such as HostSNI(`example.com`)",
             },
         ));
@@ -185,9 +188,14 @@ impl<'a> Parser<'a> {
     }
 
     fn matcher(&mut self, name: &str, name_col: usize) -> Result<Node, RuleError> {
-        let kind = leaf::lookup(name, self.dialect).ok_or_else(|| {
-            RuleError::new(name_col, leaf::unknown_matcher_message(name, self.dialect))
-        })?;
+        let kind = match self.dialect {
+            Dialect::HttpV2 => v2::lookup(name)
+                .map(|(canonical, kind)| Which::V2(canonical, kind))
+                .ok_or_else(|| RuleError::new(name_col, v2::unknown_matcher_message(name)))?,
+            dialect => leaf::lookup(name, dialect).map(Which::V3).ok_or_else(|| {
+                RuleError::new(name_col, leaf::unknown_matcher_message(name, dialect))
+            })?,
+        };
         let open = self.next()?;
         if open.kind != TokKind::LParen {
             return Err(RuleError::new(
@@ -240,6 +248,16 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        leaf::build(kind, name_col, args).map(Node::Leaf)
+        match kind {
+            Which::V3(kind) => leaf::build(kind, name_col, args).map(Node::Leaf),
+            Which::V2(canonical, kind) => v2::build(kind, canonical, name_col, args),
+        }
     }
+}
+
+/// A matcher of either syntax.
+enum Which {
+    V3(leaf::Kind),
+    /// With the name v2's documentation gives it, for messages.
+    V2(&'static str, v2::Kind),
 }

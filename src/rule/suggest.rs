@@ -4,15 +4,15 @@
 const KNOWN_MISTAKES: [(&str, &str); 6] = [
     (
         "Headers",
-        "did you mean `Header`? (`Headers` is the Traefik v2 name)",
+        "did you mean `Header`? (`Headers` is the Traefik v2 name; `ruleSyntax=v2` reads v2 rules)",
     ),
     (
         "HeadersRegexp",
-        "did you mean `HeaderRegexp`? (`HeadersRegexp` is the Traefik v2 name)",
+        "did you mean `HeaderRegexp`? (`HeadersRegexp` is the Traefik v2 name; `ruleSyntax=v2` reads v2 rules)",
     ),
     (
         "HostHeader",
-        "did you mean `Host`? (`HostHeader` is the Traefik v2 name)",
+        "did you mean `Host`? (`HostHeader` is the Traefik v2 name; `ruleSyntax=v2` reads v2 rules)",
     ),
     (
         "HostSNI",

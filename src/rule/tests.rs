@@ -681,7 +681,7 @@ const MALFORMED: &[(&str, usize, &str)] = &[
     (
         "Headers(`a`, `b`)",
         1,
-        "did you mean `Header`? (`Headers` is the Traefik v2 name)",
+        "did you mean `Header`? (`Headers` is the Traefik v2 name; `ruleSyntax=v2` reads v2 rules)",
     ),
     ("HostSNI(`a`)", 1, "`HostSNI` is a TCP router matcher"),
     (

@@ -6,9 +6,10 @@ use crate::compile::{CompileContext, MetricsSettings};
 use crate::config::dynamic::{Domain, RouterTls};
 use crate::config::static_config::observability::INTERNAL_ENTRY_POINT;
 use crate::config::static_config::{
-    EntryPointTls, ForwardingTimeouts, ServersTransport, StaticConfig, TcpServersTransport,
-    TcpServersTransportTls, TlsDomain,
+    DefaultRuleSyntax, EntryPointTls, ForwardingTimeouts, ServersTransport, StaticConfig,
+    TcpServersTransport, TcpServersTransportTls, TlsDomain,
 };
+use crate::rule::RuleSyntax;
 use crate::runtime::{InternalService, tcp::TcpTransport};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -59,6 +60,10 @@ pub fn compile_context(
                     .map(|(name, _)| name.clone()),
             )
             .collect(),
+        default_rule_syntax: match config.core.default_rule_syntax {
+            DefaultRuleSyntax::V2 => RuleSyntax::V2,
+            DefaultRuleSyntax::V3 => RuleSyntax::V3,
+        },
         udp_entry_points: config
             .entry_points
             .values()

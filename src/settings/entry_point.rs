@@ -125,7 +125,7 @@ pub fn entry_point(
         web_socket_idle_timeout: nonzero(web_socket_idle_timeout.0),
         max_request_body_bytes: (*max_request_body_bytes > 0).then_some(*max_request_body_bytes),
         sanitize_path: *sanitize_path,
-        denied_escapes: crate::percent::DeniedEscapes::new(encoded_characters),
+        denied_escapes: crate::percent::DeniedEscapes::new(&(*encoded_characters).into()),
         underscore_headers: *underscore_headers_strategy,
         max_concurrent_streams: *max_concurrent_streams,
         alt_svc: http3.as_ref().map(|h| {

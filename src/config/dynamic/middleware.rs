@@ -495,6 +495,60 @@ pub struct Headers {
     pub permissions_policy: Option<String>,
     /// Relax `allowedHosts` and STS for development.
     pub is_development: bool,
+    /// Traefik v2's `Feature-Policy`; Traefik v3 parses it and sends
+    /// nothing, and so does gangway, with a warning (use
+    /// `permissionsPolicy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feature_policy: Option<String>,
+    /// Traefik v2's redirect to HTTPS; ignored as in Traefik v3, with a
+    /// warning (use the entry point's redirection or `redirectScheme`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_redirect: Option<bool>,
+    /// As `sslRedirect`, with a temporary redirect; ignored, with a warning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_temporary_redirect: Option<bool>,
+    /// The host of `sslRedirect`'s target; ignored as in Traefik v3, with a
+    /// warning (use `redirectRegex`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_host: Option<String>,
+    /// Whether `sslRedirect` keeps the request's host; ignored, with a
+    /// warning (use `redirectRegex`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssl_force_host: Option<bool>,
+}
+
+impl Headers {
+    /// The Traefik v2 options set here that Traefik v3 still parses and
+    /// ignores, each with what to use instead.
+    pub fn ignored_v2_options(&self) -> Vec<(&'static str, &'static str)> {
+        [
+            (
+                self.feature_policy.is_some(),
+                "featurePolicy",
+                "permissionsPolicy",
+            ),
+            (
+                self.ssl_redirect.is_some(),
+                "sslRedirect",
+                "the entry point's `http.redirections` or `redirectScheme`",
+            ),
+            (
+                self.ssl_temporary_redirect.is_some(),
+                "sslTemporaryRedirect",
+                "the entry point's `http.redirections` or `redirectScheme`",
+            ),
+            (self.ssl_host.is_some(), "sslHost", "`redirectRegex`"),
+            (
+                self.ssl_force_host.is_some(),
+                "sslForceHost",
+                "`redirectRegex`",
+            ),
+        ]
+        .into_iter()
+        .filter(|(set, _, _)| *set)
+        .map(|(_, option, instead)| (option, instead))
+        .collect()
+    }
 }
 
 /// `ipAllowList`.

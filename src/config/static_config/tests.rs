@@ -1728,6 +1728,7 @@ fn serializes_for_the_api() {
     assert_eq!(
         value,
         json!({
+            "core": {"defaultRuleSyntax": "v3"},
             "entryPoints": {
                 "web": {
                     "address": ":80",
@@ -1735,10 +1736,10 @@ fn serializes_for_the_api() {
                     "http": {
                         "sanitizePath": true,
                         "encodedCharacters": {
-                            "allowEncodedSlash": false, "allowEncodedBackSlash": false,
-                            "allowEncodedNullCharacter": false, "allowEncodedSemicolon": false,
-                            "allowEncodedPercent": false, "allowEncodedQuestionMark": false,
-                            "allowEncodedHash": false
+                            "allowEncodedSlash": true, "allowEncodedBackSlash": true,
+                            "allowEncodedNullCharacter": true, "allowEncodedSemicolon": true,
+                            "allowEncodedPercent": true, "allowEncodedQuestionMark": true,
+                            "allowEncodedHash": true
                         },
                         "underscoreHeadersStrategy": "keep"
                     },
@@ -1864,6 +1865,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "accessLog.fields.headers.defaultMode" => "keep",
         "certificatesResolvers.<name>.acme.caServer" => "https://127.0.0.1:14000/dir",
         "certificatesResolvers.<name>.acme.keyType" => "EC384",
+        "core.defaultRuleSyntax" => "v2",
         "certificatesResolvers.<name>.acme.httpChallenge.entryPoint" => "web",
         _ => match kind {
             ValueKind::Bool | ValueKind::Section if default == "true" => "false",

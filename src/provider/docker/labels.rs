@@ -637,12 +637,15 @@ fn read_objects<T>(
 
 /// The syntax error of a router's rule, with the label it is written in.
 pub(crate) fn rule_error(node: &Node, router: &Router) -> Option<LabelError> {
-    let e = crate::rule::parse_rule(&router.rule).err()?;
+    // A rule nobody wrote is not a rule error: the provider's defaultRule
+    // fills it in, and a misspelt `rule` key has its own "did you mean".
+    let written = node.child("rule")?;
+    // The static default syntax is not known here: compile, which knows
+    // it, reports a rule that only one syntax reads.
+    let e =
+        crate::rule::parse_rule_as_written(&router.rule, router.rule_syntax.as_deref()).err()?;
     Some(LabelError::Rule {
-        label: node
-            .child("rule")
-            .and_then(|n| n.label.clone())
-            .unwrap_or_else(|| first_label(node)),
+        label: written.label.clone().unwrap_or_else(|| first_label(node)),
         rule: router.rule.clone(),
         error: e.to_string(),
         column: e.position,

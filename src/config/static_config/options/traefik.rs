@@ -153,6 +153,12 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "gangway's dashboard shows no advertisement.",
     ),
     unsupported(
+        "certificatesResolvers.<name>.tailscale",
+        ValueKind::Section,
+        "false",
+        "Certificates from a Tailscale node: not supported; routers naming this resolver get no certificate from it.",
+    ),
+    unsupported(
         "entryPoints.<name>.allowACMEByPass",
         ValueKind::Bool,
         "false",

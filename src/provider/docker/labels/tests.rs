@@ -731,11 +731,6 @@ const NOT_IN_MODEL: &[&str] = &[
     "middleware09.errors.errorrequestheaders",
     "middleware10.forwardauth.maxresponsebodysize",
     "middleware11.grpcweb",
-    "middleware12.headers.featurepolicy",
-    "middleware12.headers.sslforcehost",
-    "middleware12.headers.sslhost",
-    "middleware12.headers.sslredirect",
-    "middleware12.headers.ssltemporaryredirect",
     "middleware16.passtlsclientcert",
     "middleware17.plugin",
     "middleware18.ratelimit.redis",
@@ -1427,6 +1422,20 @@ fn a_router_left_out_for_a_typo_still_reports_its_rule_error() {
         "{errors:?}"
     );
     assert!(matches!(errors[1].problem(), Problem::RuleSyntax { .. }));
+}
+
+#[test]
+fn a_misspelt_rule_gets_one_error_and_no_empty_rule_blamed_on_another_label() {
+    let p = traefik(&[
+        ("traefik.http.routers.web.rul", "Host(`a`)"),
+        ("traefik.http.routers.web.middlewares", "auth"),
+    ]);
+    let errors = &p.routers.broken["web"];
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].to_string().contains("did you mean `rule`"),
+        "{errors:?}"
+    );
 }
 
 #[test]
