@@ -30,6 +30,8 @@ struct Seen {
     reading: AtomicUsize,
     most: AtomicUsize,
     paths: Mutex<Vec<String>>,
+    /// The paths of requests whose whole body the backend received.
+    whole: Mutex<Vec<String>>,
 }
 
 /// A backend that reads each request's whole body before it answers, so a
@@ -40,11 +42,15 @@ async fn reading_backend() -> (Backend, Arc<Seen>) {
     let backend = Backend::serve(move |req: Request<Incoming>| {
         let seen = counts.clone();
         async move {
-            seen.paths.lock().unwrap().push(req.uri().path().to_owned());
+            let path = req.uri().path().to_owned();
+            seen.paths.lock().unwrap().push(path.clone());
             let now = seen.reading.fetch_add(1, Ordering::SeqCst) + 1;
             seen.most.fetch_max(now, Ordering::SeqCst);
             let body = req.into_body().collect().await;
             seen.reading.fetch_sub(1, Ordering::SeqCst);
+            if body.is_ok() {
+                seen.whole.lock().unwrap().push(path);
+            }
             let answer = match body {
                 Ok(b) => Bytes::from(format!("{} bytes", b.to_bytes().len())),
                 Err(_) => Bytes::from_static(b"broken"),
@@ -392,14 +398,13 @@ async fn an_http2_body_already_past_its_length_never_reaches_the_server() {
 
 // === HTTP/3 ===
 
-/// A QUIC client that opens request streams and cancels each at once
-/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
-/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
-/// reaches the server.
-#[tokio::test]
-async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+/// gangway with an HTTP/3 entry point routing `app.test` to `backend`,
+/// once it answers there; a client trusting its certificate, the port, and
+/// the directory holding the certificate.
+async fn http3_gangway(
+    backend: &Backend,
+) -> (Gangway, support::tls::TlsClient, u16, tempfile::TempDir) {
     use support::tls::{TestCa, TlsClient};
-    let (backend, seen) = reading_backend().await;
     let ca = TestCa::new("test CA");
     let files = tempfile::tempdir().unwrap();
     let (chain, key) = ca.issue(&["app.test"]);
@@ -418,7 +423,7 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
     );
     let port = support::free_port();
     let address = format!("--entryPoints.websecure.address=127.0.0.1:{port}");
-    let _gw = Gangway::with_file(&dynamic, &[&address, "--entryPoints.websecure.http3"]).await;
+    let gw = Gangway::with_file(&dynamic, &[&address, "--entryPoints.websecure.http3"]).await;
     let client = TlsClient::trusting(ca.pem().as_bytes());
     eventually(WAIT, "HTTP/3 route served", || async {
         match support::http3::connect(&client, port, "app.test").await {
@@ -430,6 +435,17 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
         }
     })
     .await;
+    (gw, client, port, files)
+}
+
+/// A QUIC client that opens request streams and cancels each at once
+/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
+/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
+/// reaches the server.
+#[tokio::test]
+async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend).await;
     let heads_before = seen.paths.lock().unwrap().len();
 
     let conn = support::http3::connect(&client, port, "app.test")
@@ -473,4 +489,114 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
         flooded.len()
     );
     eprintln!("closed with H3_EXCESSIVE_LOAD after {opened} streams opened and cancelled");
+}
+
+/// An HTTP/3 body whose DATA has already passed its content-length when
+/// its head is read is refused before anything of it reaches the server;
+/// one that keeps to its length passes.
+#[tokio::test]
+async fn an_http3_body_already_past_its_length_never_reaches_the_server() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend).await;
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    // Five bytes announced, eleven sent in three DATA frames, written with
+    // the head in one piece so that all of it is there when the head is.
+    let mut head = vec![0x00, 0x00, 0xd4, 0xd7]; // POST, https (QPACK static)
+    for (index, value) in [(0u8, "app.test"), (1, "/past"), (4, "5")] {
+        head.extend([0x50 | index, value.len() as u8]); // static name, literal value
+        head.extend(value.as_bytes());
+    }
+    let mut out = h3_frame(0x01, &head);
+    for part in ["he", "llo", " world"] {
+        out.extend(h3_frame(0x00, part.as_bytes()));
+    }
+    let (mut tx, mut rx) = conn.conn.open_bi().await.unwrap();
+    tx.write_all(&out).await.unwrap();
+    tx.finish().unwrap();
+    let answer = tokio::time::timeout(WAIT, rx.read_to_end(64 * 1024))
+        .await
+        .expect("the stream is answered or reset");
+    assert!(
+        matches!(
+            answer,
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(_)))
+        ),
+        "{answer:?}"
+    );
+    let mut send = conn.sender();
+    let post = |path: &str| {
+        Request::post(format!("https://app.test{path}"))
+            .header("content-length", "5")
+            .body(())
+            .unwrap()
+    };
+    let mut kept = send.send_request(post("/kept")).await.unwrap();
+    kept.send_data(Bytes::from_static(b"hello")).await.unwrap();
+    kept.finish().await.unwrap();
+    let answer = kept.recv_response().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let paths = seen.paths.lock().unwrap().clone();
+    assert!(paths.iter().any(|p| p == "/kept"), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p == "/past"),
+        "a body already past its length reached the server: {paths:?}"
+    );
+}
+
+/// An HTTP/3 body whose excess arrives after its request went on: the
+/// server never receives the whole declared body, so it never takes the
+/// wrong request as complete, and the client is not answered with success.
+#[tokio::test]
+async fn an_http3_body_running_past_its_length_later_is_cut_short_at_the_server() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend).await;
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    let mut send = conn.sender();
+    let req = Request::post("https://app.test/later")
+        .header("content-length", "5")
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(req).await.unwrap();
+    stream
+        .send_data(Bytes::from_static(b"hello"))
+        .await
+        .unwrap();
+    eventually(WAIT, "the request reached the server", || async {
+        seen.paths.lock().unwrap().iter().any(|p| p == "/later")
+    })
+    .await;
+    // Either may fail once gangway has cut the stream.
+    let _ = stream.send_data(Bytes::from_static(b" world")).await;
+    let _ = stream.finish().await;
+    let answer = tokio::time::timeout(WAIT, stream.recv_response())
+        .await
+        .expect("the stream is answered or reset");
+    assert!(
+        answer
+            .as_ref()
+            .map_or(true, |a| a.status() != StatusCode::OK),
+        "{answer:?}"
+    );
+    eventually(WAIT, "the server is done with the request", || async {
+        seen.reading.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    let whole = seen.whole.lock().unwrap().clone();
+    assert!(
+        !whole.iter().any(|p| p == "/later"),
+        "the server received a whole body for a request that ran past its length: {whole:?}"
+    );
+}
+
+/// An HTTP/3 frame: its type and length (both below 64, one byte each as
+/// variable-length integers), then `payload`.
+fn h3_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 64);
+    let mut out = vec![kind, payload.len() as u8];
+    out.extend(payload);
+    out
 }

@@ -29,7 +29,7 @@
 use super::forwarded::strip_connection_specific;
 use super::{ConnInfo, EntryPointInfo, Proxy};
 use crate::body::ClientStream;
-use crate::body::h3_stream::H3Body;
+use crate::body::h3_stream::{H3Body, H3BodyError};
 use crate::overload::ConnectionSlot;
 use crate::runtime::RuntimeHandle;
 use bytes::Bytes;
@@ -397,6 +397,13 @@ async fn answer_stream(
     });
     match timeout(limit, started).await {
         Ok(Ok(())) | Err(_) => {}
+        // A body already past its content-length is a malformed request
+        // (RFC 9114 §4.1.2): refused before anything of it is forwarded.
+        Ok(Err(e @ H3BodyError::Length { .. })) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body past its length before forwarding");
+            send.stop_stream(h3::error::Code::H3_MESSAGE_ERROR);
+            return Outcome::Served;
+        }
         Ok(Err(e)) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body broke off before forwarding");
             send.stop_stream(h3::error::Code::H3_REQUEST_INCOMPLETE);
