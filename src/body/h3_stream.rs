@@ -17,9 +17,15 @@ pub type RecvStream = h3::server::RequestStream<h3_quinn::RecvStream, Bytes>;
 /// Why an HTTP/3 request body was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum H3BodyError {
-    /// More or fewer bytes came than `content-length` said.
-    #[error("the body's length differs from its content-length ({declared} bytes)")]
-    Length {
+    /// More bytes came than `content-length` said.
+    #[error("the body runs past its content-length ({declared} bytes)")]
+    Excess {
+        /// The declared length.
+        declared: u64,
+    },
+    /// The stream ended before the bytes `content-length` said.
+    #[error("the body ended short of its content-length ({declared} bytes)")]
+    Short {
         /// The declared length.
         declared: u64,
     },
@@ -144,7 +150,7 @@ impl H3Body {
                     let data = buf.copy_to_bytes(buf.remaining());
                     match self.remaining.checked_sub(data.len() as u64) {
                         Some(left) => self.remaining = left,
-                        None => return Poll::Ready(Err(self.length_error())),
+                        None => return Poll::Ready(Err(self.length_error(true))),
                     }
                     if !data.is_empty() {
                         return Poll::Ready(Ok(Some(data)));
@@ -152,7 +158,7 @@ impl H3Body {
                 }
                 Poll::Ready(Ok(None)) => {
                     if self.declared.is_some() && self.remaining != 0 {
-                        return Poll::Ready(Err(self.length_error()));
+                        return Poll::Ready(Err(self.length_error(false)));
                     }
                     self.state = State::Trailers;
                     return Poll::Ready(Ok(None));
@@ -190,10 +196,13 @@ impl H3Body {
         self.trailers = None;
     }
 
-    fn length_error(&mut self) -> H3BodyError {
+    fn length_error(&mut self, excess: bool) -> H3BodyError {
         self.fail();
-        H3BodyError::Length {
-            declared: self.declared.unwrap_or(0),
+        let declared = self.declared.unwrap_or(0);
+        if excess {
+            H3BodyError::Excess { declared }
+        } else {
+            H3BodyError::Short { declared }
         }
     }
 }

@@ -421,13 +421,22 @@ async fn answer_stream(
         Err(_) => {}
         // A body already past its content-length is a malformed request
         // (RFC 9114 §4.1.2): refused before anything of it is forwarded.
-        Ok(Err(e @ H3BodyError::Length { .. })) => {
+        Ok(Err(e @ H3BodyError::Excess { .. })) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body past its length before forwarding");
             send.stop_stream(h3::error::Code::H3_MESSAGE_ERROR);
             // Counted and logged as the 400 it stands for.
             let req = Request::from_parts(parts, ());
             proxy.record_refusal(&info, &req, http::StatusCode::BAD_REQUEST, head_read);
             return Outcome::Served;
+        }
+        // A body that ended short of its length is the client's fault
+        // too, and the client is still there to be told so.
+        Ok(Err(e @ H3BodyError::Short { .. })) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body short of its length before forwarding");
+            let resp = Kind::BadRequest.into_response();
+            let req = Request::from_parts(parts, ());
+            proxy.record_refusal(&info, &req, resp.status(), head_read);
+            return answer(&mut send, resp).await;
         }
         Ok(Err(e)) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body broke off before forwarding");
