@@ -30,6 +30,8 @@ struct Seen {
     reading: AtomicUsize,
     most: AtomicUsize,
     paths: Mutex<Vec<String>>,
+    /// The paths of requests whose whole body the backend received.
+    whole: Mutex<Vec<String>>,
 }
 
 /// A backend that reads each request's whole body before it answers, so a
@@ -40,11 +42,15 @@ async fn reading_backend() -> (Backend, Arc<Seen>) {
     let backend = Backend::serve(move |req: Request<Incoming>| {
         let seen = counts.clone();
         async move {
-            seen.paths.lock().unwrap().push(req.uri().path().to_owned());
+            let path = req.uri().path().to_owned();
+            seen.paths.lock().unwrap().push(path.clone());
             let now = seen.reading.fetch_add(1, Ordering::SeqCst) + 1;
             seen.most.fetch_max(now, Ordering::SeqCst);
             let body = req.into_body().collect().await;
             seen.reading.fetch_sub(1, Ordering::SeqCst);
+            if body.is_ok() {
+                seen.whole.lock().unwrap().push(path);
+            }
             let answer = match body {
                 Ok(b) => Bytes::from(format!("{} bytes", b.to_bytes().len())),
                 Err(_) => Bytes::from_static(b"broken"),
@@ -392,14 +398,14 @@ async fn an_http2_body_already_past_its_length_never_reaches_the_server() {
 
 // === HTTP/3 ===
 
-/// A QUIC client that opens request streams and cancels each at once
-/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
-/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
-/// reaches the server.
-#[tokio::test]
-async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+/// gangway with an HTTP/3 entry point routing `app.test` to `backend`,
+/// once it answers there; a client trusting its certificate, the port, and
+/// the directory holding the certificate.
+async fn http3_gangway(
+    backend: &Backend,
+    flags: &[&str],
+) -> (Gangway, support::tls::TlsClient, u16, tempfile::TempDir) {
     use support::tls::{TestCa, TlsClient};
-    let (backend, seen) = reading_backend().await;
     let ca = TestCa::new("test CA");
     let files = tempfile::tempdir().unwrap();
     let (chain, key) = ca.issue(&["app.test"]);
@@ -411,6 +417,7 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
         "[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n\
          [http.routers.app]\nrule = \"Host(`app.test`)\"\nentryPoints = [\"websecure\"]\nservice = \"app\"\n\
          [http.routers.app.tls]\n\
+         [http.routers.plain]\nrule = \"Host(`app.test`)\"\nentryPoints = [\"web\"]\nservice = \"app\"\n\
          [http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n",
         cert.display(),
         key_file.display(),
@@ -418,7 +425,9 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
     );
     let port = support::free_port();
     let address = format!("--entryPoints.websecure.address=127.0.0.1:{port}");
-    let _gw = Gangway::with_file(&dynamic, &[&address, "--entryPoints.websecure.http3"]).await;
+    let mut all = vec![address.as_str(), "--entryPoints.websecure.http3"];
+    all.extend(flags);
+    let gw = Gangway::with_file(&dynamic, &all).await;
     let client = TlsClient::trusting(ca.pem().as_bytes());
     eventually(WAIT, "HTTP/3 route served", || async {
         match support::http3::connect(&client, port, "app.test").await {
@@ -430,6 +439,17 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
         }
     })
     .await;
+    (gw, client, port, files)
+}
+
+/// A QUIC client that opens request streams and cancels each at once
+/// (HTTP/2's rapid reset, over HTTP/3) has its connection closed with
+/// H3_EXCESSIVE_LOAD after a bounded number of them, and none of them
+/// reaches the server.
+#[tokio::test]
+async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend, &[]).await;
     let heads_before = seen.paths.lock().unwrap().len();
 
     let conn = support::http3::connect(&client, port, "app.test")
@@ -473,4 +493,233 @@ async fn an_http3_reset_flood_ends_its_connection_with_excessive_load() {
         flooded.len()
     );
     eprintln!("closed with H3_EXCESSIVE_LOAD after {opened} streams opened and cancelled");
+}
+
+/// An HTTP/3 body whose DATA has already passed its content-length when
+/// its head is read is refused before anything of it reaches the server;
+/// one that keeps to its length passes.
+#[tokio::test]
+async fn an_http3_body_already_past_its_length_never_reaches_the_server() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend, &[]).await;
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    h3_past_its_length(&conn, "/past").await;
+    let mut send = conn.sender();
+    let post = |path: &str| {
+        Request::post(format!("https://app.test{path}"))
+            .header("content-length", "5")
+            .body(())
+            .unwrap()
+    };
+    let mut kept = send.send_request(post("/kept")).await.unwrap();
+    kept.send_data(Bytes::from_static(b"hello")).await.unwrap();
+    kept.finish().await.unwrap();
+    let answer = kept.recv_response().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::OK);
+    let paths = seen.paths.lock().unwrap().clone();
+    assert!(paths.iter().any(|p| p == "/kept"), "{paths:?}");
+    assert!(
+        !paths.iter().any(|p| p == "/past"),
+        "a body already past its length reached the server: {paths:?}"
+    );
+}
+
+/// An HTTP/3 body whose excess arrives after its request went on: the
+/// server never receives the whole declared body, so it never takes the
+/// wrong request as complete, and the client is not answered with success.
+#[tokio::test]
+async fn an_http3_body_running_past_its_length_later_is_cut_short_at_the_server() {
+    let (backend, seen) = reading_backend().await;
+    let (_gw, client, port, _files) = http3_gangway(&backend, &[]).await;
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    let mut send = conn.sender();
+    let req = Request::post("https://app.test/later")
+        .header("content-length", "5")
+        .body(())
+        .unwrap();
+    let mut stream = send.send_request(req).await.unwrap();
+    stream
+        .send_data(Bytes::from_static(b"hello"))
+        .await
+        .unwrap();
+    eventually(WAIT, "the request reached the server", || async {
+        seen.paths.lock().unwrap().iter().any(|p| p == "/later")
+    })
+    .await;
+    // Either may fail once gangway has cut the stream.
+    let _ = stream.send_data(Bytes::from_static(b" world")).await;
+    let _ = stream.finish().await;
+    let answer = tokio::time::timeout(WAIT, stream.recv_response())
+        .await
+        .expect("the stream is answered or reset");
+    assert!(
+        answer
+            .as_ref()
+            .map_or(true, |a| a.status() != StatusCode::OK),
+        "{answer:?}"
+    );
+    eventually(WAIT, "the server is done with the request", || async {
+        seen.reading.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    let whole = seen.whole.lock().unwrap().clone();
+    assert!(
+        !whole.iter().any(|p| p == "/later"),
+        "the server received a whole body for a request that ran past its length: {whole:?}"
+    );
+}
+
+/// An HTTP/3 frame: its type and length (both below 64, one byte each as
+/// variable-length integers), then `payload`.
+fn h3_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    assert!(payload.len() < 64);
+    let mut out = vec![kind, payload.len() as u8];
+    out.extend(payload);
+    out
+}
+
+/// Sends on `conn` a POST to `path` announcing five bytes and sending
+/// eleven in three DATA frames, written with the head in one piece so
+/// that all of it is there when the head is; asserts the stream is reset.
+async fn h3_past_its_length(conn: &support::http3::H3Conn, path: &str) {
+    let mut head = vec![0x00, 0x00, 0xd4, 0xd7]; // POST, https (QPACK static)
+    for (index, value) in [(0u8, "app.test"), (1, path), (4, "5")] {
+        head.extend([0x50 | index, value.len() as u8]); // static name, literal value
+        head.extend(value.as_bytes());
+    }
+    let mut out = h3_frame(0x01, &head);
+    for part in ["he", "llo", " world"] {
+        out.extend(h3_frame(0x00, part.as_bytes()));
+    }
+    let (mut tx, mut rx) = conn.conn.open_bi().await.unwrap();
+    tx.write_all(&out).await.unwrap();
+    tx.finish().unwrap();
+    let answer = tokio::time::timeout(WAIT, rx.read_to_end(64 * 1024))
+        .await
+        .expect("the stream is answered or reset");
+    assert!(
+        matches!(
+            answer,
+            Err(quinn::ReadToEndError::Read(quinn::ReadError::Reset(_)))
+        ),
+        "{answer:?}"
+    );
+}
+
+/// GET /metrics on gangway's internal entry point.
+async fn metrics(port: u16) -> String {
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<Bytes>>();
+    let req = Request::get(format!("http://127.0.0.1:{port}/metrics"))
+        .body(Full::default())
+        .unwrap();
+    let resp = client.request(req).await.expect("metrics");
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// Requests gangway refuses before forwarding them, over HTTP/2 and
+/// HTTP/3, are seen where an operator looks: a body announced and never
+/// begun (its 408), and a body already past its length (its stream reset,
+/// counted as the 400 it stands for), in the entry point's requests by
+/// code and in the access log. None of them reaches the server.
+#[tokio::test]
+async fn refusals_before_forwarding_are_counted_and_logged() {
+    let (backend, seen) = reading_backend().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let internal = support::free_port();
+    let flags = [
+        format!("--accessLog.filePath={}", log.display()),
+        "--metrics.prometheus".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+        "--entryPoints.web.limits.headerReadTimeout=1s".to_owned(),
+        "--entryPoints.websecure.limits.headerReadTimeout=1s".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (gw, client, port, _files) = http3_gangway(&backend, &flags).await;
+    eventually(WAIT, "route served on web", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+
+    // HTTP/2 (h2c): a body announced and never begun.
+    let tcp = TcpStream::connect(("127.0.0.1", gw.port)).await.unwrap();
+    let (h2, h2_conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    tokio::spawn(h2_conn);
+    let req = Request::post("http://app.test/h2-never")
+        .header("content-length", "5")
+        .body(())
+        .unwrap();
+    let (answer, _body) = h2.ready().await.unwrap().send_request(req, false).unwrap();
+    let answer = tokio::time::timeout(WAIT, answer).await.unwrap().unwrap();
+    assert_eq!(answer.status(), StatusCode::REQUEST_TIMEOUT);
+
+    // HTTP/2: a body already past its length.
+    let mut tcp = TcpStream::connect(("127.0.0.1", gw.port)).await.unwrap();
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(SETTINGS, 0, 0, &[]));
+    out.extend(frame(HEADERS, END_HEADERS, 1, &post("/h2-past", "5")));
+    out.extend(frame(DATA, END_STREAM, 1, b"hello world"));
+    tcp.write_all(&out).await.unwrap();
+    let frames = frames_until(&mut tcp, |fs| {
+        fs.contains(&(RST_STREAM, 1)) || fs.iter().any(|f| f.0 == GOAWAY)
+    })
+    .await;
+    assert!(frames.contains(&(RST_STREAM, 1)), "{frames:?}");
+
+    // HTTP/3: the same two.
+    let conn = support::http3::connect(&client, port, "app.test")
+        .await
+        .expect("HTTP/3 connection");
+    let req = Request::post("https://app.test/h3-never")
+        .header("content-length", "5")
+        .body(())
+        .unwrap();
+    let mut stream = conn.sender().send_request(req).await.unwrap();
+    let answer = tokio::time::timeout(WAIT, stream.recv_response())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::REQUEST_TIMEOUT);
+    h3_past_its_length(&conn, "/h3-past").await;
+
+    let series = |code: &str, entry_point: &str| {
+        format!(
+            r#"gangway_entrypoint_requests_total{{code="{code}",method="POST",protocol="http",entrypoint="{entry_point}"}} 1"#
+        )
+    };
+    let wanted = [
+        series("408", "web"),
+        series("400", "web"),
+        series("408", "websecure"),
+        series("400", "websecure"),
+    ];
+    eventually(WAIT, "the refusals counted", || async {
+        let text = metrics(internal).await;
+        wanted.iter().all(|w| text.lines().any(|l| l == w))
+    })
+    .await;
+    let lines = [
+        r#""POST /h2-never HTTP/2.0" 408 "#,
+        r#""POST /h2-past HTTP/2.0" 400 "#,
+        r#""POST /h3-never HTTP/3.0" 408 "#,
+        r#""POST /h3-past HTTP/3.0" 400 "#,
+    ];
+    eventually(WAIT, "the refusals logged", || async {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        lines.iter().all(|l| text.contains(l))
+    })
+    .await;
+    let paths = seen.paths.lock().unwrap().clone();
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.contains("never") || p.contains("past")),
+        "a refused request reached the server: {paths:?}"
+    );
 }

@@ -327,6 +327,7 @@ async fn answer_stream(
     req: Request<RecvStream>,
     mut respond: SendResponse<Bytes>,
 ) {
+    let started = Instant::now();
     let (parts, recv) = req.into_parts();
     let mut body = H2Body::new(recv, &parts.headers);
     // What already arrived of the body is looked at before the head goes
@@ -335,6 +336,7 @@ async fn answer_stream(
     if let Err(e) = poll_fn(|cx| Poll::Ready(body.read_ready(cx))).await {
         tracing::debug!(error = %e, "request body broke its stream before forwarding");
         respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
+        refused_by_reset(&proxy, &info, parts, &e, started);
         return;
     }
     // As nginx reads a request's body before it goes to a server: a body
@@ -349,6 +351,10 @@ async fn answer_stream(
         .max_request_body_bytes
         .zip(http_body::Body::size_hint(&body).exact())
         .is_some_and(|(limit, declared)| declared > limit);
+    // The connection's clock counts a stream waiting for its body as a
+    // request in flight: otherwise a connection whose first request waits
+    // would be cut for a slow head, and its 408 lost with it.
+    let _waiting = info.activity.as_ref().map(|a| a.request_started(true).1);
     if !body.started() && !too_large && !parts.headers.contains_key(header::EXPECT) {
         let limit = super::connection::first_bytes_limit(&info.entry_point);
         let begun = poll_fn(|cx| match body.read_ready(cx) {
@@ -361,11 +367,19 @@ async fn answer_stream(
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "request body broke its stream before it began");
                 respond.send_reset(e.reason().unwrap_or(Reason::PROTOCOL_ERROR));
+                refused_by_reset(&proxy, &info, parts, &e, started);
                 return;
             }
             Err(_) => {
                 tracing::debug!(peer = %info.peer, "announced request body never began");
-                answer(&mut respond, Kind::RequestTimeout.into_response()).await;
+                let resp = Kind::RequestTimeout.into_response();
+                proxy.record_refusal(
+                    &info,
+                    &Request::from_parts(parts, ()),
+                    resp.status(),
+                    started,
+                );
+                answer(&mut respond, resp).await;
                 return;
             }
         }
@@ -396,6 +410,23 @@ async fn answer_stream(
         }
     };
     answer(&mut respond, resp).await;
+}
+
+/// Records a stream h2 reset before its request was forwarded, because
+/// its body broke the protocol (DATA past the `content-length`): metrics
+/// and the access log count it as a 400, the answer it stands for. A
+/// stream the client reset itself is its own cancellation, not recorded.
+fn refused_by_reset(
+    proxy: &Proxy,
+    info: &ConnInfo,
+    parts: http::request::Parts,
+    e: &h2::Error,
+    started: Instant,
+) {
+    if e.is_library() {
+        let req = Request::from_parts(parts, ());
+        proxy.record_refusal(info, &req, http::StatusCode::BAD_REQUEST, started);
+    }
 }
 
 /// Sends `resp` on the stream: its head, then its body.

@@ -26,10 +26,11 @@
 //! close. The half keeps a browser that cancels a page's pending loads on
 //! its connection.
 
+use super::error::Kind;
 use super::forwarded::strip_connection_specific;
 use super::{ConnInfo, EntryPointInfo, Proxy};
 use crate::body::ClientStream;
-use crate::body::h3_stream::H3Body;
+use crate::body::h3_stream::{H3Body, H3BodyError};
 use crate::overload::ConnectionSlot;
 use crate::runtime::RuntimeHandle;
 use bytes::Bytes;
@@ -377,6 +378,7 @@ async fn answer_stream(
         }
         Err(_) => return Outcome::Served,
     };
+    let head_read = std::time::Instant::now();
     let (mut send, recv) = stream.split();
     let (parts, ()) = req.into_parts();
     let mut body = H3Body::new(recv, &parts.headers);
@@ -384,19 +386,58 @@ async fn answer_stream(
     // request that declares no length and rarely has a body (GET and the
     // like), its end is waited for (it comes with or right after the
     // head), so the server is not sent an empty body of unknown length.
-    let wait_for_start = !parts.headers.contains_key(header::CONTENT_LENGTH)
+    let wait_for_end = !parts.headers.contains_key(header::CONTENT_LENGTH)
         && matches!(
             parts.method,
             Method::GET | Method::HEAD | Method::OPTIONS | Method::DELETE | Method::TRACE
         );
+    // As on HTTP/2 (and as nginx reads a body before it goes to a server):
+    // a body declared and not begun is waited for, so that requests whose
+    // bodies never come take no server's slot; past the head's time limit
+    // the request gets a 408. Not with `Expect: 100-continue`, whose body
+    // waits for gangway's go-ahead, nor when the declared length is past
+    // the entry point's limit: that request gets its 413 without the body.
+    let too_large = info
+        .entry_point
+        .max_request_body_bytes
+        .zip(body.declared())
+        .is_some_and(|(limit, declared)| declared > limit);
+    let must_begin = !body.started() && !too_large && !parts.headers.contains_key(header::EXPECT);
     let started = poll_fn(|cx| match body.read_ready(cx) {
         Ok(true) => Poll::Ready(Ok(())),
-        Ok(false) if wait_for_start => Poll::Pending,
+        Ok(false) if wait_for_end || must_begin => Poll::Pending,
         Ok(false) => Poll::Ready(Ok(())),
         Err(e) => Poll::Ready(Err(e)),
     });
     match timeout(limit, started).await {
-        Ok(Ok(())) | Err(_) => {}
+        Ok(Ok(())) => {}
+        Err(_) if must_begin => {
+            tracing::debug!(peer = %info.peer, "announced HTTP/3 request body never began");
+            let resp = Kind::RequestTimeout.into_response();
+            let req = Request::from_parts(parts, ());
+            proxy.record_refusal(&info, &req, resp.status(), head_read);
+            return answer(&mut send, resp).await;
+        }
+        Err(_) => {}
+        // A body already past its content-length is a malformed request
+        // (RFC 9114 §4.1.2): refused before anything of it is forwarded.
+        Ok(Err(e @ H3BodyError::Excess { .. })) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body past its length before forwarding");
+            send.stop_stream(h3::error::Code::H3_MESSAGE_ERROR);
+            // Counted and logged as the 400 it stands for.
+            let req = Request::from_parts(parts, ());
+            proxy.record_refusal(&info, &req, http::StatusCode::BAD_REQUEST, head_read);
+            return Outcome::Served;
+        }
+        // A body that ended short of its length is the client's fault
+        // too, and the client is still there to be told so.
+        Ok(Err(e @ H3BodyError::Short { .. })) => {
+            tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body short of its length before forwarding");
+            let resp = Kind::BadRequest.into_response();
+            let req = Request::from_parts(parts, ());
+            proxy.record_refusal(&info, &req, resp.status(), head_read);
+            return answer(&mut send, resp).await;
+        }
         Ok(Err(e)) => {
             tracing::debug!(peer = %info.peer, error = %e, "HTTP/3 request body broke off before forwarding");
             send.stop_stream(h3::error::Code::H3_REQUEST_INCOMPLETE);
@@ -409,6 +450,18 @@ async fn answer_stream(
         send.stop_stream(h3::error::Code::H3_INTERNAL_ERROR);
         return Outcome::Served;
     };
+    answer(&mut send, resp).await
+}
+
+/// Sends `resp` on the stream: its head, then its body and trailers.
+async fn answer<B>(
+    send: &mut h3::server::RequestStream<h3_quinn::SendStream<Bytes>, Bytes>,
+    resp: Response<B>,
+) -> Outcome
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     let (mut head, mut body) = resp.into_parts();
     strip_connection_specific(&mut head.headers);
     if !head.headers.contains_key(header::DATE) {

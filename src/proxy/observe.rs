@@ -256,6 +256,40 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// Records a request gangway refused before it was routed (its body
+    /// never began, or broke its `content-length`) as metrics and the
+    /// access log record any answer: in the entry point's requests with
+    /// `status`, and as an access log line, so an attack is seen where the
+    /// rest of the traffic is. `started` is when its head arrived.
+    pub(crate) fn record_refusal<B>(
+        &self,
+        conn: &ConnInfo,
+        req: &Request<B>,
+        status: http::StatusCode,
+        started: Instant,
+    ) {
+        let duration = started.elapsed();
+        if let Some(stats) = &conn.entry_point.stats {
+            stats.record(&Sample {
+                protocol: protocol_of(req),
+                method: method_index(req.method()),
+                status: status.as_u16(),
+                duration,
+                request_bytes: 0,
+                response_bytes: 0,
+            });
+        }
+        if let Some(log) = &self.access_log {
+            let mut entry = entry_for(conn, req, log);
+            entry.status = status.as_u16();
+            entry.duration = duration;
+            entry.start = SystemTime::now().checked_sub(duration);
+            log.log(entry);
+        }
+    }
+}
+
 impl ObservedBody {
     fn plain(inner: ProxyBody) -> Self {
         ObservedBody {
@@ -271,11 +305,7 @@ impl ObservedBody {
 #[derive(Clone, Debug)]
 pub struct ServedBy(pub String);
 
-fn entry_for(
-    conn: &ConnInfo,
-    req: &Request<ClientStream>,
-    log: &crate::access_log::AccessLogger,
-) -> Entry {
+fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::AccessLogger) -> Entry {
     let headers = req.headers();
     let text = |name: header::HeaderName| {
         headers
