@@ -52,6 +52,9 @@ pub struct CompileContext {
     /// Default TLS of each entry point (`entryPoints.<name>.http.tls`),
     /// indexed by `EntryPointId`; routers without `tls` there get it.
     pub entry_point_tls: Vec<Option<dynamic::RouterTls>>,
+    /// Middlewares of each entry point (`entryPoints.<name>.http.middlewares`),
+    /// indexed by `EntryPointId`; empty where none are given.
+    pub entry_point_middlewares: Vec<Vec<String>>,
     /// Names of the certificate resolvers of the static configuration.
     pub cert_resolvers: Vec<String>,
     /// Those of them that answer DNS-01, the only challenge that can get a
@@ -170,29 +173,72 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             );
         }
         let eps = step.entry_points(&router.entry_points, ctx);
-
-        let chain_names: Vec<String> = router
+        // Traefik puts an entry point's middlewares before the router's own
+        // and names them in the router's provider, so the chain can differ
+        // per entry point: one chain for each distinct list.
+        let mut groups: Vec<(&[String], Vec<usize>)> = Vec::new();
+        for &i in &eps {
+            let first = ctx
+                .entry_point_middlewares
+                .get(i)
+                .map_or(&[][..], Vec::as_slice);
+            match groups.iter_mut().find(|(list, _)| *list == first) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((first, vec![i])),
+            }
+        }
+        if groups.is_empty() {
+            // Still checked, so that the report says what is wrong with them.
+            groups.push((&[], Vec::new()));
+        }
+        let own: Vec<String> = router
             .middlewares
             .iter()
             .map(|mw| step.qualify(mw))
             .collect();
-        for q in &chain_names {
-            step.uses(&mut using, ObjectKind::Middleware, q);
-        }
-        let chain = match middlewares.chain(name, &chain_names, &mut services) {
-            Ok(chain) => Some(chain),
-            Err(problem) => {
-                step.disable(problem, "middlewares");
-                None
+        let mut registered: Vec<String> = Vec::new();
+        let mut chains = Some(Vec::with_capacity(groups.len()));
+        for (first, members) in groups {
+            let chain_names: Vec<String> = first
+                .iter()
+                .map(|mw| step.qualify(mw))
+                .chain(own.iter().cloned())
+                .collect();
+            if !first.is_empty() {
+                for &i in &members {
+                    step.entry.entry_point_middlewares.insert(
+                        ctx.entry_points[i].clone(),
+                        chain_names[..first.len()].to_vec(),
+                    );
+                }
             }
-        };
+            for q in &chain_names {
+                if !registered.contains(q) {
+                    step.uses(&mut using, ObjectKind::Middleware, q);
+                    registered.push(q.clone());
+                }
+            }
+            match middlewares.chain(name, &chain_names, &mut services) {
+                Ok(chain) => {
+                    if let Some(chains) = chains.as_mut() {
+                        chains.push((members, chain));
+                    }
+                }
+                Err(problem) => {
+                    if chains.is_some() {
+                        step.disable(problem, "middlewares");
+                    }
+                    chains = None;
+                }
+            }
+        }
 
         let (service_name, upstream) =
             step.service(&router.service, &mut using, |q| services.get(q));
         let provider = step.provider.clone();
 
-        if let (Some(matcher), Some(upstream), Some(chain), true) =
-            (matcher, upstream, chain, step.enabled())
+        if let (Some(matcher), Some(upstream), Some(chains), true) =
+            (matcher, upstream, chains, step.enabled())
         {
             let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
                 ctx.metrics
@@ -205,45 +251,47 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 .unwrap_or_else(|| default_priority(&router.rule));
             // One route for plain connections and one for TLS ones, as an
             // entry point's default TLS can make the router TLS on some only.
-            let mut made: [Option<Arc<Route>>; 2] = [None, None];
-            for i in eps {
-                let tls = router
-                    .tls
-                    .as_ref()
-                    .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
-                if let Some(tls) = tls {
-                    tls_uses.add(
-                        (name, ObjectKind::Router),
-                        &provider,
-                        tls,
-                        matcher.domains(),
-                        ctx,
-                        &mut |e: ConfigError| step.entry.warn(e),
-                    );
-                }
-                let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                    Arc::new(Route {
-                        name: name.clone(),
-                        priority,
-                        matcher: matcher.clone(),
-                        tls: tls.is_some(),
-                        chain: chain.clone(),
-                        upstream: upstream.clone(),
-                        stats: stats(StatsKind::Router, |m| m.routers, name),
-                        service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
-                        gate: crate::overload::Gate::for_service(
-                            registries,
-                            &service_name,
-                            crate::overload::Limits::of(
-                                dynamic.http.services.get(&service_name),
-                                ctx.service_limits,
+            for (members, chain) in chains {
+                let mut made: [Option<Arc<Route>>; 2] = [None, None];
+                for i in members {
+                    let tls = router
+                        .tls
+                        .as_ref()
+                        .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
+                    if let Some(tls) = tls {
+                        tls_uses.add(
+                            (name, ObjectKind::Router),
+                            &provider,
+                            tls,
+                            matcher.domains(),
+                            ctx,
+                            &mut |e: ConfigError| step.entry.warn(e),
+                        );
+                    }
+                    let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                        Arc::new(Route {
+                            name: name.clone(),
+                            priority,
+                            matcher: matcher.clone(),
+                            tls: tls.is_some(),
+                            chain: chain.clone(),
+                            upstream: upstream.clone(),
+                            stats: stats(StatsKind::Router, |m| m.routers, name),
+                            service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
+                            gate: crate::overload::Gate::for_service(
+                                registries,
+                                &service_name,
+                                crate::overload::Limits::of(
+                                    dynamic.http.services.get(&service_name),
+                                    ctx.service_limits,
+                                ),
                             ),
-                        ),
-                        service_name: service_name.clone(),
-                        internal: provider == "internal",
-                    })
-                });
-                per_ep[i].push(route.clone());
+                            service_name: service_name.clone(),
+                            internal: provider == "internal",
+                        })
+                    });
+                    per_ep[i].push(route.clone());
+                }
             }
         }
     }

@@ -926,3 +926,100 @@ async fn bad_middlewares_disable_only_their_routers_and_say_why() {
     })
     .await;
 }
+
+// === entry-point middlewares ===
+
+/// `Basic` credentials for bob, whose password is hunter2.
+fn bob() -> String {
+    use base64::Engine as _;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("bob:hunter2")
+    )
+}
+
+#[tokio::test]
+async fn entry_point_middlewares_run_before_every_routers_own() {
+    let b = Backend::echo("b").await;
+    // The router's own middleware would let a request through if it ran
+    // first: it writes valid credentials.
+    let defs = format!(
+        r#"
+[http.middlewares.auth.basicAuth]
+users = ["bob:$apr1$Zx9mQ2aB$am5BKSoVjrs8gyWVDEIEm0"]
+[http.middlewares.tag.headers]
+customResponseHeaders = {{ X-Entry = "web" }}
+[http.middlewares.creds.headers]
+customRequestHeaders = {{ Authorization = "{}" }}
+[http.routers.api]
+rule = "Host(`api.test`)"
+service = "api@internal"
+"#,
+        bob()
+    );
+    let gw = Gangway::with_file(
+        &config(&["creds"], &b.url(), &defs),
+        &[
+            "--api=true",
+            "--entryPoints.web.http.middlewares=tag@file,auth",
+        ],
+    )
+    .await;
+    eventually(WAIT, "configuration applied", || async {
+        gw.get("plain.test", "/").await.status == StatusCode::UNAUTHORIZED
+    })
+    .await;
+    let refused = gw.get("app.test", "/").await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNAUTHORIZED,
+        "the entry point's basicAuth runs before the router's own middleware"
+    );
+    assert_eq!(refused.headers["x-entry"], "web");
+    let plain = gw
+        .send(done(
+            get(&gw, "plain.test", "/").header("authorization", bob()),
+        ))
+        .await;
+    assert_eq!(plain.status, StatusCode::OK);
+    assert_eq!(plain.headers["x-entry"], "web");
+
+    let view = gw
+        .send(done(
+            get(&gw, "api.test", "/api/http/routers/app@file").header("authorization", bob()),
+        ))
+        .await;
+    assert_eq!(view.status, StatusCode::OK, "{}", view.text());
+    let view = json(&view);
+    assert_eq!(
+        view["middlewares"],
+        serde_json::json!(["tag@file", "auth@file", "creds@file"])
+    );
+    assert_eq!(
+        view["entryPointMiddlewares"],
+        serde_json::json!({"web": ["tag@file", "auth@file"]})
+    );
+}
+
+#[tokio::test]
+async fn a_missing_entry_point_middleware_disables_the_routers_there() {
+    let b = Backend::echo("b").await;
+    let gw = Gangway::with_file(
+        &config(&[], &b.url(), ""),
+        &["--entryPoints.web.http.middlewares=ghost"],
+    )
+    .await;
+    let named = |gw: &Gangway| {
+        gw.log()
+            .lines()
+            .any(|l| l.contains("router plain@file") && l.contains("`ghost@file`: does not exist"))
+    };
+    eventually(WAIT, "the router disabled with the reason", || async {
+        named(&gw)
+    })
+    .await;
+    assert_eq!(
+        gw.get("plain.test", "/").await.status,
+        StatusCode::NOT_FOUND
+    );
+}

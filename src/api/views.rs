@@ -147,9 +147,15 @@ pub struct RouterView {
     pub rule_syntax: Option<String>,
     /// The priority in effect: the configured one, or the rule's length.
     pub priority: i64,
-    /// Middlewares in order, qualified.
+    /// Middlewares in order, qualified; those of its entry points first
+    /// when every entry point it is on has the same ones, as Traefik shows
+    /// a router on one entry point.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub middlewares: Vec<String>,
+    /// The middlewares each of its entry points runs before its own
+    /// (`entryPoints.<name>.http.middlewares`), qualified.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub entry_point_middlewares: BTreeMap<String, Vec<String>>,
     /// The service, qualified.
     pub service: String,
     /// TLS settings, when the router takes TLS connections only.
@@ -371,6 +377,20 @@ impl RouterView {
         let targets = crate::rule::parse_rule_as_written(rule, rule_syntax.as_deref())
             .map(|m| m.targets())
             .unwrap_or_default();
+        let entry_point_middlewares = report
+            .map(|r| r.entry_point_middlewares.clone())
+            .unwrap_or_default();
+        let own = middlewares
+            .iter()
+            .map(|m| QualifiedName::resolve(m, &provider).to_string());
+        // One list for all its entry points is what the router runs
+        // everywhere; differing lists stay apart, in entryPointMiddlewares.
+        let on_all = report.is_some_and(|r| r.using.len() == entry_point_middlewares.len());
+        let mut lists = entry_point_middlewares.values();
+        let first: Vec<String> = match lists.next() {
+            Some(list) if on_all && lists.all(|l| l == list) => list.clone(),
+            _ => Vec::new(),
+        };
         RouterView {
             name: name.to_owned(),
             entry_points: entry_points.clone(),
@@ -378,10 +398,8 @@ impl RouterView {
             rule: rule.clone(),
             rule_syntax: rule_syntax.clone(),
             priority: priority.unwrap_or_else(|| crate::rule::default_priority(rule)),
-            middlewares: middlewares
-                .iter()
-                .map(|m| QualifiedName::resolve(m, &provider).to_string())
-                .collect(),
+            middlewares: first.into_iter().chain(own).collect(),
+            entry_point_middlewares,
             service: QualifiedName::resolve(service, &provider).to_string(),
             tls: tls.clone(),
             observability: observability.clone(),

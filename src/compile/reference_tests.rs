@@ -149,3 +149,64 @@ stsSeconds = 31536000
         ]
     );
 }
+
+#[test]
+fn entry_point_middlewares_come_first_on_that_entry_point_only() {
+    let ctx = CompileContext {
+        entry_points: vec!["web".into(), "websecure".into()],
+        entry_point_middlewares: vec![vec!["strip".into(), "other@file".into()], Vec::new()],
+        ..CompileContext::default()
+    };
+    let text = format!(
+        r#"{SERVICE}
+[http.routers.r]
+rule = "Path(`/r`)"
+service = "s"
+middlewares = ["own"]
+[http.middlewares.strip.stripPrefix]
+prefixes = ["/a"]
+[http.middlewares.other.stripPrefix]
+prefixes = ["/b"]
+[http.middlewares.own.stripPrefix]
+prefixes = ["/c"]
+"#
+    );
+    let d: Dynamic = parse_document("d.toml", &text, Format::Toml).expect("parses");
+    let (merged, _) = crate::aggregate::merge([("file", &d)]);
+    let rt = compile(Arc::new(merged), &ctx, &Registries::default());
+    let report = &rt.report.routers["r@file"];
+    assert_eq!(report.status, Status::Enabled, "{:?}", report.errors);
+    assert_eq!(
+        report.entry_point_middlewares,
+        [(
+            "web".to_owned(),
+            vec!["strip@file".to_owned(), "other@file".to_owned()]
+        )]
+        .into()
+    );
+    let chain_len = |ep: usize| rt.entry_points[ep].routes[0].chain.len();
+    assert_eq!(chain_len(0), 3, "the entry point's two, then the router's");
+    assert_eq!(chain_len(1), 1, "websecure has none of its own");
+    assert_eq!(users(&rt, "strip@file").0, ["r@file"]);
+}
+
+#[test]
+fn a_missing_entry_point_middleware_disables_its_routers() {
+    let ctx = CompileContext {
+        entry_points: vec!["web".into()],
+        entry_point_middlewares: vec![vec!["ghost".into()]],
+        ..CompileContext::default()
+    };
+    let text = format!("{SERVICE}\n[http.routers.r]\nrule = \"Path(`/r`)\"\nservice = \"s\"\n");
+    let d: Dynamic = parse_document("d.toml", &text, Format::Toml).expect("parses");
+    let (merged, _) = crate::aggregate::merge([("file", &d)]);
+    let rt = compile(Arc::new(merged), &ctx, &Registries::default());
+    let report = &rt.report.routers["r@file"];
+    assert_eq!(report.status, Status::Disabled);
+    assert!(
+        report.errors[0].to_string().contains("ghost@file"),
+        "{}",
+        report.errors[0]
+    );
+    assert!(rt.entry_points[0].routes.is_empty());
+}

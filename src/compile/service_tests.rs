@@ -27,6 +27,7 @@ fn ctx() -> CompileContext {
         internal: BTreeMap::new(),
         metrics: None,
         entry_point_tls: Vec::new(),
+        entry_point_middlewares: Vec::new(),
         cert_resolvers: Vec::new(),
         udp_entry_points: Vec::new(),
         default_rule_syntax: Default::default(),

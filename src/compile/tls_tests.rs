@@ -23,6 +23,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
             max_per_client: 0,
         },
         entry_point_tls: ep_tls,
+        entry_point_middlewares: Vec::new(),
         cert_resolvers: vec!["le".into(), "dns".into()],
         dns_resolvers: vec!["dns".into()],
         internal: BTreeMap::new(),

@@ -231,6 +231,11 @@ pub struct EntryPointHttp {
     /// left out of the API) when no redirection option is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirections: Option<Redirections>,
+    /// Middlewares every HTTP router on this entry point runs before its
+    /// own, named as that router names its own: without `@provider`, in
+    /// the router's provider.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middlewares: Vec<String>,
     /// Put request paths in canonical form before routing (dot segments
     /// resolved, `//` merged, escapes of unreserved characters decoded).
     /// Default `true`, as in Traefik.
@@ -249,6 +254,7 @@ impl Default for EntryPointHttp {
         EntryPointHttp {
             tls: None,
             redirections: None,
+            middlewares: Vec::new(),
             sanitize_path: true,
             encoded_characters: EntryPointEncodedCharacters::default(),
             underscore_headers_strategy: UnderscoreHeadersStrategy::default(),

@@ -36,6 +36,13 @@ pub struct ObjectReport {
     /// middlewares: the routers that use it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub using: Vec<String>,
+    /// For routers: the middlewares each of its entry points puts before
+    /// its own (`entryPoints.<name>.http.middlewares`), qualified.
+    #[serde(
+        rename = "entryPointMiddlewares",
+        skip_serializing_if = "std::collections::BTreeMap::is_empty"
+    )]
+    pub entry_point_middlewares: std::collections::BTreeMap<String, Vec<String>>,
     /// For middlewares: the `chain` middlewares it is a member of.
     #[serde(rename = "inChains", skip_serializing_if = "Vec::is_empty")]
     pub in_chains: Vec<String>,

@@ -106,6 +106,11 @@ pub fn compile_context(
             .values()
             .map(|ep| ep.http.tls.as_ref().map(router_tls))
             .collect(),
+        entry_point_middlewares: config
+            .entry_points
+            .values()
+            .map(|ep| ep.http.middlewares.clone())
+            .collect(),
         cert_resolvers: config.certificates_resolvers.keys().cloned().collect(),
         dns_resolvers: config
             .certificates_resolvers

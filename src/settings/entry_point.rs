@@ -77,6 +77,7 @@ pub fn entry_point(
             EntryPointHttp {
                 tls: _, // compile_context: the routers' default TLS
                 redirections,
+                middlewares: _, // compile_context: the routers' first middlewares
                 sanitize_path,
                 encoded_characters,
                 underscore_headers_strategy,

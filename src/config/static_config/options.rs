@@ -286,6 +286,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Redirect permanently (301/308) rather than temporarily (302/307).",
     ),
     opt(
+        "entryPoints.<name>.http.middlewares",
+        ValueKind::List,
+        "",
+        "Middlewares every HTTP router on this entry point runs before its own.",
+    ),
+    opt(
         "entryPoints.<name>.http.sanitizePath",
         ValueKind::Bool,
         "true",

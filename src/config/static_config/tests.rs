@@ -1288,6 +1288,7 @@ fn full_config() -> StaticConfig {
     let mut redirections = Redirections::default();
     redirections.entry_point.to = Some(String::from("websecure"));
     entry_point.http.redirections = Some(redirections);
+    entry_point.http.middlewares = vec![String::from("auth@file")];
     config.entry_points.insert(String::from("web"), entry_point);
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),

@@ -201,12 +201,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Not supported under this name; use entryPoints.<name>.limits.maxHeaderBytes.",
     ),
     unsupported(
-        "entryPoints.<name>.http.middlewares",
-        ValueKind::String,
-        "",
-        "Entry-point middlewares: not supported yet; they are NOT applied to the routers of this entry point.",
-    ),
-    unsupported(
         "entryPoints.<name>.http.redirections.entryPoint.priority",
         ValueKind::String,
         "9223372036854775806",
