@@ -15,8 +15,7 @@ use support::{binary, eventually, free_port};
 
 /// Traefik names gangway still refuses (none today). A name put here must
 /// be refused, and is flagged as soon as it is accepted.
-const PENDING: &[&str] = &[
-];
+const PENDING: &[&str] = &[];
 
 /// (option with names filled in, value), from the fixture.
 fn options() -> Vec<(String, String)> {
