@@ -45,6 +45,13 @@ pub type Req = Request<RequestBody>;
 /// A response as middlewares see it.
 pub type Resp = Response<ProxyBody>;
 
+/// The user an auth middleware (basicAuth, forwardAuth's `headerField`)
+/// found, for the access log's `ClientUsername`. Set as a request
+/// extension; the chain moves it onto the response, where the proxy reads
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientUsername(pub String);
+
 /// What a middleware decided about a request on its way in.
 pub enum Flow {
     /// Go on to the next middleware (and finally the service).

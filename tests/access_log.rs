@@ -273,3 +273,87 @@ async fn the_dashboards_own_requests_are_not_logged_or_counted_unless_asked() {
     assert!(count >= 1800, "{internal_requests}");
     assert!(metrics.contains(r#"router="api@internal""#), "{metrics}");
 }
+
+#[tokio::test]
+async fn the_user_of_basic_auth_and_of_forward_auths_header_field_is_logged() {
+    let b = Backend::echo("b").await;
+    // A real auth server: the bearer token names the user it answers with.
+    let auth = Backend::serve(|req: http::Request<hyper::body::Incoming>| async move {
+        let token = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::to_owned);
+        let mut r = http::Response::new(http_body_util::Full::new(bytes::Bytes::new()));
+        match token {
+            Some(user) => {
+                r.headers_mut()
+                    .insert("x-auth-user", user.parse().expect("value"));
+            }
+            None => *r.status_mut() = StatusCode::UNAUTHORIZED,
+        }
+        r
+    })
+    .await;
+    let dynamic = format!(
+        "{}[http.routers.fa]\nrule = \"Host(`fa.test`)\"\nservice = \"b\"\nmiddlewares = [\"fa\"]\n\
+         [http.routers.ba]\nrule = \"Host(`ba.test`)\"\nservice = \"b\"\nmiddlewares = [\"ba\"]\n\
+         [http.middlewares.fa.forwardAuth]\naddress = \"{}/check\"\nheaderField = \"X-Auth-User\"\n\
+         [http.middlewares.ba.basicAuth]\nusers = [\"ann:{{SHA}}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\"]\n",
+        support::one_route("b", "Host(`b.test`)", &[&b.url()]),
+        auth.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let flag = format!("--accessLog.filePath={}", path.display());
+    let gw = Gangway::with_file(&dynamic, &[&flag]).await;
+    let with_auth = |host: &str, path: &str, value: &str| {
+        http::Request::get(gw.url(path))
+            .header("host", host)
+            .header("authorization", value)
+            .body(Default::default())
+            .unwrap()
+    };
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.send(with_auth("fa.test", "/warm", "Bearer zoe"))
+            .await
+            .status
+            == StatusCode::OK
+    })
+    .await;
+    assert_eq!(
+        gw.send(with_auth("fa.test", "/fa", "Bearer carol"))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        gw.send(with_auth("ba.test", "/ba", "Basic YW5uOmh1bnRlcjI="))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        gw.send(with_auth("fa.test", "/refused", "none"))
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
+    eventually(Duration::from_secs(5), "lines written", || async {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("/refused")
+    })
+    .await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line = |p: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("GET {p} ")))
+            .unwrap_or_else(|| panic!("no line for {p}:\n{text}"))
+            .to_owned()
+    };
+    assert!(line("/fa").starts_with("127.0.0.1 - carol ["), "{text}");
+    assert!(line("/ba").starts_with("127.0.0.1 - ann ["), "{text}");
+    assert!(line("/refused").starts_with("127.0.0.1 - - ["), "{text}");
+}

@@ -171,6 +171,8 @@ impl Middleware for BasicAuth {
         if let Some((h, v)) = user_value {
             req.headers_mut().insert(h, v);
         }
+        req.extensions_mut()
+            .insert(super::ClientUsername(user.to_owned()));
         Flow::Continue
     }
 }

@@ -1,7 +1,7 @@
 //! A router's middlewares in order, and how a request runs through them to
 //! the service and back.
 
-use super::{Exchange, Flow, Middleware, Req, Resp};
+use super::{ClientUsername, Exchange, Flow, Middleware, Req, Resp};
 use futures_util::future::BoxFuture;
 use std::any::Any;
 use std::sync::Arc;
@@ -116,6 +116,10 @@ async fn run(
             }
         }
     }
+    // An auth step's user rides on the response to the access log; a user
+    // found further in (a later auth middleware) is already there and wins,
+    // as the last one to set it does in Traefik.
+    let user = req.extensions_mut().remove::<ClientUsername>();
     let mut resp = match answer {
         Some(resp) => resp,
         None => match layers.get(passed) {
@@ -130,6 +134,11 @@ async fn run(
             }
         },
     };
+    if let Some(user) = user
+        && resp.extensions().get::<ClientUsername>().is_none()
+    {
+        resp.extensions_mut().insert(user);
+    }
     for m in layers[..passed].iter().rev() {
         m.response(&mut resp, cx);
     }

@@ -53,6 +53,9 @@ pub struct ForwardAuth {
     preserve_location: bool,
     preserve_method: bool,
     signin: Option<HeaderValue>,
+    /// `headerField`: the auth answer's header naming the user, for the
+    /// access log.
+    user_header: Option<HeaderName>,
 }
 
 fn names(option: &'static str, list: &[String]) -> Result<Vec<HeaderName>, MiddlewareError> {
@@ -133,7 +136,14 @@ pub fn compile(
             MiddlewareError::invalid("authSigninURL", format!("`{s}` is not a valid URL"))
         })?),
     };
+    let user_header = match cfg.header_field.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(h) => Some(HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+            MiddlewareError::invalid("headerField", format!("`{h}` is not a header name"))
+        })?),
+    };
     Ok(ForwardAuth {
+        user_header,
         address,
         host,
         kind,
@@ -337,6 +347,16 @@ impl Middleware for ForwardAuth {
             }
             if !parts.status.is_success() {
                 return self.refusal(parts, body);
+            }
+            // As Traefik: the first value of `headerField` in the auth
+            // answer is the user the access log shows.
+            if let Some(user) = self
+                .user_header
+                .as_ref()
+                .and_then(|h| parts.headers.get(h))
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            {
+                req.extensions_mut().insert(super::ClientUsername(user));
             }
             let rh = req.headers_mut();
             for n in &self.response_headers {

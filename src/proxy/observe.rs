@@ -246,6 +246,10 @@ impl Proxy {
             e.router = route.as_ref().map(|r| r.name.clone());
             e.service = route.as_ref().map(|r| r.service_name.clone());
             e.service_url = resp.extensions().get::<ServedBy>().map(|s| s.0.clone());
+            e.client_username = resp
+                .extensions()
+                .get::<crate::middleware::ClientUsername>()
+                .map(|u| u.0.clone());
         }
         watch.route = route.filter(|r| !r.internal || self.metrics_internals);
         resp.map(|inner| {
