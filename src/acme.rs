@@ -373,7 +373,15 @@ async fn keep_certificate(
                 };
                 unstored =
                     (!pending.attempt(&resolver, &status, &key, &domains).await).then_some(pending);
-                tracing::info!(resolver = %resolver.name, domains = %names, not_after = cert.not_after, issuer = %cert.issuer, "certificate obtained");
+                let not_after = u64::try_from(cert.not_after).map_or_else(
+                    |_| cert.not_after.to_string(),
+                    |secs| {
+                        httpdate::fmt_http_date(
+                            std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+                        )
+                    },
+                );
+                tracing::info!(resolver = %resolver.name, domains = %names, %not_after, issuer = %cert.issuer, "certificate obtained");
                 registries.tls.put_issued(
                     key.clone(),
                     Arc::new(IssuedCert {
