@@ -167,6 +167,18 @@ impl Api {
         }
     }
 
+    /// The error of `call` for an answer the provider refused: its status
+    /// with the provider's own message.
+    pub(super) fn refused(&self, action: &str, reply: &Reply) -> DnsError {
+        self.error(
+            action,
+            ApiProblem::Status {
+                status: reply.status,
+                message: self.message_of(&reply.body, reply.status),
+            },
+        )
+    }
+
     /// Sends `call`, again after a backoff while the API answers 429 or
     /// 502–504 (honouring a `Retry-After` in seconds). A 2xx answer, and
     /// a 404 the caller may expect, come back as a [`Reply`]; any other

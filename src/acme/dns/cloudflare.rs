@@ -187,13 +187,7 @@ impl Cloudflare {
         if reply.status.is_success() && envelope.success {
             return Ok(envelope.result);
         }
-        Err(self.api.error(
-            action,
-            ApiProblem::Status {
-                status: reply.status,
-                message: self.api.message_of(&reply.body, reply.status),
-            },
-        ))
+        Err(self.api.refused(action, reply))
     }
 
     async fn present(&self, fqdn: &str, value: &str) -> Result<(), DnsError> {

@@ -121,7 +121,7 @@ impl DigitalOcean {
             .send(&self.call(&action, Method::POST, &url, Some(&body)))
             .await?;
         if reply.status == StatusCode::NOT_FOUND {
-            return Err(self.not_found(&action, &reply));
+            return Err(self.api.refused(&action, &reply));
         }
         Ok(())
     }
@@ -139,7 +139,7 @@ impl DigitalOcean {
             .send(&self.call(&action, Method::GET, &url, None))
             .await?;
         if reply.status == StatusCode::NOT_FOUND {
-            return Err(self.not_found(&action, &reply));
+            return Err(self.api.refused(&action, &reply));
         }
         let records: Records = reply.json().map_err(|p| self.api.error(&action, p))?;
         for record in records.domain_records.iter().filter(|r| r.data == value) {
@@ -150,16 +150,6 @@ impl DigitalOcean {
                 .await?;
         }
         Ok(())
-    }
-
-    fn not_found(&self, action: &str, reply: &api::Reply) -> DnsError {
-        self.api.error(
-            action,
-            ApiProblem::Status {
-                status: reply.status,
-                message: self.api.message_of(&reply.body, reply.status),
-            },
-        )
     }
 }
 

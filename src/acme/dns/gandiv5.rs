@@ -98,16 +98,6 @@ impl GandiV5 {
             .await
     }
 
-    fn failed(&self, action: &str, reply: &api::Reply) -> DnsError {
-        self.api.error(
-            action,
-            ApiProblem::Status {
-                status: reply.status,
-                message: self.api.message_of(&reply.body, reply.status),
-            },
-        )
-    }
-
     /// The account's domain holding `fqdn`.
     async fn domain(&self, fqdn: &str) -> Result<String, DnsError> {
         let action = format!("finding the domain of `{fqdn}`");
@@ -160,7 +150,7 @@ impl GandiV5 {
         if reply.status.is_success() {
             Ok(())
         } else {
-            Err(self.failed(action, &reply))
+            Err(self.api.refused(action, &reply))
         }
     }
 
@@ -197,7 +187,7 @@ impl GandiV5 {
         if reply.status.is_success() || reply.status == StatusCode::NOT_FOUND {
             Ok(())
         } else {
-            Err(self.failed(&action, &reply))
+            Err(self.api.refused(&action, &reply))
         }
     }
 }

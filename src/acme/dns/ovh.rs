@@ -168,16 +168,6 @@ impl Ovh {
             .await
     }
 
-    fn failed(&self, action: &str, reply: &api::Reply) -> DnsError {
-        self.api.error(
-            action,
-            ApiProblem::Status {
-                status: reply.status,
-                message: self.api.message_of(&reply.body, reply.status),
-            },
-        )
-    }
-
     /// The account's zone holding `fqdn`.
     async fn zone(&self, fqdn: &str) -> Result<String, DnsError> {
         let action = format!("finding the zone of `{fqdn}`");
@@ -205,7 +195,7 @@ impl Ovh {
         if reply.status.is_success() {
             Ok(())
         } else {
-            Err(self.failed(action, &reply))
+            Err(self.api.refused(action, &reply))
         }
     }
 
@@ -227,7 +217,7 @@ impl Ovh {
             )
             .await?;
         if !reply.status.is_success() {
-            return Err(self.failed(&action, &reply));
+            return Err(self.api.refused(&action, &reply));
         }
         self.refresh(&action, &zone).await
     }
@@ -245,7 +235,7 @@ impl Ovh {
             )
             .await?;
         if !reply.status.is_success() {
-            return Err(self.failed(&action, &reply));
+            return Err(self.api.refused(&action, &reply));
         }
         let ids: Vec<u64> = reply.json().map_err(|p| self.api.error(&action, p))?;
         let mut removed = false;
@@ -262,7 +252,7 @@ impl Ovh {
             let reply = self.call(&action, Method::DELETE, &path, None).await?;
             // A 404 means it is gone already, which is what was wanted.
             if !reply.status.is_success() && reply.status != http::StatusCode::NOT_FOUND {
-                return Err(self.failed(&action, &reply));
+                return Err(self.api.refused(&action, &reply));
             }
             removed = true;
         }

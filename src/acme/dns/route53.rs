@@ -243,13 +243,7 @@ impl Route53 {
     /// The text of a 2xx answer, or the error of a 404.
     fn text<'r>(&self, action: &str, reply: &'r api::Reply) -> Result<&'r str, DnsError> {
         if !reply.status.is_success() {
-            return Err(self.api.error(
-                action,
-                ApiProblem::Status {
-                    status: reply.status,
-                    message: self.api.message_of(&reply.body, reply.status),
-                },
-            ));
+            return Err(self.api.refused(action, reply));
         }
         std::str::from_utf8(&reply.body).map_err(|e| {
             self.api.error(
