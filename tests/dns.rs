@@ -1776,3 +1776,188 @@ async fn gandiv5_publishes_a_wildcard_and_its_apex_through_its_api() {
     assert!(count(&format!("DELETE {set}")) >= 1, "{calls:#?}");
     assert!(!gw.log().contains(GANDI_TOKEN));
 }
+
+/// The token the Duck DNS stand-in accepts.
+const DUCK_TOKEN: &str = "a7c4d3e2-0b1f-4e5d-9c8b-7a6f5e4d3c2b";
+
+/// Duck DNS's update API (`GET /update?domains=&token=&txt=&clear=`), as
+/// its specification describes it: the answer is `OK` or `KO` with status
+/// 200, the token is checked, and a subdomain holds one TXT value, served
+/// at every name under it; the account holds the subdomain `apps`, whose
+/// value goes into `named` (zone `duckdns.org.`) through RFC 2136.
+async fn duckdns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let path = req.uri().path().to_owned();
+            let query = req.uri().query().unwrap_or_default().to_owned();
+            let param = |name: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .map(str::to_owned)
+            };
+            // Recorded without the token, as a log of calls would be.
+            seen.lock().unwrap().calls.push(format!(
+                "GET {path} domains={} txt={} clear={}",
+                param("domains").unwrap_or_default(),
+                param("txt").unwrap_or_default(),
+                param("clear").unwrap_or_default()
+            ));
+            let reply = |text: &'static str| {
+                http::Response::builder()
+                    .status(StatusCode::OK)
+                    .header(http::header::CONTENT_TYPE, "text/plain")
+                    .body(Full::new(Bytes::from_static(text.as_bytes())))
+                    .unwrap()
+            };
+            if path != "/update" || param("token").as_deref() != Some(DUCK_TOKEN) {
+                return reply("KO");
+            }
+            let domain = param("domains").unwrap_or_default();
+            if domain != "apps" && domain != "apps.duckdns.org" {
+                return reply("KO");
+            }
+            let fqdn = "_acme-challenge.apps.duckdns.org";
+            // One value per subdomain: the old one goes first either way.
+            let old: Vec<(String, String, String)> =
+                seen.lock().unwrap().records.drain(..).collect();
+            for (_, name, value) in old {
+                if nsupdate(&header, "delete", &name, &value).await.is_err() {
+                    return reply("KO");
+                }
+            }
+            if param("clear").as_deref() == Some("true") {
+                return reply("OK");
+            }
+            let Some(txt) = param("txt").filter(|t| !t.is_empty()) else {
+                return reply("KO");
+            };
+            if nsupdate(&header, "add", fqdn, &txt).await.is_err() {
+                return reply("KO");
+            }
+            let mut seen = seen.lock().unwrap();
+            seen.next_id += 1;
+            let id = seen.next_id.to_string();
+            seen.records.push((id, fqdn.to_owned(), txt));
+            reply("OK")
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn duckdns_publishes_a_wildcard_and_its_apex_one_after_the_other() {
+    if !ready("duckdns") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = duckdns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.duckdns.org`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.duckdns.org\"\nsans = [\"apps.duckdns.org\"]\n",
+        )],
+    );
+    let url = format!("{}/update", api.url());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "duckdns",
+            &[
+                ("DUCKDNS_TOKEN", DUCK_TOKEN),
+                ("DUCKDNS_API_URL", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate(
+            "www.apps.duckdns.org",
+            &["*.apps.duckdns.org", "apps.duckdns.org"],
+        )
+        .await;
+    eventually(Duration::from_secs(10), "the record cleared", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.duckdns.org")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let sets = calls.iter().filter(|c| c.ends_with("clear=false")).count();
+    let clears = calls
+        .iter()
+        .filter(|c| *c == "GET /update domains=apps txt= clear=true")
+        .count();
+    // Each authorization set its value and cleared it before the next.
+    assert!(sets >= 2, "{calls:#?}");
+    assert_eq!(sets, clears, "{calls:#?}");
+    assert!(!gw.log().contains(DUCK_TOKEN));
+
+    drop(gw);
+
+    // A wrong token: Duck DNS's own answer, no secret, and a retry later;
+    // a name outside duckdns.org: its sentence, without calling the API.
+    let wrong = "00000000-0000-4000-8000-00000000dead";
+    let before = seen.lock().unwrap().calls.len();
+    let dynamic = routers(
+        &app.url(),
+        &[
+            ("deny", "Host(`*.sub.apps.duckdns.org`)", "le", ""),
+            ("lost", "Host(`lost.elsewhere.test`)", "le", ""),
+        ],
+    );
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "duckdns",
+            &[("DUCKDNS_TOKEN", wrong), ("DUCKDNS_API_URL", url.as_str())],
+            &[],
+        )
+        .await;
+    eventually(
+        Duration::from_secs(60),
+        "two failed orders each",
+        || async {
+            let certs = certificates(&gw).await;
+            ["*.sub.apps.duckdns.org", "lost.elsewhere.test"]
+                .iter()
+                .all(|main| {
+                    cert(&certs, main).is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= 2)
+                })
+        },
+    )
+    .await;
+    let certs = certificates(&gw).await;
+    let refused = cert(&certs, "*.sub.apps.duckdns.org").unwrap();
+    assert_eq!(
+        refused["lastError"],
+        "DNS-01 challenge for `sub.apps.duckdns.org`: duckdns: setting the TXT record of \
+         `_acme-challenge.sub.apps.duckdns.org.`: the API refused it: KO (a wrong token, or \
+         `apps` is not the account's)",
+        "{refused}"
+    );
+    assert!(refused["nextAttempt"].as_i64().is_some(), "{refused}");
+    let lost = cert(&certs, "lost.elsewhere.test").unwrap();
+    assert_eq!(
+        lost["lastError"],
+        "DNS-01 challenge for `lost.elsewhere.test`: duckdns: setting the TXT record of \
+         `_acme-challenge.lost.elsewhere.test.`: the provider serves only names under duckdns.org",
+        "{lost}"
+    );
+    let calls = seen.lock().unwrap().calls[before..].to_vec();
+    assert!(
+        calls.iter().all(|c| c.contains("domains=apps ")),
+        "{calls:#?}"
+    );
+    assert!(!refused.to_string().contains(wrong));
+    assert!(!gw.log().contains(wrong));
+}

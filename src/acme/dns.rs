@@ -11,6 +11,7 @@
 mod api;
 mod cloudflare;
 mod digitalocean;
+mod duckdns;
 mod exec;
 mod gandiv5;
 mod httpreq;
@@ -322,6 +323,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(1200),
         interval: secs(20),
         build: |env| Ok(Box::new(gandiv5::GandiV5::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "duckdns",
+        prefix: "DUCKDNS",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(duckdns::DuckDns::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -53,7 +53,9 @@ const ATTEMPTS: usize = 5;
 
 impl Named {
     /// Starts the server with the zone `test.`: `ns.test`, `apps.test` and
-    /// `*.apps.test` resolve to 127.0.0.1.
+    /// `*.apps.test` resolve to 127.0.0.1; and the zone `duckdns.org.`,
+    /// where `apps.duckdns.org` and `*.apps.duckdns.org` do (a Duck DNS
+    /// subdomain's names).
     pub async fn start() -> Named {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(
@@ -62,6 +64,15 @@ impl Named {
              @ IN SOA ns.test. hostmaster.test. 1 60 60 600 5\n\
              @ IN NS ns.test.\n\
              ns IN A 127.0.0.1\n\
+             apps IN A 127.0.0.1\n\
+             *.apps IN A 127.0.0.1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("duckdns.zone"),
+            "$TTL 60\n\
+             @ IN SOA ns.test. hostmaster.test. 1 60 60 600 5\n\
+             @ IN NS ns.test.\n\
              apps IN A 127.0.0.1\n\
              *.apps IN A 127.0.0.1\n",
         )
@@ -130,6 +141,11 @@ key "{KEY}" {{ algorithm hmac-sha256; secret "{SECRET}"; }};
 zone "test." {{
   type primary;
   file "{d}/test.zone";
+  allow-update {{ key "{KEY}"; }};
+}};
+zone "duckdns.org." {{
+  type primary;
+  file "{d}/duckdns.zone";
   allow-update {{ key "{KEY}"; }};
 }};
 "#

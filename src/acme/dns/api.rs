@@ -64,6 +64,18 @@ pub enum ApiProblem {
         /// The zone names asked for, longest first.
         tried: Vec<String>,
     },
+    /// The API said no without an error status (Duck DNS's `KO`).
+    #[error("the API refused it: {message}")]
+    Refused {
+        /// The provider's own answer.
+        message: String,
+    },
+    /// The provider serves no names outside its own domain.
+    #[error("the provider serves only names under {suffix}")]
+    Outside {
+        /// Its domain.
+        suffix: &'static str,
+    },
     /// The answer is not what the API documents.
     #[error("unreadable answer ({status}): {reason}")]
     Unreadable {
