@@ -4,6 +4,7 @@
 pub mod duration;
 pub mod dynamic;
 pub mod format;
+pub mod lenient;
 pub mod problem;
 pub mod provenance;
 pub mod static_config;

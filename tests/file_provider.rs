@@ -473,3 +473,68 @@ async fn a_half_written_file_keeps_the_old_routes_until_it_is_whole() {
     assert!(ok > 0);
     assert_eq!(failed, 0, "old routes stay while the file is broken");
 }
+
+/// A file written as Traefik users write them: option names in another
+/// case, a list as one comma-separated string, numbers and flags quoted.
+/// Traefik reads it; so does gangway, and the router works as written.
+#[tokio::test]
+async fn keys_in_another_case_and_scalars_of_another_kind_read_as_traefik_reads_them() {
+    let app = Backend::echo("app").await;
+    let file = format!(
+        "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n\
+         [HTTP.Routers.app]\n\
+         Rule = \"Host(`app.test`)\"\n\
+         Service = \"app\"\n\
+         Middlewares = \"auth, strip\"\n\
+         Priority = \"10\"\n\
+         [http.middlewares.auth.basicauth]\n\
+         Users = \"alice:{{SHA}}87u9ZqY9S/F0eUBXjsPQEDUw4h0=\"\n\
+         RemoveHeader = \"true\"\n\
+         [http.middlewares.strip.StripPrefix]\n\
+         prefixes = \"/api\"\n\
+         [http.services.app.LoadBalancer]\n\
+         PassHostHeader = \"false\"\n\
+         [[http.services.app.LoadBalancer.Servers]]\n\
+         URL = \"{}\"\n",
+        app.url()
+    );
+    let gw = Gangway::with_file(&file, &["--api=true"]).await;
+    let login = |pass: &str| {
+        use base64::Engine as _;
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("alice:{pass}"))
+        )
+    };
+    let request = |auth: Option<String>| {
+        let mut req = http::Request::get(gw.url("/api/items")).header("host", "app.test");
+        if let Some(auth) = auth {
+            req = req.header("authorization", auth);
+        }
+        req.body(http_body_util::Full::default()).unwrap()
+    };
+    eventually(Duration::from_secs(5), "the router routes", || async {
+        gw.send(request(Some(login("hunter2")))).await.status == StatusCode::OK
+    })
+    .await;
+    let got = gw.send(request(Some(login("hunter2")))).await;
+    let seen = got.seen();
+    assert_eq!(seen.backend, "app");
+    assert_eq!(seen.uri, "/items", "stripPrefix from `prefixes = \"/api\"`");
+    assert_eq!(
+        seen.header("authorization"),
+        None,
+        "removeHeader = \"true\""
+    );
+    assert_ne!(
+        seen.header("host"),
+        Some("app.test"),
+        "passHostHeader = \"false\""
+    );
+    assert_eq!(
+        gw.send(request(Some(login("wrong")))).await.status,
+        StatusCode::UNAUTHORIZED,
+        "the user list read from one string"
+    );
+    assert_eq!(file_provider_error(&gw).await, None);
+}

@@ -2,6 +2,7 @@
 //! option names. A `Middleware` sets exactly one type.
 
 use crate::config::Duration;
+use crate::config::lenient::{Lenient, LenientError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -61,12 +62,18 @@ macro_rules! middleware_kinds {
                     return m;
                 };
                 for (key, v) in map {
-                    let problem = match key.as_str() {
-                        $( $name => match parse_kind::<$ty>($name, v) {
+                    // A type name matches in any case, as Traefik's file
+                    // and key-value providers read it.
+                    let kind = Middleware::KNOWN
+                        .iter()
+                        .find(|k| **k == key)
+                        .or_else(|| Middleware::KNOWN.iter().find(|k| k.eq_ignore_ascii_case(&key)));
+                    let problem = match kind.copied() {
+                        $( Some($name) => match parse_kind::<$ty>($name, v) {
                             Ok(t) => { m.$field = Some(t); None }
                             Err(e) => Some(e.to_string()),
                         }, )*
-                        other => Some(unknown_kind(other)),
+                        _ => Some(unknown_kind(&key)),
                     };
                     if let (Some(p), None) = (problem, &m.invalid) {
                         m.invalid = Some(p);
@@ -87,7 +94,7 @@ enum KindError {
         /// The middleware type, e.g. `stripPrefix`.
         kind: &'static str,
         /// What serde said.
-        error: serde_json::Error,
+        error: LenientError,
     },
     /// One option is wrong.
     #[error("{kind}.{path}: {error}")]
@@ -97,7 +104,7 @@ enum KindError {
         /// The option's path inside the type, e.g. `prefixes[0]`.
         path: String,
         /// What serde said.
-        error: serde_json::Error,
+        error: LenientError,
     },
 }
 
@@ -113,7 +120,7 @@ fn parse_kind<T: serde::de::DeserializeOwned>(
         }
         v => v,
     };
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(Lenient(value)).map_err(|e| {
         let path = e.path().to_string();
         let error = e.into_inner();
         if path.is_empty() || path == "." {
@@ -138,7 +145,7 @@ const NOT_SUPPORTED: &[&str] = &[
 ];
 
 fn unknown_kind(name: &str) -> String {
-    if NOT_SUPPORTED.contains(&name) {
+    if NOT_SUPPORTED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
         return format!("middleware type `{name}` is not supported by gangway");
     }
     match Middleware::KNOWN

@@ -10,13 +10,14 @@ use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpServersTransport,
 use crate::config::dynamic::udp::{UdpRouter, UdpService};
 use crate::config::dynamic::{Middleware, Router, ServersTransport, Service, TlsOptions, TlsStore};
 use crate::config::format::{Format, parse_document};
+use crate::config::lenient::{self, LenientError};
 use crate::config::problem::{
     ConfigError, Notice, ObjectKind, ObjectRef, Origin, Problem, ProviderError, Section, Warning,
 };
 use crate::config::provenance::{ObjectDetail, ProviderDetail};
 use crate::provider::docker::labels::suggest;
 use serde::de::DeserializeOwned;
-use serde_value::{DeserializerError, Value};
+use serde_value::Value;
 use std::collections::BTreeMap;
 
 /// What one document gives.
@@ -45,7 +46,9 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         }
         Err(e) => e,
     };
-    let tree: Value = parse_document(path, text, format).map_err(|e| ProviderError::syntax(&e))?;
+    let mut tree: Value =
+        parse_document(path, text, format).map_err(|e| ProviderError::syntax(&e))?;
+    fold_sections(&mut tree);
     let mut split = Split {
         path,
         tree,
@@ -86,15 +89,13 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         &["tcp", "serversTransports"],
         Target::Section(Section::TcpServersTransport),
     );
-    // Every object read on its own: the mistake the whole read found is
-    // outside them (or a difference between the two readers), and the
-    // whole read says where it is.
-    if split.left_out == 0 {
-        return Err(ProviderError::syntax(&whole));
-    }
+    let left_out = split.left_out;
     let Split { tree, mut read, .. } = split;
-    let mut dynamic: Dynamic = match tree.deserialize_into() {
+    let mut dynamic: Dynamic = match read_lenient(&tree) {
         Ok(rest) => rest,
+        // Every object read on its own: the mistake the whole read found
+        // is outside them, and the whole read says on which line.
+        Err(_) if left_out == 0 => return Err(ProviderError::syntax(&whole)),
         Err(e) => {
             return Err(ProviderError::Syntax {
                 origin: Origin::Document {
@@ -164,7 +165,7 @@ impl Split<'_> {
             // object's top level is taken out and the object read again,
             // so that it reports each of them, not only the first.
             loop {
-                match value.clone().deserialize_into::<T>() {
+                match read_lenient::<T>(&value) {
                     Ok(object) if found == 0 => {
                         out.insert(name, object);
                         break;
@@ -177,8 +178,8 @@ impl Split<'_> {
                         found += 1;
                         self.report(target, name.clone(), &e);
                         let taken = match (&e, &mut value) {
-                            (DeserializerError::UnknownField(key, _), Value::Map(map)) => {
-                                map.remove(&Value::String(key.clone())).is_some()
+                            (LenientError::UnknownField { field, .. }, Value::Map(map)) => {
+                                map.remove(&Value::String(field.clone())).is_some()
                             }
                             _ => false,
                         };
@@ -195,7 +196,7 @@ impl Split<'_> {
         out
     }
 
-    fn report(&mut self, target: Target, name: String, e: &DeserializerError) {
+    fn report(&mut self, target: Target, name: String, e: &LenientError) {
         let (problem, key) = problem_of(e);
         match target {
             Target::Object(kind) => {
@@ -244,11 +245,17 @@ impl Split<'_> {
 
 /// The typed problem of an object that does not read, and the key at
 /// fault when one is.
-fn problem_of(e: &DeserializerError) -> (Problem, Option<String>) {
+fn problem_of(e: &LenientError) -> (Problem, Option<String>) {
     match e {
         // A middleware's type is a key too: an unknown one is a mistyped key.
-        DeserializerError::UnknownField(key, known)
-        | DeserializerError::UnknownVariant(key, known) => (
+        LenientError::UnknownField {
+            field: key,
+            expected: known,
+        }
+        | LenientError::UnknownVariant {
+            variant: key,
+            expected: known,
+        } => (
             Problem::UnknownOption {
                 option: key.clone(),
                 suggestion: suggest(key, known).map(str::to_owned),
@@ -288,22 +295,99 @@ fn origin_in(detail: &ObjectDetail, key: Option<&str>, path: &str) -> Origin {
     }
 }
 
+/// Reads a part of the tree the way Traefik's file provider does: option
+/// names in any case, scalars converted, `a,b` for a list.
+fn read_lenient<T: DeserializeOwned>(value: &Value) -> Result<T, LenientError> {
+    let json = serde_json::to_value(value).map_err(|e| LenientError::Invalid(e.to_string()))?;
+    lenient::from_value(json)
+}
+
+/// Sections spelt in several cases (`http` and `HTTP`, `routers` and
+/// `Routers`) become one, spelt as the model spells it, so that each object
+/// is read wherever it was written.
+fn fold_sections(tree: &mut Value) {
+    const TOP: &[&str] = &["http", "tcp", "udp", "tls"];
+    const INNER: &[&str] = &[
+        "routers",
+        "services",
+        "middlewares",
+        "serversTransports",
+        "options",
+        "stores",
+        "certificates",
+    ];
+    let Value::Map(top) = tree else {
+        return;
+    };
+    fold(top, TOP);
+    for section in top.values_mut() {
+        if let Value::Map(inner) = section {
+            fold(inner, INNER);
+        }
+    }
+}
+
+/// Merges the maps under keys that are one of `names` in any case into one
+/// under that name.
+fn fold(map: &mut BTreeMap<Value, Value>, names: &[&str]) {
+    for name in names {
+        let spellings: Vec<Value> = map
+            .keys()
+            .filter(|k| matches!(k, Value::String(s) if s.eq_ignore_ascii_case(name)))
+            .cloned()
+            .collect();
+        if spellings.len() < 2 && spellings.iter().all(|k| *k == key(name)) {
+            continue;
+        }
+        let mut merged = BTreeMap::new();
+        let mut other = None;
+        for spelling in spellings {
+            match map.remove(&spelling) {
+                Some(Value::Map(entries)) => merged.extend(entries),
+                // Not a map: left for the model's read to report.
+                Some(value) => other = Some((spelling, value)),
+                None => {}
+            }
+        }
+        map.insert(key(name), Value::Map(merged));
+        if let Some((spelling, value)) = other
+            && spelling != key(name)
+        {
+            map.insert(spelling, value);
+        }
+    }
+}
+
 fn key(name: &str) -> Value {
     Value::String(name.to_owned())
 }
 
-/// Removes the map at `outer.inner`; anything else there stays.
+/// The key of `map` that is `name` in any case, the exact spelling first.
+fn key_in(map: &BTreeMap<Value, Value>, name: &str) -> Option<Value> {
+    let exact = Value::String(name.to_owned());
+    if map.contains_key(&exact) {
+        return Some(exact);
+    }
+    map.keys()
+        .find(|k| matches!(k, Value::String(s) if s.eq_ignore_ascii_case(name)))
+        .cloned()
+}
+
+/// Removes the map at `outer.inner` (keys in any case); anything else
+/// there stays.
 fn take_map(tree: &mut Value, [outer, inner]: &[&str; 2]) -> Option<BTreeMap<Value, Value>> {
     let Value::Map(top) = tree else {
         return None;
     };
-    let Some(Value::Map(section)) = top.get_mut(&key(outer)) else {
+    let outer = key_in(top, outer)?;
+    let Some(Value::Map(section)) = top.get_mut(&outer) else {
         return None;
     };
-    match section.remove(&key(inner)) {
+    let inner = key_in(section, inner)?;
+    match section.remove(&inner) {
         Some(Value::Map(entries)) => Some(entries),
         Some(other) => {
-            section.insert(key(inner), other);
+            section.insert(inner, other);
             None
         }
         None => None,
@@ -313,9 +397,11 @@ fn take_map(tree: &mut Value, [outer, inner]: &[&str; 2]) -> Option<BTreeMap<Val
 /// Puts entries taken by [`take_map`] back.
 fn put_map(tree: &mut Value, [outer, inner]: &[&str; 2], entries: BTreeMap<Value, Value>) {
     if let Value::Map(top) = tree
-        && let Some(Value::Map(section)) = top.get_mut(&key(outer))
+        && let Some(outer) = key_in(top, outer)
+        && let Some(Value::Map(section)) = top.get_mut(&outer)
     {
-        section.insert(key(inner), Value::Map(entries));
+        let inner = key_in(section, inner).unwrap_or_else(|| Value::String((*inner).to_owned()));
+        section.insert(inner, Value::Map(entries));
     }
 }
 
@@ -481,7 +567,7 @@ http:
     typo:
       rule: Host(`typo`)
       service: app
-      entrypoints: [web]
+      entrypoint: [web]
   services:
     app:
       loadBalancer:
@@ -504,7 +590,7 @@ tls:
         assert_eq!(
             typo.problem,
             Problem::UnknownOption {
-                option: "entrypoints".into(),
+                option: "entrypoint".into(),
                 suggestion: Some("entryPoints".into()),
             }
         );
