@@ -60,12 +60,30 @@ fn kinds(dialect: Dialect) -> &'static [(&'static str, Kind)] {
     }
 }
 
-/// Finds the matcher with exactly this name.
+/// Finds the matcher of this name, spelt as Traefik accepts it: as
+/// written in its documentation, in lower case, in upper case, or in lower
+/// case with a capital first letter.
 pub(super) fn lookup(name: &str, dialect: Dialect) -> Option<Kind> {
     kinds(dialect)
         .iter()
-        .find(|(n, _)| *n == name)
+        .find(|(n, _)| spellings(n).any(|s| s == name))
         .map(|(_, k)| *k)
+}
+
+/// `PathPrefix`, `pathprefix`, `PATHPREFIX` and `Pathprefix`.
+pub(super) fn spellings(canonical: &str) -> impl Iterator<Item = String> {
+    let lower = canonical.to_ascii_lowercase();
+    let mut capitalised = lower.clone();
+    if let Some(first) = capitalised.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    [
+        canonical.to_owned(),
+        canonical.to_ascii_uppercase(),
+        lower,
+        capitalised,
+    ]
+    .into_iter()
 }
 
 /// The error message for a name that is not a matcher.

@@ -672,12 +672,12 @@ const MALFORMED: &[(&str, usize, &str)] = &[
         "unknown matcher `Hots`; did you mean `Host`?",
     ),
     (
-        "host(`a`)",
+        "hOST(`a`)",
         1,
-        "unknown matcher `host`; did you mean `Host`?",
+        "unknown matcher `hOST`; did you mean `Host`?",
     ),
     ("PathPrefx(`/a`)", 1, "did you mean `PathPrefix`?"),
-    ("clientip(`::1`)", 1, "did you mean `ClientIP`?"),
+    ("clientIp(`::1`)", 1, "did you mean `ClientIP`?"),
     (
         "Headers(`a`, `b`)",
         1,
@@ -1795,5 +1795,26 @@ fn tcp_rule_arguments_are_checked() {
         let e = parse_tcp_rule(rule).unwrap_err();
         assert_eq!(e.position, col, "{rule}: {e}");
         assert!(e.message.contains(needle), "{rule}: {e}");
+    }
+}
+
+#[test]
+fn matcher_names_take_the_four_spellings_traefik_takes() {
+    let canonical = parse_rule("Host(`a.test`) && PathPrefix(`/api`)")
+        .unwrap()
+        .to_string();
+    for rule in [
+        "host(`a.test`) && pathprefix(`/api`)",
+        "HOST(`a.test`) && PATHPREFIX(`/api`)",
+        "Host(`a.test`) && Pathprefix(`/api`)",
+    ] {
+        let parsed = parse_rule(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
+        assert_eq!(parsed.to_string(), canonical, "{rule}");
+    }
+    for rule in ["hOst(`a.test`)", "PathPrefix(`/a`) && pathPrefix(`/b`)"] {
+        assert!(
+            parse_rule(rule).is_err(),
+            "{rule} is not a spelling Traefik takes"
+        );
     }
 }

@@ -68,24 +68,8 @@ const V3_ONLY: [(&str, &str); 4] = [
 pub(super) fn lookup(name: &str) -> Option<(&'static str, Kind)> {
     KINDS
         .iter()
-        .find(|(canonical, _)| spellings(canonical).any(|s| s == name))
+        .find(|(canonical, _)| leaf::spellings(canonical).any(|s| s == name))
         .copied()
-}
-
-/// `PathPrefix`, `pathprefix`, `PATHPREFIX` and `Pathprefix`.
-fn spellings(canonical: &str) -> impl Iterator<Item = String> {
-    let lower = canonical.to_ascii_lowercase();
-    let mut capitalised = lower.clone();
-    if let Some(first) = capitalised.get_mut(..1) {
-        first.make_ascii_uppercase();
-    }
-    [
-        canonical.to_owned(),
-        canonical.to_ascii_uppercase(),
-        lower,
-        capitalised,
-    ]
-    .into_iter()
 }
 
 /// The error message for a name that is not a v2 matcher.
