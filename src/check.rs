@@ -606,6 +606,15 @@ fn label_findings(containers: &Containers, settings: &Settings) -> Vec<Finding> 
                 e.problem(),
             ));
         }
+        for e in &parsed.ignored {
+            findings.push(label_finding(
+                Severity::Note,
+                view,
+                &source,
+                e.label(),
+                e.problem(),
+            ));
+        }
         findings.extend(prefix_findings(view, settings, &source, &parsed));
     }
     findings

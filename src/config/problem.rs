@@ -446,6 +446,14 @@ pub enum Problem {
         /// The service, qualified.
         service: String,
     },
+    /// A label under the prefix in no section Traefik or gangway reads.
+    #[error("`{option}` is not read (only {}); Traefik ignores it too", read.join(", "))]
+    LabelNotRead {
+        /// The first segment after the prefix, as written.
+        option: String,
+        /// The sections that are read.
+        read: &'static [&'static str],
+    },
     /// A problem in one container's definition of an object that another
     /// container defines as well, whose definition is used.
     #[error("{problem} (this container's definition is ignored)")]

@@ -59,7 +59,20 @@ pub enum LabelError {
         /// What is not supported, and what to do instead.
         message: String,
     },
+    /// A label under the prefix outside every section either reads
+    /// (`traefik.constraint-label=…`, v1's `traefik.frontend.*`): Traefik
+    /// ignores it, and so does gangway.
+    #[error("label `{label}`: `{option}` is not read (only {}); Traefik ignores it too", TOP.join(", "))]
+    NotRead {
+        /// The label.
+        label: String,
+        /// The first segment after the prefix, as written.
+        option: String,
+    },
 }
+
+/// The first segments after the prefix that mean something.
+const TOP: &[&str] = &["enable", "docker", "swarm", "http", "tcp", "udp", "tls"];
 
 fn hint(suggestion: Option<&str>) -> String {
     suggestion
@@ -74,7 +87,8 @@ impl LabelError {
             LabelError::UnknownOption { label, .. }
             | LabelError::Invalid { label, .. }
             | LabelError::Rule { label, .. }
-            | LabelError::Unsupported { label, .. } => label,
+            | LabelError::Unsupported { label, .. }
+            | LabelError::NotRead { label, .. } => label,
         }
     }
 
@@ -102,6 +116,10 @@ impl LabelError {
             },
             LabelError::Unsupported { message, .. } => Problem::Unsupported {
                 message: message.clone(),
+            },
+            LabelError::NotRead { option, .. } => Problem::LabelNotRead {
+                option: option.clone(),
+                read: TOP,
             },
         }
     }
@@ -247,6 +265,9 @@ pub struct ContainerLabels {
     pub udp_ports: BTreeMap<String, u16>,
     /// Every error, the ones that broke an object included.
     pub errors: Vec<LabelError>,
+    /// Labels under the prefix that neither Traefik nor gangway reads
+    /// ([`LabelError::NotRead`]): not errors, said by `gangway check`.
+    pub ignored: Vec<LabelError>,
 }
 
 /// Object names cannot hold `@` (it separates the provider) and must be
@@ -344,7 +365,6 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
         }
     }
 
-    const TOP: &[&str] = &["enable", "docker", "swarm", "http", "tcp", "udp", "tls"];
     let children: Vec<(String, Node)> = std::mem::take(&mut root.children).into_values().collect();
     for (written, node) in children {
         match written.to_ascii_lowercase().as_str() {
@@ -367,11 +387,24 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
                     });
                 }
             }
-            _ => out.errors.push(LabelError::UnknownOption {
-                label: node.label.clone().unwrap_or_else(|| first_label(&node)),
-                option: written.clone(),
-                suggestion: suggest(&written, TOP).map(str::to_owned),
-            }),
+            // Traefik reads only these sections of its labels and passes
+            // over the rest; a near miss of one is still a typo.
+            _ => match suggest(&written, TOP) {
+                Some(near) => out.errors.push(LabelError::UnknownOption {
+                    label: node.label.clone().unwrap_or_else(|| first_label(&node)),
+                    option: written.clone(),
+                    suggestion: Some(near.to_owned()),
+                }),
+                None => {
+                    let mut labels = Vec::new();
+                    node.labels(&mut labels);
+                    out.ignored
+                        .extend(labels.into_iter().map(|label| LabelError::NotRead {
+                            label,
+                            option: written.clone(),
+                        }));
+                }
+            },
         }
     }
     out

@@ -1515,3 +1515,30 @@ fn tcp_labels_read_like_http_ones() {
         p.errors
     );
 }
+
+#[test]
+fn labels_outside_the_read_sections_are_passed_over_as_traefik_does_but_typos_are_not() {
+    let parsed = traefik(&[
+        ("traefik.constraint-label-stack", "public"),
+        ("traefik.frontend.rule", "Host:old.test"),
+        ("traefik.http.routers.app.rule", "Host(`app.test`)"),
+    ]);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    assert!(parsed.routers.parsed.contains_key("app"));
+    let ignored: Vec<&str> = parsed.ignored.iter().map(LabelError::label).collect();
+    assert_eq!(
+        ignored,
+        ["traefik.constraint-label-stack", "traefik.frontend.rule"]
+    );
+
+    let typo = traefik(&[("traefik.htpp.routers.app.rule", "Host(`app.test`)")]);
+    assert!(typo.ignored.is_empty());
+    assert_eq!(
+        typo.errors,
+        [LabelError::UnknownOption {
+            label: "traefik.htpp.routers.app.rule".into(),
+            option: "htpp".into(),
+            suggestion: Some("http".into()),
+        }]
+    );
+}
