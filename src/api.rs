@@ -87,8 +87,7 @@ pub fn internal_services(state: &Arc<ApiState>) -> BTreeMap<String, Arc<dyn Inte
                         (StatusCode::OK, "OK")
                     }
                 }
-            })
-            .head(|| async { StatusCode::OK }),
+            }),
         );
         out.insert("ping@internal".into(), Arc::new(AxumService(router)));
     }
@@ -158,7 +157,9 @@ pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
     if let Some(Ping {
         entry_point,
         terminating_status_code: _, // internal_services, answering /ping
+        manual_routing,
     }) = &config.ping
+        && !*manual_routing
     {
         add("ping", "Path(`/ping`)", entry_point, "ping@internal");
     }

@@ -84,8 +84,12 @@ async fn sigterm_finishes_requests_in_flight_then_exits_cleanly() {
 /// The status of `GET path` sent on a new connection (`Connection: close`),
 /// or `None` when the connection is refused or closed unanswered.
 async fn on_new_connection(port: u16, host: &str, path: &str) -> Option<u16> {
+    on_new_connection_as(port, "GET", host, path).await
+}
+
+async fn on_new_connection_as(port: u16, method: &str, host: &str, path: &str) -> Option<u16> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
+    let request = format!("{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n");
     s.write_all(request.as_bytes()).await.ok()?;
     let mut answer = Vec::new();
     s.read_to_end(&mut answer).await.ok()?;
@@ -124,6 +128,11 @@ async fn sigterm_keeps_accepting_for_the_accept_grace_with_ping_unavailable() {
     })
     .await;
     assert_eq!(
+        on_new_connection_as(port, "HEAD", "lb.test", "/ping").await,
+        Some(503),
+        "a HEAD health check sees the shutdown too"
+    );
+    assert_eq!(
         on_new_connection(port, "app.test", "/").await,
         Some(200),
         "requests are still answered during the accept grace"
@@ -140,6 +149,37 @@ async fn sigterm_keeps_accepting_for_the_accept_grace_with_ping_unavailable() {
     .await;
     let status = gw.exited().expect("exited");
     assert!(status.success(), "gangway exits 0: {status:?}");
+}
+
+/// `ping.manualRouting`: no router is made for `/ping`; the user's own
+/// router to `ping@internal` decides where it answers.
+#[tokio::test]
+async fn ping_with_manual_routing_answers_only_where_the_user_routes_it() {
+    let file =
+        "[http.routers.health]\nrule = \"Host(`health.test`)\"\nservice = \"ping@internal\"\n";
+    let gw = Gangway::with_file(
+        file,
+        &[
+            "--ping",
+            "--ping.entryPoint=web",
+            "--ping.manualRouting=true",
+        ],
+    )
+    .await;
+    let port = gw.port;
+    eventually(Duration::from_secs(5), "the user's router", || async {
+        on_new_connection(port, "health.test", "/ping").await == Some(200)
+    })
+    .await;
+    assert_eq!(
+        on_new_connection_as(port, "HEAD", "health.test", "/ping").await,
+        Some(200)
+    );
+    assert_eq!(
+        on_new_connection(port, "lb.test", "/ping").await,
+        Some(404),
+        "no router of gangway's own for /ping"
+    );
 }
 
 #[test]

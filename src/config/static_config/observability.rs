@@ -85,6 +85,9 @@ pub struct Ping {
     pub entry_point: String,
     /// Status answered while shutting down. Default 503.
     pub terminating_status_code: u16,
+    /// Make no router for `/ping`: the user routes to `ping@internal`
+    /// with a router of their own. Default `false`.
+    pub manual_routing: bool,
 }
 
 impl Default for Ping {
@@ -92,6 +95,7 @@ impl Default for Ping {
         Ping {
             entry_point: INTERNAL_ENTRY_POINT.to_owned(),
             terminating_status_code: 503,
+            manual_routing: false,
         }
     }
 }

@@ -952,6 +952,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Status /ping answers while gangway shuts down.",
     ),
     opt(
+        "ping.manualRouting",
+        ValueKind::Bool,
+        "false",
+        "Make no router for /ping; route to the service ping@internal yourself.",
+    ),
+    opt(
         "metrics.addInternals",
         ValueKind::Bool,
         "false",

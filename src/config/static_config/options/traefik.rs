@@ -879,12 +879,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "OCSP stapling: not supported; no OCSP response is stapled.",
     ),
     unsupported(
-        "ping.manualRouting",
-        ValueKind::Bool,
-        "false",
-        "Manual routing of /ping: not supported yet; /ping stays on its entry point.",
-    ),
-    unsupported(
         "providers.consul",
         ValueKind::Section,
         "false",
