@@ -329,8 +329,13 @@ fn read_service(
         };
         // The address is not known before the container starts; any
         // address stands for it (only its presence matters to the checks).
+        // Compose names a network as a stack does: its `name:`, an
+        // external one's key, else the key under the project's prefix.
         for n in names {
-            networks.insert(format!("{project}_{n}"), "192.0.2.1".to_owned());
+            networks.insert(
+                stack_network(project, &n, defined_networks),
+                "192.0.2.1".to_owned(),
+            );
         }
     }
     let mut ports: BTreeMap<(u16, String), Vec<(String, u16)>> = BTreeMap::new();
@@ -795,7 +800,7 @@ services:
     image: nginx
     expose: ["80", "443/tcp"]
     ports: ["127.0.0.1:8080:8080", {target: 9000}]
-    networks: [front, back]
+    networks: [front, back, proxy, edge]
     labels:
       <<: *labels
       gangway.http.routers.web.rule: Host(`${HOST:-shop.localhost}`)
@@ -804,6 +809,11 @@ services:
     network_mode: host
     labels: ["gangway.enable=true"]
     environment: {A: 1}
+networks:
+  proxy:
+    name: web
+  edge:
+    external: true
 "#,
         )
         .unwrap();
@@ -823,7 +833,8 @@ services:
         assert_eq!(ports, [80, 443, 8080, 9000]);
         assert_eq!(
             web.view.networks.keys().collect::<Vec<_>>(),
-            ["shop_back", "shop_front"]
+            ["edge", "shop_back", "shop_front", "web"],
+            "a network's `name:` and an external network's key, as Compose names them"
         );
         let api = p.services.iter().find(|s| s.name == "api").unwrap();
         assert_eq!(api.view.network_mode, "host");
