@@ -110,8 +110,10 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
     family(
         "tls_certs_not_after",
         "gauge",
-        &[("", &["cn", "sans", "resolver", "source"])],
+        &[("", &["cn", "serial", "sans"])],
     );
+    family("service_retries_total", "counter", &[("", &["service"])]);
+    family("service_server_up", "gauge", &[("", &["service", "url"])]);
     family(
         "open_connections",
         "gauge",
@@ -136,8 +138,20 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
         }
     }
     for object in ["entrypoint", "router", "service"] {
-        let labels: &[&str] = &["code", "method", "protocol", object];
-        let with_le: &[&str] = &["code", "method", "protocol", object, "le"];
+        // Traefik's router series carry the router's service too.
+        let named: &[&str] = if object == "router" {
+            &["router", "service"]
+        } else {
+            &[object]
+        };
+        let labels = &[&["code", "method", "protocol"], named].concat();
+        let with_le = &[labels.as_slice(), &["le"]].concat();
+        let tls = &[&["tls_version", "tls_cipher"], named].concat();
+        family(
+            &format!("{object}_requests_tls_total"),
+            "counter",
+            &[("", tls)],
+        );
         for counter in [
             "requests_total",
             "requests_bytes_total",
@@ -155,7 +169,8 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
 }
 
 /// gangway with every family switched on (routers, services, entry points,
-/// the access log, a file certificate) after GET, POST and unrouted requests.
+/// the access log, a file certificate, a health-checked service, a retry)
+/// after GET, POST, HTTPS, retried and unrouted requests.
 async fn scraped(prefix: &str) -> String {
     let app = Backend::echo("app").await;
     let files = tempfile::tempdir().unwrap();
@@ -169,8 +184,18 @@ async fn scraped(prefix: &str) -> String {
                    [[tcp.services.db.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n\
                    [udp.routers.dns]\nentryPoints = [\"dns\"]\nservice = \"dns\"\n\
                    [[udp.services.dns.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n";
+    // HTTPS to the app, a health-checked service, and a router whose only
+    // server is gone, behind a retry.
+    let more = format!(
+        "[http.routers.secure]\nrule = \"Host(`secure.test`)\"\nservice = \"app\"\n[http.routers.secure.tls]\n\
+         [http.services.app.loadBalancer.healthCheck]\npath = \"/\"\ninterval = \"1s\"\n\
+         [http.routers.gone]\nrule = \"Host(`gone.test`)\"\nservice = \"gone\"\nmiddlewares = [\"again\"]\n\
+         [http.middlewares.again.retry]\nattempts = 3\n\
+         [[http.services.gone.loadBalancer.servers]]\nurl = \"http://127.0.0.1:{}\"\n",
+        free_port()
+    );
     let dynamic = format!(
-        "{}{streams}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
+        "{}{more}{streams}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
         support::one_route("app", "Host(`app.test`)", &[&app.url()]),
         cert.display().to_string(),
         key_file.display().to_string(),
@@ -203,6 +228,15 @@ async fn scraped(prefix: &str) -> String {
         .body("name=value".into())
         .unwrap();
     assert_eq!(gw.send(post).await.status, StatusCode::OK);
+    let https = support::tls::TlsClient::insecure()
+        .get(gw.port, "secure.test", None, "/", false)
+        .await
+        .expect("HTTPS request");
+    assert_eq!(https.status, StatusCode::OK);
+    assert_eq!(
+        gw.get("gone.test", "/").await.status,
+        StatusCode::BAD_GATEWAY
+    );
     let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
         .body(Default::default())
         .unwrap();
