@@ -299,3 +299,121 @@ async fn the_prefix_names_every_family() {
     }
     assert!(!text.contains("gangway_"), "{text}");
 }
+
+/// `headerLabels.<label>=<Header>`: the requests_total families gain the
+/// label, valued from the request's header (empty when it has none).
+#[tokio::test]
+async fn header_labels_come_from_the_request_headers() {
+    let app = Backend::echo("app").await;
+    let internal = free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&app.url()]),
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=traefik",
+            "--metrics.prometheus.headerLabels.useragent=User-Agent",
+            &internal_flag,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    for _ in 0..2 {
+        let req = Request::get(gw.url("/"))
+            .header("host", "app.test")
+            .header("user-agent", "probe/1.0")
+            .body(Default::default())
+            .unwrap();
+        assert_eq!(gw.send(req).await.status, StatusCode::OK);
+    }
+    let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    let text = gw.send(scrape).await.text();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        value(r#"traefik_service_requests_total{code="200",method="GET",protocol="http",service="app@file",useragent="probe/1.0"}"#)
+            .as_deref(),
+        Some("2"),
+        "{text}"
+    );
+    assert_eq!(
+        value(r#"traefik_entrypoint_requests_total{code="200",method="GET",protocol="http",entrypoint="web",useragent="probe/1.0"}"#)
+            .as_deref(),
+        Some("2"),
+        "{text}"
+    );
+    // The other families keep their own labels.
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("useragent="))
+            .all(|l| l.starts_with("traefik_service_requests_total{")
+                || l.starts_with("traefik_entrypoint_requests_total{")),
+        "{text}"
+    );
+}
+
+/// A header label Prometheus would refuse stops the start, naming it.
+#[tokio::test]
+async fn a_bad_header_label_stops_the_start_naming_it() {
+    let refused = tokio::process::Command::new(support::binary())
+        .args([
+            format!("--entryPoints.web.address=127.0.0.1:{}", free_port()),
+            "--metrics.prometheus".to_owned(),
+            "--metrics.prometheus.headerLabels.user-agent=User-Agent".to_owned(),
+        ])
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output();
+    // Bounded only so that a gangway that wrongly starts fails the test
+    // instead of hanging it.
+    let out = tokio::time::timeout(Duration::from_secs(30), refused)
+        .await
+        .expect("gangway exits on a bad header label")
+        .unwrap();
+    assert!(!out.status.success());
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("metrics.prometheus.headerLabels.user-agent"),
+        "{log}"
+    );
+}
+
+/// `manualRouting=true`: no `/metrics` router of gangway's own; the
+/// user's router to `prometheus@internal` serves it where they want.
+#[tokio::test]
+async fn manual_routing_leaves_metrics_to_the_users_router() {
+    let internal = free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let dynamic = "[http.routers.metrics]\nrule = \"Host(`metrics.test`) && Path(`/metrics`)\"\nservice = \"prometheus@internal\"\n";
+    let gw = Gangway::with_file(
+        dynamic,
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.manualRouting=true",
+            &internal_flag,
+        ],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(5),
+        "the user's router serves /metrics",
+        || async {
+            let got = gw.get("metrics.test", "/metrics").await;
+            got.status == StatusCode::OK && got.text().contains("gangway_config_reloads_total")
+        },
+    )
+    .await;
+    let default = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    assert_eq!(gw.send(default).await.status, StatusCode::NOT_FOUND);
+}
