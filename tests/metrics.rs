@@ -228,11 +228,18 @@ async fn scraped(prefix: &str) -> String {
         .body("name=value".into())
         .unwrap();
     assert_eq!(gw.send(post).await.status, StatusCode::OK);
-    let https = support::tls::TlsClient::insecure()
-        .get(gw.port, "secure.test", None, "/", false)
-        .await
-        .expect("HTTPS request");
-    assert_eq!(https.status, StatusCode::OK);
+    // One request over TLS 1.3, one over TLS 1.2.
+    for tls12_only in [false, true] {
+        let client = support::tls::TlsClient {
+            tls12_only,
+            ..support::tls::TlsClient::insecure()
+        };
+        let https = client
+            .get(gw.port, "secure.test", None, "/", false)
+            .await
+            .expect("HTTPS request");
+        assert_eq!(https.status, StatusCode::OK);
+    }
     assert_eq!(
         gw.get("gone.test", "/").await.status,
         StatusCode::BAD_GATEWAY
@@ -254,6 +261,16 @@ async fn families_types_and_label_keys_are_traefiks() {
         .filter(|(name, _)| name.starts_with("gangway_"))
         .collect();
     assert_eq!(ours, expected("gangway"), "in\n{text}");
+    // Each TLS request is counted under the version and suite its
+    // handshake agreed on, named as Traefik names them.
+    for (version, suite) in [("1.3", "TLS_AES_"), ("1.2", "TLS_ECDHE_ECDSA_WITH_")] {
+        let prefix = format!(
+            r#"gangway_entrypoint_requests_tls_total{{tls_version="{version}",tls_cipher="{suite}"#
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(&prefix)).collect();
+        assert_eq!(lines.len(), 1, "{prefix} in\n{text}");
+        assert!(lines[0].ends_with(r#"entrypoint="web"} 1"#), "{}", lines[0]);
+    }
 }
 
 #[tokio::test]
