@@ -208,6 +208,7 @@ async fn follow(
                         pending_challenge: None,
                         issuer: None,
                         not_after: None,
+                        labels: None,
                         next_attempt: None,
                         last_error: None,
                         failures: 0,
@@ -275,6 +276,7 @@ async fn keep_certificate(
             if let Some(c) = &current {
                 s.issuer = Some(c.cert.issuer.clone());
                 s.not_after = Some(c.cert.not_after);
+                s.labels = Some(c.cert.labels.clone());
                 if failures == 0 && s.lease_holder.is_none() {
                     s.status = CertStatus::Valid;
                 }
@@ -556,6 +558,7 @@ mod tests {
             }),
             issuer: None,
             not_after: Some(1_700_000_000),
+            labels: None,
             next_attempt: Some(1_700_000_100),
             last_error: Some("validation of `app.test` failed: nope".into()),
             failures: 2,
@@ -597,6 +600,7 @@ mod tests {
                     pending_challenge: None,
                     issuer: None,
                     not_after: Some(t),
+                    labels: None,
                     next_attempt: None,
                     last_error: None,
                     failures: 0,

@@ -214,8 +214,9 @@ pub fn spawn_aggregate(
                     .files
                     .iter()
                     .map(|c| crate::metrics::CertificateExpiry {
-                        domains: c.domains.clone(),
-                        resolver: String::new(),
+                        cn: c.labels.cn.clone(),
+                        serial: c.labels.serial.clone(),
+                        sans: c.labels.sans.clone(),
                         not_after: c.not_after,
                     })
                     .collect();

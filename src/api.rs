@@ -170,7 +170,10 @@ pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
         add_entry_points_labels: _, // run()
         add_routers_labels: _,      // run(), as MetricsSettings
         add_services_labels: _,     // run(), as MetricsSettings
+        header_labels: _,           // run(), as MetricsSettings
+        manual_routing,
     }) = &config.metrics.prometheus
+        && !*manual_routing
     {
         add(
             "prometheus",

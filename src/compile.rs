@@ -276,7 +276,11 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             tls: tls.is_some(),
                             chain: chain.clone(),
                             upstream: upstream.clone(),
-                            stats: stats(StatsKind::Router, |m| m.routers, name),
+                            stats: ctx
+                                .metrics
+                                .as_ref()
+                                .filter(|m| m.routers)
+                                .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
                             service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
                             gate: crate::overload::Gate::for_service(
                                 registries,

@@ -76,6 +76,13 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics: exporter,
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
+    let metrics_headers = metrics
+        .as_ref()
+        .map(|m| m.exporter.label_headers())
+        .unwrap_or_default();
+    if let Some(m) = metrics.as_ref().filter(|m| m.services) {
+        m.exporter.watch_servers(handle.clone());
+    }
     let ctx = settings::compile_context(&config, api::internal_services(&api_state), metrics);
     handle.store(compile::compile(
         Arc::new(config::Dynamic::default()),
@@ -100,6 +107,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         access_log,
         route_metrics,
         metrics_internals: config.metrics.add_internals,
+        metrics_headers: metrics_headers.into(),
     });
     let servers = start::spawn_servers(&proxy, entry_points);
     shutdown.await;

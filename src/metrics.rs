@@ -15,12 +15,17 @@
 //! Everything else `/metrics` shows is set where it happens:
 //! configuration reloads when a runtime is published, certificates when
 //! they are loaded or issued, dropped access log lines when one is dropped,
-//! and the process's own figures when `/metrics` is read.
+//! retries when the retry middleware sends a request again; and, when
+//! `/metrics` is read, the process's own figures and whether each server
+//! of a health-checked service is up, read from the runtime the proxy
+//! routes with (so a service that goes away leaves the exposition).
 //!
 //! Family names, types and label keys are Traefik v3's under
 //! `metrics.prometheus.prefix`.
 
-use http::{Method, Version};
+use crate::runtime::{RuntimeHandle, Upstream};
+use crate::tls::negotiated::Negotiated;
+use http::{HeaderName, Method, Version};
 use metrics::{
     Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Label, Level, Metadata, Recorder,
 };
@@ -30,6 +35,7 @@ use metrics_exporter_prometheus::formatting::{
 use metrics_exporter_prometheus::{
     LabelSet, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -42,20 +48,37 @@ pub const METHOD: &str = "method";
 pub const PROTOCOL: &str = "protocol";
 /// Label key of a certificate's main name.
 pub const CN: &str = "cn";
-/// Label key of a certificate's names, comma-separated.
+/// Label key of a certificate's DNS names, sorted and comma-separated.
 pub const SANS: &str = "sans";
-/// Label key of the certificate resolver (empty for file certificates).
-pub const RESOLVER: &str = "resolver";
-/// Label key of where a certificate comes from (`acme`, `file`).
-pub const SOURCE: &str = "source";
+/// Label key of a certificate's serial number, in decimal.
+pub const SERIAL: &str = "serial";
+/// Label key of a request's TLS version (`1.2`, `1.3`).
+pub const TLS_VERSION: &str = "tls_version";
+/// Label key of a request's TLS cipher suite (`TLS_AES_128_GCM_SHA256`).
+pub const TLS_CIPHER: &str = "tls_cipher";
+/// Label key of a server's URL.
+pub const URL: &str = "url";
 
 /// Status slots per (protocol, method) row; codes beyond this many distinct
 /// ones in a row are counted under the last slot, labelled `other`, so a
 /// backend inventing status codes cannot grow the exposition without end.
 const SLOTS: usize = 24;
-const PROTOCOLS: [&str; 3] = ["http", "websocket", "grpc"];
-const METHODS: [&str; 10] = [
-    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "other",
+const PROTOCOLS: [&str; 5] = ["http", "websocket", "grpc", "sse", "grpc-web"];
+/// Traefik's method values: the methods of HTTP/1.1, PATCH and HTTP/2's
+/// PRI; any other is `EXTENSION_METHOD`, so a client cannot grow the
+/// exposition by inventing methods.
+const METHODS: [&str; 11] = [
+    "GET",
+    "HEAD",
+    "POST",
+    "PUT",
+    "DELETE",
+    "CONNECT",
+    "OPTIONS",
+    "TRACE",
+    "PATCH",
+    "PRI",
+    "EXTENSION_METHOD",
 ];
 /// Where gangway's handles say they were registered (the exporter ignores it).
 const METADATA: Metadata<'static> =
@@ -109,8 +132,12 @@ pub enum Protocol {
     Http = 0,
     /// A WebSocket upgrade.
     WebSocket = 1,
-    /// gRPC (`content-type: application/grpc*`).
+    /// gRPC (`content-type: application/grpc*` over HTTP/2).
     Grpc = 2,
+    /// Server-sent events (`accept: text/event-stream`).
+    Sse = 3,
+    /// gRPC-Web (`content-type: application/grpc-web*`).
+    GrpcWeb = 4,
 }
 
 /// What is recorded for one finished request.
@@ -128,6 +155,9 @@ pub struct Sample {
     pub request_bytes: u64,
     /// Response body bytes sent.
     pub response_bytes: u64,
+    /// What the connection's TLS handshake agreed on; `None` for plain
+    /// connections.
+    pub tls: Option<Negotiated>,
 }
 
 /// The method label index of `m`.
@@ -142,23 +172,31 @@ pub fn method_index(m: &Method) -> usize {
         Method::OPTIONS => 6,
         Method::TRACE => 7,
         Method::PATCH => 8,
-        _ => 9,
+        _ if m.as_str() == "PRI" => 9,
+        _ => 10,
     }
 }
 
 /// The protocol label of a request.
 pub fn protocol_of<B>(req: &http::Request<B>) -> Protocol {
     let headers = req.headers();
+    let content_type = headers
+        .get(http::header::CONTENT_TYPE)
+        .map_or(&b""[..], |c| c.as_bytes());
     if headers
         .get(http::header::UPGRADE)
         .is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"))
     {
         Protocol::WebSocket
-    } else if req.version() >= Version::HTTP_2
-        && headers
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|c| c.as_bytes().starts_with(b"application/grpc"))
-    {
+    } else if headers.get(http::header::ACCEPT).is_some_and(|a| {
+        a.as_bytes()
+            .split(|b| *b == b',')
+            .any(|item| item.trim_ascii().eq_ignore_ascii_case(b"text/event-stream"))
+    }) {
+        Protocol::Sse
+    } else if content_type.starts_with(b"application/grpc-web") {
+        Protocol::GrpcWeb
+    } else if req.version() >= Version::HTTP_2 && content_type.starts_with(b"application/grpc") {
         Protocol::Grpc
     } else {
         Protocol::Http
@@ -188,16 +226,98 @@ impl ObjectKind {
     }
 }
 
-/// A duration histogram needs at least one finite, increasing bound.
+/// Why the Prometheus settings cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "metrics.prometheus.buckets: the duration histograms need at least one bound, finite and increasing"
-)]
-pub struct NoBuckets;
+pub enum MetricsError {
+    /// A duration histogram needs at least one finite, increasing bound.
+    #[error(
+        "metrics.prometheus.buckets: the duration histograms need at least one bound, finite and increasing"
+    )]
+    NoBuckets,
+    /// A `headerLabels` name Prometheus would refuse, or one of the
+    /// labels the families have already.
+    #[error(
+        "metrics.prometheus.headerLabels.{label}: `{label}` is not a label name Prometheus accepts (letters, digits and `_`, not starting with a digit nor `__`), or it is one of the families' own labels"
+    )]
+    BadLabel {
+        /// The label name as given.
+        label: String,
+    },
+    /// A `headerLabels` value that is not a header name.
+    #[error("metrics.prometheus.headerLabels.{label}: `{header}` is not a header name")]
+    BadHeader {
+        /// The label name.
+        label: String,
+        /// The header name as given.
+        header: String,
+    },
+}
 
-/// The names of one object kind's four families.
+/// The labels every request family has already: a header label may not
+/// take one of their names.
+const OWN_LABELS: [&str; 8] = [
+    CODE,
+    METHOD,
+    PROTOCOL,
+    "entrypoint",
+    "router",
+    "service",
+    TLS_VERSION,
+    TLS_CIPHER,
+];
+
+/// Whether Prometheus accepts `name` as a label name (and it is not one of
+/// the names it keeps for itself, starting with `__`).
+fn label_name_ok(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with("__")
+}
+
+/// How deep services are walked for their servers (compile refuses
+/// deeper nesting).
+const MAX_DEPTH: usize = 32;
+
+/// Collects the servers of the health-checked load balancers under `u`,
+/// keyed by service and URL.
+fn servers_of<'a>(u: &'a Upstream, out: &mut BTreeMap<(&'a str, &'a str), bool>, depth: usize) {
+    let Some(depth) = depth.checked_sub(1) else {
+        return;
+    };
+    match u {
+        Upstream::Servers(lb) => {
+            if lb.health.is_some() {
+                for (i, server) in lb.servers.iter().enumerate() {
+                    out.insert((lb.name.as_str(), server.url.as_str()), lb.is_up(i));
+                }
+            }
+        }
+        Upstream::Weighted(w) => {
+            for c in &w.children {
+                servers_of(c, out, depth);
+            }
+        }
+        Upstream::Mirroring(m) => {
+            servers_of(&m.main, out, depth);
+            for mirror in &m.mirrors {
+                servers_of(&mirror.upstream, out, depth);
+            }
+        }
+        Upstream::Failover(f) => {
+            servers_of(&f.main, out, depth);
+            servers_of(&f.fallback, out, depth);
+        }
+        Upstream::Internal(_) => {}
+    }
+}
+
+/// The names of one object kind's families.
 struct Families {
     requests: KeyName,
+    tls_requests: KeyName,
     duration: KeyName,
     duration_help: String,
     request_bytes: KeyName,
@@ -282,7 +402,14 @@ pub struct Exporter {
     bounds: Arc<[f64]>,
     /// Every duration series registered, per object kind, in order.
     histograms: [Mutex<Vec<DurationSeries>>; 3],
+    /// `headerLabels`: label name and the request header it is read from,
+    /// sorted by label name.
+    header_labels: Box<[(String, HeaderName)]>,
     open_connections: KeyName,
+    retries: KeyName,
+    server_up: KeyName,
+    /// The runtime the servers' states are read from, once there is one.
+    runtime: OnceLock<Arc<RuntimeHandle>>,
     reloads: Counter,
     last_reload: Gauge,
     certificates: Certificates,
@@ -300,11 +427,37 @@ impl std::fmt::Debug for Exporter {
 impl Exporter {
     /// A recorder whose families are named `{prefix}_…`, with these upper
     /// bounds (seconds) for the request duration histograms.
-    pub fn new(prefix: &str, buckets: &[f64]) -> Result<Self, NoBuckets> {
+    pub fn new(prefix: &str, buckets: &[f64]) -> Result<Self, MetricsError> {
+        Self::with_header_labels(prefix, buckets, &BTreeMap::new())
+    }
+
+    /// As [`Exporter::new`], with `headerLabels` (label name → request
+    /// header) added to the `*_requests_total` families.
+    pub fn with_header_labels(
+        prefix: &str,
+        buckets: &[f64],
+        header_labels: &BTreeMap<String, String>,
+    ) -> Result<Self, MetricsError> {
         let increasing = buckets.windows(2).all(|pair| pair[0] < pair[1]);
         if buckets.is_empty() || !increasing || !buckets.iter().all(|b| b.is_finite()) {
-            return Err(NoBuckets);
+            return Err(MetricsError::NoBuckets);
         }
+        let header_labels = header_labels
+            .iter()
+            .map(|(label, header)| {
+                if !label_name_ok(label) || OWN_LABELS.contains(&label.as_str()) {
+                    return Err(MetricsError::BadLabel {
+                        label: label.clone(),
+                    });
+                }
+                let name =
+                    HeaderName::try_from(header.trim()).map_err(|_| MetricsError::BadHeader {
+                        label: label.clone(),
+                        header: header.clone(),
+                    })?;
+                Ok((label.clone(), name))
+            })
+            .collect::<Result<Box<[_]>, _>>()?;
         let recorder = PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
         let name = |family: &str| KeyName::from(format!("{prefix}_{family}"));
@@ -318,6 +471,7 @@ impl Exporter {
             let per = format!("per {object}, code, method and protocol.");
             let families = Families {
                 requests: name(&format!("{object}_requests_total")),
+                tls_requests: name(&format!("{object}_requests_tls_total")),
                 duration: name(&format!("{object}_request_duration_seconds")),
                 duration_help: format!("How long requests took, {per}"),
                 request_bytes: name(&format!("{object}_requests_bytes_total")),
@@ -327,6 +481,14 @@ impl Exporter {
                 families.requests.clone(),
                 None,
                 format!("How many HTTP requests processed, {per}").into(),
+            );
+            recorder.describe_counter(
+                families.tls_requests.clone(),
+                None,
+                format!(
+                    "How many HTTPS requests processed, per {object}, TLS version and cipher suite."
+                )
+                .into(),
             );
             recorder.describe_counter(
                 families.request_bytes.clone(),
@@ -376,10 +538,20 @@ impl Exporter {
             "Time of the last configuration applied, in seconds since the epoch.".into(),
         );
         let last_reload = recorder.register_gauge(&Key::from_name(last_name), &METADATA);
+        let retries = name("service_retries_total");
+        recorder.describe_counter(
+            retries.clone(),
+            None,
+            "How many times the retry middleware sent a request again, per service.".into(),
+        );
         let process = metrics_process::Collector::default();
         metrics::with_local_recorder(&recorder, || process.describe());
         Ok(Exporter {
             certificates: Certificates::new(name("tls_certs_not_after")),
+            header_labels,
+            retries,
+            server_up: name("service_server_up"),
+            runtime: OnceLock::new(),
             recorder,
             handle,
             prefix: prefix.to_owned(),
@@ -399,8 +571,63 @@ impl Exporter {
         metrics::with_local_recorder(&self.recorder, || self.process.collect());
         let mut text = self.handle.render();
         self.render_histograms(&mut text);
+        self.render_servers(&mut text);
         text.push_str(&self.certificates.render());
         text
+    }
+
+    /// Reads whether servers are up from `runtime`, at each render from
+    /// then on (per-service metrics only, as in Traefik).
+    pub fn watch_servers(&self, runtime: Arc<RuntimeHandle>) {
+        let _ = self.runtime.set(runtime);
+    }
+
+    /// The request headers whose values `headerLabels` puts in labels, in
+    /// label order; empty when none are configured.
+    pub fn label_headers(&self) -> Vec<HeaderName> {
+        self.header_labels.iter().map(|(_, h)| h.clone()).collect()
+    }
+
+    /// Appends `service_server_up`: 1 or 0 per server of every service the
+    /// proxy routes to that has a health check, from the very state its
+    /// balancer routes with.
+    fn render_servers(&self, text: &mut String) {
+        let Some(handle) = self.runtime.get() else {
+            return;
+        };
+        let runtime = handle.load_full();
+        let mut servers = BTreeMap::new();
+        for route in runtime.entry_points.iter().flat_map(|ep| ep.iter()) {
+            if !route.internal {
+                servers_of(&route.upstream, &mut servers, MAX_DEPTH);
+            }
+        }
+        if servers.is_empty() {
+            return;
+        }
+        let name = self.server_up.as_str();
+        write_help_line(
+            text,
+            name,
+            None,
+            None,
+            "Whether a server of a health-checked service is up (1) or down (0).",
+        );
+        write_type_line(text, name, None, None, "gauge");
+        for ((service, url), up) in servers {
+            let labels = LabelSet::from_key_and_global(
+                &Key::from_parts(
+                    self.server_up.clone(),
+                    vec![
+                        Label::new(ObjectKind::Service.label(), service.to_owned()),
+                        Label::new(URL, url.to_owned()),
+                    ],
+                ),
+                &Default::default(),
+            );
+            write_metric_line::<&str, u8>(text, name, None, &labels, None, u8::from(up), None);
+        }
+        text.push('\n');
     }
 
     /// Appends the duration families that have at least one series.
@@ -437,6 +664,14 @@ impl Exporter {
         self.stats_on(kind, name, Transport::Tcp)
     }
 
+    /// The request counters of router `name`, whose series also carry the
+    /// name of its service (`service`), as Traefik's router families do.
+    pub fn router_stats(self: &Arc<Self>, name: &str, service: &str) -> Stats {
+        let mut stats = self.stats_on(ObjectKind::Router, name, Transport::Tcp);
+        stats.service = Some(Arc::from(service));
+        stats
+    }
+
     /// The counters of an entry point that carries `transport`: its
     /// `open_connections` series has that `protocol` label.
     pub fn entry_point_stats(self: &Arc<Self>, name: &str, transport: Transport) -> Stats {
@@ -463,7 +698,10 @@ impl Exporter {
             exporter: self.clone(),
             kind,
             name: Arc::from(name),
+            service: None,
             rows: std::array::from_fn(|_| OnceLock::new()),
+            tls: OnceLock::new(),
+            retries: OnceLock::new(),
             open,
         }
     }
@@ -534,13 +772,16 @@ impl Exporter {
     }
 }
 
-/// One certificate's end of validity, for `tls_certs_not_after`.
+/// One certificate's end of validity, for `tls_certs_not_after`, with
+/// the labels Traefik gives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertificateExpiry {
-    /// Its names, main name first.
-    pub domains: Vec<String>,
-    /// The resolver that obtained it (empty for file certificates).
-    pub resolver: String,
+    /// The subject's common name (empty when it has none).
+    pub cn: String,
+    /// The serial number, in decimal.
+    pub serial: String,
+    /// The DNS names of its subject alternative names, sorted.
+    pub sans: Vec<String>,
     /// End of validity, seconds since the epoch.
     pub not_after: i64,
 }
@@ -579,13 +820,12 @@ impl Certificates {
             None,
             "End of validity of each certificate served, in seconds since the epoch.".into(),
         );
-        for (&source, list) in &state.by_source {
+        for list in state.by_source.values() {
             for cert in list {
                 let labels = vec![
-                    Label::new(CN, cert.domains.first().cloned().unwrap_or_default()),
-                    Label::new(SANS, cert.domains.join(",")),
-                    Label::new(RESOLVER, cert.resolver.clone()),
-                    Label::from_static_parts(SOURCE, source),
+                    Label::new(CN, cert.cn.clone()),
+                    Label::new(SERIAL, cert.serial.clone()),
+                    Label::new(SANS, cert.sans.join(",")),
                 ];
                 let key = Key::from_parts(self.name.clone(), labels);
                 recorder
@@ -667,7 +907,14 @@ pub struct Stats {
     exporter: Arc<Exporter>,
     kind: ObjectKind,
     name: Arc<str>,
+    /// A router's service, its series' `service` label.
+    service: Option<Arc<str>>,
     rows: [OnceLock<Box<Row>>; PROTOCOLS.len() * METHODS.len()],
+    /// The `*_requests_tls_total` counters, by [`Negotiated::index`],
+    /// allocated on the first request over TLS.
+    tls: OnceLock<Box<[OnceLock<Counter>]>>,
+    /// `service_retries_total`, registered on the first retry.
+    retries: OnceLock<Counter>,
     open: Gauge,
 }
 
@@ -684,6 +931,13 @@ impl Stats {
 
     /// Records one finished request.
     pub fn record(&self, s: &Sample) {
+        self.record_with_headers(s, &[]);
+    }
+
+    /// Records one finished request whose `headerLabels` headers had these
+    /// values (in label order; ignored when no header labels are
+    /// configured).
+    pub fn record_with_headers(&self, s: &Sample, header_values: &[String]) {
         let method = s.method.min(METHODS.len() - 1);
         let row = self.rows[s.protocol as usize * METHODS.len() + method]
             .get_or_init(|| Box::new(std::array::from_fn(|_| Cell::default())));
@@ -691,30 +945,108 @@ impl Stats {
         let series = cell
             .series
             .get_or_init(|| self.register(s.protocol, method, cell.code.load(Ordering::Relaxed)));
-        series.requests.increment(1);
+        if self.exporter.header_labels.is_empty() {
+            series.requests.increment(1);
+        } else {
+            self.count_with_headers(s.protocol, method, cell, header_values);
+        }
         series.duration.record(s.duration.as_secs_f64());
         series.request_bytes.increment(s.request_bytes);
         series.response_bytes.increment(s.response_bytes);
+        if let Some(tls) = s.tls {
+            self.tls
+                .get_or_init(|| (0..Negotiated::COUNT).map(|_| OnceLock::new()).collect())
+                [tls.index()]
+            .get_or_init(|| self.register_tls(tls))
+            .increment(1);
+        }
     }
 
-    /// The handles of a new series; `code` 0 is the overflow cell.
-    fn register(&self, protocol: Protocol, method: usize, code: u16) -> Series {
+    /// Counts one request of a retried service: `retries` times sent
+    /// again.
+    pub fn retried(&self, retries: u64) {
+        self.retries
+            .get_or_init(|| {
+                let key = Key::from_parts(
+                    self.exporter.retries.clone(),
+                    vec![Label::new(self.kind.label(), self.name.to_string())],
+                );
+                self.exporter.recorder.register_counter(&key, &METADATA)
+            })
+            .increment(retries);
+    }
+
+    /// The labels of a request series, in Traefik's order.
+    fn labels(&self, protocol: Protocol, method: usize, code: u16) -> Vec<Label> {
         let code = if code == 0 {
             Label::from_static_parts(CODE, "other")
         } else {
             Label::new(CODE, code.to_string())
         };
-        let labels = vec![
+        let mut labels = vec![
             code,
             Label::from_static_parts(METHOD, METHODS[method]),
             Label::from_static_parts(PROTOCOL, PROTOCOLS[protocol as usize]),
             Label::new(self.kind.label(), self.name.to_string()),
         ];
+        if let Some(service) = &self.service {
+            labels.push(Label::new(ObjectKind::Service.label(), service.to_string()));
+        }
+        labels
+    }
+
+    /// `*_requests_total` with the `headerLabels` labels: one series per
+    /// combination of header values, so it is looked up by its labels at
+    /// each request; this is paid only when header labels are configured.
+    fn count_with_headers(
+        &self,
+        protocol: Protocol,
+        method: usize,
+        cell: &Cell,
+        values: &[String],
+    ) {
+        let mut labels = self.labels(protocol, method, cell.code.load(Ordering::Relaxed));
+        for (i, (label, _)) in self.exporter.header_labels.iter().enumerate() {
+            let value = values.get(i).cloned().unwrap_or_default();
+            labels.push(Label::new(label.clone(), value));
+        }
+        let families = &self.exporter.families[self.kind as usize];
+        let key = Key::from_parts(families.requests.clone(), labels);
+        self.exporter
+            .recorder
+            .register_counter(&key, &METADATA)
+            .increment(1);
+    }
+
+    /// The `*_requests_tls_total` counter of one version and cipher suite.
+    fn register_tls(&self, tls: Negotiated) -> Counter {
+        let mut labels = vec![
+            Label::from_static_parts(TLS_VERSION, tls.version()),
+            Label::from_static_parts(TLS_CIPHER, tls.cipher()),
+            Label::new(self.kind.label(), self.name.to_string()),
+        ];
+        if let Some(service) = &self.service {
+            labels.push(Label::new(ObjectKind::Service.label(), service.to_string()));
+        }
+        let families = &self.exporter.families[self.kind as usize];
+        let key = Key::from_parts(families.tls_requests.clone(), labels);
+        self.exporter.recorder.register_counter(&key, &METADATA)
+    }
+
+    /// The handles of a new series; `code` 0 is the overflow cell.
+    fn register(&self, protocol: Protocol, method: usize, code: u16) -> Series {
+        let labels = self.labels(protocol, method, code);
         let families = &self.exporter.families[self.kind as usize];
         let recorder = &self.exporter.recorder;
         let key = |name: &KeyName| Key::from_parts(name.clone(), labels.clone());
         Series {
-            requests: recorder.register_counter(&key(&families.requests), &METADATA),
+            // With header labels each request finds its series by its
+            // header values (`count_with_headers`).
+            requests: if self.exporter.header_labels.is_empty() {
+                recorder.register_counter(&key(&families.requests), &METADATA)
+            } else {
+                Counter::noop()
+            },
             duration: self
                 .exporter
                 .register_histogram(self.kind, &key(&families.duration)),
@@ -758,6 +1090,7 @@ mod tests {
             duration: Duration::from_millis(ms),
             request_bytes: 3,
             response_bytes: 10,
+            tls: None,
         }
     }
 
@@ -936,8 +1269,9 @@ mod tests {
     fn certificates_that_go_away_leave_the_exposition() {
         let exporter = Exporter::new("gangway", &[1.0]).unwrap();
         let cert = |name: &str, not_after| CertificateExpiry {
-            domains: vec![name.to_owned(), format!("www.{name}")],
-            resolver: String::new(),
+            cn: name.to_owned(),
+            serial: "1234567890123456789".to_owned(),
+            sans: vec![name.to_owned(), format!("www.{name}")],
             not_after,
         };
         exporter.set_certificates(
@@ -948,7 +1282,7 @@ mod tests {
         assert_eq!(
             line(
                 &text,
-                r#"gangway_tls_certs_not_after{cn="a.test",sans="a.test,www.a.test",resolver="",source="file"}"#
+                r#"gangway_tls_certs_not_after{cn="a.test",serial="1234567890123456789",sans="a.test,www.a.test"}"#
             ),
             Some("1900000000"),
             "{text}"
@@ -981,6 +1315,107 @@ mod tests {
         assert!(
             line(&text, "process_start_time_seconds").is_some(),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn tls_requests_are_counted_by_version_and_cipher_with_the_routers_service() {
+        let exporter = Arc::new(Exporter::new("traefik", &[1.0]).unwrap());
+        let router = exporter.router_stats("app@file", "app-svc@file");
+        let mut s = sample(0, 200, 1);
+        s.tls = Some(Negotiated::from_wire(Some(0x0304), Some(0x1301)));
+        router.record(&s);
+        router.record(&s);
+        router.record(&sample(0, 200, 1));
+        let text = exporter.render();
+        assert_eq!(
+            line(
+                &text,
+                r#"traefik_router_requests_tls_total{tls_version="1.3",tls_cipher="TLS_AES_128_GCM_SHA256",router="app@file",service="app-svc@file"}"#
+            ),
+            Some("2"),
+            "{text}"
+        );
+        assert_eq!(
+            line(
+                &text,
+                r#"traefik_router_requests_total{code="200",method="GET",protocol="http",router="app@file",service="app-svc@file"}"#
+            ),
+            Some("3"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn other_methods_are_extension_method_as_in_traefik() {
+        assert_eq!(
+            METHODS[method_index(&Method::from_bytes(b"PRI").unwrap())],
+            "PRI"
+        );
+        assert_eq!(
+            METHODS[method_index(&Method::from_bytes(b"PURGE").unwrap())],
+            "EXTENSION_METHOD"
+        );
+    }
+
+    #[test]
+    fn header_labels_split_requests_total_by_header_value() {
+        let labels = BTreeMap::from([("useragent".to_owned(), "User-Agent".to_owned())]);
+        let exporter = Arc::new(Exporter::with_header_labels("traefik", &[1.0], &labels).unwrap());
+        assert_eq!(exporter.label_headers(), [http::header::USER_AGENT]);
+        let stats = exporter.stats(ObjectKind::EntryPoint, "web");
+        stats.record_with_headers(&sample(0, 200, 1), &["curl".to_owned()]);
+        stats.record_with_headers(&sample(0, 200, 1), &["curl".to_owned()]);
+        stats.record_with_headers(&sample(0, 200, 1), &[String::new()]);
+        let text = exporter.render();
+        let series = |agent: &str| {
+            format!(
+                r#"traefik_entrypoint_requests_total{{code="200",method="GET",protocol="http",entrypoint="web",useragent="{agent}"}}"#
+            )
+        };
+        assert_eq!(line(&text, &series("curl")), Some("2"), "{text}");
+        assert_eq!(line(&text, &series("")), Some("1"), "{text}");
+        // No series without the label: every requests_total line has it.
+        assert!(
+            text.lines()
+                .filter(|l| l.starts_with("traefik_entrypoint_requests_total{"))
+                .all(|l| l.contains("useragent=")),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bad_header_labels_are_refused_naming_the_label() {
+        for (label, header) in [
+            ("user-agent", "User-Agent"),
+            ("1st", "User-Agent"),
+            ("__name", "User-Agent"),
+            ("code", "User-Agent"),
+            ("agent", "User Agent"),
+        ] {
+            let labels = BTreeMap::from([(label.to_owned(), header.to_owned())]);
+            let err = Exporter::with_header_labels("gangway", &[1.0], &labels).unwrap_err();
+            assert!(
+                err.to_string()
+                    .starts_with(&format!("metrics.prometheus.headerLabels.{label}:")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn retries_are_counted_per_service() {
+        let exporter = Arc::new(Exporter::new("traefik", &[1.0]).unwrap());
+        let stats = exporter.stats(ObjectKind::Service, "app@file");
+        assert!(!exporter.render().contains("service_retries_total{"));
+        stats.retried(2);
+        stats.retried(1);
+        assert_eq!(
+            line(
+                &exporter.render(),
+                r#"traefik_service_retries_total{service="app@file"}"#
+            ),
+            Some("3")
         );
     }
 

@@ -96,6 +96,9 @@ pub struct Proxy {
     pub metrics_internals: bool,
     /// Requests to internal routers are logged.
     pub log_internals: bool,
+    /// The request headers `metrics.prometheus.headerLabels` reads, in
+    /// label order; empty (and nothing read) when none are configured.
+    pub metrics_headers: Box<[http::HeaderName]>,
 }
 
 /// An entry point as the proxy sees it.
@@ -173,6 +176,8 @@ pub(crate) struct ConnInfo {
     pub(crate) tls: bool,
     /// The TLS server name the client asked for, lowercased.
     pub(crate) sni: Option<Box<str>>,
+    /// The TLS version and cipher suite agreed on, for TLS connections.
+    pub(crate) negotiated: Option<crate::tls::negotiated::Negotiated>,
     /// What the connection is doing, when its head or idle time is limited.
     pub(crate) activity: Option<Arc<timeouts::Activity>>,
 }
@@ -191,6 +196,7 @@ impl ConnInfo {
             peer_header: forwarded::peer_value(peer.ip()),
             tls,
             sni,
+            negotiated: None,
             activity: None,
         }
     }

@@ -25,13 +25,17 @@ use std::sync::Arc;
 /// `metrics.prometheus` is on.
 pub fn metrics(
     config: &StaticConfig,
-) -> Result<Option<MetricsSettings>, crate::metrics::NoBuckets> {
+) -> Result<Option<MetricsSettings>, crate::metrics::MetricsError> {
     let Some(p) = &config.metrics.prometheus else {
         return Ok(None);
     };
     let bounds: Vec<f64> = p.buckets.iter().map(|b| b.0).collect();
     Ok(Some(MetricsSettings {
-        exporter: Arc::new(crate::metrics::Exporter::new(&p.prefix, &bounds)?),
+        exporter: Arc::new(crate::metrics::Exporter::with_header_labels(
+            &p.prefix,
+            &bounds,
+            &p.header_labels,
+        )?),
         routers: p.add_routers_labels,
         services: p.add_services_labels,
     }))

@@ -40,7 +40,7 @@ pub enum RunError {
     Acme(#[from] acme::AcmeError),
     /// The Prometheus options cannot be used.
     #[error(transparent)]
-    Metrics(#[from] metrics::NoBuckets),
+    Metrics(#[from] metrics::MetricsError),
     /// HTTP/3 could not be set up on an entry point.
     #[error("entry point `{name}`: HTTP/3: {source}")]
     Http3 {

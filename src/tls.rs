@@ -9,6 +9,7 @@
 //! in [`TlsState`], owned by the runtime's registries.
 
 pub mod challenge;
+pub mod negotiated;
 pub mod options;
 pub mod store;
 
@@ -362,6 +363,9 @@ pub struct FileCertificate {
     pub not_before: i64,
     /// End of validity, seconds since the Unix epoch.
     pub not_after: i64,
+    /// Its labels on `tls_certs_not_after`.
+    #[serde(skip)]
+    pub labels: store::CertLabels,
 }
 
 impl Termination {
@@ -515,6 +519,7 @@ pub fn compile_termination(
                     issuer: cert.issuer,
                     not_before: cert.not_before,
                     not_after: cert.not_after,
+                    labels: cert.labels,
                 });
             }
             Err(e) => report.warnings.push(skipped("tls.certificates", e)),

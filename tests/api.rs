@@ -476,13 +476,13 @@ async fn metrics_count_exactly_the_requests_sent() {
     };
     assert_eq!(
         line(
-            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="app@file"}"#
+            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="app@file",service="app@file"}"#
         ),
         7.0
     );
     assert_eq!(
         line(
-            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="api-path@file"}"#
+            r#"gangway_router_requests_total{code="200",method="GET",protocol="http",router="api-path@file",service="app@file"}"#
         ),
         3.0
     );
@@ -507,7 +507,7 @@ async fn metrics_count_exactly_the_requests_sent() {
     );
     assert_eq!(
         line(
-            r#"gangway_router_request_duration_seconds_bucket{code="200",method="GET",protocol="http",router="app@file",le="+Inf"}"#
+            r#"gangway_router_request_duration_seconds_bucket{code="200",method="GET",protocol="http",router="app@file",service="app@file",le="+Inf"}"#
         ),
         7.0
     );

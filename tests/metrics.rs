@@ -110,8 +110,10 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
     family(
         "tls_certs_not_after",
         "gauge",
-        &[("", &["cn", "sans", "resolver", "source"])],
+        &[("", &["cn", "serial", "sans"])],
     );
+    family("service_retries_total", "counter", &[("", &["service"])]);
+    family("service_server_up", "gauge", &[("", &["service", "url"])]);
     family(
         "open_connections",
         "gauge",
@@ -136,8 +138,20 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
         }
     }
     for object in ["entrypoint", "router", "service"] {
-        let labels: &[&str] = &["code", "method", "protocol", object];
-        let with_le: &[&str] = &["code", "method", "protocol", object, "le"];
+        // Traefik's router series carry the router's service too.
+        let named: &[&str] = if object == "router" {
+            &["router", "service"]
+        } else {
+            &[object]
+        };
+        let labels = &[&["code", "method", "protocol"], named].concat();
+        let with_le = &[labels.as_slice(), &["le"]].concat();
+        let tls = &[&["tls_version", "tls_cipher"], named].concat();
+        family(
+            &format!("{object}_requests_tls_total"),
+            "counter",
+            &[("", tls)],
+        );
         for counter in [
             "requests_total",
             "requests_bytes_total",
@@ -155,7 +169,8 @@ fn expected(prefix: &str) -> BTreeMap<String, Family> {
 }
 
 /// gangway with every family switched on (routers, services, entry points,
-/// the access log, a file certificate) after GET, POST and unrouted requests.
+/// the access log, a file certificate, a health-checked service, a retry)
+/// after GET, POST, HTTPS, retried and unrouted requests.
 async fn scraped(prefix: &str) -> String {
     let app = Backend::echo("app").await;
     let files = tempfile::tempdir().unwrap();
@@ -169,8 +184,18 @@ async fn scraped(prefix: &str) -> String {
                    [[tcp.services.db.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n\
                    [udp.routers.dns]\nentryPoints = [\"dns\"]\nservice = \"dns\"\n\
                    [[udp.services.dns.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n";
+    // HTTPS to the app, a health-checked service, and a router whose only
+    // server is gone, behind a retry.
+    let more = format!(
+        "[http.routers.secure]\nrule = \"Host(`secure.test`)\"\nservice = \"app\"\n[http.routers.secure.tls]\n\
+         [http.services.app.loadBalancer.healthCheck]\npath = \"/\"\ninterval = \"1s\"\n\
+         [http.routers.gone]\nrule = \"Host(`gone.test`)\"\nservice = \"gone\"\nmiddlewares = [\"again\"]\n\
+         [http.middlewares.again.retry]\nattempts = 3\n\
+         [[http.services.gone.loadBalancer.servers]]\nurl = \"http://127.0.0.1:{}\"\n",
+        free_port()
+    );
     let dynamic = format!(
-        "{}{streams}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
+        "{}{more}{streams}[[tls.certificates]]\ncertFile = {:?}\nkeyFile = {:?}\n",
         support::one_route("app", "Host(`app.test`)", &[&app.url()]),
         cert.display().to_string(),
         key_file.display().to_string(),
@@ -203,6 +228,22 @@ async fn scraped(prefix: &str) -> String {
         .body("name=value".into())
         .unwrap();
     assert_eq!(gw.send(post).await.status, StatusCode::OK);
+    // One request over TLS 1.3, one over TLS 1.2.
+    for tls12_only in [false, true] {
+        let client = support::tls::TlsClient {
+            tls12_only,
+            ..support::tls::TlsClient::insecure()
+        };
+        let https = client
+            .get(gw.port, "secure.test", None, "/", false)
+            .await
+            .expect("HTTPS request");
+        assert_eq!(https.status, StatusCode::OK);
+    }
+    assert_eq!(
+        gw.get("gone.test", "/").await.status,
+        StatusCode::BAD_GATEWAY
+    );
     let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
         .body(Default::default())
         .unwrap();
@@ -220,6 +261,16 @@ async fn families_types_and_label_keys_are_traefiks() {
         .filter(|(name, _)| name.starts_with("gangway_"))
         .collect();
     assert_eq!(ours, expected("gangway"), "in\n{text}");
+    // Each TLS request is counted under the version and suite its
+    // handshake agreed on, named as Traefik names them.
+    for (version, suite) in [("1.3", "TLS_AES_"), ("1.2", "TLS_ECDHE_ECDSA_WITH_")] {
+        let prefix = format!(
+            r#"gangway_entrypoint_requests_tls_total{{tls_version="{version}",tls_cipher="{suite}"#
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with(&prefix)).collect();
+        assert_eq!(lines.len(), 1, "{prefix} in\n{text}");
+        assert!(lines[0].ends_with(r#"entrypoint="web"} 1"#), "{}", lines[0]);
+    }
 }
 
 #[tokio::test]
@@ -264,4 +315,122 @@ async fn the_prefix_names_every_family() {
         assert!(got.contains_key(name), "no {name} in\n{text}");
     }
     assert!(!text.contains("gangway_"), "{text}");
+}
+
+/// `headerLabels.<label>=<Header>`: the requests_total families gain the
+/// label, valued from the request's header (empty when it has none).
+#[tokio::test]
+async fn header_labels_come_from_the_request_headers() {
+    let app = Backend::echo("app").await;
+    let internal = free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&app.url()]),
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=traefik",
+            "--metrics.prometheus.headerLabels.useragent=User-Agent",
+            &internal_flag,
+        ],
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/").await.status == StatusCode::OK
+    })
+    .await;
+    for _ in 0..2 {
+        let req = Request::get(gw.url("/"))
+            .header("host", "app.test")
+            .header("user-agent", "probe/1.0")
+            .body(Default::default())
+            .unwrap();
+        assert_eq!(gw.send(req).await.status, StatusCode::OK);
+    }
+    let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    let text = gw.send(scrape).await.text();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        value(r#"traefik_service_requests_total{code="200",method="GET",protocol="http",service="app@file",useragent="probe/1.0"}"#)
+            .as_deref(),
+        Some("2"),
+        "{text}"
+    );
+    assert_eq!(
+        value(r#"traefik_entrypoint_requests_total{code="200",method="GET",protocol="http",entrypoint="web",useragent="probe/1.0"}"#)
+            .as_deref(),
+        Some("2"),
+        "{text}"
+    );
+    // The other families keep their own labels.
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("useragent="))
+            .all(|l| l.starts_with("traefik_service_requests_total{")
+                || l.starts_with("traefik_entrypoint_requests_total{")),
+        "{text}"
+    );
+}
+
+/// A header label Prometheus would refuse stops the start, naming it.
+#[tokio::test]
+async fn a_bad_header_label_stops_the_start_naming_it() {
+    let refused = tokio::process::Command::new(support::binary())
+        .args([
+            format!("--entryPoints.web.address=127.0.0.1:{}", free_port()),
+            "--metrics.prometheus".to_owned(),
+            "--metrics.prometheus.headerLabels.user-agent=User-Agent".to_owned(),
+        ])
+        .env("NO_COLOR", "1")
+        .kill_on_drop(true)
+        .output();
+    // Bounded only so that a gangway that wrongly starts fails the test
+    // instead of hanging it.
+    let out = tokio::time::timeout(Duration::from_secs(30), refused)
+        .await
+        .expect("gangway exits on a bad header label")
+        .unwrap();
+    assert!(!out.status.success());
+    let log =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        log.contains("metrics.prometheus.headerLabels.user-agent"),
+        "{log}"
+    );
+}
+
+/// `manualRouting=true`: no `/metrics` router of gangway's own; the
+/// user's router to `prometheus@internal` serves it where they want.
+#[tokio::test]
+async fn manual_routing_leaves_metrics_to_the_users_router() {
+    let internal = free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let dynamic = "[http.routers.metrics]\nrule = \"Host(`metrics.test`) && Path(`/metrics`)\"\nservice = \"prometheus@internal\"\n";
+    let gw = Gangway::with_file(
+        dynamic,
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.manualRouting=true",
+            &internal_flag,
+        ],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(5),
+        "the user's router serves /metrics",
+        || async {
+            let got = gw.get("metrics.test", "/metrics").await;
+            got.status == StatusCode::OK && got.text().contains("gangway_config_reloads_total")
+        },
+    )
+    .await;
+    let default = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .unwrap();
+    assert_eq!(gw.send(default).await.status, StatusCode::NOT_FOUND);
 }

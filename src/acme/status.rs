@@ -57,6 +57,9 @@ pub struct CertificateState {
     /// End of validity of the certificate served, seconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_after: Option<i64>,
+    /// The labels of the certificate served on `tls_certs_not_after`.
+    #[serde(skip)]
+    pub labels: Option<crate::tls::store::CertLabels>,
     /// When the next order is placed (renewal or retry), seconds since the epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_attempt: Option<i64>,
@@ -181,10 +184,12 @@ impl Status {
             .snapshot()
             .into_iter()
             .filter_map(|c| {
+                let labels = c.labels?;
                 Some(crate::metrics::CertificateExpiry {
                     not_after: c.not_after?,
-                    domains: c.domains,
-                    resolver: c.resolver,
+                    cn: labels.cn,
+                    serial: labels.serial,
+                    sans: labels.sans,
                 })
             })
             .collect();

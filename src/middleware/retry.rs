@@ -76,6 +76,19 @@ impl Retry {
     }
 }
 
+/// Response extension of a request that was sent again: how many times
+/// (attempts after the first), for `service_retries_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retried(pub u32);
+
+/// Marks `resp` with the retries it took, if any.
+fn mark(mut resp: Resp, attempt: u32) -> Resp {
+    if attempt > 1 {
+        resp.extensions_mut().insert(Retried(attempt - 1));
+    }
+    resp
+}
+
 fn idempotent(m: &Method) -> bool {
     !(m == Method::POST || m == Method::PATCH || m.as_str() == "LOCK")
 }
@@ -118,14 +131,14 @@ impl Middleware for Retry {
                 };
                 let resp = next.run(Request::from_parts(parts.clone(), body)).await;
                 if attempt >= self.attempts || self.timeout.is_some_and(|t| start.elapsed() >= t) {
-                    return resp;
+                    return mark(resp, attempt);
                 }
                 let again = match resp.extensions().get::<UpstreamFailure>() {
                     Some(UpstreamFailure::NotSent) => self.on_network_error,
                     _ => by_status && self.status.contains(resp.status()),
                 };
                 if !again {
-                    return resp;
+                    return mark(resp, attempt);
                 }
                 drop(resp);
                 let wait = self.wait(attempt);

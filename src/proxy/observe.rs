@@ -39,6 +39,9 @@ pub struct WriteTimedOut;
 struct Watch {
     started: Instant,
     sample: Sample,
+    /// The values of the `headerLabels` headers, in label order (empty
+    /// when none are configured).
+    header_values: Box<[String]>,
     conn_stats: Option<Arc<crate::metrics::Stats>>,
     route: Option<Arc<Route>>,
     entry: Option<Entry>,
@@ -48,15 +51,16 @@ struct Watch {
 impl Watch {
     fn finish(mut self: Box<Self>) {
         self.sample.duration = self.started.elapsed();
+        let headers = &self.header_values;
         if let Some(s) = &self.conn_stats {
-            s.record(&self.sample);
+            s.record_with_headers(&self.sample, headers);
         }
         if let Some(route) = &self.route {
             if let Some(s) = &route.stats {
-                s.record(&self.sample);
+                s.record_with_headers(&self.sample, headers);
             }
             if let Some(s) = &route.service_stats {
-                s.record(&self.sample);
+                s.record_with_headers(&self.sample, headers);
             }
         }
         if let (Some(log), Some(mut entry)) = (self.log.take(), self.entry.take()) {
@@ -213,10 +217,24 @@ impl Proxy {
                 duration: std::time::Duration::ZERO,
                 request_bytes,
                 response_bytes: 0,
+                tls: conn.negotiated,
             };
+            // Read only when `headerLabels` names headers: nothing is
+            // allocated otherwise.
+            let header_values = self
+                .metrics_headers
+                .iter()
+                .map(|name| {
+                    req.headers()
+                        .get(name)
+                        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
             Box::new(Watch {
                 started: Instant::now(),
                 sample,
+                header_values,
                 conn_stats: conn.entry_point.stats.clone(),
                 route: None,
                 entry: log.as_ref().map(|l| entry_for(conn, &req, l)),
@@ -224,6 +242,11 @@ impl Proxy {
             })
         });
         let (resp, route) = self.route(conn, req, read_deadline).await;
+        if let Some(crate::middleware::retry::Retried(n)) = resp.extensions().get()
+            && let Some(s) = route.as_ref().and_then(|r| r.service_stats.as_ref())
+        {
+            s.retried(u64::from(*n));
+        }
         let Some(mut watch) = watch else {
             return resp.map(ObservedBody::plain);
         };
@@ -282,6 +305,7 @@ impl Proxy {
                 duration,
                 request_bytes: 0,
                 response_bytes: 0,
+                tls: conn.negotiated,
             });
         }
         if let Some(log) = &self.access_log {

@@ -37,8 +37,13 @@ pub struct Registries {
     serial: AtomicU64,
     epoch: Arc<AtomicU64>,
     states: Mutex<HashMap<StateKey, Arc<dyn Any + Send + Sync>>>,
-    stats: Mutex<HashMap<(StatsKind, String), Arc<Stats>>>,
+    /// Keyed by kind, name and (for routers) the service, which is a label
+    /// of a router's series.
+    stats: Mutex<HashMap<StatsKey, Arc<Stats>>>,
 }
+
+/// Kind, name and (for routers) service of one set of counters.
+type StatsKey = (StatsKind, String, Option<String>);
 
 /// Which family a set of counters belongs to.
 pub use crate::metrics::ObjectKind as StatsKind;
@@ -98,8 +103,23 @@ impl Registries {
     ) -> Arc<Stats> {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         stats
-            .entry((kind, name.to_owned()))
+            .entry((kind, name.to_owned(), None))
             .or_insert_with(|| Arc::new(exporter.stats(kind, name)))
+            .clone()
+    }
+
+    /// The counters of router `name` while it sends to `service`, kept as
+    /// [`Registries::stats`] keeps an object's.
+    pub fn router_stats(
+        &self,
+        name: &str,
+        service: &str,
+        exporter: &Arc<crate::metrics::Exporter>,
+    ) -> Arc<Stats> {
+        let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
+        stats
+            .entry((StatsKind::Router, name.to_owned(), Some(service.to_owned())))
+            .or_insert_with(|| Arc::new(exporter.router_stats(name, service)))
             .clone()
     }
 
@@ -113,7 +133,7 @@ impl Registries {
     ) -> Arc<Stats> {
         let mut stats = self.stats.lock().unwrap_or_else(PoisonError::into_inner);
         stats
-            .entry((StatsKind::EntryPoint, name.to_owned()))
+            .entry((StatsKind::EntryPoint, name.to_owned(), None))
             .or_insert_with(|| Arc::new(exporter.entry_point_stats(name, transport)))
             .clone()
     }

@@ -24,6 +24,20 @@ pub struct LoadedCert {
     pub not_after: i64,
     /// The issuer's distinguished name.
     pub issuer: String,
+    /// What the metrics label it with: subject common name, serial number
+    /// and DNS names, as Traefik does.
+    pub labels: CertLabels,
+}
+
+/// A certificate's labels on `tls_certs_not_after`, as Traefik sets them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CertLabels {
+    /// The subject's common name, empty when it has none.
+    pub cn: String,
+    /// The serial number, in decimal.
+    pub serial: String,
+    /// The subject alternative names' DNS names, as written, sorted.
+    pub sans: Vec<String>,
 }
 
 /// Parses a PEM certificate chain (leaf first) and a PEM private key.
@@ -49,9 +63,11 @@ pub fn parse_pem(what: &str, chain_pem: &[u8], key_pem: &[u8]) -> Result<LoadedC
             message: e.to_string(),
         })?;
     let mut names: Vec<String> = Vec::new();
+    let mut sans: Vec<String> = Vec::new();
     if let Ok(Some(san)) = parsed.subject_alternative_name() {
         for name in &san.value.general_names {
             if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
+                sans.push((*dns).to_owned());
                 let dns = dns.trim_end_matches('.').to_ascii_lowercase();
                 if !names.contains(&dns) {
                     names.push(dns);
@@ -70,6 +86,18 @@ pub fn parse_pem(what: &str, chain_pem: &[u8], key_pem: &[u8]) -> Result<LoadedC
     let not_before = validity.not_before.timestamp();
     let not_after = validity.not_after.timestamp();
     let issuer = parsed.issuer().to_string();
+    sans.sort();
+    let labels = CertLabels {
+        cn: parsed
+            .subject()
+            .iter_common_name()
+            .next()
+            .and_then(|cn| cn.as_str().ok())
+            .unwrap_or_default()
+            .to_owned(),
+        serial: parsed.tbs_certificate.serial.to_str_radix(10),
+        sans,
+    };
     let key = CertifiedKey::new(chain, signing);
     // ring cannot tell for every key type; only a definite mismatch is an error.
     if let Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) =
@@ -85,6 +113,7 @@ pub fn parse_pem(what: &str, chain_pem: &[u8], key_pem: &[u8]) -> Result<LoadedC
         not_before,
         not_after,
         issuer,
+        labels,
     })
 }
 

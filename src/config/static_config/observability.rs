@@ -34,7 +34,7 @@ pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
             .metrics
             .prometheus
             .as_ref()
-            .is_some_and(|p| p.entry_point == INTERNAL_ENTRY_POINT);
+            .is_some_and(|p| !p.manual_routing && p.entry_point == INTERNAL_ENTRY_POINT);
     if wanted && !config.entry_points.contains_key(INTERNAL_ENTRY_POINT) {
         let default = if insecure_api {
             INTERNAL_INSECURE_ADDRESS
@@ -168,6 +168,14 @@ pub struct Prometheus {
     /// Prefix of every metric name. Default `gangway`; `traefik` gives
     /// Traefik's names, so existing dashboards work.
     pub prefix: String,
+    /// Extra labels on the `*_requests_total` families: label name →
+    /// the request header whose value it takes (empty when the request
+    /// has none), as in Traefik.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub header_labels: BTreeMap<String, String>,
+    /// Add no router for `/metrics`: the user routes to
+    /// `prometheus@internal` with a router of their own. Default `false`.
+    pub manual_routing: bool,
 }
 
 impl Default for Prometheus {
@@ -179,6 +187,8 @@ impl Default for Prometheus {
             add_services_labels: true,
             entry_point: INTERNAL_ENTRY_POINT.to_owned(),
             prefix: "gangway".to_owned(),
+            header_labels: BTreeMap::new(),
+            manual_routing: false,
         }
     }
 }

@@ -1006,6 +1006,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Metric name prefix (`traefik` reuses Traefik dashboards).",
     ),
     opt(
+        "metrics.prometheus.headerLabels.<name>",
+        ValueKind::String,
+        "",
+        "Label <name> on requests_total, from this request header.",
+    ),
+    opt(
+        "metrics.prometheus.manualRouting",
+        ValueKind::Bool,
+        "false",
+        "No /metrics router: route to prometheus@internal yourself.",
+    ),
+    opt(
         "accessLog",
         ValueKind::Section,
         "false",

@@ -1357,7 +1357,10 @@ fn full_config() -> StaticConfig {
     });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
-    config.metrics.prometheus = Some(Prometheus::default());
+    config.metrics.prometheus = Some(Prometheus {
+        header_labels: [("web".to_owned(), "User-Agent".to_owned())].into(),
+        ..Prometheus::default()
+    });
     let mut access_log = AccessLog {
         file_path: Some(PathBuf::from("access.log")),
         ..AccessLog::default()

@@ -813,18 +813,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "OpenTelemetry export: not supported; nothing is sent to a collector.",
     ),
     unsupported(
-        "metrics.prometheus.headerLabels.<name>",
-        ValueKind::String,
-        "",
-        "Prometheus labels from request headers: not supported; no such label is added.",
-    ),
-    unsupported(
-        "metrics.prometheus.manualRouting",
-        ValueKind::Bool,
-        "false",
-        "Manual routing of /metrics: not supported; /metrics stays on its entry point.",
-    ),
-    unsupported(
         "metrics.statsD",
         ValueKind::Section,
         "false",
