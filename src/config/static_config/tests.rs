@@ -2285,3 +2285,32 @@ fn the_insecure_api_listens_on_every_interface_as_traefiks_does() {
         addr("127.0.0.1:9090")
     );
 }
+
+#[test]
+fn dynamic_sections_in_the_static_file_are_passed_over_with_a_warning() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "entryPoints:\n  web:\n    address: ':8000'\ntls:\n  options:\n    default:\n      minVersion: VersionTLS12\nHTTP:\n  routers: {}\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    assert_eq!(config.entry_points["web"].address, addr(":8000"));
+    let named: Vec<(&str, OptionState)> = config
+        .accepted
+        .iter()
+        .map(|a| (a.option.as_str(), a.state))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("http", OptionState::Unsupported),
+            ("tls", OptionState::Unsupported)
+        ]
+    );
+    // Anything else unknown at the top is still an error.
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "serverTransport:\n  insecureSkipVerify: true\n",
+    )]);
+    let err = fail_in(dir.path(), &[], &[]);
+    assert!(message(&err).contains("serverTransport"), "{err}");
+}

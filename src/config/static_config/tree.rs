@@ -11,6 +11,10 @@ use super::options::{self, INDEX, NAME, OptionSpec, OptionState, Seg, Style, Val
 use super::{ListenAddress, SettingError, StaticConfigError};
 use crate::config::duration::{Duration, SignedDuration};
 
+/// The dynamic configuration's top-level sections, which Traefik users
+/// sometimes write into the static file.
+const DYNAMIC_SECTIONS: &[&str] = &["http", "tcp", "udp", "tls"];
+
 /// Most list items one key may hold; past it the file is refused rather
 /// than read into memory item by item.
 pub(super) const MAX_INDEX: usize = 1024;
@@ -119,6 +123,22 @@ impl<'a> FileWalk<'a> {
             if next.is_empty() {
                 path.pop();
                 segs.pop();
+                // Dynamic sections written in the static file: Traefik
+                // starts and reads nothing of them, and so does gangway.
+                if depth == 0
+                    && let Some(section) = DYNAMIC_SECTIONS
+                        .iter()
+                        .find(|s| s.eq_ignore_ascii_case(&key))
+                {
+                    self.accepted.push(AcceptedOption {
+                        option: (*section).to_owned(),
+                        source: self.name.to_owned(),
+                        state: OptionState::Unsupported,
+                        description: "Dynamic configuration in the static file: not read (Traefik \
+                             ignores it too); move it to a file the file provider reads.",
+                    });
+                    continue;
+                }
                 let mut shown = path.clone();
                 shown.push(key);
                 self.unknown(&shown);
