@@ -2314,3 +2314,18 @@ fn dynamic_sections_in_the_static_file_are_passed_over_with_a_warning() {
     let err = fail_in(dir.path(), &[], &[]);
     assert!(message(&err).contains("serverTransport"), "{err}");
 }
+
+#[test]
+fn an_empty_value_in_a_file_is_not_given() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "entryPoints:\n  web:\n    address: ':8000'\n    transport:\n      respondingTimeouts:\n        idleTimeout:\ncertificatesResolvers:\n  le:\n    acme:\n      email:\n      storage: acme.json\n      tlsChallenge: {}\n",
+    )]);
+    let (config, _) = run_in(dir.path(), &[], &[]);
+    assert_eq!(
+        config.entry_points["web"].transport,
+        EntryPointTransport::default()
+    );
+    let acme = &config.certificates_resolvers["le"].acme;
+    assert_eq!(acme.email, "");
+}

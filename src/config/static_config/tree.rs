@@ -195,6 +195,11 @@ impl<'a> FileWalk<'a> {
                 return false;
             }
             if spec.kind != ValueKind::Section {
+                // `email:` with nothing after it: Traefik reads an empty
+                // value as not given, so the default applies.
+                if value.is_null() {
+                    return false;
+                }
                 match convert(value, spec.kind) {
                     Ok(()) => self.leaves.push((path.clone(), segs.clone())),
                     Err(message) => self.bad_value(path, message),
