@@ -7,7 +7,10 @@ mod router;
 mod tcp;
 mod udp;
 
-use crate::balance::{MirrorShare, Rotation, StickyCookie, StickyCookieError};
+use crate::balance::strategy::member_hash;
+use crate::balance::{
+    MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie, StickyCookieError, Strategy,
+};
 use crate::client::{ClientSettings, ServerKind, TlsSettings};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
@@ -17,7 +20,7 @@ use crate::config::problem::{
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{RuleSyntax, default_priority, parse_rule_in};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{HealthKey, PositionKey, Shape, StatsKind};
+use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey, StatsKind};
 use crate::runtime::{
     EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
     Route, Runtime, Server, Upstream, WeightedService,
@@ -704,12 +707,14 @@ impl ServiceCompiler<'_> {
             weighted,
             mirroring,
             failover,
+            highest_random_weight,
         } = service;
         let kinds = [
             load_balancer.is_some(),
             weighted.is_some(),
             mirroring.is_some(),
             failover.is_some(),
+            highest_random_weight.is_some(),
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
@@ -719,12 +724,18 @@ impl ServiceCompiler<'_> {
             }
             1 => {}
             _ => {
-                let types = ["loadBalancer", "weighted", "mirroring", "failover"]
-                    .iter()
-                    .zip(kinds)
-                    .filter(|(_, given)| *given)
-                    .map(|(t, _)| (*t).to_owned())
-                    .collect();
+                let types = [
+                    "loadBalancer",
+                    "weighted",
+                    "mirroring",
+                    "failover",
+                    "highestRandomWeight",
+                ]
+                .iter()
+                .zip(kinds)
+                .filter(|(_, given)| *given)
+                .map(|(t, _)| (*t).to_owned())
+                .collect();
                 return Err(Problem::SeveralTypes {
                     of: ObjectKind::Service,
                     types,
@@ -739,6 +750,9 @@ impl ServiceCompiler<'_> {
         }
         if let Some(m) = mirroring {
             return self.mirroring(name, m, &provider);
+        }
+        if let Some(h) = highest_random_weight {
+            return self.highest_random_weight(name, h, &provider);
         }
         match failover {
             Some(f) => self.failover(name, f, &provider),
@@ -757,8 +771,10 @@ impl ServiceCompiler<'_> {
         let dynamic::LoadBalancer {
             servers,
             pass_host_header: _,
+            strategy,
             sticky,
             health_check,
+            passive_health_check,
             // gangway streams every frame as it arrives.
             response_forwarding: _,
             servers_transport,
@@ -766,6 +782,15 @@ impl ServiceCompiler<'_> {
             max_concurrent_requests: _,
             queue_timeout: _,
         } = lb;
+        let strategy = Strategy::parse(strategy.as_deref().unwrap_or_default())
+            .map_err(|e| Problem::Strategy { value: e.value })?;
+        let passive = match passive_health_check {
+            Some(p) => PassivePolicy::configured(
+                p.failure_window.as_ref().map(|d| d.0),
+                p.max_failed_attempts,
+            ),
+            None => PassivePolicy::DEFAULT,
+        };
         let settings = self.transport(servers_transport.as_deref(), provider)?;
         let registries = self.registries;
         let mut compiled = Vec::with_capacity(servers.len());
@@ -844,12 +869,29 @@ impl ServiceCompiler<'_> {
                 Some(self.registries.health(&key, name, &members, plan))
             }
         };
+        let states = servers
+            .iter()
+            .map(|s| {
+                let key = StateKey::HttpServer {
+                    service: name.to_owned(),
+                    url: s.url.clone(),
+                };
+                self.registries.state(&key, ServerState::default)
+            })
+            .collect();
+        let hashes = servers.iter().map(|s| member_hash(&s.url)).collect();
         Ok(Arc::new(Upstream::Servers(LoadBalancer {
             name: name.to_owned(),
             servers: compiled,
             rotation,
+            strategy,
             sticky,
             health,
+            states,
+            passive,
+            passive_configured: passive_health_check.is_some(),
+            hashes,
+            epoch: self.registries.health_epoch(),
         })))
     }
 
@@ -900,6 +942,52 @@ impl ServiceCompiler<'_> {
             children,
             rotation,
             sticky,
+            by_client: None,
+        })))
+    }
+
+    /// A `highestRandomWeight` service: a weighted service whose child is
+    /// chosen by the client's IP. Health propagates from the children as
+    /// for `weighted`, so `healthCheck: {}` changes nothing.
+    fn highest_random_weight(
+        &mut self,
+        name: &str,
+        h: &dynamic::HighestRandomWeight,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, Problem> {
+        let dynamic::HighestRandomWeight {
+            services,
+            health_check: _,
+        } = h;
+        if services.is_empty() {
+            return Err(Problem::NoHrwServices);
+        }
+        let mut children = Vec::with_capacity(services.len());
+        let mut weights = Vec::with_capacity(services.len());
+        let mut ids = Vec::with_capacity(services.len());
+        for child in services {
+            children.push(self.child(Reference::WeightedChild, &child.name, provider)?);
+            weights.push(child.weight.unwrap_or(1));
+            ids.push(QualifiedName::resolve(&child.name, provider).to_string());
+        }
+        if weights.iter().all(|&w| w == 0) {
+            return Err(Problem::AllWeightsZero { services: true });
+        }
+        let shape: Shape = ids.iter().cloned().zip(weights.iter().copied()).collect();
+        // The rotation serves requests without a client IP (mirror copies).
+        let rotation = Rotation::new(
+            weights,
+            self.registries.position(&PositionKey::Weighted {
+                service: name.to_owned(),
+                shape,
+            }),
+            self.registries.health_epoch(),
+        );
+        Ok(Arc::new(Upstream::Weighted(WeightedService {
+            children,
+            rotation,
+            sticky: None,
+            by_client: Some(ids.iter().map(|id| member_hash(id)).collect()),
         })))
     }
 

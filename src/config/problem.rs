@@ -517,6 +517,15 @@ pub enum Problem {
     /// A weighted service without members.
     #[error("the weighted service lists no services")]
     NoWeightedServices,
+    /// A `highestRandomWeight` service without members.
+    #[error("the highestRandomWeight service lists no services")]
+    NoHrwServices,
+    /// A load-balancing strategy gangway does not know.
+    #[error("unknown load-balancing strategy `{value}` (known: wrr, p2c, hrw, leasttime)")]
+    Strategy {
+        /// The value as configured.
+        value: String,
+    },
     /// A mirror asked to copy more than every request.
     #[error("mirror `{mirror}`: percent {percent} is more than 100")]
     MirrorPercent {

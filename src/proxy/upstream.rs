@@ -9,7 +9,7 @@ use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamBody, UpstreamFailure};
 use crate::client::ServerKind;
-use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, Upstream};
+use crate::runtime::{LoadBalancer, MirrorCopy, Outcome, Route, Server, Upstream};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::uri::{Authority, PathAndQuery};
@@ -60,10 +60,12 @@ impl Proxy {
         // or a mirror takes a copy.
         let mut cookies: Vec<HeaderValue> = Vec::new();
         let mut mirrors: Vec<MirrorCopy> = Vec::new();
+        let client = Some(conn.peer.ip());
         let Some(lb) = upstream.descend(
             req.headers(),
             &mut cookies,
             (!upgrade).then_some(&mut mirrors),
+            client,
         ) else {
             return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
@@ -76,7 +78,7 @@ impl Proxy {
             host_value.as_ref(),
             upgrade,
             &mut cookies,
-            &route.name,
+            (&route.name, client),
         )
         .await
         {
@@ -138,10 +140,12 @@ async fn send<'a>(
     host: Option<&HeaderValue>,
     upgrade: bool,
     cookies: &mut Vec<HeaderValue>,
-    router: &str,
+    (router, client): (&str, Option<std::net::IpAddr>),
 ) -> Result<(Response<UpstreamBody>, &'a Server), Failure> {
     let cookie_slot = cookies.len();
-    let mut idx = lb.choose(req.headers(), cookies).ok_or(Failure::NoServer)?;
+    let mut idx = lb
+        .choose(req.headers(), cookies, client)
+        .ok_or(Failure::NoServer)?;
     let mut cookie_set = cookies.len() > cookie_slot;
     // The one copy this costs: the request head (and a body already in
     // memory, which shares its buffer), kept only when there is another
@@ -154,9 +158,28 @@ async fn send<'a>(
     loop {
         let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
         prepare(&mut req, server, host, upgrade).map_err(|()| Failure::BadRequest)?;
-        let failure = match call(server, upgrade, req, router).await {
-            Ok(resp) => return Ok((resp, server)),
-            Err(f) => f,
+        let failure = {
+            // In flight until the response headers arrive (what p2c and
+            // leasttime weigh); the time they took feeds leasttime.
+            let in_flight = lb.states.get(idx).map(|s| s.start());
+            let called = call(server, upgrade, req, router).await;
+            match called {
+                Ok(resp) => {
+                    if let Some(f) = &in_flight {
+                        f.first_byte();
+                    }
+                    lb.record(idx, Outcome::Answered(resp.status().as_u16()));
+                    return Ok((resp, server));
+                }
+                Err(f) => {
+                    match f {
+                        Failure::Connect => lb.record(idx, Outcome::NoConnection),
+                        Failure::Timeout | Failure::Broken => lb.record(idx, Outcome::Broken),
+                        Failure::NoServer | Failure::BadRequest | Failure::Client(_) => {}
+                    }
+                    f
+                }
+            }
         };
         let (Failure::Connect, Some(replay)) = (failure, &replay) else {
             return Err(failure);
@@ -468,7 +491,7 @@ async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option
     // A bound on what is read of a mirror's answer: it is thrown away.
     const DRAIN: usize = 1024 * 1024;
     let mut cookies = Vec::new();
-    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None) else {
+    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None, None) else {
         return;
     };
     let sent = send(
@@ -477,7 +500,7 @@ async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option
         host.as_ref(),
         false,
         &mut cookies,
-        "mirror",
+        ("mirror", None),
     )
     .await;
     let Ok((resp, _)) = sent else {

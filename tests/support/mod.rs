@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod counted;
 pub mod disk;
 pub mod etcd;
 pub mod http3;
