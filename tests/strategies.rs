@@ -250,3 +250,98 @@ async fn an_unknown_strategy_disables_only_its_service() {
         "the error names the value: {svc}"
     );
 }
+
+/// A YAML file as Traefik's documentation writes it (`passiveHealthcheck`,
+/// `strategy`, `highestRandomWeight`, `weighted.healthCheck: {}`): every
+/// service is enabled, the API shows the options back, and a weighted
+/// service whose only member's server is out reports itself down to the
+/// failover above it, which then answers from its fallback.
+#[tokio::test]
+async fn a_yaml_file_in_traefiks_spelling_balances_and_propagates_health() {
+    let fast = Counted::start("fast").await;
+    let spare = Counted::start("spare").await;
+    let dead = support::counted::refusing_port();
+    let yaml = format!(
+        r#"http:
+  routers:
+    api:
+      rule: Host(`api.test`)
+      service: api@internal
+    app:
+      rule: Host(`app.test`)
+      service: app
+    guarded:
+      rule: Host(`guarded.test`)
+      service: guarded
+  services:
+    app:
+      loadBalancer:
+        strategy: leasttime
+        passiveHealthcheck:
+          failureWindow: 30s
+          maxFailedAttempts: 2
+        servers:
+          - url: {fast}
+    guarded:
+      failover:
+        healthCheck: {{}}
+        service: pool
+        fallback: spare
+    pool:
+      weighted:
+        healthCheck: {{}}
+        services:
+          - name: dying
+            weight: 1
+    dying:
+      loadBalancer:
+        passiveHealthcheck:
+          failureWindow: 10m
+        servers:
+          - url: http://{dead}
+    spare:
+      highestRandomWeight:
+        services:
+          - name: spareLb
+            weight: 1
+    spareLb:
+      loadBalancer:
+        servers:
+          - url: {spare}
+"#,
+        fast = fast.url(),
+        spare = spare.url(),
+    );
+    let gw = Gangway::with_yaml(&yaml, &["--api=true"]).await;
+    routed(&gw, "app.test").await;
+    let api = |path: String| {
+        let gw = &gw;
+        async move {
+            serde_json::from_str::<serde_json::Value>(&gw.get("api.test", &path).await.text())
+                .unwrap_or_default()
+        }
+    };
+    for name in ["app", "guarded", "pool", "dying", "spare", "spareLb"] {
+        let svc = api(format!("/api/http/services/{name}@file")).await;
+        assert_eq!(svc["status"], "enabled", "{svc}");
+    }
+    let app = api("/api/http/services/app@file".to_owned()).await;
+    assert_eq!(app["loadBalancer"]["strategy"], "leasttime", "{app}");
+    assert_eq!(
+        app["loadBalancer"]["passiveHealthCheck"]["maxFailedAttempts"], 2,
+        "{app}"
+    );
+    assert_eq!(
+        api("/api/http/services/spare@file".to_owned()).await["type"],
+        "highestrandomweight"
+    );
+
+    // The first request finds the dead server (502); from then on it is
+    // out, the weighted service has no member up, and the failover answers
+    // from its fallback.
+    assert_eq!(gw.get("guarded.test", "/").await.status, 502);
+    for _ in 0..5 {
+        let got = gw.get("guarded.test", "/").await;
+        assert_eq!((got.status.as_u16(), got.text()), (200, "spare".to_owned()));
+    }
+}
