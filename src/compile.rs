@@ -194,10 +194,25 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             // Still checked, so that the report says what is wrong with them.
             groups.push((&[], Vec::new()));
         }
+        // Traefik 3.7: the service's own middlewares run after the router's,
+        // named in the service's provider.
+        let service_q = step.qualify(&router.service);
+        let service_provider = QualifiedName::parse(&service_q)
+            .map(|q| q.provider)
+            .unwrap_or_default();
         let own: Vec<String> = router
             .middlewares
             .iter()
             .map(|mw| step.qualify(mw))
+            .chain(
+                dynamic
+                    .http
+                    .services
+                    .get(&service_q)
+                    .into_iter()
+                    .flat_map(|s| s.middlewares.iter())
+                    .map(|mw| QualifiedName::resolve(mw, &service_provider).to_string()),
+            )
             .collect();
         let mut registered: Vec<String> = Vec::new();
         let mut chains = Some(Vec::with_capacity(groups.len()));
@@ -687,6 +702,23 @@ impl ServiceCompiler<'_> {
             return Err(Problem::NoName { what });
         }
         let q = QualifiedName::resolve(name, provider).to_string();
+        // A service's middlewares are joined to the chain of a router that
+        // names it; reached through another service they would be skipped,
+        // and an authentication middleware skipped is a hole, so the parent
+        // is refused instead.
+        if self
+            .dynamic
+            .http
+            .services
+            .get(&q)
+            .is_some_and(|s| !s.middlewares.is_empty())
+        {
+            return Err(Problem::InReference {
+                what,
+                name: q,
+                problem: Box::new(Problem::NestedServiceMiddlewares),
+            });
+        }
         self.get(&q).map_err(|problem| Problem::InReference {
             what,
             name: q,
@@ -708,6 +740,8 @@ impl ServiceCompiler<'_> {
             mirroring,
             failover,
             highest_random_weight,
+            // Joined to the router's chain where a router names the service.
+            middlewares: _,
         } = service;
         let kinds = [
             load_balancer.is_some(),

@@ -345,3 +345,55 @@ async fn a_yaml_file_in_traefiks_spelling_balances_and_propagates_health() {
         assert_eq!((got.status.as_u16(), got.text()), (200, "spare".to_owned()));
     }
 }
+
+/// Traefik 3.7's service-level `middlewares` run after the router's; a
+/// service with middlewares reached through another service is refused
+/// (its middlewares would be skipped), not served without them.
+#[tokio::test]
+async fn service_middlewares_run_after_the_routers_and_are_never_skipped() {
+    let echo = support::Backend::echo("echo").await;
+    let conf = format!(
+        r#"[http.routers.api]
+rule = "Host(`api.test`)"
+service = "api@internal"
+[http.routers.app]
+rule = "Host(`app.test`)"
+service = "app"
+middlewares = ["fromRouter"]
+[http.routers.nested]
+rule = "Host(`nested.test`)"
+service = "split"
+[http.middlewares.fromRouter.addPrefix]
+prefix = "/router"
+[http.middlewares.fromService.addPrefix]
+prefix = "/service"
+[http.services.app]
+middlewares = ["fromService"]
+[http.services.app.loadBalancer]
+[[http.services.app.loadBalancer.servers]]
+url = "{url}"
+[[http.services.split.weighted.services]]
+name = "app"
+"#,
+        url = echo.url()
+    );
+    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    routed(&gw, "app.test").await;
+    // The router's prefix is added first, the service's last (outermost).
+    assert_eq!(
+        gw.get("app.test", "/x").await.seen().uri,
+        "/service/router/x"
+    );
+    assert_eq!(gw.get("nested.test", "/x").await.status, 404);
+    let split: serde_json::Value = serde_json::from_str(
+        &gw.get("api.test", "/api/http/services/split@file")
+            .await
+            .text(),
+    )
+    .unwrap_or_default();
+    assert_eq!(split["status"], "disabled", "{split}");
+    assert!(
+        split["error"].to_string().contains("middlewares"),
+        "{split}"
+    );
+}

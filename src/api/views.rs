@@ -532,6 +532,7 @@ impl ServiceView {
             mirroring,
             failover,
             highest_random_weight,
+            middlewares: _,
         }) = service
         else {
             return view;

@@ -123,6 +123,11 @@ pub struct Service {
     /// with weights).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub highest_random_weight: Option<HighestRandomWeight>,
+    /// Middlewares applied to every request this service handles, after
+    /// the router's (by name, `name` or `name@provider`, in the service's
+    /// provider). Applied when a router names the service directly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middlewares: Vec<String>,
 }
 
 /// Balances requests over a list of servers.

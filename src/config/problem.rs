@@ -517,6 +517,11 @@ pub enum Problem {
     /// A weighted service without members.
     #[error("the weighted service lists no services")]
     NoWeightedServices,
+    /// A service with `middlewares` reached through another service.
+    #[error(
+        "it has middlewares, which gangway applies only where a router names the service directly (not through a weighted, mirroring, failover or highestRandomWeight service)"
+    )]
+    NestedServiceMiddlewares,
     /// A `highestRandomWeight` service without members.
     #[error("the highestRandomWeight service lists no services")]
     NoHrwServices,
