@@ -22,8 +22,8 @@ use crate::rule::{RuleSyntax, default_priority, parse_rule_in};
 use crate::runtime::InternalService;
 use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey, StatsKind};
 use crate::runtime::{
-    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
-    Route, Runtime, Server, Upstream, WeightedService,
+    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
+    Registries, Report, Route, Runtime, Server, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
 use router::{RouterStep, Using};
@@ -650,6 +650,11 @@ fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), Unorderable>
     }
 }
 
+/// Largest request body held to send it again to a failover's fallback
+/// when `errors.maxRequestBodyBytes` is unset or negative. Traefik's
+/// default is unlimited; gangway keeps memory bounded.
+pub const DEFAULT_FAILOVER_BODY: usize = 4 * 1024 * 1024;
+
 /// Largest request body copied to mirrors when `maxBodySize` is unset or
 /// negative. Traefik's default is unlimited; gangway keeps memory bounded.
 pub const DEFAULT_MIRROR_BODY: usize = 4 * 1024 * 1024;
@@ -706,17 +711,23 @@ impl ServiceCompiler<'_> {
         // names it; reached through another service they would be skipped,
         // and an authentication middleware skipped is a hole, so the parent
         // is refused instead.
-        if self
-            .dynamic
-            .http
-            .services
-            .get(&q)
-            .is_some_and(|s| !s.middlewares.is_empty())
-        {
+        // Failover on status codes happens where a router sends the request
+        // (it must hold the body to send it again); below another service it
+        // would be skipped without a word, so it is refused there.
+        let nested = self.dynamic.http.services.get(&q).and_then(|s| {
+            if !s.middlewares.is_empty() {
+                Some(Problem::NestedServiceMiddlewares)
+            } else if s.failover.as_ref().is_some_and(|f| f.errors.is_some()) {
+                Some(Problem::NestedFailoverErrors)
+            } else {
+                None
+            }
+        });
+        if let Some(problem) = nested {
             return Err(Problem::InReference {
                 what,
                 name: q,
-                problem: Box::new(Problem::NestedServiceMiddlewares),
+                problem: Box::new(problem),
             });
         }
         self.get(&q).map_err(|problem| Problem::InReference {
@@ -1079,7 +1090,22 @@ impl ServiceCompiler<'_> {
             service,
             fallback,
             health_check: _,
+            errors,
         } = f;
+        let on_status = match errors {
+            None => None,
+            Some(dynamic::FailoverErrors {
+                status,
+                max_request_body_bytes,
+            }) => Some(OnStatus {
+                ranges: OnStatus::parse_ranges(status)
+                    .map_err(|value| Problem::FailoverStatus { value })?,
+                max_body: match max_request_body_bytes {
+                    Some(n) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+                    _ => DEFAULT_FAILOVER_BODY,
+                },
+            }),
+        };
         let main = self.child(Reference::FailoverService, service, provider)?;
         let fallback = self.child(Reference::FailoverFallback, fallback, provider)?;
         if !main.is_checked() {
@@ -1091,6 +1117,7 @@ impl ServiceCompiler<'_> {
         Ok(Arc::new(Upstream::Failover(FailoverService {
             main,
             fallback,
+            on_status,
         })))
     }
 

@@ -552,6 +552,45 @@ pub struct FailoverService {
     pub main: Arc<Upstream>,
     /// Used otherwise.
     pub fallback: Arc<Upstream>,
+    /// Also fail over on these answers of the main service.
+    pub on_status: Option<OnStatus>,
+}
+
+/// `failover.errors`: the statuses that send a request to the fallback,
+/// and the largest body held to send it again.
+pub struct OnStatus {
+    /// Inclusive ranges of statuses.
+    pub ranges: Vec<(u16, u16)>,
+    /// Largest request body held in memory; a bigger one gets 413.
+    pub max_body: usize,
+}
+
+impl OnStatus {
+    /// Whether `status` fails over.
+    pub fn matches(&self, status: u16) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(lo, hi)| (lo..=hi).contains(&status))
+    }
+
+    /// Parses Traefik's status list: codes and `lo-hi` ranges.
+    pub fn parse_ranges(list: &[String]) -> Result<Vec<(u16, u16)>, String> {
+        list.iter()
+            .map(|entry| {
+                let code = |s: &str| {
+                    s.trim()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|c| (100..=599).contains(c))
+                };
+                let range = match entry.split_once('-') {
+                    Some((lo, hi)) => code(lo).zip(code(hi)).filter(|(lo, hi)| lo <= hi),
+                    None => code(entry).map(|c| (c, c)),
+                };
+                range.ok_or_else(|| entry.clone())
+            })
+            .collect()
+    }
 }
 
 /// One compiled server of a load balancer.

@@ -397,3 +397,49 @@ name = "app"
         "{split}"
     );
 }
+
+/// `failover.errors`: a listed status from the main service sends the same
+/// request (its body held up to `maxRequestBodyBytes`) to the fallback; an
+/// unlisted one is the answer; a larger body gets 413.
+#[tokio::test]
+async fn failover_errors_send_the_request_again_to_the_fallback() {
+    let main = Counted::start("main").await;
+    main.set_status(503);
+    // The fallback answers with the body it received.
+    let spare = support::Backend::serve(|req: Request<hyper::body::Incoming>| async move {
+        let body = req.into_body().collect().await.expect("body").to_bytes();
+        http::Response::new(Full::new(body))
+    })
+    .await;
+    let conf = format!(
+        "{}[http.services.app.failover]\nservice = \"main\"\nfallback = \"spare\"\n[http.services.app.failover.errors]\nstatus = [\"500-504\"]\nmaxRequestBodyBytes = 16\n{}{}",
+        router("app.test", "app"),
+        lb("main", &[&main.url()], ""),
+        lb("spare", &[&spare.url()], ""),
+    );
+    let gw = Gangway::with_file(&conf, &[]).await;
+    routed(&gw, "app.test").await;
+    let post = |body: &'static str| {
+        Request::post(gw.url("/"))
+            .header("host", "app.test")
+            .body(Full::new(Bytes::from_static(body.as_bytes())))
+            .unwrap()
+    };
+    let before = main.hits();
+    let got = gw.send(post("the payload")).await;
+    assert_eq!(
+        (got.status.as_u16(), got.text()),
+        (200, "the payload".to_owned())
+    );
+    assert_eq!(main.hits() - before, 1, "the main service answered first");
+
+    // A status not listed is the answer.
+    main.set_status(404);
+    assert_eq!(gw.send(post("x")).await.status, 404);
+
+    // A body over the bound cannot be sent twice: 413, and nothing sent.
+    let before = main.hits();
+    let got = gw.send(post("a body longer than sixteen bytes")).await;
+    assert_eq!(got.status, 413);
+    assert_eq!(main.hits(), before);
+}

@@ -374,6 +374,23 @@ pub struct Failover {
     /// Propagate health from the children.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<serde_json::Value>,
+    /// Fail over on the main service's answer too: a status in these
+    /// ranges sends the request again to the fallback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<FailoverErrors>,
+}
+
+/// Failover on status codes (Traefik 3.7).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct FailoverErrors {
+    /// Statuses that fail over: codes (`"502"`) and ranges (`"500-504"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// Largest request body held in memory to send it again (bigger: 413);
+    /// unset or negative: gangway's bound of 4 MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_request_body_bytes: Option<i64>,
 }
 
 /// How gangway connects to servers.

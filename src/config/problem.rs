@@ -517,6 +517,19 @@ pub enum Problem {
     /// A weighted service without members.
     #[error("the weighted service lists no services")]
     NoWeightedServices,
+    /// A `failover.errors.status` entry that is not a status or a range.
+    #[error(
+        "failover.errors.status: `{value}` is not a status code (100-599) or a range (`500-504`)"
+    )]
+    FailoverStatus {
+        /// The entry as written.
+        value: String,
+    },
+    /// A failover on status codes reached through another service.
+    #[error(
+        "it fails over on status codes, which gangway does only where a router names the service directly"
+    )]
+    NestedFailoverErrors,
     /// A service with `middlewares` reached through another service.
     #[error(
         "it has middlewares, which gangway applies only where a router names the service directly (not through a weighted, mirroring, failover or highestRandomWeight service)"

@@ -34,6 +34,13 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
+        if let Upstream::Failover(f) = upstream
+            && let Some(on) = &f.on_status
+            && !is_upgrade(&req)
+            && f.main.is_up()
+        {
+            return Box::pin(self.failover_on_status(conn, route, f, on, host_value, req)).await;
+        }
         let to_h2_client = req.version() == Version::HTTP_2;
         let upgrade = is_upgrade(&req);
         let websocket = upgrade
@@ -119,6 +126,60 @@ impl Proxy {
                 .insert(super::observe::ServedBy(server.url.clone()));
         }
         resp.map(ProxyBody::Upstream)
+    }
+}
+
+impl Proxy {
+    /// `failover.errors`: holds the request body (up to the bound; larger
+    /// gets 413), sends the request to the main service, and when its
+    /// answer's status is one of the listed ones, sends the same request to
+    /// the fallback instead and returns that answer.
+    async fn failover_on_status(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        f: &crate::runtime::FailoverService,
+        on: &crate::runtime::OnStatus,
+        host_value: Option<HeaderValue>,
+        req: Box<Request<RequestBody>>,
+    ) -> Response<ProxyBody> {
+        let (parts, mut body) = (*req).into_parts();
+        let mut held = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else {
+                return Kind::BadRequest.into_response();
+            };
+            if let Ok(data) = frame.into_data() {
+                if held.len() + data.len() > on.max_body {
+                    return Kind::TooLarge.into_response();
+                }
+                held.extend_from_slice(&data);
+            }
+        }
+        let held = held.freeze();
+        let copy = |parts: &http::request::Parts| {
+            let mut req = Request::new(RequestBody::full(held.clone()));
+            *req.method_mut() = parts.method.clone();
+            *req.uri_mut() = parts.uri.clone();
+            *req.version_mut() = parts.version;
+            *req.headers_mut() = parts.headers.clone();
+            req.headers_mut().remove(header::TRANSFER_ENCODING);
+            if !held.is_empty() || parts.headers.contains_key(header::CONTENT_LENGTH) {
+                req.headers_mut()
+                    .insert(header::CONTENT_LENGTH, HeaderValue::from(held.len()));
+            }
+            Box::new(req)
+        };
+        let first = self
+            .forward(conn, route, &f.main, host_value.clone(), copy(&parts))
+            .await;
+        if !on.matches(first.status().as_u16()) {
+            return first;
+        }
+        tracing::debug!(router = %route.name, status = first.status().as_u16(), "failing over on the main service's answer");
+        drop(first);
+        self.forward(conn, route, &f.fallback, host_value, copy(&parts))
+            .await
     }
 }
 
