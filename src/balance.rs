@@ -1,5 +1,6 @@
 //! Load balancing: the weighted rotation shared by server and service
-//! balancers, sticky cookies and mirroring shares. (The request body that
+//! balancers, the other strategies (`p2c`, `leasttime`, `hrw`), passive
+//! health, sticky cookies and mirroring shares. (The request body that
 //! lets a request be copied to mirrors while it streams is
 //! [`crate::body::RequestBody::tee`].)
 //!
@@ -7,9 +8,13 @@
 //! precomputed schedule walked with one atomic counter, and a change of
 //! health swaps in a recomputed schedule once, not per request.
 
+pub mod passive;
 pub mod sticky;
+pub mod strategy;
 
+pub use passive::{PassivePolicy, ServerState};
 pub use sticky::{StickyCookie, StickyCookieError};
+pub use strategy::{Strategy, StrategyError};
 
 use arc_swap::ArcSwapOption;
 use std::sync::Arc;
@@ -58,6 +63,12 @@ impl Rotation {
     /// True when no member has a weight above zero.
     pub fn is_empty(&self) -> bool {
         self.full.is_empty()
+    }
+
+    /// Slots in one full cycle of the rotation (0 when no member has a
+    /// weight).
+    pub fn cycle_len(&self) -> usize {
+        self.full.len()
     }
 
     /// The member's configured weight.

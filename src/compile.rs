@@ -7,7 +7,10 @@ mod router;
 mod tcp;
 mod udp;
 
-use crate::balance::{MirrorShare, Rotation, StickyCookie, StickyCookieError};
+use crate::balance::strategy::member_hash;
+use crate::balance::{
+    MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie, StickyCookieError, Strategy,
+};
 use crate::client::{ClientSettings, ServerKind, TlsSettings};
 use crate::config::QualifiedName;
 use crate::config::dynamic::{self, Dynamic};
@@ -17,10 +20,10 @@ use crate::config::problem::{
 use crate::health::{CheckServer, compile_plan};
 use crate::rule::{RuleSyntax, default_priority, parse_rule_in};
 use crate::runtime::InternalService;
-use crate::runtime::registries::{HealthKey, PositionKey, Shape, StatsKind};
+use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey, StatsKind};
 use crate::runtime::{
-    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, Registries, Report,
-    Route, Runtime, Server, Upstream, WeightedService,
+    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
+    Registries, Report, Route, Runtime, Server, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
 use router::{RouterStep, Using};
@@ -191,10 +194,25 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             // Still checked, so that the report says what is wrong with them.
             groups.push((&[], Vec::new()));
         }
+        // Traefik 3.7: the service's own middlewares run after the router's,
+        // named in the service's provider.
+        let service_q = step.qualify(&router.service);
+        let service_provider = QualifiedName::parse(&service_q)
+            .map(|q| q.provider)
+            .unwrap_or_default();
         let own: Vec<String> = router
             .middlewares
             .iter()
             .map(|mw| step.qualify(mw))
+            .chain(
+                dynamic
+                    .http
+                    .services
+                    .get(&service_q)
+                    .into_iter()
+                    .flat_map(|s| s.middlewares.iter())
+                    .map(|mw| QualifiedName::resolve(mw, &service_provider).to_string()),
+            )
             .collect();
         let mut registered: Vec<String> = Vec::new();
         let mut chains = Some(Vec::with_capacity(groups.len()));
@@ -636,6 +654,11 @@ fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), Unorderable>
     }
 }
 
+/// Largest request body held to send it again to a failover's fallback
+/// when `errors.maxRequestBodyBytes` is unset or negative. Traefik's
+/// default is unlimited; gangway keeps memory bounded.
+pub const DEFAULT_FAILOVER_BODY: usize = 4 * 1024 * 1024;
+
 /// Largest request body copied to mirrors when `maxBodySize` is unset or
 /// negative. Traefik's default is unlimited; gangway keeps memory bounded.
 pub const DEFAULT_MIRROR_BODY: usize = 4 * 1024 * 1024;
@@ -688,6 +711,29 @@ impl ServiceCompiler<'_> {
             return Err(Problem::NoName { what });
         }
         let q = QualifiedName::resolve(name, provider).to_string();
+        // A service's middlewares are joined to the chain of a router that
+        // names it; reached through another service they would be skipped,
+        // and an authentication middleware skipped is a hole, so the parent
+        // is refused instead.
+        // Failover on status codes happens where a router sends the request
+        // (it must hold the body to send it again); below another service it
+        // would be skipped without a word, so it is refused there.
+        let nested = self.dynamic.http.services.get(&q).and_then(|s| {
+            if !s.middlewares.is_empty() {
+                Some(Problem::NestedServiceMiddlewares)
+            } else if s.failover.as_ref().is_some_and(|f| f.errors.is_some()) {
+                Some(Problem::NestedFailoverErrors)
+            } else {
+                None
+            }
+        });
+        if let Some(problem) = nested {
+            return Err(Problem::InReference {
+                what,
+                name: q,
+                problem: Box::new(problem),
+            });
+        }
         self.get(&q).map_err(|problem| Problem::InReference {
             what,
             name: q,
@@ -708,12 +754,16 @@ impl ServiceCompiler<'_> {
             weighted,
             mirroring,
             failover,
+            highest_random_weight,
+            // Joined to the router's chain where a router names the service.
+            middlewares: _,
         } = service;
         let kinds = [
             load_balancer.is_some(),
             weighted.is_some(),
             mirroring.is_some(),
             failover.is_some(),
+            highest_random_weight.is_some(),
         ];
         match kinds.iter().filter(|k| **k).count() {
             0 => {
@@ -723,12 +773,18 @@ impl ServiceCompiler<'_> {
             }
             1 => {}
             _ => {
-                let types = ["loadBalancer", "weighted", "mirroring", "failover"]
-                    .iter()
-                    .zip(kinds)
-                    .filter(|(_, given)| *given)
-                    .map(|(t, _)| (*t).to_owned())
-                    .collect();
+                let types = [
+                    "loadBalancer",
+                    "weighted",
+                    "mirroring",
+                    "failover",
+                    "highestRandomWeight",
+                ]
+                .iter()
+                .zip(kinds)
+                .filter(|(_, given)| *given)
+                .map(|(t, _)| (*t).to_owned())
+                .collect();
                 return Err(Problem::SeveralTypes {
                     of: ObjectKind::Service,
                     types,
@@ -743,6 +799,9 @@ impl ServiceCompiler<'_> {
         }
         if let Some(m) = mirroring {
             return self.mirroring(name, m, &provider);
+        }
+        if let Some(h) = highest_random_weight {
+            return self.highest_random_weight(name, h, &provider);
         }
         match failover {
             Some(f) => self.failover(name, f, &provider),
@@ -761,8 +820,10 @@ impl ServiceCompiler<'_> {
         let dynamic::LoadBalancer {
             servers,
             pass_host_header: _,
+            strategy,
             sticky,
             health_check,
+            passive_health_check,
             // gangway streams every frame as it arrives.
             response_forwarding: _,
             servers_transport,
@@ -770,6 +831,15 @@ impl ServiceCompiler<'_> {
             max_concurrent_requests: _,
             queue_timeout: _,
         } = lb;
+        let strategy = Strategy::parse(strategy.as_deref().unwrap_or_default())
+            .map_err(|e| Problem::Strategy { value: e.value })?;
+        let passive = match passive_health_check {
+            Some(p) => PassivePolicy::configured(
+                p.failure_window.as_ref().map(|d| d.0),
+                p.max_failed_attempts,
+            ),
+            None => PassivePolicy::DEFAULT,
+        };
         let settings = self.transport(servers_transport.as_deref(), provider)?;
         let registries = self.registries;
         let mut compiled = Vec::with_capacity(servers.len());
@@ -848,12 +918,29 @@ impl ServiceCompiler<'_> {
                 Some(self.registries.health(&key, name, &members, plan))
             }
         };
+        let states = servers
+            .iter()
+            .map(|s| {
+                let key = StateKey::HttpServer {
+                    service: name.to_owned(),
+                    url: s.url.clone(),
+                };
+                self.registries.state(&key, ServerState::default)
+            })
+            .collect();
+        let hashes = servers.iter().map(|s| member_hash(&s.url)).collect();
         Ok(Arc::new(Upstream::Servers(LoadBalancer {
             name: name.to_owned(),
             servers: compiled,
             rotation,
+            strategy,
             sticky,
             health,
+            states,
+            passive,
+            passive_configured: passive_health_check.is_some(),
+            hashes,
+            epoch: self.registries.health_epoch(),
         })))
     }
 
@@ -904,6 +991,52 @@ impl ServiceCompiler<'_> {
             children,
             rotation,
             sticky,
+            by_client: None,
+        })))
+    }
+
+    /// A `highestRandomWeight` service: a weighted service whose child is
+    /// chosen by the client's IP. Health propagates from the children as
+    /// for `weighted`, so `healthCheck: {}` changes nothing.
+    fn highest_random_weight(
+        &mut self,
+        name: &str,
+        h: &dynamic::HighestRandomWeight,
+        provider: &str,
+    ) -> Result<Arc<Upstream>, Problem> {
+        let dynamic::HighestRandomWeight {
+            services,
+            health_check: _,
+        } = h;
+        if services.is_empty() {
+            return Err(Problem::NoHrwServices);
+        }
+        let mut children = Vec::with_capacity(services.len());
+        let mut weights = Vec::with_capacity(services.len());
+        let mut ids = Vec::with_capacity(services.len());
+        for child in services {
+            children.push(self.child(Reference::WeightedChild, &child.name, provider)?);
+            weights.push(child.weight.unwrap_or(1));
+            ids.push(QualifiedName::resolve(&child.name, provider).to_string());
+        }
+        if weights.iter().all(|&w| w == 0) {
+            return Err(Problem::AllWeightsZero { services: true });
+        }
+        let shape: Shape = ids.iter().cloned().zip(weights.iter().copied()).collect();
+        // The rotation serves requests without a client IP (mirror copies).
+        let rotation = Rotation::new(
+            weights,
+            self.registries.position(&PositionKey::Weighted {
+                service: name.to_owned(),
+                shape,
+            }),
+            self.registries.health_epoch(),
+        );
+        Ok(Arc::new(Upstream::Weighted(WeightedService {
+            children,
+            rotation,
+            sticky: None,
+            by_client: Some(ids.iter().map(|id| member_hash(id)).collect()),
         })))
     }
 
@@ -961,7 +1094,22 @@ impl ServiceCompiler<'_> {
             service,
             fallback,
             health_check: _,
+            errors,
         } = f;
+        let on_status = match errors {
+            None => None,
+            Some(dynamic::FailoverErrors {
+                status,
+                max_request_body_bytes,
+            }) => Some(OnStatus {
+                ranges: OnStatus::parse_ranges(status)
+                    .map_err(|value| Problem::FailoverStatus { value })?,
+                max_body: match max_request_body_bytes {
+                    Some(n) if *n >= 0 => usize::try_from(*n).unwrap_or(usize::MAX),
+                    _ => DEFAULT_FAILOVER_BODY,
+                },
+            }),
+        };
         let main = self.child(Reference::FailoverService, service, provider)?;
         let fallback = self.child(Reference::FailoverFallback, fallback, provider)?;
         if !main.is_checked() {
@@ -973,6 +1121,7 @@ impl ServiceCompiler<'_> {
         Ok(Arc::new(Upstream::Failover(FailoverService {
             main,
             fallback,
+            on_status,
         })))
     }
 

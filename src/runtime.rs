@@ -9,7 +9,9 @@ pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
-use crate::balance::{MirrorShare, Rotation, StickyCookie};
+use crate::balance::passive::now_ms;
+use crate::balance::strategy::{self, Strategy};
+use crate::balance::{MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie};
 use crate::client::ServerKind;
 use crate::config::Dynamic;
 use crate::health::ServiceHealth;
@@ -18,7 +20,9 @@ use arc_swap::ArcSwap;
 use http::uri::Authority;
 use http::{HeaderMap, HeaderValue};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Index of an entry point in the static configuration's order.
 pub type EntryPointId = usize;
@@ -215,20 +219,22 @@ impl Upstream {
     /// balancer that takes this request. Sticky choices are read from
     /// `headers`; cookies to set on the response are pushed to `cookies`;
     /// mirrors chosen for this request are pushed to `mirrors` (None: do
-    /// not mirror, as for a request that is itself a mirror copy). None when
+    /// not mirror, as for a request that is itself a mirror copy); `client`
+    /// is the client's IP, for `highestRandomWeight`. None when
     /// no service on the way has anything to send to.
     pub fn descend<'a>(
         &'a self,
         headers: &HeaderMap,
         cookies: &mut Vec<HeaderValue>,
         mut mirrors: Option<&mut Vec<MirrorCopy>>,
+        client: Option<IpAddr>,
     ) -> Option<&'a LoadBalancer> {
         let mut current = self;
         for _ in 0..MAX_DEPTH {
             match current {
                 Upstream::Servers(lb) => return Some(lb),
                 Upstream::Weighted(w) => {
-                    let i = w.choose(headers, cookies)?;
+                    let i = w.choose(headers, cookies, client)?;
                     current = w.children.get(i)?;
                 }
                 Upstream::Mirroring(m) => {
@@ -277,7 +283,7 @@ impl Upstream {
     /// it can ever be down.
     pub fn is_checked(&self) -> bool {
         match self {
-            Upstream::Servers(lb) => lb.health.is_some(),
+            Upstream::Servers(lb) => lb.health.is_some() || lb.passive_configured,
             Upstream::Weighted(w) => w.children.iter().any(|c| c.is_checked()),
             Upstream::Mirroring(m) => m.main.is_checked(),
             Upstream::Failover(f) => f.main.is_checked() || f.fallback.is_checked(),
@@ -294,42 +300,170 @@ pub struct LoadBalancer {
     pub servers: Vec<Server>,
     /// Smooth weighted round robin over `servers`.
     pub rotation: Rotation,
+    /// How a server is picked.
+    pub strategy: Strategy,
     /// Sticky sessions, when configured.
     pub sticky: Option<StickyCookie>,
     /// Active health-check state, when configured.
     pub health: Option<Arc<ServiceHealth>>,
+    /// Per server (same order as `servers`): passive health and load,
+    /// kept across swaps.
+    pub states: Box<[Arc<ServerState>]>,
+    /// When a server is taken out of the rotation by its failures.
+    pub passive: PassivePolicy,
+    /// Whether `passiveHealthCheck` was configured (rather than the default
+    /// quarantine of refused connections).
+    pub passive_configured: bool,
+    /// Per server: the hash of its URL, for `hrw`.
+    pub hashes: Box<[u64]>,
+    /// The process-wide health epoch, moved when a server goes out or
+    /// comes back.
+    pub epoch: Arc<AtomicU64>,
 }
 
 impl LoadBalancer {
-    /// Whether server `i` may take traffic.
+    /// Whether server `i` may take traffic: its health check (if any) says
+    /// so and its failures have not taken it out.
     pub fn is_up(&self, i: usize) -> bool {
+        self.is_up_at(i, now_ms())
+    }
+
+    fn is_up_at(&self, i: usize, now: u64) -> bool {
         self.health.as_ref().is_none_or(|h| h.is_up(i))
+            && !self.states.get(i).is_some_and(|s| s.is_out(now))
+    }
+
+    /// Whether server `i` is out of the rotation by its own failures
+    /// (passive health) now.
+    pub fn is_out(&self, i: usize) -> bool {
+        self.states.get(i).is_some_and(|s| s.is_out(now_ms()))
     }
 
     /// Whether any server with a weight above zero is up.
     pub fn any_up(&self) -> bool {
-        !self.rotation.is_empty() && self.health.as_ref().is_none_or(|h| h.any_up())
+        let now = now_ms();
+        !self.rotation.is_empty()
+            && (0..self.servers.len()).any(|i| self.rotation.weight(i) > 0 && self.is_up_at(i, now))
     }
 
     /// The server for a request: the one its sticky cookie names while that
-    /// one is up, otherwise the next in rotation (with a cookie to set).
-    pub fn choose(&self, headers: &HeaderMap, cookies: &mut Vec<HeaderValue>) -> Option<usize> {
-        choose(
-            &self.rotation,
-            self.sticky.as_ref(),
-            |i| self.is_up(i),
-            headers,
-            cookies,
-        )
+    /// one is up, otherwise the strategy's choice (with a cookie to set).
+    /// When every server is out by its failures, the one that failed least
+    /// recently is tried rather than none.
+    pub fn choose(
+        &self,
+        headers: &HeaderMap,
+        cookies: &mut Vec<HeaderValue>,
+        client: Option<IpAddr>,
+    ) -> Option<usize> {
+        let now = now_ms();
+        let up = |i: usize| self.is_up_at(i, now);
+        if let Some(i) = self
+            .sticky
+            .as_ref()
+            .and_then(|s| s.lookup(headers))
+            .filter(|&i| up(i))
+        {
+            return Some(i);
+        }
+        let picked = match self.strategy {
+            Strategy::Wrr => self.rotation.next(up),
+            Strategy::P2c => {
+                strategy::power_of_two(&self.candidates(now), |i| self.states[i].in_flight())
+            }
+            Strategy::LeastTime => {
+                let best = strategy::least_time(&self.candidates(now), |i| {
+                    let s = &self.states[i];
+                    (s.ttfb_micros(), s.in_flight(), self.rotation.weight(i))
+                });
+                match best.as_slice() {
+                    [] => None,
+                    [only] => Some(*only),
+                    // Ties go to the rotation: at most one cycle of it.
+                    tied => (0..self.rotation.cycle_len())
+                        .find_map(|_| self.rotation.next(up).filter(|i| tied.contains(i)))
+                        .or(tied.first().copied()),
+                }
+            }
+            Strategy::Hrw => match client {
+                Some(ip) => strategy::highest_random_weight(ip, &self.candidates(now), |i| {
+                    (self.hashes[i], self.rotation.weight(i))
+                }),
+                None => self.rotation.next(up),
+            },
+        };
+        let i = picked.or_else(|| self.least_recently_failed())?;
+        if let Some(c) = self.sticky.as_ref().and_then(|s| s.set_cookie(i)) {
+            cookies.push(c.clone());
+        }
+        Some(i)
+    }
+
+    /// Servers that may take traffic now (up, weight above zero).
+    fn candidates(&self, now: u64) -> Vec<usize> {
+        (0..self.servers.len())
+            .filter(|&i| self.rotation.weight(i) > 0 && self.is_up_at(i, now))
+            .collect()
+    }
+
+    /// Of the servers whose health check (if any) says up, the one whose
+    /// last failure is oldest: the best chance when all are out by their
+    /// failures.
+    fn least_recently_failed(&self) -> Option<usize> {
+        (0..self.servers.len())
+            .filter(|&i| {
+                self.rotation.weight(i) > 0 && self.health.as_ref().is_none_or(|h| h.is_up(i))
+            })
+            .min_by_key(|&i| self.states.get(i).map_or(0, |s| s.last_failure()))
     }
 
     /// The next server in rotation that is up and not in `excluded`.
     pub fn next_excluding(&self, excluded: &[usize]) -> Option<usize> {
-        self.rotation.next_excluding(|i| self.is_up(i), excluded)
+        let now = now_ms();
+        self.rotation
+            .next_excluding(|i| self.is_up_at(i, now), excluded)
+    }
+
+    /// Server `i` answered (`status`) or could not be reached (`None`):
+    /// counts the outcome for passive health. Without `passiveHealthCheck`
+    /// only a connection that could not be made is a failure.
+    pub fn record(&self, i: usize, outcome: Outcome) {
+        let Some(state) = self.states.get(i) else {
+            return;
+        };
+        let failed = match outcome {
+            Outcome::Answered(status) => self.passive.count_status && status >= 500,
+            Outcome::NoConnection => true,
+            Outcome::Broken => self.passive.count_status,
+        };
+        if !failed {
+            if state.succeeded() {
+                self.epoch.fetch_add(1, Ordering::Release);
+            }
+            return;
+        }
+        if let Some(until) = state.failed(&self.passive, now_ms()) {
+            tracing::debug!(service = %self.name, server = %self.servers[i].url, "server out of the rotation after its failures");
+            // After the state: a balancer that sees the new epoch sees it out.
+            self.epoch.fetch_add(1, Ordering::Release);
+            crate::balance::passive::wake_at(until, self.epoch.clone());
+        }
     }
 }
 
-/// Weighted round robin over services.
+/// How a request to a server ended, for passive health.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server answered with this status.
+    Answered(u16),
+    /// No connection could be made (refused, unreachable, dial timeout, TLS).
+    NoConnection,
+    /// The exchange broke or timed out after the request left.
+    Broken,
+}
+
+/// Weighted round robin over services, or highest random weight on the
+/// client's IP (the `highestRandomWeight` service).
 pub struct WeightedService {
     /// The child services, in configuration order.
     pub children: Vec<Arc<Upstream>>,
@@ -338,18 +472,29 @@ pub struct WeightedService {
     pub rotation: Rotation,
     /// Sticky sessions, when configured.
     pub sticky: Option<StickyCookie>,
+    /// For `highestRandomWeight`: the hash of each child's name; the child
+    /// is then chosen by the client's IP, not by the rotation.
+    pub by_client: Option<Box<[u64]>>,
 }
 
 impl WeightedService {
     /// The child for a request, as [`LoadBalancer::choose`] does for servers.
-    pub fn choose(&self, headers: &HeaderMap, cookies: &mut Vec<HeaderValue>) -> Option<usize> {
-        choose(
-            &self.rotation,
-            self.sticky.as_ref(),
-            |i| self.children.get(i).is_some_and(|c| c.is_up()),
-            headers,
-            cookies,
-        )
+    pub fn choose(
+        &self,
+        headers: &HeaderMap,
+        cookies: &mut Vec<HeaderValue>,
+        client: Option<IpAddr>,
+    ) -> Option<usize> {
+        let up = |i: usize| self.children.get(i).is_some_and(|c| c.is_up());
+        if let (Some(hashes), Some(ip)) = (&self.by_client, client) {
+            let candidates: Vec<usize> = (0..self.children.len())
+                .filter(|&i| self.rotation.weight(i) > 0 && up(i))
+                .collect();
+            return strategy::highest_random_weight(ip, &candidates, |i| {
+                (hashes[i], self.rotation.weight(i))
+            });
+        }
+        choose(&self.rotation, self.sticky.as_ref(), up, headers, cookies)
     }
 }
 
@@ -407,6 +552,45 @@ pub struct FailoverService {
     pub main: Arc<Upstream>,
     /// Used otherwise.
     pub fallback: Arc<Upstream>,
+    /// Also fail over on these answers of the main service.
+    pub on_status: Option<OnStatus>,
+}
+
+/// `failover.errors`: the statuses that send a request to the fallback,
+/// and the largest body held to send it again.
+pub struct OnStatus {
+    /// Inclusive ranges of statuses.
+    pub ranges: Vec<(u16, u16)>,
+    /// Largest request body held in memory; a bigger one gets 413.
+    pub max_body: usize,
+}
+
+impl OnStatus {
+    /// Whether `status` fails over.
+    pub fn matches(&self, status: u16) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(lo, hi)| (lo..=hi).contains(&status))
+    }
+
+    /// Parses Traefik's status list: codes and `lo-hi` ranges.
+    pub fn parse_ranges(list: &[String]) -> Result<Vec<(u16, u16)>, String> {
+        list.iter()
+            .map(|entry| {
+                let code = |s: &str| {
+                    s.trim()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|c| (100..=599).contains(c))
+                };
+                let range = match entry.split_once('-') {
+                    Some((lo, hi)) => code(lo).zip(code(hi)).filter(|(lo, hi)| lo <= hi),
+                    None => code(entry).map(|c| (c, c)),
+                };
+                range.ok_or_else(|| entry.clone())
+            })
+            .collect()
+    }
 }
 
 /// One compiled server of a load balancer.

@@ -728,7 +728,8 @@ async fn a_service_whose_checked_servers_are_down_is_a_warning_then_an_error_and
 }
 
 #[tokio::test]
-async fn a_service_without_health_check_is_down_after_refused_connections_and_up_after_a_success() {
+async fn a_service_without_health_check_is_down_after_a_refused_connection_and_up_after_a_success()
+{
     let mut a = Server::start("a").await;
     let api = free_port();
     let conf = format!(
@@ -747,9 +748,9 @@ async fn a_service_without_health_check_is_down_after_refused_connections_and_up
 
     a.kill();
     // The first request may find a pooled connection closed rather than a
-    // refusal; after that, each request is refused. One refusal is not
-    // enough (it may be a restart): the third in a row is.
-    let mut seen_one_failure_enabled = false;
+    // refusal; the first refusal takes the server out of the rotation (the
+    // default quarantine), which the API shows at once. As the only server
+    // it is still tried by each request.
     let mut requests = 0;
     loop {
         assert_eq!(
@@ -758,25 +759,20 @@ async fn a_service_without_health_check_is_down_after_refused_connections_and_up
         );
         requests += 1;
         let svc = api_service(api, "app@file").await.expect("service");
-        if svc["serverHealth"][a.url()]["failedConnections"] == 1 {
-            assert_eq!(svc["status"], "enabled", "{svc}");
-            assert_eq!(svc["serverStatus"][a.url()], "UP", "{svc}");
-            seen_one_failure_enabled = true;
-        }
         if svc["status"] == "disabled" {
-            assert_eq!(
-                svc["serverHealth"][a.url()]["failedConnections"],
-                3,
+            assert!(
+                svc["serverHealth"][a.url()]["failedConnections"]
+                    .as_u64()
+                    .is_some_and(|n| n >= 1),
                 "{svc}"
             );
             break;
         }
         assert!(
-            requests < 5,
+            requests < 3,
             "still not down after {requests} refused requests: {svc}"
         );
     }
-    assert!(seen_one_failure_enabled);
     let svc = api_service(api, "app@file").await.expect("service");
     assert_eq!(svc["status"], "disabled", "{svc}");
     assert_eq!(svc["serverStatus"][a.url()], "DOWN", "{svc}");
@@ -972,9 +968,10 @@ async fn refused_connection_moves_a_get_to_the_next_server_but_not_a_post() {
         let got = send(&c, post(&gw, "app.test", b"not replayable")).await;
         *statuses.entry(got.status.as_u16()).or_insert(0) += 1;
     }
-    // Round robin: every other POST lands on the dead server and fails.
-    assert_eq!(statuses.get(&502), Some(&10), "{statuses:?}");
-    assert_eq!(statuses.get(&200), Some(&10), "{statuses:?}");
+    // The GETs' refusals took the dead server out of the rotation for the
+    // default quarantine, so the POSTs (which could not be replayed) all go
+    // to the live one.
+    assert_eq!(statuses.get(&200), Some(&20), "{statuses:?}");
     // Every server refuses: each is tried once, then 502.
     let got = send(&c, get(&gw, "none.test", None)).await;
     assert_eq!(got.status, StatusCode::BAD_GATEWAY);

@@ -11,7 +11,8 @@ use super::state::{ErrorView, StateView};
 use crate::acme::CertificateState;
 use crate::config::QualifiedName;
 use crate::config::dynamic::{
-    Failover, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service, Weighted,
+    Failover, HighestRandomWeight, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service,
+    Weighted,
 };
 use crate::config::problem::Warning;
 use crate::config::problem::{ObjectKind, ObjectRef, Problem};
@@ -82,19 +83,12 @@ impl<'a> Live<'a> {
     }
 }
 
-/// Whether server `i` of `lb` is down: by its active health check when it
-/// has one, otherwise by the proxy's failed connections to it. A check
-/// probes on its own timer, so it decides alone: the passive count of a
-/// checked server, to which nothing is sent while it is down, would stay
-/// behind after the check saw it come back.
+/// Whether server `i` of `lb` is down: what the balancer routes by, i.e.
+/// its active health check when it has one, and its passive health (out
+/// of the rotation after its failures, `passiveHealthCheck` or the default
+/// quarantine of refused connections).
 fn server_down(lb: &crate::runtime::LoadBalancer, i: usize) -> bool {
-    match &lb.health {
-        Some(h) => !h.is_up(i),
-        None => lb
-            .servers
-            .get(i)
-            .is_some_and(|s| s.client.passive.is_down()),
-    }
+    !lb.is_up(i)
 }
 
 /// Whether a service has a server up now. A balancer without any server
@@ -466,6 +460,8 @@ pub enum ServiceType {
     Mirroring,
     /// Falls back to another service.
     Failover,
+    /// Keeps each client IP on one of several services.
+    HighestRandomWeight,
 }
 
 /// A service as `/api/http/services` lists it.
@@ -491,6 +487,9 @@ pub struct ServiceView {
     /// Failover settings, as configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<Failover>,
+    /// Highest-random-weight settings, as configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highest_random_weight: Option<HighestRandomWeight>,
     /// For a load balancer: UP or DOWN per server URL (Traefik's field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_status: Option<BTreeMap<String, ServerStatus>>,
@@ -521,6 +520,7 @@ impl ServiceView {
             weighted: None,
             mirroring: None,
             failover: None,
+            highest_random_weight: None,
             server_status: None,
             server_health: None,
             used_by: using(report),
@@ -531,6 +531,8 @@ impl ServiceView {
             weighted,
             mirroring,
             failover,
+            highest_random_weight,
+            middlewares: _,
         }) = service
         else {
             return view;
@@ -541,6 +543,8 @@ impl ServiceView {
             ServiceType::Weighted
         } else if mirroring.is_some() {
             ServiceType::Mirroring
+        } else if highest_random_weight.is_some() {
+            ServiceType::HighestRandomWeight
         } else {
             ServiceType::Failover
         });
@@ -616,6 +620,7 @@ impl ServiceView {
         view.weighted.clone_from(weighted);
         view.mirroring.clone_from(mirroring);
         view.failover.clone_from(failover);
+        view.highest_random_weight.clone_from(highest_random_weight);
         view
     }
 }

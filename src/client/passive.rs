@@ -1,21 +1,17 @@
-//! What the proxy's own requests say about a server: connection attempts
-//! that failed in a row, shown by the API beside (or instead of) active
-//! health checks.
+//! What the proxy's own requests say about a server address: connection
+//! attempts that failed in a row and why the last one did, shown by the
+//! API beside (or instead of) active health checks. Routing reads the load
+//! balancer's own passive health (`balance::passive`), which follows each
+//! service's `passiveHealthCheck`.
 
 use super::SendError;
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
 
-/// Consecutive failed connection attempts after which a server is shown
-/// down without an active health check: one refusal can be a restart,
-/// three in a row with no success between them is a server that is gone.
-pub const PASSIVE_DOWN_AFTER: u32 = 3;
-
-/// What the proxy's own requests say about one server address: how many
+/// What the proxy's requests say about one server address: how many
 /// connection attempts in a row failed (refused, unreachable, dial timeout,
-/// TLS handshake) and why the last one did. It only informs the API; the
-/// balancer keeps sending to the server, so the first request that gets
-/// through again marks it up.
+/// TLS handshake) and why the last one did. Shared by every service using
+/// the address with the same transport; the API shows it.
 #[derive(Default)]
 pub struct PassiveHealth {
     failures: std::sync::atomic::AtomicU32,
@@ -44,12 +40,6 @@ impl PassiveHealth {
     /// Connection attempts that failed in a row since the last success.
     pub fn failures(&self) -> u32 {
         self.failures.load(Ordering::Relaxed)
-    }
-
-    /// Whether the server counts as down: [`PASSIVE_DOWN_AFTER`] failures
-    /// in a row.
-    pub fn is_down(&self) -> bool {
-        self.failures() >= PASSIVE_DOWN_AFTER
     }
 
     /// Why the last attempt failed, while the failures last.
@@ -82,25 +72,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passive_health_is_down_after_failures_in_a_row_and_up_after_a_success() {
+    fn failures_count_in_a_row_and_a_success_clears_them() {
         let p = PassiveHealth::default();
         let refused = SendError::connect("cannot connect to 127.0.0.1:1", None);
-        assert!(!p.is_down() && p.last_error().is_none());
-        for n in 1..PASSIVE_DOWN_AFTER {
+        assert!(p.failures() == 0 && p.last_error().is_none());
+        for n in 1..=3 {
             p.failed(&refused);
             assert_eq!(p.failures(), n);
-            assert!(!p.is_down(), "{n} failures");
         }
-        p.failed(&refused);
-        assert!(p.is_down());
         assert!(p.last_error().is_some_and(|e| e.contains("127.0.0.1:1")));
         p.connected();
-        assert!(!p.is_down() && p.failures() == 0 && p.last_error().is_none());
-        // Failures must be in a row: a success in between starts again.
-        p.failed(&refused);
-        p.failed(&refused);
-        p.connected();
-        p.failed(&refused);
-        assert!(!p.is_down());
+        assert!(p.failures() == 0 && p.last_error().is_none());
     }
 }

@@ -66,7 +66,7 @@ fn an_unchanged_service_keeps_its_position_and_health() {
     let lb1 = balancer(&first, "app@file");
     let none = http::HeaderMap::new();
     let mut cookies = Vec::new();
-    assert_eq!(lb1.choose(&none, &mut cookies), Some(0));
+    assert_eq!(lb1.choose(&none, &mut cookies, None), Some(0));
     let health1 = lb1.health.clone().expect("checked");
     health1.record(1, Err("refused".to_owned()));
 
@@ -76,11 +76,11 @@ fn an_unchanged_service_keeps_its_position_and_health() {
     let lb2 = balancer(&second, "app@file");
     assert!(Arc::ptr_eq(&health1, lb2.health.as_ref().expect("checked")));
     // Server 1 is down, so the rotation (which continued) stays on server 0.
-    assert_eq!(lb2.choose(&none, &mut cookies), Some(0));
+    assert_eq!(lb2.choose(&none, &mut cookies, None), Some(0));
     health1.record(1, Ok::<(), String>(()));
     let mut next_two = [
-        lb2.choose(&none, &mut cookies),
-        lb2.choose(&none, &mut cookies),
+        lb2.choose(&none, &mut cookies, None),
+        lb2.choose(&none, &mut cookies, None),
     ];
     next_two.sort();
     assert_eq!(

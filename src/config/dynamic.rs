@@ -119,6 +119,15 @@ pub struct Service {
     /// Sends to one service, and to a fallback while it is down.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failover: Option<Failover>,
+    /// Keeps each client IP on one of several services (rendezvous hashing
+    /// with weights).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highest_random_weight: Option<HighestRandomWeight>,
+    /// Middlewares applied to every request this service handles, after
+    /// the router's (by name, `name` or `name@provider`, in the service's
+    /// provider). Applied when a router names the service directly.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub middlewares: Vec<String>,
 }
 
 /// Balances requests over a list of servers.
@@ -133,9 +142,20 @@ pub struct LoadBalancer {
     /// Sticky sessions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sticky: Option<Sticky>,
+    /// How a server is chosen: `wrr` (weighted round robin, the default),
+    /// `p2c` (power of two choices on requests in flight), `hrw` (highest
+    /// random weight on the client's IP) or `leasttime` (lowest time to
+    /// first byte times requests in flight, over the weight).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<String>,
     /// Active health checks of the servers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
+    /// Passive health: servers whose requests fail are taken out of the
+    /// rotation for a while. (`passiveHealthcheck`, as Traefik's examples
+    /// spell it, is read too.)
+    #[serde(skip_serializing_if = "Option::is_none", alias = "passiveHealthcheck")]
+    pub passive_health_check: Option<PassiveHealthCheck>,
     /// How responses are flushed to the client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_forwarding: Option<ResponseForwarding>,
@@ -249,6 +269,22 @@ pub struct HealthCheck {
     pub headers: BTreeMap<String, String>,
 }
 
+/// Passive health of a load balancer's servers, judged from the proxy's
+/// own requests: a server that fails `maxFailedAttempts` times within
+/// `failureWindow` (no connection, or a 5xx answer) is out of the rotation
+/// for `failureWindow`, then tried again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct PassiveHealthCheck {
+    /// The window the failures must fall in, and how long the server then
+    /// stays out (default 10s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_window: Option<Duration>,
+    /// Failures within the window that take the server out (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_failed_attempts: Option<u32>,
+}
+
 /// Response forwarding options.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
@@ -268,6 +304,19 @@ pub struct Weighted {
     /// Sticky sessions across the services.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sticky: Option<Sticky>,
+    /// Propagate health from the children.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<serde_json::Value>,
+}
+
+/// Highest random weight over services: each client IP goes to the
+/// service that scores highest for it, so a client stays on one service
+/// while the list changes around it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct HighestRandomWeight {
+    /// The services and their weights.
+    pub services: Vec<WeightedService>,
     /// Propagate health from the children.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<serde_json::Value>,
@@ -325,6 +374,23 @@ pub struct Failover {
     /// Propagate health from the children.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_check: Option<serde_json::Value>,
+    /// Fail over on the main service's answer too: a status in these
+    /// ranges sends the request again to the fallback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<FailoverErrors>,
+}
+
+/// Failover on status codes (Traefik 3.7).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct FailoverErrors {
+    /// Statuses that fail over: codes (`"502"`) and ranges (`"500-504"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<String>,
+    /// Largest request body held in memory to send it again (bigger: 413);
+    /// unset or negative: gangway's bound of 4 MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_request_body_bytes: Option<i64>,
 }
 
 /// How gangway connects to servers.

@@ -525,6 +525,33 @@ pub enum Problem {
     /// A weighted service without members.
     #[error("the weighted service lists no services")]
     NoWeightedServices,
+    /// A `failover.errors.status` entry that is not a status or a range.
+    #[error(
+        "failover.errors.status: `{value}` is not a status code (100-599) or a range (`500-504`)"
+    )]
+    FailoverStatus {
+        /// The entry as written.
+        value: String,
+    },
+    /// A failover on status codes reached through another service.
+    #[error(
+        "it fails over on status codes, which gangway does only where a router names the service directly"
+    )]
+    NestedFailoverErrors,
+    /// A service with `middlewares` reached through another service.
+    #[error(
+        "it has middlewares, which gangway applies only where a router names the service directly (not through a weighted, mirroring, failover or highestRandomWeight service)"
+    )]
+    NestedServiceMiddlewares,
+    /// A `highestRandomWeight` service without members.
+    #[error("the highestRandomWeight service lists no services")]
+    NoHrwServices,
+    /// A load-balancing strategy gangway does not know.
+    #[error("unknown load-balancing strategy `{value}` (known: wrr, p2c, hrw, leasttime)")]
+    Strategy {
+        /// The value as configured.
+        value: String,
+    },
     /// A mirror asked to copy more than every request.
     #[error("mirror `{mirror}`: percent {percent} is more than 100")]
     MirrorPercent {

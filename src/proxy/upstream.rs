@@ -9,7 +9,7 @@ use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamBody, UpstreamFailure};
 use crate::client::ServerKind;
-use crate::runtime::{LoadBalancer, MirrorCopy, Route, Server, Upstream};
+use crate::runtime::{LoadBalancer, MirrorCopy, Outcome, Route, Server, Upstream};
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::uri::{Authority, PathAndQuery};
@@ -34,6 +34,13 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
+        if let Upstream::Failover(f) = upstream
+            && let Some(on) = &f.on_status
+            && !is_upgrade(&req)
+            && f.main.is_up()
+        {
+            return Box::pin(self.failover_on_status(conn, route, f, on, host_value, req)).await;
+        }
         let to_h2_client = req.version() == Version::HTTP_2;
         let upgrade = is_upgrade(&req);
         let websocket = upgrade
@@ -60,10 +67,12 @@ impl Proxy {
         // or a mirror takes a copy.
         let mut cookies: Vec<HeaderValue> = Vec::new();
         let mut mirrors: Vec<MirrorCopy> = Vec::new();
+        let client = Some(conn.peer.ip());
         let Some(lb) = upstream.descend(
             req.headers(),
             &mut cookies,
             (!upgrade).then_some(&mut mirrors),
+            client,
         ) else {
             return failed(Kind::NoServer, UpstreamFailure::NotSent);
         };
@@ -76,7 +85,7 @@ impl Proxy {
             host_value.as_ref(),
             upgrade,
             &mut cookies,
-            &route.name,
+            (&route.name, client),
         )
         .await
         {
@@ -120,6 +129,60 @@ impl Proxy {
     }
 }
 
+impl Proxy {
+    /// `failover.errors`: holds the request body (up to the bound; larger
+    /// gets 413), sends the request to the main service, and when its
+    /// answer's status is one of the listed ones, sends the same request to
+    /// the fallback instead and returns that answer.
+    async fn failover_on_status(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        f: &crate::runtime::FailoverService,
+        on: &crate::runtime::OnStatus,
+        host_value: Option<HeaderValue>,
+        req: Box<Request<RequestBody>>,
+    ) -> Response<ProxyBody> {
+        let (parts, mut body) = (*req).into_parts();
+        let mut held = bytes::BytesMut::new();
+        while let Some(frame) = body.frame().await {
+            let Ok(frame) = frame else {
+                return Kind::BadRequest.into_response();
+            };
+            if let Ok(data) = frame.into_data() {
+                if held.len() + data.len() > on.max_body {
+                    return Kind::TooLarge.into_response();
+                }
+                held.extend_from_slice(&data);
+            }
+        }
+        let held = held.freeze();
+        let copy = |parts: &http::request::Parts| {
+            let mut req = Request::new(RequestBody::full(held.clone()));
+            *req.method_mut() = parts.method.clone();
+            *req.uri_mut() = parts.uri.clone();
+            *req.version_mut() = parts.version;
+            *req.headers_mut() = parts.headers.clone();
+            req.headers_mut().remove(header::TRANSFER_ENCODING);
+            if !held.is_empty() || parts.headers.contains_key(header::CONTENT_LENGTH) {
+                req.headers_mut()
+                    .insert(header::CONTENT_LENGTH, HeaderValue::from(held.len()));
+            }
+            Box::new(req)
+        };
+        let first = self
+            .forward(conn, route, &f.main, host_value.clone(), copy(&parts))
+            .await;
+        if !on.matches(first.status().as_u16()) {
+            return first;
+        }
+        tracing::debug!(router = %route.name, status = first.status().as_u16(), "failing over on the main service's answer");
+        drop(first);
+        self.forward(conn, route, &f.fallback, host_value, copy(&parts))
+            .await
+    }
+}
+
 /// The error response for a failed upstream call, marked so that middlewares
 /// (retry, circuitBreaker) can tell it from a server's own answer.
 pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
@@ -138,10 +201,12 @@ async fn send<'a>(
     host: Option<&HeaderValue>,
     upgrade: bool,
     cookies: &mut Vec<HeaderValue>,
-    router: &str,
+    (router, client): (&str, Option<std::net::IpAddr>),
 ) -> Result<(Response<UpstreamBody>, &'a Server), Failure> {
     let cookie_slot = cookies.len();
-    let mut idx = lb.choose(req.headers(), cookies).ok_or(Failure::NoServer)?;
+    let mut idx = lb
+        .choose(req.headers(), cookies, client)
+        .ok_or(Failure::NoServer)?;
     let mut cookie_set = cookies.len() > cookie_slot;
     // The one copy this costs: the request head (and a body already in
     // memory, which shares its buffer), kept only when there is another
@@ -154,9 +219,28 @@ async fn send<'a>(
     loop {
         let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
         prepare(&mut req, server, host, upgrade).map_err(|()| Failure::BadRequest)?;
-        let failure = match call(server, upgrade, req, router).await {
-            Ok(resp) => return Ok((resp, server)),
-            Err(f) => f,
+        let failure = {
+            // In flight until the response headers arrive (what p2c and
+            // leasttime weigh); the time they took feeds leasttime.
+            let in_flight = lb.states.get(idx).map(|s| s.start());
+            let called = call(server, upgrade, req, router).await;
+            match called {
+                Ok(resp) => {
+                    if let Some(f) = &in_flight {
+                        f.first_byte();
+                    }
+                    lb.record(idx, Outcome::Answered(resp.status().as_u16()));
+                    return Ok((resp, server));
+                }
+                Err(f) => {
+                    match f {
+                        Failure::Connect => lb.record(idx, Outcome::NoConnection),
+                        Failure::Timeout | Failure::Broken => lb.record(idx, Outcome::Broken),
+                        Failure::NoServer | Failure::BadRequest | Failure::Client(_) => {}
+                    }
+                    f
+                }
+            }
         };
         let (Failure::Connect, Some(replay)) = (failure, &replay) else {
             return Err(failure);
@@ -468,7 +552,7 @@ async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option
     // A bound on what is read of a mirror's answer: it is thrown away.
     const DRAIN: usize = 1024 * 1024;
     let mut cookies = Vec::new();
-    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None) else {
+    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None, None) else {
         return;
     };
     let sent = send(
@@ -477,7 +561,7 @@ async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option
         host.as_ref(),
         false,
         &mut cookies,
-        "mirror",
+        ("mirror", None),
     )
     .await;
     let Ok((resp, _)) = sent else {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod counted;
 pub mod disk;
 pub mod etcd;
 pub mod http3;
@@ -226,7 +227,7 @@ impl Gangway {
         // exits at once, and another port is tried.
         let mut retries = 2;
         loop {
-            match Self::start(free_port(), dynamic, extra, env).await {
+            match Self::start(free_port(), ("dynamic.toml", dynamic), extra, env).await {
                 Ok(gw) => return gw,
                 Err(log) if retries > 0 && log.contains("in use") => retries -= 1,
                 Err(log) => panic!("gangway exited at start:\n{log}"),
@@ -236,7 +237,15 @@ impl Gangway {
 
     /// Like `with_file`, with the `web` entry point on `port`.
     pub async fn with_file_on(port: u16, dynamic: &str, extra: &[&str]) -> Gangway {
-        match Self::start(port, dynamic, extra, &[]).await {
+        match Self::start(port, ("dynamic.toml", dynamic), extra, &[]).await {
+            Ok(gw) => gw,
+            Err(log) => panic!("gangway exited at start:\n{log}"),
+        }
+    }
+
+    /// Like `with_file`, with `dynamic` written as YAML (`dynamic.yml`).
+    pub async fn with_yaml(dynamic: &str, extra: &[&str]) -> Gangway {
+        match Self::start(free_port(), ("dynamic.yml", dynamic), extra, &[]).await {
             Ok(gw) => gw,
             Err(log) => panic!("gangway exited at start:\n{log}"),
         }
@@ -246,12 +255,12 @@ impl Gangway {
     /// exits first.
     async fn start(
         port: u16,
-        dynamic: &str,
+        (file, dynamic): (&str, &str),
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Result<Gangway, String> {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("dynamic.toml");
+        let path = dir.path().join(file);
         std::fs::write(&path, dynamic).expect("write dynamic");
         let mut args = vec![
             format!("--entryPoints.web.address=127.0.0.1:{port}"),

@@ -66,6 +66,15 @@ pub enum StateKey {
         /// The middleware, qualified.
         middleware: String,
     },
+    /// Passive health and load of one server of an HTTP load balancer: per
+    /// service and server URL, so a server keeps its figures while others
+    /// join or leave the pool.
+    HttpServer {
+        /// The service, qualified.
+        service: String,
+        /// The server's URL.
+        url: String,
+    },
     /// Whether a TCP server refused lately.
     TcpServerHealth {
         /// The TCP service, qualified.

@@ -281,3 +281,61 @@ fn keys_outside_an_object_are_reported_and_skipped() {
     );
     assert!(parsed.dynamic.tls.options.contains_key("x"));
 }
+
+#[test]
+fn load_balancing_strategies_and_passive_health_read_from_keys() {
+    let parsed = parse_pairs(
+        "redis",
+        "traefik",
+        &pairs(&[
+            (
+                "traefik/http/services/app/loadBalancer/servers/0/url",
+                "http://10.0.0.1:80",
+            ),
+            ("traefik/http/services/app/loadBalancer/strategy", "p2c"),
+            (
+                "traefik/http/services/app/loadBalancer/passiveHealthCheck/failureWindow",
+                "30s",
+            ),
+            (
+                "traefik/http/services/app/loadBalancer/passiveHealthCheck/maxFailedAttempts",
+                "3",
+            ),
+            (
+                "traefik/http/services/pick/highestRandomWeight/services/0/name",
+                "app",
+            ),
+            (
+                "traefik/http/services/pick/highestRandomWeight/services/0/weight",
+                "2",
+            ),
+        ]),
+    );
+    assert_eq!(parsed.warnings, Vec::new());
+    for name in ["app", "pick"] {
+        assert!(
+            parsed.detail.services[name].errors.is_empty(),
+            "{:?}",
+            parsed.detail.services[name]
+        );
+    }
+    let lb = parsed.dynamic.http.services["app"]
+        .load_balancer
+        .as_ref()
+        .expect("loadBalancer");
+    assert_eq!(lb.strategy.as_deref(), Some("p2c"));
+    let passive = lb.passive_health_check.as_ref().expect("passive");
+    assert_eq!(
+        passive.failure_window.map(|d| d.0),
+        Some(std::time::Duration::from_secs(30))
+    );
+    assert_eq!(passive.max_failed_attempts, Some(3));
+    let hrw = parsed.dynamic.http.services["pick"]
+        .highest_random_weight
+        .as_ref()
+        .expect("highestRandomWeight");
+    assert_eq!(
+        (hrw.services[0].name.as_str(), hrw.services[0].weight),
+        ("app", Some(2))
+    );
+}
