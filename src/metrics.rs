@@ -281,15 +281,17 @@ fn label_name_ok(name: &str) -> bool {
 /// deeper nesting).
 const MAX_DEPTH: usize = 32;
 
-/// Collects the servers of the health-checked load balancers under `u`,
-/// keyed by service and URL.
+/// Collects the servers of the load balancers under `u` with an active or
+/// passive health check, keyed by service and URL.
 fn servers_of<'a>(u: &'a Upstream, out: &mut BTreeMap<(&'a str, &'a str), bool>, depth: usize) {
     let Some(depth) = depth.checked_sub(1) else {
         return;
     };
     match u {
         Upstream::Servers(lb) => {
-            if lb.health.is_some() {
+            // As Traefik: services whose servers' state is checked, by an
+            // active health check or by passive health.
+            if lb.health.is_some() || lb.passive_configured {
                 for (i, server) in lb.servers.iter().enumerate() {
                     out.insert((lb.name.as_str(), server.url.as_str()), lb.is_up(i));
                 }

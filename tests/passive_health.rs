@@ -34,6 +34,9 @@ fn lb(service: &str, urls: &[&str], extra: &str) -> String {
 const QUICK_DIAL: &str =
     "[http.serversTransports.quick.forwardingTimeouts]\ndialTimeout = \"300ms\"\n";
 
+/// A router to `/metrics` on the test's entry point.
+const METRICS: &str = "[http.routers.metrics]\nrule = \"Host(`metrics.test`) && Path(`/metrics`)\"\nservice = \"prometheus@internal\"\n";
+
 async fn service(gw: &Gangway, name: &str) -> serde_json::Value {
     let text = gw
         .get("api.test", &format!("/api/http/services/{name}"))
@@ -122,7 +125,7 @@ async fn passive_health_check_takes_refusing_and_unreachable_servers_out_for_the
     let mut hole = Blackhole::start().await;
     let hole_url = hole.url();
     let conf = format!(
-        "{API}{QUICK_DIAL}{}{}[http.services.app.loadBalancer.passiveHealthCheck]\nfailureWindow = \"4s\"\nmaxFailedAttempts = 2\n",
+        "{API}{QUICK_DIAL}{METRICS}{}{}[http.services.app.loadBalancer.passiveHealthCheck]\nfailureWindow = \"4s\"\nmaxFailedAttempts = 2\n",
         router("app.test", "app"),
         lb(
             "app",
@@ -130,7 +133,15 @@ async fn passive_health_check_takes_refusing_and_unreachable_servers_out_for_the
             "serversTransport = \"quick\"",
         ),
     );
-    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    let gw = Gangway::with_file(
+        &conf,
+        &[
+            "--api=true",
+            "--metrics.prometheus=true",
+            "--metrics.prometheus.manualRouting=true",
+        ],
+    )
+    .await;
     eventually(WAIT, "routed", || async {
         gw.get("app.test", "/").await.status == 200
     })
@@ -144,6 +155,14 @@ async fn passive_health_check_takes_refusing_and_unreachable_servers_out_for_the
             && server_status(&gw, "app@file", &hole_url).await == "DOWN"
     })
     .await;
+    // Prometheus says the same as the API: Traefik's alert on
+    // `service_server_up == 0` fires for a passive-health service too.
+    let scraped = gw.get("metrics.test", "/metrics").await.text();
+    for (url, up) in [(&refused_url, 0), (&hole_url, 0), (&live.url(), 1)] {
+        let series =
+            format!("gangway_service_server_up{{service=\"app@file\",url=\"{url}\"}} {up}");
+        assert!(scraped.contains(&series), "{series} in:\n{scraped}");
+    }
     let refused_before = failed_connections(&gw, "app@file", &refused_url).await;
     let hole_before = failed_connections(&gw, "app@file", &hole_url).await;
     assert!(
