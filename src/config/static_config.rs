@@ -127,6 +127,10 @@ pub struct EntryPoint {
     pub proxy_protocol: Option<ForwardedHeaders>,
     /// gangway's own request limits, where Traefik has none.
     pub limits: EntryPointLimits,
+    /// One of the entry points HTTP and TCP routers without `entryPoints`
+    /// join. When no entry point says so, they join every HTTP and TCP
+    /// one; when some do, only those. Default `false`.
+    pub as_default: bool,
 }
 
 /// HTTP/2 settings of an entry point.

@@ -50,16 +50,26 @@ pub fn compile_context(
     } = &config.tcp_servers_transport;
     CompileContext {
         entry_points: config.entry_points.keys().cloned().collect(),
-        // HTTP and TCP routers without entry points join every TCP one.
-        not_default: std::iter::once(INTERNAL_ENTRY_POINT.to_owned())
-            .chain(
-                config
-                    .entry_points
-                    .iter()
-                    .filter(|(_, ep)| ep.address.udp)
-                    .map(|(name, _)| name.clone()),
-            )
-            .collect(),
+        // HTTP and TCP routers without entry points join every TCP one,
+        // or only those marked `asDefault` when any is.
+        not_default: {
+            let marked = config
+                .entry_points
+                .values()
+                .any(|ep| ep.as_default && !ep.address.udp);
+            std::iter::once(INTERNAL_ENTRY_POINT.to_owned())
+                .chain(
+                    config
+                        .entry_points
+                        .iter()
+                        .filter(|(name, ep)| {
+                            name.as_str() != INTERNAL_ENTRY_POINT
+                                && (ep.address.udp || (marked && !ep.as_default))
+                        })
+                        .map(|(name, _)| name.clone()),
+                )
+                .collect()
+        },
         default_rule_syntax: match config.core.default_rule_syntax {
             DefaultRuleSyntax::V2 => RuleSyntax::V2,
             DefaultRuleSyntax::V3 => RuleSyntax::V3,

@@ -91,6 +91,7 @@ pub fn entry_point(
         },
         proxy_protocol,
         limits,
+        as_default: _, // compile_context, choosing the default entry points
     } = ep;
     #[deny(unused_variables)] // an option read nowhere fails the build
     let EntryPointLimits {

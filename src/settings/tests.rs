@@ -141,6 +141,28 @@ fn an_entry_point_redirects_with_the_ports_it_is_given_and_advertises_http3() {
 }
 
 #[test]
+fn entry_points_marked_as_default_are_the_only_defaults() {
+    let config = configured(&[
+        "--entryPoints.web.address=:80",
+        "--entryPoints.websecure.address=:443",
+        "--entryPoints.websecure.asDefault=true",
+        "--entryPoints.admin.address=:9000",
+        "--entryPoints.dns.address=:53/udp",
+        "--entryPoints.dns.asDefault=true",
+    ]);
+    let ctx = compile_context(&config, BTreeMap::new(), None);
+    assert_eq!(
+        ctx.not_default,
+        [
+            crate::config::static_config::observability::INTERNAL_ENTRY_POINT.to_owned(),
+            "admin".to_owned(),
+            "dns".to_owned(),
+            "web".to_owned(),
+        ]
+    );
+}
+
+#[test]
 fn the_compile_context_names_entry_points_and_keeps_udp_and_internal_out_of_defaults() {
     let config = configured(&[
         "--entryPoints.web.address=:80",

@@ -190,6 +190,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Address to listen on (required for each entry point).",
     ),
     opt(
+        "entryPoints.<name>.asDefault",
+        ValueKind::Bool,
+        "false",
+        "HTTP and TCP routers without entryPoints join only the entry points marked so (all when none is).",
+    ),
+    opt(
         "entryPoints.<name>.forwardedHeaders.trustedIPs",
         ValueKind::List,
         "",

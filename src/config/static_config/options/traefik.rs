@@ -165,12 +165,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Not supported yet; ACME challenges are answered before routers as usual.",
     ),
     unsupported(
-        "entryPoints.<name>.asDefault",
-        ValueKind::Bool,
-        "false",
-        "Not supported yet; routers without entryPoints use every entry point.",
-    ),
-    unsupported(
         "entryPoints.<name>.forwardedHeaders.addXForwardedSchemeHeaders",
         ValueKind::Bool,
         "false",
