@@ -22,7 +22,7 @@ function pageFor(parts, query) {
   const [section, ...rest] = parts;
   const name = rest.length ? decodeURIComponent(rest.join('/')) : null;
   switch (section || 'overview') {
-    case 'overview': return rest.length ? null : overviewPage();
+    case 'overview': return rest.length ? null : overviewPage(query);
     case 'routers':
     case 'services':
     case 'middlewares':
@@ -32,6 +32,7 @@ function pageFor(parts, query) {
       // `#/tcp` lists both; `#/tcp/routers/<name>`, `#/udp/services/<name>`, … are one object.
       if (!rest.length) return section === 'tcp' ? tcpPage() : null;
       const kind = `${section}/${rest[0]}`;
+      if (rest.length === 1) return KINDS[kind] ? listPage(kind, query) : null;
       const one = rest.length > 1 ? decodeURIComponent(rest.slice(1).join('/')) : null;
       return one && KINDS[kind] ? streamDetailPage(kind, one) : null;
     }
