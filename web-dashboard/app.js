@@ -150,8 +150,18 @@ function showThemeButton() {
 
 document.getElementById('theme').addEventListener('click', () => {
   const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
-  document.documentElement.dataset.theme = next;
-  try { localStorage.setItem('gangway-theme', next); } catch (_) { /* storage may be off */ }
+  const system = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+  // Back to the system's own theme is back to following the system: no
+  // choice is kept, so a later change of the system setting shows again.
+  try {
+    if (next === system) {
+      delete document.documentElement.dataset.theme;
+      localStorage.removeItem('gangway-theme');
+    } else {
+      document.documentElement.dataset.theme = next;
+      localStorage.setItem('gangway-theme', next);
+    }
+  } catch (_) { /* storage may be off */ }
   showThemeButton();
 });
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showThemeButton);

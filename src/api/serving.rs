@@ -263,6 +263,51 @@ fn tcp_within(target: &TcpTarget, depth: usize) -> Serving {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::tcp::TcpServerTarget;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+
+    fn tcp_servers(n: usize) -> Arc<TcpTarget> {
+        Arc::new(TcpTarget::Servers {
+            servers: (0..n)
+                .map(|i| TcpServerTarget {
+                    address: format!("127.0.0.1:{}", i + 1),
+                    tls: None,
+                    health: Arc::default(),
+                })
+                .collect(),
+            transport: Arc::default(),
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn fail(target: &TcpTarget, i: usize) {
+        if let TcpTarget::Servers { servers, .. } = target {
+            servers[i].health.failed();
+        }
+    }
+
+    #[test]
+    fn a_tcp_member_that_cannot_connect_takes_its_share_down() {
+        let big = tcp_servers(1);
+        let small = tcp_servers(2);
+        // Weights 3 and 1: one slot per unit of weight.
+        let weighted = TcpTarget::Weighted {
+            slots: vec![big.clone(), big.clone(), big.clone(), small.clone()],
+            next: AtomicUsize::new(0),
+        };
+        assert_eq!(tcp(&weighted).status(), Status::Enabled);
+        // One of two servers failing: the other takes its connections.
+        fail(&small, 0);
+        let s = tcp(&small);
+        assert_eq!((s.failing, s.status()), (0.0, Status::Warning));
+        // The larger member's only server failing: 3 of 4 connections fail.
+        fail(&big, 0);
+        let s = tcp(&weighted);
+        assert_eq!((s.percent(), s.status()), (75, Status::Disabled));
+        assert_eq!(s.cause, Some(Cause::Unreachable));
+        assert_eq!(tcp(&tcp_servers(0)).cause, Some(Cause::NoServer));
+    }
 
     #[test]
     fn the_status_follows_the_failing_share() {

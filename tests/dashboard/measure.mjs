@@ -5,7 +5,8 @@
 //   GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs load   # page loads and a search
 //   GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs idle   # bytes of an idle open overview
 //
-// `load` times the overview, the routers list, a search in it and the TCP
+// `load` times the overview, the routers list, a search in it (SEARCH,
+// default `r199`), a sort by priority and the TCP
 // routers list, each from navigation until the page has read the API and
 // drawn it. `idle` opens the overview, then counts the requests and bytes
 // (headers and bodies, as received) over IDLE_SECONDS (default 60); with
@@ -52,11 +53,12 @@ try {
     out.overviewAgain = await timed('/');
     out.routers = await timed('/routers', () => document.querySelector('table.list tbody tr[data-name]'));
     const start = Date.now();
-    await page.fill('#search', 'r9999');
-    await page.waitForFunction(() => {
+    const term = process.env.SEARCH || 'r199';
+    await page.fill('#search', term);
+    await page.waitForFunction((t) => {
       const rows = [...document.querySelectorAll('table.list tbody tr[data-name]')];
-      return rows.length > 0 && rows.every((r) => r.dataset.name.includes('r9999'));
-    });
+      return rows.length > 0 && rows.every((r) => r.dataset.name.includes(t));
+    }, term);
     out.search = Date.now() - start;
     const sortStart = Date.now();
     await page.click('th a.sort-link[data-sort=priority]');
