@@ -7,6 +7,7 @@
 
 mod dashboard;
 mod explain;
+mod serving;
 mod state;
 mod tcp;
 mod views;
@@ -244,12 +245,56 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
                 "the API is read-only: only GET and HEAD are answered",
             )
         })
-        .with_state(state);
+        .with_state(state)
+        .layer(axum::middleware::from_fn(with_etag));
     if dashboard {
         api.merge(dashboard::router())
     } else {
         api
     }
+}
+
+/// Gives each successful answer an entity tag (a hash of its body) and
+/// answers a request whose `If-None-Match` names it with an empty 304: a
+/// dashboard left open then costs the headers of each refresh, not the
+/// whole answer again.
+async fn with_etag(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let asked = req.headers().clone();
+    let resp = next.run(req).await;
+    if resp.status() != StatusCode::OK {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(collected) = body.collect().await else {
+        return ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the answer could not be read",
+        )
+        .into_response();
+    };
+    let bytes = collected.to_bytes();
+    let etag = {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(&bytes);
+        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        HeaderValue::from_str(&format!("\"{hex}\"")).ok()
+    };
+    let Some(etag) = etag else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    // Kept by the browser and asked about again on each use.
+    parts.headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    parts.headers.insert(axum::http::header::ETAG, etag.clone());
+    if dashboard::not_modified(&asked, &etag) {
+        parts.status = StatusCode::NOT_MODIFIED;
+        parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+        parts.headers.remove(axum::http::header::CONTENT_TYPE);
+        return Response::from_parts(parts, axum::body::Body::empty());
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// Every error the API answers: a status and a JSON body with a message,
@@ -310,6 +355,33 @@ struct ListQuery {
     provider: Option<String>,
     page: Option<usize>,
     per_page: Option<usize>,
+    /// The column to sort by (Traefik's `sortBy`); by name when absent.
+    #[serde(rename = "sortBy")]
+    sort_by: Option<String>,
+    /// `asc` (the default) or `desc`.
+    direction: Option<String>,
+}
+
+/// What a list is sorted on for one column: a number or a text, so that
+/// priorities and counts sort as numbers.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortKey<'a> {
+    Num(i64),
+    Text(std::borrow::Cow<'a, str>),
+}
+
+impl<'a> SortKey<'a> {
+    fn text(s: &'a str) -> Self {
+        SortKey::Text(std::borrow::Cow::Borrowed(s))
+    }
+
+    fn joined(list: &[String]) -> Self {
+        SortKey::Text(std::borrow::Cow::Owned(list.join(",")))
+    }
+
+    fn count(n: usize) -> Self {
+        SortKey::Num(i64::try_from(n).unwrap_or(i64::MAX))
+    }
 }
 
 impl ListQuery {
@@ -337,13 +409,35 @@ trait Listed {
     fn status(&self) -> Status;
     /// The fields `search` looks in.
     fn searched(&self) -> [&str; 3];
+    /// The key of column `by` (beside `name`, `provider` and `status`,
+    /// which every list sorts on); None for a column it does not have.
+    fn column(&self, by: &str) -> Option<SortKey<'_>>;
+
+    /// The key of column `by`, the common ones included.
+    fn sort_key(&self, by: &str) -> Option<SortKey<'_>> {
+        match by {
+            "name" => Some(SortKey::text(self.name())),
+            "provider" => Some(SortKey::text(self.provider())),
+            // Errors last in ascending order, so `desc` puts them first.
+            "status" => Some(SortKey::Num(match self.status() {
+                Status::Enabled => 0,
+                Status::Warning => 1,
+                Status::Disabled => 2,
+            })),
+            other => self.column(other),
+        }
+    }
 }
 
 /// A view with a name, a provider and a status (its `state`), searched in
 /// the three fields the closure gives.
 macro_rules! listed {
-    ($view:ty, |$v:ident| $searched:expr) => {
+    ($view:ty, |$v:ident| $searched:expr, |$c:ident, $by:ident| $column:expr) => {
         impl Listed for $view {
+            fn column(&self, $by: &str) -> Option<SortKey<'_>> {
+                let $c = self;
+                $column
+            }
             fn name(&self) -> &str {
                 &self.name
             }
@@ -361,30 +455,120 @@ macro_rules! listed {
     };
 }
 
-listed!(tcp::TcpRouterView, |v| [&v.name, &v.rule, &v.service]);
+listed!(
+    tcp::TcpRouterView,
+    |v| [&v.name, &v.rule, &v.service],
+    |v, by| match by {
+        "rule" => Some(SortKey::text(&v.rule)),
+        "priority" => Some(SortKey::Num(v.priority)),
+        "service" => Some(SortKey::text(&v.service)),
+        "entryPoints" => Some(SortKey::joined(&v.entry_points)),
+        "middlewares" => Some(SortKey::joined(&v.middlewares)),
+        "tls" => Some(SortKey::Num(tcp_tls_rank(v.tls.as_ref()))),
+        _ => None,
+    }
+);
 
-listed!(tcp::TcpMiddlewareView, |v| [
-    &v.name,
-    v.kind.unwrap_or(""),
-    &v.provider
-]);
-listed!(tcp::UdpRouterView, |v| [&v.name, &v.service, &v.provider]);
-listed!(tcp::UdpServiceView, |v| [
-    &v.name,
-    v.kind.unwrap_or(""),
-    &v.provider
-]);
-listed!(tcp::TcpServiceView, |v| [
-    &v.name,
-    v.kind.unwrap_or(""),
-    &v.provider
-]);
+listed!(
+    tcp::TcpMiddlewareView,
+    |v| [&v.name, v.kind.unwrap_or(""), &v.provider],
+    |v, by| match by {
+        "type" => Some(SortKey::text(v.kind.unwrap_or(""))),
+        "usedBy" => Some(SortKey::count(v.used_by.len())),
+        _ => None,
+    }
+);
+listed!(
+    tcp::UdpRouterView,
+    |v| [&v.name, &v.service, &v.provider],
+    |v, by| match by {
+        "service" => Some(SortKey::text(&v.service)),
+        "entryPoints" => Some(SortKey::joined(&v.entry_points)),
+        _ => None,
+    }
+);
+listed!(
+    tcp::UdpServiceView,
+    |v| [&v.name, v.kind.unwrap_or(""), &v.provider],
+    |v, by| match by {
+        "type" => Some(SortKey::text(v.kind.unwrap_or(""))),
+        "usedBy" => Some(SortKey::count(v.used_by.len())),
+        _ => None,
+    }
+);
+listed!(
+    tcp::TcpServiceView,
+    |v| [&v.name, v.kind.unwrap_or(""), &v.provider],
+    |v, by| match by {
+        "type" => Some(SortKey::text(v.kind.unwrap_or(""))),
+        "servers" => Some(SortKey::count(
+            v.load_balancer.as_ref().map_or(0, |lb| lb.servers.len())
+        )),
+        "usedBy" => Some(SortKey::count(v.used_by.len())),
+        _ => None,
+    }
+);
 
-listed!(views::RouterView, |v| [&v.name, &v.rule, &v.service]);
+listed!(
+    views::RouterView,
+    |v| [
+        &v.name,
+        v.rule.as_deref().unwrap_or(""),
+        v.service.as_deref().unwrap_or("")
+    ],
+    |v, by| match by {
+        "rule" => Some(SortKey::text(v.rule.as_deref().unwrap_or(""))),
+        "priority" => Some(SortKey::Num(v.priority.unwrap_or(i64::MIN))),
+        "service" => Some(SortKey::text(v.service.as_deref().unwrap_or(""))),
+        "entryPoints" => Some(SortKey::joined(if v.using.is_empty() {
+            &v.entry_points
+        } else {
+            &v.using
+        })),
+        "middlewares" => Some(SortKey::joined(&v.middlewares)),
+        "tls" => Some(SortKey::Num(i64::from(v.tls.is_some()))),
+        _ => None,
+    }
+);
 
-listed!(views::ServiceView, |v| [&v.name, "", ""]);
+listed!(
+    views::ServiceView,
+    |v| [&v.name, "", ""],
+    |v, by| match by {
+        "type" => Some(SortKey::text(match v.kind {
+            None => "",
+            Some(views::ServiceType::LoadBalancer) => "loadbalancer",
+            Some(views::ServiceType::Weighted) => "weighted",
+            Some(views::ServiceType::Mirroring) => "mirroring",
+            Some(views::ServiceType::Failover) => "failover",
+            Some(views::ServiceType::HighestRandomWeight) => "highestrandomweight",
+        })),
+        "servers" => Some(SortKey::count(
+            v.load_balancer.as_ref().map_or(0, |lb| lb.servers.len())
+        )),
+        "usedBy" => Some(SortKey::count(v.used_by.len())),
+        _ => None,
+    }
+);
 
-listed!(views::MiddlewareView, |v| [&v.name, "", ""]);
+listed!(
+    views::MiddlewareView,
+    |v| [&v.name, "", ""],
+    |v, by| match by {
+        "type" => Some(SortKey::text(v.kind.as_deref().unwrap_or(""))),
+        "usedBy" => Some(SortKey::count(v.used_by.len())),
+        _ => None,
+    }
+);
+
+/// TCP routers by what they do with TLS: plain, terminated, passed through.
+fn tcp_tls_rank(tls: Option<&crate::config::dynamic::tcp::TcpRouterTls>) -> i64 {
+    match tls {
+        None => 0,
+        Some(t) if t.passthrough => 2,
+        Some(_) => 1,
+    }
+}
 
 type St = State<Arc<ApiState>>;
 
@@ -405,6 +589,28 @@ fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, A
                     .any(|s| s.to_ascii_lowercase().contains(&search))
         })
         .collect();
+    let mut filtered = filtered;
+    if let Some(by) = q.sort_by.as_deref().filter(|b| !b.is_empty()) {
+        if filtered.iter().any(|v| v.sort_key(by).is_none()) {
+            return Err(ApiError::bad_request(format!(
+                "cannot sort by `{by}`: this list has no such column"
+            )));
+        }
+        let desc = match q.direction.as_deref().unwrap_or("asc") {
+            "asc" | "" => false,
+            "desc" => true,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown direction `{other}`: use asc or desc"
+                )));
+            }
+        };
+        // A stable sort: ties keep name order, whichever the direction.
+        filtered.sort_by(|a, b| {
+            let order = a.sort_key(by).cmp(&b.sort_key(by));
+            if desc { order.reverse() } else { order }
+        });
+    }
     let per_page = q.per_page.unwrap_or(100).clamp(1, 1000);
     let page = q.page.unwrap_or(1).max(1);
     let start = (page - 1).saturating_mul(per_page);
@@ -422,6 +628,9 @@ fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, A
     let mut resp = Json(items).into_response();
     resp.headers_mut()
         .insert("x-next-page", HeaderValue::from(next));
+    // gangway's addition: how many match, so a client can say "page 2 of 7".
+    resp.headers_mut()
+        .insert("x-total-count", HeaderValue::from(total));
     Ok(resp)
 }
 

@@ -46,6 +46,29 @@ impl Api {
         )
     }
 
+    /// GET with extra request headers.
+    async fn get_with(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, http::HeaderMap, bytes::Bytes) {
+        let mut req = http::Request::get(format!("http://127.0.0.1:{}{path}", self.port));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = self
+            .client
+            .request(req.body(Default::default()).unwrap())
+            .await
+            .expect("api request");
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::BodyExt::collect(body)
+            .await
+            .expect("body")
+            .to_bytes();
+        (parts.status, parts.headers, body)
+    }
+
     async fn json(&self, path: &str) -> Value {
         let (status, _, body) = self.get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
@@ -254,6 +277,122 @@ async fn list_filters_and_pages_like_traefik() {
         headers["x-next-page"], "1",
         "the last page points back to the first"
     );
+}
+
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn lists_sort_by_any_column_and_say_how_many_match() {
+    let (_b, _gw, api) = start(&[]).await;
+    let by_name = api
+        .json("/api/http/routers?provider=file&sortBy=name")
+        .await;
+    assert_eq!(
+        names(&by_name),
+        [
+            "api-path@file",
+            "app@file",
+            "broken@file",
+            "dash@file",
+            "orphan@file"
+        ]
+    );
+    let desc = api
+        .json("/api/http/routers?provider=file&sortBy=name&direction=desc")
+        .await;
+    assert_eq!(
+        names(&desc),
+        [
+            "orphan@file",
+            "dash@file",
+            "broken@file",
+            "app@file",
+            "api-path@file"
+        ]
+    );
+    // Priorities sort as numbers: the rule's length by default.
+    let by_priority = api
+        .json("/api/http/routers?provider=file&sortBy=priority&direction=desc")
+        .await;
+    let priorities: Vec<i64> = by_priority
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["priority"].as_i64())
+        .collect();
+    assert!(
+        priorities.windows(2).all(|w| w[0] >= w[1]) && priorities.len() == 5,
+        "{priorities:?}"
+    );
+    // Errors first when sorted by status, descending.
+    let by_status = api
+        .json("/api/http/routers?provider=file&sortBy=status&direction=desc")
+        .await;
+    assert_eq!(names(&by_status)[..2], ["broken@file", "orphan@file"]);
+    let (status, _, body) = api.get("/api/http/routers?sortBy=colour").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("colour"), "{body}");
+    let (status, _, body) = api.get("/api/http/routers?sortBy=name&direction=up").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (_, headers, _) = api.get("/api/http/routers?provider=file&per_page=2").await;
+    assert_eq!(headers["x-total-count"], "5");
+    // TCP lists sort the same way.
+    let (status, _, body) = api.get("/api/tcp/routers?sortBy=priority").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn an_unchanged_answer_is_an_empty_304_and_assets_come_compressed() {
+    let (_b, _gw, api) = start(&[]).await;
+    let (status, headers, body) = api.get_with("/api/overview", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!body.is_empty());
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    let (status, _, body) = api
+        .get_with("/api/overview", &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty(), "a 304 has no body");
+    let (status, _, _) = api
+        .get_with("/api/overview", &[("if-none-match", "\"something-else\"")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "another tag gets the answer");
+    // A dashboard file: gzipped for a client that takes it, with a tag a
+    // second visit revalidates against.
+    let (status, plain_headers, plain) = api.get_with("/dashboard/app.js", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(plain_headers.get("content-encoding").is_none());
+    let (status, headers, gz) = api
+        .get_with("/dashboard/app.js", &[("accept-encoding", "gzip, br")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-encoding"], "gzip");
+    assert!(
+        gz.len() < plain.len() / 2,
+        "{} of {}",
+        gz.len(),
+        plain.len()
+    );
+    let mut unzipped = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut unzipped)
+        .expect("gzip");
+    assert_eq!(unzipped, plain, "the same file");
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    assert_ne!(etag, plain_headers["etag"].to_str().unwrap());
+    let (status, _, body) = api
+        .get_with(
+            "/dashboard/app.js",
+            &[("accept-encoding", "gzip"), ("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_MODIFIED);
+    assert!(body.is_empty());
 }
 
 #[tokio::test]

@@ -394,3 +394,214 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         file.display()
     );
 }
+
+/// An echo server on a fixed port for TCP: dropping it stops it, its open
+/// connections included, and it can be started again on the same port.
+struct TcpEcho(tokio::task::JoinHandle<()>);
+
+impl TcpEcho {
+    async fn on(port: u16) -> TcpEcho {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("bind TCP echo");
+        TcpEcho(tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((mut stream, _)) = listener.accept().await {
+                while connections.try_join_next().is_some() {}
+                connections.spawn(async move {
+                    let (mut r, mut w) = stream.split();
+                    let _ = tokio::io::copy(&mut r, &mut w).await;
+                });
+            }
+        }))
+    }
+}
+
+impl Drop for TcpEcho {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One connection through gangway's TCP entry point: whether the echo
+/// came back.
+async fn tcp_echoes(port: u16) -> bool {
+    let Ok(mut conn) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    if conn.write_all(b"ping").await.is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 4];
+    matches!(
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            tokio::io::AsyncReadExt::read_exact(&mut conn, &mut buf)
+        )
+        .await,
+        Ok(Ok(_)) if &buf == b"ping"
+    )
+}
+
+/// What the dashboard and the API say about serving follows real backends
+/// stopped and started: a weighted service whose larger member's server is
+/// gone fails most requests (an error, as is its router, and explain says
+/// they get 502), a health-checked member that is down is skipped (a
+/// warning only), a TCP service and router with their only server gone are
+/// errors on the overview; all of it clears once the backends are back.
+/// Beside them, a router with a mistyped key is shown with what was read
+/// of it, and every file object with its file and line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serving_follows_backends_stopped_and_started() {
+    let test = "serving_follows_backends_stopped_and_started";
+    if support::browser::parts_or_skip(test).is_none() {
+        return;
+    }
+    let good = Backend::echo("good").await;
+    let (bad_port, checked_port, db_port) = (free_port(), free_port(), free_port());
+    let mut bad = Some(Backend::echo_on("bad", bad_port).await);
+    let mut checked = Some(Backend::echo_on("checked", checked_port).await);
+    let mut db = Some(TcpEcho::on(db_port).await);
+    let (internal, tcp) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[http.routers.flaky]
+rule = "Host(`flaky.test`)"
+service = "flaky"
+[[http.services.flaky.weighted.services]]
+name = "good"
+weight = 1
+[[http.services.flaky.weighted.services]]
+name = "bad"
+weight = 3
+[http.routers.steady]
+rule = "Host(`steady.test`)"
+service = "steady"
+[[http.services.steady.weighted.services]]
+name = "good"
+weight = 1
+[[http.services.steady.weighted.services]]
+name = "checked"
+weight = 3
+[http.routers.down]
+rule = "Host(`down.test`)"
+service = "bad"
+[http.routers.typo]
+rule = "Host(`typo.test`)"
+servce = "good"
+[[http.services.good.loadBalancer.servers]]
+url = "{good}"
+[[http.services.bad.loadBalancer.servers]]
+url = "http://127.0.0.1:{bad_port}"
+[[http.services.checked.loadBalancer.servers]]
+url = "http://127.0.0.1:{checked_port}"
+[http.services.checked.loadBalancer.healthCheck]
+path = "/"
+interval = "100ms"
+timeout = "500ms"
+[tcp.routers.db]
+entryPoints = ["db"]
+rule = "HostSNI(`*`)"
+service = "db"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{db_port}"
+"#,
+        good = good.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            "--api.insecure=true",
+            &format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+            &format!("--entryPoints.db.address=127.0.0.1:{tcp}"),
+        ],
+    )
+    .await;
+    let base = format!("http://127.0.0.1:{internal}");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("dashboard-screenshots");
+    let shots = shots.display().to_string();
+    let status = |host: &'static str| {
+        let gw = &gw;
+        async move { gw.get(host, "/").await.status.as_u16() }
+    };
+    eventually(Duration::from_secs(10), "every route answers", || async {
+        status("flaky.test").await == 200
+            && status("steady.test").await == 200
+            && tcp_echoes(tcp).await
+    })
+    .await;
+    let drive = |phase: &'static str| {
+        let (base, shots) = (base.clone(), shots.clone());
+        async move {
+            support::browser::drive(
+                test,
+                "serving.mjs",
+                &base,
+                &[("PHASE", phase), ("SCREENSHOT_DIR", &shots)],
+            )
+            .await;
+        }
+    };
+    drive("up").await;
+
+    // Stop them; real requests and connections then fail on them.
+    drop(bad.take());
+    drop(checked.take());
+    drop(db.take());
+    let mut failed = 0;
+    for _ in 0..8 {
+        if status("flaky.test").await == 502 {
+            failed += 1;
+        }
+    }
+    assert!(
+        failed >= 4,
+        "most requests to flaky.test fail: {failed} of 8"
+    );
+    assert_eq!(status("down.test").await, 502);
+    assert!(!tcp_echoes(tcp).await, "the TCP route has no server");
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let api = |path: String| {
+        let (client, uri) = (client.clone(), format!("{base}{path}"));
+        async move {
+            let Ok(resp) = client.get(uri.parse().expect("uri")).await else {
+                return serde_json::Value::Null;
+            };
+            let body = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            serde_json::from_slice::<serde_json::Value>(&body).unwrap_or_default()
+        }
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the health check sees checked@file down",
+        || async { api("/api/http/services/steady@file".to_owned()).await["status"] == "warning" },
+    )
+    .await;
+    drive("down").await;
+
+    // Start them again where they were: the checked one comes back by its
+    // health check, the others with the next requests that reach them.
+    bad = Some(Backend::echo_on("bad", bad_port).await);
+    checked = Some(Backend::echo_on("checked", checked_port).await);
+    db = Some(TcpEcho::on(db_port).await);
+    eventually(
+        Duration::from_secs(10),
+        "every route answers again",
+        || async {
+            status("flaky.test").await == 200
+                && status("down.test").await == 200
+                && tcp_echoes(tcp).await
+                && api("/api/http/services/steady@file".to_owned()).await["status"] == "enabled"
+        },
+    )
+    .await;
+    drive("up").await;
+    drop((bad, checked, db));
+}

@@ -10,7 +10,9 @@ export class ApiError extends Error {
 }
 
 async function request(path, signal) {
-  const resp = await fetch(path, { method: 'GET', headers: { accept: 'application/json' }, cache: 'no-store', signal });
+  // `no-cache`: the browser keeps the answer and asks whether it changed
+  // (If-None-Match); an unchanged one costs an empty 304.
+  const resp = await fetch(path, { method: 'GET', headers: { accept: 'application/json' }, cache: 'no-cache', signal });
   if (!resp.ok) {
     let message = `${resp.status} ${resp.statusText}`;
     try {
@@ -27,11 +29,12 @@ export async function get(path, signal) {
   return (await request(path, signal)).json();
 }
 
-/** GETs a list page and returns { items, next } (Traefik's X-Next-Page header; 1 means last page). */
+/** GETs a list page and returns { items, next, total } (Traefik's X-Next-Page header, 1 on the last page; gangway's X-Total-Count). */
 export async function getPage(path, signal) {
   const resp = await request(path, signal);
   const next = Number(resp.headers.get('x-next-page') || '1');
-  return { items: await resp.json(), next };
+  const total = resp.headers.get('x-total-count');
+  return { items: await resp.json(), next, total: total === null ? null : Number(total) };
 }
 
 /**

@@ -22,7 +22,7 @@ function pageFor(parts, query) {
   const [section, ...rest] = parts;
   const name = rest.length ? decodeURIComponent(rest.join('/')) : null;
   switch (section || 'overview') {
-    case 'overview': return rest.length ? null : overviewPage();
+    case 'overview': return rest.length ? null : overviewPage(query);
     case 'routers':
     case 'services':
     case 'middlewares':
@@ -32,6 +32,7 @@ function pageFor(parts, query) {
       // `#/tcp` lists both; `#/tcp/routers/<name>`, `#/udp/services/<name>`, … are one object.
       if (!rest.length) return section === 'tcp' ? tcpPage() : null;
       const kind = `${section}/${rest[0]}`;
+      if (rest.length === 1) return KINDS[kind] ? listPage(kind, query) : null;
       const one = rest.length > 1 ? decodeURIComponent(rest.slice(1).join('/')) : null;
       return one && KINDS[kind] ? streamDetailPage(kind, one) : null;
     }
@@ -149,8 +150,18 @@ function showThemeButton() {
 
 document.getElementById('theme').addEventListener('click', () => {
   const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
-  document.documentElement.dataset.theme = next;
-  try { localStorage.setItem('gangway-theme', next); } catch (_) { /* storage may be off */ }
+  const system = matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+  // Back to the system's own theme is back to following the system: no
+  // choice is kept, so a later change of the system setting shows again.
+  try {
+    if (next === system) {
+      delete document.documentElement.dataset.theme;
+      localStorage.removeItem('gangway-theme');
+    } else {
+      document.documentElement.dataset.theme = next;
+      localStorage.setItem('gangway-theme', next);
+    }
+  } catch (_) { /* storage may be off */ }
   showThemeButton();
 });
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', showThemeButton);

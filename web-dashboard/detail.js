@@ -27,7 +27,18 @@ export function head(kind, o) {
 }
 
 /** Problems the API reads from the servers' health, not from the configuration. */
-const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown'];
+const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown', 'serviceFailing', 'membersFailing', 'membersDown', 'onFallback'];
+
+/** The share of requests failing now, from the API's typed problems (100 when none is up). */
+function failingPercent(o) {
+  let worst = 0;
+  for (const p of list(o.problems)) {
+    if (p.kind === 'noMemberUp' || p.kind === 'serviceDown') worst = 100;
+    else if (p.kind === 'serversDown' && p.down >= p.total) worst = 100;
+    else if (p.percent) worst = Math.max(worst, p.percent);
+  }
+  return worst;
+}
 
 export function errors(o) {
   const errs = problemItems(o);
@@ -36,8 +47,11 @@ export function errors(o) {
   // Servers down are not a configuration error: the object is in use and
   // comes back by itself when a server answers again.
   const health = list(o.problems).length > 0 && list(o.problems).every((p) => HEALTH_KINDS.includes(p.kind));
+  const failing = health ? failingPercent(o) : 0;
   const title = health
-    ? (disabled ? 'Not serving: no server is up' : 'Serving, with servers down')
+    ? (failing >= 100 ? 'Not serving: no server is up, so every request fails'
+      : failing > 0 ? `Failing: ${failing} % of requests get an error`
+        : 'Serving, with servers down')
     : (disabled ? 'Not in use because of an error' : 'Working, with a warning');
   return h('div', { id: 'errors' }, callout(disabled ? 'error' : 'warning', title, errs));
 }
@@ -45,6 +59,10 @@ export function errors(o) {
 /** The containers (or Swarm tasks) and labels behind an object, and for a service the servers each adds; or the store keys it is written in. */
 export function provenance(o) {
   const sources = list(o.provenance);
+  if (o.file) {
+    return section('Where it comes from', h('div', { id: 'provenance' },
+      h('p', {}, 'Written in ', h('code', { class: 'file-line' }, `${o.file.path}:${o.file.line}`))));
+  }
   if (o.keys) {
     return section('Where it comes from', h('div', { id: 'provenance' },
       h('p', {}, `${o.keys.provider} keys:`),
@@ -127,6 +145,14 @@ function routerBody(o, mws, svc, certs) {
   const configured = list(o.entryPoints);
   const tls = o.tls;
   const out = [errors(o)];
+  if (o.read) {
+    // Left out by its provider: show what was read, assume nothing else.
+    out.push(section('Values read', h('div', { id: 'read' },
+      h('p', { class: 'muted' }, 'This router does not read, so it was left out and takes no request. These are the values read from its definition; nothing else is assumed.'),
+      kv(o.read))));
+    out.push(provenance(o), raw(o));
+    return out;
+  }
 
   out.push(section('Route', fields([
     ['Rule', ruleWithError(o)],
@@ -313,7 +339,7 @@ export function objectPage(kind, name, show) {
         top.hidden = false;
         render(body, { gone: name }, () => empty(`No ${meta.one} named ${name}`,
           'It is not in the configuration gangway runs now. If it comes back, this page shows it again.',
-          h('a', { href: listHref(kind) }, `All ${meta.list ? 'TCP and UDP objects' : kind}`)));
+          h('a', { href: listHref(kind) }, `All ${meta.title.toLowerCase()}`)));
         return;
       }
       await show(body, o, signal);

@@ -67,13 +67,13 @@ export const KINDS = {
   routers: { api: '/api/http/routers', one: 'router', title: 'Routers' },
   services: { api: '/api/http/services', one: 'service', title: 'Services' },
   middlewares: { api: '/api/http/middlewares', one: 'middleware', title: 'Middlewares' },
-  // TCP and UDP objects have detail pages of their own; their list is the
-  // TCP and UDP page.
-  'tcp/routers': { api: '/api/tcp/routers', one: 'TCP router', title: 'TCP and UDP', list: 'tcp' },
-  'tcp/services': { api: '/api/tcp/services', one: 'TCP service', title: 'TCP and UDP', list: 'tcp' },
-  'tcp/middlewares': { api: '/api/tcp/middlewares', one: 'TCP middleware', title: 'TCP and UDP', list: 'tcp' },
-  'udp/routers': { api: '/api/udp/routers', one: 'UDP router', title: 'TCP and UDP', list: 'tcp' },
-  'udp/services': { api: '/api/udp/services', one: 'UDP service', title: 'TCP and UDP', list: 'tcp' },
+  // TCP and UDP objects have lists and detail pages of their own; the TCP
+  // and UDP page shows the first few of each.
+  'tcp/routers': { api: '/api/tcp/routers', one: 'TCP router', title: 'TCP routers' },
+  'tcp/services': { api: '/api/tcp/services', one: 'TCP service', title: 'TCP services' },
+  'tcp/middlewares': { api: '/api/tcp/middlewares', one: 'TCP middleware', title: 'TCP middlewares' },
+  'udp/routers': { api: '/api/udp/routers', one: 'UDP router', title: 'UDP routers' },
+  'udp/services': { api: '/api/udp/services', one: 'UDP service', title: 'UDP services' },
 };
 
 /** The dashboard address of the list an object kind belongs to. */
@@ -271,7 +271,11 @@ function blank(cell) {
 export function table(columns, rows, cls = '') {
   return h('div', { class: 'table-wrap' },
     h('table', { class: `grid ${cls}`.trim() },
-      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.cls }, c.title)))),
+      h('thead', {}, h('tr', {}, columns.map((c) => h('th', { class: c.cls, 'aria-sort': c.sorted || null },
+        // A sortable column's title is a link that sorts by it (again: the other way).
+        c.href ? h('a', { href: c.href, class: 'sort-link', dataset: { sort: c.sort } }, c.title,
+          c.sorted ? h('span', { class: 'sort-mark', 'aria-hidden': 'true' }, c.sorted === 'ascending' ? ' ▲' : ' ▼') : null)
+          : c.title)))),
       h('tbody', {}, rows.map((r) => [
         h('tr', { class: `${r.cls || ''}${r.after ? ' has-after' : ''}`.trim() || null, dataset: r.data },
           columns.map((c, i) => h('td', { class: blank(r.cells[i]) ? `${c.cls || ''} blank`.trim() : c.cls, dataset: { label: c.title } }, r.cells[i]))),

@@ -14,7 +14,7 @@ function field(label, input, hint) {
 function verdict(c) {
   if (c.matched) return h('span', { class: 'verdict win' }, icon('check'), 'takes the request');
   const reason = String(c.reason || '');
-  if (/higher priority/.test(reason)) return h('span', { class: 'verdict shadowed' }, icon('warn'), reason);
+  if (/higher priority|same priority/.test(reason)) return h('span', { class: 'verdict shadowed' }, icon('warn'), reason);
   return h('span', { class: 'verdict miss' }, icon('cross'), reason || 'does not match');
 }
 
@@ -27,8 +27,18 @@ function winnerBlock(w) {
       w.service ? objLink('services', qualify(w.service, provider)) : '—',
       list(w.servers).length ? h('span', { class: 'flow-sub' }, list(w.servers).map((s) => h('code', { class: 'chip' }, s))) : null),
   ];
-  return h('div', { class: 'winner', dataset: { winner: w.router } },
-    h('div', { class: 'winner-title' }, icon('check'), 'Taken by ', objLink('routers', w.router)),
+  const a = w.answer || { outcome: 'served' };
+  const outcome = a.outcome === 'fails'
+    ? h('p', { class: 'answer error-text', dataset: { outcome: a.outcome } }, icon('cross'),
+      ` Every such request gets ${a.status} now: ${a.reason}.`)
+    : a.outcome === 'sometimes'
+      ? h('p', { class: 'answer warn-text', dataset: { outcome: a.outcome } }, icon('warn'),
+        ` ${a.failingPercent} % of such requests get ${a.status} now: ${a.reason}.`)
+      : null;
+  const mark = a.outcome === 'fails' ? icon('cross') : a.outcome === 'sometimes' ? icon('warn') : icon('check');
+  return h('div', { class: `winner answer-${a.outcome}`, dataset: { winner: w.router, outcome: a.outcome } },
+    h('div', { class: 'winner-title' }, mark, 'Taken by ', objLink('routers', w.router)),
+    outcome,
     h('ol', { class: 'flow' }, steps.flatMap((s, i) => (i ? [h('li', { class: 'flow-arrow', 'aria-hidden': 'true' }, icon('arrow')), s] : [s]))));
 }
 
@@ -88,8 +98,14 @@ function result(d) {
     h('div', { class: 'explain-summary card', id: 'explain-summary', dataset: { routed: winners.length ? 'true' : 'false' } },
       h('code', { class: 'request-line' }, target),
       winners.length
-        ? h('ul', { class: 'winners' }, winners.map((e) => h('li', {}, icon('check'), tag(e.entryPoint), icon('arrow'), objLink('routers', e.winner.router),
-          e.winner.service ? [h('span', { class: 'muted' }, ' then service '), objLink('services', e.winner.service)] : null)))
+        ? h('ul', { class: 'winners' }, winners.map((e) => {
+          const a = e.winner.answer || { outcome: 'served' };
+          const mark = a.outcome === 'fails' ? icon('cross') : a.outcome === 'sometimes' ? icon('warn') : icon('check');
+          const gets = a.outcome === 'fails' ? h('span', { class: 'error-text' }, ` → ${a.status} (${a.reason})`)
+            : a.outcome === 'sometimes' ? h('span', { class: 'warn-text' }, ` → ${a.failingPercent} % get ${a.status} (${a.reason})`) : null;
+          return h('li', { dataset: { outcome: a.outcome } }, mark, tag(e.entryPoint), icon('arrow'), objLink('routers', e.winner.router),
+            e.winner.service ? [h('span', { class: 'muted' }, ' then service '), objLink('services', e.winner.service)] : null, gets);
+        }))
         : none),
   ];
   const busy = sorted.filter((e) => rank(e) < 2);

@@ -4,6 +4,7 @@
 
 import { get, getPage, optional, query } from './api.js';
 import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon, problemItems, joined } from './dom.js';
+import { STREAM_LISTS } from './tcp.js';
 
 const PER_PAGE = 50;
 
@@ -11,6 +12,11 @@ const LEADS = {
   routers: 'Each router matches requests by its rule and sends them through its middlewares to a service.',
   services: 'Services answer requests: load balancers over servers, or weighted, mirroring and failover services over other services.',
   middlewares: 'Middlewares change requests and responses on their way: redirects, headers, authentication, limits.',
+  'tcp/routers': 'TCP routers pick connections by server name (or take a whole entry point) and send the bytes to a service.',
+  'tcp/services': 'TCP services forward connections to servers, or to other TCP services by weight.',
+  'tcp/middlewares': 'TCP middlewares admit or refuse connections: allowed source ranges, connections per client.',
+  'udp/routers': 'UDP routers send each client\u2019s datagrams on an entry point to a service.',
+  'udp/services': 'UDP services forward datagrams to servers, or to other UDP services by weight.',
 };
 
 const STATUSES = [
@@ -67,15 +73,17 @@ function typeTag(o) {
 
 const COLUMNS = {
   routers: [
-    { title: 'Status' }, { title: 'Name' }, { title: 'Rule', cls: 'wide' }, { title: 'Entry points' },
-    { title: 'Service' }, { title: 'Middlewares' }, { title: 'TLS' }, { title: 'Priority', cls: 'num' },
+    { title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Rule', cls: 'wide', sort: 'rule' }, { title: 'Entry points', sort: 'entryPoints' },
+    { title: 'Service', sort: 'service' }, { title: 'Middlewares', sort: 'middlewares' }, { title: 'TLS', sort: 'tls' }, { title: 'Priority', cls: 'num', sort: 'priority' },
   ],
-  services: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by' }],
-  middlewares: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Used by', cls: 'wide' }],
+  services: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Type', sort: 'type' }, { title: 'Servers', cls: 'wide', sort: 'servers' }, { title: 'Used by', sort: 'usedBy' }],
+  middlewares: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Type', sort: 'type' }, { title: 'Used by', cls: 'wide', sort: 'usedBy' }],
+  ...Object.fromEntries(Object.entries(STREAM_LISTS).map(([kind, s]) => [kind, s.columns])),
 };
 
 function cells(kind, o) {
   const provider = o.provider;
+  if (STREAM_LISTS[kind]) return STREAM_LISTS[kind].cells(o);
   switch (kind) {
     case 'routers':
       return [
@@ -99,7 +107,7 @@ export function listPage(kind, initial) {
   const meta = KINDS[kind];
   let q = initial;
   const search = h('input', {
-    type: 'search', id: 'search', placeholder: kind === 'routers' ? 'Search names, rules, services' : 'Search names',
+    type: 'search', id: 'search', placeholder: kind.endsWith('routers') ? 'Search names, rules, services' : 'Search names',
     'aria-label': `Search ${kind}`, autocomplete: 'off', spellcheck: 'false',
   });
   const provider = h('select', { id: 'provider-filter', 'aria-label': 'Provider' });
@@ -141,12 +149,16 @@ export function listPage(kind, initial) {
     async refresh(signal) {
       const page = Math.max(1, Number(q.get('page') || '1'));
       const params = { search: q.get('search'), status: q.get('status'), provider: q.get('provider'), page, per_page: PER_PAGE };
-      const [{ items, next }, overview, providers] = await Promise.all([
+      const sortBy = q.get('sortBy') || '';
+      const direction = q.get('direction') === 'desc' ? 'desc' : 'asc';
+      Object.assign(params, sortBy ? { sortBy, direction } : {});
+      const [{ items, next, total }, overview, providers] = await Promise.all([
         getPage(`${meta.api}${query(params)}`, signal),
         get('/api/overview', signal).catch(() => ({})),
         optional('/api/providers', {}, signal),
       ]);
-      const counts = ((overview.http || {})[kind]) || {};
+      const [proto, key] = kind.includes('/') ? kind.split('/') : ['http', kind];
+      const counts = { ...(((overview[proto] || {})[key]) || {}) };
       counts.ok = Math.max(0, (counts.total || 0) - (counts.errors || 0) - (counts.warnings || 0));
       const status = q.get('status') || '';
       render(chips, { counts, q: q.toString() }, () => STATUSES.map((s) => h('a', {
@@ -165,25 +177,32 @@ export function listPage(kind, initial) {
       ]);
       provider.value = current;
 
-      render(results, items, () => {
+      render(results, { items, sortBy, direction }, () => {
         if (!list(items).length) {
           const filtered = q.get('search') || q.get('status') || q.get('provider');
           return filtered
-            ? empty(`No ${kind} match`, 'Nothing matches this search and these filters.', h('a', { href: `#/${kind}` }, 'Show all'))
-            : empty(`No ${kind}`, kind === 'middlewares'
+            ? empty(`No ${meta.title.toLowerCase()} match`, 'Nothing matches this search and these filters.', h('a', { href: `#/${kind}` }, 'Show all'))
+            : empty(`No ${meta.title.toLowerCase()}`, kind === 'middlewares'
               ? 'No middleware is configured. Define them under http.middlewares in the file provider or with labels.'
               : `No ${meta.one} is configured yet.`);
         }
-        return table(COLUMNS[kind], list(items).map((o) => ({
+        // Each column sorts the whole list on the server; again, the other way.
+        const columns = COLUMNS[kind].map((c) => (c.sort ? {
+          ...c,
+          href: hashFor({ sortBy: c.sort, direction: sortBy === c.sort && direction === 'asc' ? 'desc' : 'asc' }),
+          sorted: sortBy === c.sort ? (direction === 'asc' ? 'ascending' : 'descending') : null,
+        } : c));
+        return table(columns, list(items).map((o) => ({
           cells: cells(kind, o),
           cls: o.status === 'disabled' ? 'row-error' : o.status === 'warning' ? 'row-warn' : '',
           data: { name: o.name },
           after: errorLine(o),
-        })), `list list-${kind}`);
+        })), `list list-${kind.replace('/', '-')}`);
       });
-      render(pager, { page, next, q: q.toString() }, () => (page === 1 && next <= 1 ? [] : [
+      const pages = total === null ? null : Math.max(1, Math.ceil(total / PER_PAGE));
+      render(pager, { page, next, total, q: q.toString() }, () => (page === 1 && next <= 1 ? [] : [
         page > 1 ? h('a', { href: hashFor({ page: String(page - 1) }) }, '← Previous') : h('span'),
-        h('span', { class: 'muted' }, `Page ${page}`),
+        h('span', { class: 'muted', id: 'page-of' }, pages ? `Page ${page} of ${pages} (${total} ${meta.title.toLowerCase()})` : `Page ${page}`),
         next > page ? h('a', { href: hashFor({ page: String(next) }) }, 'Next →') : h('span'),
       ]));
     },

@@ -6,6 +6,14 @@ import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KI
 import { normalizeCert, needsLook, sortCerts, certTable, SOON_DAYS } from './certificates.js';
 
 const KIND_NAMES = ['routers', 'services', 'middlewares'];
+// TCP and UDP kinds: where the overview's counts are, and the card titles.
+const STREAM_KINDS = [
+  { kind: 'tcp/routers', proto: 'tcp', key: 'routers', title: 'TCP routers' },
+  { kind: 'tcp/services', proto: 'tcp', key: 'services', title: 'TCP services' },
+  { kind: 'tcp/middlewares', proto: 'tcp', key: 'middlewares', title: 'TCP middlewares' },
+  { kind: 'udp/routers', proto: 'udp', key: 'routers', title: 'UDP routers' },
+  { kind: 'udp/services', proto: 'udp', key: 'services', title: 'UDP services' },
+];
 
 async function problems(kind, counts, signal) {
   if (!counts || (counts.errors || 0) + (counts.warnings || 0) === 0) return [];
@@ -14,7 +22,10 @@ async function problems(kind, counts, signal) {
   return [...list(errors), ...list(warnings)].map((o) => ({ kind, name: o.name, status: o.status, problems: list(o.problems) }));
 }
 
-function attention(d) {
+/** Problems shown on one page of "Needs attention"; the pager links the others. */
+const ATTENTION_PER_PAGE = 20;
+
+function attention(d, pageNo) {
   const items = [];
   // Errors first: disabled objects, failing providers, failed certificates.
   const objs = [...d.problems].sort((a, b) => (a.status === 'disabled' ? 0 : 1) - (b.status === 'disabled' ? 0 : 1));
@@ -52,13 +63,25 @@ function attention(d) {
   if (!items.length) {
     const http = d.overview.http || {};
     const n = (k) => (http[k] && http[k].total) || 0;
-    return callout('ok', 'Everything is working', [`${n('routers')} routers, ${n('services')} services and ${n('middlewares')} middlewares without an error or warning.`]);
+    const tcp = d.overview.tcp || {};
+    const udp = d.overview.udp || {};
+    const m = (section, k) => (section[k] && section[k].total) || 0;
+    const streams = m(tcp, 'routers') + m(udp, 'routers');
+    return callout('ok', 'Everything is working', [`${n('routers')} routers, ${n('services')} services and ${n('middlewares')} middlewares without an error or warning`
+      + (streams ? `, and ${m(tcp, 'routers')} TCP and ${m(udp, 'routers')} UDP routers.` : '.')]);
   }
+  const pages = Math.ceil(items.length / ATTENTION_PER_PAGE);
+  const current = Math.min(Math.max(1, pageNo), pages);
+  const shown = items.slice((current - 1) * ATTENTION_PER_PAGE, current * ATTENTION_PER_PAGE);
+  const pager = pages > 1 ? h('div', { class: 'pager', id: 'attention-pager' },
+    current > 1 ? h('a', { href: `#/?attention=${current - 1}` }, '← Previous') : h('span'),
+    h('span', { class: 'muted' }, `Page ${current} of ${pages}`),
+    current < pages ? h('a', { href: `#/?attention=${current + 1}` }, 'Next →') : h('span')) : null;
   return h('section', { class: 'card attention', id: 'attention' },
-    h('h2', {}, icon('warn'), `Needs attention (${items.length})`), h('ul', { class: 'problems' }, items));
+    h('h2', {}, icon('warn'), `Needs attention (${items.length})`), h('ul', { class: 'problems' }, shown), pager);
 }
 
-function countCard(kind, c) {
+function countCard(kind, c, title = KINDS[kind].title) {
   const total = c.total || 0;
   const errors = c.errors || 0;
   const warnings = c.warnings || 0;
@@ -67,7 +90,7 @@ function countCard(kind, c) {
   const link = (status, n, label, cls) => h('a', { href: `#/${kind}?status=${status}`, class: `count ${cls}${n ? '' : ' zero'}` },
     h('strong', {}, String(n)), ` ${label}`);
   return h('section', { class: 'card count-card', dataset: { kind } },
-    h('a', { href: `#/${kind}`, class: 'count-title' }, h('span', {}, KINDS[kind].title), h('span', { class: 'total' }, String(total))),
+    h('a', { href: `#/${kind}`, class: 'count-title' }, h('span', {}, title), h('span', { class: 'total' }, String(total))),
     h('div', { class: 'bar', role: 'img', 'aria-label': `${ok} OK, ${warnings} warnings, ${errors} errors` },
       h('span', { class: 'bar-ok', style: `width:${pct(ok)}` }),
       h('span', { class: 'bar-warn', style: `width:${pct(warnings)}` }),
@@ -150,7 +173,8 @@ function features(f) {
     item('Tracing', !!f.tracing, f.tracing || 'off'));
 }
 
-export function overviewPage() {
+export function overviewPage(initial) {
+  let attentionPage = Number((initial && initial.get('attention')) || '1') || 1;
   const body = h('div');
   const el = h('div', {},
     h('div', { class: 'page-head' }, h('h1', {}, 'Overview'),
@@ -159,6 +183,9 @@ export function overviewPage() {
   return {
     title: 'Overview',
     el,
+    setQuery(q) {
+      attentionPage = Number(q.get('attention') || '1') || 1;
+    },
     async refresh(signal) {
       const [overview, eps, providers, certs, containers] = await Promise.all([
         get('/api/overview', signal),
@@ -168,7 +195,11 @@ export function overviewPage() {
         optional('/api/containers', [], signal),
       ]);
       const http = overview.http || {};
-      const probs = (await Promise.all(KIND_NAMES.map((k) => problems(k, http[k], signal)))).flat();
+      const streamCounts = (k) => (overview[k.proto] || {})[k.key] || {};
+      const probs = (await Promise.all([
+        ...KIND_NAMES.map((k) => problems(k, http[k], signal)),
+        ...STREAM_KINDS.map((k) => problems(k.kind, streamCounts(k), signal)),
+      ])).flat();
       const d = {
         overview,
         eps: list(eps),
@@ -177,9 +208,11 @@ export function overviewPage() {
         containers: list(containers),
         problems: probs,
       };
-      render(body, { overview, eps, providers, certs, containers, probs }, () => [
-        attention(d),
+      render(body, { overview, eps, providers, certs, containers, probs, attentionPage }, () => [
+        attention(d, attentionPage),
         h('div', { class: 'counts-grid' }, KIND_NAMES.map((k) => countCard(k, http[k] || {}))),
+        h('div', { class: 'counts-grid streams', id: 'stream-counts' },
+          STREAM_KINDS.map((k) => countCard(k.kind, streamCounts(k), k.title))),
         h('div', { class: 'two' },
           section('Entry points', entryPointsTable(d.eps)),
           section('Providers', providersTable(d.providers))),

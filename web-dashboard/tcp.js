@@ -57,31 +57,37 @@ function middlewareOptions(m) {
 
 const SECTIONS = [
   {
-    key: 'tcpRouters', path: '/api/tcp/routers', title: 'TCP routers',
-    columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Rule', cls: 'wide' }, { title: 'Entry points' }, { title: 'TLS' }, { title: 'Middlewares' }, { title: 'Service' }, { title: 'Priority', cls: 'num' }],
+    key: 'tcpRouters', kind: 'tcp/routers', path: '/api/tcp/routers', title: 'TCP routers',
+    columns: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Rule', cls: 'wide', sort: 'rule' }, { title: 'Entry points', sort: 'entryPoints' }, { title: 'TLS', sort: 'tls' }, { title: 'Middlewares', sort: 'middlewares' }, { title: 'Service', sort: 'service' }, { title: 'Priority', cls: 'num', sort: 'priority' }],
     cells: (r) => [statusBadge(r.status), h('strong', {}, objLink('tcp/routers', r.name)), rule(r.rule), chips(list(r.using).length ? r.using : r.entryPoints), tlsMode(r), chips(r.middlewares), r.service ? objLink('tcp/services', qualify(r.service, r.provider)) : h('span', { class: 'muted' }, '—'), priority(r.priority)],
   },
   {
-    key: 'tcpServices', path: '/api/tcp/services', title: 'TCP services',
-    columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by' }],
+    key: 'tcpServices', kind: 'tcp/services', path: '/api/tcp/services', title: 'TCP services',
+    columns: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Type', sort: 'type' }, { title: 'Servers', cls: 'wide', sort: 'servers' }, { title: 'Used by', sort: 'usedBy' }],
     cells: (s) => [statusBadge(s.status), h('strong', {}, objLink('tcp/services', s.name)), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
   },
   {
-    key: 'tcpMiddlewares', path: '/api/tcp/middlewares', title: 'TCP middlewares',
-    columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Lets through', cls: 'wide' }, { title: 'Used by' }],
+    key: 'tcpMiddlewares', kind: 'tcp/middlewares', path: '/api/tcp/middlewares', title: 'TCP middlewares',
+    columns: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Type', sort: 'type' }, { title: 'Lets through', cls: 'wide' }, { title: 'Used by', sort: 'usedBy' }],
     cells: (m) => [statusBadge(m.status), h('strong', {}, objLink('tcp/middlewares', m.name)), m.type ? tag(m.type) : h('span', { class: 'muted' }, '—'), middlewareOptions(m), chips(m.usedBy)],
   },
   {
-    key: 'udpRouters', path: '/api/udp/routers', title: 'UDP routers',
-    columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Entry points', cls: 'wide' }, { title: 'Service' }],
+    key: 'udpRouters', kind: 'udp/routers', path: '/api/udp/routers', title: 'UDP routers',
+    columns: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Entry points', cls: 'wide', sort: 'entryPoints' }, { title: 'Service', sort: 'service' }],
     cells: (r) => [statusBadge(r.status), h('strong', {}, objLink('udp/routers', r.name)), chips(list(r.using).length ? r.using : r.entryPoints), r.service ? objLink('udp/services', qualify(r.service, r.provider)) : h('span', { class: 'muted' }, '—')],
   },
   {
-    key: 'udpServices', path: '/api/udp/services', title: 'UDP services',
-    columns: [{ title: 'Status' }, { title: 'Name' }, { title: 'Type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by' }],
+    key: 'udpServices', kind: 'udp/services', path: '/api/udp/services', title: 'UDP services',
+    columns: [{ title: 'Status', sort: 'status' }, { title: 'Name', sort: 'name' }, { title: 'Type', sort: 'type' }, { title: 'Servers', cls: 'wide' }, { title: 'Used by', sort: 'usedBy' }],
     cells: (s) => [statusBadge(s.status), h('strong', {}, objLink('udp/services', s.name)), s.type ? tag(s.type) : h('span', { class: 'muted' }, '—'), servers(s), chips(s.usedBy)],
   },
 ];
+
+/** The columns and cells of each TCP and UDP list, by kind (`tcp/routers`, …). */
+export const STREAM_LISTS = Object.fromEntries(SECTIONS.map((s) => [s.kind, s]));
+
+/** The first rows of each kind shown on the TCP and UDP page; the rest on each kind's list. */
+const FIRST = 10;
 
 export function tcpPage() {
   const body = h('div');
@@ -94,17 +100,31 @@ export function tcpPage() {
     title: 'TCP and UDP',
     el,
     async refresh(signal) {
-      const answers = await Promise.all(SECTIONS.map((s) => optional(s.path, [], signal)));
+      // The problems first, then the others, FIRST of each; the totals
+      // from the overview, and every kind's own list for the rest.
+      const [answers, overview] = await Promise.all([
+        Promise.all(SECTIONS.map((s) => optional(`${s.path}?sortBy=status&direction=desc&per_page=${FIRST}`, [], signal))),
+        optional('/api/overview', {}, signal),
+      ]);
+      const totals = Object.fromEntries(SECTIONS.map((s) => {
+        const [proto, key] = s.kind.split('/');
+        return [s.key, (((overview || {})[proto] || {})[key] || {}).total];
+      }));
       const data = Object.fromEntries(SECTIONS.map((s, i) => [s.key, list(answers[i])]));
-      render(body, data, () => {
+      render(body, { data, totals }, () => {
         const any = SECTIONS.some((s) => data[s.key].length);
         if (!any) {
           return empty('No TCP or UDP routing',
             'TCP routers come from tcp sections of the file provider or tcp.* labels; UDP routers from udp sections, on entry points whose address ends in /udp.');
         }
-        return SECTIONS.filter((s) => data[s.key].length).map((s) =>
-          h('div', { id: s.key }, section(`${s.title} (${data[s.key].length})`,
-            table(s.columns, data[s.key].map((o) => row(o, s.cells(o))), s.key))));
+        return SECTIONS.filter((s) => data[s.key].length).map((s) => {
+          const total = totals[s.key] ?? data[s.key].length;
+          const more = total > data[s.key].length;
+          return h('div', { id: s.key }, section(h('span', {}, h('a', { href: `#/${s.kind}` }, s.title), ` (${total})`),
+            table(s.columns.map(({ title, cls }) => ({ title, cls })), data[s.key].map((o) => row(o, s.cells(o))), s.key),
+            h('p', { class: 'small' }, h('a', { href: `#/${s.kind}`, class: 'all-link' },
+              more ? `All ${total} ${s.title}, with search, filters and sorting →` : `Search, filter and sort ${s.title} →`))));
+        });
       });
     },
   };

@@ -1,9 +1,13 @@
-//! The dashboard: static files from `web-dashboard/`, embedded at build time.
+//! The dashboard: static files from `web-dashboard/`, embedded at build time,
+//! each compressed once and named by a hash of its content, so a browser
+//! that has it asks only whether it changed (`If-None-Match`) and gets an
+//! empty 304 when it did not.
 
 use axum::Router;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
+use std::sync::LazyLock;
 
 /// One embedded file: its name under `/dashboard/` and its bytes.
 struct Asset {
@@ -52,14 +56,99 @@ fn content_type(name: &str) -> &'static str {
     }
 }
 
-fn file(name: &str) -> Response {
-    match FILES.iter().find(|a| a.name == name) {
-        Some(asset) => {
-            let mut r = asset.bytes.into_response();
+/// One asset ready to serve: its bytes as embedded and gzipped, and the
+/// entity tag of each.
+struct Prepared {
+    asset: &'static Asset,
+    gzip: Vec<u8>,
+    etag: HeaderValue,
+    etag_gzip: HeaderValue,
+}
+
+/// Every asset, compressed and hashed on first use, once per process.
+static PREPARED: LazyLock<Vec<Prepared>> = LazyLock::new(|| FILES.iter().map(prepare).collect());
+
+fn prepare(asset: &'static Asset) -> Prepared {
+    use sha2::Digest as _;
+    use std::io::Write as _;
+    let digest = sha2::Sha256::digest(asset.bytes);
+    let hash: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    // Writing to a Vec cannot fail; an asset that did would be served as is.
+    let gzip = gz
+        .write_all(asset.bytes)
+        .and_then(|()| gz.finish())
+        .unwrap_or_default();
+    let tag = |suffix: &str| {
+        HeaderValue::from_str(&format!("\"{hash}{suffix}\""))
+            .unwrap_or_else(|_| HeaderValue::from_static("\"\""))
+    };
+    Prepared {
+        asset,
+        gzip,
+        etag: tag(""),
+        etag_gzip: tag("-gz"),
+    }
+}
+
+/// Whether the client takes gzip (`Accept-Encoding`, without `gzip;q=0`).
+fn takes_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|part| {
+            let mut it = part.split(';').map(str::trim);
+            let coding = it.next().unwrap_or("");
+            let refused = it.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
+            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
+        })
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`).
+pub(super) fn not_modified(headers: &HeaderMap, etag: &HeaderValue) -> bool {
+    let Ok(etag) = etag.to_str() else {
+        return false;
+    };
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == etag || t == "*")
+}
+
+fn file(name: &str, headers: &HeaderMap) -> Response {
+    match PREPARED.iter().find(|p| p.asset.name == name) {
+        Some(prepared) => {
+            let asset = prepared.asset;
+            let gzip = !prepared.gzip.is_empty() && takes_gzip(headers);
+            let etag = if gzip {
+                &prepared.etag_gzip
+            } else {
+                &prepared.etag
+            };
+            let mut r = if not_modified(headers, etag) {
+                StatusCode::NOT_MODIFIED.into_response()
+            } else if gzip {
+                let mut r = prepared.gzip.clone().into_response();
+                r.headers_mut()
+                    .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+                r
+            } else {
+                asset.bytes.into_response()
+            };
+            r.headers_mut().insert(header::ETAG, etag.clone());
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(content_type(asset.name)),
             );
+            // Kept, and asked about again on each use: the names carry no
+            // hash, so a new gangway's files are seen at once.
             r.headers_mut()
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             // The pages load nothing from elsewhere and may not be framed:
@@ -86,11 +175,16 @@ pub fn router() -> Router {
             "/dashboard",
             get(|| async { Redirect::temporary("/dashboard/") }),
         )
-        .route("/dashboard/", get(|| async { file("index.html") }))
+        .route(
+            "/dashboard/",
+            get(|headers: HeaderMap| async move { file("index.html", &headers) }),
+        )
         .route(
             "/dashboard/{file}",
             get(
-                |axum::extract::Path(name): axum::extract::Path<String>| async move { file(&name) },
+                |axum::extract::Path(name): axum::extract::Path<String>, headers: HeaderMap| async move {
+                    file(&name, &headers)
+                },
             ),
         )
 }

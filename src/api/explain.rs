@@ -150,6 +150,7 @@ fn verdict(
 ) -> EntryPointVerdict {
     let mut candidates = Vec::new();
     let mut winner: Option<Winner> = None;
+    let mut winner_priority: Option<i64> = None;
     let mut hint = None;
     for route in table.iter() {
         // What the rule says first: a router whose rule does not match is
@@ -182,6 +183,9 @@ fn verdict(
             matched,
             reason: match (&verdict, shadowed) {
                 (Some(r), _) => r.clone(),
+                (None, true) if winner_priority == Some(route.priority) => {
+                    "matches, but a router with the same priority, tried first (its name sorts first), takes the request".to_owned()
+                }
                 (None, true) => {
                     "matches, but a router with higher priority takes the request".to_owned()
                 }
@@ -206,11 +210,13 @@ fn verdict(
                         .collect()
                 })
                 .unwrap_or_default();
+            winner_priority = Some(route.priority);
             winner = Some(Winner {
                 router: route.name.clone(),
                 middlewares,
                 service: route.service_name.clone(),
                 servers,
+                answer: Answer::of(&route.service_name, &super::serving::http(&route.upstream)),
             });
         }
     }
@@ -303,6 +309,62 @@ pub struct Winner {
     pub service: String,
     /// The service's server URLs, for a load balancer.
     pub servers: Vec<String>,
+    /// What the request gets from the service now.
+    pub answer: Answer,
+}
+
+/// What a request a router takes gets from its service now: sent to a
+/// server, or answered by gangway with an error status, and why.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    /// `served`: it reaches a server; `fails`: it gets `status`;
+    /// `sometimes`: `failingPercent` of such requests get `status`.
+    pub outcome: Outcome,
+    /// The status a failing request gets (502 or 503).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The share of such requests that fail now, in percent.
+    pub failing_percent: u32,
+    /// Why, in a sentence; absent when it is served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Whether a request reaches a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// It reaches a server.
+    Served,
+    /// Some such requests fail.
+    Sometimes,
+    /// Every such request fails.
+    Fails,
+}
+
+impl Answer {
+    fn of(service: &str, s: &super::serving::Serving) -> Self {
+        let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
+            return Answer {
+                outcome: Outcome::Served,
+                status: None,
+                failing_percent: 0,
+                reason: None,
+            };
+        };
+        let outcome = if s.failing >= 1.0 {
+            Outcome::Fails
+        } else {
+            Outcome::Sometimes
+        };
+        Answer {
+            outcome,
+            status: Some(cause.status()),
+            failing_percent: s.percent(),
+            reason: Some(format!("service `{service}`: {}", cause.words())),
+        }
+    }
 }
 
 /// One router tried, and whether and why it matched.

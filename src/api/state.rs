@@ -4,7 +4,7 @@
 //! those views.
 
 use crate::config::problem::{ConfigError, ObjectRef, Problem};
-use crate::config::provenance::{Source, StoreKeys};
+use crate::config::provenance::{FileLocation, Source, StoreKeys};
 use crate::runtime::{ObjectReport, Status};
 use serde::Serialize;
 
@@ -72,6 +72,15 @@ pub struct StateView {
     /// The store keys the object is written in, for KV providers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<StoreKeys>,
+    /// The file and line it is written at, for the file provider
+    /// (gangway's addition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileLocation>,
+    /// For an object its provider left out because it does not read: the
+    /// values that were read, as written (gangway's addition). Its other
+    /// fields then hold only what was read, never defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<serde_json::Value>,
     /// The same problems as typed values: what is wrong (without the
     /// place), its kind, the object, the option and where it is written
     /// (`origin`: file and line, or container and label).
@@ -88,6 +97,8 @@ impl StateView {
                 problems: Vec::new(),
                 provenance: Vec::new(),
                 keys: None,
+                file: None,
+                read: None,
             },
             |r| StateView {
                 status: r.status,
@@ -95,6 +106,8 @@ impl StateView {
                 problems: ProblemView::all(&r.errors),
                 provenance: r.provenance.clone(),
                 keys: r.keys.clone(),
+                file: r.file.clone(),
+                read: r.read.clone(),
             },
         )
     }

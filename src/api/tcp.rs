@@ -1,12 +1,15 @@
 //! `/api/tcp/routers`, `/api/tcp/services`, `/api/tcp/middlewares`,
 //! `/api/udp/routers` and `/api/udp/services`, in Traefik's shapes.
 
+use super::serving;
 use super::state::StateView;
+use crate::config::QualifiedName;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
 use crate::config::problem::{ObjectKind, ObjectRef, Problem};
 use crate::health::ServerStatus;
 use crate::runtime::Runtime;
+use crate::runtime::Status;
 use crate::runtime::report::ObjectReport;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -106,7 +109,7 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
         .into_iter()
         .map(|(name, r, report)| {
             let provider = provider_of(name);
-            TcpRouterView {
+            let mut view = TcpRouterView {
                 name: name.clone(),
                 entry_points: r.entry_points.clone(),
                 using: report.map(|r| r.using.clone()).unwrap_or_default(),
@@ -127,7 +130,18 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
                 tls: r.tls.clone(),
                 state: StateView::of(report),
                 provider,
+            };
+            if view.state.status != Status::Disabled
+                && let Some(target) = rt.tcp_services.get(&view.service)
+            {
+                super::views::router_serving(
+                    &mut view.state,
+                    ObjectRef::new(ObjectKind::TcpRouter, name),
+                    &view.service,
+                    &serving::tcp(target),
+                );
             }
+            view
         })
         .collect()
 }
@@ -176,10 +190,42 @@ pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
                         view.state.live_problem(
                             ObjectRef::new(ObjectKind::TcpService, name),
                             Problem::ServersDown { down, total },
-                            down >= total,
+                            serving::tcp(target).status() == Status::Disabled,
                         );
                     }
                     view.server_status = Some(statuses);
+                } else if let Some(weighted) = &s.weighted {
+                    // A weighted service: what its members' servers do to
+                    // its connections.
+                    let serving = serving::tcp(target);
+                    let members: Vec<String> = weighted
+                        .services
+                        .iter()
+                        .filter(|m| {
+                            let member =
+                                QualifiedName::resolve(&m.name, &view.provider).to_string();
+                            rt.tcp_services
+                                .get(&member)
+                                .is_some_and(|t| serving::tcp(t).failing > 0.0)
+                        })
+                        .map(|m| QualifiedName::resolve(&m.name, &view.provider).to_string())
+                        .collect();
+                    let object = ObjectRef::new(ObjectKind::TcpService, name);
+                    match serving.cause {
+                        Some(_) if serving.failing >= 1.0 => {
+                            view.state.live_problem(object, Problem::NoMemberUp, true);
+                        }
+                        Some(cause) if serving.failing > 0.0 => view.state.live_problem(
+                            object,
+                            Problem::MembersFailing {
+                                percent: serving.percent(),
+                                status: cause.status(),
+                                members,
+                            },
+                            serving.status() == Status::Disabled,
+                        ),
+                        _ => {}
+                    }
                 }
             }
             view

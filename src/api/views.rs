@@ -7,6 +7,7 @@
 //! against the golden files in `tests/golden/api/`.
 
 use super::ApiState;
+use super::serving::{self, Serving};
 use super::state::{ErrorView, StateView};
 use crate::acme::CertificateState;
 use crate::config::QualifiedName;
@@ -83,33 +84,60 @@ impl<'a> Live<'a> {
     }
 }
 
-/// Whether server `i` of `lb` is down: what the balancer routes by, i.e.
-/// its active health check when it has one, and its passive health (out
-/// of the rotation after its failures, `passiveHealthCheck` or the default
-/// quarantine of refused connections).
-fn server_down(lb: &crate::runtime::LoadBalancer, i: usize) -> bool {
-    !lb.is_up(i)
+/// Gives a router (HTTP or TCP) the state of its service: an error when
+/// half or more of its traffic fails, a warning when some does.
+pub(super) fn router_serving(state: &mut StateView, router: ObjectRef, service: &str, s: &Serving) {
+    let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
+        return;
+    };
+    let problem = if s.failing >= 1.0 {
+        Problem::ServiceDown {
+            service: service.to_owned(),
+        }
+    } else {
+        Problem::ServiceFailing {
+            service: service.to_owned(),
+            percent: s.percent(),
+            status: cause.status(),
+        }
+    };
+    state.live_problem(router, problem, s.status() == Status::Disabled);
 }
 
-/// Whether a service has a server up now. A balancer without any server
-/// that may take traffic counts as up here: compile reported it already.
-fn live_up(u: &Upstream, depth: usize) -> bool {
-    let Some(depth) = depth.checked_sub(1) else {
-        return true;
-    };
-    match u {
-        Upstream::Servers(lb) => {
-            lb.rotation.is_empty()
-                || (0..lb.servers.len()).any(|i| lb.rotation.weight(i) > 0 && !server_down(lb, i))
+/// Gives a service with members (weighted, mirroring, failover) what its
+/// members' state does to its traffic; `name_of` names member `i`.
+fn members_serving(
+    state: &mut StateView,
+    service: ObjectRef,
+    s: &Serving,
+    name_of: impl Fn(usize) -> Option<String>,
+) {
+    let members: Vec<String> = s.members_down.iter().filter_map(|&i| name_of(i)).collect();
+    let disables = s.status() == Status::Disabled;
+    if s.on_fallback
+        && let (Some(main), Some(fallback)) = (name_of(0), name_of(1))
+    {
+        state.live_problem(
+            service.clone(),
+            Problem::OnFallback { main, fallback },
+            false,
+        );
+    }
+    match s.cause {
+        Some(_) if s.failing >= 1.0 => state.live_problem(service, Problem::NoMemberUp, true),
+        Some(cause) if s.failing > 0.0 => state.live_problem(
+            service,
+            Problem::MembersFailing {
+                percent: s.percent(),
+                status: cause.status(),
+                members,
+            },
+            disables,
+        ),
+        _ if !members.is_empty() && !s.on_fallback => {
+            state.live_problem(service, Problem::MembersDown { members }, false);
         }
-        Upstream::Weighted(w) => w
-            .children
-            .iter()
-            .enumerate()
-            .any(|(i, c)| w.rotation.weight(i) > 0 && live_up(c, depth)),
-        Upstream::Mirroring(m) => live_up(&m.main, depth),
-        Upstream::Failover(f) => live_up(&f.main, depth) || live_up(&f.fallback, depth),
-        Upstream::Internal(_) => true,
+        _ => {}
     }
 }
 
@@ -134,13 +162,17 @@ pub struct RouterView {
     pub entry_points: Vec<String>,
     /// The entry points it is attached to.
     pub using: Vec<String>,
-    /// The rule as written.
-    pub rule: String,
+    /// The rule as written; absent only for a router left out by its
+    /// provider whose rule was not read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
     /// Traefik's `ruleSyntax`, when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_syntax: Option<String>,
-    /// The priority in effect: the configured one, or the rule's length.
-    pub priority: i64,
+    /// The priority in effect: the configured one, or the rule's length;
+    /// for a router left out by its provider, only one that was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
     /// Middlewares in order, qualified; those of its entry points first
     /// when every entry point it is on has the same ones, as Traefik shows
     /// a router on one entry point.
@@ -150,8 +182,10 @@ pub struct RouterView {
     /// (`entryPoints.<name>.http.middlewares`), qualified.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub entry_point_middlewares: BTreeMap<String, Vec<String>>,
-    /// The service, qualified.
-    pub service: String,
+    /// The service, qualified; absent when none is configured (or, for a
+    /// router left out by its provider, none was read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
     /// TLS settings, when the router takes TLS connections only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<RouterTls>,
@@ -389,12 +423,13 @@ impl RouterView {
             name: name.to_owned(),
             entry_points: entry_points.clone(),
             using: using(report),
-            rule: rule.clone(),
+            rule: Some(rule.clone()),
             rule_syntax: rule_syntax.clone(),
-            priority: priority.unwrap_or_else(|| crate::rule::default_priority(rule)),
+            priority: Some(priority.unwrap_or_else(|| crate::rule::default_priority(rule))),
             middlewares: first.into_iter().chain(own).collect(),
             entry_point_middlewares,
-            service: QualifiedName::resolve(service, &provider).to_string(),
+            service: (!service.is_empty())
+                .then(|| QualifiedName::resolve(service, &provider).to_string()),
             tls: tls.clone(),
             observability: observability.clone(),
             hosts: targets.hosts,
@@ -415,35 +450,100 @@ impl RouterView {
 pub fn routers(rt: &Runtime) -> Vec<RouterView> {
     let live = Live::of(rt);
     // A router its provider left out (a key that does not exist, a label
-    // that does not parse) has only its report: listed, disabled, with why.
-    let left_out = Router::default();
+    // that does not parse) has only its report: listed, disabled, with why
+    // and with the values that were read, never defaults.
     let reported_only = rt
         .report
         .routers
-        .keys()
-        .filter(|name| !rt.dynamic.http.routers.contains_key(*name))
-        .map(|name| (name, &left_out));
+        .iter()
+        .filter(|(name, _)| !rt.dynamic.http.routers.contains_key(*name))
+        .map(|(name, report)| left_out_router(name, report));
     rt.dynamic
         .http
         .routers
         .iter()
-        .chain(reported_only)
         .map(|(name, r)| {
             let mut view = RouterView::new(name, r, rt.report.routers.get(name));
             view.certificates = served_certificates(rt, &view);
             if view.state.status != Status::Disabled
-                && let Some(u) = live.services.get(view.service.as_str())
-                && !live_up(u, MAX_DEPTH)
+                && let Some(service) = &view.service
+                && let Some(u) = live.services.get(service.as_str())
             {
-                let problem = Problem::ServiceDown {
-                    service: view.service.clone(),
-                };
-                view.state
-                    .live_problem(ObjectRef::new(ObjectKind::Router, name), problem, false);
+                router_serving(
+                    &mut view.state,
+                    ObjectRef::new(ObjectKind::Router, name),
+                    service,
+                    &serving::http(u),
+                );
             }
             view
         })
+        .chain(reported_only)
         .collect()
+}
+
+/// The value of `key` in the values read of an object left out, matched
+/// without regard to case as providers read keys.
+fn read_value<'a>(read: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    read?
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
+}
+
+fn read_strings(read: Option<&Value>, key: &str) -> Vec<String> {
+    read_value(read, key)
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A router its provider left out: what was read of it, nothing more.
+fn left_out_router(name: &str, report: &ObjectReport) -> RouterView {
+    let provider = provider_of(name);
+    let read = report.read.as_ref();
+    let text = |key: &str| {
+        read_value(read, key)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let rule = text("rule");
+    let targets = rule
+        .as_deref()
+        .and_then(|r| crate::rule::parse_rule_as_written(r, None).ok())
+        .map(|m| m.targets())
+        .unwrap_or_default();
+    RouterView {
+        name: name.to_owned(),
+        entry_points: read_strings(read, "entryPoints"),
+        using: Vec::new(),
+        rule,
+        rule_syntax: text("ruleSyntax"),
+        priority: read_value(read, "priority").and_then(Value::as_i64),
+        middlewares: read_strings(read, "middlewares")
+            .iter()
+            .map(|m| QualifiedName::resolve(m, &provider).to_string())
+            .collect(),
+        entry_point_middlewares: BTreeMap::new(),
+        service: text("service")
+            .filter(|s| !s.is_empty())
+            .map(|s| QualifiedName::resolve(&s, &provider).to_string()),
+        tls: None,
+        observability: None,
+        hosts: targets.hosts,
+        host_regexps: targets.host_regexps,
+        paths: targets.paths,
+        path_prefixes: targets.path_prefixes,
+        certificates: Vec::new(),
+        certificate_errors: Vec::new(),
+        state: StateView::of(Some(report)),
+        provider,
+    }
 }
 
 // === services ===
@@ -565,7 +665,7 @@ impl ServiceView {
                     .and_then(|h| h.servers.get(&srv.url))
                     .map_or(ServerStatus::Up, |r| r.status);
                 if let (Some(c), Some(i)) = (compiled, index) {
-                    if server_down(c, i) {
+                    if serving::server_down(c, i) {
                         status = ServerStatus::Down;
                     }
                     let passive = &c.servers[i].client.passive;
@@ -593,22 +693,36 @@ impl ServiceView {
             }
             view.server_status = Some(statuses);
             view.server_health = server_health;
+            let serving = live.map(serving::http);
             if down > 0 {
                 let total = lb.servers.len();
                 let problem = Problem::ServersDown { down, total };
+                let disables = serving
+                    .as_ref()
+                    .map_or(down >= total, |s| s.status() == Status::Disabled);
                 view.state.live_problem(
                     ObjectRef::new(ObjectKind::Service, name),
                     problem,
-                    down >= total,
+                    disables,
                 );
             }
-        } else if let Some(u) = live
-            && !live_up(u, MAX_DEPTH)
-        {
-            view.state.live_problem(
+        } else if let Some(u) = live {
+            let members: Vec<String> = match (weighted, mirroring, failover) {
+                (Some(w), _, _) => w.services.iter().map(|m| m.name.clone()).collect(),
+                (_, Some(m), _) => vec![m.service.clone()],
+                (_, _, Some(f)) => vec![f.service.clone(), f.fallback.clone()],
+                _ => Vec::new(),
+            };
+            let provider = view.provider.clone();
+            members_serving(
+                &mut view.state,
                 ObjectRef::new(ObjectKind::Service, name),
-                Problem::NoMemberUp,
-                true,
+                &serving::http(u),
+                |i| {
+                    members
+                        .get(i)
+                        .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                },
             );
         }
         view.load_balancer.clone_from(load_balancer);

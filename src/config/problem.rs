@@ -454,6 +454,44 @@ pub enum Problem {
         /// The sections that are read.
         read: &'static [&'static str],
     },
+    /// A router whose service fails part of its traffic now.
+    #[error(
+        "{percent} % of its requests fail with {status}: its service `{service}` sends them where they cannot be served"
+    )]
+    ServiceFailing {
+        /// The service, qualified.
+        service: String,
+        /// The share of requests that fail, in percent.
+        percent: u32,
+        /// The status those requests get (502 or 503).
+        status: u16,
+    },
+    /// A service with members (weighted, failover) some of whose traffic
+    /// goes to members that cannot serve it.
+    #[error("{percent} % of its requests fail with {status}: they go to {} where no server answers", names(.members))]
+    MembersFailing {
+        /// The share of requests that fail, in percent.
+        percent: u32,
+        /// The status those requests get (502 or 503).
+        status: u16,
+        /// The members that cannot serve, qualified.
+        members: Vec<String>,
+    },
+    /// A service with members some of which cannot serve now, while the
+    /// others take all of the traffic.
+    #[error("{} cannot serve now; the other members take their traffic", names(.members))]
+    MembersDown {
+        /// The members that cannot serve, qualified.
+        members: Vec<String>,
+    },
+    /// A failover service whose main service has no server up now.
+    #[error("its main service `{main}` has no server up: requests go to the fallback `{fallback}`")]
+    OnFallback {
+        /// The main service, qualified.
+        main: String,
+        /// The fallback, qualified.
+        fallback: String,
+    },
     /// A problem in one container's definition of an object that another
     /// container defines as well, whose definition is used.
     #[error("{problem} (this container's definition is ignored)")]
@@ -700,6 +738,15 @@ fn servers_down(down: usize, total: usize) -> String {
         format!("every server is down ({down} of {total}): requests to this service fail")
     } else {
         format!("{down} of {total} servers are down; the others take their traffic")
+    }
+}
+
+fn names(members: &[String]) -> String {
+    let quoted: Vec<String> = members.iter().map(|m| format!("`{m}`")).collect();
+    match quoted.as_slice() {
+        [] => "members".to_owned(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 

@@ -115,6 +115,11 @@ pub struct ObjectDetail {
     /// oldest container's definition).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<ConfigError>,
+    /// For an object left out because it does not read (a mistyped key):
+    /// the values that were read, as written, so that it can be shown as
+    /// what it is rather than with defaults.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<serde_json::Value>,
 }
 
 /// Why a container gets no traffic.

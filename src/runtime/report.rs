@@ -2,7 +2,9 @@
 //! the API and the dashboard.
 
 use crate::config::problem::{ConfigError, ObjectKind, Origin, ProviderError, Warning};
-use crate::config::provenance::{ContainerRecord, ObjectDetail, ProviderDetail, Source, StoreKeys};
+use crate::config::provenance::{
+    ContainerRecord, FileLocation, ObjectDetail, ProviderDetail, Source, StoreKeys,
+};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
@@ -52,6 +54,13 @@ pub struct ObjectReport {
     /// The store keys behind the object, for KV providers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<StoreKeys>,
+    /// The file and line it is written at, for the file provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<FileLocation>,
+    /// For an object its provider left out (it does not read): the values
+    /// that were read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read: Option<serde_json::Value>,
 }
 
 fn sentences<S: Serializer>(errors: &[ConfigError], s: S) -> Result<S::Ok, S::Error> {
@@ -213,6 +222,8 @@ impl Report {
                 let entry = reports.entry(format!("{name}@{provider}")).or_default();
                 entry.provenance.clone_from(&detail.sources);
                 entry.keys.clone_from(&detail.keys);
+                entry.file.clone_from(&detail.file);
+                entry.read.clone_from(&detail.read);
                 entry.locate(detail);
                 for e in &detail.errors {
                     entry.disable(e.clone());

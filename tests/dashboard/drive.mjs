@@ -152,7 +152,9 @@ try {
   const theme = await page.getAttribute('html', 'data-theme');
   check(theme === 'dark' && (await bg()) !== before, `the toggle switches to dark (${theme}, ${before})`);
   await page.click('#theme');
-  check((await page.getAttribute('html', 'data-theme')) === 'light' && (await bg()) === before, 'and back to light');
+  // Back to the system's theme follows the system again: no choice kept.
+  check((await page.getAttribute('html', 'data-theme')) === null && (await bg()) === before
+    && (await page.evaluate(() => localStorage.getItem('gangway-theme'))) === null, 'and back to following the system (light)');
   // Forget the choice, so the screenshots follow the emulated system setting.
   await page.evaluate(() => { localStorage.removeItem('gangway-theme'); delete document.documentElement.dataset.theme; });
   await screenshots('overview');

@@ -95,8 +95,14 @@ pub struct Backend {
 
 impl Backend {
     pub async fn echo(name: &str) -> Backend {
+        Self::echo_on(name, 0).await
+    }
+
+    /// An echo backend on `port` (0: any free one), so a test can stop one
+    /// (drop it) and start it again where gangway looks for it.
+    pub async fn echo_on(name: &str, port: u16) -> Backend {
         let name = name.to_owned();
-        Self::serve(move |req: Request<Incoming>| {
+        Self::serve_on(port, move |req: Request<Incoming>| {
             let name = name.clone();
             async move {
                 let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -142,17 +148,33 @@ impl Backend {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let listener = TcpListener::bind("127.0.0.1:0")
+        Self::serve_on(0, handler).await
+    }
+
+    /// `serve` on `port` (0: any free one).
+    pub async fn serve_on<F, Fut, B>(port: u16, handler: F) -> Backend
+    where
+        F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+        Fut: Future<Output = http::Response<B>> + Send + 'static,
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let listener = TcpListener::bind(("127.0.0.1", port))
             .await
             .expect("bind backend");
         let addr = listener.local_addr().expect("addr");
         let task = tokio::spawn(async move {
+            // The connections live in the accept task's set, so dropping the
+            // backend closes them too: a stopped backend is really gone,
+            // pooled connections included.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                while connections.try_join_next().is_some() {}
                 let handler = handler.clone();
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let svc = service_fn(move |req| {
                         let handler = handler.clone();
                         async move { Ok::<_, Infallible>(handler(req).await) }

@@ -159,6 +159,7 @@ impl Split<'_> {
                 back.insert(key, value);
                 continue;
             };
+            let read = serde_json::to_value(&value).ok();
             let mut value = value;
             let mut found = 0;
             // Each read stops at its first problem. A mistyped key at the
@@ -167,7 +168,7 @@ impl Split<'_> {
             loop {
                 match read_lenient::<T>(&value) {
                     Ok(object) if found == 0 => {
-                        out.insert(name, object);
+                        out.insert(name.clone(), object);
                         break;
                     }
                     Ok(_) => break,
@@ -189,11 +190,27 @@ impl Split<'_> {
                     }
                 }
             }
+            if found > 0 {
+                self.keep_read(target, &name, read);
+            }
         }
         if !back.is_empty() {
             put_map(&mut self.tree, at, back);
         }
         out
+    }
+
+    /// Keeps the values read of an object left out, for the API to show.
+    fn keep_read(&mut self, target: Target, name: &str, read: Option<serde_json::Value>) {
+        let detail = match target {
+            Target::Object(ObjectKind::Router) => &mut self.read.detail.routers,
+            Target::Object(ObjectKind::Service) => &mut self.read.detail.services,
+            Target::Object(ObjectKind::Middleware) => &mut self.read.detail.middlewares,
+            _ => return,
+        };
+        if let Some(entry) = detail.get_mut(name) {
+            entry.read = read;
+        }
     }
 
     fn report(&mut self, target: Target, name: String, e: &LenientError) {

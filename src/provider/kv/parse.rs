@@ -307,6 +307,12 @@ impl Out<'_> {
         let mut objects = Objects::default();
         // Every error is also in `objects.broken`, by object.
         let mut errors = Vec::new();
+        // What each object reads as, kept for those that do not read.
+        let read: BTreeMap<String, serde_json::Value> = kind
+            .children
+            .values()
+            .map(|(written, node)| (written.clone(), node.as_json()))
+            .collect();
         read_objects_mut(
             without_value(kind),
             &mut objects,
@@ -332,7 +338,12 @@ impl Out<'_> {
                         key: e.label().to_owned(),
                     })
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            let read = if errors.is_empty() {
+                None
+            } else {
+                read.get(&name).cloned()
+            };
             details.insert(
                 name,
                 ObjectDetail {
@@ -341,6 +352,7 @@ impl Out<'_> {
                         keys,
                     }),
                     errors,
+                    read,
                     ..ObjectDetail::default()
                 },
             );

@@ -53,6 +53,36 @@ impl Node {
             .1
     }
 
+    /// What was read at and below this node, as written: a value, or a
+    /// map of segments (a list when every segment is an index), for
+    /// showing an object that does not read as what it is.
+    pub fn as_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        if self.children.is_empty() {
+            return self.value.clone().map_or(Value::Null, Value::String);
+        }
+        let mut indexed: Vec<(usize, Value)> = Vec::new();
+        for (key, (_, child)) in &self.children {
+            match key.parse::<usize>() {
+                Ok(i) => indexed.push((i, child.as_json())),
+                Err(_) => {
+                    indexed.clear();
+                    break;
+                }
+            }
+        }
+        if indexed.len() == self.children.len() {
+            indexed.sort_by_key(|(i, _)| *i);
+            return Value::Array(indexed.into_iter().map(|(_, v)| v).collect());
+        }
+        Value::Object(
+            self.children
+                .values()
+                .map(|(written, child)| (written.clone(), child.as_json()))
+                .collect(),
+        )
+    }
+
     /// The child for `segment`, whatever its case.
     pub fn child(&self, segment: &str) -> Option<&Node> {
         self.children

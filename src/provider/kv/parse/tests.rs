@@ -243,6 +243,13 @@ fn a_bad_key_disables_its_object_only_and_is_named() {
         prio[0]
     );
     assert!(parsed.detail.routers["good"].errors.is_empty());
+    // What was read of an object left out is kept, as written, so that it
+    // is shown as what it is rather than with defaults.
+    assert_eq!(
+        parsed.detail.routers["typo"].read,
+        Some(serde_json::json!({"rul": "Host(`typo`)", "service": "svc"}))
+    );
+    assert_eq!(parsed.detail.routers["good"].read, None);
 }
 
 #[test]

@@ -1,0 +1,180 @@
+// Whether the dashboard tells the truth about serving: run by
+// tests/dashboard.rs once with every backend up, once with some stopped
+// (after real requests failed on them) and once after they were started
+// again. PHASE says which; the Rust test owns the backends and the traffic.
+//
+// Environment: GANGWAY_URL, CHROMIUM, PHASE (`up` or `down`), SCREENSHOT_DIR
+// (optional: screenshots of the overview, the TCP list and the weighted
+// service at 1440x900 and 390x844). Exit status 0 means every check passed.
+
+import { chromium } from 'playwright-core';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const base = process.env.GANGWAY_URL;
+const phase = process.env.PHASE;
+const shots = process.env.SCREENSHOT_DIR;
+const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
+if (!base || !['up', 'down'].includes(phase)) {
+  console.log('FAIL: GANGWAY_URL and PHASE (up or down) must be set');
+  process.exit(2);
+}
+
+class Check extends Error {}
+function check(cond, message) {
+  if (!cond) throw new Check(message);
+}
+
+const problems = [];
+const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-serving-'));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath,
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1440, height: 900 },
+});
+const page = context.pages()[0] || (await context.newPage());
+page.setDefaultTimeout(30000);
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+
+const api = async (p) => (await fetch(`${base}${p}`)).json();
+const text = (sel) => page.locator(sel).first().innerText();
+const open = async (hash) => {
+  await page.goto(`${base}/dashboard/#${hash}`);
+  await page.waitForFunction(() => {
+    const app = document.getElementById('app');
+    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
+  });
+};
+async function snap(name) {
+  if (!shots) return;
+  fs.mkdirSync(shots, { recursive: true });
+  for (const [w, hgt] of [[1440, 900], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: hgt });
+    await page.screenshot({ path: path.join(shots, `${name}-${phase}-${w}x${hgt}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
+
+/** The explain page's verdict for a host on entry point web. */
+async function explain(host) {
+  await open(`/explain?host=${host}&path=/`);
+  await page.waitForSelector('[data-entrypoint=web] [data-winner]');
+  return {
+    outcome: await page.getAttribute('[data-entrypoint=web] [data-winner]', 'data-outcome'),
+    text: await text('[data-entrypoint=web] .winner'),
+    summary: await text('#explain-summary'),
+  };
+}
+
+let failed = null;
+try {
+  if (phase === 'down') {
+    // The weighted service: its larger member (3 of 4 shares) has its only
+    // server stopped, and requests to it failed: 75 % fail, an error.
+    const flaky = await api('/api/http/services/flaky@file');
+    const failing = flaky.problems.find((p) => p.kind === 'membersFailing');
+    check(flaky.status === 'disabled' && failing && failing.percent === 75 && failing.status === 502
+      && failing.members.includes('bad@file'), `API: flaky@file fails 75 % with 502: ${JSON.stringify(flaky.problems)}`);
+    await open('/services/flaky@file');
+    const errors = await text('#errors');
+    check(errors.includes('75 %') && errors.includes('bad@file') && /Failing/.test(errors), `service page: 75 % failing, by bad@file: ${errors}`);
+    check((await page.getAttribute('.detail-head .badge', 'class')).includes('status-disabled'), 'service page: the badge is an error');
+    await snap('weighted-service');
+    // Its router takes the service's state.
+    await open('/routers/flaky@file');
+    const routerErrors = await text('#errors');
+    check(routerErrors.includes('75 %') && routerErrors.includes('502'), `router page: 75 % of its requests get 502: ${routerErrors}`);
+    // A health-checked member that is down is skipped by the proxy: the
+    // other member takes everything, so a warning, not an error.
+    const steady = await api('/api/http/services/steady@file');
+    check(steady.status === 'warning' && steady.problems.some((p) => p.kind === 'membersDown' && p.members.includes('checked@file')),
+      `API: steady@file is a warning, its checked member skipped: ${JSON.stringify(steady.problems)}`);
+    check((await api('/api/http/routers/steady@file')).status === 'enabled', 'the router of steady@file serves every request');
+    // A router whose only server refuses connections: every request fails.
+    await open('/routers/down@file');
+    check((await text('#errors')).includes('Not serving'), `router page: down@file is not serving: ${await text('#errors')}`);
+    // Explain says what a request gets, not only which router takes it.
+    const x = await explain('flaky.test');
+    check(x.outcome === 'sometimes' && x.text.includes('75 %') && x.text.includes('502'), `explain flaky.test: 75 % get 502: ${x.text}`);
+    const y = await explain('down.test');
+    check(y.outcome === 'fails' && y.text.includes('502') && y.summary.includes('502'), `explain down.test: every request gets 502: ${y.text} / ${y.summary}`);
+    // TCP: the service whose only server is stopped is an error, and so is
+    // its router; both are on the overview with their counts.
+    const db = await api('/api/tcp/services/db@file');
+    check(db.status === 'disabled', `API: TCP service db@file is an error: ${JSON.stringify(db.problems)}`);
+    const dbRouter = await api('/api/tcp/routers/db@file');
+    check(dbRouter.status === 'disabled' && dbRouter.problems.some((p) => p.kind === 'serviceDown'),
+      `API: TCP router db@file takes its service's state: ${JSON.stringify(dbRouter.problems)}`);
+    await open('/');
+    await page.waitForSelector('#attention');
+    const attention = await text('#attention');
+    for (const [kind, name] of [['service', 'flaky@file'], ['router', 'flaky@file'], ['TCP service', 'db@file'], ['TCP router', 'db@file'], ['service', 'steady@file']]) {
+      const rows = await page.$$eval(`#attention li[data-object="${name}"]`, (lis) => lis.map((li) => li.innerText));
+      check(rows.some((r) => r.toLowerCase().includes(kind.toLowerCase())), `overview: ${kind} ${name} needs attention: ${attention}`);
+    }
+    const overview = await api('/api/overview');
+    const tcpCard = await text('.count-card[data-kind="tcp/services"]');
+    check(tcpCard.includes(String(overview.tcp.services.total)) && tcpCard.includes(`${overview.tcp.services.errors} error`),
+      `overview: the TCP services card counts ${JSON.stringify(overview.tcp.services)}: ${tcpCard}`);
+    check(overview.tcp.routers.errors >= 1, `API overview counts the TCP router error: ${JSON.stringify(overview.tcp.routers)}`);
+    await snap('overview');
+    await open('/tcp');
+    await snap('tcp');
+  } else {
+    // Every backend up (before the stop, and after the start): nothing of
+    // these objects needs attention, and explain says the request is served.
+    for (const [path, name] of [['/api/http/services/', 'flaky@file'], ['/api/http/services/', 'steady@file'],
+      ['/api/http/routers/', 'flaky@file'], ['/api/http/routers/', 'down@file'],
+      ['/api/tcp/services/', 'db@file'], ['/api/tcp/routers/', 'db@file']]) {
+      const o = await api(`${path}${name}`);
+      check(o.status === 'enabled', `API: ${path}${name} is enabled: ${JSON.stringify(o.problems)}`);
+    }
+    await open('/services/flaky@file');
+    check(await page.locator('#errors').count() === 0, 'service page: no problem shown for flaky@file');
+    const x = await explain('flaky.test');
+    check(x.outcome === 'served' && !x.text.includes('502'), `explain flaky.test: served: ${x.text}`);
+    await open('/');
+    const overview = await api('/api/overview');
+    for (const name of ['flaky@file', 'steady@file', 'db@file', 'down@file']) {
+      check(await page.locator(`#attention li[data-object="${name}"]`).count() === 0, `overview: ${name} does not need attention`);
+    }
+    const tcpCard = await text('.count-card[data-kind="tcp/routers"]');
+    check(tcpCard.includes(String(overview.tcp.routers.total)), `overview: TCP routers counted: ${tcpCard}`);
+    await snap('overview');
+
+    // A router with a mistyped key: disabled, its error, and what was read
+    // of it; no invented priority, no service, no link to one.
+    const typo = await api('/api/http/routers/typo@file');
+    check(typo.status === 'disabled' && typo.problems.some((p) => p.kind === 'unknownOption' && p.option === 'servce'),
+      `API: typo@file is disabled for its unknown key: ${JSON.stringify(typo.problems)}`);
+    check(typo.service === undefined && typo.priority === undefined && typo.rule === 'Host(`typo.test`)'
+      && typo.read && typo.read.servce === 'good', `API: typo@file has only the values read: ${JSON.stringify(typo)}`);
+    await open('/routers/typo@file');
+    await page.waitForSelector('#read');
+    const read = await text('#read');
+    check(read.includes('servce') && read.includes('Host(`typo.test`)'), `router page: the values read are shown: ${read}`);
+    check((await text('#errors')).includes('servce'), `router page: the error names the key: ${await text('#errors')}`);
+    check(await page.locator('.detail a[href*="#/services/"], #app a[href*="#/services/%40file"]').count() === 0, 'router page: no link to a service');
+    check(/dynamic\.toml:\d+/.test(await text('#provenance')), `router page: where it is written: ${await text('#provenance')}`);
+    await open('/routers');
+    const row = await page.$eval('tr[data-name="typo@file"]', (r) => r.innerText);
+    check(!row.includes('@file\t') && !row.includes(' 0'), `routers list: no invented service or priority: ${row}`);
+    // Every file object says where it is written.
+    await open('/services/flaky@file');
+    check(/dynamic\.toml:\d+/.test(await text('#provenance')), `service page: file and line: ${await text('#provenance')}`);
+    await open('/tcp/services/db@file');
+    check(/dynamic\.toml:\d+/.test(await text('#provenance')), `TCP service page: file and line: ${await text('#provenance')}`);
+  }
+  check(problems.length === 0, `no script errors: ${problems.join('; ')}`);
+  console.log(`ok: phase ${phase}`);
+} catch (e) {
+  failed = e;
+  console.log(`FAIL (${phase}): ${e instanceof Check ? e.message : e.stack || e} (at ${page.url()})`);
+} finally {
+  await context.close();
+  fs.rmSync(profile, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
