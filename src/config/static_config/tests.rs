@@ -1736,6 +1736,7 @@ fn serializes_for_the_api() {
             "entryPoints": {
                 "web": {
                     "address": ":80",
+                    "asDefault": false,
                     "forwardedHeaders": {"trustedIPs": [], "insecure": false},
                     "http": {
                         "sanitizePath": true,
