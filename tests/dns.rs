@@ -2,7 +2,8 @@
 //! `test.` on a loopback port of each test's own, accepting TSIG-signed
 //! updates; pebble resolving every name through it, so that it validates
 //! the TXT records gangway really published. Covers wildcard certificates,
-//! the three providers (`rfc2136`, `exec` with `nsupdate`, `httpreq`), a
+//! the three providers (`rfc2136`, `exec` with `nsupdate`, `httpreq`) and
+//! each DNS host API provider through a stand-in of its API, a
 //! wrong TSIG secret, and renewal.
 
 mod support;
@@ -1959,5 +1960,336 @@ async fn duckdns_publishes_a_wildcard_and_its_apex_one_after_the_other() {
         "{calls:#?}"
     );
     assert!(!refused.to_string().contains(wrong));
+    assert!(!gw.log().contains(wrong));
+}
+
+/// Makes the TXT values at `fqdn` be `after`, on `named` (through RFC 2136)
+/// and in what the stand-in holds; the failing `nsupdate`'s stderr, if any.
+async fn replace_txt(
+    header: &str,
+    seen: &Mutex<Seen>,
+    fqdn: &str,
+    after: &[String],
+) -> Result<(), String> {
+    let before: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|(_, n, _)| n == fqdn)
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    for v in before.iter().filter(|v| !after.contains(v)) {
+        nsupdate(header, "delete", fqdn, v).await?;
+    }
+    for v in after.iter().filter(|v| !before.contains(v)) {
+        nsupdate(header, "add", fqdn, v).await?;
+    }
+    let mut seen = seen.lock().unwrap();
+    seen.records.retain(|(_, n, _)| n != fqdn);
+    for v in after {
+        seen.records
+            .push((String::new(), fqdn.to_owned(), v.clone()));
+    }
+    seen.next_id += 1;
+    Ok(())
+}
+
+/// The TXT values the stand-in holds at `fqdn`.
+fn held(seen: &Mutex<Seen>, fqdn: &str) -> Vec<String> {
+    seen.lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|(_, n, _)| n == fqdn)
+        .map(|(_, _, v)| v.clone())
+        .collect()
+}
+
+/// Whether the stand-in answers this request 429 (it was told to, once
+/// per `rate_limited`).
+fn throttle(seen: &Mutex<Seen>) -> bool {
+    let mut seen = seen.lock().unwrap();
+    if seen.rate_limited > 0 {
+        seen.rate_limited -= 1;
+        true
+    } else {
+        false
+    }
+}
+
+/// `query`'s parameter `name`, as sent.
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+/// The token the deSEC stand-in accepts.
+const DESEC_TOKEN: &str = "desec-token-h8Qw2";
+
+/// deSEC's REST API v1 under `/api/v1` for the calls gangway makes (the
+/// domain owning a name with `owns_qname`; a TXT record set: read, create
+/// with `POST`, replace its records with `PATCH`, which deletes it when
+/// empty), with `Token` authentication, its error shapes (`detail`, or
+/// the fields' messages), its TTL minimum (3600) and its 429 with
+/// `Retry-After`; the account holds the domain `apps.test`, whose sets go
+/// into `named` through RFC 2136.
+async fn desec_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let detail = |status: StatusCode, text: &str| json_reply(status, &serde_json::json!({"detail": text}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Token {DESEC_TOKEN}") {
+                return detail(StatusCode::UNAUTHORIZED, "Invalid token.");
+            }
+            if path == "/api/v1/domains/" && method == "GET" {
+                let qname = query_param(&query, "owns_qname").unwrap_or_default();
+                let owned = qname == "apps.test" || qname.ends_with(".apps.test");
+                let list = if owned { serde_json::json!([{"name": "apps.test", "minimum_ttl": 3600, "created": "2026-01-01T00:00:00Z"}]) } else { serde_json::json!([]) };
+                return json_reply(StatusCode::OK, &list);
+            }
+            let Some(rest) = path.strip_prefix("/api/v1/domains/apps.test/rrsets/") else {
+                return detail(StatusCode::NOT_FOUND, "Not found.");
+            };
+            let set = |sub: &str, values: &[String]| {
+                let records: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                let name = if sub.is_empty() { "apps.test.".to_owned() } else { format!("{sub}.apps.test.") };
+                serde_json::json!({"domain": "apps.test", "subname": sub, "name": name, "type": "TXT", "ttl": 3600, "records": records})
+            };
+            let unquote = |records: &serde_json::Value| -> Option<Vec<String>> {
+                records.as_array()?.iter().map(|r| r.as_str()?.strip_prefix('"')?.strip_suffix('"').map(str::to_owned)).collect()
+            };
+            if rest.is_empty() && method == "POST" {
+                let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let (Some(sub), Some(ttl), Some(values)) = (new["subname"].as_str(), new["ttl"].as_u64(), unquote(&new["records"])) else {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"records": ["TXT records must be quoted strings."]}));
+                };
+                if new["type"] != "TXT" {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"type": ["This field is required."]}));
+                }
+                if ttl < 3600 {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"ttl": ["Ensure this value is greater than or equal to 3600."]}));
+                }
+                let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                if !held(&seen, &fqdn).is_empty() {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"non_field_errors": ["Another RRset with the same subdomain and type exists for this domain."]}));
+                }
+                if throttle(&seen) {
+                    let mut reply = detail(StatusCode::TOO_MANY_REQUESTS, "Request was throttled. Expected available in 1 second.");
+                    reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+                    return reply;
+                }
+                if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
+                    return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+                return json_reply(StatusCode::CREATED, &set(sub, &values));
+            }
+            let Some(sub) = rest.strip_suffix("/TXT/") else {
+                return detail(StatusCode::NOT_FOUND, "Not found.");
+            };
+            let sub = if sub == "@" { "" } else { sub };
+            let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+            let before = held(&seen, &fqdn);
+            match method.as_str() {
+                "GET" if before.is_empty() => detail(StatusCode::NOT_FOUND, "Not found."),
+                "GET" => json_reply(StatusCode::OK, &set(sub, &before)),
+                "PATCH" if before.is_empty() => detail(StatusCode::NOT_FOUND, "Not found."),
+                "PATCH" => {
+                    let change: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let Some(values) = unquote(&change["records"]) else {
+                        return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"records": ["TXT records must be quoted strings."]}));
+                    };
+                    if throttle(&seen) {
+                        let mut reply = detail(StatusCode::TOO_MANY_REQUESTS, "Request was throttled. Expected available in 1 second.");
+                        reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+                        return reply;
+                    }
+                    if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
+                        return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    if values.is_empty() {
+                        http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+                    } else {
+                        json_reply(StatusCode::OK, &set(sub, &values))
+                    }
+                }
+                _ => detail(StatusCode::METHOD_NOT_ALLOWED, &format!("Method \"{method}\" not allowed.")),
+            }
+        }
+    })
+    .await
+}
+
+/// The dynamic configuration of the provider tests: one router asking for
+/// `*.<base>` and `<base>` on one certificate (a value each at one name),
+/// and one router per host in `others` (`host0`, `host1`, …).
+fn wildcard_and_apex(backend: &str, base: &str, others: &[&str]) -> String {
+    let tls =
+        format!("[[http.routers.site.tls.domains]]\nmain = \"*.{base}\"\nsans = [\"{base}\"]\n");
+    let rules: Vec<(String, String)> =
+        std::iter::once(("site".to_owned(), format!("Host(`www.{base}`)")))
+            .chain(
+                others
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| (format!("host{i}"), format!("Host(`{h}`)"))),
+            )
+            .collect();
+    let list: Vec<(&str, &str, &str, &str)> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, (name, rule))| {
+            (
+                name.as_str(),
+                rule.as_str(),
+                "le",
+                if i == 0 { tls.as_str() } else { "" },
+            )
+        })
+        .collect();
+    routers(backend, &list)
+}
+
+/// Waits until the ACME certificate `main` failed `times` times; its
+/// `lastError`, after checking a retry is planned.
+async fn failed(gw: &Gangway, main: &str, times: u64) -> String {
+    eventually(
+        Duration::from_secs(60),
+        &format!("{times} failed orders for {main}"),
+        || async {
+            cert(&certificates(gw).await, main)
+                .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= times)
+        },
+    )
+    .await;
+    let c = cert(&certificates(gw).await, main).unwrap();
+    assert!(c["nextAttempt"].as_i64().is_some(), "{c}");
+    c["lastError"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Puts someone else's TXT value at `fqdn` on `named` and in the
+/// stand-in: a provider must leave it alone.
+async fn someone_elses(setup: &Setup, seen: &Mutex<Seen>, fqdn: &str) -> &'static str {
+    let theirs = "kept-by-someone-else";
+    nsupdate(&setup.named.nsupdate_header(), "add", fqdn, theirs)
+        .await
+        .unwrap();
+    seen.lock()
+        .unwrap()
+        .records
+        .push(("r0".to_owned(), fqdn.to_owned(), theirs.to_owned()));
+    theirs
+}
+
+#[tokio::test]
+async fn desec_publishes_a_wildcard_and_its_apex_into_one_record_set() {
+    if !ready("desec") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let fqdn = "_acme-challenge.apps.test";
+    let theirs = someone_elses(&setup, &seen, fqdn).await;
+    let api = desec_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/api/v1", api.url());
+    let dynamic = wildcard_and_apex(
+        &app.url(),
+        "apps.test",
+        &["solo.apps.test", "lost.elsewhere.test"],
+    );
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "desec",
+            &[
+                ("DESEC_TOKEN", DESEC_TOKEN),
+                ("DESEC_API_URL", url.as_str()),
+                ("DESEC_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    // Two values beside someone else's in one set, validated by pebble
+    // through named; a name with no set gets one created.
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    setup
+        .wait_for_certificate("solo.apps.test", &["solo.apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the values removed", || async {
+        held(&seen, fqdn) == [theirs]
+            && seen.lock().unwrap().records.len() == 1
+            && setup.named.txt(fqdn).await == [theirs]
+            && setup
+                .named
+                .txt("_acme-challenge.solo.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    assert!(
+        gw.log().contains(
+            "the API answered 429 Too Many Requests: Request was throttled. Expected available \
+             in 1 second.; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "/api/v1/domains/apps.test/rrsets/_acme-challenge/TXT/?";
+    // Each value added to the set and written back without it; the other
+    // name's set created, then emptied (which deletes it).
+    assert!(count(&format!("PATCH {set}")) >= 4, "{calls:#?}");
+    assert!(
+        count("POST /api/v1/domains/apps.test/rrsets/?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(
+        count("PATCH /api/v1/domains/apps.test/rrsets/_acme-challenge.solo/TXT/?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /api/v1/domains/?owns_qname=_acme-challenge.apps.test") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        failed(&gw, "lost.elsewhere.test", 1).await,
+        "DNS-01 challenge for `lost.elsewhere.test`: desec: adding the TXT record \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test)"
+    );
+    assert!(!gw.log().contains(DESEC_TOKEN));
+    drop(gw);
+
+    // A token deSEC refuses: its own message, no secret, a retry later.
+    let wrong = "desec-token-wrong";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "desec",
+            &[("DESEC_TOKEN", wrong), ("DESEC_API_URL", url.as_str())],
+            &[],
+        )
+        .await;
+    assert_eq!(
+        failed(&gw, "*.sub.apps.test", 1).await,
+        "DNS-01 challenge for `sub.apps.test`: desec: adding the TXT record \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid token."
+    );
     assert!(!gw.log().contains(wrong));
 }

@@ -10,6 +10,7 @@
 
 mod api;
 mod cloudflare;
+mod desec;
 mod digitalocean;
 mod duckdns;
 mod exec;
@@ -330,6 +331,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(2),
         build: |env| Ok(Box::new(duckdns::DuckDns::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "desec",
+        prefix: "DESEC",
+        timeout: secs(120),
+        interval: secs(4),
+        build: |env| Ok(Box::new(desec::Desec::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

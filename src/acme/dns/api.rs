@@ -392,3 +392,57 @@ pub(super) fn relative(fqdn: &str, zone: &str) -> String {
         .unwrap_or(name)
         .to_owned()
 }
+
+impl Api {
+    /// Sends `method url` with `headers` and, if any, a JSON `body`.
+    pub(super) async fn json(
+        &self,
+        action: &str,
+        method: Method,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<Reply, DnsError> {
+        self.send(&Call {
+            action,
+            method,
+            url,
+            headers,
+            body,
+            text: None,
+        })
+        .await
+    }
+
+    /// `reply` when it is a 2xx, else the refusal with the provider's own
+    /// message (a 404 the caller did not expect).
+    pub(super) fn success(&self, action: &str, reply: Reply) -> Result<Reply, DnsError> {
+        if reply.status.is_success() {
+            Ok(reply)
+        } else {
+            Err(self.refused(action, &reply))
+        }
+    }
+}
+
+/// The `Authorization` header `<scheme> <secret>`, marked sensitive; the
+/// error names `variable` when the secret cannot be sent in a header.
+pub(super) fn authorization(
+    scheme: &str,
+    secret: &str,
+    variable: &str,
+) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+    Ok(vec![(
+        http::header::AUTHORIZATION,
+        secret_header(&format!("{scheme} {secret}"), variable)?,
+    )])
+}
+
+/// The TTL in `variable` (seconds), else `default`, raised to the
+/// provider's smallest `min`.
+pub(super) fn ttl(env: &Env<'_>, variable: &str, default: u64, min: u64) -> Result<u64, DnsError> {
+    Ok(env
+        .seconds(variable, Duration::from_secs(default))?
+        .as_secs()
+        .max(min))
+}

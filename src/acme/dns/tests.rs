@@ -276,7 +276,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, rfc2136"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, rfc2136, exec, httpreq;"),
         "{err}"
     );
 }
@@ -443,5 +443,32 @@ fn ovh_signs_with_sha1_of_the_joined_parts_and_names_missing_keys() {
         matches!(&err, DnsError::MissingEnv { variables, .. }
             if variables == &["OVH_APPLICATION_KEY", "OVH_APPLICATION_SECRET", "OVH_CONSUMER_KEY"]),
         "{err}"
+    );
+}
+
+#[test]
+fn desec_reads_its_token_and_keeps_its_ttl_floor() {
+    let err = Solver::new("le", &challenge("desec"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["DESEC_TOKEN"]),
+        "{err}"
+    );
+    let d = Solver::new(
+        "le",
+        &challenge("desec"),
+        &lookup(&[("DESEC_TOKEN", "t0k"), ("DESEC_TTL", "60")]),
+    )
+    .unwrap();
+    assert_eq!(d.provider_name(), "desec");
+    assert_eq!(d.checks.timeout, Duration::from_secs(120));
+    assert_eq!(d.checks.interval, Duration::from_secs(4));
+    assert_eq!(
+        desec::message(br#"{"detail": "Invalid token."}"#).as_deref(),
+        Some("Invalid token.")
+    );
+    assert_eq!(
+        desec::message(br#"{"ttl": ["Ensure this value is greater than or equal to 3600."]}"#)
+            .as_deref(),
+        Some("ttl: Ensure this value is greater than or equal to 3600.")
     );
 }
