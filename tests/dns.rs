@@ -2293,3 +2293,204 @@ async fn desec_publishes_a_wildcard_and_its_apex_into_one_record_set() {
     );
     assert!(!gw.log().contains(wrong));
 }
+
+/// The keys the Porkbun stand-in accepts.
+const PORKBUN_KEY: &str = "pk1_0a1b2c3d";
+const PORKBUN_SECRET: &str = "sk1_9f8e7d6c";
+
+/// Porkbun's JSON API v3 under `/api/json/v3` for the calls gangway makes
+/// (`/domain/listAll`; `/dns/create/<domain>`,
+/// `/dns/retrieveByNameType/<domain>/TXT/<sub>`, `/dns/delete/<domain>/<id>`),
+/// every one a `POST` whose JSON body carries `apikey` and `secretapikey`,
+/// answering `{"status": "SUCCESS", …}` or 400 `{"status": "ERROR",
+/// "message"}`, with its TTL minimum (300, as a string) and its gateway's
+/// 503 page; the account holds the domain `apps.test`, whose records go
+/// into `named` through RFC 2136.
+async fn porkbun_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |message: &str| json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"status": "ERROR", "message": message}));
+            let ok = |mut extra: serde_json::Value| {
+                extra["status"] = "SUCCESS".into();
+                json_reply(StatusCode::OK, &extra)
+            };
+            let fields: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if method != "POST" || fields["apikey"].as_str().is_none() {
+                return error("All API requests require an API key.");
+            }
+            if fields["apikey"] != PORKBUN_KEY {
+                return error("Invalid API key. (001)");
+            }
+            if fields["secretapikey"] != PORKBUN_SECRET {
+                return error("Invalid API key. (002)");
+            }
+            let Some(rest) = path.strip_prefix("/api/json/v3/") else {
+                return error("Invalid endpoint.");
+            };
+            if rest == "domain/listAll" {
+                return ok(serde_json::json!({"domains": [{"domain": "apps.test", "status": "ACTIVE", "tld": "test", "createDate": "2026-01-01 00:00:00", "expireDate": "2027-01-01 00:00:00", "securityLock": "1", "whoisPrivacy": "1", "autoRenew": 0, "notLocal": 0}]}));
+            }
+            let parts: Vec<&str> = rest.split('/').collect();
+            if parts.len() < 3 || parts[0] != "dns" {
+                return error("Invalid endpoint.");
+            }
+            if parts[2] != "apps.test" {
+                return error("Invalid domain.");
+            }
+            match parts[1] {
+                "create" => {
+                    let (Some(name), Some(content), Some(ttl)) = (fields["name"].as_str(), fields["content"].as_str(), fields["ttl"].as_str()) else {
+                        return error("Invalid record data.");
+                    };
+                    if fields["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error("Invalid type or name.");
+                    }
+                    if ttl.parse::<u64>().map_or(true, |t| t < 300) {
+                        return error("TTL must be at least 300.");
+                    }
+                    if throttle(&seen) {
+                        return http::Response::builder()
+                            .status(StatusCode::SERVICE_UNAVAILABLE)
+                            .header(http::header::CONTENT_TYPE, "text/html")
+                            .body(Full::new(Bytes::from_static(b"<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n<center><h1>503 Service Temporarily Unavailable</h1></center>\r\n<hr><center>openresty</center>\r\n</body>\r\n</html>\r\n")))
+                            .unwrap();
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, content).await {
+                        return error(&e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = 106_926_600 + seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, content.to_owned()));
+                    ok(serde_json::json!({"id": id}))
+                }
+                "retrieveByNameType" if parts.len() >= 4 && parts[3] == "TXT" => {
+                    let sub = parts.get(4).copied().unwrap_or_default();
+                    let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                    let records: Vec<serde_json::Value> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == fqdn)
+                        .map(|(id, n, c)| serde_json::json!({"id": id, "name": n, "type": "TXT", "content": c, "ttl": "300", "prio": "0", "notes": ""}))
+                        .collect();
+                    ok(serde_json::json!({"records": records}))
+                }
+                "delete" if parts.len() == 4 => {
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == parts[3]);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((_, fqdn, content)) = found else {
+                        return error("Invalid record id.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &content).await {
+                        return error(&e);
+                    }
+                    ok(serde_json::json!({}))
+                }
+                _ => error("Invalid endpoint."),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn porkbun_publishes_a_wildcard_and_its_apex_with_keys_in_each_body() {
+    if !ready("porkbun") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let fqdn = "_acme-challenge.apps.test";
+    let theirs = someone_elses(&setup, &seen, fqdn).await;
+    let api = porkbun_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/api/json/v3", api.url());
+    let dynamic = wildcard_and_apex(&app.url(), "apps.test", &["lost.elsewhere.test"]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "porkbun",
+            &[
+                ("PORKBUN_API_KEY", PORKBUN_KEY),
+                ("PORKBUN_SECRET_API_KEY", PORKBUN_SECRET),
+                ("PORKBUN_API_URL", url.as_str()),
+                ("PORKBUN_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.len() == 1 && setup.named.txt(fqdn).await == [theirs]
+    })
+    .await;
+    assert!(
+        gw.log().contains(
+            "porkbun: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 503 Service Unavailable: <html>"
+        ) && gw.log().contains("trying again in 1s"),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    // Every record created was deleted, by its id.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert!(
+        count("POST /api/json/v3/dns/create/apps.test") > created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("POST /api/json/v3/dns/delete/apps.test/1069266"))
+            .count(),
+        created,
+        "{calls:#?}"
+    );
+    assert!(
+        count("POST /api/json/v3/dns/retrieveByNameType/apps.test/TXT/_acme-challenge") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        failed(&gw, "lost.elsewhere.test", 1).await,
+        "DNS-01 challenge for `lost.elsewhere.test`: porkbun: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(PORKBUN_SECRET));
+    drop(gw);
+
+    // A secret key Porkbun refuses: its own message, no secret, a retry.
+    let wrong = "sk1_wrong0000";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "porkbun",
+            &[
+                ("PORKBUN_API_KEY", PORKBUN_KEY),
+                ("PORKBUN_SECRET_API_KEY", wrong),
+                ("PORKBUN_API_URL", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(
+        failed(&gw, "*.sub.apps.test", 1).await,
+        "DNS-01 challenge for `sub.apps.test`: porkbun: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API answered 400 Bad Request: Invalid API key. (002)"
+    );
+    assert!(!gw.log().contains(wrong));
+}

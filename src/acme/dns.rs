@@ -17,6 +17,7 @@ mod exec;
 mod gandiv5;
 mod httpreq;
 mod ovh;
+mod porkbun;
 mod rfc2136;
 mod route53;
 
@@ -338,6 +339,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(120),
         interval: secs(4),
         build: |env| Ok(Box::new(desec::Desec::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "porkbun",
+        prefix: "PORKBUN",
+        timeout: secs(600),
+        interval: secs(10),
+        build: |env| Ok(Box::new(porkbun::Porkbun::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -309,8 +309,11 @@ impl Api {
         if let Some(m) = (self.message)(body).filter(|m| !m.trim().is_empty()) {
             return m;
         }
+        // On one line: an HTML error page's line breaks would split the
+        // sentence in a log.
         let text = String::from_utf8_lossy(body);
-        let shown: String = text.trim().chars().take(BODY_SHOWN).collect();
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let shown: String = text.chars().take(BODY_SHOWN).collect();
         if shown.is_empty() {
             status.canonical_reason().unwrap_or("no message").to_owned()
         } else {

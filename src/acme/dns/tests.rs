@@ -276,7 +276,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, rfc2136, exec, httpreq;"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, porkbun, rfc2136, exec, httpreq;"),
         "{err}"
     );
 }
@@ -471,4 +471,30 @@ fn desec_reads_its_token_and_keeps_its_ttl_floor() {
             .as_deref(),
         Some("ttl: Ensure this value is greater than or equal to 3600.")
     );
+}
+
+#[test]
+fn porkbun_needs_both_keys() {
+    let err = Solver::new(
+        "le",
+        &challenge("porkbun"),
+        &lookup(&[("PORKBUN_API_KEY", "pk1")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["PORKBUN_SECRET_API_KEY"]),
+        "{err}"
+    );
+    let p = Solver::new(
+        "le",
+        &challenge("porkbun"),
+        &lookup(&[
+            ("PORKBUN_API_KEY", "pk1"),
+            ("PORKBUN_SECRET_API_KEY", "sk1"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(p.checks.timeout, Duration::from_secs(600));
+    assert_eq!(p.checks.interval, Duration::from_secs(10));
+    assert!(!format!("{p:?}").contains("sk1"));
 }
