@@ -2494,3 +2494,377 @@ async fn porkbun_publishes_a_wildcard_and_its_apex_with_keys_in_each_body() {
     );
     assert!(!gw.log().contains(wrong));
 }
+
+/// The common story of an API provider, after its stand-in started:
+/// gangway with `env` obtains one certificate for `*.apps.test` and
+/// `apps.test` (two values at one name, beside someone else's), pebble
+/// validates both through named, and every value of gangway's is removed
+/// afterwards, on the stand-in and on named, while the other stays; a name
+/// in no zone of the account fails with the provider's sentence (returned
+/// with the running gangway).
+async fn wildcard_story(
+    setup: &Setup,
+    seen: &Mutex<Seen>,
+    provider: &str,
+    env: &[(&str, &str)],
+) -> (Gangway, String) {
+    let app = Backend::echo("app").await;
+    let fqdn = "_acme-challenge.apps.test";
+    let dynamic = wildcard_and_apex(&app.url(), "apps.test", &["lost.elsewhere.test"]);
+    let gw = setup.gangway(&dynamic, provider, env, &[]).await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    let theirs = held(seen, fqdn);
+    eventually(
+        Duration::from_secs(10),
+        "gangway's values removed",
+        || async {
+            seen.lock().unwrap().records.len() == theirs.len()
+                && setup.named.txt(fqdn).await == theirs
+        },
+    )
+    .await;
+    let lost = failed(&gw, "lost.elsewhere.test", 1).await;
+    (gw, lost)
+}
+
+/// gangway with `env` (holding a refused credential) asking for
+/// `*.sub.apps.test`: the order's sentence once it failed and a retry is
+/// planned, checked free of `secret` in the API and the log.
+async fn refused_story(
+    setup: &Setup,
+    provider: &str,
+    env: &[(&str, &str)],
+    secret: &str,
+) -> String {
+    let app = Backend::echo("app").await;
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup.gangway(&dynamic, provider, env, &[]).await;
+    let error = failed(&gw, "*.sub.apps.test", 1).await;
+    assert!(!certificates(&gw).await.to_string().contains(secret));
+    assert!(!gw.log().contains(secret));
+    error
+}
+
+/// A JSON answer 429 with `Retry-After: 1`.
+fn too_many(body: &serde_json::Value) -> http::Response<Full<Bytes>> {
+    let mut reply = json_reply(StatusCode::TOO_MANY_REQUESTS, body);
+    reply.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    reply
+}
+
+/// The token the Linode stand-in accepts.
+const LINODE_TOKEN: &str = "linode-pat-7c2e";
+
+/// Linode's API v4 under `/v4` for the calls gangway makes (domains
+/// filtered by name with `X-Filter`; a domain's records: create, list
+/// filtered by type with `page`/`page_size`, delete), with bearer
+/// authentication, its error shape (`errors: [{field, reason}]`) and its
+/// 429; the account holds the domain `apps.test` (id 1234), whose records
+/// go into `named` through RFC 2136.
+async fn linode_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            let filter: serde_json::Value = parts.headers.get("x-filter").and_then(|v| serde_json::from_slice(v.as_bytes()).ok()).unwrap_or_default();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query} {filter}"));
+            let error = |status: StatusCode, field: Option<&str>, reason: &str| {
+                let mut e = serde_json::json!({"reason": reason});
+                if let Some(f) = field { e["field"] = f.into(); }
+                json_reply(status, &serde_json::json!({"errors": [e]}))
+            };
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {LINODE_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, None, "Invalid Token");
+            }
+            let page = |data: Vec<serde_json::Value>| {
+                let results = data.len();
+                json_reply(StatusCode::OK, &serde_json::json!({"data": data, "page": 1, "pages": 1, "results": results}))
+            };
+            match (method.as_str(), path.as_str()) {
+                ("GET", "/v4/domains") => {
+                    if filter["domain"] == "apps.test" {
+                        page(vec![serde_json::json!({"id": 1234, "domain": "apps.test", "type": "master", "status": "active", "soa_email": "admin@apps.test"})])
+                    } else {
+                        page(Vec::new())
+                    }
+                }
+                ("POST", "/v4/domains/1234/records") => {
+                    let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(target), Some(ttl)) = (new["name"].as_str(), new["target"].as_str(), new["ttl_sec"].as_u64()) else {
+                        return error(StatusCode::BAD_REQUEST, Some("target"), "target is required");
+                    };
+                    if new["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error(StatusCode::BAD_REQUEST, Some("name"), "Invalid record name");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"errors": [{"reason": "Too Many Requests"}]}));
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = 5000 + seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, target.to_owned()));
+                    json_reply(StatusCode::OK, &serde_json::json!({"id": id, "type": "TXT", "name": name, "target": target, "ttl_sec": ttl}))
+                }
+                ("GET", "/v4/domains/1234/records") => {
+                    let data = seen.lock().unwrap().records.iter()
+                        .filter(|_| filter["type"] == "TXT")
+                        .map(|(id, n, t)| serde_json::json!({"id": id.parse::<u64>().unwrap_or(1), "type": "TXT", "name": n.trim_end_matches("apps.test").trim_end_matches('.'), "target": t, "ttl_sec": 300}))
+                        .collect();
+                    page(data)
+                }
+                ("DELETE", rest) if rest.starts_with("/v4/domains/1234/records/") => {
+                    let id = rest.trim_start_matches("/v4/domains/1234/records/");
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((_, fqdn, target)) = found else {
+                        return error(StatusCode::NOT_FOUND, None, "Not found");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e);
+                    }
+                    json_reply(StatusCode::OK, &serde_json::json!({}))
+                }
+                _ => error(StatusCode::NOT_FOUND, None, "Not found"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn linode_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("linode") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = linode_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v4", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "linode",
+        &[
+            ("LINODE_TOKEN", LINODE_TOKEN),
+            ("LINODE_API_URL", url.as_str()),
+            ("LINODE_POLLING_INTERVAL", "1"),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "linode: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 429 Too Many Requests: Too Many Requests; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /v4/domains/1234/records/50"),
+        created,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v4/domains? {\"domain\":\"apps.test\"}") >= 2,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v4/domains/1234/records?page=1&page_size=500 {\"type\":\"TXT\"}") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: linode: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(LINODE_TOKEN));
+    drop(gw);
+    let wrong = "linode-pat-wrong";
+    let error = refused_story(
+        &setup,
+        "linode",
+        &[("LINODE_TOKEN", wrong), ("LINODE_API_URL", url.as_str())],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: linode: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid Token"
+    );
+}
+
+/// The API key the Vultr stand-in accepts.
+const VULTR_KEY: &str = "VULTRKEY0123456789";
+
+/// Vultr's API v2 under `/v2` for the calls gangway makes (the account's
+/// domains; a domain's records: create, list, delete), with bearer
+/// authentication, cursor pagination (`meta.links.next`), its error shape
+/// (`{"error", "status"}`), TXT data quoted, and its 429; the account
+/// holds the domain `apps.test`, whose records go into `named` through
+/// RFC 2136.
+async fn vultr_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, text: &str| json_reply(status, &serde_json::json!({"error": text, "status": status.as_u16()}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {VULTR_KEY}") {
+                return error(StatusCode::UNAUTHORIZED, "Invalid API token.");
+            }
+            let cursor = query_param(&query, "cursor").unwrap_or_default();
+            match (method.as_str(), path.as_str()) {
+                // Two pages, as a cursor walks them.
+                ("GET", "/v2/domains") if cursor.is_empty() => json_reply(StatusCode::OK, &serde_json::json!({"domains": [{"domain": "other.test", "date_created": "2026-01-01T00:00:00+00:00", "dns_sec": "disabled"}], "meta": {"total": 2, "links": {"next": "bmV4dA==", "prev": ""}}})),
+                ("GET", "/v2/domains") => json_reply(StatusCode::OK, &serde_json::json!({"domains": [{"domain": "apps.test", "date_created": "2026-01-01T00:00:00+00:00", "dns_sec": "disabled"}], "meta": {"total": 2, "links": {"next": "", "prev": "cHJldg=="}}})),
+                ("POST", "/v2/domains/apps.test/records") => {
+                    let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(data), Some(ttl)) = (new["name"].as_str(), new["data"].as_str(), new["ttl"].as_u64()) else {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record: name, data and ttl are required");
+                    };
+                    let Some(value) = data.strip_prefix('"').and_then(|d| d.strip_suffix('"')) else {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record data: TXT data must be quoted");
+                    };
+                    if new["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record name");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"error": "Rate limit reached - please try your request again later.", "status": 429}));
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, value).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = format!("cb676a46-66fd-4dfb-b839-44312347{:04}", seen.next_id);
+                    seen.records.push((id.clone(), fqdn, value.to_owned()));
+                    json_reply(StatusCode::CREATED, &serde_json::json!({"record": {"id": id, "type": "TXT", "name": name, "data": data, "priority": 0, "ttl": ttl}}))
+                }
+                ("GET", "/v2/domains/apps.test/records") => {
+                    let records: Vec<serde_json::Value> = seen.lock().unwrap().records.iter()
+                        .map(|(id, n, v)| serde_json::json!({"id": id, "type": "TXT", "name": n.trim_end_matches("apps.test").trim_end_matches('.'), "data": format!("\"{v}\""), "priority": 0, "ttl": 120}))
+                        .collect();
+                    let total = records.len();
+                    json_reply(StatusCode::OK, &serde_json::json!({"records": records, "meta": {"total": total, "links": {"next": "", "prev": ""}}}))
+                }
+                ("DELETE", rest) if rest.starts_with("/v2/domains/apps.test/records/") => {
+                    let id = rest.trim_start_matches("/v2/domains/apps.test/records/");
+                    let found = {
+                        let mut seen = seen.lock().unwrap();
+                        let at = seen.records.iter().position(|(i, _, _)| i == id);
+                        at.map(|at| seen.records.remove(at))
+                    };
+                    let Some((_, fqdn, value)) = found else {
+                        return error(StatusCode::NOT_FOUND, "Record not found.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &value).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+                }
+                _ => error(StatusCode::NOT_FOUND, "Not found."),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn vultr_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("vultr") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = vultr_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v2", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "vultr",
+        &[
+            ("VULTR_API_KEY", VULTR_KEY),
+            ("VULTR_API_URL", url.as_str()),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "vultr: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 429 Too Many Requests: Rate limit reached - please try your \
+             request again later.; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /v2/domains/apps.test/records/cb676a46"),
+        created,
+        "{calls:#?}"
+    );
+    // The domain list was walked to its second page.
+    assert!(
+        count("GET /v2/domains?per_page=500&cursor=bmV4dA==") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: vultr: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(VULTR_KEY));
+    drop(gw);
+    let wrong = "VULTRWRONG";
+    let error = refused_story(
+        &setup,
+        "vultr",
+        &[("VULTR_API_KEY", wrong), ("VULTR_API_URL", url.as_str())],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: vultr: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid API token."
+    );
+}

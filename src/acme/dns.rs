@@ -16,10 +16,12 @@ mod duckdns;
 mod exec;
 mod gandiv5;
 mod httpreq;
+mod linode;
 mod ovh;
 mod porkbun;
 mod rfc2136;
 mod route53;
+mod vultr;
 
 pub use api::ApiProblem;
 
@@ -346,6 +348,20 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(600),
         interval: secs(10),
         build: |env| Ok(Box::new(porkbun::Porkbun::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "linode",
+        prefix: "LINODE",
+        timeout: secs(120),
+        interval: secs(15),
+        build: |env| Ok(Box::new(linode::Linode::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "vultr",
+        prefix: "VULTR",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(vultr::Vultr::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -276,7 +276,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, porkbun, rfc2136, exec, httpreq;"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, porkbun, linode, vultr, rfc2136, exec, httpreq;"),
         "{err}"
     );
 }
@@ -497,4 +497,36 @@ fn porkbun_needs_both_keys() {
     assert_eq!(p.checks.timeout, Duration::from_secs(600));
     assert_eq!(p.checks.interval, Duration::from_secs(10));
     assert!(!format!("{p:?}").contains("sk1"));
+}
+
+#[test]
+fn linode_and_vultr_read_their_tokens_and_error_shapes() {
+    for (provider, variable, timeout, interval) in [
+        ("linode", "LINODE_TOKEN", 120, 15),
+        ("vultr", "VULTR_API_KEY", 60, 2),
+    ] {
+        let err = Solver::new("le", &challenge(provider), &lookup(&[])).unwrap_err();
+        assert!(
+            matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &[variable]),
+            "{err}"
+        );
+        let s = Solver::new("le", &challenge(provider), &lookup(&[(variable, "t")])).unwrap();
+        assert_eq!(s.checks.timeout, Duration::from_secs(timeout), "{provider}");
+        assert_eq!(
+            s.checks.interval,
+            Duration::from_secs(interval),
+            "{provider}"
+        );
+    }
+    assert_eq!(
+        linode::message(
+            br#"{"errors": [{"field": "ttl_sec", "reason": "bad"}, {"reason": "Invalid Token"}]}"#
+        )
+        .as_deref(),
+        Some("ttl_sec: bad; Invalid Token")
+    );
+    assert_eq!(
+        vultr::message(br#"{"error": "Invalid API token.", "status": 401}"#).as_deref(),
+        Some("Invalid API token.")
+    );
 }
