@@ -2868,3 +2868,142 @@ async fn vultr_publishes_a_wildcard_and_its_apex_through_its_api() {
          Invalid API token."
     );
 }
+
+/// The token the Hetzner stand-in accepts.
+const HETZNER_TOKEN: &str = "hcloud-token-4Fz9";
+
+/// The DNS part of the Hetzner Cloud API v1 for the calls gangway makes (a
+/// zone by name; a TXT record set's `add_records` and `remove_records`
+/// actions; an action by id), with bearer authentication, its error shape
+/// (`{"error": {"code", "message"}}`), its TTL minimum (60), its 429, and
+/// actions that are `running` until looked at once; the project holds the
+/// zone `apps.test`, whose sets go into `named` through RFC 2136.
+async fn hetzner_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |status: StatusCode, code: &str, message: &str| json_reply(status, &serde_json::json!({"error": {"code": code, "message": message, "details": {}}}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {HETZNER_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "unauthorized", "unable to authenticate");
+            }
+            let action = |id: u32, command: &str, status: &str| serde_json::json!({"action": {"id": id, "command": command, "status": status, "progress": if status == "running" { 50 } else { 100 }, "started": "2026-01-01T00:00:00+00:00", "finished": null, "resources": [{"id": 4711, "type": "zone"}], "error": null}});
+            if method == "GET" && path == "/v1/zones/apps.test" {
+                return json_reply(StatusCode::OK, &serde_json::json!({"zone": {"id": 4711, "name": "apps.test", "mode": "primary", "ttl": 3600, "status": "ok"}}));
+            }
+            if method == "GET" && path.starts_with("/v1/zones/") {
+                return error(StatusCode::NOT_FOUND, "not_found", "zone not found");
+            }
+            if let Some(id) = path.strip_prefix("/v1/actions/") {
+                let id = id.parse::<u32>().unwrap_or(0);
+                return json_reply(StatusCode::OK, &action(id, "add_rrset_records", "success"));
+            }
+            let Some(rest) = path.strip_prefix("/v1/zones/apps.test/rrsets/") else {
+                return error(StatusCode::NOT_FOUND, "not_found", "zone not found");
+            };
+            let Some((name, verb)) = rest.split_once("/TXT/actions/") else {
+                return error(StatusCode::NOT_FOUND, "not_found", "rrset not found");
+            };
+            let fqdn = if name == "@" { "apps.test".to_owned() } else { format!("{name}.apps.test") };
+            let change: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let Some(values) = change["records"].as_array().and_then(|r| r.iter().map(|v| v["value"].as_str()?.strip_prefix('"')?.strip_suffix('"').map(str::to_owned)).collect::<Option<Vec<String>>>()) else {
+                return error(StatusCode::BAD_REQUEST, "invalid_input", "invalid input in field 'records': TXT values must be quoted");
+            };
+            let mut after = held(&seen, &fqdn);
+            match (method.as_str(), verb) {
+                ("POST", "add_records") => {
+                    if change["ttl"].as_u64().is_some_and(|t| t < 60) {
+                        return error(StatusCode::BAD_REQUEST, "invalid_input", "invalid input in field 'ttl': must be at least 60");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"error": {"code": "rate_limit_exceeded", "message": "limit of 3600 requests per hour reached", "details": {}}}));
+                    }
+                    after.extend(values.into_iter().filter(|v| !after.contains(v)).collect::<Vec<_>>());
+                }
+                ("POST", "remove_records") if after.is_empty() => return error(StatusCode::NOT_FOUND, "not_found", "rrset not found"),
+                ("POST", "remove_records") => after.retain(|v| !values.contains(v)),
+                _ => return error(StatusCode::NOT_FOUND, "not_found", "action not found"),
+            }
+            if let Err(e) = replace_txt(&header, &seen, &fqdn, &after).await {
+                return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+            }
+            let id = seen.lock().unwrap().next_id;
+            json_reply(StatusCode::CREATED, &action(id, &format!("{}_rrset_records", verb.trim_end_matches("_records")), "running"))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn hetzner_publishes_a_wildcard_and_its_apex_with_record_set_actions() {
+    if !ready("hetzner") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = hetzner_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v1", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "hetzner",
+        &[
+            ("HETZNER_API_TOKEN", HETZNER_TOKEN),
+            ("HETZNER_API_URL", url.as_str()),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "hetzner: adding the TXT record `_acme-challenge.apps.test.` to zone `apps.test`: \
+             the API answered 429 Too Many Requests: limit of 3600 requests per hour reached \
+             (rate_limit_exceeded); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "POST /v1/zones/apps.test/rrsets/_acme-challenge/TXT/actions";
+    // Each value added (one after a 429) and removed, and each accepted
+    // action looked at until it succeeded.
+    assert!(count(&format!("{set}/add_records")) >= 3, "{calls:#?}");
+    assert!(count(&format!("{set}/remove_records")) >= 2, "{calls:#?}");
+    let actions = calls
+        .iter()
+        .filter(|c| c.starts_with("GET /v1/actions/"))
+        .count();
+    assert_eq!(actions, seen.lock().unwrap().next_id as usize, "{calls:#?}");
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: hetzner: finding the zone of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(HETZNER_TOKEN));
+    drop(gw);
+    let wrong = "hcloud-token-wrong";
+    let error = refused_story(
+        &setup,
+        "hetzner",
+        &[
+            ("HETZNER_API_TOKEN", wrong),
+            ("HETZNER_API_URL", url.as_str()),
+        ],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: hetzner: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         unable to authenticate (unauthorized)"
+    );
+}

@@ -15,6 +15,7 @@ mod digitalocean;
 mod duckdns;
 mod exec;
 mod gandiv5;
+mod hetzner;
 mod httpreq;
 mod linode;
 mod ovh;
@@ -362,6 +363,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(2),
         build: |env| Ok(Box::new(vultr::Vultr::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "hetzner",
+        prefix: "HETZNER",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(hetzner::Hetzner::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

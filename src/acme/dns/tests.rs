@@ -276,7 +276,7 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
     let err = Solver::new("le", &challenge("route66"), &lookup(&[])).unwrap_err();
     assert!(
         err.to_string()
-            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, porkbun, linode, vultr, rfc2136, exec, httpreq;"),
+            .contains("(it has cloudflare, route53, digitalocean, ovh, gandiv5, duckdns, desec, porkbun, linode, vultr, hetzner, rfc2136, exec, httpreq;"),
         "{err}"
     );
 }
@@ -528,5 +528,40 @@ fn linode_and_vultr_read_their_tokens_and_error_shapes() {
     assert_eq!(
         vultr::message(br#"{"error": "Invalid API token.", "status": 401}"#).as_deref(),
         Some("Invalid API token.")
+    );
+}
+
+#[test]
+fn hetzner_takes_a_cloud_api_token_and_names_what_replaces_the_dns_console_key() {
+    let err = Solver::new("le", &challenge("hetzner"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["HETZNER_API_TOKEN"]),
+        "{err}"
+    );
+    let err = Solver::new(
+        "le",
+        &challenge("hetzner"),
+        &lookup(&[("HETZNER_API_KEY", "old-s3cret")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::BadEnv { variable, .. } if variable == "HETZNER_API_KEY"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("set HETZNER_API_TOKEN"), "{err}");
+    assert!(!err.to_string().contains("old-s3cret"));
+    let h = Solver::new(
+        "le",
+        &challenge("hetzner"),
+        &lookup(&[("HETZNER_API_TOKEN", "t"), ("HETZNER_API_KEY", "k")]),
+    )
+    .unwrap();
+    assert_eq!(h.checks.timeout, Duration::from_secs(60));
+    assert_eq!(
+        hetzner::message(
+            br#"{"error": {"code": "unauthorized", "message": "unable to authenticate"}}"#
+        )
+        .as_deref(),
+        Some("unable to authenticate (unauthorized)")
     );
 }
