@@ -1106,6 +1106,9 @@ fn hmac256(key: &[u8], data: &[u8]) -> Vec<u8> {
     ring::hmac::sign(&key, data).as_ref().to_vec()
 }
 
+/// An access key id, its secret, and the session token of temporary keys.
+type Keys = (&'static str, &'static str, Option<&'static str>);
+
 /// Checks a request's AWS Signature Version 4 as AWS does, from what was
 /// received: the error code and message AWS answers, if it is wrong.
 fn sigv4_problem(
@@ -1113,7 +1116,9 @@ fn sigv4_problem(
     uri: &http::Uri,
     headers: &http::HeaderMap,
     body: &[u8],
+    (service_wanted, keys): (&str, Keys),
 ) -> Option<(&'static str, &'static str)> {
+    let (key_id, secret, token) = keys;
     const INVALID: (&str, &str) = (
         "InvalidClientTokenId",
         "The security token included in the request is invalid.",
@@ -1130,11 +1135,17 @@ fn sigv4_problem(
             .unwrap_or_default()
     };
     let credential: Vec<&str> = field("Credential").split('/').collect();
-    if credential.len() != 5 || credential[0] != AWS_KEY_ID {
+    if credential.len() != 5 || credential[0] != key_id {
+        return Some(INVALID);
+    }
+    let sent_token = headers
+        .get("x-amz-security-token")
+        .and_then(|v| v.to_str().ok());
+    if sent_token != token {
         return Some(INVALID);
     }
     let (day, region, service) = (credential[1], credential[2], credential[3]);
-    if service != "route53" || credential[4] != "aws4_request" {
+    if service != service_wanted || credential[4] != "aws4_request" {
         return Some(MISMATCH);
     }
     let signed: Vec<&str> = field("SignedHeaders").split(';').collect();
@@ -1171,7 +1182,7 @@ fn sigv4_problem(
         "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
         sha256_hex(canonical.as_bytes())
     );
-    let mut key = hmac256(format!("AWS4{AWS_SECRET}").as_bytes(), day.as_bytes());
+    let mut key = hmac256(format!("AWS4{secret}").as_bytes(), day.as_bytes());
     for part in [region, service, "aws4_request"] {
         key = hmac256(&key, part.as_bytes());
     }
@@ -1189,7 +1200,7 @@ fn sigv4_problem(
 /// account holds the public hosted zone `apps.test.` (`Z0APPS`), whose TXT
 /// sets go into `named` through RFC 2136. Each change is PENDING until
 /// looked at once.
-async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+async fn route53_api(header: String, seen: Arc<Mutex<Seen>>, keys: Keys) -> Backend {
     const NS: &str = "https://route53.amazonaws.com/doc/2013-04-01/";
     Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
         let (seen, header) = (seen.clone(), header.clone());
@@ -1210,7 +1221,7 @@ async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             let error = |status: StatusCode, code: &str, message: &str| {
                 xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>r-1</RequestId></ErrorResponse>"))
             };
-            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body) {
+            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body, ("route53", keys)) {
                 return error(StatusCode::FORBIDDEN, code, message);
             }
             let param = |name: &str| {
@@ -1315,7 +1326,12 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
     let setup = Setup::start(None).await;
     let seen: Arc<Mutex<Seen>> = Arc::default();
     seen.lock().unwrap().rate_limited = 1;
-    let api = route53_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let api = route53_api(
+        setup.named.nsupdate_header(),
+        seen.clone(),
+        (AWS_KEY_ID, AWS_SECRET, None),
+    )
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let credentials = dir.path().join("credentials");
     std::fs::write(
@@ -3005,5 +3021,106 @@ async fn hetzner_publishes_a_wildcard_and_its_apex_with_record_set_actions() {
         "DNS-01 challenge for `sub.apps.test`: hetzner: finding the zone of \
          `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
          unable to authenticate (unauthorized)"
+    );
+}
+
+/// The role the STS stand-in lets the Route 53 keys assume, and the
+/// temporary keys it hands out for it.
+const AWS_ROLE: &str = "arn:aws:iam::123456789012:role/dns-01";
+const AWS_ROLE_KEYS: Keys = (
+    "ASIAGANGWAYROLE",
+    "role/secret+Key0000000000000000000000000",
+    Some("FwoGZXIvYXdzEJr//////////wEaDGangwayRoleSession"),
+);
+
+/// AWS STS's query API for `AssumeRole` (a form `POST /` with `Action`,
+/// `Version` 2011-06-15, `RoleArn`, `RoleSessionName`, `ExternalId`),
+/// SigV4 (service `sts`) checked with the Route 53 keys, answering the
+/// role's temporary credentials in STS's XML, or its `AccessDenied`.
+async fn sts_api(seen: Arc<Mutex<Seen>>) -> Backend {
+    const NS: &str = "https://sts.amazonaws.com/doc/2011-06-15/";
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let seen = seen.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let form = String::from_utf8_lossy(&body).into_owned();
+            seen.lock().unwrap().calls.push(format!("{} {} {form}", parts.method, parts.uri.path()));
+            let xml = |status: StatusCode, text: String| {
+                http::Response::builder()
+                    .status(status)
+                    .header(http::header::CONTENT_TYPE, "text/xml")
+                    .body(Full::new(Bytes::from(text)))
+                    .unwrap()
+            };
+            let error = |status: StatusCode, code: &str, message: &str| {
+                xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>s-1</RequestId></ErrorResponse>"))
+            };
+            if let Some((code, message)) = sigv4_problem(parts.method.as_str(), &parts.uri, &parts.headers, &body, ("sts", (AWS_KEY_ID, AWS_SECRET, None))) {
+                return error(StatusCode::FORBIDDEN, code, message);
+            }
+            let param = |name: &str| query_param(&form, name).unwrap_or_default();
+            if parts.method != "POST" || param("Action") != "AssumeRole" || param("Version") != "2011-06-15" || param("RoleSessionName").is_empty() {
+                return error(StatusCode::BAD_REQUEST, "InvalidAction", "Could not find operation for this request");
+            }
+            let role = param("RoleArn").replace("%3A", ":").replace("%2F", "/");
+            if role != AWS_ROLE || param("ExternalId") != "gangway-ext-1" {
+                return error(StatusCode::FORBIDDEN, "AccessDenied", &format!("User: arn:aws:iam::123456789012:user/dns is not authorized to perform: sts:AssumeRole on resource: {role}"));
+            }
+            let (id, secret, token) = AWS_ROLE_KEYS;
+            xml(StatusCode::OK, format!("<AssumeRoleResponse xmlns=\"{NS}\"><AssumeRoleResult><Credentials><AccessKeyId>{id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey><SessionToken>{}</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration></Credentials><AssumedRoleUser><Arn>{AWS_ROLE}/gangway</Arn><AssumedRoleId>AROA1:gangway</AssumedRoleId></AssumedRoleUser></AssumeRoleResult><ResponseMetadata><RequestId>s-2</RequestId></ResponseMetadata></AssumeRoleResponse>", token.unwrap_or_default()))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn route53_assumes_a_role_through_sts_and_signs_with_its_temporary_keys() {
+    if !ready("route53_role") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let sts_seen: Arc<Mutex<Seen>> = Arc::default();
+    // Route 53 accepts only the role's keys: the user's keys reach STS.
+    let api = route53_api(setup.named.nsupdate_header(), seen.clone(), AWS_ROLE_KEYS).await;
+    let sts = sts_api(sts_seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("aws-secret");
+    std::fs::write(&secret_file, format!("{AWS_SECRET}\n")).unwrap();
+    let (url, sts_url, secret_file) = (api.url(), sts.url(), secret_file.display().to_string());
+    let env = [
+        ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY_FILE", secret_file.as_str()),
+        ("AWS_ASSUME_ROLE_ARN", AWS_ROLE),
+        ("AWS_EXTERNAL_ID", "gangway-ext-1"),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+        ("AWS_ENDPOINT_URL_STS", sts_url.as_str()),
+    ];
+    let (gw, _) = wildcard_story(&setup, &seen, "route53", &env).await;
+    // The role was assumed once and its keys reused for every call.
+    let assumed = sts_seen.lock().unwrap().calls.clone();
+    assert_eq!(assumed.len(), 1, "{assumed:#?}");
+    assert!(
+        assumed[0].starts_with("POST / Action=AssumeRole&DurationSeconds=900&ExternalId=gangway-ext-1&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fdns-01&RoleSessionName="),
+        "{assumed:#?}"
+    );
+    assert!(seen.lock().unwrap().next_id >= 4);
+    assert!(!gw.log().contains(AWS_SECRET));
+    assert!(!gw.log().contains(AWS_ROLE_KEYS.1));
+    drop(gw);
+
+    // A role the user may not assume: STS's own sentence.
+    let mut env = env.to_vec();
+    env[3] = ("AWS_EXTERNAL_ID", "wrong-ext");
+    let error = refused_story(&setup, "route53", &env, AWS_SECRET).await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: route53: finding the hosted zone of \
+         `_acme-challenge.sub.apps.test.`: assuming the role \
+         `arn:aws:iam::123456789012:role/dns-01`: the API refused the credentials (403 \
+         Forbidden): User: arn:aws:iam::123456789012:user/dns is not authorized to perform: \
+         sts:AssumeRole on resource: arn:aws:iam::123456789012:role/dns-01 (AccessDenied)"
     );
 }

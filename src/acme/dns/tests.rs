@@ -565,3 +565,32 @@ fn hetzner_takes_a_cloud_api_token_and_names_what_replaces_the_dns_console_key()
         Some("unable to authenticate (unauthorized)")
     );
 }
+
+#[test]
+fn route53_reads_its_variables_from_files_and_a_role_to_assume() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    let secret = dir.path().join("secret");
+    std::fs::write(&key, "AKIAFROMFILE\n").unwrap();
+    std::fs::write(&secret, "s3cr3t\n").unwrap();
+    let vars = [
+        ("AWS_ACCESS_KEY_ID_FILE", key.to_str().unwrap()),
+        ("AWS_SECRET_ACCESS_KEY_FILE", secret.to_str().unwrap()),
+        ("AWS_ASSUME_ROLE_ARN", "arn:aws:iam::1:role/dns"),
+        ("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9"),
+        ("HOME", "/nonexistent"),
+    ];
+    let r = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap();
+    assert!(!format!("{r:?}").contains("s3cr3t"));
+    let vars = [
+        ("AWS_ACCESS_KEY_ID", "AKIA"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("AWS_ASSUME_ROLE_ARN", "arn:aws:iam::1:role/dns"),
+        ("AWS_ENDPOINT_URL_STS", "ftp://sts"),
+    ];
+    let err = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "AWS_ENDPOINT_URL_STS: `ftp://sts` is not an http:// or https:// URL"
+    );
+}
