@@ -730,11 +730,7 @@ async fn cloudflare_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) => {
                     let id = rest.strip_prefix("/z-apps/dns_records/").unwrap_or_default();
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((id, name, content)) = found else {
                         return error(StatusCode::NOT_FOUND, 81044, "Record does not exist.");
                     };
@@ -988,11 +984,7 @@ async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) => {
                     let id = rest.strip_prefix("records/").unwrap_or_default();
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((_, fqdn, data)) = found else {
                         return not_found();
                     };
@@ -2022,6 +2014,13 @@ fn held(seen: &Mutex<Seen>, fqdn: &str) -> Vec<String> {
         .collect()
 }
 
+/// Removes and returns the record `id` the stand-in holds.
+fn take_record(seen: &Mutex<Seen>, id: &str) -> Option<(String, String, String)> {
+    let mut seen = seen.lock().unwrap();
+    let at = seen.records.iter().position(|(i, _, _)| i == id)?;
+    Some(seen.records.remove(at))
+}
+
 /// Whether the stand-in answers this request 429 (it was told to, once
 /// per `rate_limited`).
 fn throttle(seen: &Mutex<Seen>) -> bool {
@@ -2100,9 +2099,7 @@ async fn desec_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                     return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"non_field_errors": ["Another RRset with the same subdomain and type exists for this domain."]}));
                 }
                 if throttle(&seen) {
-                    let mut reply = detail(StatusCode::TOO_MANY_REQUESTS, "Request was throttled. Expected available in 1 second.");
-                    reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-                    return reply;
+                    return too_many(&serde_json::json!({"detail": "Request was throttled. Expected available in 1 second."}));
                 }
                 if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
                     return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
@@ -2125,9 +2122,7 @@ async fn desec_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                         return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"records": ["TXT records must be quoted strings."]}));
                     };
                     if throttle(&seen) {
-                        let mut reply = detail(StatusCode::TOO_MANY_REQUESTS, "Request was throttled. Expected available in 1 second.");
-                        reply.headers_mut().insert(http::header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-                        return reply;
+                        return too_many(&serde_json::json!({"detail": "Request was throttled. Expected available in 1 second."}));
                     }
                     if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
                         return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
@@ -2175,20 +2170,26 @@ fn wildcard_and_apex(backend: &str, base: &str, others: &[&str]) -> String {
     routers(backend, &list)
 }
 
-/// Waits until the ACME certificate `main` failed `times` times; its
-/// `lastError`, after checking a retry is planned.
+/// Waits until the ACME certificate `main` failed `times` times and a
+/// retry is planned (between two attempts: while one runs, none is); its
+/// `lastError` then.
 async fn failed(gw: &Gangway, main: &str, times: u64) -> String {
+    let waiting = |c: &serde_json::Value| {
+        c["failures"].as_u64().unwrap_or(0) >= times && c["nextAttempt"].as_i64().is_some()
+    };
+    let last: Mutex<Option<serde_json::Value>> = Mutex::new(None);
     eventually(
         Duration::from_secs(60),
-        &format!("{times} failed orders for {main}"),
+        &format!("{times} failed orders for {main}, and a retry planned"),
         || async {
-            cert(&certificates(gw).await, main)
-                .is_some_and(|c| c["failures"].as_u64().unwrap_or(0) >= times)
+            let found = cert(&certificates(gw).await, main).filter(waiting);
+            let done = found.is_some();
+            *last.lock().unwrap() = found;
+            done
         },
     )
     .await;
-    let c = cert(&certificates(gw).await, main).unwrap();
-    assert!(c["nextAttempt"].as_i64().is_some(), "{c}");
+    let c = last.lock().unwrap().take().unwrap();
     c["lastError"].as_str().unwrap_or_default().to_owned()
 }
 
@@ -2396,11 +2397,7 @@ async fn porkbun_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                     ok(serde_json::json!({"records": records}))
                 }
                 "delete" if parts.len() == 4 => {
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == parts[3]);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, parts[3]);
                     let Some((_, fqdn, content)) = found else {
                         return error("Invalid record id.");
                     };
@@ -2644,11 +2641,7 @@ async fn linode_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) if rest.starts_with("/v4/domains/1234/records/") => {
                     let id = rest.trim_start_matches("/v4/domains/1234/records/");
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((_, fqdn, target)) = found else {
                         return error(StatusCode::NOT_FOUND, None, "Not found");
                     };
@@ -2797,11 +2790,7 @@ async fn vultr_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) if rest.starts_with("/v2/domains/apps.test/records/") => {
                     let id = rest.trim_start_matches("/v2/domains/apps.test/records/");
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((_, fqdn, value)) = found else {
                         return error(StatusCode::NOT_FOUND, "Record not found.");
                     };

@@ -449,3 +449,50 @@ pub(super) fn ttl(env: &Env<'_>, variable: &str, default: u64, min: u64) -> Resu
         .as_secs()
         .max(min))
 }
+
+/// Implements [`DnsProvider`](super::DnsProvider) for a provider type
+/// whose own `async fn present` and `async fn cleanup` do the work, under
+/// the name `dnsChallenge.provider` gives it.
+macro_rules! dns_provider {
+    ($provider:ident, $name:literal) => {
+        impl super::DnsProvider for $provider {
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn present<'a>(
+                &'a self,
+                fqdn: &'a str,
+                value: &'a str,
+            ) -> futures_util::future::BoxFuture<'a, Result<(), super::DnsError>> {
+                Box::pin($provider::present(self, fqdn, value))
+            }
+
+            fn cleanup<'a>(
+                &'a self,
+                fqdn: &'a str,
+                value: &'a str,
+            ) -> futures_util::future::BoxFuture<'a, Result<(), super::DnsError>> {
+                Box::pin($provider::cleanup(self, fqdn, value))
+            }
+        }
+    };
+}
+pub(super) use dns_provider;
+
+impl Api {
+    /// Deletes each of `urls` (a 404 means it is gone already, which is
+    /// what was wanted).
+    pub(super) async fn delete_each(
+        &self,
+        action: &str,
+        urls: Vec<String>,
+        headers: &[(HeaderName, HeaderValue)],
+    ) -> Result<(), DnsError> {
+        for url in urls {
+            self.json(action, Method::DELETE, &url, headers, None)
+                .await?;
+        }
+        Ok(())
+    }
+}

@@ -12,8 +12,7 @@
 //! it).
 
 use super::api::{self, Api, ApiProblem};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 /// Where the API is, unless `DESEC_API_URL` says otherwise.
@@ -170,16 +169,4 @@ impl Desec {
     }
 }
 
-impl DnsProvider for Desec {
-    fn name(&self) -> &'static str {
-        "desec"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Desec::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Desec::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Desec, "desec");

@@ -14,8 +14,7 @@
 //! gangway waits until each action has succeeded.
 
 use super::api::{self, Api, ApiProblem};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use std::time::Duration;
 
@@ -215,16 +214,4 @@ impl Hetzner {
     }
 }
 
-impl DnsProvider for Hetzner {
-    fn name(&self) -> &'static str {
-        "hetzner"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Hetzner::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Hetzner::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Hetzner, "hetzner");

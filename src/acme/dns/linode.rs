@@ -9,8 +9,7 @@
 //! record; cleanup deletes only the records holding its value.
 
 use super::api::{self, Api, ApiProblem};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 
 /// Where the API is, unless `LINODE_API_URL` says otherwise.
@@ -168,27 +167,12 @@ impl Linode {
             }
             page += 1;
         }
-        for record in ours {
-            let url = format!("{}/domains/{id}/records/{record}", self.base);
-            // A 404 means it is gone already, which is what was wanted.
-            self.api
-                .json(&action, Method::DELETE, &url, &self.auth, None)
-                .await?;
-        }
-        Ok(())
+        let urls: Vec<String> = ours
+            .iter()
+            .map(|record| format!("{}/domains/{id}/records/{record}", self.base))
+            .collect();
+        self.api.delete_each(&action, urls, &self.auth).await
     }
 }
 
-impl DnsProvider for Linode {
-    fn name(&self) -> &'static str {
-        "linode"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Linode::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Linode::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Linode, "linode");

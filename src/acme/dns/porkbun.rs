@@ -11,8 +11,7 @@
 //! the records holding its value.
 
 use super::api::{self, Api, ApiProblem};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::Method;
 
 /// Where the API is, unless `PORKBUN_API_URL` says otherwise.
@@ -182,16 +181,4 @@ impl Porkbun {
     }
 }
 
-impl DnsProvider for Porkbun {
-    fn name(&self) -> &'static str {
-        "porkbun"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Porkbun::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Porkbun::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Porkbun, "porkbun");

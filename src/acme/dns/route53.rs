@@ -24,8 +24,7 @@
 //! After each change gangway polls it until Route 53 reports it `INSYNC`.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use sha2::Digest as _;
 use std::time::{Duration, SystemTime};
@@ -505,19 +504,7 @@ impl Route53 {
     }
 }
 
-impl DnsProvider for Route53 {
-    fn name(&self) -> &'static str {
-        "route53"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Route53::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Route53::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Route53, "route53");
 
 /// The endpoint in `variable`, else in `AWS_ENDPOINT_URL`, else
 /// `default`; and its `host[:port]`, as signed.

@@ -9,8 +9,7 @@
 //! wants TXT data); cleanup deletes only the records holding its value.
 
 use super::api::{self, Api, ApiProblem};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 
 /// Where the API is, unless `VULTR_API_URL` says otherwise.
@@ -29,6 +28,16 @@ pub(super) struct Vultr {
     ttl: u64,
 }
 
+/// One page of a listing: its items (`domains` or `records`) and the
+/// cursor of the next page.
+#[derive(serde::Deserialize)]
+struct Page<T> {
+    #[serde(alias = "domains", alias = "records", default = "Vec::new")]
+    items: Vec<T>,
+    #[serde(default)]
+    meta: Meta,
+}
+
 #[derive(serde::Deserialize, Default)]
 struct Meta {
     #[serde(default)]
@@ -42,24 +51,8 @@ struct Links {
 }
 
 #[derive(serde::Deserialize)]
-struct Domains {
-    #[serde(default)]
-    domains: Vec<Domain>,
-    #[serde(default)]
-    meta: Meta,
-}
-
-#[derive(serde::Deserialize)]
 struct Domain {
     domain: String,
-}
-
-#[derive(serde::Deserialize)]
-struct Records {
-    #[serde(default)]
-    records: Vec<Record>,
-    #[serde(default)]
-    meta: Meta,
 }
 
 #[derive(serde::Deserialize)]
@@ -95,13 +88,31 @@ impl Vultr {
         })
     }
 
-    /// `url` of a listing with its page size and, after the first page,
-    /// Vultr's cursor.
-    fn page(url: &str, cursor: &str) -> String {
-        if cursor.is_empty() {
-            format!("{url}?per_page={PER_PAGE}")
-        } else {
-            format!("{url}?per_page={PER_PAGE}&cursor={cursor}")
+    /// Every item of the listing at `url`, page after page by cursor.
+    async fn all<T: serde::de::DeserializeOwned>(
+        &self,
+        action: &str,
+        url: &str,
+    ) -> Result<Vec<T>, DnsError> {
+        let mut items = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page_url = if cursor.is_empty() {
+                format!("{url}?per_page={PER_PAGE}")
+            } else {
+                format!("{url}?per_page={PER_PAGE}&cursor={cursor}")
+            };
+            let reply = self
+                .api
+                .json(action, Method::GET, &page_url, &self.auth, None)
+                .await?;
+            let reply = self.api.success(action, reply)?;
+            let page: Page<T> = reply.json().map_err(|p| self.api.error(action, p))?;
+            items.extend(page.items);
+            if page.meta.links.next.is_empty() {
+                return Ok(items);
+            }
+            cursor = page.meta.links.next;
         }
     }
 
@@ -109,32 +120,11 @@ impl Vultr {
     async fn domain(&self, fqdn: &str) -> Result<String, DnsError> {
         let action = format!("finding the domain of `{fqdn}`");
         let tried = api::zone_candidates(fqdn);
-        let url = format!("{}/domains", self.base);
-        let mut cursor = String::new();
-        let mut held = Vec::new();
-        loop {
-            let reply = self
-                .api
-                .json(
-                    &action,
-                    Method::GET,
-                    &Self::page(&url, &cursor),
-                    &self.auth,
-                    None,
-                )
-                .await?;
-            let reply = self.api.success(&action, reply)?;
-            let page: Domains = reply.json().map_err(|p| self.api.error(&action, p))?;
-            held.extend(page.domains.into_iter().map(|d| d.domain));
-            if page.meta.links.next.is_empty() {
-                break;
-            }
-            cursor = page.meta.links.next;
-        }
+        let held: Vec<Domain> = self.all(&action, &format!("{}/domains", self.base)).await?;
         // Candidates are longest first: the first held one wins.
         tried
             .iter()
-            .find(|name| held.iter().any(|d| d.eq_ignore_ascii_case(name)))
+            .find(|name| held.iter().any(|d| d.domain.eq_ignore_ascii_case(name)))
             .cloned()
             .ok_or_else(|| self.api.error(&action, ApiProblem::NoZone { tried }))
     }
@@ -161,56 +151,16 @@ impl Vultr {
         let domain = self.domain(fqdn).await?;
         let action = format!("removing the TXT record `{fqdn}` from domain `{domain}`");
         let name = api::relative(fqdn, &domain);
-        let url = format!("{}/domains/{domain}/records", self.base);
-        let mut cursor = String::new();
-        let mut ours = Vec::new();
-        loop {
-            let reply = self
-                .api
-                .json(
-                    &action,
-                    Method::GET,
-                    &Self::page(&url, &cursor),
-                    &self.auth,
-                    None,
-                )
-                .await?;
-            let reply = self.api.success(&action, reply)?;
-            let page: Records = reply.json().map_err(|p| self.api.error(&action, p))?;
-            ours.extend(
-                page.records
-                    .into_iter()
-                    .filter(|r| {
-                        r.kind == "TXT" && r.name == name && r.data.trim_matches('"') == value
-                    })
-                    .map(|r| r.id),
-            );
-            if page.meta.links.next.is_empty() {
-                break;
-            }
-            cursor = page.meta.links.next;
-        }
-        for id in ours {
-            let url = format!("{}/domains/{domain}/records/{id}", self.base);
-            // A 404 means it is gone already, which is what was wanted.
-            self.api
-                .json(&action, Method::DELETE, &url, &self.auth, None)
-                .await?;
-        }
-        Ok(())
+        let records: Vec<Record> = self
+            .all(&action, &format!("{}/domains/{domain}/records", self.base))
+            .await?;
+        let urls: Vec<String> = records
+            .iter()
+            .filter(|r| r.kind == "TXT" && r.name == name && r.data.trim_matches('"') == value)
+            .map(|r| format!("{}/domains/{domain}/records/{}", self.base, r.id))
+            .collect();
+        self.api.delete_each(&action, urls, &self.auth).await
     }
 }
 
-impl DnsProvider for Vultr {
-    fn name(&self) -> &'static str {
-        "vultr"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Vultr::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Vultr::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Vultr, "vultr");
