@@ -47,7 +47,9 @@ fn routers(backend: &str, routers: &[(&str, &str, &str, &str)]) -> String {
 struct Setup {
     named: Named,
     pebble: Pebble,
-    tls: u16,
+    /// The TLS port of the newest gangway (each gets a fresh one: a port
+    /// found free may be taken by another test's connection meanwhile).
+    tls: std::sync::atomic::AtomicU16,
     storage: tempfile::TempDir,
 }
 
@@ -58,9 +60,14 @@ impl Setup {
         Setup {
             named,
             pebble,
-            tls: free_port(),
+            tls: std::sync::atomic::AtomicU16::new(free_port()),
             storage: tempfile::tempdir().unwrap(),
         }
+    }
+
+    /// Where the newest gangway listens for TLS.
+    fn tls(&self) -> u16 {
+        self.tls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The flags of a resolver `name` on this pebble (with `provider`, if any).
@@ -90,8 +97,10 @@ impl Setup {
         env: &[(&str, &str)],
         extra: &[&str],
     ) -> Gangway {
+        self.tls
+            .store(free_port(), std::sync::atomic::Ordering::Relaxed);
         let mut flags = vec![
-            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls),
+            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls()),
             "--api=true".to_owned(),
         ];
         flags.extend(self.resolver("le", Some(provider)));
@@ -114,7 +123,7 @@ impl Setup {
     /// `names`; returns a client trusting pebble's root.
     async fn wait_for_certificate(&self, host: &str, names: &[&str]) -> TlsClient {
         let client = TlsClient::trusting(&self.pebble.issuing_root().await);
-        let tls = self.tls;
+        let tls = self.tls();
         eventually(
             ISSUE,
             &format!("a certificate {names:?} for {host}"),
@@ -218,7 +227,7 @@ async fn a_wildcard_certificate_from_rfc2136_serves_every_host_under_it_and_an_e
         .wait_for_certificate("one.apps.test", &["*.apps.test"])
         .await;
     let two = client
-        .get(setup.tls, "two.apps.test", None, "/", true)
+        .get(setup.tls(), "two.apps.test", None, "/", true)
         .await
         .expect("the wildcard is valid for two.apps.test");
     assert_eq!(two.names(), ["*.apps.test"]);
@@ -329,7 +338,7 @@ async fn a_wrong_tsig_secret_is_an_error_on_resolver_and_router_retried_while_th
 
     // Meanwhile the hosts get the default certificate.
     let served = TlsClient::insecure()
-        .get(setup.tls, "one.apps.test", None, "/", true)
+        .get(setup.tls(), "one.apps.test", None, "/", true)
         .await
         .expect("a handshake with the default certificate");
     assert_eq!(served.common_name(), "GANGWAY DEFAULT CERT");
@@ -501,13 +510,13 @@ async fn a_short_lived_wildcard_certificate_is_renewed() {
     let names = ["*.apps.test", "apps.test"];
     let client = setup.wait_for_certificate("www.apps.test", &names).await;
     let first = client
-        .get(setup.tls, "www.apps.test", None, "/", true)
+        .get(setup.tls(), "www.apps.test", None, "/", true)
         .await
         .unwrap();
     eventually(Duration::from_secs(60), "a renewed certificate", || {
         let client = client.clone();
         let first = first.serial();
-        let tls = setup.tls;
+        let tls = setup.tls();
         async move {
             client
                 .get(tls, "www.apps.test", None, "/", true)
@@ -517,7 +526,7 @@ async fn a_short_lived_wildcard_certificate_is_renewed() {
     })
     .await;
     let renewed = client
-        .get(setup.tls, "www.apps.test", None, "/", true)
+        .get(setup.tls(), "www.apps.test", None, "/", true)
         .await
         .unwrap();
     assert_eq!(renewed.names(), names);
@@ -3088,13 +3097,15 @@ async fn route53_assumes_a_role_through_sts_and_signs_with_its_temporary_keys() 
         ("AWS_ENDPOINT_URL_STS", sts_url.as_str()),
     ];
     let (gw, _) = wildcard_story(&setup, &seen, "route53", &env).await;
-    // The role was assumed once and its keys reused for every call.
+    // The role was assumed (at most once by each of the two orders that
+    // start together) and its keys reused for every later call.
     let assumed = sts_seen.lock().unwrap().calls.clone();
-    assert_eq!(assumed.len(), 1, "{assumed:#?}");
+    assert!((1..=2).contains(&assumed.len()), "{assumed:#?}");
     assert!(
-        assumed[0].starts_with("POST / Action=AssumeRole&DurationSeconds=900&ExternalId=gangway-ext-1&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fdns-01&RoleSessionName="),
+        assumed.iter().all(|c| c.starts_with("POST / Action=AssumeRole&DurationSeconds=900&ExternalId=gangway-ext-1&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fdns-01&RoleSessionName=")),
         "{assumed:#?}"
     );
+    assert!(seen.lock().unwrap().calls.len() > 2 * assumed.len());
     assert!(seen.lock().unwrap().next_id >= 4);
     assert!(!gw.log().contains(AWS_SECRET));
     assert!(!gw.log().contains(AWS_ROLE_KEYS.1));
