@@ -2,7 +2,8 @@
 //! `test.` on a loopback port of each test's own, accepting TSIG-signed
 //! updates; pebble resolving every name through it, so that it validates
 //! the TXT records gangway really published. Covers wildcard certificates,
-//! the three providers (`rfc2136`, `exec` with `nsupdate`, `httpreq`), a
+//! the three providers (`rfc2136`, `exec` with `nsupdate`, `httpreq`) and
+//! each DNS host API provider through a stand-in of its API, a
 //! wrong TSIG secret, and renewal.
 
 mod support;
@@ -46,7 +47,9 @@ fn routers(backend: &str, routers: &[(&str, &str, &str, &str)]) -> String {
 struct Setup {
     named: Named,
     pebble: Pebble,
-    tls: u16,
+    /// The TLS port of the newest gangway (each gets a fresh one: a port
+    /// found free may be taken by another test's connection meanwhile).
+    tls: std::sync::atomic::AtomicU16,
     storage: tempfile::TempDir,
 }
 
@@ -57,9 +60,14 @@ impl Setup {
         Setup {
             named,
             pebble,
-            tls: free_port(),
+            tls: std::sync::atomic::AtomicU16::new(free_port()),
             storage: tempfile::tempdir().unwrap(),
         }
+    }
+
+    /// Where the newest gangway listens for TLS.
+    fn tls(&self) -> u16 {
+        self.tls.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The flags of a resolver `name` on this pebble (with `provider`, if any).
@@ -89,8 +97,10 @@ impl Setup {
         env: &[(&str, &str)],
         extra: &[&str],
     ) -> Gangway {
+        self.tls
+            .store(free_port(), std::sync::atomic::Ordering::Relaxed);
         let mut flags = vec![
-            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls),
+            format!("--entryPoints.websecure.address=127.0.0.1:{}", self.tls()),
             "--api=true".to_owned(),
         ];
         flags.extend(self.resolver("le", Some(provider)));
@@ -113,7 +123,7 @@ impl Setup {
     /// `names`; returns a client trusting pebble's root.
     async fn wait_for_certificate(&self, host: &str, names: &[&str]) -> TlsClient {
         let client = TlsClient::trusting(&self.pebble.issuing_root().await);
-        let tls = self.tls;
+        let tls = self.tls();
         eventually(
             ISSUE,
             &format!("a certificate {names:?} for {host}"),
@@ -217,7 +227,7 @@ async fn a_wildcard_certificate_from_rfc2136_serves_every_host_under_it_and_an_e
         .wait_for_certificate("one.apps.test", &["*.apps.test"])
         .await;
     let two = client
-        .get(setup.tls, "two.apps.test", None, "/", true)
+        .get(setup.tls(), "two.apps.test", None, "/", true)
         .await
         .expect("the wildcard is valid for two.apps.test");
     assert_eq!(two.names(), ["*.apps.test"]);
@@ -328,7 +338,7 @@ async fn a_wrong_tsig_secret_is_an_error_on_resolver_and_router_retried_while_th
 
     // Meanwhile the hosts get the default certificate.
     let served = TlsClient::insecure()
-        .get(setup.tls, "one.apps.test", None, "/", true)
+        .get(setup.tls(), "one.apps.test", None, "/", true)
         .await
         .expect("a handshake with the default certificate");
     assert_eq!(served.common_name(), "GANGWAY DEFAULT CERT");
@@ -500,13 +510,13 @@ async fn a_short_lived_wildcard_certificate_is_renewed() {
     let names = ["*.apps.test", "apps.test"];
     let client = setup.wait_for_certificate("www.apps.test", &names).await;
     let first = client
-        .get(setup.tls, "www.apps.test", None, "/", true)
+        .get(setup.tls(), "www.apps.test", None, "/", true)
         .await
         .unwrap();
     eventually(Duration::from_secs(60), "a renewed certificate", || {
         let client = client.clone();
         let first = first.serial();
-        let tls = setup.tls;
+        let tls = setup.tls();
         async move {
             client
                 .get(tls, "www.apps.test", None, "/", true)
@@ -516,7 +526,7 @@ async fn a_short_lived_wildcard_certificate_is_renewed() {
     })
     .await;
     let renewed = client
-        .get(setup.tls, "www.apps.test", None, "/", true)
+        .get(setup.tls(), "www.apps.test", None, "/", true)
         .await
         .unwrap();
     assert_eq!(renewed.names(), names);
@@ -729,11 +739,7 @@ async fn cloudflare_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) => {
                     let id = rest.strip_prefix("/z-apps/dns_records/").unwrap_or_default();
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((id, name, content)) = found else {
                         return error(StatusCode::NOT_FOUND, 81044, "Record does not exist.");
                     };
@@ -987,11 +993,7 @@ async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                 }
                 ("DELETE", rest) => {
                     let id = rest.strip_prefix("records/").unwrap_or_default();
-                    let found = {
-                        let mut seen = seen.lock().unwrap();
-                        let at = seen.records.iter().position(|(i, _, _)| i == id);
-                        at.map(|at| seen.records.remove(at))
-                    };
+                    let found = take_record(&seen, id);
                     let Some((_, fqdn, data)) = found else {
                         return not_found();
                     };
@@ -1105,6 +1107,9 @@ fn hmac256(key: &[u8], data: &[u8]) -> Vec<u8> {
     ring::hmac::sign(&key, data).as_ref().to_vec()
 }
 
+/// An access key id, its secret, and the session token of temporary keys.
+type Keys = (&'static str, &'static str, Option<&'static str>);
+
 /// Checks a request's AWS Signature Version 4 as AWS does, from what was
 /// received: the error code and message AWS answers, if it is wrong.
 fn sigv4_problem(
@@ -1112,7 +1117,9 @@ fn sigv4_problem(
     uri: &http::Uri,
     headers: &http::HeaderMap,
     body: &[u8],
+    (service_wanted, keys): (&str, Keys),
 ) -> Option<(&'static str, &'static str)> {
+    let (key_id, secret, token) = keys;
     const INVALID: (&str, &str) = (
         "InvalidClientTokenId",
         "The security token included in the request is invalid.",
@@ -1129,11 +1136,17 @@ fn sigv4_problem(
             .unwrap_or_default()
     };
     let credential: Vec<&str> = field("Credential").split('/').collect();
-    if credential.len() != 5 || credential[0] != AWS_KEY_ID {
+    if credential.len() != 5 || credential[0] != key_id {
+        return Some(INVALID);
+    }
+    let sent_token = headers
+        .get("x-amz-security-token")
+        .and_then(|v| v.to_str().ok());
+    if sent_token != token {
         return Some(INVALID);
     }
     let (day, region, service) = (credential[1], credential[2], credential[3]);
-    if service != "route53" || credential[4] != "aws4_request" {
+    if service != service_wanted || credential[4] != "aws4_request" {
         return Some(MISMATCH);
     }
     let signed: Vec<&str> = field("SignedHeaders").split(';').collect();
@@ -1170,7 +1183,7 @@ fn sigv4_problem(
         "AWS4-HMAC-SHA256\n{date}\n{scope}\n{}",
         sha256_hex(canonical.as_bytes())
     );
-    let mut key = hmac256(format!("AWS4{AWS_SECRET}").as_bytes(), day.as_bytes());
+    let mut key = hmac256(format!("AWS4{secret}").as_bytes(), day.as_bytes());
     for part in [region, service, "aws4_request"] {
         key = hmac256(&key, part.as_bytes());
     }
@@ -1188,7 +1201,7 @@ fn sigv4_problem(
 /// account holds the public hosted zone `apps.test.` (`Z0APPS`), whose TXT
 /// sets go into `named` through RFC 2136. Each change is PENDING until
 /// looked at once.
-async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+async fn route53_api(header: String, seen: Arc<Mutex<Seen>>, keys: Keys) -> Backend {
     const NS: &str = "https://route53.amazonaws.com/doc/2013-04-01/";
     Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
         let (seen, header) = (seen.clone(), header.clone());
@@ -1209,7 +1222,7 @@ async fn route53_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             let error = |status: StatusCode, code: &str, message: &str| {
                 xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>r-1</RequestId></ErrorResponse>"))
             };
-            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body) {
+            if let Some((code, message)) = sigv4_problem(&method, &parts.uri, &parts.headers, &body, ("route53", keys)) {
                 return error(StatusCode::FORBIDDEN, code, message);
             }
             let param = |name: &str| {
@@ -1314,7 +1327,12 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
     let setup = Setup::start(None).await;
     let seen: Arc<Mutex<Seen>> = Arc::default();
     seen.lock().unwrap().rate_limited = 1;
-    let api = route53_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let api = route53_api(
+        setup.named.nsupdate_header(),
+        seen.clone(),
+        (AWS_KEY_ID, AWS_SECRET, None),
+    )
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let credentials = dir.path().join("credentials");
     std::fs::write(
@@ -1960,4 +1978,1149 @@ async fn duckdns_publishes_a_wildcard_and_its_apex_one_after_the_other() {
     );
     assert!(!refused.to_string().contains(wrong));
     assert!(!gw.log().contains(wrong));
+}
+
+/// Makes the TXT values at `fqdn` be `after`, on `named` (through RFC 2136)
+/// and in what the stand-in holds; the failing `nsupdate`'s stderr, if any.
+async fn replace_txt(
+    header: &str,
+    seen: &Mutex<Seen>,
+    fqdn: &str,
+    after: &[String],
+) -> Result<(), String> {
+    let before: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|(_, n, _)| n == fqdn)
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    for v in before.iter().filter(|v| !after.contains(v)) {
+        nsupdate(header, "delete", fqdn, v).await?;
+    }
+    for v in after.iter().filter(|v| !before.contains(v)) {
+        nsupdate(header, "add", fqdn, v).await?;
+    }
+    let mut seen = seen.lock().unwrap();
+    seen.records.retain(|(_, n, _)| n != fqdn);
+    for v in after {
+        seen.records
+            .push((String::new(), fqdn.to_owned(), v.clone()));
+    }
+    seen.next_id += 1;
+    Ok(())
+}
+
+/// The TXT values the stand-in holds at `fqdn`.
+fn held(seen: &Mutex<Seen>, fqdn: &str) -> Vec<String> {
+    seen.lock()
+        .unwrap()
+        .records
+        .iter()
+        .filter(|(_, n, _)| n == fqdn)
+        .map(|(_, _, v)| v.clone())
+        .collect()
+}
+
+/// Removes and returns the record `id` the stand-in holds.
+fn take_record(seen: &Mutex<Seen>, id: &str) -> Option<(String, String, String)> {
+    let mut seen = seen.lock().unwrap();
+    let at = seen.records.iter().position(|(i, _, _)| i == id)?;
+    Some(seen.records.remove(at))
+}
+
+/// Whether the stand-in answers this request 429 (it was told to, once
+/// per `rate_limited`).
+fn throttle(seen: &Mutex<Seen>) -> bool {
+    let mut seen = seen.lock().unwrap();
+    if seen.rate_limited > 0 {
+        seen.rate_limited -= 1;
+        true
+    } else {
+        false
+    }
+}
+
+/// `query`'s parameter `name`, as sent.
+fn query_param(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+/// The token the deSEC stand-in accepts.
+const DESEC_TOKEN: &str = "desec-token-h8Qw2";
+
+/// deSEC's REST API v1 under `/api/v1` for the calls gangway makes (the
+/// domain owning a name with `owns_qname`; a TXT record set: read, create
+/// with `POST`, replace its records with `PATCH`, which deletes it when
+/// empty), with `Token` authentication, its error shapes (`detail`, or
+/// the fields' messages), its TTL minimum (3600) and its 429 with
+/// `Retry-After`; the account holds the domain `apps.test`, whose sets go
+/// into `named` through RFC 2136.
+async fn desec_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let detail = |status: StatusCode, text: &str| json_reply(status, &serde_json::json!({"detail": text}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Token {DESEC_TOKEN}") {
+                return detail(StatusCode::UNAUTHORIZED, "Invalid token.");
+            }
+            if path == "/api/v1/domains/" && method == "GET" {
+                let qname = query_param(&query, "owns_qname").unwrap_or_default();
+                let owned = qname == "apps.test" || qname.ends_with(".apps.test");
+                let list = if owned { serde_json::json!([{"name": "apps.test", "minimum_ttl": 3600, "created": "2026-01-01T00:00:00Z"}]) } else { serde_json::json!([]) };
+                return json_reply(StatusCode::OK, &list);
+            }
+            let Some(rest) = path.strip_prefix("/api/v1/domains/apps.test/rrsets/") else {
+                return detail(StatusCode::NOT_FOUND, "Not found.");
+            };
+            let set = |sub: &str, values: &[String]| {
+                let records: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+                let name = if sub.is_empty() { "apps.test.".to_owned() } else { format!("{sub}.apps.test.") };
+                serde_json::json!({"domain": "apps.test", "subname": sub, "name": name, "type": "TXT", "ttl": 3600, "records": records})
+            };
+            let unquote = |records: &serde_json::Value| -> Option<Vec<String>> {
+                records.as_array()?.iter().map(|r| r.as_str()?.strip_prefix('"')?.strip_suffix('"').map(str::to_owned)).collect()
+            };
+            if rest.is_empty() && method == "POST" {
+                let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                let (Some(sub), Some(ttl), Some(values)) = (new["subname"].as_str(), new["ttl"].as_u64(), unquote(&new["records"])) else {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"records": ["TXT records must be quoted strings."]}));
+                };
+                if new["type"] != "TXT" {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"type": ["This field is required."]}));
+                }
+                if ttl < 3600 {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"ttl": ["Ensure this value is greater than or equal to 3600."]}));
+                }
+                let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                if !held(&seen, &fqdn).is_empty() {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"non_field_errors": ["Another RRset with the same subdomain and type exists for this domain."]}));
+                }
+                if throttle(&seen) {
+                    return too_many(&serde_json::json!({"detail": "Request was throttled. Expected available in 1 second."}));
+                }
+                if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
+                    return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                }
+                return json_reply(StatusCode::CREATED, &set(sub, &values));
+            }
+            let Some(sub) = rest.strip_suffix("/TXT/") else {
+                return detail(StatusCode::NOT_FOUND, "Not found.");
+            };
+            let sub = if sub == "@" { "" } else { sub };
+            let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+            let before = held(&seen, &fqdn);
+            match method.as_str() {
+                "GET" if before.is_empty() => detail(StatusCode::NOT_FOUND, "Not found."),
+                "GET" => json_reply(StatusCode::OK, &set(sub, &before)),
+                "PATCH" if before.is_empty() => detail(StatusCode::NOT_FOUND, "Not found."),
+                "PATCH" => {
+                    let change: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let Some(values) = unquote(&change["records"]) else {
+                        return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"records": ["TXT records must be quoted strings."]}));
+                    };
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"detail": "Request was throttled. Expected available in 1 second."}));
+                    }
+                    if let Err(e) = replace_txt(&header, &seen, &fqdn, &values).await {
+                        return detail(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    if values.is_empty() {
+                        http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+                    } else {
+                        json_reply(StatusCode::OK, &set(sub, &values))
+                    }
+                }
+                _ => detail(StatusCode::METHOD_NOT_ALLOWED, &format!("Method \"{method}\" not allowed.")),
+            }
+        }
+    })
+    .await
+}
+
+/// The dynamic configuration of the provider tests: one router asking for
+/// `*.<base>` and `<base>` on one certificate (a value each at one name),
+/// and one router per host in `others` (`host0`, `host1`, …).
+fn wildcard_and_apex(backend: &str, base: &str, others: &[&str]) -> String {
+    let tls =
+        format!("[[http.routers.site.tls.domains]]\nmain = \"*.{base}\"\nsans = [\"{base}\"]\n");
+    let rules: Vec<(String, String)> =
+        std::iter::once(("site".to_owned(), format!("Host(`www.{base}`)")))
+            .chain(
+                others
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| (format!("host{i}"), format!("Host(`{h}`)"))),
+            )
+            .collect();
+    let list: Vec<(&str, &str, &str, &str)> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, (name, rule))| {
+            (
+                name.as_str(),
+                rule.as_str(),
+                "le",
+                if i == 0 { tls.as_str() } else { "" },
+            )
+        })
+        .collect();
+    routers(backend, &list)
+}
+
+/// Waits until the ACME certificate `main` failed `times` times and a
+/// retry is planned (between two attempts: while one runs, none is); its
+/// `lastError` then.
+async fn failed(gw: &Gangway, main: &str, times: u64) -> String {
+    let waiting = |c: &serde_json::Value| {
+        c["failures"].as_u64().unwrap_or(0) >= times && c["nextAttempt"].as_i64().is_some()
+    };
+    let last: Mutex<Option<serde_json::Value>> = Mutex::new(None);
+    eventually(
+        Duration::from_secs(60),
+        &format!("{times} failed orders for {main}, and a retry planned"),
+        || async {
+            let found = cert(&certificates(gw).await, main).filter(waiting);
+            let done = found.is_some();
+            *last.lock().unwrap() = found;
+            done
+        },
+    )
+    .await;
+    let c = last.lock().unwrap().take().unwrap();
+    c["lastError"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Puts someone else's TXT value at `fqdn` on `named` and in the
+/// stand-in: a provider must leave it alone.
+async fn someone_elses(setup: &Setup, seen: &Mutex<Seen>, fqdn: &str) -> &'static str {
+    let theirs = "kept-by-someone-else";
+    nsupdate(&setup.named.nsupdate_header(), "add", fqdn, theirs)
+        .await
+        .unwrap();
+    seen.lock()
+        .unwrap()
+        .records
+        .push(("r0".to_owned(), fqdn.to_owned(), theirs.to_owned()));
+    theirs
+}
+
+#[tokio::test]
+async fn desec_publishes_a_wildcard_and_its_apex_into_one_record_set() {
+    if !ready("desec") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let fqdn = "_acme-challenge.apps.test";
+    let theirs = someone_elses(&setup, &seen, fqdn).await;
+    let api = desec_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/api/v1", api.url());
+    let dynamic = wildcard_and_apex(
+        &app.url(),
+        "apps.test",
+        &["solo.apps.test", "lost.elsewhere.test"],
+    );
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "desec",
+            &[
+                ("DESEC_TOKEN", DESEC_TOKEN),
+                ("DESEC_API_URL", url.as_str()),
+                ("DESEC_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    // Two values beside someone else's in one set, validated by pebble
+    // through named; a name with no set gets one created.
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    setup
+        .wait_for_certificate("solo.apps.test", &["solo.apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the values removed", || async {
+        held(&seen, fqdn) == [theirs]
+            && seen.lock().unwrap().records.len() == 1
+            && setup.named.txt(fqdn).await == [theirs]
+            && setup
+                .named
+                .txt("_acme-challenge.solo.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    assert!(
+        gw.log().contains(
+            "the API answered 429 Too Many Requests: Request was throttled. Expected available \
+             in 1 second.; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "/api/v1/domains/apps.test/rrsets/_acme-challenge/TXT/?";
+    // Each value added to the set and written back without it; the other
+    // name's set created, then emptied (which deletes it).
+    assert!(count(&format!("PATCH {set}")) >= 4, "{calls:#?}");
+    assert!(
+        count("POST /api/v1/domains/apps.test/rrsets/?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(
+        count("PATCH /api/v1/domains/apps.test/rrsets/_acme-challenge.solo/TXT/?") >= 1,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /api/v1/domains/?owns_qname=_acme-challenge.apps.test") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        failed(&gw, "lost.elsewhere.test", 1).await,
+        "DNS-01 challenge for `lost.elsewhere.test`: desec: adding the TXT record \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test)"
+    );
+    assert!(!gw.log().contains(DESEC_TOKEN));
+    drop(gw);
+
+    // A token deSEC refuses: its own message, no secret, a retry later.
+    let wrong = "desec-token-wrong";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "desec",
+            &[("DESEC_TOKEN", wrong), ("DESEC_API_URL", url.as_str())],
+            &[],
+        )
+        .await;
+    assert_eq!(
+        failed(&gw, "*.sub.apps.test", 1).await,
+        "DNS-01 challenge for `sub.apps.test`: desec: adding the TXT record \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid token."
+    );
+    assert!(!gw.log().contains(wrong));
+}
+
+/// The keys the Porkbun stand-in accepts.
+const PORKBUN_KEY: &str = "pk1_0a1b2c3d";
+const PORKBUN_SECRET: &str = "sk1_9f8e7d6c";
+
+/// Porkbun's JSON API v3 under `/api/json/v3` for the calls gangway makes
+/// (`/domain/listAll`; `/dns/create/<domain>`,
+/// `/dns/retrieveByNameType/<domain>/TXT/<sub>`, `/dns/delete/<domain>/<id>`),
+/// every one a `POST` whose JSON body carries `apikey` and `secretapikey`,
+/// answering `{"status": "SUCCESS", …}` or 400 `{"status": "ERROR",
+/// "message"}`, with its TTL minimum (300, as a string) and its gateway's
+/// 503 page; the account holds the domain `apps.test`, whose records go
+/// into `named` through RFC 2136.
+async fn porkbun_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |message: &str| json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"status": "ERROR", "message": message}));
+            let ok = |mut extra: serde_json::Value| {
+                extra["status"] = "SUCCESS".into();
+                json_reply(StatusCode::OK, &extra)
+            };
+            let fields: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if method != "POST" || fields["apikey"].as_str().is_none() {
+                return error("All API requests require an API key.");
+            }
+            if fields["apikey"] != PORKBUN_KEY {
+                return error("Invalid API key. (001)");
+            }
+            if fields["secretapikey"] != PORKBUN_SECRET {
+                return error("Invalid API key. (002)");
+            }
+            let Some(rest) = path.strip_prefix("/api/json/v3/") else {
+                return error("Invalid endpoint.");
+            };
+            if rest == "domain/listAll" {
+                return ok(serde_json::json!({"domains": [{"domain": "apps.test", "status": "ACTIVE", "tld": "test", "createDate": "2026-01-01 00:00:00", "expireDate": "2027-01-01 00:00:00", "securityLock": "1", "whoisPrivacy": "1", "autoRenew": 0, "notLocal": 0}]}));
+            }
+            let parts: Vec<&str> = rest.split('/').collect();
+            if parts.len() < 3 || parts[0] != "dns" {
+                return error("Invalid endpoint.");
+            }
+            if parts[2] != "apps.test" {
+                return error("Invalid domain.");
+            }
+            match parts[1] {
+                "create" => {
+                    let (Some(name), Some(content), Some(ttl)) = (fields["name"].as_str(), fields["content"].as_str(), fields["ttl"].as_str()) else {
+                        return error("Invalid record data.");
+                    };
+                    if fields["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error("Invalid type or name.");
+                    }
+                    if ttl.parse::<u64>().map_or(true, |t| t < 300) {
+                        return error("TTL must be at least 300.");
+                    }
+                    if throttle(&seen) {
+                        return http::Response::builder()
+                            .status(StatusCode::SERVICE_UNAVAILABLE)
+                            .header(http::header::CONTENT_TYPE, "text/html")
+                            .body(Full::new(Bytes::from_static(b"<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n<center><h1>503 Service Temporarily Unavailable</h1></center>\r\n<hr><center>openresty</center>\r\n</body>\r\n</html>\r\n")))
+                            .unwrap();
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, content).await {
+                        return error(&e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = 106_926_600 + seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, content.to_owned()));
+                    ok(serde_json::json!({"id": id}))
+                }
+                "retrieveByNameType" if parts.len() >= 4 && parts[3] == "TXT" => {
+                    let sub = parts.get(4).copied().unwrap_or_default();
+                    let fqdn = if sub.is_empty() { "apps.test".to_owned() } else { format!("{sub}.apps.test") };
+                    let records: Vec<serde_json::Value> = seen.lock().unwrap().records.iter().filter(|(_, n, _)| *n == fqdn)
+                        .map(|(id, n, c)| serde_json::json!({"id": id, "name": n, "type": "TXT", "content": c, "ttl": "300", "prio": "0", "notes": ""}))
+                        .collect();
+                    ok(serde_json::json!({"records": records}))
+                }
+                "delete" if parts.len() == 4 => {
+                    let found = take_record(&seen, parts[3]);
+                    let Some((_, fqdn, content)) = found else {
+                        return error("Invalid record id.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &content).await {
+                        return error(&e);
+                    }
+                    ok(serde_json::json!({}))
+                }
+                _ => error("Invalid endpoint."),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn porkbun_publishes_a_wildcard_and_its_apex_with_keys_in_each_body() {
+    if !ready("porkbun") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    let fqdn = "_acme-challenge.apps.test";
+    let theirs = someone_elses(&setup, &seen, fqdn).await;
+    let api = porkbun_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/api/json/v3", api.url());
+    let dynamic = wildcard_and_apex(&app.url(), "apps.test", &["lost.elsewhere.test"]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "porkbun",
+            &[
+                ("PORKBUN_API_KEY", PORKBUN_KEY),
+                ("PORKBUN_SECRET_API_KEY", PORKBUN_SECRET),
+                ("PORKBUN_API_URL", url.as_str()),
+                ("PORKBUN_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.len() == 1 && setup.named.txt(fqdn).await == [theirs]
+    })
+    .await;
+    assert!(
+        gw.log().contains(
+            "porkbun: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 503 Service Unavailable: <html>"
+        ) && gw.log().contains("trying again in 1s"),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    // Every record created was deleted, by its id.
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert!(
+        count("POST /api/json/v3/dns/create/apps.test") > created,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("POST /api/json/v3/dns/delete/apps.test/1069266"))
+            .count(),
+        created,
+        "{calls:#?}"
+    );
+    assert!(
+        count("POST /api/json/v3/dns/retrieveByNameType/apps.test/TXT/_acme-challenge") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        failed(&gw, "lost.elsewhere.test", 1).await,
+        "DNS-01 challenge for `lost.elsewhere.test`: porkbun: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(PORKBUN_SECRET));
+    drop(gw);
+
+    // A secret key Porkbun refuses: its own message, no secret, a retry.
+    let wrong = "sk1_wrong0000";
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "porkbun",
+            &[
+                ("PORKBUN_API_KEY", PORKBUN_KEY),
+                ("PORKBUN_SECRET_API_KEY", wrong),
+                ("PORKBUN_API_URL", url.as_str()),
+            ],
+            &[],
+        )
+        .await;
+    assert_eq!(
+        failed(&gw, "*.sub.apps.test", 1).await,
+        "DNS-01 challenge for `sub.apps.test`: porkbun: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API answered 400 Bad Request: Invalid API key. (002)"
+    );
+    assert!(!gw.log().contains(wrong));
+}
+
+/// The common story of an API provider, after its stand-in started:
+/// gangway with `env` obtains one certificate for `*.apps.test` and
+/// `apps.test` (two values at one name, beside someone else's), pebble
+/// validates both through named, and every value of gangway's is removed
+/// afterwards, on the stand-in and on named, while the other stays; a name
+/// in no zone of the account fails with the provider's sentence (returned
+/// with the running gangway).
+async fn wildcard_story(
+    setup: &Setup,
+    seen: &Mutex<Seen>,
+    provider: &str,
+    env: &[(&str, &str)],
+) -> (Gangway, String) {
+    let app = Backend::echo("app").await;
+    let fqdn = "_acme-challenge.apps.test";
+    let dynamic = wildcard_and_apex(&app.url(), "apps.test", &["lost.elsewhere.test"]);
+    let gw = setup.gangway(&dynamic, provider, env, &[]).await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    let theirs = held(seen, fqdn);
+    eventually(
+        Duration::from_secs(10),
+        "gangway's values removed",
+        || async {
+            seen.lock().unwrap().records.len() == theirs.len()
+                && setup.named.txt(fqdn).await == theirs
+        },
+    )
+    .await;
+    let lost = failed(&gw, "lost.elsewhere.test", 1).await;
+    (gw, lost)
+}
+
+/// gangway with `env` (holding a refused credential) asking for
+/// `*.sub.apps.test`: the order's sentence once it failed and a retry is
+/// planned, checked free of `secret` in the API and the log.
+async fn refused_story(
+    setup: &Setup,
+    provider: &str,
+    env: &[(&str, &str)],
+    secret: &str,
+) -> String {
+    let app = Backend::echo("app").await;
+    let dynamic = routers(&app.url(), &[("deny", "Host(`*.sub.apps.test`)", "le", "")]);
+    let gw = setup.gangway(&dynamic, provider, env, &[]).await;
+    let error = failed(&gw, "*.sub.apps.test", 1).await;
+    assert!(!certificates(&gw).await.to_string().contains(secret));
+    assert!(!gw.log().contains(secret));
+    error
+}
+
+/// A JSON answer 429 with `Retry-After: 1`.
+fn too_many(body: &serde_json::Value) -> http::Response<Full<Bytes>> {
+    let mut reply = json_reply(StatusCode::TOO_MANY_REQUESTS, body);
+    reply.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    reply
+}
+
+/// The token the Linode stand-in accepts.
+const LINODE_TOKEN: &str = "linode-pat-7c2e";
+
+/// Linode's API v4 under `/v4` for the calls gangway makes (domains
+/// filtered by name with `X-Filter`; a domain's records: create, list
+/// filtered by type with `page`/`page_size`, delete), with bearer
+/// authentication, its error shape (`errors: [{field, reason}]`) and its
+/// 429; the account holds the domain `apps.test` (id 1234), whose records
+/// go into `named` through RFC 2136.
+async fn linode_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            let filter: serde_json::Value = parts.headers.get("x-filter").and_then(|v| serde_json::from_slice(v.as_bytes()).ok()).unwrap_or_default();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query} {filter}"));
+            let error = |status: StatusCode, field: Option<&str>, reason: &str| {
+                let mut e = serde_json::json!({"reason": reason});
+                if let Some(f) = field { e["field"] = f.into(); }
+                json_reply(status, &serde_json::json!({"errors": [e]}))
+            };
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {LINODE_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, None, "Invalid Token");
+            }
+            let page = |data: Vec<serde_json::Value>| {
+                let results = data.len();
+                json_reply(StatusCode::OK, &serde_json::json!({"data": data, "page": 1, "pages": 1, "results": results}))
+            };
+            match (method.as_str(), path.as_str()) {
+                ("GET", "/v4/domains") => {
+                    if filter["domain"] == "apps.test" {
+                        page(vec![serde_json::json!({"id": 1234, "domain": "apps.test", "type": "master", "status": "active", "soa_email": "admin@apps.test"})])
+                    } else {
+                        page(Vec::new())
+                    }
+                }
+                ("POST", "/v4/domains/1234/records") => {
+                    let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(target), Some(ttl)) = (new["name"].as_str(), new["target"].as_str(), new["ttl_sec"].as_u64()) else {
+                        return error(StatusCode::BAD_REQUEST, Some("target"), "target is required");
+                    };
+                    if new["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error(StatusCode::BAD_REQUEST, Some("name"), "Invalid record name");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"errors": [{"reason": "Too Many Requests"}]}));
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = 5000 + seen.next_id;
+                    seen.records.push((id.to_string(), fqdn, target.to_owned()));
+                    json_reply(StatusCode::OK, &serde_json::json!({"id": id, "type": "TXT", "name": name, "target": target, "ttl_sec": ttl}))
+                }
+                ("GET", "/v4/domains/1234/records") => {
+                    let data = seen.lock().unwrap().records.iter()
+                        .filter(|_| filter["type"] == "TXT")
+                        .map(|(id, n, t)| serde_json::json!({"id": id.parse::<u64>().unwrap_or(1), "type": "TXT", "name": n.trim_end_matches("apps.test").trim_end_matches('.'), "target": t, "ttl_sec": 300}))
+                        .collect();
+                    page(data)
+                }
+                ("DELETE", rest) if rest.starts_with("/v4/domains/1234/records/") => {
+                    let id = rest.trim_start_matches("/v4/domains/1234/records/");
+                    let found = take_record(&seen, id);
+                    let Some((_, fqdn, target)) = found else {
+                        return error(StatusCode::NOT_FOUND, None, "Not found");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &target).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e);
+                    }
+                    json_reply(StatusCode::OK, &serde_json::json!({}))
+                }
+                _ => error(StatusCode::NOT_FOUND, None, "Not found"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn linode_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("linode") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = linode_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v4", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "linode",
+        &[
+            ("LINODE_TOKEN", LINODE_TOKEN),
+            ("LINODE_API_URL", url.as_str()),
+            ("LINODE_POLLING_INTERVAL", "1"),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "linode: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 429 Too Many Requests: Too Many Requests; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /v4/domains/1234/records/50"),
+        created,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v4/domains? {\"domain\":\"apps.test\"}") >= 2,
+        "{calls:#?}"
+    );
+    assert!(
+        count("GET /v4/domains/1234/records?page=1&page_size=500 {\"type\":\"TXT\"}") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: linode: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(LINODE_TOKEN));
+    drop(gw);
+    let wrong = "linode-pat-wrong";
+    let error = refused_story(
+        &setup,
+        "linode",
+        &[("LINODE_TOKEN", wrong), ("LINODE_API_URL", url.as_str())],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: linode: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid Token"
+    );
+}
+
+/// The API key the Vultr stand-in accepts.
+const VULTR_KEY: &str = "VULTRKEY0123456789";
+
+/// Vultr's API v2 under `/v2` for the calls gangway makes (the account's
+/// domains; a domain's records: create, list, delete), with bearer
+/// authentication, cursor pagination (`meta.links.next`), its error shape
+/// (`{"error", "status"}`), TXT data quoted, and its 429; the account
+/// holds the domain `apps.test`, whose records go into `named` through
+/// RFC 2136.
+async fn vultr_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            let query = parts.uri.query().unwrap_or_default().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}?{query}"));
+            let error = |status: StatusCode, text: &str| json_reply(status, &serde_json::json!({"error": text, "status": status.as_u16()}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {VULTR_KEY}") {
+                return error(StatusCode::UNAUTHORIZED, "Invalid API token.");
+            }
+            let cursor = query_param(&query, "cursor").unwrap_or_default();
+            match (method.as_str(), path.as_str()) {
+                // Two pages, as a cursor walks them.
+                ("GET", "/v2/domains") if cursor.is_empty() => json_reply(StatusCode::OK, &serde_json::json!({"domains": [{"domain": "other.test", "date_created": "2026-01-01T00:00:00+00:00", "dns_sec": "disabled"}], "meta": {"total": 2, "links": {"next": "bmV4dA==", "prev": ""}}})),
+                ("GET", "/v2/domains") => json_reply(StatusCode::OK, &serde_json::json!({"domains": [{"domain": "apps.test", "date_created": "2026-01-01T00:00:00+00:00", "dns_sec": "disabled"}], "meta": {"total": 2, "links": {"next": "", "prev": "cHJldg=="}}})),
+                ("POST", "/v2/domains/apps.test/records") => {
+                    let new: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(name), Some(data), Some(ttl)) = (new["name"].as_str(), new["data"].as_str(), new["ttl"].as_u64()) else {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record: name, data and ttl are required");
+                    };
+                    let Some(value) = data.strip_prefix('"').and_then(|d| d.strip_suffix('"')) else {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record data: TXT data must be quoted");
+                    };
+                    if new["type"] != "TXT" || name.ends_with("apps.test") {
+                        return error(StatusCode::BAD_REQUEST, "Invalid record name");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"error": "Rate limit reached - please try your request again later.", "status": 429}));
+                    }
+                    let fqdn = format!("{name}.apps.test");
+                    if let Err(e) = nsupdate(&header, "add", &fqdn, value).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    seen.next_id += 1;
+                    let id = format!("cb676a46-66fd-4dfb-b839-44312347{:04}", seen.next_id);
+                    seen.records.push((id.clone(), fqdn, value.to_owned()));
+                    json_reply(StatusCode::CREATED, &serde_json::json!({"record": {"id": id, "type": "TXT", "name": name, "data": data, "priority": 0, "ttl": ttl}}))
+                }
+                ("GET", "/v2/domains/apps.test/records") => {
+                    let records: Vec<serde_json::Value> = seen.lock().unwrap().records.iter()
+                        .map(|(id, n, v)| serde_json::json!({"id": id, "type": "TXT", "name": n.trim_end_matches("apps.test").trim_end_matches('.'), "data": format!("\"{v}\""), "priority": 0, "ttl": 120}))
+                        .collect();
+                    let total = records.len();
+                    json_reply(StatusCode::OK, &serde_json::json!({"records": records, "meta": {"total": total, "links": {"next": "", "prev": ""}}}))
+                }
+                ("DELETE", rest) if rest.starts_with("/v2/domains/apps.test/records/") => {
+                    let id = rest.trim_start_matches("/v2/domains/apps.test/records/");
+                    let found = take_record(&seen, id);
+                    let Some((_, fqdn, value)) = found else {
+                        return error(StatusCode::NOT_FOUND, "Record not found.");
+                    };
+                    if let Err(e) = nsupdate(&header, "delete", &fqdn, &value).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, &e);
+                    }
+                    http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+                }
+                _ => error(StatusCode::NOT_FOUND, "Not found."),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn vultr_publishes_a_wildcard_and_its_apex_through_its_api() {
+    if !ready("vultr") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = vultr_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v2", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "vultr",
+        &[
+            ("VULTR_API_KEY", VULTR_KEY),
+            ("VULTR_API_URL", url.as_str()),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "vultr: adding the TXT record `_acme-challenge.apps.test.` to domain `apps.test`: \
+             the API answered 429 Too Many Requests: Rate limit reached - please try your \
+             request again later.; trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| c.starts_with(p)).count();
+    let created = seen.lock().unwrap().next_id as usize;
+    assert!(created >= 2, "{calls:#?}");
+    assert_eq!(
+        count("DELETE /v2/domains/apps.test/records/cb676a46"),
+        created,
+        "{calls:#?}"
+    );
+    // The domain list was walked to its second page.
+    assert!(
+        count("GET /v2/domains?per_page=500&cursor=bmV4dA==") >= 2,
+        "{calls:#?}"
+    );
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: vultr: finding the domain of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(VULTR_KEY));
+    drop(gw);
+    let wrong = "VULTRWRONG";
+    let error = refused_story(
+        &setup,
+        "vultr",
+        &[("VULTR_API_KEY", wrong), ("VULTR_API_URL", url.as_str())],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: vultr: finding the domain of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         Invalid API token."
+    );
+}
+
+/// The token the Hetzner stand-in accepts.
+const HETZNER_TOKEN: &str = "hcloud-token-4Fz9";
+
+/// The DNS part of the Hetzner Cloud API v1 for the calls gangway makes (a
+/// zone by name; a TXT record set's `add_records` and `remove_records`
+/// actions; an action by id), with bearer authentication, its error shape
+/// (`{"error": {"code", "message"}}`), its TTL minimum (60), its 429, and
+/// actions that are `running` until looked at once; the project holds the
+/// zone `apps.test`, whose sets go into `named` through RFC 2136.
+async fn hetzner_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header) = (seen.clone(), header.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let method = parts.method.as_str().to_owned();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{method} {path}"));
+            let error = |status: StatusCode, code: &str, message: &str| json_reply(status, &serde_json::json!({"error": {"code": code, "message": message, "details": {}}}));
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != format!("Bearer {HETZNER_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "unauthorized", "unable to authenticate");
+            }
+            let action = |id: u32, command: &str, status: &str| serde_json::json!({"action": {"id": id, "command": command, "status": status, "progress": if status == "running" { 50 } else { 100 }, "started": "2026-01-01T00:00:00+00:00", "finished": null, "resources": [{"id": 4711, "type": "zone"}], "error": null}});
+            if method == "GET" && path == "/v1/zones/apps.test" {
+                return json_reply(StatusCode::OK, &serde_json::json!({"zone": {"id": 4711, "name": "apps.test", "mode": "primary", "ttl": 3600, "status": "ok"}}));
+            }
+            if method == "GET" && path.starts_with("/v1/zones/") {
+                return error(StatusCode::NOT_FOUND, "not_found", "zone not found");
+            }
+            if let Some(id) = path.strip_prefix("/v1/actions/") {
+                let id = id.parse::<u32>().unwrap_or(0);
+                return json_reply(StatusCode::OK, &action(id, "add_rrset_records", "success"));
+            }
+            let Some(rest) = path.strip_prefix("/v1/zones/apps.test/rrsets/") else {
+                return error(StatusCode::NOT_FOUND, "not_found", "zone not found");
+            };
+            let Some((name, verb)) = rest.split_once("/TXT/actions/") else {
+                return error(StatusCode::NOT_FOUND, "not_found", "rrset not found");
+            };
+            let fqdn = if name == "@" { "apps.test".to_owned() } else { format!("{name}.apps.test") };
+            let change: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let Some(values) = change["records"].as_array().and_then(|r| r.iter().map(|v| v["value"].as_str()?.strip_prefix('"')?.strip_suffix('"').map(str::to_owned)).collect::<Option<Vec<String>>>()) else {
+                return error(StatusCode::BAD_REQUEST, "invalid_input", "invalid input in field 'records': TXT values must be quoted");
+            };
+            let mut after = held(&seen, &fqdn);
+            match (method.as_str(), verb) {
+                ("POST", "add_records") => {
+                    if change["ttl"].as_u64().is_some_and(|t| t < 60) {
+                        return error(StatusCode::BAD_REQUEST, "invalid_input", "invalid input in field 'ttl': must be at least 60");
+                    }
+                    if throttle(&seen) {
+                        return too_many(&serde_json::json!({"error": {"code": "rate_limit_exceeded", "message": "limit of 3600 requests per hour reached", "details": {}}}));
+                    }
+                    after.extend(values.into_iter().filter(|v| !after.contains(v)).collect::<Vec<_>>());
+                }
+                ("POST", "remove_records") if after.is_empty() => return error(StatusCode::NOT_FOUND, "not_found", "rrset not found"),
+                ("POST", "remove_records") => after.retain(|v| !values.contains(v)),
+                _ => return error(StatusCode::NOT_FOUND, "not_found", "action not found"),
+            }
+            if let Err(e) = replace_txt(&header, &seen, &fqdn, &after).await {
+                return error(StatusCode::INTERNAL_SERVER_ERROR, "server_error", &e);
+            }
+            let id = seen.lock().unwrap().next_id;
+            json_reply(StatusCode::CREATED, &action(id, &format!("{}_rrset_records", verb.trim_end_matches("_records")), "running"))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn hetzner_publishes_a_wildcard_and_its_apex_with_record_set_actions() {
+    if !ready("hetzner") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    seen.lock().unwrap().rate_limited = 1;
+    someone_elses(&setup, &seen, "_acme-challenge.apps.test").await;
+    let api = hetzner_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let url = format!("{}/v1", api.url());
+    let (gw, lost) = wildcard_story(
+        &setup,
+        &seen,
+        "hetzner",
+        &[
+            ("HETZNER_API_TOKEN", HETZNER_TOKEN),
+            ("HETZNER_API_URL", url.as_str()),
+        ],
+    )
+    .await;
+    assert!(
+        gw.log().contains(
+            "hetzner: adding the TXT record `_acme-challenge.apps.test.` to zone `apps.test`: \
+             the API answered 429 Too Many Requests: limit of 3600 requests per hour reached \
+             (rate_limit_exceeded); trying again in 1s"
+        ),
+        "{}",
+        gw.log()
+    );
+    let calls = seen.lock().unwrap().calls.clone();
+    let count = |p: &str| calls.iter().filter(|c| *c == p).count();
+    let set = "POST /v1/zones/apps.test/rrsets/_acme-challenge/TXT/actions";
+    // Each value added (one after a 429) and removed, and each accepted
+    // action looked at until it succeeded.
+    assert!(count(&format!("{set}/add_records")) >= 3, "{calls:#?}");
+    assert!(count(&format!("{set}/remove_records")) >= 2, "{calls:#?}");
+    let actions = calls
+        .iter()
+        .filter(|c| c.starts_with("GET /v1/actions/"))
+        .count();
+    assert_eq!(actions, seen.lock().unwrap().next_id as usize, "{calls:#?}");
+    assert_eq!(
+        lost,
+        "DNS-01 challenge for `lost.elsewhere.test`: hetzner: finding the zone of \
+         `_acme-challenge.lost.elsewhere.test.`: the account has no zone for it (asked for \
+         _acme-challenge.lost.elsewhere.test, lost.elsewhere.test, elsewhere.test)"
+    );
+    assert!(!gw.log().contains(HETZNER_TOKEN));
+    drop(gw);
+    let wrong = "hcloud-token-wrong";
+    let error = refused_story(
+        &setup,
+        "hetzner",
+        &[
+            ("HETZNER_API_TOKEN", wrong),
+            ("HETZNER_API_URL", url.as_str()),
+        ],
+        wrong,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: hetzner: finding the zone of \
+         `_acme-challenge.sub.apps.test.`: the API refused the credentials (401 Unauthorized): \
+         unable to authenticate (unauthorized)"
+    );
+}
+
+/// The role the STS stand-in lets the Route 53 keys assume, and the
+/// temporary keys it hands out for it.
+const AWS_ROLE: &str = "arn:aws:iam::123456789012:role/dns-01";
+const AWS_ROLE_KEYS: Keys = (
+    "ASIAGANGWAYROLE",
+    "role/secret+Key0000000000000000000000000",
+    Some("FwoGZXIvYXdzEJr//////////wEaDGangwayRoleSession"),
+);
+
+/// AWS STS's query API for `AssumeRole` (a form `POST /` with `Action`,
+/// `Version` 2011-06-15, `RoleArn`, `RoleSessionName`, `ExternalId`),
+/// SigV4 (service `sts`) checked with the Route 53 keys, answering the
+/// role's temporary credentials in STS's XML, or its `AccessDenied`.
+async fn sts_api(seen: Arc<Mutex<Seen>>) -> Backend {
+    const NS: &str = "https://sts.amazonaws.com/doc/2011-06-15/";
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let seen = seen.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let form = String::from_utf8_lossy(&body).into_owned();
+            seen.lock().unwrap().calls.push(format!("{} {} {form}", parts.method, parts.uri.path()));
+            let xml = |status: StatusCode, text: String| {
+                http::Response::builder()
+                    .status(status)
+                    .header(http::header::CONTENT_TYPE, "text/xml")
+                    .body(Full::new(Bytes::from(text)))
+                    .unwrap()
+            };
+            let error = |status: StatusCode, code: &str, message: &str| {
+                xml(status, format!("<ErrorResponse xmlns=\"{NS}\"><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error><RequestId>s-1</RequestId></ErrorResponse>"))
+            };
+            if let Some((code, message)) = sigv4_problem(parts.method.as_str(), &parts.uri, &parts.headers, &body, ("sts", (AWS_KEY_ID, AWS_SECRET, None))) {
+                return error(StatusCode::FORBIDDEN, code, message);
+            }
+            let param = |name: &str| query_param(&form, name).unwrap_or_default();
+            if parts.method != "POST" || param("Action") != "AssumeRole" || param("Version") != "2011-06-15" || param("RoleSessionName").is_empty() {
+                return error(StatusCode::BAD_REQUEST, "InvalidAction", "Could not find operation for this request");
+            }
+            let role = param("RoleArn").replace("%3A", ":").replace("%2F", "/");
+            if role != AWS_ROLE || param("ExternalId") != "gangway-ext-1" {
+                return error(StatusCode::FORBIDDEN, "AccessDenied", &format!("User: arn:aws:iam::123456789012:user/dns is not authorized to perform: sts:AssumeRole on resource: {role}"));
+            }
+            let (id, secret, token) = AWS_ROLE_KEYS;
+            xml(StatusCode::OK, format!("<AssumeRoleResponse xmlns=\"{NS}\"><AssumeRoleResult><Credentials><AccessKeyId>{id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey><SessionToken>{}</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration></Credentials><AssumedRoleUser><Arn>{AWS_ROLE}/gangway</Arn><AssumedRoleId>AROA1:gangway</AssumedRoleId></AssumedRoleUser></AssumeRoleResult><ResponseMetadata><RequestId>s-2</RequestId></ResponseMetadata></AssumeRoleResponse>", token.unwrap_or_default()))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn route53_assumes_a_role_through_sts_and_signs_with_its_temporary_keys() {
+    if !ready("route53_role") {
+        return;
+    }
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let sts_seen: Arc<Mutex<Seen>> = Arc::default();
+    // Route 53 accepts only the role's keys: the user's keys reach STS.
+    let api = route53_api(setup.named.nsupdate_header(), seen.clone(), AWS_ROLE_KEYS).await;
+    let sts = sts_api(sts_seen.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let secret_file = dir.path().join("aws-secret");
+    std::fs::write(&secret_file, format!("{AWS_SECRET}\n")).unwrap();
+    let (url, sts_url, secret_file) = (api.url(), sts.url(), secret_file.display().to_string());
+    let env = [
+        ("AWS_ACCESS_KEY_ID", AWS_KEY_ID),
+        ("AWS_SECRET_ACCESS_KEY_FILE", secret_file.as_str()),
+        ("AWS_ASSUME_ROLE_ARN", AWS_ROLE),
+        ("AWS_EXTERNAL_ID", "gangway-ext-1"),
+        ("AWS_REGION", "eu-west-1"),
+        ("AWS_ENDPOINT_URL_ROUTE_53", url.as_str()),
+        ("AWS_ENDPOINT_URL_STS", sts_url.as_str()),
+    ];
+    let (gw, _) = wildcard_story(&setup, &seen, "route53", &env).await;
+    // The role was assumed (at most once by each of the two orders that
+    // start together) and its keys reused for every later call.
+    let assumed = sts_seen.lock().unwrap().calls.clone();
+    assert!((1..=2).contains(&assumed.len()), "{assumed:#?}");
+    assert!(
+        assumed.iter().all(|c| c.starts_with("POST / Action=AssumeRole&DurationSeconds=900&ExternalId=gangway-ext-1&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fdns-01&RoleSessionName=")),
+        "{assumed:#?}"
+    );
+    assert!(seen.lock().unwrap().calls.len() > 2 * assumed.len());
+    assert!(seen.lock().unwrap().next_id >= 4);
+    assert!(!gw.log().contains(AWS_SECRET));
+    assert!(!gw.log().contains(AWS_ROLE_KEYS.1));
+    drop(gw);
+
+    // A role the user may not assume: STS's own sentence.
+    let mut env = env.to_vec();
+    env[3] = ("AWS_EXTERNAL_ID", "wrong-ext");
+    let error = refused_story(&setup, "route53", &env, AWS_SECRET).await;
+    assert_eq!(
+        error,
+        "DNS-01 challenge for `sub.apps.test`: route53: finding the hosted zone of \
+         `_acme-challenge.sub.apps.test.`: assuming the role \
+         `arn:aws:iam::123456789012:role/dns-01`: the API refused the credentials (403 \
+         Forbidden): User: arn:aws:iam::123456789012:user/dns is not authorized to perform: \
+         sts:AssumeRole on resource: arn:aws:iam::123456789012:role/dns-01 (AccessDenied)"
+    );
 }

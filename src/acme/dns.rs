@@ -10,14 +10,19 @@
 
 mod api;
 mod cloudflare;
+mod desec;
 mod digitalocean;
 mod duckdns;
 mod exec;
 mod gandiv5;
+mod hetzner;
 mod httpreq;
+mod linode;
 mod ovh;
+mod porkbun;
 mod rfc2136;
 mod route53;
+mod vultr;
 
 pub use api::ApiProblem;
 
@@ -330,6 +335,41 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(2),
         build: |env| Ok(Box::new(duckdns::DuckDns::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "desec",
+        prefix: "DESEC",
+        timeout: secs(120),
+        interval: secs(4),
+        build: |env| Ok(Box::new(desec::Desec::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "porkbun",
+        prefix: "PORKBUN",
+        timeout: secs(600),
+        interval: secs(10),
+        build: |env| Ok(Box::new(porkbun::Porkbun::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "linode",
+        prefix: "LINODE",
+        timeout: secs(120),
+        interval: secs(15),
+        build: |env| Ok(Box::new(linode::Linode::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "vultr",
+        prefix: "VULTR",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(vultr::Vultr::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "hetzner",
+        prefix: "HETZNER",
+        timeout: secs(60),
+        interval: secs(2),
+        build: |env| Ok(Box::new(hetzner::Hetzner::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -309,8 +309,11 @@ impl Api {
         if let Some(m) = (self.message)(body).filter(|m| !m.trim().is_empty()) {
             return m;
         }
+        // On one line: an HTML error page's line breaks would split the
+        // sentence in a log.
         let text = String::from_utf8_lossy(body);
-        let shown: String = text.trim().chars().take(BODY_SHOWN).collect();
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let shown: String = text.chars().take(BODY_SHOWN).collect();
         if shown.is_empty() {
             status.canonical_reason().unwrap_or("no message").to_owned()
         } else {
@@ -391,4 +394,105 @@ pub(super) fn relative(fqdn: &str, zone: &str) -> String {
         .and_then(|n| n.strip_suffix('.'))
         .unwrap_or(name)
         .to_owned()
+}
+
+impl Api {
+    /// Sends `method url` with `headers` and, if any, a JSON `body`.
+    pub(super) async fn json(
+        &self,
+        action: &str,
+        method: Method,
+        url: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        body: Option<&serde_json::Value>,
+    ) -> Result<Reply, DnsError> {
+        self.send(&Call {
+            action,
+            method,
+            url,
+            headers,
+            body,
+            text: None,
+        })
+        .await
+    }
+
+    /// `reply` when it is a 2xx, else the refusal with the provider's own
+    /// message (a 404 the caller did not expect).
+    pub(super) fn success(&self, action: &str, reply: Reply) -> Result<Reply, DnsError> {
+        if reply.status.is_success() {
+            Ok(reply)
+        } else {
+            Err(self.refused(action, &reply))
+        }
+    }
+}
+
+/// The `Authorization` header `<scheme> <secret>`, marked sensitive; the
+/// error names `variable` when the secret cannot be sent in a header.
+pub(super) fn authorization(
+    scheme: &str,
+    secret: &str,
+    variable: &str,
+) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+    Ok(vec![(
+        http::header::AUTHORIZATION,
+        secret_header(&format!("{scheme} {secret}"), variable)?,
+    )])
+}
+
+/// The TTL in `variable` (seconds), else `default`, raised to the
+/// provider's smallest `min`.
+pub(super) fn ttl(env: &Env<'_>, variable: &str, default: u64, min: u64) -> Result<u64, DnsError> {
+    Ok(env
+        .seconds(variable, Duration::from_secs(default))?
+        .as_secs()
+        .max(min))
+}
+
+/// Implements [`DnsProvider`](super::DnsProvider) for a provider type
+/// whose own `async fn present` and `async fn cleanup` do the work, under
+/// the name `dnsChallenge.provider` gives it.
+macro_rules! dns_provider {
+    ($provider:ident, $name:literal) => {
+        impl super::DnsProvider for $provider {
+            fn name(&self) -> &'static str {
+                $name
+            }
+
+            fn present<'a>(
+                &'a self,
+                fqdn: &'a str,
+                value: &'a str,
+            ) -> futures_util::future::BoxFuture<'a, Result<(), super::DnsError>> {
+                Box::pin($provider::present(self, fqdn, value))
+            }
+
+            fn cleanup<'a>(
+                &'a self,
+                fqdn: &'a str,
+                value: &'a str,
+            ) -> futures_util::future::BoxFuture<'a, Result<(), super::DnsError>> {
+                Box::pin($provider::cleanup(self, fqdn, value))
+            }
+        }
+    };
+}
+pub(super) use dns_provider;
+
+impl Api {
+    /// Deletes each of `urls` (a 404 means it is gone already, which is
+    /// what was wanted).
+    pub(super) async fn delete_each(
+        &self,
+        action: &str,
+        urls: Vec<String>,
+        headers: &[(HeaderName, HeaderValue)],
+    ) -> Result<(), DnsError> {
+        for url in urls {
+            self.json(action, Method::DELETE, &url, headers, None)
+                .await?;
+        }
+        Ok(())
+    }
 }

@@ -16,8 +16,7 @@
 //! value.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 
 /// Where the API is, unless `CLOUDFLARE_BASE_URL` says otherwise.
@@ -262,16 +261,4 @@ impl Cloudflare {
     }
 }
 
-impl DnsProvider for Cloudflare {
-    fn name(&self) -> &'static str {
-        "cloudflare"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Cloudflare::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Cloudflare::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Cloudflare, "cloudflare");

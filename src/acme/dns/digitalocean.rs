@@ -9,8 +9,7 @@
 //! the record holding its value.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 /// Where the API is, unless `DO_API_URL` says otherwise.
@@ -142,27 +141,14 @@ impl DigitalOcean {
             return Err(self.api.refused(&action, &reply));
         }
         let records: Records = reply.json().map_err(|p| self.api.error(&action, p))?;
-        for record in records.domain_records.iter().filter(|r| r.data == value) {
-            let url = format!("{}/v2/domains/{domain}/records/{}", self.base, record.id);
-            // A 404 means it is gone already, which is what was wanted.
-            self.api
-                .send(&self.call(&action, Method::DELETE, &url, None))
-                .await?;
-        }
-        Ok(())
+        let urls: Vec<String> = records
+            .domain_records
+            .iter()
+            .filter(|r| r.data == value)
+            .map(|r| format!("{}/v2/domains/{domain}/records/{}", self.base, r.id))
+            .collect();
+        self.api.delete_each(&action, urls, &self.auth).await
     }
 }
 
-impl DnsProvider for DigitalOcean {
-    fn name(&self) -> &'static str {
-        "digitalocean"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(DigitalOcean::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(DigitalOcean::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(DigitalOcean, "digitalocean");

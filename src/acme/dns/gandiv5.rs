@@ -11,8 +11,7 @@
 //! was the last.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 
 /// Where the API is, unless `GANDIV5_API_URL` says otherwise.
@@ -192,16 +191,4 @@ impl GandiV5 {
     }
 }
 
-impl DnsProvider for GandiV5 {
-    fn name(&self) -> &'static str {
-        "gandiv5"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(GandiV5::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(GandiV5::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(GandiV5, "gandiv5");

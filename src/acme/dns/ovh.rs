@@ -14,8 +14,7 @@
 //! `refresh`.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 
 /// The endpoints OVH's own libraries name.
@@ -263,16 +262,4 @@ impl Ovh {
     }
 }
 
-impl DnsProvider for Ovh {
-    fn name(&self) -> &'static str {
-        "ovh"
-    }
-
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Ovh::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Ovh::cleanup(self, fqdn, value))
-    }
-}
+api::dns_provider!(Ovh, "ovh");

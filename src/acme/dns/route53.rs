@@ -6,6 +6,13 @@
 //!   `AWS_SESSION_TOKEN` for temporary ones), else the profile
 //!   `AWS_PROFILE` (default `default`) of the shared credentials file
 //!   `AWS_SHARED_CREDENTIALS_FILE` (default `~/.aws/credentials`);
+//! - `AWS_ASSUME_ROLE_ARN` (with `AWS_EXTERNAL_ID` if the role asks for
+//!   one): those credentials only ask STS for the role's temporary
+//!   credentials (`AssumeRole`, at `AWS_ENDPOINT_URL_STS`, else
+//!   `AWS_ENDPOINT_URL`, else the region's STS), which sign the Route 53
+//!   calls and are asked for again before they expire;
+//! - every variable also as `<NAME>_FILE`, as Traefik's DNS library reads
+//!   them;
 //! - `AWS_HOSTED_ZONE_ID` to skip the zone lookup; `AWS_REGION` (Route 53
 //!   is global: it only names the signing region, `us-east-1` by default);
 //! - `AWS_TTL` (default 10), `AWS_HTTP_TIMEOUT`, and the AWS tools'
@@ -17,8 +24,7 @@
 //! After each change gangway polls it until Route 53 reports it `INSYNC`.
 
 use super::api::{self, Api, ApiProblem, Call};
-use super::{DnsError, DnsProvider, Env};
-use futures_util::future::BoxFuture;
+use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use sha2::Digest as _;
 use std::time::{Duration, SystemTime};
@@ -33,8 +39,26 @@ const REGION: &str = "us-east-1";
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(120);
 /// Time between two looks at a change.
 const CHANGE_POLL: Duration = Duration::from_secs(1);
+/// The STS API version.
+const STS_VERSION: &str = "2011-06-15";
+/// How long a role's credentials are asked for (STS's shortest).
+const ROLE_SECONDS: u64 = 900;
+/// How long gangway uses them: well before they expire.
+const ROLE_REUSE: Duration = Duration::from_secs(600);
+
+/// The role to assume, and where STS is.
+struct Role {
+    arn: String,
+    external_id: Option<String>,
+    endpoint: String,
+    /// `host[:port]` of the endpoint, as signed.
+    host: String,
+    /// The role's credentials while they are fresh.
+    current: std::sync::Mutex<Option<(Credentials, tokio::time::Instant)>>,
+}
 
 /// Static credentials; secrets (no `Debug`).
+#[derive(Clone)]
 pub(super) struct Credentials {
     /// The access key id.
     pub access_key: String,
@@ -51,6 +75,7 @@ pub(super) struct Route53 {
     /// `host[:port]` of the endpoint, as signed.
     host: String,
     credentials: Credentials,
+    role: Option<Role>,
     region: String,
     zone_id: Option<String>,
     ttl: u64,
@@ -97,22 +122,7 @@ impl Route53 {
                 )
             })?,
         };
-        let endpoint = match env.first_of(&["AWS_ENDPOINT_URL_ROUTE_53", "AWS_ENDPOINT_URL"])? {
-            Some(_) => {
-                let variable = if env.optional("AWS_ENDPOINT_URL_ROUTE_53")?.is_some() {
-                    "AWS_ENDPOINT_URL_ROUTE_53"
-                } else {
-                    "AWS_ENDPOINT_URL"
-                };
-                api::base_url(&env, variable, ENDPOINT)?
-            }
-            None => ENDPOINT.to_owned(),
-        };
-        let host = endpoint
-            .parse::<http::Uri>()
-            .ok()
-            .and_then(|u| u.authority().map(|a| a.as_str().to_owned()))
-            .unwrap_or_default();
+        let (endpoint, host) = endpoint_of(&env, "AWS_ENDPOINT_URL_ROUTE_53", ENDPOINT)?;
         let ttl = env
             .seconds("AWS_TTL", Duration::from_secs(10))?
             .as_secs()
@@ -123,6 +133,20 @@ impl Route53 {
         let zone_id = env
             .optional("AWS_HOSTED_ZONE_ID")?
             .map(|z| z.trim_start_matches("/hostedzone/").to_owned());
+        let role = match env.optional("AWS_ASSUME_ROLE_ARN")? {
+            Some(arn) => {
+                let sts = format!("https://sts.{region}.amazonaws.com");
+                let (endpoint, host) = endpoint_of(&env, "AWS_ENDPOINT_URL_STS", &sts)?;
+                Some(Role {
+                    arn,
+                    external_id: env.optional("AWS_EXTERNAL_ID")?,
+                    endpoint,
+                    host,
+                    current: std::sync::Mutex::new(None),
+                })
+            }
+            None => None,
+        };
         let api = Api::new(&env, "route53", "AWS", message)?.with_throttle(throttled);
         env.finish()?;
         Ok(Route53 {
@@ -130,6 +154,7 @@ impl Route53 {
             endpoint,
             host,
             credentials,
+            role,
             region,
             zone_id,
             ttl,
@@ -145,22 +170,58 @@ impl Route53 {
         query: &[(&str, &str)],
         body: &str,
     ) -> Result<api::Reply, DnsError> {
+        let credentials = self.credentials(action).await?;
+        let sent = self.signed(
+            action,
+            &credentials,
+            (&self.host, "route53"),
+            (method.as_str(), path, query),
+            body,
+        )?;
+        let query = canonical_query(query);
+        let url = if query.is_empty() {
+            format!("{}{path}", self.endpoint)
+        } else {
+            format!("{}{path}?{query}", self.endpoint)
+        };
+        self.api
+            .send(&Call {
+                action,
+                method,
+                url: &url,
+                headers: &sent,
+                body: None,
+                text: (!body.is_empty()).then_some(("text/xml", body)),
+            })
+            .await
+    }
+
+    /// The headers signing a request to `host` of `service` with
+    /// `credentials`: its date, the signature and any session token.
+    fn signed(
+        &self,
+        action: &str,
+        credentials: &Credentials,
+        (host, service): (&str, &str),
+        (method, path, query): (&str, &str, &[(&str, &str)]),
+        body: &str,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
         let amz_date = amz_date(SystemTime::now());
         let mut headers = vec![
-            ("host".to_owned(), self.host.clone()),
+            ("host".to_owned(), host.to_owned()),
             ("x-amz-date".to_owned(), amz_date.clone()),
         ];
-        if let Some(token) = &self.credentials.session_token {
+        if let Some(token) = &credentials.session_token {
             headers.push(("x-amz-security-token".to_owned(), token.clone()));
         }
         let authorization = authorization(
-            &self.credentials,
+            credentials,
             &Scope {
                 date: &amz_date,
                 region: &self.region,
-                service: "route53",
+                service,
             },
-            method.as_str(),
+            method,
             path,
             query,
             &headers,
@@ -181,28 +242,85 @@ impl Route53 {
                 api::secret_header(&authorization, "AWS_ACCESS_KEY_ID")?,
             ),
         ];
-        if let Some(token) = &self.credentials.session_token {
+        if let Some(token) = &credentials.session_token {
             sent.push((
                 HeaderName::from_static("x-amz-security-token"),
                 api::secret_header(token, "AWS_SESSION_TOKEN")?,
             ));
         }
-        let query = canonical_query(query);
-        let url = if query.is_empty() {
-            format!("{}{path}", self.endpoint)
-        } else {
-            format!("{}{path}?{query}", self.endpoint)
+        Ok(sent)
+    }
+
+    /// The credentials that sign Route 53 calls: the role's while fresh,
+    /// else the role's asked anew from STS, else the configured ones.
+    async fn credentials(&self, action: &str) -> Result<Credentials, DnsError> {
+        let Some(role) = &self.role else {
+            return Ok(self.credentials.clone());
         };
-        self.api
+        if let Some((credentials, until)) = role.current.lock().ok().and_then(|c| c.clone())
+            && tokio::time::Instant::now() < until
+        {
+            return Ok(credentials);
+        }
+        let action = format!("{action}: assuming the role `{}`", role.arn);
+        let mut form = vec![
+            ("Action", "AssumeRole".to_owned()),
+            ("Version", STS_VERSION.to_owned()),
+            ("RoleArn", role.arn.clone()),
+            ("RoleSessionName", "gangway-dns-01".to_owned()),
+            ("DurationSeconds", ROLE_SECONDS.to_string()),
+        ];
+        if let Some(id) = &role.external_id {
+            form.push(("ExternalId", id.clone()));
+        }
+        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let body = canonical_query(&pairs);
+        let sent = self.signed(
+            &action,
+            &self.credentials,
+            (&role.host, "sts"),
+            ("POST", "/", &[]),
+            &body,
+        )?;
+        let url = format!("{}/", role.endpoint);
+        let reply = self
+            .api
             .send(&Call {
-                action,
-                method,
+                action: &action,
+                method: Method::POST,
                 url: &url,
                 headers: &sent,
                 body: None,
-                text: (!body.is_empty()).then_some(("text/xml", body)),
+                text: Some(("application/x-www-form-urlencoded; charset=utf-8", &body)),
             })
-            .await
+            .await?;
+        let xml = self.text(&action, &reply)?;
+        let field = |name: &str| tag(xml, name).first().map(|v| unescape(v));
+        let (Some(access_key), Some(secret_key), Some(token)) = (
+            field("AccessKeyId"),
+            field("SecretAccessKey"),
+            field("SessionToken"),
+        ) else {
+            return Err(self.api.error(
+                &action,
+                ApiProblem::Unreadable {
+                    status: reply.status,
+                    reason: "no Credentials in the AssumeRole answer".to_owned(),
+                },
+            ));
+        };
+        let credentials = Credentials {
+            access_key,
+            secret_key,
+            session_token: Some(token),
+        };
+        if let Ok(mut current) = role.current.lock() {
+            *current = Some((
+                credentials.clone(),
+                tokio::time::Instant::now() + ROLE_REUSE,
+            ));
+        }
+        Ok(credentials)
     }
 
     /// The id and name of the hosted zone holding `fqdn`.
@@ -386,18 +504,22 @@ impl Route53 {
     }
 }
 
-impl DnsProvider for Route53 {
-    fn name(&self) -> &'static str {
-        "route53"
-    }
+api::dns_provider!(Route53, "route53");
 
-    fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Route53::present(self, fqdn, value))
-    }
-
-    fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
-        Box::pin(Route53::cleanup(self, fqdn, value))
-    }
+/// The endpoint in `variable`, else in `AWS_ENDPOINT_URL`, else
+/// `default`; and its `host[:port]`, as signed.
+fn endpoint_of(env: &Env<'_>, variable: &str, default: &str) -> Result<(String, String), DnsError> {
+    let url = if env.optional(variable)?.is_some() {
+        api::base_url(env, variable, default)?
+    } else {
+        api::base_url(env, "AWS_ENDPOINT_URL", default)?
+    };
+    let host = url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.authority().map(|a| a.as_str().to_owned()))
+        .unwrap_or_default();
+    Ok((url, host))
 }
 
 // === credentials file ===

@@ -279,7 +279,18 @@ fn api_providers_read_lego_variables_and_name_the_missing_ones() {
         text.contains("`route66` is not a DNS provider gangway has"),
         "{err}"
     );
-    for name in ["cloudflare", "route53", "duckdns", "exec", "httpreq"] {
+    for name in [
+        "cloudflare",
+        "route53",
+        "duckdns",
+        "desec",
+        "porkbun",
+        "linode",
+        "vultr",
+        "hetzner",
+        "exec",
+        "httpreq",
+    ] {
         assert!(text.contains(name), "the list names {name}: {err}");
     }
 }
@@ -446,5 +457,154 @@ fn ovh_signs_with_sha1_of_the_joined_parts_and_names_missing_keys() {
         matches!(&err, DnsError::MissingEnv { variables, .. }
             if variables == &["OVH_APPLICATION_KEY", "OVH_APPLICATION_SECRET", "OVH_CONSUMER_KEY"]),
         "{err}"
+    );
+}
+
+#[test]
+fn desec_reads_its_token_and_keeps_its_ttl_floor() {
+    let err = Solver::new("le", &challenge("desec"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["DESEC_TOKEN"]),
+        "{err}"
+    );
+    let d = Solver::new(
+        "le",
+        &challenge("desec"),
+        &lookup(&[("DESEC_TOKEN", "t0k"), ("DESEC_TTL", "60")]),
+    )
+    .unwrap();
+    assert_eq!(d.provider_name(), "desec");
+    assert_eq!(d.checks.timeout, Duration::from_secs(120));
+    assert_eq!(d.checks.interval, Duration::from_secs(4));
+    assert_eq!(
+        desec::message(br#"{"detail": "Invalid token."}"#).as_deref(),
+        Some("Invalid token.")
+    );
+    assert_eq!(
+        desec::message(br#"{"ttl": ["Ensure this value is greater than or equal to 3600."]}"#)
+            .as_deref(),
+        Some("ttl: Ensure this value is greater than or equal to 3600.")
+    );
+}
+
+#[test]
+fn porkbun_needs_both_keys() {
+    let err = Solver::new(
+        "le",
+        &challenge("porkbun"),
+        &lookup(&[("PORKBUN_API_KEY", "pk1")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["PORKBUN_SECRET_API_KEY"]),
+        "{err}"
+    );
+    let p = Solver::new(
+        "le",
+        &challenge("porkbun"),
+        &lookup(&[
+            ("PORKBUN_API_KEY", "pk1"),
+            ("PORKBUN_SECRET_API_KEY", "sk1"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(p.checks.timeout, Duration::from_secs(600));
+    assert_eq!(p.checks.interval, Duration::from_secs(10));
+    assert!(!format!("{p:?}").contains("sk1"));
+}
+
+#[test]
+fn linode_and_vultr_read_their_tokens_and_error_shapes() {
+    for (provider, variable, timeout, interval) in [
+        ("linode", "LINODE_TOKEN", 120, 15),
+        ("vultr", "VULTR_API_KEY", 60, 2),
+    ] {
+        let err = Solver::new("le", &challenge(provider), &lookup(&[])).unwrap_err();
+        assert!(
+            matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &[variable]),
+            "{err}"
+        );
+        let s = Solver::new("le", &challenge(provider), &lookup(&[(variable, "t")])).unwrap();
+        assert_eq!(s.checks.timeout, Duration::from_secs(timeout), "{provider}");
+        assert_eq!(
+            s.checks.interval,
+            Duration::from_secs(interval),
+            "{provider}"
+        );
+    }
+    assert_eq!(
+        linode::message(
+            br#"{"errors": [{"field": "ttl_sec", "reason": "bad"}, {"reason": "Invalid Token"}]}"#
+        )
+        .as_deref(),
+        Some("ttl_sec: bad; Invalid Token")
+    );
+    assert_eq!(
+        vultr::message(br#"{"error": "Invalid API token.", "status": 401}"#).as_deref(),
+        Some("Invalid API token.")
+    );
+}
+
+#[test]
+fn hetzner_takes_a_cloud_api_token_and_names_what_replaces_the_dns_console_key() {
+    let err = Solver::new("le", &challenge("hetzner"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(&err, DnsError::MissingEnv { variables, .. } if variables == &["HETZNER_API_TOKEN"]),
+        "{err}"
+    );
+    let err = Solver::new(
+        "le",
+        &challenge("hetzner"),
+        &lookup(&[("HETZNER_API_KEY", "old-s3cret")]),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, DnsError::BadEnv { variable, .. } if variable == "HETZNER_API_KEY"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("set HETZNER_API_TOKEN"), "{err}");
+    assert!(!err.to_string().contains("old-s3cret"));
+    let h = Solver::new(
+        "le",
+        &challenge("hetzner"),
+        &lookup(&[("HETZNER_API_TOKEN", "t"), ("HETZNER_API_KEY", "k")]),
+    )
+    .unwrap();
+    assert_eq!(h.checks.timeout, Duration::from_secs(60));
+    assert_eq!(
+        hetzner::message(
+            br#"{"error": {"code": "unauthorized", "message": "unable to authenticate"}}"#
+        )
+        .as_deref(),
+        Some("unable to authenticate (unauthorized)")
+    );
+}
+
+#[test]
+fn route53_reads_its_variables_from_files_and_a_role_to_assume() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    let secret = dir.path().join("secret");
+    std::fs::write(&key, "AKIAFROMFILE\n").unwrap();
+    std::fs::write(&secret, "s3cr3t\n").unwrap();
+    let vars = [
+        ("AWS_ACCESS_KEY_ID_FILE", key.to_str().unwrap()),
+        ("AWS_SECRET_ACCESS_KEY_FILE", secret.to_str().unwrap()),
+        ("AWS_ASSUME_ROLE_ARN", "arn:aws:iam::1:role/dns"),
+        ("AWS_ENDPOINT_URL_STS", "http://127.0.0.1:9"),
+        ("HOME", "/nonexistent"),
+    ];
+    let r = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap();
+    assert!(!format!("{r:?}").contains("s3cr3t"));
+    let vars = [
+        ("AWS_ACCESS_KEY_ID", "AKIA"),
+        ("AWS_SECRET_ACCESS_KEY", "x"),
+        ("AWS_ASSUME_ROLE_ARN", "arn:aws:iam::1:role/dns"),
+        ("AWS_ENDPOINT_URL_STS", "ftp://sts"),
+    ];
+    let err = Solver::new("le", &challenge("route53"), &lookup(&vars)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "AWS_ENDPOINT_URL_STS: `ftp://sts` is not an http:// or https:// URL"
     );
 }
