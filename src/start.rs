@@ -1,10 +1,11 @@
-//! The wiring of a start: binding the entry points, opening the access
-//! log, loading stored certificates, spawning the providers and serving
+//! The wiring of a start: setting up gangway's own log (`log`), binding
+//! the entry points, opening the access log, loading stored certificates, spawning the providers and serving
 //! until shutdown. What each part is set up with comes from `settings`,
 //! the pure translation of the static configuration; this room only binds
 //! and spawns.
 
 mod listen;
+pub mod log;
 mod serve;
 
 use listen::Ready;
