@@ -64,6 +64,10 @@ pub struct Entry {
 /// The logger: filters, queue, and the dropped-line counter.
 pub struct AccessLogger {
     tx: mpsc::Sender<Entry>,
+    /// Wakes the writer to close its file and open the path again.
+    reopen: Arc<tokio::sync::Notify>,
+    /// The file written, when not standard output.
+    file_path: Option<std::path::PathBuf>,
     dropped: ::metrics::Counter,
     status_ranges: Vec<(u16, u16)>,
     min_duration: Duration,
@@ -160,27 +164,21 @@ impl AccessLogger {
         };
         let (tx, rx) = mpsc::channel(capacity);
         let out: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match file_path {
-            Some(path) => {
-                let file = tokio::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .await
-                    .map_err(|source| AccessLogError::Open {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                Box::new(file)
-            }
+            Some(path) => Box::new(open_file(path).await?),
             None => Box::new(tokio::io::stdout()),
         };
+        let reopen = Arc::new(tokio::sync::Notify::new());
         let fields = FieldRules {
             default: *default_mode,
             names: names.clone(),
         };
         tokio::spawn(write_lines(
             rx,
-            out,
+            Output {
+                out,
+                path: file_path.clone(),
+                reopen: reopen.clone(),
+            },
             *format,
             fields,
             HeaderSelection {
@@ -190,6 +188,8 @@ impl AccessLogger {
         ));
         Ok(Arc::new(Self {
             tx,
+            reopen,
+            file_path: file_path.clone(),
             dropped,
             status_ranges: ranges,
             min_duration: min_duration.0,
@@ -199,6 +199,17 @@ impl AccessLogger {
                 names: header_names.clone(),
             },
         }))
+    }
+
+    /// The file lines go to, when not standard output.
+    pub fn file_path(&self) -> Option<&std::path::Path> {
+        self.file_path.as_deref()
+    }
+
+    /// Has the writer close its file and open the path again, after the
+    /// lines queued so far: logrotate renames the file, then signals.
+    pub fn reopen(&self) {
+        self.reopen.notify_one();
     }
 
     /// Queues an entry if the filters keep it; never waits.
@@ -242,16 +253,60 @@ impl FieldRules {
     }
 }
 
+/// Opens the access log file for appending, making its directory as
+/// Traefik does.
+async fn open_file(path: &std::path::Path) -> Result<tokio::fs::File, AccessLogError> {
+    let failed = |source| AccessLogError::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        tokio::fs::create_dir_all(dir).await.map_err(failed)?;
+    }
+    tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await
+        .map_err(failed)
+}
+
+/// Where the writer writes, and how it learns to reopen.
+struct Output {
+    out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    path: Option<std::path::PathBuf>,
+    reopen: Arc<tokio::sync::Notify>,
+}
+
 async fn write_lines(
     mut rx: mpsc::Receiver<Entry>,
-    out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    output: Output,
     format: AccessLogFormat,
     fields: FieldRules,
     headers: HeaderSelection,
 ) {
+    let Output { out, path, reopen } = output;
     let mut out = tokio::io::BufWriter::new(out);
     let mut line = String::with_capacity(512);
-    while let Some(entry) = rx.recv().await {
+    loop {
+        let entry = tokio::select! {
+            entry = rx.recv() => match entry {
+                Some(entry) => entry,
+                None => return,
+            },
+            () = reopen.notified() => {
+                if let Some(path) = &path {
+                    // Lines already queued went to the old file; a file
+                    // that cannot be opened leaves them going there.
+                    let _ = out.flush().await;
+                    match open_file(path).await {
+                        Ok(file) => out = tokio::io::BufWriter::new(Box::new(file)),
+                        Err(e) => tracing::error!("{e}"),
+                    }
+                }
+                continue;
+            }
+        };
         let mut next = Some(entry);
         // Write everything queued, then flush once.
         while let Some(entry) = next.take() {

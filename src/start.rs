@@ -105,6 +105,19 @@ pub(crate) async fn open_access_log(
     Ok(Some(access_log::AccessLogger::spawn(a, dropped).await?))
 }
 
+/// Reopens the access log's file on every `SIGUSR1`, for logrotate's
+/// rename-then-signal (gangway's own log file is reopened by `main`).
+pub(crate) fn spawn_reopen_on_signal(log: Arc<access_log::AccessLogger>) -> Option<JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    log.file_path()?;
+    let mut usr1 = signal(SignalKind::user_defined1()).ok()?;
+    Some(tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            log.reopen();
+        }
+    }))
+}
+
 /// The certificate resolvers, their options checked.
 pub(crate) fn resolvers(config: &StaticConfig) -> Result<Vec<Arc<acme::Resolver>>, RunError> {
     let names: Vec<String> = config.entry_points.keys().cloned().collect();

@@ -151,3 +151,71 @@ fn a_log_directory_that_cannot_be_made_stops_the_start_with_the_path() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn sigusr1_reopens_both_files_after_logrotate_renamed_them() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gangway.log");
+    let access = dir.path().join("access.log");
+    let flags = [
+        format!("--log.filePath={}", log.display()),
+        "--log.level=info".to_owned(),
+        format!("--accessLog.filePath={}", access.display()),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file_env(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &flags,
+        LEVEL_FROM_OPTIONS,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/before").await.status == StatusCode::OK
+    })
+    .await;
+    eventually(Duration::from_secs(5), "the first line written", || async {
+        std::fs::read_to_string(&access)
+            .unwrap_or_default()
+            .contains("GET /before ")
+    })
+    .await;
+    // What logrotate does: rename, then signal.
+    let (old_log, old_access) = (
+        dir.path().join("gangway.log.1"),
+        dir.path().join("access.log.1"),
+    );
+    std::fs::rename(&log, &old_log).unwrap();
+    std::fs::rename(&access, &old_access).unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-USR1", &gw.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    eventually(Duration::from_secs(5), "a new access log file", || async {
+        gw.get("app.test", "/after").await;
+        std::fs::read_to_string(&access)
+            .unwrap_or_default()
+            .contains("GET /after ")
+    })
+    .await;
+    eventually(Duration::from_secs(5), "a new log file", || async {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("log file reopened")
+    })
+    .await;
+    let new_access = std::fs::read_to_string(&access).unwrap();
+    let kept_access = std::fs::read_to_string(&old_access).unwrap();
+    assert!(!new_access.contains("/before"), "{new_access}");
+    assert!(kept_access.contains("GET /before "), "{kept_access}");
+    let new_log = std::fs::read_to_string(&log).unwrap();
+    let kept_log = std::fs::read_to_string(&old_log).unwrap();
+    assert!(!new_log.contains("static configuration"), "{new_log}");
+    assert!(kept_log.contains("static configuration"), "{kept_log}");
+    assert!(
+        gw.log().is_empty(),
+        "nothing on standard error: {}",
+        gw.log()
+    );
+}
