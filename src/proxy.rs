@@ -175,6 +175,8 @@ pub(crate) struct ConnInfo {
     pub(crate) sni: Option<Box<str>>,
     /// What the connection is doing, when its head or idle time is limited.
     pub(crate) activity: Option<Arc<timeouts::Activity>>,
+    /// TLS version and cipher for the access log, when TLS.
+    pub(crate) tls_fields: Option<crate::access_log::TlsFields>,
 }
 
 impl ConnInfo {
@@ -192,6 +194,7 @@ impl ConnInfo {
             tls,
             sni,
             activity: None,
+            tls_fields: None,
         }
     }
 }

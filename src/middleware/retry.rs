@@ -24,6 +24,11 @@ const MEM_BODY: u64 = 1024 * 1024;
 /// Traefik's default `maxRequestBodyBytes`.
 const DEFAULT_MAX_BODY: i64 = 2 * 1024 * 1024;
 
+/// How many times a request was sent again, on the response, for the
+/// access log's `RetryAttempts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retried(pub u32);
+
 /// A compiled `retry`.
 pub struct Retry {
     attempts: u32,
@@ -116,7 +121,10 @@ impl Middleware for Retry {
                     Some(bytes) => RequestBody::full(bytes),
                     None => RequestBody::boxed(replay.body()),
                 };
-                let resp = next.run(Request::from_parts(parts.clone(), body)).await;
+                let mut resp = next.run(Request::from_parts(parts.clone(), body)).await;
+                if attempt > 1 {
+                    resp.extensions_mut().insert(Retried(attempt - 1));
+                }
                 if attempt >= self.attempts || self.timeout.is_some_and(|t| start.elapsed() >= t) {
                     return resp;
                 }

@@ -217,10 +217,11 @@ impl Proxy {
                 None => Rewind::new(Bytes::new(), stream),
             };
             let handshake = Box::pin(self.tls_handshake(io, peer, limit));
-            let Some((version, io, sni)) = handshake.await else {
+            let Some((version, io, sni, fields)) = handshake.await else {
                 return;
             };
-            let info = ConnInfo::new(entry_point, peer, true, sni);
+            let mut info = ConnInfo::new(entry_point, peer, true, sni);
+            info.tls_fields = fields;
             self.serve_http(io, info, &servers, version, drain)
         } else {
             if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
@@ -256,7 +257,12 @@ impl Proxy {
         stream: Rewind<TcpStream>,
         peer: SocketAddr,
         limit: Duration,
-    ) -> Option<(Version, Rewind<TlsStream>, Option<Box<str>>)> {
+    ) -> Option<(
+        Version,
+        Rewind<TlsStream>,
+        Option<Box<str>>,
+        Option<crate::access_log::TlsFields>,
+    )> {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
         let start = match timeout(limit, acceptor).await {
@@ -316,6 +322,7 @@ impl Proxy {
             let _ = tls.shutdown().await;
             return None;
         }
+        let fields = crate::access_log::tls_fields(tls.get_ref().1);
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
         let (version, io) = match tls.get_ref().1.alpn_protocol() {
@@ -326,7 +333,7 @@ impl Proxy {
                 _ => return None,
             },
         };
-        Some((version, io, sni))
+        Some((version, io, sni, fields))
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the

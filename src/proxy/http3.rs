@@ -294,7 +294,13 @@ async fn serve_connection(
         s.connection_opened();
     }
     let idle = entry_point.idle_timeout;
-    let info = Arc::new(ConnInfo::new(entry_point, peer, true, sni));
+    let mut info = ConnInfo::new(entry_point, peer, true, sni);
+    // QUIC is TLS 1.3 only; quinn does not say which suite it chose.
+    info.tls_fields = Some(crate::access_log::TlsFields {
+        version: "1.3",
+        cipher: "",
+    });
+    let info = Arc::new(info);
     let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = Outcome> + Send>>> =
         FuturesUnordered::new();
     let budget = info.entry_point.limits.max_pending_reset_streams;
