@@ -469,3 +469,98 @@ async fn a_proxied_requests_json_line_has_traefiks_fields_and_values() {
         "only the kept response header: {origin_headers:?}"
     );
 }
+
+/// `filters.retryAttempts`: only retried requests are logged, with their
+/// `RetryAttempts`; `genericCLF` lines stop after the user agent.
+#[tokio::test]
+async fn retried_requests_pass_the_retry_filter_and_generic_clf_is_plain_clf() {
+    let live = Backend::echo("live").await;
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let conf = format!(
+        "[http.routers.app]\nrule = \"Host(`app.test`)\"\nservice = \"app\"\nmiddlewares = [\"retry\"]\n\
+         [http.services.app.loadBalancer]\n\
+         [[http.services.app.loadBalancer.servers]]\nurl = \"{dead}\"\n\
+         [[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n\
+         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n",
+        live.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("retried.json");
+    let flags = [
+        format!("--accessLog.filePath={}", json_path.display()),
+        "--accessLog.format=json".to_owned(),
+        "--accessLog.filters.retryAttempts=true".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(&conf, &flags).await;
+    let post = |path: &str| {
+        http::Request::post(gw.url(path))
+            .header("host", "app.test")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"x")))
+            .unwrap()
+    };
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.send(post("/warm")).await.status == StatusCode::OK
+    })
+    .await;
+    for i in 0..6 {
+        assert_eq!(
+            gw.send(post(&format!("/p{i}"))).await.status,
+            StatusCode::OK
+        );
+    }
+    eventually(Duration::from_secs(5), "a retried line", || async {
+        std::fs::read_to_string(&json_path)
+            .unwrap_or_default()
+            .contains("/p")
+    })
+    .await;
+    let text = std::fs::read_to_string(&json_path).unwrap();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["RetryAttempts"], 1, "only retried requests: {l}");
+        assert_eq!(v["DownstreamStatus"], 200, "{l}");
+        assert_eq!(v["ServiceURL"], live.url(), "{l}");
+    }
+    drop(gw);
+
+    let clf_path = dir.path().join("generic.log");
+    let flags = [
+        format!("--accessLog.filePath={}", clf_path.display()),
+        "--accessLog.format=genericCLF".to_owned(),
+        "--accessLog.fields.headers.names.User-Agent=keep".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&live.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    let req = http::Request::get(gw.url("/plain"))
+        .header("host", "app.test")
+        .header("user-agent", "analyzer/2")
+        .body(Default::default())
+        .unwrap();
+    let got = gw.send(req).await;
+    eventually(Duration::from_secs(5), "the line written", || async {
+        std::fs::read_to_string(&clf_path)
+            .unwrap_or_default()
+            .contains("/plain")
+    })
+    .await;
+    let text = std::fs::read_to_string(&clf_path).unwrap();
+    let line = text.lines().find(|l| l.contains("/plain")).unwrap();
+    let (head, _) = line.split_once(" [").unwrap();
+    assert_eq!(head, "127.0.0.1 - -", "{line}");
+    assert!(
+        line.ends_with(&format!(
+            "] \"GET /plain HTTP/1.1\" 200 {} \"-\" \"analyzer/2\"",
+            got.body.len()
+        )),
+        "{line}"
+    );
+}

@@ -1057,13 +1057,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "accessLog.filePath",
         ValueKind::String,
         "",
-        "Access log file (standard output when unset).",
+        "Access log file (standard output when unset); reopened on SIGUSR1.",
     ),
     opt(
         "accessLog.format",
         ValueKind::String,
         "common",
-        "`common` or `json`.",
+        "`common`, `genericCLF` or `json`.",
     ),
     opt(
         "accessLog.bufferingSize",
@@ -1105,13 +1105,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "accessLog.fields.headers.defaultMode",
         ValueKind::String,
         "drop",
-        "Mode for request headers not named.",
+        "Mode for headers not named (request_, origin_, downstream_).",
     ),
     opt(
         "accessLog.fields.headers.names.<name>",
         ValueKind::String,
         "",
-        "Mode of one request header.",
+        "Mode of one header, request or response.",
     ),
     opt(
         "certificatesResolvers.<name>.acme.email",
