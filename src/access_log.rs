@@ -1,5 +1,5 @@
-//! The access log: one line per request, in Traefik's `common` or `json`
-//! format, written by a background task. Requests hand their entry to a
+//! The access log: one line per request, in Traefik's `common`,
+//! `genericCLF` or `json` format, written by a background task. Requests hand their entry to a
 //! bounded queue and never wait: when the writer falls behind, entries are
 //! dropped and counted.
 
