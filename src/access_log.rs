@@ -79,12 +79,15 @@ pub struct Origin {
 }
 
 /// The connection's TLS parameters, named as Traefik writes them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFields {
     /// `1.2`, `1.3`.
     pub version: &'static str,
     /// Go's name of the cipher suite (`TLS_AES_128_GCM_SHA256`).
     pub cipher: &'static str,
+    /// The client certificate's subject as Go prints it
+    /// (`CN=ann,O=example`), when the client sent one.
+    pub client_subject: Option<Arc<str>>,
 }
 
 /// The TLS fields of a finished handshake: Traefik's version text and Go's
@@ -105,7 +108,49 @@ pub fn tls_fields(conn: &rustls::ServerConnection) -> Option<TlsFields> {
         "TLS13_CHACHA20_POLY1305_SHA256" => "TLS_CHACHA20_POLY1305_SHA256",
         other => other,
     };
-    Some(TlsFields { version, cipher })
+    let client_subject = conn
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| subject_text(leaf))
+        .map(Arc::from);
+    Some(TlsFields {
+        version,
+        cipher,
+        client_subject,
+    })
+}
+
+/// A certificate's subject as Go's `pkix.Name` prints it: common name
+/// first, country last, `,` between, `+` within a multi-valued one.
+fn subject_text(der: &[u8]) -> Option<String> {
+    use x509_parser::oid_registry as oids;
+    // Go prints the attributes it knows in this order, then no others.
+    const ORDER: [(&str, x509_parser::der_parser::oid::Oid<'static>); 9] = [
+        ("CN", oids::OID_X509_COMMON_NAME),
+        ("SERIALNUMBER", oids::OID_X509_SERIALNUMBER),
+        ("OU", oids::OID_X509_ORGANIZATIONAL_UNIT),
+        ("O", oids::OID_X509_ORGANIZATION_NAME),
+        ("POSTALCODE", oids::OID_X509_POSTAL_CODE),
+        ("STREET", oids::OID_X509_STREET_ADDRESS),
+        ("L", oids::OID_X509_LOCALITY_NAME),
+        ("ST", oids::OID_X509_STATE_OR_PROVINCE_NAME),
+        ("C", oids::OID_X509_COUNTRY_NAME),
+    ];
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let mut parts: Vec<String> = Vec::new();
+    for (key, oid) in &ORDER {
+        let values: Vec<&str> = subject
+            .iter_attributes()
+            .filter(|a| a.attr_type() == oid)
+            .filter_map(|a| a.as_str().ok())
+            .collect();
+        if !values.is_empty() {
+            let joined: Vec<String> = values.iter().map(|v| format!("{key}={v}")).collect();
+            parts.push(joined.join("+"));
+        }
+    }
+    Some(parts.join(","))
 }
 
 /// The logger: filters, queue, and the dropped-line counter.
@@ -597,6 +642,9 @@ fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) 
         if !t.cipher.is_empty() {
             put("TLSCipher", V::from(t.cipher));
         }
+        if let Some(subject) = &t.client_subject {
+            put("TLSClientSubject", V::from(&**subject));
+        }
     }
     let start = Utc::of(e.start).nanos();
     put("StartUTC", V::from(start.as_str()));
@@ -747,6 +795,7 @@ mod tests {
             tls: Some(TlsFields {
                 version: "1.3",
                 cipher: "TLS_AES_128_GCM_SHA256",
+                client_subject: Some("CN=ann,O=example".into()),
             }),
             scheme: "https",
             retry_attempts: 1,
@@ -784,6 +833,7 @@ mod tests {
             "StartLocal": "2026-01-25T10:00:00.5Z",
             "StartUTC": "2026-01-25T10:00:00.5Z",
             "TLSCipher": "TLS_AES_128_GCM_SHA256",
+            "TLSClientSubject": "CN=ann,O=example",
             "TLSVersion": "1.3",
             "entryPointName": "web",
             "request_User-Agent": "Mozilla/5.0",
@@ -861,6 +911,23 @@ mod tests {
                 ("X-Multi".to_owned(), "a,b".to_owned()),
             ]
         );
+    }
+
+    #[test]
+    fn a_client_certificates_subject_reads_as_go_prints_it() {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let dn = &mut params.distinguished_name;
+        dn.push(rcgen::DnType::CountryName, "FR");
+        dn.push(rcgen::DnType::OrganizationName, "example");
+        dn.push(rcgen::DnType::OrganizationalUnitName, "ops");
+        dn.push(rcgen::DnType::CommonName, "ann");
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(
+            subject_text(cert.der()).as_deref(),
+            Some("CN=ann,OU=ops,O=example,C=FR")
+        );
+        assert_eq!(subject_text(b"not a certificate"), None);
     }
 
     #[test]

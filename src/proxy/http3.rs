@@ -299,6 +299,7 @@ async fn serve_connection(
     info.tls_fields = Some(crate::access_log::TlsFields {
         version: "1.3",
         cipher: "",
+        client_subject: None,
     });
     let info = Arc::new(info);
     let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = Outcome> + Send>>> =

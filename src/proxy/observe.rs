@@ -358,7 +358,7 @@ fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::Acce
         service: None,
         origin: None,
         entry_point: conn.entry_point.name.clone(),
-        tls: conn.tls_fields,
+        tls: conn.tls_fields.clone(),
         retry_attempts: 0,
         headers: log.wanted_headers.capture(req.headers()),
         downstream_headers: Vec::new(),
