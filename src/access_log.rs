@@ -1,28 +1,28 @@
-//! The access log: one line per request, in Traefik's `common` or `json`
-//! format, written by a background task. Requests hand their entry to a
+//! The access log: one line per request, in Traefik's `common`,
+//! `genericCLF` or `json` format, written by a background task. Requests hand their entry to a
 //! bounded queue and never wait: when the writer falls behind, entries are
 //! dropped and counted.
 
 use crate::config::static_config::observability::{AccessLog, AccessLogFormat, FieldMode};
+use crate::start::log::clock::Utc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-/// What is known of one finished request.
-#[derive(Clone, Debug, Default)]
+/// What is known of one finished request. Cheap to fill on the hot path:
+/// what is text only in the line (the client's address, times) is made
+/// by the writer, and headers are copied only when the configuration
+/// keeps some.
+#[derive(Clone, Debug)]
 pub struct Entry {
-    /// Client address `ip:port`.
-    pub client_addr: String,
-    /// Client IP.
-    pub client_host: String,
-    /// Client port.
-    pub client_port: u16,
+    /// The client's address.
+    pub peer: std::net::SocketAddr,
     /// Authenticated user, if a middleware set one.
     pub client_username: Option<String>,
     /// Request method.
-    pub method: String,
+    pub method: http::Method,
     /// Request path with query.
     pub path: String,
     /// `HTTP/1.1`, `HTTP/2.0`.
@@ -40,36 +40,134 @@ pub struct Entry {
     /// Time from request to end of response.
     pub duration: Duration,
     /// When the request started.
-    pub start: Option<SystemTime>,
+    pub start: SystemTime,
+    /// Requests received since gangway started, this one included.
+    pub request_count: u64,
     /// Router that took the request.
     pub router: Option<String>,
     /// Service that answered.
     pub service: Option<String>,
-    /// Server URL the request went to.
-    pub service_url: Option<String>,
+    /// What the server that answered said, when a server answered.
+    pub origin: Option<Origin>,
     /// Entry point name.
     pub entry_point: String,
-    /// TLS version, when the connection was TLS.
-    pub tls_version: Option<String>,
+    /// TLS version and cipher, when the connection was TLS.
+    pub tls: Option<TlsFields>,
     /// How many times the request was retried.
     pub retry_attempts: u32,
-    /// `Referer` header.
-    pub referer: Option<String>,
-    /// `User-Agent` header.
-    pub user_agent: Option<String>,
-    /// Request headers (only those the configuration keeps).
+    /// Request headers the configuration keeps (values already `REDACTED`
+    /// where asked), canonical names.
     pub headers: Vec<(String, String)>,
+    /// Response headers sent to the client, as `headers`.
+    pub downstream_headers: Vec<(String, String)>,
+}
+
+/// The server's side of a proxied request.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    /// The server's URL.
+    pub url: String,
+    /// The status the server answered with.
+    pub status: u16,
+    /// Time from sending the request to the server's response head.
+    pub duration: Duration,
+    /// The server's `Content-Length`, when it sent one.
+    pub content_length: Option<u64>,
+    /// The server's response headers the configuration keeps, as
+    /// `Entry::headers`.
+    pub headers: Vec<(String, String)>,
+}
+
+/// The connection's TLS parameters, named as Traefik writes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFields {
+    /// `1.2`, `1.3`.
+    pub version: &'static str,
+    /// Go's name of the cipher suite (`TLS_AES_128_GCM_SHA256`).
+    pub cipher: &'static str,
+    /// The client certificate's subject as Go prints it
+    /// (`CN=ann,O=example`), when the client sent one.
+    pub client_subject: Option<Arc<str>>,
+}
+
+/// The TLS fields of a finished handshake: Traefik's version text and Go's
+/// name of the suite (rustls says `TLS13_…` where Go says `TLS_…`).
+pub fn tls_fields(conn: &rustls::ServerConnection) -> Option<TlsFields> {
+    let version = match conn.protocol_version()? {
+        rustls::ProtocolVersion::TLSv1_3 => "1.3",
+        rustls::ProtocolVersion::TLSv1_2 => "1.2",
+        _ => "",
+    };
+    let cipher = conn
+        .negotiated_cipher_suite()
+        .and_then(|s| s.suite().as_str())
+        .unwrap_or("");
+    let cipher = match cipher {
+        "TLS13_AES_128_GCM_SHA256" => "TLS_AES_128_GCM_SHA256",
+        "TLS13_AES_256_GCM_SHA384" => "TLS_AES_256_GCM_SHA384",
+        "TLS13_CHACHA20_POLY1305_SHA256" => "TLS_CHACHA20_POLY1305_SHA256",
+        other => other,
+    };
+    let client_subject = conn
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| subject_text(leaf))
+        .map(Arc::from);
+    Some(TlsFields {
+        version,
+        cipher,
+        client_subject,
+    })
+}
+
+/// A certificate's subject as Go's `pkix.Name` prints it: common name
+/// first, country last, `,` between, `+` within a multi-valued one.
+fn subject_text(der: &[u8]) -> Option<String> {
+    use x509_parser::oid_registry as oids;
+    // Go prints the attributes it knows in this order, then no others.
+    const ORDER: [(&str, x509_parser::der_parser::oid::Oid<'static>); 9] = [
+        ("CN", oids::OID_X509_COMMON_NAME),
+        ("SERIALNUMBER", oids::OID_X509_SERIALNUMBER),
+        ("OU", oids::OID_X509_ORGANIZATIONAL_UNIT),
+        ("O", oids::OID_X509_ORGANIZATION_NAME),
+        ("POSTALCODE", oids::OID_X509_POSTAL_CODE),
+        ("STREET", oids::OID_X509_STREET_ADDRESS),
+        ("L", oids::OID_X509_LOCALITY_NAME),
+        ("ST", oids::OID_X509_STATE_OR_PROVINCE_NAME),
+        ("C", oids::OID_X509_COUNTRY_NAME),
+    ];
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let mut parts: Vec<String> = Vec::new();
+    for (key, oid) in &ORDER {
+        let values: Vec<&str> = subject
+            .iter_attributes()
+            .filter(|a| a.attr_type() == oid)
+            .filter_map(|a| a.as_str().ok())
+            .collect();
+        if !values.is_empty() {
+            let joined: Vec<String> = values.iter().map(|v| format!("{key}={v}")).collect();
+            parts.push(joined.join("+"));
+        }
+    }
+    Some(parts.join(","))
 }
 
 /// The logger: filters, queue, and the dropped-line counter.
 pub struct AccessLogger {
     tx: mpsc::Sender<Entry>,
+    /// Wakes the writer to close its file and open the path again.
+    reopen: Arc<tokio::sync::Notify>,
+    /// The file written, when not standard output.
+    file_path: Option<std::path::PathBuf>,
     dropped: ::metrics::Counter,
     status_ranges: Vec<(u16, u16)>,
     min_duration: Duration,
     retry_attempts: bool,
-    /// Request headers to capture (those not dropped), lowercase.
+    /// Request and response headers to capture (those not dropped).
     pub wanted_headers: HeaderSelection,
+    /// Requests seen since the start, for `RequestCount`.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// Which request headers the log keeps.
@@ -92,6 +190,42 @@ impl HeaderSelection {
     pub fn any(&self) -> bool {
         self.default != FieldMode::Drop || self.names.values().any(|m| *m != FieldMode::Drop)
     }
+
+    /// The headers of `map` this selection keeps, with canonical names
+    /// (`User-Agent`) and `REDACTED` for redacted values; several values
+    /// of one name are joined with `,`, as Traefik does. Nothing is
+    /// allocated when every header is dropped.
+    pub fn capture(&self, map: &http::HeaderMap) -> Vec<(String, String)> {
+        if !self.any() {
+            return Vec::new();
+        }
+        let mut out: Vec<(String, String)> = Vec::new();
+        for name in map.keys() {
+            let value = match self.mode(name.as_str()) {
+                FieldMode::Drop => continue,
+                FieldMode::Redact => "REDACTED".to_owned(),
+                FieldMode::Keep => map
+                    .get_all(name)
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
+            out.push((canonical(name.as_str()), value));
+        }
+        out
+    }
+}
+
+/// `user-agent` → `User-Agent`, as Go names headers.
+pub fn canonical(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = true;
+    for c in name.chars() {
+        out.push(if upper { c.to_ascii_uppercase() } else { c });
+        upper = c == '-';
+    }
+    out
 }
 
 /// Why the access log could not start.
@@ -160,36 +294,28 @@ impl AccessLogger {
         };
         let (tx, rx) = mpsc::channel(capacity);
         let out: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match file_path {
-            Some(path) => {
-                let file = tokio::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .await
-                    .map_err(|source| AccessLogError::Open {
-                        path: path.display().to_string(),
-                        source,
-                    })?;
-                Box::new(file)
-            }
+            Some(path) => Box::new(open_file(path).await?),
             None => Box::new(tokio::io::stdout()),
         };
+        let reopen = Arc::new(tokio::sync::Notify::new());
         let fields = FieldRules {
             default: *default_mode,
             names: names.clone(),
         };
         tokio::spawn(write_lines(
             rx,
-            out,
+            Output {
+                out,
+                path: file_path.clone(),
+                reopen: reopen.clone(),
+            },
             *format,
             fields,
-            HeaderSelection {
-                default: *headers_default_mode,
-                names: header_names.clone(),
-            },
         ));
         Ok(Arc::new(Self {
             tx,
+            reopen,
+            file_path: file_path.clone(),
             dropped,
             status_ranges: ranges,
             min_duration: min_duration.0,
@@ -198,7 +324,26 @@ impl AccessLogger {
                 default: *headers_default_mode,
                 names: header_names.clone(),
             },
+            requests: std::sync::atomic::AtomicU64::new(0),
         }))
+    }
+
+    /// The file lines go to, when not standard output.
+    pub fn file_path(&self) -> Option<&std::path::Path> {
+        self.file_path.as_deref()
+    }
+
+    /// Has the writer close its file and open the path again, after the
+    /// lines queued so far: logrotate renames the file, then signals.
+    pub fn reopen(&self) {
+        self.reopen.notify_one();
+    }
+
+    /// Counts one more request received; its number, for `RequestCount`.
+    pub fn next_request_count(&self) -> u64 {
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(1)
     }
 
     /// Queues an entry if the filters keep it; never waits.
@@ -237,28 +382,76 @@ struct FieldRules {
 }
 
 impl FieldRules {
+    /// A field's mode; names are matched in any case, as Traefik does.
     fn mode(&self, field: &str) -> FieldMode {
-        self.names.get(field).copied().unwrap_or(self.default)
+        self.names
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(field))
+            .map_or(self.default, |(_, m)| *m)
     }
+}
+
+/// Opens the access log file for appending, making its directory as
+/// Traefik does.
+async fn open_file(path: &std::path::Path) -> Result<tokio::fs::File, AccessLogError> {
+    let failed = |source| AccessLogError::Open {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        tokio::fs::create_dir_all(dir).await.map_err(failed)?;
+    }
+    tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .await
+        .map_err(failed)
+}
+
+/// Where the writer writes, and how it learns to reopen.
+struct Output {
+    out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    path: Option<std::path::PathBuf>,
+    reopen: Arc<tokio::sync::Notify>,
 }
 
 async fn write_lines(
     mut rx: mpsc::Receiver<Entry>,
-    out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
+    output: Output,
     format: AccessLogFormat,
     fields: FieldRules,
-    headers: HeaderSelection,
 ) {
+    let Output { out, path, reopen } = output;
     let mut out = tokio::io::BufWriter::new(out);
     let mut line = String::with_capacity(512);
-    while let Some(entry) = rx.recv().await {
+    loop {
+        let entry = tokio::select! {
+            entry = rx.recv() => match entry {
+                Some(entry) => entry,
+                None => return,
+            },
+            () = reopen.notified() => {
+                if let Some(path) = &path {
+                    // Lines already queued went to the old file; a file
+                    // that cannot be opened leaves them going there.
+                    let _ = out.flush().await;
+                    match open_file(path).await {
+                        Ok(file) => out = tokio::io::BufWriter::new(Box::new(file)),
+                        Err(e) => tracing::error!("{e}"),
+                    }
+                }
+                continue;
+            }
+        };
         let mut next = Some(entry);
         // Write everything queued, then flush once.
         while let Some(entry) = next.take() {
             line.clear();
             match format {
-                AccessLogFormat::Common => common_line(&entry, &fields, &mut line),
-                AccessLogFormat::Json => json_line(&entry, &fields, &headers, &mut line),
+                AccessLogFormat::Common => clf_line(&entry, &fields, true, &mut line),
+                AccessLogFormat::GenericClf => clf_line(&entry, &fields, false, &mut line),
+                AccessLogFormat::Json => json_line(&entry, &fields, SystemTime::now(), &mut line),
             }
             line.push('\n');
             if out.write_all(line.as_bytes()).await.is_err() {
@@ -272,82 +465,141 @@ async fn write_lines(
     }
 }
 
-fn field<'a>(fields: &FieldRules, name: &str, value: &'a str) -> &'a str {
-    match fields.mode(name) {
-        FieldMode::Keep => value,
-        FieldMode::Drop => "-",
-        FieldMode::Redact => "REDACTED",
-    }
+/// A header's captured value.
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
-/// Traefik's common format: CLF plus request count, router, server URL and
-/// duration in milliseconds.
-fn common_line(e: &Entry, fields: &FieldRules, out: &mut String) {
+/// Traefik's `common` line (CLF plus request count, router, server URL and
+/// duration in milliseconds), or with `extended` false the generic CLF
+/// that stops after the user agent. A field dropped by `fields.names` is
+/// `-`; referer and user agent are the request headers the configuration
+/// keeps, as in Traefik (dropped by default).
+fn clf_line(e: &Entry, fields: &FieldRules, extended: bool, out: &mut String) {
     use std::fmt::Write as _;
-    let time = e.start.map(clf_time).unwrap_or_else(|| "-".to_owned());
-    let _ = write!(
+    let kept = |name: &str| fields.mode(name) != FieldMode::Drop;
+    let text = |name: &str, value: &str, out: &mut String| match fields.mode(name) {
+        FieldMode::Drop => out.push('-'),
+        FieldMode::Redact => out.push_str("REDACTED"),
+        FieldMode::Keep if value.is_empty() => out.push('-'),
+        FieldMode::Keep => out.push_str(value),
+    };
+    let quoted = |value: Option<&str>, out: &mut String| match value.filter(|v| !v.is_empty()) {
+        Some(v) => {
+            out.push('"');
+            out.push_str(v);
+            out.push('"');
+        }
+        None => out.push_str("\"-\""),
+    };
+    text("ClientHost", &e.peer.ip().to_string(), out);
+    out.push_str(" - ");
+    text(
+        "ClientUsername",
+        e.client_username.as_deref().unwrap_or(""),
         out,
-        "{} - {} [{}] \"{} {} {}\" {} {} \"{}\" \"{}\" {} \"{}\" \"{}\" {}ms",
-        field(fields, "ClientHost", &e.client_host),
-        field(
-            fields,
-            "ClientUsername",
-            e.client_username.as_deref().unwrap_or("-")
-        ),
-        field(fields, "StartUTC", &time),
-        field(fields, "RequestMethod", &e.method),
-        field(fields, "RequestPath", &e.path),
-        field(fields, "RequestProtocol", e.protocol),
-        e.status,
-        e.downstream_size,
-        e.referer.as_deref().unwrap_or("-"),
-        e.user_agent.as_deref().unwrap_or("-"),
-        1,
-        field(fields, "RouterName", e.router.as_deref().unwrap_or("-")),
-        field(
-            fields,
-            "ServiceURL",
-            e.service_url.as_deref().unwrap_or("-")
-        ),
-        e.duration.as_millis(),
     );
+    out.push_str(" [");
+    // Traefik writes StartLocal's time when StartUTC is dropped; gangway's
+    // local time is UTC.
+    if kept("StartUTC") || kept("StartLocal") {
+        out.push_str(&Utc::of(e.start).clf());
+    } else {
+        out.push('-');
+    }
+    out.push_str("] \"");
+    text("RequestMethod", e.method.as_str(), out);
+    out.push(' ');
+    text("RequestPath", &e.path, out);
+    out.push(' ');
+    text("RequestProtocol", e.protocol, out);
+    out.push_str("\" ");
+    if kept("DownstreamStatus") {
+        let _ = write!(out, "{}", e.status);
+    } else {
+        out.push('-');
+    }
+    out.push(' ');
+    if kept("DownstreamContentSize") {
+        let _ = write!(out, "{}", e.downstream_size);
+    } else {
+        out.push('-');
+    }
+    out.push(' ');
+    quoted(header(&e.headers, "Referer"), out);
+    out.push(' ');
+    quoted(header(&e.headers, "User-Agent"), out);
+    if !extended {
+        return;
+    }
+    out.push(' ');
+    if kept("RequestCount") {
+        let _ = write!(out, "{}", e.request_count);
+    } else {
+        out.push('-');
+    }
+    out.push(' ');
+    quoted(e.router.as_deref().filter(|_| kept("RouterName")), out);
+    out.push(' ');
+    quoted(
+        e.origin
+            .as_ref()
+            .map(|o| o.url.as_str())
+            .filter(|_| kept("ServiceURL")),
+        out,
+    );
+    let millis = if kept("Duration") {
+        e.duration.as_millis()
+    } else {
+        0
+    };
+    let _ = write!(out, " {millis}ms");
 }
 
-fn json_line(e: &Entry, fields: &FieldRules, headers: &HeaderSelection, out: &mut String) {
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One JSON object with Traefik's field names and types (durations in
+/// nanoseconds, ports as text), its `level`, `msg` and `time` as Traefik's
+/// JSON writer adds them, keys sorted as Traefik's are.
+fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) {
+    use serde_json::Value as V;
     let mut map = serde_json::Map::new();
-    let mut put = |name: &str, value: serde_json::Value| match fields.mode(name) {
+    let mut put = |name: &str, value: V| match fields.mode(name) {
         FieldMode::Keep => {
             map.insert(name.to_owned(), value);
         }
         FieldMode::Drop => {}
         FieldMode::Redact => {
-            map.insert(name.to_owned(), serde_json::Value::from("REDACTED"));
+            map.insert(name.to_owned(), V::from("REDACTED"));
         }
     };
-    use serde_json::Value as V;
-    put("ClientAddr", V::from(e.client_addr.as_str()));
-    put("ClientHost", V::from(e.client_host.as_str()));
-    put("ClientPort", V::from(e.client_port.to_string()));
-    if let Some(u) = &e.client_username {
-        put("ClientUsername", V::from(u.as_str()));
-    }
+    let (host, port) = split_host_port(&e.host);
+    put("ClientAddr", V::from(e.peer.to_string()));
+    put("ClientHost", V::from(e.peer.ip().to_string()));
+    put("ClientPort", V::from(e.peer.port().to_string()));
+    put(
+        "ClientUsername",
+        V::from(e.client_username.as_deref().unwrap_or("-")),
+    );
     put("DownstreamStatus", V::from(e.status));
     put("DownstreamContentSize", V::from(e.downstream_size));
     put("RequestContentSize", V::from(e.request_size));
-    put(
-        "Duration",
-        V::from(u64::try_from(e.duration.as_nanos()).unwrap_or(u64::MAX)),
-    );
+    put("Duration", V::from(nanos(e.duration)));
     put("RequestMethod", V::from(e.method.as_str()));
     put("RequestPath", V::from(e.path.as_str()));
     put("RequestProtocol", V::from(e.protocol));
     put("RequestScheme", V::from(e.scheme));
-    put(
-        "RequestHost",
-        V::from(e.host.split(':').next().unwrap_or("")),
-    );
-    put("RequestAddr", V::from(e.host.as_str()));
-    put("RequestCount", V::from(1));
+    if !e.host.is_empty() {
+        put("RequestAddr", V::from(e.host.as_str()));
+        put("RequestHost", V::from(host));
+        put("RequestPort", V::from(port));
+    }
+    put("RequestCount", V::from(e.request_count));
     put("entryPointName", V::from(e.entry_point.as_str()));
     put("RetryAttempts", V::from(e.retry_attempts));
     if let Some(r) = &e.router {
@@ -356,111 +608,333 @@ fn json_line(e: &Entry, fields: &FieldRules, headers: &HeaderSelection, out: &mu
     if let Some(s) = &e.service {
         put("ServiceName", V::from(s.as_str()));
     }
-    if let Some(u) = &e.service_url {
-        put("ServiceURL", V::from(u.as_str()));
-        let addr = u.split_once("://").map_or(u.as_str(), |(_, rest)| rest);
-        put("ServiceAddr", V::from(addr.trim_end_matches('/')));
-    }
-    if let Some(t) = &e.tls_version {
-        put("TLSVersion", V::from(t.as_str()));
-    }
-    if let Some(start) = e.start {
-        put("StartUTC", V::from(rfc3339(start)));
-    }
-    for (name, value) in &e.headers {
-        let key = format!("request_{name}");
-        match headers.mode(name) {
-            FieldMode::Keep => {
-                map.insert(key, V::from(value.as_str()));
-            }
-            FieldMode::Redact => {
-                map.insert(key, V::from("REDACTED"));
-            }
-            FieldMode::Drop => {}
+    let origin_duration = e.origin.as_ref().map(|o| o.duration);
+    if let Some(o) = &e.origin {
+        put("ServiceURL", V::from(o.url.as_str()));
+        let addr = o
+            .url
+            .split_once("://")
+            .map_or(o.url.as_str(), |(_, rest)| rest);
+        put(
+            "ServiceAddr",
+            V::from(addr.split('/').next().unwrap_or(addr)),
+        );
+        put("OriginStatus", V::from(o.status));
+        put("OriginDuration", V::from(nanos(o.duration)));
+        let size = o.content_length.unwrap_or(e.downstream_size);
+        put("OriginContentSize", V::from(size));
+        if size != e.downstream_size && e.downstream_size != 0 {
+            // Only finite: both sizes are above zero.
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = size as f64 / e.downstream_size as f64;
+            put("GzipRatio", V::from(ratio));
         }
     }
+    put(
+        "Overhead",
+        V::from(nanos(
+            e.duration
+                .saturating_sub(origin_duration.unwrap_or_default()),
+        )),
+    );
+    if let Some(t) = &e.tls {
+        put("TLSVersion", V::from(t.version));
+        if !t.cipher.is_empty() {
+            put("TLSCipher", V::from(t.cipher));
+        }
+        if let Some(subject) = &t.client_subject {
+            put("TLSClientSubject", V::from(&**subject));
+        }
+    }
+    let start = Utc::of(e.start).nanos();
+    put("StartUTC", V::from(start.as_str()));
+    put("StartLocal", V::from(start));
+    // Headers were chosen when captured (fields.headers).
+    let mut headers = |prefix: &str, list: &[(String, String)]| {
+        for (name, value) in list {
+            map.insert(format!("{prefix}{name}"), V::from(value.as_str()));
+        }
+    };
+    headers("request_", &e.headers);
+    if let Some(o) = &e.origin {
+        headers("origin_", &o.headers);
+    }
+    headers("downstream_", &e.downstream_headers);
+    map.insert("level".into(), V::from("info"));
+    map.insert("msg".into(), V::from(""));
+    map.insert("time".into(), V::from(Utc::of(now).seconds()));
     out.push_str(&V::Object(map).to_string());
 }
 
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian.
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn split(t: SystemTime) -> (i64, u32, u32, u64, u64, u64, u32) {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (y, mo, d) = civil((secs / 86_400) as i64);
-    let rem = secs % 86_400;
-    (
-        y,
-        mo,
-        d,
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        since.subsec_nanos(),
-    )
-}
-
-fn clf_time(t: SystemTime) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let (y, mo, d, h, mi, s, _) = split(t);
-    let month = MONTHS.get(mo as usize - 1).copied().unwrap_or("Jan");
-    format!("{d:02}/{month}/{y}:{h:02}:{mi:02}:{s:02} +0000")
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    let (y, mo, d, h, mi, s, ns) = split(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ns:09}Z")
+/// `host:port` → (`host`, `port`); without a port, (`host`, `-`) as
+/// Traefik writes it. IPv6 literals keep their brackets off.
+fn split_host_port(addr: &str) -> (&str, &str) {
+    if let Some(rest) = addr.strip_prefix('[')
+        && let Some((host, after)) = rest.split_once(']')
+    {
+        return (host, after.strip_prefix(':').unwrap_or("-"));
+    }
+    match addr.rsplit_once(':') {
+        Some((host, port)) if !host.contains(':') => (host, port),
+        _ => (addr, "-"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
-    #[test]
-    fn dates_render_in_utc() {
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        assert_eq!(rfc3339(t), "2026-11-18T11:06:40.000000000Z");
-        assert_eq!(clf_time(t), "18/Nov/2026:11:06:40 +0000");
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(11_016), (2000, 2, 29));
+    /// A proxied request: `GET /api/users?page=2` on `app.example.com:8000`
+    /// from 10.0.0.1:52311, answered 200 with 1234 bytes by
+    /// http://10.1.0.5:8080 in 40 ms, 45.3 ms in all, the 7th request.
+    fn proxied() -> Entry {
+        Entry {
+            peer: "10.0.0.1:52311".parse().unwrap(),
+            client_username: None,
+            method: http::Method::GET,
+            path: "/api/users?page=2".into(),
+            protocol: "HTTP/1.1",
+            scheme: "http",
+            host: "app.example.com:8000".into(),
+            status: 200,
+            downstream_size: 1234,
+            request_size: 0,
+            duration: Duration::from_micros(45_300),
+            start: UNIX_EPOCH + Duration::from_millis(1_769_335_200_500),
+            request_count: 7,
+            router: Some("app@docker".into()),
+            service: Some("app@docker".into()),
+            origin: Some(Origin {
+                url: "http://10.1.0.5:8080".into(),
+                status: 200,
+                duration: Duration::from_millis(40),
+                content_length: Some(1234),
+                headers: vec![("Content-Type".into(), "application/json".into())],
+            }),
+            entry_point: "web".into(),
+            tls: None,
+            retry_attempts: 0,
+            headers: vec![("User-Agent".into(), "Mozilla/5.0".into())],
+            downstream_headers: vec![("Content-Type".into(), "application/json".into())],
+        }
+    }
+
+    fn keep_all() -> FieldRules {
+        FieldRules {
+            default: FieldMode::Keep,
+            names: BTreeMap::new(),
+        }
+    }
+
+    fn line(e: &Entry, rules: &FieldRules, format: AccessLogFormat) -> String {
+        let mut out = String::new();
+        match format {
+            AccessLogFormat::Common => clf_line(e, rules, true, &mut out),
+            AccessLogFormat::GenericClf => clf_line(e, rules, false, &mut out),
+            AccessLogFormat::Json => json_line(
+                e,
+                rules,
+                UNIX_EPOCH + Duration::from_secs(1_769_335_201),
+                &mut out,
+            ),
+        }
+        out
     }
 
     #[test]
-    fn common_line_has_traefiks_fields() {
+    fn common_and_generic_clf_lines_are_traefiks() {
+        // Written from Traefik's documented CLF fields for this request.
+        let traefik_common = r#"10.0.0.1 - - [25/Jan/2026:10:00:00 +0000] "GET /api/users?page=2 HTTP/1.1" 200 1234 "-" "Mozilla/5.0" 7 "app@docker" "http://10.1.0.5:8080" 45ms"#;
+        let traefik_generic = r#"10.0.0.1 - - [25/Jan/2026:10:00:00 +0000] "GET /api/users?page=2 HTTP/1.1" 200 1234 "-" "Mozilla/5.0""#;
+        let e = proxied();
+        assert_eq!(
+            line(&e, &keep_all(), AccessLogFormat::Common),
+            traefik_common
+        );
+        assert_eq!(
+            line(&e, &keep_all(), AccessLogFormat::GenericClf),
+            traefik_generic
+        );
+    }
+
+    #[test]
+    fn clf_lines_of_an_unrouted_request_and_of_dropped_fields_show_dashes() {
         let e = Entry {
-            client_host: "127.0.0.1".into(),
-            method: "GET".into(),
-            path: "/a?b=1".into(),
-            protocol: "HTTP/1.1",
-            status: 200,
-            downstream_size: 12,
-            router: Some("app@file".into()),
-            service_url: Some("http://127.0.0.1:9000".into()),
-            duration: Duration::from_millis(3),
-            ..Entry::default()
+            client_username: Some("ann".into()),
+            router: None,
+            service: None,
+            origin: None,
+            headers: Vec::new(),
+            status: 404,
+            downstream_size: 19,
+            ..proxied()
         };
+        assert_eq!(
+            line(&e, &keep_all(), AccessLogFormat::Common),
+            r#"10.0.0.1 - ann [25/Jan/2026:10:00:00 +0000] "GET /api/users?page=2 HTTP/1.1" 404 19 "-" "-" 7 "-" "-" 45ms"#
+        );
         let rules = FieldRules {
             default: FieldMode::Keep,
+            names: [
+                ("clienthost".to_owned(), FieldMode::Drop),
+                ("StartUTC".to_owned(), FieldMode::Drop),
+                ("RequestPath".to_owned(), FieldMode::Redact),
+            ]
+            .into(),
+        };
+        assert_eq!(
+            line(&e, &rules, AccessLogFormat::GenericClf),
+            r#"- - ann [25/Jan/2026:10:00:00 +0000] "GET REDACTED HTTP/1.1" 404 19 "-" "-""#
+        );
+    }
+
+    #[test]
+    fn json_lines_have_every_field_traefik_writes_with_its_types() {
+        let e = Entry {
+            tls: Some(TlsFields {
+                version: "1.3",
+                cipher: "TLS_AES_128_GCM_SHA256",
+                client_subject: Some("CN=ann,O=example".into()),
+            }),
+            scheme: "https",
+            retry_attempts: 1,
+            ..proxied()
+        };
+        let got: serde_json::Value =
+            serde_json::from_str(&line(&e, &keep_all(), AccessLogFormat::Json)).unwrap();
+        // Written from Traefik's documented JSON fields for this request.
+        let traefik = serde_json::json!({
+            "ClientAddr": "10.0.0.1:52311",
+            "ClientHost": "10.0.0.1",
+            "ClientPort": "52311",
+            "ClientUsername": "-",
+            "DownstreamContentSize": 1234,
+            "DownstreamStatus": 200,
+            "Duration": 45_300_000,
+            "OriginContentSize": 1234,
+            "OriginDuration": 40_000_000,
+            "OriginStatus": 200,
+            "Overhead": 5_300_000,
+            "RequestAddr": "app.example.com:8000",
+            "RequestContentSize": 0,
+            "RequestCount": 7,
+            "RequestHost": "app.example.com",
+            "RequestMethod": "GET",
+            "RequestPath": "/api/users?page=2",
+            "RequestPort": "8000",
+            "RequestProtocol": "HTTP/1.1",
+            "RequestScheme": "https",
+            "RetryAttempts": 1,
+            "RouterName": "app@docker",
+            "ServiceAddr": "10.1.0.5:8080",
+            "ServiceName": "app@docker",
+            "ServiceURL": "http://10.1.0.5:8080",
+            "StartLocal": "2026-01-25T10:00:00.5Z",
+            "StartUTC": "2026-01-25T10:00:00.5Z",
+            "TLSCipher": "TLS_AES_128_GCM_SHA256",
+            "TLSClientSubject": "CN=ann,O=example",
+            "TLSVersion": "1.3",
+            "entryPointName": "web",
+            "request_User-Agent": "Mozilla/5.0",
+            "origin_Content-Type": "application/json",
+            "downstream_Content-Type": "application/json",
+            "level": "info",
+            "msg": "",
+            "time": "2026-01-25T10:00:01Z",
+        });
+        let (got, want) = (got.as_object().unwrap(), traefik.as_object().unwrap());
+        for (name, value) in want {
+            assert_eq!(got.get(name), Some(value), "field {name}");
+        }
+        for name in got.keys() {
+            assert!(want.contains_key(name), "field {name} is not Traefik's");
+        }
+    }
+
+    #[test]
+    fn json_fields_follow_their_modes_and_compression_shows_a_ratio() {
+        let mut e = proxied();
+        e.downstream_size = 617;
+        if let Some(o) = &mut e.origin {
+            o.content_length = Some(1234);
+        }
+        e.host = "app.example.com".into();
+        let rules = FieldRules {
+            default: FieldMode::Drop,
+            names: [
+                ("GzipRatio".to_owned(), FieldMode::Keep),
+                ("RequestPort".to_owned(), FieldMode::Keep),
+                ("clientaddr".to_owned(), FieldMode::Redact),
+            ]
+            .into(),
+        };
+        let got: serde_json::Value =
+            serde_json::from_str(&line(&e, &rules, AccessLogFormat::Json)).unwrap();
+        assert_eq!(got["GzipRatio"], 2.0);
+        assert_eq!(got["RequestPort"], "-");
+        assert_eq!(got["ClientAddr"], "REDACTED");
+        assert!(got.get("RequestPath").is_none(), "{got}");
+        assert!(got.get("Duration").is_none(), "{got}");
+        assert_eq!(got["level"], "info");
+    }
+
+    #[test]
+    fn headers_are_captured_by_their_mode_with_go_names() {
+        let mut map = http::HeaderMap::new();
+        map.insert("user-agent", "curl/8".parse().unwrap());
+        map.insert("authorization", "Bearer x".parse().unwrap());
+        map.append("x-multi", "a".parse().unwrap());
+        map.append("x-multi", "b".parse().unwrap());
+        map.insert("cookie", "c=1".parse().unwrap());
+        let dropped = HeaderSelection {
+            default: FieldMode::Drop,
             names: BTreeMap::new(),
         };
-        let mut line = String::new();
-        common_line(&e, &rules, &mut line);
+        let got = dropped.capture(&map);
+        assert!(got.is_empty() && got.capacity() == 0);
+        let selection = HeaderSelection {
+            default: FieldMode::Keep,
+            names: [
+                ("Authorization".to_owned(), FieldMode::Redact),
+                ("cookie".to_owned(), FieldMode::Drop),
+            ]
+            .into(),
+        };
+        let mut got = selection.capture(&map);
+        got.sort();
         assert_eq!(
-            line,
-            "127.0.0.1 - - [-] \"GET /a?b=1 HTTP/1.1\" 200 12 \"-\" \"-\" 1 \"app@file\" \"http://127.0.0.1:9000\" 3ms"
+            got,
+            [
+                ("Authorization".to_owned(), "REDACTED".to_owned()),
+                ("User-Agent".to_owned(), "curl/8".to_owned()),
+                ("X-Multi".to_owned(), "a,b".to_owned()),
+            ]
         );
+    }
+
+    #[test]
+    fn a_client_certificates_subject_reads_as_go_prints_it() {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let dn = &mut params.distinguished_name;
+        dn.push(rcgen::DnType::CountryName, "FR");
+        dn.push(rcgen::DnType::OrganizationName, "example");
+        dn.push(rcgen::DnType::OrganizationalUnitName, "ops");
+        dn.push(rcgen::DnType::CommonName, "ann");
+        let cert = params.self_signed(&key).unwrap();
+        assert_eq!(
+            subject_text(cert.der()).as_deref(),
+            Some("CN=ann,OU=ops,O=example,C=FR")
+        );
+        assert_eq!(subject_text(b"not a certificate"), None);
+    }
+
+    #[test]
+    fn hosts_split_as_traefik_splits_them() {
+        assert_eq!(split_host_port("a.test:8000"), ("a.test", "8000"));
+        assert_eq!(split_host_port("a.test"), ("a.test", "-"));
+        assert_eq!(split_host_port("[::1]:80"), ("::1", "80"));
+        assert_eq!(split_host_port("[::1]"), ("::1", "-"));
     }
 }

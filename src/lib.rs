@@ -46,6 +46,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let metrics = settings::metrics(&config)?;
     let exporter = metrics.as_ref().map(|m| m.exporter.clone());
     let access_log = start::open_access_log(&config, exporter.as_ref()).await?;
+    let reopen = access_log.clone().and_then(start::spawn_reopen_on_signal);
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
     // below, before anything is served.
@@ -121,5 +122,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     }
     aggregate.abort();
     acme.abort();
+    if let Some(r) = reopen {
+        r.abort();
+    }
     Ok(())
 }

@@ -33,11 +33,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Taken apart so that an option added to `log` but read nowhere fails
-    // the build, as everywhere the static configuration is consumed.
-    #[deny(unused_variables)] // an option read nowhere fails the build
-    let static_config::Log { level } = &config.log;
-    init_logging(&level.to_string());
+    let log_file = match gangway::start::log::init(&config.log) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("gangway: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     log_sources(&config, &notes);
     let runtime = match runtime_builder().enable_all().build() {
         Ok(r) => r,
@@ -46,7 +48,19 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(gangway::run(config, stop_signal())) {
+    let served = runtime.block_on(async move {
+        let run = gangway::run(config, stop_signal());
+        match log_file {
+            Some(file) => {
+                tokio::select! {
+                    result = run => result,
+                    () = gangway::start::log::reopen_on_signal(file) => Ok(()),
+                }
+            }
+            None => run.await,
+        }
+    });
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e}");
@@ -104,19 +118,6 @@ fn runtime_builder() -> tokio::runtime::Builder {
     } else {
         tokio::runtime::Builder::new_multi_thread()
     }
-}
-
-/// `RUST_LOG` wins over `log.level`, so a developer can turn on one module.
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level.to_ascii_lowercase()));
-    use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
 }
 
 async fn stop_signal() {

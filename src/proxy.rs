@@ -180,6 +180,8 @@ pub(crate) struct ConnInfo {
     pub(crate) negotiated: Option<crate::tls::negotiated::Negotiated>,
     /// What the connection is doing, when its head or idle time is limited.
     pub(crate) activity: Option<Arc<timeouts::Activity>>,
+    /// TLS version and cipher for the access log, when TLS.
+    pub(crate) tls_fields: Option<crate::access_log::TlsFields>,
 }
 
 impl ConnInfo {
@@ -198,6 +200,7 @@ impl ConnInfo {
             sni,
             negotiated: None,
             activity: None,
+            tls_fields: None,
         }
     }
 }

@@ -1,10 +1,11 @@
-//! The wiring of a start: binding the entry points, opening the access
-//! log, loading stored certificates, spawning the providers and serving
+//! The wiring of a start: setting up gangway's own log (`log`), binding
+//! the entry points, opening the access log, loading stored certificates, spawning the providers and serving
 //! until shutdown. What each part is set up with comes from `settings`,
 //! the pure translation of the static configuration; this room only binds
 //! and spawns.
 
 mod listen;
+pub mod log;
 mod serve;
 
 use listen::Ready;
@@ -102,6 +103,19 @@ pub(crate) async fn open_access_log(
     };
     let dropped = exporter.map_or_else(::metrics::Counter::noop, |e| e.access_log_dropped());
     Ok(Some(access_log::AccessLogger::spawn(a, dropped).await?))
+}
+
+/// Reopens the access log's file on every `SIGUSR1`, for logrotate's
+/// rename-then-signal (gangway's own log file is reopened by `main`).
+pub(crate) fn spawn_reopen_on_signal(log: Arc<access_log::AccessLogger>) -> Option<JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    log.file_path()?;
+    let mut usr1 = signal(SignalKind::user_defined1()).ok()?;
+    Some(tokio::spawn(async move {
+        while usr1.recv().await.is_some() {
+            log.reopen();
+        }
+    }))
 }
 
 /// The certificate resolvers, their options checked.

@@ -357,3 +357,210 @@ async fn the_user_of_basic_auth_and_of_forward_auths_header_field_is_logged() {
     assert!(line("/ba").starts_with("127.0.0.1 - ann ["), "{text}");
     assert!(line("/refused").starts_with("127.0.0.1 - - ["), "{text}");
 }
+
+/// A real request through gangway, its JSON line held against the line
+/// Traefik's documentation describes for it, field by field.
+#[tokio::test]
+async fn a_proxied_requests_json_line_has_traefiks_fields_and_values() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.json");
+    let flags = [
+        format!("--accessLog.filePath={}", path.display()),
+        "--accessLog.format=json".to_owned(),
+        "--accessLog.fields.headers.names.User-Agent=keep".to_owned(),
+        "--accessLog.fields.headers.names.Authorization=redact".to_owned(),
+        "--accessLog.fields.headers.names.Content-Type=keep".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&b.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    let req = http::Request::post(gw.url("/api/users?page=2"))
+        .header("host", "app.test:8000")
+        .header("user-agent", "probe/1")
+        .header("authorization", "Bearer secret")
+        .header("cookie", "session=1")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"hello",
+        )))
+        .unwrap();
+    let got = gw.send(req).await;
+    assert_eq!(got.status, StatusCode::OK);
+    eventually(Duration::from_secs(5), "line written", || async {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("/api/users")
+    })
+    .await;
+    let text = std::fs::read_to_string(&path).unwrap();
+    let line: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["RequestPath"] == "/api/users?page=2")
+        .unwrap();
+    let backend = b.url();
+    let backend_addr = backend.trim_start_matches("http://");
+    let port = line["ClientPort"].as_str().expect("ClientPort is text");
+    // What Traefik writes for this request, less the values only the run
+    // decides (times, durations, the client's port, the request count).
+    let expected = serde_json::json!({
+        "ClientAddr": format!("127.0.0.1:{port}"),
+        "ClientHost": "127.0.0.1",
+        "ClientUsername": "-",
+        "DownstreamStatus": 200,
+        "OriginStatus": 200,
+        "RequestAddr": "app.test:8000",
+        "RequestContentSize": 5,
+        "RequestHost": "app.test",
+        "RequestMethod": "POST",
+        "RequestPath": "/api/users?page=2",
+        "RequestPort": "8000",
+        "RequestProtocol": "HTTP/1.1",
+        "RequestScheme": "http",
+        "RetryAttempts": 0,
+        "RouterName": "app@file",
+        "ServiceAddr": backend_addr,
+        "ServiceName": "app@file",
+        "ServiceURL": backend,
+        "entryPointName": "web",
+        "request_User-Agent": "probe/1",
+        "request_Authorization": "REDACTED",
+        "level": "info",
+        "msg": "",
+    });
+    for (name, value) in expected.as_object().unwrap() {
+        assert_eq!(&line[name], value, "{name} in {line}");
+    }
+    let size = line["DownstreamContentSize"].as_u64().unwrap();
+    assert_eq!(size, got.body.len() as u64, "{line}");
+    assert_eq!(line["OriginContentSize"].as_u64(), Some(size), "{line}");
+    let duration = line["Duration"].as_u64().unwrap();
+    let origin = line["OriginDuration"].as_u64().unwrap();
+    let overhead = line["Overhead"].as_u64().unwrap();
+    assert!(origin > 0 && origin <= duration, "{line}");
+    assert_eq!(overhead, duration - origin, "{line}");
+    assert!(line["RequestCount"].as_u64().unwrap() >= 2, "{line}");
+    for stamp in ["StartUTC", "StartLocal", "time"] {
+        let s = line[stamp].as_str().unwrap();
+        assert!(
+            s.ends_with('Z') && s.as_bytes()[10] == b'T',
+            "{stamp} {line}"
+        );
+    }
+    assert!(
+        line.get("request_Cookie").is_none(),
+        "headers not named are dropped: {line}"
+    );
+    let origin_headers: Vec<&String> = line
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.starts_with("origin_") || k.starts_with("downstream_"))
+        .collect();
+    assert!(
+        origin_headers.iter().all(|k| k.ends_with("Content-Type")),
+        "only the kept response header: {origin_headers:?}"
+    );
+}
+
+/// `filters.retryAttempts`: only retried requests are logged, with their
+/// `RetryAttempts`; `genericCLF` lines stop after the user agent.
+#[tokio::test]
+async fn retried_requests_pass_the_retry_filter_and_generic_clf_is_plain_clf() {
+    let live = Backend::echo("live").await;
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let conf = format!(
+        "[http.routers.app]\nrule = \"Host(`app.test`)\"\nservice = \"app\"\nmiddlewares = [\"retry\"]\n\
+         [http.services.app.loadBalancer]\n\
+         [[http.services.app.loadBalancer.servers]]\nurl = \"{dead}\"\n\
+         [[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n\
+         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n",
+        live.url()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let json_path = dir.path().join("retried.json");
+    let flags = [
+        format!("--accessLog.filePath={}", json_path.display()),
+        "--accessLog.format=json".to_owned(),
+        "--accessLog.filters.retryAttempts=true".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(&conf, &flags).await;
+    let post = |path: &str| {
+        http::Request::post(gw.url(path))
+            .header("host", "app.test")
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"x")))
+            .unwrap()
+    };
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.send(post("/warm")).await.status == StatusCode::OK
+    })
+    .await;
+    for i in 0..6 {
+        assert_eq!(
+            gw.send(post(&format!("/p{i}"))).await.status,
+            StatusCode::OK
+        );
+    }
+    eventually(Duration::from_secs(5), "a retried line", || async {
+        std::fs::read_to_string(&json_path)
+            .unwrap_or_default()
+            .contains("/p")
+    })
+    .await;
+    let text = std::fs::read_to_string(&json_path).unwrap();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["RetryAttempts"], 1, "only retried requests: {l}");
+        assert_eq!(v["DownstreamStatus"], 200, "{l}");
+        assert_eq!(v["ServiceURL"], live.url(), "{l}");
+    }
+    drop(gw);
+
+    let clf_path = dir.path().join("generic.log");
+    let flags = [
+        format!("--accessLog.filePath={}", clf_path.display()),
+        "--accessLog.format=genericCLF".to_owned(),
+        "--accessLog.fields.headers.names.User-Agent=keep".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&live.url()]),
+        &flags,
+    )
+    .await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("app.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    let req = http::Request::get(gw.url("/plain"))
+        .header("host", "app.test")
+        .header("user-agent", "analyzer/2")
+        .body(Default::default())
+        .unwrap();
+    let got = gw.send(req).await;
+    eventually(Duration::from_secs(5), "the line written", || async {
+        std::fs::read_to_string(&clf_path)
+            .unwrap_or_default()
+            .contains("/plain")
+    })
+    .await;
+    let text = std::fs::read_to_string(&clf_path).unwrap();
+    let line = text.lines().find(|l| l.contains("/plain")).unwrap();
+    let (head, _) = line.split_once(" [").unwrap();
+    assert_eq!(head, "127.0.0.1 - -", "{line}");
+    assert!(
+        line.ends_with(&format!(
+            "] \"GET /plain HTTP/1.1\" 200 {} \"-\" \"analyzer/2\"",
+            got.body.len()
+        )),
+        "{line}"
+    );
+}

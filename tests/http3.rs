@@ -181,9 +181,16 @@ prefixes = ["/api"]
     assert_eq!(got.status, StatusCode::OK, "{}", got.text());
     assert_eq!(got.text(), "streamed");
 
+    // And one over TLS on TCP, for the access log's TLS fields.
+    let got = client
+        .get(port, "app.test", None, "/api/over-tcp", false)
+        .await
+        .expect("GET over TCP");
+    assert_eq!(got.status, StatusCode::OK);
+
     // The access log says HTTP/3.0.
     eventually(Duration::from_secs(5), "access log entries", || async {
-        std::fs::read_to_string(&log).is_ok_and(|t| t.lines().count() >= 3)
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("/api/over-tcp"))
     })
     .await;
     let text = std::fs::read_to_string(&log).unwrap();
@@ -195,6 +202,29 @@ prefixes = ["/api"]
     assert_eq!(entry["RequestProtocol"], "HTTP/3.0", "{entry}");
     assert_eq!(entry["RequestMethod"], "POST", "{entry}");
     assert_eq!(entry["DownstreamStatus"], 200, "{entry}");
+    assert_eq!(entry["RequestScheme"], "https", "{entry}");
+    assert_eq!(entry["TLSVersion"], "1.3", "{entry}");
+    assert!(
+        entry.get("TLSCipher").is_none(),
+        "quinn does not say: {entry}"
+    );
+    let tcp: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["RequestPath"] == "/api/over-tcp")
+        .expect("the GET over TCP was logged");
+    assert_eq!(tcp["RequestProtocol"], "HTTP/1.1", "{tcp}");
+    assert_eq!(tcp["TLSVersion"], "1.3", "{tcp}");
+    // Go's name of a TLS 1.3 suite, as Traefik writes it.
+    assert!(
+        [
+            "TLS_AES_128_GCM_SHA256",
+            "TLS_AES_256_GCM_SHA384",
+            "TLS_CHACHA20_POLY1305_SHA256"
+        ]
+        .contains(&tcp["TLSCipher"].as_str().unwrap_or_default()),
+        "{tcp}"
+    );
 
     // The entry point's metrics count HTTP/3 requests as any others.
     let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))

@@ -1066,6 +1066,38 @@ pub struct Log {
     /// `ERROR`, in any case; Traefik's `FATAL` and `PANIC` are read as
     /// `ERROR`. Default `INFO`.
     pub level: LogLevel,
+    /// `common` (Traefik's text line) or `json` (one object per line with
+    /// `level`, `time` and `message`). Default `common`.
+    pub format: LogFormat,
+    /// Where the log goes; standard error when unset. The file is appended
+    /// to, its directory created, and it is reopened on `SIGUSR1`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<PathBuf>,
+    /// No colours in the `common` format (a file or a pipe never gets
+    /// them). Default `false`.
+    pub no_color: bool,
+    /// Size in megabytes past which the log file is renamed aside and a
+    /// new one started. Default 0, which means 100 (Traefik's).
+    pub max_size: u64,
+    /// Renamed-aside files kept; the oldest beyond are removed. Default 0
+    /// keeps them all.
+    pub max_backups: u32,
+    /// Days a renamed-aside file is kept. Default 0 keeps them whatever
+    /// their age.
+    pub max_age: u32,
+    /// Gzip renamed-aside files (`….log.gz`). Default `false`.
+    pub compress: bool,
+}
+
+/// The form of gangway's own log lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// `2026-01-02T15:04:05Z INF message key=value`, as Traefik writes it.
+    #[default]
+    Common,
+    /// One JSON object per line: `level`, `time`, `message` and the fields.
+    Json,
 }
 
 /// How much gangway logs, from most to least verbose.

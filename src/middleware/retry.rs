@@ -24,6 +24,11 @@ const MEM_BODY: u64 = 1024 * 1024;
 /// Traefik's default `maxRequestBodyBytes`.
 const DEFAULT_MAX_BODY: i64 = 2 * 1024 * 1024;
 
+/// How many times a request was sent again, on the response, for the
+/// access log's `RetryAttempts` and `service_retries_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retried(pub u32);
+
 /// A compiled `retry`.
 pub struct Retry {
     attempts: u32,
@@ -76,19 +81,6 @@ impl Retry {
     }
 }
 
-/// Response extension of a request that was sent again: how many times
-/// (attempts after the first), for `service_retries_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retried(pub u32);
-
-/// Marks `resp` with the retries it took, if any.
-fn mark(mut resp: Resp, attempt: u32) -> Resp {
-    if attempt > 1 {
-        resp.extensions_mut().insert(Retried(attempt - 1));
-    }
-    resp
-}
-
 fn idempotent(m: &Method) -> bool {
     !(m == Method::POST || m == Method::PATCH || m.as_str() == "LOCK")
 }
@@ -129,16 +121,19 @@ impl Middleware for Retry {
                     Some(bytes) => RequestBody::full(bytes),
                     None => RequestBody::boxed(replay.body()),
                 };
-                let resp = next.run(Request::from_parts(parts.clone(), body)).await;
+                let mut resp = next.run(Request::from_parts(parts.clone(), body)).await;
+                if attempt > 1 {
+                    resp.extensions_mut().insert(Retried(attempt - 1));
+                }
                 if attempt >= self.attempts || self.timeout.is_some_and(|t| start.elapsed() >= t) {
-                    return mark(resp, attempt);
+                    return resp;
                 }
                 let again = match resp.extensions().get::<UpstreamFailure>() {
                     Some(UpstreamFailure::NotSent) => self.on_network_error,
                     _ => by_status && self.status.contains(resp.status()),
                 };
                 if !again {
-                    return mark(resp, attempt);
+                    return resp;
                 }
                 drop(resp);
                 let wait = self.wait(attempt);

@@ -66,6 +66,7 @@ impl Watch {
         if let (Some(log), Some(mut entry)) = (self.log.take(), self.entry.take()) {
             entry.duration = self.sample.duration;
             entry.downstream_size = self.sample.response_bytes;
+            entry.request_size = self.sample.request_bytes;
             log.log(entry);
         }
     }
@@ -241,7 +242,7 @@ impl Proxy {
                 log: log.clone(),
             })
         });
-        let (resp, route) = self.route(conn, req, read_deadline).await;
+        let (mut resp, route) = self.route(conn, req, read_deadline).await;
         if let Some(crate::middleware::retry::Retried(n)) = resp.extensions().get()
             && let Some(s) = route.as_ref().and_then(|r| r.service_stats.as_ref())
         {
@@ -268,11 +269,18 @@ impl Proxy {
             e.status = watch.sample.status;
             e.router = route.as_ref().map(|r| r.name.clone());
             e.service = route.as_ref().map(|r| r.service_name.clone());
-            e.service_url = resp.extensions().get::<ServedBy>().map(|s| s.0.clone());
+            e.origin = resp.extensions_mut().remove::<ServedBy>().map(|s| *s.0);
             e.client_username = resp
                 .extensions()
                 .get::<crate::middleware::ClientUsername>()
                 .map(|u| u.0.clone());
+            e.retry_attempts = resp
+                .extensions()
+                .get::<crate::middleware::retry::Retried>()
+                .map_or(0, |r| r.0);
+            if let Some(log) = &self.access_log {
+                e.downstream_headers = log.wanted_headers.capture(resp.headers());
+            }
         }
         watch.route = route.filter(|r| !r.internal || self.metrics_internals);
         resp.map(|inner| {
@@ -312,7 +320,9 @@ impl Proxy {
             let mut entry = entry_for(conn, req, log);
             entry.status = status.as_u16();
             entry.duration = duration;
-            entry.start = SystemTime::now().checked_sub(duration);
+            entry.start = SystemTime::now()
+                .checked_sub(duration)
+                .unwrap_or_else(SystemTime::now);
             log.log(entry);
         }
     }
@@ -329,46 +339,27 @@ impl ObservedBody {
     }
 }
 
-/// Response extension naming the server URL that answered, for the access log.
+/// Response extension with what the server that answered said, for the
+/// access log.
 #[derive(Clone, Debug)]
-pub struct ServedBy(pub String);
+pub struct ServedBy(pub Box<crate::access_log::Origin>);
 
 fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::AccessLogger) -> Entry {
-    let headers = req.headers();
-    let text = |name: header::HeaderName| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
     let host = req
         .uri()
         .authority()
         .map(|a| a.as_str().to_owned())
-        .or_else(|| text(header::HOST))
+        .or_else(|| {
+            req.headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
         .unwrap_or_default();
-    let captured = if log.wanted_headers.any() {
-        headers
-            .iter()
-            .filter(|(k, _)| {
-                log.wanted_headers.mode(k.as_str())
-                    != crate::config::static_config::observability::FieldMode::Drop
-            })
-            .map(|(k, v)| {
-                (
-                    canonical(k.as_str()),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
     Entry {
-        client_addr: conn.peer.to_string(),
-        client_host: conn.peer.ip().to_string(),
-        client_port: conn.peer.port(),
-        method: req.method().as_str().to_owned(),
+        peer: conn.peer,
+        client_username: None,
+        method: req.method().clone(),
         path: req
             .uri()
             .path_and_query()
@@ -381,24 +372,19 @@ fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::Acce
         },
         scheme: if conn.tls { "https" } else { "http" },
         host,
+        status: 0,
+        downstream_size: 0,
+        request_size: 0,
+        duration: std::time::Duration::ZERO,
+        start: SystemTime::now(),
+        request_count: log.next_request_count(),
+        router: None,
+        service: None,
+        origin: None,
         entry_point: conn.entry_point.name.clone(),
-        start: Some(SystemTime::now()),
-        referer: text(header::REFERER),
-        user_agent: text(header::USER_AGENT),
-        headers: captured,
-        ..Entry::default()
+        tls: conn.tls_fields.clone(),
+        retry_attempts: 0,
+        headers: log.wanted_headers.capture(req.headers()),
+        downstream_headers: Vec::new(),
     }
-}
-
-/// `user-agent` → `User-Agent`, as Traefik writes header fields.
-fn canonical(name: &str) -> String {
-    name.split('-')
-        .map(|part| {
-            let mut c = part.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
-        })
-        .collect::<Vec<_>>()
-        .join("-")
 }

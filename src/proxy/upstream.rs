@@ -79,6 +79,7 @@ impl Proxy {
         if !mirrors.is_empty() {
             req = Box::new(launch_mirrors(*req, mirrors, host_value.clone()));
         }
+        let sent_at = std::time::Instant::now();
         let (mut resp, server) = match send(
             lb,
             req,
@@ -121,9 +122,21 @@ impl Proxy {
         for c in cookies {
             resp.headers_mut().append(header::SET_COOKIE, c);
         }
-        if self.access_log.is_some() {
+        if let Some(log) = &self.access_log {
+            let content_length = resp
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
+            let origin = crate::access_log::Origin {
+                url: server.url.clone(),
+                status: resp.status().as_u16(),
+                duration: sent_at.elapsed(),
+                content_length,
+                headers: log.wanted_headers.capture(resp.headers()),
+            };
             resp.extensions_mut()
-                .insert(super::observe::ServedBy(server.url.clone()));
+                .insert(super::observe::ServedBy(Box::new(origin)));
         }
         resp.map(ProxyBody::Upstream)
     }

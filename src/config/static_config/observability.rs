@@ -200,7 +200,8 @@ pub struct AccessLog {
     /// Where lines go; standard output when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_path: Option<PathBuf>,
-    /// `common` (Traefik's CLF-like line) or `json`. Default `common`.
+    /// `common` (Traefik's CLF-like line), `genericCLF` (plain CLF) or
+    /// `json`. Default `common`.
     pub format: AccessLogFormat,
     /// Lines held in memory waiting for the writer. Default 0 means 1024;
     /// past it, lines are dropped and counted, never slowing requests.
@@ -216,12 +217,17 @@ pub struct AccessLog {
 
 /// Access log line formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
 pub enum AccessLogFormat {
     /// `client - user [time] "METHOD path proto" status size "referer" "agent" count "router" "url" duration`.
     #[default]
+    #[serde(rename = "common")]
     Common,
+    /// The Common Log Format analyzers read: `common` without the count,
+    /// router, URL and duration.
+    #[serde(rename = "genericCLF")]
+    GenericClf,
     /// One JSON object per line.
+    #[serde(rename = "json")]
     Json,
 }
 

@@ -1268,6 +1268,7 @@ fn missing_or_odd_config_file() {
 /// it shows every field.
 fn full_config() -> StaticConfig {
     let mut config = StaticConfig::default();
+    config.log.file_path = Some("gangway.log".into());
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
     entry_point.proxy_protocol = Some(ForwardedHeaders {
@@ -1759,7 +1760,15 @@ fn serializes_for_the_api() {
                 }
             },
             "providers": {"providersThrottleDuration": "50ms"},
-            "log": {"level": "INFO"},
+            "log": {
+                "level": "INFO",
+                "format": "common",
+                "noColor": false,
+                "maxSize": 0,
+                "maxBackups": 0,
+                "maxAge": 0,
+                "compress": false
+            },
             "serversTransport": {
                 "maxIdleConnsPerHost": 200,
                 "forwardingTimeouts": {"dialTimeout": "30s", "responseHeaderTimeout": "0s", "idleConnTimeout": "1m30s"},
@@ -1862,6 +1871,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "providers.swarm.defaultRule" => "Host(`{{ .Name }}.test`)",
         "providers.swarm.constraints" => "Label(`a`, `b`)",
         "log.level" => "DEBUG",
+        "log.format" => "json",
         "metrics.prometheus.buckets" => "0.5,2",
         "accessLog.format" => "json",
         "accessLog.filters.statusCodes" => "500-599",
@@ -1910,7 +1920,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
 /// `router_tls` and `redirect` in `settings/`, `provider::ProviderKind`,
 /// `provider::docker::Settings::new`,
 /// `acme::Resolver::new`, `AccessLogger::spawn`, `api::internal_routers`,
-/// main's logging) takes its section apart with an exhaustive pattern, with
+/// `start::log::init`) takes its section apart with an exhaustive pattern, with
 /// no `..`. A field bound there but not used is an unused variable, an
 /// error under the `#[deny(unused_variables)]` on each pattern (in
 /// `internal_routers`, whose patterns are `if let`s, under `cargo clippy --
@@ -2087,7 +2097,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let (config, _) = run_in(
         dir.path(),
         &[
-            "--log.format=json",
+            "--log.otlp.serviceName=gw",
             "--experimental.plugins.demo.settings.key=1",
         ],
         &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
@@ -2111,7 +2121,11 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
                 "TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE",
                 OptionState::Inert
             ),
-            ("log.format", "--log.format", OptionState::Unsupported),
+            (
+                "log.otlp.serviceName",
+                "--log.otlp.serviceName",
+                OptionState::Unsupported
+            ),
             (
                 "experimental.plugins.demo.settings.key",
                 "--experimental.plugins.demo.settings.key",

@@ -417,48 +417,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "CNAME flattening: not supported; host names are used as written.",
     ),
     unsupported(
-        "log.compress",
-        ValueKind::Bool,
-        "false",
-        "Log file rotation: not supported; the log is not rotated.",
-    ),
-    unsupported(
-        "log.filePath",
-        ValueKind::String,
-        "",
-        "Log file: not supported yet; the log goes to standard error.",
-    ),
-    unsupported(
-        "log.format",
-        ValueKind::String,
-        "common",
-        "Log format: not supported yet; the log stays text.",
-    ),
-    unsupported(
-        "log.maxAge",
-        ValueKind::String,
-        "0",
-        "Log file rotation: not supported; the log is not rotated.",
-    ),
-    unsupported(
-        "log.maxBackups",
-        ValueKind::String,
-        "0",
-        "Log file rotation: not supported; the log is not rotated.",
-    ),
-    unsupported(
-        "log.maxSize",
-        ValueKind::String,
-        "0",
-        "Log file rotation: not supported; the log is not rotated.",
-    ),
-    inert(
-        "log.noColor",
-        ValueKind::Bool,
-        "false",
-        "gangway colours its log only on a terminal.",
-    ),
-    unsupported(
         "log.otlp",
         ValueKind::Section,
         "false",
