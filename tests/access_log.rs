@@ -481,9 +481,12 @@ async fn retried_requests_pass_the_retry_filter_and_generic_clf_is_plain_clf() {
          [http.services.app.loadBalancer]\n\
          [[http.services.app.loadBalancer.servers]]\nurl = \"{dead}\"\n\
          [[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n\
-         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n",
+         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n\
+         [http.services.app.loadBalancer.passiveHealthCheck]\nmaxFailedAttempts = 1000\n",
         live.url()
     );
+    // Passive health that never takes the dead server out keeps it in the
+    // rotation, so every other request is retried on the live one.
     let dir = tempfile::tempdir().unwrap();
     let json_path = dir.path().join("retried.json");
     let flags = [

