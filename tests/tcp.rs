@@ -1100,12 +1100,134 @@ url = "{}"
             "v{version}: {seen}"
         );
     }
-    // From a source that is not trusted the header is not read: it is the
-    // start of a malformed request.
-    let refused = through(distrusting, "10.1.2.3", 1, get)
+    // From a source that is not trusted the header is read and dropped:
+    // the request goes on from the real peer.
+    let dropped = through(distrusting, "10.1.2.3", 1, get)
         .await
         .unwrap_or_default();
-    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(dropped.starts_with("HTTP/1.1 200"), "{dropped}");
+}
+
+/// A forged PROXY protocol header (`version` 1 or 2) naming `forged`,
+/// then `bytes`, as a client outside `trustedIPs` would send them.
+fn forged_header(version: u8, forged: std::net::Ipv4Addr, to: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut out = match version {
+        1 => format!("PROXY TCP4 {forged} 127.0.0.1 40000 {to}\r\n").into_bytes(),
+        _ => {
+            let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+            h.extend_from_slice(&[0x21, 0x11, 0, 12]);
+            h.extend_from_slice(&forged.octets());
+            h.extend_from_slice(&[127, 0, 0, 1]);
+            h.extend_from_slice(&40000u16.to_be_bytes());
+            h.extend_from_slice(&to.to_be_bytes());
+            h
+        }
+    };
+    out.extend_from_slice(bytes);
+    out
+}
+
+#[tokio::test]
+async fn a_proxy_protocol_header_from_an_untrusted_peer_never_reaches_the_server() {
+    // The TCP server reads two lines, the PROXY header gangway's transport
+    // sends and the client's first line, and answers with both: a forged
+    // header passed on would come second, in place of the client's line.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let header = line(&mut stream).await;
+                let first = line(&mut stream).await;
+                let _ = stream
+                    .write_all(format!("{header}{first}").as_bytes())
+                    .await;
+            });
+        }
+    });
+    let app = Backend::echo("app").await;
+    let (tcp, front) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["tcp"]
+rule = "HostSNI(`*`)"
+service = "db"
+[tcp.serversTransports.pp]
+proxyProtocol = {{ version = 1 }}
+[tcp.services.db.loadBalancer]
+serversTransport = "pp"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{server}"
+[http.routers.app]
+entryPoints = ["front"]
+rule = "Host(`app.test`)"
+service = "app"
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+"#,
+        app.url()
+    );
+    // Only a load balancer at 10.0.0.0/8 is believed: 127.0.0.1 is not.
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.tcp.address=127.0.0.1:{tcp}"),
+            "--entryPoints.tcp.proxyProtocol.trustedIPs=10.0.0.0/8",
+            &format!("--entryPoints.front.address=127.0.0.1:{front}"),
+            "--entryPoints.front.proxyProtocol.trustedIPs=10.0.0.0/8",
+        ],
+    )
+    .await;
+    let forged: std::net::Ipv4Addr = "10.6.6.6".parse().unwrap();
+    let send = |port: u16, version: u8, bytes: &'static [u8]| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let mine = s.local_addr().ok()?.port();
+        s.write_all(&forged_header(version, forged, port, bytes))
+            .await
+            .ok()?;
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
+        Some((mine, String::from_utf8_lossy(&answer).into_owned()))
+    };
+    let get = b"GET / HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n";
+    let routed = within(Duration::from_secs(15), || async {
+        let tcp_up = send(tcp, 1, b"hello\n")
+            .await
+            .is_some_and(|(_, a)| a.ends_with("hello\n"));
+        let web_up = send(front, 1, get)
+            .await
+            .is_some_and(|(_, a)| a.starts_with("HTTP/1.1 200"));
+        tcp_up && web_up
+    })
+    .await;
+    assert!(
+        routed,
+        "the routers do not answer; gangway's log:\n{}",
+        gw.log()
+    );
+    for version in [1, 2] {
+        // The server is told the real peer, and its first line is the
+        // client's own.
+        let (mine, answer) = send(tcp, version, b"hello\n").await.unwrap_or_default();
+        assert_eq!(
+            answer,
+            format!("PROXY TCP4 127.0.0.1 127.0.0.1 {mine} {tcp}\r\nhello\n"),
+            "v{version}"
+        );
+        // The HTTP server gets a well-formed request from the real peer.
+        let (_, answer) = send(front, version, get).await.unwrap_or_default();
+        assert!(answer.starts_with("HTTP/1.1 200"), "v{version}: {answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+        let seen: serde_json::Value = serde_json::from_str(body.trim()).expect("echo JSON");
+        assert_eq!(
+            seen["headers"]["x-forwarded-for"],
+            serde_json::json!(["127.0.0.1"]),
+            "v{version}: {seen}"
+        );
+    }
 }
 
 /// redis-cli against 127.0.0.1:`port` with `args`, `stdin` fed to it:
