@@ -12,7 +12,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use support::tls::{TestCa, TlsClient};
-use support::{Backend, Gangway, eventually, free_port, udp_echo, within};
+use support::{Backend, Gangway, eventually, free_port, udp_ask, udp_echo, within};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -1317,4 +1317,193 @@ address = "127.0.0.1:{}"
     );
     let (_, len) = redis_cli(&cli, redis.port, &["STRLEN", "blob"], b"");
     assert_eq!(String::from_utf8_lossy(&len).trim(), blob.len().to_string());
+}
+
+/// Who answers a TLS connection to 127.0.0.1:`port` for `sni`:
+/// `tcp <name>` when a TCP router's echo server greets, `https <name>`
+/// when an HTTPS router's backend answers a request.
+async fn who_answers(client: &TlsClient, port: u16, sni: &str) -> String {
+    let Ok(mut tls) = client.connect(port, sni, b"").await else {
+        return "refused".into();
+    };
+    let request = format!("GET / HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n");
+    if tls.write_all(request.as_bytes()).await.is_err() {
+        return "closed".into();
+    }
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(greeting) = text.strip_prefix("hello from ")
+            && let Some((name, _)) = greeting.split_once('\n')
+        {
+            return format!("tcp {name}");
+        }
+        if let Some((head, _)) = text.split_once("\r\n\r\n") {
+            let backend = head
+                .lines()
+                .find_map(|l| l.strip_prefix("x-backend: "))
+                .unwrap_or("none");
+            return format!("https {backend}");
+        }
+        match tokio::time::timeout(Duration::from_secs(5), tls.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&chunk[..n]),
+            _ => return format!("unfinished: {text}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn https_routers_take_their_names_and_unnamed_ones_before_a_tcp_catch_all() {
+    let (named_tcp, _a) = echo_server("named-tcp").await;
+    let (catch_all, _b) = echo_server("catch-all").await;
+    let named_web = Backend::echo("named-web").await;
+    let any_web = Backend::echo("any-web").await;
+    let ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["both.test", "tcp.test", "other.test", "web.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let (shared, edge) = (free_port(), free_port());
+    // On `shared`: a name both an HTTPS and a TCP router claim, a name only
+    // a TCP router claims, a TCP `HostSNI(*)` and an HTTPS `PathPrefix(/)`.
+    // On `edge`: the TCP `HostSNI(*)` beside an HTTPS router for one name.
+    let dynamic = format!(
+        r#"
+[tcp.routers.both]
+entryPoints = ["shared"]
+rule = "HostSNI(`both.test`)"
+service = "named"
+[tcp.routers.both.tls]
+[tcp.routers.tcponly]
+entryPoints = ["shared"]
+rule = "HostSNI(`tcp.test`)"
+service = "named"
+[tcp.routers.tcponly.tls]
+[tcp.routers.any]
+entryPoints = ["shared", "edge"]
+rule = "HostSNI(`*`)"
+service = "any"
+[tcp.routers.any.tls]
+[[tcp.services.named.loadBalancer.servers]]
+address = "127.0.0.1:{named_tcp}"
+[[tcp.services.any.loadBalancer.servers]]
+address = "127.0.0.1:{catch_all}"
+
+[http.routers.both]
+entryPoints = ["shared"]
+rule = "Host(`both.test`)"
+service = "named"
+[http.routers.both.tls]
+[http.routers.web]
+entryPoints = ["edge"]
+rule = "Host(`web.test`)"
+service = "named"
+[http.routers.web.tls]
+[http.routers.any]
+entryPoints = ["shared"]
+rule = "PathPrefix(`/`)"
+service = "any"
+[http.routers.any.tls]
+[[http.services.named.loadBalancer.servers]]
+url = "{}"
+[[http.services.any.loadBalancer.servers]]
+url = "{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        named_web.url(),
+        any_web.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.shared.address=127.0.0.1:{shared}"),
+            &format!("--entryPoints.edge.address=127.0.0.1:{edge}"),
+        ],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let routed = within(Duration::from_secs(15), || async {
+        who_answers(&client, shared, "tcp.test").await == "tcp named-tcp"
+            && who_answers(&client, edge, "web.test").await == "https named-web"
+    })
+    .await;
+    assert!(
+        routed,
+        "the routers do not answer; gangway's log:\n{}",
+        gw.log()
+    );
+    // Traefik's order: an HTTPS router naming the server name, then a TCP
+    // router with more than `HostSNI(*)`, then an HTTPS router naming no
+    // host, then the TCP `HostSNI(*)`.
+    for (port, sni, expected) in [
+        (shared, "both.test", "https named-web"),
+        (shared, "tcp.test", "tcp named-tcp"),
+        (shared, "other.test", "https any-web"),
+        (edge, "web.test", "https named-web"),
+        (edge, "other.test", "tcp catch-all"),
+    ] {
+        assert_eq!(who_answers(&client, port, sni).await, expected, "{sni}");
+    }
+}
+
+#[tokio::test]
+async fn two_udp_routers_on_one_entry_point_the_last_by_name_serves() {
+    let (first, last) = (udp_echo("first").await, udp_echo("last").await);
+    let udp_port = free_port();
+    // Declared in the other order on purpose: the names decide.
+    let dynamic = format!(
+        r#"
+[udp.routers.b]
+entryPoints = ["dns"]
+service = "last"
+[udp.routers.a]
+entryPoints = ["dns"]
+service = "first"
+[[udp.services.first.loadBalancer.servers]]
+address = "127.0.0.1:{first}"
+[[udp.services.last.loadBalancer.servers]]
+address = "127.0.0.1:{last}"
+[http.routers.api]
+entryPoints = ["web"]
+rule = "Host(`api.test`)"
+service = "api@internal"
+"#
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.dns.address=127.0.0.1:{udp_port}/udp"),
+            "--api=true",
+        ],
+    )
+    .await;
+    let served = within(Duration::from_secs(15), || async {
+        udp_ask(udp_port, "hi").await.is_some()
+    })
+    .await;
+    assert!(served, "no UDP answer; gangway's log:\n{}", gw.log());
+    for i in 0..3 {
+        assert_eq!(
+            udp_ask(udp_port, &format!("hi {i}")).await,
+            Some(format!("last: hi {i}"))
+        );
+    }
+    let api = &gw;
+    let json = move |path: &'static str| async move {
+        let got = api.get("api.test", path).await;
+        serde_json::from_slice::<serde_json::Value>(&got.body).expect("JSON")
+    };
+    let shadowed = json("/api/udp/routers/a@file").await;
+    assert_eq!(shadowed["status"], "warning", "{shadowed}");
+    let error = shadowed["error"][0].as_str().unwrap_or_default();
+    assert!(
+        error.contains("served by router `b@file`") && error.contains("shadowed"),
+        "{shadowed}"
+    );
+    let serving = json("/api/udp/routers/b@file").await;
+    assert_eq!(serving["status"], "enabled", "{serving}");
+    assert_eq!(serving["using"], serde_json::json!(["dns"]));
 }

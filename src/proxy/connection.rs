@@ -195,15 +195,17 @@ impl Proxy {
                 // of them takes is HTTPS, with the bytes read put back.
                 Some(tcp) => {
                     let runtime = self.runtime.load_full();
-                    let http_hosts = |name: &str| {
+                    let https = |name: Option<&str>| {
                         runtime
                             .entry_points
                             .get(entry_point.id)
-                            .is_some_and(|routes| routes.has_tls_host(name))
+                            .map_or(crate::runtime::HttpsClaim::Nothing, |routes| {
+                                routes.https_claim(name)
+                            })
                     };
                     let decision = Box::pin(self.tcp_tls(
                         tcp,
-                        &http_hosts,
+                        &https,
                         stream,
                         peer,
                         &entry_point,
