@@ -86,9 +86,11 @@ pub struct EntryPointRoutes {
     pub by_host: HashMap<String, Vec<usize>>,
     /// Positions of routes that may match any host (no exact host set).
     pub any_host: Vec<usize>,
-    /// Every host the TLS routes' `Host` matchers name (wildcards kept):
-    /// the server names HTTPS takes before any TCP router, as in Traefik.
-    pub tls_domains: Vec<String>,
+    /// Every exact host the TLS routes' `Host` matchers name: the server
+    /// names HTTPS takes before any TCP router, as in Traefik.
+    pub tls_names: std::collections::HashSet<String>,
+    /// The wildcard hosts (`*.example.com`, `**.example.com`) of the same.
+    pub tls_wildcards: Vec<String>,
     /// Some TLS route names no host (``PathPrefix(`/`)``): HTTPS takes the
     /// server names no one names before a TCP ``HostSNI(`*`)`` router.
     pub tls_any_name: bool,
@@ -117,14 +119,17 @@ impl EntryPointRoutes {
                 None => any_host.push(i),
             }
         }
-        let mut tls_domains = Vec::new();
+        let mut tls_names = std::collections::HashSet::new();
+        let mut tls_wildcards = Vec::new();
         let mut tls_any_name = false;
         for route in routes.iter().filter(|r| r.tls) {
             let domains = route.matcher.domains();
             tls_any_name |= domains.is_empty();
             for domain in domains {
-                if !tls_domains.contains(&domain) {
-                    tls_domains.push(domain);
+                if !domain.starts_with('*') {
+                    tls_names.insert(domain);
+                } else if !tls_wildcards.contains(&domain) {
+                    tls_wildcards.push(domain);
                 }
             }
         }
@@ -132,7 +137,8 @@ impl EntryPointRoutes {
             routes,
             by_host,
             any_host,
-            tls_domains,
+            tls_names,
+            tls_wildcards,
             tls_any_name,
         }
     }
@@ -160,10 +166,13 @@ impl EntryPointRoutes {
     /// What the TLS routes claim of a connection whose ClientHello names
     /// `server_name`, before TCP routers are asked (Traefik's order).
     pub fn https_claim(&self, server_name: Option<&str>) -> HttpsClaim {
+        // Server names reach here lowercased, as `domains` lists hosts.
         let named = server_name.is_some_and(|name| {
-            self.tls_domains
-                .iter()
-                .any(|domain| crate::rule::domain_covers(domain, name))
+            self.tls_names.contains(name)
+                || self
+                    .tls_wildcards
+                    .iter()
+                    .any(|domain| crate::rule::domain_covers(domain, name))
         });
         if named {
             HttpsClaim::Named
