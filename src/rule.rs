@@ -209,6 +209,13 @@ impl fmt::Display for TcpMatcher {
     }
 }
 
+/// Whether the server name `name` is `domain`, one of the hosts
+/// [`Matcher::domains`] lists, or lies under it when it is a wildcard
+/// (`*.example.com`: one label more; `**.example.com`: one or more).
+pub fn domain_covers(domain: &str, name: &str) -> bool {
+    leaf::domain_covers(domain, name)
+}
+
 /// The priority a router gets when none is configured: the length of its rule
 /// in characters, so that longer (usually more specific) rules are tried first.
 ///

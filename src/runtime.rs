@@ -90,6 +90,14 @@ pub struct EntryPointRoutes {
     pub by_host: HashMap<String, Vec<usize>>,
     /// Positions of routes that may match any host (no exact host set).
     pub any_host: Vec<usize>,
+    /// Every exact host the TLS routes' `Host` matchers name: the server
+    /// names HTTPS takes before any TCP router, as in Traefik.
+    pub tls_names: std::collections::HashSet<String>,
+    /// The wildcard hosts (`*.example.com`, `**.example.com`) of the same.
+    pub tls_wildcards: Vec<String>,
+    /// Some TLS route names no host (``PathPrefix(`/`)``): HTTPS takes the
+    /// server names no one names before a TCP ``HostSNI(`*`)`` router.
+    pub tls_any_name: bool,
 }
 
 impl EntryPointRoutes {
@@ -115,10 +123,27 @@ impl EntryPointRoutes {
                 None => any_host.push(i),
             }
         }
+        let mut tls_names = std::collections::HashSet::new();
+        let mut tls_wildcards = Vec::new();
+        let mut tls_any_name = false;
+        for route in routes.iter().filter(|r| r.tls) {
+            let domains = route.matcher.domains();
+            tls_any_name |= domains.is_empty();
+            for domain in domains {
+                if !domain.starts_with('*') {
+                    tls_names.insert(domain);
+                } else if !tls_wildcards.contains(&domain) {
+                    tls_wildcards.push(domain);
+                }
+            }
+        }
         Self {
             routes,
             by_host,
             any_host,
+            tls_names,
+            tls_wildcards,
+            tls_any_name,
         }
     }
 
@@ -142,19 +167,47 @@ impl EntryPointRoutes {
         }
     }
 
-    /// Whether a TLS route can only match `name` (an exact host of its
-    /// rule): TCP routers that take every name yield to it.
-    pub fn has_tls_host(&self, name: &str) -> bool {
-        self.by_host.get(name).is_some_and(|list| {
-            list.iter()
-                .any(|&i| self.routes.get(i).is_some_and(|r| r.tls))
-        })
+    /// What the TLS routes claim of a connection whose ClientHello names
+    /// `server_name`, before TCP routers are asked (Traefik's order).
+    pub fn https_claim(&self, server_name: Option<&str>) -> HttpsClaim {
+        // Server names reach here lowercased, as `domains` lists hosts.
+        let named = server_name.is_some_and(|name| {
+            self.tls_names.contains(name)
+                || self
+                    .tls_wildcards
+                    .iter()
+                    .any(|domain| crate::rule::domain_covers(domain, name))
+        });
+        if named {
+            HttpsClaim::Named
+        } else if self.tls_any_name {
+            HttpsClaim::AnyName
+        } else {
+            HttpsClaim::Nothing
+        }
     }
 
     /// Every route in priority order, for explanations.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<Route>> {
         self.routes.iter()
     }
+}
+
+/// What the HTTPS routers of an entry point claim of a TLS connection, by
+/// its server name, against TCP routers on the same entry point. Traefik's
+/// code (not its documentation, which says TCP first) decides in this
+/// order: an HTTPS router naming the server name; a TCP router whose rule
+/// is more than ``HostSNI(`*`)``; an HTTPS router naming no host; a TCP
+/// ``HostSNI(`*`)`` router; HTTPS (which answers 404).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpsClaim {
+    /// An HTTPS router's `Host` names it: HTTPS, before any TCP router.
+    Named,
+    /// Only an HTTPS router without a `Host` could take it: HTTPS before a
+    /// TCP ``HostSNI(`*`)`` router, after any other TCP router.
+    AnyName,
+    /// No HTTPS router could take it.
+    Nothing,
 }
 
 /// A compiled router.

@@ -76,7 +76,7 @@ pub enum TlsError {
     NoCipherSuite(String),
     /// An unknown client authentication type.
     #[error(
-        "clientAuth.clientAuthType `{0}` is not supported (use NoClientCert, VerifyClientCertIfGiven or RequireAndVerifyClientCert)"
+        "clientAuth.clientAuthType `{0}` is not one of NoClientCert, RequestClientCert, RequireAnyClientCert, VerifyClientCertIfGiven, RequireAndVerifyClientCert"
     )]
     ClientAuthType(String),
     /// Client authentication cannot be set up.

@@ -110,7 +110,9 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
     if !pebble::available(T) {
         return;
     }
-    let Some(mut redis) = Redis::start(T, false).await else {
+    // A managed Redis: no notifications, and CONFIG refused, so the
+    // instances poll the store.
+    let Some(mut redis) = Redis::start_managed(T).await else {
         return;
     };
     // pebble validates HTTP-01 on one port: instance C's, which has no

@@ -180,8 +180,8 @@ async fn redis_keeps_the_contract() {
 }
 
 #[tokio::test]
-async fn redis_without_notifications_is_polled() {
-    let Some(redis) = Redis::start("redis_without_notifications_is_polled", false).await else {
+async fn redis_refusing_config_is_polled() {
+    let Some(redis) = Redis::start_managed("redis_refusing_config_is_polled").await else {
         return;
     };
     let store = open(&format!("redis://127.0.0.1:{}/0", redis.port));
@@ -191,6 +191,27 @@ async fn redis_without_notifications_is_polled() {
             .await
             .unwrap()
             .is_none()
+    );
+}
+
+#[tokio::test]
+async fn redis_without_notifications_is_asked_for_them() {
+    let Some(redis) = Redis::start("redis_without_notifications_is_asked_for_them", false).await
+    else {
+        return;
+    };
+    let store = open(&format!("redis://127.0.0.1:{}/0", redis.port));
+    assert!(
+        store
+            .watch("contract/acme/generation")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let flags = redis.cli(&["config", "get", "notify-keyspace-events"]);
+    assert!(
+        flags.lines().nth(1).is_some_and(|f| f.contains('K')),
+        "{flags}"
     );
 }
 

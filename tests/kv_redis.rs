@@ -43,9 +43,53 @@ async fn traefik_keys_are_routed_and_changes_follow_by_notification() {
 }
 
 #[tokio::test]
-async fn without_notifications_the_keys_are_polled() {
-    let test = "without_notifications_the_keys_are_polled";
+async fn a_stock_redis_is_asked_for_notifications_and_followed_by_them() {
+    let test = "a_stock_redis_is_asked_for_notifications_and_followed_by_them";
+    // Notifications off, as a stock redis-server starts.
     let Some(redis) = Redis::start(test, false).await else {
+        return;
+    };
+    assert_eq!(
+        redis
+            .cli(&["config", "get", "notify-keyspace-events"])
+            .lines()
+            .nth(1),
+        Some("")
+    );
+    let a = Backend::echo("a").await;
+    let b = Backend::echo("b").await;
+    write_route(&redis, "traefik", "app", "app.test", &a.url()).await;
+    // Polling too rare to be what follows the changes.
+    let gw = Gangway::with_file_env(
+        API,
+        &[
+            &redis.endpoint(),
+            "--providers.redis.rootKey=traefik",
+            "--providers.redis.pollInterval=1h",
+            "--api=true",
+        ],
+        &[("RUST_LOG", "info")],
+    )
+    .await;
+    assert_changes_followed(&gw, &redis, "redis", &a, &b).await;
+    let flags = redis.cli(&["config", "get", "notify-keyspace-events"]);
+    let flags = flags.lines().nth(1).unwrap_or_default();
+    assert!(
+        flags.contains('K') && flags.contains('E'),
+        "notify-keyspace-events is `{flags}`"
+    );
+    for line in [
+        "asked the server for keyspace notifications",
+        "following changes by change notifications",
+    ] {
+        assert!(gw.log_line(line).is_some(), "{line}:\n{}", gw.log());
+    }
+}
+
+#[tokio::test]
+async fn where_config_is_refused_the_keys_are_polled() {
+    let test = "where_config_is_refused_the_keys_are_polled";
+    let Some(redis) = Redis::start_managed(test).await else {
         return;
     };
     let a = Backend::echo("a").await;

@@ -12,7 +12,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use support::tls::{TestCa, TlsClient};
-use support::{Backend, Gangway, eventually, free_port, udp_echo, within};
+use support::{Backend, Gangway, eventually, free_port, udp_ask, udp_echo, within};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -1100,12 +1100,134 @@ url = "{}"
             "v{version}: {seen}"
         );
     }
-    // From a source that is not trusted the header is not read: it is the
-    // start of a malformed request.
-    let refused = through(distrusting, "10.1.2.3", 1, get)
+    // From a source that is not trusted the header is read and dropped:
+    // the request goes on from the real peer.
+    let dropped = through(distrusting, "10.1.2.3", 1, get)
         .await
         .unwrap_or_default();
-    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(dropped.starts_with("HTTP/1.1 200"), "{dropped}");
+}
+
+/// A forged PROXY protocol header (`version` 1 or 2) naming `forged`,
+/// then `bytes`, as a client outside `trustedIPs` would send them.
+fn forged_header(version: u8, forged: std::net::Ipv4Addr, to: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut out = match version {
+        1 => format!("PROXY TCP4 {forged} 127.0.0.1 40000 {to}\r\n").into_bytes(),
+        _ => {
+            let mut h = b"\r\n\r\n\0\r\nQUIT\n".to_vec();
+            h.extend_from_slice(&[0x21, 0x11, 0, 12]);
+            h.extend_from_slice(&forged.octets());
+            h.extend_from_slice(&[127, 0, 0, 1]);
+            h.extend_from_slice(&40000u16.to_be_bytes());
+            h.extend_from_slice(&to.to_be_bytes());
+            h
+        }
+    };
+    out.extend_from_slice(bytes);
+    out
+}
+
+#[tokio::test]
+async fn a_proxy_protocol_header_from_an_untrusted_peer_never_reaches_the_server() {
+    // The TCP server reads two lines, the PROXY header gangway's transport
+    // sends and the client's first line, and answers with both: a forged
+    // header passed on would come second, in place of the client's line.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let header = line(&mut stream).await;
+                let first = line(&mut stream).await;
+                let _ = stream
+                    .write_all(format!("{header}{first}").as_bytes())
+                    .await;
+            });
+        }
+    });
+    let app = Backend::echo("app").await;
+    let (tcp, front) = (free_port(), free_port());
+    let dynamic = format!(
+        r#"
+[tcp.routers.db]
+entryPoints = ["tcp"]
+rule = "HostSNI(`*`)"
+service = "db"
+[tcp.serversTransports.pp]
+proxyProtocol = {{ version = 1 }}
+[tcp.services.db.loadBalancer]
+serversTransport = "pp"
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:{server}"
+[http.routers.app]
+entryPoints = ["front"]
+rule = "Host(`app.test`)"
+service = "app"
+[[http.services.app.loadBalancer.servers]]
+url = "{}"
+"#,
+        app.url()
+    );
+    // Only a load balancer at 10.0.0.0/8 is believed: 127.0.0.1 is not.
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.tcp.address=127.0.0.1:{tcp}"),
+            "--entryPoints.tcp.proxyProtocol.trustedIPs=10.0.0.0/8",
+            &format!("--entryPoints.front.address=127.0.0.1:{front}"),
+            "--entryPoints.front.proxyProtocol.trustedIPs=10.0.0.0/8",
+        ],
+    )
+    .await;
+    let forged: std::net::Ipv4Addr = "10.6.6.6".parse().unwrap();
+    let send = |port: u16, version: u8, bytes: &'static [u8]| async move {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()?;
+        let mine = s.local_addr().ok()?.port();
+        s.write_all(&forged_header(version, forged, port, bytes))
+            .await
+            .ok()?;
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut answer)).await;
+        Some((mine, String::from_utf8_lossy(&answer).into_owned()))
+    };
+    let get = b"GET / HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n\r\n";
+    let routed = within(Duration::from_secs(15), || async {
+        let tcp_up = send(tcp, 1, b"hello\n")
+            .await
+            .is_some_and(|(_, a)| a.ends_with("hello\n"));
+        let web_up = send(front, 1, get)
+            .await
+            .is_some_and(|(_, a)| a.starts_with("HTTP/1.1 200"));
+        tcp_up && web_up
+    })
+    .await;
+    assert!(
+        routed,
+        "the routers do not answer; gangway's log:\n{}",
+        gw.log()
+    );
+    for version in [1, 2] {
+        // The server is told the real peer, and its first line is the
+        // client's own.
+        let (mine, answer) = send(tcp, version, b"hello\n").await.unwrap_or_default();
+        assert_eq!(
+            answer,
+            format!("PROXY TCP4 127.0.0.1 127.0.0.1 {mine} {tcp}\r\nhello\n"),
+            "v{version}"
+        );
+        // The HTTP server gets a well-formed request from the real peer.
+        let (_, answer) = send(front, version, get).await.unwrap_or_default();
+        assert!(answer.starts_with("HTTP/1.1 200"), "v{version}: {answer}");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("");
+        let seen: serde_json::Value = serde_json::from_str(body.trim()).expect("echo JSON");
+        assert_eq!(
+            seen["headers"]["x-forwarded-for"],
+            serde_json::json!(["127.0.0.1"]),
+            "v{version}: {seen}"
+        );
+    }
 }
 
 /// redis-cli against 127.0.0.1:`port` with `args`, `stdin` fed to it:
@@ -1195,4 +1317,193 @@ address = "127.0.0.1:{}"
     );
     let (_, len) = redis_cli(&cli, redis.port, &["STRLEN", "blob"], b"");
     assert_eq!(String::from_utf8_lossy(&len).trim(), blob.len().to_string());
+}
+
+/// Who answers a TLS connection to 127.0.0.1:`port` for `sni`:
+/// `tcp <name>` when a TCP router's echo server greets, `https <name>`
+/// when an HTTPS router's backend answers a request.
+async fn who_answers(client: &TlsClient, port: u16, sni: &str) -> String {
+    let Ok(mut tls) = client.connect(port, sni, b"").await else {
+        return "refused".into();
+    };
+    let request = format!("GET / HTTP/1.1\r\nHost: {sni}\r\nConnection: close\r\n\r\n");
+    if tls.write_all(request.as_bytes()).await.is_err() {
+        return "closed".into();
+    }
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        let text = String::from_utf8_lossy(&seen).into_owned();
+        if let Some(greeting) = text.strip_prefix("hello from ")
+            && let Some((name, _)) = greeting.split_once('\n')
+        {
+            return format!("tcp {name}");
+        }
+        if let Some((head, _)) = text.split_once("\r\n\r\n") {
+            let backend = head
+                .lines()
+                .find_map(|l| l.strip_prefix("x-backend: "))
+                .unwrap_or("none");
+            return format!("https {backend}");
+        }
+        match tokio::time::timeout(Duration::from_secs(5), tls.read(&mut chunk)).await {
+            Ok(Ok(n)) if n > 0 => seen.extend_from_slice(&chunk[..n]),
+            _ => return format!("unfinished: {text}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn https_routers_take_their_names_and_unnamed_ones_before_a_tcp_catch_all() {
+    let (named_tcp, _a) = echo_server("named-tcp").await;
+    let (catch_all, _b) = echo_server("catch-all").await;
+    let named_web = Backend::echo("named-web").await;
+    let any_web = Backend::echo("any-web").await;
+    let ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["both.test", "tcp.test", "other.test", "web.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let (shared, edge) = (free_port(), free_port());
+    // On `shared`: a name both an HTTPS and a TCP router claim, a name only
+    // a TCP router claims, a TCP `HostSNI(*)` and an HTTPS `PathPrefix(/)`.
+    // On `edge`: the TCP `HostSNI(*)` beside an HTTPS router for one name.
+    let dynamic = format!(
+        r#"
+[tcp.routers.both]
+entryPoints = ["shared"]
+rule = "HostSNI(`both.test`)"
+service = "named"
+[tcp.routers.both.tls]
+[tcp.routers.tcponly]
+entryPoints = ["shared"]
+rule = "HostSNI(`tcp.test`)"
+service = "named"
+[tcp.routers.tcponly.tls]
+[tcp.routers.any]
+entryPoints = ["shared", "edge"]
+rule = "HostSNI(`*`)"
+service = "any"
+[tcp.routers.any.tls]
+[[tcp.services.named.loadBalancer.servers]]
+address = "127.0.0.1:{named_tcp}"
+[[tcp.services.any.loadBalancer.servers]]
+address = "127.0.0.1:{catch_all}"
+
+[http.routers.both]
+entryPoints = ["shared"]
+rule = "Host(`both.test`)"
+service = "named"
+[http.routers.both.tls]
+[http.routers.web]
+entryPoints = ["edge"]
+rule = "Host(`web.test`)"
+service = "named"
+[http.routers.web.tls]
+[http.routers.any]
+entryPoints = ["shared"]
+rule = "PathPrefix(`/`)"
+service = "any"
+[http.routers.any.tls]
+[[http.services.named.loadBalancer.servers]]
+url = "{}"
+[[http.services.any.loadBalancer.servers]]
+url = "{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        named_web.url(),
+        any_web.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.shared.address=127.0.0.1:{shared}"),
+            &format!("--entryPoints.edge.address=127.0.0.1:{edge}"),
+        ],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    let routed = within(Duration::from_secs(15), || async {
+        who_answers(&client, shared, "tcp.test").await == "tcp named-tcp"
+            && who_answers(&client, edge, "web.test").await == "https named-web"
+    })
+    .await;
+    assert!(
+        routed,
+        "the routers do not answer; gangway's log:\n{}",
+        gw.log()
+    );
+    // Traefik's order: an HTTPS router naming the server name, then a TCP
+    // router with more than `HostSNI(*)`, then an HTTPS router naming no
+    // host, then the TCP `HostSNI(*)`.
+    for (port, sni, expected) in [
+        (shared, "both.test", "https named-web"),
+        (shared, "tcp.test", "tcp named-tcp"),
+        (shared, "other.test", "https any-web"),
+        (edge, "web.test", "https named-web"),
+        (edge, "other.test", "tcp catch-all"),
+    ] {
+        assert_eq!(who_answers(&client, port, sni).await, expected, "{sni}");
+    }
+}
+
+#[tokio::test]
+async fn two_udp_routers_on_one_entry_point_the_last_by_name_serves() {
+    let (first, last) = (udp_echo("first").await, udp_echo("last").await);
+    let udp_port = free_port();
+    // Declared in the other order on purpose: the names decide.
+    let dynamic = format!(
+        r#"
+[udp.routers.b]
+entryPoints = ["dns"]
+service = "last"
+[udp.routers.a]
+entryPoints = ["dns"]
+service = "first"
+[[udp.services.first.loadBalancer.servers]]
+address = "127.0.0.1:{first}"
+[[udp.services.last.loadBalancer.servers]]
+address = "127.0.0.1:{last}"
+[http.routers.api]
+entryPoints = ["web"]
+rule = "Host(`api.test`)"
+service = "api@internal"
+"#
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            &format!("--entryPoints.dns.address=127.0.0.1:{udp_port}/udp"),
+            "--api=true",
+        ],
+    )
+    .await;
+    let served = within(Duration::from_secs(15), || async {
+        udp_ask(udp_port, "hi").await.is_some()
+    })
+    .await;
+    assert!(served, "no UDP answer; gangway's log:\n{}", gw.log());
+    for i in 0..3 {
+        assert_eq!(
+            udp_ask(udp_port, &format!("hi {i}")).await,
+            Some(format!("last: hi {i}"))
+        );
+    }
+    let api = &gw;
+    let json = move |path: &'static str| async move {
+        let got = api.get("api.test", path).await;
+        serde_json::from_slice::<serde_json::Value>(&got.body).expect("JSON")
+    };
+    let shadowed = json("/api/udp/routers/a@file").await;
+    assert_eq!(shadowed["status"], "warning", "{shadowed}");
+    let error = shadowed["error"][0].as_str().unwrap_or_default();
+    assert!(
+        error.contains("served by router `b@file`") && error.contains("shadowed"),
+        "{shadowed}"
+    );
+    let serving = json("/api/udp/routers/b@file").await;
+    assert_eq!(serving["status"], "enabled", "{serving}");
+    assert_eq!(serving["using"], serde_json::json!(["dns"]));
 }

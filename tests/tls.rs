@@ -561,3 +561,227 @@ async fn returning_clients_resume_by_ticket_or_session_id_across_reloads() {
         );
     }
 }
+
+#[tokio::test]
+async fn disabled_session_tickets_leave_tls13_clients_nothing_to_resume() {
+    use rustls::HandshakeKind::Full;
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    use std::sync::Arc;
+
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test"]);
+    let cert = (
+        write(files.path(), "secure.pem", &chain),
+        write(files.path(), "secure.key", &key),
+    );
+    let tls_port = free_port();
+    let extra = "[tls.options.default]\ndisableSessionTickets = true\n";
+    let _gw = Gangway::with_file(
+        &config(&app.url(), std::slice::from_ref(&cert), extra),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let config = Arc::new(config);
+    // The option is kept, not the whole of it dropped: the router is
+    // served with it.
+    eventually(Duration::from_secs(5), "TLS router served", || async {
+        handshake(&config, tls_port)
+            .await
+            .is_ok_and(|(_, status)| status == StatusCode::OK)
+    })
+    .await;
+    for attempt in 0..3 {
+        assert_eq!(
+            handshake(&config, tls_port).await.unwrap(),
+            (Full, StatusCode::OK),
+            "connection {attempt} after the first"
+        );
+    }
+}
+
+/// Counts the times a server asked the client for its certificate.
+#[derive(Debug)]
+struct AskedFor {
+    inner: std::sync::Arc<dyn rustls::client::ResolvesClientCert>,
+    times: std::sync::atomic::AtomicUsize,
+}
+
+impl rustls::client::ResolvesClientCert for AskedFor {
+    fn resolve(
+        &self,
+        hints: &[&[u8]],
+        schemes: &[rustls::SignatureScheme],
+    ) -> Option<std::sync::Arc<rustls::sign::CertifiedKey>> {
+        self.times
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.resolve(hints, schemes)
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
+}
+
+/// One GET over HTTP/1.1 to 127.0.0.1:`port` as `sni`, with `config`: the
+/// status, or what failed (the handshake, or the server closing after it).
+async fn get_as(
+    config: &std::sync::Arc<rustls::ClientConfig>,
+    port: u16,
+    sni: &'static str,
+) -> Result<StatusCode, String> {
+    use http_body_util::{BodyExt, Empty};
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let name = rustls::pki_types::ServerName::try_from(sni).unwrap();
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("TLS handshake: {e}"))?;
+    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+        .await
+        .map_err(|e| format!("http1: {e}"))?;
+    tokio::spawn(conn);
+    let req = Request::get("/")
+        .header("host", sni)
+        .body(Empty::<bytes::Bytes>::new())
+        .unwrap();
+    let resp = send
+        .send_request(req)
+        .await
+        .map_err(|e| format!("request: {e}"))?;
+    let status = resp.status();
+    resp.into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?;
+    Ok(status)
+}
+
+#[tokio::test]
+async fn request_and_require_any_client_cert_take_a_certificate_no_ca_signed() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["request.test", "any.test", "secure.test"]);
+    let cert = (
+        write(files.path(), "c.pem", &chain),
+        write(files.path(), "c.key", &key),
+    );
+    // The client's certificate comes from a CA gangway is never told of.
+    let stranger = TestCa::new("a CA nobody trusts");
+    let (client_chain, client_key) = stranger.issue_client("client");
+    let extra = r#"
+[http.routers.request]
+rule = "Host(`request.test`)"
+service = "app"
+[http.routers.request.tls]
+options = "request"
+[http.routers.any]
+rule = "Host(`any.test`)"
+service = "app"
+[http.routers.any.tls]
+options = "any"
+[tls.options.request.clientAuth]
+clientAuthType = "RequestClientCert"
+[tls.options.any.clientAuth]
+clientAuthType = "RequireAnyClientCert"
+"#;
+    let tls_port = free_port();
+    let gw = Gangway::with_file(
+        &config(&app.url(), &[cert], extra),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let builder = || {
+        rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots.clone())
+    };
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_slice_iter(client_chain.as_bytes())
+            .map(Result::unwrap)
+            .collect();
+    let key = PrivateKeyDer::from_pem_slice(client_key.as_bytes()).unwrap();
+    let mut with_cert = builder().with_client_auth_cert(certs, key).unwrap();
+    let asked = Arc::new(AskedFor {
+        inner: with_cert.client_auth_cert_resolver.clone(),
+        times: AtomicUsize::new(0),
+    });
+    with_cert.client_auth_cert_resolver = asked.clone();
+    with_cert.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // Every connection a full handshake: a resumed one is not asked again.
+    with_cert.resumption = rustls::client::Resumption::disabled();
+    let with_cert = Arc::new(with_cert);
+    let mut without = builder().with_no_client_auth();
+    without.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let without = Arc::new(without);
+
+    let served = support::within(Duration::from_secs(15), || async {
+        get_as(&with_cert, tls_port, "any.test").await == Ok(StatusCode::OK)
+    })
+    .await;
+    assert!(
+        served,
+        "any.test is not served; gangway's log:\n{}",
+        gw.log()
+    );
+    for host in ["request.test", "any.test"] {
+        let before = asked.times.load(Ordering::Relaxed);
+        assert_eq!(get_as(&with_cert, tls_port, host).await, Ok(StatusCode::OK));
+        assert!(
+            asked.times.load(Ordering::Relaxed) > before,
+            "{host} asks for a certificate"
+        );
+    }
+    // Without one: RequestClientCert goes on, RequireAnyClientCert refuses.
+    assert_eq!(
+        get_as(&without, tls_port, "request.test").await,
+        Ok(StatusCode::OK)
+    );
+    let refused = get_as(&without, tls_port, "any.test").await;
+    assert!(refused.is_err(), "{refused:?}");
+    // Neither option disables its router.
+    let before = asked.times.load(Ordering::Relaxed);
+    assert_eq!(
+        get_as(&with_cert, tls_port, "secure.test").await,
+        Ok(StatusCode::OK)
+    );
+    assert_eq!(
+        asked.times.load(Ordering::Relaxed),
+        before,
+        "the default options ask for no certificate"
+    );
+}

@@ -37,7 +37,8 @@ fn as_tcp(service: &UdpService) -> TcpService {
 
 /// Compiles every UDP router and service and adds their reports. A router
 /// without `entryPoints` takes every UDP entry point; an entry point that
-/// two routers name goes to the first by name (the other is told).
+/// two routers name goes to the one whose name sorts last, as in Traefik
+/// (the others get a warning that they are shadowed there).
 pub(super) fn compile(
     dynamic: &Dynamic,
     ctx: &CompileContext,
@@ -53,7 +54,9 @@ pub(super) fn compile(
     let is_udp = |i: usize| ctx.udp_entry_points.get(i).copied().unwrap_or(false);
     let mut per_ep: Vec<Option<Arc<UdpRoute>>> = vec![None; ctx.entry_points.len()];
     let mut using = Using::new();
-    for (name, router) in &dynamic.udp.routers {
+    // Traefik builds an entry point's UDP routers in descending name order
+    // and serves the first that builds: the last by name.
+    for (name, router) in dynamic.udp.routers.iter().rev() {
         let mut step = RouterStep::new(
             &router::UDP,
             name,
@@ -87,16 +90,17 @@ pub(super) fn compile(
                 }
             }
         }
-        // Taken already by a router before it (by name).
+        let placed = !eps.is_empty();
+        // Served already by a router whose name sorts after this one's:
+        // shadowed there, which is a warning, never an error (Traefik
+        // neither reports nor disables it).
+        let mut shadowed = Vec::new();
         eps.retain(|&i| match &per_ep[i] {
-            Some(first) => {
-                refused.push((
-                    Problem::UdpEntryPointTaken {
-                        entry_point: ctx.entry_points[i].clone(),
-                        router: first.name.clone(),
-                    },
-                    Some("entrypoints"),
-                ));
+            Some(last) => {
+                shadowed.push(Problem::UdpEntryPointTaken {
+                    entry_point: ctx.entry_points[i].clone(),
+                    router: last.name.clone(),
+                });
                 false
             }
             None => true,
@@ -104,11 +108,16 @@ pub(super) fn compile(
         for (problem, at) in refused {
             let mut error = step.error(problem);
             error.option = at;
-            if eps.is_empty() {
-                step.entry.disable(error);
-            } else {
+            if placed {
                 step.entry.warn(error);
+            } else {
+                step.entry.disable(error);
             }
+        }
+        for problem in shadowed {
+            let mut error = step.error(problem);
+            error.option = Some("entrypoints");
+            step.entry.warn(error);
         }
         step.entry.using = eps.iter().map(|&i| ctx.entry_points[i].clone()).collect();
         let (service_name, target) =

@@ -484,6 +484,11 @@ pub struct TlsOptions {
     /// ALPN protocols offered (default `h2`, `http/1.1`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alpn_protocols: Vec<String>,
+    /// Issue no session tickets (`disableSessionTickets`): TLS 1.3 clients
+    /// then resume no session, TLS 1.2 ones only from the server's session
+    /// cache (by session ID).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disable_session_tickets: bool,
 }
 
 /// Client certificate requirements.

@@ -658,9 +658,10 @@ pub enum Problem {
         /// The entry point.
         entry_point: String,
     },
-    /// A UDP entry point another router has already.
+    /// A UDP entry point another router serves: the one whose name sorts
+    /// last, as in Traefik.
     #[error(
-        "UDP entry point `{entry_point}` is taken by router `{router}`: a UDP entry point has one router"
+        "UDP entry point `{entry_point}` is served by router `{router}`, whose name sorts last: a UDP entry point has one router, so this one is shadowed there"
     )]
     UdpEntryPointTaken {
         /// The entry point.

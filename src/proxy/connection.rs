@@ -126,15 +126,17 @@ impl Proxy {
         let mut peer = peer;
         // A load balancer in front names the real client first (Traefik's
         // entryPoints.<n>.proxyProtocol); it then counts as the client
-        // everywhere: rules, forwarded headers, logs, TCP servers.
-        if entry_point
-            .proxy_protocol
-            .as_ref()
-            .is_some_and(|trust| trust.trusts(peer.ip()))
-        {
+        // everywhere: rules, forwarded headers, logs, TCP servers. A header
+        // from a peer outside `trustedIPs` is read and dropped, as Traefik
+        // does: believed, it would forge the client; left on the stream, it
+        // would reach a server that may parse PROXY headers itself.
+        if let Some(trust) = &entry_point.proxy_protocol {
             match timeout_at(deadline, proxy_protocol_header(&mut stream)).await {
-                Ok(Ok(Some(client))) => {
+                Ok(Ok(Some(client))) if trust.trusts(peer.ip()) => {
                     peer = SocketAddr::new(client.ip().to_canonical(), client.port());
+                }
+                Ok(Ok(Some(client))) => {
+                    tracing::debug!(%peer, %client, entry_point = %entry_point.name, "PROXY protocol header from an untrusted peer dropped");
                 }
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {
@@ -193,15 +195,17 @@ impl Proxy {
                 // of them takes is HTTPS, with the bytes read put back.
                 Some(tcp) => {
                     let runtime = self.runtime.load_full();
-                    let http_hosts = |name: &str| {
+                    let https = |name: Option<&str>| {
                         runtime
                             .entry_points
                             .get(entry_point.id)
-                            .is_some_and(|routes| routes.has_tls_host(name))
+                            .map_or(crate::runtime::HttpsClaim::Nothing, |routes| {
+                                routes.https_claim(name)
+                            })
                     };
                     let decision = Box::pin(self.tcp_tls(
                         tcp,
-                        &http_hosts,
+                        &https,
                         stream,
                         peer,
                         &entry_point,

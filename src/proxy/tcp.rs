@@ -11,6 +11,7 @@ use super::rewind::Rewind;
 use super::{EntryPointInfo, Proxy};
 use crate::client;
 use crate::rule::ConnFacts;
+use crate::runtime::HttpsClaim;
 use crate::runtime::tcp::{TcpRoute, TcpRoutes, TcpTls};
 use bytes::Bytes;
 use std::net::SocketAddr;
@@ -88,9 +89,9 @@ impl Proxy {
         if !matches!(asked, Ok(Ok(_))) || stream.write_all(b"S").await.is_err() {
             return;
         }
-        let no_http = |_: &str| false;
+        let no_https = |_: Option<&str>| HttpsClaim::Nothing;
         let decision = self
-            .tcp_tls(routes, &no_http, stream, peer, entry_point, deadline, true)
+            .tcp_tls(routes, &no_https, stream, peer, entry_point, deadline, true)
             .await;
         if let TlsDecision::Http(_) = decision {
             tracing::debug!(%peer, entry_point = %entry_point.name, "PostgreSQL TLS request: no TCP router takes its server name; closed");
@@ -104,7 +105,7 @@ impl Proxy {
     pub(super) async fn tcp_tls(
         &self,
         routes: &TcpRoutes,
-        http_hosts: &(dyn Fn(&str) -> bool + Sync),
+        https: &(dyn Fn(Option<&str>) -> HttpsClaim + Sync),
         mut stream: TcpStream,
         peer: SocketAddr,
         entry_point: &EntryPointInfo,
@@ -153,13 +154,13 @@ impl Proxy {
                 alpn: &alpn,
                 client_ip: peer.ip(),
             };
-            routes.find_tls(&facts).filter(|route| {
-                // As in Traefik: an HTTPS router for this very name wins
-                // over a TCP router that takes every name.
-                !validation
-                    && (route.matcher.needs_client_hello()
-                        || !sni.as_deref().is_some_and(http_hosts))
-            })
+            match https(sni.as_deref()) {
+                _ if validation => None,
+                HttpsClaim::Named => None,
+                claim => routes
+                    .find_tls(&facts)
+                    .filter(|route| !route.matcher.is_catch_all() || claim == HttpsClaim::Nothing),
+            }
         }
         .cloned();
         drop(accepted);

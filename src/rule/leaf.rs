@@ -216,13 +216,30 @@ impl HostArg {
     /// For a wildcard `*.suffix` or `**.suffix`: the labels of `host`
     /// before `.suffix`, when there is at least one and none is empty.
     fn labels_before<'h>(&self, host: &'h str) -> Option<&'h str> {
-        let (_, suffix) = Wildcard::split(&self.norm);
-        let cut = host.len().checked_sub(suffix.len() + 1)?;
-        let (labels, rest) = (host.get(..cut)?, host.get(cut..)?);
-        let under = rest
-            .strip_prefix('.')
-            .is_some_and(|r| r.eq_ignore_ascii_case(suffix));
-        (under && !labels.split('.').any(str::is_empty)).then_some(labels)
+        labels_before(Wildcard::split(&self.norm).1, host)
+    }
+}
+
+/// The labels of `host` before `.suffix`, when there is at least one and
+/// none is empty.
+fn labels_before<'h>(suffix: &str, host: &'h str) -> Option<&'h str> {
+    let cut = host.len().checked_sub(suffix.len() + 1)?;
+    let (labels, rest) = (host.get(..cut)?, host.get(cut..)?);
+    let under = rest
+        .strip_prefix('.')
+        .is_some_and(|r| r.eq_ignore_ascii_case(suffix));
+    (under && !labels.split('.').any(str::is_empty)).then_some(labels)
+}
+
+/// Whether `name` is `domain`, a host as `Matcher::domains` lists it
+/// (lowercased, wildcards kept), or lies under its wildcard.
+pub(super) fn domain_covers(domain: &str, name: &str) -> bool {
+    match Wildcard::split(domain) {
+        (Wildcard::OneLabel, suffix) => {
+            labels_before(suffix, name).is_some_and(|l| !l.contains('.'))
+        }
+        (Wildcard::AnyDepth, suffix) => labels_before(suffix, name).is_some(),
+        (_, plain) => plain.eq_ignore_ascii_case(name),
     }
 }
 

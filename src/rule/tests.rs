@@ -1818,3 +1818,17 @@ fn matcher_names_take_the_four_spellings_traefik_takes() {
         );
     }
 }
+
+#[test]
+fn domains_cover_their_names_and_wildcards_their_labels() {
+    use crate::rule::domain_covers;
+    assert!(domain_covers("a.test", "a.test"));
+    assert!(domain_covers("a.test", "A.test"));
+    assert!(!domain_covers("a.test", "b.a.test"));
+    assert!(domain_covers("*.a.test", "b.a.test"));
+    assert!(!domain_covers("*.a.test", "c.b.a.test"));
+    assert!(!domain_covers("*.a.test", "a.test"));
+    assert!(domain_covers("**.a.test", "c.b.a.test"));
+    assert!(!domain_covers("**.a.test", "a.test"));
+    assert!(!domain_covers("**.a.test", ".a.test"));
+}

@@ -283,8 +283,9 @@ impl RedisStore {
     }
 
     /// Subscribes to the keyspace notifications of the keys under
-    /// `prefix` if the server sends them for string keys; gangway never
-    /// changes the server's configuration itself.
+    /// `prefix`. A server that does not send them for string keys is asked
+    /// to (`CONFIG SET notify-keyspace-events`, as Traefik's client does);
+    /// one that refuses (a managed Redis) is polled: `None`.
     async fn subscribe(&self, prefix: &str) -> Result<Option<Changes>, StoreError> {
         let flags: Result<Vec<String>, StoreError> = self
             .run(
@@ -308,12 +309,37 @@ impl RedisStore {
             }
         };
         if !notifies_changes(&flags) {
-            tracing::info!(
-                store = %self.location,
-                notify_keyspace_events = %flags,
-                "the server sends no keyspace notifications for string keys (notify-keyspace-events needs K and A, or K, g and $); polling"
-            );
-            return Ok(None);
+            // Traefik's client sets `KEA` and nothing else; the flags the
+            // server had are kept beside them, so that other clients of the
+            // same server lose no events they subscribed to.
+            let wanted = format!("{flags}{NOTIFY_FLAGS}");
+            let set: Result<(), StoreError> = self
+                .run(
+                    "asking for keyspace notifications for",
+                    prefix,
+                    ::redis::cmd("CONFIG")
+                        .arg("SET")
+                        .arg("notify-keyspace-events")
+                        .arg(&wanted),
+                )
+                .await;
+            match set {
+                Ok(()) => tracing::info!(
+                    store = %self.location,
+                    before = %flags,
+                    notify_keyspace_events = %wanted,
+                    "asked the server for keyspace notifications"
+                ),
+                Err(e) => {
+                    tracing::info!(
+                        store = %self.location,
+                        notify_keyspace_events = %flags,
+                        error = %e,
+                        "the server sends no keyspace notifications for string keys (notify-keyspace-events needs K and A, or K, g and $) and refuses to be asked; polling"
+                    );
+                    return Ok(None);
+                }
+            }
         }
         let index = self
             .connection
@@ -519,6 +545,11 @@ impl Store for RedisStore {
         })
     }
 }
+
+/// The `notify-keyspace-events` flags asked of a server that does not
+/// announce changes: keyspace events (`K`), keyevent events (`E`), all
+/// classes (`A`), as Traefik's client asks.
+const NOTIFY_FLAGS: &str = "KEA";
 
 /// Whether `notify-keyspace-events` flags announce every change to a
 /// string key: keyspace events (`K`) of string commands (`$`) and generic

@@ -42,11 +42,71 @@ impl Resumption {
         }
     }
 
-    fn apply(&self, config: &mut ServerConfig) {
+    /// Puts the shared cache, and the ticketer unless `tickets` is false,
+    /// on `config`. Without tickets no TLS 1.3 ticket is sent either (rustls
+    /// would otherwise send ones that name cache entries), as Go does with
+    /// `SessionTicketsDisabled`.
+    fn apply(&self, config: &mut ServerConfig, tickets: bool) {
         config.session_storage = self.sessions.clone();
-        if let Some(t) = &self.tickets {
-            config.ticketer = t.clone();
+        match &self.tickets {
+            Some(t) if tickets => config.ticketer = t.clone(),
+            _ if !tickets => config.send_tls13_tickets = 0,
+            _ => {}
         }
+    }
+}
+
+/// Traefik's `RequestClientCert` and `RequireAnyClientCert`: a client
+/// certificate is asked for (with no CA hinted), required or not, and taken
+/// without any check of its chain, names or dates, as Go's `tls` does for
+/// these two types. The client still proves it holds the certificate's key:
+/// its handshake signature is verified against the certificate.
+#[derive(Debug)]
+struct AnyClientCert {
+    /// A certificate is required (`RequireAnyClientCert`).
+    mandatory: bool,
+    /// The signature algorithms of the crypto provider.
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCert {
+    fn client_auth_mandatory(&self) -> bool {
+        self.mandatory
+    }
+
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -159,6 +219,12 @@ pub fn compile_options(
                 .with_client_cert_verifier(verifier)
                 .with_cert_resolver(resolver)
         }
+        "RequestClientCert" | "RequireAnyClientCert" => builder
+            .with_client_cert_verifier(Arc::new(AnyClientCert {
+                mandatory: kind == "RequireAnyClientCert",
+                algorithms: provider.signature_verification_algorithms,
+            }))
+            .with_cert_resolver(resolver),
         other => return Err(TlsError::ClientAuthType(other.to_owned())),
     };
     config.alpn_protocols = if opts.alpn_protocols.is_empty() {
@@ -171,7 +237,7 @@ pub fn compile_options(
             .map(|p| p.as_bytes().to_vec())
             .collect()
     };
-    resumption.apply(&mut config);
+    resumption.apply(&mut config, !opts.disable_session_tickets);
     Ok((Arc::new(config), warnings))
 }
 
@@ -251,6 +317,19 @@ mod tests {
     }
 
     #[test]
+    fn disabled_session_tickets_send_none() {
+        let opts = TlsOptions {
+            disable_session_tickets: true,
+            ..TlsOptions::default()
+        };
+        let (config, _) = compile(&opts).unwrap();
+        assert!(!config.ticketer.enabled());
+        assert_eq!(config.send_tls13_tickets, 0);
+        let (config, _) = compile(&TlsOptions::default()).unwrap();
+        assert!(config.send_tls13_tickets > 0);
+    }
+
+    #[test]
     fn versions_and_suites_are_checked() {
         let opts = |min: &str, max: &str| TlsOptions {
             min_version: Some(min.to_owned()),
@@ -324,8 +403,12 @@ mod tests {
             compile(&auth("RequireAndVerifyClientCert", vec![])),
             Err(TlsError::ClientAuth(_))
         ));
+        // Asked for without a CA: none is needed.
+        for kind in ["RequestClientCert", "RequireAnyClientCert"] {
+            assert!(compile(&auth(kind, vec![])).is_ok(), "{kind}");
+        }
         assert!(matches!(
-            compile(&auth("RequireAnyClientCert", vec![])),
+            compile(&auth("RequireSomething", vec![])),
             Err(TlsError::ClientAuthType(_))
         ));
         let ca = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();

@@ -24,6 +24,8 @@ pub struct Redis {
     pub cli: PathBuf,
     pub port: u16,
     notify: bool,
+    /// `CONFIG` is renamed away, as managed services refuse it.
+    refuse_config: bool,
     /// With TLS only: the CA's PEM file, which signed the server's.
     pub ca: Option<PathBuf>,
     child: Option<Child>,
@@ -45,9 +47,19 @@ impl Redis {
         Self::start_with(test, notify, false).await
     }
 
+    /// Starts a server without notifications that refuses `CONFIG`, as a
+    /// managed Redis does.
+    pub async fn start_managed(test: &str) -> Option<Redis> {
+        Self::start_full(test, false, false, true).await
+    }
+
     /// Starts a server; with `tls`, it speaks TLS only, with a certificate
     /// for 127.0.0.1 from a CA of the test's own.
     pub async fn start_with(test: &str, notify: bool, tls: bool) -> Option<Redis> {
+        Self::start_full(test, notify, tls, false).await
+    }
+
+    async fn start_full(test: &str, notify: bool, tls: bool, refuse_config: bool) -> Option<Redis> {
         let (server, cli) = Self::programs(test)?;
         let dir = tempfile::tempdir().unwrap();
         let ca = tls.then(|| {
@@ -64,6 +76,7 @@ impl Redis {
             cli,
             port: 0,
             notify,
+            refuse_config,
             ca,
             child: None,
             dir,
@@ -103,6 +116,9 @@ impl Redis {
             .arg(&log);
         if self.notify {
             command.args(["--notify-keyspace-events", "KA"]);
+        }
+        if self.refuse_config {
+            command.args(["--rename-command", "CONFIG", ""]);
         }
         let mut child = command.spawn().expect("redis-server");
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

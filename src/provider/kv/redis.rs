@@ -1,8 +1,9 @@
 //! The Redis provider: keys under `rootKey` read with `SCAN` and `MGET`.
-//! Changes are followed through keyspace notifications when the server
-//! sends them (`notify-keyspace-events` holds `K` and `A`, or `K`, `g` and
-//! `$`); gangway never changes the server's configuration itself, so
-//! otherwise it reads the keys again every `pollInterval`.
+//! Changes are followed through keyspace notifications: a server whose
+//! `notify-keyspace-events` does not announce them (`K` and `A`, or `K`,
+//! `g` and `$`) is asked to with `CONFIG SET`, as Traefik's client does;
+//! where that is refused (a managed Redis), the keys are read again every
+//! `pollInterval`.
 
 use crate::config::static_config::{ProviderTls, RedisProvider, RedisSentinel};
 use crate::provider::Snapshot;
