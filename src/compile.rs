@@ -30,6 +30,10 @@ use router::{RouterStep, Using};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+/// The members of a weighted or highest-random-weight service: each
+/// compiled, their rotation by weight, and their qualified names.
+type Members = (Vec<Arc<Upstream>>, Rotation, Vec<String>);
+
 /// What compile needs to know about the static configuration.
 #[derive(Clone, Debug, Default)]
 pub struct CompileContext {
@@ -960,6 +964,31 @@ impl ServiceCompiler<'_> {
         if services.is_empty() {
             return Err(Problem::NoWeightedServices);
         }
+        let (children, rotation, ids) = self.members(name, services, provider)?;
+        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
+            Some(c) => {
+                Some(StickyCookie::compile(c, name, &id_refs).map_err(|e| sticky_problem(&e))?)
+            }
+            None => None,
+        };
+        Ok(Arc::new(Upstream::Weighted(WeightedService {
+            children,
+            rotation,
+            sticky,
+            by_client: None,
+        })))
+    }
+
+    /// The members of a weighted or highest-random-weight service `name`:
+    /// each compiled, their rotation by weight (its place kept across
+    /// swaps while the members and weights stay), and their qualified names.
+    fn members(
+        &mut self,
+        name: &str,
+        services: &[dynamic::WeightedService],
+        provider: &str,
+    ) -> Result<Members, Problem> {
         let mut children = Vec::with_capacity(services.len());
         let mut weights = Vec::with_capacity(services.len());
         let mut ids = Vec::with_capacity(services.len());
@@ -980,19 +1009,7 @@ impl ServiceCompiler<'_> {
             }),
             self.registries.health_epoch(),
         );
-        let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let sticky = match sticky.as_ref().and_then(|s| s.cookie.as_ref()) {
-            Some(c) => {
-                Some(StickyCookie::compile(c, name, &id_refs).map_err(|e| sticky_problem(&e))?)
-            }
-            None => None,
-        };
-        Ok(Arc::new(Upstream::Weighted(WeightedService {
-            children,
-            rotation,
-            sticky,
-            by_client: None,
-        })))
+        Ok((children, rotation, ids))
     }
 
     /// A `highestRandomWeight` service: a weighted service whose child is
@@ -1011,27 +1028,8 @@ impl ServiceCompiler<'_> {
         if services.is_empty() {
             return Err(Problem::NoHrwServices);
         }
-        let mut children = Vec::with_capacity(services.len());
-        let mut weights = Vec::with_capacity(services.len());
-        let mut ids = Vec::with_capacity(services.len());
-        for child in services {
-            children.push(self.child(Reference::WeightedChild, &child.name, provider)?);
-            weights.push(child.weight.unwrap_or(1));
-            ids.push(QualifiedName::resolve(&child.name, provider).to_string());
-        }
-        if weights.iter().all(|&w| w == 0) {
-            return Err(Problem::AllWeightsZero { services: true });
-        }
-        let shape: Shape = ids.iter().cloned().zip(weights.iter().copied()).collect();
         // The rotation serves requests without a client IP (mirror copies).
-        let rotation = Rotation::new(
-            weights,
-            self.registries.position(&PositionKey::Weighted {
-                service: name.to_owned(),
-                shape,
-            }),
-            self.registries.health_epoch(),
-        );
+        let (children, rotation, ids) = self.members(name, services, provider)?;
         Ok(Arc::new(Upstream::Weighted(WeightedService {
             children,
             rotation,

@@ -317,7 +317,7 @@ async fn an_unreachable_ca_is_logged_as_a_sentence_naming_its_url() {
     .await;
     let line = gw.log_line("certificate order failed").unwrap();
     let sentence =
-        format!("error=CA unreachable at {directory}: cannot connect to 127.0.0.1:{closed}: ");
+        format!("error=\"CA unreachable at {directory}: cannot connect to 127.0.0.1:{closed}: ");
     assert!(line.contains(&sentence), "{line}");
     assert!(
         line.to_ascii_lowercase().contains("refused"),
@@ -331,7 +331,7 @@ async fn an_unreachable_ca_is_logged_as_a_sentence_naming_its_url() {
     assert!(
         error
             .as_str()
-            .is_some_and(|e| e.starts_with(&sentence["error=".len()..])),
+            .is_some_and(|e| e.starts_with(&sentence["error=\"".len()..])),
         "{certs}"
     );
 }

@@ -493,6 +493,12 @@ servce = "good"
 url = "{good}"
 [[http.services.bad.loadBalancer.servers]]
 url = "http://127.0.0.1:{bad_port}"
+# A passive health check that tolerates many failures keeps the stopped
+# server in the rotation, so its member's share of flaky.test fails: the
+# state the dashboard must show.
+[http.services.bad.loadBalancer.passiveHealthCheck]
+maxFailedAttempts = 1000
+failureWindow = "1s"
 [[http.services.checked.loadBalancer.servers]]
 url = "http://127.0.0.1:{checked_port}"
 [http.services.checked.loadBalancer.healthCheck]

@@ -137,7 +137,12 @@ async fn a_gangway_shutting_down_is_reported_unhealthy() {
         "--ping.entryPoint=web".to_owned(),
         format!("--entryPoints.web.address=127.0.0.1:{}", gw.port),
     ];
-    assert_eq!(healthcheck(dir.path(), &args, &[]).0, 0);
+    // The ping router is in place once gangway has compiled its first
+    // configuration, a moment after its port is bound.
+    eventually(Duration::from_secs(5), "the check passes", || async {
+        healthcheck(dir.path(), &args, &[]).0 == 0
+    })
+    .await;
     gw.sigterm();
     let last = std::cell::RefCell::new(String::new());
     eventually(Duration::from_secs(5), "the check fails", || {

@@ -567,9 +567,12 @@ async fn retry_moves_a_refused_request_to_the_next_server() {
          [http.services.app.loadBalancer]\n\
          [[http.services.app.loadBalancer.servers]]\nurl = \"{dead}\"\n\
          [[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n\
-         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n",
+         [http.middlewares.retry.retry]\nattempts = 2\ninitialInterval = \"10ms\"\n\
+         [http.services.app.loadBalancer.passiveHealthCheck]\nmaxFailedAttempts = 1000\n",
         live.url()
     );
+    // A passive health check that tolerates many failures keeps the dead
+    // server in the rotation, so every other request is sent to it first.
     let gw = Gangway::with_file(&conf, &[]).await;
     eventually(WAIT, "configuration applied", || async {
         gw.get("app.test", "/").await.status == StatusCode::OK

@@ -527,9 +527,10 @@ async fn a_stream_an_h2c_server_refuses_goes_to_the_next_server() {
         status(&gw, "GET", "/").await != StatusCode::NOT_FOUND
     })
     .await;
-    // Round robin sends every other request to the refusing server first.
+    // The first request sent to the refusing server goes on to the next
+    // one; passive health then keeps the refusing one out for a while.
     for _ in 0..6 {
         assert_eq!(status(&gw, "GET", "/").await, StatusCode::OK);
     }
-    assert!(refused.load(Ordering::SeqCst) >= 3, "{refused:?}");
+    assert!(refused.load(Ordering::SeqCst) >= 1, "{refused:?}");
 }

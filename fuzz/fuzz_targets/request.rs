@@ -186,6 +186,7 @@ fn harness() -> &'static Harness {
             route_metrics: true,
             metrics_internals: false,
             log_internals: false,
+            metrics_headers: Box::new([]),
         });
         let h = Harness {
             rt,

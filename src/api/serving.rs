@@ -109,11 +109,19 @@ impl Serving {
     }
 }
 
-/// Whether server `i` of `lb` cannot serve now: what the balancer routes
-/// by, its active health check when it has one and its passive health
-/// (out of the rotation after its failures).
+/// Whether server `i` of `lb` cannot serve now: out of the rotation (its
+/// active health check, or its failures under passive health), or, without
+/// an active check, still in the rotation while its last connection
+/// attempts failed. A check probes on its own timer, so it decides alone:
+/// the failure count of a checked server, to which nothing is sent while
+/// it is down, would stay behind after the check saw it come back.
 pub fn server_down(lb: &LoadBalancer, i: usize) -> bool {
     !lb.is_up(i)
+        || (lb.health.is_none()
+            && lb
+                .servers
+                .get(i)
+                .is_some_and(|s| s.client.passive.failures() > 0))
 }
 
 /// How an HTTP service serves now.
@@ -193,7 +201,7 @@ fn servers(lb: &LoadBalancer) -> Serving {
     let weighted: Vec<usize> = (0..lb.servers.len())
         .filter(|&i| lb.rotation.weight(i) > 0)
         .collect();
-    let picked = weighted.iter().any(|&i| lb.is_up(i));
+    let picked: Vec<usize> = weighted.iter().copied().filter(|&i| lb.is_up(i)).collect();
     // With every server out, the balancer still tries the one its passive
     // health took out longest ago (a 502 when it fails too); servers its
     // active health check holds down are not tried (503).
@@ -202,12 +210,16 @@ fn servers(lb: &LoadBalancer) -> Serving {
         .any(|&i| lb.health.as_ref().is_none_or(|h| h.is_up(i)));
     let mut out = if lb.rotation.is_empty() || weighted.is_empty() {
         Serving::fails(Cause::NoServer)
-    } else if picked {
-        Serving::ok()
-    } else if passively_out {
+    } else if picked.is_empty() {
+        if passively_out {
+            Serving::fails(Cause::Unreachable)
+        } else {
+            Serving::fails(Cause::NoServer)
+        }
+    } else if picked.iter().all(|&i| server_down(lb, i)) {
         Serving::fails(Cause::Unreachable)
     } else {
-        Serving::fails(Cause::NoServer)
+        Serving::ok()
     };
     out.degraded = weighted.iter().any(|&i| server_down(lb, i));
     out
