@@ -81,43 +81,21 @@ pub struct Origin {
 /// The connection's TLS parameters, named as Traefik writes them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TlsFields {
-    /// `1.2`, `1.3`.
-    pub version: &'static str,
-    /// Go's name of the cipher suite (`TLS_AES_128_GCM_SHA256`).
-    pub cipher: &'static str,
+    /// The version and cipher suite, named as Traefik and Go name them
+    /// (`1.3`, `TLS_AES_128_GCM_SHA256`).
+    pub negotiated: crate::tls::negotiated::Negotiated,
     /// The client certificate's subject as Go prints it
     /// (`CN=ann,O=example`), when the client sent one.
     pub client_subject: Option<Arc<str>>,
 }
 
-/// The TLS fields of a finished handshake: Traefik's version text and Go's
-/// name of the suite (rustls says `TLS13_…` where Go says `TLS_…`).
-pub fn tls_fields(conn: &rustls::ServerConnection) -> Option<TlsFields> {
-    let version = match conn.protocol_version()? {
-        rustls::ProtocolVersion::TLSv1_3 => "1.3",
-        rustls::ProtocolVersion::TLSv1_2 => "1.2",
-        _ => "",
-    };
-    let cipher = conn
-        .negotiated_cipher_suite()
-        .and_then(|s| s.suite().as_str())
-        .unwrap_or("");
-    let cipher = match cipher {
-        "TLS13_AES_128_GCM_SHA256" => "TLS_AES_128_GCM_SHA256",
-        "TLS13_AES_256_GCM_SHA384" => "TLS_AES_256_GCM_SHA384",
-        "TLS13_CHACHA20_POLY1305_SHA256" => "TLS_CHACHA20_POLY1305_SHA256",
-        other => other,
-    };
-    let client_subject = conn
-        .peer_certificates()
+/// The subject of the certificate the client sent in a finished
+/// handshake, as Go prints it; None when it sent none.
+pub fn client_subject(conn: &rustls::ServerConnection) -> Option<Arc<str>> {
+    conn.peer_certificates()
         .and_then(|chain| chain.first())
         .and_then(|leaf| subject_text(leaf))
-        .map(Arc::from);
-    Some(TlsFields {
-        version,
-        cipher,
-        client_subject,
-    })
+        .map(Arc::from)
 }
 
 /// A certificate's subject as Go's `pkix.Name` prints it: common name
@@ -638,9 +616,10 @@ fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) 
         )),
     );
     if let Some(t) = &e.tls {
-        put("TLSVersion", V::from(t.version));
-        if !t.cipher.is_empty() {
-            put("TLSCipher", V::from(t.cipher));
+        put("TLSVersion", V::from(t.negotiated.version()));
+        // Over QUIC the suite is not known: the field is left out.
+        if let Some(cipher) = t.negotiated.known_cipher() {
+            put("TLSCipher", V::from(cipher));
         }
         if let Some(subject) = &t.client_subject {
             put("TLSClientSubject", V::from(&**subject));
@@ -793,8 +772,10 @@ mod tests {
     fn json_lines_have_every_field_traefik_writes_with_its_types() {
         let e = Entry {
             tls: Some(TlsFields {
-                version: "1.3",
-                cipher: "TLS_AES_128_GCM_SHA256",
+                negotiated: crate::tls::negotiated::Negotiated::from_wire(
+                    Some(0x0304),
+                    Some(0x1301),
+                ),
                 client_subject: Some("CN=ann,O=example".into()),
             }),
             scheme: "https",

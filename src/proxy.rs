@@ -180,8 +180,9 @@ pub(crate) struct ConnInfo {
     pub(crate) negotiated: Option<crate::tls::negotiated::Negotiated>,
     /// What the connection is doing, when its head or idle time is limited.
     pub(crate) activity: Option<Arc<timeouts::Activity>>,
-    /// TLS version and cipher for the access log, when TLS.
-    pub(crate) tls_fields: Option<crate::access_log::TlsFields>,
+    /// The client certificate's subject, for the access log, when the
+    /// client sent one.
+    pub(crate) client_subject: Option<Arc<str>>,
 }
 
 impl ConnInfo {
@@ -200,7 +201,7 @@ impl ConnInfo {
             sni,
             negotiated: None,
             activity: None,
-            tls_fields: None,
+            client_subject: None,
         }
     }
 }

@@ -221,12 +221,12 @@ impl Proxy {
                 None => Rewind::new(Bytes::new(), stream),
             };
             let handshake = Box::pin(self.tls_handshake(io, peer, limit));
-            let Some((version, io, sni, negotiated, fields)) = handshake.await else {
+            let Some((version, io, sni, negotiated, client_subject)) = handshake.await else {
                 return;
             };
             let mut info = ConnInfo::new(entry_point, peer, true, sni);
             info.negotiated = Some(negotiated);
-            info.tls_fields = fields;
+            info.client_subject = client_subject;
             self.serve_http(io, info, &servers, version, drain)
         } else {
             if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
@@ -267,7 +267,7 @@ impl Proxy {
         Rewind<TlsStream>,
         Option<Box<str>>,
         crate::tls::negotiated::Negotiated,
-        Option<crate::access_log::TlsFields>,
+        Option<Arc<str>>,
     )> {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
@@ -329,7 +329,7 @@ impl Proxy {
             return None;
         }
         let negotiated = crate::tls::negotiated::Negotiated::of(tls.get_ref().1);
-        let fields = crate::access_log::tls_fields(tls.get_ref().1);
+        let client_subject = crate::access_log::client_subject(tls.get_ref().1);
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
         let (version, io) = match tls.get_ref().1.alpn_protocol() {
@@ -340,7 +340,7 @@ impl Proxy {
                 _ => return None,
             },
         };
-        Some((version, io, sni, negotiated, fields))
+        Some((version, io, sni, negotiated, client_subject))
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the

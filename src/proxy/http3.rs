@@ -296,12 +296,6 @@ async fn serve_connection(
     let idle = entry_point.idle_timeout;
     let mut info = ConnInfo::new(entry_point, peer, true, sni);
     info.negotiated = Some(crate::tls::negotiated::Negotiated::QUIC);
-    // QUIC is TLS 1.3 only; quinn does not say which suite it chose.
-    info.tls_fields = Some(crate::access_log::TlsFields {
-        version: "1.3",
-        cipher: "",
-        client_subject: None,
-    });
     let info = Arc::new(info);
     let mut streams: FuturesUnordered<Pin<Box<dyn Future<Output = Outcome> + Send>>> =
         FuturesUnordered::new();

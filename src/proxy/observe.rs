@@ -382,7 +382,12 @@ fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::Acce
         service: None,
         origin: None,
         entry_point: conn.entry_point.name.clone(),
-        tls: conn.tls_fields.clone(),
+        tls: conn
+            .negotiated
+            .map(|negotiated| crate::access_log::TlsFields {
+                negotiated,
+                client_subject: conn.client_subject.clone(),
+            }),
         retry_attempts: 0,
         headers: log.wanted_headers.capture(req.headers()),
         downstream_headers: Vec::new(),

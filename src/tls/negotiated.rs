@@ -79,6 +79,11 @@ impl Negotiated {
         CIPHERS[usize::from(self.cipher)].1
     }
 
+    /// The cipher suite's name when it is known (not over QUIC).
+    pub fn known_cipher(self) -> Option<&'static str> {
+        (self.cipher != UNKNOWN_CIPHER).then(|| self.cipher())
+    }
+
     /// A dense index, below [`Negotiated::COUNT`].
     pub fn index(self) -> usize {
         usize::from(self.version) * CIPHERS.len() + usize::from(self.cipher)
