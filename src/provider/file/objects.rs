@@ -379,32 +379,19 @@ fn key(name: &str) -> Value {
     Value::String(name.to_owned())
 }
 
-/// The key of `map` that is `name` in any case, the exact spelling first.
-fn key_in(map: &BTreeMap<Value, Value>, name: &str) -> Option<Value> {
-    let exact = Value::String(name.to_owned());
-    if map.contains_key(&exact) {
-        return Some(exact);
-    }
-    map.keys()
-        .find(|k| matches!(k, Value::String(s) if s.eq_ignore_ascii_case(name)))
-        .cloned()
-}
-
-/// Removes the map at `outer.inner` (keys in any case); anything else
-/// there stays.
+/// Removes the map at `outer.inner` (sections already spelt as the model
+/// spells them, by [`fold_sections`]); anything else there stays.
 fn take_map(tree: &mut Value, [outer, inner]: &[&str; 2]) -> Option<BTreeMap<Value, Value>> {
     let Value::Map(top) = tree else {
         return None;
     };
-    let outer = key_in(top, outer)?;
-    let Some(Value::Map(section)) = top.get_mut(&outer) else {
+    let Some(Value::Map(section)) = top.get_mut(&key(outer)) else {
         return None;
     };
-    let inner = key_in(section, inner)?;
-    match section.remove(&inner) {
+    match section.remove(&key(inner)) {
         Some(Value::Map(entries)) => Some(entries),
         Some(other) => {
-            section.insert(inner, other);
+            section.insert(key(inner), other);
             None
         }
         None => None,
@@ -414,11 +401,9 @@ fn take_map(tree: &mut Value, [outer, inner]: &[&str; 2]) -> Option<BTreeMap<Val
 /// Puts entries taken by [`take_map`] back.
 fn put_map(tree: &mut Value, [outer, inner]: &[&str; 2], entries: BTreeMap<Value, Value>) {
     if let Value::Map(top) = tree
-        && let Some(outer) = key_in(top, outer)
-        && let Some(Value::Map(section)) = top.get_mut(&outer)
+        && let Some(Value::Map(section)) = top.get_mut(&key(outer))
     {
-        let inner = key_in(section, inner).unwrap_or_else(|| Value::String((*inner).to_owned()));
-        section.insert(inner, Value::Map(entries));
+        section.insert(key(inner), Value::Map(entries));
     }
 }
 
