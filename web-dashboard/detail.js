@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, listHref, qualify, section, kv, callout, icon, problemItems } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, listHref, qualify, section, kv, callout, icon, problemItems, toDate, shortDate } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -40,9 +40,29 @@ function failingPercent(o) {
   return worst;
 }
 
+/**
+ * For an object of a file that no longer reads: it comes from the file's
+ * last good version, which stays in use; the file's current error on top.
+ */
+export function lastGood(o) {
+  const kept = o.file && o.file.lastGood;
+  if (!kept) return null;
+  const since = toDate(kept.rejectedSince);
+  const read = toDate(kept.readAt);
+  return h('div', { id: 'last-good' }, callout('error',
+    h('span', {}, 'From the last good version of ', h('code', {}, o.file.path), since ? ` (since ${shortDate(since)})` : ''),
+    [h('span', { class: 'problem-item' }, h('strong', {}, 'The file is rejected now: '), kept.message),
+      `That version${read ? `, read ${shortDate(read)},` : ''} stays in use until the file reads again; what this page shows is that version.`]));
+}
+
 export function errors(o) {
   const errs = problemItems(o);
-  if (!errs.length) return null;
+  const kept = lastGood(o);
+  if (!errs.length) return kept;
+  if (kept) {
+    // The errors of the version in use, not of the file as it is now.
+    return h('div', { id: 'errors' }, kept, callout('info', 'Problems of the last good version', errs));
+  }
   const disabled = o.status === 'disabled';
   // Servers down are not a configuration error: the object is in use and
   // comes back by itself when a server answers again.

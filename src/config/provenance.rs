@@ -68,6 +68,26 @@ pub struct FileLocation {
     /// lower case (`rule`, `tls.certresolver`, `loadbalancer.servers`).
     #[serde(skip)]
     pub options: BTreeMap<String, usize>,
+    /// Set while the file is rejected: the object (and its line) are
+    /// those of the file's last good version, still in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_good: Option<LastGood>,
+}
+
+/// The last good version of a file that no longer reads, which stays in
+/// use until the file is fixed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastGood {
+    /// When that version was read, seconds since the Unix epoch.
+    pub read_at: u64,
+    /// Since when the file is rejected, seconds since the Unix epoch.
+    pub rejected_since: u64,
+    /// Why the file is rejected now.
+    pub error: super::problem::ProviderError,
+    /// The same as one sentence, with the file and line, as the log
+    /// writes it.
+    pub message: String,
 }
 
 impl FileLocation {

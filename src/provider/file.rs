@@ -8,7 +8,7 @@ use super::Snapshot;
 use crate::config::Dynamic;
 use crate::config::format::Format;
 use crate::config::problem::{Notice, Origin, ProviderError, Section, Warning};
-use crate::config::provenance::ProviderDetail;
+use crate::config::provenance::{LastGood as LastGoodMark, ProviderDetail};
 use notify::{RecursiveMode, Watcher};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,9 +38,82 @@ pub struct Loaded {
     pub errors: Vec<ProviderError>,
 }
 
-/// The last good read of each file of a directory, so that a file that
-/// stops parsing keeps its objects while the others change.
-type LastGood = BTreeMap<PathBuf, objects::Read>;
+/// The last good read of each file, so that a file that stops parsing
+/// keeps its objects (marked as such) while the others change.
+type LastGood = BTreeMap<PathBuf, Kept>;
+
+/// One file's last good read.
+#[derive(Clone, Debug)]
+struct Kept {
+    read: objects::Read,
+    /// When this version was first read.
+    read_at: u64,
+    /// Since when the file is rejected, while it is.
+    rejected_since: Option<u64>,
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The read of one file to use and its error: a good read is kept for
+/// later; a failed one falls back to the last good read, each of whose
+/// objects then says it comes from that version, since when and why
+/// (nothing to use when the file never read).
+fn keep(
+    path: &Path,
+    read: Result<objects::Read, ProviderError>,
+    last_good: &mut LastGood,
+) -> (Option<objects::Read>, Option<ProviderError>) {
+    let now = unix_now();
+    match read {
+        Ok(read) => {
+            let read_at = match last_good.get(path) {
+                Some(kept) if kept.read == read => kept.read_at,
+                _ => now,
+            };
+            last_good.insert(
+                path.to_owned(),
+                Kept {
+                    read: read.clone(),
+                    read_at,
+                    rejected_since: None,
+                },
+            );
+            (Some(read), None)
+        }
+        Err(error) => {
+            let Some(kept) = last_good.get_mut(path) else {
+                return (None, Some(error));
+            };
+            let mark = LastGoodMark {
+                read_at: kept.read_at,
+                rejected_since: *kept.rejected_since.get_or_insert(now),
+                message: error.to_string(),
+                error: error.clone(),
+            };
+            let mut read = kept.read.clone();
+            let detail = &mut read.detail;
+            for objects in [
+                &mut detail.routers,
+                &mut detail.services,
+                &mut detail.middlewares,
+                &mut detail.tcp_routers,
+                &mut detail.tcp_services,
+                &mut detail.tcp_middlewares,
+                &mut detail.udp_routers,
+                &mut detail.udp_services,
+            ] {
+                for file in objects.values_mut().filter_map(|o| o.file.as_mut()) {
+                    file.last_good = Some(mark.clone());
+                }
+            }
+            (Some(read), Some(error))
+        }
+    }
+}
 
 /// Reads the source once into one configuration, with warnings and the
 /// place of each object.
@@ -60,14 +133,26 @@ fn load_with(
             let format = Format::from_path(path).ok_or_else(|| ProviderError::FileKind {
                 path: path.display().to_string(),
             })?;
-            let text =
-                std::fs::read_to_string(path).map_err(|e| ProviderError::unreadable(path, &e))?;
-            if refuse_empty && text.trim().is_empty() {
-                return Err(ProviderError::Empty {
-                    path: path.display().to_string(),
+            let name = path.display().to_string();
+            let read = std::fs::read_to_string(path)
+                .map_err(|e| ProviderError::unreadable(path, &e))
+                .and_then(|text| {
+                    if refuse_empty && text.trim().is_empty() {
+                        Err(ProviderError::Empty { path: name.clone() })
+                    } else {
+                        objects::read(&name, &text, format)
+                    }
                 });
+            match keep(path, read, last_good) {
+                (Some(read), error) => Ok(Loaded {
+                    dynamic: read.dynamic,
+                    warnings: read.warnings,
+                    detail: read.detail,
+                    errors: error.into_iter().collect(),
+                }),
+                (None, Some(error)) => Err(error),
+                (None, None) => Ok(Loaded::default()),
             }
-            read_document(&path.display().to_string(), &text, format)
         }
         Source::Directory(dir) => {
             let mut files = Vec::new();
@@ -84,24 +169,16 @@ fn load_with(
                 let emptied = text.trim().is_empty()
                     && last_good
                         .get(&path)
-                        .is_some_and(|read| read.dynamic != Dynamic::default());
+                        .is_some_and(|kept| kept.read.dynamic != Dynamic::default());
                 let read = if emptied {
                     Err(ProviderError::Empty { path: name.clone() })
                 } else {
                     objects::read(&name, &text, format)
                 };
-                let read = match read {
-                    Ok(read) => {
-                        last_good.insert(path, read.clone());
-                        read
-                    }
-                    Err(e) => {
-                        merged.errors.push(e);
-                        match last_good.get(&path) {
-                            Some(read) => read.clone(),
-                            None => continue,
-                        }
-                    }
+                let (read, error) = keep(&path, read, last_good);
+                merged.errors.extend(error);
+                let Some(read) = read else {
+                    continue;
                 };
                 let objects::Read {
                     dynamic: one,
@@ -122,6 +199,11 @@ fn load_with(
                     (&mut merged.detail.routers, places.routers),
                     (&mut merged.detail.services, places.services),
                     (&mut merged.detail.middlewares, places.middlewares),
+                    (&mut merged.detail.tcp_routers, places.tcp_routers),
+                    (&mut merged.detail.tcp_services, places.tcp_services),
+                    (&mut merged.detail.tcp_middlewares, places.tcp_middlewares),
+                    (&mut merged.detail.udp_routers, places.udp_routers),
+                    (&mut merged.detail.udp_services, places.udp_services),
                 ] {
                     for (object, detail) in from {
                         into.entry(object).or_insert(detail);
@@ -500,6 +582,119 @@ mod tests {
         let names: Vec<_> = fresh.dynamic.http.routers.keys().collect();
         assert_eq!(names, ["three"]);
         assert_eq!(fresh.errors.len(), 1);
+    }
+
+    #[test]
+    fn a_rejected_file_keeps_its_last_good_objects_marked_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.toml");
+        let good = "[http.routers.app]\nrule = \"Host(`a`)\"\nservice = \"s\"\n\n[http.routers.typo]\nrule = \"Host(`t`)\"\nservce = \"s\"\n\n[tcp.routers.db]\nrule = \"HostSNI(`*`)\"\nservice = \"db\"\n";
+        std::fs::write(&path, good).unwrap();
+        let source = Source::File(path.clone());
+        let mut last_good = LastGood::new();
+        let first = load_with(&source, true, &mut last_good).unwrap();
+        assert!(first.errors.is_empty());
+        assert!(
+            first.detail.routers["app"]
+                .file
+                .as_ref()
+                .unwrap()
+                .last_good
+                .is_none()
+        );
+        let read_at = last_good[&path].read_at;
+
+        // A broken section name: the whole file is rejected.
+        std::fs::write(&path, "[http.routers.app\nrule = 1\n").unwrap();
+        let kept = load_with(&source, true, &mut last_good).unwrap();
+        assert_eq!(
+            kept.dynamic, first.dynamic,
+            "the last good version stays in use"
+        );
+        assert_eq!(kept.errors.len(), 1);
+        let current = kept.errors[0].clone();
+        for (name, detail) in [
+            ("app", &kept.detail.routers),
+            ("typo", &kept.detail.routers),
+            ("db", &kept.detail.tcp_routers),
+        ] {
+            let mark = detail[name].file.as_ref().unwrap().last_good.clone();
+            let mark = mark.unwrap_or_else(|| panic!("{name} is not marked"));
+            assert_eq!(
+                mark.error, current,
+                "{name}: the current error, not an old one"
+            );
+            assert_eq!(mark.read_at, read_at);
+            assert!(mark.rejected_since >= read_at);
+        }
+        // The old version's own error is still that version's, and says so
+        // through the mark on its object.
+        assert_eq!(kept.detail.routers["typo"].errors.len(), 1);
+
+        // Read again while still broken: the same rejection, since the same time.
+        let since = last_good[&path].rejected_since;
+        let again = load_with(&source, true, &mut last_good).unwrap();
+        assert_eq!(again.detail, kept.detail);
+        assert_eq!(last_good[&path].rejected_since, since);
+
+        // Fixed: current again, nothing marked.
+        std::fs::write(&path, good).unwrap();
+        let fixed = load_with(&source, true, &mut last_good).unwrap();
+        assert!(fixed.errors.is_empty());
+        assert!(
+            fixed.detail.routers["app"]
+                .file
+                .as_ref()
+                .unwrap()
+                .last_good
+                .is_none()
+        );
+        assert_eq!(
+            last_good[&path].read_at, read_at,
+            "the same version as before"
+        );
+        assert!(last_good[&path].rejected_since.is_none());
+    }
+
+    #[test]
+    fn a_directory_marks_only_the_rejected_files_objects_and_locates_tcp_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.toml");
+        let b = dir.path().join("b.toml");
+        std::fs::write(
+            &a,
+            "[http.routers.one]\nrule = \"Host(`one`)\"\nservice = \"s\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &b,
+            "\n[tcp.routers.db]\nrule = \"HostSNI(`*`)\"\nservice = \"db\"\n",
+        )
+        .unwrap();
+        let source = Source::Directory(dir.path().to_owned());
+        let mut last_good = LastGood::new();
+        let first = load_with(&source, false, &mut last_good).unwrap();
+        assert_eq!(
+            first.detail.tcp_routers["db"].file.as_ref().unwrap().line,
+            2
+        );
+        std::fs::write(&b, "[tcp.routers.db\n").unwrap();
+        let next = load_with(&source, false, &mut last_good).unwrap();
+        assert!(
+            next.detail.routers["one"]
+                .file
+                .as_ref()
+                .unwrap()
+                .last_good
+                .is_none()
+        );
+        let mark = next.detail.tcp_routers["db"]
+            .file
+            .as_ref()
+            .unwrap()
+            .last_good
+            .clone();
+        assert_eq!(mark.map(|m| m.error), Some(next.errors[0].clone()));
     }
 
     #[test]

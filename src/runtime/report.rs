@@ -485,6 +485,7 @@ mod tests {
                     path: "dynamic.toml".into(),
                     line: 3,
                     options: [("middlewares".to_owned(), 5)].into(),
+                    last_good: None,
                 }),
                 ..ObjectDetail::default()
             },

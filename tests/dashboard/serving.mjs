@@ -1,9 +1,11 @@
 // Whether the dashboard tells the truth about serving: run by
 // tests/dashboard.rs once with every backend up, once with some stopped
 // (after real requests failed on them) and once after they were started
-// again. PHASE says which; the Rust test owns the backends and the traffic.
+// again; then once more after the file was broken (PHASE `rejected`: its
+// last good version stays in use, and the pages say so). PHASE says which;
+// the Rust test owns the backends, the traffic and the file.
 //
-// Environment: GANGWAY_URL, CHROMIUM, PHASE (`up` or `down`), SCREENSHOT_DIR
+// Environment: GANGWAY_URL, CHROMIUM, PHASE (`up`, `down`, `rejected`), SCREENSHOT_DIR
 // (optional: screenshots of the overview, the TCP list and the weighted
 // service at 1440x900 and 390x844). Exit status 0 means every check passed.
 
@@ -16,8 +18,8 @@ const base = process.env.GANGWAY_URL;
 const phase = process.env.PHASE;
 const shots = process.env.SCREENSHOT_DIR;
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-if (!base || !['up', 'down'].includes(phase)) {
-  console.log('FAIL: GANGWAY_URL and PHASE (up or down) must be set');
+if (!base || !['up', 'down', 'rejected'].includes(phase)) {
+  console.log('FAIL: GANGWAY_URL and PHASE (up, down or rejected) must be set');
   process.exit(2);
 }
 
@@ -71,7 +73,27 @@ async function explain(host) {
 
 let failed = null;
 try {
-  if (phase === 'down') {
+  if (phase === 'rejected') {
+    // The file no longer reads: every object is its last good version's,
+    // marked with the file, since when and the error of the file now.
+    const typo = await api('/api/http/routers/typo@file');
+    const kept = typo.file && typo.file.lastGood;
+    check(kept && kept.rejectedSince >= kept.readAt && /dynamic\.toml:\d+/.test(kept.message),
+      `API: typo@file is from the last good version: ${JSON.stringify(typo.file)}`);
+    const db = await api('/api/tcp/routers/db@file');
+    check(db.file && db.file.lastGood && db.file.lastGood.message === kept.message, `API: the TCP router too: ${JSON.stringify(db.file)}`);
+    await open('/routers/typo@file');
+    const top = await text('#last-good');
+    check(top.includes('From the last good version of') && top.includes('dynamic.toml') && top.includes(kept.message),
+      `router page: the last good version and the file's error now: ${top}`);
+    // The old version's own error is that version's, not the file's now.
+    const errs = await text('#errors');
+    check(errs.indexOf('From the last good version') < errs.indexOf('Problems of the last good version') && errs.includes('servce'),
+      `router page: the current error on top, the old one under its version: ${errs}`);
+    await snap('last-good');
+    await open('/tcp/routers/db@file');
+    check((await text('#last-good')).includes(kept.message), 'TCP router page: marked too');
+  } else if (phase === 'down') {
     // The weighted service: its larger member (3 of 4 shares) has its only
     // server stopped, and requests to it failed: 75 % fail, an error.
     const flaky = await api('/api/http/services/flaky@file');

@@ -102,6 +102,7 @@ impl Places<'_> {
                 path: self.path.to_owned(),
                 line,
                 options: BTreeMap::new(),
+                last_good: None,
             });
         if !options.is_empty() {
             file.options
