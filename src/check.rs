@@ -1027,13 +1027,11 @@ impl Places<'_> {
             ObjectKind::Router => &detail.routers,
             ObjectKind::Service => &detail.services,
             ObjectKind::Middleware => &detail.middlewares,
-            ObjectKind::TcpRouter
-            | ObjectKind::TcpService
-            | ObjectKind::TcpMiddleware
-            | ObjectKind::UdpRouter
-            | ObjectKind::UdpService => {
-                return None;
-            }
+            ObjectKind::TcpRouter => &detail.tcp_routers,
+            ObjectKind::TcpService => &detail.tcp_services,
+            ObjectKind::TcpMiddleware => &detail.tcp_middlewares,
+            ObjectKind::UdpRouter => &detail.udp_routers,
+            ObjectKind::UdpService => &detail.udp_services,
         };
         map.get(&object.name.name)
     }
@@ -1238,12 +1236,11 @@ fn report_findings(
                     _ => Severity::Warning,
                 };
                 // Clients reject the default certificate: HTTPS does not
-                // work. A shadowed router never gets a request: what it was
-                // written for does not happen.
-                if matches!(
-                    e.problem,
-                    Problem::UnknownResolver { .. } | Problem::Shadowed { .. }
-                ) {
+                // work. A shadowed router stays a warning, as on the
+                // dashboard: the configuration is valid (Traefik loads it
+                // and says nothing) and every request is served by the
+                // router tried first; a setup that Traefik runs passes.
+                if matches!(e.problem, Problem::UnknownResolver { .. }) {
                     severity = Severity::Error;
                 }
                 let origin = e

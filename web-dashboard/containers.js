@@ -61,7 +61,10 @@ export function containersPage() {
       render(body, { raw, dockerOn }, () => {
         if (raw === null) return empty('No container information', 'This gangway does not report containers.');
         const all = list(raw);
-        const notRouted = all.filter((c) => !c.routed);
+        // Containers without a label of the prefix ask for no route: listed
+        // apart, not counted as a problem.
+        const notRouted = all.filter((c) => !c.routed && !c.unlabelled);
+        const unlabelled = all.filter((c) => !c.routed && c.unlabelled);
         const routed = all.filter((c) => c.routed);
         const out = [];
         out.push(h('div', { class: 'summary' },
@@ -79,6 +82,10 @@ export function containersPage() {
             [all.length ? 'Each container the Docker provider saw has at least one working router.' : 'The Docker provider is on and has seen no container yet.'])));
         }
         if (routed.length) out.push(h('h2', { class: 'section-title' }, 'Routed'), section(null, routedTable(routed)));
+        if (unlabelled.length) {
+          out.push(h('h2', { class: 'section-title' }, 'Without routing labels'),
+            h('p', { class: 'muted', id: 'unlabelled' }, `No label of the provider's prefix, so nothing asks for a route: ${unlabelled.map((c) => c.name).join(', ')}.`));
+        }
         return out;
       });
     },

@@ -14,7 +14,7 @@ function field(label, input, hint) {
 function verdict(c) {
   if (c.matched) return h('span', { class: 'verdict win' }, icon('check'), 'takes the request');
   const reason = String(c.reason || '');
-  if (/higher priority|same priority/.test(reason)) return h('span', { class: 'verdict shadowed' }, icon('warn'), reason);
+  if (/higher priority|equal priority/.test(reason)) return h('span', { class: 'verdict shadowed' }, icon('warn'), reason);
   return h('span', { class: 'verdict miss' }, icon('cross'), reason || 'does not match');
 }
 

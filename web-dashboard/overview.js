@@ -50,7 +50,9 @@ function attention(d, pageNo) {
         : c.storageError ? 'not stored (served from memory): ' + c.storageError
         : 'expires within ' + SOON_DAYS + ' days')));
   }
-  const notRouted = d.containers.filter((c) => !c.routed);
+  // A container with no label of the prefix (gangway's own, a database)
+  // asks for nothing: not being routed is no problem.
+  const notRouted = d.containers.filter((c) => !c.routed && !c.unlabelled);
   if (notRouted.length) {
     items.push(h('li', { class: 'problem warning' }, statusBadge('warning'), h('span', { class: 'problem-kind' }, 'containers'),
       h('a', { href: '#/containers' }, `${notRouted.length} not routed`),

@@ -183,12 +183,20 @@ fn verdict(
             matched,
             reason: match (&verdict, shadowed) {
                 (Some(r), _) => r.clone(),
-                (None, true) if winner_priority == Some(route.priority) => {
-                    "matches, but a router with the same priority, tried first (its name sorts first), takes the request".to_owned()
-                }
-                (None, true) => {
-                    "matches, but a router with higher priority takes the request".to_owned()
-                }
+                // Traefik sorts routers by priority alone (an unstable
+                // sort), so its order at equal priority is not defined;
+                // gangway's is the name, and the reason says so.
+                (None, true) if winner_priority == Some(route.priority) => format!(
+                    "matches, but router `{}` has the equal priority {} and wins by the tie-break: at equal priority the qualified name that sorts first is tried first",
+                    winner.as_ref().map_or("", |w| w.router.as_str()),
+                    route.priority
+                ),
+                (None, true) => format!(
+                    "matches, but router `{}` has a higher priority ({} > {}) and takes the request",
+                    winner.as_ref().map_or("", |w| w.router.as_str()),
+                    winner_priority.unwrap_or_default(),
+                    route.priority
+                ),
                 (None, false) => "matches".to_owned(),
             },
         });

@@ -1142,6 +1142,10 @@ pub struct ContainerView {
     /// For the Swarm provider: the service and task it stands for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<SwarmTask>,
+    /// No label of the provider's prefix: nothing asks for it to be
+    /// routed, so the dashboard does not count it as a problem.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unlabelled: bool,
 }
 
 impl ContainerView {
@@ -1160,6 +1164,7 @@ impl ContainerView {
             routers,
             services,
             swarm,
+            unlabelled,
         } = record;
         let qualify = |names: &[String]| -> Vec<String> {
             names.iter().map(|n| format!("{n}@{provider}")).collect()
@@ -1179,6 +1184,7 @@ impl ContainerView {
             routers: qualify(routers),
             services: qualify(services),
             swarm: swarm.clone(),
+            unlabelled: *unlabelled,
         }
     }
 }

@@ -251,6 +251,11 @@ pub struct ContainerRecord {
     /// For the Swarm provider: the service and task it stands for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<SwarmTask>,
+    /// It has no label of the provider's prefix: nothing asks for it to be
+    /// routed (gangway's own container, a database), so its not being
+    /// routed is no problem.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unlabelled: bool,
 }
 
 /// Everything a provider reports besides its configuration.

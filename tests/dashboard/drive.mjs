@@ -336,6 +336,13 @@ try {
   await screenshots('middleware-chain');
   await page.click('#options .chain-members a[title="hdr@file"]');
   await page.waitForFunction(() => location.hash === '#/middlewares/hdr%40file' && document.querySelector('h1')?.innerText.includes('hdr@file'));
+  // On a phone its options read as lines of text, not a column one
+  // character wide.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForSelector('#options dd');
+  const narrowest = await page.$$eval('#options dd', (dds) => Math.min(...dds.map((d) => d.getBoundingClientRect().width)));
+  check(narrowest > 120, `headers options on a phone: every value has room (${narrowest} px)`);
+  await page.setViewportSize({ width: 1440, height: 900 });
 
   // === width ===
   step('content width');
@@ -486,6 +493,13 @@ try {
   await page.waitForSelector(`${web} [data-winner]`);
   check((await page.getAttribute(`${web} [data-winner]`, 'data-winner')) === 'api-path@file', 'api-path@file wins /api/users');
   check((await text(`${web} tr[data-candidate="app@file"]`)).includes('higher priority'), 'app@file lost to a higher priority');
+  // copy@file has app@file's rule, so its priority: at `/` the tie-break
+  // decides between them, and says so.
+  const atRoot = await api('/api/explain?host=app.test&path=/');
+  const rootWeb = atRoot.entryPoints.find((e) => e.entryPoint === 'web');
+  const copy = rootWeb.candidates.find((c) => c.router === 'copy@file');
+  check(rootWeb.winner.router === 'app@file' && copy.reason.includes('equal priority') && copy.reason.includes('tie-break')
+    && copy.reason.includes('app@file'), `copy@file lost by the tie-break: ${JSON.stringify(copy)}`);
   check((await text(`${web} tr[data-candidate="canary@file"]`)).includes('X-Env'), 'canary@file lost on its header');
   check((await text('#explain-result')).includes('broken@file'), 'disabled routers are listed');
   await readOnly('explain');

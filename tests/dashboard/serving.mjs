@@ -137,6 +137,12 @@ try {
       const rows = await page.$$eval(`#attention li[data-object="${name}"]`, (lis) => lis.map((li) => li.innerText));
       check(rows.some((r) => r.toLowerCase().includes(kind.toLowerCase())), `overview: ${kind} ${name} needs attention: ${attention}`);
     }
+    // On a phone too, the router and the service of one name read apart.
+    await page.setViewportSize({ width: 390, height: 844 });
+    const flakyRows = await page.$$eval('#attention li[data-object="flaky@file"]', (lis) => lis.map((li) => li.innerText.toLowerCase()));
+    check(flakyRows.some((r) => r.includes('router')) && flakyRows.some((r) => r.includes('service')),
+      `overview on a phone: flaky@file's router and service are told apart: ${JSON.stringify(flakyRows)}`);
+    await page.setViewportSize({ width: 1440, height: 900 });
     const overview = await api('/api/overview');
     const tcpCard = await text('.count-card[data-kind="tcp/services"]');
     check(tcpCard.includes(String(overview.tcp.services.total)) && tcpCard.includes(`${overview.tcp.services.errors} error`),

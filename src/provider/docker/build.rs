@@ -46,7 +46,13 @@ type ServerProblem = (NotRouted, String);
 
 /// An object left out: its problems (each with the label at fault, when
 /// one is) and the labels behind it.
-type Broken = (Vec<(Problem, Option<String>)>, Vec<String>);
+/// A broken object's problems (each with its label), its labels, and what
+/// its labels read as.
+type Broken = (
+    Vec<(Problem, Option<String>)>,
+    Vec<String>,
+    Option<serde_json::Value>,
+);
 
 /// Object kinds by their index in `Contribution::broken`.
 const KINDS: [ObjectKind; 8] = [
@@ -201,7 +207,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             (UDP_ROUTER, &mut detail.udp_routers),
             (UDP_SERVICE, &mut detail.udp_services),
         ] {
-            for (name, (errors, labels)) in &c.broken[kind] {
+            for (name, (errors, labels, read)) in &c.broken[kind] {
                 let live = match kind {
                     ROUTER => routers.get(name).is_some_and(|s| !s.dropped),
                     SERVICE => services.get(name).is_some_and(|s| !s.dropped),
@@ -217,6 +223,11 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                     labels: labels.clone(),
                     ..src.clone()
                 });
+                // Left out (no other container defines it): what its
+                // labels say, so that the API shows it as written.
+                if !live && d.read.is_none() {
+                    d.read.clone_from(read);
+                }
                 for (problem, label) in errors {
                     let object = ObjectRef::new(KINDS[kind], &format!("{name}@{}", s.provider));
                     let origin = origin(c.view, label.clone());
@@ -418,6 +429,11 @@ fn contribute<'a>(
     let mut rec = record(view);
     let labels = parse_labels(&s.prefix, &view.labels);
     let p = &s.prefix;
+    rec.unlabelled = !view.labels.keys().any(|key| {
+        key.get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p))
+            && key.as_bytes().get(p.len()) == Some(&b'.')
+    });
     match labels.enable {
         Some(false) => {
             return Err(not_routed(
@@ -524,46 +540,65 @@ fn contribute<'a>(
         c.record.messages.push(e.to_string());
     }
     let broken_entry = |e: &LabelError| (e.problem(), Some(e.label().to_owned()));
-    for (kind, objects_broken, objects_labels) in [
-        (ROUTER, &labels.routers.broken, &labels.routers.labels),
-        (SERVICE, &labels.services.broken, &labels.services.labels),
+    // (kind, broken objects, their labels, what their labels read as)
+    let kinds = [
+        (
+            ROUTER,
+            &labels.routers.broken,
+            &labels.routers.labels,
+            &labels.routers.read,
+        ),
+        (
+            SERVICE,
+            &labels.services.broken,
+            &labels.services.labels,
+            &labels.services.read,
+        ),
         (
             MIDDLEWARE,
             &labels.middlewares.broken,
             &labels.middlewares.labels,
+            &labels.middlewares.read,
         ),
         (
             TCP_ROUTER,
             &labels.tcp_routers.broken,
             &labels.tcp_routers.labels,
+            &labels.tcp_routers.read,
         ),
         (
             TCP_SERVICE,
             &labels.tcp_services.broken,
             &labels.tcp_services.labels,
+            &labels.tcp_services.read,
         ),
         (
             TCP_MIDDLEWARE,
             &labels.tcp_middlewares.broken,
             &labels.tcp_middlewares.labels,
+            &labels.tcp_middlewares.read,
         ),
         (
             UDP_ROUTER,
             &labels.udp_routers.broken,
             &labels.udp_routers.labels,
+            &labels.udp_routers.read,
         ),
         (
             UDP_SERVICE,
             &labels.udp_services.broken,
             &labels.udp_services.labels,
+            &labels.udp_services.read,
         ),
-    ] {
+    ];
+    for (kind, objects_broken, objects_labels, objects_read) in kinds {
         for (n, errors) in objects_broken {
             c.broken[kind].insert(
                 n.clone(),
                 (
                     errors.iter().map(broken_entry).collect(),
                     objects_labels.get(n).cloned().unwrap_or_default(),
+                    objects_read.get(n).cloned(),
                 ),
             );
         }
@@ -617,7 +652,7 @@ fn contribute<'a>(
                     c.problem
                         .get_or_insert((reason, format!("service `{svc_name}`: {message}")));
                     let problem = Problem::NoServer { reason, message };
-                    c.broken[SERVICE].insert(svc_name, (vec![(problem, None)], keys));
+                    c.broken[SERVICE].insert(svc_name, (vec![(problem, None)], keys, None));
                     continue;
                 }
             }
@@ -683,7 +718,7 @@ fn contribute<'a>(
                     .messages
                     .push(format!("router `{router_name}`: {e}"));
                 let problem = Problem::BadValue { message: e };
-                c.broken[ROUTER].insert(router_name, (vec![(problem, None)], keys));
+                c.broken[ROUTER].insert(router_name, (vec![(problem, None)], keys, None));
             }
             None => {
                 c.record.routers.push(router_name.clone());
@@ -798,7 +833,7 @@ fn stream_server(
             c.record.messages.push(message_for_container.clone());
             c.problem.get_or_insert((reason, message_for_container));
             let problem = Problem::NoServer { reason, message };
-            c.broken[slot].insert(svc.to_owned(), (vec![(problem, None)], keys.to_vec()));
+            c.broken[slot].insert(svc.to_owned(), (vec![(problem, None)], keys.to_vec(), None));
             None
         }
     }
@@ -890,7 +925,7 @@ fn break_stream_router(
         .messages
         .push(format!("{upper} router `{router}`: {message}"));
     let problem = Problem::BadValue { message };
-    c.broken[slot].insert(router.to_owned(), (vec![(problem, None)], keys));
+    c.broken[slot].insert(router.to_owned(), (vec![(problem, None)], keys, None));
 }
 
 /// The container's TCP routers, services (with its server) and

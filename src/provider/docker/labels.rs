@@ -189,6 +189,9 @@ pub struct Objects<T> {
     pub broken: BTreeMap<String, Vec<LabelError>>,
     /// The labels behind each object (parsed or broken), as written.
     pub labels: BTreeMap<String, Vec<String>>,
+    /// What each broken object's labels read as (option names and values
+    /// as written), so that it can be shown as what it is.
+    pub read: BTreeMap<String, serde_json::Value>,
 }
 
 impl<T> Default for Objects<T> {
@@ -197,6 +200,7 @@ impl<T> Default for Objects<T> {
             parsed: BTreeMap::new(),
             broken: BTreeMap::new(),
             labels: BTreeMap::new(),
+            read: BTreeMap::new(),
         }
     }
 }
@@ -710,6 +714,8 @@ pub(crate) fn read_objects_mut<T>(
             continue;
         }
         let mut found: Vec<LabelError> = Vec::new();
+        // Before any label is taken out: what the object's labels say.
+        let written = node.as_json();
         // Each read stops at its first problem; the label at fault is
         // taken out and the object read again, so that it reports every
         // problem, not only the first. A label that cannot be taken out
@@ -747,6 +753,7 @@ pub(crate) fn read_objects_mut<T>(
         }
         if !found.is_empty() {
             errors.extend(found.iter().cloned());
+            into.read.insert(name.clone(), written);
             into.broken.entry(name).or_default().extend(found);
         }
     }

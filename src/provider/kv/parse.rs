@@ -320,10 +320,12 @@ impl Out<'_> {
             |_, n| read_one(n),
             also,
         );
+        // The read kept is this provider's own, of the keys as stored.
         let Objects {
             parsed,
             mut broken,
             labels,
+            read: _,
         } = objects;
         let details = details_of(&mut self.parsed.detail, object_kind);
         for (name, keys) in labels {

@@ -749,6 +749,12 @@ fn a_label_error_disables_one_object_and_names_container_and_label() {
         b.detail.routers["broken"].sources[0].labels,
         ["traefik.http.routers.broken.rul"]
     );
+    // What its labels say is kept, for the API to show instead of defaults.
+    assert_eq!(
+        b.detail.routers["broken"].read,
+        Some(serde_json::json!({ "rul": "Host(`x`)" }))
+    );
+    assert!(b.detail.routers["fine"].read.is_none());
     let r = record(&b, "bad");
     assert!(r.routed);
     assert!(
@@ -934,4 +940,28 @@ fn tcp_and_udp_routers_refuse_to_guess_among_several_services_and_name_the_label
         "{e}"
     );
     assert!(!record(&b, "noport").routed);
+}
+
+#[test]
+fn a_container_without_a_label_of_the_prefix_asks_for_nothing() {
+    let quiet = host(
+        "q",
+        "gangway",
+        1,
+        &[("com.docker.compose.service", "gangway")],
+    );
+    let off = host("o", "db", 2, &[("Traefik.enable", "false")]);
+    let other = host("x", "other", 3, &[("traefikfoo.enable", "true")]);
+    let b = build(
+        &[quiet, off, other],
+        &settings(|c| c.exposed_by_default = false),
+        NOW,
+    );
+    let quiet = record(&b, "gangway");
+    assert!(!quiet.routed && quiet.unlabelled, "{quiet:?}");
+    // A label of the prefix, in any case, asks for something: even
+    // `enable=false` is a choice to show.
+    assert!(!record(&b, "db").unlabelled);
+    // Another prefix that only starts like it is not one of its labels.
+    assert!(record(&b, "other").unlabelled);
 }
