@@ -235,6 +235,7 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
         .route("/api/certificates", get(certificates))
+        .route("/api/certificates/{id}", get(one_certificate))
         .route("/api/certificateresolvers", get(certificate_resolvers))
         .route("/api/containers", get(containers))
         .route("/api/explain", get(explain::explain))
@@ -360,6 +361,25 @@ struct ListQuery {
     sort_by: Option<String>,
     /// `asc` (the default) or `desc`.
     direction: Option<String>,
+    /// Traefik's `serviceName`: only routers sending to this service.
+    #[serde(rename = "serviceName")]
+    service_name: Option<String>,
+    /// Traefik's `middlewareName`: only routers using this middleware.
+    #[serde(rename = "middlewareName")]
+    middleware_name: Option<String>,
+}
+
+/// Whether the name `have` (qualified, or as written) is the one a filter
+/// names, as Traefik matches them: a name written without a provider is
+/// compared with the filter's name part; otherwise a filter without a
+/// provider matches the name in any provider, and one with a provider only
+/// that qualified name.
+fn names(filter: &str, have: &str) -> bool {
+    match (filter.split_once('@'), have.split_once('@')) {
+        (_, None) => filter.split('@').next() == Some(have),
+        (None, Some((bare, _))) => bare == filter,
+        (Some(_), Some(_)) => filter == have,
+    }
 }
 
 /// What a list is sorted on for one column: a number or a text, so that
@@ -412,6 +432,16 @@ trait Listed {
     /// The key of column `by` (beside `name`, `provider` and `status`,
     /// which every list sorts on); None for a column it does not have.
     fn column(&self, by: &str) -> Option<SortKey<'_>>;
+    /// The service a router sends to, for `serviceName`; None on lists
+    /// that are not of routers (the filter does not apply to them).
+    fn service_name(&self) -> Option<&str> {
+        None
+    }
+    /// The middlewares a router uses, for `middlewareName`; None on lists
+    /// without middlewares.
+    fn middleware_names(&self) -> Option<&[String]> {
+        None
+    }
 
     /// The key of column `by`, the common ones included.
     fn sort_key(&self, by: &str) -> Option<SortKey<'_>> {
@@ -433,7 +463,11 @@ trait Listed {
 /// the three fields the closure gives.
 macro_rules! listed {
     ($view:ty, |$v:ident| $searched:expr, |$c:ident, $by:ident| $column:expr) => {
+        listed!($view, |$v| $searched, |$c, $by| $column, {});
+    };
+    ($view:ty, |$v:ident| $searched:expr, |$c:ident, $by:ident| $column:expr, { $($extra:item)* }) => {
         impl Listed for $view {
+            $($extra)*
             fn column(&self, $by: &str) -> Option<SortKey<'_>> {
                 let $c = self;
                 $column
@@ -466,6 +500,14 @@ listed!(
         "middlewares" => Some(SortKey::joined(&v.middlewares)),
         "tls" => Some(SortKey::Num(tcp_tls_rank(v.tls.as_ref()))),
         _ => None,
+    },
+    {
+        fn service_name(&self) -> Option<&str> {
+            Some(&self.service)
+        }
+        fn middleware_names(&self) -> Option<&[String]> {
+            Some(&self.middlewares)
+        }
     }
 );
 
@@ -485,6 +527,11 @@ listed!(
         "service" => Some(SortKey::text(&v.service)),
         "entryPoints" => Some(SortKey::joined(&v.entry_points)),
         _ => None,
+    },
+    {
+        fn service_name(&self) -> Option<&str> {
+            Some(&self.service)
+        }
     }
 );
 listed!(
@@ -528,6 +575,14 @@ listed!(
         "middlewares" => Some(SortKey::joined(&v.middlewares)),
         "tls" => Some(SortKey::Num(i64::from(v.tls.is_some()))),
         _ => None,
+    },
+    {
+        fn service_name(&self) -> Option<&str> {
+            Some(self.service.as_deref().unwrap_or(""))
+        }
+        fn middleware_names(&self) -> Option<&[String]> {
+            Some(&self.middlewares)
+        }
     }
 );
 
@@ -578,9 +633,19 @@ fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, A
     let status = q.status()?;
     let provider = q.provider.as_deref().filter(|p| !p.is_empty());
     let search = q.search.as_deref().unwrap_or("").to_ascii_lowercase();
+    let service = q.service_name.as_deref().filter(|s| !s.is_empty());
+    let middleware = q.middleware_name.as_deref().filter(|m| !m.is_empty());
     let filtered: Vec<T> = all
         .into_iter()
         .filter(|v| status.is_none_or(|s| v.status() == s))
+        .filter(|v| match (service, v.service_name()) {
+            (Some(want), Some(have)) => names(want, have),
+            _ => true,
+        })
+        .filter(|v| match (middleware, v.middleware_names()) {
+            (Some(want), Some(have)) => have.iter().any(|m| names(want, m)),
+            _ => true,
+        })
         .filter(|v| provider.is_none_or(|p| v.provider().eq_ignore_ascii_case(p)))
         .filter(|v| {
             search.is_empty()
@@ -818,15 +883,10 @@ async fn certificate_resolvers(State(state): St) -> Json<Vec<views::ResolverView
 }
 
 async fn version(State(state): St) -> Json<views::VersionView> {
-    let started = state
-        .started
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
     Json(views::VersionView {
         version: env!("CARGO_PKG_VERSION"),
         codename: "gangway",
-        start_date: started,
+        start_date: crate::start::log::clock::Utc::of(state.started).nanos(),
     })
 }
 
@@ -837,8 +897,21 @@ async fn providers(State(state): St) -> Response {
 
 /// Every certificate gangway serves or is obtaining: ACME ones with their
 /// order state, then those from files. Soonest expiry first within each.
-async fn certificates(State(state): St) -> Json<Vec<views::CertificateView>> {
+async fn certificates(State(state): St) -> Json<Vec<views::CertificateItem>> {
     Json(views::certificate_views(&state))
+}
+
+/// One certificate by the `id` the list gives it. Traefik has no such
+/// endpoint; this is gangway's certificate object.
+async fn one_certificate(
+    State(state): St,
+    Path(id): Path<String>,
+) -> Result<Json<views::CertificateItem>, ApiError> {
+    views::certificate_views(&state)
+        .into_iter()
+        .find(|c| c.id == id)
+        .map(Json)
+        .ok_or_else(|| ApiError::not_found("certificate"))
 }
 
 #[derive(Deserialize, Default)]

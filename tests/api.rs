@@ -279,6 +279,94 @@ async fn list_filters_and_pages_like_traefik() {
     );
 }
 
+#[tokio::test]
+async fn router_lists_filter_by_service_and_middleware_like_traefik() {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let tcp = free_port();
+    let dynamic = format!(
+        r#"
+[http.routers.a]
+rule = "Host(`a.test`)"
+service = "s"
+middlewares = ["m1"]
+[http.routers.b]
+rule = "Host(`b.test`)"
+service = "s"
+[http.routers.c]
+rule = "Host(`c.test`)"
+service = "t"
+middlewares = ["m1", "m2"]
+[http.services.s.loadBalancer]
+[[http.services.s.loadBalancer.servers]]
+url = "{url}"
+[http.services.t.loadBalancer]
+[[http.services.t.loadBalancer.servers]]
+url = "{url}"
+[http.middlewares.m1.stripPrefix]
+prefixes = ["/x"]
+[http.middlewares.m2.stripPrefix]
+prefixes = ["/y"]
+[tcp.routers.db]
+entryPoints = ["db"]
+rule = "HostSNI(`*`)"
+service = "db"
+[tcp.routers.cache]
+entryPoints = ["db"]
+rule = "HostSNI(`cache.test`)"
+service = "cache"
+[tcp.routers.cache.tls]
+[[tcp.services.db.loadBalancer.servers]]
+address = "127.0.0.1:1"
+[[tcp.services.cache.loadBalancer.servers]]
+address = "127.0.0.1:2"
+"#,
+        url = b.url()
+    );
+    let gw = Gangway::with_file(
+        &dynamic,
+        &[
+            "--api.insecure=true",
+            &format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+            &format!("--entryPoints.db.address=127.0.0.1:{tcp}"),
+        ],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(Duration::from_secs(10), "the file's routers", || async {
+        api.get("/api/tcp/routers/cache@file").await.0 == StatusCode::OK
+    })
+    .await;
+    for (query, want) in [
+        ("serviceName=s@file", vec!["a@file", "b@file"]),
+        // Without a provider, the name in any provider, as Traefik matches it.
+        ("serviceName=s", vec!["a@file", "b@file"]),
+        ("serviceName=s@docker", vec![]),
+        ("middlewareName=m1@file", vec!["a@file", "c@file"]),
+        ("middlewareName=m2", vec!["c@file"]),
+        ("serviceName=t&middlewareName=m1", vec!["c@file"]),
+    ] {
+        let got = api
+            .json(&format!("/api/http/routers?provider=file&{query}"))
+            .await;
+        assert_eq!(names(&got), want, "{query}");
+    }
+    let tcp_got = api.json("/api/tcp/routers?serviceName=cache").await;
+    assert_eq!(names(&tcp_got), ["cache@file"]);
+    // Lists without services or middlewares are not filtered by them.
+    let services = api
+        .json("/api/http/services?provider=file&serviceName=s")
+        .await;
+    assert_eq!(names(&services), ["s@file", "t@file"]);
+
+    // rawdata has the TCP section as Traefik names it, the HTTP ones beside it.
+    let raw = api.json("/api/rawdata").await;
+    assert!(raw["tcpRouters"]["cache@file"].is_object(), "{raw}");
+    assert!(raw["tcpServices"]["db@file"].is_object(), "{raw}");
+    assert!(raw["routers"]["a@file"].is_object(), "{raw}");
+    drop(gw);
+}
+
 fn names(list: &Value) -> Vec<&str> {
     list.as_array()
         .unwrap()
@@ -418,9 +506,22 @@ async fn overview_entrypoints_rawdata_version_providers() {
     assert!(
         raw["services"]["app@file"].is_object() && raw["middlewares"]["strip@file"].is_object()
     );
-    assert_eq!(
-        api.json("/api/version").await["Version"],
-        env!("CARGO_PKG_VERSION")
+    let version = api.json("/api/version").await;
+    assert_eq!(version["Version"], env!("CARGO_PKG_VERSION"));
+    // A date string, as Traefik sends it: 2026-01-02T15:04:05.123Z.
+    let started = version["startDate"].as_str().expect("a string");
+    assert!(
+        started.len() >= 20
+            && started.ends_with('Z')
+            && started.as_bytes()[4] == b'-'
+            && started.as_bytes()[10] == b'T'
+            && started[..4].parse::<u32>().is_ok_and(|y| y >= 2024),
+        "{started}"
+    );
+    // Traefik's sections, TCP and UDP ones only when there are any.
+    assert!(
+        raw.get("tcpRouters").is_none() && raw.get("udpServices").is_none(),
+        "{raw}"
     );
     let providers = api.json("/api/providers").await;
     assert!(
@@ -1005,6 +1106,15 @@ async fn every_endpoint_answers_as_its_golden_file() {
     for (file, path) in GOLDEN {
         answers.push((file, path, api.json(path).await));
     }
+    // One certificate by the id the list gives it: the same object.
+    let certificates = api.json("/api/certificates").await;
+    for listed in certificates.as_array().expect("a list") {
+        let id = listed["id"].as_str().expect("every certificate has an id");
+        assert_eq!(id.len(), 16, "{listed}");
+        assert_eq!(&api.json(&format!("/api/certificates/{id}")).await, listed);
+    }
+    let (status, _, body) = api.get("/api/certificates/0000000000000000").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     for (file, path, status) in GOLDEN_ERRORS {
         let (got, _, body) = api.get(path).await;
         assert_eq!(got, *status, "{path}: {body}");

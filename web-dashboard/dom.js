@@ -186,10 +186,15 @@ function highlight(el, text) {
   if (last < text.length) el.appendChild(document.createTextNode(text.slice(last)));
 }
 
-/** Internal routers sit at the highest priority; say so instead of printing 2147483646. */
+/**
+ * Internal routers sit at the highest priority; say so instead of printing
+ * 2147483646. A negative priority (-1, as Traefik gives a `HostSNI(`*`)`
+ * catch-all) is tried after every other router: say that too.
+ */
 export function priority(p) {
   if (p === undefined || p === null) return h('span', { class: 'muted' }, '—');
   if (Number(p) >= 2147483646) return h('span', { class: 'muted', title: String(p) }, 'highest');
+  if (Number(p) < 0) return h('span', { class: 'muted', title: `${p}: tried after every router of priority 0 or more` }, `${p} (last)`);
   return h('span', { class: 'mono' }, String(p));
 }
 

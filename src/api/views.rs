@@ -1020,7 +1020,8 @@ fn acme_warnings(state: &ApiState) -> Vec<Warning> {
     out
 }
 
-/// `/api/rawdata`: every router, service and middleware by qualified name.
+/// `/api/rawdata`: every router, service and middleware by qualified name,
+/// HTTP, TCP and UDP, in Traefik's sections.
 #[derive(Debug, Serialize)]
 pub struct RawDataView {
     /// Routers by name.
@@ -1029,6 +1030,21 @@ pub struct RawDataView {
     pub services: BTreeMap<String, ServiceView>,
     /// Middlewares by name.
     pub middlewares: BTreeMap<String, MiddlewareView>,
+    /// TCP routers by name (left out when there are none, as Traefik).
+    #[serde(rename = "tcpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_routers: BTreeMap<String, super::tcp::TcpRouterView>,
+    /// TCP middlewares by name.
+    #[serde(rename = "tcpMiddlewares", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_middlewares: BTreeMap<String, super::tcp::TcpMiddlewareView>,
+    /// TCP services by name.
+    #[serde(rename = "tcpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub tcp_services: BTreeMap<String, super::tcp::TcpServiceView>,
+    /// UDP routers by name.
+    #[serde(rename = "udpRouters", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_routers: BTreeMap<String, super::tcp::UdpRouterView>,
+    /// UDP services by name.
+    #[serde(rename = "udpServices", skip_serializing_if = "BTreeMap::is_empty")]
+    pub udp_services: BTreeMap<String, super::tcp::UdpServiceView>,
 }
 
 /// `/api/rawdata`.
@@ -1047,6 +1063,26 @@ pub fn rawdata(state: &ApiState) -> RawDataView {
             .into_iter()
             .map(|v| (v.name.clone(), v))
             .collect(),
+        tcp_routers: super::tcp::routers(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        tcp_middlewares: super::tcp::middlewares(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        tcp_services: super::tcp::services(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        udp_routers: super::tcp::udp_routers(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
+        udp_services: super::tcp::udp_services(&rt)
+            .into_iter()
+            .map(|v| (v.name.clone(), v))
+            .collect(),
     }
 }
 
@@ -1059,9 +1095,10 @@ pub struct VersionView {
     /// Always `gangway`.
     #[serde(rename = "Codename")]
     pub codename: &'static str,
-    /// When gangway started, seconds since the Unix epoch.
+    /// When gangway started, in RFC 3339 with nanoseconds and UTC, as
+    /// Traefik writes its start time (`2026-01-02T15:04:05.123456789Z`).
     #[serde(rename = "startDate")]
-    pub start_date: u64,
+    pub start_date: String,
 }
 
 /// One provider on `/api/providers`: its state and how many objects it
@@ -1204,6 +1241,8 @@ pub enum CertificateView {
         cert: FileCertificate,
         /// Whether it is still valid.
         status: FileCertificateStatus,
+        /// The TLS routers with a host it is served for.
+        routers: Vec<String>,
     },
     /// The certificate served for a name no other one covers: gangway's
     /// generated self-signed one, or `tls.stores.default.defaultCertificate`.
@@ -1229,7 +1268,38 @@ pub enum FileCertificateStatus {
     Expired,
 }
 
+/// A certificate with the id `/api/certificates/{id}` finds it by.
+#[derive(Debug, Serialize)]
+pub struct CertificateItem {
+    /// Stable while the certificate's source and names stay: a digest of
+    /// its source (resolver or file) and its names, in hex.
+    pub id: String,
+    /// The certificate.
+    #[serde(flatten)]
+    pub certificate: CertificateView,
+}
+
 impl CertificateView {
+    /// What tells this certificate from every other one: its source and
+    /// its names.
+    fn identity(&self) -> String {
+        let (source, key, domains) = match self {
+            CertificateView::Acme(c) => ("acme", c.resolver.as_str(), &c.domains),
+            CertificateView::File { cert, .. } => ("file", cert.cert_file.as_str(), &cert.domains),
+            CertificateView::Default { cert, .. } => ("default", "", &cert.domains),
+        };
+        format!("{source}\n{key}\n{}", domains.join("\n"))
+    }
+
+    /// The id of [`CertificateItem`]: the first 16 hex digits of the
+    /// identity's SHA-256, so that it is the same on every instance and
+    /// after a restart.
+    pub fn id(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.identity().as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     fn not_after(&self) -> Option<i64> {
         match self {
             CertificateView::Acme(c) => c.not_after,
@@ -1242,7 +1312,7 @@ impl CertificateView {
 /// The certificates for `/api/certificates`: ACME ones with their order
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
-pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
+pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -1254,6 +1324,15 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
         .collect();
     acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     let rt = state.runtime.load_full();
+    let all_routers = routers(&rt);
+    // The routers served a certificate from `source`, by name.
+    let served_to = |source: &crate::tls::CertificateSource| -> Vec<String> {
+        all_routers
+            .iter()
+            .filter(|r| r.certificates.iter().any(|c| c.source == *source))
+            .map(|r| r.name.clone())
+            .collect()
+    };
     let mut files: Vec<CertificateView> = rt
         .tls
         .files
@@ -1265,27 +1344,26 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateView> {
             } else {
                 FileCertificateStatus::Valid
             },
+            routers: served_to(&crate::tls::CertificateSource::File {
+                cert_file: c.cert_file.clone(),
+            }),
         })
         .collect();
     files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     acme.extend(files);
     if let Some(served) = &rt.tls.served {
-        let routers: Vec<String> = routers(&rt)
-            .into_iter()
-            .filter(|r| {
-                r.certificates
-                    .iter()
-                    .any(|c| c.source == crate::tls::CertificateSource::Default)
-            })
-            .map(|r| r.name)
-            .collect();
         acme.push(CertificateView::Default {
             warning: served.default.self_signed.then(|| UNTRUSTED.to_owned()),
             cert: served.default.clone(),
-            routers,
+            routers: served_to(&crate::tls::CertificateSource::Default),
         });
     }
-    acme
+    acme.into_iter()
+        .map(|certificate| CertificateItem {
+            id: certificate.id(),
+            certificate,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1022,7 +1022,9 @@ pub enum Notice {
         /// Where in the TLS configuration (`tls.certificates`,
         /// `` TLS options `modern@file` ``).
         option: String,
-        /// What is wrong and what is used instead.
+        /// What is wrong and what is used instead. Serialised as `detail`:
+        /// the warning's own `message` (the whole sentence) sits beside it.
+        #[serde(rename = "detail")]
         message: String,
     },
     /// A key of a KV store that cannot be read into the configuration,
@@ -1225,6 +1227,25 @@ impl ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_warning_serialises_each_key_once() {
+        let w = Warning::new(
+            Notice::TlsSkipped {
+                option: "tls.certificates".into(),
+                message: "cannot read the key".into(),
+            },
+            None,
+        );
+        let text = serde_json::to_string(&w).unwrap();
+        assert_eq!(text.matches("\"message\"").count(), 1, "{text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["detail"], "cannot read the key");
+        assert_eq!(
+            v["message"], "tls.certificates: cannot read the key",
+            "the whole sentence"
+        );
+    }
 
     #[test]
     fn the_message_is_the_place_then_the_problem() {
