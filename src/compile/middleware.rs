@@ -139,8 +139,10 @@ impl<'a> MiddlewareCompiler<'a> {
         // State that outlives swaps is per router, as Traefik gives each
         // router its own instance, and keyed by the configuration too, so
         // that a changed limit starts afresh.
-        let stateful =
-            m.rate_limit.is_some() || m.in_flight_req.is_some() || m.circuit_breaker.is_some();
+        let stateful = m.rate_limit.is_some()
+            || m.in_flight_req.is_some()
+            || m.circuit_breaker.is_some()
+            || m.digest_auth.is_some();
         if stateful {
             let key = StateKey::Middleware {
                 router: router.to_owned(),
@@ -178,13 +180,17 @@ impl<'a> MiddlewareCompiler<'a> {
             chain: _,
             circuit_breaker,
             compress,
+            content_type,
+            digest_auth,
             encoded_characters,
             errors,
             forward_auth,
+            grpc_web,
             headers,
             ip_allow_list,
             ip_white_list,
             in_flight_req,
+            pass_tls_client_cert,
             rate_limit,
             redirect_regex,
             redirect_scheme,
@@ -223,6 +229,13 @@ impl<'a> MiddlewareCompiler<'a> {
         if let Some(c) = compress {
             return ok(mw::compress::compile(c));
         }
+        if let Some(c) = content_type {
+            return ok(mw::content_type::compile(c));
+        }
+        if let Some(c) = digest_auth {
+            let state = kept(reg, state_key, mw::digest_auth::State::default);
+            return ok(mw::digest_auth::compile(c, state));
+        }
         if let Some(c) = encoded_characters {
             return ok(mw::encoded_characters::compile(c));
         }
@@ -248,6 +261,9 @@ impl<'a> MiddlewareCompiler<'a> {
                 reg.client(transport, server)
             }));
         }
+        if let Some(c) = grpc_web {
+            return ok(mw::grpc_web::compile(c));
+        }
         if let Some(c) = headers {
             return ok(mw::headers::compile(c));
         }
@@ -257,6 +273,9 @@ impl<'a> MiddlewareCompiler<'a> {
         if let Some(c) = in_flight_req {
             let state = kept(reg, state_key, mw::in_flight_req::State::default);
             return ok(mw::in_flight_req::compile(c, state));
+        }
+        if let Some(c) = pass_tls_client_cert {
+            return ok(mw::pass_tls_client_cert::compile(c));
         }
         if let Some(c) = rate_limit {
             let state = kept(reg, state_key, mw::rate_limit::State::default);
@@ -307,6 +326,15 @@ impl From<MiddlewareError> for Problem {
                 reason,
             },
             MiddlewareError::Htpasswd {
+                option,
+                line,
+                reason,
+            } => Problem::PasswordLine {
+                option: option.to_owned(),
+                line,
+                reason: reason.to_string(),
+            },
+            MiddlewareError::Htdigest {
                 option,
                 line,
                 reason,
