@@ -149,18 +149,19 @@ impl<'a> MiddlewareCompiler<'a> {
                 middleware: name.to_owned(),
                 config: serde_json::to_string(m).unwrap_or_default(),
             };
-            return self.build(provider, m, Some(&key), services);
+            return self.build(name, provider, m, Some(&key), services);
         }
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
-        let built = self.build(provider, m, None, services);
+        let built = self.build(name, provider, m, None, services);
         self.done.insert(name.to_owned(), built.clone());
         built
     }
 
     fn build(
         &self,
+        name: &str,
         provider: &str,
         m: &Model,
         state_key: Option<&StateKey>,
@@ -279,7 +280,7 @@ impl<'a> MiddlewareCompiler<'a> {
         }
         if let Some(c) = rate_limit {
             let state = kept(reg, state_key, mw::rate_limit::State::default);
-            return ok(mw::rate_limit::compile(c, state));
+            return ok(mw::rate_limit::compile(c, name, state));
         }
         if let Some(c) = redirect_regex {
             return ok(mw::redirect::compile_regex(c));

@@ -751,6 +751,49 @@ pub struct RateLimit {
     /// What a source is (default: the client address).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_criterion: Option<SourceCriterion>,
+    /// Keep the buckets in Redis, so that several instances share one
+    /// budget (Traefik 3.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RateLimitRedis>,
+}
+
+/// `rateLimit.redis`: where the shared buckets live.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct RateLimitRedis {
+    /// The servers, `host:port`, tried in order (default `localhost:6379`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub endpoints: Vec<String>,
+    /// TLS towards the servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ClientTls>,
+    /// The user name, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// The password, if any. Never published by the API.
+    #[serde(skip_serializing)]
+    pub password: Option<String>,
+    /// The database number.
+    pub db: u32,
+    /// Accepted for Traefik's configurations; gangway multiplexes one
+    /// connection per middleware instead of keeping a pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<i64>,
+    /// Accepted, as `poolSize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_idle_conns: Option<i64>,
+    /// Accepted, as `poolSize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_active_conns: Option<i64>,
+    /// The longest a reply may take (default 3s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_timeout: Option<Duration>,
+    /// The longest sending a command may take (default 3s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_timeout: Option<Duration>,
+    /// The longest connecting may take (default 5s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dial_timeout: Option<Duration>,
 }
 
 /// `redirectRegex`.
