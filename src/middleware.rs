@@ -13,15 +13,19 @@ pub mod buffering;
 pub mod chain;
 pub mod circuit_breaker;
 pub mod compress;
+pub mod content_type;
+pub mod digest_auth;
 pub mod encoded_characters;
 pub mod errors;
 pub mod expr;
 pub mod forward_auth;
+pub mod grpc_web;
 pub mod headers;
 pub mod htpasswd;
 pub mod in_flight_req;
 pub mod ip;
 pub mod ip_allow_list;
+pub mod pass_tls_client_cert;
 pub mod path;
 pub mod rate_limit;
 pub mod redirect;
@@ -71,7 +75,12 @@ pub struct Exchange {
     pub tls: bool,
     /// The client's `Host` (or HTTP/2 `:authority`) as it arrived.
     pub host: Option<HeaderValue>,
+    /// The certificates the client sent over TLS, leaf first.
+    pub client_certs: Option<ClientCerts>,
 }
+
+/// The certificate chain a TLS client presented, leaf first.
+pub type ClientCerts = std::sync::Arc<[rustls::pki_types::CertificateDer<'static>]>;
 
 impl Exchange {
     /// The host the client asked for, as text (empty when none or not text).
@@ -151,6 +160,16 @@ pub enum MiddlewareError {
         line: usize,
         /// What is wrong with it.
         reason: htpasswd::HtpasswdError,
+    },
+    /// A line of a digest password file is not `user:realm:hash`.
+    #[error("{option}: line {line}: {reason}")]
+    Htdigest {
+        /// `users` or `usersFile`.
+        option: &'static str,
+        /// 1-based line (or list entry) number.
+        line: usize,
+        /// What is wrong with it.
+        reason: digest_auth::HtdigestError,
     },
 }
 

@@ -183,6 +183,9 @@ pub(crate) struct ConnInfo {
     /// The client certificate's subject, for the access log, when the
     /// client sent one.
     pub(crate) client_subject: Option<Arc<str>>,
+    /// The certificates the client sent (leaf first), for
+    /// `passTLSClientCert`.
+    pub(crate) client_certs: Option<crate::middleware::ClientCerts>,
 }
 
 impl ConnInfo {
@@ -202,6 +205,7 @@ impl ConnInfo {
             negotiated: None,
             activity: None,
             client_subject: None,
+            client_certs: None,
         }
     }
 }

@@ -1507,3 +1507,73 @@ service = "api@internal"
     assert_eq!(serving["status"], "enabled", "{serving}");
     assert_eq!(serving["using"], serde_json::json!(["dns"]));
 }
+
+#[tokio::test]
+async fn a_wildcard_server_name_takes_one_label_and_a_longer_exact_name_wins() {
+    let (wild, _a) = echo_server("wild").await;
+    let (exact, _b) = echo_server("exact").await;
+    let web = Backend::echo("web").await;
+    let ca = TestCa::new("gangway CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["*.db.test", "a.eu.db.test", "web.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let tls_port = free_port();
+    let dynamic = format!(
+        r#"
+[tcp.routers.wild]
+entryPoints = ["websecure"]
+rule = "HostSNI(`*.db.test`)"
+service = "wild"
+[tcp.routers.wild.tls]
+[[tcp.services.wild.loadBalancer.servers]]
+address = "127.0.0.1:{wild}"
+[tcp.routers.exact]
+entryPoints = ["websecure"]
+rule = "HostSNI(`one.db.test`)"
+service = "exact"
+[tcp.routers.exact.tls]
+[[tcp.services.exact.loadBalancer.servers]]
+address = "127.0.0.1:{exact}"
+[http.routers.web]
+rule = "HostRegexp(`.+`)"
+service = "web"
+[http.routers.web.tls]
+[[http.services.web.loadBalancer.servers]]
+url = "{}"
+[[tls.certificates]]
+certFile = {cert:?}
+keyFile = {key:?}
+"#,
+        web.url()
+    );
+    let _gw = Gangway::with_file(
+        &dynamic,
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(
+        Duration::from_secs(10),
+        "wildcard router routes",
+        || async { who_answers(&client, tls_port, "two.db.test").await == "tcp wild" },
+    )
+    .await;
+    // Any one label under db.test; the exact name, with the longer rule
+    // (a higher default priority, as in Traefik), goes to its own router.
+    assert_eq!(
+        who_answers(&client, tls_port, "EU.db.test").await,
+        "tcp wild"
+    );
+    assert_eq!(
+        who_answers(&client, tls_port, "one.db.test").await,
+        "tcp exact"
+    );
+    // Two labels deep is not under `*.`: the HTTPS router takes it.
+    assert_eq!(
+        who_answers(&client, tls_port, "a.eu.db.test").await,
+        "https web"
+    );
+}

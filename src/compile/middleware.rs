@@ -139,26 +139,29 @@ impl<'a> MiddlewareCompiler<'a> {
         // State that outlives swaps is per router, as Traefik gives each
         // router its own instance, and keyed by the configuration too, so
         // that a changed limit starts afresh.
-        let stateful =
-            m.rate_limit.is_some() || m.in_flight_req.is_some() || m.circuit_breaker.is_some();
+        let stateful = m.rate_limit.is_some()
+            || m.in_flight_req.is_some()
+            || m.circuit_breaker.is_some()
+            || m.digest_auth.is_some();
         if stateful {
             let key = StateKey::Middleware {
                 router: router.to_owned(),
                 middleware: name.to_owned(),
                 config: serde_json::to_string(m).unwrap_or_default(),
             };
-            return self.build(provider, m, Some(&key), services);
+            return self.build(name, provider, m, Some(&key), services);
         }
         if let Some(done) = self.done.get(name) {
             return done.clone();
         }
-        let built = self.build(provider, m, None, services);
+        let built = self.build(name, provider, m, None, services);
         self.done.insert(name.to_owned(), built.clone());
         built
     }
 
     fn build(
         &self,
+        name: &str,
         provider: &str,
         m: &Model,
         state_key: Option<&StateKey>,
@@ -178,13 +181,17 @@ impl<'a> MiddlewareCompiler<'a> {
             chain: _,
             circuit_breaker,
             compress,
+            content_type,
+            digest_auth,
             encoded_characters,
             errors,
             forward_auth,
+            grpc_web,
             headers,
             ip_allow_list,
             ip_white_list,
             in_flight_req,
+            pass_tls_client_cert,
             rate_limit,
             redirect_regex,
             redirect_scheme,
@@ -223,6 +230,13 @@ impl<'a> MiddlewareCompiler<'a> {
         if let Some(c) = compress {
             return ok(mw::compress::compile(c));
         }
+        if let Some(c) = content_type {
+            return ok(mw::content_type::compile(c));
+        }
+        if let Some(c) = digest_auth {
+            let state = kept(reg, state_key, mw::digest_auth::State::default);
+            return ok(mw::digest_auth::compile(c, state));
+        }
         if let Some(c) = encoded_characters {
             return ok(mw::encoded_characters::compile(c));
         }
@@ -248,6 +262,9 @@ impl<'a> MiddlewareCompiler<'a> {
                 reg.client(transport, server)
             }));
         }
+        if let Some(c) = grpc_web {
+            return ok(mw::grpc_web::compile(c));
+        }
         if let Some(c) = headers {
             return ok(mw::headers::compile(c));
         }
@@ -258,9 +275,12 @@ impl<'a> MiddlewareCompiler<'a> {
             let state = kept(reg, state_key, mw::in_flight_req::State::default);
             return ok(mw::in_flight_req::compile(c, state));
         }
+        if let Some(c) = pass_tls_client_cert {
+            return ok(mw::pass_tls_client_cert::compile(c));
+        }
         if let Some(c) = rate_limit {
             let state = kept(reg, state_key, mw::rate_limit::State::default);
-            return ok(mw::rate_limit::compile(c, state));
+            return ok(mw::rate_limit::compile(c, name, state));
         }
         if let Some(c) = redirect_regex {
             return ok(mw::redirect::compile_regex(c));
@@ -307,6 +327,15 @@ impl From<MiddlewareError> for Problem {
                 reason,
             },
             MiddlewareError::Htpasswd {
+                option,
+                line,
+                reason,
+            } => Problem::PasswordLine {
+                option: option.to_owned(),
+                line,
+                reason: reason.to_string(),
+            },
+            MiddlewareError::Htdigest {
                 option,
                 line,
                 reason,

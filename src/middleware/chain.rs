@@ -217,6 +217,7 @@ mod tests {
             peer: [127, 0, 0, 1].into(),
             tls: false,
             host: None,
+            client_certs: None,
         }
     }
 

@@ -447,6 +447,7 @@ mod tests {
             peer: [127, 0, 0, 1].into(),
             tls,
             host: Some(HeaderValue::from_static("a.test")),
+            client_certs: None,
         }
     }
 

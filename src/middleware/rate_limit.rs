@@ -5,7 +5,10 @@
 //!
 //! The bucket of each source is one atomic "theoretical arrival time"
 //! (GCRA), so checking takes no lock; the buckets live in `Registries`, so a
-//! configuration change elsewhere does not refill them.
+//! configuration change elsewhere does not refill them. With `redis`, the
+//! buckets live in Redis instead ([`redis`]), shared by every instance.
+
+pub mod redis;
 
 use super::source::{DefaultSource, SourceCriterion, SourceKey};
 use super::{Exchange, Middleware, MiddlewareError, Next, Req, Resp};
@@ -27,6 +30,9 @@ pub struct State {
     /// Per source: the time (ns since `epoch`) at which its bucket is full
     /// again.
     buckets: papaya::HashMap<SourceKey, AtomicU64>,
+    /// The Redis client of a `redis` limiter, made once and kept with the
+    /// state so that its connection outlives swaps.
+    shared: std::sync::OnceLock<Arc<redis::Shared>>,
 }
 
 impl Default for State {
@@ -34,6 +40,7 @@ impl Default for State {
         Self {
             epoch: Instant::now(),
             buckets: papaya::HashMap::new(),
+            shared: std::sync::OnceLock::new(),
         }
     }
 }
@@ -47,10 +54,16 @@ pub struct RateLimit {
     max_delay: Duration,
     source: SourceCriterion,
     state: Arc<State>,
+    /// The Redis buckets, for `redis`.
+    shared: Option<Arc<redis::Shared>>,
 }
 
-/// Compiles a `rateLimit` around its kept `state`.
-pub fn compile(cfg: &model::RateLimit, state: Arc<State>) -> Result<RateLimit, MiddlewareError> {
+/// Compiles a `rateLimit` named `name` around its kept `state`.
+pub fn compile(
+    cfg: &model::RateLimit,
+    name: &str,
+    state: Arc<State>,
+) -> Result<RateLimit, MiddlewareError> {
     if cfg.average <= 0 {
         // Traefik reads 0 as "no limit"; a limiter that limits nothing is
         // almost always a mistake, so it is refused here.
@@ -76,12 +89,23 @@ pub fn compile(cfg: &model::RateLimit, state: Arc<State>) -> Result<RateLimit, M
     } else {
         Duration::from_secs_f64(1.0 / (2.0 * per_second.floor()))
     };
+    let shared = match &cfg.redis {
+        None => None,
+        Some(r) => Some(match state.shared.get() {
+            Some(s) => s.clone(),
+            None => {
+                let made = Arc::new(redis::Shared::open(r, name)?);
+                state.shared.get_or_init(|| made).clone()
+            }
+        }),
+    };
     Ok(RateLimit {
         interval,
         capacity: interval.saturating_mul(burst),
         max_delay,
         source: SourceCriterion::compile(cfg.source_criterion.as_ref(), DefaultSource::Peer)?,
         state,
+        shared,
     })
 }
 
@@ -132,6 +156,30 @@ impl Middleware for RateLimit {
     }
 
     fn call<'a>(&'a self, req: Req, cx: &'a Exchange, next: Next<'a>) -> BoxFuture<'a, Resp> {
+        if let Some(shared) = &self.shared {
+            let key = self.source.key(&req, cx);
+            return Box::pin(async move {
+                let verdict = shared
+                    .take(&key, self.interval, self.capacity, self.max_delay)
+                    .await;
+                match verdict {
+                    Ok(Ok(wait)) => {
+                        if !wait.is_zero() {
+                            tokio::time::sleep(wait).await;
+                        }
+                        next.run(req).await
+                    }
+                    Ok(Err(wait)) => too_many(wait),
+                    Err(e) => {
+                        // As Traefik: without its buckets the limiter
+                        // cannot decide, and says so rather than letting
+                        // everything through.
+                        tracing::warn!(error = %e, "rateLimit: Redis unavailable");
+                        super::status_response(StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                }
+            });
+        }
         let verdict = self.take(self.source.key(&req, cx));
         Box::pin(async move {
             match verdict {
@@ -159,7 +207,9 @@ mod tests {
                 period: Some(ConfigDuration(Duration::from_secs(period))),
                 burst: Some(burst),
                 source_criterion: None,
+                redis: None,
             },
+            "limit@test",
             Arc::new(State::default()),
         )
         .expect("compiles")
@@ -197,13 +247,15 @@ mod tests {
     fn zero_and_negative_rates_are_refused() {
         let state = Arc::new(State::default());
         let cfg = model::RateLimit::default();
-        let err = compile(&cfg, state.clone()).err().expect("average 0");
+        let err = compile(&cfg, "limit@test", state.clone())
+            .err()
+            .expect("average 0");
         assert!(err.to_string().starts_with("average:"), "{err}");
         let cfg = model::RateLimit {
             average: 5,
             period: Some(ConfigDuration(Duration::ZERO)),
             ..Default::default()
         };
-        assert!(compile(&cfg, state).is_err());
+        assert!(compile(&cfg, "limit@test", state).is_err());
     }
 }

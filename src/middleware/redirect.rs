@@ -155,6 +155,7 @@ mod tests {
             peer: [127, 0, 0, 1].into(),
             tls,
             host: Some(HeaderValue::from_str(host).expect("host")),
+            client_certs: None,
         };
         let mut req = req;
         match m.request(&mut req, &cx) {

@@ -100,6 +100,7 @@ mod tests {
             peer: [127, 0, 0, 1].into(),
             tls: false,
             host: None,
+            client_certs: None,
         };
         assert!(matches!(m.request(&mut req, &cx), Flow::Continue));
         assert_eq!(req.uri().to_string(), "/bar/x/y?q=1");

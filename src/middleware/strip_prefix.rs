@@ -107,6 +107,7 @@ mod tests {
             peer: [127, 0, 0, 1].into(),
             tls: false,
             host: None,
+            client_certs: None,
         };
         let status = match m.request(&mut req, &cx) {
             Flow::Continue => None,

@@ -221,12 +221,15 @@ impl Proxy {
                 None => Rewind::new(Bytes::new(), stream),
             };
             let handshake = Box::pin(self.tls_handshake(io, peer, limit));
-            let Some((version, io, sni, negotiated, client_subject)) = handshake.await else {
+            let Some((version, io, sni, negotiated, client_subject, client_certs)) =
+                handshake.await
+            else {
                 return;
             };
             let mut info = ConnInfo::new(entry_point, peer, true, sni);
             info.negotiated = Some(negotiated);
             info.client_subject = client_subject;
+            info.client_certs = client_certs;
             self.serve_http(io, info, &servers, version, drain)
         } else {
             if let Some(tcp) = tcp.as_ref().filter(|t| !t.plain.is_empty()) {
@@ -268,6 +271,7 @@ impl Proxy {
         Option<Box<str>>,
         crate::tls::negotiated::Negotiated,
         Option<Arc<str>>,
+        Option<crate::middleware::ClientCerts>,
     )> {
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
@@ -330,6 +334,12 @@ impl Proxy {
         }
         let negotiated = crate::tls::negotiated::Negotiated::of(tls.get_ref().1);
         let client_subject = crate::access_log::client_subject(tls.get_ref().1);
+        let client_certs = tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .filter(|chain| !chain.is_empty())
+            .map(|chain| chain.iter().map(|c| c.clone().into_owned()).collect());
         // ALPN says which HTTP the client speaks; a client that named none
         // may still open with an HTTP/2 preface, so its first bytes decide.
         let (version, io) = match tls.get_ref().1.alpn_protocol() {
@@ -340,7 +350,7 @@ impl Proxy {
                 _ => return None,
             },
         };
-        Some((version, io, sni, negotiated, client_subject))
+        Some((version, io, sni, negotiated, client_subject, client_certs))
     }
 
     /// Serves plain HTTP on one connection over any byte stream, with the

@@ -25,6 +25,9 @@ pub const X_FORWARDED_METHOD: HeaderName = HeaderName::from_static("x-forwarded-
 /// `X-Forwarded-Tls-Client-Cert`.
 pub const X_FORWARDED_TLS_CLIENT_CERT: HeaderName =
     HeaderName::from_static("x-forwarded-tls-client-cert");
+/// `X-Forwarded-Tls-Client-Cert-Info`.
+pub const X_FORWARDED_TLS_CLIENT_CERT_INFO: HeaderName =
+    HeaderName::from_static("x-forwarded-tls-client-cert-info");
 /// `X-Real-Ip`.
 pub const X_REAL_IP: HeaderName = HeaderName::from_static("x-real-ip");
 const FORWARDED: HeaderName = HeaderName::from_static("forwarded");
@@ -33,7 +36,7 @@ const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection")
 
 /// Headers a client may use to claim another origin; dropped unless the
 /// client is trusted.
-const SPOOFABLE: [HeaderName; 11] = [
+const SPOOFABLE: [HeaderName; 12] = [
     X_FORWARDED_FOR,
     X_FORWARDED_PROTO,
     X_FORWARDED_HOST,
@@ -43,6 +46,7 @@ const SPOOFABLE: [HeaderName; 11] = [
     X_FORWARDED_URI,
     X_FORWARDED_METHOD,
     X_FORWARDED_TLS_CLIENT_CERT,
+    X_FORWARDED_TLS_CLIENT_CERT_INFO,
     X_REAL_IP,
     FORWARDED,
 ];

@@ -168,6 +168,7 @@ impl Proxy {
             peer: conn.peer.ip(),
             tls: conn.tls,
             host: host_value.clone(),
+            client_certs: conn.client_certs.clone(),
         };
         let end = ToService {
             proxy: self,

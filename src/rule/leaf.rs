@@ -365,16 +365,18 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// A `HostSNI` argument: a server name, or `*` for every connection.
-/// Patterns go to `HostSNIRegexp`, as in Traefik.
+/// A `HostSNI` argument: a server name, `*.example.com` for one label
+/// before a name (Traefik 3.7), or `*` for every connection. Other
+/// patterns go to `HostSNIRegexp`, as in Traefik.
 fn server_name(arg: Arg) -> Result<HostArg, RuleError> {
     let v = arg.value.as_str();
-    if v != "*" && v.contains('*') {
+    let after_wildcard = v.strip_prefix("*.").unwrap_or(v);
+    if v != "*" && (after_wildcard.contains('*') || after_wildcard.is_empty()) {
         return Err(RuleError::new(
             arg.col,
             format!(
-                "`*` in server name `{v}`: `HostSNI` takes a name or `*` alone; \
-                 for patterns use HostSNIRegexp"
+                "`*` in server name `{v}`: `HostSNI` takes a name, `*.` and a name \
+                 (one label), or `*` alone; for other patterns use HostSNIRegexp"
             ),
         ));
     }

@@ -1692,6 +1692,17 @@ fn tcp_rules_match_the_client_hello_and_the_client_address() {
         ("HostSNI(`db.test`)", Some("db.test."), &[], local, true),
         ("HostSNI(`db.test`)", Some("web.test"), &[], local, false),
         ("HostSNI(`db.test`)", None, &[], local, false),
+        // Traefik 3.7's wildcard: one whole label before the name.
+        ("HostSNI(`*.db.test`)", Some("EU.db.test"), &[], local, true),
+        (
+            "HostSNI(`*.db.test`)",
+            Some("a.eu.db.test"),
+            &[],
+            local,
+            false,
+        ),
+        ("HostSNI(`*.db.test`)", Some("db.test"), &[], local, false),
+        ("HostSNI(`*.db.test`)", None, &[], local, false),
         (
             "HostSNI(`a.test`, `b.test`)",
             Some("b.test"),
@@ -1784,7 +1795,9 @@ fn tcp_and_http_matchers_stay_in_their_own_rules() {
 #[test]
 fn tcp_rule_arguments_are_checked() {
     for (rule, col, needle) in [
-        ("HostSNI(`*.db.test`)", 9, "HostSNIRegexp"),
+        ("HostSNI(`**.db.test`)", 9, "HostSNIRegexp"),
+        ("HostSNI(`a.*.db.test`)", 9, "HostSNIRegexp"),
+        ("HostSNI(`*.`)", 9, "HostSNIRegexp"),
         ("HostSNI(`db.test:5432`)", 9, "port"),
         ("HostSNI()", 1, "argument"),
         ("ALPN(``)", 6, "empty protocol"),

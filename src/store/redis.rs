@@ -217,7 +217,9 @@ impl RedisStore {
         self.failed(action, key, e)
     }
 
-    async fn script<T: ::redis::FromRedisValue>(
+    /// Runs the Lua `source` with `keys` and `args` (by its digest, loading
+    /// it when the server does not know it yet); Redis runs it atomically.
+    pub async fn script<T: ::redis::FromRedisValue>(
         &self,
         action: &'static str,
         source: &str,
