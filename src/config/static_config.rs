@@ -734,6 +734,10 @@ pub struct Providers {
     /// layout; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd: Option<EtcdProvider>,
+    /// Dynamic configuration polled from an HTTP endpoint; absent when not
+    /// enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpProvider>,
 }
 
 impl Default for Providers {
@@ -745,6 +749,7 @@ impl Default for Providers {
             swarm: None,
             redis: None,
             etcd: None,
+            http: None,
         }
     }
 }
@@ -826,6 +831,43 @@ impl Default for EtcdProvider {
             username: None,
             password: None,
             tls: None,
+        }
+    }
+}
+
+/// The HTTP provider: the whole dynamic configuration, as JSON or YAML,
+/// read from an endpoint every `pollInterval`. Traefik v3's options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HttpProvider {
+    /// The URL answering with the configuration (`http://` or `https://`).
+    /// Required.
+    pub endpoint: String,
+    /// How often the endpoint is asked. Default `5s`; must be more than 0.
+    pub poll_interval: Duration,
+    /// The longest one request may take, answer included. Default `5s`.
+    pub poll_timeout: Duration,
+    /// Headers sent with every request (a token, for instance).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// TLS to an `https://` endpoint: its CA, a client certificate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ProviderTls>,
+    /// The largest answer read, in bytes, as a whole number; a larger
+    /// answer is an error and the last configuration stays. Default `-1`:
+    /// no limit, as Traefik's. Read when the provider starts.
+    pub max_response_body_size: String,
+}
+
+impl Default for HttpProvider {
+    fn default() -> Self {
+        HttpProvider {
+            endpoint: String::new(),
+            poll_interval: Duration::from_secs(5),
+            poll_timeout: Duration::from_secs(5),
+            headers: BTreeMap::new(),
+            tls: None,
+            max_response_body_size: String::from("-1"),
         }
     }
 }

@@ -88,7 +88,7 @@ fn load_with(
                 let read = if emptied {
                     Err(ProviderError::Empty { path: name.clone() })
                 } else {
-                    objects::read(&name, &text, format)
+                    objects::read("file", &name, &text, format)
                 };
                 let read = match read {
                     Ok(read) => {
@@ -138,7 +138,19 @@ fn load_with(
 /// `detail`); a syntax error, or one outside every named object, is the
 /// document's error. `path` names the document in errors.
 pub fn read_document(path: &str, text: &str, format: Format) -> Result<Loaded, ProviderError> {
-    let read = objects::read(path, text, format)?;
+    read_document_for("file", path, text, format)
+}
+
+/// Like [`read_document`], for another provider that sends documents in
+/// the file provider's format (the HTTP provider): its objects' errors
+/// name them in `provider`'s namespace.
+pub fn read_document_for(
+    provider: &str,
+    path: &str,
+    text: &str,
+    format: Format,
+) -> Result<Loaded, ProviderError> {
+    let read = objects::read(provider, path, text, format)?;
     Ok(Loaded {
         dynamic: read.dynamic,
         warnings: read.warnings,
