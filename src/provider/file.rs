@@ -67,7 +67,8 @@ fn load_with(
                     path: path.display().to_string(),
                 });
             }
-            read_document(&path.display().to_string(), &text, format)
+            let name = path.display().to_string();
+            read_document(&name, &expand(&name, &text)?, format)
         }
         Source::Directory(dir) => {
             let mut files = Vec::new();
@@ -88,7 +89,8 @@ fn load_with(
                 let read = if emptied {
                     Err(ProviderError::Empty { path: name.clone() })
                 } else {
-                    objects::read("file", &name, &text, format)
+                    expand(&name, &text)
+                        .and_then(|text| objects::read("file", &name, &text, format))
                 };
                 let read = match read {
                     Ok(read) => {
@@ -131,6 +133,25 @@ fn load_with(
             Ok(merged)
         }
     }
+}
+
+/// Runs the Go template in a file's text, as Traefik does for every file
+/// of the file provider before reading it (with sprig's functions and
+/// `env`); a text without `{{` is returned as it is. A template error is
+/// the file's error, at the line of the action at fault.
+fn expand<'a>(path: &str, text: &'a str) -> Result<std::borrow::Cow<'a, str>, ProviderError> {
+    if !text.contains("{{") {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    crate::template::render(text, &crate::template::process_env)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| ProviderError::Syntax {
+            origin: Origin::File {
+                path: path.to_owned(),
+                line: e.line,
+            },
+            message: format!("template: {}", e.problem),
+        })
 }
 
 /// Reads one document as the provider reads each of its files: a mistake
@@ -512,6 +533,36 @@ mod tests {
         let names: Vec<_> = fresh.dynamic.http.routers.keys().collect();
         assert_eq!(names, ["three"]);
         assert_eq!(fresh.errors.len(), 1);
+    }
+
+    #[test]
+    fn a_template_mistake_names_the_file_and_line_and_a_good_one_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.yml");
+        let good = "http:\n  routers:\n{{ range $i, $h := split \"a,b\" \",\" }}    r{{ $i }}:\n      rule: Host(`{{ $h }}.{{ env \"GANGWAY_TEST_SURELY_UNSET\" | default \"test\" }}`)\n      service: s\n{{ end }}";
+        std::fs::write(&path, good).unwrap();
+        let loaded = load(&Source::File(path.clone())).unwrap();
+        let rules: Vec<_> = loaded
+            .dynamic
+            .http
+            .routers
+            .values()
+            .map(|r| r.rule.as_str())
+            .collect();
+        assert_eq!(rules, ["Host(`a.test`)", "Host(`b.test`)"]);
+        std::fs::write(
+            &path,
+            "http:\n  routers:\n    r:\n      rule: '{{ lowr \"A\" }}'\n",
+        )
+        .unwrap();
+        let error = load(&Source::File(path.clone())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}:4: template: function `lowr` is not defined",
+                path.display()
+            )
+        );
     }
 
     #[test]

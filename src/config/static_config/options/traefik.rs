@@ -1122,7 +1122,7 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "providers.file.debugLogGeneratedTemplate",
         ValueKind::Bool,
         "false",
-        "gangway's file provider reads no templates, so there is none to log.",
+        "The text a template generates is not logged; a template error names the file and line.",
     ),
     unsupported(
         "providers.knative",
