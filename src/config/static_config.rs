@@ -778,7 +778,8 @@ pub struct RedisProvider {
     /// TLS to the servers; on when the section is present, even empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<ProviderTls>,
-    /// Redis Sentinel (not supported yet: set, it is refused at start).
+    /// Redis Sentinel: with `sentinel.masterName`, `endpoints` are the
+    /// sentinels to ask where the master is.
     pub sentinel: RedisSentinel,
     /// gangway: how often the keys are read again when the server does not
     /// send keyspace notifications. Default `2s`.
@@ -891,12 +892,14 @@ pub struct ProviderTls {
     pub insecure_skip_verify: bool,
 }
 
-/// Traefik's Redis Sentinel options; gangway refuses them for now rather
-/// than ignore them.
+/// Redis Sentinel: with `masterName`, the provider's `endpoints` are
+/// sentinels, asked where the master is (again after every lost
+/// connection, so a failover is followed). Traefik v3's options.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RedisSentinel {
-    /// The name of the master to ask the sentinels for.
+    /// The name of the master to ask the sentinels for; Sentinel is on
+    /// when it is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_name: Option<String>,
     /// The user to log in to the sentinels as.
@@ -905,6 +908,17 @@ pub struct RedisSentinel {
     /// The password to log in to the sentinels with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// Traefik: send read-only commands to the closest node. gangway reads
+    /// from the master (a node this strategy may pick too).
+    pub latency_strategy: bool,
+    /// Traefik: send read-only commands to a random node. gangway reads
+    /// from the master (a node this strategy may pick too).
+    pub random_strategy: bool,
+    /// Read from a replica the sentinels name, not from the master.
+    pub replica_strategy: bool,
+    /// With `replicaStrategy`, also use replicas the sentinels see as
+    /// disconnected from their master.
+    pub use_disconnected_replicas: bool,
 }
 
 /// The Swarm provider: routers, services and middlewares from the labels

@@ -1338,6 +1338,10 @@ fn full_config() -> StaticConfig {
             master_name: Some(String::from("m")),
             username: Some(String::from("su")),
             password: Some(String::from("sp")),
+            latency_strategy: true,
+            random_strategy: true,
+            replica_strategy: true,
+            use_disconnected_replicas: true,
         },
         poll_interval: Duration::from_secs(3),
     });

@@ -1875,30 +1875,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Routing precedence between providers: not supported; providers are merged by router priority.",
     ),
     unsupported(
-        "providers.redis.sentinel.latencyStrategy",
-        ValueKind::Bool,
-        "false",
-        "Redis Sentinel: not supported yet; gangway will not connect through it.",
-    ),
-    unsupported(
-        "providers.redis.sentinel.randomStrategy",
-        ValueKind::Bool,
-        "false",
-        "Redis Sentinel: not supported yet; gangway will not connect through it.",
-    ),
-    unsupported(
-        "providers.redis.sentinel.replicaStrategy",
-        ValueKind::Bool,
-        "false",
-        "Redis Sentinel: not supported yet; gangway will not connect through it.",
-    ),
-    unsupported(
-        "providers.redis.sentinel.useDisconnectedReplicas",
-        ValueKind::Bool,
-        "false",
-        "Redis Sentinel: not supported yet; gangway will not connect through it.",
-    ),
-    unsupported(
         "providers.rest",
         ValueKind::Section,
         "false",
