@@ -30,6 +30,7 @@ pub mod runtime;
 pub mod settings;
 pub mod start;
 pub mod store;
+pub mod template;
 pub mod tls;
 
 use config::static_config::StaticConfig;

@@ -3,6 +3,7 @@
 
 pub mod docker;
 pub mod file;
+pub mod http;
 mod kind;
 pub mod kv;
 pub mod swarm;

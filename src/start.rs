@@ -72,6 +72,9 @@ pub enum RunError {
     /// The etcd provider's options are wrong.
     #[error(transparent)]
     Etcd(#[from] provider::kv::etcd::EtcdProviderError),
+    /// The HTTP provider's options are wrong.
+    #[error(transparent)]
+    Http(#[from] provider::http::HttpProviderError),
 }
 
 impl From<crate::settings::RedirectError> for RunError {
@@ -88,6 +91,7 @@ impl From<OptionsError> for RunError {
             OptionsError::Swarm(e) => RunError::Swarm(e),
             OptionsError::Redis(e) => RunError::Redis(e),
             OptionsError::Etcd(e) => RunError::Etcd(e),
+            OptionsError::Http(e) => RunError::Http(e),
         }
     }
 }

@@ -200,18 +200,15 @@ async fn tls_to_the_store_checks_its_certificate_against_the_ca_given() {
 }
 
 #[test]
-fn sentinel_options_are_refused_at_start() {
+fn sentinel_options_without_a_master_name_are_refused_at_start() {
     let out = Command::new(support::binary())
         .args([
             "--entryPoints.web.address=127.0.0.1:0",
-            "--providers.redis.sentinel.masterName=mymaster",
+            "--providers.redis.sentinel.password=secret",
         ])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        text.contains("Redis Sentinel is not supported yet"),
-        "{text}"
-    );
+    assert!(text.contains("give sentinel.masterName"), "{text}");
 }

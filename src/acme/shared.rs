@@ -330,6 +330,7 @@ impl StoreUrl {
                 db: self.db,
                 location: self.location(),
                 timeout,
+                sentinel: None,
             };
             let store =
                 RedisStore::open(settings).map_err(|e| bad(UrlProblem::Redis(Box::new(e))))?;

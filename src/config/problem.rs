@@ -1159,6 +1159,15 @@ pub enum ProviderError {
         /// What went wrong, as a sentence.
         reason: String,
     },
+    /// The HTTP provider's endpoint cannot be reached or did not answer
+    /// with a configuration.
+    #[error("{endpoint}: {reason}")]
+    Http {
+        /// The endpoint asked.
+        endpoint: String,
+        /// What went wrong, as a sentence.
+        reason: String,
+    },
 }
 
 impl ProviderError {
@@ -1206,7 +1215,8 @@ impl ProviderError {
             ProviderError::Syntax { message, .. } => message.clone(),
             ProviderError::Docker { .. }
             | ProviderError::Swarm { .. }
-            | ProviderError::Store { .. } => self.to_string(),
+            | ProviderError::Store { .. }
+            | ProviderError::Http { .. } => self.to_string(),
         }
     }
 
@@ -1219,7 +1229,8 @@ impl ProviderError {
             ProviderError::Syntax { origin, .. } => Some(origin.clone()),
             ProviderError::Docker { .. }
             | ProviderError::Swarm { .. }
-            | ProviderError::Store { .. } => None,
+            | ProviderError::Store { .. }
+            | ProviderError::Http { .. } => None,
         }
     }
 }

@@ -734,6 +734,10 @@ pub struct Providers {
     /// layout; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub etcd: Option<EtcdProvider>,
+    /// Dynamic configuration polled from an HTTP endpoint; absent when not
+    /// enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpProvider>,
 }
 
 impl Default for Providers {
@@ -745,6 +749,7 @@ impl Default for Providers {
             swarm: None,
             redis: None,
             etcd: None,
+            http: None,
         }
     }
 }
@@ -773,7 +778,8 @@ pub struct RedisProvider {
     /// TLS to the servers; on when the section is present, even empty.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<ProviderTls>,
-    /// Redis Sentinel (not supported yet: set, it is refused at start).
+    /// Redis Sentinel: with `sentinel.masterName`, `endpoints` are the
+    /// sentinels to ask where the master is.
     pub sentinel: RedisSentinel,
     /// gangway: how often the keys are read again when the server does not
     /// send keyspace notifications. Default `2s`.
@@ -830,6 +836,43 @@ impl Default for EtcdProvider {
     }
 }
 
+/// The HTTP provider: the whole dynamic configuration, as JSON or YAML,
+/// read from an endpoint every `pollInterval`. Traefik v3's options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct HttpProvider {
+    /// The URL answering with the configuration (`http://` or `https://`).
+    /// Required.
+    pub endpoint: String,
+    /// How often the endpoint is asked. Default `5s`; must be more than 0.
+    pub poll_interval: Duration,
+    /// The longest one request may take, answer included. Default `5s`.
+    pub poll_timeout: Duration,
+    /// Headers sent with every request (a token, for instance).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// TLS to an `https://` endpoint: its CA, a client certificate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ProviderTls>,
+    /// The largest answer read, in bytes, as a whole number; a larger
+    /// answer is an error and the last configuration stays. Default `-1`:
+    /// no limit, as Traefik's. Read when the provider starts.
+    pub max_response_body_size: String,
+}
+
+impl Default for HttpProvider {
+    fn default() -> Self {
+        HttpProvider {
+            endpoint: String::new(),
+            poll_interval: Duration::from_secs(5),
+            poll_timeout: Duration::from_secs(5),
+            headers: BTreeMap::new(),
+            tls: None,
+            max_response_body_size: String::from("-1"),
+        }
+    }
+}
+
 /// TLS to what a provider reads: a Docker daemon or Swarm manager on a
 /// `tcp://` endpoint, a KV store (Redis, etcd). Traefik's names.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -849,12 +892,14 @@ pub struct ProviderTls {
     pub insecure_skip_verify: bool,
 }
 
-/// Traefik's Redis Sentinel options; gangway refuses them for now rather
-/// than ignore them.
+/// Redis Sentinel: with `masterName`, the provider's `endpoints` are
+/// sentinels, asked where the master is (again after every lost
+/// connection, so a failover is followed). Traefik v3's options.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct RedisSentinel {
-    /// The name of the master to ask the sentinels for.
+    /// The name of the master to ask the sentinels for; Sentinel is on
+    /// when it is given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master_name: Option<String>,
     /// The user to log in to the sentinels as.
@@ -863,6 +908,17 @@ pub struct RedisSentinel {
     /// The password to log in to the sentinels with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// Traefik: send read-only commands to the closest node. gangway reads
+    /// from the master (a node this strategy may pick too).
+    pub latency_strategy: bool,
+    /// Traefik: send read-only commands to a random node. gangway reads
+    /// from the master (a node this strategy may pick too).
+    pub random_strategy: bool,
+    /// Read from a replica the sentinels name, not from the master.
+    pub replica_strategy: bool,
+    /// With `replicaStrategy`, also use replicas the sentinels see as
+    /// disconnected from their master.
+    pub use_disconnected_replicas: bool,
 }
 
 /// The Swarm provider: routers, services and middlewares from the labels

@@ -140,7 +140,8 @@ fn load_with(
                     if refuse_empty && text.trim().is_empty() {
                         Err(ProviderError::Empty { path: name.clone() })
                     } else {
-                        objects::read(&name, &text, format)
+                        expand(&name, &text)
+                            .and_then(|text| objects::read("file", &name, &text, format))
                     }
                 });
             match keep(path, read, last_good) {
@@ -173,7 +174,8 @@ fn load_with(
                 let read = if emptied {
                     Err(ProviderError::Empty { path: name.clone() })
                 } else {
-                    objects::read(&name, &text, format)
+                    expand(&name, &text)
+                        .and_then(|text| objects::read("file", &name, &text, format))
                 };
                 let (read, error) = keep(&path, read, last_good);
                 merged.errors.extend(error);
@@ -215,12 +217,43 @@ fn load_with(
     }
 }
 
+/// Runs the Go template in a file's text, as Traefik does for every file
+/// of the file provider before reading it (with sprig's functions and
+/// `env`); a text without `{{` is returned as it is. A template error is
+/// the file's error, at the line of the action at fault.
+fn expand<'a>(path: &str, text: &'a str) -> Result<std::borrow::Cow<'a, str>, ProviderError> {
+    if !text.contains("{{") {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    crate::template::render(text, &crate::template::process_env)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| ProviderError::Syntax {
+            origin: Origin::File {
+                path: path.to_owned(),
+                line: e.line,
+            },
+            message: format!("template: {}", e.problem),
+        })
+}
+
 /// Reads one document as the provider reads each of its files: a mistake
 /// in one object leaves out that object only (its error is on it in
 /// `detail`); a syntax error, or one outside every named object, is the
 /// document's error. `path` names the document in errors.
 pub fn read_document(path: &str, text: &str, format: Format) -> Result<Loaded, ProviderError> {
-    let read = objects::read(path, text, format)?;
+    read_document_for("file", path, text, format)
+}
+
+/// Like [`read_document`], for another provider that sends documents in
+/// the file provider's format (the HTTP provider): its objects' errors
+/// name them in `provider`'s namespace.
+pub fn read_document_for(
+    provider: &str,
+    path: &str,
+    text: &str,
+    format: Format,
+) -> Result<Loaded, ProviderError> {
+    let read = objects::read(provider, path, text, format)?;
     Ok(Loaded {
         dynamic: read.dynamic,
         warnings: read.warnings,
@@ -695,6 +728,36 @@ mod tests {
             .last_good
             .clone();
         assert_eq!(mark.map(|m| m.error), Some(next.errors[0].clone()));
+    }
+
+    #[test]
+    fn a_template_mistake_names_the_file_and_line_and_a_good_one_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dynamic.yml");
+        let good = "http:\n  routers:\n{{ range $i, $h := split \"a,b\" \",\" }}    r{{ $i }}:\n      rule: Host(`{{ $h }}.{{ env \"GANGWAY_TEST_SURELY_UNSET\" | default \"test\" }}`)\n      service: s\n{{ end }}";
+        std::fs::write(&path, good).unwrap();
+        let loaded = load(&Source::File(path.clone())).unwrap();
+        let rules: Vec<_> = loaded
+            .dynamic
+            .http
+            .routers
+            .values()
+            .map(|r| r.rule.as_str())
+            .collect();
+        assert_eq!(rules, ["Host(`a.test`)", "Host(`b.test`)"]);
+        std::fs::write(
+            &path,
+            "http:\n  routers:\n    r:\n      rule: '{{ lowr \"A\" }}'\n",
+        )
+        .unwrap();
+        let error = load(&Source::File(path.clone())).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}:4: template: function `lowr` is not defined",
+                path.display()
+            )
+        );
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub enum ProviderKind {
     Redis,
     /// `providers.etcd`: keys in etcd.
     Etcd,
+    /// `providers.http`: a configuration polled from an endpoint.
+    Http,
 }
 
 /// A provider's options cannot be used: it cannot start.
@@ -39,16 +41,20 @@ pub enum OptionsError {
     /// The etcd provider's options are wrong.
     #[error(transparent)]
     Etcd(#[from] super::kv::etcd::EtcdProviderError),
+    /// The HTTP provider's options are wrong.
+    #[error(transparent)]
+    Http(#[from] super::http::HttpProviderError),
 }
 
 impl ProviderKind {
     /// Every provider, in the order they start and the API lists them.
-    pub const ALL: [ProviderKind; 5] = [
+    pub const ALL: [ProviderKind; 6] = [
         ProviderKind::File,
         ProviderKind::Docker,
         ProviderKind::Swarm,
         ProviderKind::Redis,
         ProviderKind::Etcd,
+        ProviderKind::Http,
     ];
 
     /// Traefik's capitalised name, as `/api/overview` lists it.
@@ -59,6 +65,7 @@ impl ProviderKind {
             ProviderKind::Swarm => "Swarm",
             ProviderKind::Redis => "Redis",
             ProviderKind::Etcd => "Etcd",
+            ProviderKind::Http => "HTTP",
         }
     }
 
@@ -74,6 +81,7 @@ impl ProviderKind {
             swarm,
             redis,
             etcd,
+            http,
         } = providers;
         Self::ALL
             .into_iter()
@@ -83,6 +91,7 @@ impl ProviderKind {
                 ProviderKind::Swarm => swarm.is_some(),
                 ProviderKind::Redis => redis.is_some(),
                 ProviderKind::Etcd => etcd.is_some(),
+                ProviderKind::Http => http.is_some(),
             })
             .collect()
     }
@@ -114,6 +123,11 @@ impl ProviderKind {
             ProviderKind::Etcd => {
                 if let Some(e) = &providers.etcd {
                     crate::store::etcd::EtcdStore::new(e)?;
+                }
+            }
+            ProviderKind::Http => {
+                if let Some(h) = &providers.http {
+                    super::http::check_http(h)?;
                 }
             }
         }
@@ -160,6 +174,10 @@ impl ProviderKind {
                 Some(c) => Some(super::kv::etcd::spawn_etcd(c, tx)?),
                 None => None,
             },
+            ProviderKind::Http => match &providers.http {
+                Some(c) => Some(super::http::spawn_http(c, tx)?),
+                None => None,
+            },
         })
     }
 }
@@ -176,13 +194,14 @@ mod tests {
             swarm: Some(Default::default()),
             redis: Some(Default::default()),
             etcd: Some(Default::default()),
+            http: Some(Default::default()),
             ..Providers::default()
         };
         let names: Vec<_> = ProviderKind::configured(&providers)
             .into_iter()
             .map(ProviderKind::name)
             .collect();
-        assert_eq!(names, ["File", "Docker", "Swarm", "Redis", "Etcd"]);
+        assert_eq!(names, ["File", "Docker", "Swarm", "Redis", "Etcd", "HTTP"]);
         assert!(ProviderKind::configured(&Providers::default()).is_empty());
     }
 }

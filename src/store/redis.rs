@@ -56,6 +56,24 @@ pub struct RedisSettings {
     pub location: String,
     /// The longest a connection attempt or one command may take.
     pub timeout: Duration,
+    /// Ask `endpoints`, as Redis Sentinels, where this master is, rather
+    /// than connecting to them.
+    pub sentinel: Option<SentinelSettings>,
+}
+
+/// Where a master is found through Redis Sentinel.
+#[derive(Clone)]
+pub struct SentinelSettings {
+    /// The name the sentinels monitor the master under.
+    pub master_name: String,
+    /// The user to log in to the sentinels as.
+    pub username: Option<String>,
+    /// The password to log in to the sentinels with.
+    pub password: Option<String>,
+    /// Read from a replica rather than from the master.
+    pub replica: bool,
+    /// With `replica`, also replicas the sentinels see as disconnected.
+    pub disconnected_replicas: bool,
 }
 
 /// TLS towards a Redis server.
@@ -84,13 +102,23 @@ pub enum RedisSetupError {
 /// Redis runs atomically. The connection is made on first use and again
 /// after a failure.
 pub struct RedisStore {
-    /// Each endpoint as written, with its client.
+    /// Each endpoint as written, with its client (with `sentinel`, the
+    /// sentinels').
     clients: Vec<(String, Client)>,
     db: u32,
     location: String,
     timeout: Duration,
-    /// The connection, and the index of the endpoint it goes to.
-    connection: Mutex<Option<(usize, MultiplexedConnection)>>,
+    /// With Sentinel: the master's name, and how to reach the server the
+    /// sentinels name.
+    sentinel: Option<(SentinelSettings, ServerSettings)>,
+    /// The connection, and the client of the server it goes to.
+    connection: Mutex<Option<(Client, MultiplexedConnection)>>,
+}
+
+/// How to log in to a server, for the one the sentinels name.
+struct ServerSettings {
+    redis: RedisConnectionInfo,
+    tls: Option<RedisTls>,
 }
 
 impl RedisStore {
@@ -105,43 +133,146 @@ impl RedisStore {
             db,
             location,
             timeout,
+            sentinel,
         } = settings;
-        let mut redis = RedisConnectionInfo::default().set_db(i64::from(db));
-        if let Some(user) = username.as_deref().filter(|u| !u.is_empty()) {
-            redis = redis.set_username(user);
-        }
-        if let Some(password) = password.as_deref().filter(|p| !p.is_empty()) {
-            redis = redis.set_password(password);
-        }
+        let redis = login(
+            RedisConnectionInfo::default().set_db(i64::from(db)),
+            username.as_deref(),
+            password.as_deref(),
+        );
+        // The sentinels are asked with their own credentials and no
+        // database; the server they name gets the server's.
+        let (first, sentinel) = match sentinel {
+            Some(s) => {
+                let asked = login(
+                    RedisConnectionInfo::default(),
+                    s.username.as_deref(),
+                    s.password.as_deref(),
+                );
+                (
+                    asked,
+                    Some((
+                        s,
+                        ServerSettings {
+                            redis,
+                            tls: tls.clone(),
+                        },
+                    )),
+                )
+            }
+            None => (redis, None),
+        };
         let mut clients = Vec::new();
         for endpoint in endpoints {
             let (host, port) =
                 host_port(&endpoint).ok_or_else(|| RedisSetupError::Endpoint(endpoint.clone()))?;
-            let addr = match &tls {
-                Some(tls) => ConnectionAddr::TcpTls {
-                    host,
-                    port,
-                    insecure: tls.insecure,
-                    tls_params: None,
-                },
-                None => ConnectionAddr::Tcp(host, port),
-            };
-            let info = addr
-                .into_connection_info()?
-                .set_redis_settings(redis.clone());
-            let client = match tls.as_ref().and_then(|t| t.certificates.clone()) {
-                Some(c) => Client::build_with_tls(info, c),
-                None => Client::open(info),
-            }?;
-            clients.push((endpoint, client));
+            clients.push((endpoint, client_for(host, port, &first, tls.as_ref())?));
         }
         Ok(RedisStore {
             clients,
             db,
             location,
             timeout,
+            sentinel,
             connection: Mutex::new(None),
         })
+    }
+
+    /// A connection to the server to use: the first endpoint that answers,
+    /// or, with Sentinel, the server the first sentinel that answers names.
+    /// Each endpoint tried, with why it failed, otherwise.
+    async fn dial(&self) -> Result<(Client, MultiplexedConnection), Vec<(String, String)>> {
+        let mut tried = Vec::new();
+        for (endpoint, client) in &self.clients {
+            let connection = client
+                .get_multiplexed_async_connection_with_config(&self.config())
+                .await;
+            let mut connection = match connection {
+                Ok(c) => c,
+                Err(e) => {
+                    tried.push((endpoint.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            let Some((sentinel, server)) = &self.sentinel else {
+                return Ok((client.clone(), connection));
+            };
+            match self
+                .through_sentinel(&mut connection, sentinel, server)
+                .await
+            {
+                Ok(found) => return Ok(found),
+                Err(why) => tried.push((format!("sentinel {endpoint}"), why)),
+            }
+        }
+        Err(tried)
+    }
+
+    /// Asks a sentinel for the master (or a replica), connects to it and
+    /// makes sure it has the role the sentinel gave it: during a failover
+    /// a sentinel may still name the old master.
+    async fn through_sentinel(
+        &self,
+        asked: &mut MultiplexedConnection,
+        sentinel: &SentinelSettings,
+        server: &ServerSettings,
+    ) -> Result<(Client, MultiplexedConnection), String> {
+        let name = &sentinel.master_name;
+        let (host, port, role) = if sentinel.replica {
+            let replicas: Vec<std::collections::HashMap<String, String>> = ::redis::cmd("SENTINEL")
+                .arg("REPLICAS")
+                .arg(name)
+                .query_async(asked)
+                .await
+                .map_err(|e| e.to_string())?;
+            let usable = replicas.iter().find_map(|r| {
+                let flags = r.get("flags").map_or("", String::as_str);
+                let down = flags.split(',').any(|f| matches!(f, "s_down" | "o_down"));
+                let disconnected = flags.split(',').any(|f| f == "disconnected")
+                    || r.get("master-link-status").is_some_and(|s| s != "ok");
+                if down || (disconnected && !sentinel.disconnected_replicas) {
+                    return None;
+                }
+                Some((r.get("ip")?.clone(), r.get("port")?.parse::<u16>().ok()?))
+            });
+            let (host, port) =
+                usable.ok_or_else(|| format!("no usable replica of master `{name}`"))?;
+            (host, port, "slave")
+        } else {
+            let addr: Option<(String, u16)> = ::redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(name)
+                .query_async(asked)
+                .await
+                .map_err(|e| e.to_string())?;
+            let (host, port) = addr.ok_or_else(|| format!("knows no master named `{name}`"))?;
+            (host, port, "master")
+        };
+        let client = client_for(host.clone(), port, &server.redis, server.tls.as_ref())
+            .map_err(|e| e.to_string())?;
+        let mut connection = client
+            .get_multiplexed_async_connection_with_config(&self.config())
+            .await
+            .map_err(|e| format!("{host}:{port}: {e}"))?;
+        let answer: ::redis::Value = ::redis::cmd("ROLE")
+            .query_async(&mut connection)
+            .await
+            .map_err(|e| format!("{host}:{port}: {e}"))?;
+        let is = match &answer {
+            ::redis::Value::Array(items) => match items.first() {
+                Some(::redis::Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(::redis::Value::SimpleString(s)) => s.clone(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        if is != role {
+            return Err(format!(
+                "{host}:{port}, named for `{name}`, is a {is}, not a {role} (a failover in progress?)"
+            ));
+        }
+        tracing::info!(store = %self.location, master = %name, server = %format!("{host}:{port}"), role, "connected through Redis Sentinel");
+        Ok((client, connection))
     }
 
     fn config(&self) -> AsyncConnectionConfig {
@@ -175,23 +306,16 @@ impl RedisStore {
         if let Some((_, c)) = slot.as_ref() {
             return Ok(c.clone());
         }
-        let mut last = None;
-        for (index, (_, client)) in self.clients.iter().enumerate() {
-            match client
-                .get_multiplexed_async_connection_with_config(&self.config())
-                .await
-            {
-                Ok(connection) => {
-                    *slot = Some((index, connection.clone()));
-                    return Ok(connection);
-                }
-                Err(e) => last = Some(e),
+        match self.dial().await {
+            Ok((client, connection)) => {
+                *slot = Some((client, connection.clone()));
+                Ok(connection)
             }
+            Err(tried) => Err(match tried.into_iter().last() {
+                Some((_, why)) => self.failed(action, key, std::io::Error::other(why)),
+                None => StoreError::Unreachable { tried: Vec::new() },
+            }),
         }
-        Err(match last {
-            Some(e) => self.failed(action, key, e),
-            None => StoreError::Unreachable { tried: Vec::new() },
-        })
     }
 
     /// Runs `cmd`; a failure that broke the connection drops it.
@@ -343,13 +467,13 @@ impl RedisStore {
                 }
             }
         }
-        let index = self
+        let client = self
             .connection
             .lock()
             .await
             .as_ref()
-            .map_or(0, |(index, _)| *index);
-        let Some((_, client)) = self.clients.get(index) else {
+            .map(|(client, _)| client.clone());
+        let Some(client) = client else {
             return Ok(None);
         };
         let pattern = format!("__keyspace@{}__:{}*", self.db, glob_escape(prefix));
@@ -377,6 +501,46 @@ impl RedisStore {
     }
 }
 
+/// `info` with a user and password, when given (empty is not given).
+fn login(
+    mut info: RedisConnectionInfo,
+    username: Option<&str>,
+    password: Option<&str>,
+) -> RedisConnectionInfo {
+    if let Some(user) = username.filter(|u| !u.is_empty()) {
+        info = info.set_username(user);
+    }
+    if let Some(password) = password.filter(|p| !p.is_empty()) {
+        info = info.set_password(password);
+    }
+    info
+}
+
+/// A client of the server at `host:port`.
+fn client_for(
+    host: String,
+    port: u16,
+    redis: &RedisConnectionInfo,
+    tls: Option<&RedisTls>,
+) -> Result<Client, RedisError> {
+    let addr = match tls {
+        Some(tls) => ConnectionAddr::TcpTls {
+            host,
+            port,
+            insecure: tls.insecure,
+            tls_params: None,
+        },
+        None => ConnectionAddr::Tcp(host, port),
+    };
+    let info = addr
+        .into_connection_info()?
+        .set_redis_settings(redis.clone());
+    match tls.and_then(|t| t.certificates.clone()) {
+        Some(c) => Client::build_with_tls(info, c),
+        None => Client::open(info),
+    }
+}
+
 fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
 }
@@ -390,20 +554,12 @@ impl Store for RedisStore {
         Box::pin(async move {
             let mut slot = self.connection.lock().await;
             *slot = None;
-            let mut tried = Vec::new();
-            for (index, (endpoint, client)) in self.clients.iter().enumerate() {
-                match client
-                    .get_multiplexed_async_connection_with_config(&self.config())
-                    .await
-                {
-                    Ok(connection) => {
-                        *slot = Some((index, connection));
-                        return Ok(());
-                    }
-                    Err(e) => tried.push((endpoint.clone(), e.to_string())),
-                }
-            }
-            Err(StoreError::Unreachable { tried })
+            let found = self
+                .dial()
+                .await
+                .map_err(|tried| StoreError::Unreachable { tried })?;
+            *slot = Some(found);
+            Ok(())
         })
     }
 

@@ -273,6 +273,14 @@ impl Gangway {
         }
     }
 
+    /// Like `with_yaml`, with more environment variables for gangway.
+    pub async fn with_yaml_env(dynamic: &str, extra: &[&str], env: &[(&str, &str)]) -> Gangway {
+        match Self::start(free_port(), ("dynamic.yml", dynamic), extra, env).await {
+            Ok(gw) => gw,
+            Err(log) => panic!("gangway exited at start:\n{log}"),
+        }
+    }
+
     /// Starts gangway and waits until it listens on `port`; its log if it
     /// exits first.
     async fn start(

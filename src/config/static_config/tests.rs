@@ -1338,6 +1338,10 @@ fn full_config() -> StaticConfig {
             master_name: Some(String::from("m")),
             username: Some(String::from("su")),
             password: Some(String::from("sp")),
+            latency_strategy: true,
+            random_strategy: true,
+            replica_strategy: true,
+            use_disconnected_replicas: true,
         },
         poll_interval: Duration::from_secs(3),
     });
@@ -1355,6 +1359,19 @@ fn full_config() -> StaticConfig {
             key: Some(String::from("key.pem")),
             insecure_skip_verify: true,
         }),
+    });
+    config.providers.http = Some(HttpProvider {
+        endpoint: String::from("https://config.example/dynamic"),
+        poll_interval: Duration::from_secs(7),
+        poll_timeout: Duration::from_secs(3),
+        headers: [(String::from("Authorization"), String::from("Bearer t"))].into(),
+        tls: Some(ProviderTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        }),
+        max_response_body_size: String::from("1048576"),
     });
     config.api = Some(Api::default());
     config.ping = Some(Ping::default());
@@ -1595,6 +1612,10 @@ fn row_defaults_match_struct_defaults() {
             etcd: Some(EtcdProvider {
                 tls: Some(ProviderTls::default()),
                 ..EtcdProvider::default()
+            }),
+            http: Some(HttpProvider {
+                tls: Some(ProviderTls::default()),
+                ..HttpProvider::default()
             }),
             ..Providers::default()
         },

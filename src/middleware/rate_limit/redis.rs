@@ -79,6 +79,7 @@ impl Shared {
             password: cfg.password.clone(),
             db: cfg.db,
             timeout,
+            sentinel: None,
         };
         let store = RedisStore::open(settings)
             .map_err(|e| MiddlewareError::invalid("redis.endpoints", e.to_string()))?;

@@ -32,9 +32,15 @@ pub(super) struct Read {
     pub warnings: Vec<Warning>,
 }
 
-/// Reads one document. A syntax error, or a mistake outside every named
-/// object, is an error for the whole document.
-pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, ProviderError> {
+/// Reads one document for `provider` (the namespace its objects are
+/// named in). A syntax error, or a mistake outside every named object, is
+/// an error for the whole document.
+pub(super) fn read(
+    provider: &str,
+    path: &str,
+    text: &str,
+    format: Format,
+) -> Result<Read, ProviderError> {
     let (detail, sections) = locate::locate(path, text, format);
     let whole = match parse_document::<Dynamic>(path, text, format) {
         Ok(dynamic) => {
@@ -50,6 +56,7 @@ pub(super) fn read(path: &str, text: &str, format: Format) -> Result<Read, Provi
         parse_document(path, text, format).map_err(|e| ProviderError::syntax(&e))?;
     fold_sections(&mut tree);
     let mut split = Split {
+        provider,
         path,
         tree,
         read: Read {
@@ -131,6 +138,7 @@ enum Target {
 }
 
 struct Split<'a> {
+    provider: &'a str,
     path: &'a str,
     tree: Value,
     read: Read,
@@ -232,7 +240,7 @@ impl Split<'_> {
                 };
                 let entry = detail.entry(name.clone()).or_default();
                 let origin = origin_in(entry, key.as_deref(), self.path);
-                let object = ObjectRef::new(kind, &format!("{name}@file"));
+                let object = ObjectRef::new(kind, &format!("{name}@{}", self.provider));
                 entry
                     .errors
                     .push(ConfigError::new(object, problem).with_origin(origin));
@@ -432,7 +440,7 @@ servce = \"app\"
 [[http.services.app.loadBalancer.servers]]
 url = \"http://127.0.0.1:9000\"
 ";
-        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        let read = read("file", "dynamic.toml", text, Format::Toml).unwrap();
         assert_eq!(
             read.dynamic.http.routers.keys().collect::<Vec<_>>(),
             ["good"]
@@ -469,7 +477,7 @@ dialTimout = \"5s\"
 [[tcp.services.db.loadBalancer.servers]]
 address = \"127.0.0.1:5432\"
 ";
-        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        let read = read("file", "dynamic.toml", text, Format::Toml).unwrap();
         assert_eq!(
             read.dynamic
                 .tcp
@@ -501,7 +509,7 @@ servise = \"db\"
 [[tcp.services.db.loadBalancer.servers]]
 address = \"127.0.0.1:5432\"
 ";
-        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        let read = read("file", "dynamic.toml", text, Format::Toml).unwrap();
         assert_eq!(read.dynamic.tcp.routers.keys().collect::<Vec<_>>(), ["db"]);
         assert_eq!(
             read.dynamic.tcp.services["db"]
@@ -534,7 +542,7 @@ servce = \"app\"
 middlewarez = [\"auth\"]
 priority = 3
 ";
-        let read = read("dynamic.toml", text, Format::Toml).unwrap();
+        let read = read("file", "dynamic.toml", text, Format::Toml).unwrap();
         assert!(read.dynamic.http.routers.is_empty());
         let errors = &read.detail.routers["bad"].errors;
         let mut got: Vec<(String, Option<String>, usize)> = errors
@@ -583,7 +591,7 @@ tls:
     old:
       minVersoin: VersionTLS12
 ";
-        let read = read("dynamic.yml", text, Format::Yaml).unwrap();
+        let read = read("file", "dynamic.yml", text, Format::Yaml).unwrap();
         assert_eq!(
             read.dynamic.http.routers.keys().collect::<Vec<_>>(),
             ["good"]
@@ -629,7 +637,7 @@ tls:
     #[test]
     fn a_valid_document_reads_as_the_whole_reader_reads_it() {
         let text = "[http.routers.a]\nrule = \"Host(`a`)\"\nservice = \"s\"\n";
-        let read = read("d.toml", text, Format::Toml).unwrap();
+        let read = read("file", "d.toml", text, Format::Toml).unwrap();
         let whole: Dynamic = parse_document("d.toml", text, Format::Toml).unwrap();
         assert_eq!(read.dynamic, whole);
         assert!(read.warnings.is_empty());
@@ -639,7 +647,7 @@ tls:
     #[test]
     fn a_mistake_outside_every_object_fails_the_document_at_its_line() {
         let text = "[http.routers.a]\nrule = \"Host(`a`)\"\n\n[htp.routers.b]\nrule = \"x\"\n";
-        let e = read("d.toml", text, Format::Toml).unwrap_err();
+        let e = read("file", "d.toml", text, Format::Toml).unwrap_err();
         assert_eq!(
             e.origin(),
             Some(Origin::File {
@@ -648,7 +656,7 @@ tls:
             })
         );
         // Syntax errors as before.
-        let e = read("d.yml", "http:\n  routers: [\n", Format::Yaml).unwrap_err();
+        let e = read("file", "d.yml", "http:\n  routers: [\n", Format::Yaml).unwrap_err();
         assert!(matches!(e, ProviderError::Syntax { .. }), "{e:?}");
     }
 }

@@ -3,11 +3,12 @@
 //! `notify-keyspace-events` does not announce them (`K` and `A`, or `K`,
 //! `g` and `$`) is asked to with `CONFIG SET`, as Traefik's client does;
 //! where that is refused (a managed Redis), the keys are read again every
-//! `pollInterval`.
+//! `pollInterval`. With `sentinel.masterName`, the endpoints are Redis
+//! Sentinels, asked where the master is at every (re)connection.
 
 use crate::config::static_config::{ProviderTls, RedisProvider, RedisSentinel};
 use crate::provider::Snapshot;
-use crate::store::redis::{RedisSettings, RedisSetupError, RedisStore, RedisTls};
+use crate::store::redis::{RedisSettings, RedisSetupError, RedisStore, RedisTls, SentinelSettings};
 use ::redis::{ClientTlsConfig, TlsCertificates};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -30,9 +31,9 @@ pub enum RedisError {
         "providers.redis.rootKey: must not be empty (gangway's default is `gangway`, Traefik's `traefik`)"
     )]
     RootKey,
-    /// Sentinel options, which gangway does not support yet.
+    /// Sentinel options without the master's name.
     #[error(
-        "providers.redis.sentinel: Redis Sentinel is not supported yet; point providers.redis.endpoints at the master instead"
+        "providers.redis.sentinel: give sentinel.masterName, the name the sentinels monitor the master under"
     )]
     Sentinel,
     /// A TLS file that cannot be read.
@@ -78,14 +79,31 @@ impl RedisStore {
             sentinel,
             poll_interval: _, // spawn_redis, for the loop
         } = config;
+        #[deny(unused_variables)] // an option read nowhere fails the build
         let RedisSentinel {
             master_name,
             username: sentinel_user,
             password: sentinel_password,
+            // Both read from the master, one of the nodes they may pick.
+            latency_strategy: _,
+            random_strategy: _,
+            replica_strategy,
+            use_disconnected_replicas,
         } = sentinel;
-        if master_name.is_some() || sentinel_user.is_some() || sentinel_password.is_some() {
-            return Err(RedisError::Sentinel);
-        }
+        let sentinel = match master_name.as_deref().map(str::trim) {
+            Some("") => return Err(RedisError::Sentinel),
+            Some(name) => Some(SentinelSettings {
+                master_name: name.to_owned(),
+                username: sentinel_user.clone(),
+                password: sentinel_password.clone(),
+                replica: *replica_strategy,
+                disconnected_replicas: *use_disconnected_replicas,
+            }),
+            None if sentinel_user.is_some() || sentinel_password.is_some() => {
+                return Err(RedisError::Sentinel);
+            }
+            None => None,
+        };
         let root = super::root_key(root_key).ok_or(RedisError::RootKey)?;
         let tls = match tls {
             Some(tls) => Some(RedisTls {
@@ -95,7 +113,14 @@ impl RedisStore {
             None => None,
         };
         let endpoints = super::endpoints(endpoints).ok_or(RedisError::NoEndpoint)?;
-        let location = format!("redis://{}/{db}", endpoints.join(","));
+        let location = match &sentinel {
+            Some(s) => format!(
+                "redis+sentinel://{}/{}/{db}",
+                endpoints.join(","),
+                s.master_name
+            ),
+            None => format!("redis://{}/{db}", endpoints.join(",")),
+        };
         let settings = RedisSettings {
             endpoints,
             tls,
@@ -104,6 +129,7 @@ impl RedisStore {
             db: *db,
             location,
             timeout: CALL,
+            sentinel,
         };
         let store = RedisStore::open(settings).map_err(|e| match e {
             RedisSetupError::Endpoint(endpoint) => RedisError::Endpoint(endpoint),
@@ -163,6 +189,17 @@ mod tests {
 
     #[test]
     fn options_that_cannot_be_honoured_are_refused() {
+        let nameless = RedisProvider {
+            sentinel: RedisSentinel {
+                password: Some("p".into()),
+                ..RedisSentinel::default()
+            },
+            ..RedisProvider::default()
+        };
+        assert!(matches!(
+            RedisStore::new(&nameless),
+            Err(RedisError::Sentinel)
+        ));
         let sentinel = RedisProvider {
             sentinel: RedisSentinel {
                 master_name: Some("mymaster".into()),
@@ -170,10 +207,11 @@ mod tests {
             },
             ..RedisProvider::default()
         };
-        assert!(matches!(
-            RedisStore::new(&sentinel),
-            Err(RedisError::Sentinel)
-        ));
+        let (store, _) = RedisStore::new(&sentinel).unwrap();
+        assert_eq!(
+            crate::store::Store::location(&store),
+            "redis+sentinel://127.0.0.1:6379/mymaster/0"
+        );
         let bad = RedisProvider {
             endpoints: vec!["redis.local".into()],
             ..RedisProvider::default()
