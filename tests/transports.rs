@@ -20,7 +20,7 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{Gangway, eventually};
+use support::{Backend, Gangway, eventually};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -154,8 +154,13 @@ async fn serve_tls(config: rustls::ServerConfig) -> (u16, tokio::task::JoinHandl
                     conn.negotiated_key_exchange_group().map(|g| g.name())
                 );
                 let svc = service_fn(move |_req: Request<Incoming>| {
-                    let text = text.clone();
-                    async move { Ok::<_, Infallible>(http::Response::new(Full::new(Bytes::from(text)))) }
+                    let mut resp = http::Response::new(Full::new(Bytes::from(text.clone())));
+                    // The client certificate's name, for a forwardAuth
+                    // that copies it onto the request.
+                    if let Ok(user) = http::HeaderValue::from_str(&who) {
+                        resp.headers_mut().insert("x-auth-user", user);
+                    }
+                    async move { Ok::<_, Infallible>(resp) }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(tls), svc)
@@ -355,4 +360,77 @@ peerCertURI = \"spiffe://cluster.local/ns/b/sa/api\"
     let view = service(&gw, "other").await;
     let last = view["serverHealth"][&url]["lastError"].to_string();
     assert!(last.contains("NotValidForName"), "{view:#}");
+}
+
+#[tokio::test]
+async fn forward_auth_to_an_https_server_with_its_own_tls_options() {
+    let server_ca = Ca::new("auth server CA");
+    let client_ca = Ca::new("auth client CA");
+    let (auth_port, _auth) = https_server(ServerSpec {
+        cert: server_ca.server(),
+        client_ca: Some(&client_ca),
+        versions: rustls::ALL_VERSIONS,
+    })
+    .await;
+    let app = Backend::echo("app").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = write(dir.path(), "ca.pem", &server_ca.pem());
+    let (cert, key) = client_ca.issue("alice", vec![], true);
+    let cert = write(dir.path(), "alice.pem", &cert);
+    let key = write(dir.path(), "alice.key", &key);
+    let auth = format!("https://127.0.0.1:{auth_port}/check");
+    let mut conf = String::new();
+    let cases = [
+        (
+            "verified",
+            format!("ca = {ca:?}\ncert = {cert:?}\nkey = {key:?}"),
+        ),
+        (
+            "insecure",
+            format!("insecureSkipVerify = true\ncert = {cert:?}\nkey = {key:?}"),
+        ),
+        ("nocert", format!("ca = {ca:?}")),
+        ("untrusted", format!("cert = {cert:?}\nkey = {key:?}")),
+        ("half", format!("ca = {ca:?}\ncert = {cert:?}")),
+    ];
+    for (name, tls) in &cases {
+        conf.push_str(&format!(
+            "[http.routers.{name}]\nrule = \"Host(`{name}.test`)\"\nservice = \"app\"\n\
+             middlewares = [\"{name}\"]\n\
+             [http.middlewares.{name}.forwardAuth]\naddress = \"{auth}\"\n\
+             authResponseHeaders = [\"X-Auth-User\"]\nheaderField = \"X-Auth-User\"\n\
+             [http.middlewares.{name}.forwardAuth.tls]\n{tls}\n"
+        ));
+    }
+    conf.push_str(&format!(
+        "{API}[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n",
+        app.url()
+    ));
+    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    ready(&gw, "verified.test").await;
+    // The auth server verified by `tls.ca`, gangway's certificate taken:
+    // the user it names reaches the app.
+    for host in ["verified.test", "insecure.test"] {
+        let got = gw.get(host, "/").await;
+        assert_eq!(got.status, StatusCode::OK, "{host}: {}", got.text());
+        assert_eq!(got.seen().header("x-auth-user"), Some("alice"), "{host}");
+    }
+    // No client certificate, or an auth server the built-in roots do not
+    // know: the request does not pass.
+    for host in ["nocert.test", "untrusted.test"] {
+        let got = gw.get(host, "/").await;
+        assert!(!got.status.is_success(), "{host}: {}", got.text());
+        assert!(
+            !got.text().contains("\"backend\""),
+            "{host} reached the app"
+        );
+    }
+    // A certificate without its key is the middleware's error, shown.
+    let view = gw.get("api.test", "/api/http/middlewares/half@file").await;
+    let view: serde_json::Value = serde_json::from_slice(&view.body).expect("JSON");
+    assert_eq!(view["status"], "disabled", "{view:#}");
+    assert!(
+        view["error"].to_string().contains("cert and key"),
+        "{view:#}"
+    );
 }
