@@ -434,3 +434,108 @@ async fn forward_auth_to_an_https_server_with_its_own_tls_options() {
         "{view:#}"
     );
 }
+
+/// A rustls client configuration offering only `groups`, trusting `ca`.
+fn client_offering(
+    groups: Vec<&'static dyn rustls::crypto::SupportedKxGroup>,
+    ca: &Ca,
+) -> rustls::ClientConfig {
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.kx_groups = groups;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.cert.der().clone()).expect("root");
+    rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(TLS13_ONLY)
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+#[tokio::test]
+async fn x25519mlkem768_is_negotiated_with_clients_and_servers_that_offer_only_it() {
+    let ca = Ca::new("pq CA");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (chain, key) = ca.issue(
+        "pq.test",
+        vec![SanType::DnsName("pq.test".try_into().expect("name"))],
+        false,
+    );
+    let cert = write(dir.path(), "pq.pem", &chain);
+    let key = write(dir.path(), "pq.key", &key);
+    // A server whose only key exchange is the hybrid group.
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.kx_groups = vec![gangway::crypto::X25519MLKEM768];
+    let (backend_cert, backend_key) = ca.server();
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(TLS13_ONLY)
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(certs(&backend_cert), self::key(&backend_key))
+        .expect("server config");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let (port, _server) = serve_tls(config).await;
+    let ca_file = write(dir.path(), "ca.pem", &ca.pem());
+    let tls_port = support::free_port();
+    let conf = format!(
+        "{}[http.serversTransports.pq]\nrootCAs = [{ca_file:?}]\n\
+         [http.routers.front]\nrule = \"Host(`pq.test`)\"\nservice = \"pq\"\n\
+         [http.routers.front.tls]\n\
+         [[tls.certificates]]\ncertFile = {cert:?}\nkeyFile = {key:?}\n",
+        route("pq", &format!("https://127.0.0.1:{port}")),
+    );
+    let gw = Gangway::with_file(
+        &conf,
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    ready(&gw, "pq.test").await;
+    // Towards the server: the hybrid group by default.
+    let got = gw.get("pq.test", "/").await;
+    assert_eq!(got.status, StatusCode::OK, "{}", got.text());
+    assert!(
+        got.text().ends_with("Some(X25519MLKEM768)"),
+        "{}",
+        got.text()
+    );
+    // From a client offering only the hybrid group, and from one offering
+    // only X25519: each gets what it offers.
+    for (groups, wanted) in [
+        (
+            vec![gangway::crypto::X25519MLKEM768],
+            rustls::NamedGroup::X25519MLKEM768,
+        ),
+        (
+            vec![rustls::crypto::ring::kx_group::X25519],
+            rustls::NamedGroup::X25519,
+        ),
+    ] {
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(client_offering(groups, &ca)));
+        eventually(Duration::from_secs(5), "TLS handshake", || {
+            handshake(connector.clone(), tls_port)
+        })
+        .await;
+        let negotiated = handshake_group(&connector, tls_port).await;
+        assert_eq!(negotiated, Some(wanted));
+    }
+}
+
+async fn handshake_group(
+    connector: &tokio_rustls::TlsConnector,
+    port: u16,
+) -> Option<rustls::NamedGroup> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let name = rustls::pki_types::ServerName::try_from("pq.test").expect("name");
+    let tls = connector.connect(name, tcp).await.ok()?;
+    tls.get_ref()
+        .1
+        .negotiated_key_exchange_group()
+        .map(|g| g.name())
+}
+
+async fn handshake(connector: tokio_rustls::TlsConnector, port: u16) -> bool {
+    handshake_group(&connector, port).await.is_some()
+}

@@ -69,7 +69,7 @@ pub fn provider_config(
 /// client certificates.
 pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, ClientError> {
     let versions = versions(settings.min_version, settings.max_version)?;
-    let mut provider = rustls::crypto::ring::default_provider();
+    let mut provider = crate::crypto::provider();
     if !settings.cipher_suites.is_empty() {
         for name in settings.cipher_suites {
             let known = provider
