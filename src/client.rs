@@ -27,6 +27,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+/// Traefik's default `pingTimeout`: how long an HTTP/2 PING's answer may
+/// take.
+pub const PING_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// How gangway speaks to a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ServerKind {
@@ -102,9 +106,32 @@ pub enum ClientError {
     /// rustls refused the client certificate and its key.
     #[error("certificates: {0}")]
     ClientCertificate(#[source] rustls::Error),
-    /// More than one client certificate.
-    #[error("certificates: gangway offers one client certificate; give one")]
-    SeveralCertificates,
+    /// A `minVersion` or `maxVersion` gangway cannot speak or does not know.
+    #[error("{option}: `{value}` {reason}")]
+    Version {
+        /// `minVersion` or `maxVersion`.
+        option: &'static str,
+        /// The version as configured.
+        value: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// `minVersion` above `maxVersion`.
+    #[error("minVersion `{min}` is above maxVersion `{max}`")]
+    VersionRange {
+        /// The lowest version as configured.
+        min: String,
+        /// The highest version as configured.
+        max: String,
+    },
+    /// A `cipherSuites` name rustls does not implement.
+    #[error(
+        "cipherSuites: `{name}` is not a cipher suite gangway offers (TLS 1.2 suites with ECDHE and AES-GCM or ChaCha20-Poly1305)"
+    )]
+    CipherSuite {
+        /// The name as configured.
+        name: String,
+    },
     /// A CA in `rootCAs` that does not parse or is refused.
     #[error("rootCAs: {what}: {source}")]
     RootCa {
@@ -132,6 +159,12 @@ pub struct ClientSettings {
     pub idle_conn_timeout: Option<Duration>,
     /// Idle connections kept per server.
     pub max_idle_per_host: usize,
+    /// HTTP/2: a PING after this long without a frame from the server
+    /// (`readIdleTimeout`); None: no pings.
+    pub read_idle_timeout: Option<Duration>,
+    /// HTTP/2: how long a PING's answer may take (`pingTimeout`); None:
+    /// Traefik's 15s.
+    pub ping_timeout: Option<Duration>,
     /// How `https://` servers are verified and spoken to.
     pub tls: TlsSettings,
 }
@@ -153,6 +186,12 @@ pub struct TlsSettings {
     /// A URI the server certificate's subject alternative names must hold;
     /// checked instead of the server's name (the chain still is).
     pub peer_cert_uri: Option<String>,
+    /// TLS 1.2 cipher suites offered, by IANA name; empty: all of them.
+    pub cipher_suites: Vec<String>,
+    /// Lowest version, as Traefik names it (`VersionTLS12`); None: TLS 1.2.
+    pub min_version: Option<String>,
+    /// Highest version (`VersionTLS13`); None: TLS 1.3.
+    pub max_version: Option<String>,
 }
 
 /// Pooled clients towards one server address, with one settings set:
@@ -176,7 +215,7 @@ pub struct UpstreamClient {
 impl UpstreamClient {
     fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, ClientError> {
         let (main, https_h1) = https::clients(settings, server)?;
-        let h2c = h2c::H2cConn::new(server, settings.dial_timeout, settings.idle_conn_timeout);
+        let h2c = h2c::H2cConn::new(server, settings);
         let h1 = pool::H1Pool::new(
             server,
             settings.dial_timeout,

@@ -1148,7 +1148,23 @@ impl ServiceCompiler<'_> {
             max_idle_conns_per_host,
             forwarding_timeouts,
             disable_http2,
+            certificates,
+            cipher_suites,
+            min_version,
+            max_version,
+            peer_cert_uri,
+            spiffe,
         } = t;
+        let in_transport = |problem: Problem| Problem::InReference {
+            what: Reference::ServersTransport,
+            name: q.clone(),
+            problem: Box::new(problem),
+        };
+        if spiffe.is_some() {
+            return Err(in_transport(Problem::Unsupported {
+                message: "`spiffe`: gangway has no SPIFFE support; use `rootCAs`, `certificates` and `peerCertURI`".to_owned(),
+            }));
+        }
         let mut settings = self.ctx.default_transport.clone();
         if let Some(n) = max_idle_conns_per_host {
             settings.max_idle_per_host = *n;
@@ -1164,14 +1180,27 @@ impl ServiceCompiler<'_> {
             if let Some(d) = &ft.idle_conn_timeout {
                 settings.idle_conn_timeout = nonzero(d);
             }
+            if let Some(d) = &ft.read_idle_timeout {
+                settings.read_idle_timeout = nonzero(d);
+            }
+            if let Some(d) = &ft.ping_timeout {
+                settings.ping_timeout = nonzero(d);
+            }
         }
+        let given = |o: &Option<String>| o.clone().filter(|v| !v.trim().is_empty());
         settings.tls = TlsSettings {
             insecure_skip_verify: *insecure_skip_verify,
             root_cas: root_cas.clone(),
-            server_name: server_name.clone().filter(|n| !n.is_empty()),
+            server_name: given(server_name),
             disable_http2: *disable_http2,
-            certificates: Vec::new(),
-            peer_cert_uri: None,
+            certificates: certificates
+                .iter()
+                .map(|c| (c.cert_file.clone(), c.key_file.clone()))
+                .collect(),
+            peer_cert_uri: given(peer_cert_uri),
+            cipher_suites: cipher_suites.clone(),
+            min_version: given(min_version),
+            max_version: given(max_version),
         };
         Ok(settings)
     }

@@ -18,6 +18,7 @@ pub mod check;
 pub mod client;
 pub mod compile;
 pub mod config;
+pub mod crypto;
 pub mod health;
 pub mod metrics;
 pub mod middleware;

@@ -31,6 +31,14 @@ pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
 /// Why a certificate or a set of TLS options cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
+    /// A `curvePreferences` name gangway cannot offer.
+    #[error("curvePreferences: `{name}` {reason}")]
+    Curve {
+        /// The name as configured.
+        name: String,
+        /// Why it cannot be offered.
+        reason: &'static str,
+    },
     /// A PEM file could not be read.
     #[error("cannot read `{path}`: {source}")]
     Read {
@@ -87,10 +95,11 @@ pub enum TlsError {
     Rustls(#[from] rustls::Error),
 }
 
-/// The crypto provider everything TLS in gangway uses: ring, chosen
+/// The crypto provider everything TLS in gangway uses: ring with the
+/// post-quantum `X25519MLKEM768` first ([`crate::crypto`]), chosen
 /// explicitly so a dependency enabling another provider changes nothing.
 pub fn provider() -> rustls::crypto::CryptoProvider {
-    rustls::crypto::ring::default_provider()
+    crate::crypto::provider()
 }
 
 /// A certificate obtained by a certificate resolver, as stored and served.

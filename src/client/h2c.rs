@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 pub struct H2cConn {
     dialer: Dialer,
     idle_timeout: Option<Duration>,
+    /// `readIdleTimeout` and `pingTimeout`: how often the connection is
+    /// checked with a PING and how long its answer may take.
+    pings: Option<(Duration, Duration)>,
     current: Mutex<Option<Current>>,
     /// Held while a connection is opened, so that requests arriving
     /// together wait for one connection instead of each opening one.
@@ -54,14 +57,13 @@ impl Current {
 
 impl H2cConn {
     /// The connection to the server at `server` (port 80 when it names none).
-    pub fn new(
-        server: &http::uri::Authority,
-        dial_timeout: Option<Duration>,
-        idle_timeout: Option<Duration>,
-    ) -> Arc<Self> {
+    pub fn new(server: &http::uri::Authority, settings: &super::ClientSettings) -> Arc<Self> {
         reaped(Arc::new(H2cConn {
-            dialer: Dialer::new(server, dial_timeout),
-            idle_timeout,
+            dialer: Dialer::new(server, settings.dial_timeout),
+            idle_timeout: settings.idle_conn_timeout,
+            pings: settings
+                .read_idle_timeout
+                .map(|every| (every, settings.ping_timeout.unwrap_or(super::PING_TIMEOUT))),
             current: Mutex::new(None),
             dialing: tokio::sync::Mutex::new(0),
         }))
@@ -160,7 +162,7 @@ impl H2cConn {
         let stream = self.dialer.dial().await?;
         // hyper's client defaults, which gangway used before it spoke h2
         // directly: larger windows than HTTP/2's 64 KB, no server push.
-        let (sender, conn) = h2::client::Builder::new()
+        let (sender, mut conn) = h2::client::Builder::new()
             .initial_window_size(2 * 1024 * 1024)
             .initial_connection_window_size(5 * 1024 * 1024)
             .max_frame_size(16 * 1024)
@@ -173,8 +175,18 @@ impl H2cConn {
             .map_err(|e| SendError::connect("HTTP/2 handshake", Some(Box::new(e))))?;
         let closed = Arc::new(AtomicBool::new(false));
         let ended = closed.clone();
+        let pinger = self
+            .pings
+            .and_then(|(every, wait)| Some((conn.ping_pong()?, every, wait)));
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
+            let outcome = match pinger {
+                None => conn.await.map_err(|e| e.to_string()),
+                Some((pings, every, wait)) => tokio::select! {
+                    done = conn => done.map_err(|e| e.to_string()),
+                    dead = ping_until_silent(pings, every, wait) => Err(dead),
+                },
+            };
+            if let Err(e) = outcome {
                 tracing::debug!(error = %e, "server connection ended");
             }
             ended.store(true, Ordering::Relaxed);
@@ -259,5 +271,19 @@ impl Future for Exchange<'_> {
                 SendError::broken(Box::new(e))
             }
         })
+    }
+}
+
+/// Sends a PING every `every` and returns, saying why, once one is not
+/// answered within `wait`: the connection is then dropped, as hyper does
+/// for HTTP/2 keep-alive towards `https://` servers.
+async fn ping_until_silent(mut pings: h2::PingPong, every: Duration, wait: Duration) -> String {
+    loop {
+        tokio::time::sleep(every).await;
+        match tokio::time::timeout(wait, pings.ping(h2::Ping::opaque())).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return format!("PING failed: {e}"),
+            Err(_) => return format!("no PING answer within {wait:?}"),
+        }
     }
 }

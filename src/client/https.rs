@@ -74,6 +74,15 @@ pub(super) fn clients(
         .pool_idle_timeout(settings.idle_conn_timeout)
         .pool_max_idle_per_host(settings.max_idle_per_host)
         .set_host(false);
+    if let Some(every) = settings.read_idle_timeout {
+        // Traefik's readIdleTimeout and pingTimeout: HTTP/2 connections
+        // that stay silent are checked with a PING, idle ones too, and
+        // closed when the answer does not come in time.
+        builder
+            .http2_keep_alive_interval(every)
+            .http2_keep_alive_timeout(settings.ping_timeout.unwrap_or(super::PING_TIMEOUT))
+            .http2_keep_alive_while_idle(true);
+    }
 
     let https_h1 = builder.build(connector(&settings.tls, server, false, http.clone())?);
     let main = if settings.tls.disable_http2 {
@@ -127,5 +136,8 @@ pub fn tls_config(settings: &TlsSettings) -> Result<rustls::ClientConfig, Client
         root_cas: &settings.root_cas,
         peer_cert_uri: settings.peer_cert_uri.as_deref(),
         certificates: &settings.certificates,
+        cipher_suites: &settings.cipher_suites,
+        min_version: settings.min_version.as_deref(),
+        max_version: settings.max_version.as_deref(),
     })
 }

@@ -258,9 +258,11 @@ impl<'a> MiddlewareCompiler<'a> {
         }
         if let Some(c) = forward_auth {
             let transport = self.transport;
-            return ok(mw::forward_auth::compile(c, |server| {
-                reg.client(transport, server)
-            }));
+            return ok(mw::forward_auth::compile(
+                c,
+                transport,
+                |settings, server| reg.client(settings, server),
+            ));
         }
         if let Some(c) = grpc_web {
             return ok(mw::grpc_web::compile(c));

@@ -15,6 +15,7 @@ fn ctx() -> CompileContext {
             idle_conn_timeout: None,
             max_idle_per_host: 1,
             tls: TlsSettings::default(),
+            ..ClientSettings::default()
         },
         service_limits: crate::overload::Limits {
             max_concurrent: 0,

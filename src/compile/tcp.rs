@@ -555,6 +555,7 @@ impl TcpEnv<'_> {
                     .map(|c| (c.cert_file.clone(), c.key_file.clone()))
                     .collect(),
                 peer_cert_uri: t.peer_cert_uri.clone().filter(|u| !u.is_empty()),
+                ..TlsSettings::default()
             };
         }
         Ok((transport, tls))

@@ -16,6 +16,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
             idle_conn_timeout: None,
             max_idle_per_host: 1,
             tls: TlsSettings::default(),
+            ..ClientSettings::default()
         },
         service_limits: crate::overload::Limits {
             max_concurrent: 0,

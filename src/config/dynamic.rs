@@ -414,6 +414,30 @@ pub struct ServersTransport {
     /// Never use HTTP/2 towards HTTPS servers.
     #[serde(rename = "disableHTTP2")]
     pub disable_http2: bool,
+    /// Client certificates offered to HTTPS servers that ask for one
+    /// (mTLS); with several, the one issued by a CA the server names in its
+    /// request, else the first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<tcp::ClientCertificate>,
+    /// TLS 1.2 cipher suites offered, by IANA name (TLS 1.3 suites are
+    /// always offered, as in Go).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cipher_suites: Vec<String>,
+    /// Lowest TLS version towards servers: `VersionTLS12` (default) or
+    /// `VersionTLS13`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_version: Option<String>,
+    /// Highest TLS version towards servers (default `VersionTLS13`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_version: Option<String>,
+    /// A URI the server certificate's subject alternative names must hold
+    /// (SPIFFE-style), checked instead of the server name.
+    #[serde(rename = "peerCertURI", skip_serializing_if = "Option::is_none")]
+    pub peer_cert_uri: Option<String>,
+    /// SPIFFE identities (Traefik's; not supported by gangway: a service
+    /// naming a transport with it is disabled with that reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spiffe: Option<serde_json::Value>,
 }
 
 /// Timeouts towards servers.
@@ -429,6 +453,14 @@ pub struct ForwardingTimeouts {
     /// How long an idle keep-alive connection is kept (default 90s).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_conn_timeout: Option<Duration>,
+    /// HTTP/2 towards servers: after this long without a frame from the
+    /// server, a PING checks the connection (default: no pings).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_idle_timeout: Option<Duration>,
+    /// HTTP/2 towards servers: how long a PING's answer may take before the
+    /// connection is closed (default 15s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ping_timeout: Option<Duration>,
 }
 
 /// The `tls` section.

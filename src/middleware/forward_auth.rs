@@ -5,7 +5,7 @@
 use super::spool::{self, Read};
 use super::{Exchange, Middleware, MiddlewareError, Next, Req, Resp, status_response};
 use crate::body::{ProxyBody, RequestBody};
-use crate::client::{ClientError, ServerKind, UpstreamClient};
+use crate::client::{ClientError, ClientSettings, ServerKind, TlsSettings, UpstreamClient};
 use crate::config::dynamic::middleware as model;
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -68,15 +68,59 @@ fn names(option: &'static str, list: &[String]) -> Result<Vec<HeaderName>, Middl
         .collect()
 }
 
+/// The client settings towards the auth server: the transport's, with
+/// TLS as the middleware's `tls` says. As in Traefik, the auth server's
+/// TLS is the middleware's own: without `tls.ca` the built-in roots are
+/// trusted, not the servers transport's `rootCAs`.
+fn settings(
+    tls: Option<&model::ClientTls>,
+    base: &ClientSettings,
+) -> Result<ClientSettings, MiddlewareError> {
+    let mut settings = base.clone();
+    let given = |o: &Option<String>| o.clone().filter(|v| !v.trim().is_empty());
+    let Some(tls) = tls else {
+        settings.tls = TlsSettings::default();
+        return Ok(settings);
+    };
+    #[deny(unused_variables)] // an option read nowhere fails the build
+    let model::ClientTls {
+        ca,
+        cert,
+        key,
+        insecure_skip_verify,
+        // Traefik's: a server-side notion, no effect on a client.
+        ca_optional: _,
+    } = tls;
+    let certificates = match (given(cert), given(key)) {
+        (Some(cert), Some(key)) => vec![(cert, key)],
+        (None, None) => Vec::new(),
+        _ => {
+            return Err(MiddlewareError::invalid(
+                "tls",
+                ClientError::HalfCertificate.to_string(),
+            ));
+        }
+    };
+    settings.tls = TlsSettings {
+        insecure_skip_verify: *insecure_skip_verify,
+        root_cas: given(ca).into_iter().collect(),
+        certificates,
+        ..TlsSettings::default()
+    };
+    Ok(settings)
+}
+
 fn limit(v: Option<i64>) -> Option<u64> {
     v.and_then(|n| u64::try_from(n).ok())
 }
 
 /// Compiles a `forwardAuth`; `client_for` gives the client of the auth
-/// server's address (`host:port`), as for any server of the transport.
+/// server's address (`host:port`) with these settings: the transport's
+/// `base` ones, with the middleware's `tls` towards `https://` servers.
 pub fn compile(
     cfg: &model::ForwardAuth,
-    client_for: impl FnOnce(&Authority) -> Result<Arc<UpstreamClient>, ClientError>,
+    base: &ClientSettings,
+    client_for: impl FnOnce(&ClientSettings, &Authority) -> Result<Arc<UpstreamClient>, ClientError>,
 ) -> Result<ForwardAuth, MiddlewareError> {
     let address: Uri = cfg
         .address
@@ -85,25 +129,15 @@ pub fn compile(
         .map_err(|e| MiddlewareError::invalid("address", format!("`{}`: {e}", cfg.address)))?;
     let (kind, default_port) = match address.scheme_str() {
         Some("http") => (ServerKind::Http, 80),
-        Some("https") => {
-            return Err(MiddlewareError::invalid(
-                "address",
-                "https auth servers are not supported yet",
-            ));
-        }
+        Some("https") => (ServerKind::Https, 443),
         _ => {
             return Err(MiddlewareError::invalid(
                 "address",
-                format!("`{}` is not an http:// URL", cfg.address),
+                format!("`{}` is not an http:// or https:// URL", cfg.address),
             ));
         }
     };
-    if cfg.tls.is_some() {
-        return Err(MiddlewareError::invalid(
-            "tls",
-            "TLS towards the auth server is not supported yet",
-        ));
-    }
+    let settings = settings(cfg.tls.as_ref(), base)?;
     let host = address
         .authority()
         .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
@@ -120,7 +154,10 @@ pub fn compile(
             MiddlewareError::invalid("address", format!("`{}` has no host", cfg.address))
         })
         .and_then(|server| {
-            client_for(&server).map_err(|e| MiddlewareError::invalid("address", e.to_string()))
+            client_for(&settings, &server).map_err(|e| {
+                let option = if cfg.tls.is_some() { "tls" } else { "address" };
+                MiddlewareError::invalid(option, e.to_string())
+            })
         })?;
     let response_regex = match cfg
         .auth_response_headers_regex

@@ -91,9 +91,9 @@ pub fn compile_context(
                 root_cas: root_cas.clone(),
                 server_name: None,
                 disable_http2: false,
-                certificates: Vec::new(),
-                peer_cert_uri: None,
+                ..TlsSettings::default()
             },
+            ..ClientSettings::default()
         },
         default_tcp_transport: TcpTransport {
             dial_timeout: nonzero(tcp_dial_timeout.0),

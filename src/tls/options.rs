@@ -8,7 +8,7 @@ use rustls::server::{
     ProducesTickets, ServerSessionMemoryCache, StoresServerSessions, WebPkiClientVerifier,
 };
 use rustls::version::{TLS12, TLS13};
-use rustls::{RootCertStore, ServerConfig, SupportedProtocolVersion};
+use rustls::{NamedGroup, RootCertStore, ServerConfig, SupportedProtocolVersion};
 use std::sync::Arc;
 
 /// How returning clients skip the full handshake: a server-side session
@@ -166,23 +166,32 @@ pub fn compile_options(
         let all = std::mem::take(&mut provider.kx_groups);
         let mut chosen: Vec<&'static dyn SupportedKxGroup> = Vec::new();
         for name in &opts.curve_preferences {
-            let wanted = match name.as_str() {
-                "CurveP256" | "secp256r1" | "P256" => "secp256r1",
-                "CurveP384" | "secp384r1" | "P384" => "secp384r1",
-                "X25519" | "x25519" => "X25519",
-                other => {
-                    warnings.push(format!("curve `{other}` is not supported and skipped"));
-                    continue;
+            // Traefik's names (Go's constants and the IANA ones).
+            let wanted = match name.trim() {
+                "X25519MLKEM768" | "x25519mlkem768" => NamedGroup::X25519MLKEM768,
+                "X25519" | "x25519" => NamedGroup::X25519,
+                "CurveP256" | "secp256r1" => NamedGroup::secp256r1,
+                "CurveP384" | "secp384r1" => NamedGroup::secp384r1,
+                "CurveP521" | "secp521r1" => {
+                    return Err(TlsError::Curve {
+                        name: name.clone(),
+                        reason: "P-521 key exchange is not possible here: rustls on ring has no P-521; use CurveP384, X25519 or X25519MLKEM768",
+                    });
+                }
+                _ => {
+                    return Err(TlsError::Curve {
+                        name: name.clone(),
+                        reason: "is not a curve Traefik names (X25519MLKEM768, X25519, CurveP256, CurveP384, CurveP521)",
+                    });
                 }
             };
-            if let Some(group) = all
-                .iter()
-                .find(|g| format!("{:?}", g.name()).eq_ignore_ascii_case(wanted))
+            if let Some(group) = all.iter().find(|g| g.name() == wanted)
+                && !chosen.iter().any(|c| c.name() == wanted)
             {
                 chosen.push(*group);
             }
         }
-        provider.kx_groups = if chosen.is_empty() { all } else { chosen };
+        provider.kx_groups = chosen;
     }
     let provider = Arc::new(provider);
 
@@ -314,6 +323,47 @@ mod tests {
             [b"h2".to_vec(), b"http/1.1".to_vec()]
         );
         assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn curve_preferences_take_traefiks_names_and_refuse_p521_saying_why() {
+        let curves = |names: &[&str]| TlsOptions {
+            curve_preferences: names.iter().map(|n| (*n).to_owned()).collect(),
+            ..TlsOptions::default()
+        };
+        let (config, _) = compile(&TlsOptions::default()).unwrap();
+        let groups: Vec<NamedGroup> = config
+            .crypto_provider()
+            .kx_groups
+            .iter()
+            .map(|g| g.name())
+            .collect();
+        assert_eq!(
+            groups[..2],
+            [NamedGroup::X25519MLKEM768, NamedGroup::X25519]
+        );
+        let (config, _) = compile(&curves(&["CurveP384", "X25519MLKEM768", "secp256r1"])).unwrap();
+        let groups: Vec<NamedGroup> = config
+            .crypto_provider()
+            .kx_groups
+            .iter()
+            .map(|g| g.name())
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                NamedGroup::secp384r1,
+                NamedGroup::X25519MLKEM768,
+                NamedGroup::secp256r1
+            ]
+        );
+        for (name, says) in [("CurveP521", "no P-521"), ("P999", "not a curve")] {
+            let Err(e) = compile(&curves(&["X25519", name])) else {
+                panic!("{name} taken");
+            };
+            let e = e.to_string();
+            assert!(e.contains(name) && e.contains(says), "{e}");
+        }
     }
 
     #[test]
