@@ -589,7 +589,10 @@ mod tests {
                 "Host(`{{ replace \"_\" \"-\" (trimSuffix \"_1\" (lower .ContainerName)) }}`)",
                 "Host(`shop-web`)",
             ),
-            ("Host(`{{ trimAll \"-\" .Name | title }}`)", "Host(`Web-Shop`)"),
+            (
+                "Host(`{{ trimAll \"-\" .Name | title }}`)",
+                "Host(`Web-Shop`)",
+            ),
             ("Host(`{{ ucfirst .Service }}`)", "Host(`Web`)"),
         ];
         for (t, want) in cases {
@@ -616,8 +619,14 @@ mod tests {
             ("Host(`{{ lower .Name) }}`)", "unbalanced"),
             ("Host(`{{ lower () }}`)", "empty parentheses"),
             ("Host(`{{ .Name | }}`)", "empty command"),
-            ("Host(`{{ lower (trimPrefix .Name) }}`)", "takes 2 arguments"),
-            ("Host(`{{ lower (nope .Name) }}`)", "unknown function `nope`"),
+            (
+                "Host(`{{ lower (trimPrefix .Name) }}`)",
+                "takes 2 arguments",
+            ),
+            (
+                "Host(`{{ lower (nope .Name) }}`)",
+                "unknown function `nope`",
+            ),
         ] {
             let e = Template::parse(t).expect_err(t);
             assert!(e.to_string().contains(needle), "{t}: {e}");

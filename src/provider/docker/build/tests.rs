@@ -815,7 +815,13 @@ fn the_default_rule_template_knows_compose_and_the_domain() {
         ],
     );
     let b = build(&[v], &s, NOW);
-    let rules: Vec<&str> = b.dynamic.http.routers.values().map(|r| r.rule.as_str()).collect();
+    let rules: Vec<&str> = b
+        .dynamic
+        .http
+        .routers
+        .values()
+        .map(|r| r.rule.as_str())
+        .collect();
     assert_eq!(rules, ["Host(`blog.example.com`)"], "{:?}", b.detail);
     // An empty result is an error on that router.
     let s = settings(|c| c.default_rule = "{{ .Project }}".into());
