@@ -109,6 +109,23 @@ pub struct EntryPointInfo {
     pub id: EntryPointId,
     /// Whose forwarded headers are believed.
     pub trust: TrustPolicy,
+    /// Add the client's address to `X-Forwarded-For` (unless
+    /// `forwardedHeaders.notAppendXForwardedFor`).
+    pub append_x_forwarded_for: bool,
+    /// An HTTP/1 connection's answer number this many says
+    /// `Connection: close` (`transport.keepAliveMaxRequests`); 0: never.
+    pub keep_alive_max_requests: u64,
+    /// An HTTP/1 connection this old gets `Connection: close` on its next
+    /// answer (`transport.keepAliveMaxTime`).
+    pub keep_alive_max_time: Option<Duration>,
+    /// Send `;` in queries on as `%3B` (`http.encodeQuerySemicolons`).
+    pub encode_query_semicolons: bool,
+    /// A router matching an ACME HTTP-01 challenge path takes it before
+    /// gangway's own answer (`allowACMEByPass`).
+    pub allow_acme_by_pass: bool,
+    /// The HPACK table clients may use towards gangway
+    /// (`http2.maxDecoderHeaderTableSize`).
+    pub max_decoder_header_table_size: u32,
     /// Whose PROXY protocol header is read (`entryPoints.<n>.proxyProtocol`);
     /// `None`: no one's.
     pub proxy_protocol: Option<TrustPolicy>,
@@ -164,6 +181,9 @@ pub struct Redirect {
     pub port: Option<u16>,
     /// 301/308 rather than 302/307.
     pub permanent: bool,
+    /// Routers above this priority whose rule matches are served instead;
+    /// `None`: the redirection comes before every router.
+    pub priority: Option<i64>,
 }
 
 /// One accepted connection.
@@ -186,6 +206,12 @@ pub(crate) struct ConnInfo {
     /// The certificates the client sent (leaf first), for
     /// `passTLSClientCert`.
     pub(crate) client_certs: Option<crate::middleware::ClientCerts>,
+    /// Requests answered so far, counted when the entry point bounds them
+    /// (`keepAliveMaxRequests`).
+    answered: std::sync::atomic::AtomicU64,
+    /// When the connection was accepted, kept when the entry point bounds
+    /// its age (`keepAliveMaxTime`).
+    opened: Option<std::time::Instant>,
 }
 
 impl ConnInfo {
@@ -196,6 +222,9 @@ impl ConnInfo {
         tls: bool,
         sni: Option<Box<str>>,
     ) -> Self {
+        let opened = entry_point
+            .keep_alive_max_time
+            .map(|_| std::time::Instant::now());
         ConnInfo {
             entry_point,
             peer,
@@ -206,6 +235,28 @@ impl ConnInfo {
             activity: None,
             client_subject: None,
             client_certs: None,
+            answered: std::sync::atomic::AtomicU64::new(0),
+            opened,
+        }
+    }
+
+    /// Counts one more answer and says whether the connection has served
+    /// its share (`keepAliveMaxRequests`, `keepAliveMaxTime`) and is to be
+    /// closed after it.
+    pub(crate) fn keep_alive_spent(&self) -> bool {
+        let ep = &self.entry_point;
+        if ep.keep_alive_max_requests > 0 {
+            let n = self
+                .answered
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if n >= ep.keep_alive_max_requests {
+                return true;
+            }
+        }
+        match (ep.keep_alive_max_time, self.opened) {
+            (Some(max), Some(opened)) => opened.elapsed() >= max,
+            _ => false,
         }
     }
 }
@@ -265,8 +316,10 @@ pub fn alt_svc(port: u16) -> HeaderValue {
 }
 
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4
-/// together where the machine has IPv6, as Traefik's `:80` does.
-pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
+/// together where the machine has IPv6, as Traefik's `:80` does. With
+/// `reuse_port`, other sockets (another process) may bind the same port
+/// (`SO_REUSEPORT`; `reusePort`).
+pub fn bind(host: Option<IpAddr>, port: u16, reuse_port: bool) -> io::Result<TcpListener> {
     use socket2::{Domain, Socket, Type};
     let (addr, dual) = match host {
         Some(ip) => (SocketAddr::new(ip, port), false),
@@ -281,6 +334,9 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
             socket.set_only_v6(false)?;
         }
         socket.set_reuse_address(true)?;
+        if reuse_port {
+            socket.set_reuse_port(true)?;
+        }
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         socket.listen(1024)?;
@@ -330,6 +386,7 @@ impl HttpServers {
             entry_point.max_concurrent_streams,
             head_bytes(limits) as u32,
             limits.max_pending_reset_streams as usize,
+            entry_point.max_decoder_header_table_size,
         );
         HttpServers { one, two }
     }

@@ -526,3 +526,69 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
         );
     }
 }
+
+/// The gangway image answers Traefik's compose `healthcheck:` (`traefik
+/// healthcheck --ping`, the binary under Traefik's name on PATH) and
+/// declares a HEALTHCHECK of its own that reports a container with ping
+/// healthy.
+#[tokio::test]
+async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
+    let test = "the_image_is_healthy_as_traefiks_healthcheck_says";
+    let _one = SERIAL.lock().await;
+    if docker_support::compose_ready(test).await.is_none() {
+        return;
+    }
+    let docker = docker_support::docker;
+    let declared = match docker(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{json .Config.Healthcheck.Test}}",
+        GANGWAY_IMAGE,
+    ])
+    .await
+    {
+        Ok(declared) => declared,
+        Err(e) => {
+            skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
+            return;
+        }
+    };
+    assert_eq!(
+        declared.trim(),
+        r#"["CMD","/gangway","healthcheck","--if-enabled"]"#
+    );
+    let name = format!("gangway-test-health-{}", std::process::id());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--label",
+        &format!("{}=health", docker_support::RUN_LABEL),
+        "--health-interval=1s",
+        "--health-start-period=1s",
+        "-e",
+        "TRAEFIK_PING=true",
+        "-e",
+        "TRAEFIK_PING_ENTRYPOINT=web",
+        "-e",
+        "TRAEFIK_ENTRYPOINTS_WEB_ADDRESS=:8081",
+        GANGWAY_IMAGE,
+    ])
+    .await
+    .expect("start the image");
+    let by_name = docker(&["exec", &name, "traefik", "healthcheck", "--ping"]).await;
+    let healthy = support::within(Duration::from_secs(30), || async {
+        docker(&["inspect", "--format", "{{.State.Health.Status}}", &name])
+            .await
+            .is_ok_and(|s| s.trim() == "healthy")
+    })
+    .await;
+    let _ = docker(&["rm", "-f", &name]).await;
+    assert!(healthy, "the image's HEALTHCHECK never passed");
+    assert!(
+        by_name.as_deref().is_ok_and(|o| o.starts_with("OK: ")),
+        "{by_name:?}"
+    );
+}

@@ -119,6 +119,31 @@ fn without_ping_or_without_an_answer_the_check_fails() {
     );
 }
 
+/// The image's HEALTHCHECK passes `--if-enabled`: a container whose
+/// configuration has no ping is not ill, one whose ping fails still is.
+#[test]
+fn if_enabled_passes_without_ping_and_still_asks_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, out) = healthcheck(dir.path(), &["--if-enabled".to_owned()], &[]);
+    assert_eq!(
+        (status, out.as_str()),
+        (0, "OK: ping is not enabled, nothing to check\n")
+    );
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let (status, out) = healthcheck(
+        dir.path(),
+        &["--if-enabled".to_owned()],
+        &[
+            ("TRAEFIK_PING", "true"),
+            ("TRAEFIK_PING_ENTRYPOINT", "web"),
+            ("TRAEFIK_ENTRYPOINTS_WEB_ADDRESS", &address),
+        ],
+    );
+    assert_eq!(status, 1, "{out}");
+    assert!(out.contains(&format!("GET http://{address}/ping")), "{out}");
+}
+
 #[tokio::test]
 async fn a_gangway_shutting_down_is_reported_unhealthy() {
     let app = Backend::echo("app").await;

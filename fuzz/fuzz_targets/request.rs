@@ -150,6 +150,12 @@ fn harness() -> &'static Harness {
                     trusted: Vec::new(),
                     insecure,
                 },
+                append_x_forwarded_for: true,
+                keep_alive_max_requests: 0,
+                keep_alive_max_time: None,
+                encode_query_semicolons: false,
+                allow_acme_by_pass: false,
+                max_decoder_header_table_size: 4096,
                 redirect,
                 grace: Duration::from_secs(1),
                 header_read_timeout: Some(Duration::from_secs(2)),
@@ -173,6 +179,7 @@ fn harness() -> &'static Harness {
             scheme: "https".to_owned(),
             port: Some(8443),
             permanent: true,
+            priority: None,
         };
         let entry_points = [
             entry_point(None, false),

@@ -14,6 +14,10 @@ use crate::config::static_config::{self, ListenAddress, Loaded, StaticConfig, St
 /// How long the whole call may take, as in Traefik.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The flag that makes a configuration without ping healthy (the image's
+/// `HEALTHCHECK` passes it).
+pub const IF_ENABLED: &str = "--if-enabled";
+
 /// Most bytes read of the answer: its status line is all that counts.
 const MAX_HEAD: usize = 1024;
 
@@ -58,11 +62,17 @@ pub fn main(args: &[String], env: &[(String, String)], cwd: &Path) -> u8 {
             "Usage: gangway healthcheck [--ping] [--OPTION=VALUE]...\n\n\
              Calls /ping on the ping entry point of the static configuration\n\
              (read as gangway reads it at start) and exits 0 when it answers 200,\n\
-             1 otherwise. `--ping` turns ping on, as for gangway itself."
+             1 otherwise. `--ping` turns ping on, as for gangway itself;\n\
+             `--if-enabled` exits 0 when ping is not enabled at all."
         );
         return 0;
     }
-    let config = match static_config::load(args, env, cwd) {
+    // gangway's own flag, for the image's HEALTHCHECK: without ping in
+    // the configuration the container can see there is nothing to ask,
+    // and that is not ill health (Traefik's image declares no check).
+    let if_enabled = args.iter().any(|a| a == IF_ENABLED);
+    let args: Vec<String> = args.iter().filter(|a| *a != IF_ENABLED).cloned().collect();
+    let config = match static_config::load(&args, env, cwd) {
         Ok(Loaded::Run(config, _)) => config,
         Ok(Loaded::Help(_) | Loaded::Version) => return 0,
         Err(e) => {
@@ -70,6 +80,10 @@ pub fn main(args: &[String], env: &[(String, String)], cwd: &Path) -> u8 {
             return 1;
         }
     };
+    if if_enabled && config.ping.is_none() {
+        println!("OK: ping is not enabled, nothing to check");
+        return 0;
+    }
     match probe(&config) {
         Ok((url, 200, _)) => {
             println!("OK: {url}");

@@ -74,6 +74,18 @@ pub struct StaticConfig {
     pub accepted: Vec<AcceptedOption>,
     /// Traefik's `core` section: how router rules are read by default.
     pub core: Core,
+    /// Traefik's `global` section; its update check and usage statistics
+    /// are inert here (said once at start).
+    pub global: Global,
+}
+
+/// Traefik's `global` section, what gangway does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Global {
+    /// `forwardedHeaders.notAppendXForwardedFor` on every entry point.
+    /// Default `false`.
+    pub not_append_x_forwarded_for: bool,
 }
 
 /// Traefik's `core` section.
@@ -124,13 +136,24 @@ pub struct EntryPoint {
     /// PROXY protocol header (v1 or v2) naming the real client, as a load
     /// balancer in front sends it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub proxy_protocol: Option<ForwardedHeaders>,
+    pub proxy_protocol: Option<ProxyProtocol>,
     /// gangway's own request limits, where Traefik has none.
     pub limits: EntryPointLimits,
     /// One of the entry points HTTP and TCP routers without `entryPoints`
     /// join. When no entry point says so, they join every HTTP and TCP
     /// one; when some do, only those. Default `false`.
     pub as_default: bool,
+    /// Bind the port with `SO_REUSEPORT`, so that another process (a
+    /// second gangway during an upgrade) may listen on it too; the kernel
+    /// spreads new connections between them. Default `false`.
+    pub reuse_port: bool,
+    /// Let routers on this entry point take ACME HTTP-01 challenge
+    /// requests (`/.well-known/acme-challenge/…`) for tokens gangway did
+    /// not ask for itself: a router whose rule matches one gets it. By
+    /// default gangway's resolvers answer every challenge path first, as
+    /// Traefik does. Default `false`.
+    #[serde(rename = "allowACMEByPass")]
+    pub allow_acme_by_pass: bool,
 }
 
 /// HTTP/2 settings of an entry point.
@@ -140,12 +163,17 @@ pub struct EntryPointHttp2 {
     /// Streams a client may have open at once on one connection. Default
     /// `250`, as in Traefik.
     pub max_concurrent_streams: u32,
+    /// The HPACK table a client's header compression may use, in bytes
+    /// (announced as `SETTINGS_HEADER_TABLE_SIZE`). Default `4096`, the
+    /// protocol's and Traefik's.
+    pub max_decoder_header_table_size: u32,
 }
 
 impl Default for EntryPointHttp2 {
     fn default() -> Self {
         EntryPointHttp2 {
             max_concurrent_streams: 250,
+            max_decoder_header_table_size: 4096,
         }
     }
 }
@@ -251,6 +279,15 @@ pub struct EntryPointHttp {
     /// What happens to request headers whose names contain `_`
     /// (`keep`, `delete` or `reject`). Default `keep`, as in Traefik.
     pub underscore_headers_strategy: UnderscoreHeadersStrategy,
+    /// Traefik's name for the largest request head, in bytes; when given it
+    /// replaces `limits.maxHeaderBytes` (past it: 431). Traefik's default
+    /// is 1 MiB, gangway's 64 KiB (`limits.maxHeaderBytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_header_bytes: Option<u32>,
+    /// Send `;` in query strings on as `%3B`, so that servers which split
+    /// parameters on `;` as well as `&` see one parameter. By default the
+    /// query goes on as received. Default `false`.
+    pub encode_query_semicolons: bool,
 }
 
 impl Default for EntryPointHttp {
@@ -262,6 +299,8 @@ impl Default for EntryPointHttp {
             sanitize_path: true,
             encoded_characters: EntryPointEncodedCharacters::default(),
             underscore_headers_strategy: UnderscoreHeadersStrategy::default(),
+            max_header_bytes: None,
+            encode_query_semicolons: false,
         }
     }
 }
@@ -391,6 +430,11 @@ pub struct RedirectEntryPoint {
     pub scheme: String,
     /// Permanent (301/308) rather than temporary (302/307). Default `true`.
     pub permanent: bool,
+    /// The redirection's place among the entry point's routers: a router
+    /// whose priority is higher and whose rule matches is served instead.
+    /// Default: above every router (Traefik's `MaxInt64 - 1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
 }
 
 impl Default for RedirectEntryPoint {
@@ -399,6 +443,7 @@ impl Default for RedirectEntryPoint {
             to: None,
             scheme: String::from("https"),
             permanent: true,
+            priority: None,
         }
     }
 }
@@ -621,6 +666,17 @@ pub struct Propagation {
     pub disable_ans_checks: bool,
 }
 
+/// Whose PROXY protocol header an entry point reads.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ProxyProtocol {
+    /// Sources whose header is read, as IP addresses or CIDR ranges.
+    #[serde(rename = "trustedIPs", deserialize_with = "deserialize_ip_nets")]
+    pub trusted_ips: Vec<ipnet::IpNet>,
+    /// Read the header from every source.
+    pub insecure: bool,
+}
+
 /// Trust in the `X-Forwarded-*` headers that clients send.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -633,6 +689,10 @@ pub struct ForwardedHeaders {
     /// Keep `X-Forwarded-*` headers from every client. Only safe when
     /// gangway is reachable solely through a trusted proxy.
     pub insecure: bool,
+    /// Do not add the client's address to `X-Forwarded-For`: a trusted
+    /// proxy's header goes on as it came, and none is added when there was
+    /// none (Traefik 3.7). Default `false`.
+    pub not_append_x_forwarded_for: bool,
 }
 
 /// Connection handling on an entry point.
@@ -646,6 +706,13 @@ pub struct EntryPointTransport {
     /// gangway: connections open at once; at the limit the entry point
     /// stops accepting until one closes (`0`: no limit). Default `16384`.
     pub max_connections: usize,
+    /// An HTTP/1 connection is closed after this many requests (the last
+    /// answer says `Connection: close`). Default `0`: no limit.
+    pub keep_alive_max_requests: u64,
+    /// An HTTP/1 connection older than this is closed after its current
+    /// request (the answer says `Connection: close`). Default `0s`: no
+    /// limit.
+    pub keep_alive_max_time: Duration,
 }
 
 impl Default for EntryPointTransport {
@@ -654,6 +721,8 @@ impl Default for EntryPointTransport {
             life_cycle: LifeCycle::default(),
             responding_timeouts: RespondingTimeouts::default(),
             max_connections: 16384,
+            keep_alive_max_requests: 0,
+            keep_alive_max_time: Duration::default(),
         }
     }
 }

@@ -441,17 +441,23 @@ impl Proxy {
     }
 
     /// What a plain-HTTP request gets before routing: the answer to an
-    /// ACME HTTP-01 validation, or the entry point's redirection.
+    /// ACME HTTP-01 validation, or the entry point's redirection. `routed`
+    /// is the router that matches it, when it was looked up first: with
+    /// `allowACMEByPass` it takes challenge paths, and above the
+    /// redirection's priority it is served instead.
     pub(crate) async fn plain_answer<B>(
         &self,
         conn: &ConnInfo,
         req: &Request<B>,
+        routed: Option<&crate::runtime::Route>,
     ) -> Option<Response<ProxyBody>> {
-        let challenges = req
-            .uri()
-            .path()
-            .strip_prefix(ACME_CHALLENGE_PATH)
-            .and_then(|token| Some((token, self.runtime.load().tls.challenges()?.clone())));
+        let by_pass = conn.entry_point.allow_acme_by_pass && routed.is_some();
+        let challenges = (!by_pass).then_some(req).and_then(|req| {
+            req.uri()
+                .path()
+                .strip_prefix(ACME_CHALLENGE_PATH)
+                .and_then(|token| Some((token, self.runtime.load().tls.challenges()?.clone())))
+        });
         if let Some((token, challenges)) = challenges
             && let Some(answer) = Box::pin(challenges.http_answer_anywhere(token)).await
         {
@@ -465,6 +471,11 @@ impl Proxy {
             return Some(resp);
         }
         let redirect = conn.entry_point.redirect.as_ref()?;
+        if let (Some(priority), Some(route)) = (redirect.priority, routed)
+            && route.priority > priority
+        {
+            return None;
+        }
         Some(redirect_response(redirect, req))
     }
 }
@@ -483,9 +494,16 @@ fn hyper_service(
         let proxy = proxy.clone();
         let info = info.clone();
         async move {
-            proxy
-                .serve_request(info, req.map(ClientStream::Hyper))
-                .await
+            let mut resp = proxy
+                .serve_request(info.clone(), req.map(ClientStream::Hyper))
+                .await?;
+            // hyper closes the connection after an answer that says so,
+            // as Go's server does for Traefik's keep-alive bounds.
+            if resp.status() != StatusCode::SWITCHING_PROTOCOLS && info.keep_alive_spent() {
+                resp.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok(resp)
         }
     })
 }
@@ -778,6 +796,7 @@ mod tests {
             scheme: "https".into(),
             port: Some(443),
             permanent: true,
+            priority: None,
         };
         assert_eq!(
             location(&https, Method::GET, "app.test:80", "/a?b=1"),
@@ -791,6 +810,7 @@ mod tests {
             scheme: "https".into(),
             port: Some(8443),
             permanent: false,
+            priority: None,
         };
         assert_eq!(
             location(&temp, Method::GET, "[::1]:80", "/x"),

@@ -80,6 +80,9 @@ pub struct Arrival<'a> {
     pub host: Option<&'a HeaderValue>,
     /// This machine's host name.
     pub server: &'a HeaderValue,
+    /// Add the client's address to `X-Forwarded-For`; when false the
+    /// header goes on as it came, or stays absent.
+    pub append_for: bool,
 }
 
 /// The hop-by-hop headers (RFC 9110 §7.6.1) a proxy never passes on as
@@ -321,6 +324,7 @@ pub fn set_forwarded(headers: &mut HeaderMap, a: &Arrival<'_>) {
     let peer = a.peer;
     // One lookup per header (`entry`), not a check and then an insert.
     match headers.entry(X_FORWARDED_FOR) {
+        _ if !a.append_for => {}
         Entry::Occupied(mut prior) if !prior.get().is_empty() => {
             let prior_bytes = prior.get().as_bytes();
             let mut buf = Vec::with_capacity(prior_bytes.len() + 2 + peer.len());

@@ -53,6 +53,7 @@ pub(crate) fn builder(
     max_concurrent_streams: u32,
     max_header_list_size: u32,
     max_pending_accept_reset_streams: usize,
+    header_table_size: u32,
 ) -> Builder {
     let mut b = Builder::new();
     b.initial_window_size(STREAM_WINDOW)
@@ -62,6 +63,7 @@ pub(crate) fn builder(
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
         .max_concurrent_streams(max_concurrent_streams)
         .max_header_list_size(max_header_list_size)
+        .header_table_size(header_table_size)
         .max_pending_accept_reset_streams(max_pending_accept_reset_streams);
     b
 }

@@ -75,8 +75,23 @@ impl Proxy {
                 Err(why) => return (refuse(conn, &req, why), None),
             }
         }
+        if ep.encode_query_semicolons
+            && let Some(query) = req.uri().query().filter(|q| q.contains(';'))
+        {
+            match with_query(req.uri(), &query.replace(';', "%3B")) {
+                Some(uri) => *req.uri_mut() = uri,
+                None => return (refuse(conn, &req, Malformed::Path), None),
+            }
+        }
+        // A redirection with a priority, or routers allowed to take ACME
+        // challenges, need the router first; otherwise what plain entry
+        // points answer themselves comes before routing.
+        let routed_first = !conn.tls
+            && (ep.allow_acme_by_pass
+                || ep.redirect.as_ref().is_some_and(|r| r.priority.is_some()));
         if !conn.tls
-            && let Some(answer) = self.plain_answer(conn, &req).await
+            && !routed_first
+            && let Some(answer) = self.plain_answer(conn, &req, None).await
         {
             return (answer, None);
         }
@@ -106,6 +121,10 @@ impl Proxy {
                 .route(conn.entry_point.id, conn.tls, &facts)
                 .cloned()
         };
+        if routed_first && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
+        {
+            return (answer, None);
+        }
         let Some(route) = route else {
             return (Kind::NoRoute.into_response(), None);
         };
@@ -256,4 +275,13 @@ impl Terminal for ToService<'_> {
             }
         })
     }
+}
+
+/// `uri` with its query replaced by `query`; None if that does not make a
+/// URI.
+fn with_query(uri: &http::Uri, query: &str) -> Option<http::Uri> {
+    let mut parts = uri.clone().into_parts();
+    let path_and_query = format!("{}?{query}", uri.path());
+    parts.path_and_query = Some(http::uri::PathAndQuery::try_from(path_and_query).ok()?);
+    http::Uri::from_parts(parts).ok()
 }

@@ -59,6 +59,7 @@ impl Proxy {
                 websocket,
                 host: host_value.as_ref(),
                 server: &self.server_name,
+                append_for: conn.entry_point.append_x_forwarded_for,
             };
             set_forwarded(headers, &arrival);
         }

@@ -4,7 +4,7 @@ use super::nonzero;
 use crate::config::duration::Duration;
 use crate::config::static_config::{
     EntryPoint, EntryPointHttp, EntryPointHttp2, EntryPointLimits, EntryPointTransport,
-    EntryPointUdp, ForwardedHeaders, LifeCycle, RedirectEntryPoint, Redirections,
+    EntryPointUdp, ForwardedHeaders, Global, LifeCycle, RedirectEntryPoint, Redirections,
     RespondingTimeouts,
 };
 use crate::proxy::forwarded::TrustPolicy;
@@ -39,7 +39,8 @@ pub struct EntryPointSettings {
 /// `names` and `ports` are all entry points' names and the ports they were
 /// bound to, in the configuration's order (a redirection may name another
 /// entry point, whose port it then uses); `stats` are its request counters
-/// when per-entry-point metrics are on.
+/// when per-entry-point metrics are on; `global` is the static
+/// configuration's `global` section.
 pub fn entry_point(
     id: usize,
     name: &str,
@@ -47,6 +48,7 @@ pub fn entry_point(
     names: &[String],
     ports: &[u16],
     stats: Option<Arc<crate::metrics::Stats>>,
+    global: Global,
 ) -> Result<EntryPointSettings, RedirectError> {
     // With port 0, the port the TCP side got.
     let port = ports.get(id).copied().unwrap_or(ep.address.port);
@@ -57,6 +59,7 @@ pub fn entry_point(
             ForwardedHeaders {
                 trusted_ips,
                 insecure,
+                not_append_x_forwarded_for,
             },
         transport:
             EntryPointTransport {
@@ -72,6 +75,8 @@ pub fn entry_point(
                         idle_timeout,
                     },
                 max_connections,
+                keep_alive_max_requests,
+                keep_alive_max_time,
             },
         http:
             EntryPointHttp {
@@ -81,10 +86,14 @@ pub fn entry_point(
                 sanitize_path,
                 encoded_characters,
                 underscore_headers_strategy,
+                max_header_bytes,
+                encode_query_semicolons,
             },
-        http2: EntryPointHttp2 {
-            max_concurrent_streams,
-        },
+        http2:
+            EntryPointHttp2 {
+                max_concurrent_streams,
+                max_decoder_header_table_size,
+            },
         http3,
         udp: EntryPointUdp {
             timeout: udp_timeout,
@@ -92,7 +101,15 @@ pub fn entry_point(
         proxy_protocol,
         limits,
         as_default: _, // compile_context, choosing the default entry points
+        reuse_port: _, // bound by the start-up (`start::listen::bind`)
+        allow_acme_by_pass,
     } = ep;
+    // Traefik's `http.maxHeaderBytes` is the same bound as gangway's
+    // `limits.maxHeaderBytes`; given, it wins.
+    let mut limits = limits.clone();
+    if let Some(bytes) = max_header_bytes {
+        limits.max_header_bytes = *bytes;
+    }
     #[deny(unused_variables)] // an option read nowhere fails the build
     let EntryPointLimits {
         // The proxy reads these from `limits`, handed over whole below.
@@ -103,7 +120,7 @@ pub fn entry_point(
         header_read_timeout,
         max_request_body_bytes,
         web_socket_idle_timeout,
-    } = limits;
+    } = &limits;
     let info = EntryPointInfo {
         name: name.to_owned(),
         id,
@@ -111,6 +128,12 @@ pub fn entry_point(
             trusted: trusted_ips.clone(),
             insecure: *insecure,
         },
+        append_x_forwarded_for: !(*not_append_x_forwarded_for || global.not_append_x_forwarded_for),
+        keep_alive_max_requests: *keep_alive_max_requests,
+        keep_alive_max_time: nonzero(keep_alive_max_time.0),
+        encode_query_semicolons: *encode_query_semicolons,
+        allow_acme_by_pass: *allow_acme_by_pass,
+        max_decoder_header_table_size: *max_decoder_header_table_size,
         proxy_protocol: proxy_protocol.as_ref().map(|p| TrustPolicy {
             trusted: p.trusted_ips.clone(),
             insecure: p.insecure,
@@ -137,7 +160,7 @@ pub fn entry_point(
             };
             crate::proxy::alt_svc(advertised)
         }),
-        limits: limits.clone(),
+        limits,
         connections: crate::overload::ConnectionLimit::new(*max_connections),
         stats,
     };
@@ -162,6 +185,7 @@ pub fn redirect(
         to,
         scheme,
         permanent,
+        priority,
     } = redirect;
     let Some(target) = to.as_deref().filter(|t| !t.is_empty()) else {
         return Ok(None);
@@ -180,5 +204,6 @@ pub fn redirect(
         scheme: scheme.to_ascii_lowercase(),
         port: Some(port),
         permanent: *permanent,
+        priority: *priority,
     }))
 }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::static_config::{Loaded, RedirectEntryPoint, load};
+use crate::config::static_config::{Global, Loaded, RedirectEntryPoint, load};
 use std::collections::BTreeMap;
 
 /// The static configuration these flags give, read in an empty directory.
@@ -41,6 +41,7 @@ fn a_redirect_goes_to_another_entry_points_bound_port_or_to_a_port() {
             to: Some(":443".to_owned()),
             scheme: "HTTPS".to_owned(),
             permanent: false,
+            priority: None,
         },
         &names,
         &ports,
@@ -78,7 +79,16 @@ fn an_entry_point_with_defaults_has_traefiks_timeouts_and_no_extras() {
         info,
         accept_grace,
         udp_timeout,
-    } = entry_point(0, "web", ep, &["web".to_owned()], &[8080], None).unwrap();
+    } = entry_point(
+        0,
+        "web",
+        ep,
+        &["web".to_owned()],
+        &[8080],
+        None,
+        Global::default(),
+    )
+    .unwrap();
     assert_eq!((info.name.as_str(), info.id), ("web", 0));
     assert_eq!(info.grace, std::time::Duration::from_secs(10));
     assert!(accept_grace.0.is_zero());
@@ -96,6 +106,62 @@ fn an_entry_point_with_defaults_has_traefiks_timeouts_and_no_extras() {
     assert!(info.proxy_protocol.is_none());
     assert!(info.stats.is_none());
     assert!(info.sanitize_path);
+    assert!(info.append_x_forwarded_for);
+    assert_eq!(info.keep_alive_max_requests, 0);
+    assert_eq!(info.keep_alive_max_time, None);
+    assert!(!info.encode_query_semicolons && !info.allow_acme_by_pass);
+    assert_eq!(info.max_decoder_header_table_size, 4096);
+    assert_eq!(info.limits.max_header_bytes, 64 * 1024);
+}
+
+#[test]
+fn traefik_names_reach_what_the_proxy_reads() {
+    let config = configured(&[
+        "--entryPoints.web.address=:80",
+        "--entryPoints.web.http.maxHeaderBytes=16384",
+        "--entryPoints.web.limits.maxHeaderBytes=999999",
+        "--entryPoints.web.transport.keepAliveMaxRequests=3",
+        "--entryPoints.web.transport.keepAliveMaxTime=2s",
+        "--entryPoints.web.http.encodeQuerySemicolons=true",
+        "--entryPoints.web.allowACMEByPass=true",
+        "--entryPoints.web.http2.maxDecoderHeaderTableSize=1024",
+        "--entryPoints.web.http.redirections.entryPoint.to=:443",
+        "--entryPoints.web.http.redirections.entryPoint.priority=10",
+        "--entryPoints.other.address=:81",
+        "--entryPoints.other.forwardedHeaders.notAppendXForwardedFor=true",
+    ]);
+    let names: Vec<String> = config.entry_points.keys().cloned().collect();
+    let info = |name: &str, global: Global| {
+        let id = names.iter().position(|n| n == name).unwrap();
+        entry_point(
+            id,
+            name,
+            &config.entry_points[name],
+            &names,
+            &[80, 81],
+            None,
+            global,
+        )
+        .unwrap()
+        .info
+    };
+    let web = info("web", Global::default());
+    // Traefik's name for the head limit wins over gangway's.
+    assert_eq!(web.limits.max_header_bytes, 16384);
+    assert_eq!(web.keep_alive_max_requests, 3);
+    assert_eq!(
+        web.keep_alive_max_time,
+        Some(std::time::Duration::from_secs(2))
+    );
+    assert!(web.encode_query_semicolons && web.allow_acme_by_pass);
+    assert_eq!(web.max_decoder_header_table_size, 1024);
+    assert_eq!(web.redirect.and_then(|r| r.priority), Some(10));
+    assert!(web.append_x_forwarded_for);
+    assert!(!info("other", Global::default()).append_x_forwarded_for);
+    let global = Global {
+        not_append_x_forwarded_for: true,
+    };
+    assert!(!info("web", global).append_x_forwarded_for);
 }
 
 #[test]
@@ -119,6 +185,7 @@ fn an_entry_point_redirects_with_the_ports_it_is_given_and_advertises_http3() {
         &names,
         &ports,
         None,
+        Global::default(),
     )
     .unwrap()
     .info;
@@ -130,6 +197,7 @@ fn an_entry_point_redirects_with_the_ports_it_is_given_and_advertises_http3() {
         &names,
         &ports,
         None,
+        Global::default(),
     )
     .unwrap()
     .info;

@@ -59,7 +59,9 @@ pub(crate) fn bind(config: &StaticConfig) -> Result<Vec<Bound>, RunError> {
                     .map_err(bind_error)?,
             )
         } else {
-            Listener::Tcp(proxy::bind(ep.address.host, ep.address.port).map_err(bind_error)?)
+            Listener::Tcp(
+                proxy::bind(ep.address.host, ep.address.port, ep.reuse_port).map_err(bind_error)?,
+            )
         };
         let local = listener.local_addr().ok();
         let port = local.map_or(ep.address.port, |a| a.port());
@@ -109,7 +111,7 @@ pub(crate) fn set_up(
             info,
             accept_grace,
             udp_timeout,
-        } = settings::entry_point(id, name, ep, &names, &ports, stats)?;
+        } = settings::entry_point(id, name, ep, &names, &ports, stats, config.global)?;
         let info = Arc::new(info);
         let quic = match bound.quic {
             Some(socket) => Some(

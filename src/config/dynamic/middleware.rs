@@ -141,6 +141,12 @@ const NOT_SUPPORTED: &[&str] = &[
 ];
 
 fn unknown_kind(name: &str) -> String {
+    if name.eq_ignore_ascii_case("plugin") {
+        return "middleware type `plugin` is not supported by gangway: Traefik plugins are Go \
+                code (Yaegi or WebAssembly) that gangway cannot run; this middleware, and every \
+                router using it, stays disabled"
+            .to_owned();
+    }
     if NOT_SUPPORTED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
         return format!("middleware type `{name}` is not supported by gangway");
     }

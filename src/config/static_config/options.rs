@@ -196,6 +196,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "HTTP and TCP routers without entryPoints join only the entry points marked so (all when none is).",
     ),
     opt(
+        "entryPoints.<name>.reusePort",
+        ValueKind::Bool,
+        "false",
+        "Bind with SO_REUSEPORT, so another process may listen on the same port (TCP).",
+    ),
+    opt(
+        "entryPoints.<name>.allowACMEByPass",
+        ValueKind::Bool,
+        "false",
+        "A router matching an ACME HTTP-01 challenge path takes it before gangway's own answer.",
+    ),
+    opt(
         "entryPoints.<name>.forwardedHeaders.trustedIPs",
         ValueKind::List,
         "",
@@ -206,6 +218,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Bool,
         "false",
         "Keep X-Forwarded-* headers from every client.",
+    ),
+    opt(
+        "entryPoints.<name>.forwardedHeaders.notAppendXForwardedFor",
+        ValueKind::Bool,
+        "false",
+        "Do not add the client's address to X-Forwarded-For (a trusted one goes on as it came).",
     ),
     opt(
         "entryPoints.<name>.transport.lifeCycle.requestAcceptGraceTimeout",
@@ -224,6 +242,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Int,
         "16384",
         "Connections open at once; past it new ones wait to be accepted (0: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.transport.keepAliveMaxRequests",
+        ValueKind::Int,
+        "0",
+        "Close an HTTP/1 connection after this many requests (Connection: close; 0: no limit).",
+    ),
+    opt(
+        "entryPoints.<name>.transport.keepAliveMaxTime",
+        ValueKind::Duration,
+        "0s",
+        "Close an HTTP/1 connection this old after its current request (0s: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
@@ -292,6 +322,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Redirect permanently (301/308) rather than temporarily (302/307).",
     ),
     opt(
+        "entryPoints.<name>.http.redirections.entryPoint.priority",
+        ValueKind::Int,
+        "",
+        "Routers above this priority whose rule matches are served instead of the redirection.",
+    ),
+    opt(
         "entryPoints.<name>.http.middlewares",
         ValueKind::List,
         "",
@@ -352,10 +388,28 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Request headers with `_` in their names: keep, delete or reject (400).",
     ),
     opt(
+        "entryPoints.<name>.http.maxHeaderBytes",
+        ValueKind::Int,
+        "",
+        "Traefik's name for limits.maxHeaderBytes; given, it wins (past it 431).",
+    ),
+    opt(
+        "entryPoints.<name>.http.encodeQuerySemicolons",
+        ValueKind::Bool,
+        "false",
+        "Send `;` in query strings on as `%3B`.",
+    ),
+    opt(
         "entryPoints.<name>.http2.maxConcurrentStreams",
         ValueKind::Int,
         "250",
         "HTTP/2 streams a client may have open at once on one connection.",
+    ),
+    opt(
+        "entryPoints.<name>.http2.maxDecoderHeaderTableSize",
+        ValueKind::Int,
+        "4096",
+        "HPACK table size clients may use for request headers (SETTINGS_HEADER_TABLE_SIZE).",
     ),
     opt(
         "entryPoints.<name>.http3",
@@ -1412,6 +1466,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::String,
         "v3",
         "Syntax of rules whose router sets no ruleSyntax: v3, or v2 (deprecated).",
+    ),
+    opt(
+        "global.notAppendXForwardedFor",
+        ValueKind::Bool,
+        "false",
+        "forwardedHeaders.notAppendXForwardedFor on every entry point.",
     ),
 ];
 

@@ -1271,10 +1271,11 @@ fn full_config() -> StaticConfig {
     config.log.file_path = Some("gangway.log".into());
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
-    entry_point.proxy_protocol = Some(ForwardedHeaders {
+    entry_point.proxy_protocol = Some(ProxyProtocol {
         trusted_ips: vec!["10.0.0.0/8".parse().unwrap()],
         insecure: false,
     });
+    entry_point.http.max_header_bytes = Some(1 << 20);
     entry_point.http3 = Some(EntryPointHttp3 {
         advertised_port: 443,
     });
@@ -1288,6 +1289,7 @@ fn full_config() -> StaticConfig {
     });
     let mut redirections = Redirections::default();
     redirections.entry_point.to = Some(String::from("websecure"));
+    redirections.entry_point.priority = Some(10);
     entry_point.http.redirections = Some(redirections);
     entry_point.http.middlewares = vec![String::from("auth@file")];
     config.entry_points.insert(String::from("web"), entry_point);
@@ -1579,7 +1581,7 @@ fn every_row_sets_its_field() {
 fn row_defaults_match_struct_defaults() {
     let mut entry_point = EntryPoint::default();
     entry_point.http.redirections = Some(Redirections::default());
-    entry_point.proxy_protocol = Some(ForwardedHeaders::default());
+    entry_point.proxy_protocol = Some(ProxyProtocol::default());
     entry_point.http3 = Some(EntryPointHttp3::default());
     let defaults = serde_json::to_value(StaticConfig {
         entry_points: [(String::from("web"), entry_point)].into(),
@@ -1755,11 +1757,14 @@ fn serializes_for_the_api() {
         value,
         json!({
             "core": {"defaultRuleSyntax": "v3"},
+            "global": {"notAppendXForwardedFor": false},
             "entryPoints": {
                 "web": {
                     "address": ":80",
                     "asDefault": false,
-                    "forwardedHeaders": {"trustedIPs": [], "insecure": false},
+                    "reusePort": false,
+                    "allowACMEByPass": false,
+                    "forwardedHeaders": {"trustedIPs": [], "insecure": false, "notAppendXForwardedFor": false},
                     "http": {
                         "sanitizePath": true,
                         "encodedCharacters": {
@@ -1768,15 +1773,18 @@ fn serializes_for_the_api() {
                             "allowEncodedPercent": true, "allowEncodedQuestionMark": true,
                             "allowEncodedHash": true
                         },
-                        "underscoreHeadersStrategy": "keep"
+                        "underscoreHeadersStrategy": "keep",
+                        "encodeQuerySemicolons": false
                     },
-                    "http2": {"maxConcurrentStreams": 250},
+                    "http2": {"maxConcurrentStreams": 250, "maxDecoderHeaderTableSize": 4096},
                     "udp": {"timeout": "3s"},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
                         "respondingTimeouts": {"readTimeout": "1m", "writeTimeout": "0s", "idleTimeout": "3m"},
-                        "maxConnections": 16384
+                        "maxConnections": 16384,
+                        "keepAliveMaxRequests": 0,
+                        "keepAliveMaxTime": "0s"
                     }
                 }
             },

@@ -1,8 +1,10 @@
 //! The `defaultRule` template: the part of Go's template language that
 //! Traefik's default rules use. Text with `{{ … }}` actions; an action is a
 //! value (`.Name`, `"text"`), a function applied to values
-//! (`normalize .Name`, `index .Labels "key"`), or a pipeline of those
-//! (`.Service | lower`). Parsed once at start, so a mistake stops gangway
+//! (`normalize .Name`, `index .Labels "key"`), a pipeline of those
+//! (`.Service | lower`), and a parenthesised pipeline as an argument
+//! (`lower (trimPrefix "/" .Name)`). The functions are the sprig ones
+//! Traefik users put in a defaultRule, plus Traefik's `normalize`. Parsed once at start, so a mistake stops gangway
 //! with a message instead of failing per container.
 
 use std::collections::BTreeMap;
@@ -50,9 +52,6 @@ pub enum TemplateReason {
         /// The word.
         word: String,
     },
-    /// A `|` where an argument should be.
-    #[error("unexpected `|`")]
-    UnexpectedPipe,
     /// A string without its closing quote.
     #[error("unterminated string at {at}")]
     UnterminatedString {
@@ -87,6 +86,12 @@ pub enum TemplateReason {
     /// `index` on something other than `.Labels`.
     #[error("`index` works on .Labels: index .Labels \"key\"")]
     IndexNeedsLabels,
+    /// A `(` without its `)`, or the reverse.
+    #[error("unbalanced parentheses")]
+    Unbalanced,
+    /// `()` with nothing inside.
+    #[error("empty parentheses `()`")]
+    EmptyParens,
 }
 
 /// What a template can refer to, for one container.
@@ -125,12 +130,18 @@ const FUNCS: &[&str] = &[
     "trimSuffix",
     "replace",
     "default",
+    "trimAll",
+    "title",
+    "lcfirst",
+    "ucfirst",
 ];
 
 #[derive(Clone, Debug, PartialEq)]
 enum Arg {
     Field(&'static str),
     Text(String),
+    /// `( … )`: a pipeline whose result is the argument.
+    Pipeline(Vec<Command>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -199,22 +210,11 @@ impl Template {
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Action(commands) => {
-                    let mut piped: Option<Value<'_>> = None;
-                    for c in commands {
-                        let mut args: Vec<Value<'_>> =
-                            c.args.iter().map(|a| value(a, model)).collect();
-                        if let Some(p) = piped.take() {
-                            args.push(p);
-                        }
-                        piped = Some(call(c.func, args)?);
-                    }
-                    match piped {
-                        Some(Value::Text(t)) => out.push_str(&t),
-                        Some(Value::Labels(_)) => out.push_str("map[…]"),
-                        None => {}
-                    }
-                }
+                Part::Action(commands) => match run(commands, model)? {
+                    Some(Value::Text(t)) => out.push_str(&t),
+                    Some(Value::Labels(_)) => return Err(TemplateReason::LabelsIsMap),
+                    None => {}
+                },
             }
         }
         Ok(out)
@@ -235,9 +235,26 @@ impl Value<'_> {
     }
 }
 
-fn value<'a>(arg: &Arg, m: &Model<'a>) -> Value<'a> {
-    match arg {
+/// Runs a pipeline: each command's result is the last argument of the next.
+fn run<'a>(commands: &[Command], model: &Model<'a>) -> Result<Option<Value<'a>>, TemplateReason> {
+    let mut piped: Option<Value<'a>> = None;
+    for c in commands {
+        let mut args = Vec::with_capacity(c.args.len() + 1);
+        for a in &c.args {
+            args.push(value(a, model)?);
+        }
+        if let Some(p) = piped.take() {
+            args.push(p);
+        }
+        piped = Some(call(c.func, args)?);
+    }
+    Ok(piped)
+}
+
+fn value<'a>(arg: &Arg, m: &Model<'a>) -> Result<Value<'a>, TemplateReason> {
+    Ok(match arg {
         Arg::Text(t) => Value::Text(t.clone()),
+        Arg::Pipeline(commands) => run(commands, m)?.ok_or(TemplateReason::EmptyParens)?,
         Arg::Field("Labels") => Value::Labels(m.labels),
         Arg::Field(f) => Value::Text(
             match *f {
@@ -249,22 +266,24 @@ fn value<'a>(arg: &Arg, m: &Model<'a>) -> Value<'a> {
             }
             .to_owned(),
         ),
-    }
+    })
 }
 
-fn call(
+fn call<'a>(
     func: Option<&'static str>,
-    mut args: Vec<Value<'_>>,
-) -> Result<Value<'static>, TemplateReason> {
+    mut args: Vec<Value<'a>>,
+) -> Result<Value<'a>, TemplateReason> {
     let Some(func) = func else {
         return match (args.pop(), args.is_empty()) {
             (Some(Value::Text(t)), true) => Ok(Value::Text(t)),
-            (Some(Value::Labels(_)), true) => Err(TemplateReason::LabelsIsMap),
+            // A map may be handed on (`(.Labels) | index …` is rare but valid Go);
+            // printing it is refused where the action ends.
+            (Some(Value::Labels(l)), true) => Ok(Value::Labels(l)),
             _ => Err(TemplateReason::OneValue),
         };
     };
     let arity = match func {
-        "index" | "trimPrefix" | "trimSuffix" | "default" => 2,
+        "index" | "trimPrefix" | "trimSuffix" | "default" | "trimAll" => 2,
         "replace" => 3,
         _ => 1,
     };
@@ -304,6 +323,11 @@ fn call(
         // Go's argument order: the prefix first, the text last (it is what a pipe supplies).
         "trimPrefix" => t(1).strip_prefix(t(0)).unwrap_or(t(1)).to_owned(),
         "trimSuffix" => t(1).strip_suffix(t(0)).unwrap_or(t(1)).to_owned(),
+        // sprig's `trimAll`: every character of the set, from both ends.
+        "trimAll" => t(1).trim_matches(|c| t(0).contains(c)).to_owned(),
+        "title" => title(t(0)),
+        "lcfirst" => first_with(t(0), char::to_lowercase),
+        "ucfirst" => first_with(t(0), char::to_uppercase),
         "replace" => t(2).replace(t(0), t(1)),
         // sprig's `default`: the fallback first, used when the value is empty.
         _ => {
@@ -316,29 +340,60 @@ fn call(
     }))
 }
 
+/// Strings' first letter of each word upper-cased, as sprig's `title`.
+fn title(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut at_start = true;
+    for c in s.chars() {
+        if at_start {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        at_start = !c.is_alphanumeric();
+    }
+    out
+}
+
+fn first_with<I: Iterator<Item = char>>(s: &str, f: impl Fn(char) -> I) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => f(c).chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 fn parse_action(inner: &str) -> Result<Vec<Command>, TemplateReason> {
     if inner.is_empty() {
         return Err(TemplateReason::EmptyAction);
     }
     let tokens = tokenize(inner)?;
+    let mut at = 0;
+    let commands = parse_pipeline(&tokens, &mut at)?;
+    match tokens.get(at) {
+        None => Ok(commands),
+        Some(_) => Err(TemplateReason::Unbalanced),
+    }
+}
+
+/// Reads commands separated by `|` from `tokens[*at..]` up to a `)` or the
+/// end, leaving `*at` on what stopped it.
+fn parse_pipeline(tokens: &[Token], at: &mut usize) -> Result<Vec<Command>, TemplateReason> {
     let mut commands = Vec::new();
-    for group in tokens.split(|t| *t == Token::Pipe) {
-        let Some((first, rest)) = group.split_first() else {
-            return Err(TemplateReason::EmptyCommand);
-        };
-        let (func, args) = match first {
-            Token::Word(w) => {
-                let f = FUNCS
-                    .iter()
-                    .find(|f| **f == w.as_str())
-                    .ok_or_else(|| TemplateReason::UnknownFunction { name: w.clone() })?;
-                (Some(*f), rest)
-            }
-            _ => (None, group),
-        };
-        let mut parsed = Vec::new();
-        for a in args {
-            parsed.push(match a {
+    loop {
+        let mut func = None;
+        if let Some(Token::Word(w)) = tokens.get(*at) {
+            let f = FUNCS
+                .iter()
+                .find(|f| **f == w.as_str())
+                .ok_or_else(|| TemplateReason::UnknownFunction { name: w.clone() })?;
+            func = Some(*f);
+            *at += 1;
+        }
+        let mut args = Vec::new();
+        while let Some(token) = tokens.get(*at) {
+            args.push(match token {
+                Token::Pipe | Token::Close => break,
                 Token::Field(f) => Arg::Field(
                     FIELDS
                         .iter()
@@ -347,12 +402,33 @@ fn parse_action(inner: &str) -> Result<Vec<Command>, TemplateReason> {
                 ),
                 Token::Text(t) => Arg::Text(t.clone()),
                 Token::Word(w) => return Err(TemplateReason::NotAValue { word: w.clone() }),
-                Token::Pipe => return Err(TemplateReason::UnexpectedPipe),
+                Token::Open => {
+                    *at += 1;
+                    if tokens.get(*at) == Some(&Token::Close) {
+                        return Err(TemplateReason::EmptyParens);
+                    }
+                    let inner = parse_pipeline(tokens, at)?;
+                    if tokens.get(*at) != Some(&Token::Close) {
+                        return Err(TemplateReason::Unbalanced);
+                    }
+                    Arg::Pipeline(inner)
+                }
+            });
+            *at += 1;
+        }
+        if func.is_none() && args.is_empty() {
+            return Err(match tokens.get(*at) {
+                Some(Token::Close) => TemplateReason::Unbalanced,
+                _ => TemplateReason::EmptyCommand,
             });
         }
-        commands.push(Command { func, args: parsed });
+        commands.push(Command { func, args });
+        if tokens.get(*at) == Some(&Token::Pipe) {
+            *at += 1;
+        } else {
+            return Ok(commands);
+        }
     }
-    Ok(commands)
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -361,6 +437,8 @@ enum Token {
     Text(String),
     Word(String),
     Pipe,
+    Open,
+    Close,
 }
 
 fn tokenize(s: &str) -> Result<Vec<Token>, TemplateReason> {
@@ -374,6 +452,14 @@ fn tokenize(s: &str) -> Result<Vec<Token>, TemplateReason> {
             '|' => {
                 chars.next();
                 out.push(Token::Pipe);
+            }
+            '(' => {
+                chars.next();
+                out.push(Token::Open);
+            }
+            ')' => {
+                chars.next();
+                out.push(Token::Close);
             }
             '"' | '`' => {
                 chars.next();
@@ -404,7 +490,7 @@ fn tokenize(s: &str) -> Result<Vec<Token>, TemplateReason> {
                 let start = i;
                 let mut end = s.len();
                 while let Some(&(j, d)) = chars.peek() {
-                    if d.is_whitespace() || d == '|' || d == '"' || d == '`' {
+                    if d.is_whitespace() || matches!(d, '|' | '"' | '`' | '(' | ')') {
                         end = j;
                         break;
                     }
@@ -487,6 +573,27 @@ mod tests {
                 "Host(`example.com`)",
             ),
             ("PathPrefix(`/`)", "PathPrefix(`/`)"),
+            (
+                "Host(`{{ lower (trimPrefix `/` .ContainerName )}}.x`)",
+                "Host(`shop_web_1.x`)",
+            ),
+            (
+                "Host(`{{ (index .Labels \"team\") | upper }}`)",
+                "Host(`BLUE`)",
+            ),
+            (
+                "Host(`{{ default (normalize .ContainerName) (index .Labels \"host\") }}`)",
+                "Host(`shop-web-1`)",
+            ),
+            (
+                "Host(`{{ replace \"_\" \"-\" (trimSuffix \"_1\" (lower .ContainerName)) }}`)",
+                "Host(`shop-web`)",
+            ),
+            (
+                "Host(`{{ trimAll \"-\" .Name | title }}`)",
+                "Host(`Web-Shop`)",
+            ),
+            ("Host(`{{ ucfirst .Service }}`)", "Host(`Web`)"),
         ];
         for (t, want) in cases {
             let tpl = Template::parse(t).unwrap_or_else(|e| panic!("{t}: {e}"));
@@ -508,6 +615,18 @@ mod tests {
             ("Host(`{{ .Labels }}`)", "map"),
             ("Host(`{{ \"x }}`)", "unterminated"),
             ("Host(`{{ .Name .Service }}`)", "one value"),
+            ("Host(`{{ lower (.Name }}`)", "unbalanced"),
+            ("Host(`{{ lower .Name) }}`)", "unbalanced"),
+            ("Host(`{{ lower () }}`)", "empty parentheses"),
+            ("Host(`{{ .Name | }}`)", "empty command"),
+            (
+                "Host(`{{ lower (trimPrefix .Name) }}`)",
+                "takes 2 arguments",
+            ),
+            (
+                "Host(`{{ lower (nope .Name) }}`)",
+                "unknown function `nope`",
+            ),
         ] {
             let e = Template::parse(t).expect_err(t);
             assert!(e.to_string().contains(needle), "{t}: {e}");

@@ -144,7 +144,7 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "api.debug",
         ValueKind::Bool,
         "false",
-        "Debug and profiling endpoints: not supported; none is served.",
+        "Go's profiling and expvar endpoints (/debug/pprof, /debug/vars): gangway is not a Go program and serves none; its own figures are on /metrics (metrics.prometheus) and in /api/overview.",
     ),
     inert(
         "api.disableDashboardAd",
@@ -159,12 +159,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Certificates from a Tailscale node: not supported; routers naming this resolver get no certificate from it.",
     ),
     unsupported(
-        "entryPoints.<name>.allowACMEByPass",
-        ValueKind::Bool,
-        "false",
-        "Not supported yet; ACME challenges are answered before routers as usual.",
-    ),
-    unsupported(
         "entryPoints.<name>.forwardedHeaders.addXForwardedSchemeHeaders",
         ValueKind::Bool,
         "false",
@@ -177,40 +171,10 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Not supported; only hop-by-hop headers are removed.",
     ),
     unsupported(
-        "entryPoints.<name>.forwardedHeaders.notAppendXForwardedFor",
-        ValueKind::Bool,
-        "false",
-        "Not supported; X-Forwarded-For is appended to.",
-    ),
-    unsupported(
-        "entryPoints.<name>.http.encodeQuerySemicolons",
-        ValueKind::Bool,
-        "false",
-        "Not supported; semicolons in queries are passed on unchanged.",
-    ),
-    unsupported(
-        "entryPoints.<name>.http.maxHeaderBytes",
-        ValueKind::String,
-        "1048576",
-        "Not supported under this name; use entryPoints.<name>.limits.maxHeaderBytes.",
-    ),
-    unsupported(
-        "entryPoints.<name>.http.redirections.entryPoint.priority",
-        ValueKind::String,
-        "9223372036854775806",
-        "Not supported; the redirection router has gangway's lowest priority.",
-    ),
-    unsupported(
-        "entryPoints.<name>.http2.maxDecoderHeaderTableSize",
-        ValueKind::String,
-        "4096",
-        "Not supported; the HTTP/2 library's table size applies.",
-    ),
-    unsupported(
         "entryPoints.<name>.http2.maxEncoderHeaderTableSize",
         ValueKind::String,
         "4096",
-        "Not supported; the HTTP/2 library's table size applies.",
+        "Not supported: the HTTP/2 library compresses answers' headers with the table size the client announces (4096 bytes unless it says otherwise) and has no setting to lower it.",
     ),
     unsupported(
         "entryPoints.<name>.observability.accessLogs",
@@ -235,24 +199,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         ValueKind::Bool,
         "true",
         "Per-entry-point observability: not supported; the global settings apply.",
-    ),
-    unsupported(
-        "entryPoints.<name>.reusePort",
-        ValueKind::Bool,
-        "false",
-        "Not supported; the port is bound once.",
-    ),
-    unsupported(
-        "entryPoints.<name>.transport.keepAliveMaxRequests",
-        ValueKind::String,
-        "0",
-        "Not supported yet; keep-alive connections are not closed after a count.",
-    ),
-    unsupported(
-        "entryPoints.<name>.transport.keepAliveMaxTime",
-        ValueKind::String,
-        "0",
-        "Not supported yet; keep-alive connections are not closed after an age.",
     ),
     unsupported(
         "experimental.abortOnPluginFailure",
@@ -379,12 +325,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         ValueKind::Bool,
         "true",
         "Traefik asks for new versions; gangway never calls out for that.",
-    ),
-    unsupported(
-        "global.notAppendXForwardedFor",
-        ValueKind::Bool,
-        "false",
-        "Not supported; X-Forwarded-For is appended to.",
     ),
     inert(
         "global.sendAnonymousUsage",

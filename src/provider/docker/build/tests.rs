@@ -807,6 +807,28 @@ fn the_default_rule_template_knows_compose_and_the_domain() {
         b.dynamic.http.routers["api-shop"].rule,
         "Host(`api.example.com`)"
     );
+    // A parenthesised pipeline, as written in real setups.
+    let s = settings(|c| {
+        c.default_rule = "Host(`{{ lower (trimPrefix `/` .Name )}}.example.com`)".into();
+    });
+    let v = host(
+        "c",
+        "Blog",
+        1,
+        &[
+            ("traefik.enable", "true"),
+            ("traefik.http.services.blog.loadbalancer.server.port", "80"),
+        ],
+    );
+    let b = build(&[v], &s, NOW);
+    let rules: Vec<&str> = b
+        .dynamic
+        .http
+        .routers
+        .values()
+        .map(|r| r.rule.as_str())
+        .collect();
+    assert_eq!(rules, ["Host(`blog.example.com`)"], "{:?}", b.detail);
     // An empty result is an error on that router.
     let s = settings(|c| c.default_rule = "{{ .Project }}".into());
     let v = host(
