@@ -907,9 +907,9 @@ fn provider_options_refused_at_start_are_errors() {
         (
             &[
                 "--providers.redis.endpoints=127.0.0.1:6379",
-                "--providers.redis.sentinel.masterName=main",
+                "--providers.redis.sentinel.password=secret",
             ],
-            "providers.redis.sentinel",
+            "give sentinel.masterName",
         ),
         (
             &[
