@@ -256,4 +256,7 @@ async fn a_check_on_its_own_port_judges_the_server() {
     .await;
     // No server passes: the connection is closed without a greeting.
     assert_eq!(greeted_by(port).await, "");
+    let service = gw.get("api.test", "/api/tcp/services/db@file").await;
+    let json: serde_json::Value = serde_json::from_slice(&service.body).unwrap();
+    assert_eq!(json["status"], "disabled", "{json}");
 }

@@ -1505,7 +1505,7 @@ fn tcp_labels_read_like_http_ones() {
     let lb = p.tcp_services.parsed["db"].load_balancer.clone().unwrap();
     assert_eq!(lb.servers_transport.as_deref(), Some("db@file"));
     assert_eq!(lb.termination_delay, Some(-1));
-    let check = lb.health_check.clone().unwrap();
+    let check = lb.health_check.unwrap();
     assert_eq!(
         (check.send.as_str(), check.expect.as_str()),
         ("PING", "PONG")
