@@ -6,6 +6,8 @@
 //! `Registries`; `Registries::sweep` starts one task per checked service
 //! with [`spawn_checker`] and stops it when no runtime uses the state.
 
+pub mod tcp;
+
 use crate::body::RequestBody;
 use crate::client::passive::describe;
 use crate::client::{ClientError, ServerKind, UpstreamClient};

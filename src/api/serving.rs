@@ -290,6 +290,7 @@ mod tests {
                 .collect(),
             transport: Arc::default(),
             next: AtomicUsize::new(0),
+            checker: None,
         })
     }
 

@@ -10,6 +10,7 @@ use crate::config::dynamic::tcp::{
     ProxyProtocol, TcpLoadBalancer, TcpMiddleware, TcpServer, TcpServersTransport, TcpService,
 };
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Problem, Reference};
+use crate::health::tcp::{TcpCheckPlan, TcpChecker};
 use crate::metrics::Transport;
 use crate::middleware::in_flight_req;
 use crate::middleware::tcp::{self as tcp_mw, TcpGuard};
@@ -441,10 +442,28 @@ impl<'a> Services<'a> {
                         })
                     })
                     .collect::<Result<Vec<_>, Problem>>()?;
+                let checker = match (&self.env, &lb.health_check) {
+                    (Some(env), Some(check)) => {
+                        let key = StateKey::TcpHealthCheck {
+                            service: name.to_owned(),
+                            check: check.clone(),
+                            addresses: servers.iter().map(|s| s.address.clone()).collect(),
+                        };
+                        let members: Vec<(String, Arc<ServerHealth>)> = servers
+                            .iter()
+                            .map(|s| (s.address.clone(), s.health.clone()))
+                            .collect();
+                        Some(env.registries.state(&key, || {
+                            TcpChecker::new(name, TcpCheckPlan::new(check), &members)
+                        }))
+                    }
+                    _ => None,
+                };
                 Ok(Arc::new(TcpTarget::Servers {
                     servers,
                     transport: Arc::new(transport),
                     next: AtomicUsize::new(0),
+                    checker,
                 }))
             }
             (None, Some(weighted)) => {

@@ -193,10 +193,15 @@ impl Registries {
     /// tokio runtime to start checkers; without one they start at a later
     /// sweep.
     pub fn sweep(&self) {
-        self.states
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|_, s| Arc::strong_count(s) > 1);
+        {
+            let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+            states.retain(|_, s| Arc::strong_count(s) > 1);
+            for state in states.values() {
+                if let Some(checker) = state.downcast_ref::<crate::health::tcp::TcpChecker>() {
+                    checker.start();
+                }
+            }
+        }
         {
             let mut health = self.health.lock().unwrap_or_else(PoisonError::into_inner);
             health.retain(|_, e| {

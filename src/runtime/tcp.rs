@@ -6,7 +6,7 @@ use crate::middleware::in_flight_req;
 use crate::middleware::tcp::{Admitted, TcpGuard};
 use crate::rule::{ConnFacts, TcpMatcher};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -118,6 +118,9 @@ pub enum TcpTarget {
         transport: Arc<TcpTransport>,
         /// The rotation's position.
         next: AtomicUsize,
+        /// The active health check of the servers, when configured: held
+        /// so its task runs while a runtime uses this load balancer.
+        checker: Option<Arc<crate::health::tcp::TcpChecker>>,
     },
     /// Other services by weight.
     Weighted {
@@ -168,13 +171,17 @@ pub struct TcpTransport {
 /// What a load balancer knows of a server from its own connections: a
 /// server that refused one (or did not answer in time) is skipped for a
 /// while, twice as long after each failure in a row, and tried again
-/// after; a connection it accepts clears that.
+/// after; a connection it accepts clears that. With an active health
+/// check, a server failing it takes no new connections at all until it
+/// passes again.
 #[derive(Debug, Default)]
 pub struct ServerHealth {
     /// Failed connections in a row.
     failures: AtomicU32,
     /// Until when it is skipped, in milliseconds since [`clock_start`].
     skipped_until: AtomicU64,
+    /// Whether its last active health check failed.
+    check_failed: AtomicBool,
 }
 
 /// How long a server is skipped after its first failure in a row.
@@ -214,9 +221,26 @@ pub fn skip_for(failures: u32) -> Duration {
 }
 
 impl ServerHealth {
-    /// Whether the last connection to it failed (Traefik's `DOWN`).
+    /// Whether the last connection to it or its last health check failed
+    /// (Traefik's `DOWN`).
     pub fn is_down(&self) -> bool {
-        self.failures.load(Ordering::Relaxed) > 0
+        self.failures.load(Ordering::Relaxed) > 0 || self.fails_check()
+    }
+
+    /// Whether its last active health check failed: it is out of rotation.
+    pub fn fails_check(&self) -> bool {
+        self.check_failed.load(Ordering::Acquire)
+    }
+
+    /// Records the outcome of an active health check; true when that
+    /// moved the server in or out of rotation. A passing check also clears
+    /// the failed connections, as a connection it accepts would.
+    pub fn set_checked(&self, passed: bool) -> bool {
+        let changed = self.check_failed.swap(!passed, Ordering::AcqRel) == passed;
+        if passed {
+            self.answered();
+        }
+        changed
     }
 
     /// Whether new connections pass it by for now.
@@ -257,7 +281,8 @@ static NO_TRANSPORT: TcpTransport = TcpTransport {
 pub struct Picked<'a> {
     /// The servers: the next in turn of those not skipped first, then the
     /// other ones not skipped, then the skipped ones (so a connection is
-    /// tried even when every server failed lately).
+    /// tried even when every server failed lately). Servers failing their
+    /// active health check are left out, as Traefik leaves them out.
     pub servers: Vec<&'a TcpServerTarget>,
     /// How to connect to them.
     pub transport: &'a TcpTransport,
@@ -282,19 +307,22 @@ impl<'a> Picked<'a> {
 impl TcpTarget {
     /// The servers to try for a new connection, in order: the next one
     /// in turn first, then the others of the same load balancer; servers
-    /// skipped for their failures last.
+    /// skipped for their failures last; none failing its health check.
     pub fn pick(&self) -> Picked<'_> {
         match self {
             TcpTarget::Servers {
                 servers,
                 transport,
                 next,
+                ..
             } => {
                 if servers.is_empty() {
                     return Picked::default();
                 }
                 let start = next.fetch_add(1, Ordering::Relaxed) % servers.len();
-                let in_turn = (0..servers.len()).map(|i| &servers[(start + i) % servers.len()]);
+                let in_turn = (0..servers.len())
+                    .map(|i| &servers[(start + i) % servers.len()])
+                    .filter(|s| !s.health.fails_check());
                 let (mut order, skipped): (Vec<_>, Vec<_>) =
                     in_turn.partition(|s| !s.health.is_skipped());
                 order.extend(skipped);
@@ -342,6 +370,7 @@ mod tests {
                 .collect(),
             transport: Arc::default(),
             next: AtomicUsize::new(0),
+            checker: None,
         })
     }
 
@@ -389,6 +418,27 @@ mod tests {
         list[1].health.answered();
         assert!(!list[1].health.is_down());
         assert_eq!(target.pick().addresses()[0], "b:1");
+    }
+
+    #[test]
+    fn a_server_failing_its_health_check_is_left_out_until_it_passes() {
+        let target = servers(&["a:1", "b:1"]);
+        let TcpTarget::Servers { servers: list, .. } = &*target else {
+            unreachable!("built as servers")
+        };
+        assert!(list[0].health.set_checked(false));
+        assert!(
+            !list[0].health.set_checked(false),
+            "no change the second time"
+        );
+        assert!(list[0].health.is_down());
+        assert_eq!(target.pick().addresses(), ["b:1"]);
+        assert_eq!(target.pick().addresses(), ["b:1"]);
+        list[1].health.set_checked(false);
+        assert!(target.pick().servers.is_empty());
+        assert!(list[0].health.set_checked(true));
+        assert!(!list[0].health.is_down());
+        assert_eq!(target.pick().addresses(), ["a:1"]);
     }
 
     #[test]

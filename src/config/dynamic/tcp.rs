@@ -109,6 +109,35 @@ pub struct TcpLoadBalancer {
     /// Name of the TCP servers transport to use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub servers_transport: Option<String>,
+    /// Active health check of the servers (Traefik 3.6): a server that
+    /// fails it gets no new connections until it passes again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<TcpHealthCheck>,
+}
+
+/// How the servers of a TCP load balancer are checked: a connection, then
+/// optionally bytes sent and bytes expected back.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct TcpHealthCheck {
+    /// Port checked instead of the server address's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Bytes written once connected (none when empty).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub send: String,
+    /// Bytes the server must answer with (nothing awaited when empty).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub expect: String,
+    /// Time between checks of a server that is up (default `30s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    /// Time between checks of a server that is down (default: `interval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy_interval: Option<Duration>,
+    /// Time one check may take, connection included (default `5s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Duration>,
 }
 
 /// One TCP server.

@@ -82,6 +82,16 @@ pub enum StateKey {
         /// The server's address.
         address: String,
     },
+    /// The active health check of a TCP load balancer: per service, check
+    /// and servers, so a changed check or server list gets a new checker.
+    TcpHealthCheck {
+        /// The TCP service, qualified.
+        service: String,
+        /// The check's settings.
+        check: crate::config::dynamic::tcp::TcpHealthCheck,
+        /// The servers' addresses, in order.
+        addresses: Vec<String>,
+    },
 }
 
 /// The active health check of one load balancer.

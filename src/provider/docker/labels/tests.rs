@@ -1462,6 +1462,30 @@ fn tcp_labels_read_like_http_ones() {
         ),
         ("traefik.tcp.services.db.loadbalancer.server.tls", "true"),
         (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.send",
+            "PING",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.expect",
+            "PONG",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.port",
+            "6000",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.interval",
+            "10s",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.unhealthyinterval",
+            "1s",
+        ),
+        (
+            "traefik.tcp.services.db.loadbalancer.healthcheck.timeout",
+            "3s",
+        ),
+        (
             "traefik.tcp.middlewares.local.ipallowlist.sourcerange",
             "127.0.0.1/32,::1",
         ),
@@ -1486,6 +1510,24 @@ fn tcp_labels_read_like_http_ones() {
     let lb = p.tcp_services.parsed["db"].load_balancer.clone().unwrap();
     assert_eq!(lb.servers_transport.as_deref(), Some("db@file"));
     assert_eq!(lb.termination_delay, Some(-1));
+    let check = lb.health_check.unwrap();
+    assert_eq!(
+        (check.send.as_str(), check.expect.as_str()),
+        ("PING", "PONG")
+    );
+    assert_eq!(check.port, Some(6000));
+    assert_eq!(
+        check.interval,
+        Some(std::time::Duration::from_secs(10).into())
+    );
+    assert_eq!(
+        check.unhealthy_interval,
+        Some(std::time::Duration::from_secs(1).into())
+    );
+    assert_eq!(
+        check.timeout,
+        Some(std::time::Duration::from_secs(3).into())
+    );
     assert_eq!(p.tcp_servers["db"].tls, Some(true));
     assert_eq!(
         p.tcp_middlewares.parsed["local"]

@@ -81,6 +81,22 @@ const TRAEFIK_KEYS: &[(&str, &str)] = &[
         "traefik/tcp/services/db/loadBalancer/servers/0/address",
         "127.0.0.1:5432",
     ),
+    (
+        "traefik/tcp/services/db/loadBalancer/healthCheck/send",
+        "PING",
+    ),
+    (
+        "traefik/tcp/services/db/loadBalancer/healthCheck/expect",
+        "PONG",
+    ),
+    (
+        "traefik/tcp/services/db/loadBalancer/healthCheck/port",
+        "6000",
+    ),
+    (
+        "traefik/tcp/services/db/loadBalancer/healthCheck/unhealthyInterval",
+        "2s",
+    ),
     ("traefik/udp/routers/dns/entryPoints/0", "dns"),
     ("traefik/udp/routers/dns/service", "dns"),
     (
@@ -144,6 +160,11 @@ entryPoints = ["pg"]
 service = "db"
 [tcp.services.db.loadBalancer]
 servers = [{ address = "127.0.0.1:5432" }]
+[tcp.services.db.loadBalancer.healthCheck]
+send = "PING"
+expect = "PONG"
+port = 6000
+unhealthyInterval = "2s"
 
 [udp.routers.dns]
 entryPoints = ["dns"]
