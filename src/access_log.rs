@@ -60,6 +60,8 @@ pub struct Entry {
     pub headers: Vec<(String, String)>,
     /// Response headers sent to the client, as `headers`.
     pub downstream_headers: Vec<(String, String)>,
+    /// The trace and the `EntryPoint` span, when the request was traced.
+    pub trace: Option<(crate::otel::trace::TraceId, crate::otel::trace::SpanId)>,
 }
 
 /// The server's side of a proxied request.
@@ -625,6 +627,10 @@ fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) 
             put("TLSClientSubject", V::from(&**subject));
         }
     }
+    if let Some((trace_id, span_id)) = &e.trace {
+        put("TraceId", V::from(crate::otel::trace::hex(trace_id)));
+        put("SpanId", V::from(crate::otel::trace::hex(span_id)));
+    }
     let start = Utc::of(e.start).nanos();
     put("StartUTC", V::from(start.as_str()));
     put("StartLocal", V::from(start));
@@ -696,6 +702,7 @@ mod tests {
             retry_attempts: 0,
             headers: vec![("User-Agent".into(), "Mozilla/5.0".into())],
             downstream_headers: vec![("Content-Type".into(), "application/json".into())],
+            trace: None,
         }
     }
 

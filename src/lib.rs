@@ -21,6 +21,7 @@ pub mod config;
 pub mod health;
 pub mod metrics;
 pub mod middleware;
+pub mod otel;
 pub mod overload;
 pub mod percent;
 pub mod provider;
@@ -47,6 +48,11 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let exporter = metrics.as_ref().map(|m| m.exporter.clone());
     let access_log = start::open_access_log(&config, exporter.as_ref()).await?;
     let reopen = access_log.clone().and_then(start::spawn_reopen_on_signal);
+    let tracer = config
+        .tracing
+        .as_ref()
+        .map(otel::trace::Tracer::spawn)
+        .transpose()?;
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
     // below, before anything is served.
@@ -109,6 +115,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         route_metrics,
         metrics_internals: config.metrics.add_internals,
         metrics_headers: metrics_headers.into(),
+        tracer,
     });
     let servers = start::spawn_servers(&proxy, entry_points);
     shutdown.await;

@@ -21,6 +21,7 @@ mod address;
 mod load;
 pub mod observability;
 mod options;
+pub mod otlp;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -32,6 +33,7 @@ pub use load::{
 };
 pub use observability::{AccessLog, Api, Metrics, Ping, Prometheus};
 pub use options::{OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text};
+pub use otlp::{EntryPointObservability, Otlp, Tracing};
 
 /// The whole static configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -74,6 +76,9 @@ pub struct StaticConfig {
     pub accepted: Vec<AcceptedOption>,
     /// Traefik's `core` section: how router rules are read by default.
     pub core: Core,
+    /// OpenTelemetry tracing; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracing: Option<Tracing>,
 }
 
 /// Traefik's `core` section.
@@ -131,6 +136,8 @@ pub struct EntryPoint {
     /// join. When no entry point says so, they join every HTTP and TCP
     /// one; when some do, only those. Default `false`.
     pub as_default: bool,
+    /// Traefik's per-entry-point `observability` switches.
+    pub observability: EntryPointObservability,
 }
 
 /// HTTP/2 settings of an entry point.

@@ -92,6 +92,7 @@ pub fn entry_point(
         proxy_protocol,
         limits,
         as_default: _, // compile_context, choosing the default entry points
+        observability: crate::config::static_config::EntryPointObservability { tracing: traced },
     } = ep;
     #[deny(unused_variables)] // an option read nowhere fails the build
     let EntryPointLimits {
@@ -140,6 +141,7 @@ pub fn entry_point(
         limits: limits.clone(),
         connections: crate::overload::ConnectionLimit::new(*max_connections),
         stats,
+        traced: *traced,
     };
     Ok(EntryPointSettings {
         info,

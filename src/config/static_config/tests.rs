@@ -1291,6 +1291,34 @@ fn full_config() -> StaticConfig {
     entry_point.http.redirections = Some(redirections);
     entry_point.http.middlewares = vec![String::from("auth@file")];
     config.entry_points.insert(String::from("web"), entry_point);
+    let names = |value: &str| BTreeMap::from([(String::from("web"), String::from(value))]);
+    let collector_tls = || {
+        Some(otlp::OtlpTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        })
+    };
+    config.tracing = Some(Tracing {
+        resource_attributes: names("team"),
+        captured_request_headers: vec![String::from("X-Request")],
+        captured_response_headers: vec![String::from("X-Response")],
+        safe_query_params: vec![String::from("page")],
+        otlp: Some(Otlp {
+            grpc: Some(otlp::OtlpGrpc {
+                headers: names("key"),
+                tls: collector_tls(),
+                ..otlp::OtlpGrpc::default()
+            }),
+            http: Some(otlp::OtlpHttp {
+                headers: names("key"),
+                tls: collector_tls(),
+                ..otlp::OtlpHttp::default()
+            }),
+        }),
+        ..Tracing::default()
+    });
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
         directory: Some(PathBuf::from("d")),
@@ -1449,6 +1477,9 @@ fn sample(spec: &OptionSpec) -> &'static str {
     if spec.path.ends_with(".buckets") {
         return "0.5,2";
     }
+    if spec.path == "tracing.sampleRate" {
+        return "0.5";
+    }
     if spec.path.starts_with("accessLog.fields") && spec.default.is_empty() {
         return "redact";
     }
@@ -1498,6 +1529,8 @@ fn check_row_landed(spec: &OptionSpec, loaded: Result<Loaded, StaticConfigError>
         }
         (ValueKind::List, Some(Value::Array(items))) => items.len() == 2,
         (ValueKind::Address | ValueKind::String, Some(Value::String(s))) => s == text,
+        // A ratio, written as text in flags.
+        (ValueKind::String, Some(Value::Number(n))) => n.as_f64() == text.parse().ok(),
         _ => false,
     };
     assert!(landed, "{via}: {} is {got:?}", spec.path);
@@ -1605,6 +1638,19 @@ fn row_defaults_match_struct_defaults() {
             add_internals: false,
         },
         access_log: Some(AccessLog::default()),
+        tracing: Some(Tracing {
+            otlp: Some(Otlp {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+            }),
+            ..Tracing::default()
+        }),
         ..StaticConfig::default()
     })
     .unwrap();
@@ -1751,6 +1797,7 @@ fn serializes_for_the_api() {
                     },
                     "http2": {"maxConcurrentStreams": 250},
                     "udp": {"timeout": "3s"},
+                    "observability": {"tracing": true},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
@@ -1873,6 +1920,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "log.level" => "DEBUG",
         "log.format" => "json",
         "metrics.prometheus.buckets" => "0.5,2",
+        "tracing.sampleRate" => "0.5",
         "accessLog.format" => "json",
         "accessLog.filters.statusCodes" => "500-599",
         "accessLog.fields.defaultMode" => "drop",
@@ -2092,7 +2140,7 @@ fn a_section_given_as_true_is_on_with_its_defaults() {
 fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let dir = dir_with(&[(
         "gangway.yml",
-        "global:\n  checkNewVersion: true\ntracing:\n  otlp:\n    http:\n      endpoint: http://127.0.0.1:4318\n",
+        "global:\n  checkNewVersion: true\ntracing:\n  globalAttributes:\n    team: edge\n",
     )]);
     let (config, _) = run_in(
         dir.path(),
@@ -2112,7 +2160,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
         [
             ("global.checkNewVersion", "gangway.yml", OptionState::Inert),
             (
-                "tracing.otlp.http.endpoint",
+                "tracing.globalAttributes.team",
                 "gangway.yml",
                 OptionState::Unsupported
             ),
