@@ -151,12 +151,15 @@ async fn run(
     cx: &Exchange,
     end: &dyn Terminal,
 ) -> Resp {
-    // One look per chain: only traced requests carry a `Traced`, and only
-    // they fill `spans` (which allocates nothing while empty).
-    let traced = req
-        .extensions()
-        .get::<crate::otel::trace::Traced>()
-        .is_some();
+    // One look per chain, and none at all for a request without
+    // extensions (the usual one with tracing off): only traced requests
+    // carry a `Traced`, and only they fill `spans` (which allocates nothing
+    // while empty).
+    let traced = !req.extensions().is_empty()
+        && req
+            .extensions()
+            .get::<crate::otel::trace::Traced>()
+            .is_some();
     let mut spans = Vec::new();
     // Steps run in a plain loop; the first wrapping middleware takes the
     // rest of the chain (and is the only place a future gets boxed).

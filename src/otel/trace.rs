@@ -766,6 +766,38 @@ mod tests {
         assert_eq!(threshold(0.5), 1u64 << 62);
     }
 
+    fn tracer(ratio: f64, safe: &[&str]) -> Tracer {
+        let (queue, _rx) = mpsc::channel(1);
+        Tracer {
+            queue,
+            threshold: threshold(ratio),
+            request_headers: Box::new([]),
+            response_headers: Box::new([]),
+            safe_query: safe.iter().map(|s| (*s).to_owned()).collect(),
+            add_internals: false,
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn query_values_are_redacted_unless_safe() {
+        let t = tracer(1.0, &["page"]);
+        assert_eq!(
+            t.redacted_query("page=2&token=abc&flag"),
+            "page=2&token=REDACTED&flag"
+        );
+        assert_eq!(t.redacted_query(""), "");
+    }
+
+    #[test]
+    fn new_traces_are_sampled_at_the_ratio() {
+        let t = tracer(0.25, &[]);
+        let kept = (0..40_000).filter(|_| t.samples(&new_trace_id())).count();
+        assert!((9_000..11_000).contains(&kept), "{kept}");
+        assert!((0..1000).all(|_| tracer(1.0, &[]).samples(&new_trace_id())));
+        assert!((0..1000).all(|_| !tracer(0.0, &[]).samples(&new_trace_id())));
+    }
+
     #[test]
     fn span_ids_are_not_repeated() {
         let ids: std::collections::HashSet<SpanId> = (0..10_000).map(|_| new_span_id()).collect();
