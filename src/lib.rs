@@ -53,6 +53,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         .as_ref()
         .map(otel::trace::Tracer::spawn)
         .transpose()?;
+    let metrics_push = match (&config.metrics.otlp, exporter.as_ref()) {
+        (Some(otlp), Some(e)) => Some(otel::metrics::spawn_push(e.clone(), otlp)?),
+        _ => None,
+    };
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
     // below, before anything is served.
@@ -131,6 +135,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     acme.abort();
     if let Some(r) = reopen {
         r.abort();
+    }
+    if let Some(p) = metrics_push {
+        p.abort();
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! and sends without ever holding a request up.
 
 pub mod export;
+pub mod metrics;
 pub mod trace;
 
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};

@@ -362,3 +362,133 @@ async fn a_collector_that_refuses_or_hangs_never_fails_a_request() {
     let hung_grpc = format!("--tracing.otlp.grpc.endpoint={}", hanging.addr);
     assert_unaffected(&[&hung_grpc, "--tracing.otlp.grpc.insecure=true"]).await;
 }
+
+/// The value and kind of the `traefik_…` counter series of `metric` whose
+/// labels include every one of `labels`, in the newest push holding it.
+fn pushed_counter(collector: &Collector, metric: &str, labels: &[(&str, &str)]) -> Option<i64> {
+    use opentelemetry_proto::tonic::metrics::v1::{
+        AggregationTemporality, metric, number_data_point,
+    };
+    collector.with(|received| {
+        let pushes = received.metrics.iter().rev();
+        let metrics = pushes
+            .flat_map(|p| &p.resource_metrics)
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics);
+        for m in metrics.filter(|m| m.name == metric) {
+            let Some(metric::Data::Sum(sum)) = &m.data else {
+                panic!("{metric} is not a Sum: {:?}", m.data);
+            };
+            assert!(sum.is_monotonic, "{metric} is a monotonic sum");
+            assert_eq!(
+                sum.aggregation_temporality,
+                AggregationTemporality::Cumulative as i32
+            );
+            for point in &sum.data_points {
+                if labels
+                    .iter()
+                    .all(|(k, v)| attribute(&point.attributes, k).as_deref() == Some(*v))
+                {
+                    return match point.value {
+                        Some(number_data_point::Value::AsInt(n)) => Some(n),
+                        ref other => panic!("{metric} carries {other:?}"),
+                    };
+                }
+            }
+        }
+        None
+    })
+}
+
+/// Four requests, then the pushes carry the request counters of the entry
+/// point and the service with Traefik's names, values and labels, and the
+/// duration histogram in seconds.
+async fn assert_metrics_pushed(collector: &Collector, flags: &[&str]) {
+    let backend = Backend::echo("b").await;
+    let gw = Gangway::with_file(&two_middlewares(&backend.url()), flags).await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        gw.get("app.test", "/api/warm").await.status == StatusCode::OK
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(gw.get("app.test", "/api/x").await.status, StatusCode::OK);
+    }
+    let service = [
+        ("code", "200"),
+        ("method", "GET"),
+        ("protocol", "http"),
+        ("service", "app@file"),
+    ];
+    eventually(
+        Duration::from_secs(10),
+        "a push counting the four requests",
+        || async {
+            pushed_counter(collector, "traefik_service_requests_total", &service) == Some(4)
+        },
+    )
+    .await;
+    let entry_point = [("code", "200"), ("method", "GET"), ("entrypoint", "web")];
+    assert_eq!(
+        pushed_counter(collector, "traefik_entrypoint_requests_total", &entry_point),
+        Some(4)
+    );
+    collector.with(|received| {
+        use opentelemetry_proto::tonic::metrics::v1::metric;
+        let push = received.metrics.last().expect("a push");
+        let resource = push.resource_metrics[0]
+            .resource
+            .as_ref()
+            .expect("resource");
+        assert_eq!(
+            attribute(&resource.attributes, "service.name").as_deref(),
+            Some("traefik")
+        );
+        let histogram = push.resource_metrics[0].scope_metrics[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == "traefik_service_request_duration_seconds")
+            .expect("the service's duration histogram");
+        assert_eq!(histogram.unit, "s");
+        let Some(metric::Data::Histogram(h)) = &histogram.data else {
+            panic!("not a histogram: {:?}", histogram.data);
+        };
+        let point = h
+            .data_points
+            .iter()
+            .find(|p| attribute(&p.attributes, "code").as_deref() == Some("200"))
+            .expect("the 200s' series");
+        assert_eq!(point.count, 4);
+        assert_eq!(point.bucket_counts.len(), point.explicit_bounds.len() + 1);
+        assert_eq!(point.bucket_counts.iter().sum::<u64>(), 4);
+    });
+}
+
+#[tokio::test]
+async fn metrics_are_pushed_over_grpc_without_prometheus() {
+    let collector = Collector::grpc().await;
+    let endpoint = format!("--metrics.otlp.grpc.endpoint={}", collector.endpoint());
+    assert_metrics_pushed(
+        &collector,
+        &[
+            &endpoint,
+            "--metrics.otlp.grpc.insecure=true",
+            "--metrics.otlp.pushInterval=200ms",
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn metrics_are_pushed_over_http_beside_prometheus() {
+    let collector = Collector::http().await;
+    let endpoint = format!("--metrics.otlp.http.endpoint={}", collector.url());
+    assert_metrics_pushed(
+        &collector,
+        &[
+            &endpoint,
+            "--metrics.otlp.pushInterval=200ms",
+            "--metrics.prometheus=true",
+        ],
+    )
+    .await;
+}

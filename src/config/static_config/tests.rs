@@ -1635,6 +1635,7 @@ fn row_defaults_match_struct_defaults() {
         ping: Some(Ping::default()),
         metrics: Metrics {
             prometheus: Some(Prometheus::default()),
+            otlp: None,
             add_internals: false,
         },
         access_log: Some(AccessLog::default()),
