@@ -57,6 +57,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         (Some(otlp), Some(e)) => Some(otel::metrics::spawn_push(e.clone(), otlp)?),
         _ => None,
     };
+    let log_push = start::log::spawn_otlp(&config.log)?;
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
     // below, before anything is served.
@@ -137,6 +138,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         r.abort();
     }
     if let Some(p) = metrics_push {
+        p.abort();
+    }
+    if let Some(p) = log_push {
         p.abort();
     }
     Ok(())

@@ -5,6 +5,7 @@
 //! and sends without ever holding a request up.
 
 pub mod export;
+pub mod logs;
 pub mod metrics;
 pub mod trace;
 

@@ -492,3 +492,113 @@ async fn metrics_are_pushed_over_http_beside_prometheus() {
     )
     .await;
 }
+
+/// Every log record received so far.
+fn records(collector: &Collector) -> Vec<opentelemetry_proto::tonic::logs::v1::LogRecord> {
+    collector.with(|received| {
+        received
+            .logs
+            .iter()
+            .flat_map(|l| &l.resource_logs)
+            .flat_map(|r| &r.scope_logs)
+            .flat_map(|s| s.log_records.clone())
+            .collect()
+    })
+}
+
+fn body(record: &opentelemetry_proto::tonic::logs::v1::LogRecord) -> String {
+    use opentelemetry_proto::tonic::common::v1::any_value;
+    match record.body.as_ref().and_then(|b| b.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => s.clone(),
+        other => panic!("body {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn access_log_records_carry_traefiks_fields_over_http() {
+    let collector = Collector::http().await;
+    let backend = Backend::echo("b").await;
+    let endpoint = format!("--accessLog.otlp.http.endpoint={}", collector.url());
+    let gw = Gangway::with_file(&two_middlewares(&backend.url()), &[&endpoint]).await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        gw.get("app.test", "/api/warm").await.status == StatusCode::OK
+    })
+    .await;
+    assert_eq!(
+        gw.get("app.test", "/api/logged").await.status,
+        StatusCode::OK
+    );
+    eventually(
+        Duration::from_secs(10),
+        "the request's access-log record",
+        || async {
+            records(&collector)
+                .iter()
+                .any(|r| attribute(&r.attributes, "RequestPath").as_deref() == Some("/api/logged"))
+        },
+    )
+    .await;
+    let all = records(&collector);
+    let record = all
+        .iter()
+        .find(|r| attribute(&r.attributes, "RequestPath").as_deref() == Some("/api/logged"))
+        .unwrap();
+    assert_eq!(
+        attribute(&record.attributes, "DownstreamStatus").as_deref(),
+        Some("200")
+    );
+    assert_eq!(
+        attribute(&record.attributes, "RouterName").as_deref(),
+        Some("app@file")
+    );
+    assert_eq!(
+        attribute(&record.attributes, "ServiceName").as_deref(),
+        Some("app@file")
+    );
+    assert_eq!(
+        attribute(&record.attributes, "RequestMethod").as_deref(),
+        Some("GET")
+    );
+    assert_eq!(record.severity_text, "INFO");
+    assert!(
+        body(record).contains("\"GET /api/logged HTTP/1.1\" 200"),
+        "{}",
+        body(record)
+    );
+}
+
+#[tokio::test]
+async fn log_lines_arrive_as_records_over_grpc() {
+    let collector = Collector::grpc().await;
+    let backend = Backend::echo("b").await;
+    let endpoint = format!("--log.otlp.grpc.endpoint={}", collector.endpoint());
+    // An empty RUST_LOG leaves the level to `log.level`.
+    let _gw = Gangway::with_file_env(
+        &two_middlewares(&backend.url()),
+        &[
+            &endpoint,
+            "--log.otlp.grpc.insecure=true",
+            "--log.level=INFO",
+        ],
+        &[("RUST_LOG", "")],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "an info record", || async {
+        records(&collector)
+            .iter()
+            .any(|r| r.severity_text == "INFO")
+    })
+    .await;
+    let all = records(&collector);
+    let info = all.iter().find(|r| r.severity_text == "INFO").unwrap();
+    assert_eq!(
+        info.severity_number,
+        opentelemetry_proto::tonic::logs::v1::SeverityNumber::Info as i32
+    );
+    assert!(!body(info).is_empty(), "{info:?}");
+    let resource = collector.with(|r| r.logs[0].resource_logs[0].resource.clone().unwrap());
+    assert_eq!(
+        attribute(&resource.attributes, "service.name").as_deref(),
+        Some("traefik")
+    );
+}

@@ -1094,6 +1094,10 @@ pub struct Log {
     pub max_age: u32,
     /// Gzip renamed-aside files (`….log.gz`). Default `false`.
     pub compress: bool,
+    /// Also send each log event as an OTLP log record (Traefik 3.3's
+    /// `log.otlp`); lines still go where `filePath` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<otlp::OtlpLogs>,
 }
 
 /// The form of gangway's own log lines.

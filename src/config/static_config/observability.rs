@@ -278,6 +278,12 @@ pub struct AccessLog {
     /// Log requests to gangway's own routers (API, dashboard, `/ping`,
     /// `/metrics`) too. Default `false`, as in Traefik v3.
     pub add_internals: bool,
+    /// Send each entry as an OTLP log record (Traefik 3.3's
+    /// `accessLog.otlp`) instead of writing a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<super::otlp::OtlpLogs>,
+    /// With `otlp`, write the lines too. Default `false`.
+    pub dual_output: bool,
 }
 
 /// Access log line formats.

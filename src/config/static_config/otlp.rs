@@ -149,6 +149,46 @@ impl Default for OtlpHttp {
     }
 }
 
+/// Traefik's `log.otlp` and `accessLog.otlp` (Traefik 3.3): log records
+/// sent to a collector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct OtlpLogs {
+    /// `service.name` of the records' resource. Default `traefik`.
+    pub service_name: String,
+    /// More attributes of the records' resource.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_attributes: BTreeMap<String, String>,
+    /// OTLP over gRPC; wins over `http` when both are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<OtlpGrpc>,
+    /// OTLP over HTTP with protobuf bodies (the default, to
+    /// `https://localhost:4318/v1/logs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<OtlpHttp>,
+}
+
+impl Default for OtlpLogs {
+    fn default() -> Self {
+        OtlpLogs {
+            service_name: "traefik".to_owned(),
+            resource_attributes: BTreeMap::new(),
+            grpc: None,
+            http: None,
+        }
+    }
+}
+
+impl OtlpLogs {
+    /// The collector, in the shape the exporters take.
+    pub fn collector(&self) -> Otlp {
+        Otlp {
+            grpc: self.grpc.clone(),
+            http: self.http.clone(),
+        }
+    }
+}
+
 /// TLS towards a collector.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
