@@ -1152,7 +1152,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt(
         "metrics.otlp.explicitBoundaries",
         ValueKind::List,
-        "0.005,0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1,2.5,5,7.5,10",
+        "0.005,0.01,0.025,0.05,0.075,0.1,0.25,0.5,0.75,1.0,2.5,5.0,7.5,10.0",
         "Request duration histogram bounds, in seconds (Prometheus's buckets when it is on too).",
     ),
     opt(

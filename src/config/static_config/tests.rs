@@ -1319,6 +1319,35 @@ fn full_config() -> StaticConfig {
         }),
         ..Tracing::default()
     });
+    let grpc = || {
+        Some(otlp::OtlpGrpc {
+            headers: names("key"),
+            tls: collector_tls(),
+            ..otlp::OtlpGrpc::default()
+        })
+    };
+    let http = || {
+        Some(otlp::OtlpHttp {
+            headers: names("key"),
+            tls: collector_tls(),
+            ..otlp::OtlpHttp::default()
+        })
+    };
+    let logs = || {
+        Some(otlp::OtlpLogs {
+            resource_attributes: names("team"),
+            grpc: grpc(),
+            http: http(),
+            ..otlp::OtlpLogs::default()
+        })
+    };
+    config.metrics.otlp = Some(MetricsOtlp {
+        resource_attributes: names("team"),
+        grpc: grpc(),
+        http: http(),
+        ..MetricsOtlp::default()
+    });
+    config.log.otlp = logs();
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
         directory: Some(PathBuf::from("d")),
@@ -1392,6 +1421,7 @@ fn full_config() -> StaticConfig {
     });
     let mut access_log = AccessLog {
         file_path: Some(PathBuf::from("access.log")),
+        otlp: logs(),
         ..AccessLog::default()
     };
     access_log.filters.status_codes = vec![String::from("500-599")];
@@ -1474,7 +1504,7 @@ fn leaf_paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>
 /// for free-text rows that have one (only the row knows what else is valid).
 fn sample(spec: &OptionSpec) -> &'static str {
     // Rows whose values are numbers or a fixed set of words.
-    if spec.path.ends_with(".buckets") {
+    if spec.path.ends_with(".buckets") || spec.path.ends_with(".explicitBoundaries") {
         return "0.5,2";
     }
     if spec.path == "tracing.sampleRate" {
@@ -1635,10 +1665,47 @@ fn row_defaults_match_struct_defaults() {
         ping: Some(Ping::default()),
         metrics: Metrics {
             prometheus: Some(Prometheus::default()),
-            otlp: None,
+            otlp: Some(MetricsOtlp {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..MetricsOtlp::default()
+            }),
             add_internals: false,
         },
-        access_log: Some(AccessLog::default()),
+        log: Log {
+            otlp: Some(otlp::OtlpLogs {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..otlp::OtlpLogs::default()
+            }),
+            ..Log::default()
+        },
+        access_log: Some(AccessLog {
+            otlp: Some(otlp::OtlpLogs {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..otlp::OtlpLogs::default()
+            }),
+            ..AccessLog::default()
+        }),
         tracing: Some(Tracing {
             otlp: Some(Otlp {
                 grpc: Some(otlp::OtlpGrpc {
@@ -1920,7 +1987,7 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "providers.swarm.constraints" => "Label(`a`, `b`)",
         "log.level" => "DEBUG",
         "log.format" => "json",
-        "metrics.prometheus.buckets" => "0.5,2",
+        "metrics.prometheus.buckets" | "metrics.otlp.explicitBoundaries" => "0.5,2",
         "tracing.sampleRate" => "0.5",
         "accessLog.format" => "json",
         "accessLog.filters.statusCodes" => "500-599",
@@ -2146,7 +2213,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let (config, _) = run_in(
         dir.path(),
         &[
-            "--log.otlp.serviceName=gw",
+            "--metrics.datadog.prefix=gw",
             "--experimental.plugins.demo.settings.key=1",
         ],
         &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
@@ -2171,8 +2238,8 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
                 OptionState::Inert
             ),
             (
-                "log.otlp.serviceName",
-                "--log.otlp.serviceName",
+                "metrics.datadog.prefix",
+                "--metrics.datadog.prefix",
                 OptionState::Unsupported
             ),
             (
