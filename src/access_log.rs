@@ -60,6 +60,8 @@ pub struct Entry {
     pub headers: Vec<(String, String)>,
     /// Response headers sent to the client, as `headers`.
     pub downstream_headers: Vec<(String, String)>,
+    /// The trace and the `EntryPoint` span, when the request was traced.
+    pub trace: Option<(crate::otel::trace::TraceId, crate::otel::trace::SpanId)>,
 }
 
 /// The server's side of a proxied request.
@@ -220,6 +222,9 @@ pub enum AccessLogError {
     /// A status filter does not parse.
     #[error("accessLog.filters.statusCodes: `{0}` is not a status code or range like `500-599`")]
     BadStatusFilter(String),
+    /// `accessLog.otlp` makes no exporter.
+    #[error(transparent)]
+    Otlp(#[from] crate::otel::OtelError),
 }
 
 impl AccessLogger {
@@ -240,6 +245,8 @@ impl AccessLogger {
             format,
             buffering_size,
             add_internals: _, // run(), as Proxy::log_internals
+            otlp,
+            dual_output,
             filters:
                 AccessLogFilters {
                     status_codes,
@@ -280,12 +287,26 @@ impl AccessLogger {
             default: *default_mode,
             names: names.clone(),
         };
+        let otlp = match otlp {
+            Some(o) => Some(Records {
+                exporter: crate::otel::export::Exporter::new(
+                    Some(&o.collector()),
+                    crate::otel::export::Signal::Logs,
+                    "accessLog.otlp",
+                )?,
+                resource: crate::otel::resource(&o.service_name, &o.resource_attributes),
+                lines: *dual_output,
+                failing: false,
+            }),
+            None => None,
+        };
         tokio::spawn(write_lines(
             rx,
             Output {
                 out,
                 path: file_path.clone(),
                 reopen: reopen.clone(),
+                otlp,
             },
             *format,
             fields,
@@ -392,6 +413,70 @@ struct Output {
     out: Box<dyn tokio::io::AsyncWrite + Send + Unpin>,
     path: Option<std::path::PathBuf>,
     reopen: Arc<tokio::sync::Notify>,
+    otlp: Option<Records>,
+}
+
+/// `accessLog.otlp`: entries sent as OTLP log records, by the writer task
+/// (the request path only queues the entry, as for lines).
+struct Records {
+    exporter: crate::otel::export::Exporter,
+    resource: opentelemetry_proto::tonic::resource::v1::Resource,
+    /// `dualOutput`: write the lines too.
+    lines: bool,
+    failing: bool,
+}
+
+/// Records in one export at most.
+const RECORDS_BATCH: usize = 512;
+
+impl Records {
+    /// One entry as a record: Traefik's field names and values as
+    /// attributes (as the JSON line has them), the line as body.
+    fn record(
+        e: &Entry,
+        fields: &FieldRules,
+        format: AccessLogFormat,
+    ) -> crate::otel::logs::LogRecord {
+        use opentelemetry_proto::tonic::common::v1::any_value::Value as A;
+        use serde_json::Value as V;
+        let mut body = String::with_capacity(256);
+        match format {
+            AccessLogFormat::GenericClf => clf_line(e, fields, false, &mut body),
+            _ => clf_line(e, fields, true, &mut body),
+        }
+        let map = json_map(e, fields, SystemTime::now());
+        let attributes = map
+            .into_iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "level" | "msg" | "time"))
+            .map(|(k, v)| {
+                let value = match v {
+                    V::String(s) => A::StringValue(s),
+                    V::Bool(b) => A::BoolValue(b),
+                    V::Number(n) => match n.as_i64() {
+                        Some(i) => A::IntValue(i),
+                        None => A::DoubleValue(n.as_f64().unwrap_or_default()),
+                    },
+                    other => A::StringValue(other.to_string()),
+                };
+                crate::otel::logs::attribute(&k, value)
+            })
+            .collect();
+        crate::otel::logs::record(tracing::Level::INFO, body, attributes)
+    }
+
+    async fn send(&mut self, batch: Vec<crate::otel::logs::LogRecord>) {
+        let message = crate::otel::logs::encode(&self.resource, batch);
+        match self.exporter.send(message).await {
+            Ok(()) => self.failing = false,
+            Err(e) => {
+                // Said once per outage, not once per batch.
+                if !self.failing {
+                    tracing::warn!(collector = %self.exporter.uri(), error = %e, "access log records not exported; dropping them until the collector answers");
+                }
+                self.failing = true;
+            }
+        }
+    }
 }
 
 async fn write_lines(
@@ -400,7 +485,14 @@ async fn write_lines(
     format: AccessLogFormat,
     fields: FieldRules,
 ) {
-    let Output { out, path, reopen } = output;
+    let Output {
+        out,
+        path,
+        reopen,
+        mut otlp,
+    } = output;
+    let lines = otlp.as_ref().is_none_or(|o| o.lines);
+    let mut records = Vec::new();
     let mut out = tokio::io::BufWriter::new(out);
     let mut line = String::with_capacity(512);
     loop {
@@ -425,19 +517,34 @@ async fn write_lines(
         let mut next = Some(entry);
         // Write everything queued, then flush once.
         while let Some(entry) = next.take() {
-            line.clear();
-            match format {
-                AccessLogFormat::Common => clf_line(&entry, &fields, true, &mut line),
-                AccessLogFormat::GenericClf => clf_line(&entry, &fields, false, &mut line),
-                AccessLogFormat::Json => json_line(&entry, &fields, SystemTime::now(), &mut line),
+            if let Some(o) = otlp.as_mut() {
+                records.push(Records::record(&entry, &fields, format));
+                if records.len() >= RECORDS_BATCH {
+                    o.send(std::mem::take(&mut records)).await;
+                }
             }
-            line.push('\n');
-            if out.write_all(line.as_bytes()).await.is_err() {
-                return;
+            if lines {
+                line.clear();
+                match format {
+                    AccessLogFormat::Common => clf_line(&entry, &fields, true, &mut line),
+                    AccessLogFormat::GenericClf => clf_line(&entry, &fields, false, &mut line),
+                    AccessLogFormat::Json => {
+                        json_line(&entry, &fields, SystemTime::now(), &mut line);
+                    }
+                }
+                line.push('\n');
+                if out.write_all(line.as_bytes()).await.is_err() {
+                    return;
+                }
             }
             next = rx.try_recv().ok();
         }
-        if out.flush().await.is_err() {
+        if let Some(o) = otlp.as_mut()
+            && !records.is_empty()
+        {
+            o.send(std::mem::take(&mut records)).await;
+        }
+        if lines && out.flush().await.is_err() {
             return;
         }
     }
@@ -545,6 +652,15 @@ fn nanos(d: Duration) -> u64 {
 /// nanoseconds, ports as text), its `level`, `msg` and `time` as Traefik's
 /// JSON writer adds them, keys sorted as Traefik's are.
 fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) {
+    out.push_str(&serde_json::Value::Object(json_map(e, fields, now)).to_string());
+}
+
+/// The fields of the JSON line, by name.
+fn json_map(
+    e: &Entry,
+    fields: &FieldRules,
+    now: SystemTime,
+) -> serde_json::Map<String, serde_json::Value> {
     use serde_json::Value as V;
     let mut map = serde_json::Map::new();
     let mut put = |name: &str, value: V| match fields.mode(name) {
@@ -625,6 +741,10 @@ fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) 
             put("TLSClientSubject", V::from(&**subject));
         }
     }
+    if let Some((trace_id, span_id)) = &e.trace {
+        put("TraceId", V::from(crate::otel::trace::hex(trace_id)));
+        put("SpanId", V::from(crate::otel::trace::hex(span_id)));
+    }
     let start = Utc::of(e.start).nanos();
     put("StartUTC", V::from(start.as_str()));
     put("StartLocal", V::from(start));
@@ -642,7 +762,7 @@ fn json_line(e: &Entry, fields: &FieldRules, now: SystemTime, out: &mut String) 
     map.insert("level".into(), V::from("info"));
     map.insert("msg".into(), V::from(""));
     map.insert("time".into(), V::from(Utc::of(now).seconds()));
-    out.push_str(&V::Object(map).to_string());
+    map
 }
 
 /// `host:port` → (`host`, `port`); without a port, (`host`, `-`) as
@@ -696,6 +816,7 @@ mod tests {
             retry_attempts: 0,
             headers: vec![("User-Agent".into(), "Mozilla/5.0".into())],
             downstream_headers: vec![("Content-Type".into(), "application/json".into())],
+            trace: None,
         }
     }
 

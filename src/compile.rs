@@ -314,6 +314,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             ),
                             service_name: service_name.clone(),
                             internal: provider == "internal",
+                            traced: router_traced(router.observability.as_ref()),
                         })
                     });
                     per_ep[i].push(route.clone());
@@ -1273,3 +1274,21 @@ fn compile_server(
 
 #[cfg(test)]
 mod service_tests;
+
+/// A router's `observability.tracing`: `false` (or the text `false`, as
+/// labels give it) turns tracing off for it; anything else leaves it on.
+fn router_traced(observability: Option<&serde_json::Value>) -> bool {
+    let Some(tracing) = observability.and_then(|o| {
+        o.as_object()?
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("tracing"))
+            .map(|(_, v)| v)
+    }) else {
+        return true;
+    };
+    match tracing {
+        serde_json::Value::Bool(b) => *b,
+        serde_json::Value::String(s) => !s.trim().eq_ignore_ascii_case("false"),
+        _ => true,
+    }
+}

@@ -22,6 +22,7 @@ pub mod crypto;
 pub mod health;
 pub mod metrics;
 pub mod middleware;
+pub mod otel;
 pub mod overload;
 pub mod percent;
 pub mod provider;
@@ -49,6 +50,16 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let exporter = metrics.as_ref().map(|m| m.exporter.clone());
     let access_log = start::open_access_log(&config, exporter.as_ref()).await?;
     let reopen = access_log.clone().and_then(start::spawn_reopen_on_signal);
+    let tracer = config
+        .tracing
+        .as_ref()
+        .map(otel::trace::Tracer::spawn)
+        .transpose()?;
+    let metrics_push = match (&config.metrics.otlp, exporter.as_ref()) {
+        (Some(otlp), Some(e)) => Some(otel::metrics::spawn_push(e.clone(), otlp)?),
+        _ => None,
+    };
+    let log_push = start::log::spawn_otlp(&config.log)?;
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
     // below, before anything is served.
@@ -111,6 +122,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         route_metrics,
         metrics_internals: config.metrics.add_internals,
         metrics_headers: metrics_headers.into(),
+        tracer,
     });
     let servers = start::spawn_servers(&proxy, entry_points);
     shutdown.await;
@@ -126,6 +138,12 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     acme.abort();
     if let Some(r) = reopen {
         r.abort();
+    }
+    if let Some(p) = metrics_push {
+        p.abort();
+    }
+    if let Some(p) = log_push {
+        p.abort();
     }
     Ok(())
 }

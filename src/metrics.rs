@@ -23,6 +23,8 @@
 //! Family names, types and label keys are Traefik v3's under
 //! `metrics.prometheus.prefix`.
 
+mod mirror;
+
 use crate::runtime::{RuntimeHandle, Upstream};
 use crate::tls::negotiated::Negotiated;
 use http::{HeaderName, Method, Version};
@@ -32,9 +34,7 @@ use metrics::{
 use metrics_exporter_prometheus::formatting::{
     write_help_line, write_metric_line, write_type_line,
 };
-use metrics_exporter_prometheus::{
-    LabelSet, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
-};
+use metrics_exporter_prometheus::{LabelSet, PrometheusBuilder, PrometheusHandle};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -326,8 +326,9 @@ struct Families {
     response_bytes: KeyName,
 }
 
-/// One duration series: its labels and its buckets.
-type DurationSeries = (LabelSet, Arc<Buckets>);
+/// One duration series: its labels as rendered, its buckets, and its key
+/// (read by an OTLP push).
+type DurationSeries = (LabelSet, Arc<Buckets>, Key);
 
 /// One series of a fixed-bound histogram: a count per bucket (not
 /// cumulative; the last is above every bound) and the sum of the values,
@@ -397,7 +398,7 @@ impl HistogramFn for Buckets {
 
 /// gangway's recorder and what `/metrics` renders from it.
 pub struct Exporter {
-    recorder: PrometheusRecorder,
+    recorder: mirror::Tee,
     handle: PrometheusHandle,
     prefix: String,
     families: [Families; 3],
@@ -440,6 +441,18 @@ impl Exporter {
         buckets: &[f64],
         header_labels: &BTreeMap<String, String>,
     ) -> Result<Self, MetricsError> {
+        Self::build(prefix, buckets, header_labels, false)
+    }
+
+    /// As [`Exporter::with_header_labels`]; with `push`, every counter's
+    /// and gauge's value is also kept where [`Exporter::snapshot`] reads
+    /// it, for an OTLP push.
+    pub fn build(
+        prefix: &str,
+        buckets: &[f64],
+        header_labels: &BTreeMap<String, String>,
+        push: bool,
+    ) -> Result<Self, MetricsError> {
         let increasing = buckets.windows(2).all(|pair| pair[0] < pair[1]);
         if buckets.is_empty() || !increasing || !buckets.iter().all(|b| b.is_finite()) {
             return Err(MetricsError::NoBuckets);
@@ -462,6 +475,7 @@ impl Exporter {
             .collect::<Result<Box<[_]>, _>>()?;
         let recorder = PrometheusBuilder::new().build_recorder();
         let handle = recorder.handle();
+        let recorder = mirror::Tee::new(recorder, push);
         let name = |family: &str| KeyName::from(format!("{prefix}_{family}"));
         let families = [
             ObjectKind::EntryPoint,
@@ -594,16 +608,7 @@ impl Exporter {
     /// proxy routes to that has a health check, from the very state its
     /// balancer routes with.
     fn render_servers(&self, text: &mut String) {
-        let Some(handle) = self.runtime.get() else {
-            return;
-        };
-        let runtime = handle.load_full();
-        let mut servers = BTreeMap::new();
-        for route in runtime.entry_points.iter().flat_map(|ep| ep.iter()) {
-            if !route.internal {
-                servers_of(&route.upstream, &mut servers, MAX_DEPTH);
-            }
-        }
+        let servers = self.servers_up();
         if servers.is_empty() {
             return;
         }
@@ -632,6 +637,83 @@ impl Exporter {
         text.push('\n');
     }
 
+    /// Whether each server of a health-checked service is up, by service
+    /// and URL, from the runtime the proxy routes with.
+    fn servers_up(&self) -> BTreeMap<(String, String), bool> {
+        let Some(handle) = self.runtime.get() else {
+            return BTreeMap::new();
+        };
+        let runtime = handle.load_full();
+        let mut servers = BTreeMap::new();
+        for route in runtime.entry_points.iter().flat_map(|ep| ep.iter()) {
+            if !route.internal {
+                servers_of(&route.upstream, &mut servers, MAX_DEPTH);
+            }
+        }
+        servers
+            .into_iter()
+            .map(|((service, url), up)| ((service.to_owned(), url.to_owned()), up))
+            .collect()
+    }
+
+    /// The prefix of every family's name.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Every series' value now, for an OTLP push: empty unless the
+    /// exporter was built with `push`. Names carry [`Exporter::prefix`].
+    pub fn snapshot(&self) -> Snapshot {
+        let own = format!("{}_", self.prefix);
+        let counters = self
+            .recorder
+            .counters()
+            .into_iter()
+            .filter(|(key, _)| key.name().starts_with(&own))
+            .collect();
+        let mut gauges: Vec<(Key, f64)> = self
+            .recorder
+            .gauges()
+            .into_iter()
+            .filter(|(key, _)| key.name().starts_with(&own))
+            .collect();
+        if self.recorder.pushes() {
+            for ((service, url), up) in self.servers_up() {
+                let key = Key::from_parts(
+                    self.server_up.clone(),
+                    vec![
+                        Label::new(ObjectKind::Service.label(), service),
+                        Label::new(URL, url),
+                    ],
+                );
+                gauges.push((key, if up { 1.0 } else { 0.0 }));
+            }
+        }
+        let mut histograms = Vec::new();
+        if self.recorder.pushes() {
+            for series in &self.histograms {
+                let series = series.lock().unwrap_or_else(PoisonError::into_inner);
+                for (_, buckets, key) in series.iter() {
+                    histograms.push(HistogramPoint {
+                        key: key.clone(),
+                        bounds: buckets.bounds.clone(),
+                        counts: buckets
+                            .counts
+                            .iter()
+                            .map(|c| c.load(Ordering::Relaxed))
+                            .collect(),
+                        sum: f64::from_bits(buckets.sum.load(Ordering::Relaxed)),
+                    });
+                }
+            }
+        }
+        Snapshot {
+            counters,
+            gauges,
+            histograms,
+        }
+    }
+
     /// Appends the duration families that have at least one series.
     fn render_histograms(&self, text: &mut String) {
         for (families, series) in self.families.iter().zip(&self.histograms) {
@@ -642,7 +724,7 @@ impl Exporter {
             let name = families.duration.as_str();
             write_help_line(text, name, None, None, &families.duration_help);
             write_type_line(text, name, None, None, "histogram");
-            for (labels, buckets) in series.iter() {
+            for (labels, buckets, _) in series.iter() {
                 buckets.render(text, name, labels);
             }
             text.push('\n');
@@ -656,7 +738,7 @@ impl Exporter {
         self.histograms[kind as usize]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((labels, buckets.clone()));
+            .push((labels, buckets.clone(), key.clone()));
         Histogram::from_arc(buckets)
     }
 
@@ -772,6 +854,31 @@ impl Exporter {
     pub fn set_certificates(&self, source: &'static str, certificates: Vec<CertificateExpiry>) {
         self.certificates.set(source, certificates);
     }
+}
+
+/// The values of every series at one moment, for an OTLP push.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Counters and their totals.
+    pub counters: Vec<(Key, u64)>,
+    /// Gauges and their values.
+    pub gauges: Vec<(Key, f64)>,
+    /// Duration histograms.
+    pub histograms: Vec<HistogramPoint>,
+}
+
+/// One duration histogram series at one moment.
+#[derive(Debug)]
+pub struct HistogramPoint {
+    /// Its name and labels.
+    pub key: Key,
+    /// Upper bounds, in seconds.
+    pub bounds: Arc<[f64]>,
+    /// Samples per bucket, not cumulative; one more than `bounds`, the
+    /// last above every bound.
+    pub counts: Vec<u64>,
+    /// Sum of the samples, in seconds.
+    pub sum: f64,
 }
 
 /// One certificate's end of validity, for `tls_certs_not_after`, with

@@ -37,7 +37,7 @@ pub mod status;
 pub mod strip_prefix;
 pub mod tcp;
 
-pub use chain::{Chain, Next, ServiceRef, Terminal};
+pub use chain::{Chain, LayerName, Next, ServiceRef, Terminal};
 
 use crate::body::{ProxyBody, RequestBody};
 use futures_util::future::BoxFuture;

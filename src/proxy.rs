@@ -99,6 +99,8 @@ pub struct Proxy {
     /// The request headers `metrics.prometheus.headerLabels` reads, in
     /// label order; empty (and nothing read) when none are configured.
     pub metrics_headers: Box<[http::HeaderName]>,
+    /// OpenTelemetry tracing, when on.
+    pub tracer: Option<Arc<crate::otel::trace::Tracer>>,
 }
 
 /// An entry point as the proxy sees it.
@@ -170,6 +172,9 @@ pub struct EntryPointInfo {
     pub connections: Option<crate::overload::ConnectionLimit>,
     /// The entry point's request counters, when per-entry-point metrics are on.
     pub stats: Option<Arc<crate::metrics::Stats>>,
+    /// Requests here are traced when tracing is on
+    /// (`observability.tracing`).
+    pub traced: bool,
 }
 
 /// Where an entry point redirects plain-HTTP requests.

@@ -236,6 +236,9 @@ pub struct Route {
     /// `/ping`, `/metrics`), left out of metrics and the access log unless
     /// `metrics.addInternals` / `accessLog.addInternals` say otherwise.
     pub internal: bool,
+    /// Requests it takes are traced when tracing is on (the router's
+    /// `observability.tracing`, default `true`).
+    pub traced: bool,
 }
 
 /// A service gangway answers itself (`api@internal`, `ping@internal`,

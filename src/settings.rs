@@ -21,34 +21,55 @@ use crate::compile::MetricsSettings;
 use crate::config::static_config::StaticConfig;
 use std::sync::Arc;
 
-/// The Prometheus settings compile hands to routers and services, when
-/// `metrics.prometheus` is on.
+/// The metrics settings compile hands to routers and services, when
+/// `metrics.prometheus` or `metrics.otlp` is on. One set of handles feeds
+/// both: named with Prometheus's prefix and bounds when it is on (an OTLP
+/// push renames them `traefik_…`), else with Traefik's OTLP names and
+/// `explicitBoundaries`; an object kind is counted when either asks for it.
 pub fn metrics(
     config: &StaticConfig,
 ) -> Result<Option<MetricsSettings>, crate::metrics::MetricsError> {
-    let Some(p) = &config.metrics.prometheus else {
-        return Ok(None);
-    };
-    let bounds: Vec<f64> = p.buckets.iter().map(|b| b.0).collect();
+    let otlp = config.metrics.otlp.as_ref();
+    let (prefix, bounds, header_labels, routers, services) =
+        match (&config.metrics.prometheus, otlp) {
+            (None, None) => return Ok(None),
+            (Some(p), _) => (
+                p.prefix.as_str(),
+                &p.buckets,
+                p.header_labels.clone(),
+                p.add_routers_labels,
+                p.add_services_labels,
+            ),
+            (None, Some(o)) => (
+                crate::otel::metrics::PREFIX,
+                &o.explicit_boundaries,
+                std::collections::BTreeMap::new(),
+                false,
+                false,
+            ),
+        };
+    let bounds: Vec<f64> = bounds.iter().map(|b| b.0).collect();
     Ok(Some(MetricsSettings {
-        exporter: Arc::new(crate::metrics::Exporter::with_header_labels(
-            &p.prefix,
+        exporter: Arc::new(crate::metrics::Exporter::build(
+            prefix,
             &bounds,
-            &p.header_labels,
+            &header_labels,
+            otlp.is_some(),
         )?),
-        routers: p.add_routers_labels,
-        services: p.add_services_labels,
+        routers: routers || otlp.is_some_and(|o| o.add_routers_labels),
+        services: services || otlp.is_some_and(|o| o.add_services_labels),
     }))
 }
 
 /// Whether entry points keep their own request counters
-/// (`metrics.prometheus.addEntryPointsLabels`).
+/// (`metrics.prometheus.addEntryPointsLabels` or
+/// `metrics.otlp.addEntryPointsLabels`).
 pub fn entry_point_metrics(config: &StaticConfig) -> bool {
-    config
-        .metrics
-        .prometheus
+    let m = &config.metrics;
+    m.prometheus
         .as_ref()
         .is_some_and(|p| p.add_entry_points_labels)
+        || m.otlp.as_ref().is_some_and(|o| o.add_entry_points_labels)
 }
 
 /// A zero duration means "no limit" in Traefik's options.

@@ -42,6 +42,9 @@ pub enum RunError {
     /// The Prometheus options cannot be used.
     #[error(transparent)]
     Metrics(#[from] metrics::MetricsError),
+    /// An OpenTelemetry exporter cannot be set up.
+    #[error(transparent)]
+    Otel(#[from] crate::otel::OtelError),
     /// HTTP/3 could not be set up on an entry point.
     #[error("entry point `{name}`: HTTP/3: {source}")]
     Http3 {

@@ -46,7 +46,7 @@ impl<'a> MiddlewareCompiler<'a> {
         names: &[String],
         services: &mut ServiceCompiler<'_>,
     ) -> Result<Chain, Problem> {
-        let mut layers = Vec::with_capacity(names.len());
+        let mut layers: Vec<(Arc<dyn Middleware>, mw::LayerName)> = Vec::with_capacity(names.len());
         let mut stack = Vec::new();
         for name in names {
             self.flatten(router, name, &mut stack, &mut layers, services)
@@ -56,7 +56,8 @@ impl<'a> MiddlewareCompiler<'a> {
                     problem: Box::new(problem),
                 })?;
         }
-        Ok(Chain::new(layers))
+        let (layers, names) = layers.into_iter().unzip();
+        Ok(Chain::named(layers, names))
     }
 
     /// Checks one declared middleware on its own, for its report.
@@ -74,7 +75,7 @@ impl<'a> MiddlewareCompiler<'a> {
         router: &str,
         name: &str,
         stack: &mut Vec<String>,
-        out: &mut Vec<Arc<dyn Middleware>>,
+        out: &mut Vec<(Arc<dyn Middleware>, mw::LayerName)>,
         services: &mut ServiceCompiler<'_>,
     ) -> Result<(), Problem> {
         if stack.iter().any(|s| s == name) {
@@ -93,8 +94,8 @@ impl<'a> MiddlewareCompiler<'a> {
                 message: why.clone(),
             });
         }
-        match m.kinds().as_slice() {
-            [_] => {}
+        let kind = match m.kinds().as_slice() {
+            [kind] => *kind,
             [] => {
                 return Err(Problem::NoType {
                     of: ObjectKind::Middleware,
@@ -106,7 +107,7 @@ impl<'a> MiddlewareCompiler<'a> {
                     types: many.iter().map(ToString::to_string).collect(),
                 });
             }
-        }
+        };
         let provider = QualifiedName::parse(name)
             .map(|q| q.provider)
             .unwrap_or_default();
@@ -124,7 +125,8 @@ impl<'a> MiddlewareCompiler<'a> {
             stack.pop();
             return Ok(());
         }
-        out.push(self.layer(router, name, &provider, m, services)?);
+        let layer = self.layer(router, name, &provider, m, services)?;
+        out.push((layer, mw::LayerName::new(kind, name)));
         Ok(())
     }
 

@@ -72,7 +72,9 @@ pub struct Router {
     /// When present, the router matches only TLS connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<RouterTls>,
-    /// Traefik's per-router observability switches; accepted, not yet used.
+    /// Traefik's per-router observability switches; `tracing: false` keeps
+    /// the router's requests out of traces (the others are accepted, not
+    /// yet used).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observability: Option<serde_json::Value>,
 }

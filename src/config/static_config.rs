@@ -21,6 +21,7 @@ mod address;
 mod load;
 pub mod observability;
 mod options;
+pub mod otlp;
 #[cfg(test)]
 mod tests;
 mod tree;
@@ -30,8 +31,9 @@ pub use load::{
     AcceptedOption, ENV_ALLOWLIST, ENV_PREFIX, Loaded, Notes, SearchRoots, TRAEFIK_ENV_PREFIX,
     load, load_from,
 };
-pub use observability::{AccessLog, Api, Metrics, Ping, Prometheus};
+pub use observability::{AccessLog, Api, Metrics, MetricsOtlp, Ping, Prometheus};
 pub use options::{OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text};
+pub use otlp::{EntryPointObservability, Otlp, Tracing};
 
 /// The whole static configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -74,6 +76,9 @@ pub struct StaticConfig {
     pub accepted: Vec<AcceptedOption>,
     /// Traefik's `core` section: how router rules are read by default.
     pub core: Core,
+    /// OpenTelemetry tracing; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracing: Option<Tracing>,
     /// Traefik's `global` section; its update check and usage statistics
     /// are inert here (said once at start).
     pub global: Global,
@@ -154,6 +159,8 @@ pub struct EntryPoint {
     /// Traefik does. Default `false`.
     #[serde(rename = "allowACMEByPass")]
     pub allow_acme_by_pass: bool,
+    /// Traefik's per-entry-point `observability` switches.
+    pub observability: EntryPointObservability,
 }
 
 /// HTTP/2 settings of an entry point.
@@ -1212,6 +1219,10 @@ pub struct Log {
     pub max_age: u32,
     /// Gzip renamed-aside files (`….log.gz`). Default `false`.
     pub compress: bool,
+    /// Also send each log event as an OTLP log record (Traefik 3.3's
+    /// `log.otlp`); lines still go where `filePath` says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<otlp::OtlpLogs>,
 }
 
 /// The form of gangway's own log lines.

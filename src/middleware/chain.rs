@@ -46,6 +46,34 @@ impl std::fmt::Debug for ServiceRef {
 #[derive(Clone, Default)]
 pub struct Chain {
     layers: Box<[Arc<dyn Middleware>]>,
+    /// Each layer's type and name, for its span; empty when not known.
+    names: Arc<[LayerName]>,
+}
+
+/// A middleware's type and name, as its span shows them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerName {
+    /// The span's name: the type, capitalised as Traefik's type names
+    /// are (`StripPrefix`).
+    pub span: String,
+    /// `traefik.middleware.name`: the qualified name.
+    pub name: String,
+}
+
+impl LayerName {
+    /// The name of middleware `name` of type `kind` (`stripPrefix`).
+    pub fn new(kind: &str, name: &str) -> Self {
+        let mut span = String::with_capacity(kind.len());
+        let mut chars = kind.chars();
+        if let Some(first) = chars.next() {
+            span.extend(first.to_uppercase());
+            span.push_str(chars.as_str());
+        }
+        LayerName {
+            span,
+            name: name.to_owned(),
+        }
+    }
 }
 
 impl Chain {
@@ -53,6 +81,16 @@ impl Chain {
     pub fn new(layers: Vec<Arc<dyn Middleware>>) -> Self {
         Self {
             layers: layers.into_boxed_slice(),
+            names: Arc::from(Vec::new()),
+        }
+    }
+
+    /// A chain of these middlewares, in order, with their names (one per
+    /// layer) for their spans.
+    pub fn named(layers: Vec<Arc<dyn Middleware>>, names: Vec<LayerName>) -> Self {
+        Self {
+            layers: layers.into_boxed_slice(),
+            names: names.into(),
         }
     }
 
@@ -68,7 +106,7 @@ impl Chain {
 
     /// Runs `req` through the middlewares to `end` and the response back.
     pub async fn run(&self, req: Req, cx: &Exchange, end: &dyn Terminal) -> Resp {
-        run(&self.layers, req, cx, end).await
+        run(&self.layers, &self.names, req, cx, end).await
     }
 }
 
@@ -77,6 +115,7 @@ impl Chain {
 #[derive(Clone, Copy)]
 pub struct Next<'a> {
     layers: &'a [Arc<dyn Middleware>],
+    names: &'a [LayerName],
     cx: &'a Exchange,
     end: &'a dyn Terminal,
 }
@@ -84,7 +123,7 @@ pub struct Next<'a> {
 impl<'a> Next<'a> {
     /// Runs the rest of the chain and the service.
     pub fn run(self, req: Req) -> BoxFuture<'a, Resp> {
-        Box::pin(run(self.layers, req, self.cx, self.end))
+        Box::pin(run(self.layers, self.names, req, self.cx, self.end))
     }
 
     /// Sends a request to another service of the runtime, skipping the rest
@@ -94,12 +133,34 @@ impl<'a> Next<'a> {
     }
 }
 
+/// Opens the span of the middleware named `name` (Traefik's: its type,
+/// with `traefik.middleware.name`), under the request's current span.
+fn enter(req: &mut Req, name: Option<&LayerName>) -> Option<crate::otel::trace::Span> {
+    let span_name = name.map_or("Middleware".to_owned(), |n| n.span.clone());
+    let mut span = crate::otel::trace::enter(req, span_name, crate::otel::trace::Kind::Internal)?;
+    if let Some(n) = name {
+        span.set_str("traefik.middleware.name", &n.name);
+    }
+    Some(span)
+}
+
 async fn run(
     layers: &[Arc<dyn Middleware>],
+    names: &[LayerName],
     mut req: Req,
     cx: &Exchange,
     end: &dyn Terminal,
 ) -> Resp {
+    // One look per chain, and none at all for a request without
+    // extensions (the usual one with tracing off): only traced requests
+    // carry a `Traced`, and only they fill `spans` (which allocates nothing
+    // while empty).
+    let traced = !req.extensions().is_empty()
+        && req
+            .extensions()
+            .get::<crate::otel::trace::Traced>()
+            .is_some();
+    let mut spans = Vec::new();
     // Steps run in a plain loop; the first wrapping middleware takes the
     // rest of the chain (and is the only place a future gets boxed).
     let mut passed = 0;
@@ -107,6 +168,9 @@ async fn run(
     for m in layers {
         if m.wraps() {
             break;
+        }
+        if traced {
+            spans.extend(enter(&mut req, names.get(passed)));
         }
         match m.request(&mut req, cx) {
             Flow::Continue => passed += 1,
@@ -125,12 +189,20 @@ async fn run(
         None => match layers.get(passed) {
             None => end.send(req).await,
             Some(wrapper) => {
+                let span = if traced {
+                    enter(&mut req, names.get(passed))
+                } else {
+                    None
+                };
                 let next = Next {
                     layers: layers.get(passed + 1..).unwrap_or(&[]),
+                    names: names.get(passed + 1..).unwrap_or(&[]),
                     cx,
                     end,
                 };
-                wrapper.call(req, cx, next).await
+                let resp = wrapper.call(req, cx, next).await;
+                drop(span);
+                resp
             }
         },
     };
@@ -139,8 +211,13 @@ async fn run(
     {
         resp.extensions_mut().insert(user);
     }
+    // The step that answered early ends first.
+    if spans.len() > passed {
+        spans.pop();
+    }
     for m in layers[..passed].iter().rev() {
         m.response(&mut resp, cx);
+        spans.pop();
     }
     resp
 }

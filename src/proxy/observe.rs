@@ -46,11 +46,16 @@ struct Watch {
     route: Option<Arc<Route>>,
     entry: Option<Entry>,
     log: Option<Arc<crate::access_log::AccessLogger>>,
+    /// The `EntryPoint` span of a traced request, ended with the answer.
+    span: Option<crate::otel::trace::Span>,
 }
 
 impl Watch {
     fn finish(mut self: Box<Self>) {
         self.sample.duration = self.started.elapsed();
+        if let Some(span) = self.span.take() {
+            span.end();
+        }
         let headers = &self.header_values;
         if let Some(s) = &self.conn_stats {
             s.record_with_headers(&self.sample, headers);
@@ -194,11 +199,19 @@ impl Proxy {
     async fn observe(
         &self,
         conn: &ConnInfo,
-        req: Request<ClientStream>,
+        mut req: Request<ClientStream>,
         read_deadline: Option<tokio::time::Instant>,
     ) -> Response<ObservedBody> {
         let log = &self.access_log;
-        let recorded = conn.entry_point.stats.is_some() || log.is_some() || self.route_metrics;
+        // The one branch an untraced request pays.
+        let span = match &self.tracer {
+            Some(tracer) if conn.entry_point.traced => start_trace(tracer, conn, &mut req),
+            _ => None,
+        };
+        let recorded = conn.entry_point.stats.is_some()
+            || log.is_some()
+            || self.route_metrics
+            || span.is_some();
         // What is known before the answer, boxed already: this future is
         // held for every request in flight, and the access log entry alone
         // is large (a bound on its size is tested in tests/sizes.rs). `route`
@@ -240,6 +253,7 @@ impl Proxy {
                 route: None,
                 entry: log.as_ref().map(|l| entry_for(conn, &req, l)),
                 log: log.clone(),
+                span,
             })
         });
         let (mut resp, route) = self.route(conn, req, read_deadline).await;
@@ -251,6 +265,22 @@ impl Proxy {
         let Some(mut watch) = watch else {
             return resp.map(ObservedBody::plain);
         };
+        if let Some(mut span) = watch.span.take() {
+            // Requests to gangway's own routers, and routers with
+            // `observability.tracing=false`, leave no trace.
+            let untraced = route.as_ref().is_some_and(|r| {
+                !r.traced || (r.internal && !self.tracer.as_ref().is_some_and(|t| t.add_internals))
+            });
+            if untraced {
+                span.discard();
+            } else {
+                span.response(resp.status().as_u16(), resp.headers());
+                if let Some(e) = &mut watch.entry {
+                    e.trace = span.trace_id().zip(span.span_id());
+                }
+                watch.span = Some(span);
+            }
+        }
         // The dashboard polls the API every few seconds: its requests are
         // not the traffic metrics and the access log are about.
         if route.as_ref().is_some_and(|r| r.internal) {
@@ -260,7 +290,7 @@ impl Proxy {
             if !self.log_internals {
                 watch.entry = None;
             }
-            if watch.conn_stats.is_none() && watch.entry.is_none() {
+            if watch.conn_stats.is_none() && watch.entry.is_none() && watch.span.is_none() {
                 return resp.map(ObservedBody::plain);
             }
         }
@@ -328,6 +358,20 @@ impl Proxy {
     }
 }
 
+/// Starts a request's trace when the tracer samples it: its `EntryPoint`
+/// span, and the request's [`Traced`](crate::otel::trace::Traced) for the
+/// spans under it.
+fn start_trace(
+    tracer: &Arc<crate::otel::trace::Tracer>,
+    conn: &ConnInfo,
+    req: &mut Request<ClientStream>,
+) -> Option<crate::otel::trace::Span> {
+    let (mut span, traced) = tracer.start(req.headers())?;
+    span.server_request(req, &conn.entry_point.name, conn.peer, conn.tls);
+    req.extensions_mut().insert(traced);
+    Some(span)
+}
+
 impl ObservedBody {
     fn plain(inner: ProxyBody) -> Self {
         ObservedBody {
@@ -391,5 +435,6 @@ fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::Acce
         retry_attempts: 0,
         headers: log.wanted_headers.capture(req.headers()),
         downstream_headers: Vec::new(),
+        trace: None,
     }
 }

@@ -128,6 +128,14 @@ impl Proxy {
         let Some(route) = route else {
             return (Kind::NoRoute.into_response(), None);
         };
+        // Gangway's own routers (unless `tracing.addInternals`) and routers
+        // with `observability.tracing=false` make no spans; `observe`
+        // drops the entry point's.
+        if let Some(tracer) = &self.tracer
+            && (!route.traced || (route.internal && !tracer.add_internals))
+        {
+            req.extensions_mut().remove::<crate::otel::trace::Traced>();
+        }
         if route.tls && super::connection::misdirected(conn, &host) {
             return (Kind::Misdirected.into_response(), Some(route));
         }
@@ -178,6 +186,10 @@ impl Proxy {
         if !conn.entry_point.trust.trusts(conn.peer.ip()) {
             remove_spoofable(req.headers_mut());
         }
+        let _span = match &self.tracer {
+            Some(_) => router_span(&mut req, route),
+            None => None,
+        };
         if route.chain.is_empty() {
             return self
                 .to_service(conn, route, &route.upstream, host_value, req)
@@ -199,6 +211,28 @@ impl Proxy {
     }
 }
 
+/// The `Router` span of a traced request, with Traefik's attributes.
+fn router_span(req: &mut Request<RequestBody>, route: &Route) -> Option<crate::otel::trace::Span> {
+    let mut span = crate::otel::trace::enter(req, "Router", crate::otel::trace::Kind::Internal)?;
+    span.set_str("traefik.service.name", &route.service_name);
+    span.set_str("traefik.router.name", &route.name);
+    Some(span)
+}
+
+/// The `Service` span of a traced request; a service other than the
+/// route's (error pages) is not named.
+fn service_span(
+    req: &mut Request<RequestBody>,
+    route: &Route,
+    upstream: &Upstream,
+) -> Option<crate::otel::trace::Span> {
+    let mut span = crate::otel::trace::enter(req, "Service", crate::otel::trace::Kind::Internal)?;
+    if std::ptr::eq(upstream, &*route.upstream) {
+        span.set_str("traefik.service.name", &route.service_name);
+    }
+    Some(span)
+}
+
 /// The end of a route's chain: its service (or another one, for error pages).
 struct ToService<'a> {
     proxy: &'a Proxy,
@@ -216,8 +250,12 @@ impl Proxy {
         route: &Route,
         upstream: &Upstream,
         host_value: Option<HeaderValue>,
-        req: Box<Request<RequestBody>>,
+        mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
+        let _span = match &self.tracer {
+            Some(_) => service_span(&mut req, route, upstream),
+            None => None,
+        };
         if let Upstream::Internal(service) = upstream {
             let (parts, _body) = (*req).into_parts();
             return service

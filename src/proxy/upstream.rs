@@ -80,6 +80,21 @@ impl Proxy {
         if !mirrors.is_empty() {
             req = Box::new(launch_mirrors(*req, mirrors, host_value.clone()));
         }
+        // Traced requests: the `ReverseProxy` span, which the server gets
+        // as its parent.
+        let mut span = match &self.tracer {
+            Some(_) => client_span(&mut req),
+            None => None,
+        };
+        let traced_target = span.as_ref().map(|_| {
+            (
+                req.method().clone(),
+                req.version(),
+                req.uri()
+                    .path_and_query()
+                    .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
+            )
+        });
         let sent_at = std::time::Instant::now();
         let (mut resp, server) = match send(
             lb,
@@ -92,8 +107,19 @@ impl Proxy {
         .await
         {
             Ok(sent) => sent,
-            Err(failure) => return failure.into_response(),
+            Err(failure) => {
+                let resp = failure.into_response();
+                if let Some(span) = &mut span {
+                    span.response(resp.status().as_u16(), &http::HeaderMap::new());
+                }
+                return resp;
+            }
         };
+        if let (Some(span), Some((method, version, target))) = (&mut span, traced_target) {
+            span.client_target(&method, version, &server.url, &target);
+            span.response(resp.status().as_u16(), resp.headers());
+        }
+        drop(span);
 
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_upgrade) = client_upgrade {
@@ -203,6 +229,18 @@ pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
     let mut resp = kind.into_response();
     resp.extensions_mut().insert(how);
     resp
+}
+
+/// Opens the `ReverseProxy` span of a traced request and tells the server
+/// about it (`traceparent`).
+fn client_span(req: &mut Request<RequestBody>) -> Option<crate::otel::trace::Span> {
+    let span = crate::otel::trace::enter(req, "ReverseProxy", crate::otel::trace::Kind::Client)?;
+    let traced = req
+        .extensions()
+        .get::<crate::otel::trace::Traced>()?
+        .clone();
+    traced.inject(req.headers_mut());
+    Some(span)
 }
 
 /// Sends `req` to a server of `lb`: the sticky or next one, then, when the

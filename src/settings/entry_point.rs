@@ -103,6 +103,7 @@ pub fn entry_point(
         as_default: _, // compile_context, choosing the default entry points
         reuse_port: _, // bound by the start-up (`start::listen::bind`)
         allow_acme_by_pass,
+        observability: crate::config::static_config::EntryPointObservability { tracing: traced },
     } = ep;
     // Traefik's `http.maxHeaderBytes` is the same bound as gangway's
     // `limits.maxHeaderBytes`; given, it wins.
@@ -163,6 +164,7 @@ pub fn entry_point(
         limits,
         connections: crate::overload::ConnectionLimit::new(*max_connections),
         stats,
+        traced: *traced,
     };
     Ok(EntryPointSettings {
         info,

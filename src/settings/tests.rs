@@ -271,3 +271,18 @@ fn metrics_settings_follow_the_prometheus_options() {
     assert!(m.routers);
     assert!(entry_point_metrics(&config));
 }
+
+#[test]
+fn otlp_metrics_alone_name_the_families_as_traefik_and_follow_their_own_labels() {
+    let config = configured(&[
+        "--metrics.otlp.http.endpoint=http://127.0.0.1:4318",
+        "--metrics.otlp.addRoutersLabels=true",
+        "--metrics.otlp.addServicesLabels=false",
+        "--metrics.otlp.addEntryPointsLabels=false",
+    ]);
+    let m = metrics(&config).unwrap().expect("OTLP metrics are on");
+    assert_eq!(m.exporter.prefix(), "traefik");
+    assert!(m.routers);
+    assert!(!m.services);
+    assert!(!entry_point_metrics(&config));
+}

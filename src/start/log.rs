@@ -12,8 +12,10 @@ pub use rotate::{LogFile, Rotation};
 
 use crate::config::static_config::{Log, LogFormat};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// Why the log could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +90,7 @@ pub fn init(log: &Log) -> Result<Option<Arc<LogFile>>, LogError> {
         max_backups,
         max_age,
         compress,
+        otlp,
     } = log;
     let file = match file_path {
         Some(path) => Some(Arc::new(LogFile::open(
@@ -116,12 +119,42 @@ pub fn init(log: &Log) -> Result<Option<Arc<LogFile>>, LogError> {
     let output = file.clone().map_or(Output::Stderr, Output::File);
     // A second global subscriber (tests that start twice in one process)
     // is refused by tracing; the first stays.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let lines = tracing_subscriber::fmt::layer()
         .event_format(line)
-        .with_writer(output)
+        .with_writer(output);
+    let records = otlp.as_ref().map(|_| {
+        let (sink, queue) = crate::otel::logs::LogSink::new();
+        *OTLP_QUEUE.lock().unwrap_or_else(PoisonError::into_inner) = Some(queue);
+        crate::otel::logs::LogLayer::new(sink)
+    });
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(records)
         .try_init();
     Ok(file)
+}
+
+/// The records of `log.otlp` waiting for their export task, from `init`
+/// (before the async runtime exists) to `run`.
+static OTLP_QUEUE: Mutex<Option<crate::otel::logs::LogQueue>> = Mutex::new(None);
+
+/// Starts sending the log's records over OTLP when `log.otlp` is set and
+/// `init` installed the log.
+pub fn spawn_otlp(
+    log: &Log,
+) -> Result<Option<tokio::task::JoinHandle<()>>, crate::otel::OtelError> {
+    let Some(config) = &log.otlp else {
+        return Ok(None);
+    };
+    let Some(queue) = OTLP_QUEUE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    else {
+        return Ok(None);
+    };
+    crate::otel::logs::spawn_export(queue, config, "log.otlp").map(Some)
 }
 
 /// Reopens `file` on every `SIGUSR1`, for logrotate's rename-then-signal.

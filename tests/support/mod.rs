@@ -9,6 +9,7 @@ pub mod etcd;
 pub mod http3;
 pub mod kv;
 pub mod named;
+pub mod otlp;
 pub mod pebble;
 pub mod tls;
 

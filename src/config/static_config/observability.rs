@@ -107,6 +107,9 @@ pub struct Metrics {
     /// Prometheus exposition at `/metrics`; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<Prometheus>,
+    /// OpenTelemetry metrics pushed over OTLP; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<MetricsOtlp>,
     /// Count requests to gangway's own routers (API, dashboard, `/ping`,
     /// `/metrics`) too. Default `false`, as in Traefik v3.
     pub add_internals: bool,
@@ -115,7 +118,69 @@ pub struct Metrics {
 impl Metrics {
     /// No exporter is enabled and nothing is set: left out of the API.
     pub fn is_disabled(&self) -> bool {
-        self.prometheus.is_none() && !self.add_internals
+        self.prometheus.is_none() && self.otlp.is_none() && !self.add_internals
+    }
+}
+
+/// Traefik's `metrics.otlp`: the same families as Prometheus, named as
+/// Traefik names them over OTLP (`traefik_…`), pushed to a collector.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MetricsOtlp {
+    /// Per-entry-point metrics. Default `true`.
+    pub add_entry_points_labels: bool,
+    /// Per-router metrics. Default `false`.
+    pub add_routers_labels: bool,
+    /// Per-service metrics. Default `true`.
+    pub add_services_labels: bool,
+    /// Upper bounds of the request duration histograms, in seconds, when
+    /// Prometheus is off (with Prometheus on, its `buckets` are used for
+    /// both, as one set of handles feeds both). Default Traefik's:
+    /// `0.005` to `10`.
+    pub explicit_boundaries: Vec<Bucket>,
+    /// How often metrics are pushed. Default `10s`.
+    pub push_interval: Duration,
+    /// `service.name` of the metrics' resource. Default `traefik`.
+    pub service_name: String,
+    /// More attributes of the metrics' resource.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource_attributes: BTreeMap<String, String>,
+    /// OTLP over gRPC; wins over `http` when both are given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<super::otlp::OtlpGrpc>,
+    /// OTLP over HTTP with protobuf bodies (the default, to
+    /// `https://localhost:4318/v1/metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<super::otlp::OtlpHttp>,
+}
+
+impl Default for MetricsOtlp {
+    fn default() -> Self {
+        MetricsOtlp {
+            add_entry_points_labels: true,
+            add_routers_labels: false,
+            add_services_labels: true,
+            explicit_boundaries: [
+                0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+            ]
+            .map(Bucket)
+            .to_vec(),
+            push_interval: Duration::from_secs(10),
+            service_name: "traefik".to_owned(),
+            resource_attributes: BTreeMap::new(),
+            grpc: None,
+            http: None,
+        }
+    }
+}
+
+impl MetricsOtlp {
+    /// The collector, in the shape the exporters take.
+    pub fn collector(&self) -> super::otlp::Otlp {
+        super::otlp::Otlp {
+            grpc: self.grpc.clone(),
+            http: self.http.clone(),
+        }
     }
 }
 
@@ -213,6 +278,12 @@ pub struct AccessLog {
     /// Log requests to gangway's own routers (API, dashboard, `/ping`,
     /// `/metrics`) too. Default `false`, as in Traefik v3.
     pub add_internals: bool,
+    /// Send each entry as an OTLP log record (Traefik 3.3's
+    /// `accessLog.otlp`) instead of writing a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<super::otlp::OtlpLogs>,
+    /// With `otlp`, write the lines too. Default `false`.
+    pub dual_output: bool,
 }
 
 /// Access log line formats.

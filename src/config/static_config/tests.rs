@@ -1293,6 +1293,63 @@ fn full_config() -> StaticConfig {
     entry_point.http.redirections = Some(redirections);
     entry_point.http.middlewares = vec![String::from("auth@file")];
     config.entry_points.insert(String::from("web"), entry_point);
+    let names = |value: &str| BTreeMap::from([(String::from("web"), String::from(value))]);
+    let collector_tls = || {
+        Some(otlp::OtlpTls {
+            ca: Some(String::from("ca.pem")),
+            cert: Some(String::from("cert.pem")),
+            key: Some(String::from("key.pem")),
+            insecure_skip_verify: true,
+        })
+    };
+    config.tracing = Some(Tracing {
+        resource_attributes: names("team"),
+        captured_request_headers: vec![String::from("X-Request")],
+        captured_response_headers: vec![String::from("X-Response")],
+        safe_query_params: vec![String::from("page")],
+        otlp: Some(Otlp {
+            grpc: Some(otlp::OtlpGrpc {
+                headers: names("key"),
+                tls: collector_tls(),
+                ..otlp::OtlpGrpc::default()
+            }),
+            http: Some(otlp::OtlpHttp {
+                headers: names("key"),
+                tls: collector_tls(),
+                ..otlp::OtlpHttp::default()
+            }),
+        }),
+        ..Tracing::default()
+    });
+    let grpc = || {
+        Some(otlp::OtlpGrpc {
+            headers: names("key"),
+            tls: collector_tls(),
+            ..otlp::OtlpGrpc::default()
+        })
+    };
+    let http = || {
+        Some(otlp::OtlpHttp {
+            headers: names("key"),
+            tls: collector_tls(),
+            ..otlp::OtlpHttp::default()
+        })
+    };
+    let logs = || {
+        Some(otlp::OtlpLogs {
+            resource_attributes: names("team"),
+            grpc: grpc(),
+            http: http(),
+            ..otlp::OtlpLogs::default()
+        })
+    };
+    config.metrics.otlp = Some(MetricsOtlp {
+        resource_attributes: names("team"),
+        grpc: grpc(),
+        http: http(),
+        ..MetricsOtlp::default()
+    });
+    config.log.otlp = logs();
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
         directory: Some(PathBuf::from("d")),
@@ -1383,6 +1440,7 @@ fn full_config() -> StaticConfig {
     });
     let mut access_log = AccessLog {
         file_path: Some(PathBuf::from("access.log")),
+        otlp: logs(),
         ..AccessLog::default()
     };
     access_log.filters.status_codes = vec![String::from("500-599")];
@@ -1465,8 +1523,11 @@ fn leaf_paths(value: &Value, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>
 /// for free-text rows that have one (only the row knows what else is valid).
 fn sample(spec: &OptionSpec) -> &'static str {
     // Rows whose values are numbers or a fixed set of words.
-    if spec.path.ends_with(".buckets") {
+    if spec.path.ends_with(".buckets") || spec.path.ends_with(".explicitBoundaries") {
         return "0.5,2";
+    }
+    if spec.path == "tracing.sampleRate" {
+        return "0.5";
     }
     if spec.path.starts_with("accessLog.fields") && spec.default.is_empty() {
         return "redact";
@@ -1517,6 +1578,8 @@ fn check_row_landed(spec: &OptionSpec, loaded: Result<Loaded, StaticConfigError>
         }
         (ValueKind::List, Some(Value::Array(items))) => items.len() == 2,
         (ValueKind::Address | ValueKind::String, Some(Value::String(s))) => s == text,
+        // A ratio, written as text in flags.
+        (ValueKind::String, Some(Value::Number(n))) => n.as_f64() == text.parse().ok(),
         _ => false,
     };
     assert!(landed, "{via}: {} is {got:?}", spec.path);
@@ -1625,9 +1688,60 @@ fn row_defaults_match_struct_defaults() {
         ping: Some(Ping::default()),
         metrics: Metrics {
             prometheus: Some(Prometheus::default()),
+            otlp: Some(MetricsOtlp {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..MetricsOtlp::default()
+            }),
             add_internals: false,
         },
-        access_log: Some(AccessLog::default()),
+        log: Log {
+            otlp: Some(otlp::OtlpLogs {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..otlp::OtlpLogs::default()
+            }),
+            ..Log::default()
+        },
+        access_log: Some(AccessLog {
+            otlp: Some(otlp::OtlpLogs {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+                ..otlp::OtlpLogs::default()
+            }),
+            ..AccessLog::default()
+        }),
+        tracing: Some(Tracing {
+            otlp: Some(Otlp {
+                grpc: Some(otlp::OtlpGrpc {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpGrpc::default()
+                }),
+                http: Some(otlp::OtlpHttp {
+                    tls: Some(otlp::OtlpTls::default()),
+                    ..otlp::OtlpHttp::default()
+                }),
+            }),
+            ..Tracing::default()
+        }),
         ..StaticConfig::default()
     })
     .unwrap();
@@ -1778,6 +1892,7 @@ fn serializes_for_the_api() {
                     },
                     "http2": {"maxConcurrentStreams": 250, "maxDecoderHeaderTableSize": 4096},
                     "udp": {"timeout": "3s"},
+                    "observability": {"tracing": true},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
@@ -1901,7 +2016,8 @@ fn non_default(path: &str, kind: ValueKind, default: &str) -> (String, Vec<&'sta
         "providers.swarm.constraints" => "Label(`a`, `b`)",
         "log.level" => "DEBUG",
         "log.format" => "json",
-        "metrics.prometheus.buckets" => "0.5,2",
+        "metrics.prometheus.buckets" | "metrics.otlp.explicitBoundaries" => "0.5,2",
+        "tracing.sampleRate" => "0.5",
         "accessLog.format" => "json",
         "accessLog.filters.statusCodes" => "500-599",
         "accessLog.fields.defaultMode" => "drop",
@@ -2121,12 +2237,12 @@ fn a_section_given_as_true_is_on_with_its_defaults() {
 fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let dir = dir_with(&[(
         "gangway.yml",
-        "global:\n  checkNewVersion: true\ntracing:\n  otlp:\n    http:\n      endpoint: http://127.0.0.1:4318\n",
+        "global:\n  checkNewVersion: true\ntracing:\n  globalAttributes:\n    team: edge\n",
     )]);
     let (config, _) = run_in(
         dir.path(),
         &[
-            "--log.otlp.serviceName=gw",
+            "--metrics.datadog.prefix=gw",
             "--experimental.plugins.demo.settings.key=1",
         ],
         &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
@@ -2141,7 +2257,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
         [
             ("global.checkNewVersion", "gangway.yml", OptionState::Inert),
             (
-                "tracing.otlp.http.endpoint",
+                "tracing.globalAttributes.team",
                 "gangway.yml",
                 OptionState::Unsupported
             ),
@@ -2151,8 +2267,8 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
                 OptionState::Inert
             ),
             (
-                "log.otlp.serviceName",
-                "--log.otlp.serviceName",
+                "metrics.datadog.prefix",
+                "--metrics.datadog.prefix",
                 OptionState::Unsupported
             ),
             (
