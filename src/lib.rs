@@ -31,6 +31,7 @@ pub mod settings;
 pub mod start;
 pub mod store;
 pub mod tls;
+pub mod worker;
 
 use config::static_config::StaticConfig;
 use std::future::Future;
@@ -110,7 +111,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_internals: config.metrics.add_internals,
         metrics_headers: metrics_headers.into(),
     });
-    let servers = start::spawn_servers(&proxy, entry_points);
+    let servers = start::spawn_servers(&proxy, entry_points)?;
     shutdown.await;
     tracing::info!("shutting down");
     // From here `/ping` answers with its terminating status, so that a load

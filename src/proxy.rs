@@ -263,6 +263,17 @@ pub fn alt_svc(port: u16) -> HeaderValue {
 /// Binds a listening socket. No host means every interface, IPv6 and IPv4
 /// together where the machine has IPv6, as Traefik's `:80` does.
 pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
+    TcpListener::from_std(bind_std(host, port, false)?)
+}
+
+/// Binds a listening socket as [`bind`] does, not yet registered with a
+/// runtime; with `reuse_port`, one of several (`SO_REUSEPORT`) among which
+/// the kernel spreads the port's new connections.
+pub fn bind_std(
+    host: Option<IpAddr>,
+    port: u16,
+    reuse_port: bool,
+) -> io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let (addr, dual) = match host {
         Some(ip) => (SocketAddr::new(ip, port), false),
@@ -277,6 +288,9 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
             socket.set_only_v6(false)?;
         }
         socket.set_reuse_address(true)?;
+        if reuse_port {
+            socket.set_reuse_port(true)?;
+        }
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         socket.listen(1024)?;
@@ -291,7 +305,7 @@ pub fn bind(host: Option<IpAddr>, port: u16) -> io::Result<TcpListener> {
         )?,
         Err(e) => return Err(e),
     };
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// An entry point's HTTP servers, one per version; a connection gets the
@@ -351,15 +365,6 @@ pub async fn accept(
     // channel closes when the last one is gone.
     let (drain, drain_rx) = watch::channel(false);
     loop {
-        // At the connection limit, stop accepting: new connections wait in
-        // the listen backlog until one closes (as HAProxy's maxconn).
-        let slot = match &entry_point.connections {
-            Some(limit) => tokio::select! {
-                slot = limit.acquire() => Some(slot),
-                _ = shutdown.changed() => break,
-            },
-            None => None,
-        };
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.changed() => break,
@@ -373,8 +378,24 @@ pub async fn accept(
                 continue;
             }
         };
+        // At the connection limit, stop accepting: this connection waits
+        // for a slot, and the next ones in the listen backlog, until one
+        // closes (as HAProxy's maxconn). The slot is taken after `accept`:
+        // with several workers, one waiting for a connection on its own
+        // listener must not hold a slot another worker's connection needs.
+        let slot = match &entry_point.connections {
+            Some(limit) => match limit.try_acquire() {
+                Some(slot) => Some(slot),
+                None => tokio::select! {
+                    slot = limit.acquire() => Some(slot),
+                    _ = shutdown.changed() => break,
+                },
+            },
+            None => None,
+        };
         let _ = stream.set_nodelay(true);
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+        tracing::debug!(entry_point = %entry_point.name, worker = crate::worker::current(), client = %peer, "connection accepted");
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop. The task itself is small: what
         // a connection holds while it is served is boxed by

@@ -46,42 +46,65 @@ impl tower_service::Service<Uri> for Pinned {
     }
 }
 
-/// The two hyper-util clients of one server with these settings: the main
-/// one (HTTP/2 in ALPN unless `disableHTTP2`) and the HTTP/1.1-only one for
-/// upgrades to HTTPS servers.
-pub(super) fn clients(
-    settings: &ClientSettings,
-    server: &Authority,
-) -> Result<(HttpsClient, HttpsClient), ClientError> {
-    let mut inner = HttpConnector::new();
-    inner.set_nodelay(true);
-    inner.set_connect_timeout(settings.dial_timeout);
-    inner.enforce_http(false);
-    let target = Uri::builder()
-        .scheme("http")
-        .authority(server.clone())
-        .path_and_query("/")
-        .build()
-        .map_err(|source| ClientError::BadAddress {
-            server: server.clone(),
-            source,
-        })?;
-    let http = Pinned { target, inner };
-    let mut builder = Client::builder(TokioExecutor::new());
-    builder
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(settings.idle_conn_timeout)
-        .pool_max_idle_per_host(settings.max_idle_per_host)
-        .set_host(false);
+/// What makes the two hyper-util clients of one server with these
+/// settings: the main one (HTTP/2 in ALPN unless `disableHTTP2`) and the
+/// HTTP/1.1-only one for upgrades to HTTPS servers. The connectors are made
+/// (and the TLS settings checked) once; each worker makes its own clients
+/// from them, so that each has its own pools.
+pub(super) struct Connectors {
+    builder: hyper_util::client::legacy::Builder,
+    https_h1: Tls,
+    /// None with `disableHTTP2`: the main client is then the HTTP/1.1 one.
+    main: Option<Tls>,
+}
 
-    let https_h1 = builder.build(connector(&settings.tls, server, false, http.clone())?);
-    let main = if settings.tls.disable_http2 {
-        https_h1.clone()
-    } else {
-        builder.build(connector(&settings.tls, server, true, http)?)
-    };
-    Ok((main, https_h1))
+impl Connectors {
+    /// The connectors towards `server` with `settings`.
+    pub(super) fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, ClientError> {
+        let mut inner = HttpConnector::new();
+        inner.set_nodelay(true);
+        inner.set_connect_timeout(settings.dial_timeout);
+        inner.enforce_http(false);
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(server.clone())
+            .path_and_query("/")
+            .build()
+            .map_err(|source| ClientError::BadAddress {
+                server: server.clone(),
+                source,
+            })?;
+        let http = Pinned { target, inner };
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(settings.idle_conn_timeout)
+            .pool_max_idle_per_host(settings.max_idle_per_host)
+            .set_host(false);
+        let https_h1 = connector(&settings.tls, server, false, http.clone())?;
+        let main = if settings.tls.disable_http2 {
+            None
+        } else {
+            Some(connector(&settings.tls, server, true, http)?)
+        };
+        Ok(Connectors {
+            builder,
+            https_h1,
+            main,
+        })
+    }
+
+    /// A new pair of clients, with pools of their own: the main one and
+    /// the HTTP/1.1-only one.
+    pub(super) fn clients(&self) -> (HttpsClient, HttpsClient) {
+        let https_h1 = self.builder.build(self.https_h1.clone());
+        let main = match &self.main {
+            Some(connector) => self.builder.build(connector.clone()),
+            None => https_h1.clone(),
+        };
+        (main, https_h1)
+    }
 }
 
 /// The connector for `http://` and `https://` servers. ALPN offers `h2` and
