@@ -5,7 +5,8 @@
 //!
 //! The proxy, forwardAuth and the health checks all send through an
 //! [`UpstreamClient`]: one per servers transport and server address, kept in
-//! [`Clients`] so that a configuration swap keeps its connections.
+//! [`Clients`] so that a configuration swap keeps its connections; inside,
+//! one set of connections per worker thread.
 //!
 //! This room uses `config` and `body`, nothing that routes: the runtime
 //! holds clients, the client never looks at the runtime.
@@ -24,7 +25,7 @@ use crate::body::{RequestBody, UpstreamBody};
 use http::uri::{Authority, Scheme};
 use http::{Request, Response};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 /// Traefik's default `pingTimeout`: how long an HTTP/2 PING's answer may
@@ -197,14 +198,16 @@ pub struct TlsSettings {
 /// Pooled clients towards one server address, with one settings set:
 /// HTTP/1.1 and HTTPS (HTTP/2 when the server offers it in ALPN), HTTP/2
 /// cleartext (gRPC), and HTTPS with HTTP/1.1 only for upgrades such as
-/// WebSocket.
+/// WebSocket. Each worker (`crate::worker`) sends through connections of
+/// its own, made on its first request, so that a request and its upstream
+/// connection stay on one thread; what the requests say about the server
+/// (`passive`) is shared.
 pub struct UpstreamClient {
-    /// Plain HTTP/1.1 without an upgrade: most requests.
-    h1: Arc<pool::H1Pool>,
-    main: https::HttpsClient,
-    /// h2c (gRPC): one multiplexed connection.
-    h2c: Arc<h2c::H2cConn>,
-    https_h1: https::HttpsClient,
+    /// One set of pools per worker, and the last one for the main runtime
+    /// (health checks, HTTP/3); each made on first use.
+    shards: Box<[OnceLock<Shard>]>,
+    /// What a shard is made with.
+    maker: ShardMaker,
     /// Time allowed until the response headers arrive (None: unbounded, as Traefik).
     pub response_header_timeout: Option<Duration>,
     /// What the proxy's requests say about the server: kept here, where it
@@ -212,24 +215,61 @@ pub struct UpstreamClient {
     pub passive: PassiveHealth,
 }
 
+/// One worker's connections to the server.
+struct Shard {
+    /// Plain HTTP/1.1 without an upgrade: most requests.
+    h1: Arc<pool::H1Pool>,
+    main: https::HttpsClient,
+    /// h2c (gRPC): one multiplexed connection.
+    h2c: Arc<h2c::H2cConn>,
+    https_h1: https::HttpsClient,
+}
+
+/// The settings a shard is made with, checked once.
+struct ShardMaker {
+    server: Authority,
+    settings: ClientSettings,
+    connectors: https::Connectors,
+}
+
+impl ShardMaker {
+    fn shard(&self) -> Shard {
+        let (main, https_h1) = self.connectors.clients();
+        Shard {
+            h1: pool::H1Pool::new(
+                &self.server,
+                self.settings.dial_timeout,
+                self.settings.idle_conn_timeout,
+                self.settings.max_idle_per_host,
+            ),
+            main,
+            h2c: h2c::H2cConn::new(&self.server, &self.settings),
+            https_h1,
+        }
+    }
+}
+
 impl UpstreamClient {
     fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, ClientError> {
-        let (main, https_h1) = https::clients(settings, server)?;
-        let h2c = h2c::H2cConn::new(server, settings);
-        let h1 = pool::H1Pool::new(
-            server,
-            settings.dial_timeout,
-            settings.idle_conn_timeout,
-            settings.max_idle_per_host,
-        );
+        let maker = ShardMaker {
+            server: server.clone(),
+            settings: settings.clone(),
+            connectors: https::Connectors::new(settings, server)?,
+        };
         Ok(Self {
-            h1,
-            main,
-            h2c,
-            https_h1,
+            shards: (0..=crate::worker::count())
+                .map(|_| OnceLock::new())
+                .collect(),
+            maker,
             response_header_timeout: settings.response_header_timeout,
             passive: PassiveHealth::default(),
         })
+    }
+
+    /// The current worker's connections, made on its first request.
+    fn shard(&self) -> &Shard {
+        let slot = crate::worker::slot().min(self.shards.len() - 1);
+        self.shards[slot].get_or_init(|| self.maker.shard())
     }
 
     /// Sends `req` to this client's server, speaking `kind`. The URI is
@@ -243,18 +283,19 @@ impl UpstreamClient {
         upgrade: bool,
         req: Box<Request<RequestBody>>,
     ) -> Result<Response<UpstreamBody>, SendError> {
+        let shard = self.shard();
         let sent = match kind {
             ServerKind::Http if !upgrade => {
-                let (resp, checkin) = self.h1.send(req).await?;
+                let (resp, checkin) = shard.h1.send(req).await?;
                 return Ok(resp.map(|b| UpstreamBody::pooled(b, Some(checkin))));
             }
-            ServerKind::Http => self.main.request(*req),
+            ServerKind::Http => shard.main.request(*req),
             ServerKind::H2c => {
-                let resp = self.h2c.send(*req).await?;
+                let resp = shard.h2c.send(*req).await?;
                 return Ok(resp.map(UpstreamBody::H2c));
             }
-            ServerKind::Https if upgrade => self.https_h1.request(*req),
-            ServerKind::Https => self.main.request(*req),
+            ServerKind::Https if upgrade => shard.https_h1.request(*req),
+            ServerKind::Https => shard.main.request(*req),
         };
         Ok(sent.await?.map(|b| UpstreamBody::pooled(b, None)))
     }

@@ -34,6 +34,7 @@ pub mod start;
 pub mod store;
 pub mod template;
 pub mod tls;
+pub mod worker;
 
 use config::static_config::StaticConfig;
 use std::future::Future;
@@ -124,7 +125,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_headers: metrics_headers.into(),
         tracer,
     });
-    let servers = start::spawn_servers(&proxy, entry_points);
+    let servers = start::spawn_servers(&proxy, entry_points)?;
     shutdown.await;
     tracing::info!("shutting down");
     // From here `/ping` answers with its terminating status, so that a load

@@ -100,20 +100,17 @@ fn log_sources(config: &static_config::StaticConfig, notes: &static_config::Note
     }
 }
 
-/// One worker thread per CPU the process may run on (`taskset` narrows
-/// them), or `TOKIO_WORKER_THREADS`. With one worker, tokio's single-thread
-/// scheduler: it serves ready connections in the order they became ready,
+/// The main runtime. With one worker (one CPU the process may run on, or
+/// `TOKIO_WORKER_THREADS=1`), tokio's single-thread scheduler, which serves
+/// everything: it serves ready connections in the order they became ready,
 /// where the work-stealing one's run queue holds 256 and overflows the rest
 /// to a queue it serves one task in 31 (the tail latency under many
-/// connections came from there), and it schedules for less.
+/// connections came from there), and it schedules for less. With several,
+/// the TCP entry points are served by the worker threads (`worker`), each
+/// with a single-thread runtime of its own, and the main runtime keeps the
+/// rest (providers, HTTP/3, UDP, ACME, health checks).
 fn runtime_builder() -> tokio::runtime::Builder {
-    let workers = std::env::var("TOKIO_WORKER_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
-        .unwrap_or(1);
-    if workers == 1 {
+    if gangway::worker::count() == 1 {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()

@@ -325,6 +325,17 @@ pub fn alt_svc(port: u16) -> HeaderValue {
 /// `reuse_port`, other sockets (another process) may bind the same port
 /// (`SO_REUSEPORT`; `reusePort`).
 pub fn bind(host: Option<IpAddr>, port: u16, reuse_port: bool) -> io::Result<TcpListener> {
+    TcpListener::from_std(bind_std(host, port, reuse_port)?)
+}
+
+/// Binds a listening socket as [`bind`] does, not yet registered with a
+/// runtime; with `reuse_port`, one of several (`SO_REUSEPORT`) among which
+/// the kernel spreads the port's new connections.
+pub fn bind_std(
+    host: Option<IpAddr>,
+    port: u16,
+    reuse_port: bool,
+) -> io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let (addr, dual) = match host {
         Some(ip) => (SocketAddr::new(ip, port), false),
@@ -356,7 +367,7 @@ pub fn bind(host: Option<IpAddr>, port: u16, reuse_port: bool) -> io::Result<Tcp
         )?,
         Err(e) => return Err(e),
     };
-    TcpListener::from_std(socket.into())
+    Ok(socket.into())
 }
 
 /// An entry point's HTTP servers, one per version; a connection gets the
@@ -417,15 +428,6 @@ pub async fn accept(
     // channel closes when the last one is gone.
     let (drain, drain_rx) = watch::channel(false);
     loop {
-        // At the connection limit, stop accepting: new connections wait in
-        // the listen backlog until one closes (as HAProxy's maxconn).
-        let slot = match &entry_point.connections {
-            Some(limit) => tokio::select! {
-                slot = limit.acquire() => Some(slot),
-                _ = shutdown.changed() => break,
-            },
-            None => None,
-        };
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.changed() => break,
@@ -439,8 +441,24 @@ pub async fn accept(
                 continue;
             }
         };
+        // At the connection limit, stop accepting: this connection waits
+        // for a slot, and the next ones in the listen backlog, until one
+        // closes (as HAProxy's maxconn). The slot is taken after `accept`:
+        // with several workers, one waiting for a connection on its own
+        // listener must not hold a slot another worker's connection needs.
+        let slot = match &entry_point.connections {
+            Some(limit) => match limit.try_acquire() {
+                Some(slot) => Some(slot),
+                None => tokio::select! {
+                    slot = limit.acquire() => Some(slot),
+                    _ = shutdown.changed() => break,
+                },
+            },
+            None => None,
+        };
         let _ = stream.set_nodelay(true);
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
+        tracing::debug!(entry_point = %entry_point.name, worker = crate::worker::current(), client = %peer, "connection accepted");
         // The handshake runs in the connection's task, so a slow client
         // never holds up the accept loop. The task itself is small: what
         // a connection holds while it is served is boxed by

@@ -7,6 +7,7 @@
 mod listen;
 pub mod log;
 mod serve;
+mod workers;
 
 use listen::Ready;
 pub(crate) use listen::{bind, set_up};
@@ -33,6 +34,14 @@ pub enum RunError {
         name: String,
         /// Its address as configured.
         address: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A worker's thread or runtime could not be started.
+    #[error("worker {index}: cannot start its thread: {source}")]
+    Worker {
+        /// The worker's number, from 0.
+        index: usize,
         /// What the OS said.
         source: std::io::Error,
     },

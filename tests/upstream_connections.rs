@@ -121,8 +121,15 @@ fn content_length(head: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// gangway with one worker: these tests count one pool's connections, and
+/// each worker has pools of its own (tests/workers.rs).
 async fn start(url: &str, extra: &[&str]) -> Gangway {
-    let gw = Gangway::with_file(&one_route("app", "Host(`app.test`)", &[url]), extra).await;
+    let gw = Gangway::with_file_env(
+        &one_route("app", "Host(`app.test`)", &[url]),
+        extra,
+        &[("TOKIO_WORKER_THREADS", "1")],
+    )
+    .await;
     eventually(Duration::from_secs(10), "routed", || async {
         gw.get("app.test", "/").await.status == StatusCode::OK
     })

@@ -46,51 +46,74 @@ impl tower_service::Service<Uri> for Pinned {
     }
 }
 
-/// The two hyper-util clients of one server with these settings: the main
-/// one (HTTP/2 in ALPN unless `disableHTTP2`) and the HTTP/1.1-only one for
-/// upgrades to HTTPS servers.
-pub(super) fn clients(
-    settings: &ClientSettings,
-    server: &Authority,
-) -> Result<(HttpsClient, HttpsClient), ClientError> {
-    let mut inner = HttpConnector::new();
-    inner.set_nodelay(true);
-    inner.set_connect_timeout(settings.dial_timeout);
-    inner.enforce_http(false);
-    let target = Uri::builder()
-        .scheme("http")
-        .authority(server.clone())
-        .path_and_query("/")
-        .build()
-        .map_err(|source| ClientError::BadAddress {
-            server: server.clone(),
-            source,
-        })?;
-    let http = Pinned { target, inner };
-    let mut builder = Client::builder(TokioExecutor::new());
-    builder
-        .timer(TokioTimer::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(settings.idle_conn_timeout)
-        .pool_max_idle_per_host(settings.max_idle_per_host)
-        .set_host(false);
-    if let Some(every) = settings.read_idle_timeout {
-        // Traefik's readIdleTimeout and pingTimeout: HTTP/2 connections
-        // that stay silent are checked with a PING, idle ones too, and
-        // closed when the answer does not come in time.
+/// What makes the two hyper-util clients of one server with these
+/// settings: the main one (HTTP/2 in ALPN unless `disableHTTP2`) and the
+/// HTTP/1.1-only one for upgrades to HTTPS servers. The connectors are made
+/// (and the TLS settings checked) once; each worker makes its own clients
+/// from them, so that each has its own pools.
+pub(super) struct Connectors {
+    builder: hyper_util::client::legacy::Builder,
+    https_h1: Tls,
+    /// None with `disableHTTP2`: the main client is then the HTTP/1.1 one.
+    main: Option<Tls>,
+}
+
+impl Connectors {
+    /// The connectors towards `server` with `settings`.
+    pub(super) fn new(settings: &ClientSettings, server: &Authority) -> Result<Self, ClientError> {
+        let mut inner = HttpConnector::new();
+        inner.set_nodelay(true);
+        inner.set_connect_timeout(settings.dial_timeout);
+        inner.enforce_http(false);
+        let target = Uri::builder()
+            .scheme("http")
+            .authority(server.clone())
+            .path_and_query("/")
+            .build()
+            .map_err(|source| ClientError::BadAddress {
+                server: server.clone(),
+                source,
+            })?;
+        let http = Pinned { target, inner };
+        let mut builder = Client::builder(TokioExecutor::new());
         builder
-            .http2_keep_alive_interval(every)
-            .http2_keep_alive_timeout(settings.ping_timeout.unwrap_or(super::PING_TIMEOUT))
-            .http2_keep_alive_while_idle(true);
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(settings.idle_conn_timeout)
+            .pool_max_idle_per_host(settings.max_idle_per_host)
+            .set_host(false);
+        if let Some(every) = settings.read_idle_timeout {
+            // Traefik's readIdleTimeout and pingTimeout: HTTP/2 connections
+            // that stay silent are checked with a PING, idle ones too, and
+            // closed when the answer does not come in time.
+            builder
+                .http2_keep_alive_interval(every)
+                .http2_keep_alive_timeout(settings.ping_timeout.unwrap_or(super::PING_TIMEOUT))
+                .http2_keep_alive_while_idle(true);
+        }
+        let https_h1 = connector(&settings.tls, server, false, http.clone())?;
+        let main = if settings.tls.disable_http2 {
+            None
+        } else {
+            Some(connector(&settings.tls, server, true, http)?)
+        };
+        Ok(Connectors {
+            builder,
+            https_h1,
+            main,
+        })
     }
 
-    let https_h1 = builder.build(connector(&settings.tls, server, false, http.clone())?);
-    let main = if settings.tls.disable_http2 {
-        https_h1.clone()
-    } else {
-        builder.build(connector(&settings.tls, server, true, http)?)
-    };
-    Ok((main, https_h1))
+    /// A new pair of clients, with pools of their own: the main one and
+    /// the HTTP/1.1-only one.
+    pub(super) fn clients(&self) -> (HttpsClient, HttpsClient) {
+        let https_h1 = self.builder.build(self.https_h1.clone());
+        let main = match &self.main {
+            Some(connector) => self.builder.build(connector.clone()),
+            None => https_h1.clone(),
+        };
+        (main, https_h1)
+    }
 }
 
 /// The connector for `http://` and `https://` servers. ALPN offers `h2` and

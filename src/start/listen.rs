@@ -8,10 +8,21 @@ use crate::runtime::{Registries, RuntimeHandle};
 use crate::settings;
 use std::sync::Arc;
 
+/// Where an entry point's connections or datagrams arrive.
+pub(crate) enum Sockets {
+    /// One listener or socket served on the main runtime: UDP, and TCP
+    /// when there is one worker.
+    Main(Listener),
+    /// A TCP entry point with several workers: one `SO_REUSEPORT`
+    /// listener per worker, all on the same port, registered by the worker
+    /// that serves it.
+    Workers(Vec<std::net::TcpListener>),
+}
+
 /// An entry point's sockets, bound and not yet served.
 pub(crate) struct Bound {
-    /// The TCP listener or UDP socket.
-    listener: Listener,
+    /// The TCP listeners or UDP socket.
+    sockets: Sockets,
     /// The port it got (the configured one, or the OS's pick for port 0).
     port: u16,
     /// The HTTP/3 side's UDP socket, when `http3` is on.
@@ -27,8 +38,8 @@ impl Bound {
 
 /// An entry point ready to serve: bound, and set up with its settings.
 pub(crate) struct Ready {
-    /// The TCP listener or UDP socket.
-    pub(crate) listener: Listener,
+    /// The TCP listeners or UDP socket.
+    pub(crate) sockets: Sockets,
     /// The HTTP/3 endpoint on the same port, when `http3` is on.
     pub(crate) quic: Option<quinn::Endpoint>,
     /// What the proxy serves it with.
@@ -40,8 +51,10 @@ pub(crate) struct Ready {
 }
 
 /// Binds every entry point, in the configuration's order, before anything
-/// is served, so that a port in use fails the start.
+/// is served, so that a port in use fails the start. TCP entry points get
+/// one listener per worker (`worker::count`).
 pub(crate) fn bind(config: &StaticConfig) -> Result<Vec<Bound>, RunError> {
+    let workers = crate::worker::count();
     let mut bound = Vec::new();
     for (name, ep) in &config.entry_points {
         let bind_error = |source| RunError::Bind {
@@ -49,21 +62,28 @@ pub(crate) fn bind(config: &StaticConfig) -> Result<Vec<Bound>, RunError> {
             address: ep.address.to_string(),
             source,
         };
-        let listener = if ep.address.udp {
-            Listener::Udp(
+        let sockets = if ep.address.udp {
+            Sockets::Main(Listener::Udp(
                 std::net::UdpSocket::bind(ep.address.socket_addr())
                     .and_then(|s| {
                         s.set_nonblocking(true)?;
                         tokio::net::UdpSocket::from_std(s)
                     })
                     .map_err(bind_error)?,
+            ))
+        } else if workers > 1 {
+            Sockets::Workers(
+                bind_per_worker(ep.address.host, ep.address.port, workers).map_err(bind_error)?,
             )
         } else {
-            Listener::Tcp(
+            Sockets::Main(Listener::Tcp(
                 proxy::bind(ep.address.host, ep.address.port, ep.reuse_port).map_err(bind_error)?,
-            )
+            ))
         };
-        let local = listener.local_addr().ok();
+        let local = match &sockets {
+            Sockets::Main(listener) => listener.local_addr().ok(),
+            Sockets::Workers(listeners) => listeners.first().and_then(|l| l.local_addr().ok()),
+        };
         let port = local.map_or(ep.address.port, |a| a.port());
         tracing::info!(entry_point = %name, address = %local.map(|a| a.to_string()).unwrap_or_default(), udp = ep.address.udp, "listening");
         // HTTP/3 on the same port, UDP (validate() keeps it off UDP entry
@@ -77,12 +97,28 @@ pub(crate) fn bind(config: &StaticConfig) -> Result<Vec<Bound>, RunError> {
             None => None,
         };
         bound.push(Bound {
-            listener,
+            sockets,
             port,
             quic,
         });
     }
     Ok(bound)
+}
+
+/// `workers` listeners on the same port, among which the kernel spreads
+/// new connections (`SO_REUSEPORT`). The port is first bound alone, without
+/// `SO_REUSEPORT`: a port someone holds fails here as it does with one
+/// worker, even when the holder set `SO_REUSEPORT` too (another gangway),
+/// and port 0 becomes the port the OS picks, which the others then bind.
+fn bind_per_worker(
+    host: Option<std::net::IpAddr>,
+    port: u16,
+    workers: usize,
+) -> std::io::Result<Vec<std::net::TcpListener>> {
+    let port = proxy::bind_std(host, port, false)?.local_addr()?.port();
+    (0..workers)
+        .map(|_| proxy::bind_std(host, port, true))
+        .collect()
 }
 
 /// Sets up each bound entry point with its settings (`settings::entry_point`),
@@ -125,7 +161,7 @@ pub(crate) fn set_up(
             None => None,
         };
         ready.push(Ready {
-            listener: bound.listener,
+            sockets: bound.sockets,
             quic,
             info,
             accept_grace,

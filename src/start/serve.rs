@@ -1,10 +1,12 @@
 //! Serving the entry points, and stopping them at shutdown.
 
-use super::Ready;
+use super::listen::Sockets;
+use super::workers::{self, Share};
+use super::{Ready, RunError};
 use crate::config::duration::Duration;
 use crate::proxy::{self, Listener, Proxy};
 use std::sync::Arc;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// The entry points being served, each with its own stop signal.
@@ -17,11 +19,15 @@ struct Server {
     task: JoinHandle<()>,
 }
 
-/// Starts serving every entry point with `proxy`.
-pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Servers {
+/// Starts serving every entry point with `proxy`: UDP and HTTP/3 on the
+/// main runtime, TCP there too with one worker, on the worker threads with
+/// several.
+pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Result<Servers, RunError> {
     let mut servers = Vec::new();
+    // What each worker serves: its listener of every TCP entry point.
+    let mut shares: Vec<Vec<Share>> = Vec::new();
     for Ready {
-        listener,
+        sockets,
         quic,
         info,
         accept_grace,
@@ -40,8 +46,8 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Servers {
                 stop_rx.clone(),
             ))
         });
-        let task = match listener {
-            Listener::Tcp(listener) => {
+        let task = match sockets {
+            Sockets::Main(Listener::Tcp(listener)) => {
                 let tcp = proxy::accept(proxy.clone(), listener, info, stop_rx);
                 // Both sides of the port stop and drain together.
                 tokio::spawn(async move {
@@ -51,7 +57,28 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Servers {
                     }
                 })
             }
-            Listener::Udp(socket) => tokio::spawn(proxy::serve_udp(
+            Sockets::Workers(listeners) => {
+                shares.resize_with(shares.len().max(listeners.len()), Vec::new);
+                let mut drained = Vec::new();
+                for (share, listener) in shares.iter_mut().zip(listeners) {
+                    let (done, done_rx) = oneshot::channel();
+                    drained.push(done_rx);
+                    share.push(Share {
+                        listener,
+                        info: info.clone(),
+                        stop: stop_rx.clone(),
+                        drained: done,
+                    });
+                }
+                // The entry point has drained when every worker has.
+                tokio::spawn(async move {
+                    futures_util::future::join_all(drained).await;
+                    if let Some(quic) = quic {
+                        let _ = quic.await;
+                    }
+                })
+            }
+            Sockets::Main(Listener::Udp(socket)) => tokio::spawn(proxy::serve_udp(
                 proxy.runtime.clone(),
                 socket,
                 info,
@@ -66,7 +93,10 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Servers {
             task,
         });
     }
-    Servers(servers)
+    if !shares.is_empty() {
+        workers::spawn(proxy, shares)?;
+    }
+    Ok(Servers(servers))
 }
 
 impl Servers {
