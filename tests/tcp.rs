@@ -629,7 +629,15 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SIGTERM: the master stops its workers before it exits; a killed
+        // master would leave its worker running, holding the port.
+        let termed = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !termed {
+            let _ = self.child.kill();
+        }
         let _ = self.child.wait();
     }
 }

@@ -173,6 +173,7 @@ fn harness() -> &'static Harness {
                 connections: None,
                 proxy_protocol: None,
                 stats: Some(registries.stats(StatsKind::EntryPoint, "web", &exporter)),
+                traced: false,
             })
         };
         let https = Redirect {
@@ -194,6 +195,7 @@ fn harness() -> &'static Harness {
             metrics_internals: false,
             log_internals: false,
             metrics_headers: Box::new([]),
+            tracer: None,
         });
         let h = Harness {
             rt,
