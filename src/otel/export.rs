@@ -246,24 +246,7 @@ fn grpc_status(headers: &HeaderMap) -> Option<(String, String)> {
 }
 
 fn client_tls(tls: Option<&OtlpTls>) -> Result<rustls::ClientConfig, crate::client::ClientError> {
-    let default = OtlpTls::default();
-    let tls = tls.unwrap_or(&default);
-    let given = |o: &Option<String>| o.clone().filter(|p| !p.is_empty());
-    let root_cas: Vec<String> = given(&tls.ca).into_iter().collect();
-    let certificates = match (given(&tls.cert), given(&tls.key)) {
-        (Some(cert), Some(key)) => vec![(cert, key)],
-        (None, None) => Vec::new(),
-        _ => return Err(crate::client::ClientError::HalfCertificate),
-    };
-    crate::client::tls::client_config(&crate::client::tls::ClientTls {
-        insecure_skip_verify: tls.insecure_skip_verify,
-        root_cas: &root_cas,
-        peer_cert_uri: None,
-        certificates: &certificates,
-        cipher_suites: &[],
-        min_version: None,
-        max_version: None,
-    })
+    crate::client::tls::provider_config(tls.unwrap_or(&OtlpTls::default()))
 }
 
 // Option names for errors, spelt out so that they are `'static`.

@@ -189,22 +189,8 @@ impl OtlpLogs {
     }
 }
 
-/// TLS towards a collector.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct OtlpTls {
-    /// CA to trust instead of the built-in roots (PEM file).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ca: Option<String>,
-    /// Client certificate (PEM file), with `key`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cert: Option<String>,
-    /// Client certificate's key (PEM file), with `cert`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-    /// Accept any certificate the collector shows.
-    pub insecure_skip_verify: bool,
-}
+/// TLS towards a collector: the same options as a provider's `tls`.
+pub type OtlpTls = super::ProviderTls;
 
 /// An entry point's `observability` switches (Traefik v3.1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
