@@ -13,12 +13,15 @@
 //!   wait than may be in progress; a request that cannot wait, or whose wait
 //!   runs out, gets `503` with `Retry-After: 1` at once.
 //! - **A client's share of a service** (`serversTransport.maxConcurrentRequestsPerClient`):
-//!   no one source address may hold more than this many of a service's
+//!   no one client may hold more than this many of a service's
 //!   slots, so a client that pins requests (bodies announced and never
 //!   sent, a slow-read flood over many HTTP/2 connections) takes at most its
 //!   share of the server and every other client keeps being answered. Past
 //!   its share a client's request gets the same `503` at once, without
-//!   waiting in the queue.
+//!   waiting in the queue. A client is its source address, or, when that
+//!   address is a trusted proxy (`forwardedHeaders`), the address the
+//!   proxy put last in `X-Forwarded-For`: everyone behind one tunnel or CDN
+//!   is not one client.
 //!
 //! Queueing without bound is what drives latency to seconds when a backend
 //! falls behind: every waiting request eventually reaches the backend after

@@ -113,6 +113,68 @@ async fn past_the_service_limit_requests_get_503_with_retry_after() {
     }
 }
 
+/// Holds a request for `/hold` sent with `X-Forwarded-For: from`.
+fn hold_from(gw: &Arc<Gangway>, from: &'static str) -> tokio::task::JoinHandle<StatusCode> {
+    let gw = gw.clone();
+    tokio::spawn(async move { get_from(&gw, "/hold", from).await })
+}
+
+async fn get_from(gw: &Gangway, path: &str, from: &str) -> StatusCode {
+    let req = Request::get(gw.url(path))
+        .header("host", "app.test")
+        .header("x-forwarded-for", from)
+        .body(Full::default())
+        .expect("request");
+    gw.send(req).await.status
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
+    for trusted in [true, false] {
+        let h = holding().await;
+        let mut flags = vec!["--serversTransport.maxConcurrentRequestsPerClient=1"];
+        if trusted {
+            flags.push("--entryPoints.web.forwardedHeaders.trustedIPs=127.0.0.1/32");
+        }
+        let gw = Arc::new(Gangway::with_file(&limited(&h.backend, 4, "0s"), &flags).await);
+        started(&gw).await;
+
+        let first = hold_from(&gw, "198.51.100.1");
+        eventually(
+            WAIT,
+            "the first client's request reached the backend",
+            || async { h.arrived.load(Ordering::SeqCst) == 1 },
+        )
+        .await;
+        if trusted {
+            // Another person behind the same proxy: their own share.
+            let second = hold_from(&gw, "198.51.100.2");
+            eventually(
+                WAIT,
+                "the second client's request reached the backend",
+                || async { h.arrived.load(Ordering::SeqCst) == 2 },
+            )
+            .await;
+            assert_eq!(
+                get_from(&gw, "/", "10.0.0.1, 198.51.100.1").await,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the first client is past its share of one"
+            );
+            h.release.send(true).expect("release");
+            assert_eq!(second.await.expect("task"), StatusCode::OK);
+        } else {
+            // An untrusted peer's header proves nothing: one client.
+            assert_eq!(
+                get_from(&gw, "/", "198.51.100.2").await,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the peer is past its share whatever it claims"
+            );
+            h.release.send(true).expect("release");
+        }
+        assert_eq!(first.await.expect("task"), StatusCode::OK);
+    }
+}
+
 #[tokio::test]
 async fn a_request_past_the_limit_waits_for_a_slot_and_the_queue_is_bounded() {
     let h = holding().await;

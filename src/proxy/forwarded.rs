@@ -65,6 +65,23 @@ impl TrustPolicy {
     pub fn trusts(&self, ip: IpAddr) -> bool {
         self.insecure || self.trusted.iter().any(|net| net.contains(&ip))
     }
+
+    /// Who sent a request, as far as this policy lets gangway know: the
+    /// last address in `X-Forwarded-For` when `peer` is trusted (the one
+    /// the trusted proxy in front saw), else `peer` itself.
+    pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        if !self.trusts(peer) {
+            return peer;
+        }
+        headers
+            .get_all(X_FORWARDED_FOR)
+            .iter()
+            .next_back()
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.rsplit(',').next())
+            .and_then(|last| last.trim().parse().ok())
+            .unwrap_or(peer)
+    }
 }
 
 /// What the proxy knows about the request's arrival.
@@ -426,6 +443,30 @@ fn host_port(host: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trusted_peer_s_client_is_the_last_forwarded_address() {
+        let policy = TrustPolicy {
+            trusted: vec!["10.0.0.0/8".parse().expect("net")],
+            insecure: false,
+        };
+        let mut headers = HeaderMap::new();
+        headers.append(X_FORWARDED_FOR, HeaderValue::from_static("192.0.2.7"));
+        headers.append(
+            X_FORWARDED_FOR,
+            HeaderValue::from_static("198.51.100.1, 2001:db8::5 "),
+        );
+        let proxy: IpAddr = "10.1.2.3".parse().expect("ip");
+        let stranger: IpAddr = "203.0.113.9".parse().expect("ip");
+        assert_eq!(
+            policy.client(proxy, &headers),
+            "2001:db8::5".parse::<IpAddr>().expect("ip")
+        );
+        assert_eq!(policy.client(stranger, &headers), stranger);
+        assert_eq!(policy.client(proxy, &HeaderMap::new()), proxy);
+        headers.append(X_FORWARDED_FOR, HeaderValue::from_static("unknown"));
+        assert_eq!(policy.client(proxy, &headers), proxy);
+    }
 
     #[test]
     fn a_host_value_s_port_is_its_digits() {

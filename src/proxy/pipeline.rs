@@ -267,7 +267,8 @@ impl Proxy {
         // to (error pages) is not. The slot is held until the answer's headers.
         let _slot = match &route.gate {
             Some(gate) if std::ptr::eq(upstream, &*route.upstream) => {
-                match gate.admit(conn.peer.ip()).await {
+                let client = conn.entry_point.trust.client(conn.peer.ip(), req.headers());
+                match gate.admit(client).await {
                     Ok(slot) => Some(slot),
                     Err(_) => return Kind::Overloaded.into_response(),
                 }
