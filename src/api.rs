@@ -45,6 +45,8 @@ pub struct ApiState {
     pub terminating: Arc<AtomicBool>,
     /// What `/metrics` renders; None when Prometheus metrics are off.
     pub metrics: Option<Arc<crate::metrics::Exporter>>,
+    /// The router views last built, kept while nothing they show changes.
+    pub router_views: views::RouterViews,
 }
 
 /// The internal services gangway offers, by qualified name.
@@ -629,14 +631,14 @@ type St = State<Arc<ApiState>>;
 
 /// One page of `all` as Traefik answers it: filtered by status, provider
 /// and search text, with `X-Next-Page` (1 on the last page).
-fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, ApiError> {
+fn page<T: Listed + Serialize>(all: &[T], q: &ListQuery) -> Result<Response, ApiError> {
     let status = q.status()?;
     let provider = q.provider.as_deref().filter(|p| !p.is_empty());
     let search = q.search.as_deref().unwrap_or("").to_ascii_lowercase();
     let service = q.service_name.as_deref().filter(|s| !s.is_empty());
     let middleware = q.middleware_name.as_deref().filter(|m| !m.is_empty());
-    let filtered: Vec<T> = all
-        .into_iter()
+    let filtered: Vec<&T> = all
+        .iter()
         .filter(|v| status.is_none_or(|s| v.status() == s))
         .filter(|v| match (service, v.service_name()) {
             (Some(want), Some(have)) => names(want, have),
@@ -685,7 +687,7 @@ fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, A
         1
     };
     let total = filtered.len();
-    let items: Vec<T> = filtered
+    let items: Vec<&T> = filtered
         .into_iter()
         .skip(start.min(total))
         .take(per_page)
@@ -699,10 +701,10 @@ fn page<T: Listed + Serialize>(all: Vec<T>, q: &ListQuery) -> Result<Response, A
     Ok(resp)
 }
 
-fn find<T: Listed + Serialize>(all: Vec<T>, name: &str, what: &str) -> Result<Json<T>, ApiError> {
-    all.into_iter()
+fn find<T: Listed + Serialize>(all: &[T], name: &str, what: &str) -> Result<Response, ApiError> {
+    all.iter()
         .find(|v| v.name() == name)
-        .map(Json)
+        .map(|v| Json(v).into_response())
         .ok_or_else(|| ApiError::not_found(what))
 }
 
@@ -710,22 +712,19 @@ async fn list_routers(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(all_routers(&state), &q)
+    page(&all_routers(&state), &q)
 }
 
 async fn list_tcp_routers(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(tcp::routers(&state.runtime.load_full()), &q)
+    page(&tcp::routers(&state.runtime.load_full()), &q)
 }
 
-async fn one_tcp_router(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<tcp::TcpRouterView>, ApiError> {
+async fn one_tcp_router(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
     find(
-        tcp::routers(&state.runtime.load_full()),
+        &tcp::routers(&state.runtime.load_full()),
         &name,
         "TCP router",
     )
@@ -735,15 +734,12 @@ async fn list_tcp_services(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(tcp::services(&state.runtime.load_full()), &q)
+    page(&tcp::services(&state.runtime.load_full()), &q)
 }
 
-async fn one_tcp_service(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<tcp::TcpServiceView>, ApiError> {
+async fn one_tcp_service(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
     find(
-        tcp::services(&state.runtime.load_full()),
+        &tcp::services(&state.runtime.load_full()),
         &name,
         "TCP service",
     )
@@ -753,15 +749,15 @@ async fn list_tcp_middlewares(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(tcp::middlewares(&state.runtime.load_full()), &q)
+    page(&tcp::middlewares(&state.runtime.load_full()), &q)
 }
 
 async fn one_tcp_middleware(
     State(state): St,
     Path(name): Path<String>,
-) -> Result<Json<tcp::TcpMiddlewareView>, ApiError> {
+) -> Result<Response, ApiError> {
     find(
-        tcp::middlewares(&state.runtime.load_full()),
+        &tcp::middlewares(&state.runtime.load_full()),
         &name,
         "TCP middleware",
     )
@@ -771,15 +767,12 @@ async fn list_udp_routers(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(tcp::udp_routers(&state.runtime.load_full()), &q)
+    page(&tcp::udp_routers(&state.runtime.load_full()), &q)
 }
 
-async fn one_udp_router(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<tcp::UdpRouterView>, ApiError> {
+async fn one_udp_router(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
     find(
-        tcp::udp_routers(&state.runtime.load_full()),
+        &tcp::udp_routers(&state.runtime.load_full()),
         &name,
         "UDP router",
     )
@@ -789,32 +782,25 @@ async fn list_udp_services(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(tcp::udp_services(&state.runtime.load_full()), &q)
+    page(&tcp::udp_services(&state.runtime.load_full()), &q)
 }
 
-async fn one_udp_service(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<tcp::UdpServiceView>, ApiError> {
+async fn one_udp_service(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
     find(
-        tcp::udp_services(&state.runtime.load_full()),
+        &tcp::udp_services(&state.runtime.load_full()),
         &name,
         "UDP service",
     )
 }
 
-async fn one_router(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<views::RouterView>, ApiError> {
-    find(all_routers(&state), &name, "router")
+async fn one_router(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
+    find(&all_routers(&state), &name, "router")
 }
 
-fn all_routers(state: &ApiState) -> Vec<views::RouterView> {
-    views::with_certificate_errors(
-        views::routers(&state.runtime.load_full()),
-        &state.certificates.snapshot(),
-    )
+fn all_routers(state: &ApiState) -> Arc<Vec<views::RouterView>> {
+    state
+        .router_views
+        .of(&state.runtime.load_full(), &state.certificates.snapshot())
 }
 
 fn all_services(state: &ApiState) -> Vec<views::ServiceView> {
@@ -828,29 +814,23 @@ async fn list_services(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(all_services(&state), &q)
+    page(&all_services(&state), &q)
 }
 
-async fn one_service(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<views::ServiceView>, ApiError> {
-    find(all_services(&state), &name, "service")
+async fn one_service(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
+    find(&all_services(&state), &name, "service")
 }
 
 async fn list_middlewares(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(views::middlewares(&state.runtime.load_full()), &q)
+    page(&views::middlewares(&state.runtime.load_full()), &q)
 }
 
-async fn one_middleware(
-    State(state): St,
-    Path(name): Path<String>,
-) -> Result<Json<views::MiddlewareView>, ApiError> {
+async fn one_middleware(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {
     find(
-        views::middlewares(&state.runtime.load_full()),
+        &views::middlewares(&state.runtime.load_full()),
         &name,
         "middleware",
     )

@@ -89,6 +89,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         started: std::time::SystemTime::now(),
         terminating: terminating.clone(),
         metrics: exporter,
+        router_views: Default::default(),
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
     let metrics_headers = metrics

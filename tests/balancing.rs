@@ -666,6 +666,12 @@ async fn a_service_whose_checked_servers_are_down_is_a_warning_then_an_error_and
         service_status().await.as_deref() == Some("enabled")
     })
     .await;
+    // Read once while serving, so what follows is seen as it changes, not
+    // as it was first shown.
+    let router = api_json(api, "/api/http/routers/app@file")
+        .await
+        .expect("router");
+    assert_eq!(router["status"], "enabled", "{router}");
 
     a.kill();
     eventually(WAIT, "one of two down: a warning", || async {

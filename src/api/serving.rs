@@ -20,7 +20,7 @@ const MAX_DEPTH: usize = 16;
 const ERROR_SHARE: f64 = 0.5;
 
 /// Why requests to a service fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cause {
     /// The proxy has no server to send to (every one is down by its health
     /// check, or none is configured): gangway answers 503.

@@ -26,6 +26,7 @@ use crate::tls::FileCertificate;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 fn provider_of(name: &str) -> String {
     QualifiedName::parse(name)
@@ -47,6 +48,33 @@ struct Live<'a> {
 const MAX_DEPTH: usize = 16;
 
 impl<'a> Live<'a> {
+    /// A digest of what router views take from outside the runtime: each
+    /// routed service's serving state, and the certificate errors.
+    fn digest(&self, certificates: &[CertificateState]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let one = |f: &dyn Fn(&mut std::hash::DefaultHasher)| {
+            let mut h = std::hash::DefaultHasher::new();
+            f(&mut h);
+            h.finish()
+        };
+        // A sum, so that the map's order does not matter.
+        let services = self.services.iter().fold(0u64, |sum, (name, u)| {
+            let s = serving::http(u);
+            sum.wrapping_add(one(&|h| {
+                name.hash(h);
+                s.failing.to_bits().hash(h);
+                s.cause.hash(h);
+            }))
+        });
+        let errors = one(&|h| {
+            for c in certificates.iter().filter(|c| c.last_error.is_some()) {
+                (&c.resolver, &c.domains, &c.routers, &c.last_error).hash(h);
+                (c.failures, c.next_attempt).hash(h);
+            }
+        });
+        services ^ errors
+    }
+
     fn of(rt: &'a Runtime) -> Self {
         let mut services = HashMap::new();
         for route in rt.entry_points.iter().flat_map(|ep| ep.iter()) {
@@ -448,7 +476,53 @@ impl RouterView {
 /// errors, the entry points it is on (`using`), its effective priority and
 /// the hosts and paths of its rule.
 pub fn routers(rt: &Runtime) -> Vec<RouterView> {
-    let live = Live::of(rt);
+    routers_with(rt, &Live::of(rt))
+}
+
+/// The router views last built and what they were built from: the
+/// runtime's generation and a digest of the live state they show.
+#[derive(Default)]
+pub struct RouterViews(std::sync::Mutex<Option<(ViewsKey, Arc<Vec<RouterView>>)>>);
+
+/// What router views show besides the runtime: its generation, the
+/// serving state of every service routed to, and certificate errors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ViewsKey {
+    generation: u64,
+    live: u64,
+}
+
+impl RouterViews {
+    /// Every router's view (as [`routers`], with certificate errors), built
+    /// again only when the runtime, a routed service's serving state or a
+    /// certificate's error has changed since the last call: with thousands
+    /// of routers, parsing every rule for each poll of an open dashboard
+    /// would cost more than anything else the API does.
+    pub fn of(&self, rt: &Runtime, certificates: &[CertificateState]) -> Arc<Vec<RouterView>> {
+        let live = Live::of(rt);
+        let key = ViewsKey {
+            generation: rt.generation,
+            live: live.digest(certificates),
+        };
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, views)) = last.as_ref()
+            && *k == key
+        {
+            return views.clone();
+        }
+        let views = Arc::new(with_certificate_errors(
+            routers_with(rt, &live),
+            certificates,
+        ));
+        *last = Some((key, views.clone()));
+        views
+    }
+}
+
+fn routers_with(rt: &Runtime, live: &Live<'_>) -> Vec<RouterView> {
     // A router its provider left out (a key that does not exist, a label
     // that does not parse) has only its report: listed, disabled, with why
     // and with the values that were read, never defaults.
@@ -942,7 +1016,13 @@ pub fn overview(state: &ApiState) -> OverviewView {
         .collect();
     OverviewView {
         http: SectionCounts {
-            routers: count(&mut routers(&rt).iter().map(|v| &v.state)),
+            routers: count(
+                &mut state
+                    .router_views
+                    .of(&rt, &state.certificates.snapshot())
+                    .iter()
+                    .map(|v| &v.state),
+            ),
             services: count(
                 &mut services(&rt, &state.registries.health_report())
                     .iter()
@@ -1324,7 +1404,7 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
         .collect();
     acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     let rt = state.runtime.load_full();
-    let all_routers = routers(&rt);
+    let all_routers = state.router_views.of(&rt, &state.certificates.snapshot());
     // The routers served a certificate from `source`, by name.
     let served_to = |source: &crate::tls::CertificateSource| -> Vec<String> {
         all_routers
@@ -1385,6 +1465,7 @@ mod tests {
             started: std::time::SystemTime::now(),
             terminating: Arc::default(),
             metrics: None,
+            router_views: Default::default(),
         }
     }
 
