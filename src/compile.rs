@@ -271,6 +271,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             let priority = router
                 .priority
                 .unwrap_or_else(|| default_priority(&router.rule));
+            let rule_text: Arc<str> = Arc::from(router.rule.as_str());
             // One route for plain connections and one for TLS ones, as an
             // entry point's default TLS can make the router TLS on some only.
             for (members, chain) in chains {
@@ -295,6 +296,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             name: name.clone(),
                             priority,
                             matcher: matcher.clone(),
+                            rule: rule_text.clone(),
                             tls: tls.is_some(),
                             chain: chain.clone(),
                             upstream: upstream.clone(),

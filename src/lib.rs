@@ -51,11 +51,13 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let exporter = metrics.as_ref().map(|m| m.exporter.clone());
     let access_log = start::open_access_log(&config, exporter.as_ref()).await?;
     let reopen = access_log.clone().and_then(start::spawn_reopen_on_signal);
-    let tracer = config
-        .tracing
-        .as_ref()
-        .map(otel::trace::Tracer::spawn)
-        .transpose()?;
+    let (tracer, span_push) = match config.tracing.as_ref().map(otel::trace::Tracer::spawn) {
+        Some(started) => {
+            let (tracer, push) = started?;
+            (Some(tracer), Some(push))
+        }
+        None => (None, None),
+    };
     let metrics_push = match (&config.metrics.otlp, exporter.as_ref()) {
         (Some(otlp), Some(e)) => Some(otel::metrics::spawn_push(e.clone(), otlp)?),
         _ => None,
@@ -141,11 +143,15 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     if let Some(r) = reopen {
         r.abort();
     }
-    if let Some(p) = metrics_push {
-        p.abort();
-    }
-    if let Some(p) = log_push {
-        p.abort();
-    }
+    // The last push: spans of the requests drained above, the final
+    // counts, and the log records of the stop itself, bounded so that a
+    // dead collector cannot hold the exit up.
+    otel::finish_all(
+        [span_push, metrics_push, log_push]
+            .into_iter()
+            .flatten()
+            .collect(),
+    )
+    .await;
     Ok(())
 }

@@ -7,10 +7,62 @@
 pub mod export;
 pub mod logs;
 pub mod metrics;
+pub mod propagate;
 pub mod trace;
 
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How long the last push at a graceful stop may take, every signal
+/// together (the bound Traefik gives its tracer's shutdown): a collector
+/// that hangs delays the exit by no more than this.
+pub const LAST_PUSH: Duration = Duration::from_secs(5);
+
+/// A background export task (spans, metric pushes, log records) that,
+/// told to stop, sends what it still holds and ends.
+#[derive(Debug)]
+pub struct Pusher {
+    stop: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Pusher {
+    /// Spawns `task`, which is given the notification that asks it to
+    /// make its last push and return.
+    pub fn spawn<F>(task: impl FnOnce(Arc<Notify>) -> F) -> Pusher
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let stop = Arc::new(Notify::new());
+        let task = tokio::spawn(task(stop.clone()));
+        Pusher { stop, task }
+    }
+
+    /// Asks for the last push and waits for it until `deadline`; past
+    /// it the task is abandoned.
+    pub async fn finish(mut self, deadline: tokio::time::Instant) {
+        // A stored permit: the task sees it even if it is busy sending.
+        self.stop.notify_one();
+        if tokio::time::timeout_at(deadline, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+            tracing::warn!(
+                "the last OTLP push did not end within {LAST_PUSH:?}; what it held is lost"
+            );
+        }
+    }
+}
+
+/// Makes every pusher's last push at once, within [`LAST_PUSH`].
+pub async fn finish_all(pushers: Vec<Pusher>) {
+    let deadline = tokio::time::Instant::now() + LAST_PUSH;
+    futures_util::future::join_all(pushers.into_iter().map(|p| p.finish(deadline))).await;
+}
 
 /// What went wrong setting up an OTLP exporter, named by the option at
 /// fault.

@@ -218,6 +218,8 @@ pub struct Route {
     pub priority: i64,
     /// The compiled rule.
     pub matcher: Matcher,
+    /// The rule as written, for the `http.route` span attribute.
+    pub rule: Arc<str>,
     /// Matches only TLS connections (the router has a `tls` section).
     pub tls: bool,
     /// The router's middlewares, in order (empty: none, and nothing to pay).

@@ -163,6 +163,8 @@ async fn assert_span_tree(collector: &Collector, flags: &[&str]) {
         a(router, "traefik.service.name").as_deref(),
         Some("app@file")
     );
+    // Traefik's `http.route` is the router's rule as written.
+    assert_eq!(a(router, "http.route").as_deref(), Some("Host(`app.test`)"));
     assert_eq!(
         a(headers, "traefik.middleware.name").as_deref(),
         Some("hdr@file")
@@ -600,5 +602,149 @@ async fn log_lines_arrive_as_records_over_grpc() {
     assert_eq!(
         attribute(&resource.attributes, "service.name").as_deref(),
         Some("traefik")
+    );
+}
+
+/// With `OTEL_PROPAGATORS=b3multi,jaeger` (Traefik reads the variable
+/// as OpenTelemetry SDKs do) a client's B3 or Jaeger context is the
+/// parent of the `EntryPoint` span, the server gets both formats naming
+/// the `ReverseProxy` span, and `traceparent` is neither read nor written.
+#[tokio::test]
+async fn b3_and_jaeger_contexts_are_followed_when_otel_propagators_names_them() {
+    let collector = Collector::http().await;
+    let backend = Backend::echo("b").await;
+    let endpoint = format!("--tracing.otlp.http.endpoint={}", collector.url());
+    let gw = Gangway::with_file_env(
+        &two_middlewares(&backend.url()),
+        &[&endpoint],
+        &[("OTEL_PROPAGATORS", "b3multi,jaeger")],
+    )
+    .await;
+    eventually(Duration::from_secs(10), "routed", || async {
+        gw.get("app.test", "/api/warm").await.status == StatusCode::OK
+    })
+    .await;
+    let b3_trace = "a3ce929d0e0e47364bf92f3577b34da6";
+    let clients: [(&str, Vec<(&str, String)>); 2] = [
+        (
+            b3_trace,
+            vec![
+                ("x-b3-traceid", b3_trace.to_owned()),
+                ("x-b3-spanid", CLIENT_SPAN.to_owned()),
+                ("x-b3-sampled", "1".to_owned()),
+            ],
+        ),
+        (
+            CLIENT_TRACE,
+            vec![("uber-trace-id", format!("{CLIENT_TRACE}:{CLIENT_SPAN}:0:1"))],
+        ),
+    ];
+    for (trace, headers) in clients {
+        let mut req = Request::get(gw.url("/api/b3")).header("host", "app.test");
+        for (k, v) in &headers {
+            req = req.header(*k, v.as_str());
+        }
+        let got = gw.send(req.body(Full::default()).unwrap()).await;
+        assert_eq!(got.status, StatusCode::OK);
+        eventually(Duration::from_secs(10), "the client's trace", || async {
+            of_trace(&collector, trace).len() >= 6
+        })
+        .await;
+        let spans = of_trace(&collector, trace);
+        let entry = named(&spans, "EntryPoint");
+        let proxy = named(&spans, "ReverseProxy");
+        assert_eq!(hex(&entry.parent_span_id), CLIENT_SPAN, "{headers:?}");
+        let seen = got.seen();
+        let proxy_span = hex(&proxy.span_id);
+        assert_eq!(seen.header("x-b3-traceid"), Some(trace));
+        assert_eq!(seen.header("x-b3-spanid"), Some(proxy_span.as_str()));
+        assert_eq!(seen.header("x-b3-sampled"), Some("1"));
+        assert_eq!(
+            seen.header("uber-trace-id"),
+            Some(format!("{trace}:{proxy_span}:0:1").as_str())
+        );
+        assert_eq!(seen.header("traceparent"), None, "tracecontext not chosen");
+    }
+    // A `traceparent` is not read: the request starts a trace of its own,
+    // and the client's header reaches the server as it was sent.
+    let other = "0af7651916cd43dd8448eb211c80319c";
+    let traceparent = format!("00-{other}-{CLIENT_SPAN}-01");
+    let got = gw
+        .send(traced_get(&gw, "app.test", "/api/w3c", Some(&traceparent)))
+        .await;
+    assert_eq!(got.status, StatusCode::OK);
+    let seen = got.seen();
+    assert_eq!(seen.header("traceparent"), Some(traceparent.as_str()));
+    let started = seen.header("x-b3-traceid").expect("a trace of its own");
+    assert_ne!(started, other);
+    eventually(Duration::from_secs(10), "the new trace", || async {
+        of_trace(&collector, started).len() >= 6
+    })
+    .await;
+    assert!(of_trace(&collector, other).is_empty());
+}
+
+/// At SIGTERM, the spans of a request that ended just before, the
+/// metrics (whose next push is an hour away) and the log records of the
+/// stop itself are exported before gangway exits.
+#[tokio::test]
+async fn a_graceful_stop_pushes_the_last_spans_metrics_and_log_records() {
+    let collector = Collector::http().await;
+    let backend = Backend::echo("b").await;
+    let traces = format!("--tracing.otlp.http.endpoint={}", collector.url());
+    let metrics = format!("--metrics.otlp.http.endpoint={}", collector.url());
+    let logs = format!("--log.otlp.http.endpoint={}", collector.url());
+    let mut gw = Gangway::with_file_env(
+        &two_middlewares(&backend.url()),
+        &[
+            &traces,
+            &metrics,
+            "--metrics.otlp.pushInterval=1h",
+            &logs,
+            "--log.level=INFO",
+        ],
+        &[("RUST_LOG", "")],
+    )
+    .await;
+    let sent = std::cell::Cell::new(0);
+    eventually(Duration::from_secs(10), "routed", || async {
+        let ok = gw.get("app.test", "/api/warm").await.status == StatusCode::OK;
+        sent.set(sent.get() + usize::from(ok));
+        ok
+    })
+    .await;
+    let traceparent = format!("00-{CLIENT_TRACE}-{CLIENT_SPAN}-01");
+    let got = gw
+        .send(traced_get(&gw, "app.test", "/api/last", Some(&traceparent)))
+        .await;
+    assert_eq!(got.status, StatusCode::OK);
+    let served = sent.get() + 1;
+    assert!(
+        collector.with(|r| r.metrics.is_empty()),
+        "no push before the stop"
+    );
+    gw.sigterm();
+    eventually(Duration::from_secs(10), "gangway exits", || {
+        let exited = gw.exited().is_some();
+        async move { exited }
+    })
+    .await;
+    let spans = of_trace(&collector, CLIENT_TRACE);
+    assert_eq!(spans.len(), 6, "{:?}", names(&spans));
+    assert_eq!(
+        collector.with(|r| r.metrics.len()),
+        1,
+        "one push, at the stop"
+    );
+    let service = [("code", "200"), ("service", "app@file")];
+    assert_eq!(
+        pushed_counter(&collector, "traefik_service_requests_total", &service),
+        i64::try_from(served).ok()
+    );
+    assert!(
+        records(&collector)
+            .iter()
+            .any(|r| body(r).contains("shutting down")),
+        "the stop's own log record"
     );
 }

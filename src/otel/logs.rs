@@ -68,41 +68,89 @@ pub fn spawn_export(
     queue: LogQueue,
     config: &OtlpLogs,
     section: &'static str,
-) -> Result<tokio::task::JoinHandle<()>, OtelError> {
+) -> Result<super::Pusher, OtelError> {
     let collector = config.collector();
     let exporter = Exporter::new(Some(&collector), Signal::Logs, section)?;
     let resource = super::resource(&config.service_name, &config.resource_attributes);
-    Ok(tokio::spawn(export(queue.0, exporter, resource, section)))
+    Ok(super::Pusher::spawn(|stop| {
+        export(queue.0, exporter, resource, section, stop)
+    }))
 }
 
+/// Batches records and exports them until the sink is gone, or until
+/// `stop`: then what is queued goes in a last export.
 async fn export(
     mut rx: mpsc::Receiver<LogRecord>,
     exporter: Exporter,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     section: &'static str,
+    stop: Arc<tokio::sync::Notify>,
 ) {
     let mut failing = false;
-    while let Some(first) = rx.recv().await {
+    let mut stopping = false;
+    while !stopping {
+        let first = tokio::select! {
+            biased;
+            () = stop.notified() => break,
+            first = rx.recv() => match first {
+                Some(record) => record,
+                None => return,
+            },
+        };
         let mut batch = Vec::with_capacity(BATCH.min(rx.len() + 1));
         batch.push(first);
         let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
         while batch.len() < BATCH {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(record)) => batch.push(record),
-                Ok(None) | Err(_) => break,
+            tokio::select! {
+                biased;
+                () = stop.notified() => {
+                    stopping = true;
+                    break;
+                }
+                next = tokio::time::timeout_at(deadline, rx.recv()) => match next {
+                    Ok(Some(record)) => batch.push(record),
+                    Ok(None) | Err(_) => break,
+                },
             }
         }
-        let message = encode(&resource, batch);
-        match exporter.send(message).await {
-            Ok(()) => failing = false,
-            // Said once per outage, and at debug level: the log's own
-            // records would otherwise feed the outage they report.
-            Err(e) => {
-                if !failing {
-                    tracing::debug!(collector = %exporter.uri(), error = %e, "{section}: records not exported; dropping them until the collector answers");
-                }
-                failing = true;
+        send(&exporter, &resource, section, batch, &mut failing).await;
+    }
+    let mut batch = Vec::new();
+    while let Ok(record) = rx.try_recv() {
+        batch.push(record);
+        if batch.len() == BATCH {
+            send(
+                &exporter,
+                &resource,
+                section,
+                std::mem::take(&mut batch),
+                &mut failing,
+            )
+            .await;
+        }
+    }
+    if !batch.is_empty() {
+        send(&exporter, &resource, section, batch, &mut failing).await;
+    }
+}
+
+async fn send(
+    exporter: &Exporter,
+    resource: &opentelemetry_proto::tonic::resource::v1::Resource,
+    section: &'static str,
+    batch: Vec<LogRecord>,
+    failing: &mut bool,
+) {
+    let message = encode(resource, batch);
+    match exporter.send(message).await {
+        Ok(()) => *failing = false,
+        // Said once per outage, and at debug level: the log's own
+        // records would otherwise feed the outage they report.
+        Err(e) => {
+            if !*failing {
+                tracing::debug!(collector = %exporter.uri(), error = %e, "{section}: records not exported; dropping them until the collector answers");
             }
+            *failing = true;
         }
     }
 }

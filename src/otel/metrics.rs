@@ -30,19 +30,23 @@ const MIN_INTERVAL: Duration = Duration::from_millis(100);
 pub fn spawn_push(
     exporter: Arc<crate::metrics::Exporter>,
     config: &MetricsOtlp,
-) -> Result<tokio::task::JoinHandle<()>, OtelError> {
+) -> Result<super::Pusher, OtelError> {
     let collector = config.collector();
     let sender = Exporter::new(Some(&collector), Signal::Metrics, "metrics.otlp")?;
     let resource = super::resource(&config.service_name, &config.resource_attributes);
     let interval = config.push_interval.0.max(MIN_INTERVAL);
-    Ok(tokio::spawn(push(exporter, sender, resource, interval)))
+    Ok(super::Pusher::spawn(|stop| {
+        push(exporter, sender, resource, interval, stop)
+    }))
 }
 
+/// Pushes every `interval`, and once more at `stop`.
 async fn push(
     exporter: Arc<crate::metrics::Exporter>,
     sender: Exporter,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     interval: Duration,
+    stop: Arc<tokio::sync::Notify>,
 ) {
     let start = nanos(SystemTime::now());
     let mut ticks = tokio::time::interval(interval);
@@ -50,8 +54,13 @@ async fn push(
     // The first tick is immediate; nothing has been counted yet.
     ticks.tick().await;
     let mut failing = false;
-    loop {
-        ticks.tick().await;
+    let mut last = false;
+    while !last {
+        tokio::select! {
+            biased;
+            () = stop.notified() => last = true,
+            _ = ticks.tick() => {}
+        }
         let snapshot = exporter.snapshot();
         let message = encode(&resource, exporter.prefix(), &snapshot, start);
         match sender.send(message).await {

@@ -367,7 +367,8 @@ fn start_trace(
     req: &mut Request<ClientStream>,
 ) -> Option<crate::otel::trace::Span> {
     let (mut span, traced) = tracer.start(req.headers())?;
-    span.server_request(req, &conn.entry_point.name, conn.peer, conn.tls);
+    let trusted = conn.entry_point.trust.trusts(conn.peer.ip());
+    span.server_request(req, &conn.entry_point.name, conn.peer, (conn.tls, trusted));
     req.extensions_mut().insert(traced);
     Some(span)
 }

@@ -216,6 +216,7 @@ fn router_span(req: &mut Request<RequestBody>, route: &Route) -> Option<crate::o
     let mut span = crate::otel::trace::enter(req, "Router", crate::otel::trace::Kind::Internal)?;
     span.set_str("traefik.service.name", &route.service_name);
     span.set_str("traefik.router.name", &route.name);
+    span.set_str("http.route", &route.rule);
     Some(span)
 }
 

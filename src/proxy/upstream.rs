@@ -234,7 +234,9 @@ pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
 /// Opens the `ReverseProxy` span of a traced request and tells the server
 /// about it (`traceparent`).
 fn client_span(req: &mut Request<RequestBody>) -> Option<crate::otel::trace::Span> {
-    let span = crate::otel::trace::enter(req, "ReverseProxy", crate::otel::trace::Kind::Client)?;
+    let mut span =
+        crate::otel::trace::enter(req, "ReverseProxy", crate::otel::trace::Kind::Client)?;
+    span.user_agent(req.headers());
     let traced = req
         .extensions()
         .get::<crate::otel::trace::Traced>()?

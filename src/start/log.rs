@@ -141,9 +141,7 @@ static OTLP_QUEUE: Mutex<Option<crate::otel::logs::LogQueue>> = Mutex::new(None)
 
 /// Starts sending the log's records over OTLP when `log.otlp` is set and
 /// `init` installed the log.
-pub fn spawn_otlp(
-    log: &Log,
-) -> Result<Option<tokio::task::JoinHandle<()>>, crate::otel::OtelError> {
+pub fn spawn_otlp(log: &Log) -> Result<Option<crate::otel::Pusher>, crate::otel::OtelError> {
     let Some(config) = &log.otlp else {
         return Ok(None);
     };
