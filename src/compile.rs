@@ -5,6 +5,7 @@
 mod middleware;
 mod router;
 mod tcp;
+mod tree;
 mod udp;
 
 use crate::balance::strategy::member_hash;
@@ -163,12 +164,27 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let mut using = Using::new();
     let mut tls_uses = TlsUses::default();
 
-    for (name, router) in &dynamic.http.routers {
+    // Multi-layer routing: children are compiled before their parents,
+    // which hold them; only roots go into the entry points' tables.
+    let tree = tree::plan(&dynamic.http.routers);
+    let mut child_routes: HashMap<&str, Arc<Route>> = HashMap::new();
+    for name in &tree.order {
+        let Some((name, router)) = dynamic.http.routers.get_key_value(name) else {
+            continue;
+        };
+        let is_child = !router.parent_refs.is_empty();
         let mut step = RouterStep::new(
             &router::HTTP,
             name,
             report.routers.entry(name.clone()).or_default(),
         );
+        for finding in tree.findings.get(name).into_iter().flatten() {
+            if finding.disables {
+                step.disable(finding.problem.clone(), finding.at);
+            } else {
+                step.warn(finding.problem.clone(), finding.at);
+            }
+        }
         let syntax = step.rule_syntax(router.rule_syntax.as_deref(), ctx.default_rule_syntax);
         let matcher = step.rule(&router.rule, parse_rule_in(&router.rule, syntax));
         if let (RuleSyntax::V2, Some(matcher)) = (syntax, &matcher) {
@@ -179,7 +195,12 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 "rule",
             );
         }
-        let eps = step.entry_points(&router.entry_points, ctx);
+        // A child is reached through its root's entry points only.
+        let eps = if is_child {
+            Vec::new()
+        } else {
+            step.entry_points(&router.entry_points, ctx)
+        };
         // Traefik puts an entry point's middlewares before the router's own
         // and names them in the router's provider, so the chain can differ
         // per entry point: one chain for each distinct list.
@@ -255,13 +276,94 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             }
         }
 
-        let (service_name, upstream) =
-            step.service(&router.service, &mut using, |q| services.get(q));
+        let (service_name, upstream, children) = if tree.is_parent(name) {
+            // Children disabled for their own reasons are left out, as in
+            // Traefik; a parent left with none cannot take requests.
+            let all = &tree.children[name];
+            let usable: Vec<Arc<Route>> = all
+                .iter()
+                .filter_map(|c| child_routes.get(c.as_str()).cloned())
+                .collect();
+            if usable.is_empty() && step.enabled() {
+                step.disable(
+                    Problem::NoUsableChild {
+                        children: all.clone(),
+                    },
+                    "parentrefs",
+                );
+            }
+            let upstream: Arc<Upstream> =
+                Arc::new(Upstream::Internal(Arc::new(crate::runtime::NoChildRoute)));
+            (
+                String::new(),
+                Some(upstream),
+                Some(Arc::new(EntryPointRoutes::new(usable))),
+            )
+        } else if tree
+            .findings
+            .get(name)
+            .is_some_and(|f| f.iter().any(|f| f.at == "service"))
+        {
+            (String::new(), None, None)
+        } else {
+            let (service_name, upstream) =
+                step.service(&router.service, &mut using, |q| services.get(q));
+            (service_name, upstream, None)
+        };
         let provider = step.provider.clone();
+
+        if is_child {
+            if let (Some(matcher), Some(upstream), Some(Some((_, chain))), true) = (
+                matcher,
+                upstream,
+                chains.map(|c| c.into_iter().next()),
+                step.enabled(),
+            ) {
+                let parent = children.is_some();
+                let route =
+                    Route {
+                        name: name.clone(),
+                        priority: router
+                            .priority
+                            .unwrap_or_else(|| default_priority(&router.rule)),
+                        matcher,
+                        tls: false,
+                        chain,
+                        upstream,
+                        children,
+                        stats: ctx
+                            .metrics
+                            .as_ref()
+                            .filter(|m| m.routers && !parent)
+                            .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
+                        service_stats: ctx.metrics.as_ref().filter(|m| m.services && !parent).map(
+                            |m| registries.stats(StatsKind::Service, &service_name, &m.exporter),
+                        ),
+                        gate: if parent {
+                            None
+                        } else {
+                            crate::overload::Gate::for_service(
+                                registries,
+                                &service_name,
+                                crate::overload::Limits::of(
+                                    dynamic.http.services.get(&service_name),
+                                    ctx.service_limits,
+                                ),
+                            )
+                        },
+                        service_name: service_name.clone(),
+                        internal: provider == "internal",
+                        traced: router_traced(router.observability.as_ref()),
+                    };
+                child_routes.insert(name.as_str(), Arc::new(route));
+            }
+            continue;
+        }
 
         if let (Some(matcher), Some(upstream), Some(chains), true) =
             (matcher, upstream, chains, step.enabled())
         {
+            let parent = children.is_some();
             let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
                 ctx.metrics
                     .as_ref()
@@ -290,33 +392,43 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             &mut |e: ConfigError| step.entry.warn(e),
                         );
                     }
-                    let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                        Arc::new(Route {
-                            name: name.clone(),
-                            priority,
-                            matcher: matcher.clone(),
-                            tls: tls.is_some(),
-                            chain: chain.clone(),
-                            upstream: upstream.clone(),
-                            stats: ctx
-                                .metrics
-                                .as_ref()
-                                .filter(|m| m.routers)
-                                .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
-                            service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
-                            gate: crate::overload::Gate::for_service(
-                                registries,
-                                &service_name,
-                                crate::overload::Limits::of(
-                                    dynamic.http.services.get(&service_name),
-                                    ctx.service_limits,
+                    let route =
+                        made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                            Arc::new(Route {
+                                name: name.clone(),
+                                priority,
+                                matcher: matcher.clone(),
+                                tls: tls.is_some(),
+                                chain: chain.clone(),
+                                upstream: upstream.clone(),
+                                children: children.clone(),
+                                // A parent's requests are counted on the child
+                                // that answers them.
+                                stats: ctx.metrics.as_ref().filter(|m| m.routers && !parent).map(
+                                    |m| registries.router_stats(name, &service_name, &m.exporter),
                                 ),
-                            ),
-                            service_name: service_name.clone(),
-                            internal: provider == "internal",
-                            traced: router_traced(router.observability.as_ref()),
-                        })
-                    });
+                                service_stats: if parent {
+                                    None
+                                } else {
+                                    stats(StatsKind::Service, |m| m.services, &service_name)
+                                },
+                                gate: if parent {
+                                    None
+                                } else {
+                                    crate::overload::Gate::for_service(
+                                        registries,
+                                        &service_name,
+                                        crate::overload::Limits::of(
+                                            dynamic.http.services.get(&service_name),
+                                            ctx.service_limits,
+                                        ),
+                                    )
+                                },
+                                service_name: service_name.clone(),
+                                internal: provider == "internal",
+                                traced: router_traced(router.observability.as_ref()),
+                            })
+                        });
                     per_ep[i].push(route.clone());
                 }
             }

@@ -68,7 +68,15 @@ pub struct Router {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub middlewares: Vec<String>,
     /// The service that answers, by name (`name` or `name@provider`).
+    /// A router that other routers name as their parent has none.
     pub service: String,
+    /// Multi-layer routing (Traefik 3.6): the routers this one is a child
+    /// of, by name (`name` or `name@provider`). A child is tried only for
+    /// requests its parent matched, after the parent's middlewares ran, and
+    /// has no `entryPoints`, `tls` or `observability` of its own. Read from
+    /// files and KV stores, not from labels, as in Traefik.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parent_refs: Vec<String>,
     /// When present, the router matches only TLS connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<RouterTls>,
