@@ -487,6 +487,8 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let (mut tcp, tcp_services) =
         tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
 
+    let generated_default = tls_uses.add_generated_default(&dynamic.tls, ctx);
+    report.warnings.extend(generated_default);
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,
         &tls_uses.hosts,
@@ -544,6 +546,77 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         report,
         dynamic,
         tls,
+    }
+}
+
+impl TlsUses {
+    /// `tls.stores.default.defaultGeneratedCert`: the default certificate
+    /// is ordered like a router's (and renewed with them); what keeps it
+    /// from being ordered is returned as warnings, and the generated
+    /// self-signed certificate stays the default.
+    fn add_generated_default(
+        &mut self,
+        tls: &dynamic::Tls,
+        ctx: &CompileContext,
+    ) -> Vec<crate::config::problem::Warning> {
+        const OPTION: &str = "tls.stores.default.defaultGeneratedCert";
+        let Some(store) = tls.stores.get("default") else {
+            return Vec::new();
+        };
+        let Some(generated) = &store.default_generated_cert else {
+            return Vec::new();
+        };
+        let skipped = |message: String| crate::tls::skipped(OPTION, message);
+        // Traefik gives the configured certificate precedence.
+        if store.default_certificate.is_some() {
+            return vec![skipped(
+                "`defaultCertificate` is set too and is served; nothing is ordered".to_owned(),
+            )];
+        }
+        let resolver = generated.resolver.as_str();
+        let domains = generated.domains();
+        if resolver.is_empty() || domains.is_empty() {
+            return vec![skipped(
+                "needs both `resolver` and `domain.main`; the generated certificate is served"
+                    .to_owned(),
+            )];
+        }
+        if !ctx.cert_resolvers.iter().any(|r| r == resolver) {
+            return vec![skipped(
+                Problem::UnknownResolver {
+                    name: resolver.to_owned(),
+                }
+                .to_string(),
+            )];
+        }
+        let dns01 = ctx.dns_resolvers.iter().any(|r| r == resolver);
+        let mut warnings = Vec::new();
+        for name in &domains {
+            if let Err(reason) = orderable(name, resolver, dns01) {
+                warnings.push(skipped(
+                    Problem::NotOrderable {
+                        domain: name.clone(),
+                        reason,
+                    }
+                    .to_string(),
+                ));
+            }
+        }
+        if !warnings.is_empty() {
+            return warnings;
+        }
+        let request = crate::tls::CertificateRequest {
+            resolver: resolver.to_owned(),
+            domains,
+            routers: Vec::new(),
+        };
+        // A router may order the same names from the same resolver: one
+        // certificate serves both.
+        let key = request.key();
+        if !self.requests.iter().any(|r| r.key() == key) {
+            self.requests.push(request);
+        }
+        Vec::new()
     }
 }
 

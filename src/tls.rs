@@ -239,7 +239,7 @@ pub fn certificate_key(resolver: &str, domains: &[String]) -> String {
 }
 
 /// The warning for a part of the TLS configuration that is skipped.
-fn skipped(option: &str, message: impl std::fmt::Display) -> Warning {
+pub(crate) fn skipped(option: &str, message: impl std::fmt::Display) -> Warning {
     let notice = Notice::TlsSkipped {
         option: option.to_owned(),
         message: message.to_string(),
@@ -545,6 +545,26 @@ pub fn compile_termination(
                 resolver: cert.resolver.clone(),
             },
         ));
+    }
+    // `defaultGeneratedCert`: once the resolver's certificate for its names
+    // is issued (compile ordered it), it is the default; until then the
+    // generated one stays.
+    if let Some(generated) = tls.stores.get("default").and_then(|s| {
+        s.default_generated_cert
+            .as_ref()
+            .filter(|_| s.default_certificate.is_none())
+    }) && let Some(cert) =
+        state.issued(&certificate_key(&generated.resolver, &generated.domains()))
+    {
+        default_info = Some(DefaultCertificate {
+            domains: cert.cert.names.clone(),
+            issuer: cert.cert.issuer.clone(),
+            not_before: cert.cert.not_before,
+            not_after: cert.cert.not_after,
+            self_signed: false,
+            cert_file: None,
+        });
+        store.set_default(cert.cert.key.clone());
     }
     let store = Arc::new(store);
 
