@@ -102,6 +102,19 @@ pub fn provider() -> rustls::crypto::CryptoProvider {
     crate::crypto::provider()
 }
 
+/// Whether `name`, as Traefik's `cipherSuites` spell it (IANA's names:
+/// `TLS_AES_128_GCM_SHA256` for TLS 1.3's, which rustls calls
+/// `TLS13_AES_128_GCM_SHA256`), names `suite`.
+pub fn is_suite_named(suite: &rustls::SupportedCipherSuite, name: &str) -> bool {
+    let Some(own) = suite.suite().as_str() else {
+        return false;
+    };
+    own == name
+        || own
+            .strip_prefix("TLS13_")
+            .is_some_and(|rest| name.strip_prefix("TLS_") == Some(rest))
+}
+
 /// A certificate obtained by a certificate resolver, as stored and served.
 #[derive(Debug)]
 pub struct IssuedCert {
@@ -738,6 +751,28 @@ mod wildcard_options_tests {
         assert_eq!(t.options_for("x.c.b.test"), Some(4), "the nearest `**.`");
         assert_eq!(t.options_for("b.test"), None);
         assert_eq!(t.options_for("other.test"), None);
+    }
+}
+
+#[cfg(test)]
+mod suite_name_tests {
+    use super::*;
+
+    #[test]
+    fn suites_are_named_as_traefik_names_them() {
+        let p = provider();
+        let named = |name: &str| {
+            p.cipher_suites
+                .iter()
+                .filter(|s| is_suite_named(s, name))
+                .count()
+        };
+        assert_eq!(named("TLS_AES_128_GCM_SHA256"), 1);
+        assert_eq!(named("TLS_CHACHA20_POLY1305_SHA256"), 1);
+        assert_eq!(named("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"), 1);
+        assert_eq!(named("TLS13_AES_128_GCM_SHA256"), 1, "rustls's own name");
+        assert_eq!(named("TLS_RSA_WITH_AES_128_CBC_SHA"), 0);
+        assert_eq!(named("AES_128_GCM_SHA256"), 0);
     }
 }
 
