@@ -127,7 +127,7 @@ pub enum ClientError {
     },
     /// A `cipherSuites` name rustls does not implement.
     #[error(
-        "cipherSuites: `{name}` is not a cipher suite gangway offers (TLS 1.2 suites with ECDHE and AES-GCM or ChaCha20-Poly1305)"
+        "cipherSuites: `{name}` is not a cipher suite gangway offers (TLS 1.2 suites with ECDHE and AES-GCM or ChaCha20-Poly1305, and TLS 1.3's, which are always on)"
     )]
     CipherSuite {
         /// The name as configured.

@@ -5,6 +5,7 @@
 mod middleware;
 mod router;
 mod tcp;
+mod tree;
 mod udp;
 
 use crate::balance::strategy::member_hash;
@@ -163,12 +164,27 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let mut using = Using::new();
     let mut tls_uses = TlsUses::default();
 
-    for (name, router) in &dynamic.http.routers {
+    // Multi-layer routing: children are compiled before their parents,
+    // which hold them; only roots go into the entry points' tables.
+    let tree = tree::plan(&dynamic.http.routers);
+    let mut child_routes: HashMap<&str, Arc<Route>> = HashMap::new();
+    for name in &tree.order {
+        let Some((name, router)) = dynamic.http.routers.get_key_value(name) else {
+            continue;
+        };
+        let is_child = !router.parent_refs.is_empty();
         let mut step = RouterStep::new(
             &router::HTTP,
             name,
             report.routers.entry(name.clone()).or_default(),
         );
+        for finding in tree.findings.get(name).into_iter().flatten() {
+            if finding.disables {
+                step.disable(finding.problem.clone(), finding.at);
+            } else {
+                step.warn(finding.problem.clone(), finding.at);
+            }
+        }
         let syntax = step.rule_syntax(router.rule_syntax.as_deref(), ctx.default_rule_syntax);
         let matcher = step.rule(&router.rule, parse_rule_in(&router.rule, syntax));
         if let (RuleSyntax::V2, Some(matcher)) = (syntax, &matcher) {
@@ -179,7 +195,12 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 "rule",
             );
         }
-        let eps = step.entry_points(&router.entry_points, ctx);
+        // A child is reached through its root's entry points only.
+        let eps = if is_child {
+            Vec::new()
+        } else {
+            step.entry_points(&router.entry_points, ctx)
+        };
         // Traefik puts an entry point's middlewares before the router's own
         // and names them in the router's provider, so the chain can differ
         // per entry point: one chain for each distinct list.
@@ -255,13 +276,95 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             }
         }
 
-        let (service_name, upstream) =
-            step.service(&router.service, &mut using, |q| services.get(q));
+        let (service_name, upstream, children) = if tree.is_parent(name) {
+            // Children disabled for their own reasons are left out, as in
+            // Traefik; a parent left with none cannot take requests.
+            let all = &tree.children[name];
+            let usable: Vec<Arc<Route>> = all
+                .iter()
+                .filter_map(|c| child_routes.get(c.as_str()).cloned())
+                .collect();
+            if usable.is_empty() && step.enabled() {
+                step.disable(
+                    Problem::NoUsableChild {
+                        children: all.clone(),
+                    },
+                    "parentrefs",
+                );
+            }
+            let upstream: Arc<Upstream> =
+                Arc::new(Upstream::Internal(Arc::new(crate::runtime::NoChildRoute)));
+            (
+                String::new(),
+                Some(upstream),
+                Some(Arc::new(EntryPointRoutes::new(usable))),
+            )
+        } else if tree
+            .findings
+            .get(name)
+            .is_some_and(|f| f.iter().any(|f| f.at == "service"))
+        {
+            (String::new(), None, None)
+        } else {
+            let (service_name, upstream) =
+                step.service(&router.service, &mut using, |q| services.get(q));
+            (service_name, upstream, None)
+        };
         let provider = step.provider.clone();
+
+        if is_child {
+            if let (Some(matcher), Some(upstream), Some(Some((_, chain))), true) = (
+                matcher,
+                upstream,
+                chains.map(|c| c.into_iter().next()),
+                step.enabled(),
+            ) {
+                let parent = children.is_some();
+                let route =
+                    Route {
+                        name: name.clone(),
+                        priority: router
+                            .priority
+                            .unwrap_or_else(|| default_priority(&router.rule)),
+                        matcher,
+                        rule: Arc::from(router.rule.as_str()),
+                        tls: false,
+                        chain,
+                        upstream,
+                        children,
+                        stats: ctx
+                            .metrics
+                            .as_ref()
+                            .filter(|m| m.routers && !parent)
+                            .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
+                        service_stats: ctx.metrics.as_ref().filter(|m| m.services && !parent).map(
+                            |m| registries.stats(StatsKind::Service, &service_name, &m.exporter),
+                        ),
+                        gate: if parent {
+                            None
+                        } else {
+                            crate::overload::Gate::for_service(
+                                registries,
+                                &service_name,
+                                crate::overload::Limits::of(
+                                    dynamic.http.services.get(&service_name),
+                                    ctx.service_limits,
+                                ),
+                            )
+                        },
+                        service_name: service_name.clone(),
+                        internal: provider == "internal",
+                        traced: router_traced(router.observability.as_ref()),
+                    };
+                child_routes.insert(name.as_str(), Arc::new(route));
+            }
+            continue;
+        }
 
         if let (Some(matcher), Some(upstream), Some(chains), true) =
             (matcher, upstream, chains, step.enabled())
         {
+            let parent = children.is_some();
             let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
                 ctx.metrics
                     .as_ref()
@@ -291,34 +394,44 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             &mut |e: ConfigError| step.entry.warn(e),
                         );
                     }
-                    let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                        Arc::new(Route {
-                            name: name.clone(),
-                            priority,
-                            matcher: matcher.clone(),
-                            rule: rule_text.clone(),
-                            tls: tls.is_some(),
-                            chain: chain.clone(),
-                            upstream: upstream.clone(),
-                            stats: ctx
-                                .metrics
-                                .as_ref()
-                                .filter(|m| m.routers)
-                                .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
-                            service_stats: stats(StatsKind::Service, |m| m.services, &service_name),
-                            gate: crate::overload::Gate::for_service(
-                                registries,
-                                &service_name,
-                                crate::overload::Limits::of(
-                                    dynamic.http.services.get(&service_name),
-                                    ctx.service_limits,
+                    let route =
+                        made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                            Arc::new(Route {
+                                name: name.clone(),
+                                priority,
+                                matcher: matcher.clone(),
+                                rule: rule_text.clone(),
+                                tls: tls.is_some(),
+                                chain: chain.clone(),
+                                upstream: upstream.clone(),
+                                children: children.clone(),
+                                // A parent's requests are counted on the child
+                                // that answers them.
+                                stats: ctx.metrics.as_ref().filter(|m| m.routers && !parent).map(
+                                    |m| registries.router_stats(name, &service_name, &m.exporter),
                                 ),
-                            ),
-                            service_name: service_name.clone(),
-                            internal: provider == "internal",
-                            traced: router_traced(router.observability.as_ref()),
-                        })
-                    });
+                                service_stats: if parent {
+                                    None
+                                } else {
+                                    stats(StatsKind::Service, |m| m.services, &service_name)
+                                },
+                                gate: if parent {
+                                    None
+                                } else {
+                                    crate::overload::Gate::for_service(
+                                        registries,
+                                        &service_name,
+                                        crate::overload::Limits::of(
+                                            dynamic.http.services.get(&service_name),
+                                            ctx.service_limits,
+                                        ),
+                                    )
+                                },
+                                service_name: service_name.clone(),
+                                internal: provider == "internal",
+                                traced: router_traced(router.observability.as_ref()),
+                            })
+                        });
                     per_ep[i].push(route.clone());
                 }
             }
@@ -377,6 +490,8 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let (mut tcp, tcp_services) =
         tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
 
+    let generated_default = tls_uses.add_generated_default(&dynamic.tls, ctx);
+    report.warnings.extend(generated_default);
     let (tls, tls_report) = crate::tls::compile_termination(
         &dynamic.tls,
         &tls_uses.hosts,
@@ -434,6 +549,77 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         report,
         dynamic,
         tls,
+    }
+}
+
+impl TlsUses {
+    /// `tls.stores.default.defaultGeneratedCert`: the default certificate
+    /// is ordered like a router's (and renewed with them); what keeps it
+    /// from being ordered is returned as warnings, and the generated
+    /// self-signed certificate stays the default.
+    fn add_generated_default(
+        &mut self,
+        tls: &dynamic::Tls,
+        ctx: &CompileContext,
+    ) -> Vec<crate::config::problem::Warning> {
+        const OPTION: &str = "tls.stores.default.defaultGeneratedCert";
+        let Some(store) = tls.stores.get("default") else {
+            return Vec::new();
+        };
+        let Some(generated) = &store.default_generated_cert else {
+            return Vec::new();
+        };
+        let skipped = |message: String| crate::tls::skipped(OPTION, message);
+        // Traefik gives the configured certificate precedence.
+        if store.default_certificate.is_some() {
+            return vec![skipped(
+                "`defaultCertificate` is set too and is served; nothing is ordered".to_owned(),
+            )];
+        }
+        let resolver = generated.resolver.as_str();
+        let domains = generated.domains();
+        if resolver.is_empty() || domains.is_empty() {
+            return vec![skipped(
+                "needs both `resolver` and `domain.main`; the generated certificate is served"
+                    .to_owned(),
+            )];
+        }
+        if !ctx.cert_resolvers.iter().any(|r| r == resolver) {
+            return vec![skipped(
+                Problem::UnknownResolver {
+                    name: resolver.to_owned(),
+                }
+                .to_string(),
+            )];
+        }
+        let dns01 = ctx.dns_resolvers.iter().any(|r| r == resolver);
+        let mut warnings = Vec::new();
+        for name in &domains {
+            if let Err(reason) = orderable(name, resolver, dns01) {
+                warnings.push(skipped(
+                    Problem::NotOrderable {
+                        domain: name.clone(),
+                        reason,
+                    }
+                    .to_string(),
+                ));
+            }
+        }
+        if !warnings.is_empty() {
+            return warnings;
+        }
+        let request = crate::tls::CertificateRequest {
+            resolver: resolver.to_owned(),
+            domains,
+            routers: Vec::new(),
+        };
+        // A router may order the same names from the same resolver: one
+        // certificate serves both.
+        let key = request.key();
+        if !self.requests.iter().any(|r| r.key() == key) {
+            self.requests.push(request);
+        }
+        Vec::new()
     }
 }
 

@@ -224,8 +224,13 @@ pub struct Route {
     pub tls: bool,
     /// The router's middlewares, in order (empty: none, and nothing to pay).
     pub chain: Chain,
-    /// Where matching requests go.
+    /// Where matching requests go. For a parent router (multi-layer
+    /// routing), what answers when none of its children matches: 404.
     pub upstream: Arc<Upstream>,
+    /// A parent router's children (multi-layer routing), matched against
+    /// the request as the parent's middlewares left it; None for a router
+    /// with a service.
+    pub children: Option<Arc<EntryPointRoutes>>,
     /// Qualified name of the service, for metrics and the access log.
     pub service_name: String,
     /// The router's request counters, when per-router metrics are on.
@@ -252,6 +257,26 @@ pub trait InternalService: Send + Sync {
         &self,
         req: http::Request<()>,
     ) -> futures_util::future::BoxFuture<'static, http::Response<http_body_util::Full<bytes::Bytes>>>;
+}
+
+/// What answers a request that a parent router (multi-layer routing)
+/// matched and none of its children did: 404, as Traefik's child muxer.
+pub struct NoChildRoute;
+
+impl InternalService for NoChildRoute {
+    fn call(
+        &self,
+        _req: http::Request<()>,
+    ) -> futures_util::future::BoxFuture<'static, http::Response<http_body_util::Full<bytes::Bytes>>>
+    {
+        Box::pin(async {
+            let mut resp = http::Response::new(http_body_util::Full::new(
+                bytes::Bytes::from_static(b"404 page not found\n"),
+            ));
+            *resp.status_mut() = http::StatusCode::NOT_FOUND;
+            resp
+        })
+    }
 }
 
 /// How deep services may nest (weighted, mirroring and failover over each

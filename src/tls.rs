@@ -102,6 +102,19 @@ pub fn provider() -> rustls::crypto::CryptoProvider {
     crate::crypto::provider()
 }
 
+/// Whether `name`, as Traefik's `cipherSuites` spell it (IANA's names:
+/// `TLS_AES_128_GCM_SHA256` for TLS 1.3's, which rustls calls
+/// `TLS13_AES_128_GCM_SHA256`), names `suite`.
+pub fn is_suite_named(suite: &rustls::SupportedCipherSuite, name: &str) -> bool {
+    let Some(own) = suite.suite().as_str() else {
+        return false;
+    };
+    own == name
+        || own
+            .strip_prefix("TLS13_")
+            .is_some_and(|rest| name.strip_prefix("TLS_") == Some(rest))
+}
+
 /// A certificate obtained by a certificate resolver, as stored and served.
 #[derive(Debug)]
 pub struct IssuedCert {
@@ -239,7 +252,7 @@ pub fn certificate_key(resolver: &str, domains: &[String]) -> String {
 }
 
 /// The warning for a part of the TLS configuration that is skipped.
-fn skipped(option: &str, message: impl std::fmt::Display) -> Warning {
+pub(crate) fn skipped(option: &str, message: impl std::fmt::Display) -> Warning {
     let notice = Notice::TlsSkipped {
         option: option.to_owned(),
         message: message.to_string(),
@@ -546,6 +559,26 @@ pub fn compile_termination(
             },
         ));
     }
+    // `defaultGeneratedCert`: once the resolver's certificate for its names
+    // is issued (compile ordered it), it is the default; until then the
+    // generated one stays.
+    if let Some(generated) = tls.stores.get("default").and_then(|s| {
+        s.default_generated_cert
+            .as_ref()
+            .filter(|_| s.default_certificate.is_none())
+    }) && let Some(cert) =
+        state.issued(&certificate_key(&generated.resolver, &generated.domains()))
+    {
+        default_info = Some(DefaultCertificate {
+            domains: cert.cert.names.clone(),
+            issuer: cert.cert.issuer.clone(),
+            not_before: cert.cert.not_before,
+            not_after: cert.cert.not_after,
+            self_signed: false,
+            cert_file: None,
+        });
+        store.set_default(cert.cert.key.clone());
+    }
     let store = Arc::new(store);
 
     // Options: index 0 is the default (`default@…` if configured).
@@ -718,6 +751,28 @@ mod wildcard_options_tests {
         assert_eq!(t.options_for("x.c.b.test"), Some(4), "the nearest `**.`");
         assert_eq!(t.options_for("b.test"), None);
         assert_eq!(t.options_for("other.test"), None);
+    }
+}
+
+#[cfg(test)]
+mod suite_name_tests {
+    use super::*;
+
+    #[test]
+    fn suites_are_named_as_traefik_names_them() {
+        let p = provider();
+        let named = |name: &str| {
+            p.cipher_suites
+                .iter()
+                .filter(|s| is_suite_named(s, name))
+                .count()
+        };
+        assert_eq!(named("TLS_AES_128_GCM_SHA256"), 1);
+        assert_eq!(named("TLS_CHACHA20_POLY1305_SHA256"), 1);
+        assert_eq!(named("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"), 1);
+        assert_eq!(named("TLS13_AES_128_GCM_SHA256"), 1, "rustls's own name");
+        assert_eq!(named("TLS_RSA_WITH_AES_128_CBC_SHA"), 0);
+        assert_eq!(named("AES_128_GCM_SHA256"), 0);
     }
 }
 

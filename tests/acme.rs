@@ -629,3 +629,49 @@ async fn a_tcp_router_gets_its_certificate_through_tls_alpn_01() {
     assert_eq!(cert["routers"], serde_json::json!(["db@file"]), "{cert}");
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
 }
+
+/// `tls.stores.default.defaultGeneratedCert`: the certificate served to a
+/// name no router has is ordered from the resolver for `domain`, as in
+/// Traefik; the self-signed one is served until it arrives.
+#[tokio::test]
+async fn the_default_certificate_is_ordered_from_the_resolver_the_default_store_names() {
+    if !pebble::available("the_default_certificate_is_ordered") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let dynamic = routers(&app.url(), &[])
+        + "[http.routers.any]\nrule = \"PathPrefix(`/`)\"\nservice = \"app\"\n[http.routers.any.tls]\n\
+           [tls.stores.default.defaultGeneratedCert]\nresolver = \"le\"\n\
+           [tls.stores.default.defaultGeneratedCert.domain]\nmain = \"fallback.test\"\nsans = [\"alt.fallback.test\"]\n";
+    let gw = setup.gangway(&pebble, &dynamic, &[]).await;
+    let served = || async {
+        TlsClient::insecure()
+            .get(setup.tls, "stranger.test", None, "/", true)
+            .await
+            .map(|g| {
+                let mut names = g.names();
+                names.sort();
+                names
+            })
+    };
+    eventually(ISSUE, "the default certificate from pebble", || async {
+        served()
+            .await
+            .is_ok_and(|n| n == ["alt.fallback.test", "fallback.test"])
+    })
+    .await;
+    // It chains to pebble's root: a client that verifies accepts it for
+    // its own names, which no router names either.
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    for name in ["fallback.test", "alt.fallback.test"] {
+        let got = client
+            .get(setup.tls, name, None, "/", true)
+            .await
+            .unwrap_or_else(|e| panic!("a chain valid for {name}: {e:?}"));
+        assert_eq!(got.status, StatusCode::OK);
+    }
+    assert_eq!(pebble.orders(), 1, "{}", pebble.log());
+    drop(gw);
+}

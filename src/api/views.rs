@@ -214,6 +214,9 @@ pub struct RouterView {
     /// router left out by its provider, none was read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
+    /// The routers it is a child of (multi-layer routing), qualified.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parent_refs: Vec<String>,
     /// TLS settings, when the router takes TLS connections only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<RouterTls>,
@@ -426,6 +429,7 @@ impl RouterView {
             priority,
             middlewares,
             service,
+            parent_refs,
             tls,
             observability,
         } = router;
@@ -458,6 +462,10 @@ impl RouterView {
             entry_point_middlewares,
             service: (!service.is_empty())
                 .then(|| QualifiedName::resolve(service, &provider).to_string()),
+            parent_refs: parent_refs
+                .iter()
+                .map(|p| QualifiedName::resolve(p, &provider).to_string())
+                .collect(),
             tls: tls.clone(),
             observability: observability.clone(),
             hosts: targets.hosts,
@@ -607,6 +615,10 @@ fn left_out_router(name: &str, report: &ObjectReport) -> RouterView {
         service: text("service")
             .filter(|s| !s.is_empty())
             .map(|s| QualifiedName::resolve(&s, &provider).to_string()),
+        parent_refs: read_strings(read, "parentRefs")
+            .iter()
+            .map(|p| QualifiedName::resolve(p, &provider).to_string())
+            .collect(),
         tls: None,
         observability: None,
         hosts: targets.hosts,

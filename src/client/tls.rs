@@ -72,10 +72,12 @@ pub fn client_config(settings: &ClientTls<'_>) -> Result<rustls::ClientConfig, C
     let mut provider = crate::crypto::provider();
     if !settings.cipher_suites.is_empty() {
         for name in settings.cipher_suites {
+            // A TLS 1.3 suite's name is taken, as Traefik takes it, and
+            // changes nothing: those are always on.
             let known = provider
                 .cipher_suites
                 .iter()
-                .any(|s| s.version() == &TLS12 && suite_name(s) == name.as_str());
+                .any(|s| crate::tls::is_suite_named(s, name));
             if !known {
                 return Err(ClientError::CipherSuite { name: name.clone() });
             }

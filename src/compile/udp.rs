@@ -31,6 +31,7 @@ fn as_tcp(service: &UdpService) -> TcpService {
         }),
         weighted: service.weighted.as_ref().map(|w| TcpWeighted {
             services: w.services.clone(),
+            health_check: None,
         }),
     }
 }

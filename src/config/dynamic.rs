@@ -68,7 +68,15 @@ pub struct Router {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub middlewares: Vec<String>,
     /// The service that answers, by name (`name` or `name@provider`).
+    /// A router that other routers name as their parent has none.
     pub service: String,
+    /// Multi-layer routing (Traefik 3.6): the routers this one is a child
+    /// of, by name (`name` or `name@provider`). A child is tried only for
+    /// requests its parent matched, after the parent's middlewares ran, and
+    /// has no `entryPoints`, `tls` or `observability` of its own. Read from
+    /// files and KV stores, not from labels, as in Traefik.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parent_refs: Vec<String>,
     /// When present, the router matches only TLS connections.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<RouterTls>,
@@ -545,9 +553,43 @@ pub struct TlsStore {
     /// The certificate served when no other matches the SNI.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_certificate: Option<CertificateFile>,
-    /// Generate the default certificate from a resolver.
+    /// The default certificate ordered from a certificate resolver for
+    /// the names given, stored and renewed like a router's; the generated
+    /// self-signed one is served until it arrives. `defaultCertificate`
+    /// wins when both are set, as in Traefik.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_generated_cert: Option<serde_json::Value>,
+    pub default_generated_cert: Option<GeneratedCert>,
+}
+
+/// A default certificate ordered from a certificate resolver
+/// (`tls.stores.default.defaultGeneratedCert`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct GeneratedCert {
+    /// The certificate resolver that orders it.
+    pub resolver: String,
+    /// The names it is ordered for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<Domain>,
+}
+
+impl GeneratedCert {
+    /// The names to order, main name first, lowercased and without a
+    /// trailing dot; empty names are left out.
+    pub fn domains(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for name in self
+            .domain
+            .iter()
+            .flat_map(|d| std::iter::once(&d.main).chain(&d.sans))
+        {
+            let name = name.trim().trim_end_matches('.').to_ascii_lowercase();
+            if !name.is_empty() && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

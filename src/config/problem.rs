@@ -178,6 +178,8 @@ pub enum Reference {
     TcpMiddleware,
     /// A TCP servers transport a TCP load balancer names.
     TcpServersTransport,
+    /// A router a child router names in `parentRefs`.
+    ParentRouter,
     /// A UDP service a UDP router or weighted UDP service uses.
     UdpService,
 }
@@ -200,6 +202,7 @@ impl Reference {
             Reference::TcpService => "TCP service",
             Reference::TcpMiddleware => "TCP middleware",
             Reference::TcpServersTransport => "TCP servers transport",
+            Reference::ParentRouter => "parent router",
             Reference::UdpService => "UDP service",
         }
     }
@@ -331,6 +334,37 @@ pub enum Problem {
     /// A router without a service.
     #[error("the router has no service")]
     NoService,
+    /// A child router (one with `parentRefs`) with an option only a root
+    /// router may have.
+    #[error("a router with `parentRefs` cannot have `{option}`: its root router's applies")]
+    NotAtRoot {
+        /// The option: `entryPoints`, `tls` or `observability`.
+        option: &'static str,
+    },
+    /// A router no root router leads to through `parentRefs`.
+    #[error("the router is not reachable: no chain of `parentRefs` leads to a router without them")]
+    Unreachable,
+    /// A router with neither a service nor a child router.
+    #[error("the router has no service and no child routers")]
+    NoServiceNorChildren,
+    /// A router with a service that other routers name as their parent.
+    #[error("the router has a service and is the parent of {}: a parent router has no service", names(.children))]
+    ServiceAndChildren {
+        /// Its child routers.
+        children: Vec<String>,
+    },
+    /// `parentRefs` that go round; the link back is left out.
+    #[error("cyclic reference in the router tree: {}; the last link is ignored", .path.join(" -> "))]
+    RouterCycle {
+        /// The routers on the way round, the first one again last.
+        path: Vec<String>,
+    },
+    /// A parent router none of whose children can be used.
+    #[error("none of the child routers can take requests: {}", names(.children))]
+    NoUsableChild {
+        /// Its child routers, each disabled for its own reason.
+        children: Vec<String>,
+    },
     /// A certificate resolver that the static configuration does not have.
     #[error("certificate resolver `{name}` does not exist; the default certificate is served")]
     UnknownResolver {

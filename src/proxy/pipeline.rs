@@ -11,7 +11,7 @@ use super::{ConnInfo, Proxy};
 use crate::body::{ClientBody, ClientStream, ProxyBody, RequestBody, UpstreamFailure};
 use crate::rule::RequestFacts;
 use crate::rule::normalize_authority;
-use crate::runtime::{Exchange, Route, ServiceRef, Terminal, Upstream};
+use crate::runtime::{EntryPointRoutes, Exchange, Route, ServiceRef, Terminal, Upstream};
 use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::{Request, Response};
@@ -167,7 +167,13 @@ impl Proxy {
             Box::new(req.map(|body| {
                 RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))
             }));
-        let resp = self.run_route(conn, &route, host_value, req).await;
+        let mut resp = self.run_route(conn, &route, host_value, req).await;
+        // Multi-layer routing: the child that answered is the router the
+        // metrics and the access log name.
+        let route = match resp.extensions_mut().remove::<TakenBy>() {
+            Some(TakenBy(child)) => child,
+            None => route,
+        };
         (resp, Some(route))
     }
 
@@ -186,6 +192,18 @@ impl Proxy {
         if !conn.entry_point.trust.trusts(conn.peer.ip()) {
             remove_spoofable(req.headers_mut());
         }
+        self.run_chain(conn, route, host_value, req).await
+    }
+
+    /// Runs a request a router took through its middlewares to its
+    /// service, or, for a parent router, to the child that matches.
+    async fn run_chain(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        host_value: Option<HeaderValue>,
+        mut req: Box<Request<RequestBody>>,
+    ) -> Response<ProxyBody> {
         let _span = match &self.tracer {
             Some(_) => router_span(&mut req, route),
             None => None,
@@ -253,6 +271,11 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
+        if let Some(children) = &route.children
+            && std::ptr::eq(upstream, &*route.upstream)
+        {
+            return self.to_child(conn, children, host_value, req).await;
+        }
         let _span = match &self.tracer {
             Some(_) => service_span(&mut req, route, upstream),
             None => None,
@@ -279,6 +302,58 @@ impl Proxy {
         self.forward(conn, route, upstream, host_value, req).await
     }
 }
+
+impl Proxy {
+    /// Multi-layer routing: hands a request its parent router took (and
+    /// whose middlewares ran) to the first child whose rule matches the
+    /// request as it is now, or answers 404, as Traefik's child muxer.
+    fn to_child<'a>(
+        &'a self,
+        conn: &'a ConnInfo,
+        children: &'a EntryPointRoutes,
+        host_value: Option<HeaderValue>,
+        req: Box<Request<RequestBody>>,
+    ) -> BoxFuture<'a, Response<ProxyBody>> {
+        Box::pin(async move {
+            // A middleware may have changed the Host header; the URI's
+            // authority (absolute form, HTTP/2) still wins over it.
+            let host_value = match req.uri().authority() {
+                Some(a) => HeaderValue::from_str(a.as_str()).ok(),
+                None => req.headers().get(header::HOST).cloned().or(host_value),
+            };
+            let host_text = host_value
+                .as_ref()
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("");
+            let host = normalize_authority(host_text);
+            let child = {
+                let facts = RequestFacts {
+                    method: req.method(),
+                    host: &host,
+                    path: req.uri().path(),
+                    query: req.uri().query(),
+                    headers: req.headers(),
+                    client_ip: conn.peer.ip(),
+                };
+                children.find(false, &facts).cloned()
+            };
+            let Some(child) = child else {
+                return Kind::NoRoute.into_response();
+            };
+            let mut resp = self.run_chain(conn, &child, host_value, req).await;
+            // The deepest child that answered is the one named.
+            if resp.extensions().get::<TakenBy>().is_none() {
+                resp.extensions_mut().insert(TakenBy(child));
+            }
+            resp
+        })
+    }
+}
+
+/// The child router (multi-layer routing) that answered a request, carried
+/// on its response back to where the request was routed.
+#[derive(Clone)]
+struct TakenBy(Arc<Route>);
 
 impl ToService<'_> {
     async fn forward_to(

@@ -335,8 +335,18 @@ impl TcpTarget {
                 if slots.is_empty() {
                     return Picked::default();
                 }
-                let i = next.fetch_add(1, Ordering::Relaxed) % slots.len();
-                slots[i].pick()
+                let start = next.fetch_add(1, Ordering::Relaxed) % slots.len();
+                // A child with no server up is passed over for the next in
+                // turn: its health propagates, as `healthCheck` asks.
+                let mut fallback = None;
+                for k in 0..slots.len() {
+                    let picked = slots[(start + k) % slots.len()].pick();
+                    if !picked.servers.is_empty() {
+                        return picked;
+                    }
+                    fallback.get_or_insert(picked);
+                }
+                fallback.unwrap_or_default()
             }
         }
     }
@@ -394,6 +404,26 @@ mod tests {
         let picks: Vec<Vec<&str>> = (0..6).map(|_| target.pick().addresses()).collect();
         let to_a = picks.iter().filter(|p| p[0] == "a:1").count();
         assert_eq!(to_a, 4, "{picks:?}");
+    }
+
+    #[test]
+    fn a_weighted_child_with_no_server_up_is_passed_over() {
+        let a = servers(&["a:1"]);
+        let b = servers(&["b:1"]);
+        let target = TcpTarget::Weighted {
+            slots: vec![a.clone(), b],
+            next: AtomicUsize::new(0),
+        };
+        let TcpTarget::Servers { servers: list, .. } = &*a else {
+            unreachable!("built as servers")
+        };
+        list[0].health.set_checked(false);
+        for _ in 0..4 {
+            assert_eq!(target.pick().addresses(), ["b:1"]);
+        }
+        list[0].health.set_checked(true);
+        let picks: Vec<Vec<&str>> = (0..4).map(|_| target.pick().addresses()).collect();
+        assert!(picks.iter().any(|p| p == &["a:1"]), "{picks:?}");
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub fn compile_options(
             let known = provider
                 .cipher_suites
                 .iter()
-                .any(|s| format!("{:?}", s.suite()) == *name);
+                .any(|s| crate::tls::is_suite_named(s, name));
             if !known {
                 unknown.push(name.as_str());
             }

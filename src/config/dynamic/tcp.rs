@@ -234,6 +234,11 @@ pub struct ProxyProtocol {
 pub struct TcpWeighted {
     /// The services and their weights.
     pub services: Vec<WeightedService>,
+    /// Traefik 3.6: propagate health from the children. A child with no
+    /// server up is always passed over, so this is accepted as the
+    /// behaviour it asks for (its value has no options).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<serde_json::Value>,
 }
 
 /// A TCP middleware: exactly one of its kinds is set.

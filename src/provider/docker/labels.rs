@@ -476,13 +476,32 @@ fn read_http(node: Node, out: &mut ContainerLabels) {
     }
     for (written, kind) in node.children.into_values() {
         match written.to_ascii_lowercase().as_str() {
-            "routers" => read_objects_mut(
-                kind,
-                &mut out.routers,
-                &mut out.errors,
-                |_, n| read::<Router>(n),
-                rule_error,
-            ),
+            "routers" => {
+                let mut refused = Vec::new();
+                read_objects_mut(
+                    kind,
+                    &mut out.routers,
+                    &mut out.errors,
+                    |_, n| {
+                        // Traefik reads `parentRefs` from files and KV
+                        // stores only: a container cannot hang its router
+                        // below another one's middlewares.
+                        if let Some(refs) = n.take_child("parentrefs") {
+                            let mut labels = Vec::new();
+                            refs.labels(&mut labels);
+                            refused.extend(labels.into_iter().map(|label| {
+                                LabelError::Unsupported {
+                                    label,
+                                    message: "`parentRefs` (multi-layer routing) is not read from labels, as in Traefik; define the child routers with the file provider".to_owned(),
+                                }
+                            }));
+                        }
+                        read::<Router>(n)
+                    },
+                    rule_error,
+                );
+                out.errors.extend(refused);
+            }
             "services" => {
                 let mut servers = BTreeMap::new();
                 read_objects_mut(

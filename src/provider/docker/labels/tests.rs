@@ -1586,3 +1586,26 @@ fn labels_outside_the_read_sections_are_passed_over_as_traefik_does_but_typos_ar
         }]
     );
 }
+
+#[test]
+fn parent_refs_are_not_read_from_labels_as_in_traefik() {
+    let p = traefik(&[
+        (
+            "traefik.http.routers.child.rule",
+            "Header(`X-Role`, `admin`)",
+        ),
+        ("traefik.http.routers.child.service", "admin"),
+        ("traefik.http.routers.child.parentrefs", "portal@file"),
+    ]);
+    let text: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
+    assert!(
+        text.iter()
+            .any(|t| t.contains("traefik.http.routers.child.parentrefs")
+                && t.contains("not read from labels")),
+        "{text:#?}"
+    );
+    // The rest of the router is read: it is a root router of its own.
+    let child = &p.routers.parsed["child"];
+    assert!(child.parent_refs.is_empty());
+    assert_eq!(child.service, "admin");
+}
