@@ -615,6 +615,18 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Not supported yet for the Docker daemon connection; the default applies.",
     ),
     unsupported(
+        "providers.docker.swarmMode",
+        ValueKind::Bool,
+        "false",
+        "Traefik v2's Swarm mode of the Docker provider (gone in Traefik v3): not read; false changes nothing, and for Swarm services set providers.swarm instead.",
+    ),
+    inert(
+        "providers.docker.swarmModeRefreshSeconds",
+        ValueKind::Duration,
+        "15s",
+        "Traefik v2's refresh period of its Swarm mode: nothing to refresh here; providers.swarm.refreshSeconds is the Swarm provider's.",
+    ),
+    unsupported(
         "providers.docker.username",
         ValueKind::String,
         "",
