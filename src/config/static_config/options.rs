@@ -1240,6 +1240,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Serve the dashboard next to the API.",
     ),
     opt(
+        "api.basePath",
+        ValueKind::String,
+        "/",
+        "Path the API and dashboard are served under (`/traefik`: /traefik/api/…, /traefik/dashboard/).",
+    ),
+    opt(
         "ping",
         ValueKind::Section,
         "false",

@@ -1141,6 +1141,26 @@ fn a_bad_value_in_the_file_is_not_blamed_on_later_flags() {
 }
 
 #[test]
+fn the_api_base_path_is_kept_as_a_prefix() {
+    for (given, prefix) in [
+        ("/", ""),
+        ("/traefik", "/traefik"),
+        ("/traefik/", "/traefik"),
+        ("traefik", "/traefik"),
+        ("/a/b-c_d.e~/", "/a/b-c_d.e~"),
+    ] {
+        let config = run(&["--api", &format!("--api.basePath={given}")], &[]);
+        let api = config.api.expect("api on");
+        assert_eq!(api.base_path.prefix(), prefix, "{given}");
+    }
+    // It becomes part of a router rule: nothing that could end the quote.
+    for bad in ["/a`) || Path(`/x", "/a b", "/a?b"] {
+        let err = fail(&["--api", &format!("--api.basePath={bad}")], &[]);
+        assert!(message(&err).contains("is not a base path"), "{bad}: {err}");
+    }
+}
+
+#[test]
 fn config_file_typos_are_suggested() {
     let err = fail(&["--configfle=x.toml"], &[]);
     assert_eq!(

@@ -14,12 +14,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "keep",
         "Query parameter modes: not supported; query strings are logged as received.",
     ),
-    unsupported(
-        "api.basePath",
-        ValueKind::String,
-        "/",
-        "API base path: not supported yet; the API stays at /api and the dashboard at /dashboard/.",
-    ),
     inert(
         "api.dashboardName",
         ValueKind::String,
