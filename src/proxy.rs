@@ -175,6 +175,12 @@ pub struct EntryPointInfo {
     /// Requests here are traced when tracing is on
     /// (`observability.tracing`).
     pub traced: bool,
+    /// Requests here are access-logged unless their router says otherwise
+    /// (`observability.accessLogs`).
+    pub access_logs: bool,
+    /// Requests here are counted in the metrics unless their router says
+    /// otherwise (`observability.metrics`).
+    pub metrics: bool,
 }
 
 /// Where an entry point redirects plain-HTTP requests.

@@ -202,6 +202,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Trace requests on this entry point when tracing is on.",
     ),
     opt(
+        "entryPoints.<name>.observability.accessLogs",
+        ValueKind::Bool,
+        "true",
+        "Log requests on this entry point when the access log is on; a router's observability.accessLogs wins for its requests.",
+    ),
+    opt(
+        "entryPoints.<name>.observability.metrics",
+        ValueKind::Bool,
+        "true",
+        "Count requests on this entry point in the metrics; a router's observability.metrics wins for its requests.",
+    ),
+    opt(
         "entryPoints.<name>.reusePort",
         ValueKind::Bool,
         "false",

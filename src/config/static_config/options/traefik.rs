@@ -57,18 +57,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "Not supported: the HTTP/2 library compresses answers' headers with the table size the client announces (4096 bytes unless it says otherwise) and has no setting to lower it.",
     ),
     unsupported(
-        "entryPoints.<name>.observability.accessLogs",
-        ValueKind::Bool,
-        "true",
-        "Per-entry-point observability: not supported; the global settings apply.",
-    ),
-    unsupported(
-        "entryPoints.<name>.observability.metrics",
-        ValueKind::Bool,
-        "true",
-        "Per-entry-point observability: not supported; the global settings apply.",
-    ),
-    unsupported(
         "entryPoints.<name>.observability.traceVerbosity",
         ValueKind::String,
         "minimal",
