@@ -320,6 +320,22 @@ pub fn bind_udp(host: Option<IpAddr>, port: u16) -> io::Result<std::net::UdpSock
     Ok(socket.into())
 }
 
+/// Binds a UDP entry point's socket at `addr`, non-blocking; with
+/// `reuse_port` (`SO_REUSEPORT`), other sockets (another gangway taking
+/// over during an upgrade) may bind the same port, and the kernel spreads
+/// the clients among them by their addresses, so a client's datagrams keep
+/// reaching one session.
+pub fn bind_udp_at(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
 /// `Alt-Svc` advertising HTTP/3 on `port` for a day, as Traefik sends it.
 pub fn alt_svc(port: u16) -> HeaderValue {
     HeaderValue::try_from(format!("h3=\":{port}\"; ma=86400"))

@@ -217,7 +217,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "entryPoints.<name>.reusePort",
         ValueKind::Bool,
         "false",
-        "Bind with SO_REUSEPORT, so another process may listen on the same port (TCP).",
+        "Bind with SO_REUSEPORT, so another process may listen on the same port (TCP and UDP).",
     ),
     opt(
         "entryPoints.<name>.allowACMEByPass",
@@ -265,13 +265,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "entryPoints.<name>.transport.keepAliveMaxRequests",
         ValueKind::Int,
         "0",
-        "Close an HTTP/1 connection after this many requests (Connection: close; 0: no limit).",
+        "Close a connection after this many requests (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY; 0: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.keepAliveMaxTime",
         ValueKind::Duration,
         "0s",
-        "Close an HTTP/1 connection this old after its current request (0s: no limit).",
+        "Close a connection this old after its current request (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY; 0s: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
