@@ -1973,7 +1973,7 @@ fn serializes_for_the_api() {
                     },
                     "http2": {"maxConcurrentStreams": 250, "maxDecoderHeaderTableSize": 4096},
                     "udp": {"timeout": "3s"},
-                    "observability": {"tracing": true},
+                    "observability": {"tracing": true, "accessLogs": true, "metrics": true},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},
