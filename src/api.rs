@@ -52,20 +52,16 @@ pub struct ApiState {
 /// The internal services gangway offers, by qualified name.
 pub fn internal_services(state: &Arc<ApiState>) -> BTreeMap<String, Arc<dyn InternalService>> {
     let mut out: BTreeMap<String, Arc<dyn InternalService>> = BTreeMap::new();
-    let dashboard = state
-        .static_config
-        .api
-        .as_ref()
-        .is_some_and(|a| a.dashboard);
-    if state.static_config.api.is_some() {
+    if let Some(api) = &state.static_config.api {
+        let base = api.base_path.prefix();
         out.insert(
             "api@internal".into(),
-            Arc::new(AxumService(api_router(state.clone(), dashboard))),
+            Arc::new(AxumService(api_router(state.clone(), api.dashboard, base))),
         );
-        if dashboard {
+        if api.dashboard {
             out.insert(
                 "dashboard@internal".into(),
-                Arc::new(AxumService(dashboard::router())),
+                Arc::new(AxumService(dashboard::router(base))),
             );
         }
     }
@@ -144,17 +140,28 @@ pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
     if let Some(Api {
         insecure,
         dashboard,
+        base_path,
     }) = &config.api
         && *insecure
     {
-        add("api", "PathPrefix(`/api`)", internal, "api@internal");
+        // The base path is checked to hold path characters only, so it
+        // cannot end the rule's quoted text.
+        let base = base_path.prefix();
+        add(
+            "api",
+            &format!("PathPrefix(`{base}/api`)"),
+            internal,
+            "api@internal",
+        );
         if *dashboard {
-            add(
-                "dashboard",
-                "PathPrefix(`/dashboard`) || Path(`/`)",
-                internal,
-                "dashboard@internal",
-            );
+            // `<base>` and `<base>/` both lead to the dashboard, as `/` does
+            // without a base path.
+            let rule = if base.is_empty() {
+                String::from("PathPrefix(`/dashboard`) || Path(`/`)")
+            } else {
+                format!("PathPrefix(`{base}/dashboard`) || Path(`{base}`) || Path(`{base}/`)")
+            };
+            add("dashboard", &rule, internal, "dashboard@internal");
         }
     }
     if let Some(Ping {
@@ -212,7 +219,9 @@ impl InternalService for AxumService {
     }
 }
 
-fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
+/// The API's routes under `base` (empty, or `/a/b`: `api.basePath`), with
+/// the dashboard's when it is on.
+fn api_router(state: Arc<ApiState>, dashboard: bool, base: &str) -> Router {
     let api = Router::new()
         .route("/api/overview", get(overview))
         .route("/api/entrypoints", get(entry_points))
@@ -250,8 +259,15 @@ fn api_router(state: Arc<ApiState>, dashboard: bool) -> Router {
         })
         .with_state(state)
         .layer(axum::middleware::from_fn(with_etag));
+    let api = if base.is_empty() {
+        api
+    } else {
+        Router::new()
+            .nest(base, api)
+            .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "404 page not found") })
+    };
     if dashboard {
-        api.merge(dashboard::router())
+        api.merge(dashboard::router(base))
     } else {
         api
     }

@@ -355,6 +355,8 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                         service_name: service_name.clone(),
                         internal: provider == "internal",
                         traced: router_traced(router.observability.as_ref()),
+                        access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
+                        metrics: router_switch(router.observability.as_ref(), "metrics"),
                     };
                 child_routes.insert(name.as_str(), Arc::new(route));
             }
@@ -430,6 +432,11 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                                 service_name: service_name.clone(),
                                 internal: provider == "internal",
                                 traced: router_traced(router.observability.as_ref()),
+                                access_logs: router_switch(
+                                    router.observability.as_ref(),
+                                    "accessLogs",
+                                ),
+                                metrics: router_switch(router.observability.as_ref(), "metrics"),
                             })
                         });
                     per_ep[i].push(route.clone());
@@ -1462,6 +1469,23 @@ fn compile_server(
 
 #[cfg(test)]
 mod service_tests;
+
+/// A router's `observability.<key>` switch when it is given (a bool, or
+/// the text `true`/`false` as labels give it); None leaves the decision to
+/// the entry point, as Traefik's entry point models do.
+fn router_switch(observability: Option<&serde_json::Value>, key: &str) -> Option<bool> {
+    let value = observability?
+        .as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)?;
+    match value {
+        serde_json::Value::Bool(b) => Some(*b),
+        serde_json::Value::String(s) if s.trim().eq_ignore_ascii_case("true") => Some(true),
+        serde_json::Value::String(s) if s.trim().eq_ignore_ascii_case("false") => Some(false),
+        _ => None,
+    }
+}
 
 /// A router's `observability.tracing`: `false` (or the text `false`, as
 /// labels give it) turns tracing off for it; anything else leaves it on.

@@ -175,6 +175,12 @@ pub struct EntryPointInfo {
     /// Requests here are traced when tracing is on
     /// (`observability.tracing`).
     pub traced: bool,
+    /// Requests here are access-logged unless their router says otherwise
+    /// (`observability.accessLogs`).
+    pub access_logs: bool,
+    /// Requests here are counted in the metrics unless their router says
+    /// otherwise (`observability.metrics`).
+    pub metrics: bool,
 }
 
 /// Where an entry point redirects plain-HTTP requests.
@@ -311,6 +317,22 @@ pub fn bind_udp(host: Option<IpAddr>, port: u16) -> io::Result<std::net::UdpSock
             )
         })?,
     };
+    Ok(socket.into())
+}
+
+/// Binds a UDP entry point's socket at `addr`, non-blocking; with
+/// `reuse_port` (`SO_REUSEPORT`), other sockets (another gangway taking
+/// over during an upgrade) may bind the same port, and the kernel spreads
+/// the clients among them by their addresses, so a client's datagrams keep
+/// reaching one session.
+pub fn bind_udp_at(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
     Ok(socket.into())
 }
 

@@ -246,6 +246,12 @@ pub struct Route {
     /// Requests it takes are traced when tracing is on (the router's
     /// `observability.tracing`, default `true`).
     pub traced: bool,
+    /// The router's `observability.accessLogs`, when given; otherwise the
+    /// entry point's switch decides.
+    pub access_logs: Option<bool>,
+    /// The router's `observability.metrics`, when given; otherwise the
+    /// entry point's switch decides.
+    pub metrics: Option<bool>,
 }
 
 /// A service gangway answers itself (`api@internal`, `ping@internal`,

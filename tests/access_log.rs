@@ -567,3 +567,68 @@ async fn retried_requests_pass_the_retry_filter_and_generic_clf_is_plain_clf() {
         "{line}"
     );
 }
+
+#[tokio::test]
+async fn an_entry_points_switches_are_its_routers_defaults_and_a_router_may_say_otherwise() {
+    let b = Backend::echo("b").await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("access.log");
+    let internal = free_port();
+    let flags = [
+        format!("--accessLog.filePath={}", path.display()),
+        "--metrics.prometheus".to_owned(),
+        "--metrics.prometheus.addRoutersLabels=true".to_owned(),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
+        "--entryPoints.web.observability.accessLogs=false".to_owned(),
+        "--entryPoints.web.observability.metrics=false".to_owned(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    // `quiet` takes the entry point's switches; `loud` says otherwise.
+    let conf = format!(
+        "{}{}[http.routers.loud.observability]\naccessLogs = true\nmetrics = true\n",
+        support::one_route("quiet", "Host(`quiet.test`)", &[&b.url()]),
+        support::one_route("loud", "Host(`loud.test`)", &[&b.url()]),
+    );
+    let gw = Gangway::with_file(&conf, &flags).await;
+    eventually(Duration::from_secs(5), "routed", || async {
+        gw.get("quiet.test", "/warm").await.status == StatusCode::OK
+            && gw.get("loud.test", "/warm").await.status == StatusCode::OK
+    })
+    .await;
+    assert_eq!(gw.get("quiet.test", "/q").await.status, StatusCode::OK);
+    assert_eq!(
+        gw.get("nowhere.test", "/unrouted").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(gw.get("loud.test", "/l").await.status, StatusCode::OK);
+    // Lines are written in order: once `/l` is there, `/q` and
+    // `/unrouted` would be too.
+    eventually(Duration::from_secs(5), "the loud line written", || async {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("GET /l ")
+    })
+    .await;
+    let log = std::fs::read_to_string(&path).unwrap();
+    assert!(!log.contains("/q "), "{log}");
+    assert!(!log.contains("/unrouted"), "{log}");
+    let metrics = metrics(internal).await;
+    assert!(metrics.contains(r#"router="loud@file""#), "{metrics}");
+    assert!(!metrics.contains(r#"router="quiet@file""#), "{metrics}");
+    // The entry point counted the loud router's requests only: its two.
+    let web_200 = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("gangway_entrypoint_requests_total{")
+                && l.contains(r#"entrypoint="web""#)
+                && l.contains(r#"code="200""#)
+        })
+        .unwrap_or_else(|| panic!("no web series in\n{metrics}"));
+    assert!(web_200.ends_with(" 2"), "{web_200}");
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.contains(r#"entrypoint="web""#) && l.contains(r#"code="404""#)),
+        "{metrics}"
+    );
+}

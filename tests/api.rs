@@ -682,6 +682,65 @@ async fn ping_dashboard_and_api_behind_a_router() {
 }
 
 #[tokio::test]
+async fn api_and_dashboard_move_under_the_base_path() {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    let ep = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &config(&b),
+        &["--api.insecure=true", "--api.basePath=/traefik/", &ep],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(
+        Duration::from_secs(10),
+        "the API answers under the base path",
+        || async { api.get("/traefik/api/http/routers/app@file").await.0 == StatusCode::OK },
+    )
+    .await;
+    // Nothing is left at the old places.
+    assert_eq!(api.get("/api/version").await.0, StatusCode::NOT_FOUND);
+    assert_eq!(api.get("/dashboard/").await.0, StatusCode::NOT_FOUND);
+    // The dashboard and its files, under the base path.
+    let (status, headers, body) = api.get("/traefik/dashboard/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(body.contains("<title>gangway</title>"));
+    let (status, _, body) = api.get("/traefik/dashboard/api.js").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("fetch("));
+    // The base path and the dashboard's own path lead to the dashboard.
+    for path in ["/traefik", "/traefik/", "/traefik/dashboard"] {
+        let (status, headers, _) = api.get(path).await;
+        assert_eq!(status, StatusCode::TEMPORARY_REDIRECT, "{path}");
+        assert_eq!(headers["location"], "/traefik/dashboard/", "{path}");
+    }
+    // The internal routers match the moved paths.
+    let router = api.json("/traefik/api/http/routers/api@internal").await;
+    assert_eq!(router["rule"], "PathPrefix(`/traefik/api`)");
+    let router = api
+        .json("/traefik/api/http/routers/dashboard@internal")
+        .await;
+    assert_eq!(
+        router["rule"],
+        "PathPrefix(`/traefik/dashboard`) || Path(`/traefik`) || Path(`/traefik/`)"
+    );
+    // A user's router to api@internal answers under the base path too.
+    let got = gw.get("dash.test", "/traefik/api/version").await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert!(got.text().contains("\"Version\""));
+    assert_eq!(
+        gw.get("dash.test", "/api/version").await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
 async fn metrics_count_exactly_the_requests_sent() {
     let (_b, gw, api) = start(&[
         "--metrics.prometheus.addRoutersLabels=true",

@@ -1,8 +1,8 @@
 //! Traefik's entry-point options that shape connections and requests,
 //! against the real binary with real sockets: `http.maxHeaderBytes`,
-//! `transport.keepAliveMaxRequests`/`keepAliveMaxTime`,
+//! `transport.keepAliveMaxRequests`/`keepAliveMaxTime` (HTTP/1 and HTTP/2),
 //! `http.encodeQuerySemicolons`, `forwardedHeaders.notAppendXForwardedFor`
-//! (and `global.`'s), `reusePort` and `http.redirections.entryPoint.priority`.
+//! (and `global.`'s), `reusePort` (TCP and UDP) and `http.redirections.entryPoint.priority`.
 
 mod support;
 
@@ -91,6 +91,72 @@ async fn keep_alive_max_requests_closes_the_connection_after_its_last_answer() {
     let (out, closed) = raw_exchange(&gw, THREE, Duration::from_millis(500)).await;
     assert_eq!(out.matches("HTTP/1.1 200").count(), 3, "{out}");
     assert!(!closed, "{out}");
+}
+
+/// Sends a GET for `/` with `host` on an HTTP/2 connection and returns
+/// its status, or the error if the stream could not be opened or answered.
+async fn h2_get(client: &mut h2::client::SendRequest<Bytes>) -> Result<StatusCode, h2::Error> {
+    let ready = client.clone().ready().await?;
+    *client = ready;
+    let req = Request::get("http://app.test/").body(()).unwrap();
+    let (resp, _) = client.send_request(req, true)?;
+    let resp = resp.await?;
+    let status = resp.status();
+    let mut body = resp.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    Ok(status)
+}
+
+#[tokio::test]
+async fn keep_alive_max_requests_ends_an_http2_connection_with_a_graceful_goaway() {
+    let (_b, conf) = app().await;
+    let gw = ready(
+        &conf,
+        &["--entryPoints.web.transport.keepAliveMaxRequests=3"],
+        "/",
+    )
+    .await;
+    // HTTP/2 with prior knowledge on the plain entry point.
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .expect("connect");
+    let (mut client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let conn = tokio::spawn(conn);
+    // The connection's three are answered, one after the other.
+    for i in 1..=3 {
+        assert_eq!(
+            h2_get(&mut client).await.map_err(|e| e.to_string()),
+            Ok(StatusCode::OK),
+            "request {i}"
+        );
+    }
+    // Then the server has said GOAWAY: the connection ends cleanly once
+    // its streams are done, and no fourth stream is taken on it.
+    let ended = tokio::time::timeout(Duration::from_secs(10), conn)
+        .await
+        .expect("the connection ends after its last request")
+        .expect("connection task");
+    assert!(ended.is_ok(), "a graceful end, not an error: {ended:?}");
+    assert!(h2_get(&mut client).await.is_err());
+
+    // Without the option, the same connection takes more.
+    let gw = ready(&conf, &[], "/").await;
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+        .await
+        .expect("connect");
+    let (mut client, conn) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let conn = tokio::spawn(conn);
+    for i in 1..=5 {
+        assert_eq!(
+            h2_get(&mut client).await.map_err(|e| e.to_string()),
+            Ok(StatusCode::OK),
+            "request {i}"
+        );
+    }
+    assert!(!conn.is_finished());
 }
 
 #[tokio::test]
@@ -188,6 +254,28 @@ async fn reuse_port_lets_a_second_gangway_listen_on_the_same_port() {
     })
     .await;
     drop(first);
+}
+
+#[tokio::test]
+async fn reuse_port_lets_two_gangways_share_a_udp_entry_point() {
+    let echo = support::udp_echo("echo").await;
+    let port = free_port();
+    let conf = format!(
+        "[udp.routers.echo]\nentryPoints = [\"dns\"]\nservice = \"echo\"\n\
+         [[udp.services.echo.loadBalancer.servers]]\naddress = \"127.0.0.1:{echo}\"\n"
+    );
+    let address = format!("--entryPoints.dns.address=127.0.0.1:{port}/udp");
+    let flags = [address.as_str(), "--entryPoints.dns.reusePort=true"];
+    let first = Gangway::with_file(&conf, &flags).await;
+    // Without SO_REUSEPORT on the UDP socket the second one exits at bind.
+    let second = Gangway::with_file(&conf, &flags).await;
+    drop(first);
+    // The second one alone answers on the shared port.
+    let served = support::within(Duration::from_secs(15), || async {
+        support::udp_ask(port, "hi").await.as_deref() == Some("echo: hi")
+    })
+    .await;
+    assert!(served, "no UDP answer; gangway's log:\n{}", second.log());
 }
 
 async fn status(gw: &Gangway, path: &str) -> StatusCode {

@@ -22,7 +22,7 @@ async fn json_lines_parse_one_by_one_with_traefiks_keys() {
         format!("--log.filePath={}", path.display()),
         "--log.level=info".to_owned(),
         // Accepted but not supported: logged as a warning with fields.
-        "--entryPoints.web.observability.accessLogs=false".to_owned(),
+        "--entryPoints.web.observability.traceVerbosity=detailed".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let gw = Gangway::with_file_env(
@@ -67,12 +67,14 @@ async fn json_lines_parse_one_by_one_with_traefiks_keys() {
     );
     let warning = lines
         .iter()
-        .find(|l| l["level"] == "warn" && l["option"] == "entryPoints.web.observability.accessLogs")
+        .find(|l| {
+            l["level"] == "warn" && l["option"] == "entryPoints.web.observability.traceVerbosity"
+        })
         .unwrap_or_else(|| panic!("the unsupported option's warning, with its fields:\n{text}"));
     assert!(
         warning["source"]
             .as_str()
-            .is_some_and(|s| s.contains("observability.accessLogs")),
+            .is_some_and(|s| s.contains("observability.traceVerbosity")),
         "{warning}"
     );
 }
@@ -85,14 +87,14 @@ async fn level_warn_drops_info_lines() {
         "--log.format=json".to_owned(),
         format!("--log.filePath={}", path.display()),
         "--log.level=WARN".to_owned(),
-        "--entryPoints.web.observability.accessLogs=false".to_owned(),
+        "--entryPoints.web.observability.traceVerbosity=detailed".to_owned(),
     ];
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let _gw = Gangway::with_file_env("", &flags, LEVEL_FROM_OPTIONS).await;
     eventually(Duration::from_secs(5), "the warning written", || async {
         std::fs::read_to_string(&path)
             .unwrap_or_default()
-            .contains("observability.accessLogs")
+            .contains("observability.traceVerbosity")
     })
     .await;
     let text = std::fs::read_to_string(&path).unwrap();

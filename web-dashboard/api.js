@@ -9,10 +9,15 @@ export class ApiError extends Error {
   }
 }
 
+// The API lives beside the dashboard: under `<base>/dashboard/` it is at
+// `<base>/api/`, whatever `api.basePath` (or a prefix a router strips) is.
+const here = window.location.pathname;
+const BASE = here.includes('/dashboard/') ? here.slice(0, here.lastIndexOf('/dashboard/')) : '';
+
 async function request(path, signal) {
   // `no-cache`: the browser keeps the answer and asks whether it changed
   // (If-None-Match); an unchanged one costs an empty 304.
-  const resp = await fetch(path, { method: 'GET', headers: { accept: 'application/json' }, cache: 'no-cache', signal });
+  const resp = await fetch(BASE + path, { method: 'GET', headers: { accept: 'application/json' }, cache: 'no-cache', signal });
   if (!resp.ok) {
     let message = `${resp.status} ${resp.statusText}`;
     try {

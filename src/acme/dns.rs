@@ -213,6 +213,10 @@ pub enum DnsError {
         /// What that server answered last, if anything.
         seen: String,
     },
+    /// The provider could not be set up at start (a credential missing or
+    /// unreadable); every order through it fails with that reason.
+    #[error(transparent)]
+    NotSetUp(Arc<DnsError>),
 }
 
 // === the record ===
@@ -274,6 +278,27 @@ pub trait DnsProvider: Send + Sync {
     fn present<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>>;
     /// Removes the TXT record `fqdn` = `value`.
     fn cleanup<'a>(&'a self, fqdn: &'a str, value: &'a str) -> BoxFuture<'a, Result<(), DnsError>>;
+}
+
+/// A provider whose set-up failed at start: every call fails with the
+/// reason, so orders through it fail with what to fix.
+struct NotSetUp {
+    name: &'static str,
+    reason: Arc<DnsError>,
+}
+
+impl DnsProvider for NotSetUp {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn present<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
+        Box::pin(async move { Err(DnsError::NotSetUp(self.reason.clone())) })
+    }
+
+    fn cleanup<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<(), DnsError>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A provider gangway has: its name (as in `dnsChallenge.provider`), the
@@ -547,6 +572,28 @@ impl Solver {
         config: &DnsChallenge,
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, DnsError> {
+        Self::build(resolver, config, lookup, false).map(|(solver, _)| solver)
+    }
+
+    /// As [`Solver::new`], for a start: a provider whose credentials are
+    /// missing or unreadable does not stop gangway, as it does not stop
+    /// Traefik (which finds out at the first order). Its reason is
+    /// returned, to be logged, and every order through it fails with it;
+    /// `gangway check` still reports it as an error.
+    pub fn for_start(
+        resolver: &str,
+        config: &DnsChallenge,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(Self, Option<Arc<DnsError>>), DnsError> {
+        Self::build(resolver, config, lookup, true)
+    }
+
+    fn build(
+        resolver: &str,
+        config: &DnsChallenge,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        lenient: bool,
+    ) -> Result<(Self, Option<Arc<DnsError>>), DnsError> {
         #[deny(unused_variables)] // an option read nowhere fails the build
         let DnsChallenge {
             provider,
@@ -576,7 +623,18 @@ impl Solver {
                 provider: provider.clone(),
             });
         };
-        let provider = (kind.build)(Env::new(lookup, resolver, kind.name))?;
+        let (provider, not_set_up) = match (kind.build)(Env::new(lookup, resolver, kind.name)) {
+            Ok(provider) => (provider, None),
+            Err(e) if lenient => {
+                let reason = Arc::new(e);
+                let provider: Box<dyn DnsProvider> = Box::new(NotSetUp {
+                    name: kind.name,
+                    reason: reason.clone(),
+                });
+                (provider, Some(reason))
+            }
+            Err(e) => return Err(e),
+        };
         let prefix = kind.prefix;
         let env = Env::new(lookup, resolver, provider.name());
         let timeout = env.seconds(&format!("{prefix}_PROPAGATION_TIMEOUT"), kind.timeout)?;
@@ -590,7 +648,7 @@ impl Solver {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Solver {
+        let solver = Solver {
             provider,
             checks: Checks {
                 resolvers,
@@ -600,7 +658,8 @@ impl Solver {
                 timeout,
                 interval: interval.max(Duration::from_millis(100)),
             },
-        })
+        };
+        Ok((solver, not_set_up))
     }
 
     /// The provider's name.

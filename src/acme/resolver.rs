@@ -158,10 +158,17 @@ impl Resolver {
         }
         let key_type = super::key::KeyType::parse(name, key_type)?;
         let dns = match dns_challenge {
-            Some(d) => Some(Arc::new(
-                dns::Solver::new(name, d, &|v| std::env::var(v).ok())
-                    .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?,
-            )),
+            Some(d) => {
+                let (solver, not_set_up) =
+                    dns::Solver::for_start(name, d, &|v| std::env::var(v).ok())
+                        .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?;
+                if let Some(reason) = not_set_up {
+                    // Loud, and again with each order that fails on it;
+                    // the rest of gangway serves meanwhile.
+                    tracing::error!(resolver = %name, "no certificate can be ordered through this resolver until this is fixed: {reason}");
+                }
+                Some(Arc::new(solver))
+            }
             None => None,
         };
         let challenge = ChallengeKind::of(config);

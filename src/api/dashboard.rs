@@ -167,20 +167,34 @@ fn file(name: &str, headers: &HeaderMap) -> Response {
     }
 }
 
-/// `/dashboard/…` and the redirect from `/`.
-pub fn router() -> Router {
-    Router::new()
-        .route("/", get(|| async { Redirect::temporary("/dashboard/") }))
+/// `<base>/dashboard/…` and the redirects to it from `<base>/` and
+/// `<base>/dashboard`; `base` is empty or `/a/b` (`api.basePath`). The
+/// pages ask the API at the path they were served from, so they need no
+/// rewriting for a base path.
+pub fn router(base: &str) -> Router {
+    let home = format!("{base}/dashboard/");
+    let redirect = move || {
+        let home = home.clone();
+        async move { Redirect::temporary(&home) }
+    };
+    let root = if base.is_empty() {
+        String::from("/")
+    } else {
+        base.to_owned()
+    };
+    let mut router = Router::new()
+        .route(&root, get(redirect.clone()))
+        .route(&format!("{base}/dashboard"), get(redirect.clone()));
+    if !base.is_empty() {
+        router = router.route(&format!("{base}/"), get(redirect));
+    }
+    router
         .route(
-            "/dashboard",
-            get(|| async { Redirect::temporary("/dashboard/") }),
-        )
-        .route(
-            "/dashboard/",
+            &format!("{base}/dashboard/"),
             get(|headers: HeaderMap| async move { file("index.html", &headers) }),
         )
         .route(
-            "/dashboard/{file}",
+            &format!("{base}/dashboard/{{file}}"),
             get(
                 |axum::extract::Path(name): axum::extract::Path<String>, headers: HeaderMap| async move {
                     file(&name, &headers)

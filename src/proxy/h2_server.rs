@@ -86,6 +86,9 @@ pub(crate) struct Connection<I> {
     flooded: Arc<AtomicBool>,
     /// The GOAWAY for a flood has been asked for.
     calmed: bool,
+    /// The GOAWAY for `keepAliveMaxRequests`/`keepAliveMaxTime` has been
+    /// sent.
+    spent: bool,
 }
 
 enum State<I> {
@@ -113,6 +116,7 @@ where
             streams: FuturesUnordered::new(),
             flooded,
             calmed: false,
+            spent: false,
         }
     }
 
@@ -156,6 +160,14 @@ where
                         let stream =
                             answer_stream(this.proxy.clone(), this.info.clone(), req, respond);
                         this.streams.push(Box::pin(stream));
+                        // The connection's share served (Traefik's keep-alive
+                        // bounds): a graceful GOAWAY, as Go's server sends
+                        // for Traefik; the streams open finish, and the
+                        // client opens a new connection for the next.
+                        if !this.spent && this.info.keep_alive_spent() {
+                            conn.graceful_shutdown();
+                            this.spent = true;
+                        }
                     }
                     Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e)),
                     Poll::Ready(None) => {

@@ -282,17 +282,34 @@ impl Proxy {
             }
         }
         // The dashboard polls the API every few seconds: its requests are
-        // not the traffic metrics and the access log are about.
-        if route.as_ref().is_some_and(|r| r.internal) {
-            if !self.metrics_internals {
-                watch.conn_stats = None;
-            }
-            if !self.log_internals {
-                watch.entry = None;
-            }
-            if watch.conn_stats.is_none() && watch.entry.is_none() && watch.span.is_none() {
-                return resp.map(ObservedBody::plain);
-            }
+        // not the traffic metrics and the access log are about. Otherwise
+        // the router's `observability` switches decide, and without them
+        // the entry point's, as Traefik's entry point models do.
+        let internal = route.as_ref().is_some_and(|r| r.internal);
+        let counted = if internal {
+            self.metrics_internals
+        } else {
+            route
+                .as_ref()
+                .and_then(|r| r.metrics)
+                .unwrap_or(conn.entry_point.metrics)
+        };
+        let logged = if internal {
+            self.log_internals
+        } else {
+            route
+                .as_ref()
+                .and_then(|r| r.access_logs)
+                .unwrap_or(conn.entry_point.access_logs)
+        };
+        if !counted {
+            watch.conn_stats = None;
+        }
+        if !logged {
+            watch.entry = None;
+        }
+        if !counted && watch.entry.is_none() && watch.span.is_none() {
+            return resp.map(ObservedBody::plain);
         }
         watch.sample.status = resp.status().as_u16();
         if let Some(e) = &mut watch.entry {
@@ -312,7 +329,7 @@ impl Proxy {
                 e.downstream_headers = log.wanted_headers.capture(resp.headers());
             }
         }
-        watch.route = route.filter(|r| !r.internal || self.metrics_internals);
+        watch.route = route.filter(|_| counted);
         resp.map(|inner| {
             let mut body = ObservedBody::plain(inner);
             body.watch = Some(watch);
@@ -335,7 +352,9 @@ impl Proxy {
         started: Instant,
     ) {
         let duration = started.elapsed();
-        if let Some(stats) = &conn.entry_point.stats {
+        if conn.entry_point.metrics
+            && let Some(stats) = &conn.entry_point.stats
+        {
             stats.record(&Sample {
                 protocol: protocol_of(req),
                 method: method_index(req.method()),
@@ -346,7 +365,9 @@ impl Proxy {
                 tls: conn.negotiated,
             });
         }
-        if let Some(log) = &self.access_log {
+        if conn.entry_point.access_logs
+            && let Some(log) = &self.access_log
+        {
             let mut entry = entry_for(conn, req, log);
             entry.status = status.as_u16();
             entry.duration = duration;

@@ -103,7 +103,12 @@ pub fn entry_point(
         as_default: _, // compile_context, choosing the default entry points
         reuse_port: _, // bound by the start-up (`start::listen::bind`)
         allow_acme_by_pass,
-        observability: crate::config::static_config::EntryPointObservability { tracing: traced },
+        observability:
+            crate::config::static_config::EntryPointObservability {
+                tracing: traced,
+                access_logs,
+                metrics,
+            },
     } = ep;
     // Traefik's `http.maxHeaderBytes` is the same bound as gangway's
     // `limits.maxHeaderBytes`; given, it wins.
@@ -165,6 +170,8 @@ pub fn entry_point(
         connections: crate::overload::ConnectionLimit::new(*max_connections),
         stats,
         traced: *traced,
+        access_logs: *access_logs,
+        metrics: *metrics,
     };
     Ok(EntryPointSettings {
         info,

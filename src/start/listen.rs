@@ -64,11 +64,8 @@ pub(crate) fn bind(config: &StaticConfig) -> Result<Vec<Bound>, RunError> {
         };
         let sockets = if ep.address.udp {
             Sockets::Main(Listener::Udp(
-                std::net::UdpSocket::bind(ep.address.socket_addr())
-                    .and_then(|s| {
-                        s.set_nonblocking(true)?;
-                        tokio::net::UdpSocket::from_std(s)
-                    })
+                proxy::bind_udp_at(ep.address.socket_addr(), ep.reuse_port)
+                    .and_then(tokio::net::UdpSocket::from_std)
                     .map_err(bind_error)?,
             ))
         } else if workers > 1 {

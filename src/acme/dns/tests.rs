@@ -128,6 +128,31 @@ fn missing_variables_are_all_named() {
     assert!(matches!(err, DnsError::UnknownProvider { .. }));
 }
 
+#[tokio::test]
+async fn a_start_goes_on_without_credentials_and_each_order_says_why() {
+    // As Traefik: a DNS provider's missing credentials do not stop the
+    // start; they fail the orders through it, with what to set.
+    let (solver, reason) = Solver::for_start("le", &challenge("cloudflare"), &lookup(&[])).unwrap();
+    let reason = reason.expect("the missing credentials are returned");
+    assert!(reason.to_string().contains("CF_DNS_API_TOKEN"), "{reason}");
+    assert_eq!(solver.provider_name(), "cloudflare");
+    let solver = Arc::new(solver);
+    let err = solver
+        .publish("_acme-challenge.apps.test.", "v", &|_| {})
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(err.to_string(), reason.to_string());
+    // An unknown provider still stops the start: nothing can be ordered
+    // with a name gangway does not have.
+    assert!(matches!(
+        Solver::for_start("le", &challenge("route66"), &lookup(&[])),
+        Err(DnsError::UnknownProvider { .. })
+    ));
+    // `check` (Solver::new) keeps reporting the credentials as an error.
+    assert!(Solver::new("le", &challenge("cloudflare"), &lookup(&[])).is_err());
+}
+
 #[test]
 fn file_variables_are_read_and_bad_values_are_named_without_the_secret() {
     let dir = tempfile::tempdir().unwrap();

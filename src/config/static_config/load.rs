@@ -230,7 +230,7 @@ pub fn load_from(
     let mut problems = Vec::new();
     let mut accepted = Vec::new();
     let (flags, flag_config_file) = parse_flags(args, &mut problems);
-    let (vars, env_config_file, variables) = parse_env(env, &mut problems);
+    let (vars, env_config_file, variables) = parse_env(env, &mut problems, &mut accepted);
 
     let found = match flag_config_file.or(env_config_file) {
         Some(given) => Some((given.clone(), cwd.join(&given))),
@@ -260,6 +260,9 @@ pub fn load_from(
         file_used = Some(path);
     }
 
+    // A bad value the file brought is reported with its key already; it
+    // must not be pinned again on every flag applied after it.
+    let mut tree_readable = StaticConfig::deserialize(&tree).is_ok();
     for setting in vars.iter().chain(&flags) {
         if setting.option.state() != OptionState::Implemented {
             accepted.push(setting.accepted());
@@ -273,9 +276,22 @@ pub fn load_from(
         }
         // Checking after each setting pins a bad value on the flag or
         // variable that brought it.
-        if let Err(e) = StaticConfig::deserialize(&tree) {
-            problems.push(setting.bad_value(SettingError::Unreadable(e)));
-            tree = before;
+        match StaticConfig::deserialize(&tree) {
+            Ok(_) => tree_readable = true,
+            Err(e) if tree_readable => {
+                problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                tree = before;
+            }
+            Err(_) => {
+                // Unreadable before this setting: check it alone.
+                let mut alone = Value::Object(Map::new());
+                if apply(&mut alone, setting).is_ok()
+                    && let Err(e) = StaticConfig::deserialize(&alone)
+                {
+                    problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                    tree = before;
+                }
+            }
         }
     }
 
@@ -311,6 +327,20 @@ pub fn load_from(
         );
     }
     super::observability::add_internal_entry_point(&mut config);
+    if let Some(file) = &mut config.providers.file
+        && file.directory.is_some()
+        && file.filename.take().is_some()
+    {
+        // Traefik's file provider reads the directory and never looks at
+        // the file name when both are given; a setup carrying both starts
+        // under Traefik, so it starts here, with the file name reported.
+        accepted.push(AcceptedOption {
+            option: String::from("providers.file.filename"),
+            source: String::from("static configuration"),
+            state: OptionState::Unsupported,
+            description: BOTH_FILE_SOURCES,
+        });
+    }
     config.validate()?;
     config.accepted = accepted;
     Ok(Loaded::Run(
@@ -507,7 +537,9 @@ fn parse_flags(
 fn parse_env(
     env: &[(String, String)],
     problems: &mut Vec<StaticConfigError>,
+    not_read: &mut Vec<AcceptedOption>,
 ) -> (Vec<Setting>, Option<String>, Vec<String>) {
+    let roots = traefik_env_roots();
     let mut settings: Vec<Setting> = Vec::new();
     let mut config_file: Option<(String, String)> = None;
     let mut read = Vec::new();
@@ -533,6 +565,20 @@ fn parse_env(
                 config_file = Some((var.clone(), value.clone()));
                 read.push(var.clone());
             }
+            continue;
+        }
+        // Traefik reads only the TRAEFIK_ variables that begin with one of
+        // its sections' names (TRAEFIK_LOG…, TRAEFIK_ENTRYPOINTS…); compose
+        // files often pass others (TRAEFIK_DOMAIN, TRAEFIK_DASHBOARD_CREDENTIALS)
+        // for labels or scripts. They are not configuration: noted, not
+        // refused, so such a setup starts as it does under Traefik.
+        if prefix == TRAEFIK_ENV_PREFIX && !roots.iter().any(|root| rest.starts_with(root)) {
+            not_read.push(AcceptedOption {
+                option: var.clone(),
+                source: String::from("environment"),
+                state: OptionState::Inert,
+                description: NOT_CONFIGURATION,
+            });
             continue;
         }
         let tokens: Vec<&str> = rest.split('_').collect();
@@ -580,6 +626,28 @@ fn parse_env(
         });
     }
     (settings, config_file.map(|(_, file)| file), read)
+}
+
+/// What the log, `/api/overview` and `check` say of `providers.file.filename`
+/// given beside `providers.file.directory`.
+const BOTH_FILE_SOURCES: &str = "Ignored: `providers.file.directory` is set too, and Traefik then \
+     reads the directory only; so does gangway. Keep one of the two.";
+
+/// What the log, `/api/overview` and `check` say of a `TRAEFIK_` variable
+/// that names no section.
+const NOT_CONFIGURATION: &str = "Not static configuration: Traefik reads only TRAEFIK_ variables \
+     that begin with a section's name (TRAEFIK_LOG_…, TRAEFIK_ENTRYPOINTS_…), and so does gangway.";
+
+/// The sections' names as a `TRAEFIK_` variable spells them after the
+/// prefix (`LOG`, `ENTRYPOINTS`, `CERTIFICATESRESOLVERS`), each once.
+fn traefik_env_roots() -> Vec<String> {
+    let mut roots: Vec<String> = options::all_options()
+        .filter_map(|spec| spec.segments().next())
+        .map(str::to_ascii_uppercase)
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots
 }
 
 /// Turns a setting's text into what it does to the tree, checking it

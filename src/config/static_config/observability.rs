@@ -66,6 +66,10 @@ pub struct Api {
     pub insecure: bool,
     /// Serve the dashboard next to the API. Default `true`.
     pub dashboard: bool,
+    /// The path the API and the dashboard are served under, as in Traefik:
+    /// with `/traefik`, the API answers at `/traefik/api/…` and the
+    /// dashboard at `/traefik/dashboard/`. Default `/`.
+    pub base_path: BasePath,
 }
 
 impl Default for Api {
@@ -73,7 +77,59 @@ impl Default for Api {
         Api {
             insecure: false,
             dashboard: true,
+            base_path: BasePath::default(),
         }
+    }
+}
+
+/// `api.basePath`, kept as the prefix to put before `/api` and
+/// `/dashboard`: empty for `/`, else `/a/b` with no slash at the end.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BasePath(String);
+
+/// A base path that cannot be a path prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a base path: use letters, digits and `-._~/` only, as in `/traefik` (it becomes part of a router rule)"
+)]
+pub struct BasePathError {
+    /// The text given.
+    pub text: String,
+}
+
+impl BasePath {
+    /// Reads a base path; the leading slash may be left out and a trailing
+    /// one is dropped, as Traefik joins it with `/api` and `/dashboard/`.
+    pub fn parse(text: &str) -> Result<BasePath, BasePathError> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~/".contains(c);
+        if !text.chars().all(allowed) {
+            return Err(BasePathError {
+                text: text.to_owned(),
+            });
+        }
+        let trimmed = text.trim_matches('/');
+        if trimmed.is_empty() {
+            return Ok(BasePath(String::new()));
+        }
+        Ok(BasePath(format!("/{trimmed}")))
+    }
+
+    /// The prefix: empty, or `/a/b`.
+    pub fn prefix(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for BasePath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("{}/", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for BasePath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        BasePath::parse(&text).map_err(serde::de::Error::custom)
     }
 }
 

@@ -202,10 +202,22 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Trace requests on this entry point when tracing is on.",
     ),
     opt(
+        "entryPoints.<name>.observability.accessLogs",
+        ValueKind::Bool,
+        "true",
+        "Log requests on this entry point when the access log is on; a router's observability.accessLogs wins for its requests.",
+    ),
+    opt(
+        "entryPoints.<name>.observability.metrics",
+        ValueKind::Bool,
+        "true",
+        "Count requests on this entry point in the metrics; a router's observability.metrics wins for its requests.",
+    ),
+    opt(
         "entryPoints.<name>.reusePort",
         ValueKind::Bool,
         "false",
-        "Bind with SO_REUSEPORT, so another process may listen on the same port (TCP).",
+        "Bind with SO_REUSEPORT, so another process may listen on the same port (TCP and UDP).",
     ),
     opt(
         "entryPoints.<name>.allowACMEByPass",
@@ -253,13 +265,13 @@ pub const OPTIONS: &[OptionSpec] = &[
         "entryPoints.<name>.transport.keepAliveMaxRequests",
         ValueKind::Int,
         "0",
-        "Close an HTTP/1 connection after this many requests (Connection: close; 0: no limit).",
+        "Close a connection after this many requests (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY; 0: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.keepAliveMaxTime",
         ValueKind::Duration,
         "0s",
-        "Close an HTTP/1 connection this old after its current request (0s: no limit).",
+        "Close a connection this old after its current request (HTTP/1: Connection: close; HTTP/2: a graceful GOAWAY; 0s: no limit).",
     ),
     opt(
         "entryPoints.<name>.transport.respondingTimeouts.readTimeout",
@@ -1238,6 +1250,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         ValueKind::Bool,
         "true",
         "Serve the dashboard next to the API.",
+    ),
+    opt(
+        "api.basePath",
+        ValueKind::String,
+        "/",
+        "Path the API and dashboard are served under (`/traefik`: /traefik/api/…, /traefik/dashboard/).",
     ),
     opt(
         "ping",

@@ -199,10 +199,22 @@ pub struct EntryPointObservability {
     /// Trace requests on this entry point when `tracing` is on. Default
     /// `true`.
     pub tracing: bool,
+    /// Write access log lines for requests on this entry point when the
+    /// access log is on; a router's `observability.accessLogs` overrides it
+    /// for that router's requests, as in Traefik. Default `true`.
+    pub access_logs: bool,
+    /// Count requests on this entry point in the metrics; a router's
+    /// `observability.metrics` overrides it for that router's requests.
+    /// Default `true`.
+    pub metrics: bool,
 }
 
 impl Default for EntryPointObservability {
     fn default() -> Self {
-        EntryPointObservability { tracing: true }
+        EntryPointObservability {
+            tracing: true,
+            access_logs: true,
+            metrics: true,
+        }
     }
 }

@@ -983,21 +983,24 @@ fn entry_point_without_address_is_named() {
 
 #[test]
 fn file_provider_needs_exactly_one_source() {
-    let err = fail(
+    // Both given: the directory is read, as Traefik reads it, and the file
+    // name is reported as ignored.
+    let config = run(
         &[
             "--providers.file.filename=a.toml",
             "--providers.file.directory=d",
         ],
         &[],
     );
-    assert!(matches!(
-        err,
-        StaticConfigError::FileProviderBothSources { .. }
-    ));
-    assert_eq!(
-        message(&err),
-        "providers.file: both `filename` (a.toml) and `directory` (d) are set; keep one"
-    );
+    let file = config.providers.file.as_ref().expect("file provider");
+    assert_eq!(file.directory.as_deref(), Some(std::path::Path::new("d")));
+    assert_eq!(file.filename, None);
+    let ignored = config
+        .accepted
+        .iter()
+        .find(|a| a.option == "providers.file.filename")
+        .expect("the file name is reported");
+    assert_eq!(ignored.state, OptionState::Unsupported);
     let dir = dir_with(&[("gangway.yml", "providers:\n  file:\n    watch: true\n")]);
     assert!(matches!(
         fail_in(dir.path(), &[], &[]),
@@ -1077,6 +1080,84 @@ fn unknown_env_is_named() {
         fail(&[], &[(&long, "x")]),
         StaticConfigError::UnknownEnv { .. }
     ));
+}
+
+#[test]
+fn traefik_variables_outside_its_sections_are_not_configuration() {
+    // Traefik reads TRAEFIK_ variables that begin with a section's name
+    // only; compose files pass others for their labels.
+    let config = run(
+        &[],
+        &[
+            ("TRAEFIK_DASHBOARD_CREDENTIALS", "admin:x"),
+            ("TRAEFIK_DOMAIN", "example.com"),
+            ("TRAEFIK_LOG_LEVEL", "DEBUG"),
+        ],
+    );
+    assert_eq!(config.log.level, LogLevel::Debug);
+    let noted: Vec<&str> = config
+        .accepted
+        .iter()
+        .filter(|a| a.state == OptionState::Inert)
+        .map(|a| a.option.as_str())
+        .collect();
+    assert_eq!(noted, ["TRAEFIK_DASHBOARD_CREDENTIALS", "TRAEFIK_DOMAIN"]);
+    // Under a section, a wrong name stays an error, as in Traefik.
+    let err = fail(&[], &[("TRAEFIK_LOG_LEVLE", "DEBUG")]);
+    assert!(
+        matches!(&err, StaticConfigError::UnknownEnv { var, .. } if var == "TRAEFIK_LOG_LEVLE"),
+        "{err}"
+    );
+    // gangway's own prefix keeps every unknown name an error.
+    assert!(matches!(
+        fail(&[], &[("GANGWAY_DOMAIN", "example.com")]),
+        StaticConfigError::UnknownEnv { .. }
+    ));
+}
+
+#[test]
+fn a_bad_value_in_the_file_is_not_blamed_on_later_flags() {
+    let dir = dir_with(&[(
+        "gangway.yml",
+        "entryPoints:\n  web:\n    address: ':80'\n    forwardedHeaders:\n      trustedIPs: ['<subnet>']\n",
+    )]);
+    let err = fail_in(
+        dir.path(),
+        &[
+            "--providers.docker.labelPrefix=traefik",
+            "--log.level=DEBUG",
+        ],
+        &[],
+    );
+    let text = message(&err);
+    assert!(text.contains("trustedIPs"), "{text}");
+    assert!(!text.contains("--providers.docker.labelPrefix"), "{text}");
+    assert!(!text.contains("--log.level"), "{text}");
+    // A flag's own bad value is still named beside the file's.
+    let err = fail_in(dir.path(), &["--log.maxSize=lots"], &[]);
+    let text = message(&err);
+    assert!(text.contains("trustedIPs"), "{text}");
+    assert!(text.contains("--log.maxSize"), "{text}");
+}
+
+#[test]
+fn the_api_base_path_is_kept_as_a_prefix() {
+    for (given, prefix) in [
+        ("/", ""),
+        ("/traefik", "/traefik"),
+        ("/traefik/", "/traefik"),
+        ("traefik", "/traefik"),
+        ("/a/b-c_d.e~/", "/a/b-c_d.e~"),
+    ] {
+        let config = run(&["--api", &format!("--api.basePath={given}")], &[]);
+        let api = config.api.expect("api on");
+        assert_eq!(api.base_path.prefix(), prefix, "{given}");
+    }
+    // It becomes part of a router rule: nothing that could end the quote.
+    for bad in ["/a`) || Path(`/x", "/a b", "/a?b"] {
+        let err = fail(&["--api", &format!("--api.basePath={bad}")], &[]);
+        assert!(message(&err).contains("is not a base path"), "{bad}: {err}");
+    }
 }
 
 #[test]
@@ -1892,7 +1973,7 @@ fn serializes_for_the_api() {
                     },
                     "http2": {"maxConcurrentStreams": 250, "maxDecoderHeaderTableSize": 4096},
                     "udp": {"timeout": "3s"},
-                    "observability": {"tracing": true},
+                    "observability": {"tracing": true, "accessLogs": true, "metrics": true},
                     "limits": {"maxHeaderBytes": 65536, "maxHeaders": 100, "maxPendingResetStreams": 20, "maxControlFrames": 200, "headerReadTimeout": "10s", "maxRequestBodyBytes": 0, "webSocketIdleTimeout": "1h"},
                     "transport": {
                         "lifeCycle": {"requestAcceptGraceTimeout": "0s", "graceTimeOut": "10s"},

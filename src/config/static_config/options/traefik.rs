@@ -14,12 +14,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "keep",
         "Query parameter modes: not supported; query strings are logged as received.",
     ),
-    unsupported(
-        "api.basePath",
-        ValueKind::String,
-        "/",
-        "API base path: not supported yet; the API stays at /api and the dashboard at /dashboard/.",
-    ),
     inert(
         "api.dashboardName",
         ValueKind::String,
@@ -61,18 +55,6 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         ValueKind::String,
         "4096",
         "Not supported: the HTTP/2 library compresses answers' headers with the table size the client announces (4096 bytes unless it says otherwise) and has no setting to lower it.",
-    ),
-    unsupported(
-        "entryPoints.<name>.observability.accessLogs",
-        ValueKind::Bool,
-        "true",
-        "Per-entry-point observability: not supported; the global settings apply.",
-    ),
-    unsupported(
-        "entryPoints.<name>.observability.metrics",
-        ValueKind::Bool,
-        "true",
-        "Per-entry-point observability: not supported; the global settings apply.",
     ),
     unsupported(
         "entryPoints.<name>.observability.traceVerbosity",
@@ -613,6 +595,18 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         ValueKind::String,
         "",
         "Not supported yet for the Docker daemon connection; the default applies.",
+    ),
+    unsupported(
+        "providers.docker.swarmMode",
+        ValueKind::Bool,
+        "false",
+        "Traefik v2's Swarm mode of the Docker provider (gone in Traefik v3): not read; false changes nothing, and for Swarm services set providers.swarm instead.",
+    ),
+    inert(
+        "providers.docker.swarmModeRefreshSeconds",
+        ValueKind::Duration,
+        "15s",
+        "Traefik v2's refresh period of its Swarm mode: nothing to refresh here; providers.swarm.refreshSeconds is the Swarm provider's.",
     ),
     unsupported(
         "providers.docker.username",
