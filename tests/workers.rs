@@ -4,8 +4,10 @@
 //! `connection accepted` (`worker`, `client`). Connections spread over the
 //! workers; each worker keeps and reuses upstream connections of its own;
 //! a stop drains every worker; the entry point's connection bound and a
-//! rate limit's budget hold across workers. No timings are asserted: the
-//! backends hold requests until the test releases them.
+//! rate limit's budget hold across workers. With two workers, a client's
+//! two long-lived connections always get a worker each, which the kernel's
+//! hashing alone does half the time. No timings are asserted: the backends
+//! hold requests until the test releases them.
 
 mod support;
 
@@ -29,14 +31,23 @@ const WORKERS: &str = "4";
 
 /// gangway with four workers, logging which worker accepts each connection.
 async fn start(conf: &str, extra: &[&str]) -> Gangway {
+    start_with(WORKERS, conf, extra).await
+}
+
+/// gangway with `workers` workers, logging which worker serves each
+/// connection and when it closes.
+async fn start_with(workers: &str, conf: &str, extra: &[&str]) -> Gangway {
     let mut args = vec!["--log.format=json"];
     args.extend_from_slice(extra);
     Gangway::with_file_env(
         conf,
         &args,
         &[
-            ("TOKIO_WORKER_THREADS", WORKERS),
-            ("RUST_LOG", "warn,gangway::proxy=debug"),
+            ("TOKIO_WORKER_THREADS", workers),
+            (
+                "RUST_LOG",
+                "warn,gangway::proxy=debug,gangway::worker=debug",
+            ),
         ],
     )
     .await
@@ -55,8 +66,15 @@ fn field<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Valu
 /// The worker that accepted each connection, by the client's port, as the
 /// `connection accepted` lines say.
 fn accepted_by(gw: &Gangway) -> HashMap<u16, u64> {
+    accepted_since(gw, 0)
+}
+
+/// As [`accepted_by`], from the log's byte `from` on (a port a closed
+/// connection had may come back).
+fn accepted_since(gw: &Gangway, from: usize) -> HashMap<u16, u64> {
+    let log = gw.log();
     let mut workers = HashMap::new();
-    for line in gw.log().lines() {
+    for line in log.get(from..).unwrap_or_default().lines() {
         if !line.contains("connection accepted") {
             continue;
         }
@@ -414,5 +432,56 @@ async fn a_rate_limit_budget_holds_across_workers() {
         statuses,
         BTreeMap::from([(StatusCode::OK, 4), (StatusCode::TOO_MANY_REQUESTS, 16)])
     );
+    task.abort();
+}
+
+/// Waits until every connection gangway accepted so far has closed, as its
+/// `connection closed` lines say, so that none still counts for a worker.
+async fn all_closed(gw: &Gangway) {
+    eventually(WAIT, "every accepted connection closed", || async {
+        let log = gw.log();
+        let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+        count("connection closed") == count("connection accepted")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_long_lived_connections_get_a_worker_each() {
+    let (backend, task) = naming_connections().await;
+    let gw = start_with("2", &one_route("app", "Host(`app.test`)", &[&backend]), &[]).await;
+    route_ready(&gw).await;
+    all_closed(&gw).await;
+
+    // The kernel's hash puts two connections on one worker half the time:
+    // sixteen rounds in a row one worker each is left to luck once in
+    // 65,536 runs without the hand-off.
+    for round in 0..16 {
+        let from = gw.log().len();
+        let mut first = connect(&gw).await;
+        let mut second = connect(&gw).await;
+        for (_, sender) in [&mut first, &mut second] {
+            assert_eq!(send(sender, get(false)).await.0, StatusCode::OK);
+        }
+        let ports = [first.0, second.0];
+        eventually(
+            WAIT,
+            "both connections logged with their worker",
+            || async {
+                let seen = accepted_since(&gw, from);
+                ports.iter().all(|p| seen.contains_key(p))
+            },
+        )
+        .await;
+        let seen = accepted_since(&gw, from);
+        let workers = [seen[&ports[0]], seen[&ports[1]]];
+        assert_ne!(
+            workers[0], workers[1],
+            "round {round}: both long-lived connections on worker {}",
+            workers[0]
+        );
+        drop((first, second));
+        all_closed(&gw).await;
+    }
     task.abort();
 }
