@@ -4,7 +4,8 @@
 //! `connection accepted` (`worker`, `client`). Connections spread over the
 //! workers; each worker keeps and reuses upstream connections of its own;
 //! a stop drains every worker; the entry point's connection bound and a
-//! rate limit's budget hold across workers. With two workers, a client's
+//! rate limit's budget hold across workers; the request counters each
+//! worker keeps apart add up to every request sent. With two workers, a client's
 //! two long-lived connections always get a worker each, which the kernel's
 //! hashing alone does half the time. No timings are asserted: the backends
 //! hold requests until the test releases them.
@@ -482,6 +483,73 @@ async fn two_long_lived_connections_get_a_worker_each() {
         );
         drop((first, second));
         all_closed(&gw).await;
+    }
+    task.abort();
+}
+
+#[tokio::test]
+async fn request_counters_add_up_over_workers() {
+    let (backend, task) = naming_connections().await;
+    let internal = support::free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = start(
+        &one_route("app", "Host(`app.test`)", &[&backend]),
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=gangway",
+            "--metrics.prometheus.addRoutersLabels=true",
+            &internal_flag,
+        ],
+    )
+    .await;
+    // The probe that finds the route applied is the first request counted.
+    route_ready(&gw).await;
+
+    let mut clients = Vec::new();
+    for _ in 0..16 {
+        clients.push(connect(&gw).await);
+    }
+    let ports: Vec<u16> = clients.iter().map(|(port, _)| *port).collect();
+    let workers: BTreeSet<u64> = workers_of(&gw, &ports).await.into_iter().collect();
+    assert!(workers.len() > 1, "16 connections on one worker");
+    // Every connection sends at the same time as the others, so that the
+    // workers count at once.
+    let sent: Vec<_> = clients
+        .into_iter()
+        .map(|(_, mut sender)| {
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    assert_eq!(send(&mut sender, get(false)).await.0, StatusCode::OK);
+                }
+            })
+        })
+        .collect();
+    for task in sent {
+        task.await.expect("client");
+    }
+
+    let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .expect("request");
+    let text = gw.send(scrape).await.text();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_owned)
+    };
+    let labels = r#"code="200",method="GET",protocol="http",router="app@file",service="app@file""#;
+    let expected = (1 + 16 * 25).to_string();
+    for series in [
+        format!("gangway_router_requests_total{{{labels}}}"),
+        format!("gangway_router_request_duration_seconds_count{{{labels}}}"),
+        r#"gangway_service_requests_total{code="200",method="GET",protocol="http",service="app@file"}"#
+            .to_owned(),
+    ] {
+        assert_eq!(
+            value(&series).as_deref(),
+            Some(expected.as_str()),
+            "{series} in\n{text}"
+        );
     }
     task.abort();
 }
