@@ -141,6 +141,11 @@ impl Rotation {
         if schedule.is_empty() {
             return None;
         }
+        // With one member there is nothing to rotate, and the position is
+        // one line every worker would write at every request.
+        if self.weights.len() == 1 {
+            return schedule.first().map(|&i| i as usize);
+        }
         let n = self.position.fetch_add(1, Ordering::Relaxed);
         schedule.get(n % schedule.len()).map(|&i| i as usize)
     }

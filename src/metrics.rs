@@ -1,17 +1,17 @@
 //! Prometheus metrics, kept and rendered by metrics-exporter-prometheus.
 //!
-//! Every series is a handle (`Counter`, `Gauge`, `Histogram`) registered
-//! with gangway's own recorder once, when the object it belongs to (entry
-//! point, router, service) first records a request with that protocol,
-//! method and status, and held by that object's [`Stats`], which
-//! `Registries` keeps across configuration swaps. Recording a request is then
-//! an atomic add through a handle: no lock, no lookup by name, no
-//! formatting. The duration histograms are gangway's own handles (one
-//! atomic count per bucket, see [`Buckets`]), written out with the
-//! exporter's formatting functions next to what the exporter renders: the
-//! exporter's own histograms keep every sample, with its time, until they
-//! are folded into buckets, which costs more per request than the bucket
-//! counts a fixed-bound Prometheus histogram needs.
+//! The series of an object's requests (entry point, router, service; one
+//! per protocol, method and status) are gangway's own: made when the
+//! object first records a request with that protocol, method and status,
+//! held by that object's [`Stats`], which `Registries` keeps across
+//! configuration swaps, and written out with the exporter's formatting
+//! functions next to what the exporter renders. Recording a request is a
+//! few atomic adds on the current worker's shard of the series
+//! (`shard`): no lock, no lookup by name, no formatting, and no cache line
+//! another worker writes; reading sums the shards. The exporter's own
+//! counters are one atomic every core would write, and its histograms keep
+//! every sample, with its time, until they are folded into buckets.
+//! Other series are the exporter's handles (`Counter`, `Gauge`).
 //! Everything else `/metrics` shows is set where it happens:
 //! configuration reloads when a runtime is published, certificates when
 //! they are loaded or issued, dropped access log lines when one is dropped,
@@ -24,19 +24,19 @@
 //! `metrics.prometheus.prefix`.
 
 mod mirror;
+mod shard;
 
 use crate::runtime::{RuntimeHandle, Upstream};
 use crate::tls::negotiated::Negotiated;
 use http::{HeaderName, Method, Version};
-use metrics::{
-    Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Label, Level, Metadata, Recorder,
-};
+use metrics::{Counter, Gauge, Key, KeyName, Label, Level, Metadata, Recorder};
 use metrics_exporter_prometheus::formatting::{
     write_help_line, write_metric_line, write_type_line,
 };
 use metrics_exporter_prometheus::{LabelSet, PrometheusBuilder, PrometheusHandle};
+use shard::RequestSeries;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -316,84 +316,61 @@ fn servers_of<'a>(u: &'a Upstream, out: &mut BTreeMap<(&'a str, &'a str), bool>,
     }
 }
 
-/// The names of one object kind's families.
+/// The names of one object kind's families, and the help lines of those
+/// gangway renders itself.
 struct Families {
     requests: KeyName,
+    requests_help: String,
     tls_requests: KeyName,
     duration: KeyName,
     duration_help: String,
     request_bytes: KeyName,
+    request_bytes_help: String,
     response_bytes: KeyName,
+    response_bytes_help: String,
 }
 
-/// One duration series: its labels as rendered, its buckets, and its key
-/// (read by an OTLP push).
-type DurationSeries = (LabelSet, Arc<Buckets>, Key);
-
-/// One series of a fixed-bound histogram: a count per bucket (not
-/// cumulative; the last is above every bound) and the sum of the values,
-/// each updated with one atomic operation.
-struct Buckets {
-    bounds: Arc<[f64]>,
-    counts: Box<[AtomicU64]>,
-    sum: AtomicU64,
+/// One request series as registered: its labels, as rendered and as
+/// given (for an OTLP push), and its figures.
+struct Registered {
+    labels: LabelSet,
+    key_labels: Vec<Label>,
+    figures: Arc<RequestSeries>,
 }
 
-impl Buckets {
-    fn new(bounds: Arc<[f64]>) -> Self {
-        Buckets {
-            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
-            bounds,
-            sum: AtomicU64::new(0f64.to_bits()),
-        }
-    }
-
-    /// Appends the `_bucket`, `_sum` and `_count` lines of this series.
-    fn render(&self, text: &mut String, name: &str, labels: &LabelSet) {
-        let mut seen = 0u64;
-        for (bound, count) in self.bounds.iter().zip(self.counts.iter()) {
-            seen += count.load(Ordering::Relaxed);
-            write_metric_line(
-                text,
-                name,
-                Some("bucket"),
-                labels,
-                Some(("le", bound)),
-                seen,
-                None,
-            );
-        }
-        seen += self.counts[self.bounds.len()].load(Ordering::Relaxed);
+/// Appends a histogram's `_bucket`, `_sum` and `_count` lines.
+fn render_buckets(
+    text: &mut String,
+    name: &str,
+    labels: &LabelSet,
+    bounds: &[f64],
+    totals: &shard::Totals,
+) {
+    let mut seen = 0u64;
+    for (bound, count) in bounds.iter().zip(totals.counts.iter()) {
+        seen += count;
         write_metric_line(
             text,
             name,
             Some("bucket"),
             labels,
-            Some(("le", "+Inf")),
+            Some(("le", bound)),
             seen,
             None,
         );
-        let sum = f64::from_bits(self.sum.load(Ordering::Relaxed));
-        write_metric_line::<&str, f64>(text, name, Some("sum"), labels, None, sum, None);
-        write_metric_line::<&str, u64>(text, name, Some("count"), labels, None, seen, None);
     }
-}
-
-impl HistogramFn for Buckets {
-    fn record(&self, value: f64) {
-        let bucket = self
-            .bounds
-            .iter()
-            .position(|bound| value <= *bound)
-            .unwrap_or(self.bounds.len());
-        self.counts[bucket].fetch_add(1, Ordering::Relaxed);
-        // Only the sum needs a loop: there is no atomic float add.
-        let _ = self
-            .sum
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |bits| {
-                Some((f64::from_bits(bits) + value).to_bits())
-            });
-    }
+    seen += totals.counts.last().copied().unwrap_or(0);
+    write_metric_line(
+        text,
+        name,
+        Some("bucket"),
+        labels,
+        Some(("le", "+Inf")),
+        seen,
+        None,
+    );
+    write_metric_line::<&str, f64>(text, name, Some("sum"), labels, None, totals.sum, None);
+    write_metric_line::<&str, u64>(text, name, Some("count"), labels, None, seen, None);
 }
 
 /// gangway's recorder and what `/metrics` renders from it.
@@ -403,8 +380,8 @@ pub struct Exporter {
     prefix: String,
     families: [Families; 3],
     bounds: Arc<[f64]>,
-    /// Every duration series registered, per object kind, in order.
-    histograms: [Mutex<Vec<DurationSeries>>; 3],
+    /// Every request series registered, per object kind, in order.
+    series: [Mutex<Vec<Registered>>; 3],
     /// `headerLabels`: label name and the request header it is read from,
     /// sorted by label name.
     header_labels: Box<[(String, HeaderName)]>,
@@ -487,16 +464,21 @@ impl Exporter {
             let per = format!("per {object}, code, method and protocol.");
             let families = Families {
                 requests: name(&format!("{object}_requests_total")),
+                requests_help: format!("How many HTTP requests processed, {per}"),
                 tls_requests: name(&format!("{object}_requests_tls_total")),
                 duration: name(&format!("{object}_request_duration_seconds")),
                 duration_help: format!("How long requests took, {per}"),
                 request_bytes: name(&format!("{object}_requests_bytes_total")),
+                request_bytes_help: format!("Total request body bytes, {per}"),
                 response_bytes: name(&format!("{object}_responses_bytes_total")),
+                response_bytes_help: format!("Total response body bytes, {per}"),
             };
+            // With header labels, the exporter keeps the requests counters
+            // (a series per header value, found at each request).
             recorder.describe_counter(
                 families.requests.clone(),
                 None,
-                format!("How many HTTP requests processed, {per}").into(),
+                families.requests_help.clone().into(),
             );
             recorder.describe_counter(
                 families.tls_requests.clone(),
@@ -505,16 +487,6 @@ impl Exporter {
                     "How many HTTPS requests processed, per {object}, TLS version and cipher suite."
                 )
                 .into(),
-            );
-            recorder.describe_counter(
-                families.request_bytes.clone(),
-                None,
-                format!("Total request body bytes, {per}").into(),
-            );
-            recorder.describe_counter(
-                families.response_bytes.clone(),
-                None,
-                format!("Total response body bytes, {per}").into(),
             );
             families
         });
@@ -573,7 +545,7 @@ impl Exporter {
             prefix: prefix.to_owned(),
             families,
             bounds: buckets.into(),
-            histograms: Default::default(),
+            series: Default::default(),
             open_connections,
             reloads,
             last_reload,
@@ -586,7 +558,7 @@ impl Exporter {
     pub fn render(&self) -> String {
         metrics::with_local_recorder(&self.recorder, || self.process.collect());
         let mut text = self.handle.render();
-        self.render_histograms(&mut text);
+        self.render_series(&mut text);
         self.render_servers(&mut text);
         text.push_str(&self.certificates.render());
         text
@@ -665,7 +637,7 @@ impl Exporter {
     /// exporter was built with `push`. Names carry [`Exporter::prefix`].
     pub fn snapshot(&self) -> Snapshot {
         let own = format!("{}_", self.prefix);
-        let counters = self
+        let mut counters: Vec<(Key, u64)> = self
             .recorder
             .counters()
             .into_iter()
@@ -691,18 +663,23 @@ impl Exporter {
         }
         let mut histograms = Vec::new();
         if self.recorder.pushes() {
-            for series in &self.histograms {
+            for (families, series) in self.families.iter().zip(&self.series) {
                 let series = series.lock().unwrap_or_else(PoisonError::into_inner);
-                for (_, buckets, key) in series.iter() {
+                for registered in series.iter() {
+                    let totals = registered.figures.totals();
+                    let key = |name: &KeyName| {
+                        Key::from_parts(name.clone(), registered.key_labels.clone())
+                    };
+                    if self.header_labels.is_empty() {
+                        counters.push((key(&families.requests), totals.requests));
+                    }
+                    counters.push((key(&families.request_bytes), totals.request_bytes));
+                    counters.push((key(&families.response_bytes), totals.response_bytes));
                     histograms.push(HistogramPoint {
-                        key: key.clone(),
-                        bounds: buckets.bounds.clone(),
-                        counts: buckets
-                            .counts
-                            .iter()
-                            .map(|c| c.load(Ordering::Relaxed))
-                            .collect(),
-                        sum: f64::from_bits(buckets.sum.load(Ordering::Relaxed)),
+                        key: key(&families.duration),
+                        bounds: registered.figures.bounds().clone(),
+                        counts: totals.counts,
+                        sum: totals.sum,
                     });
                 }
             }
@@ -714,32 +691,74 @@ impl Exporter {
         }
     }
 
-    /// Appends the duration families that have at least one series.
-    fn render_histograms(&self, text: &mut String) {
-        for (families, series) in self.families.iter().zip(&self.histograms) {
+    /// Appends the request families that have at least one series: the
+    /// requests (unless the exporter counts them, with header labels), the
+    /// bytes each way, the durations.
+    fn render_series(&self, text: &mut String) {
+        for (families, series) in self.families.iter().zip(&self.series) {
             let series = series.lock().unwrap_or_else(PoisonError::into_inner);
             if series.is_empty() {
                 continue;
             }
+            let totals: Vec<shard::Totals> = series.iter().map(|r| r.figures.totals()).collect();
+            let counters = [
+                (
+                    &families.requests,
+                    &families.requests_help,
+                    (|t: &shard::Totals| t.requests) as fn(&shard::Totals) -> u64,
+                ),
+                (&families.request_bytes, &families.request_bytes_help, |t| {
+                    t.request_bytes
+                }),
+                (
+                    &families.response_bytes,
+                    &families.response_bytes_help,
+                    |t| t.response_bytes,
+                ),
+            ];
+            let skip = usize::from(!self.header_labels.is_empty());
+            for (name, help, figure) in &counters[skip..] {
+                let name = name.as_str();
+                write_help_line(text, name, None, None, help);
+                write_type_line(text, name, None, None, "counter");
+                for (registered, totals) in series.iter().zip(&totals) {
+                    write_metric_line::<&str, u64>(
+                        text,
+                        name,
+                        None,
+                        &registered.labels,
+                        None,
+                        figure(totals),
+                        None,
+                    );
+                }
+                text.push('\n');
+            }
             let name = families.duration.as_str();
             write_help_line(text, name, None, None, &families.duration_help);
             write_type_line(text, name, None, None, "histogram");
-            for (labels, buckets, _) in series.iter() {
-                buckets.render(text, name, labels);
+            for (registered, totals) in series.iter().zip(&totals) {
+                render_buckets(text, name, &registered.labels, &self.bounds, totals);
             }
             text.push('\n');
         }
     }
 
-    /// A new duration series of `kind` under `key`.
-    fn register_histogram(&self, kind: ObjectKind, key: &Key) -> Histogram {
-        let buckets = Arc::new(Buckets::new(self.bounds.clone()));
-        let labels = LabelSet::from_key_and_global(key, &Default::default());
-        self.histograms[kind as usize]
+    /// A new request series of `kind` with these labels.
+    fn register_series(&self, kind: ObjectKind, labels: Vec<Label>) -> Arc<RequestSeries> {
+        let figures = Arc::new(RequestSeries::new(self.bounds.clone()));
+        let key = Key::from_parts(self.families[kind as usize].requests.clone(), labels);
+        let rendered = LabelSet::from_key_and_global(&key, &Default::default());
+        let (_, key_labels) = key.into_parts();
+        self.series[kind as usize]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((labels, buckets.clone(), key.clone()));
-        Histogram::from_arc(buckets)
+            .push(Registered {
+                labels: rendered,
+                key_labels,
+                figures: figures.clone(),
+            });
+        figures
     }
 
     /// The request counters of one object, registered as its requests
@@ -992,18 +1011,10 @@ impl Drop for OpenStream {
     }
 }
 
-/// The handles of one (object, protocol, method, status) series.
-struct Series {
-    requests: Counter,
-    duration: Histogram,
-    request_bytes: Counter,
-    response_bytes: Counter,
-}
-
 #[derive(Default)]
 struct Cell {
     code: AtomicU16,
-    series: OnceLock<Series>,
+    series: OnceLock<Arc<RequestSeries>>,
 }
 
 type Row = [Cell; SLOTS];
@@ -1054,14 +1065,11 @@ impl Stats {
         let series = cell
             .series
             .get_or_init(|| self.register(s.protocol, method, cell.code.load(Ordering::Relaxed)));
-        if self.exporter.header_labels.is_empty() {
-            series.requests.increment(1);
-        } else {
+        let by_headers = !self.exporter.header_labels.is_empty();
+        if by_headers {
             self.count_with_headers(s.protocol, method, cell, header_values);
         }
-        series.duration.record(s.duration.as_secs_f64());
-        series.request_bytes.increment(s.request_bytes);
-        series.response_bytes.increment(s.response_bytes);
+        series.record(!by_headers, s.duration, s.request_bytes, s.response_bytes);
         if let Some(tls) = s.tls {
             self.tls
                 .get_or_init(|| (0..Negotiated::COUNT).map(|_| OnceLock::new()).collect())
@@ -1142,26 +1150,10 @@ impl Stats {
         self.exporter.recorder.register_counter(&key, &METADATA)
     }
 
-    /// The handles of a new series; `code` 0 is the overflow cell.
-    fn register(&self, protocol: Protocol, method: usize, code: u16) -> Series {
-        let labels = self.labels(protocol, method, code);
-        let families = &self.exporter.families[self.kind as usize];
-        let recorder = &self.exporter.recorder;
-        let key = |name: &KeyName| Key::from_parts(name.clone(), labels.clone());
-        Series {
-            // With header labels each request finds its series by its
-            // header values (`count_with_headers`).
-            requests: if self.exporter.header_labels.is_empty() {
-                recorder.register_counter(&key(&families.requests), &METADATA)
-            } else {
-                Counter::noop()
-            },
-            duration: self
-                .exporter
-                .register_histogram(self.kind, &key(&families.duration)),
-            request_bytes: recorder.register_counter(&key(&families.request_bytes), &METADATA),
-            response_bytes: recorder.register_counter(&key(&families.response_bytes), &METADATA),
-        }
+    /// A new request series; `code` 0 is the overflow cell.
+    fn register(&self, protocol: Protocol, method: usize, code: u16) -> Arc<RequestSeries> {
+        self.exporter
+            .register_series(self.kind, self.labels(protocol, method, code))
     }
 }
 

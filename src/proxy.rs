@@ -70,7 +70,9 @@ mod timeouts;
 mod upstream;
 pub mod validate;
 
+use crate::overload::ConnectionSlot;
 use crate::runtime::{EntryPointId, RuntimeHandle};
+use crate::worker::handoff::{Balance, Handed, Load};
 use forwarded::TrustPolicy;
 use http::HeaderValue;
 use hyper::server::conn::http1;
@@ -79,7 +81,7 @@ use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 /// Shared by every connection of every entry point.
@@ -436,22 +438,57 @@ fn head_bytes(limits: &crate::config::static_config::EntryPointLimits) -> usize 
     (limits.max_header_bytes as usize).max(8 * 1024)
 }
 
+/// What an accepted connection holds while it is served: its place under
+/// the entry point's `maxConnections`, and its count among its worker's
+/// connections (several workers only).
+// Never read: held for what dropping them does.
+#[allow(dead_code)]
+pub(crate) struct Held {
+    slot: Option<ConnectionSlot>,
+    load: Option<Load>,
+}
+
 /// Accepts connections until `shutdown` turns true, each served in a task
 /// of its own (`Proxy::serve_connection`), then stops accepting and waits
-/// up to the grace period for in-flight requests.
+/// up to the grace period for in-flight requests. With `balance` (several
+/// workers), a connection this worker accepts while it is clearly busier
+/// than another goes to that one, and those handed to this one are served
+/// here (`worker::handoff`).
 pub async fn accept(
     proxy: Arc<Proxy>,
     listener: TcpListener,
     entry_point: Arc<EntryPointInfo>,
     mut shutdown: watch::Receiver<bool>,
+    mut balance: Option<Balance>,
 ) {
     let servers = Arc::new(HttpServers::new(&entry_point));
     // Each connection holds a receiver: `true` asks it to finish, and the
     // channel closes when the last one is gone.
     let (drain, drain_rx) = watch::channel(false);
+    let serve = |stream: TcpStream, peer: SocketAddr, held: Held| {
+        tracing::debug!(entry_point = %entry_point.name, worker = crate::worker::current(), client = %peer, "connection accepted");
+        // The handshake runs in the connection's task, so a slow client
+        // never holds up the accept loop. The task itself is small: what
+        // a connection holds while it is served is boxed by
+        // `serve_connection`, sized for its protocol. Spawned as it is
+        // (what it holds inside), not wrapped in an `async` block that
+        // would store it a second time.
+        tokio::spawn(proxy.clone().serve_connection(
+            stream,
+            peer,
+            entry_point.clone(),
+            servers.clone(),
+            drain_rx.clone(),
+            held,
+        ));
+    };
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
+            Some(handed) = next_handed(&mut balance) => {
+                take_handed(handed, &serve);
+                continue;
+            }
             _ = shutdown.changed() => break,
         };
         let (stream, peer) = match accepted {
@@ -480,23 +517,47 @@ pub async fn accept(
         };
         let _ = stream.set_nodelay(true);
         let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
-        tracing::debug!(entry_point = %entry_point.name, worker = crate::worker::current(), client = %peer, "connection accepted");
-        // The handshake runs in the connection's task, so a slow client
-        // never holds up the accept loop. The task itself is small: what
-        // a connection holds while it is served is boxed by
-        // `serve_connection`, sized for its protocol. Spawned as it is
-        // (the slot inside), not wrapped in an `async` block that would
-        // store it a second time.
-        tokio::spawn(proxy.clone().serve_connection(
+        let Some(balance) = &balance else {
+            serve(stream, peer, Held { slot, load: None });
+            continue;
+        };
+        let to = balance.spread.place(balance.me);
+        if to == balance.me {
+            let load = Some(balance.spread.count(to, peer));
+            serve(stream, peer, Held { slot, load });
+            continue;
+        }
+        // Out of this worker's reactor, so that the other registers it
+        // with its own.
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!(entry_point = %entry_point.name, client = %peer, error = %e, "accepted connection lost before it was served");
+                continue;
+            }
+        };
+        let handed = Handed {
             stream,
             peer,
-            entry_point.clone(),
-            servers.clone(),
-            drain_rx.clone(),
             slot,
-        ));
+            load: balance.spread.count(to, peer),
+        };
+        tracing::debug!(entry_point = %entry_point.name, worker = balance.me, to, client = %peer, "connection handed to a less busy worker");
+        if let Err(handed) = balance.spread.hand(to, handed) {
+            // That worker has stopped accepting (a stop is under way, and
+            // balance no longer matters): this one serves it.
+            take_handed(handed, &serve);
+        }
     }
     drop(listener);
+    // Connections handed to this worker before it stopped are served, as
+    // accepted ones are; no more can arrive once the inbox is closed.
+    if let Some(balance) = &mut balance {
+        balance.inbox.close();
+        while let Ok(handed) = balance.inbox.try_recv() {
+            take_handed(handed, &serve);
+        }
+    }
     drop(drain_rx);
     tracing::info!(entry_point = %entry_point.name, "stopped accepting; draining");
     let _ = drain.send(true);
@@ -505,5 +566,37 @@ pub async fn accept(
         .is_err()
     {
         tracing::warn!(entry_point = %entry_point.name, "grace period over; closing remaining connections");
+    }
+}
+
+/// The next connection another worker hands to this one; never, without
+/// balance.
+async fn next_handed(balance: &mut Option<Balance>) -> Option<Handed> {
+    match balance {
+        Some(balance) => balance.inbox.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Serves a connection handed to this worker, registered with its reactor.
+fn take_handed(handed: Handed, serve: &impl Fn(TcpStream, SocketAddr, Held)) {
+    let Handed {
+        stream,
+        peer,
+        slot,
+        load,
+    } = handed;
+    match TcpStream::from_std(stream) {
+        Ok(stream) => serve(
+            stream,
+            peer,
+            Held {
+                slot,
+                load: Some(load),
+            },
+        ),
+        Err(e) => {
+            tracing::warn!(client = %peer, error = %e, "a connection handed to this worker cannot be served");
+        }
     }
 }

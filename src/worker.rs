@@ -8,6 +8,10 @@
 //! `client::UpstreamClient`). Everything else (providers, ACME, UDP, HTTP/3,
 //! health checks) runs on the main runtime. With one CPU there is no worker
 //! thread: the main runtime is single-thread and serves everything.
+//! Connections are spread over the workers by the kernel, evened out for
+//! few long-lived ones by handing them on (`handoff`).
+
+pub mod handoff;
 
 use std::cell::Cell;
 use std::sync::OnceLock;

@@ -4,8 +4,11 @@
 //! `connection accepted` (`worker`, `client`). Connections spread over the
 //! workers; each worker keeps and reuses upstream connections of its own;
 //! a stop drains every worker; the entry point's connection bound and a
-//! rate limit's budget hold across workers. No timings are asserted: the
-//! backends hold requests until the test releases them.
+//! rate limit's budget hold across workers; the request counters each
+//! worker keeps apart add up to every request sent. With two workers, a client's
+//! two long-lived connections always get a worker each, which the kernel's
+//! hashing alone does half the time. No timings are asserted: the backends
+//! hold requests until the test releases them.
 
 mod support;
 
@@ -29,14 +32,23 @@ const WORKERS: &str = "4";
 
 /// gangway with four workers, logging which worker accepts each connection.
 async fn start(conf: &str, extra: &[&str]) -> Gangway {
+    start_with(WORKERS, conf, extra).await
+}
+
+/// gangway with `workers` workers, logging which worker serves each
+/// connection and when it closes.
+async fn start_with(workers: &str, conf: &str, extra: &[&str]) -> Gangway {
     let mut args = vec!["--log.format=json"];
     args.extend_from_slice(extra);
     Gangway::with_file_env(
         conf,
         &args,
         &[
-            ("TOKIO_WORKER_THREADS", WORKERS),
-            ("RUST_LOG", "warn,gangway::proxy=debug"),
+            ("TOKIO_WORKER_THREADS", workers),
+            (
+                "RUST_LOG",
+                "warn,gangway::proxy=debug,gangway::worker=debug",
+            ),
         ],
     )
     .await
@@ -55,8 +67,15 @@ fn field<'a>(v: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Valu
 /// The worker that accepted each connection, by the client's port, as the
 /// `connection accepted` lines say.
 fn accepted_by(gw: &Gangway) -> HashMap<u16, u64> {
+    accepted_since(gw, 0)
+}
+
+/// As [`accepted_by`], from the log's byte `from` on (a port a closed
+/// connection had may come back).
+fn accepted_since(gw: &Gangway, from: usize) -> HashMap<u16, u64> {
+    let log = gw.log();
     let mut workers = HashMap::new();
-    for line in gw.log().lines() {
+    for line in log.get(from..).unwrap_or_default().lines() {
         if !line.contains("connection accepted") {
             continue;
         }
@@ -414,5 +433,123 @@ async fn a_rate_limit_budget_holds_across_workers() {
         statuses,
         BTreeMap::from([(StatusCode::OK, 4), (StatusCode::TOO_MANY_REQUESTS, 16)])
     );
+    task.abort();
+}
+
+/// Waits until every connection gangway accepted so far has closed, as its
+/// `connection closed` lines say, so that none still counts for a worker.
+async fn all_closed(gw: &Gangway) {
+    eventually(WAIT, "every accepted connection closed", || async {
+        let log = gw.log();
+        let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+        count("connection closed") == count("connection accepted")
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_long_lived_connections_get_a_worker_each() {
+    let (backend, task) = naming_connections().await;
+    let gw = start_with("2", &one_route("app", "Host(`app.test`)", &[&backend]), &[]).await;
+    route_ready(&gw).await;
+    all_closed(&gw).await;
+
+    // The kernel's hash puts two connections on one worker half the time:
+    // sixteen rounds in a row one worker each is left to luck once in
+    // 65,536 runs without the hand-off.
+    for round in 0..16 {
+        let from = gw.log().len();
+        let mut first = connect(&gw).await;
+        let mut second = connect(&gw).await;
+        for (_, sender) in [&mut first, &mut second] {
+            assert_eq!(send(sender, get(false)).await.0, StatusCode::OK);
+        }
+        let ports = [first.0, second.0];
+        eventually(
+            WAIT,
+            "both connections logged with their worker",
+            || async {
+                let seen = accepted_since(&gw, from);
+                ports.iter().all(|p| seen.contains_key(p))
+            },
+        )
+        .await;
+        let seen = accepted_since(&gw, from);
+        let workers = [seen[&ports[0]], seen[&ports[1]]];
+        assert_ne!(
+            workers[0], workers[1],
+            "round {round}: both long-lived connections on worker {}",
+            workers[0]
+        );
+        drop((first, second));
+        all_closed(&gw).await;
+    }
+    task.abort();
+}
+
+#[tokio::test]
+async fn request_counters_add_up_over_workers() {
+    let (backend, task) = naming_connections().await;
+    let internal = support::free_port();
+    let internal_flag = format!("--entryPoints.gangway.address=127.0.0.1:{internal}");
+    let gw = start(
+        &one_route("app", "Host(`app.test`)", &[&backend]),
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=gangway",
+            "--metrics.prometheus.addRoutersLabels=true",
+            &internal_flag,
+        ],
+    )
+    .await;
+    // The probe that finds the route applied is the first request counted.
+    route_ready(&gw).await;
+
+    let mut clients = Vec::new();
+    for _ in 0..16 {
+        clients.push(connect(&gw).await);
+    }
+    let ports: Vec<u16> = clients.iter().map(|(port, _)| *port).collect();
+    let workers: BTreeSet<u64> = workers_of(&gw, &ports).await.into_iter().collect();
+    assert!(workers.len() > 1, "16 connections on one worker");
+    // Every connection sends at the same time as the others, so that the
+    // workers count at once.
+    let sent: Vec<_> = clients
+        .into_iter()
+        .map(|(_, mut sender)| {
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    assert_eq!(send(&mut sender, get(false)).await.0, StatusCode::OK);
+                }
+            })
+        })
+        .collect();
+    for task in sent {
+        task.await.expect("client");
+    }
+
+    let scrape = Request::get(format!("http://127.0.0.1:{internal}/metrics"))
+        .body(Default::default())
+        .expect("request");
+    let text = gw.send(scrape).await.text();
+    let value = |series: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_owned)
+    };
+    let labels = r#"code="200",method="GET",protocol="http",router="app@file",service="app@file""#;
+    let expected = (1 + 16 * 25).to_string();
+    for series in [
+        format!("gangway_router_requests_total{{{labels}}}"),
+        format!("gangway_router_request_duration_seconds_count{{{labels}}}"),
+        r#"gangway_service_requests_total{code="200",method="GET",protocol="http",service="app@file"}"#
+            .to_owned(),
+    ] {
+        assert_eq!(
+            value(&series).as_deref(),
+            Some(expected.as_str()),
+            "{series} in\n{text}"
+        );
+    }
     task.abort();
 }

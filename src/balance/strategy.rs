@@ -22,6 +22,14 @@ pub enum Strategy {
     LeastTime,
 }
 
+impl Strategy {
+    /// Whether it weighs each server's requests in flight and time to
+    /// first byte, which are then counted for every request.
+    pub const fn weighs_load(self) -> bool {
+        matches!(self, Strategy::P2c | Strategy::LeastTime)
+    }
+}
+
 /// A `strategy` value gangway does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown load-balancing strategy `{value}` (known: wrr, p2c, hrw, leasttime)")]

@@ -14,9 +14,8 @@
 use super::observe::{ObservedBody, WriteTimedOut};
 use super::rewind::Rewind;
 use super::timeouts::{self, Activity, ConnLimits, Expired, Watched};
-use super::{ConnInfo, EntryPointInfo, HttpServers, Proxy, Redirect, h2_server};
+use super::{ConnInfo, EntryPointInfo, Held, HttpServers, Proxy, Redirect, h2_server};
 use crate::body::{ClientStream, ProxyBody};
-use crate::overload::ConnectionSlot;
 use bytes::Bytes;
 use http::header::{self, HeaderValue};
 use http::{Method, Request, Response, StatusCode};
@@ -115,11 +114,11 @@ impl Proxy {
         entry_point: Arc<EntryPointInfo>,
         servers: Arc<HttpServers>,
         drain: watch::Receiver<bool>,
-        slot: Option<ConnectionSlot>,
+        held: Held,
     ) {
-        // The connection counts against the entry point's limit until this
-        // future ends, whichever way.
-        let _slot = slot;
+        // The connection counts against the entry point's limit, and among
+        // its worker's connections, until this future ends, whichever way.
+        let _held = held;
         let limit = first_bytes_limit(&entry_point);
         let deadline = Instant::now() + limit;
         let mut stream = stream;

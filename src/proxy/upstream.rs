@@ -95,7 +95,8 @@ impl Proxy {
                     .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
             )
         });
-        let sent_at = std::time::Instant::now();
+        // The origin's duration is the access log's alone.
+        let sent_at = self.access_log.as_ref().map(|_| std::time::Instant::now());
         let (mut resp, server) = match send(
             lb,
             req,
@@ -158,7 +159,7 @@ impl Proxy {
             let origin = crate::access_log::Origin {
                 url: server.url.clone(),
                 status: resp.status().as_u16(),
-                duration: sent_at.elapsed(),
+                duration: sent_at.map(|at| at.elapsed()).unwrap_or_default(),
                 content_length,
                 headers: log.wanted_headers.capture(resp.headers()),
             };
@@ -275,8 +276,13 @@ async fn send<'a>(
         prepare(&mut req, server, host, upgrade).map_err(|()| Failure::BadRequest)?;
         let failure = {
             // In flight until the response headers arrive (what p2c and
-            // leasttime weigh); the time they took feeds leasttime.
-            let in_flight = lb.states.get(idx).map(|s| s.start());
+            // leasttime weigh); the time they took feeds leasttime. Counted
+            // only for them: the count is one line every worker writes.
+            let in_flight = lb
+                .strategy
+                .weighs_load()
+                .then(|| lb.states.get(idx).map(|s| s.start()))
+                .flatten();
             let called = call(server, upgrade, req, router).await;
             match called {
                 Ok(resp) => {

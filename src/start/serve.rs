@@ -5,6 +5,7 @@ use super::workers::{self, Share};
 use super::{Ready, RunError};
 use crate::config::duration::Duration;
 use crate::proxy::{self, Listener, Proxy};
+use crate::worker::handoff::{Balance, Spread};
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -48,7 +49,7 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Result<Ser
         });
         let task = match sockets {
             Sockets::Main(Listener::Tcp(listener)) => {
-                let tcp = proxy::accept(proxy.clone(), listener, info, stop_rx);
+                let tcp = proxy::accept(proxy.clone(), listener, info, stop_rx, None);
                 // Both sides of the port stop and drain together.
                 tokio::spawn(async move {
                     tcp.await;
@@ -60,7 +61,10 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Result<Ser
             Sockets::Workers(listeners) => {
                 shares.resize_with(shares.len().max(listeners.len()), Vec::new);
                 let mut drained = Vec::new();
-                for (share, listener) in shares.iter_mut().zip(listeners) {
+                let (spread, inboxes) = Spread::new(listeners.len());
+                for (me, ((share, listener), inbox)) in
+                    shares.iter_mut().zip(listeners).zip(inboxes).enumerate()
+                {
                     let (done, done_rx) = oneshot::channel();
                     drained.push(done_rx);
                     share.push(Share {
@@ -68,6 +72,11 @@ pub(crate) fn spawn_servers(proxy: &Arc<Proxy>, ready: Vec<Ready>) -> Result<Ser
                         info: info.clone(),
                         stop: stop_rx.clone(),
                         drained: done,
+                        balance: Balance {
+                            spread: spread.clone(),
+                            me,
+                            inbox,
+                        },
                     });
                 }
                 // The entry point has drained when every worker has.

@@ -4,6 +4,7 @@
 
 use super::RunError;
 use crate::proxy::{self, EntryPointInfo, Proxy};
+use crate::worker::handoff::Balance;
 use std::sync::Arc;
 use tokio::sync::{oneshot, watch};
 
@@ -18,6 +19,9 @@ pub(super) struct Share {
     /// Told when this worker has stopped accepting and drained the entry
     /// point's connections.
     pub(super) drained: oneshot::Sender<()>,
+    /// How this worker evens out the entry point's connections with the
+    /// other workers.
+    pub(super) balance: Balance,
 }
 
 /// Starts one thread per element of `shares` (worker `i` serves
@@ -51,11 +55,12 @@ async fn serve(proxy: Arc<Proxy>, shares: Vec<Share>) {
                 info,
                 stop,
                 drained,
+                balance,
             } = share;
             // Registered here, with this worker's runtime, so that its
             // readiness wakes this thread only.
             match tokio::net::TcpListener::from_std(listener) {
-                Ok(listener) => proxy::accept(proxy, listener, info, stop).await,
+                Ok(listener) => proxy::accept(proxy, listener, info, stop, Some(balance)).await,
                 Err(e) => {
                     tracing::error!(entry_point = %info.name, error = %e, "worker cannot serve its listener");
                 }
