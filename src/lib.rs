@@ -30,6 +30,7 @@ pub mod proxy;
 pub mod rule;
 pub mod runtime;
 pub mod settings;
+pub mod sleep;
 pub mod start;
 pub mod store;
 pub mod template;
@@ -113,7 +114,8 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         registries,
         config.providers.providers_throttle_duration.0,
     );
-    let providers = start::spawn_providers(&config, tx).await?;
+    let sleeper = Arc::new(sleep::Sleeper::default());
+    let providers = start::spawn_providers(&config, tx, &sleeper).await?;
 
     let proxy = Arc::new(proxy::Proxy {
         runtime: handle,
@@ -124,6 +126,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_internals: config.metrics.add_internals,
         metrics_headers: metrics_headers.into(),
         tracer,
+        sleeper,
     });
     let servers = start::spawn_servers(&proxy, entry_points)?;
     shutdown.await;
