@@ -45,6 +45,8 @@ pub struct ApiState {
     pub terminating: Arc<AtomicBool>,
     /// What `/metrics` renders; None when Prometheus metrics are off.
     pub metrics: Option<Arc<crate::metrics::Exporter>>,
+    /// Services that sleep when idle, for their state.
+    pub sleeper: Arc<crate::sleep::Sleeper>,
 }
 
 /// The internal services gangway offers, by qualified name.
@@ -818,10 +820,17 @@ fn all_routers(state: &ApiState) -> Vec<views::RouterView> {
 }
 
 fn all_services(state: &ApiState) -> Vec<views::ServiceView> {
-    views::services(
+    let mut services = views::services(
         &state.runtime.load_full(),
         &state.registries.health_report(),
-    )
+    );
+    let mut sleeping = state.sleeper.views();
+    if !sleeping.is_empty() {
+        for s in &mut services {
+            s.sleep = sleeping.remove(&s.name);
+        }
+    }
+    services
 }
 
 async fn list_services(

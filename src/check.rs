@@ -1435,6 +1435,7 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         started: std::time::SystemTime::now(),
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,
+        sleeper: Arc::default(),
     });
     crate::settings::compile_context(config, crate::api::internal_services(&state), None)
 }

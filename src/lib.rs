@@ -82,6 +82,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let certificates = Arc::new(acme::Status::new(exporter.clone()));
+    let sleeper = Arc::new(sleep::Sleeper::default());
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
         certificates: certificates.clone(),
@@ -90,6 +91,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         started: std::time::SystemTime::now(),
         terminating: terminating.clone(),
         metrics: exporter,
+        sleeper: sleeper.clone(),
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
     let metrics_headers = metrics
@@ -114,7 +116,6 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         registries,
         config.providers.providers_throttle_duration.0,
     );
-    let sleeper = Arc::new(sleep::Sleeper::default());
     let providers = start::spawn_providers(&config, tx, &sleeper).await?;
 
     let proxy = Arc::new(proxy::Proxy {
