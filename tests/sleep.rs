@@ -362,3 +362,92 @@ async fn a_group_sleeps_and_wakes_together() {
     assert!(running(&run, &db).await);
     assert_eq!(events(&run, &db, "start", &since).await, 1);
 }
+
+/// A socket proxy in front of the daemon that lets reads through and
+/// refuses every write, as a read-only docker-socket-proxy does.
+async fn read_only_proxy() -> u16 {
+    use http_body_util::Either;
+    use hyper::service::service_fn;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+                        let refused = http::Response::builder()
+                            .status(403)
+                            .header("content-type", "application/json")
+                            .body(Either::Right(Full::new(Bytes::from_static(
+                                b"{\"message\":\"write access refused by the socket proxy\"}",
+                            ))))
+                            .expect("response");
+                        return Ok::<_, hyper::Error>(refused);
+                    }
+                    let daemon = tokio::net::UnixStream::connect("/var/run/docker.sock")
+                        .await
+                        .expect("docker socket");
+                    let (mut send, conn) =
+                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(daemon))
+                            .await?;
+                    tokio::spawn(conn);
+                    Ok(send.send_request(req).await?.map(Either::Left))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sleep_labels_are_refused_when_docker_is_read_only() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_read_only").await {
+        return;
+    }
+    let run = Run::new("sleep-read-only");
+    let proxy = read_only_proxy().await;
+    let endpoint = format!("--providers.docker.endpoint=tcp://127.0.0.1:{proxy}");
+    let api_router =
+        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    let gw = Gangway::with_file(
+        api_router,
+        &[
+            "--providers.docker",
+            &run.constraint(),
+            &endpoint,
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    let name = run.start(&sleeper("ro", "2s")).await;
+    // Routed as without the labels, never stopped, and the refusal is shown
+    // on the container.
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("ro.test", "ro")
+    })
+    .await;
+    let containers = probe
+        .get("api.test", "/api/containers")
+        .await
+        .expect("api")
+        .body;
+    let mine = containers
+        .split("},{")
+        .find(|c| c.contains(&name))
+        .unwrap_or_else(|| panic!("{name} in {containers}"));
+    assert!(
+        mine.contains("gangway.sleep.idle") && mine.contains("cannot start or stop containers"),
+        "{mine}"
+    );
+    assert_eq!(sleep_state(&gw, "ro@docker").await, None);
+    let since = stamp();
+    assert!(probe.answers("ro.test", "ro").await);
+    assert_eq!(events(&run, &name, "stop", &since).await, 0);
+}
