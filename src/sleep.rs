@@ -782,6 +782,11 @@ impl Visit {
     }
 }
 
+/// Response extension: how long the request waited for its service to
+/// wake, for the access log.
+#[derive(Clone, Copy, Debug)]
+pub struct Waited(pub Duration);
+
 /// Whether a request asks for HTML (a browser navigating), for the page mode.
 pub fn wants_page(headers: &http::HeaderMap) -> bool {
     headers

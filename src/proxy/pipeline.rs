@@ -116,11 +116,19 @@ impl Proxy {
         };
         // A service that sleeps: the request may wait for its wake-up, and
         // keeps it awake until its answer ends.
-        let (route, visit) = match self.sleeper.enter(&route.service_name) {
-            None => (route, None),
+        let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
+            None => (route, None, None),
             Some(visit) => match self.await_wake(conn, &req, &host, route, &visit).await {
-                Ok(route) => (route, Some(visit)),
-                Err((answer, route)) => return (answer, Some(route)),
+                Ok((route, waited)) => {
+                    let waited = waited.then(|| visit.arrived().elapsed());
+                    (route, Some(visit), waited)
+                }
+                Err((mut answer, route)) => {
+                    answer
+                        .extensions_mut()
+                        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
+                    return (answer, Some(route));
+                }
             },
         };
         // Gangway's own routers (unless `tracing.addInternals`) and routers
@@ -169,7 +177,13 @@ impl Proxy {
         }
         let resp = self.run_route(conn, &route, host_value, req).await;
         let resp = match visit {
-            Some(visit) => resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit))),
+            Some(visit) => {
+                let mut resp = resp;
+                if let Some(waited) = waited {
+                    resp.extensions_mut().insert(crate::sleep::Waited(waited));
+                }
+                resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)))
+            }
             None => resp,
         };
         (resp, Some(route))
@@ -193,8 +207,9 @@ impl Proxy {
     }
 
     /// Waits for a sleeping service to wake (bounded by its `hold`), then
-    /// for its servers to be in the routing table; or the answer to give
-    /// instead: the waiting page, or why it could not wake.
+    /// for its servers to be in the routing table: the route, and whether
+    /// it waited; or the answer to give instead: the waiting page, or why
+    /// it could not wake.
     async fn await_wake<B>(
         &self,
         conn: &ConnInfo,
@@ -202,11 +217,11 @@ impl Proxy {
         host: &str,
         route: Arc<Route>,
         visit: &crate::sleep::Visit,
-    ) -> Result<Arc<Route>, (Response<ProxyBody>, Arc<Route>)> {
+    ) -> Result<(Arc<Route>, bool), (Response<ProxyBody>, Arc<Route>)> {
         use crate::sleep::{Ready, WakeError};
         match visit.ready(crate::sleep::wants_page(req.headers())).await {
-            Ok(Ready::Alone) => return Ok(route),
-            Ok(Ready::Now) if route.upstream.is_up() => return Ok(route),
+            Ok(Ready::Alone) => return Ok((route, false)),
+            Ok(Ready::Now) if route.upstream.is_up() => return Ok((route, false)),
             Ok(Ready::Now | Ready::Woken) => {}
             Ok(Ready::Page) => return Err((waiting_page(), route)),
             Err(e) => return Err((wake_failed(&e), route)),
@@ -219,7 +234,7 @@ impl Proxy {
             if let Some(found) = self.find_route(conn, req, host)
                 && found.upstream.is_up()
             {
-                return Ok(found);
+                return Ok((found, true));
             }
             match tokio::time::timeout_at(deadline.into(), published.changed()).await {
                 Ok(Ok(())) => {}
