@@ -387,10 +387,11 @@ impl Sleeper {
             match units.get_mut(&key) {
                 Some(unit) => {
                     unit.phase = match (unit.phase, running) {
-                        // Started by someone else.
+                        // Started by someone else, or seen running for a
+                        // moment by a failed start: its failure stays, so
+                        // that its backoff holds if it stops again.
                         (Phase::Asleep | Phase::Stopped, true) => {
                             unit.idle_from_ms = now;
-                            unit.failure = None;
                             Phase::Awake
                         }
                         // Stopped by someone else.
@@ -434,16 +435,20 @@ impl Sleeper {
         }
         // A container that runs again (started by anyone) or is gone is
         // no longer one gangway stopped; one being stopped still is.
-        let known: BTreeMap<&str, (bool, Phase)> = units
+        // A container being started, or whose last start failed, stays
+        // one gangway stopped even if it was seen running for a moment.
+        let known: BTreeMap<&str, (bool, bool)> = units
             .values()
             .flat_map(|u| {
+                let hold =
+                    matches!(u.phase, Phase::Stopping | Phase::Waking) || u.failure.is_some();
                 u.members
                     .iter()
-                    .map(move |m| (m.id.as_str(), (m.running, u.phase)))
+                    .map(move |m| (m.id.as_str(), (m.running, hold)))
             })
             .collect();
         stopped.retain(|id| match known.get(id.as_str()) {
-            Some((running, phase)) => !*running || *phase == Phase::Stopping,
+            Some((running, hold)) => !*running || *hold,
             None => false,
         });
         let by_service = units

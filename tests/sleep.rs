@@ -65,6 +65,11 @@ fn sleeper(name: &str, idle: &str) -> Spec {
 async fn gangway(run: &Run) -> Gangway {
     let api_router =
         "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    // The internal entry point on a port of its own: :8080 may be taken.
+    let internal = format!(
+        "--entryPoints.gangway.address=127.0.0.1:{}",
+        support::free_port()
+    );
     Gangway::with_file(
         api_router,
         &[
@@ -72,6 +77,7 @@ async fn gangway(run: &Run) -> Gangway {
             &run.constraint(),
             "--providers.docker.downGracePeriod=0s",
             "--api=true",
+            &internal,
         ],
     )
     .await
@@ -413,6 +419,10 @@ async fn sleep_labels_are_refused_when_docker_is_read_only() {
     let run = Run::new("sleep-read-only");
     let proxy = read_only_proxy().await;
     let endpoint = format!("--providers.docker.endpoint=tcp://127.0.0.1:{proxy}");
+    let internal = format!(
+        "--entryPoints.gangway.address=127.0.0.1:{}",
+        support::free_port()
+    );
     let api_router =
         "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
     let gw = Gangway::with_file(
@@ -422,6 +432,7 @@ async fn sleep_labels_are_refused_when_docker_is_read_only() {
             &run.constraint(),
             &endpoint,
             "--api=true",
+            &internal,
         ],
     )
     .await;

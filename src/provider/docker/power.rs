@@ -14,6 +14,10 @@ use std::time::Duration;
 
 /// How often a starting container is inspected until it is ready.
 const POLL: Duration = Duration::from_millis(50);
+/// A container without a health check counts as ready once it has been
+/// running this long: one whose command fails at once is caught exiting
+/// instead of being sent requests.
+const SETTLE: Duration = Duration::from_millis(150);
 /// Seconds a stopping container gets between SIGTERM and SIGKILL.
 const STOP_GRACE_SECS: i32 = 10;
 /// A container id that cannot exist (ids are hexadecimal): starting it
@@ -130,6 +134,7 @@ async fn wait_ready(
     deadline: tokio::time::Instant,
     limit: Duration,
 ) -> Result<(), WakeError> {
+    let mut running_since: Option<tokio::time::Instant> = None;
     loop {
         let inspected = docker
             .inspect_container(id, None::<InspectContainerOptions>)
@@ -146,16 +151,15 @@ async fn wait_ready(
         let state = inspected.state.unwrap_or_default();
         match state.status {
             Some(ContainerStateStatusEnum::RUNNING) => {
-                let health = state.health.and_then(|h| h.status);
-                if matches!(
-                    health,
-                    None | Some(
-                        HealthStatusEnum::EMPTY
-                            | HealthStatusEnum::NONE
-                            | HealthStatusEnum::HEALTHY
-                    )
-                ) {
-                    return Ok(());
+                let since = *running_since.get_or_insert_with(tokio::time::Instant::now);
+                match state.health.and_then(|h| h.status) {
+                    Some(HealthStatusEnum::HEALTHY) => return Ok(()),
+                    None | Some(HealthStatusEnum::EMPTY | HealthStatusEnum::NONE)
+                        if since.elapsed() >= SETTLE =>
+                    {
+                        return Ok(());
+                    }
+                    _ => {}
                 }
             }
             Some(ContainerStateStatusEnum::EXITED | ContainerStateStatusEnum::DEAD) => {
