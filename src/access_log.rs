@@ -55,6 +55,9 @@ pub struct Entry {
     pub tls: Option<TlsFields>,
     /// How many times the request was retried.
     pub retry_attempts: u32,
+    /// How long the request waited for its sleeping service to wake
+    /// (`gangway.sleep.*`); None when it did not wait.
+    pub sleep_wait: Option<Duration>,
     /// Request headers the configuration keeps (values already `REDACTED`
     /// where asked), canonical names.
     pub headers: Vec<(String, String)>,
@@ -696,6 +699,10 @@ fn json_map(
     put("RequestCount", V::from(e.request_count));
     put("entryPointName", V::from(e.entry_point.as_str()));
     put("RetryAttempts", V::from(e.retry_attempts));
+    // gangway's own field: the request waited for a sleeping service.
+    if let Some(waited) = e.sleep_wait {
+        put("SleepWaitDuration", V::from(nanos(waited)));
+    }
     if let Some(r) = &e.router {
         put("RouterName", V::from(r.as_str()));
     }
@@ -814,6 +821,7 @@ mod tests {
             entry_point: "web".into(),
             tls: None,
             retry_attempts: 0,
+            sleep_wait: None,
             headers: vec![("User-Agent".into(), "Mozilla/5.0".into())],
             downstream_headers: vec![("Content-Type".into(), "application/json".into())],
             trace: None,

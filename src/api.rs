@@ -47,6 +47,8 @@ pub struct ApiState {
     pub metrics: Option<Arc<crate::metrics::Exporter>>,
     /// The router views last built, kept while nothing they show changes.
     pub router_views: views::RouterViews,
+    /// Services that sleep when idle, for their state.
+    pub sleeper: Arc<crate::sleep::Sleeper>,
 }
 
 /// The internal services gangway offers, by qualified name.
@@ -820,10 +822,17 @@ fn all_routers(state: &ApiState) -> Arc<Vec<views::RouterView>> {
 }
 
 fn all_services(state: &ApiState) -> Vec<views::ServiceView> {
-    views::services(
+    let mut services = views::services(
         &state.runtime.load_full(),
         &state.registries.health_report(),
-    )
+    );
+    let mut sleeping = state.sleeper.views();
+    if !sleeping.is_empty() {
+        for s in &mut services {
+            s.sleep = sleeping.remove(&s.name);
+        }
+    }
+    services
 }
 
 async fn list_services(

@@ -30,6 +30,7 @@ pub mod proxy;
 pub mod rule;
 pub mod runtime;
 pub mod settings;
+pub mod sleep;
 pub mod start;
 pub mod store;
 pub mod template;
@@ -83,6 +84,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
 
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let certificates = Arc::new(acme::Status::new(exporter.clone()));
+    let sleeper = Arc::new(sleep::Sleeper::default());
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
         certificates: certificates.clone(),
@@ -92,6 +94,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         terminating: terminating.clone(),
         metrics: exporter,
         router_views: Default::default(),
+        sleeper: sleeper.clone(),
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);
     let metrics_headers = metrics
@@ -116,7 +119,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         registries,
         config.providers.providers_throttle_duration.0,
     );
-    let providers = start::spawn_providers(&config, tx).await?;
+    let providers = start::spawn_providers(&config, tx, &sleeper).await?;
 
     let proxy = Arc::new(proxy::Proxy {
         runtime: handle,
@@ -127,6 +130,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         metrics_internals: config.metrics.add_internals,
         metrics_headers: metrics_headers.into(),
         tracer,
+        sleeper,
     });
     let servers = start::spawn_servers(&proxy, entry_points)?;
     shutdown.await;

@@ -103,6 +103,8 @@ pub struct Proxy {
     pub metrics_headers: Box<[http::HeaderName]>,
     /// OpenTelemetry tracing, when on.
     pub tracer: Option<Arc<crate::otel::trace::Tracer>>,
+    /// Services that sleep when idle: a request may wait for a wake-up.
+    pub sleeper: Arc<crate::sleep::Sleeper>,
 }
 
 /// An entry point as the proxy sees it.

@@ -165,6 +165,7 @@ pub(crate) async fn load_certificates(
 pub(crate) async fn spawn_providers(
     config: &StaticConfig,
     tx: mpsc::Sender<Snapshot>,
+    sleeper: &std::sync::Arc<crate::sleep::Sleeper>,
 ) -> Result<Vec<JoinHandle<()>>, RunError> {
     let internal = crate::api::internal_routers(config);
     if !internal.http.routers.is_empty() {
@@ -179,7 +180,7 @@ pub(crate) async fn spawn_providers(
     }
     let mut providers = Vec::new();
     for kind in ProviderKind::configured(&config.providers) {
-        providers.extend(kind.spawn(&config.providers, &tx)?);
+        providers.extend(kind.spawn(&config.providers, &tx, sleeper)?);
     }
     Ok(providers)
 }

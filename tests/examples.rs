@@ -290,6 +290,13 @@ async fn quickstart_works_as_its_readme_says() {
     run_example("quickstart", "quickstart", &[]).await;
 }
 
+/// Idle containers stopped and woken: needs the gangway image built from
+/// this checkout (the sleep labels are gangway's own).
+#[tokio::test]
+async fn sleep_works_as_its_readme_says() {
+    run_example("sleep_example", "sleep", &[]).await;
+}
+
 #[tokio::test]
 async fn paths_and_middlewares_work_as_the_readme_says() {
     run_example("paths_and_middlewares", "paths-and-middlewares", &[]).await;

@@ -685,6 +685,12 @@ pub struct ServiceView {
     pub server_health: Option<BTreeMap<String, ServerHealthReport>>,
     /// The routers that use it.
     pub used_by: Vec<String>,
+    /// For a service whose containers sleep when idle (`gangway.sleep.*`
+    /// labels), gangway's addition: its state (awake, stopping, asleep,
+    /// waking, stopped), when it went to sleep, the last request and the
+    /// last wake-up with its duration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sleep: Option<crate::sleep::UnitView>,
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
@@ -710,6 +716,7 @@ impl ServiceView {
             server_status: None,
             server_health: None,
             used_by: using(report),
+            sleep: None,
             state: StateView::of(report),
         };
         let Some(Service {
@@ -1478,6 +1485,7 @@ mod tests {
             terminating: Arc::default(),
             metrics: None,
             router_views: Default::default(),
+            sleeper: Arc::default(),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod build;
 pub mod constraints;
 pub mod container;
 pub mod labels;
+mod power;
 pub mod template;
 mod watch;
 
@@ -85,6 +86,10 @@ pub struct Settings {
     pub include_one_off: bool,
     /// Networks of gangway's own container, when it runs in one.
     pub own_networks: Vec<String>,
+    /// Stopped containers whose routers stay, without servers, because a
+    /// request may wake them: put to sleep by gangway, or
+    /// `gangway.sleep.wakeable` (set by the provider at each build).
+    pub keep: std::collections::BTreeSet<String>,
 }
 
 impl Settings {
@@ -133,6 +138,7 @@ impl Settings {
             down_grace: down_grace_period.0,
             include_one_off: *include_one_off,
             own_networks: Vec::new(),
+            keep: std::collections::BTreeSet::new(),
         })
     }
 }
@@ -195,10 +201,12 @@ impl Endpoint {
 }
 
 /// Checks the options, then starts the provider: it sends a `Snapshot` on
-/// `tx` at every change until `tx` closes.
+/// `tx` at every change until `tx` closes, and starts and stops the
+/// containers of sleeping services for `sleeper`.
 pub fn spawn_docker(
     config: &DockerProvider,
     tx: mpsc::Sender<Snapshot>,
+    sleeper: Arc<crate::sleep::Sleeper>,
 ) -> Result<tokio::task::JoinHandle<()>, DockerError> {
     let settings = Settings::new(config)?;
     let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
@@ -207,6 +215,7 @@ pub fn spawn_docker(
         endpoint,
         config.watch,
         tx,
+        sleeper,
     )))
 }
 

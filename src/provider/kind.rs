@@ -140,6 +140,7 @@ impl ProviderKind {
         self,
         providers: &Providers,
         tx: &mpsc::Sender<Snapshot>,
+        sleeper: &std::sync::Arc<crate::sleep::Sleeper>,
     ) -> Result<Option<JoinHandle<()>>, OptionsError> {
         let tx = tx.clone();
         Ok(match self {
@@ -159,7 +160,7 @@ impl ProviderKind {
                 Some(super::file::spawn_file(source, *watch, tx))
             }),
             ProviderKind::Docker => match &providers.docker {
-                Some(c) => Some(super::docker::spawn_docker(c, tx)?),
+                Some(c) => Some(super::docker::spawn_docker(c, tx, sleeper.clone())?),
                 None => None,
             },
             ProviderKind::Swarm => match &providers.swarm {

@@ -325,6 +325,7 @@ impl Proxy {
                 .extensions()
                 .get::<crate::middleware::retry::Retried>()
                 .map_or(0, |r| r.0);
+            e.sleep_wait = resp.extensions().get::<crate::sleep::Waited>().map(|w| w.0);
             if let Some(log) = &self.access_log {
                 e.downstream_headers = log.wanted_headers.capture(resp.headers());
             }
@@ -455,6 +456,7 @@ fn entry_for<B>(conn: &ConnInfo, req: &Request<B>, log: &crate::access_log::Acce
                 client_subject: conn.client_subject.clone(),
             }),
         retry_attempts: 0,
+        sleep_wait: None,
         headers: log.wanted_headers.capture(req.headers()),
         downstream_headers: Vec::new(),
         trace: None,

@@ -106,27 +106,30 @@ impl Proxy {
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         let host = normalize_authority(host_text);
-        let route = {
-            let facts = RequestFacts {
-                method: req.method(),
-                host: &host,
-                path: req.uri().path(),
-                query: req.uri().query(),
-                headers: req.headers(),
-                client_ip: conn.peer.ip(),
-            };
-            // One load per request; the Arc is copied out so no guard is held across an await.
-            self.runtime
-                .load()
-                .route(conn.entry_point.id, conn.tls, &facts)
-                .cloned()
-        };
+        let route = self.find_route(conn, &req, &host);
         if routed_first && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
         {
             return (answer, None);
         }
         let Some(route) = route else {
             return (Kind::NoRoute.into_response(), None);
+        };
+        // A service that sleeps: the request may wait for its wake-up, and
+        // keeps it awake until its answer ends.
+        let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
+            None => (route, None, None),
+            Some(visit) => match self.await_wake(conn, &req, &host, route, &visit).await {
+                Ok((route, waited)) => {
+                    let waited = waited.then(|| visit.arrived().elapsed());
+                    (route, Some(visit), waited)
+                }
+                Err((mut answer, route)) => {
+                    answer
+                        .extensions_mut()
+                        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
+                    return (answer, Some(route));
+                }
+            },
         };
         // Gangway's own routers (unless `tracing.addInternals`) and routers
         // with `observability.tracing=false` make no spans; `observe`
@@ -167,7 +170,18 @@ impl Proxy {
             Box::new(req.map(|body| {
                 RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))
             }));
+        let mut req = req;
+        if let Some(visit) = &visit {
+            // The upstream keeps it for an upgraded connection's lifetime.
+            req.extensions_mut().insert(visit.clone());
+        }
         let mut resp = self.run_route(conn, &route, host_value, req).await;
+        if let Some(visit) = visit {
+            if let Some(waited) = waited {
+                resp.extensions_mut().insert(crate::sleep::Waited(waited));
+            }
+            resp = resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)));
+        }
         // Multi-layer routing: the child that answered is the router the
         // metrics and the access log name.
         let route = match resp.extensions_mut().remove::<TakenBy>() {
@@ -175,6 +189,66 @@ impl Proxy {
             None => route,
         };
         (resp, Some(route))
+    }
+
+    /// The route for a request, from the current runtime.
+    fn find_route<B>(&self, conn: &ConnInfo, req: &Request<B>, host: &str) -> Option<Arc<Route>> {
+        let facts = RequestFacts {
+            method: req.method(),
+            host,
+            path: req.uri().path(),
+            query: req.uri().query(),
+            headers: req.headers(),
+            client_ip: conn.peer.ip(),
+        };
+        // One load per request; the Arc is copied out so no guard is held across an await.
+        self.runtime
+            .load()
+            .route(conn.entry_point.id, conn.tls, &facts)
+            .cloned()
+    }
+
+    /// Waits for a sleeping service to wake (bounded by its `hold`), then
+    /// for its servers to be in the routing table: the route, and whether
+    /// it waited; or the answer to give instead: the waiting page, or why
+    /// it could not wake.
+    async fn await_wake<B>(
+        &self,
+        conn: &ConnInfo,
+        req: &Request<B>,
+        host: &str,
+        route: Arc<Route>,
+        visit: &crate::sleep::Visit,
+    ) -> Result<(Arc<Route>, bool), (Response<ProxyBody>, Arc<Route>)> {
+        use crate::sleep::{Ready, WakeError};
+        match visit.ready(crate::sleep::wants_page(req.headers())).await {
+            Ok(Ready::Alone) => return Ok((route, false)),
+            Ok(Ready::Now) if route.upstream.is_up() => return Ok((route, false)),
+            Ok(Ready::Now | Ready::Woken) => {}
+            Ok(Ready::Page) => return Err((waiting_page(), route)),
+            Err(e) => return Err((wake_failed(&e), route)),
+        }
+        // The containers run; their servers are routed once the provider's
+        // next build is compiled and published.
+        let deadline = visit.arrived() + visit.hold();
+        let mut published = self.runtime.subscribe();
+        loop {
+            if let Some(found) = self.find_route(conn, req, host)
+                && found.upstream.is_up()
+            {
+                return Ok((found, true));
+            }
+            match tokio::time::timeout_at(deadline.into(), published.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    let e = WakeError::HoldExpired {
+                        unit: route.service_name.clone(),
+                        hold: visit.hold(),
+                    };
+                    return Err((wake_failed(&e), route));
+                }
+            }
+        }
     }
 
     /// Runs a routed request to its answer: through the route's middlewares
@@ -390,6 +464,33 @@ impl Terminal for ToService<'_> {
             }
         })
     }
+}
+
+/// The page a browser gets while its service wakes.
+fn waiting_page() -> Response<ProxyBody> {
+    let mut resp = Response::new(ProxyBody::text(crate::sleep::WAITING_PAGE));
+    *resp.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::RETRY_AFTER, HeaderValue::from_static("2"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// The answer to a request whose service could not wake, with the reason.
+fn wake_failed(e: &crate::sleep::WakeError) -> Response<ProxyBody> {
+    let mut resp = Response::new(ProxyBody::bytes(bytes::Bytes::from(format!("{e}\n"))));
+    *resp.status_mut() = e.status();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    h.insert(header::RETRY_AFTER, HeaderValue::from(e.retry_after()));
+    resp
 }
 
 /// `uri` with its query replaced by `query`; None if that does not make a

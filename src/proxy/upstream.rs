@@ -95,6 +95,10 @@ impl Proxy {
                     .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned()),
             )
         });
+        // A sleeping service stays awake while its upgraded connection is open.
+        let visit = upgrade
+            .then(|| req.extensions().get::<crate::sleep::Visit>().cloned())
+            .flatten();
         // The origin's duration is the access log's alone.
         let sent_at = self.access_log.as_ref().map(|_| std::time::Instant::now());
         let (mut resp, server) = match send(
@@ -127,6 +131,7 @@ impl Proxy {
                 let server_upgrade = hyper::upgrade::on(&mut resp);
                 let idle = conn.entry_point.web_socket_idle_timeout;
                 tokio::spawn(async move {
+                    let _visit = visit;
                     match tokio::try_join!(client_upgrade, server_upgrade) {
                         Ok((c, s)) => {
                             let (mut c, mut s) = (TokioIo::new(c), TokioIo::new(s));

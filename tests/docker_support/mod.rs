@@ -200,6 +200,8 @@ pub struct Spec {
     pub labels: Vec<(String, String)>,
     /// More `docker run` arguments (health checks, restart policy, env).
     pub args: Vec<String>,
+    /// The command instead of the image's (after the image name).
+    pub command: Vec<String>,
 }
 
 impl Spec {
@@ -221,6 +223,12 @@ impl Spec {
     /// Adds `docker run` arguments.
     pub fn args(mut self, args: &[&str]) -> Spec {
         self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Runs `sh -c script` instead of the image's command.
+    pub fn shell(mut self, script: &str) -> Spec {
+        self.command = vec!["sh".into(), "-c".into(), script.into()];
         self
     }
 
@@ -358,6 +366,7 @@ impl Run {
         }
         args.extend(spec.args.iter().cloned());
         args.push(IMAGE.into());
+        args.extend(spec.command.iter().cloned());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.docker(&args).await.expect("docker run");
         name

@@ -474,7 +474,8 @@ fn contribute<'a>(
     let serving = view.can_serve();
     if let Some(reason) = down_reason(view) {
         let health_only = matches!(reason, NotRouted::Starting | NotRouted::Unhealthy);
-        let forever = labels.allow_non_running || (s.allow_empty_services && health_only);
+        let asleep = s.keep.contains(&view.id);
+        let forever = labels.allow_non_running || asleep || (s.allow_empty_services && health_only);
         let until = view
             .down_since_ms
             .map(|since| since.saturating_add(s.down_grace.as_millis() as u64));
@@ -488,6 +489,10 @@ fn contribute<'a>(
         }
         rec.reason = Some(reason);
         rec.messages.push(match until {
+            _ if asleep => {
+                "asleep (gangway.sleep): its routers stay, and the first request starts it"
+                    .to_owned()
+            }
             Some(u) if !forever => {
                 *next_change_ms = Some(next_change_ms.map_or(u, |n| n.min(u)));
                 format!(

@@ -380,6 +380,8 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
             "swarm" => read_engine(node, &mut out, Engine::Swarm),
             "http" => read_http(node, &mut out),
             "tcp" => read_tcp(node, &mut out),
+            // gangway's own sleep labels (`crate::sleep::spec`), read apart.
+            "sleep" if prefix.eq_ignore_ascii_case("gangway") => {}
             "udp" => read_udp(node, &mut out),
             "tls" => {
                 let mut keys = Vec::new();

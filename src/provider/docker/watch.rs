@@ -6,10 +6,12 @@
 
 use super::build::{Built, build};
 use super::container::{ContainerView, RunState};
+use super::power::{DockerPower, read_only};
 use super::{Endpoint, Settings};
 use crate::config::problem::ProviderError;
 use crate::config::provenance::ProviderDetail;
 use crate::provider::Snapshot;
+use crate::sleep::{Member, Report, SleepError, Sleeper, parse_sleep_labels};
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::EventMessage;
@@ -17,6 +19,7 @@ use bollard::query_parameters::{EventsOptions, InspectContainerOptions, ListCont
 use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -71,6 +74,10 @@ struct State {
     out: Publisher,
     /// Per container, the last line logged about it, so each is logged once.
     logged: HashMap<String, String>,
+    /// Sleeping services: told of every rebuild, given the daemon while connected.
+    sleeper: Arc<Sleeper>,
+    /// Why the daemon does not let gangway start and stop containers, when it does not.
+    read_only: Option<String>,
 }
 
 /// What a provider watching a daemon sent last, and how it sends the next
@@ -179,6 +186,7 @@ pub(super) async fn run(
     endpoint: Endpoint,
     watch: bool,
     tx: mpsc::Sender<Snapshot>,
+    sleeper: Arc<Sleeper>,
 ) {
     let mut state = State {
         settings,
@@ -186,10 +194,14 @@ pub(super) async fn run(
         draining_since: HashMap::new(),
         out: Publisher::new(PROVIDER, tx),
         logged: HashMap::new(),
+        sleeper,
+        read_only: None,
     };
     let mut retry = Reconnect::new();
     loop {
         let outcome = session(&mut state, &endpoint, watch, &mut retry).await;
+        // Nothing is stopped or started while the daemon cannot be followed.
+        state.sleeper.disconnected();
         let message = match outcome {
             Ok(()) => return,
             Err(Stop::Closed) => return,
@@ -293,6 +305,13 @@ async fn session(
         })),
     );
     state.settings.own_networks = own_networks(&docker).await;
+    // Only a watching provider sees containers start and stop, which
+    // sleeping needs.
+    state.read_only = if watch {
+        read_only(&docker).await
+    } else {
+        None
+    };
     state.relist(&docker).await?;
     tracing::info!(
         provider = PROVIDER,
@@ -304,6 +323,13 @@ async fn session(
     state.publish(true).await?;
     if !watch {
         return Ok(());
+    }
+    // After the first build: the idle time of every container counts from
+    // here, so nothing is stopped as gangway starts.
+    if state.read_only.is_none() {
+        state.sleeper.connected(Arc::new(DockerPower {
+            docker: docker.clone(),
+        }));
     }
     loop {
         let next_change = state.next_change();
@@ -566,11 +592,90 @@ impl State {
                 }
             }
         }
+        let specs = self.sleep_specs();
         let views: Vec<ContainerView> = self.views.values().cloned().collect();
         let mut built = build(&views, &self.settings, now);
         built.detail.connected = Some(connected);
+        self.report_sleepers(&specs, &mut built);
         self.log_records(&built.detail);
         Ok(self.out.publish(built).await?)
+    }
+
+    /// Reads every container's sleep labels, and keeps the routers of the
+    /// stopped ones gangway may wake: those it put to sleep, and wakeable ones.
+    fn sleep_specs(
+        &mut self,
+    ) -> BTreeMap<String, Result<crate::sleep::SleepSpec, Vec<SleepError>>> {
+        let mut specs = BTreeMap::new();
+        self.settings.keep.clear();
+        for v in self.views.values() {
+            let Some(parsed) = parse_sleep_labels(&v.labels) else {
+                continue;
+            };
+            let parsed = match (parsed, &self.read_only) {
+                (Ok(_), Some(why)) => Err(vec![SleepError::ReadOnly {
+                    label: crate::sleep::spec::first_label(&v.labels)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    reason: why.clone(),
+                }]),
+                (parsed, _) => parsed,
+            };
+            if let Ok(spec) = &parsed
+                && !v.can_serve()
+                && v.state != RunState::Removed
+                && (spec.wakeable || self.sleeper.stopped_by_gangway(&v.id))
+            {
+                self.settings.keep.insert(v.id.clone());
+            }
+            specs.insert(v.id.clone(), parsed);
+        }
+        specs
+    }
+
+    /// Tells the sleeper which containers sleep and what they serve; shows
+    /// sleep label errors on their containers.
+    fn report_sleepers(
+        &self,
+        specs: &BTreeMap<String, Result<crate::sleep::SleepSpec, Vec<SleepError>>>,
+        built: &mut Built,
+    ) {
+        let mut services: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for (name, detail) in &built.detail.services {
+            for source in &detail.sources {
+                services
+                    .entry(source.container_id.as_str())
+                    .or_default()
+                    .push(format!("{name}@{}", self.settings.provider));
+            }
+        }
+        let mut reports = Vec::new();
+        for (id, parsed) in specs {
+            match parsed {
+                Err(errors) => {
+                    if let Some(r) = built.detail.containers.iter_mut().find(|r| &r.id == id) {
+                        r.messages.extend(errors.iter().map(ToString::to_string));
+                    }
+                }
+                Ok(spec) => {
+                    let (Some(view), Some(served)) =
+                        (self.views.get(id), services.get(id.as_str()))
+                    else {
+                        continue;
+                    };
+                    reports.push(Report {
+                        spec: spec.clone(),
+                        member: Member {
+                            id: id.clone(),
+                            name: view.name.clone(),
+                            running: view.state == RunState::Running,
+                        },
+                        services: served.clone(),
+                    });
+                }
+            }
+        }
+        self.sleeper.update(reports);
     }
 
     /// Tells the aggregator that Docker is unreachable; the last

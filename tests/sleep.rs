@@ -1,0 +1,464 @@
+//! Idle services sleep and wake (`gangway.sleep.*` labels) against a real
+//! Docker daemon: containers on the host network, stopped by the real
+//! gangway binary when idle and started again by the first request.
+//! Without Docker a test is skipped, or fails under GANGWAY_TEST_STRICT=1.
+
+mod docker_support;
+mod support;
+
+use docker_support::{Probe, Run, SERIAL, Spec, ready};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::{Gangway, eventually};
+
+const P: &str = "gangway";
+
+/// Now, as `docker events --since/--until` read it.
+fn stamp() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    format!("{}.{:09}", now.as_secs(), now.subsec_nanos())
+}
+
+async fn running(run: &Run, name: &str) -> bool {
+    run.docker(&["inspect", "--format", "{{.State.Running}}", name])
+        .await
+        .is_ok_and(|out| out == "true")
+}
+
+/// How many `event`s (start, stop, die) the container had since `since`.
+async fn events(run: &Run, name: &str, event: &str, since: &str) -> usize {
+    let container = format!("container={name}");
+    let event = format!("event={event}");
+    let until = stamp();
+    run.docker(&[
+        "events",
+        "--since",
+        since,
+        "--until",
+        &until,
+        "--filter",
+        &container,
+        "--filter",
+        &event,
+        "--format",
+        "{{.Action}}",
+    ])
+    .await
+    .expect("docker events")
+    .lines()
+    .count()
+}
+
+/// A container routed as `<name>.test` that sleeps after `idle`.
+fn sleeper(name: &str, idle: &str) -> Spec {
+    Spec::new(name)
+        .routed(P, name, &format!("{name}.test"), name)
+        .label("gangway.sleep.idle", idle)
+}
+
+/// Gangway for this run's containers, with its API at `api.test`.
+async fn gangway(run: &Run) -> Gangway {
+    let api_router =
+        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    // The internal entry point on a port of its own: :8080 may be taken.
+    let internal = format!(
+        "--entryPoints.gangway.address=127.0.0.1:{}",
+        support::free_port()
+    );
+    Gangway::with_file(
+        api_router,
+        &[
+            "--providers.docker",
+            &run.constraint(),
+            "--providers.docker.downGracePeriod=0s",
+            "--api=true",
+            &internal,
+        ],
+    )
+    .await
+}
+
+/// GET with an `Accept` header.
+async fn get_accepting(gw: &Gangway, host: &str, accept: &str) -> (u16, Option<String>, String) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = http::Request::get(gw.url("/"))
+        .header("host", host)
+        .header("accept", accept)
+        .body(Full::default())
+        .expect("request");
+    let resp = tokio::time::timeout(Duration::from_secs(40), client.request(req))
+        .await
+        .expect("answered")
+        .expect("request through gangway");
+    let status = resp.status().as_u16();
+    let retry = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    (
+        status,
+        retry,
+        String::from_utf8_lossy(&body).trim().to_owned(),
+    )
+}
+
+/// The API's view of one service's sleep.
+async fn sleep_state(gw: &Gangway, service: &str) -> Option<serde_json::Value> {
+    let got = gw.get("api.test", "/api/http/services").await;
+    let list: serde_json::Value = serde_json::from_slice(&got.body).ok()?;
+    list.as_array()?
+        .iter()
+        .find(|s| s["name"] == service)
+        .and_then(|s| s.get("sleep").cloned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_idle").await {
+        return;
+    }
+    let run = Run::new("sleep-idle");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let name = run.start(&sleeper("idle", "2s")).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("idle.test", "idle")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "stopped once idle", || async {
+        !running(&run, &name).await
+    })
+    .await;
+    // Asleep, its router stays and the API says so.
+    eventually(Duration::from_secs(5), "shown asleep", || async {
+        sleep_state(&gw, "idle@docker")
+            .await
+            .is_some_and(|s| s["state"] == "asleep" && s["asleepSince"].is_string())
+    })
+    .await;
+
+    let since = stamp();
+    let answers =
+        futures_util::future::join_all((0..50).map(|_| probe.get("idle.test", "/"))).await;
+    let ok = answers
+        .iter()
+        .filter(|a| {
+            a.as_ref()
+                .is_ok_and(|a| a.status == 200 && a.body == "idle")
+        })
+        .count();
+    assert_eq!(ok, 50, "{answers:?}");
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
+    let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
+    assert_eq!(state["state"], "awake", "{state}");
+    assert!(state["lastWakeMs"].is_u64(), "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_health_checked_container_is_held_until_healthy() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_health").await {
+        return;
+    }
+    let run = Run::new("sleep-health");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    // `/state` says `booting` until the health check can pass.
+    let spec = sleeper("healthy", "2s").health_checked().shell(
+        "rm -f /tmp/healthy; echo booting > /www/state; \
+         (sleep 1; echo ready > /www/state; touch /tmp/healthy) & exec /bin/serve",
+    );
+    let name = run.start(&spec).await;
+    eventually(Duration::from_secs(15), "routed once healthy", || {
+        probe.answers("healthy.test", "healthy")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "stopped once idle", || async {
+        !running(&run, &name).await
+    })
+    .await;
+    let answer = probe.get("healthy.test", "/state").await.expect("answered");
+    assert_eq!(
+        (answer.status.as_u16(), answer.body.as_str()),
+        (200, "ready")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_page_mode_shows_browsers_a_page_and_holds_curl() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_page").await {
+        return;
+    }
+    let run = Run::new("sleep-page");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let name = run
+        .start(&sleeper("paged", "2s").label("gangway.sleep.mode", "page"))
+        .await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("paged.test", "paged")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "stopped once idle", || async {
+        !running(&run, &name).await
+    })
+    .await;
+    let since = stamp();
+    let (status, retry, body) = get_accepting(&gw, "paged.test", "text/html,*/*;q=0.8").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(retry.is_some());
+    assert!(body.contains("http-equiv=\"refresh\""), "{body}");
+    let (status, _, body) = get_accepting(&gw, "paged.test", "*/*").await;
+    assert_eq!((status, body.as_str()), (200, "paged"));
+    let (status, _, body) = get_accepting(&gw, "paged.test", "text/html").await;
+    assert_eq!((status, body.as_str()), (200, "paged"));
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_exits").await {
+        return;
+    }
+    let run = Run::new("sleep-exits");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    // Serves the first time; every later start exits at once.
+    let spec = sleeper("broken", "2s")
+        .shell("if [ -f /tmp/ran ]; then exit 3; fi; touch /tmp/ran; exec /bin/serve");
+    let name = run.start(&spec).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("broken.test", "broken")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "stopped once idle", || async {
+        !running(&run, &name).await
+    })
+    .await;
+    let since = stamp();
+    let first = probe.get("broken.test", "/").await.expect("answered");
+    assert_eq!(first.status, 502, "{first:?}");
+    assert!(first.body.contains("exit code 3"), "{first:?}");
+    for _ in 0..5 {
+        let again = probe.get("broken.test", "/").await.expect("answered");
+        assert_eq!(again.status, 502, "{again:?}");
+        assert!(again.body.contains("next attempt"), "{again:?}");
+        assert!(again.retry_after.is_some(), "{again:?}");
+    }
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
+    let state = sleep_state(&gw, "broken@docker")
+        .await
+        .expect("sleep state");
+    assert!(
+        state["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("exit code 3")),
+        "{state}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_open_across_the_idle_time_keeps_its_container_awake() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_open").await {
+        return;
+    }
+    let run = Run::new("sleep-open");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    // `/cgi-bin/slow` answers after twice the idle time.
+    let spec = sleeper("busy", "2s").shell(
+        "printf '#!/bin/sh\\necho Content-Type: text/plain\\necho\\nsleep 4\\necho done\\n' \
+           > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow && exec /bin/serve",
+    );
+    let name = run.start(&spec).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("busy.test", "busy")
+    })
+    .await;
+    let since = stamp();
+    let slow = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let req = http::Request::get(gw.url("/cgi-bin/slow"))
+        .header("host", "busy.test")
+        .body(Full::default())
+        .expect("request");
+    let resp = slow.request(req).await.expect("answered");
+    assert_eq!(resp.status(), 200);
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    assert_eq!(String::from_utf8_lossy(&body).trim(), "done");
+    assert_eq!(events(&run, &name, "stop", &since).await, 0);
+    assert!(running(&run, &name).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_container_stopped_by_hand_is_not_woken() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_by_hand").await {
+        return;
+    }
+    let run = Run::new("sleep-by-hand");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let name = run.start(&sleeper("manual", "1h")).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("manual.test", "manual")
+    })
+    .await;
+    run.docker(&["stop", "-t", "1", &name])
+        .await
+        .expect("docker stop");
+    let since = stamp();
+    eventually(Duration::from_secs(10), "its routers gone", || async {
+        probe.status("manual.test").await == 404
+    })
+    .await;
+    assert_eq!(probe.status("manual.test").await, 404);
+    assert_eq!(events(&run, &name, "start", &since).await, 0);
+    assert!(!running(&run, &name).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_sleeps_and_wakes_together() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_group").await {
+        return;
+    }
+    let run = Run::new("sleep-group");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let group = format!("shop-{}", run.suffix());
+    let app = run
+        .start(&sleeper("app", "2s").label("gangway.sleep.group", &group))
+        .await;
+    // The database: no router of its own, it sleeps and wakes with the app.
+    let db = run
+        .start(
+            &Spec::new("db")
+                .label(&format!("{P}.enable"), "true")
+                .label(
+                    &format!("{P}.http.services.db.loadbalancer.server.port"),
+                    "1",
+                )
+                .label("gangway.sleep.idle", "2s")
+                .label("gangway.sleep.group", &group),
+        )
+        .await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("app.test", "app")
+    })
+    .await;
+    eventually(
+        Duration::from_secs(20),
+        "both stopped once idle",
+        || async { !running(&run, &app).await && !running(&run, &db).await },
+    )
+    .await;
+    let since = stamp();
+    assert!(probe.answers("app.test", "app").await);
+    assert!(running(&run, &db).await);
+    assert_eq!(events(&run, &db, "start", &since).await, 1);
+}
+
+/// A socket proxy in front of the daemon that lets reads through and
+/// refuses every write, as a read-only docker-socket-proxy does.
+async fn read_only_proxy() -> u16 {
+    use http_body_util::Either;
+    use hyper::service::service_fn;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+                        let refused = http::Response::builder()
+                            .status(403)
+                            .header("content-type", "application/json")
+                            .body(Either::Right(Full::new(Bytes::from_static(
+                                b"{\"message\":\"write access refused by the socket proxy\"}",
+                            ))))
+                            .expect("response");
+                        return Ok::<_, hyper::Error>(refused);
+                    }
+                    let daemon = tokio::net::UnixStream::connect("/var/run/docker.sock")
+                        .await
+                        .expect("docker socket");
+                    let (mut send, conn) =
+                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(daemon))
+                            .await?;
+                    tokio::spawn(conn);
+                    Ok(send.send_request(req).await?.map(Either::Left))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sleep_labels_are_refused_when_docker_is_read_only() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_read_only").await {
+        return;
+    }
+    let run = Run::new("sleep-read-only");
+    let proxy = read_only_proxy().await;
+    let endpoint = format!("--providers.docker.endpoint=tcp://127.0.0.1:{proxy}");
+    let internal = format!(
+        "--entryPoints.gangway.address=127.0.0.1:{}",
+        support::free_port()
+    );
+    let api_router =
+        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    let gw = Gangway::with_file(
+        api_router,
+        &[
+            "--providers.docker",
+            &run.constraint(),
+            &endpoint,
+            "--api=true",
+            &internal,
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    let name = run.start(&sleeper("ro", "2s")).await;
+    // Routed as without the labels, never stopped, and the refusal is shown
+    // on the container.
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("ro.test", "ro")
+    })
+    .await;
+    let containers = probe
+        .get("api.test", "/api/containers")
+        .await
+        .expect("api")
+        .body;
+    let mine = containers
+        .split("},{")
+        .find(|c| c.contains(&name))
+        .unwrap_or_else(|| panic!("{name} in {containers}"));
+    assert!(
+        mine.contains("gangway.sleep.idle") && mine.contains("cannot start or stop containers"),
+        "{mine}"
+    );
+    assert_eq!(sleep_state(&gw, "ro@docker").await, None);
+    let since = stamp();
+    assert!(probe.answers("ro.test", "ro").await);
+    assert_eq!(events(&run, &name, "stop", &since).await, 0);
+}
