@@ -28,7 +28,10 @@ enum Failure {
     #[error("unknown group `{0}`: X25519 or X25519MLKEM768")]
     Group(String),
     #[error("the server settled on {agreed:?}, not {wanted}")]
-    Agreed { agreed: Option<String>, wanted: String },
+    Agreed {
+        agreed: Option<String>,
+        wanted: String,
+    },
     #[error("{0}: {1}")]
     Ca(String, rustls::pki_types::pem::Error),
     #[error("server name: {0}")]
@@ -52,7 +55,9 @@ fn main() {
 }
 
 fn run(address: &str, name: &str, ca: &str, group: &str, count: &str) -> Result<(), Failure> {
-    let count: u32 = count.parse().map_err(|_| Failure::Count(count.to_owned()))?;
+    let count: u32 = count
+        .parse()
+        .map_err(|_| Failure::Count(count.to_owned()))?;
     let mut provider = gangway::crypto::provider();
     provider
         .kx_groups

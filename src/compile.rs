@@ -396,49 +396,47 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             &mut |e: ConfigError| step.entry.warn(e),
                         );
                     }
-                    let route =
-                        made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                            Arc::new(Route {
-                                name: name.clone(),
-                                priority,
-                                matcher: matcher.clone(),
-                                rule: rule_text.clone(),
-                                tls: tls.is_some(),
-                                chain: chain.clone(),
-                                upstream: upstream.clone(),
-                                children: children.clone(),
-                                // A parent's requests are counted on the child
-                                // that answers them.
-                                stats: ctx.metrics.as_ref().filter(|m| m.routers && !parent).map(
-                                    |m| registries.router_stats(name, &service_name, &m.exporter),
-                                ),
-                                service_stats: if parent {
-                                    None
-                                } else {
-                                    stats(StatsKind::Service, |m| m.services, &service_name)
-                                },
-                                gate: if parent {
-                                    None
-                                } else {
-                                    crate::overload::Gate::for_service(
-                                        registries,
-                                        &service_name,
-                                        crate::overload::Limits::of(
-                                            dynamic.http.services.get(&service_name),
-                                            ctx.service_limits,
-                                        ),
-                                    )
-                                },
-                                service_name: service_name.clone(),
-                                internal: provider == "internal",
-                                traced: router_traced(router.observability.as_ref()),
-                                access_logs: router_switch(
-                                    router.observability.as_ref(),
-                                    "accessLogs",
-                                ),
-                                metrics: router_switch(router.observability.as_ref(), "metrics"),
-                            })
-                        });
+                    let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                        Arc::new(Route {
+                            name: name.clone(),
+                            priority,
+                            matcher: matcher.clone(),
+                            rule: rule_text.clone(),
+                            tls: tls.is_some(),
+                            chain: chain.clone(),
+                            upstream: upstream.clone(),
+                            children: children.clone(),
+                            // A parent's requests are counted on the child
+                            // that answers them.
+                            stats: ctx
+                                .metrics
+                                .as_ref()
+                                .filter(|m| m.routers && !parent)
+                                .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
+                            service_stats: if parent {
+                                None
+                            } else {
+                                stats(StatsKind::Service, |m| m.services, &service_name)
+                            },
+                            gate: if parent {
+                                None
+                            } else {
+                                crate::overload::Gate::for_service(
+                                    registries,
+                                    &service_name,
+                                    crate::overload::Limits::of(
+                                        dynamic.http.services.get(&service_name),
+                                        ctx.service_limits,
+                                    ),
+                                )
+                            },
+                            service_name: service_name.clone(),
+                            internal: provider == "internal",
+                            traced: router_traced(router.observability.as_ref()),
+                            access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
+                            metrics: router_switch(router.observability.as_ref(), "metrics"),
+                        })
+                    });
                     per_ep[i].push(route.clone());
                 }
             }
