@@ -1095,6 +1095,61 @@ async fn udp_labels_route_to_the_containers_port_while_it_runs() {
     assert!(!gw.log().contains("panicked"), "{}", gw.log());
 }
 
+/// `tls.stores.default.defaultGeneratedCert` is the one TLS setting
+/// Traefik reads from labels: a container's labels reach the compiled
+/// configuration, where a resolver gangway does not have is reported on
+/// the overview (the order itself is the ACME tests' subject).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_default_generated_certificate_is_read_from_a_container_s_labels() {
+    let _serial = SERIAL.lock().await;
+    if !ready("default_generated_cert_label").await {
+        return;
+    }
+    let run = Run::new("gencert");
+    let gw = run.gangway(&["--api=true"]).await;
+    let probe = Probe::new(&gw);
+    let app = Spec::new("app")
+        .routed(P, "app", "app.test", "app")
+        .label(
+            "gangway.tls.stores.default.defaultgeneratedcert.resolver",
+            "nowhere",
+        )
+        .label(
+            "gangway.tls.stores.default.defaultgeneratedcert.domain.main",
+            "fallback.test",
+        );
+    run.start(&app).await;
+    eventually(Duration::from_secs(10), "app routed", || {
+        probe.answers("app.test", "app")
+    })
+    .await;
+    gw.rewrite(
+        "[http.routers.api]\nentryPoints = [\"web\"]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n",
+    );
+    let warned = || async {
+        let got = gw.get("api.test", "/api/overview").await;
+        let text = String::from_utf8_lossy(&got.body).into_owned();
+        got.status == 200
+            && text.contains("tls.stores.default.defaultGeneratedCert")
+            && text.contains("nowhere")
+    };
+    eventually(
+        Duration::from_secs(10),
+        "the overview names the label's unknown resolver",
+        warned,
+    )
+    .await;
+    // The container's routers are not touched by it.
+    assert!(probe.answers("app.test", "app").await);
+    let record = gw.get("api.test", "/api/http/routers/app@docker").await;
+    assert_eq!(record.status, 200, "{}", record.text());
+    assert!(
+        !record.text().contains("defaultgeneratedcert"),
+        "{}",
+        record.text()
+    );
+}
+
 /// `/api/tcp/routers` of a gangway started with `--api=true` and an API
 /// router on its web entry point.
 async fn gw_api(gw: &support::Gangway) -> serde_json::Value {

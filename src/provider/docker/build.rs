@@ -19,7 +19,7 @@ use crate::config::dynamic::tcp::{
     TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpServer, TcpService,
 };
 use crate::config::dynamic::udp::{UdpLoadBalancer, UdpRouter, UdpServer, UdpService};
-use crate::config::dynamic::{LoadBalancer, Middleware, Router, Server, Service};
+use crate::config::dynamic::{GeneratedCert, LoadBalancer, Middleware, Router, Server, Service};
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Origin, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
 use crate::config::static_config::ConflictPolicy;
@@ -92,6 +92,8 @@ struct Contribution<'a> {
     problem: Option<ServerProblem>,
     /// Problems of its services that left them working, by service name.
     warnings: Vec<(String, Problem)>,
+    /// `tls.stores.default.defaultGeneratedCert`, when its labels give it.
+    generated_cert: Option<GeneratedCert>,
     record: ContainerRecord,
 }
 
@@ -257,6 +259,21 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     }
 
     let mut dynamic = Dynamic::default();
+    // As with objects, the first serving container that gives the default
+    // store's generated certificate is the one kept.
+    if let Some(generated) = contributions
+        .iter()
+        .filter(|c| c.serving)
+        .find_map(|c| c.generated_cert.clone())
+    {
+        dynamic.tls.stores.insert(
+            "default".to_owned(),
+            crate::config::dynamic::TlsStore {
+                default_generated_cert: Some(generated),
+                ..Default::default()
+            },
+        );
+    }
     finish(&mut dynamic.http.routers, &mut detail.routers, routers);
     finish(&mut dynamic.http.services, &mut detail.services, services);
     finish(
@@ -539,6 +556,7 @@ fn contribute<'a>(
         lost_conflict: false,
         problem: None,
         warnings: Vec::new(),
+        generated_cert: labels.generated_cert.clone(),
         record: rec,
     };
     for e in &labels.errors {

@@ -9,7 +9,7 @@ mod tests;
 
 use crate::config::dynamic::tcp::{TcpMiddleware, TcpRouter, TcpService};
 use crate::config::dynamic::udp::{UdpRouter, UdpService};
-use crate::config::dynamic::{Middleware, Router, Service};
+use crate::config::dynamic::{GeneratedCert, Middleware, Router, Service};
 use crate::config::problem::Problem;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -267,6 +267,10 @@ pub struct ContainerLabels {
     pub udp_services: Objects<UdpService>,
     /// The container's port per UDP service that gives one.
     pub udp_ports: BTreeMap<String, u16>,
+    /// `<prefix>.tls.stores.default.defaultgeneratedcert`: the default
+    /// certificate ordered from a resolver, the one TLS setting Traefik
+    /// reads from labels.
+    pub generated_cert: Option<GeneratedCert>,
     /// Every error, the ones that broke an object included.
     pub errors: Vec<LabelError>,
     /// Labels under the prefix that neither Traefik nor gangway reads
@@ -383,16 +387,7 @@ pub fn parse_labels(prefix: &str, labels: &BTreeMap<String, String>) -> Containe
             // gangway's own sleep labels (`crate::sleep::spec`), read apart.
             "sleep" if prefix.eq_ignore_ascii_case("gangway") => {}
             "udp" => read_udp(node, &mut out),
-            "tls" => {
-                let mut keys = Vec::new();
-                node.labels(&mut keys);
-                for label in keys {
-                    out.errors.push(LabelError::Unsupported {
-                        label,
-                        message: "TLS stores and options cannot be set from labels; use the file provider".to_owned(),
-                    });
-                }
-            }
+            "tls" => read_tls(node, &mut out),
             // Traefik reads only these sections of its labels and passes
             // over the rest; a near miss of one is still a typo.
             _ => match suggest(&written, TOP) {
@@ -602,6 +597,36 @@ fn read_tcp(node: Node, out: &mut ContainerLabels) {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 struct UdpServerLabels {
     port: Option<u16>,
+}
+
+/// `<prefix>.tls`: as in Traefik, only the default store's generated
+/// certificate is read from labels; TLS options, certificates and other
+/// stores belong to the file provider.
+fn read_tls(mut node: Node, out: &mut ContainerLabels) {
+    let mut stores = node.take_child("stores");
+    let mut default = stores.as_mut().and_then(|s| s.take_child("default"));
+    if let Some(generated) = default
+        .as_mut()
+        .and_then(|d| d.take_child("defaultgeneratedcert"))
+    {
+        match read::<GeneratedCert>(&generated) {
+            Ok(g) => out.generated_cert = Some(g),
+            Err(e) => out.errors.push(LabelError::from_de(e, &generated.name())),
+        }
+    }
+    let mut rest = Vec::new();
+    for n in [Some(&node), stores.as_ref(), default.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        n.labels(&mut rest);
+    }
+    for label in rest {
+        out.errors.push(LabelError::Unsupported {
+            label,
+            message: "of TLS settings, labels give only `tls.stores.default.defaultGeneratedCert`; options, certificates and other stores come from the file provider".to_owned(),
+        });
+    }
 }
 
 fn read_udp(node: Node, out: &mut ContainerLabels) {

@@ -1226,10 +1226,7 @@ fn stray_labels_are_reported_without_breaking_anything() {
         ("traefik.http.routers.good.rule", "Host(`good`)"),
         ("traefik.http.routerz.x.rule", "Host(`x`)"),
         ("traefik.enable", "yes"),
-        (
-            "traefik.tls.stores.default.defaultgeneratedcert.resolver",
-            "le",
-        ),
+        ("traefik.tls.options.strict.minversion", "VersionTLS13"),
         ("traefik.http..rule", "x"),
         ("traefik.http.routers.good.tls.domains[x].main", "a"),
         ("traefik.http.routers.good.tls.domains[5000].main", "a"),
@@ -1246,7 +1243,7 @@ fn stray_labels_are_reported_without_breaking_anything() {
     for needle in [
         "`traefik.http.routerz.x.rule`: unknown option `routerz` (did you mean `routers`?)",
         "`traefik.enable`: `yes` is not true or false",
-        "cannot be set from labels",
+        "labels give only `tls.stores.default.defaultGeneratedCert`",
         "empty segment",
         "an index is written",
         "index too large",
@@ -1608,4 +1605,55 @@ fn parent_refs_are_not_read_from_labels_as_in_traefik() {
     let child = &p.routers.parsed["child"];
     assert!(child.parent_refs.is_empty());
     assert_eq!(child.service, "admin");
+}
+
+#[test]
+fn the_default_store_s_generated_certificate_is_read_from_labels() {
+    let p = traefik(&[
+        ("traefik.http.routers.web.rule", "Host(`web`)"),
+        (
+            "traefik.tls.stores.default.defaultgeneratedcert.resolver",
+            "le",
+        ),
+        (
+            "traefik.tls.stores.default.defaultGeneratedCert.domain.main",
+            "example.com",
+        ),
+        (
+            "traefik.tls.stores.default.defaultgeneratedcert.domain.sans",
+            "www.example.com,api.example.com",
+        ),
+        (
+            "traefik.tls.stores.default.defaultcertificate.certfile",
+            "/c.pem",
+        ),
+        (
+            "traefik.tls.stores.other.defaultgeneratedcert.resolver",
+            "le",
+        ),
+    ]);
+    let generated = p.generated_cert.expect("read");
+    assert_eq!(generated.resolver, "le");
+    assert_eq!(
+        generated.domains(),
+        ["example.com", "www.example.com", "api.example.com"]
+    );
+    let text: Vec<String> = p.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(text.len(), 2, "{text:#?}");
+    for label in [
+        "traefik.tls.stores.default.defaultcertificate.certfile",
+        "traefik.tls.stores.other.defaultgeneratedcert.resolver",
+    ] {
+        assert!(text.iter().any(|t| t.contains(label)), "{label}: {text:#?}");
+    }
+    let bad = traefik(&[(
+        "traefik.tls.stores.default.defaultgeneratedcert.resolvr",
+        "le",
+    )]);
+    assert_eq!(bad.generated_cert, None);
+    assert!(
+        bad.errors[0].to_string().contains("resolvr"),
+        "{:?}",
+        bad.errors
+    );
 }
