@@ -219,6 +219,10 @@ struct Unit {
     failure: Option<Failure>,
     /// The last wake-up: when (ms since the epoch) and how long it took.
     last_wake: Option<(u64, Duration)>,
+    /// Whether the provider has seen every member stopped since gangway
+    /// last stopped it. Until it has, a member it still reports running is
+    /// its view lagging behind the stop, not someone starting it again.
+    seen_down: bool,
 }
 
 impl Unit {
@@ -386,7 +390,12 @@ impl Sleeper {
             let keep = spec.wakeable || ours;
             match units.get_mut(&key) {
                 Some(unit) => {
+                    if !running {
+                        unit.seen_down = true;
+                    }
                     unit.phase = match (unit.phase, running) {
+                        // Stopped by gangway, but not yet seen stopped.
+                        (Phase::Asleep, true) if !unit.seen_down => Phase::Asleep,
                         // Started by someone else, or seen running for a
                         // moment by a failed start: its failure stays, so
                         // that its backoff holds if it stops again.
@@ -428,6 +437,7 @@ impl Sleeper {
                             pending: None,
                             failure: None,
                             last_wake: None,
+                            seen_down: !running,
                         },
                     );
                 }
@@ -440,8 +450,9 @@ impl Sleeper {
         let known: BTreeMap<&str, (bool, bool)> = units
             .values()
             .flat_map(|u| {
-                let hold =
-                    matches!(u.phase, Phase::Stopping | Phase::Waking) || u.failure.is_some();
+                let hold = matches!(u.phase, Phase::Stopping | Phase::Waking)
+                    || (u.phase == Phase::Asleep && !u.seen_down)
+                    || u.failure.is_some();
                 u.members
                     .iter()
                     .map(move |m| (m.id.as_str(), (m.running, hold)))
@@ -496,6 +507,7 @@ impl Sleeper {
                 continue;
             }
             unit.phase = Phase::Stopping;
+            unit.seen_down = false;
             to_stop.push((key.clone(), unit.ids()));
         }
         for (_, ids) in &to_stop {
@@ -951,6 +963,36 @@ mod tests {
         let v = sleeper.enter("app@docker").expect("managed");
         assert_eq!(v.ready(false).await, Ok(Ready::Alone));
         assert_eq!(e.starts.load(Ordering::SeqCst), 0);
+        assert!(!sleeper.stopped_by_gangway("id1"));
+    }
+
+    /// Docker's answer to a stop comes before the watcher sees the
+    /// container die: a report of it still running in between is that
+    /// lag, not someone starting it, and it stays asleep and routed.
+    #[tokio::test]
+    async fn a_report_lagging_behind_gangway_s_stop_keeps_it_asleep() {
+        let sleeper = Arc::new(Sleeper::default());
+        let e = engine(false);
+        sleeper.connected(Arc::new(e.clone()));
+        let idle = Some(Duration::ZERO);
+        sleeper.update(vec![report(true, idle, false)]);
+        sleeper.check_idle();
+        for _ in 0..100 {
+            if sleeper.views()["app@docker"].state == Phase::Asleep {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(e.stops.load(Ordering::SeqCst), 1);
+        sleeper.update(vec![report(true, idle, false)]);
+        assert_eq!(sleeper.views()["app@docker"].state, Phase::Asleep);
+        assert!(sleeper.stopped_by_gangway("id1"));
+        sleeper.update(vec![report(false, idle, false)]);
+        assert_eq!(sleeper.views()["app@docker"].state, Phase::Asleep);
+        assert!(sleeper.stopped_by_gangway("id1"), "its routers stay");
+        // Seen stopped, then running again: someone else started it.
+        sleeper.update(vec![report(true, idle, false)]);
+        assert_eq!(sleeper.views()["app@docker"].state, Phase::Awake);
         assert!(!sleeper.stopped_by_gangway("id1"));
     }
 
