@@ -174,6 +174,8 @@ fn harness() -> &'static Harness {
                 proxy_protocol: None,
                 stats: Some(registries.stats(StatsKind::EntryPoint, "web", &exporter)),
                 traced: false,
+                access_logs: true,
+                metrics: true,
             })
         };
         let https = Redirect {
@@ -196,6 +198,7 @@ fn harness() -> &'static Harness {
             log_internals: false,
             metrics_headers: Box::new([]),
             tracer: None,
+            sleeper: Default::default(),
         });
         let h = Harness {
             rt,
