@@ -10,8 +10,10 @@
 //! ```
 //!
 //! `GROUP` is `X25519` or `X25519MLKEM768`; a handshake that settles on
-//! another group is an error. Prints the handshakes made and the time
-//! they took.
+//! another group is an error. The server must present one of the
+//! certificates in `CA_PEM` itself (the bench's self-signed one), and its
+//! handshake signature is checked as usual. Prints the handshakes made and
+//! the time they took.
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -42,6 +44,72 @@ enum Failure {
     Io(#[from] std::io::Error),
 }
 
+/// Accepts exactly the certificates it was given (a self-signed one is
+/// refused by ordinary path validation as a CA used as an end entity) and
+/// checks handshake signatures with the provider's algorithms.
+#[derive(Debug)]
+struct Pinned {
+    certificates: Vec<CertificateDer<'static>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for Pinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        if self
+            .certificates
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref())
+        {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [address, name, ca, group, count] = args.as_slice() else {
@@ -65,14 +133,20 @@ fn run(address: &str, name: &str, ca: &str, group: &str, count: &str) -> Result<
     if provider.kx_groups.is_empty() {
         return Err(Failure::Group(group.to_owned()));
     }
-    let mut roots = rustls::RootCertStore::empty();
     let pem_error = |e| Failure::Ca(ca.to_owned(), e);
-    for cert in CertificateDer::pem_file_iter(ca).map_err(pem_error)? {
-        roots.add(cert.map_err(pem_error)?)?;
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+    let pinned = CertificateDer::pem_file_iter(ca)
+        .map_err(pem_error)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(pem_error)?;
+    let provider = Arc::new(provider);
+    let verifier = Arc::new(Pinned {
+        certificates: pinned,
+        provider: provider.clone(),
+    });
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     config.resumption = rustls::client::Resumption::disabled();
     let config = Arc::new(config);
