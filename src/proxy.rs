@@ -507,13 +507,25 @@ pub async fn accept(
         // closes (as HAProxy's maxconn). The slot is taken after `accept`:
         // with several workers, one waiting for a connection on its own
         // listener must not hold a slot another worker's connection needs.
+        // While it waits, connections other workers hand to this one are
+        // served: each already holds a slot, and one left in the inbox
+        // would keep the slot this wait needs.
         let slot = match &entry_point.connections {
             Some(limit) => match limit.try_acquire() {
                 Some(slot) => Some(slot),
-                None => tokio::select! {
-                    slot = limit.acquire() => Some(slot),
-                    _ = shutdown.changed() => break,
-                },
+                None => {
+                    let slot = loop {
+                        tokio::select! {
+                            slot = limit.acquire() => break Some(slot),
+                            Some(handed) = next_handed(&mut balance) => take_handed(handed, &serve),
+                            _ = shutdown.changed() => break None,
+                        }
+                    };
+                    match slot {
+                        Some(slot) => Some(slot),
+                        None => break,
+                    }
+                }
             },
             None => None,
         };
