@@ -289,6 +289,74 @@ fn tls_option(section: &'static str, proto: &str) -> &'static str {
     }
 }
 
+/// Items in one export at most.
+const BATCH: usize = 512;
+/// How long an item may wait for its batch.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// What an export task sends, in batches: up to [`BATCH`] items, each
+/// waiting at most [`FLUSH_EVERY`]; once `stop` is notified, what is still
+/// queued, then nothing.
+pub(super) struct Batches<T> {
+    rx: tokio::sync::mpsc::Receiver<T>,
+    stop: std::sync::Arc<tokio::sync::Notify>,
+    stopping: bool,
+}
+
+impl<T> Batches<T> {
+    pub(super) fn new(
+        rx: tokio::sync::mpsc::Receiver<T>,
+        stop: std::sync::Arc<tokio::sync::Notify>,
+    ) -> Self {
+        Batches {
+            rx,
+            stop,
+            stopping: false,
+        }
+    }
+
+    /// The next batch; None when every sender is gone, or when the stop's
+    /// last items have been taken.
+    pub(super) async fn next(&mut self) -> Option<Vec<T>> {
+        let Batches { rx, stop, stopping } = self;
+        if !*stopping {
+            let first = tokio::select! {
+                biased;
+                () = stop.notified() => None,
+                first = rx.recv() => Some(first?),
+            };
+            if let Some(first) = first {
+                let mut batch = Vec::with_capacity(BATCH.min(rx.len() + 1));
+                batch.push(first);
+                let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
+                while batch.len() < BATCH {
+                    tokio::select! {
+                        biased;
+                        () = stop.notified() => {
+                            *stopping = true;
+                            break;
+                        }
+                        next = tokio::time::timeout_at(deadline, rx.recv()) => match next {
+                            Ok(Some(item)) => batch.push(item),
+                            Ok(None) | Err(_) => break,
+                        },
+                    }
+                }
+                return Some(batch);
+            }
+            *stopping = true;
+        }
+        let mut batch = Vec::new();
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        (!batch.is_empty()).then_some(batch)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

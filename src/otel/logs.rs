@@ -14,15 +14,11 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use opentelemetry_proto::tonic::logs::v1 as proto;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 /// Records waiting for the exporter at most; past it new ones are dropped.
 const QUEUE: usize = 4096;
-/// Records in one export at most.
-const BATCH: usize = 512;
-/// How long a record may wait for its batch.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 pub use proto::LogRecord;
 
@@ -80,56 +76,15 @@ pub fn spawn_export(
 /// Batches records and exports them until the sink is gone, or until
 /// `stop`: then what is queued goes in a last export.
 async fn export(
-    mut rx: mpsc::Receiver<LogRecord>,
+    rx: mpsc::Receiver<LogRecord>,
     exporter: Exporter,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     section: &'static str,
     stop: Arc<tokio::sync::Notify>,
 ) {
     let mut failing = false;
-    let mut stopping = false;
-    while !stopping {
-        let first = tokio::select! {
-            biased;
-            () = stop.notified() => break,
-            first = rx.recv() => match first {
-                Some(record) => record,
-                None => return,
-            },
-        };
-        let mut batch = Vec::with_capacity(BATCH.min(rx.len() + 1));
-        batch.push(first);
-        let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
-        while batch.len() < BATCH {
-            tokio::select! {
-                biased;
-                () = stop.notified() => {
-                    stopping = true;
-                    break;
-                }
-                next = tokio::time::timeout_at(deadline, rx.recv()) => match next {
-                    Ok(Some(record)) => batch.push(record),
-                    Ok(None) | Err(_) => break,
-                },
-            }
-        }
-        send(&exporter, &resource, section, batch, &mut failing).await;
-    }
-    let mut batch = Vec::new();
-    while let Ok(record) = rx.try_recv() {
-        batch.push(record);
-        if batch.len() == BATCH {
-            send(
-                &exporter,
-                &resource,
-                section,
-                std::mem::take(&mut batch),
-                &mut failing,
-            )
-            .await;
-        }
-    }
-    if !batch.is_empty() {
+    let mut batches = super::export::Batches::new(rx, stop);
+    while let Some(batch) = batches.next().await {
         send(&exporter, &resource, section, batch, &mut failing).await;
     }
 }

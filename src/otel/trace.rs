@@ -23,15 +23,11 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
 /// Spans waiting for the exporter at most; past it new spans are dropped.
 const QUEUE: usize = 4096;
-/// Spans in one export at most.
-const BATCH: usize = 512;
-/// How long a span may wait for its batch.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// A trace's id: 16 bytes, never all zero.
 pub type TraceId = [u8; 16];
@@ -602,56 +598,14 @@ fn new_trace_id() -> TraceId {
 /// Batches spans and exports them until every tracer is gone, or until
 /// `stop`: then what is queued goes in a last export.
 async fn export_spans(
-    mut rx: mpsc::Receiver<SpanRecord>,
+    rx: mpsc::Receiver<SpanRecord>,
     exporter: Exporter,
     resource: opentelemetry_proto::tonic::resource::v1::Resource,
     stop: Arc<tokio::sync::Notify>,
 ) {
     let mut failing = false;
-    let mut stopping = false;
-    while !stopping {
-        let first = tokio::select! {
-            biased;
-            () = stop.notified() => break,
-            first = rx.recv() => match first {
-                Some(span) => span,
-                None => return,
-            },
-        };
-        let mut batch = Vec::with_capacity(BATCH.min(rx.len() + 1));
-        batch.push(first);
-        let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
-        while batch.len() < BATCH {
-            tokio::select! {
-                biased;
-                () = stop.notified() => {
-                    stopping = true;
-                    break;
-                }
-                next = tokio::time::timeout_at(deadline, rx.recv()) => match next {
-                    Ok(Some(span)) => batch.push(span),
-                    Ok(None) | Err(_) => break,
-                },
-            }
-        }
-        export_batch(&exporter, &resource, batch, &mut failing).await;
-    }
-    // The last push: whatever the requests that ended before the stop
-    // left queued.
-    let mut batch = Vec::new();
-    while let Ok(span) = rx.try_recv() {
-        batch.push(span);
-        if batch.len() == BATCH {
-            export_batch(
-                &exporter,
-                &resource,
-                std::mem::take(&mut batch),
-                &mut failing,
-            )
-            .await;
-        }
-    }
-    if !batch.is_empty() {
+    let mut batches = super::export::Batches::new(rx, stop);
+    while let Some(batch) = batches.next().await {
         export_batch(&exporter, &resource, batch, &mut failing).await;
     }
 }
