@@ -1415,15 +1415,13 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let mut acme: Vec<CertificateView> = state
-        .certificates
-        .snapshot()
-        .into_iter()
-        .map(CertificateView::Acme)
-        .collect();
-    acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
+    // One snapshot for both the list and the routers' view of it, so the
+    // two cannot disagree about a certificate that changes meanwhile.
+    let orders = state.certificates.snapshot();
     let rt = state.runtime.load_full();
-    let all_routers = state.router_views.of(&rt, &state.certificates.snapshot());
+    let all_routers = state.router_views.of(&rt, &orders);
+    let mut acme: Vec<CertificateView> = orders.into_iter().map(CertificateView::Acme).collect();
+    acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     // The routers served a certificate from `source`, by name.
     let served_to = |source: &crate::tls::CertificateSource| -> Vec<String> {
         all_routers
