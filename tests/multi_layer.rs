@@ -66,14 +66,6 @@ fn get(gw: &Gangway, host: &str, path: &str, role: Option<&str>) -> Request<Full
     req.body(Full::default()).unwrap()
 }
 
-async fn router_view(gw: &Gangway, name: &str) -> serde_json::Value {
-    let text = gw
-        .get("api.test", &format!("/api/http/routers/{name}"))
-        .await
-        .text();
-    serde_json::from_str(&text).unwrap_or_default()
-}
-
 #[tokio::test]
 async fn parent_middlewares_run_first_and_children_match_what_they_left() {
     let admin = Backend::echo("admin").await;
@@ -127,10 +119,10 @@ async fn a_child_whose_parent_does_not_exist_is_disabled_with_why() {
     let users = Backend::echo("users").await;
     let gw = Gangway::with_file(&config(&admin, &users), &["--api=true"]).await;
     eventually(Duration::from_secs(5), "config applied", || async {
-        router_view(&gw, "orphan@file").await["status"] == "disabled"
+        gw.api_json("/api/http/routers/orphan@file").await["status"] == "disabled"
     })
     .await;
-    let orphan = router_view(&gw, "orphan@file").await;
+    let orphan = gw.api_json("/api/http/routers/orphan@file").await;
     let problems = orphan["problems"].to_string();
     assert!(
         problems.contains("parent router `ghost@file` does not exist"),
@@ -148,11 +140,11 @@ async fn a_child_whose_parent_does_not_exist_is_disabled_with_why() {
 
     // The API shows the tree: children name their parent, qualified, and
     // are on no entry point of their own.
-    let child = router_view(&gw, "admin@file").await;
+    let child = gw.api_json("/api/http/routers/admin@file").await;
     assert_eq!(child["status"], "enabled", "{child}");
     assert_eq!(child["parentRefs"], serde_json::json!(["portal@file"]));
     assert_eq!(child["using"], serde_json::json!([]), "{child}");
-    let parent = router_view(&gw, "portal@file").await;
+    let parent = gw.api_json("/api/http/routers/portal@file").await;
     assert_eq!(parent["status"], "enabled", "{parent}");
     assert!(parent.get("service").is_none(), "{parent}");
 }

@@ -448,15 +448,6 @@ async fn one_worker_thread_serves_the_same() {
     assert_eq!(gw.send(authed).await.status, StatusCode::OK);
 }
 
-/// The routers' view in gangway's API, served at `api.test`.
-async fn router_view(gw: &Gangway, name: &str) -> serde_json::Value {
-    let text = gw
-        .get("api.test", &format!("/api/http/routers/{name}"))
-        .await
-        .text();
-    serde_json::from_str(&text).unwrap_or_default()
-}
-
 #[tokio::test]
 async fn a_router_with_rule_syntax_v2_routes_its_v2_rule_and_is_warned() {
     let a = Backend::echo("a").await;
@@ -498,7 +489,7 @@ async fn a_router_with_rule_syntax_v2_routes_its_v2_rule_and_is_warned() {
         assert_eq!(gw.send(r).await.status, StatusCode::NOT_FOUND, "{what}");
     }
     // The API keeps the rule as written and warns, with the v3 rewrite.
-    let view = router_view(&gw, "hosts@file").await;
+    let view = gw.api_json("/api/http/routers/hosts@file").await;
     assert_eq!(view["status"], "warning", "{view}");
     assert_eq!(view["ruleSyntax"], "v2", "{view}");
     let problem = &view["problems"][0];

@@ -240,7 +240,7 @@ pub async fn provider_state(gw: &Gangway, provider: &str) -> serde_json::Value {
 
 /// `path` of gangway's API (served at `api.test`), as JSON.
 pub async fn api_json(gw: &Gangway, path: &str) -> serde_json::Value {
-    serde_json::from_str(&gw.get("api.test", path).await.text()).unwrap_or_default()
+    gw.api_json(path).await
 }
 
 /// Waits until `/api/providers` says `provider` is not connected, and

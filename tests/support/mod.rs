@@ -387,6 +387,12 @@ impl Gangway {
         .await
     }
 
+    /// `path` of gangway's API, served at `api.test`, as JSON (Null when
+    /// it is not JSON).
+    pub async fn api_json(&self, path: &str) -> serde_json::Value {
+        serde_json::from_str(&self.get("api.test", path).await.text()).unwrap_or_default()
+    }
+
     /// Peak resident memory of the gangway process, in KiB (VmHWM).
     pub fn peak_rss_kib(&self) -> u64 {
         let status =
