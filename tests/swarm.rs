@@ -1007,6 +1007,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_a_global_one_is_refuse
     // 20 requests at once wake it with one scale, back to 2, and all are
     // answered by its tasks.
     let since = stamp();
+    let asked = Instant::now();
     let answers =
         futures_util::future::join_all((0..20).map(|_| get_waiting(&gw, "napper.test"))).await;
     for answer in &answers {
@@ -1030,6 +1031,17 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_a_global_one_is_refuse
         sleep_state(&gw, "napper@swarm").await.as_deref() == Some("awake")
     })
     .await;
+    let view: Value = serde_json::from_slice(
+        &gw.get("api.test", "/api/http/services/napper@swarm")
+            .await
+            .body,
+    )
+    .expect("JSON");
+    eprintln!(
+        "{TEST}: 20 requests answered {:?} after they were sent; the wake-up took {} ms (lastWakeMs)",
+        asked.elapsed(),
+        view["sleep"]["lastWakeMs"]
+    );
 
     // Idle again: asleep again.
     let deadline = Instant::now() + Duration::from_secs(60);
