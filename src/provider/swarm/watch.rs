@@ -325,6 +325,11 @@ impl State {
         let serving = serving(views);
         let mut specs = Specs::new();
         self.settings.keep.clear();
+        // Counts of services that are gone are of no use any more.
+        self.previous
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|id, _| cluster.services.iter().any(|s| &s.id == id));
         for service in &cluster.services {
             let mut labels = service.labels.clone();
             let asleep_with = labels.remove(REPLICAS_LABEL);
