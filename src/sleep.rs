@@ -2,11 +2,12 @@
 //! `gangway.sleep.idle` passes without a request is stopped, and the first
 //! request to one of its services starts it again.
 //!
-//! The room owns the decisions; the provider owns Docker. The provider
-//! reports, at every rebuild, each sleeping unit's containers, whether they
-//! run and which services they serve (`Sleeper::update`), and hands over an
-//! `Engine` that starts and stops containers while it is connected. The
-//! proxy asks, per request to such a service, whether it must wait
+//! The room owns the decisions; the providers own Docker. Each provider
+//! (Docker's containers, Swarm's services) reports, at every rebuild, each
+//! sleeping unit's members, whether they run and which services they serve
+//! (`Sleeper::update`), and hands over an `Engine` that starts and stops
+//! them while it is connected; a unit is woken and put to sleep by its own
+//! provider's engine. The proxy asks, per request to such a service, whether it must wait
 //! (`Sleeper::enter`, `Visit::ready`), and keeps a `Visit` for as long as
 //! the request, its answer or its upgraded connection is open, so an open
 //! WebSocket or stream keeps the unit awake.
@@ -51,8 +52,8 @@ fn now_ms() -> u64 {
         .unwrap_or_default()
 }
 
-/// Starts and stops containers for the sleeper; given by a connected
-/// provider.
+/// Starts and stops a provider's members (containers, Swarm services) for
+/// the sleeper; given by a connected provider.
 pub trait Engine: Send + Sync {
     /// Starts these containers; resolves once each is running and, if it
     /// has a health check, healthy, or with why not within `limit`.
@@ -100,6 +101,32 @@ pub enum WakeError {
     /// The provider has no connection to Docker.
     #[error("gangway has no connection to Docker to start the service")]
     Disconnected,
+    /// The Swarm manager refused to scale a service.
+    #[error("service {service} could not be scaled: {reason}")]
+    Scale {
+        /// The service's name.
+        service: String,
+        /// The manager's answer.
+        reason: String,
+    },
+    /// A task of a service being scaled up failed or was rejected.
+    #[error("service {service}: a task is {state}: {reason}")]
+    TaskFailed {
+        /// The service's name.
+        service: String,
+        /// The task's state (`failed`, `rejected`).
+        state: String,
+        /// Its error, as the manager reports it.
+        reason: String,
+    },
+    /// No task of a service was running (and healthy) in time.
+    #[error("service {service} had no running task within {}", crate::config::Duration(*limit))]
+    NoTask {
+        /// The service's name.
+        service: String,
+        /// How long it had.
+        limit: Duration,
+    },
     /// The last wake-up failed; the next is not tried before its backoff.
     #[error("{unit} failed to wake ({cause}); next attempt in {retry_in_secs}s")]
     Backoff {
@@ -133,7 +160,10 @@ impl WakeError {
     /// container itself failed, 503 when it may still come.
     pub fn status(&self) -> http::StatusCode {
         match self {
-            WakeError::Start { .. } | WakeError::Exited { .. } => http::StatusCode::BAD_GATEWAY,
+            WakeError::Start { .. }
+            | WakeError::Exited { .. }
+            | WakeError::Scale { .. }
+            | WakeError::TaskFailed { .. } => http::StatusCode::BAD_GATEWAY,
             WakeError::Backoff { cause, .. } => cause.status(),
             _ => http::StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -164,18 +194,18 @@ pub enum Phase {
     Stopped,
 }
 
-/// One container as the provider reports it.
+/// One container (or Swarm service) as the provider reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
     /// Docker's id.
     pub id: String,
     /// Its name.
     pub name: String,
-    /// Running now.
+    /// Running now (a service: a task of it serves).
     pub running: bool,
 }
 
-/// One container with sleep labels, with what it serves.
+/// One container (or Swarm service) with sleep labels, with what it serves.
 #[derive(Clone, Debug)]
 pub struct Report {
     /// Its labels, read.
@@ -198,6 +228,8 @@ type WakeResult = Option<Result<(), WakeError>>;
 
 /// Containers that sleep and wake together: one container, or a group.
 struct Unit {
+    /// The provider whose engine starts and stops it.
+    provider: &'static str,
     spec: SleepSpec,
     members: Vec<Member>,
     services: BTreeSet<String>,
@@ -237,7 +269,8 @@ struct Inner {
     by_service: HashMap<String, String>,
     /// Containers gangway stopped: their routers stay.
     stopped: BTreeSet<String>,
-    engine: Option<Arc<dyn Engine>>,
+    /// The engine of each connected provider.
+    engines: HashMap<&'static str, Arc<dyn Engine>>,
     ticking: bool,
 }
 
@@ -272,6 +305,22 @@ pub struct UnitView {
     /// Why the last wake-up failed, while its backoff lasts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// The unit a report belongs to: its group, or its member alone. The
+/// Docker provider's are named as they always were; another provider's
+/// carry its name (`group shop@swarm`), so that a group or a name of one
+/// provider never joins a unit of another.
+fn unit_key(provider: &str, r: &Report) -> String {
+    let base = match &r.spec.group {
+        Some(g) => format!("group {g}"),
+        None => r.member.name.clone(),
+    };
+    if provider == "docker" {
+        base
+    } else {
+        format!("{base}@{provider}")
+    }
 }
 
 /// Milliseconds since the epoch as RFC 3339 in UTC, second precision.
@@ -336,12 +385,12 @@ impl Sleeper {
         self.lock().stopped.contains(id)
     }
 
-    /// The provider is connected: sleep decisions start (the first call
-    /// starts the idle timer).
-    pub fn connected(self: &Arc<Self>, engine: Arc<dyn Engine>) {
+    /// `provider` is connected: sleep decisions about its units start (the
+    /// first call starts the idle timer).
+    pub fn connected(self: &Arc<Self>, provider: &'static str, engine: Arc<dyn Engine>) {
         let start_timer = {
             let mut inner = self.lock();
-            inner.engine = Some(engine);
+            inner.engines.insert(provider, engine);
             !std::mem::replace(&mut inner.ticking, true)
         };
         if start_timer {
@@ -359,23 +408,29 @@ impl Sleeper {
         }
     }
 
-    /// The provider lost its connection: nothing is stopped or started
-    /// until it is back.
-    pub fn disconnected(&self) {
-        self.lock().engine = None;
+    /// `provider` lost its connection: none of its units is stopped or
+    /// started until it is back.
+    pub fn disconnected(&self, provider: &'static str) {
+        self.lock().engines.remove(provider);
     }
 
-    /// Takes the provider's view of every container with sleep labels.
-    pub fn update(&self, reports: Vec<Report>) {
+    /// A member the provider knows gangway put to sleep before it last
+    /// started (a Swarm service scaled to 0 carries a label saying so):
+    /// it counts as stopped by gangway, so its routers stay and a request
+    /// wakes it. Call before `update`.
+    pub fn stopped_earlier(&self, id: &str) {
+        self.lock().stopped.insert(id.to_owned());
+    }
+
+    /// Takes `provider`'s view of every member with sleep labels; the
+    /// units of other providers stay as they are.
+    pub fn update(&self, provider: &'static str, reports: Vec<Report>) {
         let now = now_ms();
         let mut inner = self.lock();
         let mut grouped: BTreeMap<String, (SleepSpec, Vec<Member>, BTreeSet<String>)> =
             BTreeMap::new();
         for r in reports {
-            let key = match &r.spec.group {
-                Some(g) => format!("group {g}"),
-                None => r.member.name.clone(),
-            };
+            let key = unit_key(provider, &r);
             let entry = grouped
                 .entry(key)
                 .or_insert_with(|| (r.spec.clone(), Vec::new(), BTreeSet::new()));
@@ -383,7 +438,7 @@ impl Sleeper {
             entry.2.extend(r.services);
         }
         let Inner { units, stopped, .. } = &mut *inner;
-        units.retain(|key, _| grouped.contains_key(key));
+        units.retain(|key, u| u.provider != provider || grouped.contains_key(key));
         for (key, (spec, members, services)) in grouped {
             let running = members.iter().any(|m| m.running);
             let ours = members.iter().all(|m| m.running || stopped.contains(&m.id));
@@ -424,6 +479,7 @@ impl Sleeper {
                     units.insert(
                         key,
                         Unit {
+                            provider,
                             spec,
                             members,
                             services,
@@ -493,12 +549,14 @@ impl Sleeper {
     fn check_idle(self: &Arc<Self>) {
         let now = now_ms();
         let mut inner = self.lock();
-        let Some(engine) = inner.engine.clone() else {
-            return;
-        };
         let mut to_stop = Vec::new();
-        for (key, unit) in &mut inner.units {
+        let Inner { units, engines, .. } = &mut *inner;
+        for (key, unit) in units.iter_mut() {
             let Some(idle) = unit.spec.idle else { continue };
+            // Nothing of a provider that is not connected is stopped.
+            let Some(engine) = engines.get(unit.provider) else {
+                continue;
+            };
             if unit.phase != Phase::Awake
                 || unit.open > 0
                 || !unit.members.iter().all(|m| m.running)
@@ -508,13 +566,13 @@ impl Sleeper {
             }
             unit.phase = Phase::Stopping;
             unit.seen_down = false;
-            to_stop.push((key.clone(), unit.ids()));
+            to_stop.push((key.clone(), unit.ids(), engine.clone()));
         }
-        for (_, ids) in &to_stop {
+        for (_, ids, _) in &to_stop {
             inner.stopped.extend(ids.iter().cloned());
         }
         drop(inner);
-        for (key, ids) in to_stop {
+        for (key, ids, engine) in to_stop {
             tracing::info!(unit = %key, "idle: stopping it to sleep");
             let sleeper = self.clone();
             let stop = engine.stop(ids.clone());
@@ -529,15 +587,16 @@ impl Sleeper {
     fn stopped(self: &Arc<Self>, key: &str, ids: &[String], result: Result<(), WakeError>) {
         let now = now_ms();
         let mut inner = self.lock();
-        let engine = inner.engine.clone();
         if result.is_err() {
             for id in ids {
                 inner.stopped.remove(id);
             }
         }
-        let Some(unit) = inner.units.get_mut(key) else {
+        let Inner { units, engines, .. } = &mut *inner;
+        let Some(unit) = units.get_mut(key) else {
             return;
         };
+        let engine = engines.get(unit.provider).cloned();
         if unit.phase != Phase::Stopping {
             return;
         }
@@ -726,10 +785,11 @@ impl Visit {
         } = &*self.0;
         let mut rx = {
             let mut inner = sleeper.lock();
-            let engine = inner.engine.clone();
-            let Some(unit) = inner.units.get_mut(key) else {
+            let Inner { units, engines, .. } = &mut *inner;
+            let Some(unit) = units.get_mut(key) else {
                 return Ok(Ready::Alone);
             };
+            let engine = engines.get(unit.provider).cloned();
             let rx = match unit.phase {
                 Phase::Awake => return Ok(Ready::Now),
                 Phase::Stopped => return Ok(Ready::Alone),
@@ -922,8 +982,8 @@ mod tests {
     async fn many_waiters_share_one_start() {
         let sleeper = Arc::new(Sleeper::default());
         let e = engine(false);
-        sleeper.connected(Arc::new(e.clone()));
-        sleeper.update(vec![report(false, None, true)]);
+        sleeper.connected("docker", Arc::new(e.clone()));
+        sleeper.update("docker", vec![report(false, None, true)]);
         let visits: Vec<Visit> = (0..50)
             .map(|_| sleeper.enter("app@docker").expect("managed"))
             .collect();
@@ -940,8 +1000,8 @@ mod tests {
     async fn a_failed_start_backs_off_instead_of_starting_again() {
         let sleeper = Arc::new(Sleeper::default());
         let e = engine(true);
-        sleeper.connected(Arc::new(e.clone()));
-        sleeper.update(vec![report(false, None, true)]);
+        sleeper.connected("docker", Arc::new(e.clone()));
+        sleeper.update("docker", vec![report(false, None, true)]);
         let v = sleeper.enter("app@docker").expect("managed");
         assert!(matches!(
             v.ready(false).await,
@@ -957,9 +1017,15 @@ mod tests {
     async fn stopped_by_someone_else_is_left_alone_unless_wakeable() {
         let sleeper = Arc::new(Sleeper::default());
         let e = engine(false);
-        sleeper.connected(Arc::new(e.clone()));
-        sleeper.update(vec![report(true, Some(Duration::from_secs(60)), false)]);
-        sleeper.update(vec![report(false, Some(Duration::from_secs(60)), false)]);
+        sleeper.connected("docker", Arc::new(e.clone()));
+        sleeper.update(
+            "docker",
+            vec![report(true, Some(Duration::from_secs(60)), false)],
+        );
+        sleeper.update(
+            "docker",
+            vec![report(false, Some(Duration::from_secs(60)), false)],
+        );
         let v = sleeper.enter("app@docker").expect("managed");
         assert_eq!(v.ready(false).await, Ok(Ready::Alone));
         assert_eq!(e.starts.load(Ordering::SeqCst), 0);
@@ -973,9 +1039,9 @@ mod tests {
     async fn a_report_lagging_behind_gangway_s_stop_keeps_it_asleep() {
         let sleeper = Arc::new(Sleeper::default());
         let e = engine(false);
-        sleeper.connected(Arc::new(e.clone()));
+        sleeper.connected("docker", Arc::new(e.clone()));
         let idle = Some(Duration::ZERO);
-        sleeper.update(vec![report(true, idle, false)]);
+        sleeper.update("docker", vec![report(true, idle, false)]);
         sleeper.check_idle();
         for _ in 0..100 {
             if sleeper.views()["app@docker"].state == Phase::Asleep {
@@ -984,26 +1050,65 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert_eq!(e.stops.load(Ordering::SeqCst), 1);
-        sleeper.update(vec![report(true, idle, false)]);
+        sleeper.update("docker", vec![report(true, idle, false)]);
         assert_eq!(sleeper.views()["app@docker"].state, Phase::Asleep);
         assert!(sleeper.stopped_by_gangway("id1"));
-        sleeper.update(vec![report(false, idle, false)]);
+        sleeper.update("docker", vec![report(false, idle, false)]);
         assert_eq!(sleeper.views()["app@docker"].state, Phase::Asleep);
         assert!(sleeper.stopped_by_gangway("id1"), "its routers stay");
         // Seen stopped, then running again: someone else started it.
-        sleeper.update(vec![report(true, idle, false)]);
+        sleeper.update("docker", vec![report(true, idle, false)]);
         assert_eq!(sleeper.views()["app@docker"].state, Phase::Awake);
         assert!(!sleeper.stopped_by_gangway("id1"));
+    }
+
+    /// Docker and Swarm at once: each provider's report leaves the other's
+    /// units alone, a group of one never joins the other's group of the
+    /// same name, and each unit is woken by its own provider's engine.
+    #[tokio::test]
+    async fn each_provider_s_units_are_its_own_and_woken_by_its_engine() {
+        let sleeper = Arc::new(Sleeper::default());
+        let docker = engine(false);
+        let swarm = engine(false);
+        sleeper.connected("docker", Arc::new(docker.clone()));
+        sleeper.connected("swarm", Arc::new(swarm.clone()));
+        let mut d = report(false, None, true);
+        d.spec.group = Some("shop".into());
+        let mut s = d.clone();
+        s.member.id = "service1".into();
+        s.services = vec!["app@swarm".into()];
+        sleeper.update("swarm", vec![s]);
+        sleeper.update("docker", vec![d]);
+        let views = sleeper.views();
+        assert_eq!(views["app@docker"].unit, "group shop");
+        assert_eq!(views["app@swarm"].unit, "group shop@swarm");
+        let v = sleeper.enter("app@swarm").expect("managed");
+        assert_eq!(v.ready(false).await, Ok(Ready::Woken));
+        assert_eq!(swarm.starts.load(Ordering::SeqCst), 1);
+        assert_eq!(docker.starts.load(Ordering::SeqCst), 0);
+        // The Swarm provider lost its manager: its units wait, Docker's wake.
+        sleeper.update("docker", vec![]);
+        assert!(sleeper.enter("app@docker").is_none());
+        assert!(sleeper.enter("app@swarm").is_some(), "the Swarm unit stays");
+        sleeper.disconnected("swarm");
+        let mut s = report(false, None, true);
+        s.member.id = "service2".into();
+        s.member.name = "other".into();
+        s.services = vec!["other@swarm".into()];
+        sleeper.update("swarm", vec![s]);
+        let v = sleeper.enter("other@swarm").expect("managed");
+        assert_eq!(v.ready(false).await, Err(WakeError::Disconnected));
+        assert_eq!(swarm.starts.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
     async fn the_page_mode_answers_browsers_at_once_and_still_wakes() {
         let sleeper = Arc::new(Sleeper::default());
         let e = engine(false);
-        sleeper.connected(Arc::new(e.clone()));
+        sleeper.connected("docker", Arc::new(e.clone()));
         let mut r = report(false, None, true);
         r.spec.mode = Mode::Page;
-        sleeper.update(vec![r]);
+        sleeper.update("docker", vec![r]);
         let v = sleeper.enter("app@docker").expect("managed");
         assert_eq!(v.ready(true).await, Ok(Ready::Page));
         assert_eq!(v.ready(false).await, Ok(Ready::Woken));

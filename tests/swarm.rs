@@ -803,3 +803,381 @@ async fn a_manager_over_tls_is_read_with_a_client_certificate_and_refuses_a_clie
     .await;
     assert_eq!(Probe::new(&bare).status("web.test").await, 404);
 }
+
+/// `docker service inspect --format <format> <service>` on the swarm.
+async fn inspect(swarm: &Swarm, service: &str, format: &str) -> String {
+    swarm
+        .docker(&["service", "inspect", "--format", format, service])
+        .await
+        .unwrap_or_else(|e| panic!("docker service inspect {service}: {e}"))
+}
+
+/// Now, as `docker events --since/--until` read it.
+fn stamp() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    format!("{}.{:09}", now.as_secs(), now.subsec_nanos())
+}
+
+/// The replica counts `service` was scaled to since `since`, one per
+/// update event that changed them, as the manager's events say.
+async fn scaled_to(swarm: &Swarm, service: &str, since: &str) -> Vec<String> {
+    let until = stamp();
+    let filter = format!("service={service}");
+    swarm
+        .docker(&[
+            "events",
+            "--since",
+            since,
+            "--until",
+            &until,
+            "--filter",
+            "type=service",
+            "--filter",
+            &filter,
+            "--filter",
+            "event=update",
+            "--format",
+            "{{index .Actor.Attributes \"replicas.new\"}}",
+        ])
+        .await
+        .expect("docker events")
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// GET `/` of `host` through gangway, waiting up to a minute for the
+/// answer (a request to a sleeping service waits for its wake-up).
+async fn get_waiting(gw: &Gangway, host: &str) -> Result<(u16, String), String> {
+    use http_body_util::BodyExt;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<bytes::Bytes>>();
+    let req = http::Request::get(gw.url("/"))
+        .header("host", host)
+        .body(http_body_util::Full::default())
+        .map_err(|e| e.to_string())?;
+    let exchange = async {
+        let resp = client.request(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    };
+    tokio::time::timeout(Duration::from_secs(60), exchange)
+        .await
+        .map_err(|_| "no answer within 60 s".to_owned())?
+}
+
+/// The API's view of one service's sleep (`state`: awake, asleep, …).
+async fn sleep_state(gw: &Gangway, service: &str) -> Option<String> {
+    let got = gw
+        .get("api.test", &format!("/api/http/services/{service}"))
+        .await;
+    let json: Value = serde_json::from_slice(&got.body).ok()?;
+    json["sleep"]["state"].as_str().map(str::to_owned)
+}
+
+/// A socket proxy that lets reads through to the daemon at `socket` and
+/// refuses every write with 403, as a read-only socket proxy does; its port.
+async fn read_only_proxy(socket: String) -> u16 {
+    use http_body_util::{Either, Full};
+    use hyper::service::service_fn;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((conn, _)) = listener.accept().await {
+            let socket = socket.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let socket = socket.clone();
+                    async move {
+                        if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
+                            let refused = http::Response::builder()
+                                .status(403)
+                                .header("content-type", "application/json")
+                                .body(Either::Right(Full::new(bytes::Bytes::from_static(
+                                    b"{\"message\":\"write access refused by the socket proxy\"}",
+                                ))))
+                                .expect("response");
+                            return Ok::<_, hyper::Error>(refused);
+                        }
+                        let daemon = tokio::net::UnixStream::connect(&socket)
+                            .await
+                            .expect("the manager's socket");
+                        let (mut send, conn) = hyper::client::conn::http1::handshake(
+                            hyper_util::rt::TokioIo::new(daemon),
+                        )
+                        .await?;
+                        tokio::spawn(conn);
+                        Ok(send.send_request(req).await?.map(Either::Left))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
+                    .await;
+            });
+        }
+    });
+    port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is_refused() {
+    const TEST: &str = "swarm_sleep";
+    if !whoami_ready(TEST).await {
+        return;
+    }
+    let _serial = SERIAL.lock().await;
+    let swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+
+    // A global service cannot be scaled to 0: its sleep labels are refused.
+    let everywhere = free_port();
+    let mut labels = routed("everywhere", everywhere);
+    labels.push(("gangway.sleep.idle".to_owned(), "2s".to_owned()));
+    whoami_service(
+        &swarm,
+        "everywhere",
+        everywhere,
+        &["--mode", "global"],
+        &borrowed(&labels),
+    )
+    .await;
+    // Two replicas that sleep after 2 s without a request.
+    let port = free_port();
+    let mut labels = routed("napper", port);
+    labels.push(("gangway.sleep.idle".to_owned(), "2s".to_owned()));
+    whoami_service(
+        &swarm,
+        "napper",
+        port,
+        &["--replicas", "2"],
+        &borrowed(&labels),
+    )
+    .await;
+    let spec = inspect(&swarm, "napper", "{{json .Spec}}").await;
+    let created = stamp();
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered_by(&probe, "everywhere.test").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the global service is not routed\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let global_version = inspect(&swarm, "everywhere", "{{.Version.Index}}").await;
+    eventually(
+        Duration::from_secs(30),
+        "the global service's record says why it does not sleep",
+        || async {
+            let containers = gw.get("api.test", "/api/containers").await.text();
+            let list: Vec<Value> = serde_json::from_str(&containers).unwrap_or_default();
+            list.iter().any(|c| {
+                c["name"] == "everywhere"
+                    && c["messages"].as_array().is_some_and(|m| {
+                        m.iter().any(|m| {
+                            m.as_str().is_some_and(|m| {
+                                m.contains("gangway.sleep.idle")
+                                    && m.contains("global mode")
+                                    && m.contains("cannot be scaled to 0")
+                            })
+                        })
+                    })
+            })
+        },
+    )
+    .await;
+
+    // Idle: scaled to 0, with the count to give back in its label, and its
+    // router kept, marked asleep.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "not scaled to 0 after its idle time\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        inspect(
+            &swarm,
+            "napper",
+            "{{index .Spec.Labels \"gangway.sleep.replicas\"}}"
+        )
+        .await,
+        "2"
+    );
+    eventually(Duration::from_secs(30), "asleep in the API", || async {
+        sleep_state(&gw, "napper@swarm").await.as_deref() == Some("asleep")
+    })
+    .await;
+    let router = gw.get("api.test", "/api/http/routers/napper@swarm").await;
+    assert_eq!(router.status, 200, "its router stays: {}", router.text());
+    // Its tasks gone, nothing answers but gangway's wake-up.
+    eventually(Duration::from_secs(60), "its tasks are gone", || async {
+        swarm
+            .docker(&[
+                "service",
+                "ps",
+                "--filter",
+                "desired-state=running",
+                "-q",
+                "napper",
+            ])
+            .await
+            .is_ok_and(|out| out.trim().is_empty())
+    })
+    .await;
+
+    // 20 requests at once wake it with one scale, back to 2, and all are
+    // answered by its tasks.
+    let since = stamp();
+    let asked = Instant::now();
+    let answers =
+        futures_util::future::join_all((0..20).map(|_| get_waiting(&gw, "napper.test"))).await;
+    for answer in &answers {
+        match answer {
+            Ok((200, body)) if body.contains("Name: napper.") => {}
+            other => panic!(
+                "a request to the sleeping service got {other:?}\n{}",
+                state(&swarm, &gw).await
+            ),
+        }
+    }
+    assert_eq!(
+        scaled_to(&swarm, "napper", &since).await,
+        ["2"],
+        "one scale, back to the previous count"
+    );
+    // The spec is the one it was created with: the count given back, the
+    // label gone, nothing else changed.
+    assert_eq!(inspect(&swarm, "napper", "{{json .Spec}}").await, spec);
+    eventually(Duration::from_secs(30), "awake in the API", || async {
+        sleep_state(&gw, "napper@swarm").await.as_deref() == Some("awake")
+    })
+    .await;
+    let view: Value = serde_json::from_slice(
+        &gw.get("api.test", "/api/http/services/napper@swarm")
+            .await
+            .body,
+    )
+    .expect("JSON");
+    eprintln!(
+        "{TEST}: 20 requests answered {:?} after they were sent; the wake-up took {} ms (lastWakeMs)",
+        asked.elapsed(),
+        view["sleep"]["lastWakeMs"]
+    );
+
+    // Idle again: asleep again.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "not scaled to 0 a second time\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The global service was never touched, and kept answering.
+    assert_eq!(
+        inspect(&swarm, "everywhere", "{{.Version.Index}}").await,
+        global_version
+    );
+    assert_eq!(
+        scaled_to(&swarm, "everywhere", &created).await,
+        Vec::<String>::new()
+    );
+    assert!(answered_by(&probe, "everywhere.test").await.is_some());
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+
+    // A gangway started while it sleeps knows, from its label, that it put
+    // it to sleep and with how many replicas: its router is there and a
+    // request wakes it to 2.
+    drop(probe);
+    drop(gw);
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(
+        Duration::from_secs(30),
+        "asleep after a restart",
+        || async { sleep_state(&gw, "napper@swarm").await.as_deref() == Some("asleep") },
+    )
+    .await;
+    let since = stamp();
+    match get_waiting(&gw, "napper.test").await {
+        Ok((200, body)) if body.contains("Name: napper.") => {}
+        other => panic!(
+            "after a restart, a request got {other:?}\n{}",
+            state(&swarm, &gw).await
+        ),
+    }
+    assert_eq!(scaled_to(&swarm, "napper", &since).await, ["2"]);
+    assert_eq!(inspect(&swarm, "napper", "{{json .Spec}}").await, spec);
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+
+    // Through a socket proxy that refuses writes, the sleep labels are
+    // refused at once, on the service's entries, and it does not sleep:
+    // routed as without them.
+    drop(gw);
+    let socket = swarm
+        .manager
+        .host()
+        .trim_start_matches("unix://")
+        .to_owned();
+    let proxy = read_only_proxy(socket).await;
+    let gw = Gangway::with_file(
+        API,
+        &[
+            "--providers.swarm",
+            &format!("--providers.swarm.endpoint=tcp://127.0.0.1:{proxy}"),
+            "--api=true",
+        ],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    eventually(
+        Duration::from_secs(30),
+        "the refusal is shown on the service",
+        || async {
+            let containers = gw.get("api.test", "/api/containers").await.text();
+            containers.contains("cannot update services")
+                && containers.contains("write access refused by the socket proxy")
+        },
+    )
+    .await;
+    assert!(answered_by(&probe, "napper.test").await.is_some());
+    assert_eq!(
+        sleep_state(&gw, "napper@swarm").await,
+        None,
+        "it does not sleep"
+    );
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+}

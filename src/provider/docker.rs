@@ -13,7 +13,7 @@ pub mod build;
 pub mod constraints;
 pub mod container;
 pub mod labels;
-mod power;
+pub(super) mod power;
 pub mod template;
 mod watch;
 

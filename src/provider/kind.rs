@@ -164,7 +164,7 @@ impl ProviderKind {
                 None => None,
             },
             ProviderKind::Swarm => match &providers.swarm {
-                Some(c) => Some(super::swarm::spawn_swarm(c, tx)?),
+                Some(c) => Some(super::swarm::spawn_swarm(c, tx, sleeper.clone())?),
                 None => None,
             },
             ProviderKind::Redis => match &providers.redis {

@@ -11,6 +11,7 @@
 //! routed because…" records are the Docker provider's (`views` turns tasks
 //! into its `ContainerView`s).
 
+mod power;
 mod tasks;
 pub mod views;
 mod watch;
@@ -94,10 +95,12 @@ pub fn settings(c: &SwarmProvider) -> Result<Settings, SwarmError> {
 }
 
 /// Checks the options, then starts the provider: it sends a `Snapshot` on
-/// `tx` at every change until `tx` closes.
+/// `tx` at every change until `tx` closes, and scales the services that
+/// sleep for `sleeper`.
 pub fn spawn_swarm(
     config: &SwarmProvider,
     tx: mpsc::Sender<Snapshot>,
+    sleeper: std::sync::Arc<crate::sleep::Sleeper>,
 ) -> Result<tokio::task::JoinHandle<()>, SwarmError> {
     let settings = settings(config)?;
     let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
@@ -115,6 +118,7 @@ pub fn spawn_swarm(
             watch: config.watch,
         },
         tx,
+        sleeper,
     )))
 }
 

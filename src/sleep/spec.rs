@@ -91,6 +91,29 @@ pub enum SleepError {
         /// What the daemon (or the proxy in front of it) answered.
         reason: String,
     },
+    /// Sleep labels on a Swarm service that is not replicated: a global
+    /// service runs one task per node and cannot be scaled to 0.
+    #[error(
+        "label `{label}`: service `{service}` runs in {mode} mode, which cannot be scaled to 0; only replicated services sleep (remove the sleep labels or deploy it with `mode: replicated`)"
+    )]
+    NotReplicated {
+        /// The first sleep label of the service.
+        label: String,
+        /// The service's name.
+        service: String,
+        /// Its mode (`global`, `replicated-job`, `global-job`).
+        mode: String,
+    },
+    /// Sleep labels on a Swarm service while gangway cannot update services.
+    #[error(
+        "label `{label}`: gangway's connection to the Swarm manager cannot update services ({reason}); give it write access to update and inspect services (see docs/swarm.md, sleeping services) or remove the sleep labels"
+    )]
+    SwarmReadOnly {
+        /// The first sleep label of the service.
+        label: String,
+        /// What the manager (or the proxy in front of it) answered.
+        reason: String,
+    },
 }
 
 /// Reads a container's sleep labels: None when it has none; errors when

@@ -29,14 +29,16 @@ pub(super) struct DockerPower {
     pub(super) docker: Docker,
 }
 
-fn status(e: &BollardError) -> Option<u16> {
+/// The HTTP status of a daemon's refusal.
+pub(in crate::provider) fn status(e: &BollardError) -> Option<u16> {
     match e {
         BollardError::DockerResponseServerError { status_code, .. } => Some(*status_code),
         _ => None,
     }
 }
 
-fn reason(e: &BollardError) -> String {
+/// A daemon's refusal in words: its message, or the error and its causes.
+pub(in crate::provider) fn reason(e: &BollardError) -> String {
     match e {
         BollardError::DockerResponseServerError { message, .. } => message.clone(),
         other => crate::cause::WithCauses(other).to_string(),

@@ -201,7 +201,7 @@ pub(super) async fn run(
     loop {
         let outcome = session(&mut state, &endpoint, watch, &mut retry).await;
         // Nothing is stopped or started while the daemon cannot be followed.
-        state.sleeper.disconnected();
+        state.sleeper.disconnected(PROVIDER);
         let message = match outcome {
             Ok(()) => return,
             Err(Stop::Closed) => return,
@@ -327,9 +327,12 @@ async fn session(
     // After the first build: the idle time of every container counts from
     // here, so nothing is stopped as gangway starts.
     if state.read_only.is_none() {
-        state.sleeper.connected(Arc::new(DockerPower {
-            docker: docker.clone(),
-        }));
+        state.sleeper.connected(
+            PROVIDER,
+            Arc::new(DockerPower {
+                docker: docker.clone(),
+            }),
+        );
     }
     loop {
         let next_change = state.next_change();
@@ -675,7 +678,7 @@ impl State {
                 }
             }
         }
-        self.sleeper.update(reports);
+        self.sleeper.update(PROVIDER, reports);
     }
 
     /// Tells the aggregator that Docker is unreachable; the last

@@ -23,6 +23,10 @@ pub struct ServiceFacts {
     pub host_network: bool,
     /// Its virtual IP on each network, by network name (no prefix length).
     pub virtual_ips: BTreeMap<String, String>,
+    /// Its mode: `replicated`, `global`, `replicated-job` or `global-job`.
+    pub mode: &'static str,
+    /// The replicas asked for, for a replicated service.
+    pub replicas: Option<u64>,
 }
 
 /// One task that is meant to run.
@@ -172,6 +176,8 @@ mod tests {
             created_ns: 1,
             host_network: host,
             virtual_ips: BTreeMap::from([("stack_net".to_owned(), "10.0.1.2".to_owned())]),
+            mode: "replicated",
+            replicas: Some(1),
         }
     }
 

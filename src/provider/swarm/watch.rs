@@ -3,20 +3,25 @@
 //! something. When a call fails the last known routes stay while it
 //! reconnects with backoff.
 
+use super::power::{REPLICAS_LABEL, Remembered, SwarmPower, read_only};
 use super::tasks;
 use super::views::{Cluster, NodeFacts, ServiceFacts, views, without_prefix};
 use crate::config::problem::ProviderError;
 use crate::provider::Snapshot;
+use crate::provider::docker::build::Built;
 use crate::provider::docker::build::build;
+use crate::provider::docker::container::{ContainerView, RunState};
 use crate::provider::docker::{Endpoint, Settings};
 use crate::provider::docker::{Publisher, Reconnect, Stop};
+use crate::sleep::{Member, Report, SleepError, SleepSpec, Sleeper, parse_sleep_labels};
 use bollard::Docker;
-use bollard::models::{NodeSpecAvailabilityEnum, NodeState};
+use bollard::models::{NodeSpecAvailabilityEnum, NodeState, ServiceSpecMode};
 use bollard::query_parameters::{
     EventsOptions, InspectNetworkOptions, ListNetworksOptions, ListNodesOptions,
 };
 use futures_util::{FutureExt, StreamExt};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -47,7 +52,16 @@ fn now_ms() -> u64 {
 struct State {
     settings: Settings,
     out: Publisher,
+    /// Sleeping services: told of every rebuild, given the manager while connected.
+    sleeper: Arc<Sleeper>,
+    /// Why the manager does not let gangway update services, when it does not.
+    read_only: Option<String>,
+    /// Replicas of the services gangway scaled to 0.
+    previous: Remembered,
 }
+
+/// Each sleeping service's labels read, by service id.
+type Specs = BTreeMap<String, Result<SleepSpec, Vec<SleepError>>>;
 
 /// Runs the provider until `tx` closes.
 pub(super) async fn run(
@@ -55,14 +69,21 @@ pub(super) async fn run(
     endpoint: Endpoint,
     timing: Timing,
     tx: mpsc::Sender<Snapshot>,
+    sleeper: Arc<Sleeper>,
 ) {
     let mut state = State {
         settings,
         out: Publisher::new(PROVIDER, tx),
+        sleeper,
+        read_only: None,
+        previous: Remembered::default(),
     };
     let mut retry = Reconnect::new();
     loop {
-        let message = match session(&mut state, &endpoint, &timing, &mut retry).await {
+        let outcome = session(&mut state, &endpoint, &timing, &mut retry).await;
+        // Nothing is scaled while the manager cannot be followed.
+        state.sleeper.disconnected(PROVIDER);
+        let message = match outcome {
             Err(Stop::Failed(message)) => message,
             Ok(()) | Err(Stop::Closed) => return,
         };
@@ -118,6 +139,12 @@ async fn session(
             ],
         )])),
     }));
+    // Only a watching provider follows services closely enough to wake one.
+    state.read_only = if timing.watch {
+        read_only(&docker).await
+    } else {
+        None
+    };
     let cluster = read(&docker, endpoint, &version, timing.call).await?;
     tracing::info!(
         provider = PROVIDER,
@@ -128,6 +155,17 @@ async fn session(
     );
     retry.connected();
     state.publish(&cluster).await?;
+    // After the first build: every idle time counts from here, so nothing
+    // is scaled as gangway starts.
+    if timing.watch && state.read_only.is_none() {
+        state.sleeper.connected(
+            PROVIDER,
+            Arc::new(SwarmPower {
+                docker: docker.clone(),
+                previous: state.previous.clone(),
+            }),
+        );
+    }
     let mut fast_until = Instant::now();
     loop {
         let wait = if Instant::now() < fast_until {
@@ -221,7 +259,10 @@ async fn read(
                     Some((name, without_prefix(&v.addr?)))
                 })
                 .collect();
+            let (mode, replicas) = mode_of(spec.mode.as_ref());
             Some(ServiceFacts {
+                mode,
+                replicas,
                 name: spec.name.unwrap_or_else(|| id.clone()),
                 labels: spec.labels.unwrap_or_default().into_iter().collect(),
                 created_ns: s.created_at.map(|t| tasks::created_ns(&t)).unwrap_or(0),
@@ -262,8 +303,10 @@ impl State {
     /// Rebuilds and sends the configuration if it changed.
     async fn publish(&mut self, cluster: &Cluster) -> Result<(), Stop> {
         let views = views(cluster, &self.settings.prefix);
+        let specs = self.sleep_specs(cluster, &views);
         let mut built = build(&views, &self.settings, now_ms());
         built.detail.connected = Some(true);
+        self.report_sleepers(cluster, &views, &specs, &mut built);
         if self.out.last().is_none_or(|l| l.detail != built.detail) {
             for r in built.detail.containers.iter().filter(|r| !r.routed) {
                 if let Some(line) = r.messages.first() {
@@ -274,6 +317,119 @@ impl State {
         Ok(self.out.publish(built).await?)
     }
 
+    /// Reads every service's sleep labels (refusing them on services that
+    /// cannot be scaled to 0, or when the manager refuses updates), and
+    /// keeps the routers of the services at 0 replicas a request may wake:
+    /// those gangway put to sleep, and wakeable ones.
+    fn sleep_specs(&mut self, cluster: &Cluster, views: &[ContainerView]) -> Specs {
+        let serving = serving(views);
+        let mut specs = Specs::new();
+        self.settings.keep.clear();
+        // Counts of services that are gone are of no use any more.
+        self.previous
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|id, _| cluster.services.iter().any(|s| &s.id == id));
+        for service in &cluster.services {
+            let mut labels = service.labels.clone();
+            let asleep_with = labels.remove(REPLICAS_LABEL);
+            let Some(parsed) = parse_sleep_labels(&labels) else {
+                continue;
+            };
+            let label = || {
+                crate::sleep::spec::first_label(&labels)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let parsed = match (parsed, service.replicas, &self.read_only) {
+                (Ok(_), None, _) => Err(vec![SleepError::NotReplicated {
+                    label: label(),
+                    service: service.name.clone(),
+                    mode: service.mode.to_owned(),
+                }]),
+                (Ok(_), Some(_), Some(why)) => Err(vec![SleepError::SwarmReadOnly {
+                    label: label(),
+                    reason: why.clone(),
+                }]),
+                (parsed, ..) => parsed,
+            };
+            if let Ok(spec) = &parsed
+                && !serving.contains(service.id.as_str())
+            {
+                // Scaled to 0 by gangway before it (re)started: the label
+                // it left says so.
+                if service.replicas == Some(0) && asleep_with.is_some() {
+                    self.sleeper.stopped_earlier(&service.id);
+                }
+                if spec.wakeable || self.sleeper.stopped_by_gangway(&service.id) {
+                    self.settings.keep.insert(service.id.clone());
+                }
+            }
+            specs.insert(service.id.clone(), parsed);
+        }
+        specs
+    }
+
+    /// Tells the sleeper which services sleep and which of gangway's
+    /// services each serves; shows sleep label errors on the service's
+    /// records.
+    fn report_sleepers(
+        &self,
+        cluster: &Cluster,
+        views: &[ContainerView],
+        specs: &Specs,
+        built: &mut Built,
+    ) {
+        // A server's source is a task (or the service itself, at 0 tasks
+        // or behind its virtual IP): the service it belongs to.
+        let owner: HashMap<&str, &str> = views
+            .iter()
+            .filter_map(|v| Some((v.id.as_str(), v.swarm.as_ref()?.service_id.as_str())))
+            .collect();
+        let mut served: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for (name, detail) in &built.detail.services {
+            for source in &detail.sources {
+                if let Some(service) = owner.get(source.container_id.as_str()) {
+                    served
+                        .entry(service)
+                        .or_default()
+                        .insert(format!("{name}@{PROVIDER}"));
+                }
+            }
+        }
+        let serving = serving(views);
+        let mut reports = Vec::new();
+        for service in &cluster.services {
+            match specs.get(&service.id) {
+                None => {}
+                Some(Err(errors)) => {
+                    for r in
+                        built.detail.containers.iter_mut().filter(|r| {
+                            r.swarm.as_ref().is_some_and(|t| t.service_id == service.id)
+                        })
+                    {
+                        r.messages.extend(errors.iter().map(ToString::to_string));
+                    }
+                }
+                Some(Ok(spec)) => {
+                    let Some(services) = served.get(service.id.as_str()) else {
+                        continue;
+                    };
+                    reports.push(Report {
+                        spec: spec.clone(),
+                        member: Member {
+                            id: service.id.clone(),
+                            name: service.name.clone(),
+                            running: serving.contains(service.id.as_str()),
+                        },
+                        services: services.iter().cloned().collect(),
+                    });
+                }
+            }
+        }
+        self.sleeper.update(PROVIDER, reports);
+    }
+
     /// Tells the aggregator the manager cannot be read; the last
     /// configuration stays in use.
     async fn report_failure(&mut self, message: &str) -> Result<(), Stop> {
@@ -281,5 +437,64 @@ impl State {
             reason: message.to_owned(),
         };
         Ok(self.out.unreachable(error).await?)
+    }
+}
+
+/// The services with a task that can take traffic.
+fn serving(views: &[ContainerView]) -> BTreeSet<&str> {
+    views
+        .iter()
+        .filter(|v| v.state == RunState::Running)
+        .filter_map(|v| Some(v.swarm.as_ref()?.service_id.as_str()))
+        .collect()
+}
+
+/// A service's mode, and its replicas when it is replicated.
+fn mode_of(mode: Option<&ServiceSpecMode>) -> (&'static str, Option<u64>) {
+    match mode {
+        Some(ServiceSpecMode {
+            global: Some(_), ..
+        }) => ("global", None),
+        Some(ServiceSpecMode {
+            replicated_job: Some(_),
+            ..
+        }) => ("replicated-job", None),
+        Some(ServiceSpecMode {
+            global_job: Some(_),
+            ..
+        }) => ("global-job", None),
+        Some(ServiceSpecMode {
+            replicated: Some(r),
+            ..
+        }) => ("replicated", Some(r.replicas.unwrap_or(1).max(0) as u64)),
+        // The manager's default.
+        _ => ("replicated", Some(1)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bollard::models::ServiceSpecModeReplicated;
+    use std::collections::HashMap;
+
+    #[test]
+    fn only_replicated_services_have_replicas() {
+        let replicated = ServiceSpecMode {
+            replicated: Some(ServiceSpecModeReplicated { replicas: Some(3) }),
+            ..ServiceSpecMode::default()
+        };
+        assert_eq!(mode_of(Some(&replicated)), ("replicated", Some(3)));
+        let global = ServiceSpecMode {
+            global: Some(HashMap::new()),
+            ..ServiceSpecMode::default()
+        };
+        assert_eq!(mode_of(Some(&global)), ("global", None));
+        let job = ServiceSpecMode {
+            global_job: Some(HashMap::new()),
+            ..ServiceSpecMode::default()
+        };
+        assert_eq!(mode_of(Some(&job)), ("global-job", None));
+        assert_eq!(mode_of(None), ("replicated", Some(1)));
     }
 }
