@@ -63,15 +63,21 @@ fn sleeper(name: &str, idle: &str) -> Spec {
 
 /// Gangway for this run's containers, with its API at `api.test`.
 async fn gangway(run: &Run) -> Gangway {
-    let api_router =
-        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
+    gangway_with(run, "").await
+}
+
+/// The same, with more routers from the file provider.
+async fn gangway_with(run: &Run, routers: &str) -> Gangway {
+    let api_router = format!(
+        "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n{routers}"
+    );
     // The internal entry point on a port of its own: :8080 may be taken.
     let internal = format!(
         "--entryPoints.gangway.address=127.0.0.1:{}",
         support::free_port()
     );
     Gangway::with_file(
-        api_router,
+        &api_router,
         &[
             "--providers.docker",
             &run.constraint(),
@@ -160,6 +166,43 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
     assert_eq!(state["state"], "awake", "{state}");
     assert!(state["lastWakeMs"].is_u64(), "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_child_router_wakes_its_sleeping_service_through_its_parent() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_child").await {
+        return;
+    }
+    let run = Run::new("sleep-child");
+    // Multi-layer routing: the parent takes the host, its child (a file
+    // router) sends everything to the sleeping container's service.
+    let routers = "[http.routers.portal]\nrule = \"Host(`portal.test`)\"\n\
+        [http.routers.inside]\nparentRefs = [\"portal@file\"]\n\
+        rule = \"PathPrefix(`/`)\"\nservice = \"nested@docker\"\n";
+    let gw = gangway_with(&run, routers).await;
+    let probe = Probe::new(&gw);
+    let name = run.start(&sleeper("nested", "2s")).await;
+    eventually(Duration::from_secs(10), "routed through the parent", || {
+        probe.answers("portal.test", "nested")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "stopped once idle", || async {
+        !running(&run, &name).await
+    })
+    .await;
+    let since = stamp();
+    let answers =
+        futures_util::future::join_all((0..10).map(|_| probe.get("portal.test", "/"))).await;
+    let ok = answers
+        .iter()
+        .filter(|a| {
+            a.as_ref()
+                .is_ok_and(|a| a.status == 200 && a.body == "nested")
+        })
+        .count();
+    assert_eq!(ok, 10, "{answers:?}");
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -118,7 +118,12 @@ impl Proxy {
         // keeps it awake until its answer ends.
         let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
             None => (route, None, None),
-            Some(visit) => match self.await_wake(conn, &req, &host, route, &visit).await {
+            Some(visit) => match self
+                .await_wake(wants_page(&req), route, &visit, || {
+                    self.find_route(conn, &req, &host)
+                })
+                .await
+            {
                 Ok((route, waited)) => {
                     let waited = waited.then(|| visit.arrived().elapsed());
                     (route, Some(visit), waited)
@@ -212,16 +217,17 @@ impl Proxy {
     /// for its servers to be in the routing table: the route, and whether
     /// it waited; or the answer to give instead: the waiting page, or why
     /// it could not wake.
-    async fn await_wake<B>(
+    /// `page`: the client would take the waiting page; `find` finds the
+    /// route again in the newest runtime.
+    async fn await_wake(
         &self,
-        conn: &ConnInfo,
-        req: &Request<B>,
-        host: &str,
+        page: bool,
         route: Arc<Route>,
         visit: &crate::sleep::Visit,
+        find: impl Fn() -> Option<Arc<Route>>,
     ) -> Result<(Arc<Route>, bool), (Response<ProxyBody>, Arc<Route>)> {
         use crate::sleep::{Ready, WakeError};
-        match visit.ready(crate::sleep::wants_page(req.headers())).await {
+        match visit.ready(page).await {
             Ok(Ready::Alone) => return Ok((route, false)),
             Ok(Ready::Now) if route.upstream.is_up() => return Ok((route, false)),
             Ok(Ready::Now | Ready::Woken) => {}
@@ -233,7 +239,7 @@ impl Proxy {
         let deadline = visit.arrived() + visit.hold();
         let mut published = self.runtime.subscribe();
         loop {
-            if let Some(found) = self.find_route(conn, req, host)
+            if let Some(found) = find()
                 && found.upstream.is_up()
             {
                 return Ok((found, true));
@@ -414,14 +420,71 @@ impl Proxy {
             let Some(child) = child else {
                 return Kind::NoRoute.into_response();
             };
-            let mut resp = self.run_chain(conn, &child, host_value, req).await;
-            // The deepest child that answered is the one named.
-            if resp.extensions().get::<TakenBy>().is_none() {
-                resp.extensions_mut().insert(TakenBy(child));
+            // A child's service may sleep as a root's may: the request waits
+            // for it the same way, and finds the child again once it is up.
+            let Some(visit) = self.sleeper.enter(&child.service_name) else {
+                return self.run_child(conn, child, host_value, req).await;
+            };
+            let name = child.name.clone();
+            let find = || {
+                let rt = self.runtime.load();
+                let routes = rt.entry_points.get(conn.entry_point.id)?;
+                named_child(routes, &name).cloned()
+            };
+            match self.await_wake(wants_page(&req), child, &visit, find).await {
+                Ok((child, waited)) => {
+                    let waited = waited.then(|| visit.arrived().elapsed());
+                    let mut req = req;
+                    req.extensions_mut().insert(visit.clone());
+                    let mut resp = self.run_child(conn, child, host_value, req).await;
+                    if let Some(waited) = waited {
+                        resp.extensions_mut().insert(crate::sleep::Waited(waited));
+                    }
+                    resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)))
+                }
+                Err((mut answer, child)) => {
+                    answer
+                        .extensions_mut()
+                        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
+                    answer.extensions_mut().insert(TakenBy(child));
+                    answer
+                }
             }
-            resp
         })
     }
+
+    /// Runs a request through the child router that took it, which the
+    /// answer names unless a deeper child did.
+    async fn run_child(
+        &self,
+        conn: &ConnInfo,
+        child: Arc<Route>,
+        host_value: Option<HeaderValue>,
+        req: Box<Request<RequestBody>>,
+    ) -> Response<ProxyBody> {
+        let mut resp = self.run_chain(conn, &child, host_value, req).await;
+        if resp.extensions().get::<TakenBy>().is_none() {
+            resp.extensions_mut().insert(TakenBy(child));
+        }
+        resp
+    }
+}
+
+/// Whether the client would rather see the waiting page than wait.
+fn wants_page<B>(req: &Request<B>) -> bool {
+    crate::sleep::wants_page(req.headers())
+}
+
+/// The child router called `name`, at any depth below `routes`.
+fn named_child<'a>(routes: &'a EntryPointRoutes, name: &str) -> Option<&'a Arc<Route>> {
+    routes.routes.iter().find_map(|r| {
+        let children = r.children.as_deref()?;
+        children
+            .routes
+            .iter()
+            .find(|c| c.name == name)
+            .or_else(|| named_child(children, name))
+    })
 }
 
 /// The child router (multi-layer routing) that answered a request, carried
