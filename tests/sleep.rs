@@ -300,6 +300,149 @@ async fn a_request_open_across_the_idle_time_keeps_its_container_awake() {
     assert!(running(&run, &name).await);
 }
 
+/// A WebSocket echo server in the test image's shell, on 127.0.0.1:`port`
+/// beside its httpd: busybox `nc` runs one shell per connection, which
+/// answers the opening handshake and sends each short frame back
+/// unmasked, a Close included (then it ends).
+fn websocket_echo(port: u16) -> String {
+    format!(
+        r#"cat > /tmp/ws <<'WS'
+#!/bin/sh
+key=
+while IFS= read -r line; do
+  line=${{line%?}}
+  [ -z "$line" ] && break
+  case "$line" in [Ss]ec-[Ww]eb[Ss]ocket-[Kk]ey:*) key=${{line#*: }} ;; esac
+done
+accept=$(printf '%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11' "$key" | sha1sum | cut -d' ' -f1 | xxd -r -p | base64)
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n' "$accept"
+bytes() {{ dd bs=1 count="$1" 2>/dev/null | od -An -tu1; }}
+while set -- $(bytes 2) && [ $# -eq 2 ]; do
+  op=$(($1 & 15)) len=$(($2 & 127))
+  set -- $(bytes 4)
+  out=$(printf '\\%03o\\%03o' $((128 | op)) "$len") i=0
+  for b in $(bytes "$len"); do
+    eval "m=\${{$((i % 4 + 1))}}"
+    out="$out$(printf '\\%03o' $((b ^ m)))" i=$((i + 1))
+  done
+  printf "$out"
+  [ "$op" -eq 8 ] && exit 0
+done
+WS
+chmod 755 /tmp/ws && nc -ll -p {port} 127.0.0.1 -e /tmp/ws &
+exec /bin/serve"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_websocket_open_across_the_idle_time_keeps_its_container_awake() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_websocket").await {
+        return;
+    }
+    let run = Run::new("sleep-ws");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let ws_port = support::free_port();
+    // Two services of one container: its httpd, and the WebSocket echo.
+    let spec = sleeper("chat", "2s")
+        .label(
+            &format!("{P}.http.routers.chatws.rule"),
+            "Host(`ws.chat.test`)",
+        )
+        .label(&format!("{P}.http.routers.chatws.service"), "chatws")
+        .label(
+            &format!("{P}.http.services.chatws.loadbalancer.server.port"),
+            &ws_port.to_string(),
+        )
+        .shell(&websocket_echo(ws_port));
+    let name = run.start(&spec).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("chat.test", "chat")
+    })
+    .await;
+    let connect = || async {
+        let mut req = format!("ws://127.0.0.1:{}/socket", gw.port)
+            .into_client_request()
+            .expect("client request");
+        req.headers_mut()
+            .insert("host", http::HeaderValue::from_static("ws.chat.test"));
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+            .await
+            .expect("connect to gangway");
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio_tungstenite::client_async(req, tcp),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|(ws, _)| ws)
+    };
+    // The echo server listens shortly after the httpd answers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut ws = loop {
+        if let Some(ws) = connect().await {
+            break ws;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no WebSocket handshake through gangway"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut echo = async |text: &str| {
+        ws.send(Message::text(text)).await.expect("send");
+        let got = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("an echo in time")
+            .expect("connection open")
+            .expect("a message");
+        assert_eq!(got, Message::text(text));
+    };
+    echo("hello").await;
+    let since = stamp();
+    // Open and silent for three idle times: its request ended with the
+    // handshake, and without the connection counted the container would
+    // be stopped after one.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(
+        running(&run, &name).await,
+        "stopped under an open WebSocket"
+    );
+    assert_eq!(events(&run, &name, "stop", &since).await, 0);
+    let state = sleep_state(&gw, "chatws@docker")
+        .await
+        .expect("sleep state");
+    assert_eq!(state["state"], "awake", "{state}");
+    echo("still there").await;
+    ws.close(None).await.expect("close");
+    let reply = tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .expect("the close reply in time");
+    assert!(
+        matches!(reply, Some(Ok(Message::Close(_))) | None),
+        "{reply:?}"
+    );
+    drop(ws);
+    // Closed, the container sleeps once idle.
+    eventually(
+        Duration::from_secs(20),
+        "stopped once closed and idle",
+        || async { !running(&run, &name).await },
+    )
+    .await;
+    eventually(Duration::from_secs(5), "shown asleep", || async {
+        sleep_state(&gw, "chatws@docker")
+            .await
+            .is_some_and(|s| s["state"] == "asleep")
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_container_stopped_by_hand_is_not_woken() {
     let _serial = SERIAL.lock().await;
