@@ -63,24 +63,47 @@ fn sleeper(name: &str, idle: &str) -> Spec {
 
 /// Gangway for this run's containers, with its API at `api.test`.
 async fn gangway(run: &Run) -> Gangway {
+    gangway_with(run, &[]).await.0
+}
+
+/// Like `gangway`, with more arguments; also the port of its internal
+/// entry point, where `/metrics` is served.
+async fn gangway_with(run: &Run, extra: &[&str]) -> (Gangway, u16) {
     let api_router =
         "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n";
     // The internal entry point on a port of its own: :8080 may be taken.
-    let internal = format!(
-        "--entryPoints.gangway.address=127.0.0.1:{}",
-        support::free_port()
-    );
-    Gangway::with_file(
-        api_router,
-        &[
-            "--providers.docker",
-            &run.constraint(),
-            "--providers.docker.downGracePeriod=0s",
-            "--api=true",
-            &internal,
-        ],
-    )
-    .await
+    let port = support::free_port();
+    let internal = format!("--entryPoints.gangway.address=127.0.0.1:{port}");
+    let constraint = run.constraint();
+    let mut args = vec![
+        "--providers.docker",
+        &constraint,
+        "--providers.docker.downGracePeriod=0s",
+        "--api=true",
+        &internal,
+    ];
+    args.extend_from_slice(extra);
+    (Gangway::with_file(api_router, &args).await, port)
+}
+
+/// The value of the series `name` with exactly these labels in gangway's
+/// `/metrics` (internal entry point on `port`), when it has one.
+async fn metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let uri = format!("http://127.0.0.1:{port}/metrics").parse().ok()?;
+    let resp = client.get(uri).await.ok()?;
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    let want: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    String::from_utf8_lossy(&body).lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let inner = series
+            .strip_prefix(name)?
+            .strip_prefix('{')?
+            .strip_suffix('}')?;
+        let have: Vec<&str> = inner.split(',').collect();
+        let same = have.len() == want.len() && want.iter().all(|w| have.contains(&w.as_str()));
+        if same { value.parse().ok() } else { None }
+    })
 }
 
 /// GET with an `Accept` header.
@@ -126,7 +149,7 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
         return;
     }
     let run = Run::new("sleep-idle");
-    let gw = gangway(&run).await;
+    let (gw, internal) = gangway_with(&run, &["--metrics.prometheus"]).await;
     let probe = Probe::new(&gw);
     let name = run.start(&sleeper("idle", "2s")).await;
     eventually(Duration::from_secs(10), "routed", || {
@@ -144,6 +167,13 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
             .is_some_and(|s| s["state"] == "asleep" && s["asleepSince"].is_string())
     })
     .await;
+    let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
+    let unit = state["unit"].as_str().expect("its unit").to_owned();
+    let asleep = [("unit", unit.as_str()), ("state", "asleep")];
+    assert_eq!(
+        metric(internal, "gangway_sleep_state", &asleep).await,
+        Some(1.0)
+    );
 
     let since = stamp();
     let answers =
@@ -160,6 +190,41 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
     assert_eq!(state["state"], "awake", "{state}");
     assert!(state["lastWakeMs"].is_u64(), "{state}");
+    // Measured: one wake-up that worked, its duration, the requests that
+    // waited for it, none waiting any more.
+    let unit = [("unit", unit.as_str())];
+    let ok = [("unit", unit[0].1), ("result", "ok")];
+    let error = [("unit", unit[0].1), ("result", "error")];
+    let awake = [("unit", unit[0].1), ("state", "awake")];
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &ok).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            internal,
+            "gangway_sleep_wakeup_duration_seconds_count",
+            &unit
+        )
+        .await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_held_requests", &unit).await,
+        Some(0.0)
+    );
+    let waited = metric(internal, "gangway_sleep_waited_requests_total", &unit)
+        .await
+        .expect("requests that waited");
+    assert!((1.0..=50.0).contains(&waited), "{waited}");
+    assert_eq!(
+        metric(internal, "gangway_sleep_state", &awake).await,
+        Some(1.0)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -231,7 +296,15 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
         return;
     }
     let run = Run::new("sleep-exits");
-    let gw = gangway(&run).await;
+    // Under Traefik's prefix, as a Traefik user's dashboards read them.
+    let (gw, internal) = gangway_with(
+        &run,
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=traefik",
+        ],
+    )
+    .await;
     let probe = Probe::new(&gw);
     // Serves the first time; every later start exits at once.
     let spec = sleeper("broken", "2s")
@@ -264,6 +337,36 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
             .as_str()
             .is_some_and(|e| e.contains("exit code 3")),
         "{state}"
+    );
+    // One failed wake-up counted (the backoff tried no other), no
+    // duration, one request that waited.
+    let unit = [("unit", state["unit"].as_str().expect("its unit"))];
+    let error = [("unit", unit[0].1), ("result", "error")];
+    let ok = [("unit", unit[0].1), ("result", "ok")];
+    assert_eq!(
+        metric(internal, "traefik_sleep_wakeups_total", &error).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "traefik_sleep_wakeups_total", &ok).await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            internal,
+            "traefik_sleep_wakeup_duration_seconds_count",
+            &unit
+        )
+        .await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(internal, "traefik_sleep_waited_requests_total", &unit).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        None
     );
 }
 
