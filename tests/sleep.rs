@@ -708,3 +708,57 @@ async fn sleep_labels_are_refused_when_docker_is_read_only() {
     assert!(probe.answers("ro.test", "ro").await);
     assert_eq!(events(&run, &name, "stop", &since).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dashboard_shows_sleeping_services_their_wake_ups_and_failures() {
+    const TEST: &str = "sleep_dashboard";
+    let _serial = SERIAL.lock().await;
+    if !ready(TEST).await || support::browser::parts_or_skip(TEST).is_none() {
+        return;
+    }
+    let run = Run::new("sleep-dashboard");
+    let (gw, internal) = gangway_with(&run, &["--api.insecure=true"]).await;
+    let probe = Probe::new(&gw);
+    let nap = run.start(&sleeper("nap", "2s")).await;
+    // Serves the first time; every later start exits at once.
+    let broken = run
+        .start(
+            &sleeper("broken", "2s")
+                .shell("if [ -f /tmp/ran ]; then exit 3; fi; touch /tmp/ran; exec /bin/serve"),
+        )
+        .await;
+    eventually(Duration::from_secs(10), "both routed", || async {
+        probe.answers("nap.test", "nap").await && probe.answers("broken.test", "broken").await
+    })
+    .await;
+    eventually(Duration::from_secs(20), "both asleep", || async {
+        !running(&run, &nap).await
+            && !running(&run, &broken).await
+            && sleep_state(&gw, "nap@docker")
+                .await
+                .is_some_and(|s| s["state"] == "asleep")
+            && sleep_state(&gw, "broken@docker")
+                .await
+                .is_some_and(|s| s["state"] == "asleep")
+    })
+    .await;
+    // One wake-up that works, for its time and duration.
+    assert!(probe.answers("nap.test", "nap").await);
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("dashboard-screenshots");
+    support::browser::drive(
+        TEST,
+        "sleep.mjs",
+        &format!("http://127.0.0.1:{internal}"),
+        &[
+            ("PROXY_PORT", &gw.port.to_string()),
+            ("WOKEN", "nap@docker"),
+            ("BROKEN", "broken@docker"),
+            ("BROKEN_HOST", "broken.test"),
+            ("SCREENSHOT_DIR", &shots.display().to_string()),
+        ],
+    )
+    .await;
+}
