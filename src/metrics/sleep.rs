@@ -351,6 +351,73 @@ mod tests {
         assert!((sum - 0.9).abs() < 1e-9, "{sum}");
     }
 
+    /// Starts that succeed at once.
+    struct Starts;
+
+    impl crate::sleep::Engine for Starts {
+        fn start(
+            &self,
+            _ids: Vec<String>,
+            _limit: Duration,
+        ) -> futures_util::future::BoxFuture<'static, Result<(), crate::sleep::WakeError>> {
+            Box::pin(async { Ok(()) })
+        }
+
+        fn stop(
+            &self,
+            _ids: Vec<String>,
+        ) -> futures_util::future::BoxFuture<'static, Result<(), crate::sleep::WakeError>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn the_sleeper_counts_its_wake_ups_and_the_requests_that_waited() {
+        use crate::sleep::{Member, Mode, Report, SleepSpec, Sleeper};
+        let exporter = Arc::new(Exporter::new("gangway", &[1.0]).expect("exporter"));
+        let sleeper = Arc::new(Sleeper::default());
+        sleeper.measure(&exporter);
+        sleeper.connected(Arc::new(Starts));
+        sleeper.update(vec![Report {
+            spec: SleepSpec {
+                idle: None,
+                mode: Mode::Hold,
+                hold: Duration::from_secs(5),
+                group: None,
+                wakeable: true,
+            },
+            member: Member {
+                id: "id1".into(),
+                name: "app-1".into(),
+                running: false,
+            },
+            services: vec!["app@docker".into()],
+        }]);
+        let before = exporter.render();
+        for want in [
+            "gangway_sleep_state{unit=\"app-1\",state=\"asleep\"} 1",
+            "gangway_sleep_wakeups_total{unit=\"app-1\",result=\"ok\"} 0",
+        ] {
+            assert!(before.lines().any(|l| l == want), "{want} in\n{before}");
+        }
+        let visits: Vec<_> = (0..3)
+            .map(|_| sleeper.enter("app@docker").expect("sleeps"))
+            .collect();
+        futures_util::future::join_all(visits.iter().map(|v| v.ready(false))).await;
+        let after = exporter.render();
+        for want in [
+            "gangway_sleep_state{unit=\"app-1\",state=\"awake\"} 1",
+            "gangway_sleep_wakeups_total{unit=\"app-1\",result=\"ok\"} 1",
+            "gangway_sleep_waited_requests_total{unit=\"app-1\"} 3",
+            "gangway_sleep_held_requests{unit=\"app-1\"} 0",
+            "gangway_sleep_wakeup_duration_seconds_count{unit=\"app-1\"} 1",
+        ] {
+            assert!(after.lines().any(|l| l == want), "{want} in\n{after}");
+        }
+        // Requests to a service that does not sleep are not the sleeper's.
+        assert!(sleeper.enter("other@docker").is_none());
+    }
+
     #[test]
     fn a_push_reads_the_same_figures() {
         let exporter =
