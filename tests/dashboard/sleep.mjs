@@ -119,7 +119,8 @@ try {
   check(/Last wake-up\s+(just now|\d+ (s|min) ago) \(\d{4}-\d\d-\d\d \d\d:\d\d\) · took \d+(\.\d)? (ms|s)/.test(wokenPage),
     `${woken}: the last wake-up, when and how long (${wokenPage})`);
   check(/Last request\s+(just now|\d+ (s|min) ago)/.test(wokenPage), `${woken}: the last request (${wokenPage})`);
-  check(wokenPage.includes('2s without a request'), `${woken}: its idle time (${wokenPage})`);
+  check(wokenPage.includes('1h without a request'), `${woken}: its idle time (${wokenPage})`);
+  check(/State\s+Awake/.test(wokenPage), `${woken}: awake (${wokenPage})`);
   check(await page.locator('.detail-head .badge.sleep').count() === 1, `${woken}: a sleep badge beside its status`);
 
   console.log('step: the broken service, asleep');
