@@ -85,6 +85,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
     let terminating = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let certificates = Arc::new(acme::Status::new(exporter.clone()));
     let sleeper = Arc::new(sleep::Sleeper::default());
+    if let Some(e) = &exporter {
+        sleeper.measure(e);
+    }
     let api_state = Arc::new(api::ApiState {
         runtime: handle.clone(),
         certificates: certificates.clone(),

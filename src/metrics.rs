@@ -15,16 +15,21 @@
 //! Everything else `/metrics` shows is set where it happens:
 //! configuration reloads when a runtime is published, certificates when
 //! they are loaded or issued, dropped access log lines when one is dropped,
-//! retries when the retry middleware sends a request again; and, when
-//! `/metrics` is read, the process's own figures and whether each server
-//! of a health-checked service is up, read from the runtime the proxy
-//! routes with (so a service that goes away leaves the exposition).
+//! retries when the retry middleware sends a request again, a sleeping
+//! service's wake-ups when they end (`sleep`); and, when `/metrics` is
+//! read, the process's own figures, whether each server of a
+//! health-checked service is up, read from the runtime the proxy routes
+//! with (so a service that goes away leaves the exposition), and each
+//! sleeping unit's state.
 //!
 //! Family names, types and label keys are Traefik v3's under
 //! `metrics.prometheus.prefix`.
 
 mod mirror;
 mod shard;
+mod sleep;
+
+pub use sleep::{STATES as SLEEP_STATES, SleepReading, SleepSeries, WAKE_BOUNDS};
 
 use crate::runtime::{RuntimeHandle, Upstream};
 use crate::tls::negotiated::Negotiated;
@@ -394,6 +399,8 @@ pub struct Exporter {
     last_reload: Gauge,
     certificates: Certificates,
     process: metrics_process::Collector,
+    /// The families of services that sleep when idle.
+    sleep: sleep::SleepFamilies,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -534,7 +541,9 @@ impl Exporter {
         );
         let process = metrics_process::Collector::default();
         metrics::with_local_recorder(&recorder, || process.describe());
+        let sleep = sleep::SleepFamilies::new(prefix, &recorder);
         Ok(Exporter {
+            sleep,
             certificates: Certificates::new(name("tls_certs_not_after")),
             header_labels,
             retries,
@@ -560,6 +569,7 @@ impl Exporter {
         let mut text = self.handle.render();
         self.render_series(&mut text);
         self.render_servers(&mut text);
+        self.sleep.render(&mut text);
         text.push_str(&self.certificates.render());
         text
     }
@@ -663,6 +673,7 @@ impl Exporter {
         }
         let mut histograms = Vec::new();
         if self.recorder.pushes() {
+            self.sleep.snapshot(&mut gauges, &mut histograms);
             for (families, series) in self.families.iter().zip(&self.series) {
                 let series = series.lock().unwrap_or_else(PoisonError::into_inner);
                 for registered in series.iter() {

@@ -194,6 +194,19 @@ pub enum Phase {
     Stopped,
 }
 
+impl Phase {
+    /// Its name in the API and the metrics' `state` label.
+    pub const fn as_label(self) -> &'static str {
+        match self {
+            Phase::Awake => "awake",
+            Phase::Stopping => "stopping",
+            Phase::Asleep => "asleep",
+            Phase::Waking => "waking",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
 /// One container (or Swarm service) as the provider reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Member {
@@ -272,6 +285,10 @@ struct Inner {
     /// The engine of each connected provider.
     engines: HashMap<&'static str, Arc<dyn Engine>>,
     ticking: bool,
+    /// Where wake-ups are counted, when metrics are on.
+    exporter: Option<Arc<crate::metrics::Exporter>>,
+    /// Each unit's metric handles, by unit.
+    series: BTreeMap<String, crate::metrics::SleepSeries>,
 }
 
 /// What the sleeper shows of one unit (API).
@@ -320,6 +337,26 @@ fn unit_key(provider: &str, r: &Report) -> String {
         base
     } else {
         format!("{base}@{provider}")
+    }
+}
+
+/// Keeps metric handles for exactly the units there are (none without an
+/// exporter).
+fn measure_units(inner: &mut Inner) {
+    let Inner {
+        units,
+        series,
+        exporter,
+        ..
+    } = inner;
+    let Some(exporter) = exporter else {
+        return;
+    };
+    series.retain(|key, _| units.contains_key(key));
+    for key in units.keys() {
+        if !series.contains_key(key) {
+            series.insert(key.clone(), exporter.sleep_series(key));
+        }
     }
 }
 
@@ -523,7 +560,32 @@ impl Sleeper {
             .flat_map(|(k, u)| u.services.iter().map(move |s| (s.clone(), k.clone())))
             .collect();
         inner.by_service = by_service;
+        measure_units(&mut inner);
         self.any.store(!inner.units.is_empty(), Ordering::Relaxed);
+    }
+
+    /// Counts wake-ups and waiting requests in `exporter`'s families, and
+    /// lets it read each unit's state when it renders them.
+    pub fn measure(self: &Arc<Self>, exporter: &Arc<crate::metrics::Exporter>) {
+        let weak = Arc::downgrade(self);
+        exporter.watch_sleep(move || weak.upgrade().map(|s| s.readings()).unwrap_or_default());
+        let mut inner = self.lock();
+        inner.exporter = Some(exporter.clone());
+        measure_units(&mut inner);
+    }
+
+    /// Every unit's state and held requests now, for the metrics.
+    fn readings(&self) -> Vec<crate::metrics::SleepReading> {
+        let inner = self.lock();
+        inner
+            .units
+            .iter()
+            .map(|(key, u)| crate::metrics::SleepReading {
+                unit: key.clone(),
+                state: u.phase.as_label(),
+                held: u.held,
+            })
+            .collect()
     }
 
     /// A request to `service` begins; None when the service does not sleep.
@@ -657,6 +719,9 @@ impl Sleeper {
     fn woken(&self, key: &str, ids: &[String], took: Duration, result: &Result<(), WakeError>) {
         let now = now_ms();
         let mut inner = self.lock();
+        if let Some(series) = inner.series.get(key) {
+            series.woken(took, result.is_ok());
+        }
         if result.is_ok() {
             for id in ids {
                 inner.stopped.remove(id);
@@ -835,6 +900,9 @@ impl Visit {
                 });
             }
             unit.held += 1;
+            if let Some(series) = inner.series.get(key) {
+                series.waited();
+            }
             rx
         };
         let _held = Held {

@@ -63,30 +63,48 @@ fn sleeper(name: &str, idle: &str) -> Spec {
 
 /// Gangway for this run's containers, with its API at `api.test`.
 async fn gangway(run: &Run) -> Gangway {
-    gangway_with(run, "").await
+    gangway_with(run, "", &[]).await.0
 }
 
-/// The same, with more routers from the file provider.
-async fn gangway_with(run: &Run, routers: &str) -> Gangway {
+/// Like `gangway`, with more file-provider routers and arguments; also
+/// the port of its internal entry point, where `/metrics` is served.
+async fn gangway_with(run: &Run, routers: &str, extra: &[&str]) -> (Gangway, u16) {
     let api_router = format!(
         "[http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n{routers}"
     );
     // The internal entry point on a port of its own: :8080 may be taken.
-    let internal = format!(
-        "--entryPoints.gangway.address=127.0.0.1:{}",
-        support::free_port()
-    );
-    Gangway::with_file(
-        &api_router,
-        &[
-            "--providers.docker",
-            &run.constraint(),
-            "--providers.docker.downGracePeriod=0s",
-            "--api=true",
-            &internal,
-        ],
-    )
-    .await
+    let port = support::free_port();
+    let internal = format!("--entryPoints.gangway.address=127.0.0.1:{port}");
+    let constraint = run.constraint();
+    let mut args = vec![
+        "--providers.docker",
+        &constraint,
+        "--providers.docker.downGracePeriod=0s",
+        "--api=true",
+        &internal,
+    ];
+    args.extend_from_slice(extra);
+    (Gangway::with_file(&api_router, &args).await, port)
+}
+
+/// The value of the series `name` with exactly these labels in gangway's
+/// `/metrics` (internal entry point on `port`), when it has one.
+async fn metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let uri = format!("http://127.0.0.1:{port}/metrics").parse().ok()?;
+    let resp = client.get(uri).await.ok()?;
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    let want: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    String::from_utf8_lossy(&body).lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let inner = series
+            .strip_prefix(name)?
+            .strip_prefix('{')?
+            .strip_suffix('}')?;
+        let have: Vec<&str> = inner.split(',').collect();
+        let same = have.len() == want.len() && want.iter().all(|w| have.contains(&w.as_str()));
+        if same { value.parse().ok() } else { None }
+    })
 }
 
 /// GET with an `Accept` header.
@@ -132,7 +150,7 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
         return;
     }
     let run = Run::new("sleep-idle");
-    let gw = gangway(&run).await;
+    let (gw, internal) = gangway_with(&run, "", &["--metrics.prometheus"]).await;
     let probe = Probe::new(&gw);
     let name = run.start(&sleeper("idle", "2s")).await;
     eventually(Duration::from_secs(10), "routed", || {
@@ -150,6 +168,13 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
             .is_some_and(|s| s["state"] == "asleep" && s["asleepSince"].is_string())
     })
     .await;
+    let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
+    let unit = state["unit"].as_str().expect("its unit").to_owned();
+    let asleep = [("unit", unit.as_str()), ("state", "asleep")];
+    assert_eq!(
+        metric(internal, "gangway_sleep_state", &asleep).await,
+        Some(1.0)
+    );
 
     let since = stamp();
     let answers =
@@ -166,6 +191,42 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
     assert_eq!(state["state"], "awake", "{state}");
     assert!(state["lastWakeMs"].is_u64(), "{state}");
+    // Measured: one wake-up that worked, its duration, the requests that
+    // waited for it, none waiting any more.
+    let unit = [("unit", unit.as_str())];
+    let ok = [("unit", unit[0].1), ("result", "ok")];
+    let error = [("unit", unit[0].1), ("result", "error")];
+    let awake = [("unit", unit[0].1), ("state", "awake")];
+    // First: it sleeps again after its idle time.
+    assert_eq!(
+        metric(internal, "gangway_sleep_state", &awake).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &ok).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            internal,
+            "gangway_sleep_wakeup_duration_seconds_count",
+            &unit
+        )
+        .await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_held_requests", &unit).await,
+        Some(0.0)
+    );
+    let waited = metric(internal, "gangway_sleep_waited_requests_total", &unit)
+        .await
+        .expect("requests that waited");
+    assert!((1.0..=50.0).contains(&waited), "{waited}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -180,7 +241,7 @@ async fn a_child_router_wakes_its_sleeping_service_through_its_parent() {
     let routers = "[http.routers.portal]\nrule = \"Host(`portal.test`)\"\n\
         [http.routers.inside]\nparentRefs = [\"portal@file\"]\n\
         rule = \"PathPrefix(`/`)\"\nservice = \"nested@docker\"\n";
-    let gw = gangway_with(&run, routers).await;
+    let gw = gangway_with(&run, routers, &[]).await.0;
     let probe = Probe::new(&gw);
     let name = run.start(&sleeper("nested", "2s")).await;
     eventually(Duration::from_secs(10), "routed through the parent", || {
@@ -274,7 +335,16 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
         return;
     }
     let run = Run::new("sleep-exits");
-    let gw = gangway(&run).await;
+    // Under Traefik's prefix, as a Traefik user's dashboards read them.
+    let (gw, internal) = gangway_with(
+        &run,
+        "",
+        &[
+            "--metrics.prometheus",
+            "--metrics.prometheus.prefix=traefik",
+        ],
+    )
+    .await;
     let probe = Probe::new(&gw);
     // Serves the first time; every later start exits at once.
     let spec = sleeper("broken", "2s")
@@ -307,6 +377,36 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
             .as_str()
             .is_some_and(|e| e.contains("exit code 3")),
         "{state}"
+    );
+    // One failed wake-up counted (the backoff tried no other), no
+    // duration, one request that waited.
+    let unit = [("unit", state["unit"].as_str().expect("its unit"))];
+    let error = [("unit", unit[0].1), ("result", "error")];
+    let ok = [("unit", unit[0].1), ("result", "ok")];
+    assert_eq!(
+        metric(internal, "traefik_sleep_wakeups_total", &error).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "traefik_sleep_wakeups_total", &ok).await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(
+            internal,
+            "traefik_sleep_wakeup_duration_seconds_count",
+            &unit
+        )
+        .await,
+        Some(0.0)
+    );
+    assert_eq!(
+        metric(internal, "traefik_sleep_waited_requests_total", &unit).await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        None
     );
 }
 
@@ -341,6 +441,149 @@ async fn a_request_open_across_the_idle_time_keeps_its_container_awake() {
     assert_eq!(String::from_utf8_lossy(&body).trim(), "done");
     assert_eq!(events(&run, &name, "stop", &since).await, 0);
     assert!(running(&run, &name).await);
+}
+
+/// A WebSocket echo server in the test image's shell, on 127.0.0.1:`port`
+/// beside its httpd: busybox `nc` runs one shell per connection, which
+/// answers the opening handshake and sends each short frame back
+/// unmasked, a Close included (then it ends).
+fn websocket_echo(port: u16) -> String {
+    format!(
+        r#"cat > /tmp/ws <<'WS'
+#!/bin/sh
+key=
+while IFS= read -r line; do
+  line=${{line%?}}
+  [ -z "$line" ] && break
+  case "$line" in [Ss]ec-[Ww]eb[Ss]ocket-[Kk]ey:*) key=${{line#*: }} ;; esac
+done
+accept=$(printf '%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11' "$key" | sha1sum | cut -d' ' -f1 | xxd -r -p | base64)
+printf 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n' "$accept"
+bytes() {{ dd bs=1 count="$1" 2>/dev/null | od -An -tu1; }}
+while set -- $(bytes 2) && [ $# -eq 2 ]; do
+  op=$(($1 & 15)) len=$(($2 & 127))
+  set -- $(bytes 4)
+  out=$(printf '\\%03o\\%03o' $((128 | op)) "$len") i=0
+  for b in $(bytes "$len"); do
+    eval "m=\${{$((i % 4 + 1))}}"
+    out="$out$(printf '\\%03o' $((b ^ m)))" i=$((i + 1))
+  done
+  printf "$out"
+  [ "$op" -eq 8 ] && exit 0
+done
+WS
+chmod 755 /tmp/ws && nc -ll -p {port} 127.0.0.1 -e /tmp/ws &
+exec /bin/serve"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_websocket_open_across_the_idle_time_keeps_its_container_awake() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_websocket").await {
+        return;
+    }
+    let run = Run::new("sleep-ws");
+    let gw = gangway(&run).await;
+    let probe = Probe::new(&gw);
+    let ws_port = support::free_port();
+    // Two services of one container: its httpd, and the WebSocket echo.
+    let spec = sleeper("chat", "2s")
+        .label(
+            &format!("{P}.http.routers.chatws.rule"),
+            "Host(`ws.chat.test`)",
+        )
+        .label(&format!("{P}.http.routers.chatws.service"), "chatws")
+        .label(
+            &format!("{P}.http.services.chatws.loadbalancer.server.port"),
+            &ws_port.to_string(),
+        )
+        .shell(&websocket_echo(ws_port));
+    let name = run.start(&spec).await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("chat.test", "chat")
+    })
+    .await;
+    let connect = || async {
+        let mut req = format!("ws://127.0.0.1:{}/socket", gw.port)
+            .into_client_request()
+            .expect("client request");
+        req.headers_mut()
+            .insert("host", http::HeaderValue::from_static("ws.chat.test"));
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
+            .await
+            .expect("connect to gangway");
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio_tungstenite::client_async(req, tcp),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|(ws, _)| ws)
+    };
+    // The echo server listens shortly after the httpd answers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut ws = loop {
+        if let Some(ws) = connect().await {
+            break ws;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no WebSocket handshake through gangway"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut echo = async |text: &str| {
+        ws.send(Message::text(text)).await.expect("send");
+        let got = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("an echo in time")
+            .expect("connection open")
+            .expect("a message");
+        assert_eq!(got, Message::text(text));
+    };
+    echo("hello").await;
+    let since = stamp();
+    // Open and silent for three idle times: its request ended with the
+    // handshake, and without the connection counted the container would
+    // be stopped after one.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert!(
+        running(&run, &name).await,
+        "stopped under an open WebSocket"
+    );
+    assert_eq!(events(&run, &name, "stop", &since).await, 0);
+    let state = sleep_state(&gw, "chatws@docker")
+        .await
+        .expect("sleep state");
+    assert_eq!(state["state"], "awake", "{state}");
+    echo("still there").await;
+    ws.close(None).await.expect("close");
+    let reply = tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .expect("the close reply in time");
+    assert!(
+        matches!(reply, Some(Ok(Message::Close(_))) | None),
+        "{reply:?}"
+    );
+    drop(ws);
+    // Closed, the container sleeps once idle.
+    eventually(
+        Duration::from_secs(20),
+        "stopped once closed and idle",
+        || async { !running(&run, &name).await },
+    )
+    .await;
+    eventually(Duration::from_secs(5), "shown asleep", || async {
+        sleep_state(&gw, "chatws@docker")
+            .await
+            .is_some_and(|s| s["state"] == "asleep")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -504,4 +747,60 @@ async fn sleep_labels_are_refused_when_docker_is_read_only() {
     let since = stamp();
     assert!(probe.answers("ro.test", "ro").await);
     assert_eq!(events(&run, &name, "stop", &since).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dashboard_shows_sleeping_services_their_wake_ups_and_failures() {
+    const TEST: &str = "sleep_dashboard";
+    let _serial = SERIAL.lock().await;
+    if !ready(TEST).await || support::browser::parts_or_skip(TEST).is_none() {
+        return;
+    }
+    let run = Run::new("sleep-dashboard");
+    let (gw, internal) = gangway_with(&run, "", &["--api.insecure=true"]).await;
+    let probe = Probe::new(&gw);
+    // Created, never started, and wakeable: asleep from the start, and
+    // once woken awake for the rest of the test.
+    run.create(&sleeper("nap", "1h").label("gangway.sleep.wakeable", "true"))
+        .await;
+    // Serves the first time; every later start exits at once.
+    let broken = run
+        .start(
+            &sleeper("broken", "2s")
+                .shell("if [ -f /tmp/ran ]; then exit 3; fi; touch /tmp/ran; exec /bin/serve"),
+        )
+        .await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("broken.test", "broken")
+    })
+    .await;
+    eventually(Duration::from_secs(20), "both asleep", || async {
+        !running(&run, &broken).await
+            && sleep_state(&gw, "nap@docker")
+                .await
+                .is_some_and(|s| s["state"] == "asleep")
+            && sleep_state(&gw, "broken@docker")
+                .await
+                .is_some_and(|s| s["state"] == "asleep")
+    })
+    .await;
+    // One wake-up that works, for its time and duration.
+    assert!(probe.answers("nap.test", "nap").await);
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target dir")
+        .join("dashboard-screenshots");
+    support::browser::drive(
+        TEST,
+        "sleep.mjs",
+        &format!("http://127.0.0.1:{internal}"),
+        &[
+            ("PROXY_PORT", &gw.port.to_string()),
+            ("WOKEN", "nap@docker"),
+            ("BROKEN", "broken@docker"),
+            ("BROKEN_HOST", "broken.test"),
+            ("SCREENSHOT_DIR", &shots.display().to_string()),
+        ],
+    )
+    .await;
 }

@@ -2,7 +2,7 @@
 // with the objects it uses and is used by as links.
 
 import { get, optional, ApiError } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, listHref, qualify, section, kv, callout, icon, problemItems, toDate, shortDate } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, listHref, qualify, section, kv, callout, icon, problemItems, toDate, shortDate, sleepBadge, timeAgo, wakeDuration } from './dom.js';
 import { normalizeCert, certTable, sortCerts } from './certificates.js';
 
 const INTERNAL = {
@@ -23,7 +23,7 @@ export function head(kind, o) {
   return h('div', { class: 'page-head detail-head' },
     h('a', { href: listHref(kind), class: 'back' }, `← ${KINDS[kind].title}`),
     h('h1', {}, h('span', { class: 'obj-name' }, o.name)),
-    h('div', { class: 'meta' }, statusBadge(o.status), tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
+    h('div', { class: 'meta' }, statusBadge(o.status), o.sleep ? sleepBadge(o.sleep) : null, tag(KINDS[kind].one), o.type ? tag(o.type, 'accent') : null, o.provider ? tag(`provider: ${o.provider}`) : null));
 }
 
 /** Problems the API reads from the servers' health, not from the configuration. */
@@ -134,6 +134,9 @@ export function health(status, check) {
 
 function serversTable(s) {
   const servers = list(s.loadBalancer && s.loadBalancer.servers);
+  if (!servers.length && s.sleep && ['asleep', 'waking'].includes(s.sleep.state)) {
+    return h('p', { class: 'muted' }, 'No servers while its containers sleep: the next request starts them.');
+  }
   if (!servers.length) return h('p', { class: 'muted' }, 'No servers: every request gets 503 Service Unavailable.');
   const st = s.serverStatus || {};
   const checks = s.serverHealth || {};
@@ -259,9 +262,39 @@ function serviceSummaryText(s) {
   return '';
 }
 
+/** A moment as "3 min ago (2026-03-01 14:02)". */
+function moment(v) {
+  const d = toDate(v);
+  if (!d) return null;
+  return h('span', {}, timeAgo(v), h('small', { class: 'muted' }, ` (${shortDate(d)})`));
+}
+
+/** What the sleeper says of a service whose containers sleep when idle (`gangway.sleep.*`). */
+function sleepSection(sleep) {
+  const wake = sleep.lastWake
+    ? h('span', {}, moment(sleep.lastWake), sleep.lastWakeMs !== undefined ? ` · took ${wakeDuration(sleep.lastWakeMs)}` : '')
+    : null;
+  return section('Sleep', h('div', { id: 'sleep', dataset: { state: sleep.state } },
+    sleep.error ? callout('error', 'The last wake-up failed', [sleep.error,
+      'Requests get this error at once until the backoff ends; the first request after it starts the containers again.']) : null,
+    fields([
+      ['State', sleepBadge(sleep)],
+      ['Asleep since', sleep.state === 'asleep' ? moment(sleep.asleepSince) : null],
+      ['Last request', moment(sleep.lastRequest)],
+      ['Last wake-up', wake],
+      ['Sleeps after', sleep.idle ? `${sleep.idle} without a request` : h('span', { class: 'muted' }, 'never by itself (woken only)')],
+      ['While asleep', sleep.mode === 'page'
+        ? 'a browser gets a page that reloads until the service answers; other clients wait for it'
+        : 'requests wait until the service answers'],
+      ['Sleeps and wakes as', sleep.unit],
+      ['Containers', h('span', { class: 'chips' }, list(sleep.containers).map((c) => h('code', { class: 'chip' }, c)))],
+    ])));
+}
+
 function serviceBody(o) {
   const provider = o.provider;
   const out = [errors(o)];
+  if (o.sleep) out.push(sleepSection(o.sleep));
   if (INTERNAL[o.name]) out.push(section('Built-in service', h('p', {}, INTERNAL[o.name])));
   if (o.loadBalancer) {
     const { servers, ...settings } = o.loadBalancer;

@@ -57,6 +57,28 @@ export function statusBadge(status) {
   return h('span', { class: `badge status-${s}`, title: `status: ${s}` }, icon(name), STATUS_TEXT[s] || s);
 }
 
+const SLEEP_TEXT = { awake: 'Awake', stopping: 'Stopping', asleep: 'Asleep', waking: 'Waking', stopped: 'Stopped' };
+const SLEEP_TITLE = {
+  awake: 'running; stopped again after its idle time',
+  stopping: 'being stopped after its idle time',
+  asleep: 'stopped by gangway; the next request starts it',
+  waking: 'being started for a request',
+  stopped: 'stopped by someone else: requests do not wake it',
+};
+
+/** The state of a service whose containers sleep when idle (the API's `sleep`). */
+export function sleepBadge(sleep) {
+  const s = String((sleep && sleep.state) || '').toLowerCase();
+  return h('span', { class: `badge sleep sleep-${s}`, title: SLEEP_TITLE[s] || s, dataset: { sleep: s } },
+    h('span', { class: 'dot' }), SLEEP_TEXT[s] || s);
+}
+
+/** A wake-up's duration in milliseconds, as "850 ms" or "2.4 s". */
+export function wakeDuration(ms) {
+  if (ms === undefined || ms === null) return null;
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
 /** A neutral small label (provider, type). */
 export function tag(text, cls = '') {
   return h('span', { class: `tag ${cls}`.trim() }, text);

@@ -3,7 +3,7 @@
 // address so a filtered view can be bookmarked or shared.
 
 import { get, getPage, optional, query } from './api.js';
-import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon, problemItems, joined } from './dom.js';
+import { h, priority, list, render, statusBadge, objLink, rule, table, tag, empty, KINDS, qualify, icon, problemItems, joined, sleepBadge, timeAgo, wakeDuration } from './dom.js';
 import { STREAM_LISTS } from './tcp.js';
 
 const PER_PAGE = 50;
@@ -38,6 +38,21 @@ function errorLine(o) {
     icon(o.status === 'warning' ? 'warn' : 'cross'), h('span', {}, joined(errors)));
 }
 
+/** Why a sleeping service's last wake-up failed, on a line under its row while the backoff lasts. */
+function sleepErrorLine(o) {
+  if (!o.sleep || !o.sleep.error) return null;
+  return h('div', { class: 'obj-error sleep-error' }, icon('cross'), h('span', {}, `Wake-up failed: ${o.sleep.error}`));
+}
+
+/** A sleeping service's state, and since when it sleeps or when it last woke. */
+function sleepSummary(sleep) {
+  const since = sleep.state === 'asleep' && sleep.asleepSince
+    ? h('small', { class: 'muted' }, ' since ', timeAgo(sleep.asleepSince))
+    : sleep.lastWake
+      ? h('small', { class: 'muted' }, ' woke ', timeAgo(sleep.lastWake), sleep.lastWakeMs !== undefined ? ` in ${wakeDuration(sleep.lastWakeMs)}` : '')
+      : null;
+  return h('div', { class: 'sleep-sum' }, sleepBadge(sleep), since);
+}
 
 function links(kind, names, provider, max = 3) {
   const all = list(names);
@@ -97,7 +112,9 @@ function cells(kind, o) {
         priority(o.priority),
       ];
     case 'services':
-      return [statusBadge(o.status), nameCell(kind, o), typeTag(o), serversSummary(o), links('routers', o.usedBy, null)];
+      return [statusBadge(o.status), nameCell(kind, o), typeTag(o),
+        o.sleep ? h('div', {}, serversSummary(o), sleepSummary(o.sleep)) : serversSummary(o),
+        links('routers', o.usedBy, null)];
     default:
       return [statusBadge(o.status), nameCell(kind, o), typeTag(o), links('routers', o.usedBy, null, 5)];
   }
@@ -196,7 +213,8 @@ export function listPage(kind, initial) {
           cells: cells(kind, o),
           cls: o.status === 'disabled' ? 'row-error' : o.status === 'warning' ? 'row-warn' : '',
           data: { name: o.name },
-          after: errorLine(o),
+          after: kind === 'services' && o.sleep && o.sleep.error
+            ? [errorLine(o), sleepErrorLine(o)].filter(Boolean) : errorLine(o),
         })), `list list-${kind.replace('/', '-')}`);
       });
       const pages = total === null ? null : Math.max(1, Math.ceil(total / PER_PAGE));
