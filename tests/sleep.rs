@@ -191,6 +191,11 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let state = sleep_state(&gw, "idle@docker").await.expect("sleep state");
     assert_eq!(state["state"], "awake", "{state}");
     assert!(state["lastWakeMs"].is_u64(), "{state}");
+    // The figure docs/performance.md gives (`-- --nocapture` shows it).
+    eprintln!(
+        "wake-up of a small container, request to ready: {} ms",
+        state["lastWakeMs"]
+    );
     // Measured: one wake-up that worked, its duration, the requests that
     // waited for it, none waiting any more.
     let unit = [("unit", unit.as_str())];
