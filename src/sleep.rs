@@ -22,7 +22,7 @@ pub mod spec;
 pub use spec::{Mode, SleepError, SleepSpec, parse_sleep_labels};
 
 use futures_util::future::BoxFuture;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -384,6 +384,10 @@ pub struct Sleeper {
     inner: Mutex<Inner>,
     /// Whether any unit exists: requests to other services skip the lock.
     any: AtomicBool,
+    /// The services that sleep, read without the lock: with sleeping
+    /// services on a host, requests to the others still take no lock
+    /// every worker would wait on.
+    services: arc_swap::ArcSwap<HashSet<String>>,
     wakes: Arc<Semaphore>,
 }
 
@@ -392,6 +396,7 @@ impl Default for Sleeper {
         Sleeper {
             inner: Mutex::new(Inner::default()),
             any: AtomicBool::new(false),
+            services: arc_swap::ArcSwap::default(),
             wakes: Arc::new(Semaphore::new(MAX_CONCURRENT_WAKES)),
         }
     }
@@ -555,10 +560,12 @@ impl Sleeper {
             Some((running, hold)) => !*running || *hold,
             None => false,
         });
-        let by_service = units
+        let by_service: HashMap<String, String> = units
             .iter()
             .flat_map(|(k, u)| u.services.iter().map(move |s| (s.clone(), k.clone())))
             .collect();
+        self.services
+            .store(Arc::new(by_service.keys().cloned().collect()));
         inner.by_service = by_service;
         measure_units(&mut inner);
         self.any.store(!inner.units.is_empty(), Ordering::Relaxed);
@@ -590,7 +597,7 @@ impl Sleeper {
 
     /// A request to `service` begins; None when the service does not sleep.
     pub fn enter(self: &Arc<Self>, service: &str) -> Option<Visit> {
-        if !self.any.load(Ordering::Relaxed) {
+        if !self.any.load(Ordering::Relaxed) || !self.services.load().contains(service) {
             return None;
         }
         let now = now_ms();
