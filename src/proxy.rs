@@ -258,6 +258,7 @@ impl ConnInfo {
     /// Counts one more answer and says whether the connection has served
     /// its share (`keepAliveMaxRequests`, `keepAliveMaxTime`) and is to be
     /// closed after it.
+    #[inline]
     pub(crate) fn keep_alive_spent(&self) -> bool {
         let ep = &self.entry_point;
         if ep.keep_alive_max_requests > 0 {

@@ -493,16 +493,9 @@ fn hyper_service(
         let proxy = proxy.clone();
         let info = info.clone();
         async move {
-            let mut resp = proxy
-                .serve_request(info.clone(), req.map(ClientStream::Hyper))
-                .await?;
-            // hyper closes the connection after an answer that says so,
-            // as Go's server does for Traefik's keep-alive bounds.
-            if resp.status() != StatusCode::SWITCHING_PROTOCOLS && info.keep_alive_spent() {
-                resp.headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            Ok(resp)
+            proxy
+                .serve_request(info, req.map(ClientStream::Hyper))
+                .await
         }
     })
 }
