@@ -439,6 +439,14 @@ impl Proxy {
         }
     }
 
+    /// Whether [`plain_answer`](Self::plain_answer) can answer `req` at all:
+    /// the entry point redirects, or the path is an ACME challenge's.
+    /// Asked first, so that the usual request makes no `plain_answer`
+    /// future.
+    pub(crate) fn may_answer_plain<B>(conn: &ConnInfo, req: &Request<B>) -> bool {
+        conn.entry_point.redirect.is_some() || req.uri().path().starts_with(ACME_CHALLENGE_PATH)
+    }
+
     /// What a plain-HTTP request gets before routing: the answer to an
     /// ACME HTTP-01 validation, or the entry point's redirection. `routed`
     /// is the router that matches it, when it was looked up first: with

@@ -91,6 +91,7 @@ impl Proxy {
                 || ep.redirect.as_ref().is_some_and(|r| r.priority.is_some()));
         if !conn.tls
             && !routed_first
+            && Proxy::may_answer_plain(conn, &req)
             && let Some(answer) = self.plain_answer(conn, &req, None).await
         {
             return (answer, None);
@@ -107,7 +108,9 @@ impl Proxy {
             .unwrap_or("");
         let host = normalize_authority(host_text);
         let route = self.find_route(conn, &req, &host);
-        if routed_first && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
+        if routed_first
+            && Proxy::may_answer_plain(conn, &req)
+            && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
         {
             return (answer, None);
         }
