@@ -119,7 +119,12 @@ impl Proxy {
         };
         // A service that sleeps: the request may wait for its wake-up, and
         // keeps it awake until its answer ends.
-        let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
+        let entered = if self.sleeper.any() {
+            self.sleeper.enter(&route.service_name)
+        } else {
+            None
+        };
+        let (route, visit, waited) = match entered {
             None => (route, None, None),
             Some(visit) => match self.await_wake(conn, &req, &host, route, &visit).await {
                 Ok((route, waited)) => {
