@@ -231,6 +231,7 @@ pub(crate) struct ConnInfo {
 
 impl ConnInfo {
     /// A connection from `peer` on `entry_point`, before any request.
+    #[inline]
     pub(crate) fn new(
         entry_point: Arc<EntryPointInfo>,
         peer: SocketAddr,
