@@ -231,6 +231,7 @@ pub(crate) struct ConnInfo {
 
 impl ConnInfo {
     /// A connection from `peer` on `entry_point`, before any request.
+    #[inline]
     pub(crate) fn new(
         entry_point: Arc<EntryPointInfo>,
         peer: SocketAddr,
@@ -258,6 +259,7 @@ impl ConnInfo {
     /// Counts one more answer and says whether the connection has served
     /// its share (`keepAliveMaxRequests`, `keepAliveMaxTime`) and is to be
     /// closed after it.
+    #[inline]
     pub(crate) fn keep_alive_spent(&self) -> bool {
         let ep = &self.entry_point;
         if ep.keep_alive_max_requests > 0 {

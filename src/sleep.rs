@@ -595,6 +595,13 @@ impl Sleeper {
             .collect()
     }
 
+    /// Whether any service sleeps at all; when none does, the proxy makes
+    /// no [`enter`](Self::enter) call.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
+    }
+
     /// A request to `service` begins; None when the service does not sleep.
     pub fn enter(self: &Arc<Self>, service: &str) -> Option<Visit> {
         if !self.any.load(Ordering::Relaxed) || !self.services.load().contains(service) {

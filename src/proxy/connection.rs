@@ -439,6 +439,14 @@ impl Proxy {
         }
     }
 
+    /// Whether [`plain_answer`](Self::plain_answer) can answer `req` at all:
+    /// the entry point redirects, or the path is an ACME challenge's.
+    /// Asked first, so that the usual request makes no `plain_answer`
+    /// future.
+    pub(crate) fn may_answer_plain<B>(conn: &ConnInfo, req: &Request<B>) -> bool {
+        conn.entry_point.redirect.is_some() || req.uri().path().starts_with(ACME_CHALLENGE_PATH)
+    }
+
     /// What a plain-HTTP request gets before routing: the answer to an
     /// ACME HTTP-01 validation, or the entry point's redirection. `routed`
     /// is the router that matches it, when it was looked up first: with
@@ -493,16 +501,9 @@ fn hyper_service(
         let proxy = proxy.clone();
         let info = info.clone();
         async move {
-            let mut resp = proxy
-                .serve_request(info.clone(), req.map(ClientStream::Hyper))
-                .await?;
-            // hyper closes the connection after an answer that says so,
-            // as Go's server does for Traefik's keep-alive bounds.
-            if resp.status() != StatusCode::SWITCHING_PROTOCOLS && info.keep_alive_spent() {
-                resp.headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            Ok(resp)
+            proxy
+                .serve_request(info, req.map(ClientStream::Hyper))
+                .await
         }
     })
 }

@@ -177,6 +177,17 @@ impl Proxy {
         // HTTP/1.1 connection alive (chunking a body of unknown length),
         // and still gives an HTTP/1.0 client HTTP/1.0.
         *resp.version_mut() = version;
+        // An HTTP/1 connection that has served its share (Traefik's
+        // keep-alive bounds) says so on this answer, and hyper closes it
+        // after, as Go's server does. Decided here, on the answer in hand:
+        // a future wrapping this one would move the answer once more.
+        if version < Version::HTTP_2
+            && resp.status() != http::StatusCode::SWITCHING_PROTOCOLS
+            && conn.keep_alive_spent()
+        {
+            resp.headers_mut()
+                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        }
         // Over TLS on TCP, the client learns that HTTP/3 is served too,
         // unless its name's TLS options keep it off QUIC.
         if conn.tls

@@ -91,6 +91,7 @@ impl Proxy {
                 || ep.redirect.as_ref().is_some_and(|r| r.priority.is_some()));
         if !conn.tls
             && !routed_first
+            && Proxy::may_answer_plain(conn, &req)
             && let Some(answer) = self.plain_answer(conn, &req, None).await
         {
             return (answer, None);
@@ -107,7 +108,9 @@ impl Proxy {
             .unwrap_or("");
         let host = normalize_authority(host_text);
         let route = self.find_route(conn, &req, &host);
-        if routed_first && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
+        if routed_first
+            && Proxy::may_answer_plain(conn, &req)
+            && let Some(answer) = self.plain_answer(conn, &req, route.as_deref()).await
         {
             return (answer, None);
         }
@@ -116,7 +119,12 @@ impl Proxy {
         };
         // A service that sleeps: the request may wait for its wake-up, and
         // keeps it awake until its answer ends.
-        let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
+        let entered = if self.sleeper.any() {
+            self.sleeper.enter(&route.service_name)
+        } else {
+            None
+        };
+        let (route, visit, waited) = match entered {
             None => (route, None, None),
             Some(visit) => match self
                 .await_wake(wants_page(&req), route, &visit, || {
@@ -196,7 +204,10 @@ impl Proxy {
         (resp, Some(route))
     }
 
-    /// The route for a request, from the current runtime.
+    /// The route for a request, from the current runtime. Inlined into
+    /// each caller: out of line, it costs a call and a copy of the
+    /// request's facts on every request.
+    #[inline(always)]
     fn find_route<B>(&self, conn: &ConnInfo, req: &Request<B>, host: &str) -> Option<Arc<Route>> {
         let facts = RequestFacts {
             method: req.method(),
@@ -271,6 +282,13 @@ impl Proxy {
         // redirectScheme) see only trustworthy ones and may add their own.
         if !conn.entry_point.trust.trusts(conn.peer.ip()) {
             remove_spoofable(req.headers_mut());
+        }
+        // No middlewares and no spans to open: straight to the service,
+        // without a `run_chain` future between (the usual route).
+        if route.chain.is_empty() && self.tracer.is_none() {
+            return self
+                .to_service(conn, route, &route.upstream, host_value, req)
+                .await;
         }
         self.run_chain(conn, route, host_value, req).await
     }
