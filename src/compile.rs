@@ -19,11 +19,11 @@ use crate::config::problem::{
     ConfigError, ObjectKind, ObjectRef, Problem, Reference, ServerUrlProblem, Unorderable,
 };
 use crate::health::{CheckServer, compile_plan};
-use crate::rule::{RuleSyntax, default_priority, parse_rule_in};
+use crate::rule::{Matcher, RuleSyntax, default_priority, parse_rule_in};
 use crate::runtime::InternalService;
 use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey, StatsKind};
 use crate::runtime::{
-    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
+    Chain, EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
     Registries, Report, Route, Runtime, Server, Upstream, WeightedService,
 };
 use http::{HeaderValue, Uri, uri::Authority};
@@ -311,6 +311,52 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
             (service_name, upstream, None)
         };
         let provider = step.provider.clone();
+        // What a route takes from its router and service whatever the
+        // entry point; a parent's requests are counted, and limited, on
+        // the child that answers them.
+        let route = |matcher: Matcher,
+                     priority: i64,
+                     rule: Arc<str>,
+                     tls: bool,
+                     chain: Chain,
+                     upstream: Arc<Upstream>,
+                     children: Option<Arc<EntryPointRoutes>>| {
+            let parent = children.is_some();
+            let metrics = ctx.metrics.as_ref().filter(|_| !parent);
+            Route {
+                name: name.clone(),
+                priority,
+                matcher,
+                rule,
+                tls,
+                chain,
+                upstream,
+                children,
+                stats: metrics
+                    .filter(|m| m.routers)
+                    .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
+                service_stats: metrics
+                    .filter(|m| m.services)
+                    .map(|m| registries.stats(StatsKind::Service, &service_name, &m.exporter)),
+                gate: if parent {
+                    None
+                } else {
+                    crate::overload::Gate::for_service(
+                        registries,
+                        &service_name,
+                        crate::overload::Limits::of(
+                            dynamic.http.services.get(&service_name),
+                            ctx.service_limits,
+                        ),
+                    )
+                },
+                service_name: service_name.clone(),
+                internal: provider == "internal",
+                traced: router_traced(router.observability.as_ref()),
+                access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
+                metrics: router_switch(router.observability.as_ref(), "metrics"),
+            }
+        };
 
         if is_child {
             if let (Some(matcher), Some(upstream), Some(Some((_, chain))), true) = (
@@ -319,46 +365,19 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                 chains.map(|c| c.into_iter().next()),
                 step.enabled(),
             ) {
-                let parent = children.is_some();
-                let route =
-                    Route {
-                        name: name.clone(),
-                        priority: router
-                            .priority
-                            .unwrap_or_else(|| default_priority(&router.rule)),
-                        matcher,
-                        rule: Arc::from(router.rule.as_str()),
-                        tls: false,
-                        chain,
-                        upstream,
-                        children,
-                        stats: ctx
-                            .metrics
-                            .as_ref()
-                            .filter(|m| m.routers && !parent)
-                            .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
-                        service_stats: ctx.metrics.as_ref().filter(|m| m.services && !parent).map(
-                            |m| registries.stats(StatsKind::Service, &service_name, &m.exporter),
-                        ),
-                        gate: if parent {
-                            None
-                        } else {
-                            crate::overload::Gate::for_service(
-                                registries,
-                                &service_name,
-                                crate::overload::Limits::of(
-                                    dynamic.http.services.get(&service_name),
-                                    ctx.service_limits,
-                                ),
-                            )
-                        },
-                        service_name: service_name.clone(),
-                        internal: provider == "internal",
-                        traced: router_traced(router.observability.as_ref()),
-                        access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
-                        metrics: router_switch(router.observability.as_ref(), "metrics"),
-                    };
-                child_routes.insert(name.as_str(), Arc::new(route));
+                let priority = router
+                    .priority
+                    .unwrap_or_else(|| default_priority(&router.rule));
+                let child = route(
+                    matcher,
+                    priority,
+                    Arc::from(router.rule.as_str()),
+                    false,
+                    chain,
+                    upstream,
+                    children,
+                );
+                child_routes.insert(name.as_str(), Arc::new(child));
             }
             continue;
         }
@@ -366,13 +385,6 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         if let (Some(matcher), Some(upstream), Some(chains), true) =
             (matcher, upstream, chains, step.enabled())
         {
-            let parent = children.is_some();
-            let stats = |kind, on: fn(&MetricsSettings) -> bool, object: &str| {
-                ctx.metrics
-                    .as_ref()
-                    .filter(|m| on(m))
-                    .map(|m| registries.stats(kind, object, &m.exporter))
-            };
             let priority = router
                 .priority
                 .unwrap_or_else(|| default_priority(&router.rule));
@@ -396,48 +408,18 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
                             &mut |e: ConfigError| step.entry.warn(e),
                         );
                     }
-                    let route = made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                        Arc::new(Route {
-                            name: name.clone(),
+                    let made = made[usize::from(tls.is_some())].get_or_insert_with(|| {
+                        Arc::new(route(
+                            matcher.clone(),
                             priority,
-                            matcher: matcher.clone(),
-                            rule: rule_text.clone(),
-                            tls: tls.is_some(),
-                            chain: chain.clone(),
-                            upstream: upstream.clone(),
-                            children: children.clone(),
-                            // A parent's requests are counted on the child
-                            // that answers them.
-                            stats: ctx
-                                .metrics
-                                .as_ref()
-                                .filter(|m| m.routers && !parent)
-                                .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
-                            service_stats: if parent {
-                                None
-                            } else {
-                                stats(StatsKind::Service, |m| m.services, &service_name)
-                            },
-                            gate: if parent {
-                                None
-                            } else {
-                                crate::overload::Gate::for_service(
-                                    registries,
-                                    &service_name,
-                                    crate::overload::Limits::of(
-                                        dynamic.http.services.get(&service_name),
-                                        ctx.service_limits,
-                                    ),
-                                )
-                            },
-                            service_name: service_name.clone(),
-                            internal: provider == "internal",
-                            traced: router_traced(router.observability.as_ref()),
-                            access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
-                            metrics: router_switch(router.observability.as_ref(), "metrics"),
-                        })
+                            rule_text.clone(),
+                            tls.is_some(),
+                            chain.clone(),
+                            upstream.clone(),
+                            children.clone(),
+                        ))
                     });
-                    per_ep[i].push(route.clone());
+                    per_ep[i].push(made.clone());
                 }
             }
         }
