@@ -311,11 +311,14 @@ impl Proxy {
                 .map(|c| (c, name.clone())),
             _ => None,
         };
-        if let Some((c, name)) = &challenges {
-            let _ = timeout(limit, Box::pin(c.fetch_tls_alpn(name))).await;
-        }
+        let fetched = match &challenges {
+            Some((c, name)) => timeout(limit, Box::pin(c.fetch_tls_alpn(name)))
+                .await
+                .unwrap_or(false),
+            None => false,
+        };
         let handshake = timeout(limit, start.into_stream(config)).await;
-        if let Some((c, name)) = &challenges {
+        if fetched && let Some((c, name)) = &challenges {
             c.handshake_done(name);
         }
         let mut tls = match handshake {

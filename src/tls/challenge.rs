@@ -45,9 +45,11 @@ pub struct Unanswered {
 pub struct Challenges {
     alpn: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
     http: ArcSwap<HashMap<String, Arc<str>>>,
-    /// TLS-ALPN-01 certificates fetched from the shared store for a
-    /// handshake in progress.
-    fetched: ArcSwap<HashMap<String, Arc<CertifiedKey>>>,
+    /// TLS-ALPN-01 certificates fetched from the shared store for the
+    /// handshakes in progress, with how many there are: a CA validates
+    /// from several places at once, and the first handshake to end must
+    /// not take the certificate from the others.
+    fetched: ArcSwap<HashMap<String, (Arc<CertifiedKey>, usize)>>,
     shared: OnceLock<Arc<dyn SharedChallenges>>,
     unanswered: Mutex<Vec<Unanswered>>,
 }
@@ -126,35 +128,43 @@ impl Challenges {
     }
 
     /// Makes sure a TLS-ALPN-01 handshake for `domain` finds the answer
-    /// another instance published, if this one holds none; call
-    /// [`Challenges::handshake_done`] after the handshake.
-    pub async fn fetch_tls_alpn(&self, domain: &str) {
+    /// another instance published, if this one holds none. True when it
+    /// fetched one: then call [`Challenges::handshake_done`] after the
+    /// handshake.
+    pub async fn fetch_tls_alpn(&self, domain: &str) -> bool {
         let domain = domain.to_ascii_lowercase();
         if self.alpn.load().contains_key(&domain) {
-            return;
+            return false;
         }
         let Some(shared) = self.shared.get() else {
-            return;
+            return false;
         };
-        if let Some(cert) = shared.tls_alpn(&domain).await {
-            self.fetched.rcu(|map| {
-                let mut map = HashMap::clone(map);
-                map.insert(domain.clone(), cert.clone());
-                map
-            });
-        }
+        let Some(cert) = shared.tls_alpn(&domain).await else {
+            return false;
+        };
+        self.fetched.rcu(|map| {
+            let mut map = HashMap::clone(map);
+            let held = map.get(&domain).map_or(0, |(_, n)| *n);
+            map.insert(domain.clone(), (cert.clone(), held + 1));
+            map
+        });
+        true
     }
 
-    /// Forgets a certificate [`Challenges::fetch_tls_alpn`] fetched.
+    /// A handshake [`Challenges::fetch_tls_alpn`] fetched for has ended:
+    /// the certificate is forgotten once no other handshake needs it.
     pub fn handshake_done(&self, domain: &str) {
         let domain = domain.to_ascii_lowercase();
-        if self.fetched.load().contains_key(&domain) {
-            self.fetched.rcu(|map| {
-                let mut map = HashMap::clone(map);
-                map.remove(&domain);
-                map
-            });
-        }
+        self.fetched.rcu(|map| {
+            let mut map = HashMap::clone(map);
+            match map.get_mut(&domain) {
+                Some((_, n)) if *n > 1 => *n -= 1,
+                _ => {
+                    map.remove(&domain);
+                }
+            }
+            map
+        });
     }
 
     /// The latest validations that found no answer, oldest first.
@@ -200,11 +210,68 @@ impl ResolvesServerCert for Challenges {
                 .load()
                 .get(n)
                 .cloned()
-                .or_else(|| self.fetched.load().get(n).cloned())
+                .or_else(|| self.fetched.load().get(n).map(|(c, _)| c.clone()))
         });
         if found.is_none() {
             self.record("tls-alpn-01", &name.to_ascii_lowercase());
         }
         found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shared store that always holds a certificate for every name.
+    struct Published(Arc<CertifiedKey>);
+
+    impl SharedChallenges for Published {
+        fn http<'a>(&'a self, _token: &'a str) -> BoxFuture<'a, Option<String>> {
+            Box::pin(async { None })
+        }
+        fn tls_alpn<'a>(&'a self, _domain: &'a str) -> BoxFuture<'a, Option<Arc<CertifiedKey>>> {
+            Box::pin(async { Some(self.0.clone()) })
+        }
+    }
+
+    fn challenges() -> Challenges {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let params = rcgen::CertificateParams::new(vec!["app.test".to_owned()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let loaded = crate::tls::store::parse_pem(
+            "t",
+            cert.pem().as_bytes(),
+            key.serialize_pem().as_bytes(),
+        )
+        .unwrap();
+        let c = Challenges::default();
+        c.share(Arc::new(Published(loaded.key)));
+        c
+    }
+
+    fn held(c: &Challenges) -> bool {
+        c.fetched.load().contains_key("app.test")
+    }
+
+    #[tokio::test]
+    async fn overlapping_validations_keep_the_fetched_answer_until_the_last_ends() {
+        let c = challenges();
+        // A CA validates from several places at once.
+        assert!(c.fetch_tls_alpn("App.Test").await);
+        assert!(c.fetch_tls_alpn("app.test").await);
+        c.handshake_done("app.test");
+        assert!(held(&c), "the second handshake still needs it");
+        c.handshake_done("app.test");
+        assert!(!held(&c));
+    }
+
+    #[tokio::test]
+    async fn an_answer_of_this_instance_is_not_fetched() {
+        let c = challenges();
+        let own = c.shared.get().unwrap().tls_alpn("app.test").await.unwrap();
+        c.set_tls_alpn("app.test", &own);
+        assert!(!c.fetch_tls_alpn("app.test").await);
+        assert!(!held(&c));
     }
 }
