@@ -660,47 +660,6 @@ async fn a_group_sleeps_and_wakes_together() {
     assert_eq!(events(&run, &db, "start", &since).await, 1);
 }
 
-/// A socket proxy in front of the daemon that lets reads through and
-/// refuses every write, as a read-only docker-socket-proxy does.
-async fn read_only_proxy() -> u16 {
-    use http_body_util::Either;
-    use hyper::service::service_fn;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    tokio::spawn(async move {
-        while let Ok((conn, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let service = service_fn(|req: http::Request<hyper::body::Incoming>| async move {
-                    if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
-                        let refused = http::Response::builder()
-                            .status(403)
-                            .header("content-type", "application/json")
-                            .body(Either::Right(Full::new(Bytes::from_static(
-                                b"{\"message\":\"write access refused by the socket proxy\"}",
-                            ))))
-                            .expect("response");
-                        return Ok::<_, hyper::Error>(refused);
-                    }
-                    let daemon = tokio::net::UnixStream::connect("/var/run/docker.sock")
-                        .await
-                        .expect("docker socket");
-                    let (mut send, conn) =
-                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(daemon))
-                            .await?;
-                    tokio::spawn(conn);
-                    Ok(send.send_request(req).await?.map(Either::Left))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
-                    .await;
-            });
-        }
-    });
-    port
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sleep_labels_are_refused_when_docker_is_read_only() {
     let _serial = SERIAL.lock().await;
@@ -708,7 +667,7 @@ async fn sleep_labels_are_refused_when_docker_is_read_only() {
         return;
     }
     let run = Run::new("sleep-read-only");
-    let proxy = read_only_proxy().await;
+    let proxy = docker_support::read_only_proxy("/var/run/docker.sock".to_owned()).await;
     let endpoint = format!("--providers.docker.endpoint=tcp://127.0.0.1:{proxy}");
     let internal = format!(
         "--entryPoints.gangway.address=127.0.0.1:{}",

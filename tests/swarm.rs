@@ -884,52 +884,6 @@ async fn sleep_state(gw: &Gangway, service: &str) -> Option<String> {
     json["sleep"]["state"].as_str().map(str::to_owned)
 }
 
-/// A socket proxy that lets reads through to the daemon at `socket` and
-/// refuses every write with 403, as a read-only socket proxy does; its port.
-async fn read_only_proxy(socket: String) -> u16 {
-    use http_body_util::{Either, Full};
-    use hyper::service::service_fn;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    tokio::spawn(async move {
-        while let Ok((conn, _)) = listener.accept().await {
-            let socket = socket.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let socket = socket.clone();
-                    async move {
-                        if req.method() != http::Method::GET && req.method() != http::Method::HEAD {
-                            let refused = http::Response::builder()
-                                .status(403)
-                                .header("content-type", "application/json")
-                                .body(Either::Right(Full::new(bytes::Bytes::from_static(
-                                    b"{\"message\":\"write access refused by the socket proxy\"}",
-                                ))))
-                                .expect("response");
-                            return Ok::<_, hyper::Error>(refused);
-                        }
-                        let daemon = tokio::net::UnixStream::connect(&socket)
-                            .await
-                            .expect("the manager's socket");
-                        let (mut send, conn) = hyper::client::conn::http1::handshake(
-                            hyper_util::rt::TokioIo::new(daemon),
-                        )
-                        .await?;
-                        tokio::spawn(conn);
-                        Ok(send.send_request(req).await?.map(Either::Left))
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(conn), service)
-                    .await;
-            });
-        }
-    });
-    port
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is_refused() {
     const TEST: &str = "swarm_sleep";
@@ -1152,7 +1106,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
         .host()
         .trim_start_matches("unix://")
         .to_owned();
-    let proxy = read_only_proxy(socket).await;
+    let proxy = docker_support::read_only_proxy(socket).await;
     let gw = Gangway::with_file(
         API,
         &[
