@@ -852,27 +852,10 @@ async fn scaled_to(swarm: &Swarm, service: &str, since: &str) -> Vec<String> {
 /// GET `/` of `host` through gangway, waiting up to a minute for the
 /// answer (a request to a sleeping service waits for its wake-up).
 async fn get_waiting(gw: &Gangway, host: &str) -> Result<(u16, String), String> {
-    use http_body_util::BodyExt;
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Full<bytes::Bytes>>();
-    let req = http::Request::get(gw.url("/"))
-        .header("host", host)
-        .body(http_body_util::Full::default())
-        .map_err(|e| e.to_string())?;
-    let exchange = async {
-        let resp = client.request(req).await.map_err(|e| e.to_string())?;
-        let status = resp.status().as_u16();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok((status, String::from_utf8_lossy(&body).into_owned()))
-    };
-    tokio::time::timeout(Duration::from_secs(60), exchange)
-        .await
-        .map_err(|_| "no answer within 60 s".to_owned())?
+    let answer = Probe::new(gw)
+        .get_within(host, "/", Duration::from_secs(60))
+        .await?;
+    Ok((answer.status.as_u16(), answer.body))
 }
 
 /// The API's view of one service's sleep (`state`: awake, asleep, …).

@@ -456,6 +456,17 @@ impl Probe {
 
     /// GET `path` with `Host: host`; Err on a connection failure or timeout.
     pub async fn get(&self, host: &str, path: &str) -> Result<Answer, String> {
+        self.get_within(host, path, Duration::from_secs(10)).await
+    }
+
+    /// The same, waiting up to `limit` for the answer (a request to a
+    /// sleeping service waits for its wake-up).
+    pub async fn get_within(
+        &self,
+        host: &str,
+        path: &str,
+        limit: Duration,
+    ) -> Result<Answer, String> {
         let req = Request::get(format!("{}{path}", self.base))
             .header("host", host)
             .body(Full::default())
@@ -482,9 +493,9 @@ impl Probe {
                 body: String::from_utf8_lossy(&body).trim().to_owned(),
             })
         };
-        tokio::time::timeout(Duration::from_secs(10), exchange)
+        tokio::time::timeout(limit, exchange)
             .await
-            .map_err(|_| "timed out".to_owned())?
+            .map_err(|_| format!("no answer within {limit:?}"))?
     }
 
     /// The status for `host` (0 for a connection failure).
