@@ -1,4 +1,4 @@
-//! Test harness: the real gangway binary on ephemeral loopback ports, real
+//! Test harness: the real gangway binary on free loopback ports, real
 //! backends on real sockets, and a small HTTP client.
 #![allow(dead_code)]
 
@@ -59,8 +59,41 @@ where
     }
 }
 
-/// A free loopback port (bound and released; good enough for tests).
+/// A loopback port free for TCP and UDP, for a server that must be told its
+/// port. It lies below the kernel's ephemeral range, so no outgoing
+/// connection can take it before that server binds it; each call in a
+/// process gets another port, and processes start at different places.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const LOWEST: u32 = 10_000;
+    let ephemeral = ephemeral_low();
+    if ephemeral < LOWEST + 1_000 {
+        return kernel_port();
+    }
+    let span = ephemeral - LOWEST;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let port = (LOWEST + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", port));
+        let udp = std::net::UdpSocket::bind(("127.0.0.1", port));
+        if tcp.is_ok() && udp.is_ok() {
+            return port;
+        }
+    }
+    kernel_port()
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default if it
+/// cannot be read).
+fn ephemeral_low() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+}
+
+fn kernel_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
