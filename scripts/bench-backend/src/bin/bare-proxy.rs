@@ -1,28 +1,35 @@
-//! A bare proxy of the crates gangway's HTTP/2 over TLS is made of (tokio's
-//! single-threaded runtime, rustls with ring, h2 towards clients, hyper's
-//! HTTP/1.1 client towards the server) with the settings gangway gives
-//! them, used the way their documentation shows, and nothing else: no
-//! routing, limits, headers, logs or metrics. `scripts/bench` runs it
-//! beside the proxies in the browser-shaped cells, so that what a
-//! connection and a request cost in these crates alone is measured on the
-//! same machine as what they cost in gangway, nginx and HAProxy.
+//! A bare proxy of the crates gangway is made of (tokio's single-threaded
+//! runtime; rustls with ring and h2 towards HTTPS clients, hyper's HTTP/1.1
+//! server towards plain ones; hyper's HTTP/1.1 client towards the server)
+//! with the settings gangway gives them, used the way their documentation
+//! shows, and nothing else: no routing, limits, forwarded headers, logs or
+//! metrics. `scripts/bench` runs it beside the proxies in the
+//! browser-shaped cells and in `--callgrind`, so that what a connection
+//! and a request cost in these crates alone is measured on the same
+//! machine as what they cost in gangway, nginx and HAProxy.
 //!
 //! Like gangway it keeps a session cache and rotating tickets, offers `h2`
 //! by ALPN and keeps up to 1,024 idle connections to the server. Each
-//! stream runs in a task of its own, each server connection too (hyper's
-//! usual set-up); answers are forwarded frame by frame.
+//! stream runs in a task of its own, each connection too (hyper's usual
+//! set-up); answers are forwarded frame by frame, and a server connection
+//! goes back to the pool once its answer has ended.
 //!
-//! Usage: `bare-proxy --listen 127.0.0.1:19104 --upstream 127.0.0.1:19000
-//! --cert cert.pem --key key.pem`
+//! Usage: `bare-proxy --listen 127.0.0.1:19104 [--listen-h1 127.0.0.1:19105]
+//! --upstream 127.0.0.1:19000 --cert cert.pem --key key.pem`
 
 use bytes::Bytes;
 use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt as _, Empty};
+use hyper::body::Incoming;
 use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::convert::Infallible;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
@@ -32,6 +39,7 @@ const MAX_IDLE: usize = 1024;
 
 struct Options {
     listen: String,
+    listen_h1: Option<String>,
     upstream: String,
     cert: String,
     key: String,
@@ -40,6 +48,7 @@ struct Options {
 fn options() -> Result<Options, String> {
     let mut o = Options {
         listen: "127.0.0.1:19104".to_owned(),
+        listen_h1: None,
         upstream: "127.0.0.1:19000".to_owned(),
         cert: String::new(),
         key: String::new(),
@@ -49,6 +58,7 @@ fn options() -> Result<Options, String> {
         let value = args.next().ok_or(format!("{flag}: missing value"))?;
         match flag.as_str() {
             "--listen" => o.listen = value,
+            "--listen-h1" => o.listen_h1 = Some(value),
             "--upstream" => o.upstream = value,
             "--cert" => o.cert = value,
             "--key" => o.key = value,
@@ -94,16 +104,27 @@ fn h2_builder() -> h2::server::Builder {
     b
 }
 
-type Sender = http1::SendRequest<Empty<Bytes>>;
-
-/// Connections to the server, idle ones on a stack.
-struct Upstream {
+/// Connections to the server, idle ones on a stack; `B` is the body of the
+/// requests they carry.
+struct Upstream<B> {
     addr: String,
-    idle: Mutex<Vec<Sender>>,
+    idle: Mutex<Vec<http1::SendRequest<B>>>,
 }
 
-impl Upstream {
-    async fn take(&self) -> Option<Sender> {
+impl<B> Upstream<B>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn new(addr: &str) -> Arc<Self> {
+        Arc::new(Upstream {
+            addr: addr.to_owned(),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    async fn take(&self) -> Option<http1::SendRequest<B>> {
         loop {
             let popped = self.idle.lock().ok()?.pop();
             let Some(mut sender) = popped else {
@@ -122,7 +143,7 @@ impl Upstream {
         Some(sender)
     }
 
-    fn put(&self, sender: Sender) {
+    fn put(&self, sender: http1::SendRequest<B>) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < MAX_IDLE
         {
@@ -133,7 +154,7 @@ impl Upstream {
 
 /// One stream: its request to the server, the answer back.
 async fn exchange(
-    upstream: Arc<Upstream>,
+    upstream: Arc<Upstream<Empty<Bytes>>>,
     req: Request<h2::RecvStream>,
     mut respond: h2::server::SendResponse<Bytes>,
 ) {
@@ -190,7 +211,7 @@ async fn exchange(
     }
 }
 
-async fn serve(stream: TcpStream, tls: TlsAcceptor, upstream: Arc<Upstream>) {
+async fn serve(stream: TcpStream, tls: TlsAcceptor, upstream: Arc<Upstream<Empty<Bytes>>>) {
     let _ = stream.set_nodelay(true);
     let Ok(stream) = tls.accept(stream).await else {
         return;
@@ -203,15 +224,107 @@ async fn serve(stream: TcpStream, tls: TlsAcceptor, upstream: Arc<Upstream>) {
     }
 }
 
+/// An answer's body from the server, passed on as it arrives; once it has
+/// ended, the server connection goes back to the pool.
+struct Returning {
+    body: Incoming,
+    sender: Option<(http1::SendRequest<Incoming>, Arc<Upstream<Incoming>>)>,
+}
+
+impl Body for Returning {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(None) = polled
+            && let Some((sender, upstream)) = self.sender.take()
+        {
+            upstream.put(sender);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+type Answer = Response<http_body_util::Either<Returning, Empty<Bytes>>>;
+
+fn status(code: http::StatusCode) -> Answer {
+    let mut answer = Response::new(http_body_util::Either::Right(Empty::new()));
+    *answer.status_mut() = code;
+    answer
+}
+
+/// One plain HTTP/1.1 request: on to the server, its answer back.
+async fn forward(upstream: Arc<Upstream<Incoming>>, mut req: Request<Incoming>) -> Answer {
+    let Some(mut sender) = upstream.take().await else {
+        return status(http::StatusCode::BAD_GATEWAY);
+    };
+    // Hop by hop: the client's wish to close is not the server
+    // connection's.
+    req.headers_mut().remove(http::header::CONNECTION);
+    let Ok(answer) = sender.send_request(req).await else {
+        return status(http::StatusCode::BAD_GATEWAY);
+    };
+    let (mut head, body) = answer.into_parts();
+    head.headers.remove(http::header::CONNECTION);
+    head.headers.remove("keep-alive");
+    let body = Returning {
+        body,
+        sender: Some((sender, upstream)),
+    };
+    Response::from_parts(head, http_body_util::Either::Left(body))
+}
+
+/// gangway's HTTP/1.1 server settings (src/proxy.rs, `HttpServers`).
+fn h1_builder() -> hyper::server::conn::http1::Builder {
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.timer(TokioTimer::new()).header_read_timeout(None);
+    b
+}
+
+async fn serve_h1(stream: TcpStream, upstream: Arc<Upstream<Incoming>>) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |req| {
+        let upstream = upstream.clone();
+        async move { Ok::<_, Infallible>(forward(upstream, req).await) }
+    });
+    let _ = h1_builder()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+async fn accept_h1(listener: TcpListener, upstream: Arc<Upstream<Incoming>>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(serve_h1(stream, upstream.clone()));
+    }
+}
+
 async fn run(o: Options) -> Result<(), String> {
     let tls = tls(&o)?;
     let listener = TcpListener::bind(&o.listen)
         .await
         .map_err(|e| format!("{}: {e}", o.listen))?;
-    let upstream = Arc::new(Upstream {
-        addr: o.upstream.clone(),
-        idle: Mutex::new(Vec::new()),
-    });
+    if let Some(addr) = &o.listen_h1 {
+        let plain = TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("{addr}: {e}"))?;
+        tokio::spawn(accept_h1(plain, Upstream::new(&o.upstream)));
+    }
+    let upstream = Upstream::new(&o.upstream);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
