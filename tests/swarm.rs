@@ -205,13 +205,10 @@ async fn service_labels_become_routes_that_follow_the_services_tasks() {
     let _serial = SERIAL.lock().await;
     let swarm = Swarm::start(TEST, &[]).await;
     let internal = free_port();
-    let gw = Gangway::with_file(
-        API,
+    let gw = watching(
+        &swarm,
         &[
-            "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
             "--providers.swarm.labelPrefix=traefik",
-            "--api=true",
             "--api.insecure=true",
             &format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
         ],
@@ -405,15 +402,7 @@ async fn two_nodes_tasks_follow_scaling_draining_updates_and_a_manager_restart()
     let mut swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
     let worker = swarm.add_worker(TEST, &[WHOAMI_IMAGE]).await;
     let manager = swarm.manager_id().await;
-    let gw = Gangway::with_file(
-        API,
-        &[
-            "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = watching(&swarm, &[]).await;
     let probe = Probe::new(&gw);
 
     // A task on the second node is routed, and traced to that node.
@@ -618,15 +607,12 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
         ])
         .await
         .expect("an overlay network");
-    let gw = Gangway::with_file(
-        API,
+    let gw = watching(
+        &swarm,
         &[
-            "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
             "--providers.swarm.exposedByDefault=true",
             "--providers.swarm.constraints=Label(`team`,`edge`)",
             "--providers.swarm.defaultRule=Host(`{{ normalize .Name }}.test`)",
-            "--api=true",
         ],
     )
     .await;
@@ -820,6 +806,15 @@ fn stamp() -> String {
     format!("{}.{:09}", now.as_secs(), now.subsec_nanos())
 }
 
+/// gangway with the Swarm provider on `swarm`'s manager, its API on, and
+/// `extra` flags.
+async fn watching(swarm: &Swarm, extra: &[&str]) -> Gangway {
+    let endpoint = format!("--providers.swarm.endpoint={}", swarm.manager.host());
+    let mut flags = vec!["--providers.swarm", &endpoint, "--api=true"];
+    flags.extend_from_slice(extra);
+    Gangway::with_file(API, &flags).await
+}
+
 /// The replica counts `service` was scaled to since `since`, one per
 /// update event that changed them, as the manager's events say.
 async fn scaled_to(swarm: &Swarm, service: &str, since: &str) -> Vec<String> {
@@ -875,15 +870,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
     }
     let _serial = SERIAL.lock().await;
     let swarm = Swarm::start(TEST, &[WHOAMI_IMAGE]).await;
-    let gw = Gangway::with_file(
-        API,
-        &[
-            "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = watching(&swarm, &[]).await;
     let probe = Probe::new(&gw);
 
     // A global service cannot be scaled to 0: its sleep labels are refused.
@@ -1053,15 +1040,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
     // request wakes it to 2.
     drop(probe);
     drop(gw);
-    let gw = Gangway::with_file(
-        API,
-        &[
-            "--providers.swarm",
-            &format!("--providers.swarm.endpoint={}", swarm.manager.host()),
-            "--api=true",
-        ],
-    )
-    .await;
+    let gw = watching(&swarm, &[]).await;
     eventually(
         Duration::from_secs(30),
         "asleep after a restart",

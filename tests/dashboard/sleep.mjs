@@ -10,10 +10,9 @@
 // started) and BROKEN_HOST (its host), SCREENSHOT_DIR (optional). Exit
 // status 0 means every check passed.
 
-import { chromium } from 'playwright-core';
+import { Check, check, conclude, launch } from './browser.mjs';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 
 const base = process.env.GANGWAY_URL;
@@ -27,11 +26,6 @@ if (!base || !proxyPort || !woken || !broken || !brokenHost) {
   process.exit(2);
 }
 
-class Check extends Error {}
-function check(cond, message) {
-  if (!cond) throw new Check(message);
-}
-
 /** A GET through gangway to `host`, as a client of the service would send it; its status. */
 function request(host) {
   return new Promise((resolve, reject) => {
@@ -43,29 +37,8 @@ function request(host) {
   });
 }
 
-const problems = [];
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 860 },
-});
-const page = context.pages()[0] || (await context.newPage());
-page.setDefaultTimeout(30000);
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('console', (m) => {
-  if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-});
-const open = async (hash) => {
-  await page.goto(`${base}/dashboard/#${hash}`);
-  await page.waitForFunction(() => {
-    const app = document.getElementById('app');
-    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
-  });
-};
-const text = (sel) => page.locator(sel).first().innerText();
+const browser = await launch(base, { viewport: { width: 1280, height: 860 } });
+const { page, open, text } = browser;
 /** Whether `sel` shows `words` within `ms` (the page refreshes itself every 2 s). */
 async function shows(sel, words, ms) {
   try {
@@ -98,8 +71,7 @@ const shot = async (name) => {
   }
 };
 
-let failed = false;
-try {
+await conclude(browser, async () => {
   console.log('step: services list');
   await open('/services');
   const brokenRow = `tr[data-name="${broken}"]`;
@@ -137,13 +109,4 @@ try {
   await open('/services');
   await failureShown(`${brokenRow} + tr.row-after .sleep-error`, 'list');
 
-  check(problems.length === 0, `the browser reported: ${problems.join('; ')}`);
-  console.log('PASS');
-} catch (e) {
-  failed = true;
-  console.log(`FAIL: ${e instanceof Check ? e.message : e.stack}`);
-} finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});

@@ -7,10 +7,7 @@
 // NOT_ROUTED (a service without a route), ROUTER (a routed router's
 // qualified name). Exit status 0 means every check passed.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { check, conclude, launch } from './browser.mjs';
 
 const base = process.env.GANGWAY_URL;
 const notRouted = process.env.NOT_ROUTED;
@@ -20,36 +17,10 @@ if (!base || !notRouted || !router) {
   process.exit(2);
 }
 
-class Check extends Error {}
-function check(cond, message) {
-  if (!cond) throw new Check(message);
-}
+const browser = await launch(base);
+const { page, open, text } = browser;
 
-const problems = [];
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const page = context.pages()[0] || (await context.newPage());
-page.setDefaultTimeout(30000);
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('console', (m) => {
-  if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-});
-const open = async (hash) => {
-  await page.goto(`${base}/dashboard/#${hash}`);
-  await page.waitForFunction(() => {
-    const app = document.getElementById('app');
-    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
-  });
-};
-const text = (sel) => page.locator(sel).first().innerText();
-
-let failed = false;
-try {
+await conclude(browser, async () => {
   console.log('step: containers');
   await open('/containers');
   const card = await text(`#not-routed [data-container="${notRouted}"]`);
@@ -70,13 +41,4 @@ try {
   for (const server of source.servers || []) {
     check(where.includes(server), `router: the task's server ${server} is shown (${where})`);
   }
-  check(problems.length === 0, `the browser reported: ${problems.join('; ')}`);
-  console.log('PASS');
-} catch (e) {
-  failed = true;
-  console.log(`FAIL: ${e instanceof Check ? e.message : e.stack}`);
-} finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});

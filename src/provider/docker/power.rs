@@ -30,7 +30,7 @@ pub(super) struct DockerPower {
 }
 
 /// The HTTP status of a daemon's refusal.
-pub(in crate::provider) fn status(e: &BollardError) -> Option<u16> {
+fn status(e: &BollardError) -> Option<u16> {
     match e {
         BollardError::DockerResponseServerError { status_code, .. } => Some(*status_code),
         _ => None,
@@ -50,17 +50,23 @@ pub(in crate::provider) fn reason(e: &BollardError) -> String {
 /// refused (a socket proxy that allows only reads answers 401/403/405)
 /// rather than answered "no such container".
 pub(super) async fn read_only(docker: &Docker) -> Option<String> {
-    match docker
+    let answer = docker
         .start_container(PROBE_ID, None::<StartContainerOptions>)
-        .await
-    {
-        Err(e) if matches!(status(&e), Some(401 | 403 | 405)) => Some(format!(
-            "the daemon answered {} to a start: {}",
-            status(&e).unwrap_or_default(),
-            reason(&e)
-        )),
-        _ => None,
-    }
+        .await;
+    refused_write(answer, "the daemon", "a start")
+}
+
+/// Some(why) when `answer`, to a harmless write, is a refusal to write
+/// (401, 403 or 405, as socket proxies that allow only reads answer);
+/// `who` and `what` name the one that answered and the write.
+pub(in crate::provider) fn refused_write<T>(
+    answer: Result<T, BollardError>,
+    who: &str,
+    what: &str,
+) -> Option<String> {
+    let e = answer.err()?;
+    let code = status(&e).filter(|c| matches!(c, 401 | 403 | 405))?;
+    Some(format!("{who} answered {code} to {what}: {}", reason(&e)))
 }
 
 impl Engine for DockerPower {

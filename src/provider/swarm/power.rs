@@ -10,7 +10,7 @@
 //! gangway that restarts still knows the service is asleep because of it,
 //! and how many replicas to give back.
 
-use crate::provider::docker::power::{reason, status};
+use crate::provider::docker::power::{reason, refused_write};
 use crate::sleep::{Engine, WakeError};
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
@@ -47,7 +47,7 @@ pub(super) struct SwarmPower {
 /// proxy that allows only reads answers 401/403/405) rather than answered
 /// "no such service".
 pub(super) async fn read_only(docker: &Docker) -> Option<String> {
-    match docker
+    let answer = docker
         .update_service(
             PROBE_ID,
             ServiceSpec::default(),
@@ -58,15 +58,8 @@ pub(super) async fn read_only(docker: &Docker) -> Option<String> {
             },
             None,
         )
-        .await
-    {
-        Err(e) if matches!(status(&e), Some(401 | 403 | 405)) => Some(format!(
-            "the manager answered {} to a service update: {}",
-            status(&e).unwrap_or_default(),
-            reason(&e)
-        )),
-        _ => None,
-    }
+        .await;
+    refused_write(answer, "the manager", "a service update")
 }
 
 /// A service as read for a scale: its name, version and spec.
