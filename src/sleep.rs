@@ -830,8 +830,10 @@ impl Drop for VisitInner {
     }
 }
 
-/// Counts a held request until it stops waiting.
-struct Held<'a> {
+/// Counts a request as held (in `held_requests` and against
+/// [`MAX_HELD`]) until it is dropped: while the unit wakes, and after, while
+/// the request waits for the woken servers to be routed.
+pub struct Held<'a> {
     sleeper: &'a Sleeper,
     key: &'a str,
 }
@@ -857,8 +859,9 @@ impl Visit {
 
     /// Waits until the unit is awake, waking it if it sleeps. With
     /// `page` (a browser asking for HTML) and the page mode, answers
-    /// `Ready::Page` at once instead of waiting.
-    pub async fn ready(&self, page: bool) -> Result<Ready, WakeError> {
+    /// `Ready::Page` at once instead of waiting. A request that waited
+    /// gets its [`Held`] count, for the caller to keep while it waits on.
+    pub async fn ready(&self, page: bool) -> Result<(Ready, Option<Held<'_>>), WakeError> {
         let VisitInner {
             sleeper, key, hold, ..
         } = &*self.0;
@@ -866,15 +869,15 @@ impl Visit {
             let mut inner = sleeper.lock();
             let Inner { units, engines, .. } = &mut *inner;
             let Some(unit) = units.get_mut(key) else {
-                return Ok(Ready::Alone);
+                return Ok((Ready::Alone, None));
             };
             let engine = engines.get(unit.provider).cloned();
             let rx = match unit.phase {
-                Phase::Awake => return Ok(Ready::Now),
-                Phase::Stopped => return Ok(Ready::Alone),
+                Phase::Awake => return Ok((Ready::Now, None)),
+                Phase::Stopped => return Ok((Ready::Alone, None)),
                 Phase::Waking => match &unit.wake {
                     Some(rx) => rx.clone(),
-                    None => return Ok(Ready::Now),
+                    None => return Ok((Ready::Now, None)),
                 },
                 Phase::Stopping => match &unit.wake {
                     Some(rx) => rx.clone(),
@@ -905,7 +908,7 @@ impl Visit {
                 }
             };
             if page && unit.spec.mode == Mode::Page {
-                return Ok(Ready::Page);
+                return Ok((Ready::Page, None));
             }
             if unit.held >= MAX_HELD {
                 return Err(WakeError::TooManyHeld {
@@ -919,7 +922,7 @@ impl Visit {
             }
             rx
         };
-        let _held = Held {
+        let held = Held {
             sleeper,
             key: key.as_str(),
         };
@@ -927,12 +930,12 @@ impl Visit {
         let waited = tokio::time::timeout_at(deadline.into(), rx.wait_for(Option::is_some)).await;
         match waited {
             Ok(Ok(result)) => match result.as_ref() {
-                Some(Ok(())) => Ok(Ready::Woken),
+                Some(Ok(())) => Ok((Ready::Woken, Some(held))),
                 Some(Err(e)) => Err(e.clone()),
-                None => Ok(Ready::Now),
+                None => Ok((Ready::Now, Some(held))),
             },
             // The wake-up's sender is gone only when the unit went away.
-            Ok(Err(_)) => Ok(Ready::Alone),
+            Ok(Err(_)) => Ok((Ready::Alone, None)),
             Err(_) => Err(WakeError::HoldExpired {
                 unit: key.clone(),
                 hold: *hold,
@@ -1060,6 +1063,11 @@ mod tests {
         })
     }
 
+    /// What `ready` answers, its held count let go at once.
+    async fn ready(v: &Visit, page: bool) -> Result<Ready, WakeError> {
+        v.ready(page).await.map(|(ready, _)| ready)
+    }
+
     #[tokio::test]
     async fn many_waiters_share_one_start() {
         let sleeper = Arc::new(Sleeper::default());
@@ -1070,11 +1078,17 @@ mod tests {
             .map(|_| sleeper.enter("app@docker").expect("managed"))
             .collect();
         let results = futures_util::future::join_all(visits.iter().map(|v| v.ready(false))).await;
-        assert!(
-            results.iter().all(|r| *r == Ok(Ready::Woken)),
-            "{results:?}"
-        );
+        let woken = results
+            .iter()
+            .filter(|r| matches!(r, Ok((Ready::Woken, Some(_)))))
+            .count();
+        assert_eq!(woken, 50);
         assert_eq!(e.starts.load(Ordering::SeqCst), 1);
+        // Still held while the callers wait for the woken servers to be
+        // routed; no longer once they let go.
+        assert_eq!(sleeper.readings()[0].held, 50);
+        drop(results);
+        assert_eq!(sleeper.readings()[0].held, 0);
         assert!(sleeper.enter("other@docker").is_none());
     }
 
@@ -1086,10 +1100,10 @@ mod tests {
         sleeper.update("docker", vec![report(false, None, true)]);
         let v = sleeper.enter("app@docker").expect("managed");
         assert!(matches!(
-            v.ready(false).await,
+            ready(&v, false).await,
             Err(WakeError::Exited { .. })
         ));
-        let again = v.ready(false).await.expect_err("backoff");
+        let again = ready(&v, false).await.expect_err("backoff");
         assert!(matches!(again, WakeError::Backoff { .. }), "{again}");
         assert_eq!(again.status(), http::StatusCode::BAD_GATEWAY);
         assert_eq!(e.starts.load(Ordering::SeqCst), 1);
@@ -1109,7 +1123,7 @@ mod tests {
             vec![report(false, Some(Duration::from_secs(60)), false)],
         );
         let v = sleeper.enter("app@docker").expect("managed");
-        assert_eq!(v.ready(false).await, Ok(Ready::Alone));
+        assert_eq!(ready(&v, false).await, Ok(Ready::Alone));
         assert_eq!(e.starts.load(Ordering::SeqCst), 0);
         assert!(!sleeper.stopped_by_gangway("id1"));
     }
@@ -1165,7 +1179,7 @@ mod tests {
         assert_eq!(views["app@docker"].unit, "group shop");
         assert_eq!(views["app@swarm"].unit, "group shop@swarm");
         let v = sleeper.enter("app@swarm").expect("managed");
-        assert_eq!(v.ready(false).await, Ok(Ready::Woken));
+        assert_eq!(ready(&v, false).await, Ok(Ready::Woken));
         assert_eq!(swarm.starts.load(Ordering::SeqCst), 1);
         assert_eq!(docker.starts.load(Ordering::SeqCst), 0);
         // The Swarm provider lost its manager: its units wait, Docker's wake.
@@ -1179,7 +1193,7 @@ mod tests {
         s.services = vec!["other@swarm".into()];
         sleeper.update("swarm", vec![s]);
         let v = sleeper.enter("other@swarm").expect("managed");
-        assert_eq!(v.ready(false).await, Err(WakeError::Disconnected));
+        assert_eq!(ready(&v, false).await, Err(WakeError::Disconnected));
         assert_eq!(swarm.starts.load(Ordering::SeqCst), 1);
     }
 
@@ -1192,8 +1206,8 @@ mod tests {
         r.spec.mode = Mode::Page;
         sleeper.update("docker", vec![r]);
         let v = sleeper.enter("app@docker").expect("managed");
-        assert_eq!(v.ready(true).await, Ok(Ready::Page));
-        assert_eq!(v.ready(false).await, Ok(Ready::Woken));
+        assert_eq!(ready(&v, true).await, Ok(Ready::Page));
+        assert_eq!(ready(&v, false).await, Ok(Ready::Woken));
         assert_eq!(e.starts.load(Ordering::SeqCst), 1);
     }
 

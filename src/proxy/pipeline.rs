@@ -238,13 +238,14 @@ impl Proxy {
         find: impl Fn() -> Option<Arc<Route>>,
     ) -> Result<(Arc<Route>, bool), (Response<ProxyBody>, Arc<Route>)> {
         use crate::sleep::{Ready, WakeError};
-        match visit.ready(page).await {
-            Ok(Ready::Alone) => return Ok((route, false)),
-            Ok(Ready::Now) if route.upstream.is_up() => return Ok((route, false)),
-            Ok(Ready::Now | Ready::Woken) => {}
-            Ok(Ready::Page) => return Err((waiting_page(), route)),
+        // Held until the woken servers are routed, not only while they start.
+        let _held = match visit.ready(page).await {
+            Ok((Ready::Alone, _)) => return Ok((route, false)),
+            Ok((Ready::Now, _)) if route.upstream.is_up() => return Ok((route, false)),
+            Ok((Ready::Now | Ready::Woken, held)) => held,
+            Ok((Ready::Page, _)) => return Err((waiting_page(), route)),
             Err(e) => return Err((wake_failed(&e), route)),
-        }
+        };
         // The containers run; their servers are routed once the provider's
         // next build is compiled and published.
         let deadline = visit.arrived() + visit.hold();
