@@ -595,16 +595,18 @@ impl Sleeper {
             .collect()
     }
 
-    /// Whether any service sleeps at all; when none does, the proxy makes
-    /// no [`enter`](Self::enter) call.
+    /// A request to `service` begins; None when the service does not sleep.
+    /// Inlined: while no service sleeps, the proxy makes no call here.
     #[inline]
-    pub fn any(&self) -> bool {
-        self.any.load(Ordering::Relaxed)
+    pub fn enter(self: &Arc<Self>, service: &str) -> Option<Visit> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.enter_sleeping(service)
     }
 
-    /// A request to `service` begins; None when the service does not sleep.
-    pub fn enter(self: &Arc<Self>, service: &str) -> Option<Visit> {
-        if !self.any.load(Ordering::Relaxed) || !self.services.load().contains(service) {
+    fn enter_sleeping(self: &Arc<Self>, service: &str) -> Option<Visit> {
+        if !self.services.load().contains(service) {
             return None;
         }
         let now = now_ms();

@@ -18,6 +18,32 @@ use http::{Request, Response};
 use std::borrow::Cow;
 use std::sync::Arc;
 
+/// An answer from a sleeping service's route: it keeps the service awake
+/// until its body ends, and tells the access log how long the request
+/// waited for the wake-up, if it did.
+fn kept_awake(
+    mut resp: Response<ProxyBody>,
+    visit: crate::sleep::Visit,
+    waited: Option<std::time::Duration>,
+) -> Response<ProxyBody> {
+    if let Some(waited) = waited {
+        resp.extensions_mut().insert(crate::sleep::Waited(waited));
+    }
+    resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)))
+}
+
+/// The answer given instead of waking (the waiting page, or why the service
+/// could not wake), with how long the request waited, for the access log.
+fn wake_refused(
+    mut answer: Response<ProxyBody>,
+    visit: &crate::sleep::Visit,
+) -> Response<ProxyBody> {
+    answer
+        .extensions_mut()
+        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
+    answer
+}
+
 /// A 400 for a request that could be read two ways; on HTTP/1 the
 /// connection is closed after it, since what follows on it cannot be
 /// trusted to start a new request.
@@ -119,12 +145,7 @@ impl Proxy {
         };
         // A service that sleeps: the request may wait for its wake-up, and
         // keeps it awake until its answer ends.
-        let entered = if self.sleeper.any() {
-            self.sleeper.enter(&route.service_name)
-        } else {
-            None
-        };
-        let (route, visit, waited) = match entered {
+        let (route, visit, waited) = match self.sleeper.enter(&route.service_name) {
             None => (route, None, None),
             Some(visit) => match self
                 .await_wake(wants_page(&req), route, &visit, || {
@@ -136,12 +157,7 @@ impl Proxy {
                     let waited = waited.then(|| visit.arrived().elapsed());
                     (route, Some(visit), waited)
                 }
-                Err((mut answer, route)) => {
-                    answer
-                        .extensions_mut()
-                        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
-                    return (answer, Some(route));
-                }
+                Err((answer, route)) => return (wake_refused(answer, &visit), Some(route)),
             },
         };
         // Gangway's own routers (unless `tracing.addInternals`) and routers
@@ -190,10 +206,7 @@ impl Proxy {
         }
         let mut resp = self.run_route(conn, &route, host_value, req).await;
         if let Some(visit) = visit {
-            if let Some(waited) = waited {
-                resp.extensions_mut().insert(crate::sleep::Waited(waited));
-            }
-            resp = resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)));
+            resp = kept_awake(resp, visit, waited);
         }
         // Multi-layer routing: the child that answered is the router the
         // metrics and the access log name.
@@ -455,16 +468,11 @@ impl Proxy {
                     let waited = waited.then(|| visit.arrived().elapsed());
                     let mut req = req;
                     req.extensions_mut().insert(visit.clone());
-                    let mut resp = self.run_child(conn, child, host_value, req).await;
-                    if let Some(waited) = waited {
-                        resp.extensions_mut().insert(crate::sleep::Waited(waited));
-                    }
-                    resp.map(|body| ProxyBody::boxed(crate::sleep::Open::new(body, visit)))
+                    let resp = self.run_child(conn, child, host_value, req).await;
+                    kept_awake(resp, visit, waited)
                 }
-                Err((mut answer, child)) => {
-                    answer
-                        .extensions_mut()
-                        .insert(crate::sleep::Waited(visit.arrived().elapsed()));
+                Err((answer, child)) => {
+                    let mut answer = wake_refused(answer, &visit);
                     answer.extensions_mut().insert(TakenBy(child));
                     answer
                 }
