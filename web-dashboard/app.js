@@ -53,15 +53,15 @@ function parseHash() {
   const raw = location.hash.replace(/^#/, '');
   const [path, qs = ''] = raw.split('?');
   const parts = path.split('/').filter(Boolean);
-  return { path, parts, query: new URLSearchParams(qs) };
+  return { hash: raw, path, parts, query: new URLSearchParams(qs) };
 }
 
-let current = null; // { path, page }
+let current = null; // { hash, path, page }
 let inflight = null;
 let timer = null;
 
 function route() {
-  const { path, parts, query } = parseHash();
+  const { hash, path, parts, query } = parseHash();
   const section = parts[0] || 'overview';
   // UDP objects live under the TCP and UDP section.
   const navSection = section === 'udp' ? 'tcp' : section;
@@ -72,12 +72,13 @@ function route() {
   // Same page, new query (a filter or a new explain request): keep the page
   // and its focused input, just read again.
   if (current && current.path === path && current.page.setQuery) {
+    current.hash = hash;
     current.page.setQuery(query);
     tick();
     return;
   }
   const page = pageFor(parts, query) || notFoundPage(path);
-  current = { path, page };
+  current = { hash, path, page };
   document.title = `${page.title} · gangway`;
   page.el.classList.add('page-body');
   page.el.dataset.page = section;
@@ -111,12 +112,15 @@ async function tick() {
   const ctrl = new AbortController();
   inflight = ctrl;
   const here = current;
+  const hash = here.hash;
   try {
     await here.page.refresh(ctrl.signal);
     if (here === current && !ctrl.signal.aborted) {
       setLive(true);
-      // For tests and scripts: which page has been read, and how often.
+      // For tests and scripts: which page has been read (with its query),
+      // and how often.
       app.dataset.path = here.path;
+      app.dataset.hash = hash;
       app.dataset.loaded = String(Number(app.dataset.loaded || 0) + 1);
     }
   } catch (e) {

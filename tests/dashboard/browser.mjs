@@ -34,7 +34,7 @@ export async function launch(base, options = {}) {
     await page.goto(`${base}/dashboard/#${hash}`);
     await page.waitForFunction(() => {
       const app = document.getElementById('app');
-      return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
+      return app.dataset.loaded && app.dataset.hash === location.hash.slice(1);
     });
   };
   const text = (sel) => page.locator(sel).first().innerText();

@@ -62,7 +62,7 @@ const open = async (hash) => {
   await page.goto(`${base}/dashboard/#${hash}`);
   await page.waitForFunction(() => {
     const app = document.getElementById('app');
-    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
+    return app.dataset.loaded && app.dataset.hash === location.hash.slice(1);
   });
 };
 const rowNames = () => page.$$eval('table.list tbody tr[data-name]', (rows) => rows.map((r) => r.dataset.name));

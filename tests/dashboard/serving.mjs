@@ -9,47 +9,21 @@
 // (optional: screenshots of the overview, the TCP list and the weighted
 // service at 1440x900 and 390x844). Exit status 0 means every check passed.
 
-import { chromium } from 'playwright-core';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { check, conclude, launch } from './browser.mjs';
 
 const base = process.env.GANGWAY_URL;
 const phase = process.env.PHASE;
 const shots = process.env.SCREENSHOT_DIR;
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!base || !['up', 'down', 'rejected'].includes(phase)) {
   console.log('FAIL: GANGWAY_URL and PHASE (up, down or rejected) must be set');
   process.exit(2);
 }
 
-class Check extends Error {}
-function check(cond, message) {
-  if (!cond) throw new Check(message);
-}
-
-const problems = [];
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-serving-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1440, height: 900 },
-});
-const page = context.pages()[0] || (await context.newPage());
-page.setDefaultTimeout(30000);
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-
+const browser = await launch(base, { viewport: { width: 1440, height: 900 } });
+const { page, open, text } = browser;
 const api = async (p) => (await fetch(`${base}${p}`)).json();
-const text = (sel) => page.locator(sel).first().innerText();
-const open = async (hash) => {
-  await page.goto(`${base}/dashboard/#${hash}`);
-  await page.waitForFunction(() => {
-    const app = document.getElementById('app');
-    return app.dataset.loaded && app.dataset.path === location.hash.slice(1).split('?')[0];
-  });
-};
 async function snap(name) {
   if (!shots) return;
   fs.mkdirSync(shots, { recursive: true });
@@ -71,8 +45,7 @@ async function explain(host) {
   };
 }
 
-let failed = null;
-try {
+await conclude(browser, async () => {
   if (phase === 'rejected') {
     // The file no longer reads: every object is its last good version's,
     // marked with the file, since when and the error of the file now.
@@ -196,13 +169,5 @@ try {
     await open('/tcp/services/db@file');
     check(/dynamic\.toml:\d+/.test(await text('#provenance')), `TCP service page: file and line: ${await text('#provenance')}`);
   }
-  check(problems.length === 0, `no script errors: ${problems.join('; ')}`);
   console.log(`ok: phase ${phase}`);
-} catch (e) {
-  failed = e;
-  console.log(`FAIL (${phase}): ${e instanceof Check ? e.message : e.stack || e} (at ${page.url()})`);
-} finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-}
-process.exit(failed ? 1 : 0);
+});
