@@ -15,7 +15,7 @@ mod support;
 
 use docker_support::{IMAGE, Load, PrivateDaemon, Probe, Swarm, WHOAMI_IMAGE, ready};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 use support::{Gangway, eventually, free_port};
 
@@ -853,6 +853,29 @@ async fn get_waiting(gw: &Gangway, host: &str) -> Result<(u16, String), String> 
     Ok((answer.status.as_u16(), answer.body))
 }
 
+/// Waits until gangway has scaled `service` to 0 for being idle, with
+/// `count` in its label: the replicas it will give back.
+async fn put_to_sleep(swarm: &Swarm, gw: &Gangway, service: &str, count: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while inspect(swarm, service, "{{.Spec.Mode.Replicated.Replicas}}").await != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "{service} not scaled to 0 after its idle time\n{}",
+            state(swarm, gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(sleep_label(swarm, service).await.as_deref(), Some(count));
+}
+
+/// The label `gangway.sleep.replicas` of `service`, if it has it.
+async fn sleep_label(swarm: &Swarm, service: &str) -> Option<String> {
+    let labels: HashMap<String, String> =
+        serde_json::from_str(&inspect(swarm, service, "{{json .Spec.Labels}}").await)
+            .expect("the labels as JSON");
+    labels.get("gangway.sleep.replicas").cloned()
+}
+
 /// The API's view of one service's sleep (`state`: awake, asleep, …).
 async fn sleep_state(gw: &Gangway, service: &str) -> Option<String> {
     let got = gw
@@ -934,24 +957,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
 
     // Idle: scaled to 0, with the count to give back in its label, and its
     // router kept, marked asleep.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await != "0" {
-        assert!(
-            Instant::now() < deadline,
-            "not scaled to 0 after its idle time\n{}",
-            state(&swarm, &gw).await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(
-        inspect(
-            &swarm,
-            "napper",
-            "{{index .Spec.Labels \"gangway.sleep.replicas\"}}"
-        )
-        .await,
-        "2"
-    );
+    put_to_sleep(&swarm, &gw, "napper", "2").await;
     eventually(Duration::from_secs(30), "asleep in the API", || async {
         sleep_state(&gw, "napper@swarm").await.as_deref() == Some("asleep")
     })
@@ -1014,15 +1020,7 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
     );
 
     // Idle again: asleep again.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await != "0" {
-        assert!(
-            Instant::now() < deadline,
-            "not scaled to 0 a second time\n{}",
-            state(&swarm, &gw).await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    put_to_sleep(&swarm, &gw, "napper", "2").await;
     // The global service was never touched, and kept answering.
     assert_eq!(
         inspect(&swarm, "everywhere", "{{.Version.Index}}").await,
@@ -1095,5 +1093,93 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
         None,
         "it does not sleep"
     );
+    assert!(!gw.log().contains("panicked"), "{}", gw.log());
+    drop(probe);
+    drop(gw);
+
+    // Scaled up by hand while asleep, it is no longer one gangway put to
+    // sleep: gangway takes its label off, and a scale to 0 by hand is then
+    // left alone (its router goes, a request does not wake it).
+    let gw = watching(&swarm, &[]).await;
+    let probe = Probe::new(&gw);
+    put_to_sleep(&swarm, &gw, "napper", "2").await;
+    let by_hand = [
+        "--detach",
+        "--replicas",
+        "1",
+        "--label-add",
+        "gangway.sleep.idle=1h",
+    ];
+    swarm
+        .docker(&[&["service", "update"][..], &by_hand, &["napper"]].concat())
+        .await
+        .expect("docker service update");
+    eventually(
+        Duration::from_secs(30),
+        "awake, without gangway's label",
+        || async {
+            sleep_label(&swarm, "napper").await.is_none()
+                && sleep_state(&gw, "napper@swarm").await.as_deref() == Some("awake")
+        },
+    )
+    .await;
+    let since = stamp();
+    swarm
+        .docker(&["service", "scale", "--detach", "napper=0"])
+        .await
+        .expect("docker service scale");
+    eventually(Duration::from_secs(30), "its router goes", || async {
+        probe.status("napper.test").await == 404
+    })
+    .await;
+    assert_eq!(probe.status("napper.test").await, 404);
+    assert_eq!(
+        scaled_to(&swarm, "napper", &since).await,
+        ["0"],
+        "only the scale by hand: not woken\n{}",
+        state(&swarm, &gw).await
+    );
+    assert_eq!(sleep_label(&swarm, "napper").await, None);
+
+    // Its sleep labels removed while gangway keeps it asleep: nothing would
+    // wake it, so gangway gives it its replicas back.
+    let again = [
+        "--detach",
+        "--replicas",
+        "2",
+        "--label-add",
+        "gangway.sleep.idle=2s",
+    ];
+    swarm
+        .docker(&[&["service", "update"][..], &again, &["napper"]].concat())
+        .await
+        .expect("docker service update");
+    put_to_sleep(&swarm, &gw, "napper", "2").await;
+    swarm
+        .docker(&[
+            "service",
+            "update",
+            "--detach",
+            "--label-rm",
+            "gangway.sleep.idle",
+            "napper",
+        ])
+        .await
+        .expect("docker service update");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered_by(&probe, "napper.test").await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "not given its replicas back\n{}",
+            state(&swarm, &gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await,
+        "2"
+    );
+    assert_eq!(sleep_label(&swarm, "napper").await, None);
+    assert_eq!(sleep_state(&gw, "napper@swarm").await, None);
     assert!(!gw.log().contains("panicked"), "{}", gw.log());
 }

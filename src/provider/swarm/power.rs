@@ -8,16 +8,19 @@
 //! of the spec goes back as the manager gave it. The previous count is
 //! kept in memory and in the label `gangway.sleep.replicas`, so that a
 //! gangway that restarts still knows the service is asleep because of it,
-//! and how many replicas to give back.
+//! and how many replicas to give back. When someone else changes the
+//! service so that the label no longer holds, gangway mends it
+//! (`settle`): a service scaled up by hand loses the label, and one whose
+//! sleep labels were removed while asleep is given its replicas back.
 
 use crate::provider::docker::power::{reason, refused_write};
-use crate::sleep::{Engine, WakeError};
+use crate::sleep::{Engine, WakeError, parse_sleep_labels};
 use bollard::Docker;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ServiceSpec, TaskState};
 use bollard::query_parameters::{ListTasksOptions, UpdateServiceOptions};
 use futures_util::future::BoxFuture;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -124,6 +127,87 @@ fn set_replicas(spec: &mut ServiceSpec, n: u64) {
     }
 }
 
+/// Takes gangway's label off `spec` and scales it back to the replicas
+/// gangway took (remembered, or from the label); a wakeable service
+/// someone else scaled to 0 gets one.
+fn give_back(spec: &mut ServiceSpec, remembered: Option<u64>) {
+    let from_label = spec
+        .labels
+        .get_or_insert_default()
+        .remove(REPLICAS_LABEL)
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    set_replicas(spec, remembered.or(from_label).unwrap_or(1).max(1));
+}
+
+/// What a service carrying gangway's label needs once someone else has
+/// changed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mend {
+    /// It has replicas again, scaled by someone else: the label no longer
+    /// says gangway put it to sleep, and goes.
+    DropLabel,
+    /// Asleep because of gangway, and its sleep labels are gone: nothing
+    /// will wake it, so it gets its replicas back now.
+    GiveBack,
+}
+
+/// What a service with `replicas` (None: not replicated) and `labels`
+/// needs mended, if anything.
+pub(super) fn mend(replicas: Option<u64>, labels: &BTreeMap<String, String>) -> Option<Mend> {
+    if !labels.contains_key(REPLICAS_LABEL) {
+        return None;
+    }
+    if replicas? > 0 {
+        return Some(Mend::DropLabel);
+    }
+    let mut own = labels.clone();
+    own.remove(REPLICAS_LABEL);
+    parse_sleep_labels(&own).is_none().then_some(Mend::GiveBack)
+}
+
+/// Mends the service as `mend` says of its spec read now (a scale of
+/// gangway's own since the watcher read it is left alone); the service's
+/// name and what was done, or None when nothing needed it.
+pub(super) async fn settle(
+    docker: &Docker,
+    id: &str,
+    previous: &Remembered,
+) -> Result<Option<(String, Mend)>, WakeError> {
+    let mut current = current(docker, id).await?;
+    let labels: BTreeMap<String, String> = current
+        .spec
+        .labels
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let Some(what) = mend(replicas(&current.spec), &labels) else {
+        return Ok(None);
+    };
+    let remembered = previous
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(id)
+        .copied();
+    match what {
+        Mend::DropLabel => {
+            current
+                .spec
+                .labels
+                .get_or_insert_default()
+                .remove(REPLICAS_LABEL);
+        }
+        Mend::GiveBack => give_back(&mut current.spec, remembered),
+    }
+    let name = current.name.clone();
+    update(docker, id, current).await?;
+    previous
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(id);
+    Ok(Some((name, what)))
+}
+
 fn not_replicated(name: &str) -> WakeError {
     WakeError::Scale {
         service: name.to_owned(),
@@ -164,13 +248,7 @@ impl Engine for SwarmPower {
                     .await
                     .map_err(|e| scale_error(&name, &e))?;
                 if now == 0 {
-                    let labels = current.spec.labels.get_or_insert_default();
-                    let from_label = labels
-                        .remove(REPLICAS_LABEL)
-                        .and_then(|v| v.trim().parse::<u64>().ok());
-                    // A wakeable service someone else scaled to 0 gets one.
-                    let back = remembered.or(from_label).unwrap_or(1).max(1);
-                    set_replicas(&mut current.spec, back);
+                    give_back(&mut current.spec, remembered);
                     update(&docker, id, current).await?;
                 }
                 previous
@@ -301,5 +379,61 @@ mod tests {
             ..ServiceSpec::default()
         };
         assert_eq!(replicas(&global), None);
+    }
+
+    #[test]
+    fn only_a_label_that_no_longer_holds_is_mended() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let asleep = labels(&[(REPLICAS_LABEL, "2"), ("gangway.sleep.idle", "5m")]);
+        assert_eq!(mend(Some(0), &asleep), None, "asleep as gangway left it");
+        assert_eq!(mend(Some(1), &asleep), Some(Mend::DropLabel));
+        let unlabelled = labels(&[(REPLICAS_LABEL, "2"), ("traefik.enable", "true")]);
+        assert_eq!(mend(Some(0), &unlabelled), Some(Mend::GiveBack));
+        assert_eq!(mend(Some(3), &unlabelled), Some(Mend::DropLabel));
+        let never = labels(&[("gangway.sleep.idle", "5m")]);
+        assert_eq!(mend(Some(0), &never), None, "not gangway's doing");
+        assert_eq!(mend(None, &asleep), None, "not replicated");
+        let broken = labels(&[(REPLICAS_LABEL, "2"), ("gangway.sleep.idle", "soon")]);
+        assert_eq!(
+            mend(Some(0), &broken),
+            None,
+            "its labels' error is shown instead"
+        );
+    }
+
+    #[test]
+    fn giving_back_restores_the_count_and_drops_the_label() {
+        let mut spec = ServiceSpec {
+            mode: Some(ServiceSpecMode {
+                replicated: Some(ServiceSpecModeReplicated { replicas: Some(0) }),
+                ..ServiceSpecMode::default()
+            }),
+            labels: Some(HashMap::from([
+                (REPLICAS_LABEL.to_owned(), "3".to_owned()),
+                ("keep".to_owned(), "me".to_owned()),
+            ])),
+            ..ServiceSpec::default()
+        };
+        let mut remembered = spec.clone();
+        give_back(&mut spec, None);
+        assert_eq!(replicas(&spec), Some(3));
+        assert_eq!(
+            spec.labels,
+            Some(HashMap::from([("keep".to_owned(), "me".to_owned())]))
+        );
+        give_back(&mut remembered, Some(2));
+        assert_eq!(replicas(&remembered), Some(2), "memory before the label");
+        let mut bare = ServiceSpec {
+            mode: remembered.mode.clone(),
+            ..ServiceSpec::default()
+        };
+        set_replicas(&mut bare, 0);
+        give_back(&mut bare, None);
+        assert_eq!(replicas(&bare), Some(1), "a wakeable service gets one");
     }
 }

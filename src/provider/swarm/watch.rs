@@ -3,7 +3,7 @@
 //! something. When a call fails the last known routes stay while it
 //! reconnects with backoff.
 
-use super::power::{REPLICAS_LABEL, Remembered, SwarmPower, read_only};
+use super::power::{Mend, REPLICAS_LABEL, Remembered, SwarmPower, mend, read_only, settle};
 use super::tasks;
 use super::views::{Cluster, NodeFacts, ServiceFacts, views, without_prefix};
 use crate::config::problem::ProviderError;
@@ -58,6 +58,8 @@ struct State {
     read_only: Option<String>,
     /// Replicas of the services gangway scaled to 0.
     previous: Remembered,
+    /// Services whose label gangway could not mend, told once.
+    unmended: BTreeSet<String>,
 }
 
 /// Each sleeping service's labels read, by service id.
@@ -77,6 +79,7 @@ pub(super) async fn run(
         sleeper,
         read_only: None,
         previous: Remembered::default(),
+        unmended: BTreeSet::new(),
     };
     let mut retry = Reconnect::new();
     loop {
@@ -155,6 +158,10 @@ async fn session(
     );
     retry.connected();
     state.publish(&cluster).await?;
+    let mends = timing.watch && state.read_only.is_none();
+    if mends {
+        state.settle(&docker, &cluster).await;
+    }
     // After the first build: every idle time counts from here, so nothing
     // is scaled as gangway starts.
     if timing.watch && state.read_only.is_none() {
@@ -196,6 +203,9 @@ async fn session(
         }
         let cluster = read(&docker, endpoint, &version, timing.call).await?;
         state.publish(&cluster).await?;
+        if mends {
+            state.settle(&docker, &cluster).await;
+        }
     }
 }
 
@@ -315,6 +325,36 @@ impl State {
             }
         }
         Ok(self.out.publish(built).await?)
+    }
+
+    /// Mends gangway's label where someone else changed a service so that
+    /// it no longer holds (see `power::mend`); the update it makes brings
+    /// the next read.
+    async fn settle(&mut self, docker: &Docker, cluster: &Cluster) {
+        for service in &cluster.services {
+            if mend(service.replicas, &service.labels).is_none() {
+                self.unmended.remove(&service.id);
+                continue;
+            }
+            match settle(docker, &service.id, &self.previous).await {
+                Ok(Some((name, Mend::DropLabel))) => tracing::info!(
+                    provider = PROVIDER,
+                    service = %name,
+                    "scaled by someone else while asleep: no longer one gangway put to sleep"
+                ),
+                Ok(Some((name, Mend::GiveBack))) => tracing::info!(
+                    provider = PROVIDER,
+                    service = %name,
+                    "its sleep labels were removed while asleep: given its replicas back"
+                ),
+                Ok(None) => {}
+                Err(e) => {
+                    if self.unmended.insert(service.id.clone()) {
+                        tracing::warn!(provider = PROVIDER, error = %e, "cannot mend the sleep label {REPLICAS_LABEL}; trying again at the next change");
+                    }
+                }
+            }
+        }
     }
 
     /// Reads every service's sleep labels (refusing them on services that
