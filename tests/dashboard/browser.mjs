@@ -47,10 +47,11 @@ export async function launch(base, options = {}) {
 
 /**
  * Runs `steps`, then checks that the browser reported no error; prints
- * PASS or FAIL with the first failed check, closes the browser and exits
- * with 0 or 1.
+ * PASS or FAIL with the first failed check and the page it was on (then
+ * runs `onFailure`, a screenshot say), closes the browser and exits with
+ * 0 or 1.
  */
-export async function conclude(browser, steps) {
+export async function conclude(browser, steps, onFailure = async () => {}) {
   let failed = false;
   try {
     await steps();
@@ -58,7 +59,10 @@ export async function conclude(browser, steps) {
     console.log('PASS');
   } catch (e) {
     failed = true;
-    console.log(`FAIL: ${e instanceof Check ? e.message : e.stack}`);
+    console.log(`FAIL: ${e instanceof Check ? e.message : e.stack} (at ${browser.page.url()})`);
+    try {
+      await onFailure();
+    } catch (_) { /* the page may be gone */ }
   } finally {
     await browser.close();
   }

@@ -10,15 +10,13 @@
 // own when the page is ready for the configuration change, and waits for a
 // line `REWRITTEN` on stdin. Exit status 0 means every check passed.
 
-import { chromium } from 'playwright-core';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import { Check, check, conclude, launch } from './browser.mjs';
 
 const base = process.env.GANGWAY_URL;
 const shots = process.env.SCREENSHOT_DIR;
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!base || !shots) {
   console.log('FAIL: GANGWAY_URL and SCREENSHOT_DIR must be set');
   process.exit(2);
@@ -28,43 +26,14 @@ fs.mkdirSync(shots, { recursive: true });
 const stdin = readline.createInterface({ input: process.stdin });
 const lines = stdin[Symbol.asyncIterator]();
 
-class Check extends Error {}
-function check(cond, message) {
-  if (!cond) throw new Check(message);
-}
 const step = (s) => console.log(`step: ${s}`);
 
 const requests = [];
-const problems = [];
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-chromium-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 860 },
-});
-context.on('request', (r) => requests.push({ method: r.method(), url: r.url() }));
-const page = context.pages()[0] || (await context.newPage());
-// Generous: the machine running the suite may be busy with builds; a
-// working page answers in well under a second.
-page.setDefaultTimeout(30000);
-page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-page.on('console', (m) => {
-  if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
-});
+const browser = await launch(base, { viewport: { width: 1280, height: 860 } });
+const { page, open, text } = browser;
+page.context().on('request', (r) => requests.push({ method: r.method(), url: r.url() }));
 
 const api = async (p) => (await fetch(`${base}${p}`)).json();
-const text = (sel) => page.locator(sel).first().innerText();
-// Opens a page by its address and waits until the dashboard has read it
-// from the API (a hash-only change is a navigation inside the document).
-const open = async (hash) => {
-  await page.goto(`${base}/dashboard/#${hash}`);
-  await page.waitForFunction(() => {
-    const app = document.getElementById('app');
-    return app.dataset.loaded && app.dataset.hash === location.hash.slice(1);
-  });
-};
 const rowNames = () => page.$$eval('table.list tbody tr[data-name]', (rows) => rows.map((r) => r.dataset.name));
 /** Waits until the list shows exactly `names` (in any order). */
 async function showsRows(names, what) {
@@ -117,8 +86,7 @@ async function wide(name) {
   await page.setViewportSize({ width: 1280, height: 860 });
 }
 
-let failed = null;
-try {
+await conclude(browser, async () => {
   // === overview ===
   step('overview');
   await open('/');
@@ -565,18 +533,5 @@ try {
   check(writes.length === 0, `the dashboard only sends GET: ${JSON.stringify(writes)}`);
   const elsewhere = requests.filter((r) => !r.url.startsWith(base));
   check(elsewhere.length === 0, `the dashboard loads nothing from elsewhere: ${JSON.stringify(elsewhere.slice(0, 5))}`);
-  check(problems.length === 0, `no script errors: ${problems.join('; ')}`);
   console.log(`ok: ${requests.length} requests, all GET to ${base}`);
-} catch (e) {
-  failed = e;
-  const where = page.url();
-  console.log(`FAIL: ${e instanceof Check ? e.message : e.stack || e} (at ${where})`);
-  try {
-    await page.screenshot({ path: path.join(shots, 'failure.png'), fullPage: true });
-  } catch (_) { /* the page may be gone */ }
-} finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
-  stdin.close();
-}
-process.exit(failed ? 1 : 0);
+}, () => page.screenshot({ path: path.join(shots, 'failure.png'), fullPage: true }));

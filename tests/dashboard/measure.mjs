@@ -13,28 +13,17 @@
 // BEFORE=1 the browser keeps nothing and asks for no compression, as the
 // dashboard did before answers carried entity tags and files came gzipped.
 
-import { chromium } from 'playwright-core';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { launch } from './browser.mjs';
 
 const base = process.env.GANGWAY_URL;
 const mode = process.argv[2];
-const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
 if (!base || !['load', 'idle'].includes(mode)) {
   console.log('usage: GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs load|idle');
   process.exit(2);
 }
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'gangway-measure-'));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath,
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1440, height: 900 },
-});
-const page = context.pages()[0] || (await context.newPage());
+const browser = await launch(base, { viewport: { width: 1440, height: 900 } });
+const { page } = browser;
 page.setDefaultTimeout(120000);
 
 /** Milliseconds until the page at `hash` has been read and drawn `times` times. */
@@ -72,7 +61,7 @@ try {
     if (process.env.BEFORE === '1') {
       // The dashboard as it was: nothing kept by the browser, nothing
       // compressed (every answer whole, every visit).
-      const cdp = await context.newCDPSession(page);
+      const cdp = await page.context().newCDPSession(page);
       await cdp.send('Network.enable');
       await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
       await page.setExtraHTTPHeaders({ 'accept-encoding': 'identity' });
@@ -98,6 +87,5 @@ try {
     }));
   }
 } finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
+  await browser.close();
 }
