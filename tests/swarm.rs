@@ -661,15 +661,14 @@ async fn lbswarm_exposed_by_default_and_constraints_behave_as_documented() {
     )
     .await;
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while answered_by(&probe, "open.test").await.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "open.test not routed by the default rule\n{}",
-            state(&swarm, &gw).await
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_answered(
+        &swarm,
+        &gw,
+        &probe,
+        "open.test",
+        "open.test not routed by the default rule",
+    )
+    .await;
 
     let vip = swarm
         .docker(&[
@@ -868,6 +867,29 @@ async fn put_to_sleep(swarm: &Swarm, gw: &Gangway, service: &str, count: &str) {
     assert_eq!(sleep_label(swarm, service).await.as_deref(), Some(count));
 }
 
+/// Waits up to a minute until a server answers `host` through gangway;
+/// fails saying `what` did not happen, with the swarm's state.
+async fn until_answered(swarm: &Swarm, gw: &Gangway, probe: &Probe, host: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while answered_by(probe, host).await.is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "{what}\n{}",
+            state(swarm, gw).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `docker service update --detach <args> <service>`, done by hand as a
+/// user would.
+async fn update_service(swarm: &Swarm, service: &str, args: &[&str]) {
+    swarm
+        .docker(&[&["service", "update", "--detach"][..], args, &[service]].concat())
+        .await
+        .unwrap_or_else(|e| panic!("docker service update {service}: {e}"));
+}
+
 /// The label `gangway.sleep.replicas` of `service`, if it has it.
 async fn sleep_label(swarm: &Swarm, service: &str) -> Option<String> {
     let labels: HashMap<String, String> =
@@ -923,15 +945,14 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
     let spec = inspect(&swarm, "napper", "{{json .Spec}}").await;
     let created = stamp();
 
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while answered_by(&probe, "everywhere.test").await.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the global service is not routed\n{}",
-            state(&swarm, &gw).await
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_answered(
+        &swarm,
+        &gw,
+        &probe,
+        "everywhere.test",
+        "the global service is not routed",
+    )
+    .await;
     let global_version = inspect(&swarm, "everywhere", "{{.Version.Index}}").await;
     eventually(
         Duration::from_secs(30),
@@ -1103,17 +1124,12 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
     let gw = watching(&swarm, &[]).await;
     let probe = Probe::new(&gw);
     put_to_sleep(&swarm, &gw, "napper", "2").await;
-    let by_hand = [
-        "--detach",
-        "--replicas",
-        "1",
-        "--label-add",
-        "gangway.sleep.idle=1h",
-    ];
-    swarm
-        .docker(&[&["service", "update"][..], &by_hand, &["napper"]].concat())
-        .await
-        .expect("docker service update");
+    update_service(
+        &swarm,
+        "napper",
+        &["--replicas=1", "--label-add=gangway.sleep.idle=1h"],
+    )
+    .await;
     eventually(
         Duration::from_secs(30),
         "awake, without gangway's label",
@@ -1143,38 +1159,22 @@ async fn an_idle_service_is_scaled_to_0_and_back_once_and_global_or_read_only_is
 
     // Its sleep labels removed while gangway keeps it asleep: nothing would
     // wake it, so gangway gives it its replicas back.
-    let again = [
-        "--detach",
-        "--replicas",
-        "2",
-        "--label-add",
-        "gangway.sleep.idle=2s",
-    ];
-    swarm
-        .docker(&[&["service", "update"][..], &again, &["napper"]].concat())
-        .await
-        .expect("docker service update");
+    update_service(
+        &swarm,
+        "napper",
+        &["--replicas=2", "--label-add=gangway.sleep.idle=2s"],
+    )
+    .await;
     put_to_sleep(&swarm, &gw, "napper", "2").await;
-    swarm
-        .docker(&[
-            "service",
-            "update",
-            "--detach",
-            "--label-rm",
-            "gangway.sleep.idle",
-            "napper",
-        ])
-        .await
-        .expect("docker service update");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while answered_by(&probe, "napper.test").await.is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "not given its replicas back\n{}",
-            state(&swarm, &gw).await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    update_service(&swarm, "napper", &["--label-rm=gangway.sleep.idle"]).await;
+    until_answered(
+        &swarm,
+        &gw,
+        &probe,
+        "napper.test",
+        "not given its replicas back",
+    )
+    .await;
     assert_eq!(
         inspect(&swarm, "napper", "{{.Spec.Mode.Replicated.Replicas}}").await,
         "2"
