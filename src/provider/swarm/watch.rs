@@ -331,11 +331,15 @@ impl State {
     /// it no longer holds (see `power::mend`); the update it makes brings
     /// the next read.
     async fn settle(&mut self, docker: &Docker, cluster: &Cluster) {
-        for service in &cluster.services {
-            if mend(service.replicas, &service.labels).is_none() {
-                self.unmended.remove(&service.id);
-                continue;
-            }
+        let needing: Vec<&ServiceFacts> = cluster
+            .services
+            .iter()
+            .filter(|s| mend(s.replicas, &s.labels).is_some())
+            .collect();
+        // A service mended, or gone, is told of again if it fails again.
+        self.unmended
+            .retain(|id| needing.iter().any(|s| &s.id == id));
+        for service in needing {
             match settle(docker, &service.id, &self.previous).await {
                 Ok(Some((name, Mend::DropLabel))) => tracing::info!(
                     provider = PROVIDER,
