@@ -3,8 +3,8 @@
 //! bounded queue and never wait: when the writer falls behind, entries are
 //! dropped and counted.
 
+use crate::clock::Utc;
 use crate::config::static_config::observability::{AccessLog, AccessLogFormat, FieldMode};
-use crate::start::log::clock::Utc;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -891,7 +891,7 @@ async fn version(State(state): St) -> Json<views::VersionView> {
     Json(views::VersionView {
         version: env!("CARGO_PKG_VERSION"),
         codename: "gangway",
-        start_date: crate::start::log::clock::Utc::of(state.started).nanos(),
+        start_date: crate::clock::Utc::of(state.started).nanos(),
     })
 }
 

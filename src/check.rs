@@ -463,7 +463,7 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
     }
 
     // What the Docker (and Swarm) provider makes of them.
-    let now = now_ms();
+    let now = crate::clock::unix_ms();
     let built = build(&containers.views, &settings, now);
     let built_swarm = swarm_settings
         .as_ref()
@@ -627,13 +627,6 @@ fn finish(mut findings: Vec<Finding>) -> Vec<Finding> {
     });
     findings.dedup();
     findings
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 fn static_error(problem: impl Into<CheckProblem>) -> Finding {

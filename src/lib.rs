@@ -16,6 +16,7 @@ pub mod body;
 pub mod cause;
 pub mod check;
 pub mod client;
+pub mod clock;
 pub mod compile;
 pub mod config;
 pub mod crypto;

@@ -25,7 +25,7 @@ use futures_util::future::BoxFuture;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, watch};
 
 /// Wake-ups running at once; more wait for a turn, so that a burst of
@@ -44,13 +44,6 @@ const TICK: Duration = Duration::from_millis(250);
 /// The shortest time a start may take to be running and healthy before it
 /// counts as failed (a longer `hold` raises it).
 const START_LIMIT: Duration = Duration::from_secs(60);
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 /// Starts and stops a provider's members (containers, Swarm services) for
 /// the sleeper; given by a connected provider.
@@ -467,7 +460,7 @@ impl Sleeper {
     /// Takes `provider`'s view of every member with sleep labels; the
     /// units of other providers stay as they are.
     pub fn update(&self, provider: &'static str, reports: Vec<Report>) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.lock();
         let mut grouped: BTreeMap<String, (SleepSpec, Vec<Member>, BTreeSet<String>)> =
             BTreeMap::new();
@@ -609,7 +602,7 @@ impl Sleeper {
         if !self.services.load().contains(service) {
             return None;
         }
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.lock();
         let key = inner.by_service.get(service)?.clone();
         let unit = inner.units.get_mut(&key)?;
@@ -625,7 +618,7 @@ impl Sleeper {
 
     /// Stops the units idle for their `idle` time.
     fn check_idle(self: &Arc<Self>) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.lock();
         let mut to_stop = Vec::new();
         let Inner { units, engines, .. } = &mut *inner;
@@ -663,7 +656,7 @@ impl Sleeper {
 
     /// A stop ended.
     fn stopped(self: &Arc<Self>, key: &str, ids: &[String], result: Result<(), WakeError>) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.lock();
         if result.is_err() {
             for id in ids {
@@ -733,7 +726,7 @@ impl Sleeper {
 
     /// A wake-up ended.
     fn woken(&self, key: &str, ids: &[String], took: Duration, result: &Result<(), WakeError>) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.lock();
         if let Some(series) = inner.series.get(key) {
             series.woken(took, result.is_ok());
@@ -822,7 +815,7 @@ struct VisitInner {
 
 impl Drop for VisitInner {
     fn drop(&mut self) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let mut inner = self.sleeper.lock();
         if let Some(unit) = inner.units.get_mut(&self.key) {
             unit.open = unit.open.saturating_sub(1);

@@ -8,7 +8,7 @@
 //! atomics (in flight up, then down) and, for `leasttime`, a third.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -219,6 +219,84 @@ pub fn wake_at(until: u64, epoch: Arc<AtomicU64>) {
     });
 }
 
+/// What a load balancer knows of a server from its own connections: a
+/// server that refused one (or did not answer in time) is skipped for a
+/// while, twice as long after each failure in a row, and tried again
+/// after; a connection it accepts clears that. With an active health
+/// check, a server failing it takes no new connections at all until it
+/// passes again.
+#[derive(Debug, Default)]
+pub struct ServerHealth {
+    /// Failed connections in a row.
+    failures: AtomicU32,
+    /// Until when it is skipped, by [`now_ms`].
+    skipped_until: AtomicU64,
+    /// Whether its last active health check failed.
+    check_failed: AtomicBool,
+}
+
+/// How long a server is skipped after its first failure in a row.
+pub const FIRST_SKIP: Duration = Duration::from_secs(1);
+
+/// The longest a failing server is skipped at once, so a server back up
+/// gets connections again soon.
+pub const LONGEST_SKIP: Duration = Duration::from_secs(30);
+
+/// How long to skip a server after `failures` failures in a row.
+pub fn skip_for(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    FIRST_SKIP.saturating_mul(1 << doublings).min(LONGEST_SKIP)
+}
+
+impl ServerHealth {
+    /// Whether the last connection to it or its last health check failed
+    /// (Traefik's `DOWN`).
+    pub fn is_down(&self) -> bool {
+        self.failures.load(Ordering::Relaxed) > 0 || self.fails_check()
+    }
+
+    /// Whether its last active health check failed: it is out of rotation.
+    pub fn fails_check(&self) -> bool {
+        self.check_failed.load(Ordering::Acquire)
+    }
+
+    /// Records the outcome of an active health check; true when that
+    /// moved the server in or out of rotation. A passing check also clears
+    /// the failed connections, as a connection it accepts would.
+    pub fn set_checked(&self, passed: bool) -> bool {
+        let changed = self.check_failed.swap(!passed, Ordering::AcqRel) == passed;
+        if passed {
+            self.answered();
+        }
+        changed
+    }
+
+    /// Whether new connections pass it by for now.
+    pub fn is_skipped(&self) -> bool {
+        now_ms() < self.skipped_until.load(Ordering::Relaxed)
+    }
+
+    /// A connection to it failed.
+    pub fn failed(&self) {
+        let failures = self
+            .failures
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        let skip = u64::try_from(skip_for(failures).as_millis()).unwrap_or(u64::MAX);
+        self.skipped_until
+            .store(now_ms().saturating_add(skip), Ordering::Relaxed);
+    }
+
+    /// A connection to it succeeded.
+    pub fn answered(&self) {
+        // Read first: the common case writes nothing shared.
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
+            self.skipped_until.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,5 +351,14 @@ mod tests {
         drop(a);
         drop(b);
         assert_eq!(s.in_flight(), 0);
+    }
+
+    #[test]
+    fn skipping_doubles_with_each_failure_up_to_a_bound() {
+        assert_eq!(skip_for(1), FIRST_SKIP);
+        assert_eq!(skip_for(2), FIRST_SKIP * 2);
+        assert_eq!(skip_for(3), FIRST_SKIP * 4);
+        assert_eq!(skip_for(40), LONGEST_SKIP);
+        assert_eq!(skip_for(u32::MAX), LONGEST_SKIP);
     }
 }

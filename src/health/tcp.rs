@@ -7,8 +7,8 @@
 //! Compile gets one [`TcpChecker`] per service and check from `Registries`
 //! (kept while a runtime uses it); `Registries::sweep` starts its task.
 
+use crate::balance::passive::ServerHealth;
 use crate::config::dynamic::tcp::TcpHealthCheck;
-use crate::runtime::tcp::ServerHealth;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;

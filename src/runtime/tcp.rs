@@ -6,9 +6,9 @@ use crate::middleware::in_flight_req;
 use crate::middleware::tcp::{Admitted, TcpGuard};
 use crate::rule::{ConnFacts, TcpMatcher};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// The TCP routers of one entry point, each list highest priority first
 /// (ties by name, so every run picks the same router).
@@ -168,28 +168,7 @@ pub struct TcpTransport {
     pub proxy_protocol: Option<u8>,
 }
 
-/// What a load balancer knows of a server from its own connections: a
-/// server that refused one (or did not answer in time) is skipped for a
-/// while, twice as long after each failure in a row, and tried again
-/// after; a connection it accepts clears that. With an active health
-/// check, a server failing it takes no new connections at all until it
-/// passes again.
-#[derive(Debug, Default)]
-pub struct ServerHealth {
-    /// Failed connections in a row.
-    failures: AtomicU32,
-    /// Until when it is skipped, in milliseconds since [`clock_start`].
-    skipped_until: AtomicU64,
-    /// Whether its last active health check failed.
-    check_failed: AtomicBool,
-}
-
-/// How long a server is skipped after its first failure in a row.
-pub const FIRST_SKIP: Duration = Duration::from_secs(1);
-
-/// The longest a failing server is skipped at once, so a server back up
-/// gets connections again soon.
-pub const LONGEST_SKIP: Duration = Duration::from_secs(30);
+pub use crate::balance::passive::ServerHealth;
 
 /// Traefik's keep-alive setting in effect: zero means the default (15 s),
 /// negative means none.
@@ -203,71 +182,6 @@ pub fn keep_alive(setting: crate::config::SignedDuration) -> Option<Duration> {
 
 /// The keep-alive interval when the setting is zero, as in Traefik.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The start of the clock [`ServerHealth`] counts in.
-fn clock_start() -> Instant {
-    static START: OnceLock<Instant> = OnceLock::new();
-    *START.get_or_init(Instant::now)
-}
-
-fn now_millis() -> u64 {
-    u64::try_from(clock_start().elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
-/// How long to skip a server after `failures` failures in a row.
-pub fn skip_for(failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(16);
-    FIRST_SKIP.saturating_mul(1 << doublings).min(LONGEST_SKIP)
-}
-
-impl ServerHealth {
-    /// Whether the last connection to it or its last health check failed
-    /// (Traefik's `DOWN`).
-    pub fn is_down(&self) -> bool {
-        self.failures.load(Ordering::Relaxed) > 0 || self.fails_check()
-    }
-
-    /// Whether its last active health check failed: it is out of rotation.
-    pub fn fails_check(&self) -> bool {
-        self.check_failed.load(Ordering::Acquire)
-    }
-
-    /// Records the outcome of an active health check; true when that
-    /// moved the server in or out of rotation. A passing check also clears
-    /// the failed connections, as a connection it accepts would.
-    pub fn set_checked(&self, passed: bool) -> bool {
-        let changed = self.check_failed.swap(!passed, Ordering::AcqRel) == passed;
-        if passed {
-            self.answered();
-        }
-        changed
-    }
-
-    /// Whether new connections pass it by for now.
-    pub fn is_skipped(&self) -> bool {
-        now_millis() < self.skipped_until.load(Ordering::Relaxed)
-    }
-
-    /// A connection to it failed.
-    pub fn failed(&self) {
-        let failures = self
-            .failures
-            .fetch_add(1, Ordering::Relaxed)
-            .saturating_add(1);
-        let skip = u64::try_from(skip_for(failures).as_millis()).unwrap_or(u64::MAX);
-        self.skipped_until
-            .store(now_millis().saturating_add(skip), Ordering::Relaxed);
-    }
-
-    /// A connection to it succeeded.
-    pub fn answered(&self) {
-        // Read first: the common case writes nothing shared.
-        if self.failures.load(Ordering::Relaxed) != 0 {
-            self.failures.store(0, Ordering::Relaxed);
-            self.skipped_until.store(0, Ordering::Relaxed);
-        }
-    }
-}
 
 /// The transport of a load balancer with no servers.
 static NO_TRANSPORT: TcpTransport = TcpTransport {
@@ -469,14 +383,5 @@ mod tests {
         assert!(list[0].health.set_checked(true));
         assert!(!list[0].health.is_down());
         assert_eq!(target.pick().addresses(), ["a:1"]);
-    }
-
-    #[test]
-    fn skipping_doubles_with_each_failure_up_to_a_bound() {
-        assert_eq!(skip_for(1), FIRST_SKIP);
-        assert_eq!(skip_for(2), FIRST_SKIP * 2);
-        assert_eq!(skip_for(3), FIRST_SKIP * 4);
-        assert_eq!(skip_for(40), LONGEST_SKIP);
-        assert_eq!(skip_for(u32::MAX), LONGEST_SKIP);
     }
 }

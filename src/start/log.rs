@@ -3,7 +3,6 @@
 //! go: standard error, or a file that rotates by size and is reopened on
 //! `SIGUSR1` (see `rotate`).
 
-pub mod clock;
 mod format;
 mod rotate;
 

@@ -20,7 +20,7 @@ use futures_util::{FutureExt, Stream, StreamExt};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 const PROVIDER: &str = "docker";
@@ -54,13 +54,6 @@ const RELOAD_SIGNALS: &[&str] = &[
 ];
 
 type Events = Pin<Box<dyn Stream<Item = Result<EventMessage, BollardError>> + Send>>;
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
-}
 
 /// What the provider remembers between rebuilds.
 struct State {
@@ -287,7 +280,9 @@ async fn session(
     let version = docker.version().await?;
     // Subscribe before listing, replaying from a little before, so that no
     // change between the list and the subscription is missed.
-    let since = (now_ms() / 1000).saturating_sub(1).to_string();
+    let since = (crate::clock::unix_ms() / 1000)
+        .saturating_sub(1)
+        .to_string();
     let mut events: Events = Box::pin(
         docker.events(Some(EventsOptions {
             since: Some(since),
@@ -339,8 +334,10 @@ async fn session(
         let wake = async {
             match next_change {
                 Some(at) => {
-                    tokio::time::sleep(Duration::from_millis(at.saturating_sub(now_ms()) + 1))
-                        .await;
+                    tokio::time::sleep(Duration::from_millis(
+                        at.saturating_sub(crate::clock::unix_ms()) + 1,
+                    ))
+                    .await;
                 }
                 None => std::future::pending::<()>().await,
             }
@@ -468,11 +465,15 @@ impl State {
                     .map(String::as_str)
                     .unwrap_or_default();
                 if !RELOAD_SIGNALS.contains(&signal) {
-                    self.draining_since.entry(id.clone()).or_insert_with(now_ms);
+                    self.draining_since
+                        .entry(id.clone())
+                        .or_insert_with(crate::clock::unix_ms);
                 }
             }
             "stop" | "die" => {
-                self.draining_since.entry(id.clone()).or_insert_with(now_ms);
+                self.draining_since
+                    .entry(id.clone())
+                    .or_insert_with(crate::clock::unix_ms);
             }
             "start" | "restart" | "unpause" => {
                 self.draining_since.remove(&id);
@@ -515,7 +516,7 @@ impl State {
 
     /// Carries draining and down-since over from the previous view.
     fn settle(&mut self, mut view: ContainerView) {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let prev = self.views.get(&view.id);
         if view.state != RunState::Running {
             self.draining_since.remove(&view.id);
@@ -552,7 +553,7 @@ impl State {
             view.draining = false;
             view.health = None;
             if view.down_since_ms.is_none() {
-                view.down_since_ms = Some(now_ms());
+                view.down_since_ms = Some(crate::clock::unix_ms());
             }
         }
     }
@@ -573,7 +574,7 @@ impl State {
 
     /// Rebuilds and sends the configuration if it changed.
     async fn publish(&mut self, connected: bool) -> Result<(), Stop> {
-        let now = now_ms();
+        let now = crate::clock::unix_ms();
         let grace = self.settings.down_grace.as_millis() as u64;
         // Removed containers are forgotten once their grace period is over.
         self.views.retain(|_, v| {

@@ -22,7 +22,7 @@ use bollard::query_parameters::{
 use futures_util::{FutureExt, StreamExt};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 const PROVIDER: &str = "swarm";
@@ -40,13 +40,6 @@ pub(super) struct Timing {
     pub refresh: Duration,
     /// Follow events.
     pub watch: bool,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
 }
 
 struct State {
@@ -128,7 +121,9 @@ async fn session(
     }
     let version = docker.client_version();
     let version = format!("{}.{}", version.major_version, version.minor_version);
-    let since = (now_ms() / 1000).saturating_sub(1).to_string();
+    let since = (crate::clock::unix_ms() / 1000)
+        .saturating_sub(1)
+        .to_string();
     let mut events = docker.events(Some(EventsOptions {
         since: Some(since),
         until: None,
@@ -314,7 +309,7 @@ impl State {
     async fn publish(&mut self, cluster: &Cluster) -> Result<(), Stop> {
         let views = views(cluster, &self.settings.prefix);
         let specs = self.sleep_specs(cluster, &views);
-        let mut built = build(&views, &self.settings, now_ms());
+        let mut built = build(&views, &self.settings, crate::clock::unix_ms());
         built.detail.connected = Some(true);
         self.report_sleepers(cluster, &views, &specs, &mut built);
         if self.out.last().is_none_or(|l| l.detail != built.detail) {

@@ -3,7 +3,7 @@
 //! unless told not to), and `json`, one object per line with `level`,
 //! `time` and `message` beside the event's own fields.
 
-use super::clock::Utc;
+use crate::clock::Utc;
 use std::fmt::{self, Write as _};
 use std::time::SystemTime;
 use tracing::field::{Field, Visit};

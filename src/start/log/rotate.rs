@@ -6,7 +6,7 @@
 //! rename-then-SIGUSR1.
 
 use super::LogError;
-use super::clock::Utc;
+use crate::clock::Utc;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,16 @@
-//! Wall-clock times as log lines write them, in UTC, without a date crate.
+//! The one clock at the ground: milliseconds since the Unix epoch, and
+//! wall-clock times broken into UTC calendar parts as logs and the API
+//! write them, without a date crate.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch by the wall clock (0 if the clock
+/// reads before 1970).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// A time broken into its calendar parts, in UTC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
