@@ -39,6 +39,9 @@ pub struct ApiState {
     pub certificates: Arc<crate::acme::Status>,
     /// The static configuration, as loaded.
     pub static_config: Arc<StaticConfig>,
+    /// The providers configured, in Traefik's names, as `/api/overview`
+    /// lists them.
+    pub providers: Vec<&'static str>,
     /// When gangway started.
     pub started: SystemTime,
     /// Set when shutdown begins (`/ping` then answers 503).

@@ -1425,6 +1425,7 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         certificates: Arc::default(),
         registries: Arc::new(Registries::default()),
         static_config: config.clone(),
+        providers: crate::provider::ProviderKind::names(&config.providers),
         started: std::time::SystemTime::now(),
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,

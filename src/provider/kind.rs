@@ -69,6 +69,15 @@ impl ProviderKind {
         }
     }
 
+    /// The Traefik names of the providers `providers` turns on, as
+    /// `/api/overview` lists them.
+    pub fn names(providers: &Providers) -> Vec<&'static str> {
+        Self::configured(providers)
+            .into_iter()
+            .map(Self::name)
+            .collect()
+    }
+
     /// The providers `providers` turns on, in [`ProviderKind::ALL`]'s order.
     pub fn configured(providers: &Providers) -> Vec<ProviderKind> {
         // Taken apart with no `..`: a provider added to the static
@@ -204,5 +213,24 @@ mod tests {
             .collect();
         assert_eq!(names, ["File", "Docker", "Swarm", "Redis", "Etcd", "HTTP"]);
         assert!(ProviderKind::configured(&Providers::default()).is_empty());
+    }
+
+    #[test]
+    fn the_names_list_every_configured_provider_swarm_too() {
+        let swarm = ProviderKind::names(&Providers {
+            swarm: Some(Default::default()),
+            ..Providers::default()
+        });
+        assert_eq!(swarm, ["Swarm"]);
+        let all = ProviderKind::names(&Providers {
+            file: Some(Default::default()),
+            docker: Some(Default::default()),
+            swarm: Some(Default::default()),
+            redis: Some(Default::default()),
+            etcd: Some(Default::default()),
+            ..Providers::default()
+        });
+        assert_eq!(all, ["File", "Docker", "Swarm", "Redis", "Etcd"]);
+        assert!(ProviderKind::names(&Providers::default()).is_empty());
     }
 }

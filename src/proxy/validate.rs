@@ -241,15 +241,25 @@ fn is_dot_dot(piece: &str) -> bool {
     rest.is_empty()
 }
 
+/// What an entry point does with request headers whose names hold `_`
+/// (`http.underscoreHeadersStrategy`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Underscores {
+    /// Forward them as they are.
+    #[default]
+    Keep,
+    /// Remove them before routing.
+    Delete,
+    /// Refuse the request (400).
+    Reject,
+}
+
 /// Applies an entry point's `underscoreHeadersStrategy` to the request's
 /// headers: nothing for `keep`, every header whose name holds `_` removed
 /// for `delete`, a refusal for `reject`. Costs one look at each name when
 /// the strategy is not `keep`.
-pub fn underscore_headers(
-    headers: &mut HeaderMap,
-    strategy: crate::config::static_config::UnderscoreHeadersStrategy,
-) -> Result<(), Malformed> {
-    use crate::config::static_config::UnderscoreHeadersStrategy as S;
+pub fn underscore_headers(headers: &mut HeaderMap, strategy: Underscores) -> Result<(), Malformed> {
+    use Underscores as S;
     let has_underscore = |name: &http::HeaderName| name.as_str().contains('_');
     match strategy {
         S::Keep => Ok(()),
@@ -458,7 +468,7 @@ mod tests {
 
     #[test]
     fn underscore_strategies() {
-        use crate::config::static_config::UnderscoreHeadersStrategy as S;
+        use Underscores as S;
         let headers = || {
             let mut h = HeaderMap::new();
             h.insert("x_user", http::HeaderValue::from_static("eve"));

@@ -5,9 +5,10 @@ use crate::config::duration::Duration;
 use crate::config::static_config::{
     EntryPoint, EntryPointHttp, EntryPointHttp2, EntryPointLimits, EntryPointTransport,
     EntryPointUdp, ForwardedHeaders, Global, LifeCycle, RedirectEntryPoint, Redirections,
-    RespondingTimeouts,
+    RespondingTimeouts, UnderscoreHeadersStrategy,
 };
 use crate::proxy::forwarded::TrustPolicy;
+use crate::proxy::validate::Underscores;
 use crate::proxy::{EntryPointInfo, Redirect};
 use std::sync::Arc;
 
@@ -157,7 +158,11 @@ pub fn entry_point(
         max_request_body_bytes: (*max_request_body_bytes > 0).then_some(*max_request_body_bytes),
         sanitize_path: *sanitize_path,
         denied_escapes: crate::percent::DeniedEscapes::new(&(*encoded_characters).into()),
-        underscore_headers: *underscore_headers_strategy,
+        underscore_headers: match underscore_headers_strategy {
+            UnderscoreHeadersStrategy::Keep => Underscores::Keep,
+            UnderscoreHeadersStrategy::Delete => Underscores::Delete,
+            UnderscoreHeadersStrategy::Reject => Underscores::Reject,
+        },
         max_concurrent_streams: *max_concurrent_streams,
         alt_svc: http3.as_ref().map(|h| {
             let advertised = match h.advertised_port {
