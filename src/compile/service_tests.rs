@@ -64,7 +64,7 @@ fn an_unchanged_service_keeps_its_position_and_health() {
     let registries = Registries::default();
     let first = compile(dynamic(APP), &ctx(), &registries);
     let lb1 = balancer(&first, "app@file");
-    let none = http::HeaderMap::new();
+    let none = ::http::HeaderMap::new();
     let mut cookies = Vec::new();
     assert_eq!(lb1.choose(&none, &mut cookies, None), Some(0));
     let health1 = lb1.health.clone().expect("checked");
