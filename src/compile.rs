@@ -25,8 +25,9 @@ use crate::runtime::InternalService;
 use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey};
 use crate::runtime::tcp::TcpRoutes;
 use crate::runtime::{
-    EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
-    Registries, Report, Route, Runtime, Server, Upstream, WeightedService,
+    Chain, ChainedService, EntryPointRoutes, FailoverService, LoadBalancer, Mirror,
+    MirroringService, OnStatus, Registries, Report, Route, Runtime, Server, Upstream,
+    WeightedService,
 };
 use ::http::{HeaderValue, Uri, uri::Authority};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -496,6 +497,12 @@ struct ServiceCompiler<'a> {
     /// A broken service's problems after the first (which is its `Err`),
     /// so that its report lists every one.
     more: BTreeMap<String, Vec<Problem>>,
+    /// Services with middlewares of their own as another service reaches
+    /// them: behind their chain.
+    chained: HashMap<String, Result<Arc<Upstream>, Problem>>,
+    /// Compiles the routers' and services' chains; None while one is being
+    /// compiled (see `chain`).
+    middlewares: Option<middleware::MiddlewareCompiler<'a>>,
 }
 
 impl<'a> ServiceCompiler<'a> {
@@ -508,7 +515,48 @@ impl<'a> ServiceCompiler<'a> {
             visiting: HashSet::new(),
             warnings: BTreeMap::new(),
             more: BTreeMap::new(),
+            chained: HashMap::new(),
+            middlewares: Some(middleware::MiddlewareCompiler::new(
+                dynamic,
+                registries,
+                &ctx.default_transport,
+            )),
         }
+    }
+
+    /// The chain of middlewares `names` (qualified) for `user`, the router
+    /// or service whose state they keep. The error names the middleware at
+    /// fault.
+    fn chain(&mut self, user: &str, names: &[String]) -> Result<Chain, Problem> {
+        self.with_middlewares(|m, services| m.chain(user, names, services))
+    }
+
+    /// Checks one declared middleware on its own, for its report.
+    fn check_middleware(&mut self, name: &str) -> Result<(), Problem> {
+        self.with_middlewares(|m, services| m.check(name, services))
+    }
+
+    /// Lends the middleware compiler, which compiles the services that
+    /// middlewares name (`errors`) through `self`. A chain compiled while
+    /// another is (a service behind an `errors` middleware has middlewares
+    /// of its own) gets a compiler of its own: it only misses the cache of
+    /// stateless layers, as stateful ones keep their state in `Registries`.
+    fn with_middlewares<T>(
+        &mut self,
+        f: impl FnOnce(&mut middleware::MiddlewareCompiler<'a>, &mut Self) -> T,
+    ) -> T {
+        let mut m = self.middlewares.take().unwrap_or_else(|| {
+            middleware::MiddlewareCompiler::new(
+                self.dynamic,
+                self.registries,
+                &self.ctx.default_transport,
+            )
+        });
+        let out = f(&mut m, self);
+        if self.middlewares.is_none() {
+            self.middlewares = Some(m);
+        }
+        out
     }
 
     fn get(&mut self, name: &str) -> Result<Arc<Upstream>, Problem> {
@@ -545,34 +593,47 @@ impl<'a> ServiceCompiler<'a> {
             return Err(Problem::NoName { what });
         }
         let q = QualifiedName::resolve(name, provider).to_string();
-        // A service's middlewares are joined to the chain of a router that
-        // names it; reached through another service they would be skipped,
-        // and an authentication middleware skipped is a hole, so the parent
-        // is refused instead.
-        // Failover on status codes happens where a router sends the request
-        // (it must hold the body to send it again); below another service it
-        // would be skipped without a word, so it is refused there.
-        let nested = self.dynamic.http.services.get(&q).and_then(|s| {
-            if !s.middlewares.is_empty() {
-                Some(Problem::NestedServiceMiddlewares)
-            } else if s.failover.as_ref().is_some_and(|f| f.errors.is_some()) {
-                Some(Problem::NestedFailoverErrors)
-            } else {
-                None
-            }
-        });
-        if let Some(problem) = nested {
-            return Err(Problem::InReference {
-                what,
-                name: q,
-                problem: Box::new(problem),
-            });
-        }
-        self.get(&q).map_err(|problem| Problem::InReference {
+        self.reached(&q).map_err(|problem| Problem::InReference {
             what,
             name: q,
             problem: Box::new(problem),
         })
+    }
+
+    /// Service `q` as another service reaches it: a router joins a
+    /// service's middlewares to its own chain, so here, as in Traefik, they
+    /// run in front of the service whenever it is chosen.
+    fn reached(&mut self, q: &str) -> Result<Arc<Upstream>, Problem> {
+        let service = self.get(q)?;
+        let Some(own) = self
+            .dynamic
+            .http
+            .services
+            .get(q)
+            .map(|s| &s.middlewares)
+            .filter(|m| !m.is_empty())
+        else {
+            return Ok(service);
+        };
+        if let Some(done) = self.chained.get(q) {
+            return done.clone();
+        }
+        let provider = QualifiedName::parse(q)
+            .map(|n| n.provider)
+            .unwrap_or_default();
+        let names: Vec<String> = own
+            .iter()
+            .map(|m| QualifiedName::resolve(m, &provider).to_string())
+            .collect();
+        let chained = self.chain(q, &names).map(|chain| {
+            Arc::new(Upstream::Chained(ChainedService {
+                name: q.to_owned(),
+                chain,
+                service,
+            }))
+        });
+        self.chained.insert(q.to_owned(), chained.clone());
+        chained
     }
 
     fn compile(
@@ -589,7 +650,8 @@ impl<'a> ServiceCompiler<'a> {
             mirroring,
             failover,
             highest_random_weight,
-            // Joined to the router's chain where a router names the service.
+            // Joined to the router's chain where a router names the service,
+            // put in front of it where another service does (`reached`).
             middlewares: _,
         } = service;
         let kinds = [
@@ -940,7 +1002,7 @@ impl<'a> ServiceCompiler<'a> {
         };
         let main = self.child(Reference::FailoverService, service, provider)?;
         let fallback = self.child(Reference::FailoverFallback, fallback, provider)?;
-        if !main.is_checked() {
+        if on_status.is_none() && !main.can_be_down() {
             self.warnings
                 .entry(name.to_owned())
                 .or_default()

@@ -3,7 +3,6 @@
 //! service it sends to, multi-layer routing's parents and children; then
 //! the report of every declared service and middleware.
 
-use super::middleware::MiddlewareCompiler;
 use super::router::{self, RouterStep, Using};
 use super::tree::{self, Tree};
 use super::{CompileContext, ServiceCompiler, TlsUses};
@@ -38,7 +37,6 @@ pub(super) fn compile(
     tls_uses: &mut TlsUses,
 ) -> PerEntryPoint {
     let mut services = ServiceCompiler::new(dynamic, ctx, registries);
-    let mut middlewares = MiddlewareCompiler::new(dynamic, registries, &ctx.default_transport);
     let mut http = Http {
         dynamic,
         ctx,
@@ -56,13 +54,13 @@ pub(super) fn compile(
             continue;
         };
         let entry = report.routers.entry(name.clone()).or_default();
-        http.router(name, router, &tree, entry, &mut services, &mut middlewares);
+        http.router(name, router, &tree, entry, &mut services);
     }
     let Http {
         per_ep, mut using, ..
     } = http;
     report_services(dynamic, ctx, report, &mut services, &mut using);
-    report_middlewares(dynamic, report, &mut middlewares, &mut services, &mut using);
+    report_middlewares(dynamic, report, &mut services, &mut using);
     per_ep
 }
 
@@ -89,7 +87,6 @@ impl<'a> Http<'a, '_> {
         tree: &Tree,
         entry: &mut ObjectReport,
         services: &mut ServiceCompiler<'_>,
-        middlewares: &mut MiddlewareCompiler<'_>,
     ) {
         let ctx = self.ctx;
         let is_child = !router.parent_refs.is_empty();
@@ -117,7 +114,7 @@ impl<'a> Http<'a, '_> {
         } else {
             step.entry_points(&router.entry_points, ctx)
         };
-        let chains = self.chains(&mut step, router, &eps, services, middlewares);
+        let chains = self.chains(&mut step, router, &eps, services);
         let (service_name, upstream, children) = self.target(&mut step, router, tree, services);
         let (Some(matcher), Some(upstream), Some(chains), true) =
             (matcher, upstream, chains, step.enabled())
@@ -180,7 +177,6 @@ impl<'a> Http<'a, '_> {
         router: &dynamic::Router,
         eps: &[usize],
         services: &mut ServiceCompiler<'_>,
-        middlewares: &mut MiddlewareCompiler<'_>,
     ) -> Chains {
         let ctx = self.ctx;
         let mut groups: Vec<(&[String], Vec<usize>)> = Vec::new();
@@ -221,7 +217,7 @@ impl<'a> Http<'a, '_> {
                     registered.push(q.clone());
                 }
             }
-            match middlewares.chain(step.name, &chain_names, services) {
+            match services.chain(step.name, &chain_names) {
                 Ok(chain) => {
                     if let Some(chains) = chains.as_mut() {
                         chains.push((members, chain));
@@ -408,7 +404,6 @@ fn report_services(
 fn report_middlewares(
     dynamic: &Dynamic,
     report: &mut Report,
-    middlewares: &mut MiddlewareCompiler<'_>,
     services: &mut ServiceCompiler<'_>,
     using: &mut Using,
 ) {
@@ -416,7 +411,7 @@ fn report_middlewares(
     for (name, m) in &dynamic.http.middlewares {
         let entry = report.middlewares.entry(name.clone()).or_default();
         let object = ObjectRef::new(ObjectKind::Middleware, name);
-        if let Err(problem) = middlewares.check(name, services) {
+        if let Err(problem) = services.check_middleware(name) {
             entry.disable(ConfigError::new(object.clone(), problem));
         }
         if let Some(headers) = m.headers.as_ref() {
