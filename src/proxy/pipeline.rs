@@ -3,9 +3,8 @@
 //! hand it to the route's service; a server's service forwards it on
 //! (`upstream`, `Proxy::forward`).
 
-use super::error::Kind;
+use super::error::{Kind, failed};
 use super::forwarded::{remove_spoofable, strip_h2c_upgrade};
-use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBody, ClientStream, ProxyBody, RequestBody, UpstreamFailure};

@@ -4,7 +4,7 @@
 //! retry on refused connections, and stream the answer back, joining both
 //! sides of an upgrade.
 
-use super::error::Kind;
+use super::error::{Kind, failed};
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamBody, UpstreamFailure};
@@ -290,14 +290,6 @@ impl Proxy {
         self.forward(conn, route, &f.fallback, host_value, copy(&parts))
             .await
     }
-}
-
-/// The error response for a failed upstream call, marked so that middlewares
-/// (retry, circuitBreaker) can tell it from a server's own answer.
-pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
-    let mut resp = kind.into_response();
-    resp.extensions_mut().insert(how);
-    resp
 }
 
 /// Opens the `ReverseProxy` span of a traced request and tells the server
