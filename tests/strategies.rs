@@ -417,11 +417,9 @@ async fn assert_enabled(gw: &Gangway, kind: &str, names: &[&str]) {
     }
 }
 
-/// `failover.errors` on a failover that a `weighted` service chooses (two
-/// services below the router): the request, body included, is sent again
-/// to the fallback when the main service answers a listed status.
-#[tokio::test]
-async fn failover_errors_hold_and_resend_below_another_service() {
+/// A main service answering 503 and a fallback that answers with the
+/// body it received.
+async fn failing_main_and_spare() -> (Counted, support::Backend) {
     let main = Counted::start("main").await;
     main.set_status(503);
     let spare = support::Backend::serve(|req: Request<hyper::body::Incoming>| async move {
@@ -429,6 +427,15 @@ async fn failover_errors_hold_and_resend_below_another_service() {
         http::Response::new(Full::new(body))
     })
     .await;
+    (main, spare)
+}
+
+/// `failover.errors` on a failover that a `weighted` service chooses (two
+/// services below the router): the request, body included, is sent again
+/// to the fallback when the main service answers a listed status.
+#[tokio::test]
+async fn failover_errors_hold_and_resend_below_another_service() {
+    let (main, spare) = failing_main_and_spare().await;
     let conf = format!(
         "[http.routers.r-top]\nrule = \"Host(`app.test`)\"\nservice = \"top\"\n\
          [http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n\
@@ -519,14 +526,7 @@ async fn mirroring_runs_the_middlewares_of_its_main_service_and_its_mirror() {
 /// unlisted one is the answer; a larger body gets 413.
 #[tokio::test]
 async fn failover_errors_send_the_request_again_to_the_fallback() {
-    let main = Counted::start("main").await;
-    main.set_status(503);
-    // The fallback answers with the body it received.
-    let spare = support::Backend::serve(|req: Request<hyper::body::Incoming>| async move {
-        let body = req.into_body().collect().await.expect("body").to_bytes();
-        http::Response::new(Full::new(body))
-    })
-    .await;
+    let (main, spare) = failing_main_and_spare().await;
     let conf = format!(
         "{}[http.services.app.failover]\nservice = \"main\"\nfallback = \"spare\"\n[http.services.app.failover.errors]\nstatus = [\"500-504\"]\nmaxRequestBodyBytes = 16\n{}{}",
         router("app.test", "app"),
