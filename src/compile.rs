@@ -2,6 +2,7 @@
 //! whole: an object with an error is disabled and carries the error, and
 //! everything else keeps working.
 
+mod http;
 mod middleware;
 mod router;
 mod tcp;
@@ -19,15 +20,16 @@ use crate::config::problem::{
     ConfigError, ObjectKind, ObjectRef, Problem, Reference, ServerUrlProblem, Unorderable,
 };
 use crate::health::{CheckServer, compile_plan};
-use crate::rule::{Matcher, RuleSyntax, default_priority, parse_rule_in};
+use crate::rule::RuleSyntax;
 use crate::runtime::InternalService;
-use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey, StatsKind};
+use crate::runtime::registries::{HealthKey, PositionKey, Shape, StateKey};
+use crate::runtime::tcp::TcpRoutes;
 use crate::runtime::{
-    Chain, EntryPointRoutes, FailoverService, LoadBalancer, Mirror, MirroringService, OnStatus,
-    Registries, Report, Route, Runtime, Server, Upstream, WeightedService,
+    Chain, ChainedService, EntryPointRoutes, FailoverService, LoadBalancer, Mirror,
+    MirroringService, OnStatus, Registries, Report, Route, Runtime, Server, Upstream,
+    WeightedService,
 };
-use http::{HeaderValue, Uri, uri::Authority};
-use router::{RouterStep, Using};
+use ::http::{HeaderValue, Uri, uri::Authority};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -93,390 +95,51 @@ impl std::fmt::Debug for dyn InternalService {
     }
 }
 
-/// Counts a router that reaches a middleware only through a `chain` as one
-/// of that middleware's users, as it is: the member runs on its requests.
-/// Returns, per middleware, the chains it is a member of.
-fn chain_users(
-    middlewares: &BTreeMap<String, dynamic::Middleware>,
-    using: &mut BTreeMap<ObjectRef, Vec<String>>,
-) -> BTreeMap<String, Vec<String>> {
-    let mut in_chains: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut edges = Vec::new();
-    for (name, m) in middlewares {
-        let Some(chain) = &m.chain else { continue };
-        let provider = QualifiedName::parse(name)
-            .map(|q| q.provider)
-            .unwrap_or_default();
-        for member in &chain.middlewares {
-            let member = QualifiedName::resolve(member, &provider).to_string();
-            let chains = in_chains.entry(member.clone()).or_default();
-            if !chains.contains(name) {
-                chains.push(name.clone());
-                edges.push((name.clone(), member));
-            }
-        }
-    }
-    // Users flow from a chain to its members until nothing changes; a cycle
-    // (reported by the chain check) only ends the flow sooner, as sets only
-    // grow and are bounded by the routers.
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (chain, member) in &edges {
-            let from = ObjectRef::new(ObjectKind::Middleware, chain);
-            let Some(users) = using.get(&from).cloned() else {
-                continue;
-            };
-            let to = using
-                .entry(ObjectRef::new(ObjectKind::Middleware, member))
-                .or_default();
-            for user in users {
-                if !to.contains(&user) {
-                    to.push(user);
-                    changed = true;
-                }
-            }
-        }
-    }
-    for users in using.values_mut() {
-        users.sort();
-        users.dedup();
-    }
-    in_chains
-}
-
-/// Compiles `dynamic` (keys already qualified `name@provider`).
+/// Compiles `dynamic` (keys already qualified `name@provider`): HTTP, TCP
+/// and UDP routers with what they use, then TLS termination for the
+/// routers that ask for it, and the report of every object.
 pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registries) -> Runtime {
     let mut report = Report::default();
-    let mut services = ServiceCompiler {
-        dynamic: &dynamic,
-        ctx,
-        registries,
-        done: HashMap::new(),
-        visiting: HashSet::new(),
-        warnings: BTreeMap::new(),
-        more: BTreeMap::new(),
-    };
-    let mut middlewares =
-        middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
-    let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
-    // Who uses each service and middleware.
-    let mut using = Using::new();
     let mut tls_uses = TlsUses::default();
-
-    // Multi-layer routing: children are compiled before their parents,
-    // which hold them; only roots go into the entry points' tables.
-    let tree = tree::plan(&dynamic.http.routers);
-    let mut child_routes: HashMap<&str, Arc<Route>> = HashMap::new();
-    for name in &tree.order {
-        let Some((name, router)) = dynamic.http.routers.get_key_value(name) else {
-            continue;
-        };
-        let is_child = !router.parent_refs.is_empty();
-        let mut step = RouterStep::new(
-            &router::HTTP,
-            name,
-            report.routers.entry(name.clone()).or_default(),
-        );
-        for finding in tree.findings.get(name).into_iter().flatten() {
-            if finding.disables {
-                step.disable(finding.problem.clone(), finding.at);
-            } else {
-                step.warn(finding.problem.clone(), finding.at);
-            }
-        }
-        let syntax = step.rule_syntax(router.rule_syntax.as_deref(), ctx.default_rule_syntax);
-        let matcher = step.rule(&router.rule, parse_rule_in(&router.rule, syntax));
-        if let (RuleSyntax::V2, Some(matcher)) = (syntax, &matcher) {
-            step.warn(
-                Problem::DeprecatedRuleSyntax {
-                    v3: matcher.to_string(),
-                },
-                "rule",
-            );
-        }
-        // A child is reached through its root's entry points only.
-        let eps = if is_child {
-            Vec::new()
-        } else {
-            step.entry_points(&router.entry_points, ctx)
-        };
-        // Traefik puts an entry point's middlewares before the router's own
-        // and names them in the router's provider, so the chain can differ
-        // per entry point: one chain for each distinct list.
-        let mut groups: Vec<(&[String], Vec<usize>)> = Vec::new();
-        for &i in &eps {
-            let first = ctx
-                .entry_point_middlewares
-                .get(i)
-                .map_or(&[][..], Vec::as_slice);
-            match groups.iter_mut().find(|(list, _)| *list == first) {
-                Some((_, members)) => members.push(i),
-                None => groups.push((first, vec![i])),
-            }
-        }
-        if groups.is_empty() {
-            // Still checked, so that the report says what is wrong with them.
-            groups.push((&[], Vec::new()));
-        }
-        // Traefik 3.7: the service's own middlewares run after the router's,
-        // named in the service's provider.
-        let service_q = step.qualify(&router.service);
-        let service_provider = QualifiedName::parse(&service_q)
-            .map(|q| q.provider)
-            .unwrap_or_default();
-        let own: Vec<String> = router
-            .middlewares
-            .iter()
-            .map(|mw| step.qualify(mw))
-            .chain(
-                dynamic
-                    .http
-                    .services
-                    .get(&service_q)
-                    .into_iter()
-                    .flat_map(|s| s.middlewares.iter())
-                    .map(|mw| QualifiedName::resolve(mw, &service_provider).to_string()),
-            )
-            .collect();
-        let mut registered: Vec<String> = Vec::new();
-        let mut chains = Some(Vec::with_capacity(groups.len()));
-        for (first, members) in groups {
-            let chain_names: Vec<String> = first
-                .iter()
-                .map(|mw| step.qualify(mw))
-                .chain(own.iter().cloned())
-                .collect();
-            if !first.is_empty() {
-                for &i in &members {
-                    step.entry.entry_point_middlewares.insert(
-                        ctx.entry_points[i].clone(),
-                        chain_names[..first.len()].to_vec(),
-                    );
-                }
-            }
-            for q in &chain_names {
-                if !registered.contains(q) {
-                    step.uses(&mut using, ObjectKind::Middleware, q);
-                    registered.push(q.clone());
-                }
-            }
-            match middlewares.chain(name, &chain_names, &mut services) {
-                Ok(chain) => {
-                    if let Some(chains) = chains.as_mut() {
-                        chains.push((members, chain));
-                    }
-                }
-                Err(problem) => {
-                    if chains.is_some() {
-                        step.disable(problem, "middlewares");
-                    }
-                    chains = None;
-                }
-            }
-        }
-
-        let (service_name, upstream, children) = if tree.is_parent(name) {
-            // Children disabled for their own reasons are left out, as in
-            // Traefik; a parent left with none cannot take requests.
-            let all = &tree.children[name];
-            let usable: Vec<Arc<Route>> = all
-                .iter()
-                .filter_map(|c| child_routes.get(c.as_str()).cloned())
-                .collect();
-            if usable.is_empty() && step.enabled() {
-                step.disable(
-                    Problem::NoUsableChild {
-                        children: all.clone(),
-                    },
-                    "parentrefs",
-                );
-            }
-            let upstream: Arc<Upstream> =
-                Arc::new(Upstream::Internal(Arc::new(crate::runtime::NoChildRoute)));
-            (
-                String::new(),
-                Some(upstream),
-                Some(Arc::new(EntryPointRoutes::new(usable))),
-            )
-        } else if tree
-            .findings
-            .get(name)
-            .is_some_and(|f| f.iter().any(|f| f.at == "service"))
-        {
-            (String::new(), None, None)
-        } else {
-            let (service_name, upstream) =
-                step.service(&router.service, &mut using, |q| services.get(q));
-            (service_name, upstream, None)
-        };
-        let provider = step.provider.clone();
-        // What a route takes from its router and service whatever the
-        // entry point; a parent's requests are counted, and limited, on
-        // the child that answers them.
-        let route = |matcher: Matcher,
-                     priority: i64,
-                     rule: Arc<str>,
-                     tls: bool,
-                     chain: Chain,
-                     upstream: Arc<Upstream>,
-                     children: Option<Arc<EntryPointRoutes>>| {
-            let parent = children.is_some();
-            let metrics = ctx.metrics.as_ref().filter(|_| !parent);
-            Route {
-                name: name.clone(),
-                priority,
-                matcher,
-                rule,
-                tls,
-                chain,
-                upstream,
-                children,
-                stats: metrics
-                    .filter(|m| m.routers)
-                    .map(|m| registries.router_stats(name, &service_name, &m.exporter)),
-                service_stats: metrics
-                    .filter(|m| m.services)
-                    .map(|m| registries.stats(StatsKind::Service, &service_name, &m.exporter)),
-                gate: if parent {
-                    None
-                } else {
-                    crate::overload::Gate::for_service(
-                        registries,
-                        &service_name,
-                        crate::overload::Limits::of(
-                            dynamic.http.services.get(&service_name),
-                            ctx.service_limits,
-                        ),
-                    )
-                },
-                service_name: service_name.clone(),
-                internal: provider == "internal",
-                traced: router_traced(router.observability.as_ref()),
-                access_logs: router_switch(router.observability.as_ref(), "accessLogs"),
-                metrics: router_switch(router.observability.as_ref(), "metrics"),
-            }
-        };
-
-        if is_child {
-            if let (Some(matcher), Some(upstream), Some(Some((_, chain))), true) = (
-                matcher,
-                upstream,
-                chains.map(|c| c.into_iter().next()),
-                step.enabled(),
-            ) {
-                let priority = router
-                    .priority
-                    .unwrap_or_else(|| default_priority(&router.rule));
-                let child = route(
-                    matcher,
-                    priority,
-                    Arc::from(router.rule.as_str()),
-                    false,
-                    chain,
-                    upstream,
-                    children,
-                );
-                child_routes.insert(name.as_str(), Arc::new(child));
-            }
-            continue;
-        }
-
-        if let (Some(matcher), Some(upstream), Some(chains), true) =
-            (matcher, upstream, chains, step.enabled())
-        {
-            let priority = router
-                .priority
-                .unwrap_or_else(|| default_priority(&router.rule));
-            let rule_text: Arc<str> = Arc::from(router.rule.as_str());
-            // One route for plain connections and one for TLS ones, as an
-            // entry point's default TLS can make the router TLS on some only.
-            for (members, chain) in chains {
-                let mut made: [Option<Arc<Route>>; 2] = [None, None];
-                for i in members {
-                    let tls = router
-                        .tls
-                        .as_ref()
-                        .or_else(|| ctx.entry_point_tls.get(i).and_then(Option::as_ref));
-                    if let Some(tls) = tls {
-                        tls_uses.add(
-                            (name, ObjectKind::Router),
-                            &provider,
-                            tls,
-                            matcher.domains(),
-                            ctx,
-                            &mut |e: ConfigError| step.entry.warn(e),
-                        );
-                    }
-                    let made = made[usize::from(tls.is_some())].get_or_insert_with(|| {
-                        Arc::new(route(
-                            matcher.clone(),
-                            priority,
-                            rule_text.clone(),
-                            tls.is_some(),
-                            chain.clone(),
-                            upstream.clone(),
-                            children.clone(),
-                        ))
-                    });
-                    per_ep[i].push(made.clone());
-                }
-            }
-        }
-    }
-
-    // Every declared service and middleware gets a report, used or not.
-    let names: Vec<String> = dynamic.http.services.keys().cloned().collect();
-    for name in names {
-        let entry = report.services.entry(name.clone()).or_default();
-        let object = ObjectRef::new(ObjectKind::Service, &name);
-        if let Err(problem) = services.get(&name) {
-            entry.disable(ConfigError::new(object.clone(), problem));
-            for more in services.more.remove(&name).unwrap_or_default() {
-                entry.disable(ConfigError::new(object.clone(), more));
-            }
-        }
-        for w in services.warnings.remove(&name).unwrap_or_default() {
-            entry.warn(ConfigError::new(object.clone(), w));
-        }
-        entry.using = using.remove(&object).unwrap_or_default();
-    }
-    for name in ctx.internal.keys() {
-        let users = using
-            .remove(&ObjectRef::new(ObjectKind::Service, name))
-            .unwrap_or_default();
-        if !users.is_empty() {
-            report.services.entry(name.clone()).or_default().using = users;
-        }
-    }
-    let in_chains = chain_users(&dynamic.http.middlewares, &mut using);
-    for name in dynamic.http.middlewares.keys() {
-        let entry = report.middlewares.entry(name.clone()).or_default();
-        let object = ObjectRef::new(ObjectKind::Middleware, name);
-        if let Err(problem) = middlewares.check(name, &mut services) {
-            entry.disable(ConfigError::new(object.clone(), problem));
-        }
-        if let Some(headers) = dynamic.http.middlewares[name].headers.as_ref() {
-            for (option, instead) in headers.ignored_v2_options() {
-                entry.warn(
-                    ConfigError::new(
-                        object.clone(),
-                        Problem::IgnoredV2Option {
-                            option: format!("headers.{option}"),
-                            instead: instead.to_owned(),
-                        },
-                    )
-                    .at(option),
-                );
-            }
-        }
-        entry.using = using.remove(&object).unwrap_or_default();
-        entry.in_chains = in_chains.get(name).cloned().unwrap_or_default();
-    }
-    let udp = udp::compile(&dynamic, ctx, &mut report);
+    let mut per_ep = http::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
     let (mut tcp, tcp_services) =
         tcp::compile(&dynamic, ctx, registries, &mut report, &mut tls_uses);
+    let udp = udp::compile(&dynamic, ctx, &mut report);
+    let tls = terminate_tls(
+        &dynamic,
+        ctx,
+        registries,
+        tls_uses,
+        &mut report,
+        (&mut per_ep, &mut tcp),
+    );
+    let entry_points: Vec<EntryPointRoutes> =
+        per_ep.into_iter().map(EntryPointRoutes::new).collect();
+    mark_shadowed(&entry_points, ctx, &mut report);
+    Runtime {
+        generation: 0,
+        entry_points,
+        tcp,
+        tcp_services,
+        udp,
+        report,
+        dynamic,
+        tls,
+    }
+}
 
+/// TLS termination for the routers that asked for it (and the default
+/// certificate's order); a router whose TLS options are missing or broken
+/// is disabled and taken out of its entry points' tables, as it never
+/// falls back to weaker options than it asked for.
+fn terminate_tls(
+    dynamic: &Dynamic,
+    ctx: &CompileContext,
+    registries: &Registries,
+    mut tls_uses: TlsUses,
+    report: &mut Report,
+    (per_ep, tcp): (&mut http::PerEntryPoint, &mut [Option<Arc<TcpRoutes>>]),
+) -> crate::tls::Termination {
     let generated_default = tls_uses.add_generated_default(&dynamic.tls, ctx);
     report.warnings.extend(generated_default);
     let (tls, tls_report) = crate::tls::compile_termination(
@@ -488,55 +151,35 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     report.warnings.extend(tls_report.warnings);
     for (router, options) in &tls_uses.options {
         let problem = match tls_report.broken_options.get(options) {
-            Some(e) => Some(Problem::InReference {
+            Some(e) => Problem::InReference {
                 what: Reference::TlsOptions,
                 name: options.clone(),
                 problem: Box::new(Problem::TlsOptions { reason: e.clone() }),
-            }),
-            None if !dynamic.tls.options.contains_key(options) => Some(Problem::Missing {
+            },
+            None if !dynamic.tls.options.contains_key(options) => Problem::Missing {
                 what: Reference::TlsOptions,
                 name: options.clone(),
-            }),
-            None => None,
+            },
+            None => continue,
         };
-        // A router never falls back to weaker options than it asked for.
-        if let Some(problem) = problem {
-            if let Some(entry) = report.routers.get_mut(router) {
-                entry.disable(
-                    ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem.clone())
-                        .at("tls.options"),
-                );
-            }
-            for routes in &mut per_ep {
-                routes.retain(|r| r.name != *router);
-            }
-            if let Some(entry) = report.tcp_routers.get_mut(router) {
-                entry.disable(
-                    ConfigError::new(
-                        ObjectRef::new(ObjectKind::TcpRouter, router),
-                        problem.clone(),
-                    )
+        if let Some(entry) = report.routers.get_mut(router) {
+            entry.disable(
+                ConfigError::new(ObjectRef::new(ObjectKind::Router, router), problem.clone())
                     .at("tls.options"),
-                );
-                tcp::remove_router(&mut tcp, router);
-            }
+            );
+        }
+        for routes in per_ep.iter_mut() {
+            routes.retain(|r| r.name != *router);
+        }
+        if let Some(entry) = report.tcp_routers.get_mut(router) {
+            entry.disable(
+                ConfigError::new(ObjectRef::new(ObjectKind::TcpRouter, router), problem)
+                    .at("tls.options"),
+            );
+            tcp::remove_router(tcp, router);
         }
     }
-
-    let entry_points: Vec<EntryPointRoutes> =
-        per_ep.into_iter().map(EntryPointRoutes::new).collect();
-    mark_shadowed(&entry_points, ctx, &mut report);
-
-    Runtime {
-        generation: 0,
-        entry_points,
-        tcp,
-        tcp_services,
-        udp,
-        report,
-        dynamic,
-        tls,
-    }
+    tls
 }
 
 impl TlsUses {
@@ -854,9 +497,68 @@ struct ServiceCompiler<'a> {
     /// A broken service's problems after the first (which is its `Err`),
     /// so that its report lists every one.
     more: BTreeMap<String, Vec<Problem>>,
+    /// Services with middlewares of their own as another service reaches
+    /// them: behind their chain.
+    chained: HashMap<String, Result<Arc<Upstream>, Problem>>,
+    /// Compiles the routers' and services' chains; None while one is being
+    /// compiled (see `chain`).
+    middlewares: Option<middleware::MiddlewareCompiler<'a>>,
 }
 
-impl ServiceCompiler<'_> {
+impl<'a> ServiceCompiler<'a> {
+    fn new(dynamic: &'a Dynamic, ctx: &'a CompileContext, registries: &'a Registries) -> Self {
+        ServiceCompiler {
+            dynamic,
+            ctx,
+            registries,
+            done: HashMap::new(),
+            visiting: HashSet::new(),
+            warnings: BTreeMap::new(),
+            more: BTreeMap::new(),
+            chained: HashMap::new(),
+            middlewares: Some(middleware::MiddlewareCompiler::new(
+                dynamic,
+                registries,
+                &ctx.default_transport,
+            )),
+        }
+    }
+
+    /// The chain of middlewares `names` (qualified) for `user`, the router
+    /// or service whose state they keep. The error names the middleware at
+    /// fault.
+    fn chain(&mut self, user: &str, names: &[String]) -> Result<Chain, Problem> {
+        self.with_middlewares(|m, services| m.chain(user, names, services))
+    }
+
+    /// Checks one declared middleware on its own, for its report.
+    fn check_middleware(&mut self, name: &str) -> Result<(), Problem> {
+        self.with_middlewares(|m, services| m.check(name, services))
+    }
+
+    /// Lends the middleware compiler, which compiles the services that
+    /// middlewares name (`errors`) through `self`. A chain compiled while
+    /// another is (a service behind an `errors` middleware has middlewares
+    /// of its own) gets a compiler of its own: it only misses the cache of
+    /// stateless layers, as stateful ones keep their state in `Registries`.
+    fn with_middlewares<T>(
+        &mut self,
+        f: impl FnOnce(&mut middleware::MiddlewareCompiler<'a>, &mut Self) -> T,
+    ) -> T {
+        let mut m = self.middlewares.take().unwrap_or_else(|| {
+            middleware::MiddlewareCompiler::new(
+                self.dynamic,
+                self.registries,
+                &self.ctx.default_transport,
+            )
+        });
+        let out = f(&mut m, self);
+        if self.middlewares.is_none() {
+            self.middlewares = Some(m);
+        }
+        out
+    }
+
     fn get(&mut self, name: &str) -> Result<Arc<Upstream>, Problem> {
         if let Some(done) = self.done.get(name) {
             return done.clone();
@@ -891,34 +593,47 @@ impl ServiceCompiler<'_> {
             return Err(Problem::NoName { what });
         }
         let q = QualifiedName::resolve(name, provider).to_string();
-        // A service's middlewares are joined to the chain of a router that
-        // names it; reached through another service they would be skipped,
-        // and an authentication middleware skipped is a hole, so the parent
-        // is refused instead.
-        // Failover on status codes happens where a router sends the request
-        // (it must hold the body to send it again); below another service it
-        // would be skipped without a word, so it is refused there.
-        let nested = self.dynamic.http.services.get(&q).and_then(|s| {
-            if !s.middlewares.is_empty() {
-                Some(Problem::NestedServiceMiddlewares)
-            } else if s.failover.as_ref().is_some_and(|f| f.errors.is_some()) {
-                Some(Problem::NestedFailoverErrors)
-            } else {
-                None
-            }
-        });
-        if let Some(problem) = nested {
-            return Err(Problem::InReference {
-                what,
-                name: q,
-                problem: Box::new(problem),
-            });
-        }
-        self.get(&q).map_err(|problem| Problem::InReference {
+        self.reached(&q).map_err(|problem| Problem::InReference {
             what,
             name: q,
             problem: Box::new(problem),
         })
+    }
+
+    /// Service `q` as another service reaches it: a router joins a
+    /// service's middlewares to its own chain, so here, as in Traefik, they
+    /// run in front of the service whenever it is chosen.
+    fn reached(&mut self, q: &str) -> Result<Arc<Upstream>, Problem> {
+        let service = self.get(q)?;
+        let Some(own) = self
+            .dynamic
+            .http
+            .services
+            .get(q)
+            .map(|s| &s.middlewares)
+            .filter(|m| !m.is_empty())
+        else {
+            return Ok(service);
+        };
+        if let Some(done) = self.chained.get(q) {
+            return done.clone();
+        }
+        let provider = QualifiedName::parse(q)
+            .map(|n| n.provider)
+            .unwrap_or_default();
+        let names: Vec<String> = own
+            .iter()
+            .map(|m| QualifiedName::resolve(m, &provider).to_string())
+            .collect();
+        let chained = self.chain(q, &names).map(|chain| {
+            Arc::new(Upstream::Chained(ChainedService {
+                name: q.to_owned(),
+                chain,
+                service,
+            }))
+        });
+        self.chained.insert(q.to_owned(), chained.clone());
+        chained
     }
 
     fn compile(
@@ -935,7 +650,8 @@ impl ServiceCompiler<'_> {
             mirroring,
             failover,
             highest_random_weight,
-            // Joined to the router's chain where a router names the service.
+            // Joined to the router's chain where a router names the service,
+            // put in front of it where another service does (`reached`).
             middlewares: _,
         } = service;
         let kinds = [
@@ -1286,7 +1002,7 @@ impl ServiceCompiler<'_> {
         };
         let main = self.child(Reference::FailoverService, service, provider)?;
         let fallback = self.child(Reference::FailoverFallback, fallback, provider)?;
-        if !main.is_checked() {
+        if on_status.is_none() && !main.can_be_down() {
             self.warnings
                 .entry(name.to_owned())
                 .or_default()
@@ -1449,38 +1165,3 @@ fn compile_server(
 
 #[cfg(test)]
 mod service_tests;
-
-/// A router's `observability.<key>` switch when it is given (a bool, or
-/// the text `true`/`false` as labels give it); None leaves the decision to
-/// the entry point, as Traefik's entry point models do.
-fn router_switch(observability: Option<&serde_json::Value>, key: &str) -> Option<bool> {
-    let value = observability?
-        .as_object()?
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(key))
-        .map(|(_, v)| v)?;
-    match value {
-        serde_json::Value::Bool(b) => Some(*b),
-        serde_json::Value::String(s) if s.trim().eq_ignore_ascii_case("true") => Some(true),
-        serde_json::Value::String(s) if s.trim().eq_ignore_ascii_case("false") => Some(false),
-        _ => None,
-    }
-}
-
-/// A router's `observability.tracing`: `false` (or the text `false`, as
-/// labels give it) turns tracing off for it; anything else leaves it on.
-fn router_traced(observability: Option<&serde_json::Value>) -> bool {
-    let Some(tracing) = observability.and_then(|o| {
-        o.as_object()?
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("tracing"))
-            .map(|(_, v)| v)
-    }) else {
-        return true;
-    };
-    match tracing {
-        serde_json::Value::Bool(b) => *b,
-        serde_json::Value::String(s) => !s.trim().eq_ignore_ascii_case("false"),
-        _ => true,
-    }
-}

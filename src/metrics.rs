@@ -318,6 +318,7 @@ fn servers_of<'a>(u: &'a Upstream, out: &mut BTreeMap<(&'a str, &'a str), bool>,
             servers_of(&f.fallback, out, depth);
         }
         Upstream::Internal(_) => {}
+        Upstream::Chained(c) => servers_of(&c.service, out, depth),
     }
 }
 

@@ -301,27 +301,54 @@ pub enum Upstream {
     Failover(FailoverService),
     /// Answered by gangway itself.
     Internal(Arc<dyn InternalService>),
+    /// A service with middlewares of its own, reached through another
+    /// service: they run whenever it is chosen, then it sends on.
+    Chained(ChainedService),
+}
+
+/// Where [`Upstream::descend`] stops.
+pub enum Descent<'a> {
+    /// The load balancer that picks the server.
+    Servers(&'a LoadBalancer),
+    /// A service that must take the request itself before anything below
+    /// it: one with middlewares, or a failover on status that holds the
+    /// body to send it again.
+    Service(&'a Upstream),
+}
+
+/// A service's own middlewares, in front of it.
+pub struct ChainedService {
+    /// Qualified name of the service, for logs.
+    pub name: String,
+    /// Its middlewares, in order.
+    pub chain: Chain,
+    /// The service itself, compiled as a router would use it.
+    pub service: Arc<Upstream>,
 }
 
 impl Upstream {
     /// Walks down weighted, mirroring and failover services to the load
-    /// balancer that takes this request. Sticky choices are read from
-    /// `headers`; cookies to set on the response are pushed to `cookies`;
-    /// mirrors chosen for this request are pushed to `mirrors` (None: do
-    /// not mirror, as for a request that is itself a mirror copy); `client`
-    /// is the client's IP, for `highestRandomWeight`. None when
-    /// no service on the way has anything to send to.
+    /// balancer that takes this request, or to the first service on the
+    /// way (this one included) that must take it itself: one with its own
+    /// middlewares, or, when `hold` allows it, a failover on status whose
+    /// main service is up. Sticky choices are read from `headers`; cookies
+    /// to set on the response are pushed to `cookies`; mirrors chosen for
+    /// this request are pushed to `mirrors` (None: do not mirror, as for a
+    /// request that is itself a mirror copy); `client` is the client's IP,
+    /// for `highestRandomWeight`. None when no service on the way has
+    /// anything to send to.
     pub fn descend<'a>(
         &'a self,
         headers: &HeaderMap,
         cookies: &mut Vec<HeaderValue>,
         mut mirrors: Option<&mut Vec<MirrorCopy>>,
-        client: Option<IpAddr>,
-    ) -> Option<&'a LoadBalancer> {
+        (client, hold): (Option<IpAddr>, bool),
+    ) -> Option<Descent<'a>> {
         let mut current = self;
         for _ in 0..MAX_DEPTH {
             match current {
-                Upstream::Servers(lb) => return Some(lb),
+                Upstream::Servers(lb) => return Some(Descent::Servers(lb)),
+                Upstream::Chained(_) => return Some(Descent::Service(current)),
                 Upstream::Weighted(w) => {
                     let i = w.choose(headers, cookies, client)?;
                     current = w.children.get(i)?;
@@ -338,7 +365,11 @@ impl Upstream {
                     current = &m.main;
                 }
                 Upstream::Failover(f) => {
-                    current = if f.main.is_up() { &f.main } else { &f.fallback };
+                    let up = f.main.is_up();
+                    if hold && up && f.on_status.is_some() {
+                        return Some(Descent::Service(current));
+                    }
+                    current = if up { &f.main } else { &f.fallback };
                 }
                 // Answered by the caller before it descends; as a member of
                 // another service it has no server to send to.
@@ -365,18 +396,32 @@ impl Upstream {
             Upstream::Mirroring(m) => m.main.is_up_within(depth),
             Upstream::Failover(f) => f.main.is_up_within(depth) || f.fallback.is_up_within(depth),
             Upstream::Internal(_) => true,
+            Upstream::Chained(c) => c.service.is_up_within(depth),
         }
     }
 
-    /// Whether anything below this service is health-checked, i.e. whether
-    /// it can ever be down.
-    pub fn is_checked(&self) -> bool {
+    /// Whether this service can ever be down, so that a failover over it
+    /// would use its fallback. A load balancer can: its servers go out by
+    /// an active check, by passive health, or by the default quarantine of
+    /// a refused connection (and one without servers is always down). Only
+    /// gangway's own services never are.
+    pub fn can_be_down(&self) -> bool {
+        self.can_be_down_within(MAX_DEPTH)
+    }
+
+    fn can_be_down_within(&self, depth: usize) -> bool {
+        let Some(depth) = depth.checked_sub(1) else {
+            return true;
+        };
         match self {
-            Upstream::Servers(lb) => lb.health.is_some() || lb.passive_configured,
-            Upstream::Weighted(w) => w.children.iter().any(|c| c.is_checked()),
-            Upstream::Mirroring(m) => m.main.is_checked(),
-            Upstream::Failover(f) => f.main.is_checked() || f.fallback.is_checked(),
+            Upstream::Servers(_) => true,
+            Upstream::Weighted(w) => w.children.iter().all(|c| c.can_be_down_within(depth)),
+            Upstream::Mirroring(m) => m.main.can_be_down_within(depth),
+            Upstream::Failover(f) => {
+                f.main.can_be_down_within(depth) && f.fallback.can_be_down_within(depth)
+            }
             Upstream::Internal(_) => false,
+            Upstream::Chained(c) => c.service.can_be_down_within(depth),
         }
     }
 }

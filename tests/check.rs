@@ -614,6 +614,47 @@ fn a_router_that_never_gets_a_request_is_named_with_its_winner_and_line() {
     );
 }
 
+/// "the fallback is never used" is said only where it is true: a failover
+/// with `errors`, or over servers without a health check (a refused
+/// connection takes them out), passes silently, nested under other
+/// services too; one whose main service gangway answers itself warns.
+#[test]
+fn a_failover_is_said_to_never_use_its_fallback_only_when_it_never_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gangway.toml"),
+        "[entryPoints.web]\naddress = \"127.0.0.1:8000\"\n[ping]\n[providers.file]\nfilename = \"dynamic.toml\"\n",
+    )
+    .unwrap();
+    let servers = "[http.services.main.loadBalancer]\n[[http.services.main.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9000\"\n\
+         [http.services.spare.loadBalancer]\n[[http.services.spare.loadBalancer.servers]]\nurl = \"http://127.0.0.1:9001\"\n\
+         [http.routers.app]\nrule = \"Host(`app.localhost`)\"\nservice = \"top\"\n\
+         [[http.services.top.weighted.services]]\nname = \"safe\"\n\
+         [[http.services.top.weighted.services]]\nname = \"plain\"\n";
+    let failovers = |main: &str| {
+        format!(
+            "{servers}[http.services.safe.failover]\nservice = \"main\"\nfallback = \"spare\"\n\
+             [http.services.safe.failover.errors]\nstatus = [\"502\"]\n\
+             [http.services.plain.failover]\nservice = \"{main}\"\nfallback = \"spare\"\n"
+        )
+    };
+    let write = |text: String| std::fs::write(dir.path().join("dynamic.toml"), text).unwrap();
+
+    write(failovers("main"));
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("gangway check: no problems found"), "{out}");
+
+    write(failovers("ping@internal"));
+    let (code, out) = check(dir.path(), &["--configFile", "gangway.toml"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("service `plain@file`: the main service is answered by gangway itself and is never down, so the fallback is never used"),
+        "{out}"
+    );
+    assert!(out.contains("gangway check: 0 errors, 1 warning"), "{out}");
+}
+
 #[test]
 fn a_router_on_an_entry_point_that_does_not_exist_is_reported_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -346,12 +346,14 @@ async fn a_yaml_file_in_traefiks_spelling_balances_and_propagates_health() {
     }
 }
 
-/// Traefik 3.7's service-level `middlewares` run after the router's; a
-/// service with middlewares reached through another service is refused
-/// (its middlewares would be skipped), not served without them.
+/// Traefik 3.7's service-level `middlewares` run after the router's where
+/// a router names the service, and in front of it wherever another service
+/// (here a `weighted` one) chooses it; a member without middlewares of its
+/// own gets none.
 #[tokio::test]
-async fn service_middlewares_run_after_the_routers_and_are_never_skipped() {
+async fn service_middlewares_run_where_the_service_is_chosen_at_any_depth() {
     let echo = support::Backend::echo("echo").await;
+    let bare = support::Backend::echo("bare").await;
     let conf = format!(
         r#"[http.routers.api]
 rule = "Host(`api.test`)"
@@ -363,6 +365,7 @@ middlewares = ["fromRouter"]
 [http.routers.nested]
 rule = "Host(`nested.test`)"
 service = "split"
+middlewares = ["fromRouter"]
 [http.middlewares.fromRouter.addPrefix]
 prefix = "/router"
 [http.middlewares.fromService.addPrefix]
@@ -374,8 +377,11 @@ middlewares = ["fromService"]
 url = "{url}"
 [[http.services.split.weighted.services]]
 name = "app"
-"#,
-        url = echo.url()
+[[http.services.split.weighted.services]]
+name = "plain"
+{plain}"#,
+        url = echo.url(),
+        plain = lb("plain", &[&bare.url()], ""),
     );
     let gw = Gangway::with_file(&conf, &["--api=true"]).await;
     routed(&gw, "app.test").await;
@@ -384,18 +390,135 @@ name = "app"
         gw.get("app.test", "/x").await.seen().uri,
         "/service/router/x"
     );
-    assert_eq!(gw.get("nested.test", "/x").await.status, 404);
-    let split: serde_json::Value = serde_json::from_str(
-        &gw.get("api.test", "/api/http/services/split@file")
-            .await
-            .text(),
-    )
-    .unwrap_or_default();
-    assert_eq!(split["status"], "disabled", "{split}");
-    assert!(
-        split["error"].to_string().contains("middlewares"),
-        "{split}"
+    routed(&gw, "nested.test").await;
+    let mut seen = BTreeMap::new();
+    for _ in 0..4 {
+        let s = gw.get("nested.test", "/x").await.seen();
+        seen.insert(s.backend, s.uri);
+    }
+    assert_eq!(
+        seen,
+        BTreeMap::from([
+            ("bare".to_owned(), "/router/x".to_owned()),
+            ("echo".to_owned(), "/service/router/x".to_owned()),
+        ])
     );
+    assert_enabled(&gw, "services", &["split@file", "app@file"]).await;
+    assert_enabled(&gw, "routers", &["nested@file"]).await;
+}
+
+/// Each of `names` (`name@provider`) of `kind` (`routers`, `services`)
+/// is enabled in the API, with no error.
+async fn assert_enabled(gw: &Gangway, kind: &str, names: &[&str]) {
+    for name in names {
+        let got = gw.api_json(&format!("/api/http/{kind}/{name}")).await;
+        assert_eq!(got["status"], "enabled", "{got}");
+        assert!(got.get("error").is_none(), "{got}");
+    }
+}
+
+/// A main service answering 503 and a fallback that answers with the
+/// body it received.
+async fn failing_main_and_spare() -> (Counted, support::Backend) {
+    let main = Counted::start("main").await;
+    main.set_status(503);
+    let spare = support::Backend::serve(|req: Request<hyper::body::Incoming>| async move {
+        let body = req.into_body().collect().await.expect("body").to_bytes();
+        http::Response::new(Full::new(body))
+    })
+    .await;
+    (main, spare)
+}
+
+/// `failover.errors` on a failover that a `weighted` service chooses (two
+/// services below the router): the request, body included, is sent again
+/// to the fallback when the main service answers a listed status.
+#[tokio::test]
+async fn failover_errors_hold_and_resend_below_another_service() {
+    let (main, spare) = failing_main_and_spare().await;
+    let conf = format!(
+        "[http.routers.r-top]\nrule = \"Host(`app.test`)\"\nservice = \"top\"\n\
+         [http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n\
+         [[http.services.top.weighted.services]]\nname = \"safe\"\n\
+         [http.services.safe.failover]\nservice = \"main\"\nfallback = \"spare\"\n\
+         [http.services.safe.failover.errors]\nstatus = [\"500-504\"]\n{}{}",
+        lb("main", &[&main.url()], ""),
+        lb("spare", &[&spare.url()], ""),
+    );
+    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    routed(&gw, "app.test").await;
+    let before = main.hits();
+    let got = gw
+        .send(
+            Request::post(gw.url("/"))
+                .header("host", "app.test")
+                .body(Full::new(Bytes::from_static(b"the payload")))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (got.status.as_u16(), got.text()),
+        (200, "the payload".to_owned())
+    );
+    assert_eq!(main.hits() - before, 1, "the main service answered first");
+    main.set_status(404);
+    assert_eq!(gw.get("app.test", "/").await.status, 404);
+    assert_enabled(&gw, "services", &["top@file", "safe@file"]).await;
+    assert_enabled(&gw, "routers", &["r-top@file"]).await;
+    let safe = gw.api_json("/api/http/services/safe@file").await;
+    assert!(safe.get("warnings").is_none(), "{safe}");
+}
+
+/// A `mirroring` service whose main service and mirror have middlewares
+/// of their own: the client's request goes through the main service's,
+/// each copy through the mirror's.
+#[tokio::test]
+async fn mirroring_runs_the_middlewares_of_its_main_service_and_its_mirror() {
+    let echo = support::Backend::echo("echo").await;
+    let copies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = copies.clone();
+    let mirror = support::Backend::serve(move |req: Request<hyper::body::Incoming>| {
+        let kept = kept.clone();
+        async move {
+            kept.lock().unwrap().push(req.uri().to_string());
+            http::Response::new(Full::new(Bytes::from_static(b"copy")))
+        }
+    })
+    .await;
+    let conf = format!(
+        "[http.routers.r-mir]\nrule = \"Host(`app.test`)\"\nservice = \"mir\"\n\
+         [http.routers.api]\nrule = \"Host(`api.test`)\"\nservice = \"api@internal\"\n\
+         [http.middlewares.toMain.addPrefix]\nprefix = \"/main\"\n\
+         [http.middlewares.toCopy.addPrefix]\nprefix = \"/copy\"\n\
+         [http.services.mir.mirroring]\nservice = \"app\"\n\
+         [[http.services.mir.mirroring.mirrors]]\nname = \"shadow\"\npercent = 100\n\
+         [http.services.app]\nmiddlewares = [\"toMain\"]\n\
+         [http.services.shadow]\nmiddlewares = [\"toCopy\"]\n{}{}",
+        lb("app", &[&echo.url()], ""),
+        lb("shadow", &[&mirror.url()], ""),
+    );
+    let gw = Gangway::with_file(&conf, &["--api=true"]).await;
+    routed(&gw, "app.test").await;
+    assert_eq!(gw.get("app.test", "/x").await.seen().uri, "/main/x");
+    eventually(
+        WAIT,
+        "the mirror gets its copy through its middleware",
+        || {
+            let copies = copies.clone();
+            async move { copies.lock().unwrap().iter().any(|u| u == "/copy/x") }
+        },
+    )
+    .await;
+    assert!(
+        copies
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|u| u.starts_with("/copy/")),
+        "{copies:?}"
+    );
+    assert_enabled(&gw, "services", &["mir@file", "app@file", "shadow@file"]).await;
+    assert_enabled(&gw, "routers", &["r-mir@file"]).await;
 }
 
 /// `failover.errors`: a listed status from the main service sends the same
@@ -403,14 +526,7 @@ name = "app"
 /// unlisted one is the answer; a larger body gets 413.
 #[tokio::test]
 async fn failover_errors_send_the_request_again_to_the_fallback() {
-    let main = Counted::start("main").await;
-    main.set_status(503);
-    // The fallback answers with the body it received.
-    let spare = support::Backend::serve(|req: Request<hyper::body::Incoming>| async move {
-        let body = req.into_body().collect().await.expect("body").to_bytes();
-        http::Response::new(Full::new(body))
-    })
-    .await;
+    let (main, spare) = failing_main_and_spare().await;
     let conf = format!(
         "{}[http.services.app.failover]\nservice = \"main\"\nfallback = \"spare\"\n[http.services.app.failover.errors]\nstatus = [\"500-504\"]\nmaxRequestBodyBytes = 16\n{}{}",
         router("app.test", "app"),

@@ -191,6 +191,7 @@ fn http_within(u: &Upstream, depth: usize) -> Serving {
             }
         }
         Upstream::Internal(_) => Serving::ok(),
+        Upstream::Chained(c) => http_within(&c.service, depth),
     }
 }
 

@@ -108,6 +108,7 @@ impl<'a> Live<'a> {
                 Self::balancers(&f.fallback, out, depth);
             }
             Upstream::Internal(_) => {}
+            Upstream::Chained(c) => Self::balancers(&c.service, out, depth),
         }
     }
 }

@@ -64,7 +64,7 @@ fn an_unchanged_service_keeps_its_position_and_health() {
     let registries = Registries::default();
     let first = compile(dynamic(APP), &ctx(), &registries);
     let lb1 = balancer(&first, "app@file");
-    let none = http::HeaderMap::new();
+    let none = ::http::HeaderMap::new();
     let mut cookies = Vec::new();
     assert_eq!(lb1.choose(&none, &mut cookies, None), Some(0));
     let health1 = lb1.health.clone().expect("checked");
@@ -198,18 +198,46 @@ fn bad_service_definitions_disable_only_their_service() {
     }
 }
 
+/// The fallback of a failover over a load balancer is used even without
+/// a health check (the default quarantine takes a refusing server out, and
+/// `errors` sends listed answers there): no warning. Only a main service
+/// gangway answers itself is never down.
 #[test]
-fn failover_without_health_checks_below_it_warns() {
-    let registries = Registries::default();
-    let toml = "[http.services.f.failover]\nservice = \"a\"\nfallback = \"b\"\n[http.services.a.loadBalancer]\n[[http.services.a.loadBalancer.servers]]\nurl = \"http://127.0.0.1:1\"\n[http.services.b.loadBalancer]\n[[http.services.b.loadBalancer.servers]]\nurl = \"http://127.0.0.1:2\"\n";
-    let runtime = compile(dynamic(toml), &ctx(), &registries);
-    let f = &runtime.report.services["f@file"];
-    assert_eq!(f.status, Status::Warning);
-    assert_eq!(f.errors[0].problem, Problem::FallbackNeverUsed);
-    assert_eq!(
-        f.errors[0].to_string(),
-        "the main service has no health check, so the fallback is never used"
+fn failover_warns_only_when_the_fallback_is_never_used() {
+    let servers = "[http.services.a.loadBalancer]\n[[http.services.a.loadBalancer.servers]]\nurl = \"http://127.0.0.1:1\"\n[http.services.b.loadBalancer]\n[[http.services.b.loadBalancer.servers]]\nurl = \"http://127.0.0.1:2\"\n";
+    let failover = |main: &str, more: &str| {
+        format!(
+            "{servers}[http.services.f.failover]\nservice = \"{main}\"\nfallback = \"b\"\n{more}"
+        )
+    };
+    let mut ctx = ctx();
+    ctx.internal.insert(
+        "noop@internal".to_owned(),
+        Arc::new(crate::runtime::NoChildRoute) as Arc<dyn InternalService>,
     );
+    let errors = "[http.services.f.failover.errors]\nstatus = [\"500-504\"]\n";
+    for (toml, warned) in [
+        (failover("a", ""), false),
+        (failover("a", errors), false),
+        (failover("noop@internal", ""), true),
+        (failover("noop@internal", errors), false),
+    ] {
+        let runtime = compile(dynamic(&toml), &ctx, &Registries::default());
+        let f = &runtime.report.services["f@file"];
+        let expected = if warned {
+            Status::Warning
+        } else {
+            Status::Enabled
+        };
+        assert_eq!(f.status, expected, "{toml}");
+        if warned {
+            assert_eq!(f.errors[0].problem, Problem::FallbackNeverUsed);
+            assert_eq!(
+                f.errors[0].to_string(),
+                "the main service is answered by gangway itself and is never down, so the fallback is never used"
+            );
+        }
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::format::{Format, parse_document};
+use crate::rule::default_priority;
 use crate::runtime::Status;
 
 fn ctx() -> CompileContext {
@@ -150,8 +151,8 @@ fn a_router_with_the_rule_of_one_tried_before_it_is_shadowed_there() {
     );
     assert_eq!(rt.report.routers["a-second@file"].status, Status::Enabled);
     // What requests see agrees: the winner named is the one that answers.
-    let method = http::Method::GET;
-    let headers = http::HeaderMap::new();
+    let method = ::http::Method::GET;
+    let headers = ::http::HeaderMap::new();
     let facts = crate::rule::RequestFacts {
         method: &method,
         host: "app.test",

@@ -407,8 +407,11 @@ pub enum Problem {
         /// Whether the members are services (weighted) rather than servers.
         services: bool,
     },
-    /// A failover whose main service is never seen down.
-    #[error("the main service has no health check, so the fallback is never used")]
+    /// A failover without `errors` whose main service can never be down
+    /// (only gangway's own services answer it).
+    #[error(
+        "the main service is answered by gangway itself and is never down, so the fallback is never used"
+    )]
     FallbackNeverUsed,
     /// A container's server cannot be reached: no port, no address.
     #[error("{message}")]
@@ -605,16 +608,6 @@ pub enum Problem {
         /// The entry as written.
         value: String,
     },
-    /// A failover on status codes reached through another service.
-    #[error(
-        "it fails over on status codes, which gangway does only where a router names the service directly"
-    )]
-    NestedFailoverErrors,
-    /// A service with `middlewares` reached through another service.
-    #[error(
-        "it has middlewares, which gangway applies only where a router names the service directly (not through a weighted, mirroring, failover or highestRandomWeight service)"
-    )]
-    NestedServiceMiddlewares,
     /// A `highestRandomWeight` service without members.
     #[error("the highestRandomWeight service lists no services")]
     NoHrwServices,

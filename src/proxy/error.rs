@@ -121,3 +121,11 @@ impl Kind {
         resp
     }
 }
+
+/// The error response for a failed upstream call, marked so that middlewares
+/// (retry, circuitBreaker) can tell it from a server's own answer.
+pub(crate) fn failed(kind: Kind, how: crate::body::UpstreamFailure) -> Response<ProxyBody> {
+    let mut resp = kind.into_response();
+    resp.extensions_mut().insert(how);
+    resp
+}

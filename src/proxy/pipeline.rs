@@ -3,9 +3,8 @@
 //! hand it to the route's service; a server's service forwards it on
 //! (`upstream`, `Proxy::forward`).
 
-use super::error::Kind;
+use super::error::{Kind, failed};
 use super::forwarded::{remove_spoofable, strip_h2c_upgrade};
-use super::upstream::failed;
 use super::validate::{self, Malformed};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBody, ClientStream, ProxyBody, RequestBody, UpstreamFailure};
@@ -325,16 +324,12 @@ impl Proxy {
                 .to_service(conn, route, &route.upstream, host_value, req)
                 .await;
         }
-        let cx = Exchange {
-            peer: conn.peer.ip(),
-            tls: conn.tls,
-            host: host_value.clone(),
-            client_certs: conn.client_certs.clone(),
-        };
+        let cx = exchange(conn, host_value.clone());
         let end = ToService {
             proxy: self,
             conn,
             route,
+            service: &route.upstream,
             host_value,
         };
         route.chain.run(*req, &cx, &end).await
@@ -364,12 +359,26 @@ fn service_span(
     Some(span)
 }
 
-/// The end of a route's chain: its service (or another one, for error pages).
-struct ToService<'a> {
-    proxy: &'a Proxy,
-    conn: &'a ConnInfo,
-    route: &'a Route,
-    host_value: Option<HeaderValue>,
+/// What the middlewares of a request on `conn` know of it; `host` is its
+/// Host as it arrived.
+pub(super) fn exchange(conn: &ConnInfo, host: Option<HeaderValue>) -> Exchange {
+    Exchange {
+        peer: conn.peer.ip(),
+        tls: conn.tls,
+        host,
+        client_certs: conn.client_certs.clone(),
+    }
+}
+
+/// The end of a chain: the route's service, or the service whose own
+/// middlewares the chain is (or another one, for error pages).
+pub(super) struct ToService<'a> {
+    pub(super) proxy: &'a Proxy,
+    pub(super) conn: &'a ConnInfo,
+    pub(super) route: &'a Route,
+    /// Where the chain sends the request on.
+    pub(super) service: &'a Upstream,
+    pub(super) host_value: Option<HeaderValue>,
 }
 
 impl Proxy {
@@ -539,7 +548,7 @@ impl ToService<'_> {
 
 impl Terminal for ToService<'_> {
     fn send(&self, req: Request<RequestBody>) -> BoxFuture<'_, Response<ProxyBody>> {
-        Box::pin(self.forward_to(&self.route.upstream, Box::new(req)))
+        Box::pin(self.forward_to(self.service, Box::new(req)))
     }
 
     fn send_to<'a>(

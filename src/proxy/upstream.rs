@@ -4,13 +4,17 @@
 //! retry on refused connections, and stream the answer back, joining both
 //! sides of an upgrade.
 
-use super::error::Kind;
+use super::error::{Kind, failed};
 use super::forwarded::{Arrival, set_forwarded, strip_hop_by_hop};
 use super::{ConnInfo, Proxy};
 use crate::body::{ClientBodyError, ProxyBody, RequestBody, UpstreamBody, UpstreamFailure};
 use crate::client::ServerKind;
-use crate::runtime::{LoadBalancer, MirrorCopy, Outcome, Route, Server, Upstream};
+use crate::runtime::{
+    Descent, Exchange, LoadBalancer, MirrorCopy, Outcome, Route, Server, ServiceRef, Terminal,
+    Upstream,
+};
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use http::header::{self, HeaderValue};
 use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
@@ -34,51 +38,54 @@ impl Proxy {
         host_value: Option<HeaderValue>,
         mut req: Box<Request<RequestBody>>,
     ) -> Response<ProxyBody> {
-        if let Upstream::Failover(f) = upstream
-            && let Some(on) = &f.on_status
-            && !is_upgrade(&req)
-            && f.main.is_up()
-        {
-            return Box::pin(self.failover_on_status(conn, route, f, on, host_value, req)).await;
-        }
-        let to_h2_client = req.version() == Version::HTTP_2;
         let upgrade = is_upgrade(&req);
+        // Both stay empty (no allocation) unless a sticky cookie must be set
+        // or a mirror takes a copy.
+        let mut cookies: Vec<HeaderValue> = Vec::new();
+        let mut mirrors: Vec<MirrorCopy> = Vec::new();
+        let client = Some(conn.peer.ip());
+        // An upgrade is not held for a failover on status: it goes on.
+        let descent = upstream.descend(
+            req.headers(),
+            &mut cookies,
+            (!upgrade).then_some(&mut mirrors),
+            (client, !upgrade),
+        );
+        let lb = match descent {
+            None => return failed(Kind::NoServer, UpstreamFailure::NotSent),
+            Some(Descent::Servers(lb)) => lb,
+            Some(Descent::Service(service)) => {
+                if !mirrors.is_empty() {
+                    // The copies leave now, prepared as they would be below.
+                    let mut headers = req.headers().clone();
+                    self.arrive(conn, &mut headers, host_value.as_ref(), false, false);
+                    let cx = super::pipeline::exchange(conn, host_value.clone());
+                    req = Box::new(launch_mirrors(*req, mirrors, Some(headers), cx));
+                }
+                let mut resp = Box::pin(self.take_in(conn, route, service, host_value, req)).await;
+                for c in cookies {
+                    resp.headers_mut().append(header::SET_COOKIE, c);
+                }
+                return resp;
+            }
+        };
+        let to_h2_client = req.version() == Version::HTTP_2;
         let websocket = upgrade
             && req
                 .headers()
                 .get(header::UPGRADE)
                 .is_some_and(|u| u.as_bytes().eq_ignore_ascii_case(b"websocket"));
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut *req));
-
-        {
-            let headers = req.headers_mut();
-            strip_hop_by_hop(headers, upgrade);
-            let arrival = Arrival {
-                peer: &conn.peer_header,
-                tls: conn.tls,
-                websocket,
-                host: host_value.as_ref(),
-                server: &self.server_name,
-                append_for: conn.entry_point.append_x_forwarded_for,
-            };
-            set_forwarded(headers, &arrival);
-        }
-
-        // Both stay empty (no allocation) unless a sticky cookie must be set
-        // or a mirror takes a copy.
-        let mut cookies: Vec<HeaderValue> = Vec::new();
-        let mut mirrors: Vec<MirrorCopy> = Vec::new();
-        let client = Some(conn.peer.ip());
-        let Some(lb) = upstream.descend(
-            req.headers(),
-            &mut cookies,
-            (!upgrade).then_some(&mut mirrors),
-            client,
-        ) else {
-            return failed(Kind::NoServer, UpstreamFailure::NotSent);
-        };
+        self.arrive(
+            conn,
+            req.headers_mut(),
+            host_value.as_ref(),
+            upgrade,
+            websocket,
+        );
         if !mirrors.is_empty() {
-            req = Box::new(launch_mirrors(*req, mirrors, host_value.clone()));
+            let cx = super::pipeline::exchange(conn, host_value.clone());
+            req = Box::new(launch_mirrors(*req, mirrors, None, cx));
         }
         // Traced requests: the `ReverseProxy` span, which the server gets
         // as its parent.
@@ -176,6 +183,62 @@ impl Proxy {
 }
 
 impl Proxy {
+    /// What a request's headers become as it leaves for a server:
+    /// hop-by-hop headers out, forwarded headers in.
+    fn arrive(
+        &self,
+        conn: &ConnInfo,
+        headers: &mut HeaderMap,
+        host: Option<&HeaderValue>,
+        upgrade: bool,
+        websocket: bool,
+    ) {
+        strip_hop_by_hop(headers, upgrade);
+        let arrival = Arrival {
+            peer: &conn.peer_header,
+            tls: conn.tls,
+            websocket,
+            host,
+            server: &self.server_name,
+            append_for: conn.entry_point.append_x_forwarded_for,
+        };
+        set_forwarded(headers, &arrival);
+    }
+
+    /// A service that takes the request itself on the way down
+    /// ([`Descent::Service`]): its own middlewares run, then it sends on;
+    /// or a failover on status holds the request to send it again.
+    async fn take_in(
+        &self,
+        conn: &ConnInfo,
+        route: &Route,
+        service: &Upstream,
+        host_value: Option<HeaderValue>,
+        req: Box<Request<RequestBody>>,
+    ) -> Response<ProxyBody> {
+        match service {
+            Upstream::Chained(c) => {
+                let cx = super::pipeline::exchange(conn, host_value.clone());
+                let end = super::pipeline::ToService {
+                    proxy: self,
+                    conn,
+                    route,
+                    service: &c.service,
+                    host_value,
+                };
+                c.chain.run(*req, &cx, &end).await
+            }
+            Upstream::Failover(f) => match &f.on_status {
+                Some(on) => {
+                    self.failover_on_status(conn, route, f, on, host_value, req)
+                        .await
+                }
+                None => self.forward(conn, route, service, host_value, req).await,
+            },
+            _ => self.forward(conn, route, service, host_value, req).await,
+        }
+    }
+
     /// `failover.errors`: holds the request body (up to the bound; larger
     /// gets 413), sends the request to the main service, and when its
     /// answer's status is one of the listed ones, sends the same request to
@@ -227,14 +290,6 @@ impl Proxy {
         self.forward(conn, route, &f.fallback, host_value, copy(&parts))
             .await
     }
-}
-
-/// The error response for a failed upstream call, marked so that middlewares
-/// (retry, circuitBreaker) can tell it from a server's own answer.
-pub(crate) fn failed(kind: Kind, how: UpstreamFailure) -> Response<ProxyBody> {
-    let mut resp = kind.into_response();
-    resp.extensions_mut().insert(how);
-    resp
 }
 
 /// Opens the `ReverseProxy` span of a traced request and tells the server
@@ -565,12 +620,17 @@ impl Replay {
 /// send on. A body is copied while it streams to the main service, up to
 /// the mirrors' limit; the copies leave once it is complete, and a body past
 /// the limit is not mirrored. The mirrors' answers are read and dropped.
+/// `headers`: the copies' own, when they differ from the request's.
 fn launch_mirrors(
     req: Request<RequestBody>,
     mirrors: Vec<MirrorCopy>,
-    host: Option<HeaderValue>,
+    headers: Option<HeaderMap>,
+    cx: Exchange,
 ) -> Request<RequestBody> {
-    let head = Replay::head(&req, None);
+    let mut head = Replay::head(&req, None);
+    if let Some(headers) = headers {
+        head.headers = headers;
+    }
     let (parts, body) = req.into_parts();
     let has_body = !body.is_end_stream();
     let want = mirrors.iter().filter_map(|m| m.body_limit).max();
@@ -605,7 +665,7 @@ fn launch_mirrors(
                     _ => return None,
                 }
             }
-            Some(mirror(m.upstream, req, host.clone()))
+            Some(mirror(m.upstream, req, &cx))
         });
         futures_util::future::join_all(sends).await;
     });
@@ -613,31 +673,76 @@ fn launch_mirrors(
 }
 
 /// Sends one mirror copy and drains its answer.
-async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, host: Option<HeaderValue>) {
+async fn mirror(upstream: Arc<Upstream>, req: Request<RequestBody>, cx: &Exchange) {
     // A bound on what is read of a mirror's answer: it is thrown away.
     const DRAIN: usize = 1024 * 1024;
-    let mut cookies = Vec::new();
-    let Some(lb) = upstream.descend(req.headers(), &mut cookies, None, None) else {
-        return;
-    };
-    let sent = send(
-        lb,
-        Box::new(req),
-        host.as_ref(),
-        false,
-        &mut cookies,
-        ("mirror", None),
-    )
-    .await;
-    let Ok((resp, _)) = sent else {
-        return;
-    };
+    let resp = send_copy(&upstream, Box::new(req), cx).await;
     let mut body = resp.into_body();
     let mut read = 0;
     while read < DRAIN {
         match body.frame().await {
             Some(Ok(f)) => read += f.data_ref().map_or(0, Bytes::len),
             _ => break,
+        }
+    }
+}
+
+/// Sends a mirror copy down `upstream`: through the middlewares of the
+/// services on the way that have their own, to a server.
+fn send_copy<'a>(
+    upstream: &'a Upstream,
+    req: Box<Request<RequestBody>>,
+    cx: &'a Exchange,
+) -> BoxFuture<'a, Response<ProxyBody>> {
+    Box::pin(async move {
+        let mut cookies = Vec::new();
+        match upstream.descend(req.headers(), &mut cookies, None, (None, false)) {
+            Some(Descent::Servers(lb)) => {
+                let sent = send(
+                    lb,
+                    req,
+                    cx.host.as_ref(),
+                    false,
+                    &mut cookies,
+                    ("mirror", None),
+                )
+                .await;
+                match sent {
+                    Ok((resp, _)) => resp.map(ProxyBody::Upstream),
+                    Err(failure) => failure.into_response(),
+                }
+            }
+            Some(Descent::Service(Upstream::Chained(c))) => {
+                let end = CopyEnd {
+                    service: &c.service,
+                    cx,
+                };
+                c.chain.run(*req, cx, &end).await
+            }
+            Some(Descent::Service(_)) | None => failed(Kind::NoServer, UpstreamFailure::NotSent),
+        }
+    })
+}
+
+/// The end of the chain of a service a mirror copy goes through.
+struct CopyEnd<'a> {
+    service: &'a Upstream,
+    cx: &'a Exchange,
+}
+
+impl Terminal for CopyEnd<'_> {
+    fn send(&self, req: Request<RequestBody>) -> BoxFuture<'_, Response<ProxyBody>> {
+        send_copy(self.service, Box::new(req), self.cx)
+    }
+
+    fn send_to<'a>(
+        &'a self,
+        service: &'a ServiceRef,
+        req: Request<RequestBody>,
+    ) -> BoxFuture<'a, Response<ProxyBody>> {
+        match service.get::<Upstream>() {
+            Some(upstream) => send_copy(upstream, Box::new(req), self.cx),
+            None => Box::pin(async { failed(Kind::NoServer, UpstreamFailure::NotSent) }),
         }
     }
 }
