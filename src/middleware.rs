@@ -14,6 +14,7 @@ pub mod chain;
 pub mod circuit_breaker;
 pub mod compress;
 pub mod content_type;
+pub mod crowdsec;
 pub mod digest_auth;
 pub mod encoded_characters;
 pub mod errors;

@@ -200,6 +200,9 @@ impl Registries {
                 if let Some(checker) = state.downcast_ref::<crate::health::tcp::TcpChecker>() {
                     checker.start();
                 }
+                if let Some(bouncer) = state.downcast_ref::<crate::middleware::crowdsec::Shared>() {
+                    bouncer.start();
+                }
             }
         }
         {
