@@ -74,6 +74,9 @@ pub struct CompileContext {
     /// The syntax of rules whose router names no `ruleSyntax` (the static
     /// `core.defaultRuleSyntax`).
     pub default_rule_syntax: RuleSyntax,
+    /// The plugins the static configuration declares
+    /// (`experimental.plugins.<key>.moduleName`): key → module name.
+    pub plugins: BTreeMap<String, String>,
 }
 
 /// What compile needs to know about metrics.
@@ -157,8 +160,12 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         warnings: BTreeMap::new(),
         more: BTreeMap::new(),
     };
-    let mut middlewares =
-        middleware::MiddlewareCompiler::new(&dynamic, registries, &ctx.default_transport);
+    let mut middlewares = middleware::MiddlewareCompiler::new(
+        &dynamic,
+        registries,
+        &ctx.default_transport,
+        &ctx.plugins,
+    );
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
     // Who uses each service and middleware.
     let mut using = Using::new();
