@@ -338,8 +338,9 @@ impl MiddlewareCompiler<'_> {
                 middleware: name.to_owned(),
                 config: part.to_owned(),
             };
-            let kept = reg.state(&key, make);
-            mw::plugin::KeptState::clone(&kept)
+            // Kept as it is (not wrapped once more), so that the sweep sees
+            // the middlewares' own references to it and keeps it across swaps.
+            reg.kept(&key, make)
         };
         let host = mw::plugin::PluginHost {
             name,

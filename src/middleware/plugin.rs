@@ -200,14 +200,28 @@ pub fn compile(
 /// One arm per built-in plugin, by module path (see [`module_path`]).
 fn dispatch(
     path: &str,
-    _settings: &Value,
+    settings: &Value,
     env: &PluginEnv<'_>,
 ) -> Result<Arc<dyn Middleware>, MiddlewareError> {
     match path {
-        // === CrowdSec bouncer: its native implementation goes here. ===
-        "github.com/maxlerebourg/crowdsec-bouncer-traefik-plugin" => Err(not_built_in(env)),
+        // === CrowdSec bouncer ===
+        super::crowdsec::MODULE => crowdsec(settings, env),
         _ => Err(not_built_in(env)),
     }
+}
+
+/// The CrowdSec bouncer, its options' errors named as the plugin's settings.
+fn crowdsec(settings: &Value, env: &PluginEnv<'_>) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    let bouncer = super::crowdsec::compile(
+        settings,
+        |s, server| (env.host.client)(s, server),
+        |key, make| env.state(&key, make),
+    )
+    .map_err(|e| match e {
+        MiddlewareError::Invalid { option, reason } => env.invalid(option, reason),
+        other => other,
+    })?;
+    Ok(Arc::new(bouncer))
 }
 
 /// The error for a module gangway has not built in, with what it has

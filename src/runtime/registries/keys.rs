@@ -52,14 +52,6 @@ pub enum StateKey {
         /// JSON values, which cannot be hashed).
         config: String,
     },
-    /// State a middleware shares between every router whose settings are
-    /// equal (the CrowdSec bouncer's cache and stream task, per LAPI).
-    Shared {
-        /// Which middleware it belongs to.
-        kind: &'static str,
-        /// The settings it depends on, as text.
-        settings: String,
-    },
     /// A service's bound on requests in progress.
     ServiceGate {
         /// The service, qualified.
