@@ -5,9 +5,11 @@
 
 use super::super::{MiddlewareError, Resp};
 use crate::body::ProxyBody;
+use crate::template::{Template, Value};
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Response, StatusCode};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Why a request is refused, in the words the plugin gives its page.
@@ -28,26 +30,13 @@ impl Reason {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
-    ClientIp,
-    Reason,
-    TraceId,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Part {
-    Text(String),
-    Field(Field),
-}
-
 /// The compiled answer.
 #[derive(Debug)]
 pub struct Ban {
     status: StatusCode,
     remediation_header: Option<HeaderName>,
     trace_header: Option<HeaderName>,
-    page: Option<(Vec<Part>, HeaderValue)>,
+    page: Option<(Template, HeaderValue)>,
 }
 
 const BANNED: HeaderValue = HeaderValue::from_static("ban");
@@ -76,10 +65,10 @@ impl Ban {
                 let text = std::fs::read_to_string(path).map_err(|e| {
                     MiddlewareError::invalid("banFilePath", format!("`{path}`: {e}"))
                 })?;
-                let parts = parse_page(&text).map_err(|reason| {
-                    MiddlewareError::invalid("banFilePath", format!("`{path}`: {reason}"))
+                let page = Template::parse(&text).map_err(|e| {
+                    MiddlewareError::invalid("banFilePath", format!("`{path}`: {e}"))
                 })?;
-                Some((parts, HeaderValue::from_static(content_type(path))))
+                Some((page, HeaderValue::from_static(content_type(path))))
             }
         };
         Ok(Ban {
@@ -100,27 +89,13 @@ impl Ban {
         reason: Reason,
     ) -> Resp {
         let body = match &self.page {
-            Some((parts, _)) if method != Method::HEAD => {
+            Some((page, _)) if method != Method::HEAD => {
                 let trace = self
                     .trace_header
                     .as_ref()
                     .and_then(|h| headers.get(h))
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                let mut out = String::new();
-                for part in parts {
-                    match part {
-                        Part::Text(t) => out.push_str(t),
-                        Part::Field(Field::ClientIp) => {
-                            if let Some(ip) = ip {
-                                out.push_str(&ip.to_string());
-                            }
-                        }
-                        Part::Field(Field::Reason) => out.push_str(reason.as_str()),
-                        Part::Field(Field::TraceId) => out.push_str(trace),
-                    }
-                }
-                ProxyBody::bytes(Bytes::from(out))
+                    .and_then(|v| v.to_str().ok());
+                ProxyBody::bytes(Bytes::from(render(page, ip, reason, trace)))
             }
             _ => ProxyBody::empty(),
         };
@@ -153,37 +128,27 @@ fn content_type(path: &str) -> &'static str {
     }
 }
 
-/// Splits the page into text and the three fields it may name. Any other
-/// template action is an error: only field references are built in.
-fn parse_page(text: &str) -> Result<Vec<Part>, String> {
-    let mut parts = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find("{{") {
-        if open > 0 {
-            parts.push(Part::Text(rest[..open].to_owned()));
-        }
-        let after = &rest[open + 2..];
-        let close = after
-            .find("}}")
-            .ok_or_else(|| "a `{{` is never closed".to_owned())?;
-        let action = after[..close].trim_matches(|c: char| c == '-' || c.is_whitespace());
-        let field = match action {
-            ".ClientIP" => Field::ClientIp,
-            ".RemediationReason" => Field::Reason,
-            ".TraceID" => Field::TraceId,
-            other => {
-                return Err(format!(
-                    "`{{{{{other}}}}}`: only {{{{ .ClientIP }}}}, {{{{ .RemediationReason }}}} and {{{{ .TraceID }}}} are filled in"
-                ));
-            }
-        };
-        parts.push(Part::Field(field));
-        rest = &after[close + 2..];
-    }
-    if !rest.is_empty() {
-        parts.push(Part::Text(rest.to_owned()));
-    }
-    Ok(parts)
+/// The page with the plugin's fields: `.ClientIP`, `.RemediationReason`
+/// and `.TraceID` (empty when the request has no trace header). A page that fails while it
+/// runs is sent as far as it got, as Go's template writes to the response
+/// as it goes.
+fn render(page: &Template, ip: Option<IpAddr>, reason: Reason, trace: Option<&str>) -> String {
+    let mut data = BTreeMap::new();
+    let ip = ip.map(|ip| ip.to_string()).unwrap_or_default();
+    data.insert("ClientIP".to_owned(), Value::Str(ip));
+    data.insert(
+        "RemediationReason".to_owned(),
+        Value::Str(reason.as_str().to_owned()),
+    );
+    // The plugin's data is a map of text, where a missing key reads empty.
+    let trace = trace.unwrap_or_default().to_owned();
+    data.insert("TraceID".to_owned(), Value::Str(trace));
+    // The plugin's pages run without the environment.
+    page.render(&Value::Map(data), &|_| None)
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "crowdsec: the ban page failed");
+            String::new()
+        })
 }
 
 #[cfg(test)]
@@ -192,22 +157,19 @@ mod tests {
 
     #[test]
     fn pages_fill_the_plugins_fields() {
-        let parts =
-            parse_page("<p>{{ .ClientIP }} {{.RemediationReason}} {{- .TraceID -}}</p>").unwrap();
+        let page = Template::parse(
+            "<p>{{ .ClientIP }} {{.RemediationReason}}{{ with .TraceID }} trace {{ . }}{{ end }}</p>",
+        )
+        .unwrap();
+        let ip = Some("127.0.0.2".parse().unwrap());
         assert_eq!(
-            parts,
-            [
-                Part::Text("<p>".into()),
-                Part::Field(Field::ClientIp),
-                Part::Text(" ".into()),
-                Part::Field(Field::Reason),
-                Part::Text(" ".into()),
-                Part::Field(Field::TraceId),
-                Part::Text("</p>".into()),
-            ]
+            render(&page, ip, Reason::Lapi, None),
+            "<p>127.0.0.2 LAPI</p>"
         );
-        assert!(parse_page("{{ if .ClientIP }}x{{ end }}").is_err());
-        assert!(parse_page("{{ .ClientIP ").is_err());
+        assert_eq!(
+            render(&page, None, Reason::Technical, Some("abc")),
+            "<p> TECHNICAL_ISSUE trace abc</p>"
+        );
     }
 
     #[test]
