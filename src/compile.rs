@@ -76,6 +76,9 @@ pub struct CompileContext {
     /// The syntax of rules whose router names no `ruleSyntax` (the static
     /// `core.defaultRuleSyntax`).
     pub default_rule_syntax: RuleSyntax,
+    /// The plugins the static configuration declares
+    /// (`experimental.plugins.<key>.moduleName`): key → module name.
+    pub plugins: BTreeMap<String, String>,
 }
 
 /// What compile needs to know about metrics.
@@ -520,6 +523,7 @@ impl<'a> ServiceCompiler<'a> {
                 dynamic,
                 registries,
                 &ctx.default_transport,
+                &ctx.plugins,
             )),
         }
     }
@@ -550,6 +554,7 @@ impl<'a> ServiceCompiler<'a> {
                 self.dynamic,
                 self.registries,
                 &self.ctx.default_transport,
+                &self.ctx.plugins,
             )
         });
         let out = f(&mut m, self);

@@ -14,6 +14,7 @@ pub mod chain;
 pub mod circuit_breaker;
 pub mod compress;
 pub mod content_type;
+pub mod crowdsec;
 pub mod digest_auth;
 pub mod encoded_characters;
 pub mod errors;
@@ -27,6 +28,7 @@ pub mod ip;
 pub mod ip_allow_list;
 pub mod pass_tls_client_cert;
 pub mod path;
+pub mod plugin;
 pub mod rate_limit;
 pub mod redirect;
 pub mod replace_path;
@@ -171,6 +173,10 @@ pub enum MiddlewareError {
         /// What is wrong with it.
         reason: digest_auth::HtdigestError,
     },
+    /// A `plugin` middleware that cannot run: undeclared, not built in, or
+    /// one of its own settings.
+    #[error(transparent)]
+    Plugin(crate::config::problem::PluginProblem),
 }
 
 impl MiddlewareError {

@@ -12,7 +12,7 @@ use crate::config::problem::{ObjectKind, Problem, Reference};
 use crate::middleware::{self as mw, Chain, Middleware, MiddlewareError, ServiceRef};
 use crate::runtime::Registries;
 use crate::runtime::registries::StateKey;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Compiles middlewares for one runtime.
@@ -20,6 +20,8 @@ pub(super) struct MiddlewareCompiler<'a> {
     dynamic: &'a Dynamic,
     registries: &'a Registries,
     transport: &'a ClientSettings,
+    /// Declared plugins: key → `moduleName`.
+    plugins: &'a BTreeMap<String, String>,
     /// Stateless middlewares compiled so far (shared by every router).
     done: HashMap<String, Result<Arc<dyn Middleware>, Problem>>,
 }
@@ -29,11 +31,13 @@ impl<'a> MiddlewareCompiler<'a> {
         dynamic: &'a Dynamic,
         registries: &'a Registries,
         transport: &'a ClientSettings,
+        plugins: &'a BTreeMap<String, String>,
     ) -> Self {
         Self {
             dynamic,
             registries,
             transport,
+            plugins,
             done: HashMap::new(),
         }
     }
@@ -194,6 +198,7 @@ impl<'a> MiddlewareCompiler<'a> {
             ip_white_list,
             in_flight_req,
             pass_tls_client_cert,
+            plugin,
             rate_limit,
             redirect_regex,
             redirect_scheme,
@@ -282,6 +287,9 @@ impl<'a> MiddlewareCompiler<'a> {
         if let Some(c) = pass_tls_client_cert {
             return ok(mw::pass_tls_client_cert::compile(c));
         }
+        if let Some(c) = plugin {
+            return self.plugin(name, c);
+        }
         if let Some(c) = rate_limit {
             let state = kept(reg, state_key, mw::rate_limit::State::default);
             return ok(mw::rate_limit::compile(c, name, state));
@@ -310,6 +318,37 @@ impl<'a> MiddlewareCompiler<'a> {
         Err(Problem::NoType {
             of: ObjectKind::Middleware,
         })
+    }
+}
+
+impl MiddlewareCompiler<'_> {
+    /// Compiles a `plugin` middleware, lending it the client pool and
+    /// state kept per middleware across swaps.
+    fn plugin(
+        &self,
+        name: &str,
+        model: &crate::config::dynamic::middleware::Plugin,
+    ) -> Result<Arc<dyn Middleware>, Problem> {
+        let reg = self.registries;
+        let client =
+            |settings: &ClientSettings, server: &http::uri::Authority| reg.client(settings, server);
+        let keep = |part: &str, make: &mut dyn FnMut() -> mw::plugin::KeptState| {
+            let key = StateKey::Middleware {
+                router: String::new(),
+                middleware: name.to_owned(),
+                config: part.to_owned(),
+            };
+            // Kept as it is (not wrapped once more), so that the sweep sees
+            // the middlewares' own references to it and keeps it across swaps.
+            reg.kept(&key, make)
+        };
+        let host = mw::plugin::PluginHost {
+            name,
+            transport: self.transport,
+            client: &client,
+            keep: &keep,
+        };
+        mw::plugin::compile(model, self.plugins, &host).map_err(Problem::from)
     }
 }
 
@@ -348,6 +387,7 @@ impl From<MiddlewareError> for Problem {
                 line,
                 reason: reason.to_string(),
             },
+            MiddlewareError::Plugin(problem) => Problem::Plugin(problem),
         }
     }
 }

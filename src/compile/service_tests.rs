@@ -25,6 +25,7 @@ fn ctx() -> CompileContext {
             max_per_client: 0,
         },
         internal: BTreeMap::new(),
+        plugins: BTreeMap::new(),
         metrics: None,
         entry_point_tls: Vec::new(),
         entry_point_middlewares: Vec::new(),

@@ -28,6 +28,7 @@ fn ctx(ep_tls: Vec<Option<dynamic::RouterTls>>) -> CompileContext {
         cert_resolvers: vec!["le".into(), "dns".into()],
         dns_resolvers: vec!["dns".into()],
         internal: BTreeMap::new(),
+        plugins: BTreeMap::new(),
         metrics: None,
         udp_entry_points: Vec::new(),
         default_rule_syntax: Default::default(),

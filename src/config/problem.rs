@@ -554,6 +554,9 @@ pub enum Problem {
         /// What the regex engine said.
         reason: String,
     },
+    /// A `plugin` middleware gangway cannot run.
+    #[error("{0}")]
+    Plugin(PluginProblem),
     /// A line of a password list that is not `user:hash` in a known format.
     #[error("{option}: line {line}: {reason}")]
     PasswordLine {
@@ -696,6 +699,61 @@ pub enum Problem {
         /// The router that has it.
         router: String,
     },
+}
+
+/// Why a `plugin` middleware cannot run. Traefik plugins are Go code that
+/// gangway does not load; it runs its own implementation of the plugins it
+/// knows, chosen by the `moduleName` declared for the middleware's key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "plugin", rename_all = "camelCase")]
+pub enum PluginProblem {
+    /// `plugin` must hold exactly one key, the plugin's.
+    #[error("plugin: names {} plugins ({}); a plugin middleware runs exactly one", .keys.len(), .keys.join(", "))]
+    Keys {
+        /// The keys found (none or several).
+        keys: Vec<String>,
+    },
+    /// The key is declared by no `experimental.plugins.<key>` (nor
+    /// `localPlugins`) of the static configuration.
+    #[error(
+        "plugin `{key}` is not declared: the static configuration needs \
+         `experimental.plugins.{key}.moduleName` naming the plugin"
+    )]
+    NotDeclared {
+        /// The plugin's key, as the middleware writes it.
+        key: String,
+    },
+    /// The declared module is not one gangway has built in.
+    #[error(
+        "plugin `{key}`: `{module}` is not built into gangway (Traefik plugins are Go code \
+         that gangway cannot run){}; routers using it stay disabled",
+        instead_hint(.instead.as_deref())
+    )]
+    NotBuiltIn {
+        /// The plugin's key.
+        key: String,
+        /// Its declared `moduleName`.
+        module: String,
+        /// What gangway has that does the same, if anything.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        instead: Option<String>,
+    },
+    /// One of the plugin's own settings cannot be used.
+    #[error("plugin `{key}` ({module}): {setting}: {reason}")]
+    Setting {
+        /// The plugin's key.
+        key: String,
+        /// Its declared `moduleName`.
+        module: String,
+        /// The setting, as the plugin names it (`rewrites[0].regex`).
+        setting: String,
+        /// Why, in a sentence.
+        reason: String,
+    },
+}
+
+fn instead_hint(instead: Option<&str>) -> String {
+    instead.map_or_else(String::new, |i| format!("; use {i} instead"))
 }
 
 /// What is wrong with a server URL.

@@ -82,6 +82,51 @@ pub struct StaticConfig {
     /// Traefik's `global` section; its update check and usage statistics
     /// are inert here (said once at start).
     pub global: Global,
+    /// Traefik's `experimental` section: the plugins that middlewares'
+    /// `plugin.<key>` name.
+    #[serde(skip_serializing_if = "Experimental::is_empty")]
+    pub experimental: Experimental,
+}
+
+/// Traefik's `experimental` section, what gangway reads of it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Experimental {
+    /// Plugins Traefik would download from its catalogue, by the key
+    /// middlewares name them with (`plugin.<key>`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PluginDecl>,
+    /// Plugins Traefik would read from a local folder, by key.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub local_plugins: BTreeMap<String, PluginDecl>,
+}
+
+impl Experimental {
+    /// No plugin is declared.
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty() && self.local_plugins.is_empty()
+    }
+
+    /// Every declared plugin's key and module name; a key declared in both
+    /// maps takes its `plugins` entry, as Traefik lets a catalogue plugin
+    /// win over a local one of the same key.
+    pub fn module_names(&self) -> BTreeMap<String, String> {
+        self.local_plugins
+            .iter()
+            .chain(&self.plugins)
+            .map(|(key, decl)| (key.clone(), decl.module_name.clone()))
+            .collect()
+    }
+}
+
+/// One declared plugin.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PluginDecl {
+    /// The plugin's module path, e.g.
+    /// `github.com/packruler/rewrite-body`; it chooses gangway's native
+    /// implementation.
+    pub module_name: String,
 }
 
 /// Traefik's `global` section, what gangway does with it.

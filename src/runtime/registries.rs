@@ -93,6 +93,18 @@ impl Registries {
         made
     }
 
+    /// Like [`Registries::state`], for state whose type the caller has
+    /// already erased: the same key gives the same state for as long as
+    /// some runtime holds it.
+    pub fn kept(
+        &self,
+        key: &StateKey,
+        make: impl FnOnce() -> Arc<dyn Any + Send + Sync>,
+    ) -> Arc<dyn Any + Send + Sync> {
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.entry(key.to_owned()).or_insert_with(make).clone()
+    }
+
     /// The counters of one object, created on first use and kept for the
     /// life of the process, so a configuration swap never resets them.
     pub fn stats(
@@ -199,6 +211,9 @@ impl Registries {
             for state in states.values() {
                 if let Some(checker) = state.downcast_ref::<crate::health::tcp::TcpChecker>() {
                     checker.start();
+                }
+                if let Some(bouncer) = state.downcast_ref::<crate::middleware::crowdsec::Shared>() {
+                    bouncer.start();
                 }
             }
         }

@@ -70,6 +70,7 @@ pub fn compile_context(
                 )
                 .collect()
         },
+        plugins: config.experimental.module_names(),
         default_rule_syntax: match config.core.default_rule_syntax {
             DefaultRuleSyntax::V2 => RuleSyntax::V2,
             DefaultRuleSyntax::V3 => RuleSyntax::V3,

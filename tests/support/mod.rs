@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod counted;
+pub mod crowdsec;
 pub mod disk;
 pub mod etcd;
 pub mod http3;

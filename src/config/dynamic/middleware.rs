@@ -133,7 +133,6 @@ fn parse_kind<T: serde::de::DeserializeOwned>(
 
 /// Traefik middleware types gangway does not implement.
 const NOT_SUPPORTED: &[&str] = &[
-    "plugin",
     "requestHeaderModifier",
     "responseHeaderModifier",
     "requestRedirect",
@@ -141,12 +140,6 @@ const NOT_SUPPORTED: &[&str] = &[
 ];
 
 fn unknown_kind(name: &str) -> String {
-    if name.eq_ignore_ascii_case("plugin") {
-        return "middleware type `plugin` is not supported by gangway: Traefik plugins are Go \
-                code (Yaegi or WebAssembly) that gangway cannot run; this middleware, and every \
-                router using it, stays disabled"
-            .to_owned();
-    }
     if NOT_SUPPORTED.iter().any(|n| n.eq_ignore_ascii_case(name)) {
         return format!("middleware type `{name}` is not supported by gangway");
     }
@@ -194,6 +187,8 @@ middleware_kinds! {
     in_flight_req: InFlightReq => "inFlightReq",
     /// Passes the client's TLS certificate to the server in headers.
     pass_tls_client_cert: PassTlsClientCert => "passTLSClientCert",
+    /// A Traefik plugin, run by gangway's native implementation of it.
+    plugin: Plugin => "plugin",
     /// Limits the request rate.
     rate_limit: RateLimit => "rateLimit",
     /// Redirects by regex.
@@ -211,6 +206,13 @@ middleware_kinds! {
     /// Removes path prefixes matching regexes.
     strip_prefix_regex: StripPrefixRegex => "stripPrefixRegex",
 }
+
+/// `plugin`: the key of the plugin as declared under the static
+/// `experimental.plugins.<key>` (or `localPlugins`), mapped to the plugin's
+/// own settings. Exactly one key is expected; the settings are kept as
+/// written and read by the plugin's native implementation, which knows
+/// their names and defaults.
+pub type Plugin = BTreeMap<String, serde_json::Value>;
 
 /// `addPrefix`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

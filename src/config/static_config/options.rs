@@ -1996,6 +1996,18 @@ pub const OPTIONS: &[OptionSpec] = &[
         "service.name of the spans' resource.",
     ),
     opt(
+        "experimental.plugins.<name>.moduleName",
+        ValueKind::String,
+        "",
+        "The plugin that middlewares' plugin.<name> runs, by its module path; gangway runs its own implementation of the plugins it knows.",
+    ),
+    opt(
+        "experimental.localPlugins.<name>.moduleName",
+        ValueKind::String,
+        "",
+        "As experimental.plugins.<name>.moduleName, for a plugin Traefik would read from a local folder.",
+    ),
+    opt(
         "global.notAppendXForwardedFor",
         ValueKind::Bool,
         "false",

@@ -1350,6 +1350,17 @@ fn missing_or_odd_config_file() {
 fn full_config() -> StaticConfig {
     let mut config = StaticConfig::default();
     config.log.file_path = Some("gangway.log".into());
+    let plugin = PluginDecl {
+        module_name: "sample".into(),
+    };
+    config
+        .experimental
+        .plugins
+        .insert("web".into(), plugin.clone());
+    config
+        .experimental
+        .local_plugins
+        .insert("web".into(), plugin);
     let mut entry_point = EntryPoint::default();
     entry_point.forwarded_headers.trusted_ips = vec!["10.0.0.0/8".parse().unwrap()];
     entry_point.proxy_protocol = Some(ProxyProtocol {
@@ -2355,7 +2366,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
             (
                 "experimental.plugins.demo.settings.key",
                 "--experimental.plugins.demo.settings.key",
-                OptionState::Unsupported
+                OptionState::Inert
             ),
         ]
     );
@@ -2569,4 +2580,54 @@ fn an_empty_value_in_a_file_is_not_given() {
     );
     let acme = &config.certificates_resolvers["le"].acme;
     assert_eq!(acme.email, "");
+}
+
+#[test]
+fn declared_plugins_are_read_from_every_source() {
+    let dir = dir_with(&[(
+        "traefik.yml",
+        "experimental:\n  plugins:\n    bouncer:\n      moduleName: github.com/maxlerebourg/crowdsec-bouncer-traefik-plugin\n      version: v1.3.5\n  localPlugins:\n    local:\n      moduleName: github.com/me/local\n      settings:\n        useUnsafe: true\n",
+    )]);
+    let (config, _) = run_in(
+        dir.path(),
+        &[
+            "--experimental.plugins.headers.modulename=github.com/XciD/traefik-plugin-rewrite-headers",
+        ],
+        &[(
+            "TRAEFIK_EXPERIMENTAL_PLUGINS_BODY_MODULENAME",
+            "github.com/packruler/rewrite-body",
+        )],
+    );
+    let declared = config.experimental.module_names();
+    assert_eq!(
+        declared.get("bouncer").map(String::as_str),
+        Some("github.com/maxlerebourg/crowdsec-bouncer-traefik-plugin")
+    );
+    assert_eq!(
+        declared.get("local").map(String::as_str),
+        Some("github.com/me/local")
+    );
+    assert_eq!(
+        declared.get("headers").map(String::as_str),
+        Some("github.com/XciD/traefik-plugin-rewrite-headers")
+    );
+    assert_eq!(
+        declared.get("body").map(String::as_str),
+        Some("github.com/packruler/rewrite-body")
+    );
+    // The version and the Go settings are noted as having no effect.
+    let inert: Vec<&str> = config
+        .accepted
+        .iter()
+        .filter(|a| a.state == OptionState::Inert)
+        .map(|a| a.option.as_str())
+        .collect();
+    assert!(
+        inert.contains(&"experimental.plugins.bouncer.version"),
+        "{inert:?}"
+    );
+    assert!(
+        inert.contains(&"experimental.localPlugins.local.settings.useUnsafe"),
+        "{inert:?}"
+    );
 }

@@ -138,4 +138,22 @@ mod tests {
         assert!(Arc::ptr_eq(&kept, &registries.state(&gate(4), || 0_usize)));
         assert_eq!(*registries.state(&gate(5), || 5_usize), 5);
     }
+
+    #[test]
+    fn erased_state_outlives_a_sweep_while_held_and_only_then() {
+        let registries = Registries::default();
+        let key = StateKey::Middleware {
+            router: String::new(),
+            middleware: "bouncer@file".into(),
+            config: "stream".into(),
+        };
+        let held = registries.kept(&key, || Arc::new(7_u32));
+        registries.sweep();
+        let again = registries.kept(&key, || Arc::new(0_u32));
+        assert!(Arc::ptr_eq(&held, &again));
+        drop((held, again));
+        registries.sweep();
+        let fresh = registries.kept(&key, || Arc::new(9_u32));
+        assert_eq!(fresh.downcast_ref::<u32>(), Some(&9));
+    }
 }

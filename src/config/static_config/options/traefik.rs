@@ -62,11 +62,11 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "minimal",
         "Per-entry-point observability: not supported; the global settings apply.",
     ),
-    unsupported(
+    inert(
         "experimental.abortOnPluginFailure",
         ValueKind::Bool,
         "false",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in, never downloaded or loaded, so none can fail to load.",
     ),
     inert(
         "experimental.fastProxy",
@@ -98,41 +98,29 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "false",
         "Kubernetes provider: not supported; nothing is read from a cluster.",
     ),
-    unsupported(
-        "experimental.localPlugins.<name>",
-        ValueKind::Section,
-        "false",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
-    ),
-    unsupported(
-        "experimental.localPlugins.<name>.moduleName",
-        ValueKind::String,
-        "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
-    ),
-    unsupported(
+    inert(
         "experimental.localPlugins.<name>.settings",
         ValueKind::Section,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.localPlugins.<name>.settings.envs",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.localPlugins.<name>.settings.mounts",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.localPlugins.<name>.settings.useUnsafe",
         ValueKind::Bool,
         "false",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
     inert(
         "experimental.otlpLogs",
@@ -140,47 +128,41 @@ pub(super) const NOT_IMPLEMENTED: &[OptionSpec] = &[
         "false",
         "Not needed: log.otlp and accessLog.otlp work without it.",
     ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.hash",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in, never downloaded: the moduleName alone chooses the native implementation.",
     ),
-    unsupported(
-        "experimental.plugins.<name>.moduleName",
-        ValueKind::String,
-        "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
-    ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.settings",
         ValueKind::Section,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.settings.envs",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.settings.mounts",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.settings.useUnsafe",
         ValueKind::Bool,
         "false",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in: no Go code runs, so its environment, mounts and unsafe mode mean nothing.",
     ),
-    unsupported(
+    inert(
         "experimental.plugins.<name>.version",
         ValueKind::String,
         "",
-        "Plugins: not supported; none is loaded, and a router using a plugin middleware stays disabled.",
+        "Plugins are built in, never downloaded: the moduleName alone chooses the native implementation.",
     ),
     inert(
         "global.checkNewVersion",

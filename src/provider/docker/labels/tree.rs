@@ -221,11 +221,6 @@ pub(crate) fn read<'a, T: serde::Deserialize<'a>>(node: &'a Node) -> Result<T, D
 /// Reads a middleware. Its type is matched whatever its case, like every
 /// option here; the model's own reading of a middleware (which keeps a bad
 /// one with the reason) matches exact names only, so it is not used.
-/// Why a `plugin` middleware is refused, said where it is written.
-pub(crate) const PLUGIN_UNSUPPORTED: &str = "middleware type `plugin` is not supported by gangway: \
-     Traefik plugins are Go code (Yaegi or WebAssembly) that gangway cannot run; this middleware, \
-     and every router using it, stays disabled";
-
 pub(crate) fn read_middleware(node: &Node) -> Result<Middleware, DeError> {
     if node.is_leaf() {
         return Err(DeError::new(
@@ -239,9 +234,6 @@ pub(crate) fn read_middleware(node: &Node) -> Result<Middleware, DeError> {
             .iter()
             .find(|k| k.eq_ignore_ascii_case(written))
         else {
-            if written.eq_ignore_ascii_case("plugin") {
-                return Err(DeError::new(child, PLUGIN_UNSUPPORTED));
-            }
             return Err(unknown_option(child, written, Middleware::KNOWN));
         };
         if child.is_leaf() && child.value.as_deref().and_then(parse_bool) == Some(false) {

@@ -1,0 +1,274 @@
+//! `plugin`: Traefik plugins, run by gangway's own implementations.
+//!
+//! Traefik loads a plugin's Go code (through Yaegi or WebAssembly); gangway
+//! loads no code. The static `experimental.plugins.<key>.moduleName` says
+//! which plugin a middleware's `plugin.<key>` is, and [`compile`] picks the
+//! native implementation of that module, which reads the plugin's own
+//! settings with the plugin's own names and defaults ([`PluginEnv::read`]).
+//! A module gangway has not built in keeps its routers disabled, with an
+//! error naming it and what gangway has instead.
+
+use super::{Middleware, MiddlewareError};
+use crate::client::{ClientError, ClientSettings, UpstreamClient};
+use crate::config::dynamic::middleware::Plugin as Model;
+use crate::config::lenient::Lenient;
+use crate::config::problem::PluginProblem;
+use http::uri::Authority;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// State a plugin keeps across configuration swaps, type-erased.
+pub type KeptState = Arc<dyn Any + Send + Sync>;
+
+/// Gets (or, the first time, makes with the function given) the state
+/// kept under a key for one middleware.
+pub type KeepState<'a> = &'a dyn Fn(&str, &mut dyn FnMut() -> KeptState) -> KeptState;
+
+/// Gives the pooled client for a server with these settings.
+pub type ClientFor<'a> =
+    &'a dyn Fn(&ClientSettings, &Authority) -> Result<Arc<UpstreamClient>, ClientError>;
+
+/// What compile lends every plugin middleware.
+pub struct PluginHost<'a> {
+    /// The middleware's qualified name (`crowdsec@docker`).
+    pub name: &'a str,
+    /// The default servers transport's client settings, for plugins that
+    /// call a server of their own.
+    pub transport: &'a ClientSettings,
+    /// The client pool.
+    pub client: ClientFor<'a>,
+    /// State kept across configuration swaps for this middleware.
+    pub keep: KeepState<'a>,
+}
+
+/// What a plugin's native implementation may use besides its settings.
+pub struct PluginEnv<'a> {
+    /// The plugin's key (`plugin.<key>`).
+    pub key: &'a str,
+    /// The plugin's declared `moduleName`, as written.
+    pub module: &'a str,
+    /// What compile lends.
+    pub host: &'a PluginHost<'a>,
+}
+
+impl PluginEnv<'_> {
+    /// Reads the plugin's settings into `T` as Traefik hands them to a
+    /// plugin: keys in any case, numbers and flags that arrive as text
+    /// (labels) converted, lists given as `a,b` or as `[0]`, `[1]` entries;
+    /// what is not given keeps `T`'s default, which is the plugin's.
+    pub fn read<T: DeserializeOwned + Default>(
+        &self,
+        settings: &Value,
+    ) -> Result<T, MiddlewareError> {
+        let value = match settings {
+            Value::Null | Value::Bool(true) => return Ok(T::default()),
+            Value::String(s) if s.is_empty() || s.eq_ignore_ascii_case("true") => {
+                return Ok(T::default());
+            }
+            v => as_lists(v.clone()),
+        };
+        serde_path_to_error::deserialize(Lenient(value)).map_err(|e| {
+            let setting = e.path().to_string();
+            self.invalid(
+                if setting == "." {
+                    "(settings)"
+                } else {
+                    &setting
+                },
+                e.into_inner().to_string(),
+            )
+        })
+    }
+
+    /// The error for one of the plugin's settings.
+    pub fn invalid(&self, setting: &str, reason: impl Into<String>) -> MiddlewareError {
+        MiddlewareError::Plugin(PluginProblem::Setting {
+            key: self.key.to_owned(),
+            module: self.module.to_owned(),
+            setting: setting.to_owned(),
+            reason: reason.into(),
+        })
+    }
+
+    /// The state kept under `part` for this middleware, made with `make`
+    /// the first time (and again after a swap that no longer uses it).
+    pub fn state<T: Any + Send + Sync>(&self, part: &str, make: impl FnOnce() -> T) -> Arc<T> {
+        // The key names the type, so what is kept under it is always a `T`.
+        let key = format!("{part} {}", std::any::type_name::<T>());
+        let mut make = Some(make);
+        let kept = (self.host.keep)(&key, &mut || -> KeptState {
+            match make.take() {
+                Some(make) => Arc::new(make()),
+                None => Arc::new(()),
+            }
+        });
+        kept.downcast::<T>()
+            .expect("the state's key names its type, so it downcasts")
+    }
+}
+
+/// Turns objects whose keys are all list indexes (`[0]`, `[1]` from labels
+/// and key-value stores, or bare numbers) into lists, in index order.
+fn as_lists(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let indexes: Option<Vec<usize>> = map.keys().map(|k| list_index(k)).collect();
+            match indexes {
+                Some(mut order) if !map.is_empty() => {
+                    let mut items: Vec<(usize, Value)> = map
+                        .into_iter()
+                        .zip(order.drain(..))
+                        .map(|((_, v), i)| (i, as_lists(v)))
+                        .collect();
+                    items.sort_by_key(|(i, _)| *i);
+                    Value::Array(items.into_iter().map(|(_, v)| v).collect())
+                }
+                _ => Value::Object(
+                    map.into_iter()
+                        .map(|(k, v)| (k, as_lists(v)))
+                        .collect::<Map<_, _>>(),
+                ),
+            }
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(as_lists).collect()),
+        v => v,
+    }
+}
+
+fn list_index(key: &str) -> Option<usize> {
+    let digits = key
+        .strip_prefix('[')
+        .and_then(|k| k.strip_suffix(']'))
+        .unwrap_or(key);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// A module path without its version (`@v1.2.3`, or a Go major-version
+/// suffix `/v2`), lower-cased: Go module paths are matched here whatever
+/// their case, as users write them in several.
+pub fn module_path(module_name: &str) -> String {
+    let path = module_name.trim();
+    let path = path.split_once('@').map_or(path, |(p, _)| p);
+    let path = path.trim_end_matches('/');
+    let path = match path.rsplit_once('/') {
+        Some((head, tail))
+            if tail.len() > 1
+                && tail.starts_with(['v', 'V'])
+                && tail[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            head
+        }
+        _ => path,
+    };
+    path.to_ascii_lowercase()
+}
+
+/// Compiles a `plugin` middleware: the plugin named by its one key, as
+/// declared (`key → moduleName`) in the static configuration.
+pub fn compile(
+    model: &Model,
+    declared: &BTreeMap<String, String>,
+    host: &PluginHost<'_>,
+) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    let mut keys = model.iter();
+    let (Some((key, settings)), None) = (keys.next(), keys.next()) else {
+        return Err(MiddlewareError::Plugin(PluginProblem::Keys {
+            keys: model.keys().cloned().collect(),
+        }));
+    };
+    // Docker label keys ignore case, so a key may arrive spelt otherwise
+    // than the static configuration declares it.
+    let module = declared
+        .get(key)
+        .or_else(|| {
+            declared
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                .map(|(_, m)| m)
+        })
+        .ok_or_else(|| MiddlewareError::Plugin(PluginProblem::NotDeclared { key: key.clone() }))?;
+    let env = PluginEnv { key, module, host };
+    dispatch(&module_path(module), settings, &env)
+}
+
+/// One arm per built-in plugin, by module path (see [`module_path`]).
+fn dispatch(
+    path: &str,
+    settings: &Value,
+    env: &PluginEnv<'_>,
+) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    match path {
+        // === CrowdSec bouncer ===
+        super::crowdsec::MODULE => crowdsec(settings, env),
+        _ => Err(not_built_in(env)),
+    }
+}
+
+/// The CrowdSec bouncer, its options' errors named as the plugin's settings.
+fn crowdsec(settings: &Value, env: &PluginEnv<'_>) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    let bouncer = super::crowdsec::compile(
+        settings,
+        |s, server| (env.host.client)(s, server),
+        |key, make| env.state(&key, make),
+    )
+    .map_err(|e| match e {
+        MiddlewareError::Invalid { option, reason } => env.invalid(option, reason),
+        other => other,
+    })?;
+    Ok(Arc::new(bouncer))
+}
+
+/// The error for a module gangway has not built in, with what it has
+/// instead where that is known.
+fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
+    MiddlewareError::Plugin(PluginProblem::NotBuiltIn {
+        key: env.key.to_owned(),
+        module: env.module.to_owned(),
+        instead: instead(&module_path(env.module)).map(str::to_owned),
+    })
+}
+
+/// What gangway has that does what a plugin it has not built in does.
+fn instead(path: &str) -> Option<&'static str> {
+    const INSTEAD: &[(&str, &str)] = &[
+        ("redirect", "the redirectRegex or redirectScheme middleware"),
+        ("real-ip", "the entry point's forwardedHeaders.trustedIPs"),
+        ("realip", "the entry point's forwardedHeaders.trustedIPs"),
+        ("ratelimit", "the rateLimit middleware"),
+        ("rate-limit", "the rateLimit middleware"),
+        (
+            "jwt",
+            "the forwardAuth middleware with a JWT-checking server",
+        ),
+        ("oauth", "the forwardAuth middleware with an OAuth proxy"),
+        (
+            "oidc",
+            "the forwardAuth middleware with an OpenID Connect proxy",
+        ),
+        (
+            "auth",
+            "the basicAuth, digestAuth or forwardAuth middleware",
+        ),
+        ("header", "the headers middleware"),
+        ("htransformation", "the headers middleware"),
+        ("allow", "the ipAllowList middleware"),
+        (
+            "plugindemo",
+            "the headers middleware (customRequestHeaders)",
+        ),
+    ];
+    let name = path.rsplit('/').next().unwrap_or(path);
+    INSTEAD
+        .iter()
+        .find(|(word, _)| name.contains(word))
+        .map(|(_, instead)| *instead)
+}
+
+#[cfg(test)]
+mod tests;
