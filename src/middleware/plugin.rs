@@ -8,6 +8,9 @@
 //! A module gangway has not built in keeps its routers disabled, with an
 //! error naming it and what gangway has instead.
 
+pub mod rewrite_body;
+pub mod rewrite_headers;
+
 use super::{Middleware, MiddlewareError};
 use crate::client::{ClientError, ClientSettings, UpstreamClient};
 use crate::config::dynamic::middleware::Plugin as Model;
@@ -200,14 +203,27 @@ pub fn compile(
 /// One arm per built-in plugin, by module path (see [`module_path`]).
 fn dispatch(
     path: &str,
-    _settings: &Value,
+    settings: &Value,
     env: &PluginEnv<'_>,
 ) -> Result<Arc<dyn Middleware>, MiddlewareError> {
     match path {
+        "github.com/xcid/traefik-plugin-rewrite-headers" => {
+            ok(rewrite_headers::compile(settings, env))
+        }
+        "github.com/packruler/rewrite-body" | "github.com/traefik/plugin-rewritebody" => {
+            ok(rewrite_body::compile(settings, env))
+        }
+        "github.com/packruler/traefik-themepark" => ok(rewrite_body::compile_theme(settings, env)),
         // === CrowdSec bouncer: its native implementation goes here. ===
         "github.com/maxlerebourg/crowdsec-bouncer-traefik-plugin" => Err(not_built_in(env)),
         _ => Err(not_built_in(env)),
     }
+}
+
+fn ok<T: Middleware>(
+    built: Result<T, MiddlewareError>,
+) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    built.map(|m| Arc::new(m) as Arc<dyn Middleware>)
 }
 
 /// The error for a module gangway has not built in, with what it has
