@@ -3,9 +3,11 @@
 //! and gzip answers), theme.park; a plugin gangway has not built in keeps
 //! its router disabled, and `gangway check` says so.
 
+mod docker_support;
 mod support;
 
 use bytes::Bytes;
+use docker_support::{Probe, Run, SERIAL, Spec, ready};
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -288,4 +290,95 @@ fn check_names_an_unknown_plugin_and_an_undeclared_key() {
         out.contains("plugin `headers` (github.com/XciD/traefik-plugin-rewrite-headers): rewrites[0].regex: invalid regex"),
         "{out}"
     );
+}
+
+/// What the echo backend saw of a request sent with `headers`.
+async fn seen_with(gw: &Gangway, headers: &[(&str, &str)]) -> support::Seen {
+    get(gw, headers).await.seen()
+}
+
+#[tokio::test]
+async fn cloudflarewarp_believes_cloudflare_headers_only_from_trusted_peers() {
+    let app = Backend::echo("app").await;
+    let cf = [
+        ("cf-connecting-ip", "203.0.113.9"),
+        ("cf-visitor", "{\"scheme\":\"https\"}"),
+    ];
+    let trusted = start(
+        &dynamic(
+            &app,
+            "cloudflarewarp",
+            "disableDefault: true\ntrustip:\n  - 127.0.0.1/32",
+        ),
+        "cloudflarewarp",
+        "github.com/BetterCorp/cloudflarewarp",
+    )
+    .await;
+    let seen = seen_with(&trusted, &cf).await;
+    assert_eq!(seen.header("x-is-trusted"), Some("yes"), "{seen:?}");
+    assert_eq!(seen.header("x-real-ip"), Some("203.0.113.9"));
+    assert_eq!(seen.header("x-forwarded-proto"), Some("https"));
+    assert!(
+        seen.header("x-forwarded-for")
+            .is_some_and(|v| v.starts_with("203.0.113.9")),
+        "{seen:?}"
+    );
+    let danger = seen_with(&trusted, &[cf[0], ("cf-visitor", "not json")]).await;
+    assert_eq!(danger.header("x-is-trusted"), Some("danger"));
+    assert_eq!(danger.header("cf-connecting-ip"), None);
+
+    // Cloudflare's ranges alone: 127.0.0.1 is not Cloudflare, so the
+    // headers it sends are dropped and its own address is the real one.
+    let untrusted = start(
+        &dynamic(&app, "cloudflarewarp", "{}"),
+        "cloudflarewarp",
+        "github.com/BetterCorp/cloudflarewarp",
+    )
+    .await;
+    let seen = seen_with(&untrusted, &cf).await;
+    assert_eq!(seen.header("x-is-trusted"), Some("no"), "{seen:?}");
+    assert_eq!(seen.header("x-real-ip"), Some("127.0.0.1"));
+    assert_eq!(seen.header("cf-connecting-ip"), None);
+    assert_eq!(seen.header("cf-visitor"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_plugin_configured_by_docker_labels_runs() {
+    let _serial = SERIAL.lock().await;
+    if !ready("plugin_labels").await {
+        return;
+    }
+    let run = Run::new("plugin-labels");
+    let gw = run
+        .gangway(&[&declare(
+            "cloudflare",
+            "github.com/BetterCorp/cloudflarewarp",
+        )])
+        .await;
+    let probe = Probe::new(&gw);
+    // Label keys in any case; the list and the flag as label text.
+    let spec = Spec::new("cf")
+        .routed("gangway", "cf", "cf.test", "cf")
+        .label("gangway.http.routers.cf.middlewares", "warp")
+        .label(
+            "gangway.http.middlewares.warp.plugin.Cloudflare.TrustIP",
+            "127.0.0.1/32, ::1/128",
+        )
+        .label(
+            "gangway.http.middlewares.warp.plugin.Cloudflare.disabledefault",
+            "true",
+        );
+    run.start(&spec).await;
+    eventually(Duration::from_secs(10), "the container is routed", || {
+        probe.answers("cf.test", "cf")
+    })
+    .await;
+    let req = Request::get(gw.url("/cgi-bin/echo"))
+        .header("host", "cf.test")
+        .header("cf-connecting-ip", "198.51.100.7")
+        .body(Full::default())
+        .unwrap();
+    let echo = gw.send(req).await.text();
+    assert!(echo.contains("HTTP_X_IS_TRUSTED=yes"), "{echo}");
+    assert!(echo.contains("HTTP_X_REAL_IP=198.51.100.7"), "{echo}");
 }

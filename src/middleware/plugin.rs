@@ -8,6 +8,7 @@
 //! A module gangway has not built in keeps its routers disabled, with an
 //! error naming it and what gangway has instead.
 
+pub mod cloudflarewarp;
 pub mod rewrite_body;
 pub mod rewrite_headers;
 
@@ -214,6 +215,7 @@ fn dispatch(
             ok(rewrite_body::compile(settings, env))
         }
         "github.com/packruler/traefik-themepark" => ok(rewrite_body::compile_theme(settings, env)),
+        "github.com/bettercorp/cloudflarewarp" => ok(cloudflarewarp::compile(settings, env)),
         // === CrowdSec bouncer: its native implementation goes here. ===
         "github.com/maxlerebourg/crowdsec-bouncer-traefik-plugin" => Err(not_built_in(env)),
         _ => Err(not_built_in(env)),
@@ -239,6 +241,14 @@ fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
 /// What gangway has that does what a plugin it has not built in does.
 fn instead(path: &str) -> Option<&'static str> {
     const INSTEAD: &[(&str, &str)] = &[
+        (
+            "sablier",
+            "gangway's own sleeping services (the gangway.sleep.* labels on the containers)",
+        ),
+        (
+            "geoblock",
+            "the ipAllowList middleware with the countries' ranges",
+        ),
         ("redirect", "the redirectRegex or redirectScheme middleware"),
         ("real-ip", "the entry point's forwardedHeaders.trustedIPs"),
         ("realip", "the entry point's forwardedHeaders.trustedIPs"),
