@@ -160,12 +160,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         warnings: BTreeMap::new(),
         more: BTreeMap::new(),
     };
-    let mut middlewares = middleware::MiddlewareCompiler::new(
-        &dynamic,
-        registries,
-        &ctx.default_transport,
-        &ctx.plugins,
-    );
+    let mut middlewares = middleware::MiddlewareCompiler::new(&dynamic, registries, ctx);
     let mut per_ep: Vec<Vec<Arc<Route>>> = vec![Vec::new(); ctx.entry_points.len()];
     // Who uses each service and middleware.
     let mut using = Using::new();
