@@ -95,8 +95,8 @@ pub fn compile(
     Ok(RewriteBody {
         rules,
         last_modified: read.last_modified,
-        types: monitored(read.monitoring.types, "text/html", str::to_ascii_lowercase),
-        methods: monitored(read.monitoring.methods, "GET", str::to_ascii_uppercase),
+        types: monitored(&read.monitoring.types, "text/html", str::to_ascii_lowercase),
+        methods: monitored(&read.monitoring.methods, "GET", str::to_ascii_uppercase),
     })
 }
 
@@ -170,7 +170,7 @@ fn regex(env: &PluginEnv<'_>, setting: &str, text: &str) -> Result<Regex, Middle
     Regex::new(text).map_err(|e| env.invalid(setting, format!("invalid regex `{text}`: {e}")))
 }
 
-fn monitored(given: Vec<String>, default: &str, case: fn(&str) -> String) -> Vec<String> {
+fn monitored(given: &[String], default: &str, case: fn(&str) -> String) -> Vec<String> {
     let list: Vec<String> = given
         .iter()
         .map(|s| case(s.trim()))
