@@ -520,10 +520,7 @@ impl<'a> ServiceCompiler<'a> {
             more: BTreeMap::new(),
             chained: HashMap::new(),
             middlewares: Some(middleware::MiddlewareCompiler::new(
-                dynamic,
-                registries,
-                &ctx.default_transport,
-                &ctx.plugins,
+                dynamic, registries, ctx,
             )),
         }
     }
@@ -550,12 +547,7 @@ impl<'a> ServiceCompiler<'a> {
         f: impl FnOnce(&mut middleware::MiddlewareCompiler<'a>, &mut Self) -> T,
     ) -> T {
         let mut m = self.middlewares.take().unwrap_or_else(|| {
-            middleware::MiddlewareCompiler::new(
-                self.dynamic,
-                self.registries,
-                &self.ctx.default_transport,
-                &self.ctx.plugins,
-            )
+            middleware::MiddlewareCompiler::new(self.dynamic, self.registries, self.ctx)
         });
         let out = f(&mut m, self);
         if self.middlewares.is_none() {

@@ -30,14 +30,13 @@ impl<'a> MiddlewareCompiler<'a> {
     pub(super) fn new(
         dynamic: &'a Dynamic,
         registries: &'a Registries,
-        transport: &'a ClientSettings,
-        plugins: &'a BTreeMap<String, String>,
+        ctx: &'a super::CompileContext,
     ) -> Self {
         Self {
             dynamic,
             registries,
-            transport,
-            plugins,
+            transport: &ctx.default_transport,
+            plugins: &ctx.plugins,
             done: HashMap::new(),
         }
     }
@@ -173,12 +172,6 @@ impl<'a> MiddlewareCompiler<'a> {
         state_key: Option<&StateKey>,
         services: &mut ServiceCompiler<'_>,
     ) -> Result<Arc<dyn Middleware>, Problem> {
-        fn ok<T: Middleware>(
-            r: Result<T, MiddlewareError>,
-        ) -> Result<Arc<dyn Middleware>, Problem> {
-            r.map(|m| Arc::new(m) as Arc<dyn Middleware>)
-                .map_err(Problem::from)
-        }
         // Exhaustive, so that a new middleware type cannot be forgotten here.
         let Model {
             add_prefix,
@@ -319,6 +312,12 @@ impl<'a> MiddlewareCompiler<'a> {
             of: ObjectKind::Middleware,
         })
     }
+}
+
+/// A compiled middleware as a layer, or its error as the report's problem.
+fn ok<T: Middleware>(r: Result<T, MiddlewareError>) -> Result<Arc<dyn Middleware>, Problem> {
+    r.map(|m| Arc::new(m) as Arc<dyn Middleware>)
+        .map_err(Problem::from)
 }
 
 impl MiddlewareCompiler<'_> {

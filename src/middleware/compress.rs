@@ -319,10 +319,13 @@ fn compressed(mut parts: http::response::Parts, input: Replay, encoding: Encodin
 
 /// Frames already read (and the error that stopped the reading, if any),
 /// then the rest of the body.
-struct Replay {
-    peeked: VecDeque<Frame<Bytes>>,
-    failed: Option<BoxError>,
-    rest: Option<ProxyBody>,
+pub(crate) struct Replay {
+    /// Frames read ahead, sent first.
+    pub(crate) peeked: VecDeque<Frame<Bytes>>,
+    /// The error that stopped the reading ahead, sent after them.
+    pub(crate) failed: Option<BoxError>,
+    /// The body still to be read.
+    pub(crate) rest: Option<ProxyBody>,
 }
 
 impl Body for Replay {

@@ -8,6 +8,10 @@
 //! A module gangway has not built in keeps its routers disabled, with an
 //! error naming it and what gangway has instead.
 
+pub mod cloudflarewarp;
+pub mod rewrite_body;
+pub mod rewrite_headers;
+
 use super::{Middleware, MiddlewareError};
 use crate::client::{ClientError, ClientSettings, UpstreamClient};
 use crate::config::dynamic::middleware::Plugin as Model;
@@ -204,7 +208,14 @@ fn dispatch(
     env: &PluginEnv<'_>,
 ) -> Result<Arc<dyn Middleware>, MiddlewareError> {
     match path {
-        // === CrowdSec bouncer ===
+        "github.com/xcid/traefik-plugin-rewrite-headers" => {
+            ok(rewrite_headers::compile(settings, env))
+        }
+        "github.com/packruler/rewrite-body" | "github.com/traefik/plugin-rewritebody" => {
+            ok(rewrite_body::compile(settings, env))
+        }
+        "github.com/packruler/traefik-themepark" => ok(rewrite_body::compile_theme(settings, env)),
+        "github.com/bettercorp/cloudflarewarp" => ok(cloudflarewarp::compile(settings, env)),
         super::crowdsec::MODULE => crowdsec(settings, env),
         _ => Err(not_built_in(env)),
     }
@@ -224,6 +235,12 @@ fn crowdsec(settings: &Value, env: &PluginEnv<'_>) -> Result<Arc<dyn Middleware>
     Ok(Arc::new(bouncer))
 }
 
+fn ok<T: Middleware>(
+    built: Result<T, MiddlewareError>,
+) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    built.map(|m| Arc::new(m) as Arc<dyn Middleware>)
+}
+
 /// The error for a module gangway has not built in, with what it has
 /// instead where that is known.
 fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
@@ -237,6 +254,14 @@ fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
 /// What gangway has that does what a plugin it has not built in does.
 fn instead(path: &str) -> Option<&'static str> {
     const INSTEAD: &[(&str, &str)] = &[
+        (
+            "sablier",
+            "gangway's own sleeping services (the gangway.sleep.* labels on the containers)",
+        ),
+        (
+            "geoblock",
+            "the ipAllowList middleware with the countries' ranges",
+        ),
         ("redirect", "the redirectRegex or redirectScheme middleware"),
         ("real-ip", "the entry point's forwardedHeaders.trustedIPs"),
         ("realip", "the entry point's forwardedHeaders.trustedIPs"),

@@ -199,3 +199,13 @@ fn the_key_matches_its_declaration_in_any_case() {
         "{err:?}"
     );
 }
+
+#[test]
+fn sablier_points_at_the_sleep_labels() {
+    let err = compile_with(
+        json!({"sablier": {"group": "demo", "sessionDuration": "1m"}}),
+        &[("sablier", "github.com/sablierapp/sablier-traefik-plugin")],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("gangway.sleep.*"), "{err}");
+}
