@@ -52,7 +52,7 @@ impl Pusher {
         {
             self.task.abort();
             tracing::warn!(
-                "the last OTLP push did not end within {LAST_PUSH:?}; what it held is lost"
+                "the last metrics, spans or logs push did not end within {LAST_PUSH:?}; what it held is lost"
             );
         }
     }

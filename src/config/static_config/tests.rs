@@ -1780,6 +1780,9 @@ fn row_defaults_match_struct_defaults() {
                 }),
                 ..MetricsOtlp::default()
             }),
+            statsd: Some(MetricsStatsd::default()),
+            datadog: Some(MetricsStatsd::default()),
+            influxdb2: Some(MetricsInfluxDb2::default()),
             add_internals: false,
         },
         log: Log {
@@ -2323,7 +2326,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let (config, _) = run_in(
         dir.path(),
         &[
-            "--metrics.datadog.prefix=gw",
+            "--hostResolver.cnameFlattening=true",
             "--experimental.plugins.demo.settings.key=1",
         ],
         &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
@@ -2348,8 +2351,8 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
                 OptionState::Inert
             ),
             (
-                "metrics.datadog.prefix",
-                "--metrics.datadog.prefix",
+                "hostResolver.cnameFlattening",
+                "--hostResolver.cnameFlattening",
                 OptionState::Unsupported
             ),
             (
