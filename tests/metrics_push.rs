@@ -17,6 +17,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::{BodyExt, Full};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,9 +44,12 @@ async fn traffic(gw: &Gangway, more: u64) -> u64 {
     sent.load(Ordering::Relaxed) + more
 }
 
-async fn gangway(backend: &Backend, flags: &[&str]) -> Gangway {
+/// gangway with `flags`, routing `app.test` to an echo backend of its
+/// own (kept alive beside it).
+async fn gangway(flags: &[&str]) -> (Gangway, Backend) {
+    let backend = Backend::echo("b").await;
     let dynamic = one_route("app", "Host(`app.test`)", &[&backend.url()]);
-    Gangway::with_file(&dynamic, flags).await
+    (Gangway::with_file(&dynamic, flags).await, backend)
 }
 
 /// Etsy's StatsD daemon on loopback ports of its own, flushing never
@@ -170,17 +174,13 @@ async fn statsd_daemon_counts_the_requests_under_the_prefix() {
     let Some(statsd) = Statsd::start().await else {
         return;
     };
-    let backend = Backend::echo("b").await;
     let address = format!("--metrics.statsD.address=127.0.0.1:{}", statsd.port);
-    let gw = gangway(
-        &backend,
-        &[
-            &address,
-            "--metrics.statsD.prefix=edge",
-            "--metrics.statsD.pushInterval=200ms",
-            "--metrics.statsD.addRoutersLabels=true",
-        ],
-    )
+    let (gw, _backend) = gangway(&[
+        &address,
+        "--metrics.statsD.prefix=edge",
+        "--metrics.statsD.pushInterval=200ms",
+        "--metrics.statsD.addRoutersLabels=true",
+    ])
     .await;
     let at_entry_point = traffic(&gw, 3).await;
     let routed = "4";
@@ -266,24 +266,41 @@ fn parse_dogstatsd(line: &str) -> DogLine {
 /// Every line received so far, by a socket's reading task.
 type Lines = Arc<Mutex<Vec<String>>>;
 
-fn keep_datagram(lines: &Lines, datagram: &[u8]) {
-    let text = String::from_utf8_lossy(datagram);
-    let mut lines = lines.lock().unwrap();
-    lines.extend(text.lines().map(str::to_owned));
+/// A datagram socket of either kind the agent listens on.
+trait Datagrams: Send + Sync + 'static {
+    fn take(&self, buf: &mut [u8]) -> impl Future<Output = std::io::Result<usize>> + Send;
+}
+
+impl Datagrams for tokio::net::UdpSocket {
+    fn take(&self, buf: &mut [u8]) -> impl Future<Output = std::io::Result<usize>> + Send {
+        self.recv(buf)
+    }
+}
+
+impl Datagrams for tokio::net::UnixDatagram {
+    fn take(&self, buf: &mut [u8]) -> impl Future<Output = std::io::Result<usize>> + Send {
+        self.recv(buf)
+    }
+}
+
+/// Keeps every line `socket` receives, from a task of its own.
+fn keep_lines(socket: impl Datagrams) -> Lines {
+    let lines = Lines::default();
+    let kept = lines.clone();
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = socket.take(&mut buf).await {
+            let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            kept.lock().unwrap().extend(text.lines().map(str::to_owned));
+        }
+    });
+    lines
 }
 
 async fn udp_receiver() -> (u16, Lines) {
     let socket = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
     let port = socket.local_addr().unwrap().port();
-    let lines = Lines::default();
-    let kept = lines.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok(n) = socket.recv(&mut buf).await {
-            keep_datagram(&kept, &buf[..n]);
-        }
-    });
-    (port, lines)
+    (port, keep_lines(socket))
 }
 
 /// The sum of `name`'s counts whose tags include `tags`, each line
@@ -313,10 +330,9 @@ const SERVICE_200: [(&str, &str); 4] = [
 #[tokio::test]
 async fn dogstatsd_lines_carry_labels_as_tags_and_the_last_push_comes_at_stop() {
     let (port, lines) = udp_receiver().await;
-    let backend = Backend::echo("b").await;
     let address = format!("--metrics.datadog.address=127.0.0.1:{port}");
     // An hour between pushes: what arrives is the push made at the stop.
-    let mut gw = gangway(&backend, &[&address, "--metrics.datadog.pushInterval=1h"]).await;
+    let (mut gw, _backend) = gangway(&[&address, "--metrics.datadog.pushInterval=1h"]).await;
     let at_entry_point = traffic(&gw, 3).await;
     assert!(gw.terminate().success());
     eventually(LIMIT, "the last push", || async {
@@ -365,27 +381,15 @@ async fn dogstatsd_lines_carry_labels_as_tags_and_the_last_push_comes_at_stop() 
 async fn dogstatsd_reaches_the_agent_over_its_unix_socket() {
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = dir.path().join("dsd.socket");
-    let socket = tokio::net::UnixDatagram::bind(&path).unwrap();
-    let lines = Lines::default();
-    let kept = lines.clone();
-    tokio::spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok(n) = socket.recv(&mut buf).await {
-            keep_datagram(&kept, &buf[..n]);
-        }
-    });
-    let backend = Backend::echo("b").await;
+    let lines = keep_lines(tokio::net::UnixDatagram::bind(&path).unwrap());
     let address = format!("--metrics.datadog.address=unix://{}", path.display());
-    let gw = gangway(
-        &backend,
-        &[
-            &address,
-            "--metrics.datadog.prefix=gw",
-            "--metrics.datadog.pushInterval=200ms",
-            "--metrics.datadog.addServicesLabels=false",
-            "--metrics.datadog.addRoutersLabels=true",
-        ],
-    )
+    let (gw, _backend) = gangway(&[
+        &address,
+        "--metrics.datadog.prefix=gw",
+        "--metrics.datadog.pushInterval=200ms",
+        "--metrics.datadog.addServicesLabels=false",
+        "--metrics.datadog.addRoutersLabels=true",
+    ])
     .await;
     traffic(&gw, 1).await;
     let router = [("router", "app@file"), ("service", "app@file")];
@@ -429,7 +433,7 @@ fn unescaped_split(text: &str, sep: char) -> Vec<String> {
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
-            '\\' => parts.last_mut().unwrap().extend(chars.next().into_iter()),
+            '\\' => parts.last_mut().unwrap().extend(chars.next()),
             c if c == sep => parts.push(String::new()),
             c => parts.last_mut().unwrap().push(c),
         }
@@ -519,19 +523,15 @@ fn counted_points(points: &[InfluxPoint], measurement: &str, tags: &[(&str, &str
 #[tokio::test]
 async fn influxdb2_gets_line_protocol_in_the_bucket_with_the_token() {
     let (server, writes) = influx_double().await;
-    let backend = Backend::echo("b").await;
     let address = format!("--metrics.influxDB2.address={}", server.url());
-    let gw = gangway(
-        &backend,
-        &[
-            &address,
-            "--metrics.influxDB2.token=s3cret",
-            "--metrics.influxDB2.org=acme",
-            "--metrics.influxDB2.bucket=edge metrics",
-            "--metrics.influxDB2.pushInterval=200ms",
-            "--metrics.influxDB2.additionalLabels.host=edge 1",
-        ],
-    )
+    let (gw, _backend) = gangway(&[
+        &address,
+        "--metrics.influxDB2.token=s3cret",
+        "--metrics.influxDB2.org=acme",
+        "--metrics.influxDB2.bucket=edge metrics",
+        "--metrics.influxDB2.pushInterval=200ms",
+        "--metrics.influxDB2.additionalLabels.host=edge 1",
+    ])
     .await;
     traffic(&gw, 3).await;
     let service = [

@@ -27,7 +27,7 @@
 
 use super::{Exporter, Snapshot};
 use crate::config::static_config::{Metrics, MetricsInfluxDb2, MetricsStatsd};
-use crate::otel::{OtelError, Pusher, export};
+use crate::otel::{OtelError, PushTimes, Pusher, export};
 use http::{HeaderMap, HeaderValue};
 use metrics::Key;
 use std::collections::{BTreeMap, HashMap};
@@ -152,19 +152,10 @@ async fn push(
     interval: Duration,
     stop: Arc<tokio::sync::Notify>,
 ) {
-    let mut ticks = tokio::time::interval(interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first tick is immediate; nothing has been counted yet.
-    ticks.tick().await;
+    let mut times = PushTimes::new(interval, stop).await;
     let mut previous = Previous::default();
     let mut failing = false;
-    let mut last = false;
-    while !last {
-        tokio::select! {
-            biased;
-            () = stop.notified() => last = true,
-            _ = ticks.tick() => {}
-        }
+    while times.next().await {
         let points = previous.read(exporter.prefix(), &exporter.snapshot(), objects);
         let backend = sink.name();
         match sink.send(&points).await {
@@ -385,7 +376,7 @@ enum Sink {
     /// DogStatsD, with its prefix.
     Datadog(String, Datagrams),
     /// InfluxDB 2's write API, with `additionalLabels`.
-    Influx(export::Exporter, BTreeMap<String, String>),
+    Influx(Box<export::Exporter>, BTreeMap<String, String>),
 }
 
 impl Sink {
@@ -415,12 +406,15 @@ impl Sink {
             .map_err(|_| PushError::BadToken)?;
         headers.insert(http::header::AUTHORIZATION, token);
         let sender = export::Exporter::plain(
-            url,
+            &url,
             headers,
             "text/plain; charset=utf-8",
             "metrics.influxDB2.address",
         )?;
-        Ok(Sink::Influx(sender, config.additional_labels.clone()))
+        Ok(Sink::Influx(
+            Box::new(sender),
+            config.additional_labels.clone(),
+        ))
     }
 
     fn name(&self) -> &'static str {

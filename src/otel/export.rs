@@ -115,7 +115,7 @@ impl Exporter {
                 (text, false, &h.headers, h.tls.as_ref(), "http")
             }
         };
-        let parsed = parse_uri(uri, endpoint_option(section, option))?;
+        let parsed = parse_uri(&uri, endpoint_option(section, option))?;
         let mut header_map = HeaderMap::new();
         for (name, value) in headers {
             let bad_header = || OtelError::BadHeader {
@@ -137,7 +137,7 @@ impl Exporter {
     /// with `headers`, trusting the built-in roots: for a backend that is
     /// not OTLP (InfluxDB 2's write API). `option` names the URL in errors.
     pub fn plain(
-        url: String,
+        url: &str,
         headers: HeaderMap,
         content_type: &'static str,
         option: &'static str,
@@ -251,10 +251,10 @@ impl Exporter {
 
 /// `text` as an `http`/`https` URL with a host; `option` names it in the
 /// error.
-fn parse_uri(text: String, option: &'static str) -> Result<Uri, OtelError> {
+fn parse_uri(text: &str, option: &'static str) -> Result<Uri, OtelError> {
     let bad = |why| OtelError::BadEndpoint {
         option,
-        endpoint: text.clone(),
+        endpoint: text.to_owned(),
         why,
     };
     let parsed: Uri = text.parse().map_err(|_| bad("not a URL"))?;
