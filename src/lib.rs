@@ -64,6 +64,10 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         (Some(otlp), Some(e)) => Some(otel::metrics::spawn_push(e.clone(), otlp)?),
         _ => None,
     };
+    let backend_pushes = match exporter.as_ref() {
+        Some(e) => metrics::push::spawn_all(e, &config.metrics)?,
+        None => Vec::new(),
+    };
     let log_push = start::log::spawn_otlp(&config.log)?;
     let registries = Arc::new(runtime::Registries::default());
     // Starts empty; the first compiled runtime (with TLS defaults) is stored
@@ -159,6 +163,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         [span_push, metrics_push, log_push]
             .into_iter()
             .flatten()
+            .chain(backend_pushes)
             .collect(),
     )
     .await;

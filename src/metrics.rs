@@ -26,6 +26,7 @@
 //! `metrics.prometheus.prefix`.
 
 mod mirror;
+pub mod push;
 mod shard;
 mod sleep;
 
@@ -644,7 +645,8 @@ impl Exporter {
         &self.prefix
     }
 
-    /// Every series' value now, for an OTLP push: empty unless the
+    /// Every series' value now, for a push (OTLP, StatsD, Datadog,
+    /// InfluxDB 2): empty unless the
     /// exporter was built with `push`. Names carry [`Exporter::prefix`].
     pub fn snapshot(&self) -> Snapshot {
         let own = format!("{}_", self.prefix);
@@ -674,6 +676,7 @@ impl Exporter {
         }
         let mut histograms = Vec::new();
         if self.recorder.pushes() {
+            gauges.extend(self.certificates.snapshot());
             self.sleep.snapshot(&mut gauges, &mut histograms);
             for (families, series) in self.families.iter().zip(&self.series) {
                 let series = series.lock().unwrap_or_else(PoisonError::into_inner);
@@ -960,20 +963,34 @@ impl Certificates {
             None,
             "End of validity of each certificate served, in seconds since the epoch.".into(),
         );
-        for list in state.by_source.values() {
-            for cert in list {
+        for (key, not_after) in self.keyed(&state) {
+            recorder.register_gauge(&key, &METADATA).set(not_after);
+        }
+        state.rendered = Some(recorder.handle());
+    }
+
+    /// Every certificate's series and end of validity.
+    fn keyed(&self, state: &CertificateState) -> Vec<(Key, f64)> {
+        state
+            .by_source
+            .values()
+            .flatten()
+            .map(|cert| {
                 let labels = vec![
                     Label::new(CN, cert.cn.clone()),
                     Label::new(SERIAL, cert.serial.clone()),
                     Label::new(SANS, cert.sans.join(",")),
                 ];
                 let key = Key::from_parts(self.name.clone(), labels);
-                recorder
-                    .register_gauge(&key, &METADATA)
-                    .set(cert.not_after as f64);
-            }
-        }
-        state.rendered = Some(recorder.handle());
+                (key, cert.not_after as f64)
+            })
+            .collect()
+    }
+
+    /// Every certificate's gauge now, for a push.
+    fn snapshot(&self) -> Vec<(Key, f64)> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.keyed(&state)
     }
 
     fn render(&self) -> String {

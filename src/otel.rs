@@ -52,9 +52,46 @@ impl Pusher {
         {
             self.task.abort();
             tracing::warn!(
-                "the last OTLP push did not end within {LAST_PUSH:?}; what it held is lost"
+                "the last metrics, spans or logs push did not end within {LAST_PUSH:?}; what it held is lost"
             );
         }
+    }
+}
+
+/// The moments of a periodic push: every `interval` from the start, and
+/// once more when the pusher is asked to stop.
+pub struct PushTimes {
+    ticks: tokio::time::Interval,
+    stop: Arc<Notify>,
+    stopped: bool,
+}
+
+impl PushTimes {
+    /// Push times every `interval` (not at once: nothing has been counted
+    /// yet), ending with the push `stop` asks for.
+    pub async fn new(interval: Duration, stop: Arc<Notify>) -> PushTimes {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick is immediate.
+        ticks.tick().await;
+        PushTimes {
+            ticks,
+            stop,
+            stopped: false,
+        }
+    }
+
+    /// Waits for the next push; `false` once the last one has been made.
+    pub async fn next(&mut self) -> bool {
+        if self.stopped {
+            return false;
+        }
+        tokio::select! {
+            biased;
+            () = self.stop.notified() => self.stopped = true,
+            _ = self.ticks.tick() => {}
+        }
+        true
     }
 }
 

@@ -22,17 +22,28 @@ use crate::config::static_config::StaticConfig;
 use std::sync::Arc;
 
 /// The metrics settings compile hands to routers and services, when
-/// `metrics.prometheus` or `metrics.otlp` is on. One set of handles feeds
-/// both: named with Prometheus's prefix and bounds when it is on (an OTLP
-/// push renames them `traefik_…`), else with Traefik's OTLP names and
-/// `explicitBoundaries`; an object kind is counted when either asks for it.
+/// `metrics.prometheus`, `metrics.otlp` or a push backend (`statsD`,
+/// `datadog`, `influxDB2`) is on. One set of handles feeds them all:
+/// named with Prometheus's prefix and bounds when it is on (a push
+/// renames them), else with Traefik's OTLP names and `explicitBoundaries`
+/// (their defaults without OTLP); an object kind is counted when any of
+/// them asks for it.
 pub fn metrics(
     config: &StaticConfig,
 ) -> Result<Option<MetricsSettings>, crate::metrics::MetricsError> {
     let otlp = config.metrics.otlp.as_ref();
+    let pushed = pushed_objects(&config.metrics);
+    let default_otlp = crate::config::static_config::MetricsOtlp::default();
     let (prefix, bounds, header_labels, routers, services) =
         match (&config.metrics.prometheus, otlp) {
-            (None, None) => return Ok(None),
+            (None, None) if pushed.is_none() => return Ok(None),
+            (None, None) => (
+                crate::otel::metrics::PREFIX,
+                &default_otlp.explicit_boundaries,
+                std::collections::BTreeMap::new(),
+                false,
+                false,
+            ),
             (Some(p), _) => (
                 p.prefix.as_str(),
                 &p.buckets,
@@ -54,22 +65,51 @@ pub fn metrics(
             prefix,
             &bounds,
             &header_labels,
-            otlp.is_some(),
+            otlp.is_some() || pushed.is_some(),
         )?),
-        routers: routers || otlp.is_some_and(|o| o.add_routers_labels),
-        services: services || otlp.is_some_and(|o| o.add_services_labels),
+        routers: routers
+            || otlp.is_some_and(|o| o.add_routers_labels)
+            || pushed.is_some_and(|p| p[1]),
+        services: services
+            || otlp.is_some_and(|o| o.add_services_labels)
+            || pushed.is_some_and(|p| p[2]),
     }))
 }
 
+/// Whether a push backend (`statsD`, `datadog`, `influxDB2`) is on and,
+/// if so, whether any asks for entry points, routers and services.
+fn pushed_objects(m: &crate::config::static_config::Metrics) -> Option<[bool; 3]> {
+    let statsd_like = [m.statsd.as_ref(), m.datadog.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|s| {
+            [
+                s.add_entry_points_labels,
+                s.add_routers_labels,
+                s.add_services_labels,
+            ]
+        });
+    let influx = m.influxdb2.as_ref().map(|i| {
+        [
+            i.add_entry_points_labels,
+            i.add_routers_labels,
+            i.add_services_labels,
+        ]
+    });
+    statsd_like
+        .chain(influx)
+        .reduce(|a, b| std::array::from_fn(|i| a[i] || b[i]))
+}
+
 /// Whether entry points keep their own request counters
-/// (`metrics.prometheus.addEntryPointsLabels` or
-/// `metrics.otlp.addEntryPointsLabels`).
+/// (`addEntryPointsLabels` of any metrics backend).
 pub fn entry_point_metrics(config: &StaticConfig) -> bool {
     let m = &config.metrics;
     m.prometheus
         .as_ref()
         .is_some_and(|p| p.add_entry_points_labels)
         || m.otlp.as_ref().is_some_and(|o| o.add_entry_points_labels)
+        || pushed_objects(m).is_some_and(|p| p[0])
 }
 
 /// A zero duration means "no limit" in Traefik's options.

@@ -54,6 +54,9 @@ pub enum RunError {
     /// An OpenTelemetry exporter cannot be set up.
     #[error(transparent)]
     Otel(#[from] crate::otel::OtelError),
+    /// A StatsD, Datadog or InfluxDB 2 option that cannot be used.
+    #[error(transparent)]
+    MetricsPush(#[from] metrics::push::PushError),
     /// HTTP/3 could not be set up on an entry point.
     #[error("entry point `{name}`: HTTP/3: {source}")]
     Http3 {

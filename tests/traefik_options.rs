@@ -135,7 +135,7 @@ fn check_accepts_every_traefik_option_as_a_flag() {
         "{out}"
     );
     assert!(
-        out.contains("warning: static configuration: metrics.datadog.prefix (unsupported"),
+        out.contains("warning: static configuration: hostResolver.cnameFlattening (unsupported"),
         "{out}"
     );
 }
@@ -233,7 +233,7 @@ fn check_accepts_every_traefik_option_in_a_traefik_yml() {
         "refused:\n{refused:#?}\n\n{yaml}\n{out}"
     );
     assert!(
-        out.contains("metrics.datadog.prefix (unsupported, from traefik.yml)"),
+        out.contains("hostResolver.cnameFlattening (unsupported, from traefik.yml)"),
         "{out}"
     );
 }
@@ -333,5 +333,5 @@ async fn gangway_starts_with_every_option_it_does_not_implement_and_names_each()
     let log = start_and_log(dir.path(), &[], port).await;
     assert!(log.contains("traefik.yml"), "{log}");
     assert!(log.contains("option=global.checkNewVersion"), "{log}");
-    assert!(log.contains("option=metrics.datadog.prefix"), "{log}");
+    assert!(log.contains("option=hostResolver.cnameFlattening"), "{log}");
 }

@@ -31,7 +31,9 @@ pub use load::{
     AcceptedOption, ENV_ALLOWLIST, ENV_PREFIX, Loaded, Notes, SearchRoots, TRAEFIK_ENV_PREFIX,
     load, load_from,
 };
-pub use observability::{AccessLog, Api, Metrics, MetricsOtlp, Ping, Prometheus};
+pub use observability::{
+    AccessLog, Api, Metrics, MetricsInfluxDb2, MetricsOtlp, MetricsStatsd, Ping, Prometheus,
+};
 pub use options::{OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text};
 pub use otlp::{EntryPointObservability, Otlp, Tracing};
 

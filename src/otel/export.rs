@@ -79,6 +79,8 @@ pub struct Exporter {
     uri: Uri,
     grpc: bool,
     headers: HeaderMap,
+    /// The body's type over HTTP (gRPC has its own).
+    content_type: HeaderValue,
 }
 
 impl Exporter {
@@ -113,20 +115,7 @@ impl Exporter {
                 (text, false, &h.headers, h.tls.as_ref(), "http")
             }
         };
-        let endpoint_option = endpoint_option(section, option);
-        let bad = |why| OtelError::BadEndpoint {
-            option: endpoint_option,
-            endpoint: uri.clone(),
-            why,
-        };
-        let parsed: Uri = uri.parse().map_err(|_| bad("not a URL"))?;
-        match parsed.scheme_str() {
-            Some("http" | "https") => {}
-            _ => return Err(bad("the scheme must be http or https")),
-        }
-        if parsed.host().is_none() {
-            return Err(bad("no host"));
-        }
+        let parsed = parse_uri(&uri, endpoint_option(section, option))?;
         let mut header_map = HeaderMap::new();
         for (name, value) in headers {
             let bad_header = || OtelError::BadHeader {
@@ -137,10 +126,35 @@ impl Exporter {
             let v = HeaderValue::from_str(value).map_err(|_| bad_header())?;
             header_map.append(n, v);
         }
-        let mut tls_config = client_tls(tls).map_err(|source| OtelError::Tls {
+        let tls_config = client_tls(tls).map_err(|source| OtelError::Tls {
             option: tls_option(section, option),
             source,
         })?;
+        Ok(Self::connect(parsed, grpc, header_map, tls_config))
+    }
+
+    /// An exporter that `POST`s `content_type` bodies to `url` as given,
+    /// with `headers`, trusting the built-in roots: for a backend that is
+    /// not OTLP (InfluxDB 2's write API). `option` names the URL in errors.
+    pub fn plain(
+        url: &str,
+        headers: HeaderMap,
+        content_type: &'static str,
+        option: &'static str,
+    ) -> Result<Self, OtelError> {
+        let parsed = parse_uri(url, option)?;
+        let tls_config = client_tls(None).map_err(|source| OtelError::Tls { option, source })?;
+        let mut exporter = Self::connect(parsed, false, headers, tls_config);
+        exporter.content_type = HeaderValue::from_static(content_type);
+        Ok(exporter)
+    }
+
+    fn connect(
+        parsed: Uri,
+        grpc: bool,
+        header_map: HeaderMap,
+        mut tls_config: rustls::ClientConfig,
+    ) -> Self {
         tls_config.alpn_protocols.clear();
         let mut http = HttpConnector::new();
         http.enforce_http(false);
@@ -160,12 +174,13 @@ impl Exporter {
             // with prior knowledge, as collectors expect.
             client.http2_only(true);
         }
-        Ok(Exporter {
+        Exporter {
             client: client.build(connector),
             uri: parsed,
             grpc,
             headers: header_map,
-        })
+            content_type: HeaderValue::from_static("application/x-protobuf"),
+        }
     }
 
     /// Where it sends.
@@ -198,7 +213,7 @@ impl Exporter {
                 .header(http::header::TE, "trailers");
             framed.freeze()
         } else {
-            req = req.header(CONTENT_TYPE, "application/x-protobuf");
+            req = req.header(CONTENT_TYPE, self.content_type.clone());
             Bytes::from(message)
         };
         let mut req = req
@@ -232,6 +247,25 @@ impl Exporter {
         }
         Ok(())
     }
+}
+
+/// `text` as an `http`/`https` URL with a host; `option` names it in the
+/// error.
+fn parse_uri(text: &str, option: &'static str) -> Result<Uri, OtelError> {
+    let bad = |why| OtelError::BadEndpoint {
+        option,
+        endpoint: text.to_owned(),
+        why,
+    };
+    let parsed: Uri = text.parse().map_err(|_| bad("not a URL"))?;
+    match parsed.scheme_str() {
+        Some("http" | "https") => {}
+        _ => return Err(bad("the scheme must be http or https")),
+    }
+    if parsed.host().is_none() {
+        return Err(bad("no host"));
+    }
+    Ok(parsed)
 }
 
 /// `grpc-status` and `grpc-message` of a head or trailers, when present.

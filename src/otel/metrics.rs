@@ -49,18 +49,9 @@ async fn push(
     stop: Arc<tokio::sync::Notify>,
 ) {
     let start = nanos(SystemTime::now());
-    let mut ticks = tokio::time::interval(interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first tick is immediate; nothing has been counted yet.
-    ticks.tick().await;
+    let mut times = super::PushTimes::new(interval, stop).await;
     let mut failing = false;
-    let mut last = false;
-    while !last {
-        tokio::select! {
-            biased;
-            () = stop.notified() => last = true,
-            _ = ticks.tick() => {}
-        }
+    while times.next().await {
         let snapshot = exporter.snapshot();
         let message = encode(&resource, exporter.prefix(), &snapshot, start);
         match sender.send(message).await {

@@ -166,6 +166,18 @@ pub struct Metrics {
     /// OpenTelemetry metrics pushed over OTLP; absent when not enabled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub otlp: Option<MetricsOtlp>,
+    /// StatsD: plain counters, gauges and timings over UDP; absent when
+    /// not enabled.
+    #[serde(rename = "statsD", skip_serializing_if = "Option::is_none")]
+    pub statsd: Option<MetricsStatsd>,
+    /// Datadog: DogStatsD datagrams with the series' labels as tags, to
+    /// the agent over UDP or its Unix socket; absent when not enabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub datadog: Option<MetricsStatsd>,
+    /// InfluxDB 2: line protocol written over HTTP; absent when not
+    /// enabled.
+    #[serde(rename = "influxDB2", skip_serializing_if = "Option::is_none")]
+    pub influxdb2: Option<MetricsInfluxDb2>,
     /// Count requests to gangway's own routers (API, dashboard, `/ping`,
     /// `/metrics`) too. Default `false`, as in Traefik v3.
     pub add_internals: bool,
@@ -174,7 +186,88 @@ pub struct Metrics {
 impl Metrics {
     /// No exporter is enabled and nothing is set: left out of the API.
     pub fn is_disabled(&self) -> bool {
-        self.prometheus.is_none() && self.otlp.is_none() && !self.add_internals
+        self.prometheus.is_none()
+            && self.otlp.is_none()
+            && self.statsd.is_none()
+            && self.datadog.is_none()
+            && self.influxdb2.is_none()
+            && !self.add_internals
+    }
+}
+
+/// Traefik's `metrics.statsD` and `metrics.datadog`, which take the same
+/// options: where to send, how often, which objects, under which prefix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MetricsStatsd {
+    /// `host:port` of the UDP receiver; for Datadog also `unix:///path`
+    /// (or `unixgram://`) for the agent's datagram socket. Default
+    /// `localhost:8125`.
+    pub address: String,
+    /// How often the values are sent. Default `10s`.
+    pub push_interval: Duration,
+    /// Per-entry-point metrics. Default `true`.
+    pub add_entry_points_labels: bool,
+    /// Per-router metrics. Default `false`.
+    pub add_routers_labels: bool,
+    /// Per-service metrics. Default `true`.
+    pub add_services_labels: bool,
+    /// First segment of every metric name. Default `traefik`.
+    pub prefix: String,
+}
+
+impl Default for MetricsStatsd {
+    fn default() -> Self {
+        MetricsStatsd {
+            address: "localhost:8125".to_owned(),
+            push_interval: Duration::from_secs(10),
+            add_entry_points_labels: true,
+            add_routers_labels: false,
+            add_services_labels: true,
+            prefix: "traefik".to_owned(),
+        }
+    }
+}
+
+/// Traefik's `metrics.influxDB2`: points written to a bucket of an
+/// InfluxDB 2 server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct MetricsInfluxDb2 {
+    /// The server's URL. Default `http://localhost:8086`.
+    pub address: String,
+    /// API token, sent as `Authorization: Token …` (required).
+    pub token: String,
+    /// Organisation the bucket belongs to (required).
+    pub org: String,
+    /// Bucket written to (required).
+    pub bucket: String,
+    /// How often the values are written. Default `10s`.
+    pub push_interval: Duration,
+    /// Per-entry-point metrics. Default `true`.
+    pub add_entry_points_labels: bool,
+    /// Per-router metrics. Default `false`.
+    pub add_routers_labels: bool,
+    /// Per-service metrics. Default `true`.
+    pub add_services_labels: bool,
+    /// Tags added to every point.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub additional_labels: BTreeMap<String, String>,
+}
+
+impl Default for MetricsInfluxDb2 {
+    fn default() -> Self {
+        MetricsInfluxDb2 {
+            address: "http://localhost:8086".to_owned(),
+            token: String::new(),
+            org: String::new(),
+            bucket: String::new(),
+            push_interval: Duration::from_secs(10),
+            add_entry_points_labels: true,
+            add_routers_labels: false,
+            add_services_labels: true,
+            additional_labels: BTreeMap::new(),
+        }
     }
 }
 

@@ -1441,6 +1441,15 @@ fn full_config() -> StaticConfig {
         http: http(),
         ..MetricsOtlp::default()
     });
+    config.metrics.statsd = Some(MetricsStatsd::default());
+    config.metrics.datadog = Some(MetricsStatsd::default());
+    config.metrics.influxdb2 = Some(MetricsInfluxDb2 {
+        token: String::from("t"),
+        org: String::from("o"),
+        bucket: String::from("b"),
+        additional_labels: names("edge"),
+        ..MetricsInfluxDb2::default()
+    });
     config.log.otlp = logs();
     config.providers.file = Some(FileProvider {
         filename: Some(PathBuf::from("f.toml")),
@@ -1791,6 +1800,9 @@ fn row_defaults_match_struct_defaults() {
                 }),
                 ..MetricsOtlp::default()
             }),
+            statsd: Some(MetricsStatsd::default()),
+            datadog: Some(MetricsStatsd::default()),
+            influxdb2: Some(MetricsInfluxDb2::default()),
             add_internals: false,
         },
         log: Log {
@@ -1863,7 +1875,7 @@ fn row_defaults_match_struct_defaults() {
                 .join(","),
             (_, Some(other)) => other.to_string(),
         };
-        if spec.path.ends_with(".address") {
+        if spec.path == "entryPoints.<name>.address" {
             // Required; the struct's fallback is not an advertised default.
             assert_eq!(spec.default, "", "{}", spec.path);
             continue;
@@ -2334,7 +2346,7 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
     let (config, _) = run_in(
         dir.path(),
         &[
-            "--metrics.datadog.prefix=gw",
+            "--hostResolver.cnameFlattening=true",
             "--experimental.plugins.demo.settings.key=1",
         ],
         &[("TRAEFIK_GLOBAL_SENDANONYMOUSUSAGE", "false")],
@@ -2359,8 +2371,8 @@ fn options_that_are_not_implemented_are_accepted_and_noted_from_every_source() {
                 OptionState::Inert
             ),
             (
-                "metrics.datadog.prefix",
-                "--metrics.datadog.prefix",
+                "hostResolver.cnameFlattening",
+                "--hostResolver.cnameFlattening",
                 OptionState::Unsupported
             ),
             (
