@@ -9,14 +9,17 @@
 //! have no `Debug` that prints it).
 
 mod api;
+mod autodns;
 mod cloudflare;
 mod desec;
 mod digitalocean;
 mod duckdns;
 mod exec;
 mod gandiv5;
+mod godaddy;
 mod hetzner;
 mod httpreq;
+mod ionos;
 mod linode;
 mod ovh;
 mod porkbun;
@@ -395,6 +398,27 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(60),
         interval: secs(2),
         build: |env| Ok(Box::new(hetzner::Hetzner::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "autodns",
+        prefix: "AUTODNS",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(autodns::AutoDns::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "ionos",
+        prefix: "IONOS",
+        timeout: secs(900),
+        interval: secs(2),
+        build: |env| Ok(Box::new(ionos::Ionos::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "godaddy",
+        prefix: "GODADDY",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(godaddy::GoDaddy::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

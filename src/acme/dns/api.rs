@@ -496,3 +496,59 @@ impl Api {
         Ok(())
     }
 }
+
+impl Api {
+    /// The zone holding `fqdn`: the first of its [`zone_candidates`],
+    /// longest first, for which `GET url(candidate)` answers a 2xx.
+    pub(super) async fn zone_by_get(
+        &self,
+        fqdn: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        url: impl Fn(&str) -> String,
+    ) -> Result<String, DnsError> {
+        let action = format!("finding the zone of `{fqdn}`");
+        let tried = zone_candidates(fqdn);
+        for name in &tried {
+            let reply = self
+                .json(&action, Method::GET, &url(name), headers, None)
+                .await?;
+            if reply.status.is_success() {
+                return Ok(name.clone());
+            }
+        }
+        Err(self.error(&action, ApiProblem::NoZone { tried }))
+    }
+}
+
+/// The `Authorization: Basic` header of `user` and `password`, marked
+/// sensitive.
+pub(super) fn basic(
+    user: &str,
+    password: &str,
+    variable: &str,
+) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+    use base64::Engine as _;
+    let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    authorization("Basic", &pair, variable)
+}
+
+/// A TXT set's values with `value` added, or None when it holds it
+/// already (values may come back quoted).
+pub(super) fn with_value(values: &[String], value: &str) -> Option<Vec<String>> {
+    if values.iter().any(|v| v.trim_matches('"') == value) {
+        return None;
+    }
+    let mut all = values.to_vec();
+    all.push(value.to_owned());
+    Some(all)
+}
+
+/// A TXT set's values without `value`, or None when it does not hold it.
+pub(super) fn without_value(values: &[String], value: &str) -> Option<Vec<String>> {
+    let rest: Vec<String> = values
+        .iter()
+        .filter(|v| v.trim_matches('"') != value)
+        .cloned()
+        .collect();
+    (rest.len() != values.len()).then_some(rest)
+}

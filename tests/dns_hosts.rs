@@ -1,0 +1,475 @@
+//! DNS host API providers driven through gangway's DNS-01 solver, each
+//! against a stand-in of the host's API written from the host's own
+//! published API reference: the real APIs need accounts and cannot be
+//! reached from here. Each stand-in checks the credentials as the host
+//! does, answers errors in the host's shape, and holds the TXT records of
+//! the zone `apps.test` (the account also has `other.test`), so a test
+//! sees what a user would see in the host's control panel: both values of
+//! a wildcard and its apex published at one name, then each removed
+//! without touching the other. The whole DNS-01 path through pebble is in
+//! `tests/dns.rs`.
+
+mod support;
+
+use bytes::Bytes;
+use gangway::acme::dns::Solver;
+use gangway::config::static_config::{DnsChallenge, Propagation};
+use http::StatusCode;
+use http_body_util::{BodyExt, Full};
+use std::sync::{Arc, Mutex};
+use support::Backend;
+
+/// The record every test publishes, below the zone's apex so the zone is
+/// found by walking up the name.
+const FQDN: &str = "_acme-challenge.www.apps.test.";
+const NAME: &str = "_acme-challenge.www.apps.test";
+/// The two values of a wildcard and its base domain.
+const WILD: &str = "wild-Jx0dAq8YtT0f4uFf2nVZb1oP4n7d5cQeR3mS9hL2kWg";
+const APEX: &str = "apex-Q2mB7fZt0Lk3pX9sVd4rN8cYh6wJ1eGu5aTo0iKb2Hs";
+
+/// One TXT record a stand-in holds.
+#[derive(Clone, Debug)]
+struct Record {
+    id: String,
+    /// Its full name, without the final dot.
+    name: String,
+    value: String,
+    ttl: u64,
+}
+
+/// What a stand-in holds and saw.
+#[derive(Default)]
+struct Held {
+    records: Vec<Record>,
+    calls: Vec<String>,
+    next_id: u64,
+}
+
+impl Held {
+    fn add(&mut self, name: &str, value: &str, ttl: u64) -> String {
+        self.next_id += 1;
+        let id = self.next_id.to_string();
+        self.records.push(Record {
+            id: id.clone(),
+            name: name.trim_end_matches('.').to_owned(),
+            value: value.trim_matches('"').to_owned(),
+            ttl,
+        });
+        id
+    }
+
+    fn at(&self, name: &str) -> Vec<Record> {
+        self.records
+            .iter()
+            .filter(|r| r.name == name)
+            .cloned()
+            .collect()
+    }
+
+    fn values(&self, name: &str) -> Vec<String> {
+        self.at(name).into_iter().map(|r| r.value).collect()
+    }
+}
+
+type Shared = Arc<Mutex<Held>>;
+
+fn json_reply(status: StatusCode, body: &serde_json::Value) -> http::Response<Full<Bytes>> {
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
+}
+
+/// A request's parts and whole body, noted as `METHOD /path?query`.
+async fn read(
+    held: &Shared,
+    req: http::Request<hyper::body::Incoming>,
+) -> (http::request::Parts, Bytes) {
+    let (parts, body) = req.into_parts();
+    let body = body.collect().await.unwrap().to_bytes();
+    held.lock().unwrap().calls.push(format!(
+        "{} {}",
+        parts.method,
+        parts.uri.path_and_query().map_or("", |p| p.as_str())
+    ));
+    (parts, body)
+}
+
+fn header<'a>(parts: &'a http::request::Parts, name: &str) -> &'a str {
+    parts
+        .headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
+/// `query`'s parameter `name`.
+fn param(parts: &http::request::Parts, name: &str) -> Option<String> {
+    parts.uri.query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| v.to_owned())
+    })
+}
+
+/// The solver of `provider` with `env`, propagation checks off (no DNS
+/// server holds the stand-ins' records).
+fn solver(provider: &str, env: &[(&str, String)]) -> Arc<Solver> {
+    let config = DnsChallenge {
+        provider: provider.to_owned(),
+        propagation: Propagation {
+            disable_checks: true,
+            ..Propagation::default()
+        },
+        ..DnsChallenge::default()
+    };
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    let lookup = move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    Arc::new(Solver::new("le", &config, &lookup).expect("the provider is set up"))
+}
+
+/// Publishes the wildcard's and the apex's values at one name, then
+/// removes each, checking what the stand-in holds after every step.
+async fn publish_both_and_remove_each(solver: &Arc<Solver>, held: &Shared) {
+    let wild = solver.publish(FQDN, WILD, &|_| {}).await.unwrap();
+    let apex = solver.publish(FQDN, APEX, &|_| {}).await.unwrap();
+    let calls = held.lock().unwrap().calls.clone();
+    assert_eq!(
+        held.lock().unwrap().values(NAME),
+        [WILD, APEX],
+        "{calls:#?}"
+    );
+    wild.remove().await;
+    let calls = held.lock().unwrap().calls.clone();
+    assert_eq!(held.lock().unwrap().values(NAME), [APEX], "{calls:#?}");
+    apex.remove().await;
+    let calls = held.lock().unwrap().calls.clone();
+    assert!(held.lock().unwrap().records.is_empty(), "{calls:#?}");
+}
+
+/// Publishing through `solver` fails, and the error says `expected`.
+async fn publishing_fails_saying(solver: &Arc<Solver>, expected: &str) {
+    let err = solver
+        .publish(FQDN, WILD, &|_| {})
+        .await
+        .map(drop)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(expected), "{err}");
+}
+
+// === autodns ===
+
+const AUTODNS_USER: &str = "autodns-user";
+const AUTODNS_PASSWORD: &str = "autodns-pass-7Hq";
+
+/// AutoDNS's JSON API (`/v1`) for the calls gangway makes: `POST
+/// /zone/_search` with a filter on the zone's name, `POST
+/// /zone/{origin}/_stream` with `adds` and `rems`, HTTP basic
+/// authentication and the `X-Domainrobot-Context` header, and its error
+/// envelope (`status` and `messages` with codes).
+async fn autodns_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (parts, body) = read(&held, req).await;
+            let error = |status: StatusCode, code: &str, text: &str| {
+                json_reply(
+                    status,
+                    &serde_json::json!({
+                        "stid": "20261207-app1-1",
+                        "status": {"code": "E0001", "text": "Request failed.", "type": "ERROR"},
+                        "messages": [{"text": text, "code": code, "status": "ERROR"}],
+                    }),
+                )
+            };
+            let basic = format!(
+                "Basic {}",
+                base64_encode(&format!("{AUTODNS_USER}:{AUTODNS_PASSWORD}"))
+            );
+            if header(&parts, "authorization") != basic {
+                return error(
+                    StatusCode::UNAUTHORIZED,
+                    "EF00000",
+                    "Authentication failed.",
+                );
+            }
+            if header(&parts, "x-domainrobot-context") != "4" {
+                return error(StatusCode::BAD_REQUEST, "EF00001", "Invalid context.");
+            }
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let path = parts.uri.path();
+            if path == "/v1/zone/_search" && parts.method == "POST" {
+                let name = json["filters"][0]["value"].as_str().unwrap_or_default();
+                let data: Vec<serde_json::Value> = ["apps.test", "other.test"]
+                    .iter()
+                    .filter(|z| **z == name)
+                    .map(|z| serde_json::json!({"origin": z, "virtualNameServer": "a.ns14.net"}))
+                    .collect();
+                return json_reply(
+                    StatusCode::OK,
+                    &serde_json::json!({
+                        "status": {"code": "S0205", "text": "Zones found.", "type": "SUCCESS"},
+                        "object": {"type": "Zone", "summary": data.len()},
+                        "data": data,
+                    }),
+                );
+            }
+            let Some(origin) = path
+                .strip_prefix("/v1/zone/")
+                .and_then(|p| p.strip_suffix("/_stream"))
+            else {
+                return error(StatusCode::NOT_FOUND, "EF00404", "Not found.");
+            };
+            if origin != "apps.test" || parts.method != "POST" {
+                return error(StatusCode::NOT_FOUND, "EF02020", "Zone not found.");
+            }
+            let mut held = held.lock().unwrap();
+            let full = |r: &serde_json::Value| {
+                let name = r["name"].as_str().unwrap_or_default();
+                if name.is_empty() {
+                    origin.to_owned()
+                } else {
+                    format!("{name}.{origin}")
+                }
+            };
+            for r in json["adds"].as_array().into_iter().flatten() {
+                held.add(
+                    &full(r),
+                    r["value"].as_str().unwrap_or_default(),
+                    r["ttl"].as_u64().unwrap_or_default(),
+                );
+            }
+            for r in json["rems"].as_array().into_iter().flatten() {
+                let (name, value) = (full(r), r["value"].as_str().unwrap_or_default());
+                held.records
+                    .retain(|h| !(h.name == name && h.value == value));
+            }
+            json_reply(
+                StatusCode::OK,
+                &serde_json::json!({
+                    "status": {"code": "S0306", "text": "Zone updated.", "type": "SUCCESS"},
+                    "data": [{"origin": origin}],
+                }),
+            )
+        }
+    })
+    .await
+}
+
+fn base64_encode(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+#[tokio::test]
+async fn autodns_adds_and_removes_each_value_through_the_zone_stream() {
+    let held = Shared::default();
+    let api = autodns_api(held.clone()).await;
+    let env = |password: &str| {
+        vec![
+            ("AUTODNS_API_USER", AUTODNS_USER.to_owned()),
+            ("AUTODNS_API_PASSWORD", password.to_owned()),
+            ("AUTODNS_ENDPOINT", format!("{}/v1/", api.url())),
+        ]
+    };
+    publish_both_and_remove_each(&solver("autodns", &env(AUTODNS_PASSWORD)), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    assert!(
+        calls.contains(&"POST /v1/zone/apps.test/_stream".to_owned()),
+        "{calls:#?}"
+    );
+    publishing_fails_saying(
+        &solver("autodns", &env("wrong")),
+        "Request failed. (E0001); Authentication failed. (EF00000)",
+    )
+    .await;
+}
+
+// === ionos ===
+
+const IONOS_KEY: &str = "publicprefix.s3cr3t-ionos";
+
+/// IONOS's DNS API (`/dns/v1`) for the calls gangway makes: the zones
+/// (`GET /zones`), a zone's records filtered by `recordName` and
+/// `recordType`, `POST /zones/{id}/records` with a list, `DELETE
+/// /zones/{id}/records/{id}`; the `X-API-Key` header, its TTL minimum and
+/// its error list (`[{"code", "message"}]`).
+async fn ionos_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (parts, body) = read(&held, req).await;
+            let error = |status: StatusCode, code: &str, message: &str| {
+                json_reply(status, &serde_json::json!([{"code": code, "message": message}]))
+            };
+            if header(&parts, "x-api-key") != IONOS_KEY {
+                return error(StatusCode::UNAUTHORIZED, "UNAUTHORIZED", "The customer is not authorized to do this operation.");
+            }
+            let path = parts.uri.path().to_owned();
+            let method = parts.method.as_str();
+            let zones = [("z-apps", "apps.test"), ("z-other", "other.test")];
+            if path == "/dns/v1/zones" && method == "GET" {
+                let list: Vec<_> = zones
+                    .iter()
+                    .map(|(id, name)| serde_json::json!({"id": id, "name": name, "type": "NATIVE"}))
+                    .collect();
+                return json_reply(StatusCode::OK, &serde_json::Value::Array(list));
+            }
+            let not_found = || error(StatusCode::NOT_FOUND, "NOT_FOUND", "Zone not found.");
+            let Some(rest) = path.strip_prefix("/dns/v1/zones/z-apps") else {
+                return not_found();
+            };
+            let mut held = held.lock().unwrap();
+            match (method, rest) {
+                ("GET", "") => {
+                    let name = param(&parts, "recordName");
+                    let records: Vec<_> = held
+                        .records
+                        .iter()
+                        .filter(|r| name.as_deref().is_none_or(|n| n == r.name))
+                        .map(|r| serde_json::json!({"id": r.id, "name": r.name, "rootName": "apps.test", "type": "TXT", "content": r.value, "ttl": r.ttl, "disabled": false}))
+                        .collect();
+                    json_reply(StatusCode::OK, &serde_json::json!({"id": "z-apps", "name": "apps.test", "type": "NATIVE", "records": records}))
+                }
+                ("POST", "/records") => {
+                    let list: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap_or_default();
+                    let mut made = Vec::new();
+                    for r in &list {
+                        let ttl = r["ttl"].as_u64().unwrap_or(3600);
+                        if ttl < 300 {
+                            return error(StatusCode::BAD_REQUEST, "INVALID_RECORD", "TTL must be at least 300.");
+                        }
+                        let name = r["name"].as_str().unwrap_or_default();
+                        if !name.ends_with("apps.test") {
+                            return error(StatusCode::BAD_REQUEST, "INVALID_RECORD", "Record name is not in the zone.");
+                        }
+                        let id = held.add(name, r["content"].as_str().unwrap_or_default(), ttl);
+                        made.push(serde_json::json!({"id": id, "name": name, "type": "TXT"}));
+                    }
+                    json_reply(StatusCode::CREATED, &serde_json::Value::Array(made))
+                }
+                ("DELETE", rest) => {
+                    let id = rest.strip_prefix("/records/").unwrap_or_default();
+                    let before = held.records.len();
+                    held.records.retain(|r| r.id != id);
+                    if held.records.len() == before {
+                        return error(StatusCode::NOT_FOUND, "RECORD_NOT_FOUND", "Record not found.");
+                    }
+                    json_reply(StatusCode::OK, &serde_json::json!({}))
+                }
+                _ => not_found(),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn ionos_creates_a_record_per_value_and_deletes_the_one_holding_it() {
+    let held = Shared::default();
+    let api = ionos_api(held.clone()).await;
+    let env = |key: &str| {
+        vec![
+            ("IONOS_API_KEY", key.to_owned()),
+            ("IONOS_API_URL", format!("{}/dns", api.url())),
+        ]
+    };
+    publish_both_and_remove_each(&solver("ionos", &env(IONOS_KEY)), &held).await;
+    publishing_fails_saying(
+        &solver("ionos", &env("wrong.key")),
+        "the API refused the credentials (401 Unauthorized): The customer is not authorized to do this operation. (UNAUTHORIZED)",
+    )
+    .await;
+}
+
+// === godaddy ===
+
+const GODADDY_KEY: &str = "gd-key-9dK2";
+const GODADDY_SECRET: &str = "gd-secret-Lm31";
+
+/// GoDaddy's Domains API (`/v1/domains`) for the calls gangway makes: a
+/// domain by name, a name's records of one type (`GET`, `PUT` replacing
+/// them, `DELETE`), `sso-key` authentication, its TTL minimum and its
+/// error shape (`{"code", "message"}`).
+async fn godaddy_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (parts, body) = read(&held, req).await;
+            let error = |status: StatusCode, code: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"code": code, "message": message}))
+            };
+            if header(&parts, "authorization") != format!("sso-key {GODADDY_KEY}:{GODADDY_SECRET}") {
+                return error(StatusCode::UNAUTHORIZED, "UNABLE_TO_AUTHENTICATE", "Unauthorized : Could not authenticate API key/secret");
+            }
+            let path = parts.uri.path().to_owned();
+            let Some(rest) = path.strip_prefix("/v1/domains/") else {
+                return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found");
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if !["apps.test", "other.test"].contains(&domain) {
+                return error(StatusCode::NOT_FOUND, "NOT_FOUND", &format!("Domain {domain} not found"));
+            }
+            let method = parts.method.as_str();
+            if rest.is_empty() && method == "GET" {
+                return json_reply(StatusCode::OK, &serde_json::json!({"domain": domain, "status": "ACTIVE"}));
+            }
+            let Some(name) = rest.strip_prefix("records/TXT/") else {
+                return error(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found");
+            };
+            let full = if name == "@" { domain.to_owned() } else { format!("{name}.{domain}") };
+            let mut held = held.lock().unwrap();
+            match method {
+                "GET" => {
+                    let list: Vec<_> = held.at(&full).iter().map(|r| serde_json::json!({"data": r.value, "name": name, "ttl": r.ttl, "type": "TXT"})).collect();
+                    json_reply(StatusCode::OK, &serde_json::Value::Array(list))
+                }
+                "PUT" => {
+                    let list: Vec<serde_json::Value> = serde_json::from_slice(&body).unwrap_or_default();
+                    if list.iter().any(|r| r["ttl"].as_u64().unwrap_or(3600) < 600) {
+                        return error(StatusCode::UNPROCESSABLE_ENTITY, "INVALID_BODY", "ttl must be at least 600");
+                    }
+                    held.records.retain(|r| r.name != full);
+                    for r in &list {
+                        held.add(&full, r["data"].as_str().unwrap_or_default(), r["ttl"].as_u64().unwrap_or(3600));
+                    }
+                    json_reply(StatusCode::OK, &serde_json::json!({}))
+                }
+                "DELETE" if held.at(&full).is_empty() => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Record not found"),
+                "DELETE" => {
+                    held.records.retain(|r| r.name != full);
+                    http::Response::builder().status(StatusCode::NO_CONTENT).body(Full::new(Bytes::new())).unwrap()
+                }
+                _ => error(StatusCode::NOT_FOUND, "NOT_FOUND", "Not found"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn godaddy_writes_the_names_records_back_whole_and_deletes_them_with_the_last_value() {
+    let held = Shared::default();
+    let api = godaddy_api(held.clone()).await;
+    let env = |secret: &str| {
+        vec![
+            ("GODADDY_API_KEY", GODADDY_KEY.to_owned()),
+            ("GODADDY_API_SECRET", secret.to_owned()),
+            ("GODADDY_API_URL", api.url()),
+        ]
+    };
+    publish_both_and_remove_each(&solver("godaddy", &env(GODADDY_SECRET)), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    let txt = "/v1/domains/apps.test/records/TXT/_acme-challenge.www";
+    assert!(calls.contains(&format!("DELETE {txt}")), "{calls:#?}");
+    assert!(calls.contains(&format!("PUT {txt}")), "{calls:#?}");
+    publishing_fails_saying(
+        &solver("godaddy", &env("wrong")),
+        "Unauthorized : Could not authenticate API key/secret (UNABLE_TO_AUTHENTICATE)",
+    )
+    .await;
+}
