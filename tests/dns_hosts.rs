@@ -473,3 +473,121 @@ async fn godaddy_writes_the_names_records_back_whole_and_deletes_them_with_the_l
     )
     .await;
 }
+
+// === namecheap ===
+
+const NAMECHEAP_USER: &str = "nc-user";
+const NAMECHEAP_KEY: &str = "nc-key-0b5e";
+
+/// A form body's fields, decoded.
+fn form(body: &[u8]) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    String::from_utf8_lossy(body)
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+/// Namecheap's XML API (`/xml.response`) for the calls gangway makes:
+/// `namecheap.domains.dns.getHosts` and `setHosts` (which replaces every
+/// host of the domain), with the API user, key and allowed client IP
+/// checked, and errors as `Status="ERROR"` with numbered `<Error>`s in a
+/// 200 answer. The domain `apps.test` also holds an A record at `@` that
+/// every `setHosts` must carry back.
+async fn namecheap_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (_, body) = read(&held, req).await;
+            let fields = form(&body);
+            let field = |name: &str| {
+                fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).unwrap_or_default()
+            };
+            let xml = |status: &str, inner: &str| {
+                http::Response::builder()
+                    .header("content-type", "text/xml")
+                    .body(Full::new(Bytes::from(format!(
+                        r#"<?xml version="1.0" encoding="utf-8"?><ApiResponse Status="{status}" xmlns="http://api.namecheap.com/xml.response">{inner}</ApiResponse>"#
+                    ))))
+                    .unwrap()
+            };
+            let error = |number: &str, text: &str| {
+                xml("ERROR", &format!(r#"<Errors><Error Number="{number}">{text}</Error></Errors><Warnings /><RequestedCommand /><Server>TEST</Server>"#))
+            };
+            if field("ApiUser") != NAMECHEAP_USER || field("ApiKey") != NAMECHEAP_KEY {
+                return error("1011102", "API Key is invalid or API access has not been enabled");
+            }
+            if field("ClientIp") != "127.0.0.1" {
+                return error("1011150", "Invalid request IP");
+            }
+            if (field("SLD"), field("TLD")) != ("apps".to_owned(), "test".to_owned()) {
+                return error("2019166", "Domain not found");
+            }
+            let mut held = held.lock().unwrap();
+            match field("Command").as_str() {
+                "namecheap.domains.dns.getHosts" => {
+                    let mut hosts = String::from(r#"<host HostId="1" Name="@" Type="A" Address="127.0.0.1" MXPref="10" TTL="1800" AssociatedAppTitle="" FriendlyName="" IsActive="true" IsDDNSEnabled="false" />"#);
+                    for r in &held.records {
+                        let name = r.name.strip_suffix(".apps.test").unwrap_or("@");
+                        hosts.push_str(&format!(r#"<host HostId="{}" Name="{name}" Type="TXT" Address="{}" MXPref="10" TTL="{}" IsActive="true" />"#, r.id, r.value, r.ttl));
+                    }
+                    xml("OK", &format!(r#"<Errors /><CommandResponse Type="namecheap.domains.dns.getHosts"><DomainDNSGetHostsResult Domain="apps.test" IsUsingOurDNS="true">{hosts}</DomainDNSGetHostsResult></CommandResponse>"#))
+                }
+                "namecheap.domains.dns.setHosts" => {
+                    let mut hosts = Vec::new();
+                    for n in 1.. {
+                        let name = field(&format!("HostName{n}"));
+                        if name.is_empty() {
+                            break;
+                        }
+                        hosts.push((name, field(&format!("RecordType{n}")), field(&format!("Address{n}")), field(&format!("TTL{n}"))));
+                    }
+                    if !hosts.iter().any(|h| h.0 == "@" && h.1 == "A" && h.2 == "127.0.0.1") {
+                        return error("2050900", "the test's A record was not carried back");
+                    }
+                    held.records.clear();
+                    for (name, _, address, ttl) in hosts.iter().filter(|h| h.1 == "TXT") {
+                        held.add(&format!("{name}.apps.test"), address, ttl.parse().unwrap_or_default());
+                    }
+                    xml("OK", r#"<Errors /><CommandResponse Type="namecheap.domains.dns.setHosts"><DomainDNSSetHostsResult Domain="apps.test" IsSuccess="true" /></CommandResponse>"#)
+                }
+                _ => error("1010101", "Unknown command"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn namecheap_writes_every_host_back_with_the_value_added_and_then_without_it() {
+    let held = Shared::default();
+    let api = namecheap_api(held.clone()).await;
+    let env = |key: &str, ip: &str| {
+        vec![
+            ("NAMECHEAP_API_USER", NAMECHEAP_USER.to_owned()),
+            ("NAMECHEAP_API_KEY", key.to_owned()),
+            ("NAMECHEAP_CLIENT_IP", ip.to_owned()),
+            ("NAMECHEAP_API_URL", format!("{}/xml.response", api.url())),
+        ]
+    };
+    publish_both_and_remove_each(
+        &solver("namecheap", &env(NAMECHEAP_KEY, "127.0.0.1")),
+        &held,
+    )
+    .await;
+    publishing_fails_saying(
+        &solver("namecheap", &env("wrong", "127.0.0.1")),
+        "the API refused it: API Key is invalid or API access has not been enabled (1011102)",
+    )
+    .await;
+    publishing_fails_saying(
+        &solver("namecheap", &env(NAMECHEAP_KEY, "127.0.0.2")),
+        "Invalid request IP (1011150)",
+    )
+    .await;
+}

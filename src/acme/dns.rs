@@ -21,6 +21,7 @@ mod hetzner;
 mod httpreq;
 mod ionos;
 mod linode;
+mod namecheap;
 mod ovh;
 mod porkbun;
 mod rfc2136;
@@ -421,6 +422,13 @@ const PROVIDERS: &[ProviderKind] = &[
         build: |env| Ok(Box::new(godaddy::GoDaddy::from_env(env)?)),
     },
     ProviderKind {
+        name: "namecheap",
+        prefix: "NAMECHEAP",
+        timeout: secs(3600),
+        interval: secs(15),
+        build: |env| Ok(Box::new(namecheap::Namecheap::from_env(env)?)),
+    },
+    ProviderKind {
         name: "rfc2136",
         prefix: "RFC2136",
         timeout: secs(60),
@@ -526,6 +534,20 @@ impl<'a> Env<'a> {
                     variable: name.to_owned(),
                     problem: format!("`{v}` is not a whole number of seconds"),
                 }),
+        }
+    }
+
+    /// A boolean in `name` as Traefik's DNS library reads it (`1`, `t`,
+    /// `true`, `0`, `f`, `false`, any case), false when unset.
+    fn flag(&self, name: &str) -> Result<bool, DnsError> {
+        match self.optional(name)?.map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if matches!(v.as_str(), "1" | "t" | "true") => Ok(true),
+            Some(v) if matches!(v.as_str(), "0" | "f" | "false") => Ok(false),
+            Some(v) => Err(DnsError::BadEnv {
+                variable: name.to_owned(),
+                problem: format!("`{v}` is not true or false"),
+            }),
         }
     }
 

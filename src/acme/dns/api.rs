@@ -147,18 +147,25 @@ impl Api {
         prefix: &str,
         message: fn(&[u8]) -> Option<String>,
     ) -> Result<Self, DnsError> {
-        let timeout = env.seconds(&format!("{prefix}_HTTP_TIMEOUT"), HTTP_TIMEOUT)?;
+        Self::with_timeout(env, provider, prefix, message, HTTP_TIMEOUT)
+    }
+
+    /// As [`Api::new`], with the provider's own default time limit.
+    pub(super) fn with_timeout(
+        env: &Env<'_>,
+        provider: &'static str,
+        prefix: &str,
+        message: fn(&[u8]) -> Option<String>,
+        default: Duration,
+    ) -> Result<Self, DnsError> {
+        let timeout = env.seconds(&format!("{prefix}_HTTP_TIMEOUT"), default)?;
         Ok(Api {
             provider,
             client: client().map_err(|e| DnsError::Tls {
                 provider,
                 reason: e,
             })?,
-            timeout: if timeout.is_zero() {
-                HTTP_TIMEOUT
-            } else {
-                timeout
-            },
+            timeout: if timeout.is_zero() { default } else { timeout },
             message,
             throttled: |_, _| false,
         })
@@ -551,4 +558,20 @@ pub(super) fn without_value(values: &[String], value: &str) -> Option<Vec<String
         .cloned()
         .collect();
     (rest.len() != values.len()).then_some(rest)
+}
+
+/// `pairs` as `application/x-www-form-urlencoded` text (also a query).
+pub(super) fn form(pairs: &[(&str, &str)]) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                utf8_percent_encode(k, NON_ALPHANUMERIC),
+                utf8_percent_encode(v, NON_ALPHANUMERIC)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
