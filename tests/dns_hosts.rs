@@ -591,3 +591,98 @@ async fn namecheap_writes_every_host_back_with_the_value_added_and_then_without_
     )
     .await;
 }
+
+// === netcup ===
+
+const NETCUP_CUSTOMER: &str = "123456";
+const NETCUP_KEY: &str = "netcup-key-x1";
+const NETCUP_PASSWORD: &str = "netcup-pass-y2";
+const NETCUP_SESSION: &str = "session-9f8e7d";
+
+/// netcup's CCP DNS API (one JSON endpoint) for the calls gangway makes:
+/// `login`, `infoDnsZone`, `infoDnsRecords`, `updateDnsRecords` (new
+/// records without an id; `deleterecord` removes one), `logout`; every
+/// answer a 200 with `status`, `statuscode`, `shortmessage` and
+/// `longmessage`, and every call after login checked for the session.
+async fn netcup_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (_, body) = read(&held, req).await;
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let (action, param) = (json["action"].as_str().unwrap_or_default(), &json["param"]);
+            held.lock().unwrap().calls.push(action.to_owned());
+            let answer = |status: &str, code: u32, short: &str, long: &str, data: serde_json::Value| {
+                json_reply(StatusCode::OK, &serde_json::json!({
+                    "serverrequestid": "srv-1", "clientrequestid": "", "action": action,
+                    "status": status, "statuscode": code, "shortmessage": short, "longmessage": long,
+                    "responsedata": data,
+                }))
+            };
+            if param["customernumber"] != NETCUP_CUSTOMER || param["apikey"] != NETCUP_KEY {
+                return answer("error", 4013, "Validation Error.", "The API key or customer number is wrong.", "".into());
+            }
+            if action == "login" {
+                if param["apipassword"] != NETCUP_PASSWORD {
+                    return answer("error", 4013, "Validation Error.", "Api password is wrong.", "".into());
+                }
+                return answer("success", 2000, "Login successful", "Session has been created successful.", serde_json::json!({"apisessionid": NETCUP_SESSION}));
+            }
+            if param["apisessionid"] != NETCUP_SESSION {
+                return answer("error", 4001, "The session id is not in a valid format.", "", "".into());
+            }
+            let domain = param["domainname"].as_str().unwrap_or_default();
+            let mut held = held.lock().unwrap();
+            match action {
+                "logout" => answer("success", 2000, "Logout successful", "", "".into()),
+                _ if domain != "apps.test" => answer("error", 5029, "Can not get DNS records for zone.", "Domain not found", "".into()),
+                "infoDnsZone" => answer("success", 2000, "DNS zone found", "", serde_json::json!({"name": "apps.test", "ttl": "86400", "serial": "2026120701", "refresh": "28800", "retry": "7200", "expire": "1209600", "dnssecstatus": false})),
+                "infoDnsRecords" => {
+                    let records: Vec<_> = held.records.iter().map(|r| serde_json::json!({
+                        "id": r.id, "hostname": r.name.strip_suffix(".apps.test").unwrap_or("@"),
+                        "type": "TXT", "priority": "0", "destination": r.value, "deleterecord": false, "state": "yes",
+                    })).collect();
+                    answer("success", 2000, "DNS records found", "", serde_json::json!({"dnsrecords": records}))
+                }
+                "updateDnsRecords" => {
+                    for r in param["dnsrecordset"]["dnsrecords"].as_array().into_iter().flatten() {
+                        if r["deleterecord"] == true {
+                            let id = r["id"].as_str().unwrap_or_default();
+                            held.records.retain(|h| h.id != id);
+                        } else if r["id"].is_null() {
+                            let host = r["hostname"].as_str().unwrap_or_default();
+                            held.add(&format!("{host}.apps.test"), r["destination"].as_str().unwrap_or_default(), 86400);
+                        }
+                    }
+                    answer("success", 2000, "DNS records successful updated", "", serde_json::json!({"dnsrecords": []}))
+                }
+                _ => answer("error", 4002, "Unknown action.", "", "".into()),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn netcup_logs_in_and_changes_only_its_own_record() {
+    let held = Shared::default();
+    let api = netcup_api(held.clone()).await;
+    let env = |password: &str| {
+        vec![
+            ("NETCUP_CUSTOMER_NUMBER", NETCUP_CUSTOMER.to_owned()),
+            ("NETCUP_API_KEY", NETCUP_KEY.to_owned()),
+            ("NETCUP_API_PASSWORD", password.to_owned()),
+            ("NETCUP_API_URL", format!("{}/endpoint.php?JSON", api.url())),
+        ]
+    };
+    publish_both_and_remove_each(&solver("netcup", &env(NETCUP_PASSWORD)), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    let count = |a: &str| calls.iter().filter(|c| *c == a).count();
+    assert_eq!(count("login"), 4, "{calls:#?}");
+    assert_eq!(count("logout"), 4, "{calls:#?}");
+    publishing_fails_saying(
+        &solver("netcup", &env("wrong")),
+        "the API refused the credentials (200 OK): Validation Error.: Api password is wrong. (4013)",
+    )
+    .await;
+}

@@ -22,6 +22,7 @@ mod httpreq;
 mod ionos;
 mod linode;
 mod namecheap;
+mod netcup;
 mod ovh;
 mod porkbun;
 mod rfc2136;
@@ -427,6 +428,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(3600),
         interval: secs(15),
         build: |env| Ok(Box::new(namecheap::Namecheap::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "netcup",
+        prefix: "NETCUP",
+        timeout: secs(900),
+        interval: secs(30),
+        build: |env| Ok(Box::new(netcup::Netcup::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",
