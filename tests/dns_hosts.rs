@@ -686,3 +686,141 @@ async fn netcup_logs_in_and_changes_only_its_own_record() {
     )
     .await;
 }
+
+// === inwx ===
+
+const INWX_USER: &str = "inwx-user";
+const INWX_PASSWORD: &str = "inwx-pass-4Rt";
+/// The two-factor secret of the account that has it: RFC 6238's test key.
+const INWX_TFA_SECRET: &str = "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ";
+
+/// RFC 6238's code (HMAC-SHA1, 6 digits) of `secret` for period `counter`,
+/// as an authenticator app computes it.
+fn totp_code(secret: &[u8], counter: u64) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, secret);
+    let mac = ring::hmac::sign(&key, &counter.to_be_bytes());
+    let mac = mac.as_ref();
+    let at = usize::from(mac[19] & 0xf);
+    let n = u32::from_be_bytes([mac[at] & 0x7f, mac[at + 1], mac[at + 2], mac[at + 3]]);
+    format!("{:06}", n % 1_000_000)
+}
+
+/// INWX's DomRobot JSON-RPC API for the calls gangway makes:
+/// `account.login` (the session is the `domrobot` cookie it sets; with
+/// `tfa` the account then needs `account.unlock` with a TOTP code, each
+/// code good once), `nameserver.info` (a zone; its records by name and
+/// type), `nameserver.createRecord`, `nameserver.deleteRecord`,
+/// `account.logout`; answers are 200 with `code` and `msg`.
+async fn inwx_api(held: Shared, tfa: bool) -> Backend {
+    let used: Arc<Mutex<Vec<String>>> = Arc::default();
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (held, used) = (held.clone(), used.clone());
+        async move {
+            let (parts, body) = read(&held, req).await;
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let (method, params) = (json["method"].as_str().unwrap_or_default(), &json["params"]);
+            held.lock().unwrap().calls.push(method.to_owned());
+            let answer = |code: u32, msg: &str, data: serde_json::Value| {
+                json_reply(StatusCode::OK, &serde_json::json!({"code": code, "msg": msg, "resData": data}))
+            };
+            if method == "account.login" {
+                if params["user"] != INWX_USER || params["pass"] != INWX_PASSWORD {
+                    return answer(2200, "Authentication error", serde_json::json!({}));
+                }
+                let session = if tfa { "locked-1" } else { "open-1" };
+                let mut reply = answer(1000, "Command completed successfully", serde_json::json!({"customerId": 1, "tfa": if tfa { "GOOGLE-AUTH" } else { "0" }}));
+                reply.headers_mut().insert("set-cookie", format!("domrobot={session}; path=/; HttpOnly").parse().unwrap());
+                return reply;
+            }
+            let cookie = header(&parts, "cookie").to_owned();
+            if method == "account.unlock" && cookie == "domrobot=locked-1" {
+                let tan = params["tan"].as_str().unwrap_or_default().to_owned();
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 30;
+                let good = (now.saturating_sub(1)..=now).any(|t| totp_code(b"12345678901234567890", t) == tan);
+                let mut used = used.lock().unwrap();
+                if !good || used.contains(&tan) {
+                    return answer(2200, "Authentication error", serde_json::json!({}));
+                }
+                used.push(tan);
+                return answer(1000, "Command completed successfully", serde_json::json!({}));
+            }
+            let unlocked = cookie == "domrobot=open-1" || (tfa && used.lock().unwrap().len() > 0 && cookie == "domrobot=locked-1");
+            if !unlocked {
+                return answer(2200, "Authentication error", serde_json::json!({}));
+            }
+            let mut held = held.lock().unwrap();
+            let domain = params["domain"].as_str().unwrap_or_default();
+            match method {
+                "account.logout" => answer(1500, "Command completed successfully; ending session", serde_json::json!({})),
+                "nameserver.info" if domain != "apps.test" => answer(2303, "Object does not exist", serde_json::json!({})),
+                "nameserver.info" => {
+                    let name = params["name"].as_str();
+                    let records: Vec<_> = held.records.iter().filter(|r| name.is_none_or(|n| n == r.name)).map(|r| serde_json::json!({"id": r.id.parse::<u64>().unwrap(), "name": r.name, "type": "TXT", "content": r.value, "ttl": r.ttl, "prio": 0})).collect();
+                    answer(1000, "Command completed successfully", serde_json::json!({"roId": 77, "domain": "apps.test", "record": records}))
+                }
+                "nameserver.createRecord" => {
+                    let (name, content) = (params["name"].as_str().unwrap_or_default(), params["content"].as_str().unwrap_or_default());
+                    if domain != "apps.test" || !name.ends_with(".apps.test") {
+                        return answer(2303, "Object does not exist", serde_json::json!({}));
+                    }
+                    if held.at(name).iter().any(|r| r.value == content) {
+                        return answer(2302, "Object exists", serde_json::json!({}));
+                    }
+                    let id = held.add(name, content, params["ttl"].as_u64().unwrap_or_default());
+                    answer(1000, "Command completed successfully", serde_json::json!({"id": id.parse::<u64>().unwrap()}))
+                }
+                "nameserver.deleteRecord" => {
+                    let id = params["id"].to_string();
+                    let before = held.records.len();
+                    held.records.retain(|r| r.id != id);
+                    if held.records.len() == before {
+                        return answer(2303, "Object does not exist", serde_json::json!({}));
+                    }
+                    answer(1000, "Command completed successfully", serde_json::json!({}))
+                }
+                _ => answer(2000, "Unknown command", serde_json::json!({})),
+            }
+        }
+    })
+    .await
+}
+
+fn inwx_env(api: &Backend, password: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("INWX_USERNAME", INWX_USER.to_owned()),
+        ("INWX_PASSWORD", password.to_owned()),
+        ("INWX_SHARED_SECRET", INWX_TFA_SECRET.to_owned()),
+        ("INWX_API_URL", format!("{}/jsonrpc/", api.url())),
+    ]
+}
+
+#[tokio::test]
+async fn inwx_logs_in_creates_and_deletes_its_record_and_logs_out() {
+    let held = Shared::default();
+    let api = inwx_api(held.clone(), false).await;
+    publish_both_and_remove_each(&solver("inwx", &inwx_env(&api, INWX_PASSWORD)), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    let count = |a: &str| calls.iter().filter(|c| *c == a).count();
+    assert_eq!(count("account.login"), 4, "{calls:#?}");
+    assert_eq!(count("account.logout"), 4, "{calls:#?}");
+    assert_eq!(count("account.unlock"), 0, "{calls:#?}");
+    publishing_fails_saying(
+        &solver("inwx", &inwx_env(&api, "wrong")),
+        "the API refused the credentials (200 OK): Authentication error (2200)",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn inwx_unlocks_an_account_with_two_factor_authentication_by_its_totp_code() {
+    let held = Shared::default();
+    let api = inwx_api(held.clone(), true).await;
+    let solver = solver("inwx", &inwx_env(&api, INWX_PASSWORD));
+    let published = solver.publish(FQDN, WILD, &|_| {}).await.unwrap();
+    assert_eq!(held.lock().unwrap().values(NAME), [WILD]);
+    // Removing it would log in again and wait for the next TOTP period
+    // (a code is good once); the stand-in ends with the test.
+    std::mem::forget(published);
+    let calls = held.lock().unwrap().calls.clone();
+    assert!(calls.contains(&"account.unlock".to_owned()), "{calls:#?}");
+}

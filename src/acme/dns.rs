@@ -19,6 +19,7 @@ mod gandiv5;
 mod godaddy;
 mod hetzner;
 mod httpreq;
+mod inwx;
 mod ionos;
 mod linode;
 mod namecheap;
@@ -435,6 +436,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(900),
         interval: secs(30),
         build: |env| Ok(Box::new(netcup::Netcup::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "inwx",
+        prefix: "INWX",
+        timeout: secs(360),
+        interval: secs(2),
+        build: |env| Ok(Box::new(inwx::Inwx::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

@@ -99,6 +99,8 @@ pub(super) struct Reply {
     pub status: StatusCode,
     /// Its body.
     pub body: Bytes,
+    /// Its headers (a session cookie).
+    pub headers: http::HeaderMap,
 }
 
 impl Reply {
@@ -206,10 +208,19 @@ impl Api {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            let (status, retry_after, body) = self.once(call).await?;
+            let (status, headers, body) = self.once(call).await?;
             if status.is_success() || status == StatusCode::NOT_FOUND {
-                return Ok(Reply { status, body });
+                return Ok(Reply {
+                    status,
+                    body,
+                    headers,
+                });
             }
+            let retry_after = headers
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
             let message = self.message_of(&body, status);
             let again = matches!(
                 status,
@@ -251,11 +262,11 @@ impl Api {
         }
     }
 
-    /// One exchange: the status, a `Retry-After` in seconds, the body.
+    /// One exchange: the status, the headers, the body.
     async fn once(
         &self,
         call: &Call<'_>,
-    ) -> Result<(StatusCode, Option<Duration>, Bytes), DnsError> {
+    ) -> Result<(StatusCode, http::HeaderMap, Bytes), DnsError> {
         let fail = |problem: ApiProblem| self.error(call.action, problem);
         let mut request = http::Request::builder()
             .method(call.method.clone())
@@ -286,24 +297,13 @@ impl Api {
                     crate::cause::WithCauses(&e).to_string(),
                 ))
             })?;
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .map_err(|e| {
-                    fail(ApiProblem::Transport(
-                        crate::cause::WithCauses(&e).to_string(),
-                    ))
-                })?;
-            Ok::<_, DnsError>((status, retry_after, body))
+            let (head, body) = response.into_parts();
+            let body = body.collect().await.map(|b| b.to_bytes()).map_err(|e| {
+                fail(ApiProblem::Transport(
+                    crate::cause::WithCauses(&e).to_string(),
+                ))
+            })?;
+            Ok::<_, DnsError>((head.status, head.headers, body))
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
