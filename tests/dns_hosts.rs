@@ -824,3 +824,192 @@ async fn inwx_unlocks_an_account_with_two_factor_authentication_by_its_totp_code
     let calls = held.lock().unwrap().calls.clone();
     assert!(calls.contains(&"account.unlock".to_owned()), "{calls:#?}");
 }
+
+// === transip ===
+
+const TRANSIP_ACCOUNT: &str = "transip-account";
+const TRANSIP_TOKEN: &str = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzUxMiJ9.transip.token";
+
+/// Runs openssl with `args` in `dir`; whether it succeeded.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// TransIP's REST API v6 for the calls gangway makes: `POST /auth` (the
+/// body's RSA SHA-512 signature in the `Signature` header, checked with
+/// the account's public key by openssl, each nonce good once; answers a
+/// token), `GET /domains/{name}`, `POST` and `DELETE
+/// /domains/{name}/dns` with a `dnsEntry`; bearer authentication and
+/// its error shape (`{"error"}`).
+async fn transip_api(held: Shared, keys: std::path::PathBuf) -> Backend {
+    let nonces: Arc<Mutex<Vec<String>>> = Arc::default();
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (held, keys, nonces) = (held.clone(), keys.clone(), nonces.clone());
+        async move {
+            use base64::Engine as _;
+            let (parts, body) = read(&held, req).await;
+            let error = |status: StatusCode, message: &str| {
+                json_reply(status, &serde_json::json!({"error": message}))
+            };
+            let path = parts.uri.path().to_owned();
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if path == "/v6/auth" {
+                let signature = base64::engine::general_purpose::STANDARD
+                    .decode(header(&parts, "signature"))
+                    .unwrap_or_default();
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::write(dir.path().join("body"), &body).unwrap();
+                std::fs::write(dir.path().join("sig"), signature).unwrap();
+                let public = keys.join("public.pem");
+                let verified = openssl(
+                    dir.path(),
+                    &[
+                        "dgst",
+                        "-sha512",
+                        "-verify",
+                        public.to_str().unwrap(),
+                        "-signature",
+                        "sig",
+                        "body",
+                    ],
+                );
+                if !verified {
+                    return error(StatusCode::UNAUTHORIZED, "Invalid signature");
+                }
+                let nonce = json["nonce"].as_str().unwrap_or_default().to_owned();
+                if json["login"] != TRANSIP_ACCOUNT
+                    || nonce.len() < 8
+                    || nonces.lock().unwrap().contains(&nonce)
+                {
+                    return error(StatusCode::UNAUTHORIZED, "Nonce or login is not valid");
+                }
+                nonces.lock().unwrap().push(nonce);
+                return json_reply(
+                    StatusCode::CREATED,
+                    &serde_json::json!({"token": TRANSIP_TOKEN}),
+                );
+            }
+            if header(&parts, "authorization") != format!("Bearer {TRANSIP_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "Your access token is invalid");
+            }
+            let Some(rest) = path.strip_prefix("/v6/domains/") else {
+                return error(StatusCode::NOT_FOUND, "Not found");
+            };
+            let (domain, rest) = rest.split_once('/').unwrap_or((rest, ""));
+            if domain != "apps.test" {
+                return error(StatusCode::NOT_FOUND, "Domain not found");
+            }
+            let method = parts.method.as_str();
+            if rest.is_empty() && method == "GET" {
+                return json_reply(
+                    StatusCode::OK,
+                    &serde_json::json!({"domain": {"name": "apps.test"}}),
+                );
+            }
+            if rest != "dns" {
+                return error(StatusCode::NOT_FOUND, "Not found");
+            }
+            let entry = &json["dnsEntry"];
+            let (name, content) = (
+                entry["name"].as_str().unwrap_or_default(),
+                entry["content"].as_str().unwrap_or_default(),
+            );
+            let full = if name == "@" {
+                "apps.test".to_owned()
+            } else {
+                format!("{name}.apps.test")
+            };
+            let mut held = held.lock().unwrap();
+            match method {
+                "POST" => {
+                    held.add(&full, content, entry["expire"].as_u64().unwrap_or_default());
+                    http::Response::builder()
+                        .status(StatusCode::CREATED)
+                        .body(Full::new(Bytes::new()))
+                        .unwrap()
+                }
+                "DELETE" => {
+                    let before = held.records.len();
+                    held.records
+                        .retain(|r| !(r.name == full && r.value == content));
+                    if held.records.len() == before {
+                        return error(StatusCode::NOT_FOUND, "DNS entry not found");
+                    }
+                    http::Response::builder()
+                        .status(StatusCode::NO_CONTENT)
+                        .body(Full::new(Bytes::new()))
+                        .unwrap()
+                }
+                _ => error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn transip_signs_its_token_request_and_adds_and_deletes_its_entry() {
+    let keys = tempfile::tempdir().unwrap();
+    let made = openssl(
+        keys.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "private.pem",
+        ],
+    ) && openssl(
+        keys.path(),
+        &[
+            "pkey",
+            "-in",
+            "private.pem",
+            "-pubout",
+            "-out",
+            "public.pem",
+        ],
+    ) && openssl(
+        keys.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+            "other.pem",
+        ],
+    );
+    assert!(made, "openssl makes the key pairs");
+    let held = Shared::default();
+    let api = transip_api(held.clone(), keys.path().to_owned()).await;
+    let env = |key: &str| {
+        vec![
+            ("TRANSIP_ACCOUNT_NAME", TRANSIP_ACCOUNT.to_owned()),
+            (
+                "TRANSIP_PRIVATE_KEY_PATH",
+                keys.path().join(key).display().to_string(),
+            ),
+            ("TRANSIP_API_URL", format!("{}/v6", api.url())),
+        ]
+    };
+    publish_both_and_remove_each(&solver("transip", &env("private.pem")), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    assert_eq!(
+        calls.iter().filter(|c| *c == "POST /v6/auth").count(),
+        4,
+        "{calls:#?}"
+    );
+    publishing_fails_saying(
+        &solver("transip", &env("other.pem")),
+        "the API refused the credentials (401 Unauthorized): Invalid signature",
+    )
+    .await;
+}

@@ -28,6 +28,7 @@ mod ovh;
 mod porkbun;
 mod rfc2136;
 mod route53;
+mod transip;
 mod vultr;
 
 pub use api::ApiProblem;
@@ -443,6 +444,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(360),
         interval: secs(2),
         build: |env| Ok(Box::new(inwx::Inwx::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "transip",
+        prefix: "TRANSIP",
+        timeout: secs(600),
+        interval: secs(10),
+        build: |env| Ok(Box::new(transip::TransIp::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",
