@@ -839,6 +839,35 @@ fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Makes two RSA key pairs in `dir` with openssl: `private.pem` (with
+/// `public.pem`) and `other.pem`, a key the stand-in does not know.
+fn key_pairs(dir: &std::path::Path) {
+    let private = |out: &str| {
+        openssl(
+            dir,
+            &[
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+                "-out",
+                out,
+            ],
+        )
+    };
+    let public = [
+        "pkey",
+        "-in",
+        "private.pem",
+        "-pubout",
+        "-out",
+        "public.pem",
+    ];
+    let made = private("private.pem") && openssl(dir, &public) && private("other.pem");
+    assert!(made, "openssl makes the key pairs");
+}
+
 /// TransIP's REST API v6 for the calls gangway makes: `POST /auth` (the
 /// body's RSA SHA-512 signature in the `Signature` header, checked with
 /// the account's public key by openssl, each nonce good once; answers a
@@ -954,40 +983,7 @@ async fn transip_api(held: Shared, keys: std::path::PathBuf) -> Backend {
 #[tokio::test]
 async fn transip_signs_its_token_request_and_adds_and_deletes_its_entry() {
     let keys = tempfile::tempdir().unwrap();
-    let made = openssl(
-        keys.path(),
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "private.pem",
-        ],
-    ) && openssl(
-        keys.path(),
-        &[
-            "pkey",
-            "-in",
-            "private.pem",
-            "-pubout",
-            "-out",
-            "public.pem",
-        ],
-    ) && openssl(
-        keys.path(),
-        &[
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-            "other.pem",
-        ],
-    );
-    assert!(made, "openssl makes the key pairs");
+    key_pairs(keys.path());
     let held = Shared::default();
     let api = transip_api(held.clone(), keys.path().to_owned()).await;
     let env = |key: &str| {
@@ -1010,6 +1006,167 @@ async fn transip_signs_its_token_request_and_adds_and_deletes_its_entry() {
     publishing_fails_saying(
         &solver("transip", &env("other.pem")),
         "the API refused the credentials (401 Unauthorized): Invalid signature",
+    )
+    .await;
+}
+
+// === gcloud ===
+
+const GCE_EMAIL: &str = "acme@gangway-test.iam.gserviceaccount.com";
+const GCE_TOKEN: &str = "ya29.gangway-test-token";
+
+/// Whether `jwt`'s RS256 signature verifies with `public` (PEM), by openssl.
+fn jwt_verifies(jwt: &str, public: &std::path::Path) -> bool {
+    use base64::Engine as _;
+    let Some((signed, signature)) = jwt.rsplit_once('.') else {
+        return false;
+    };
+    let Ok(signature) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(signature) else {
+        return false;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("signed"), signed).unwrap();
+    std::fs::write(dir.path().join("sig"), signature).unwrap();
+    openssl(
+        dir.path(),
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            public.to_str().unwrap(),
+            "-signature",
+            "sig",
+            "signed",
+        ],
+    )
+}
+
+/// Google's OAuth 2.0 token endpoint (JWT grant: the assertion's RS256
+/// signature checked by openssl, its `iss`, `scope` and `aud`) and Cloud
+/// DNS's API v1 for the calls gangway makes: managed zones by `dnsName`
+/// (the project also has a private zone for `other.test`), a name's TXT
+/// set, `changes` (deletions then additions, the old set given whole;
+/// `pending` until looked at once), with Google's error shape.
+async fn gcloud_api(held: Shared, public: std::path::PathBuf) -> Backend {
+    let port = Arc::new(Mutex::new(0u16));
+    let backend_port = port.clone();
+    let backend = Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (held, public, port) = (held.clone(), public.clone(), port.clone());
+        async move {
+            use base64::Engine as _;
+            let (parts, body) = read(&held, req).await;
+            let error = |status: StatusCode, message: &str, code: &str| {
+                json_reply(status, &serde_json::json!({"error": {"code": status.as_u16(), "message": message, "status": code}}))
+            };
+            let path = parts.uri.path().to_owned();
+            if path == "/token" {
+                let fields = form(&body);
+                let field = |n: &str| fields.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default();
+                let jwt = field("assertion");
+                let claims: serde_json::Value = jwt.split('.').nth(1).and_then(|c| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(c).ok()).and_then(|c| serde_json::from_slice(&c).ok()).unwrap_or_default();
+                let aud = format!("http://127.0.0.1:{}/token", port.lock().unwrap());
+                let good = field("grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer"
+                    && jwt_verifies(&jwt, &public)
+                    && claims["iss"] == GCE_EMAIL
+                    && claims["aud"] == aud.as_str()
+                    && claims["scope"].as_str().is_some_and(|s| s.contains("clouddns"));
+                if !good {
+                    return json_reply(StatusCode::BAD_REQUEST, &serde_json::json!({"error": "invalid_grant", "error_description": "Invalid JWT Signature."}));
+                }
+                return json_reply(StatusCode::OK, &serde_json::json!({"access_token": GCE_TOKEN, "expires_in": 3599, "token_type": "Bearer"}));
+            }
+            if header(&parts, "authorization") != format!("Bearer {GCE_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "Request had invalid authentication credentials.", "UNAUTHENTICATED");
+            }
+            let Some(rest) = path.strip_prefix("/dns/v1/projects/gangway-test/managedZones") else {
+                return error(StatusCode::NOT_FOUND, "The requested project was not found.", "NOT_FOUND");
+            };
+            let mut held = held.lock().unwrap();
+            match (parts.method.as_str(), rest) {
+                ("GET", "") => {
+                    let dns_name = param(&parts, "dnsName").unwrap_or_default();
+                    let zones: Vec<_> = [("apps-zone", "apps.test.", "public"), ("other-zone", "other.test.", "private")]
+                        .iter()
+                        .filter(|(_, d, _)| *d == dns_name)
+                        .map(|(n, d, v)| serde_json::json!({"name": n, "dnsName": d, "visibility": v}))
+                        .collect();
+                    json_reply(StatusCode::OK, &serde_json::json!({"managedZones": zones}))
+                }
+                ("GET", "/apps-zone/rrsets") => {
+                    let name = param(&parts, "name").unwrap_or_default();
+                    let at = held.at(name.trim_end_matches('.'));
+                    let sets: Vec<_> = (!at.is_empty()).then(|| serde_json::json!({"name": name, "type": "TXT", "ttl": at[0].ttl, "rrdatas": at.iter().map(|r| format!("\"{}\"", r.value)).collect::<Vec<_>>()})).into_iter().collect();
+                    json_reply(StatusCode::OK, &serde_json::json!({"rrsets": sets}))
+                }
+                ("POST", "/apps-zone/changes") => {
+                    let change: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    for set in change["deletions"].as_array().into_iter().flatten() {
+                        let name = set["name"].as_str().unwrap_or_default().trim_end_matches('.').to_owned();
+                        let now: Vec<String> = held.values(&name).iter().map(|v| format!("\"{v}\"")).collect();
+                        if set["rrdatas"].as_array().map(|d| d.iter().filter_map(|v| v.as_str()).map(str::to_owned).collect::<Vec<_>>()) != Some(now) {
+                            return error(StatusCode::PRECONDITION_FAILED, "The resource record set to delete does not match the existing one.", "FAILED_PRECONDITION");
+                        }
+                        held.records.retain(|r| r.name != name);
+                    }
+                    for set in change["additions"].as_array().into_iter().flatten() {
+                        let name = set["name"].as_str().unwrap_or_default().trim_end_matches('.').to_owned();
+                        if !held.at(&name).is_empty() {
+                            return error(StatusCode::CONFLICT, "The resource record set already exists.", "ALREADY_EXISTS");
+                        }
+                        for v in set["rrdatas"].as_array().into_iter().flatten() {
+                            held.add(&name, v.as_str().unwrap_or_default(), set["ttl"].as_u64().unwrap_or_default());
+                        }
+                    }
+                    json_reply(StatusCode::OK, &serde_json::json!({"id": "7", "status": "pending", "kind": "dns#change"}))
+                }
+                ("GET", "/apps-zone/changes/7") => json_reply(StatusCode::OK, &serde_json::json!({"id": "7", "status": "done"})),
+                _ => error(StatusCode::NOT_FOUND, "Not found.", "NOT_FOUND"),
+            }
+        }
+    })
+    .await;
+    *backend_port.lock().unwrap() = backend.url().rsplit(':').next().unwrap().parse().unwrap();
+    backend
+}
+
+#[tokio::test]
+async fn gcloud_gets_a_token_by_the_jwt_grant_and_replaces_the_set_by_one_change() {
+    let keys = tempfile::tempdir().unwrap();
+    key_pairs(keys.path());
+    let held = Shared::default();
+    let api = gcloud_api(held.clone(), keys.path().join("public.pem")).await;
+    let account = |key: &str| {
+        serde_json::json!({
+            "type": "service_account",
+            "project_id": "gangway-test",
+            "private_key_id": "k1",
+            "private_key": std::fs::read_to_string(keys.path().join(key)).unwrap(),
+            "client_email": GCE_EMAIL,
+            "token_uri": format!("{}/token", api.url()),
+        })
+        .to_string()
+    };
+    let path = keys.path().join("account.json");
+    std::fs::write(&path, account("private.pem")).unwrap();
+    let env = vec![
+        ("GCE_SERVICE_ACCOUNT_FILE", path.display().to_string()),
+        ("GCE_API_URL", format!("{}/dns/v1", api.url())),
+    ];
+    publish_both_and_remove_each(&solver("gcloud", &env), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    assert!(
+        calls.contains(
+            &"GET /dns/v1/projects/gangway-test/managedZones/apps-zone/changes/7".to_owned()
+        ),
+        "{calls:#?}"
+    );
+    let env = vec![
+        ("GCE_SERVICE_ACCOUNT", account("other.pem")),
+        ("GCE_API_URL", format!("{}/dns/v1", api.url())),
+    ];
+    publishing_fails_saying(
+        &solver("gcloud", &env),
+        "Invalid JWT Signature. (invalid_grant)",
     )
     .await;
 }

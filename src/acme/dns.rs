@@ -16,6 +16,7 @@ mod digitalocean;
 mod duckdns;
 mod exec;
 mod gandiv5;
+mod gcloud;
 mod godaddy;
 mod hetzner;
 mod httpreq;
@@ -451,6 +452,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(600),
         interval: secs(10),
         build: |env| Ok(Box::new(transip::TransIp::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "gcloud",
+        prefix: "GCE",
+        timeout: secs(180),
+        interval: secs(5),
+        build: |env| Ok(Box::new(gcloud::GCloud::from_env(env)?)),
     },
     ProviderKind {
         name: "rfc2136",

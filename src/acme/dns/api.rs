@@ -575,3 +575,25 @@ pub(super) fn form(pairs: &[(&str, &str)]) -> String {
         .collect::<Vec<_>>()
         .join("&")
 }
+
+/// The RSA private key in PEM `text` (PKCS#8 `PRIVATE KEY` or PKCS#1 `RSA
+/// PRIVATE KEY`), or why not.
+pub(super) fn rsa_key(text: &str) -> Result<ring::signature::RsaKeyPair, String> {
+    use base64::Engine as _;
+    use ring::signature::RsaKeyPair;
+    let pkcs1 = text.contains("BEGIN RSA PRIVATE KEY");
+    let b64: String = text
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .flat_map(|l| l.trim().chars())
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|_| "is not a PEM private key".to_owned())?;
+    let key = if pkcs1 {
+        RsaKeyPair::from_der(&der)
+    } else {
+        RsaKeyPair::from_pkcs8(&der)
+    };
+    key.map_err(|e| format!("is not an RSA private key gangway can use ({e})"))
+}

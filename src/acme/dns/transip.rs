@@ -41,26 +41,6 @@ fn message(body: &[u8]) -> Option<String> {
     json["error"].as_str().map(str::to_owned)
 }
 
-/// The RSA private key in PEM `text` (PKCS#8 `PRIVATE KEY` or PKCS#1 `RSA
-/// PRIVATE KEY`), or why not.
-fn parse_key(text: &str) -> Result<RsaKeyPair, String> {
-    let pkcs1 = text.contains("BEGIN RSA PRIVATE KEY");
-    let b64: String = text
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .flat_map(|l| l.trim().chars())
-        .collect();
-    let der = base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .map_err(|_| "is not a PEM private key".to_owned())?;
-    let key = if pkcs1 {
-        RsaKeyPair::from_der(&der)
-    } else {
-        RsaKeyPair::from_pkcs8(&der)
-    };
-    key.map_err(|e| format!("is not an RSA private key gangway can use ({e})"))
-}
-
 impl TransIp {
     /// Reads the account, the key and settings; fails naming what is
     /// missing or unreadable.
@@ -76,7 +56,7 @@ impl TransIp {
             path: path.clone().into(),
             source,
         })?;
-        let key = parse_key(&text).map_err(|problem| DnsError::BadEnv {
+        let key = api::rsa_key(&text).map_err(|problem| DnsError::BadEnv {
             variable: "TRANSIP_PRIVATE_KEY_PATH".to_owned(),
             problem: format!("`{path}` {problem}"),
         })?;
