@@ -744,7 +744,7 @@ async fn inwx_api(held: Shared, tfa: bool) -> Backend {
                 used.push(tan);
                 return answer(1000, "Command completed successfully", serde_json::json!({}));
             }
-            let unlocked = cookie == "domrobot=open-1" || (tfa && used.lock().unwrap().len() > 0 && cookie == "domrobot=locked-1");
+            let unlocked = cookie == "domrobot=open-1" || (tfa && !used.lock().unwrap().is_empty() && cookie == "domrobot=locked-1");
             if !unlocked {
                 return answer(2200, "Authentication error", serde_json::json!({}));
             }

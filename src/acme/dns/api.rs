@@ -597,3 +597,21 @@ pub(super) fn rsa_key(text: &str) -> Result<ring::signature::RsaKeyPair, String>
     };
     key.map_err(|e| format!("is not an RSA private key gangway can use ({e})"))
 }
+
+/// `data` signed with `key` (RSA PKCS#1 v1.5 with `padding`'s hash); the
+/// error names `variable` when the key cannot sign.
+pub(super) fn rsa_sign(
+    key: &ring::signature::RsaKeyPair,
+    padding: &'static dyn ring::signature::RsaEncoding,
+    data: &[u8],
+    variable: &str,
+) -> Result<Vec<u8>, DnsError> {
+    let rng = ring::rand::SystemRandom::new();
+    let mut signature = vec![0; key.public().modulus_len()];
+    key.sign(padding, &rng, data, &mut signature)
+        .map_err(|_| DnsError::BadEnv {
+            variable: variable.to_owned(),
+            problem: "its private key cannot sign".to_owned(),
+        })?;
+    Ok(signature)
+}

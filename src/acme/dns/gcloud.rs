@@ -176,19 +176,12 @@ impl GCloud {
             b64(header.to_string().as_bytes()),
             b64(claims.to_string().as_bytes())
         );
-        let rng = ring::rand::SystemRandom::new();
-        let mut signature = vec![0; self.key.public().modulus_len()];
-        self.key
-            .sign(
-                &ring::signature::RSA_PKCS1_SHA256,
-                &rng,
-                signed.as_bytes(),
-                &mut signature,
-            )
-            .map_err(|_| DnsError::BadEnv {
-                variable: "GCE_SERVICE_ACCOUNT".to_owned(),
-                problem: "its private_key cannot sign".to_owned(),
-            })?;
+        let signature = api::rsa_sign(
+            &self.key,
+            &ring::signature::RSA_PKCS1_SHA256,
+            signed.as_bytes(),
+            "GCE_SERVICE_ACCOUNT",
+        )?;
         let assertion = format!("{signed}.{}", b64(&signature));
         let form = api::form(&[
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),

@@ -85,18 +85,12 @@ impl TransIp {
             "global_key": true,
         })
         .to_string();
-        let mut signature = vec![0; self.key.public().modulus_len()];
-        self.key
-            .sign(
-                &ring::signature::RSA_PKCS1_SHA512,
-                &rng,
-                body.as_bytes(),
-                &mut signature,
-            )
-            .map_err(|_| DnsError::BadEnv {
-                variable: "TRANSIP_PRIVATE_KEY_PATH".to_owned(),
-                problem: "the key cannot sign".to_owned(),
-            })?;
+        let signature = api::rsa_sign(
+            &self.key,
+            &ring::signature::RSA_PKCS1_SHA512,
+            body.as_bytes(),
+            "TRANSIP_PRIVATE_KEY_PATH",
+        )?;
         let signature = base64::engine::general_purpose::STANDARD.encode(signature);
         let headers = [(
             HeaderName::from_static("signature"),
