@@ -3124,3 +3124,124 @@ async fn route53_assumes_a_role_through_sts_and_signs_with_its_temporary_keys() 
          sts:AssumeRole on resource: arn:aws:iam::123456789012:role/dns-01 (AccessDenied)"
     );
 }
+
+/// The AutoDNS user and password the stand-in accepts.
+const AUTODNS_USER: &str = "autodns-user";
+const AUTODNS_PASSWORD: &str = "autodns-pass-7Hq";
+
+/// AutoDNS's JSON API under `/v1` for the calls gangway makes (`POST
+/// /zone/_search` filtered on the zone's name; `POST /zone/{origin}/_stream`
+/// with `adds` and `rems`), with HTTP basic authentication, the
+/// `X-Domainrobot-Context` header and its error envelope; the account
+/// holds the zone `apps.test`, whose records go into `named` through
+/// RFC 2136. (AutoDNS itself cannot be reached from here.)
+async fn autodns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
+    use base64::Engine as _;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("{AUTODNS_USER}:{AUTODNS_PASSWORD}"))
+    );
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let (seen, header, basic) = (seen.clone(), header.clone(), basic.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = body.collect().await.unwrap().to_bytes();
+            let path = parts.uri.path().to_owned();
+            seen.lock().unwrap().calls.push(format!("{} {path}", parts.method));
+            let error = |status: StatusCode, code: &str, text: &str| {
+                json_reply(status, &serde_json::json!({
+                    "status": {"code": "E0001", "text": "Request failed.", "type": "ERROR"},
+                    "messages": [{"text": text, "code": code, "status": "ERROR"}],
+                }))
+            };
+            let auth = parts.headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let context = parts.headers.get("x-domainrobot-context").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            if auth != basic || context != "4" {
+                return error(StatusCode::UNAUTHORIZED, "EF00000", "Authentication failed.");
+            }
+            let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            if path == "/v1/zone/_search" {
+                let found = json["filters"][0]["value"] == "apps.test";
+                let data = if found { serde_json::json!([{"origin": "apps.test", "virtualNameServer": "a.ns14.net"}]) } else { serde_json::json!([]) };
+                return json_reply(StatusCode::OK, &serde_json::json!({"status": {"code": "S0205", "text": "Zones found.", "type": "SUCCESS"}, "data": data}));
+            }
+            if path != "/v1/zone/apps.test/_stream" {
+                return error(StatusCode::NOT_FOUND, "EF02020", "Zone not found.");
+            }
+            let name = |r: &serde_json::Value| match r["name"].as_str().unwrap_or_default() {
+                "" => "apps.test".to_owned(),
+                n => format!("{n}.apps.test"),
+            };
+            for (key, op) in [("adds", "add"), ("rems", "delete")] {
+                for r in json[key].as_array().into_iter().flatten() {
+                    let (fqdn, value) = (name(r), r["value"].as_str().unwrap_or_default().to_owned());
+                    if let Err(e) = nsupdate(&header, op, &fqdn, &value).await {
+                        return error(StatusCode::INTERNAL_SERVER_ERROR, "EF00500", &e);
+                    }
+                    let mut seen = seen.lock().unwrap();
+                    if op == "add" {
+                        seen.records.push((String::new(), fqdn, value));
+                    } else {
+                        seen.records.retain(|(_, n, v)| !(*n == fqdn && *v == value));
+                    }
+                }
+            }
+            json_reply(StatusCode::OK, &serde_json::json!({"status": {"code": "S0306", "text": "Zone updated.", "type": "SUCCESS"}, "data": [{"origin": "apps.test"}]}))
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn autodns_publishes_a_wildcard_and_its_apex_through_its_zone_stream() {
+    if !ready("autodns") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = autodns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let dynamic = routers(
+        &app.url(),
+        &[(
+            "site",
+            "Host(`www.apps.test`)",
+            "le",
+            "[[http.routers.site.tls.domains]]\nmain = \"*.apps.test\"\nsans = [\"apps.test\"]\n",
+        )],
+    );
+    let url = format!("{}/v1/", api.url());
+    let gw = setup
+        .gangway(
+            &dynamic,
+            "autodns",
+            &[
+                ("AUTODNS_API_USER", AUTODNS_USER),
+                ("AUTODNS_API_PASSWORD", AUTODNS_PASSWORD),
+                ("AUTODNS_ENDPOINT", url.as_str()),
+                ("AUTODNS_POLLING_INTERVAL", "1"),
+            ],
+            &[],
+        )
+        .await;
+    setup
+        .wait_for_certificate("www.apps.test", &["*.apps.test", "apps.test"])
+        .await;
+    eventually(Duration::from_secs(10), "the records removed", || async {
+        seen.lock().unwrap().records.is_empty()
+            && setup
+                .named
+                .txt("_acme-challenge.apps.test")
+                .await
+                .is_empty()
+    })
+    .await;
+    let calls = seen.lock().unwrap().calls.clone();
+    let streams = calls
+        .iter()
+        .filter(|c| *c == "POST /v1/zone/apps.test/_stream")
+        .count();
+    assert!(streams >= 4, "two adds and two removals: {calls:#?}");
+    assert!(!gw.log().contains(AUTODNS_PASSWORD));
+}

@@ -9,19 +9,27 @@
 //! have no `Debug` that prints it).
 
 mod api;
+mod autodns;
 mod cloudflare;
 mod desec;
 mod digitalocean;
 mod duckdns;
 mod exec;
 mod gandiv5;
+mod gcloud;
+mod godaddy;
 mod hetzner;
 mod httpreq;
+mod inwx;
+mod ionos;
 mod linode;
+mod namecheap;
+mod netcup;
 mod ovh;
 mod porkbun;
 mod rfc2136;
 mod route53;
+mod transip;
 mod vultr;
 
 pub use api::ApiProblem;
@@ -397,6 +405,62 @@ const PROVIDERS: &[ProviderKind] = &[
         build: |env| Ok(Box::new(hetzner::Hetzner::from_env(env)?)),
     },
     ProviderKind {
+        name: "autodns",
+        prefix: "AUTODNS",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(autodns::AutoDns::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "ionos",
+        prefix: "IONOS",
+        timeout: secs(900),
+        interval: secs(2),
+        build: |env| Ok(Box::new(ionos::Ionos::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "godaddy",
+        prefix: "GODADDY",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(godaddy::GoDaddy::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "namecheap",
+        prefix: "NAMECHEAP",
+        timeout: secs(3600),
+        interval: secs(15),
+        build: |env| Ok(Box::new(namecheap::Namecheap::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "netcup",
+        prefix: "NETCUP",
+        timeout: secs(900),
+        interval: secs(30),
+        build: |env| Ok(Box::new(netcup::Netcup::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "inwx",
+        prefix: "INWX",
+        timeout: secs(360),
+        interval: secs(2),
+        build: |env| Ok(Box::new(inwx::Inwx::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "transip",
+        prefix: "TRANSIP",
+        timeout: secs(600),
+        interval: secs(10),
+        build: |env| Ok(Box::new(transip::TransIp::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "gcloud",
+        prefix: "GCE",
+        timeout: secs(180),
+        interval: secs(5),
+        build: |env| Ok(Box::new(gcloud::GCloud::from_env(env)?)),
+    },
+    ProviderKind {
         name: "rfc2136",
         prefix: "RFC2136",
         timeout: secs(60),
@@ -502,6 +566,20 @@ impl<'a> Env<'a> {
                     variable: name.to_owned(),
                     problem: format!("`{v}` is not a whole number of seconds"),
                 }),
+        }
+    }
+
+    /// A boolean in `name` as Traefik's DNS library reads it (`1`, `t`,
+    /// `true`, `0`, `f`, `false`, any case), false when unset.
+    fn flag(&self, name: &str) -> Result<bool, DnsError> {
+        match self.optional(name)?.map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if matches!(v.as_str(), "1" | "t" | "true") => Ok(true),
+            Some(v) if matches!(v.as_str(), "0" | "f" | "false") => Ok(false),
+            Some(v) => Err(DnsError::BadEnv {
+                variable: name.to_owned(),
+                problem: format!("`{v}` is not true or false"),
+            }),
         }
     }
 

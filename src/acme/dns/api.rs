@@ -99,6 +99,8 @@ pub(super) struct Reply {
     pub status: StatusCode,
     /// Its body.
     pub body: Bytes,
+    /// Its headers (a session cookie).
+    pub headers: http::HeaderMap,
 }
 
 impl Reply {
@@ -147,18 +149,25 @@ impl Api {
         prefix: &str,
         message: fn(&[u8]) -> Option<String>,
     ) -> Result<Self, DnsError> {
-        let timeout = env.seconds(&format!("{prefix}_HTTP_TIMEOUT"), HTTP_TIMEOUT)?;
+        Self::with_timeout(env, provider, prefix, message, HTTP_TIMEOUT)
+    }
+
+    /// As [`Api::new`], with the provider's own default time limit.
+    pub(super) fn with_timeout(
+        env: &Env<'_>,
+        provider: &'static str,
+        prefix: &str,
+        message: fn(&[u8]) -> Option<String>,
+        default: Duration,
+    ) -> Result<Self, DnsError> {
+        let timeout = env.seconds(&format!("{prefix}_HTTP_TIMEOUT"), default)?;
         Ok(Api {
             provider,
             client: client().map_err(|e| DnsError::Tls {
                 provider,
                 reason: e,
             })?,
-            timeout: if timeout.is_zero() {
-                HTTP_TIMEOUT
-            } else {
-                timeout
-            },
+            timeout: if timeout.is_zero() { default } else { timeout },
             message,
             throttled: |_, _| false,
         })
@@ -199,10 +208,19 @@ impl Api {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            let (status, retry_after, body) = self.once(call).await?;
+            let (status, headers, body) = self.once(call).await?;
             if status.is_success() || status == StatusCode::NOT_FOUND {
-                return Ok(Reply { status, body });
+                return Ok(Reply {
+                    status,
+                    body,
+                    headers,
+                });
             }
+            let retry_after = headers
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
             let message = self.message_of(&body, status);
             let again = matches!(
                 status,
@@ -244,11 +262,11 @@ impl Api {
         }
     }
 
-    /// One exchange: the status, a `Retry-After` in seconds, the body.
+    /// One exchange: the status, the headers, the body.
     async fn once(
         &self,
         call: &Call<'_>,
-    ) -> Result<(StatusCode, Option<Duration>, Bytes), DnsError> {
+    ) -> Result<(StatusCode, http::HeaderMap, Bytes), DnsError> {
         let fail = |problem: ApiProblem| self.error(call.action, problem);
         let mut request = http::Request::builder()
             .method(call.method.clone())
@@ -279,24 +297,13 @@ impl Api {
                     crate::cause::WithCauses(&e).to_string(),
                 ))
             })?;
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map(|b| b.to_bytes())
-                .map_err(|e| {
-                    fail(ApiProblem::Transport(
-                        crate::cause::WithCauses(&e).to_string(),
-                    ))
-                })?;
-            Ok::<_, DnsError>((status, retry_after, body))
+            let (head, body) = response.into_parts();
+            let body = body.collect().await.map(|b| b.to_bytes()).map_err(|e| {
+                fail(ApiProblem::Transport(
+                    crate::cause::WithCauses(&e).to_string(),
+                ))
+            })?;
+            Ok::<_, DnsError>((head.status, head.headers, body))
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
@@ -495,4 +502,116 @@ impl Api {
         }
         Ok(())
     }
+}
+
+impl Api {
+    /// The zone holding `fqdn`: the first of its [`zone_candidates`],
+    /// longest first, for which `GET url(candidate)` answers a 2xx.
+    pub(super) async fn zone_by_get(
+        &self,
+        fqdn: &str,
+        headers: &[(HeaderName, HeaderValue)],
+        url: impl Fn(&str) -> String,
+    ) -> Result<String, DnsError> {
+        let action = format!("finding the zone of `{fqdn}`");
+        let tried = zone_candidates(fqdn);
+        for name in &tried {
+            let reply = self
+                .json(&action, Method::GET, &url(name), headers, None)
+                .await?;
+            if reply.status.is_success() {
+                return Ok(name.clone());
+            }
+        }
+        Err(self.error(&action, ApiProblem::NoZone { tried }))
+    }
+}
+
+/// The `Authorization: Basic` header of `user` and `password`, marked
+/// sensitive.
+pub(super) fn basic(
+    user: &str,
+    password: &str,
+    variable: &str,
+) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+    use base64::Engine as _;
+    let pair = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    authorization("Basic", &pair, variable)
+}
+
+/// A TXT set's values with `value` added, or None when it holds it
+/// already (values may come back quoted).
+pub(super) fn with_value(values: &[String], value: &str) -> Option<Vec<String>> {
+    if values.iter().any(|v| v.trim_matches('"') == value) {
+        return None;
+    }
+    let mut all = values.to_vec();
+    all.push(value.to_owned());
+    Some(all)
+}
+
+/// A TXT set's values without `value`, or None when it does not hold it.
+pub(super) fn without_value(values: &[String], value: &str) -> Option<Vec<String>> {
+    let rest: Vec<String> = values
+        .iter()
+        .filter(|v| v.trim_matches('"') != value)
+        .cloned()
+        .collect();
+    (rest.len() != values.len()).then_some(rest)
+}
+
+/// `pairs` as `application/x-www-form-urlencoded` text (also a query).
+pub(super) fn form(pairs: &[(&str, &str)]) -> String {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                utf8_percent_encode(k, NON_ALPHANUMERIC),
+                utf8_percent_encode(v, NON_ALPHANUMERIC)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The RSA private key in PEM `text` (PKCS#8 `PRIVATE KEY` or PKCS#1 `RSA
+/// PRIVATE KEY`), or why not.
+pub(super) fn rsa_key(text: &str) -> Result<ring::signature::RsaKeyPair, String> {
+    use base64::Engine as _;
+    use ring::signature::RsaKeyPair;
+    let pkcs1 = text.contains("BEGIN RSA PRIVATE KEY");
+    let b64: String = text
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .flat_map(|l| l.trim().chars())
+        .collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|_| "is not a PEM private key".to_owned())?;
+    let key = if pkcs1 {
+        RsaKeyPair::from_der(&der)
+    } else {
+        RsaKeyPair::from_pkcs8(&der)
+    };
+    key.map_err(|e| format!("is not an RSA private key gangway can use ({e})"))
+}
+
+/// `data` signed with `key` (RSA PKCS#1 v1.5 with `padding`'s hash); the
+/// error names `variable` when the key cannot sign.
+pub(super) fn rsa_sign(
+    key: &ring::signature::RsaKeyPair,
+    padding: &'static dyn ring::signature::RsaEncoding,
+    data: &[u8],
+    variable: &str,
+) -> Result<Vec<u8>, DnsError> {
+    let rng = ring::rand::SystemRandom::new();
+    let mut signature = vec![0; key.public().modulus_len()];
+    key.sign(padding, &rng, data, &mut signature)
+        .map_err(|_| DnsError::BadEnv {
+            variable: variable.to_owned(),
+            problem: "its private key cannot sign".to_owned(),
+        })?;
+    Ok(signature)
 }

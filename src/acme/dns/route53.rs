@@ -744,14 +744,16 @@ pub(super) fn tag<'x>(xml: &'x str, name: &str) -> Vec<&'x str> {
     out
 }
 
-fn escape(text: &str) -> String {
+/// `text` with XML's special characters as entities.
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn unescape(text: &str) -> String {
+/// `text` with XML's five entities replaced by their characters.
+pub(super) fn unescape(text: &str) -> String {
     text.replace("&quot;", "\"")
         .replace("&lt;", "<")
         .replace("&gt;", ">")

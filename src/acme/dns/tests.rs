@@ -633,3 +633,69 @@ fn route53_reads_its_variables_from_files_and_a_role_to_assume() {
         "AWS_ENDPOINT_URL_STS: `ftp://sts` is not an http:// or https:// URL"
     );
 }
+
+#[test]
+fn the_newer_providers_name_every_missing_variable_and_keep_lego_defaults() {
+    let missing = |provider: &str| match Solver::new("le", &challenge(provider), &lookup(&[])) {
+        Err(DnsError::MissingEnv { variables, .. }) => variables,
+        other => panic!("{provider}: {other:?}"),
+    };
+    assert_eq!(
+        missing("autodns"),
+        ["AUTODNS_API_USER", "AUTODNS_API_PASSWORD"]
+    );
+    assert_eq!(missing("ionos"), ["IONOS_API_KEY"]);
+    assert_eq!(
+        missing("godaddy"),
+        ["GODADDY_API_KEY", "GODADDY_API_SECRET"]
+    );
+    assert_eq!(
+        missing("namecheap"),
+        ["NAMECHEAP_API_USER", "NAMECHEAP_API_KEY"]
+    );
+    assert_eq!(
+        missing("netcup"),
+        [
+            "NETCUP_CUSTOMER_NUMBER",
+            "NETCUP_API_KEY",
+            "NETCUP_API_PASSWORD"
+        ]
+    );
+    assert_eq!(missing("inwx"), ["INWX_USERNAME", "INWX_PASSWORD"]);
+    assert_eq!(
+        missing("transip"),
+        ["TRANSIP_ACCOUNT_NAME", "TRANSIP_PRIVATE_KEY_PATH"]
+    );
+    let gcloud = Solver::new("le", &challenge("gcloud"), &lookup(&[])).unwrap_err();
+    assert!(
+        matches!(
+            gcloud,
+            DnsError::MissingCredentials {
+                provider: "gcloud",
+                ..
+            }
+        ),
+        "{gcloud}"
+    );
+    let ionos = Solver::new(
+        "le",
+        &challenge("ionos"),
+        &lookup(&[("IONOS_API_KEY", "p.s")]),
+    )
+    .unwrap();
+    assert_eq!(ionos.checks.timeout, Duration::from_secs(900));
+    let namecheap = [("NAMECHEAP_API_USER", "u"), ("NAMECHEAP_API_KEY", "k")];
+    let namecheap = Solver::new("le", &challenge("namecheap"), &lookup(&namecheap)).unwrap();
+    assert_eq!(namecheap.checks.timeout, Duration::from_secs(3600));
+    assert_eq!(namecheap.checks.interval, Duration::from_secs(15));
+    let sandbox = [
+        ("NAMECHEAP_API_USER", "u"),
+        ("NAMECHEAP_API_KEY", "k"),
+        ("NAMECHEAP_SANDBOX", "maybe"),
+    ];
+    let err = Solver::new("le", &challenge("namecheap"), &lookup(&sandbox)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "NAMECHEAP_SANDBOX: `maybe` is not true or false"
+    );
+}
