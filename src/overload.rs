@@ -227,7 +227,10 @@ impl Share<'_> {
     /// included.
     fn past(&self, max: u32) -> bool {
         let [first, second] = self.0;
-        first.load(Ordering::Acquire).min(second.load(Ordering::Acquire)) > max
+        first
+            .load(Ordering::Acquire)
+            .min(second.load(Ordering::Acquire))
+            > max
     }
 }
 
@@ -403,44 +406,108 @@ mod tests {
         }
     }
 
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 7));
+
+    fn shared(max: usize, share: usize, wait_ms: u64) -> Gate {
+        Gate::new(Limits {
+            max_per_client: share,
+            ..limits(max, wait_ms)
+        })
+    }
+
+    fn now(gate: &Gate, client: IpAddr) -> Result<Admitted<'_>, Refused> {
+        gate.admit(client).now_or_never().expect("no wait")
+    }
+
     #[tokio::test]
-    async fn one_client_holds_at_most_its_share_and_the_others_the_rest() {
-        let gate = Gate::new(Limits {
-            max_per_client: 3,
-            ..limits(100, 0)
-        });
-        let greedy: Vec<_> = futures_util::future::join_all((0..3).map(|_| gate.admit(ONE)))
-            .await
-            .into_iter()
-            .map(|a| a.expect("within its share"))
-            .collect();
-        assert_eq!(gate.admit(ONE).await.err(), Some(Refused), "past its share");
+    async fn a_client_alone_gets_the_whole_service() {
+        let gate = shared(8, 2, 0);
+        let held: Vec<_> = (0..8).map(|_| now(&gate, ONE).expect("alone")).collect();
+        assert_eq!(held.iter().filter(|a| a.lent.is_some()).count(), 6);
+        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past the whole");
+        assert!(!gate.shares.as_ref().expect("a table").contended());
+        drop(held);
+        assert_eq!(gate.in_progress(), 0);
+        let shares = gate.shares.as_ref().expect("a table");
+        assert_eq!(shares.lent.load(Ordering::Relaxed), 0);
+        assert!(shares.counts.iter().all(|c| c.load(Ordering::Relaxed) == 0));
+    }
+
+    #[tokio::test]
+    async fn a_client_within_its_share_takes_back_a_lent_slot() {
+        // Slots borrow their gate, and the lent ones go to tasks.
+        let gate: &'static Gate = Box::leak(Box::new(shared(4, 2, 60_000)));
+        let mut greedy: Vec<_> = (0..4).map(|_| now(&gate, ONE).expect("alone")).collect();
+        // The lent ones wait for their answers (which never come).
+        let lent = greedy.split_off(2);
+        let (tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
+        for (i, mut slot) in lent.into_iter().enumerate() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let got = slot.or_reclaimed(std::future::pending::<()>()).await;
+                drop(slot);
+                let _ = tx.send((i, got, gate.in_progress()));
+            });
+        }
+        tokio::task::yield_now().await;
+        // Another client finds the service full: it waits, and one lent
+        // request gives its slot back to it.
+        let other = gate.admit(OTHER).await.expect("a lent slot came back");
+        let (_, got, _) = ended.recv().await.expect("one lent request ended");
+        assert_eq!(got, Err(Refused));
+        assert!(ended.try_recv().is_err(), "only as many as needed");
+        // Now shares bind: the greedy client is refused past its share, and
+        // the other client still gets its own.
+        assert!(gate.shares.as_ref().expect("a table").contended());
+        drop(greedy.pop());
+        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past its share");
+        let second = now(&gate, OTHER).expect("within its share");
+        assert_eq!(gate.in_progress(), 4);
+        drop((other, second, greedy));
+    }
+
+    #[tokio::test]
+    async fn a_lent_request_back_within_its_share_is_not_taken() {
+        let gate = shared(3, 1, 60_000);
+        let first = now(&gate, ONE).expect("within its share");
+        let mut lent = now(&gate, ONE).expect("lent");
+        assert!(lent.lent.is_some());
+        // The client's first request ends: the lent one is its only one.
+        drop(first);
+        let shares = gate.shares.as_ref().expect("a table");
+        shares.contend();
+        let answer = async {
+            tokio::task::yield_now().await;
+            "answer"
+        };
+        assert_eq!(lent.or_reclaimed(answer).await, Ok("answer"));
+        assert!(lent.lent.is_none(), "no longer lent");
+        assert_eq!(shares.lent.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn under_contention_one_client_holds_at_most_its_share() {
+        let gate = shared(100, 3, 0);
+        // Someone within its share was refused just now.
+        gate.shares.as_ref().expect("a table").contend();
+        let greedy: Vec<_> = (0..3).map(|_| now(&gate, ONE).expect("within")).collect();
+        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past its share");
         // An IPv6 client is one /64.
         let v6 =
             |last: u16| IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last));
         let held: Vec<_> = (1..=3)
-            .map(|i| {
-                gate.admit(v6(i))
-                    .now_or_never()
-                    .expect("no wait")
-                    .expect("admitted")
-            })
+            .map(|i| now(&gate, v6(i)).expect("within"))
             .collect();
-        assert_eq!(gate.admit(v6(9)).await.err(), Some(Refused));
+        assert_eq!(now(&gate, v6(9)).err(), Some(Refused));
         // Everyone else still gets slots, whatever the table's keys.
         let others: Vec<_> = (2..=60u8)
-            .filter_map(|i| {
-                let ip = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i));
-                gate.admit(ip).now_or_never().expect("no wait").ok()
-            })
+            .filter_map(|i| now(&gate, IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i))).ok())
             .collect();
         assert!(others.len() >= 58, "{} of 59 others admitted", others.len());
         assert_eq!(gate.in_progress(), 6 + others.len());
-        drop(greedy);
-        drop(held);
-        drop(others);
+        drop((greedy, held, others));
         assert_eq!(gate.in_progress(), 0);
-        assert!(gate.admit(ONE).await.is_ok(), "its share is given back");
+        assert!(now(&gate, ONE).is_ok(), "its share is given back");
         let counts = gate.shares.as_ref().expect("a table").counts.iter();
         assert!(counts.map(|c| c.load(Ordering::Relaxed)).all(|c| c == 0));
     }
