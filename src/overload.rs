@@ -19,8 +19,8 @@
 //!   for one or has just been refused: alone it gets the whole service. Once
 //!   another client within its share has to wait or is refused, requests
 //!   past their share get `503` at once (without waiting in the queue) for
-//!   [`CONTENTION`], and each waiting client takes back one lent slot whose
-//!   request has no answer yet (that request gets the `503`). So a client
+//!   [`CONTENTION`], and the slots lent past a share whose requests have no
+//!   answer yet are taken back (those requests get the `503`). So a client
 //!   that pins requests (bodies begun and never finished, a slow-read flood
 //!   over many HTTP/2 connections) keeps at most its share once others need
 //!   the service, and every other client keeps being answered. A client is
@@ -130,12 +130,9 @@ impl Admitted<'_> {
         if share.past(shares.max) {
             return Err(Refused);
         }
-        // The client's earlier requests have ended: this one is within its
-        // share now, no longer lent; the call to give one back goes on.
+        // The client's other requests have ended or were taken back first:
+        // this one is within its share now, no longer lent.
         self.lent = None;
-        if shares.lent.load(Ordering::Acquire) > 0 {
-            shares.reclaim.notify_one();
-        }
         Ok(work.await)
     }
 }
@@ -160,7 +157,7 @@ struct Shares {
     born: Instant,
     /// Slots lent past a share and held now.
     lent: AtomicUsize,
-    /// Wakes one holder of a lent slot to give it back.
+    /// Wakes the holders of lent slots to give them back.
     reclaim: Notify,
 }
 
@@ -212,12 +209,12 @@ impl Shares {
     }
 
     /// A client within its share had to wait or was refused: shares bind
-    /// for a while, and one lent slot is taken back if any is held.
+    /// for a while, and the slots lent past them are taken back.
     fn contend(&self) {
         let until = self.now_ms().saturating_add(CONTENTION.as_millis() as u64);
         self.contended_until.fetch_max(until, Ordering::AcqRel);
         if self.lent.load(Ordering::Acquire) > 0 {
-            self.reclaim.notify_one();
+            self.reclaim.notify_waiters();
         }
     }
 }
@@ -450,16 +447,17 @@ mod tests {
             });
         }
         tokio::task::yield_now().await;
-        // Another client finds the service full: it waits, and one lent
-        // request gives its slot back to it.
+        // Another client finds the service full: it waits, and the lent
+        // requests give their slots back, one of them to it.
         let other = gate.admit(OTHER).await.expect("a lent slot came back");
-        let (_, got, _) = ended.recv().await.expect("one lent request ended");
-        assert_eq!(got, Err(Refused));
-        assert!(ended.try_recv().is_err(), "only as many as needed");
+        for _ in 0..2 {
+            let (_, got, _) = ended.recv().await.expect("a lent request ended");
+            assert_eq!(got, Err(Refused));
+        }
         // Now shares bind: the greedy client is refused past its share, and
         // the other client still gets its own.
         assert!(gate.shares.as_ref().expect("a table").contended());
-        drop(greedy.pop());
+        assert_eq!(gate.in_progress(), 3);
         assert_eq!(now(&gate, ONE).err(), Some(Refused), "past its share");
         let second = now(&gate, OTHER).expect("within its share");
         assert_eq!(gate.in_progress(), 4);
@@ -468,20 +466,25 @@ mod tests {
 
     #[tokio::test]
     async fn a_lent_request_back_within_its_share_is_not_taken() {
-        let gate = shared(3, 1, 60_000);
-        let first = now(&gate, ONE).expect("within its share");
-        let mut lent = now(&gate, ONE).expect("lent");
+        let gate: &'static Gate = Box::leak(Box::new(shared(3, 1, 60_000)));
+        let first = now(gate, ONE).expect("within its share");
+        let mut lent = now(gate, ONE).expect("lent");
         assert!(lent.lent.is_some());
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let request = tokio::spawn(async move {
+            let got = lent.or_reclaimed(answered).await;
+            (got, lent.lent.is_none())
+        });
+        tokio::task::yield_now().await;
         // The client's first request ends: the lent one is its only one.
         drop(first);
         let shares = gate.shares.as_ref().expect("a table");
         shares.contend();
-        let answer = async {
-            tokio::task::yield_now().await;
-            "answer"
-        };
-        assert_eq!(lent.or_reclaimed(answer).await, Ok("answer"));
-        assert!(lent.lent.is_none(), "no longer lent");
+        tokio::task::yield_now().await;
+        answer.send("answer").expect("still waiting");
+        let (got, no_longer_lent) = request.await.expect("joined");
+        assert_eq!(got, Ok(Ok("answer")));
+        assert!(no_longer_lent);
         assert_eq!(shares.lent.load(Ordering::Relaxed), 0);
     }
 
