@@ -18,8 +18,8 @@
 //!   take a free slot, lent to it, as long as no other client is waiting
 //!   for one or has just been refused: alone it gets the whole service. Once
 //!   another client within its share has to wait or is refused, requests
-//!   past their share get `503` at once (without waiting in the queue) for
-//!   [`CONTENTION`], and the slots lent past a share whose requests have no
+//!   past their share get `503` at once (without waiting in the queue)
+//!   while it waits and for [`CONTENTION`] after, and the slots lent past a share whose requests have no
 //!   answer yet are taken back (those requests get the `503`). So a client
 //!   that pins requests (bodies begun and never finished, a slow-read flood
 //!   over many HTTP/2 connections) keeps at most its share once others need
@@ -157,6 +157,9 @@ struct Shares {
     born: Instant,
     /// Slots lent past a share and held now.
     lent: AtomicUsize,
+    /// Clients within their share waiting for a slot now: the service is
+    /// contended for as long as one waits.
+    waiting: AtomicUsize,
     /// Wakes the holders of lent slots to give them back.
     reclaim: Notify,
 }
@@ -184,6 +187,7 @@ impl Shares {
             contended_until: AtomicU64::new(0),
             born: Instant::now(),
             lent: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
             reclaim: Notify::new(),
         }
     }
@@ -205,7 +209,8 @@ impl Shares {
     }
 
     fn contended(&self) -> bool {
-        self.now_ms() < self.contended_until.load(Ordering::Acquire)
+        self.waiting.load(Ordering::Acquire) > 0
+            || self.now_ms() < self.contended_until.load(Ordering::Acquire)
     }
 
     /// A client within its share had to wait or was refused: shares bind
@@ -303,7 +308,10 @@ impl Gate {
             slot
         } else {
             shares.contend();
-            self.wait().await?
+            shares.waiting.fetch_add(1, Ordering::AcqRel);
+            let waited = self.wait().await;
+            shares.waiting.fetch_sub(1, Ordering::AcqRel);
+            waited?
         };
         let lent = past.then(|| {
             shares.lent.fetch_add(1, Ordering::AcqRel);

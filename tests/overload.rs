@@ -128,6 +128,8 @@ async fn get_from(gw: &Gangway, path: &str, from: &str) -> StatusCode {
     gw.send(req).await.status
 }
 
+/// A share binds only while another client within its own share waits for
+/// a slot: the service here holds two requests, a client one.
 #[tokio::test]
 async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
     for trusted in [true, false] {
@@ -136,7 +138,7 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
         if trusted {
             flags.push("--entryPoints.web.forwardedHeaders.trustedIPs=127.0.0.1/32");
         }
-        let gw = Arc::new(Gangway::with_file(&limited(&h.backend, 4, "0s"), &flags).await);
+        let gw = Arc::new(Gangway::with_file(&limited(&h.backend, 2, "60s"), &flags).await);
         started(&gw).await;
 
         let first = hold_from(&gw, "198.51.100.1");
@@ -146,32 +148,37 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
             || async { h.arrived.load(Ordering::SeqCst) == 1 },
         )
         .await;
+        let second = hold_from(&gw, "198.51.100.2");
+        eventually(WAIT, "the second request reached the backend", || async {
+            h.arrived.load(Ordering::SeqCst) == 2
+        })
+        .await;
         if trusted {
-            // Another person behind the same proxy: their own share.
-            let second = hold_from(&gw, "198.51.100.2");
-            eventually(
-                WAIT,
-                "the second client's request reached the backend",
-                || async { h.arrived.load(Ordering::SeqCst) == 2 },
-            )
-            .await;
+            // A third person behind the same proxy, within its own share,
+            // waits for a slot (as one client, it would be refused at once
+            // past its share); the first is past its share.
+            let third = hold_from(&gw, "198.51.100.3");
             assert_eq!(
                 get_from(&gw, "/", "10.0.0.1, 198.51.100.1").await,
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the first client is past its share of one"
             );
             h.release.send(true).expect("release");
-            assert_eq!(second.await.expect("task"), StatusCode::OK);
+            assert_eq!(third.await.expect("task"), StatusCode::OK);
         } else {
-            // An untrusted peer's header proves nothing: one client.
+            // An untrusted peer's header proves nothing: one client, past
+            // its share and at the service's bound, refused at once where
+            // a client within its share would wait.
+            let refused = tokio::time::timeout(WAIT, get_from(&gw, "/", "198.51.100.3")).await;
             assert_eq!(
-                get_from(&gw, "/", "198.51.100.2").await,
-                StatusCode::SERVICE_UNAVAILABLE,
+                refused.ok(),
+                Some(StatusCode::SERVICE_UNAVAILABLE),
                 "the peer is past its share whatever it claims"
             );
             h.release.send(true).expect("release");
         }
         assert_eq!(first.await.expect("task"), StatusCode::OK);
+        assert_eq!(second.await.expect("task"), StatusCode::OK);
     }
 }
 
