@@ -442,7 +442,7 @@ mod tests {
     async fn a_client_within_its_share_takes_back_a_lent_slot() {
         // Slots borrow their gate, and the lent ones go to tasks.
         let gate: &'static Gate = Box::leak(Box::new(shared(4, 2, 60_000)));
-        let mut greedy: Vec<_> = (0..4).map(|_| now(&gate, ONE).expect("alone")).collect();
+        let mut greedy: Vec<_> = (0..4).map(|_| now(gate, ONE).expect("alone")).collect();
         // The lent ones wait for their answers (which never come).
         let lent = greedy.split_off(2);
         let (tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
@@ -466,8 +466,8 @@ mod tests {
         // the other client still gets its own.
         assert!(gate.shares.as_ref().expect("a table").contended());
         assert_eq!(gate.in_progress(), 3);
-        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past its share");
-        let second = now(&gate, OTHER).expect("within its share");
+        assert_eq!(now(gate, ONE).err(), Some(Refused), "past its share");
+        let second = now(gate, OTHER).expect("within its share");
         assert_eq!(gate.in_progress(), 4);
         drop((other, second, greedy));
     }
