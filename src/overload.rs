@@ -13,15 +13,20 @@
 //!   wait than may be in progress; a request that cannot wait, or whose wait
 //!   runs out, gets `503` with `Retry-After: 1` at once.
 //! - **A client's share of a service** (`serversTransport.maxConcurrentRequestsPerClient`):
-//!   no one client may hold more than this many of a service's
-//!   slots, so a client that pins requests (bodies announced and never
-//!   sent, a slow-read flood over many HTTP/2 connections) takes at most its
-//!   share of the server and every other client keeps being answered. Past
-//!   its share a client's request gets the same `503` at once, without
-//!   waiting in the queue. A client is its source address, or, when that
-//!   address is a trusted proxy (`forwardedHeaders`), the address the
-//!   proxy put last in `X-Forwarded-For`: everyone behind one tunnel or CDN
-//!   is not one client.
+//!   binds only under contention (max-min fairness). A client within its
+//!   share is always entitled to a slot. Past its share a client may still
+//!   take a free slot, lent to it, as long as no other client is waiting
+//!   for one or has just been refused: alone it gets the whole service. Once
+//!   another client within its share has to wait or is refused, requests
+//!   past their share get `503` at once (without waiting in the queue)
+//!   while it waits and for [`CONTENTION`] after, and the slots lent past a share whose requests have no
+//!   answer yet are taken back (those requests get the `503`). So a client
+//!   that pins requests (bodies begun and never finished, a slow-read flood
+//!   over many HTTP/2 connections) keeps at most its share once others need
+//!   the service, and every other client keeps being answered. A client is
+//!   its source address, or, when that address is a trusted proxy
+//!   (`forwardedHeaders`), the address the proxy put last in
+//!   `X-Forwarded-For`: everyone behind one tunnel or CDN is not one client.
 //!
 //! Queueing without bound is what drives latency to seconds when a backend
 //! falls behind: every waiting request eventually reaches the backend after
@@ -32,9 +37,16 @@ use crate::config::dynamic;
 use std::hash::{BuildHasher, RandomState};
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+
+/// How long a service counts as contended after a client within its share
+/// had to wait for a slot or was refused one: as long as the `Retry-After`
+/// its refusals carry, so a client that comes back when told finds the
+/// share still binding if the others are still there.
+pub const CONTENTION: Duration = Duration::from_secs(1);
 
 /// A service's bound on requests in progress (by default none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -84,7 +96,45 @@ pub struct Gate {
 /// given back when it is dropped.
 pub struct Admitted<'a> {
     _slot: SemaphorePermit<'a>,
-    _share: Option<Share<'a>>,
+    share: Option<Share<'a>>,
+    /// Set when the slot was lent past the client's share: the gate may
+    /// take it back.
+    lent: Option<Lent<'a>>,
+}
+
+/// A slot lent past its client's share; counted in [`Shares::lent`] while
+/// held.
+struct Lent<'a>(&'a Shares);
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        self.0.lent.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Admitted<'_> {
+    /// Runs `work` (the request, until its answer's headers) while this
+    /// slot is held; if the slot was lent and the gate takes it back first,
+    /// `work` is dropped and the request is refused.
+    pub async fn or_reclaimed<F: Future>(&mut self, work: F) -> Result<F::Output, Refused> {
+        let (Some(lent), Some(share)) = (&self.lent, &self.share) else {
+            return Ok(work.await);
+        };
+        let shares = lent.0;
+        let mut work = std::pin::pin!(work);
+        tokio::select! {
+            biased;
+            done = &mut work => return Ok(done),
+            () = shares.reclaim.notified() => {}
+        }
+        if share.past(shares.max) {
+            return Err(Refused);
+        }
+        // The client's other requests have ended or were taken back first:
+        // this one is within its share now, no longer lent.
+        self.lent = None;
+        Ok(work.await)
+    }
 }
 
 /// Slots in use per client, in a fixed table of counters: no lock, no
@@ -101,6 +151,17 @@ struct Shares {
     /// client's counters.
     keys: RandomState,
     max: u32,
+    /// Until when (milliseconds after `born`) the service counts as
+    /// contended: shares bind.
+    contended_until: AtomicU64,
+    born: Instant,
+    /// Slots lent past a share and held now.
+    lent: AtomicUsize,
+    /// Clients within their share waiting for a slot now: the service is
+    /// contended for as long as one waits.
+    waiting: AtomicUsize,
+    /// Wakes the holders of lent slots to give them back.
+    reclaim: Notify,
 }
 
 /// Counters per row of [`Shares`]: 1 KiB per limited service in all.
@@ -123,20 +184,55 @@ impl Shares {
             counts: (0..2 * BUCKETS).map(|_| AtomicU32::new(0)).collect(),
             keys: RandomState::new(),
             max: u32::try_from(max).unwrap_or(u32::MAX),
+            contended_until: AtomicU64::new(0),
+            born: Instant::now(),
+            lent: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            reclaim: Notify::new(),
         }
     }
 
-    /// Counts one more slot for `client`; None if that would put it past
-    /// its share.
-    fn take(&self, client: IpAddr) -> Option<Share<'_>> {
+    /// Counts one more slot for `client`, and whether that puts it past its
+    /// share.
+    fn take(&self, client: IpAddr) -> (Share<'_>, bool) {
         let hash = self.keys.hash_one(client_key(client));
         let first = &self.counts[hash as usize % BUCKETS];
         let second = &self.counts[BUCKETS + (hash >> 32) as usize % BUCKETS];
         let held = first
             .fetch_add(1, Ordering::AcqRel)
             .min(second.fetch_add(1, Ordering::AcqRel));
-        let share = Share([first, second]);
-        (held < self.max).then_some(share)
+        (Share([first, second]), held >= self.max)
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn contended(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
+            || self.now_ms() < self.contended_until.load(Ordering::Acquire)
+    }
+
+    /// A client within its share had to wait or was refused: shares bind
+    /// for a while, and the slots lent past them are taken back.
+    fn contend(&self) {
+        let until = self.now_ms().saturating_add(CONTENTION.as_millis() as u64);
+        self.contended_until.fetch_max(until, Ordering::AcqRel);
+        if self.lent.load(Ordering::Acquire) > 0 {
+            self.reclaim.notify_waiters();
+        }
+    }
+}
+
+impl Share<'_> {
+    /// Whether the client still holds more than `max` slots, this one
+    /// included.
+    fn past(&self, max: u32) -> bool {
+        let [first, second] = self.0;
+        first
+            .load(Ordering::Acquire)
+            .min(second.load(Ordering::Acquire))
+            > max
     }
 }
 
@@ -187,21 +283,44 @@ impl Gate {
         Some(registries.keep_gate(service, limits, || Gate::new(limits)))
     }
 
-    /// Takes a slot for a request from `client`: refused at once if the
-    /// client holds its whole share, else at once when a slot is free, else
-    /// after a wait of at most `queue_timeout` if the queue has room. The
-    /// slot is given back when the returned value is dropped.
+    /// Takes a slot for a request from `client`: at once when a slot is
+    /// free, else after a wait of at most `queue_timeout` if the queue has
+    /// room. Past the client's share, only a free slot is lent, and only
+    /// while the service is not contended; otherwise the request is refused
+    /// at once. The slot is given back when the returned value is dropped.
     pub async fn admit(&self, client: IpAddr) -> Result<Admitted<'_>, Refused> {
-        // A client past its share does not wait: waiting would only hold
-        // its request longer, and take queue room from the others.
-        let share = match &self.shares {
-            Some(shares) => Some(shares.take(client).ok_or(Refused)?),
-            None => None,
+        let Some(shares) = &self.shares else {
+            return Ok(Admitted {
+                _slot: self.slot().await?,
+                share: None,
+                lent: None,
+            });
         };
-        let slot = self.slot().await?;
+        let (share, past) = shares.take(client);
+        let slot = if past {
+            // A client past its share does not wait: waiting would only
+            // hold its request longer, and take queue room from the others.
+            if shares.contended() {
+                return Err(Refused);
+            }
+            self.slots.try_acquire().map_err(|_| Refused)?
+        } else if let Ok(slot) = self.slots.try_acquire() {
+            slot
+        } else {
+            shares.contend();
+            shares.waiting.fetch_add(1, Ordering::AcqRel);
+            let waited = self.wait().await;
+            shares.waiting.fetch_sub(1, Ordering::AcqRel);
+            waited?
+        };
+        let lent = past.then(|| {
+            shares.lent.fetch_add(1, Ordering::AcqRel);
+            Lent(shares)
+        });
         Ok(Admitted {
             _slot: slot,
-            _share: share,
+            share: Some(share),
+            lent,
         })
     }
 
@@ -211,6 +330,10 @@ impl Gate {
         if let Ok(permit) = self.slots.try_acquire() {
             return Ok(permit);
         }
+        self.wait().await
+    }
+
+    async fn wait(&self) -> Result<SemaphorePermit<'_>, Refused> {
         if self.limits.queue_timeout.is_zero() {
             return Err(Refused);
         }
@@ -288,44 +411,114 @@ mod tests {
         }
     }
 
+    const OTHER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 7));
+
+    fn shared(max: usize, share: usize, wait_ms: u64) -> Gate {
+        Gate::new(Limits {
+            max_per_client: share,
+            ..limits(max, wait_ms)
+        })
+    }
+
+    fn now(gate: &Gate, client: IpAddr) -> Result<Admitted<'_>, Refused> {
+        gate.admit(client).now_or_never().expect("no wait")
+    }
+
     #[tokio::test]
-    async fn one_client_holds_at_most_its_share_and_the_others_the_rest() {
-        let gate = Gate::new(Limits {
-            max_per_client: 3,
-            ..limits(100, 0)
+    async fn a_client_alone_gets_the_whole_service() {
+        let gate = shared(8, 2, 0);
+        let held: Vec<_> = (0..8).map(|_| now(&gate, ONE).expect("alone")).collect();
+        assert_eq!(held.iter().filter(|a| a.lent.is_some()).count(), 6);
+        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past the whole");
+        assert!(!gate.shares.as_ref().expect("a table").contended());
+        drop(held);
+        assert_eq!(gate.in_progress(), 0);
+        let shares = gate.shares.as_ref().expect("a table");
+        assert_eq!(shares.lent.load(Ordering::Relaxed), 0);
+        assert!(shares.counts.iter().all(|c| c.load(Ordering::Relaxed) == 0));
+    }
+
+    #[tokio::test]
+    async fn a_client_within_its_share_takes_back_a_lent_slot() {
+        // Slots borrow their gate, and the lent ones go to tasks.
+        let gate: &'static Gate = Box::leak(Box::new(shared(4, 2, 60_000)));
+        let mut greedy: Vec<_> = (0..4).map(|_| now(gate, ONE).expect("alone")).collect();
+        // The lent ones wait for their answers (which never come).
+        let lent = greedy.split_off(2);
+        let (tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
+        for (i, mut slot) in lent.into_iter().enumerate() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let got = slot.or_reclaimed(std::future::pending::<()>()).await;
+                drop(slot);
+                let _ = tx.send((i, got, gate.in_progress()));
+            });
+        }
+        tokio::task::yield_now().await;
+        // Another client finds the service full: it waits, and the lent
+        // requests give their slots back, one of them to it.
+        let other = gate.admit(OTHER).await.expect("a lent slot came back");
+        for _ in 0..2 {
+            let (_, got, _) = ended.recv().await.expect("a lent request ended");
+            assert_eq!(got, Err(Refused));
+        }
+        // Now shares bind: the greedy client is refused past its share, and
+        // the other client still gets its own.
+        assert!(gate.shares.as_ref().expect("a table").contended());
+        assert_eq!(gate.in_progress(), 3);
+        assert_eq!(now(gate, ONE).err(), Some(Refused), "past its share");
+        let second = now(gate, OTHER).expect("within its share");
+        assert_eq!(gate.in_progress(), 4);
+        drop((other, second, greedy));
+    }
+
+    #[tokio::test]
+    async fn a_lent_request_back_within_its_share_is_not_taken() {
+        let gate: &'static Gate = Box::leak(Box::new(shared(3, 1, 60_000)));
+        let first = now(gate, ONE).expect("within its share");
+        let mut lent = now(gate, ONE).expect("lent");
+        assert!(lent.lent.is_some());
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let request = tokio::spawn(async move {
+            let got = lent.or_reclaimed(answered).await;
+            (got, lent.lent.is_none())
         });
-        let greedy: Vec<_> = futures_util::future::join_all((0..3).map(|_| gate.admit(ONE)))
-            .await
-            .into_iter()
-            .map(|a| a.expect("within its share"))
-            .collect();
-        assert_eq!(gate.admit(ONE).await.err(), Some(Refused), "past its share");
+        tokio::task::yield_now().await;
+        // The client's first request ends: the lent one is its only one.
+        drop(first);
+        let shares = gate.shares.as_ref().expect("a table");
+        shares.contend();
+        tokio::task::yield_now().await;
+        answer.send("answer").expect("still waiting");
+        let (got, no_longer_lent) = request.await.expect("joined");
+        assert_eq!(got, Ok(Ok("answer")));
+        assert!(no_longer_lent);
+        assert_eq!(shares.lent.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn under_contention_one_client_holds_at_most_its_share() {
+        let gate = shared(100, 3, 0);
+        // Someone within its share was refused just now.
+        gate.shares.as_ref().expect("a table").contend();
+        let greedy: Vec<_> = (0..3).map(|_| now(&gate, ONE).expect("within")).collect();
+        assert_eq!(now(&gate, ONE).err(), Some(Refused), "past its share");
         // An IPv6 client is one /64.
         let v6 =
             |last: u16| IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, last));
         let held: Vec<_> = (1..=3)
-            .map(|i| {
-                gate.admit(v6(i))
-                    .now_or_never()
-                    .expect("no wait")
-                    .expect("admitted")
-            })
+            .map(|i| now(&gate, v6(i)).expect("within"))
             .collect();
-        assert_eq!(gate.admit(v6(9)).await.err(), Some(Refused));
+        assert_eq!(now(&gate, v6(9)).err(), Some(Refused));
         // Everyone else still gets slots, whatever the table's keys.
         let others: Vec<_> = (2..=60u8)
-            .filter_map(|i| {
-                let ip = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i));
-                gate.admit(ip).now_or_never().expect("no wait").ok()
-            })
+            .filter_map(|i| now(&gate, IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i))).ok())
             .collect();
         assert!(others.len() >= 58, "{} of 59 others admitted", others.len());
         assert_eq!(gate.in_progress(), 6 + others.len());
-        drop(greedy);
-        drop(held);
-        drop(others);
+        drop((greedy, held, others));
         assert_eq!(gate.in_progress(), 0);
-        assert!(gate.admit(ONE).await.is_ok(), "its share is given back");
+        assert!(now(&gate, ONE).is_ok(), "its share is given back");
         let counts = gate.shares.as_ref().expect("a table").counts.iter();
         assert!(counts.map(|c| c.load(Ordering::Relaxed)).all(|c| c == 0));
     }

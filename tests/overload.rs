@@ -128,6 +128,8 @@ async fn get_from(gw: &Gangway, path: &str, from: &str) -> StatusCode {
     gw.send(req).await.status
 }
 
+/// A share binds only while another client within its own share waits for
+/// a slot: the service here holds two requests, a client one.
 #[tokio::test]
 async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
     for trusted in [true, false] {
@@ -136,7 +138,7 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
         if trusted {
             flags.push("--entryPoints.web.forwardedHeaders.trustedIPs=127.0.0.1/32");
         }
-        let gw = Arc::new(Gangway::with_file(&limited(&h.backend, 4, "0s"), &flags).await);
+        let gw = Arc::new(Gangway::with_file(&limited(&h.backend, 2, "60s"), &flags).await);
         started(&gw).await;
 
         let first = hold_from(&gw, "198.51.100.1");
@@ -146,32 +148,37 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_share() {
             || async { h.arrived.load(Ordering::SeqCst) == 1 },
         )
         .await;
+        let second = hold_from(&gw, "198.51.100.2");
+        eventually(WAIT, "the second request reached the backend", || async {
+            h.arrived.load(Ordering::SeqCst) == 2
+        })
+        .await;
         if trusted {
-            // Another person behind the same proxy: their own share.
-            let second = hold_from(&gw, "198.51.100.2");
-            eventually(
-                WAIT,
-                "the second client's request reached the backend",
-                || async { h.arrived.load(Ordering::SeqCst) == 2 },
-            )
-            .await;
+            // A third person behind the same proxy, within its own share,
+            // waits for a slot (as one client, it would be refused at once
+            // past its share); the first is past its share.
+            let third = hold_from(&gw, "198.51.100.3");
             assert_eq!(
                 get_from(&gw, "/", "10.0.0.1, 198.51.100.1").await,
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the first client is past its share of one"
             );
             h.release.send(true).expect("release");
-            assert_eq!(second.await.expect("task"), StatusCode::OK);
+            assert_eq!(third.await.expect("task"), StatusCode::OK);
         } else {
-            // An untrusted peer's header proves nothing: one client.
+            // An untrusted peer's header proves nothing: one client, past
+            // its share and at the service's bound, refused at once where
+            // a client within its share would wait.
+            let refused = tokio::time::timeout(WAIT, get_from(&gw, "/", "198.51.100.3")).await;
             assert_eq!(
-                get_from(&gw, "/", "198.51.100.2").await,
-                StatusCode::SERVICE_UNAVAILABLE,
+                refused.ok(),
+                Some(StatusCode::SERVICE_UNAVAILABLE),
                 "the peer is past its share whatever it claims"
             );
             h.release.send(true).expect("release");
         }
         assert_eq!(first.await.expect("task"), StatusCode::OK);
+        assert_eq!(second.await.expect("task"), StatusCode::OK);
     }
 }
 
@@ -318,4 +325,121 @@ async fn at_the_connection_limit_new_connections_wait_to_be_accepted() {
     let mut three = TcpStream::from_std(three).expect("tokio stream");
     assert!(read_response(&mut three).await.contains("200"));
     assert!(round_trip(&mut one).await.contains("200"));
+}
+
+/// Requests one client has in progress at once in the test below: more
+/// than its share (256), within the service's bound (1024).
+const ALONE: usize = 1000;
+
+/// One client alone, with the defaults on, holding 1,000 requests at once,
+/// first over 1,000 HTTP/1.1 keep-alive connections, then as HTTP/2
+/// streams over four connections (250 streams each): nobody else needs the
+/// service, so its share does not bind and every request is answered.
+#[tokio::test]
+async fn a_client_alone_is_never_refused_past_its_share() {
+    for http2 in [false, true] {
+        let h = holding().await;
+        let route = support::one_route("app", "Host(`app.test`)", &[&h.backend.url()]);
+        let gw = Gangway::with_file(&route, &[]).await;
+        started(&gw).await;
+        let senders = connect(gw.port, http2).await;
+        let ended = Arc::new(AtomicUsize::new(0));
+        let mut requests = tokio::task::JoinSet::new();
+        for i in 0..ALONE {
+            let mut sender = senders[i % senders.len()].clone();
+            let ended = ended.clone();
+            requests.spawn(async move {
+                let status = sender.send("/hold").await;
+                ended.fetch_add(1, Ordering::SeqCst);
+                (status, sender)
+            });
+        }
+        // Every request is either held at the backend or already ended
+        // (refused): wait for both to add up, then let them go.
+        eventually(
+            WAIT,
+            "every request reached the backend or ended",
+            || async { h.arrived.load(Ordering::SeqCst) + ended.load(Ordering::SeqCst) == ALONE },
+        )
+        .await;
+        h.release.send(true).expect("release");
+        let mut answered = 0;
+        let mut again = Vec::new();
+        while let Some(done) = requests.join_next().await {
+            let (status, sender) = done.expect("task");
+            answered += usize::from(status == Some(StatusCode::OK));
+            again.push(sender);
+        }
+        let proto = if http2 { "HTTP/2" } else { "HTTP/1.1" };
+        assert_eq!(answered, ALONE, "{proto}: answered with 200");
+        assert_eq!(
+            h.arrived.load(Ordering::SeqCst),
+            ALONE,
+            "{proto}: at the server"
+        );
+        if !http2 {
+            // Keep-alive: each connection answers a second request.
+            for mut sender in again.into_iter().take(10) {
+                assert_eq!(sender.send("/").await, Some(StatusCode::OK));
+            }
+        }
+    }
+}
+
+/// A request sender on one connection to gangway, either protocol.
+#[derive(Clone)]
+enum Sender {
+    Http1(Arc<tokio::sync::Mutex<hyper::client::conn::http1::SendRequest<Full<Bytes>>>>),
+    Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    /// The status of a GET of `path` on app.test; None if it failed.
+    async fn send(&mut self, path: &str) -> Option<StatusCode> {
+        let req = Request::get(path)
+            .header("host", "app.test")
+            .body(Full::default())
+            .expect("request");
+        let resp = match self {
+            Sender::Http1(conn) => {
+                let mut conn = conn.lock().await;
+                conn.ready().await.ok()?;
+                conn.send_request(req).await.ok()?
+            }
+            Sender::Http2(conn) => conn.send_request(req).await.ok()?,
+        };
+        let status = resp.status();
+        http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .ok()?;
+        Some(status)
+    }
+}
+
+/// `ALONE` HTTP/1.1 connections, or four HTTP/2 (h2c) connections, to the
+/// entry point on `port`, all from 127.0.0.1.
+async fn connect(port: u16, http2: bool) -> Vec<Sender> {
+    let count = if http2 { 4 } else { ALONE };
+    let mut senders = Vec::with_capacity(count);
+    for _ in 0..count {
+        let tcp = TcpStream::connect(("127.0.0.1", port))
+            .await
+            .expect("connect");
+        let io = hyper_util::rt::TokioIo::new(tcp);
+        senders.push(if http2 {
+            let exec = hyper_util::rt::TokioExecutor::new();
+            let (sender, conn) = hyper::client::conn::http2::handshake(exec, io)
+                .await
+                .expect("h2 handshake");
+            tokio::spawn(conn);
+            Sender::Http2(sender)
+        } else {
+            let (sender, conn) = hyper::client::conn::http1::handshake(io)
+                .await
+                .expect("handshake");
+            tokio::spawn(conn);
+            Sender::Http1(Arc::new(tokio::sync::Mutex::new(sender)))
+        });
+    }
+    senders
 }

@@ -409,8 +409,10 @@ impl Proxy {
                 .map(ProxyBody::Local);
         }
         // The route's own service is bounded; a service a middleware sends
-        // to (error pages) is not. The slot is held until the answer's headers.
-        let _slot = match &route.gate {
+        // to (error pages) is not. The slot is held until the answer's
+        // headers; a slot lent past the client's share may be taken back
+        // before then, when another client needs it.
+        let mut slot = match &route.gate {
             Some(gate) if std::ptr::eq(upstream, &*route.upstream) => {
                 let client = conn.entry_point.trust.client(conn.peer.ip(), req.headers());
                 match gate.admit(client).await {
@@ -420,7 +422,14 @@ impl Proxy {
             }
             _ => None,
         };
-        self.forward(conn, route, upstream, host_value, req).await
+        let forward = self.forward(conn, route, upstream, host_value, req);
+        match &mut slot {
+            Some(slot) => slot
+                .or_reclaimed(forward)
+                .await
+                .unwrap_or_else(|_| Kind::Overloaded.into_response()),
+            None => forward.await,
+        }
     }
 }
 
