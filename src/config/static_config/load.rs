@@ -30,8 +30,9 @@ pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT", "GANGWAY_BLESS"];
 /// gangway's own file names, looked for in the working directory first.
 const GANGWAY_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
 
-/// Traefik's file names, looked for in each of Traefik's places in turn.
-const TRAEFIK_FILES: &[&str] = &["traefik.toml", "traefik.yaml", "traefik.yml"];
+/// The extensions of Traefik's file, `traefik.<ext>`, tried in each of
+/// Traefik's places in turn.
+const TRAEFIK_EXTENSIONS: &[&str] = &[".toml", ".yaml", ".yml"];
 
 /// The flag (and, upper-cased after the prefix, the variable) naming the
 /// configuration file.
@@ -39,18 +40,18 @@ const CONFIG_FILE_FLAG: &str = "configFile";
 
 /// Where the configuration file is looked for when none is named: first
 /// gangway's own names in the working directory, then Traefik's names in
-/// `/etc/traefik/`, `$XDG_CONFIG_HOME/`, `$HOME/.config/` and the working
-/// directory, as Traefik looks.
+/// the places Traefik's finder tries, in its order: `/etc/traefik/`,
+/// `$XDG_CONFIG_HOME/`, `$HOME/.config/` and the working directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRoots {
     /// The working directory.
     pub cwd: PathBuf,
     /// The system directory, `/etc/traefik` outside tests.
     pub system: PathBuf,
-    /// `$XDG_CONFIG_HOME`, if set.
-    pub xdg_config_home: Option<PathBuf>,
-    /// `$HOME`, if set.
-    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME` as written; empty when unset or empty.
+    pub xdg_config_home: PathBuf,
+    /// `$HOME` as written; empty when unset or empty.
+    pub home: PathBuf,
 }
 
 impl SearchRoots {
@@ -59,8 +60,9 @@ impl SearchRoots {
     pub fn new(env: &[(String, String)], cwd: &Path) -> SearchRoots {
         let var = |name: &str| {
             env.iter()
-                .find(|(k, v)| k == name && !v.is_empty())
+                .find(|(k, _)| k == name)
                 .map(|(_, v)| PathBuf::from(v))
+                .unwrap_or_default()
         };
         SearchRoots {
             cwd: cwd.to_owned(),
@@ -73,15 +75,27 @@ impl SearchRoots {
     /// Every file looked for, in order.
     pub fn candidates(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = GANGWAY_FILES.iter().map(|f| self.cwd.join(f)).collect();
-        let mut dirs = vec![self.system.clone()];
-        dirs.extend(self.xdg_config_home.clone());
-        dirs.extend(self.home.as_ref().map(|h| h.join(".config")));
-        dirs.push(self.cwd.clone());
-        for dir in dirs {
-            out.extend(TRAEFIK_FILES.iter().map(|f| dir.join(f)));
+        // Traefik expands `$XDG_CONFIG_HOME/traefik` and
+        // `$HOME/.config/traefik` as text, so an unset variable leaves a
+        // path at the root: its image finds a `/traefik.yml` that way.
+        let bases = [
+            self.system.join("traefik"),
+            appended(&self.xdg_config_home, "/traefik"),
+            appended(&self.home, "/.config/traefik"),
+            self.cwd.join("traefik"),
+        ];
+        for base in bases {
+            out.extend(TRAEFIK_EXTENSIONS.iter().map(|ext| appended(&base, ext)));
         }
         out
     }
+}
+
+/// `path` with `tail` appended as text, as a shell expansion would.
+fn appended(path: &Path, tail: &str) -> PathBuf {
+    let mut text = path.as_os_str().to_owned();
+    text.push(tail);
+    PathBuf::from(text)
 }
 
 /// A Traefik option given in some source that gangway accepts without

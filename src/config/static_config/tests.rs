@@ -2426,8 +2426,8 @@ fn roots_in(base: &Path) -> SearchRoots {
     SearchRoots {
         cwd: base.join("cwd"),
         system: base.join("etc"),
-        xdg_config_home: Some(base.join("xdg")),
-        home: Some(base.join("home")),
+        xdg_config_home: base.join("xdg"),
+        home: base.join("home"),
     }
 }
 
@@ -2480,6 +2480,36 @@ fn traefik_files_are_found_where_traefik_looks_after_gangways_own() {
     assert_eq!(
         roots.candidates()[3],
         Path::new("/etc/traefik/traefik.toml")
+    );
+}
+
+#[test]
+fn unset_variables_leave_traefiks_paths_at_the_root_as_its_finder_does() {
+    let roots = SearchRoots::new(&vars(&[("HOME", "")]), Path::new("/w"));
+    let shown: Vec<String> = roots
+        .candidates()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "/w/gangway.toml",
+            "/w/gangway.yml",
+            "/w/gangway.yaml",
+            "/etc/traefik/traefik.toml",
+            "/etc/traefik/traefik.yaml",
+            "/etc/traefik/traefik.yml",
+            "/traefik.toml",
+            "/traefik.yaml",
+            "/traefik.yml",
+            "/.config/traefik.toml",
+            "/.config/traefik.yaml",
+            "/.config/traefik.yml",
+            "/w/traefik.toml",
+            "/w/traefik.yaml",
+            "/w/traefik.yml",
+        ]
     );
 }
 
