@@ -274,40 +274,12 @@ pub fn load_from(
         file_used = Some(path);
     }
 
-    // A bad value the file brought is reported with its key already; it
-    // must not be pinned again on every flag applied after it.
-    let mut tree_readable = StaticConfig::deserialize(&tree).is_ok();
-    for setting in vars.iter().chain(&flags) {
-        if setting.option.state() != OptionState::Implemented {
-            accepted.push(setting.accepted());
-            continue;
-        }
-        let before = tree.clone();
-        if let Err(e) = apply(&mut tree, setting) {
-            problems.push(e);
-            tree = before;
-            continue;
-        }
-        // Checking after each setting pins a bad value on the flag or
-        // variable that brought it.
-        match StaticConfig::deserialize(&tree) {
-            Ok(_) => tree_readable = true,
-            Err(e) if tree_readable => {
-                problems.push(setting.bad_value(SettingError::Unreadable(e)));
-                tree = before;
-            }
-            Err(_) => {
-                // Unreadable before this setting: check it alone.
-                let mut alone = Value::Object(Map::new());
-                if apply(&mut alone, setting).is_ok()
-                    && let Err(e) = StaticConfig::deserialize(&alone)
-                {
-                    problems.push(setting.bad_value(SettingError::Unreadable(e)));
-                    tree = before;
-                }
-            }
-        }
-    }
+    apply_settings(
+        &mut tree,
+        vars.iter().chain(&flags),
+        &mut problems,
+        &mut accepted,
+    );
 
     if let Some(Value::Object(entry_points)) = tree.get("entryPoints") {
         for (name, entry_point) in entry_points {
@@ -364,6 +336,99 @@ pub fn load_from(
             variables,
         },
     ))
+}
+
+/// Applies the settings of variables and flags, in order, to the tree the
+/// file gave, pinning each problem on the setting that brought it.
+fn apply_settings<'a>(
+    tree: &mut Value,
+    settings: impl Iterator<Item = &'a Setting>,
+    problems: &mut Vec<StaticConfigError>,
+    accepted: &mut Vec<AcceptedOption>,
+) {
+    // A bad value the file brought is reported with its key already; it
+    // must not be pinned again on every flag applied after it.
+    let mut tree_readable = StaticConfig::deserialize(&*tree).is_ok();
+    // paerser disables a section given a value other than `true` whatever
+    // options are given under it, in any order: removed at the end.
+    let mut switched_off: Vec<&[String]> = Vec::new();
+    for setting in settings {
+        if setting.option.state() != OptionState::Implemented {
+            accepted.push(setting.accepted());
+            continue;
+        }
+        if setting.option.kind == ValueKind::Section {
+            let path = setting.option.path.as_slice();
+            match setting.value.as_deref().map(parse_bool) {
+                Some(Some(false)) => {
+                    switched_off.push(path);
+                    continue;
+                }
+                Some(None) => {}
+                _ => switched_off.retain(|off| !same_path(off, path)),
+            }
+        }
+        let before = tree.clone();
+        if let Err(e) = apply(tree, setting) {
+            problems.push(e);
+            *tree = before;
+            continue;
+        }
+        // Checking after each setting pins a bad value on the flag or
+        // variable that brought it.
+        match StaticConfig::deserialize(&*tree) {
+            Ok(_) => tree_readable = true,
+            Err(e) if tree_readable => {
+                problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                *tree = before;
+            }
+            Err(_) => {
+                // Unreadable before this setting: check it alone.
+                let mut alone = Value::Object(Map::new());
+                if apply(&mut alone, setting).is_ok()
+                    && let Err(e) = StaticConfig::deserialize(&alone)
+                {
+                    problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                    *tree = before;
+                }
+            }
+        }
+    }
+    for path in switched_off {
+        remove_at(tree, path);
+    }
+}
+
+/// Whether two option paths name the same option: user-chosen names match
+/// in any case, as [`name_key`] matches them.
+fn same_path(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.eq_ignore_ascii_case(y))
+}
+
+/// Removes the node at `path`, if there is one; makes nothing on the way.
+fn remove_at(tree: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut node = tree;
+    for segment in parents {
+        let next = match node {
+            Value::Object(map) => {
+                let key = name_key(map, segment);
+                map.get_mut(&key)
+            }
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        node = next;
+    }
+    if let Some(map) = node.as_object_mut() {
+        let key = name_key(map, last);
+        map.remove(&key);
+    }
 }
 
 /// Reads and parses the configuration file at `path`, calling it `name` in

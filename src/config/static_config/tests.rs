@@ -1446,6 +1446,7 @@ fn full_config() -> StaticConfig {
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
         domain: Some(String::from("example.com")),
+        exposed_by_default: Some(false),
         ..DockerProvider::default()
     });
     config.providers.swarm = Some(SwarmProvider {
@@ -1457,6 +1458,7 @@ fn full_config() -> StaticConfig {
         }),
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
+        exposed_by_default: Some(false),
         ..SwarmProvider::default()
     });
     config.providers.redis = Some(RedisProvider {
@@ -2599,4 +2601,33 @@ fn an_empty_value_in_a_file_is_not_given() {
     );
     let acme = &config.certificates_resolvers["le"].acme;
     assert_eq!(acme.email, "");
+}
+
+#[test]
+fn a_section_set_to_false_stays_off_whatever_is_given_under_it_in_any_order() {
+    let off = [
+        "--providers.docker=false",
+        "--providers.docker.exposedbydefault=false",
+    ];
+    for args in [off, [off[1], off[0]]] {
+        let config = run(&args, &[]);
+        assert_eq!(config.providers.docker, None, "{args:?}");
+    }
+    // Switched on again by a later `true`, as the last value of a flag wins.
+    let config = run(&[off[0], off[1], "--providers.docker=true"], &[]);
+    assert_eq!(
+        config.providers.docker.map(|d| d.exposed_by_default),
+        Some(Some(false))
+    );
+    let config = run(
+        &[
+            "--certificatesresolvers.x.acme.tlschallenge=false",
+            "--certificatesresolvers.x.acme.email=a@example.com",
+            "--certificatesresolvers.x.acme.httpchallenge.entrypoint=web",
+        ],
+        &[],
+    );
+    let acme = &config.certificates_resolvers["x"].acme;
+    assert!(acme.tls_challenge.is_none(), "{acme:?}");
+    assert!(acme.http_challenge.is_some(), "{acme:?}");
 }
