@@ -366,3 +366,22 @@ async fn a_traefik_yml_in_xdg_config_home_is_found_as_traefik_finds_it() {
         "{log}"
     );
 }
+
+#[tokio::test]
+async fn a_section_flag_set_to_false_beside_its_options_starts_as_in_traefik() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let args: Vec<String> = [
+        "--providers.docker=false",
+        "--providers.docker.exposedbydefault=false",
+        "--certificatesresolvers.le.acme.tlschallenge=false",
+        "--certificatesresolvers.le.acme.email=admin@example.com",
+        "--certificatesresolvers.le.acme.httpchallenge.entrypoint=web",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain([format!("--entrypoints.web.address=127.0.0.1:{port}")])
+    .collect();
+    let log = start_and_log(dir.path(), &args, port).await;
+    assert!(!log.contains("ERR"), "{log}");
+}
