@@ -456,13 +456,9 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         ));
     }
 
-    let docker_read = with_containers && config.providers.docker.is_some();
-    if docker_read {
-        findings.extend(exposure_finding(&containers, &settings));
-    }
-    if let Some(swarm) = &swarm_settings {
-        findings.extend(exposure_finding(&services, swarm));
-    }
+    let docker = Some(&settings).filter(|_| with_containers && config.providers.docker.is_some());
+    findings.extend(exposure_finding(&containers, docker));
+    findings.extend(exposure_finding(&services, swarm_settings.as_ref()));
 
     // Labels, container by container (and Swarm service by service).
     findings.extend(label_findings(&containers, &settings));
@@ -587,7 +583,8 @@ fn routing_label<'a>(labels: &'a BTreeMap<String, String>, prefix: &str) -> Opti
 /// containers the provider's constraints let in.
 /// What the provider routes when `exposedByDefault` is not given, said
 /// once, when some container is routed for its labels alone.
-fn exposure_finding(containers: &Containers, settings: &Settings) -> Option<Finding> {
+fn exposure_finding(containers: &Containers, settings: Option<&Settings>) -> Option<Finding> {
+    let settings = settings?;
     let notice = ExposedByLabels::of(settings)?;
     let prefix = &settings.prefix;
     let under_prefix = |key: &str| {
