@@ -337,6 +337,16 @@ address = "127.0.0.1:2"
         api.get("/api/tcp/routers/cache@file").await.0 == StatusCode::OK
     })
     .await;
+    // HostSNI(`*`) alone shows Traefik's -1, not its rule's length.
+    let (_, _, body) = api
+        .get("/api/tcp/routers?sortBy=priority&direction=desc")
+        .await;
+    let tcp: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let priorities: Vec<(&str, i64)> = tcp
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["priority"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(priorities, [("cache@file", 21), ("db@file", -1)], "{body}");
     for (query, want) in [
         ("serviceName=s@file", vec!["a@file", "b@file"]),
         // Without a provider, the name in any provider, as Traefik matches it.
