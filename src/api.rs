@@ -126,7 +126,7 @@ pub fn internal_services(state: &Arc<ApiState>) -> BTreeMap<String, Arc<dyn Inte
 pub fn internal_routers(config: &StaticConfig) -> crate::config::Dynamic {
     use crate::config::dynamic::Router as R;
     let mut d = crate::config::Dynamic::default();
-    let internal = crate::config::static_config::observability::INTERNAL_ENTRY_POINT;
+    let internal = crate::config::static_config::observability::internal_entry_point(config);
     let mut add = |name: &str, rule: &str, ep: &str, service: &str| {
         d.http.routers.insert(
             name.to_owned(),

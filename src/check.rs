@@ -33,7 +33,7 @@ use crate::config::static_config::{self, Loaded, StaticConfig};
 use crate::provider::docker::build::build;
 use crate::provider::docker::container::ContainerView;
 use crate::provider::docker::labels::suggest;
-use crate::provider::docker::{Endpoint, Settings, parse_labels};
+use crate::provider::docker::{Endpoint, ExposedByLabels, Settings, parse_labels};
 use crate::runtime::report::origin_of;
 use crate::runtime::{Registries, Report, Runtime, RuntimeHandle, Status};
 use serde::Serialize;
@@ -456,6 +456,10 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         ));
     }
 
+    let docker = Some(&settings).filter(|_| with_containers && config.providers.docker.is_some());
+    findings.extend(exposure_finding(&containers, docker));
+    findings.extend(exposure_finding(&services, swarm_settings.as_ref()));
+
     // Labels, container by container (and Swarm service by service).
     findings.extend(label_findings(&containers, &settings));
     if let Some(swarm) = &swarm_settings {
@@ -577,6 +581,31 @@ fn routing_label<'a>(labels: &'a BTreeMap<String, String>, prefix: &str) -> Opti
 /// What the label grammar says of each container's labels (the label
 /// parser's errors and the labels the provider never reads), for the
 /// containers the provider's constraints let in.
+/// What the provider routes when `exposedByDefault` is not given, said
+/// once, when some container is routed for its labels alone.
+fn exposure_finding(containers: &Containers, settings: Option<&Settings>) -> Option<Finding> {
+    let settings = settings?;
+    let notice = ExposedByLabels::of(settings)?;
+    let prefix = &settings.prefix;
+    let under_prefix = |key: &str| {
+        key.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+            && key.as_bytes().get(prefix.len()) == Some(&b'.')
+    };
+    let enable = format!("{prefix}.enable");
+    let by_labels_alone = containers.views.iter().any(|v| {
+        v.labels.keys().any(|k| under_prefix(k))
+            && !v.labels.keys().any(|k| k.eq_ignore_ascii_case(&enable))
+    });
+    by_labels_alone.then(|| {
+        Finding::general(
+            Severity::Note,
+            "static configuration",
+            CheckProblem::ExposedByLabels(notice),
+        )
+    })
+}
+
 fn label_findings(containers: &Containers, settings: &Settings) -> Vec<Finding> {
     let mut findings = Vec::new();
     for view in &containers.views {
@@ -962,7 +991,7 @@ fn prefix_findings(
             && k[..prefix.len()].eq_ignore_ascii_case(prefix)
             && !k[prefix.len()..].eq_ignore_ascii_case(".enable")
     });
-    if parsed.enable.is_none() && !settings.exposed_by_default && has_routing_labels {
+    if parsed.enable.is_none() && settings.exposed_by_default == Some(false) && has_routing_labels {
         out.push(Finding::general(
             Severity::Warning,
             source,

@@ -216,6 +216,17 @@ pub fn domain_covers(domain: &str, name: &str) -> bool {
     leaf::domain_covers(domain, name)
 }
 
+/// The priority of a TCP router that gives none: as Traefik, -1 for
+/// ``HostSNI(`*`)`` alone, which then comes after every other TCP router on
+/// its entry point, and the rule's length for any other rule.
+pub fn tcp_default_priority(rule: &str) -> i64 {
+    if parse_tcp_rule(rule).is_ok_and(|m| m.is_catch_all()) {
+        -1
+    } else {
+        default_priority(rule)
+    }
+}
+
 /// The priority a router gets when none is configured: the length of its rule
 /// in characters, so that longer (usually more specific) rules are tried first.
 ///

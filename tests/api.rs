@@ -337,6 +337,16 @@ address = "127.0.0.1:2"
         api.get("/api/tcp/routers/cache@file").await.0 == StatusCode::OK
     })
     .await;
+    // HostSNI(`*`) alone shows Traefik's -1, not its rule's length.
+    let (_, _, body) = api
+        .get("/api/tcp/routers?sortBy=priority&direction=desc")
+        .await;
+    let tcp: Vec<Value> = serde_json::from_str(&body).unwrap();
+    let priorities: Vec<(&str, i64)> = tcp
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["priority"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(priorities, [("cache@file", 21), ("db@file", -1)], "{body}");
     for (query, want) in [
         ("serviceName=s@file", vec!["a@file", "b@file"]),
         // Without a provider, the name in any provider, as Traefik matches it.
@@ -1569,4 +1579,37 @@ async fn a_middleware_used_through_a_chain_names_its_routers_and_its_chains() {
     // The list agrees with the detail.
     let all = api.json("/api/http/middlewares").await;
     assert_eq!(by_name(&all, "strip@file")["usedBy"], strip["usedBy"]);
+}
+
+#[tokio::test]
+async fn an_entry_point_called_traefik_is_the_internal_one_as_in_traefik() {
+    let b = Backend::echo("b").await;
+    let internal = free_port();
+    // Lower case, as Traefik's compose files write it.
+    let ep = format!("--entrypoints.traefik.address=127.0.0.1:{internal}");
+    let gw = Gangway::with_file(
+        &config(&b),
+        &["--api.insecure", "--ping", "--metrics.prometheus", &ep],
+    )
+    .await;
+    let api = Api::new(internal);
+    eventually(Duration::from_secs(10), "the API answers", || async {
+        api.get("/api/version").await.0 == StatusCode::OK
+    })
+    .await;
+    assert_eq!(api.get("/ping").await.0, StatusCode::OK);
+    let (status, _, metrics) = api.get("/metrics").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(metrics.contains("# TYPE"), "{metrics}");
+    assert_eq!(api.get("/dashboard/").await.0, StatusCode::OK);
+    // No second internal entry point beside it.
+    let (_, _, eps) = api.get("/api/entrypoints").await;
+    let names: Vec<String> = serde_json::from_str::<Vec<Value>>(&eps)
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(names, ["traefik", "web"], "{eps}");
+    // The application's routes stay on `web`.
+    assert_eq!(gw.get("app.test", "/").await.status, StatusCode::OK);
 }

@@ -212,6 +212,54 @@ async fn a_label_error_disables_one_router_names_container_and_label_and_is_logg
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_exposed_by_default_labelled_containers_are_routed_and_bare_ones_not() {
+    let _serial = SERIAL.lock().await;
+    if !ready("exposed_by_labels").await {
+        return;
+    }
+    let run = Run::new("bylabels");
+    // At the info level, where the start says what the default routes.
+    let gw = support::Gangway::with_file_env(
+        "",
+        &["--providers.docker", &run.constraint(), "--log.level=INFO"],
+        &[("RUST_LOG", "")],
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    // Labels under the prefix and no `gangway.enable`, as Traefik setups
+    // that rely on its default are written.
+    let spec = Spec::new("labelled");
+    let port = spec.port.to_string();
+    let spec = spec
+        .label(
+            "gangway.http.routers.labelled.rule",
+            "Host(`labelled.test`)",
+        )
+        .label(
+            "gangway.http.services.labelled.loadbalancer.server.port",
+            &port,
+        );
+    run.start(&spec).await;
+    // No label under the prefix at all: Traefik would route it at
+    // Host(`<name>`), its default rule.
+    let bare_name = run.start(&Spec::new("bare")).await;
+    eventually(
+        Duration::from_secs(10),
+        "the labelled container is routed",
+        || probe.answers("labelled.test", "labelled"),
+    )
+    .await;
+    assert_eq!(probe.status(&bare_name.replace('_', "-")).await, 404);
+    let log = gw.log();
+    assert_eq!(
+        log.matches("providers.docker.exposedByDefault is not given: containers with")
+            .count(),
+        1,
+        "said once: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn exposed_by_default_false_ignores_unlabelled_containers() {
     let _serial = SERIAL.lock().await;
     if !ready("exposed_by_default").await {
@@ -222,7 +270,12 @@ async fn exposed_by_default_false_ignores_unlabelled_containers() {
     let api_router = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n";
     let safe = support::Gangway::with_file(
         api_router,
-        &["--providers.docker", &run.constraint(), "--api=true"],
+        &[
+            "--providers.docker",
+            "--providers.docker.exposedByDefault=false",
+            &run.constraint(),
+            "--api=true",
+        ],
     )
     .await;
     let open = run

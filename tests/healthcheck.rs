@@ -181,3 +181,51 @@ async fn a_gangway_shutting_down_is_reported_unhealthy() {
         "Bad healthcheck status: 503 Service Unavailable\n"
     );
 }
+
+#[tokio::test]
+async fn the_url_flag_asks_that_url_as_traefik_3_5_does() {
+    let app = Backend::echo("app").await;
+    let gw = Gangway::with_file(
+        &support::one_route("app", "Host(`app.test`)", &[&app.url()]),
+        &["--ping", "--ping.entryPoint=web"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    // No configuration at all: the URL is all the check needs.
+    let url = format!("http://localhost:{}/ping", gw.port);
+    let last = std::cell::RefCell::new(String::new());
+    eventually(Duration::from_secs(5), "the check passes", || {
+        let (status, out) = healthcheck(dir.path(), &["--url".to_owned(), url.clone()], &[]);
+        *last.borrow_mut() = out;
+        async move { status == 0 }
+    })
+    .await;
+    assert_eq!(last.borrow().as_str(), format!("OK: {url}\n"));
+    // A path that answers 404 is ill health, with Traefik's message.
+    let missing = format!("--url=http://127.0.0.1:{}/nothing-here", gw.port);
+    let (status, out) = healthcheck(dir.path(), &[missing], &[]);
+    assert_eq!(
+        (status, out.as_str()),
+        (1, "Bad healthcheck status: 404 Not Found\n")
+    );
+    // Nothing listening, and a URL that is not http://.
+    let closed = format!("--url=http://127.0.0.1:{}/ping", free_port());
+    let (status, out) = healthcheck(dir.path(), &[closed], &[]);
+    assert_eq!(status, 1);
+    assert!(
+        out.starts_with("Error calling healthcheck: GET http://127.0.0.1:"),
+        "{out}"
+    );
+    let (status, out) = healthcheck(
+        dir.path(),
+        &["--url=https://127.0.0.1/ping".to_owned()],
+        &[],
+    );
+    assert_eq!(
+        (status, out.as_str()),
+        (
+            1,
+            "Error calling healthcheck: --url https://127.0.0.1/ping: not an http:// URL (https is not asked by the health check)\n"
+        )
+    );
+}

@@ -785,3 +785,49 @@ clientAuthType = "RequireAnyClientCert"
         "the default options ask for no certificate"
     );
 }
+
+#[tokio::test]
+async fn tls_options_traefik_serves_with_are_served_with_what_can_be() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["old.test"]);
+    let cert = (
+        write(files.path(), "c.pem", &chain),
+        write(files.path(), "c.key", &key),
+    );
+    // As real setups write them: an old floor and P-521 first.
+    let extra = r#"
+[http.routers.old]
+rule = "Host(`old.test`)"
+service = "app"
+[http.routers.old.tls]
+options = "old"
+[tls.options.old]
+minVersion = "VersionTLS10"
+curvePreferences = ["CurveP521", "CurveP384", "X25519"]
+"#;
+    let tls_port = free_port();
+    let _gw = Gangway::with_file(
+        &config(&app.url(), &[cert], extra),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(Duration::from_secs(5), "the router is served", || async {
+        client
+            .get(tls_port, "old.test", None, "/", true)
+            .await
+            .is_ok_and(|g| g.status == StatusCode::OK)
+    })
+    .await;
+    let tls12 = TlsClient {
+        tls12_only: true,
+        offer_alpn: true,
+        ..client.clone()
+    };
+    let got = tls12.get(tls_port, "old.test", None, "/", true).await;
+    assert_eq!(got.expect("TLS 1.2 is the floor").status, StatusCode::OK);
+}

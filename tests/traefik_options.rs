@@ -266,12 +266,23 @@ fn not_implemented() -> Vec<(String, String)> {
 /// Starts gangway in `dir` with `args`; waits until it listens on `port`
 /// and returns its log, then stops it.
 async fn start_and_log(dir: &Path, args: &[String], port: u16) -> String {
+    start_and_log_with(dir, args, &[], port).await
+}
+
+/// [`start_and_log`] with these environment variables (and no others).
+async fn start_and_log_with(
+    dir: &Path,
+    args: &[String],
+    env: &[(&str, &Path)],
+    port: u16,
+) -> String {
     let log_path = dir.join("gangway.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = Command::new(binary())
         .args(args)
         .current_dir(dir)
         .env_clear()
+        .envs(env.iter().copied())
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
@@ -334,4 +345,43 @@ async fn gangway_starts_with_every_option_it_does_not_implement_and_names_each()
     assert!(log.contains("traefik.yml"), "{log}");
     assert!(log.contains("option=global.checkNewVersion"), "{log}");
     assert!(log.contains("option=hostResolver.cnameFlattening"), "{log}");
+}
+
+#[tokio::test]
+async fn a_traefik_yml_in_xdg_config_home_is_found_as_traefik_finds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (xdg, work) = (dir.path().join("xdg"), dir.path().join("work"));
+    for d in [&xdg, &work] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let port = free_port();
+    std::fs::write(
+        xdg.join("traefik.yml"),
+        format!("entryPoints:\n  web:\n    address: 127.0.0.1:{port}\n"),
+    )
+    .unwrap();
+    let log = start_and_log_with(&work, &[], &[("XDG_CONFIG_HOME", &xdg)], port).await;
+    assert!(
+        log.contains(&xdg.join("traefik.yml").display().to_string()),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn a_section_flag_set_to_false_beside_its_options_starts_as_in_traefik() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let args: Vec<String> = [
+        "--providers.docker=false",
+        "--providers.docker.exposedbydefault=false",
+        "--certificatesresolvers.le.acme.tlschallenge=false",
+        "--certificatesresolvers.le.acme.email=admin@example.com",
+        "--certificatesresolvers.le.acme.httpchallenge.entrypoint=web",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain([format!("--entrypoints.web.address=127.0.0.1:{port}")])
+    .collect();
+    let log = start_and_log(dir.path(), &args, port).await;
+    assert!(!log.contains("ERR"), "{log}");
 }

@@ -83,7 +83,8 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         client_ip,
     };
     let rt = state.runtime.load_full();
-    let internal = crate::config::static_config::observability::INTERNAL_ENTRY_POINT;
+    let internal =
+        crate::config::static_config::observability::internal_entry_point(&state.static_config);
     // Every entry point is worked out, so one that routes nothing can point
     // at another that does; only the ones asked about are answered.
     let mut eps: Vec<EntryPointVerdict> = state

@@ -116,7 +116,7 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
                 rule: r.rule.clone(),
                 priority: r
                     .priority
-                    .unwrap_or_else(|| crate::rule::default_priority(&r.rule)),
+                    .unwrap_or_else(|| crate::rule::tcp_default_priority(&r.rule)),
                 middlewares: r
                     .middlewares
                     .iter()

@@ -44,6 +44,18 @@ pub enum HealthcheckError {
         /// What the system said.
         source: std::io::Error,
     },
+    /// `--url` is not an `http://host[:port]/path` URL.
+    #[error("--url {url}: not an http:// URL (https is not asked by the health check)")]
+    BadUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// `--url` names a host that does not resolve.
+    #[error("--url {url}: no address for its host")]
+    NoAddress {
+        /// The URL given.
+        url: String,
+    },
     /// The answer is not HTTP.
     #[error("GET {url}: the answer is not HTTP")]
     NotHttp {
@@ -59,13 +71,19 @@ pub fn main(args: &[String], env: &[(String, String)], cwd: &Path) -> u8 {
         .any(|a| a == "-h" || a.eq_ignore_ascii_case("--help"))
     {
         println!(
-            "Usage: gangway healthcheck [--ping] [--OPTION=VALUE]...\n\n\
+            "Usage: gangway healthcheck [--ping] [--url URL] [--OPTION=VALUE]...\n\n\
              Calls /ping on the ping entry point of the static configuration\n\
              (read as gangway reads it at start) and exits 0 when it answers 200,\n\
              1 otherwise. `--ping` turns ping on, as for gangway itself;\n\
+             `--url` calls that http:// URL instead, reading no configuration;\n\
              `--if-enabled` exits 0 when ping is not enabled at all."
         );
         return 0;
+    }
+    // Traefik 3.5's `--url` asks that URL instead of the ping entry
+    // point's, so no configuration is read.
+    if let Some(url) = url_flag(args) {
+        return report(probe_url(&url));
     }
     // gangway's own flag, for the image's HEALTHCHECK: without ping in
     // the configuration the container can see there is nothing to ask,
@@ -84,7 +102,31 @@ pub fn main(args: &[String], env: &[(String, String)], cwd: &Path) -> u8 {
         println!("OK: ping is not enabled, nothing to check");
         return 0;
     }
-    match probe(&config) {
+    report(probe(&config))
+}
+
+/// The value of `--url URL` or `--url=URL`, in any case.
+fn url_flag(args: &[String]) -> Option<String> {
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let Some(rest) = arg.strip_prefix("--") else {
+            continue;
+        };
+        let (name, value) = rest.split_once('=').unwrap_or((rest, ""));
+        if name.eq_ignore_ascii_case("url") {
+            return Some(if rest.contains('=') {
+                value.to_owned()
+            } else {
+                args.next().cloned().unwrap_or_default()
+            });
+        }
+    }
+    None
+}
+
+/// Prints the outcome as Traefik does; the exit status.
+fn report(outcome: Result<(String, u16, String), HealthcheckError>) -> u8 {
+    match outcome {
         Ok((url, 200, _)) => {
             println!("OK: {url}");
             0
@@ -115,18 +157,54 @@ pub fn probe(config: &StaticConfig) -> Result<(String, u16, String), Healthcheck
         ..*address
     };
     let url = format!("http://{shown}/ping");
+    let target = SocketAddr::new(reachable_host(address.host), address.port);
+    ask(url, target, &target.to_string(), "/ping")
+}
+
+/// Calls `--url`: an `http://` URL, its host resolved here.
+pub fn probe_url(url: &str) -> Result<(String, u16, String), HealthcheckError> {
+    let bad = || HealthcheckError::BadUrl {
+        url: url.to_owned(),
+    };
+    let uri: http::Uri = url.parse().map_err(|_| bad())?;
+    if uri.scheme_str() != Some("http") {
+        return Err(bad());
+    }
+    let authority = uri.authority().ok_or_else(bad)?;
+    let port = authority.port_u16().unwrap_or(80);
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let target = std::net::ToSocketAddrs::to_socket_addrs(&(host, port))
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or_else(|| HealthcheckError::NoAddress {
+            url: url.to_owned(),
+        })?;
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    ask(url.to_owned(), target, authority.as_str(), path)
+}
+
+/// GETs `path` from `target` with `Host: host`: the URL shown, the status
+/// code and the status as the server wrote it.
+fn ask(
+    url: String,
+    target: SocketAddr,
+    host: &str,
+    path: &str,
+) -> Result<(String, u16, String), HealthcheckError> {
     let call = |source| HealthcheckError::Call {
         url: url.clone(),
         source,
     };
-    let target = SocketAddr::new(reachable_host(address.host), address.port);
     let mut stream = TcpStream::connect_timeout(&target, TIMEOUT).map_err(call)?;
     stream.set_read_timeout(Some(TIMEOUT)).map_err(call)?;
     stream.set_write_timeout(Some(TIMEOUT)).map_err(call)?;
     // GET where Traefik sends HEAD: gangway's /ping answers HEAD with 200
     // even while shutting down, and only the status line is read anyway.
     let request = format!(
-        "GET /ping HTTP/1.1\r\nHost: {target}\r\nUser-Agent: gangway-healthcheck\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: gangway-healthcheck\r\nConnection: close\r\n\r\n"
     );
     stream.write_all(request.as_bytes()).map_err(call)?;
     let mut head = Vec::new();

@@ -90,6 +90,10 @@ pub enum CheckProblem {
         /// The path in the container.
         path: String,
     },
+    /// `exposedByDefault` is not given: labelled containers (or Swarm
+    /// services) are routed as in Traefik, bare ones are not.
+    #[error("{0}")]
+    ExposedByLabels(crate::provider::docker::ExposedByLabels),
     /// A container (or Swarm service) with routing labels that is not
     /// routed, for want of `enable=true`.
     #[error(

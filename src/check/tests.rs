@@ -460,7 +460,11 @@ fn a_traefik_router_on_swarm_alone_reads_traefik_labels_with_the_swarm_provider_
 #[test]
 fn the_not_routed_warning_names_the_swarm_option() {
     let svc = "  api:\n    image: api\n    networks: [hostnet]\n    deploy:\n      labels:\n        gangway.http.routers.api.rule: Host(`api.localhost`)\n        gangway.http.services.api.loadbalancer.server.port: \"80\"\n";
-    let found = check_stack("--providers.swarm", svc, &[]);
+    let found = check_stack(
+        "--providers.swarm --providers.swarm.exposedByDefault=false",
+        svc,
+        &[],
+    );
     assert_eq!(
         summary(&found),
         [(
@@ -469,6 +473,18 @@ fn the_not_routed_warning_names_the_swarm_option() {
             None,
             None,
             "the service has `gangway.` labels but no `gangway.enable=true`, and providers.swarm.exposedByDefault is false: it is not routed"
+        )]
+    );
+    // Not given: it is routed for its labels, and that is said once.
+    let found = check_stack("--providers.swarm", svc, &[]);
+    assert_eq!(
+        summary(&found),
+        [(
+            Severity::Note,
+            "static configuration",
+            None,
+            None,
+            "providers.swarm.exposedByDefault is not given: services with `gangway.` labels are routed without `gangway.enable=true`, as in Traefik, and services with none are not (set it to true to route those too, to false to route only `gangway.enable=true`)"
         )]
     );
     // With exposedByDefault every service is routed, the router's own

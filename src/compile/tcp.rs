@@ -14,7 +14,7 @@ use crate::health::tcp::{TcpCheckPlan, TcpChecker};
 use crate::metrics::Transport;
 use crate::middleware::in_flight_req;
 use crate::middleware::tcp::{self as tcp_mw, TcpGuard};
-use crate::rule::{default_priority, parse_tcp_rule};
+use crate::rule::{parse_tcp_rule, tcp_default_priority};
 use crate::runtime::Registries;
 use crate::runtime::registries::StateKey;
 use crate::runtime::report::Report;
@@ -142,7 +142,7 @@ pub(super) fn compile(
             name: name.clone(),
             priority: router
                 .priority
-                .unwrap_or_else(|| default_priority(&router.rule)),
+                .unwrap_or_else(|| tcp_default_priority(&router.rule)),
             matcher,
             tls,
             service_name,

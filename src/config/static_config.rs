@@ -1056,9 +1056,12 @@ pub struct SwarmProvider {
     /// TLS to a `tcp://` endpoint, as for the Docker provider.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<ProviderTls>,
-    /// Route services that carry no `<labelPrefix>.enable=true` label.
-    /// Default `false`, as for the Docker provider.
-    pub exposed_by_default: bool,
+    /// Route services that carry no `<labelPrefix>.enable=true` label:
+    /// `true` routes every service, `false` only those with the label. Not
+    /// given, as for the Docker provider: services with labels under the
+    /// prefix are routed, bare ones are not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_by_default: Option<bool>,
     /// The network whose task addresses are used, for services on several
     /// networks; the stack prefix may be left out. Overridden per service
     /// by `<labelPrefix>.swarm.network`.
@@ -1089,7 +1092,7 @@ impl Default for SwarmProvider {
         SwarmProvider {
             endpoint: String::from("unix:///var/run/docker.sock"),
             tls: None,
-            exposed_by_default: false,
+            exposed_by_default: None,
             network: None,
             default_rule: String::from("Host(`{{ normalize .Name }}`)"),
             constraints: None,
@@ -1116,10 +1119,13 @@ pub struct DockerProvider {
     /// certificate a daemon run with `--tlsverify` asks for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tls: Option<ProviderTls>,
-    /// Route containers that carry no `<labelPrefix>.enable=true` label.
-    /// Default `false` (Traefik's is `true`): a container is only published
-    /// when it asks to be.
-    pub exposed_by_default: bool,
+    /// Route containers that carry no `<labelPrefix>.enable=true` label:
+    /// `true` routes every container, `false` only those with the label.
+    /// Not given (Traefik's default is `true`): containers that carry any
+    /// label under the prefix are routed, as Traefik routes them, and bare
+    /// containers, started for something else, are not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exposed_by_default: Option<bool>,
     /// The container network whose address is used, for containers on
     /// several networks; the compose project prefix may be left out.
     /// Overridden per container by `<labelPrefix>.docker.network`.
@@ -1170,7 +1176,7 @@ impl Default for DockerProvider {
         DockerProvider {
             endpoint: String::from("unix:///var/run/docker.sock"),
             tls: None,
-            exposed_by_default: false,
+            exposed_by_default: None,
             network: None,
             default_rule: String::from("Host(`{{ normalize .Name }}`)"),
             constraints: None,

@@ -62,8 +62,10 @@ pub struct Settings {
     pub provider: &'static str,
     /// Label prefix, without the trailing dot.
     pub prefix: String,
-    /// Route containers without `<prefix>.enable=true`.
-    pub exposed_by_default: bool,
+    /// Route containers without `<prefix>.enable=true`: every one
+    /// (`Some(true)`), none (`Some(false)`), or those with a label under
+    /// the prefix (`None`, the option not given).
+    pub exposed_by_default: Option<bool>,
     /// The network to use by default.
     pub network: Option<String>,
     /// The rule of routers without one.
@@ -200,6 +202,40 @@ impl Endpoint {
     }
 }
 
+/// What the provider routes when `exposedByDefault` is not given, said once
+/// at the start and by `gangway check`: Traefik would route every
+/// container, gangway only those that carry a label under its prefix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "providers.{provider}.exposedByDefault is not given: {holder}s with `{prefix}.` labels are routed without `{prefix}.enable=true`, as in Traefik, and {holder}s with none are not (set it to true to route those too, to false to route only `{prefix}.enable=true`)"
+)]
+pub struct ExposedByLabels {
+    /// `docker` or `swarm`.
+    pub provider: &'static str,
+    /// `container` or `service`.
+    pub holder: &'static str,
+    /// The label prefix.
+    pub prefix: String,
+}
+
+impl ExposedByLabels {
+    /// The notice for these settings; `None` when the option is given.
+    pub fn of(settings: &Settings) -> Option<ExposedByLabels> {
+        settings
+            .exposed_by_default
+            .is_none()
+            .then(|| ExposedByLabels {
+                provider: settings.provider,
+                holder: if settings.provider == "swarm" {
+                    "service"
+                } else {
+                    "container"
+                },
+                prefix: settings.prefix.clone(),
+            })
+    }
+}
+
 /// Checks the options, then starts the provider: it sends a `Snapshot` on
 /// `tx` at every change until `tx` closes, and starts and stops the
 /// containers of sleeping services for `sleeper`.
@@ -210,6 +246,9 @@ pub fn spawn_docker(
 ) -> Result<tokio::task::JoinHandle<()>, DockerError> {
     let settings = Settings::new(config)?;
     let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
+    if let Some(notice) = ExposedByLabels::of(&settings) {
+        tracing::info!(provider = settings.provider, "{notice}");
+    }
     Ok(tokio::spawn(watch::run(
         settings,
         endpoint,

@@ -104,6 +104,9 @@ pub fn spawn_swarm(
 ) -> Result<tokio::task::JoinHandle<()>, SwarmError> {
     let settings = settings(config)?;
     let endpoint = Endpoint::with_tls(&config.endpoint, config.tls.as_ref())?;
+    if let Some(notice) = crate::provider::docker::ExposedByLabels::of(&settings) {
+        tracing::info!(provider = settings.provider, "{notice}");
+    }
     let timeout = if config.http_client_timeout.0.is_zero() {
         Duration::from_secs(30)
     } else {

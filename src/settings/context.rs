@@ -4,7 +4,7 @@ use super::nonzero;
 use crate::client::{ClientSettings, TlsSettings};
 use crate::compile::{CompileContext, MetricsSettings};
 use crate::config::dynamic::{Domain, RouterTls};
-use crate::config::static_config::observability::INTERNAL_ENTRY_POINT;
+use crate::config::static_config::observability::internal_entry_point;
 use crate::config::static_config::{
     DefaultRuleSyntax, EntryPointTls, ForwardingTimeouts, ServersTransport, StaticConfig,
     TcpServersTransport, TcpServersTransportTls, TlsDomain,
@@ -57,13 +57,14 @@ pub fn compile_context(
                 .entry_points
                 .values()
                 .any(|ep| ep.as_default && !ep.address.udp);
-            std::iter::once(INTERNAL_ENTRY_POINT.to_owned())
+            let internal = internal_entry_point(config);
+            std::iter::once(internal.to_owned())
                 .chain(
                     config
                         .entry_points
                         .iter()
                         .filter(|(name, ep)| {
-                            name.as_str() != INTERNAL_ENTRY_POINT
+                            name.as_str() != internal
                                 && (ep.address.udp || (marked && !ep.as_default))
                         })
                         .map(|(name, _)| name.clone()),

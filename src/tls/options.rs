@@ -119,7 +119,16 @@ pub fn compile_options(
     resumption: &Resumption,
 ) -> Result<(Arc<ServerConfig>, Vec<String>), TlsError> {
     let mut warnings = Vec::new();
-    let min = parse_version(opts.min_version.as_deref().unwrap_or("VersionTLS12"))?;
+    let mut min = parse_version(opts.min_version.as_deref().unwrap_or("VersionTLS12"))?;
+    if min < 12 {
+        // Traefik would accept TLS 1.0 and 1.1 clients; rustls has neither,
+        // so 1.2 is the floor and the option still serves its routers.
+        warnings.push(format!(
+            "minVersion {}: TLS 1.0 and 1.1 are not served; TLS 1.2 is the lowest",
+            opts.min_version.as_deref().unwrap_or_default()
+        ));
+        min = 12;
+    }
     let max = parse_version(opts.max_version.as_deref().unwrap_or("VersionTLS13"))?;
     if min > max {
         return Err(TlsError::VersionRange);
@@ -172,12 +181,7 @@ pub fn compile_options(
                 "X25519" | "x25519" => NamedGroup::X25519,
                 "CurveP256" | "secp256r1" => NamedGroup::secp256r1,
                 "CurveP384" | "secp384r1" => NamedGroup::secp384r1,
-                "CurveP521" | "secp521r1" => {
-                    return Err(TlsError::Curve {
-                        name: name.clone(),
-                        reason: "P-521 key exchange is not possible here: rustls on ring has no P-521; use CurveP384, X25519 or X25519MLKEM768",
-                    });
-                }
+                "CurveP521" | "secp521r1" => NamedGroup::secp521r1,
                 _ => {
                     return Err(TlsError::Curve {
                         name: name.clone(),
@@ -185,11 +189,21 @@ pub fn compile_options(
                     });
                 }
             };
-            if let Some(group) = all.iter().find(|g| g.name() == wanted)
-                && !chosen.iter().any(|c| c.name() == wanted)
-            {
-                chosen.push(*group);
+            match all.iter().find(|g| g.name() == wanted) {
+                Some(group) if !chosen.iter().any(|c| c.name() == wanted) => chosen.push(*group),
+                Some(_) => {}
+                // Traefik serves it; a curve the crypto provider lacks is
+                // left out rather than taking the option's routers down.
+                None => warnings.push(format!(
+                    "curvePreferences: {name} is not implemented by the crypto provider and is skipped"
+                )),
             }
+        }
+        if chosen.is_empty() {
+            warnings.push(String::from(
+                "curvePreferences: no curve listed is implemented; the default curves are used",
+            ));
+            chosen = all;
         }
         provider.kx_groups = chosen;
     }
@@ -265,6 +279,8 @@ pub fn quic_can_keep(opts: &TlsOptions) -> bool {
 
 fn parse_version(name: &str) -> Result<u8, TlsError> {
     match name {
+        "VersionTLS10" => Ok(10),
+        "VersionTLS11" => Ok(11),
         "VersionTLS12" => Ok(12),
         "VersionTLS13" => Ok(13),
         other => Err(TlsError::Version(other.to_owned())),
@@ -357,12 +373,31 @@ mod tests {
                 NamedGroup::secp256r1
             ]
         );
-        for (name, says) in [("CurveP521", "no P-521"), ("P999", "not a curve")] {
-            let Err(e) = compile(&curves(&["X25519", name])) else {
-                panic!("{name} taken");
-            };
-            let e = e.to_string();
-            assert!(e.contains(name) && e.contains(says), "{e}");
+        let Err(e) = compile(&curves(&["X25519", "P999"])) else {
+            panic!("P999 taken");
+        };
+        assert!(e.to_string().contains("not a curve"), "{e}");
+        // A curve Traefik names that the crypto provider lacks is skipped
+        // with a warning; the option still serves.
+        let has_p521 = crate::tls::provider()
+            .kx_groups
+            .iter()
+            .any(|g| g.name() == NamedGroup::secp521r1);
+        let (config, warnings) = compile(&curves(&["CurveP521", "X25519"])).unwrap();
+        let groups: Vec<NamedGroup> = config
+            .crypto_provider()
+            .kx_groups
+            .iter()
+            .map(|g| g.name())
+            .collect();
+        if has_p521 {
+            assert_eq!(groups, [NamedGroup::secp521r1, NamedGroup::X25519]);
+        } else {
+            assert_eq!(groups, [NamedGroup::X25519]);
+            assert!(
+                warnings.iter().any(|w| w.contains("CurveP521")),
+                "{warnings:?}"
+            );
         }
     }
 
@@ -391,8 +426,15 @@ mod tests {
             compile(&opts("VersionTLS13", "VersionTLS12")),
             Err(TlsError::VersionRange)
         ));
+        // TLS 1.0 and 1.1 are not served: 1.2 is the floor, with a warning.
+        let (config, warnings) = compile(&opts("VersionTLS10", "VersionTLS13")).unwrap();
+        assert_eq!(config.alpn_protocols.len(), 2);
+        assert!(
+            warnings.iter().any(|w| w.contains("VersionTLS10")),
+            "{warnings:?}"
+        );
         assert!(matches!(
-            compile(&opts("VersionTLS10", "VersionTLS13")),
+            compile(&opts("VersionTLS1", "VersionTLS13")),
             Err(TlsError::Version(_))
         ));
         let suites = TlsOptions {

@@ -30,8 +30,9 @@ pub const ENV_ALLOWLIST: &[&str] = &["GANGWAY_TEST_STRICT", "GANGWAY_BLESS"];
 /// gangway's own file names, looked for in the working directory first.
 const GANGWAY_FILES: &[&str] = &["gangway.toml", "gangway.yml", "gangway.yaml"];
 
-/// Traefik's file names, looked for in each of Traefik's places in turn.
-const TRAEFIK_FILES: &[&str] = &["traefik.toml", "traefik.yaml", "traefik.yml"];
+/// The extensions of Traefik's file, `traefik.<ext>`, tried in each of
+/// Traefik's places in turn.
+const TRAEFIK_EXTENSIONS: &[&str] = &[".toml", ".yaml", ".yml"];
 
 /// The flag (and, upper-cased after the prefix, the variable) naming the
 /// configuration file.
@@ -39,18 +40,18 @@ const CONFIG_FILE_FLAG: &str = "configFile";
 
 /// Where the configuration file is looked for when none is named: first
 /// gangway's own names in the working directory, then Traefik's names in
-/// `/etc/traefik/`, `$XDG_CONFIG_HOME/`, `$HOME/.config/` and the working
-/// directory, as Traefik looks.
+/// the places Traefik's finder tries, in its order: `/etc/traefik/`,
+/// `$XDG_CONFIG_HOME/`, `$HOME/.config/` and the working directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRoots {
     /// The working directory.
     pub cwd: PathBuf,
     /// The system directory, `/etc/traefik` outside tests.
     pub system: PathBuf,
-    /// `$XDG_CONFIG_HOME`, if set.
-    pub xdg_config_home: Option<PathBuf>,
-    /// `$HOME`, if set.
-    pub home: Option<PathBuf>,
+    /// `$XDG_CONFIG_HOME` as written; empty when unset or empty.
+    pub xdg_config_home: PathBuf,
+    /// `$HOME` as written; empty when unset or empty.
+    pub home: PathBuf,
 }
 
 impl SearchRoots {
@@ -59,8 +60,9 @@ impl SearchRoots {
     pub fn new(env: &[(String, String)], cwd: &Path) -> SearchRoots {
         let var = |name: &str| {
             env.iter()
-                .find(|(k, v)| k == name && !v.is_empty())
+                .find(|(k, _)| k == name)
                 .map(|(_, v)| PathBuf::from(v))
+                .unwrap_or_default()
         };
         SearchRoots {
             cwd: cwd.to_owned(),
@@ -73,15 +75,27 @@ impl SearchRoots {
     /// Every file looked for, in order.
     pub fn candidates(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = GANGWAY_FILES.iter().map(|f| self.cwd.join(f)).collect();
-        let mut dirs = vec![self.system.clone()];
-        dirs.extend(self.xdg_config_home.clone());
-        dirs.extend(self.home.as_ref().map(|h| h.join(".config")));
-        dirs.push(self.cwd.clone());
-        for dir in dirs {
-            out.extend(TRAEFIK_FILES.iter().map(|f| dir.join(f)));
+        // Traefik expands `$XDG_CONFIG_HOME/traefik` and
+        // `$HOME/.config/traefik` as text, so an unset variable leaves a
+        // path at the root: its image finds a `/traefik.yml` that way.
+        let bases = [
+            self.system.join("traefik"),
+            appended(&self.xdg_config_home, "/traefik"),
+            appended(&self.home, "/.config/traefik"),
+            self.cwd.join("traefik"),
+        ];
+        for base in bases {
+            out.extend(TRAEFIK_EXTENSIONS.iter().map(|ext| appended(&base, ext)));
         }
         out
     }
+}
+
+/// `path` with `tail` appended as text, as a shell expansion would.
+fn appended(path: &Path, tail: &str) -> PathBuf {
+    let mut text = path.as_os_str().to_owned();
+    text.push(tail);
+    PathBuf::from(text)
 }
 
 /// A Traefik option given in some source that gangway accepts without
@@ -260,40 +274,12 @@ pub fn load_from(
         file_used = Some(path);
     }
 
-    // A bad value the file brought is reported with its key already; it
-    // must not be pinned again on every flag applied after it.
-    let mut tree_readable = StaticConfig::deserialize(&tree).is_ok();
-    for setting in vars.iter().chain(&flags) {
-        if setting.option.state() != OptionState::Implemented {
-            accepted.push(setting.accepted());
-            continue;
-        }
-        let before = tree.clone();
-        if let Err(e) = apply(&mut tree, setting) {
-            problems.push(e);
-            tree = before;
-            continue;
-        }
-        // Checking after each setting pins a bad value on the flag or
-        // variable that brought it.
-        match StaticConfig::deserialize(&tree) {
-            Ok(_) => tree_readable = true,
-            Err(e) if tree_readable => {
-                problems.push(setting.bad_value(SettingError::Unreadable(e)));
-                tree = before;
-            }
-            Err(_) => {
-                // Unreadable before this setting: check it alone.
-                let mut alone = Value::Object(Map::new());
-                if apply(&mut alone, setting).is_ok()
-                    && let Err(e) = StaticConfig::deserialize(&alone)
-                {
-                    problems.push(setting.bad_value(SettingError::Unreadable(e)));
-                    tree = before;
-                }
-            }
-        }
-    }
+    apply_settings(
+        &mut tree,
+        vars.iter().chain(&flags),
+        &mut problems,
+        &mut accepted,
+    );
 
     if let Some(Value::Object(entry_points)) = tree.get("entryPoints") {
         for (name, entry_point) in entry_points {
@@ -350,6 +336,99 @@ pub fn load_from(
             variables,
         },
     ))
+}
+
+/// Applies the settings of variables and flags, in order, to the tree the
+/// file gave, pinning each problem on the setting that brought it.
+fn apply_settings<'a>(
+    tree: &mut Value,
+    settings: impl Iterator<Item = &'a Setting>,
+    problems: &mut Vec<StaticConfigError>,
+    accepted: &mut Vec<AcceptedOption>,
+) {
+    // A bad value the file brought is reported with its key already; it
+    // must not be pinned again on every flag applied after it.
+    let mut tree_readable = StaticConfig::deserialize(&*tree).is_ok();
+    // paerser disables a section given a value other than `true` whatever
+    // options are given under it, in any order: removed at the end.
+    let mut switched_off: Vec<&[String]> = Vec::new();
+    for setting in settings {
+        if setting.option.state() != OptionState::Implemented {
+            accepted.push(setting.accepted());
+            continue;
+        }
+        if setting.option.kind == ValueKind::Section {
+            let path = setting.option.path.as_slice();
+            match setting.value.as_deref().map(parse_bool) {
+                Some(Some(false)) => {
+                    switched_off.push(path);
+                    continue;
+                }
+                Some(None) => {}
+                _ => switched_off.retain(|off| !same_path(off, path)),
+            }
+        }
+        let before = tree.clone();
+        if let Err(e) = apply(tree, setting) {
+            problems.push(e);
+            *tree = before;
+            continue;
+        }
+        // Checking after each setting pins a bad value on the flag or
+        // variable that brought it.
+        match StaticConfig::deserialize(&*tree) {
+            Ok(_) => tree_readable = true,
+            Err(e) if tree_readable => {
+                problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                *tree = before;
+            }
+            Err(_) => {
+                // Unreadable before this setting: check it alone.
+                let mut alone = Value::Object(Map::new());
+                if apply(&mut alone, setting).is_ok()
+                    && let Err(e) = StaticConfig::deserialize(&alone)
+                {
+                    problems.push(setting.bad_value(SettingError::Unreadable(e)));
+                    *tree = before;
+                }
+            }
+        }
+    }
+    for path in switched_off {
+        remove_at(tree, path);
+    }
+}
+
+/// Whether two option paths name the same option: user-chosen names match
+/// in any case, as [`name_key`] matches them.
+fn same_path(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.eq_ignore_ascii_case(y))
+}
+
+/// Removes the node at `path`, if there is one; makes nothing on the way.
+fn remove_at(tree: &mut Value, path: &[String]) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut node = tree;
+    for segment in parents {
+        let next = match node {
+            Value::Object(map) => {
+                let key = name_key(map, segment);
+                map.get_mut(&key)
+            }
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        node = next;
+    }
+    if let Some(map) = node.as_object_mut() {
+        let key = name_key(map, last);
+        map.remove(&key);
+    }
 }
 
 /// Reads and parses the configuration file at `path`, calling it `name` in

@@ -20,10 +20,42 @@ pub const INTERNAL_DEFAULT_ADDRESS: &str = "127.0.0.1:8080";
 /// option's name says what it costs.
 pub const INTERNAL_INSECURE_ADDRESS: &str = ":8080";
 
+/// Traefik's name for its internal entry point.
+pub const TRAEFIK_ENTRY_POINT: &str = "traefik";
+
+/// The internal entry point's name in this configuration: `traefik` when an
+/// entry point of that name is configured and none called `gangway` is, as
+/// in Traefik setups that give `--entryPoints.traefik.address=:8080`;
+/// else `gangway`.
+pub fn internal_entry_point(config: &super::StaticConfig) -> &'static str {
+    let eps = &config.entry_points;
+    if eps.contains_key(TRAEFIK_ENTRY_POINT) && !eps.contains_key(INTERNAL_ENTRY_POINT) {
+        TRAEFIK_ENTRY_POINT
+    } else {
+        INTERNAL_ENTRY_POINT
+    }
+}
+
 /// Adds the internal entry point when something is served there (API with
 /// `insecure`, `/ping`, `/metrics`) and no source configured it: on every
-/// interface with `api.insecure=true`, else at its loopback default.
+/// interface with `api.insecure=true`, else at its loopback default. An
+/// entry point called `traefik` is the internal one under Traefik's name:
+/// `/ping` and `/metrics` left at their default entry point move to it.
 pub fn add_internal_entry_point(config: &mut super::StaticConfig) {
+    let internal = internal_entry_point(config);
+    if internal != INTERNAL_ENTRY_POINT {
+        if let Some(ping) = &mut config.ping
+            && ping.entry_point == INTERNAL_ENTRY_POINT
+        {
+            ping.entry_point = internal.to_owned();
+        }
+        if let Some(prometheus) = &mut config.metrics.prometheus
+            && prometheus.entry_point == INTERNAL_ENTRY_POINT
+        {
+            prometheus.entry_point = internal.to_owned();
+        }
+        return;
+    }
     let insecure_api = config.api.as_ref().is_some_and(|a| a.insecure);
     let wanted = insecure_api
         || config

@@ -582,8 +582,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt(
         "providers.docker.exposedByDefault",
         ValueKind::Bool,
-        "false",
-        "Route containers without an explicit <labelPrefix>.enable=true.",
+        "",
+        "Route containers without an explicit <labelPrefix>.enable=true; not given, those with a label under the prefix.",
     ),
     opt(
         "providers.docker.network",
@@ -702,8 +702,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     opt(
         "providers.swarm.exposedByDefault",
         ValueKind::Bool,
-        "false",
-        "Route services without an explicit <labelPrefix>.enable=true.",
+        "",
+        "Route services without an explicit <labelPrefix>.enable=true; not given, those with a label under the prefix.",
     ),
     opt(
         "providers.swarm.network",

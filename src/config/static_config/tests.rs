@@ -1466,6 +1466,7 @@ fn full_config() -> StaticConfig {
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
         domain: Some(String::from("example.com")),
+        exposed_by_default: Some(false),
         ..DockerProvider::default()
     });
     config.providers.swarm = Some(SwarmProvider {
@@ -1477,6 +1478,7 @@ fn full_config() -> StaticConfig {
         }),
         network: Some(String::from("n")),
         constraints: Some(String::from("Label(`a`,`b`)")),
+        exposed_by_default: Some(false),
         ..SwarmProvider::default()
     });
     config.providers.redis = Some(RedisProvider {
@@ -2449,8 +2451,8 @@ fn roots_in(base: &Path) -> SearchRoots {
     SearchRoots {
         cwd: base.join("cwd"),
         system: base.join("etc"),
-        xdg_config_home: Some(base.join("xdg")),
-        home: Some(base.join("home")),
+        xdg_config_home: base.join("xdg"),
+        home: base.join("home"),
     }
 }
 
@@ -2503,6 +2505,36 @@ fn traefik_files_are_found_where_traefik_looks_after_gangways_own() {
     assert_eq!(
         roots.candidates()[3],
         Path::new("/etc/traefik/traefik.toml")
+    );
+}
+
+#[test]
+fn unset_variables_leave_traefiks_paths_at_the_root_as_its_finder_does() {
+    let roots = SearchRoots::new(&vars(&[("HOME", "")]), Path::new("/w"));
+    let shown: Vec<String> = roots
+        .candidates()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "/w/gangway.toml",
+            "/w/gangway.yml",
+            "/w/gangway.yaml",
+            "/etc/traefik/traefik.toml",
+            "/etc/traefik/traefik.yaml",
+            "/etc/traefik/traefik.yml",
+            "/traefik.toml",
+            "/traefik.yaml",
+            "/traefik.yml",
+            "/.config/traefik.toml",
+            "/.config/traefik.yaml",
+            "/.config/traefik.yml",
+            "/w/traefik.toml",
+            "/w/traefik.yaml",
+            "/w/traefik.yml",
+        ]
     );
 }
 
@@ -2642,4 +2674,33 @@ fn declared_plugins_are_read_from_every_source() {
         inert.contains(&"experimental.localPlugins.local.settings.useUnsafe"),
         "{inert:?}"
     );
+}
+
+#[test]
+fn a_section_set_to_false_stays_off_whatever_is_given_under_it_in_any_order() {
+    let off = [
+        "--providers.docker=false",
+        "--providers.docker.exposedbydefault=false",
+    ];
+    for args in [off, [off[1], off[0]]] {
+        let config = run(&args, &[]);
+        assert_eq!(config.providers.docker, None, "{args:?}");
+    }
+    // Switched on again by a later `true`, as the last value of a flag wins.
+    let config = run(&[off[0], off[1], "--providers.docker=true"], &[]);
+    assert_eq!(
+        config.providers.docker.map(|d| d.exposed_by_default),
+        Some(Some(false))
+    );
+    let config = run(
+        &[
+            "--certificatesresolvers.x.acme.tlschallenge=false",
+            "--certificatesresolvers.x.acme.email=a@example.com",
+            "--certificatesresolvers.x.acme.httpchallenge.entrypoint=web",
+        ],
+        &[],
+    );
+    let acme = &config.certificates_resolvers["x"].acme;
+    assert!(acme.tls_challenge.is_none(), "{acme:?}");
+    assert!(acme.http_challenge.is_some(), "{acme:?}");
 }

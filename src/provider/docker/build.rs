@@ -459,12 +459,25 @@ fn contribute<'a>(
                 format!("`{p}.enable=false`"),
             ));
         }
-        None if !s.exposed_by_default => {
+        None if s.exposed_by_default == Some(false) => {
+            let provider = s.provider;
             return Err(not_routed(
                 rec,
                 NotRouted::NotEnabled,
                 format!(
-                    "no `{p}.enable=true` label, and providers.docker.exposedByDefault is false"
+                    "no `{p}.enable=true` label, and providers.{provider}.exposedByDefault is false"
+                ),
+            ));
+        }
+        // Traefik would route a bare container too; one started for
+        // something else is kept out unless the option says so.
+        None if s.exposed_by_default.is_none() && rec.unlabelled => {
+            let provider = s.provider;
+            return Err(not_routed(
+                rec,
+                NotRouted::NotEnabled,
+                format!(
+                    "no label under `{p}.`, and providers.{provider}.exposedByDefault is not given: only labelled containers are routed"
                 ),
             ));
         }

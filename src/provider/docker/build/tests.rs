@@ -326,19 +326,31 @@ fn which_containers_are_considered() {
         &[("traefik.http.services.s.loadbalancer.server.port", "80")],
     );
     let off = host("b", "off", 2, &[("traefik.enable", "false")]);
-    let b = build(&[plain.clone(), off.clone()], &defaults(), NOW);
+    let only_enabled = settings(|c| c.exposed_by_default = Some(false));
+    let b = build(&[plain.clone(), off.clone()], &only_enabled, NOW);
     assert!(b.dynamic.http.routers.is_empty());
     assert_eq!(record(&b, "plain").reason, Some(NotRouted::NotEnabled));
     assert!(record(&b, "plain").messages[0].contains("exposedByDefault is false"));
     assert!(record(&b, "off").messages[0].contains("`traefik.enable=false`"));
 
-    let exposed = settings(|c| c.exposed_by_default = true);
+    // Not given: labelled containers are routed, bare ones are not.
+    let bare = host("d", "bare", 4, &[("com.example.role", "db")]);
+    let b = build(&[plain.clone(), off.clone(), bare], &defaults(), NOW);
+    assert_eq!(b.dynamic.http.routers.keys().collect::<Vec<_>>(), ["plain"]);
+    assert_eq!(record(&b, "bare").reason, Some(NotRouted::NotEnabled));
+    assert!(
+        record(&b, "bare").messages[0].contains("exposedByDefault is not given"),
+        "{:?}",
+        record(&b, "bare").messages
+    );
+
+    let exposed = settings(|c| c.exposed_by_default = Some(true));
     let b = build(&[plain.clone(), off], &exposed, NOW);
     assert!(b.dynamic.http.routers.contains_key("plain"));
     assert!(!b.dynamic.http.routers.contains_key("off"));
 
     let only_blue = settings(|c| {
-        c.exposed_by_default = true;
+        c.exposed_by_default = Some(true);
         c.constraints = Some("Label(`team`, `blue`)".into());
     });
     let blue = host(
@@ -905,7 +917,7 @@ mod fuzz {
                     v
                 })
                 .collect();
-            let b = build(&views, &settings(|c| c.exposed_by_default = true), NOW);
+            let b = build(&views, &settings(|c| c.exposed_by_default = Some(true)), NOW);
             prop_assert_eq!(b.detail.containers.len(), views.len());
         }
     }
@@ -976,7 +988,7 @@ fn a_container_without_a_label_of_the_prefix_asks_for_nothing() {
     let other = host("x", "other", 3, &[("traefikfoo.enable", "true")]);
     let b = build(
         &[quiet, off, other],
-        &settings(|c| c.exposed_by_default = false),
+        &settings(|c| c.exposed_by_default = Some(false)),
         NOW,
     );
     let quiet = record(&b, "gangway");
