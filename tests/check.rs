@@ -225,7 +225,7 @@ fn cases() -> Vec<Case> {
             ],
         ),
         (
-            "labels without enable: a warning, exit 0",
+            "labels without enable, exposedByDefault not given: routed as in Traefik, said in a note",
             vec![
                 "gangway.http.routers.app.rule=Host(`app.localhost`)",
                 "gangway.http.services.app.loadbalancer.server.port=9001",
@@ -233,8 +233,8 @@ fn cases() -> Vec<Case> {
             "",
             0,
             vec![
-                "warning: docker-compose.yml, service `app`: the container has `gangway.` labels but no `gangway.enable=true`",
-                "gangway check: 0 errors, 1 warning",
+                "note: static configuration: providers.docker.exposedByDefault is not given: containers with `gangway.` labels are routed without `gangway.enable=true`",
+                "gangway check: no problems found, 1 note",
             ],
         ),
         (

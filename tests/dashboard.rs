@@ -163,7 +163,13 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
         "--entryPoints.web.http3.advertisedPort=8443",
     ];
     if docker {
-        args.extend(["--providers.docker", constraint.as_str()]);
+        // exposedByDefault=false: the container without `gangway.enable`
+        // below is listed as not routed, with the reason.
+        args.extend([
+            "--providers.docker",
+            "--providers.docker.exposedByDefault=false",
+            constraint.as_str(),
+        ]);
     }
     // Nothing listens there: its health check fails, so it shows DOWN. The
     // other two are every server of `gone`, which is then an error.

@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let mut labels = BTreeMap::new();
     let mut options = DockerProvider {
         label_prefix: "traefik".to_owned(),
-        exposed_by_default: true,
+        exposed_by_default: Some(true),
         ..DockerProvider::default()
     };
     for line in text.lines() {
@@ -44,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     let settings = Settings::new(&options).or_else(|_| {
         Settings::new(&DockerProvider {
             label_prefix: "traefik".to_owned(),
-            exposed_by_default: true,
+            exposed_by_default: Some(true),
             ..DockerProvider::default()
         })
     });

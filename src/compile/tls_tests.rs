@@ -304,7 +304,8 @@ service = "s"
 [http.routers.fine.tls]
 options = "modern"
 [tls.options.old]
-minVersion = "VersionTLS10"
+minVersion = "VersionTLS12"
+maxVersion = "VersionTLS11"
 [tls.options.modern]
 minVersion = "VersionTLS13"
 "#
