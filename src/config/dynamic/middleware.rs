@@ -188,6 +188,8 @@ middleware_kinds! {
     /// Passes the client's TLS certificate to the server in headers.
     pass_tls_client_cert: PassTlsClientCert => "passTLSClientCert",
     /// A Traefik plugin, run by gangway's native implementation of it.
+    /// The API shows its secrets as set, never their values.
+    #[serde(serialize_with = "plugin_without_secrets")]
     plugin: Plugin => "plugin",
     /// Limits the request rate.
     rate_limit: RateLimit => "rateLimit",
@@ -213,6 +215,54 @@ middleware_kinds! {
 /// written and read by the plugin's native implementation, which knows
 /// their names and defaults.
 pub type Plugin = BTreeMap<String, serde_json::Value>;
+
+/// A plugin setting whose name says it holds a secret (an API key, a
+/// token, a password), in any case.
+fn is_secret(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["key", "token", "password", "secret"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+/// A plugin's settings with each secret's value replaced, at any depth.
+fn without_secrets(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(name, v)| {
+                    let shown = match v {
+                        Value::String(_) | Value::Number(_) if is_secret(name) => {
+                            Value::String("<redacted>".to_owned())
+                        }
+                        v => without_secrets(v),
+                    };
+                    (name.clone(), shown)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_secrets).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Serialises a plugin's settings as the API shows them: a secret (the
+/// CrowdSec bouncer's LAPI key, say) as set but not its value, as
+/// basicAuth's hashes are left out.
+fn plugin_without_secrets<S: serde::Serializer>(
+    plugin: &Option<Plugin>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match plugin {
+        Some(settings) => s.collect_map(
+            settings
+                .iter()
+                .map(|(key, value)| (key, without_secrets(value))),
+        ),
+        None => s.serialize_none(),
+    }
+}
 
 /// `addPrefix`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -949,6 +999,26 @@ compress = true
         assert_eq!(m["plug"].kinds(), ["plugin"]);
         assert_eq!(m["flag"].invalid, None);
         assert_eq!(m["flag"].kinds(), ["compress"]);
+    }
+
+    #[test]
+    fn plugin_secrets_are_shown_as_set_without_their_values() {
+        let d = load(
+            "[http.middlewares.b.plugin.bouncer]\nenabled = true\ncrowdsecLapiKey = \"s3cr3t\"\ncrowdsecLapiHost = \"lapi:8080\"\n[http.middlewares.b.plugin.bouncer.tls]\nAuthToken = \"t0k3n\"\n",
+        );
+        let json = serde_json::to_value(&d.http.middlewares["b"]).expect("serialises");
+        assert_eq!(
+            json,
+            serde_json::json!({"plugin": {"bouncer": {
+                "enabled": true,
+                "crowdsecLapiKey": "<redacted>",
+                "crowdsecLapiHost": "lapi:8080",
+                "tls": {"AuthToken": "<redacted>"},
+            }}})
+        );
+        // The settings themselves, which the plugin reads, keep the values.
+        let settings = &d.http.middlewares["b"].plugin.as_ref().expect("plugin")["bouncer"];
+        assert_eq!(settings["crowdsecLapiKey"], "s3cr3t");
     }
 
     #[test]
