@@ -8,24 +8,10 @@
 mod docker_support;
 mod support;
 
-use docker_support::{IMAGE, Run, SERIAL, Spec};
-use std::path::Path;
-use std::process::Command;
+use support::check;
 
-/// Runs `gangway check ARGS` in `dir`; (exit status, stdout).
-fn check(dir: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
-        .arg("check")
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GANGWAY_TEST_STRICT")
-        .output()
-        .expect("run gangway check");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
+use docker_support::{IMAGE, Run, SERIAL, Spec};
+use std::process::Command;
 
 /// A compose file: gangway on two entry points with one certificate
 /// resolver, and a service `app` with `labels` (YAML list items).

@@ -12,8 +12,6 @@ use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 use support::{Backend, Gangway, eventually};
 
@@ -247,21 +245,6 @@ async fn a_plugin_gangway_has_not_built_in_keeps_its_router_disabled() {
     assert_eq!(get(&gw, &[]).await.status, 404);
 }
 
-/// Runs `gangway check ARGS` in `dir`; (exit status, stdout).
-fn check(dir: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(support::binary())
-        .arg("check")
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GANGWAY_TEST_STRICT")
-        .output()
-        .expect("run gangway check");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
-}
-
 #[test]
 fn check_names_an_unknown_plugin_and_an_undeclared_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -275,7 +258,7 @@ fn check_names_an_unknown_plugin_and_an_undeclared_key() {
         "http:\n  routers:\n    a:\n      rule: Host(`a.test`)\n      service: s\n      middlewares: [odd]\n    b:\n      rule: Host(`b.test`)\n      service: s\n      middlewares: [missing]\n    c:\n      rule: Host(`c.test`)\n      service: s\n      middlewares: [headers]\n  middlewares:\n    odd:\n      plugin:\n        odd: {}\n    missing:\n      plugin:\n        nowhere: {}\n    headers:\n      plugin:\n        headers:\n          rewrites:\n            - header: Location\n              regex: \"(\"\n  services:\n    s:\n      loadBalancer:\n        servers:\n          - url: http://127.0.0.1:9000\n",
     )
     .unwrap();
-    let (code, out) = check(dir.path(), &["--configFile", "traefik.yml"]);
+    let (code, out) = support::check(dir.path(), &["--configFile", "traefik.yml"]);
     assert_eq!(code, 1, "{out}");
     assert!(
         out.contains("`github.com/someone/odd-plugin` is not built into gangway"),

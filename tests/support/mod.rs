@@ -557,3 +557,20 @@ pub async fn udp_ask(port: u16, what: &str) -> Option<String> {
         .ok()?;
     Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
+
+/// Runs `gangway check ARGS` in `dir`, as a user would; (exit status,
+/// stdout). The strict-test variable is not passed on: check reads no
+/// test set-up.
+pub fn check(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(binary())
+        .arg("check")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GANGWAY_TEST_STRICT")
+        .output()
+        .expect("run gangway check");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
