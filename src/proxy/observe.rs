@@ -225,7 +225,7 @@ impl Proxy {
             || span.is_some();
         // What is known before the answer, boxed already: this future is
         // held for every request in flight, and the access log entry alone
-        // is large (a bound on its size is tested in tests/sizes.rs). `route`
+        // is large (a bound on its size is tested in tests/it/proxy/sizes.rs). `route`
         // is called in one place only, so this future holds one `route`
         // future, not one per branch.
         let watch = recorded.then(|| {

@@ -193,7 +193,7 @@ impl Proxy {
         // Boxed from here to the connection that sends it: each async layer
         // on the way keeps its own copy of its arguments for as long as the
         // request is in flight, and the request is large (a bound on its
-        // size is tested in tests/sizes.rs).
+        // size is tested in tests/it/proxy/sizes.rs).
         let req =
             Box::new(req.map(|body| {
                 RequestBody::Incoming(ClientBody::new(body, body_limit, read_deadline))

@@ -1,7 +1,7 @@
 // Drives gangway's dashboard in Debian's Chromium, as a person would: opens
 // every page, reads what it shows, uses the search, filters and the explain
 // form, waits for a configuration change to appear without a reload, and
-// saves screenshots. Run by tests/dashboard.rs, which starts gangway and
+// saves screenshots. Run by tests/it/api/dashboard.rs, which starts gangway and
 // owns the file provider's configuration.
 //
 // Environment: GANGWAY_URL (the internal entry point, http://127.0.0.1:PORT),

@@ -1,5 +1,5 @@
 // Whether the dashboard tells the truth about serving: run by
-// tests/dashboard.rs once with every backend up, once with some stopped
+// tests/it/api/dashboard.rs once with every backend up, once with some stopped
 // (after real requests failed on them) and once after they were started
 // again; then once more after the file was broken (PHASE `rejected`: its
 // last good version stays in use, and the pages say so). PHASE says which;

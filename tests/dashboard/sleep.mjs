@@ -2,7 +2,7 @@
 // idle, in Debian's Chromium: the state badge in the services list and on
 // a service's page, since when it sleeps, the last request, the last
 // wake-up and how long it took, and why a wake-up failed while its backoff
-// lasts. Run by tests/sleep.rs against real containers.
+// lasts. Run by tests/it/servers/sleep.rs against real containers.
 //
 // Environment: GANGWAY_URL (the internal entry point), CHROMIUM,
 // PROXY_PORT (gangway's web entry point on 127.0.0.1), WOKEN (a service

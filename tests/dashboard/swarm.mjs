@@ -1,7 +1,7 @@
 // Reads what the dashboard shows of Swarm services, in Debian's Chromium:
 // on the containers page, a service that is not routed with its reason and
 // its Swarm chip; on a router's page, its server traced to the service's
-// task and the node the task runs on. Run by tests/swarm.rs.
+// task and the node the task runs on. Run by tests/it/providers/swarm.rs.
 //
 // Environment: GANGWAY_URL (the internal entry point), CHROMIUM,
 // NOT_ROUTED (a service without a route), ROUTER (a routed router's

@@ -1,0 +1,8 @@
+//! Servers behind a service: balancing, passive and active health, and
+//! sleeping services.
+
+mod balancing;
+mod passive_health;
+mod sleep;
+mod strategies;
+mod tcp_health;

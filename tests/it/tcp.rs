@@ -1,0 +1,4 @@
+//! TCP and UDP routers and the servers behind them.
+
+mod tcp_servers;
+mod tcp_udp;
