@@ -20,6 +20,7 @@ mod parse;
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use funcs::normalize;
 pub use parse::Template;
 
 /// A template that does not parse, or fails while it runs.

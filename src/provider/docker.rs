@@ -12,9 +12,9 @@
 pub mod build;
 pub mod constraints;
 pub mod container;
+pub mod default_rule;
 pub mod labels;
 pub(super) mod power;
-pub mod template;
 mod watch;
 
 pub use labels::{LabelError, parse_labels};
@@ -23,10 +23,10 @@ pub(crate) use watch::{Publisher, Reconnect, Stop, connect};
 use super::Snapshot;
 use crate::config::static_config::{ConflictPolicy, DockerProvider, ProviderTls};
 use constraints::{ConstraintError, Constraints};
+use default_rule::{DefaultRule, DefaultRuleError};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use template::{Template, TemplateError};
 use tokio::sync::mpsc;
 
 /// Why the Docker provider cannot start.
@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 pub enum DockerError {
     /// `providers.docker.defaultRule` does not parse.
     #[error("providers.docker.defaultRule: {0}")]
-    DefaultRule(#[from] TemplateError),
+    DefaultRule(#[from] DefaultRuleError),
     /// `providers.docker.constraints` does not parse.
     #[error("providers.docker.constraints: {0}")]
     Constraints(#[from] ConstraintError),
@@ -69,7 +69,7 @@ pub struct Settings {
     /// The network to use by default.
     pub network: Option<String>,
     /// The rule of routers without one.
-    pub default_rule: Template,
+    pub default_rule: DefaultRule,
     /// Which containers are considered.
     pub constraints: Option<Constraints>,
     /// Use the published address and port.
@@ -130,7 +130,7 @@ impl Settings {
             prefix,
             exposed_by_default: *exposed_by_default,
             network: network.clone().filter(|n| !n.is_empty()),
-            default_rule: Template::parse(default_rule)?,
+            default_rule: DefaultRule::parse(default_rule)?,
             constraints,
             use_bind_port_ip: *use_bind_port_ip,
             allow_empty_services: *allow_empty_services,

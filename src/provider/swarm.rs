@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 pub enum SwarmError {
     /// `providers.swarm.defaultRule` does not parse.
     #[error("providers.swarm.defaultRule: {0}")]
-    DefaultRule(super::docker::template::TemplateError),
+    DefaultRule(super::docker::default_rule::DefaultRuleError),
     /// `providers.swarm.constraints` does not parse.
     #[error("providers.swarm.constraints: {0}")]
     Constraints(super::docker::constraints::ConstraintError),

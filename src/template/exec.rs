@@ -9,7 +9,20 @@ impl Template {
     /// Runs the template with `data` as `.` and `$`, reading environment
     /// variables through `env`.
     pub fn render(&self, data: &Value, env: Env<'_>) -> Result<String, TemplateError> {
+        self.render_with(data, env, &Value::Nil)
+    }
+
+    /// As `render`, with `missing` the value of a key a map does not have
+    /// (Go's `missingkey=zero` for a map of text, `""`; `render` gives nil,
+    /// printed `<no value>`, as for Go's untyped maps).
+    pub fn render_with(
+        &self,
+        data: &Value,
+        env: Env<'_>,
+        missing: &Value,
+    ) -> Result<String, TemplateError> {
         let mut run = Run {
+            missing,
             vars: Vec::new(),
             root: data.clone(),
             env,
@@ -20,65 +33,13 @@ impl Template {
     }
 }
 
-/// Checks at parse time that every function named exists, so that a
-/// misspelt function fails the file even in a branch that does not run.
-pub(super) fn check_functions(template: &Template) -> Result<(), TemplateError> {
-    fn pipe(p: &Pipeline, line: usize) -> Result<(), TemplateError> {
-        for command in &p.commands {
-            for operand in command {
-                match operand {
-                    Operand::Func(name) if !funcs::NAMES.contains(&name.as_str()) => {
-                        return Err(TemplateError {
-                            line,
-                            problem: format!("function `{name}` is not defined"),
-                        });
-                    }
-                    Operand::Sub(inner, _) => pipe(inner, line)?,
-                    _ => {}
-                }
-            }
-        }
-        Ok(())
-    }
-    fn nodes(list: &[Node]) -> Result<(), TemplateError> {
-        for node in list {
-            match node {
-                Node::Text(_) => {}
-                Node::Action { pipe: p, line } => pipe(p, *line)?,
-                Node::If {
-                    pipe: p,
-                    then,
-                    otherwise,
-                    line,
-                }
-                | Node::With {
-                    pipe: p,
-                    then,
-                    otherwise,
-                    line,
-                }
-                | Node::Range {
-                    pipe: p,
-                    body: then,
-                    otherwise,
-                    line,
-                } => {
-                    pipe(p, *line)?;
-                    nodes(then)?;
-                    nodes(otherwise)?;
-                }
-            }
-        }
-        Ok(())
-    }
-    nodes(&template.nodes)
-}
-
 struct Run<'a> {
     /// Variables in scope, innermost last.
     vars: Vec<(String, Value)>,
     root: Value,
     env: Env<'a>,
+    /// What a key a map does not have gives.
+    missing: &'a Value,
     out: String,
 }
 
@@ -238,7 +199,7 @@ impl Run<'_> {
                 args.push(self.operand(operand, dot, line)?);
             }
             args.extend(piped);
-            return funcs::call(name, args, self.env)
+            return funcs::call(name, args, self.env, self.missing)
                 .map_err(|problem| fail(line, format!("{name}: {problem}")));
         }
         if command.len() > 1 || piped.is_some() {
@@ -257,7 +218,7 @@ impl Run<'_> {
         line: usize,
     ) -> Result<Value, TemplateError> {
         match operand {
-            Operand::Field(path) => walk(dot, path, line),
+            Operand::Field(path) => walk(dot, path, line, self.missing),
             Operand::Var(name, path) => {
                 let value = if name.is_empty() {
                     self.root.clone()
@@ -267,25 +228,30 @@ impl Run<'_> {
                         None => return Err(fail(line, format!("undefined variable `${name}`"))),
                     }
                 };
-                walk(&value, path, line)
+                walk(&value, path, line, self.missing)
             }
             Operand::Literal(v) => Ok(v.clone()),
-            Operand::Func(name) => funcs::call(name, Vec::new(), self.env)
+            Operand::Func(name) => funcs::call(name, Vec::new(), self.env, self.missing)
                 .map_err(|problem| fail(line, format!("{name}: {problem}"))),
             Operand::Sub(pipe, path) => {
                 let value = self.pipeline(pipe, dot, line)?;
-                walk(&value, path, line)
+                walk(&value, path, line, self.missing)
             }
         }
     }
 }
 
 /// `.A.B` from `value`.
-fn walk(value: &Value, path: &[String], line: usize) -> Result<Value, TemplateError> {
+fn walk(
+    value: &Value,
+    path: &[String],
+    line: usize,
+    missing: &Value,
+) -> Result<Value, TemplateError> {
     let mut current = value.clone();
     for field in path {
         current = match current {
-            Value::Map(mut map) => map.remove(field).unwrap_or(Value::Nil),
+            Value::Map(mut map) => map.remove(field).unwrap_or_else(|| missing.clone()),
             Value::Nil => {
                 return Err(fail(line, format!("nil data; no entry for key `{field}`")));
             }

@@ -32,6 +32,9 @@ pub(super) const NAMES: &[&str] = &[
     "lower",
     "upper",
     "title",
+    // gangway's, which its Docker `defaultRule` has always had.
+    "lcfirst",
+    "ucfirst",
     "trim",
     "trimAll",
     "trimPrefix",
@@ -87,8 +90,42 @@ pub(super) const NAMES: &[&str] = &[
 
 /// Calls `name` with `args`; the error says what is wrong, without the
 /// function's name (the caller adds it with the line).
-pub(super) fn call(name: &str, args: Vec<Value>, env: Env<'_>) -> Result<Value, String> {
+/// Go's own functions.
+const GO: &[&str] = &[
+    "and", "eq", "ge", "gt", "index", "le", "len", "lt", "ne", "not", "or", "print", "printf",
+    "println",
+];
+
+/// The functions Traefik adds, and those that read the environment.
+const TRAEFIK: &[&str] = &["env", "expandenv", "normalize", "split", "splitList"];
+
+/// sprig's functions on values, lists, maps and numbers.
+const VALUES: &[&str] = &[
+    "add", "add1", "atoi", "coalesce", "default", "dict", "div", "empty", "fail", "first", "has",
+    "int", "keys", "last", "list", "max", "min", "mod", "mul", "required", "sub", "ternary",
+    "until",
+];
+
+pub(super) fn call(
+    name: &str,
+    args: Vec<Value>,
+    env: Env<'_>,
+    missing: &Value,
+) -> Result<Value, String> {
     let a = Args(args);
+    if GO.contains(&name) {
+        go(name, a, missing)
+    } else if TRAEFIK.contains(&name) {
+        traefik(name, a, env)
+    } else if VALUES.contains(&name) {
+        values(name, a)
+    } else {
+        text_function(name, a)
+    }
+}
+
+/// Go's own functions.
+fn go(name: &str, a: Args, missing: &Value) -> Result<Value, String> {
     Ok(match name {
         "and" => {
             a.at_least(1)?;
@@ -144,7 +181,9 @@ pub(super) fn call(name: &str, args: Vec<Value>, env: Env<'_>) -> Result<Value, 
             let mut current = it.next().unwrap_or(Value::Nil);
             for key in it {
                 current = match (current, key) {
-                    (Value::Map(mut m), Value::Str(k)) => m.remove(&k).unwrap_or(Value::Nil),
+                    (Value::Map(mut m), Value::Str(k)) => {
+                        m.remove(&k).unwrap_or_else(|| missing.clone())
+                    }
                     (Value::List(l), Value::Int(i)) => usize::try_from(i)
                         .ok()
                         .and_then(|i| l.into_iter().nth(i))
@@ -166,6 +205,13 @@ pub(super) fn call(name: &str, args: Vec<Value>, env: Env<'_>) -> Result<Value, 
             let format = text(&it.next().unwrap_or(Value::Nil))?;
             Value::Str(printf(&format, &it.collect::<Vec<_>>()))
         }
+        _ => return Err("is not defined".to_owned()),
+    })
+}
+
+/// Traefik's functions and the environment's.
+fn traefik(name: &str, a: Args, env: Env<'_>) -> Result<Value, String> {
+    Ok(match name {
         "env" => Value::Str(env(&text(&a.one()?)?).unwrap_or_default()),
         "expandenv" => Value::Str(expand(&text(&a.one()?)?, env)),
         "normalize" => Value::Str(normalize(&text(&a.one()?)?)),
@@ -188,9 +234,18 @@ pub(super) fn call(name: &str, args: Vec<Value>, env: Env<'_>) -> Result<Value, 
                     .collect(),
             )
         }
+        _ => return Err("is not defined".to_owned()),
+    })
+}
+
+/// sprig's text functions.
+fn text_function(name: &str, a: Args) -> Result<Value, String> {
+    Ok(match name {
         "lower" => Value::Str(text(&a.one()?)?.to_lowercase()),
         "upper" => Value::Str(text(&a.one()?)?.to_uppercase()),
         "title" => Value::Str(title(&text(&a.one()?)?)),
+        "lcfirst" => Value::Str(first_with(&text(&a.one()?)?, char::to_lowercase)),
+        "ucfirst" => Value::Str(first_with(&text(&a.one()?)?, char::to_uppercase)),
         "trim" => Value::Str(text(&a.one()?)?.trim().to_owned()),
         "nospace" => Value::Str(
             text(&a.one()?)?
@@ -323,6 +378,13 @@ pub(super) fn call(name: &str, args: Vec<Value>, env: Env<'_>) -> Result<Value, 
                     .into_owned(),
             )
         }
+        _ => return Err("is not defined".to_owned()),
+    })
+}
+
+/// sprig's functions on values, lists, maps and numbers.
+fn values(name: &str, a: Args) -> Result<Value, String> {
+    Ok(match name {
         "default" => {
             // `default "x"` with nothing piped gives "x", as sprig's does.
             let mut it = a.0.into_iter();
@@ -570,6 +632,15 @@ fn split(s: &str, sep: &str) -> Vec<String> {
 }
 
 fn title(s: &str) -> String {
+    // Go's strings.Title: a word starts after any ASCII character that is
+    // not a letter, digit or `_`, and after white space.
+    let separates = |c: char| {
+        if c.is_ascii() {
+            !(c.is_ascii_alphanumeric() || c == '_')
+        } else {
+            !c.is_alphanumeric() && c.is_whitespace()
+        }
+    };
     let mut out = String::with_capacity(s.len());
     let mut start = true;
     for c in s.chars() {
@@ -578,14 +649,24 @@ fn title(s: &str) -> String {
         } else {
             out.push(c);
         }
-        start = c.is_whitespace();
+        start = separates(c);
     }
     out
 }
 
+/// The text with its first character changed by `change` (gangway's
+/// `lcfirst` and `ucfirst`).
+fn first_with<I: Iterator<Item = char>>(s: &str, change: impl Fn(char) -> I) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => change(c).chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// Traefik's `normalize`: runs of characters other than letters and
 /// digits become one `-`, trimmed at both ends.
-fn normalize(name: &str) -> String {
+pub fn normalize(name: &str) -> String {
     name.split(|c: char| !c.is_alphanumeric())
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()

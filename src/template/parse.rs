@@ -2,7 +2,7 @@
 //! action is cut into tokens, and block actions (`if`, `range`, `with`)
 //! gather the nodes up to their `end`.
 
-use super::{TemplateError, Value};
+use super::{TemplateError, Value, funcs};
 
 /// A parsed template, ready to run any number of times.
 #[derive(Clone, Debug, PartialEq)]
@@ -628,7 +628,108 @@ impl Template {
             ));
         }
         let template = Template { nodes: top };
-        super::exec::check_functions(&template)?;
+        template.check_functions()?;
         Ok(template)
+    }
+}
+
+impl Template {
+    /// Calls `each` with every operand of every pipeline, in order, with its
+    /// line and whether `.` is still the data there (outside `with` and
+    /// `range`, which move it).
+    fn operands(
+        &self,
+        each: &mut dyn FnMut(&Operand, usize, bool) -> Result<(), TemplateError>,
+    ) -> Result<(), TemplateError> {
+        type Each<'e> = dyn FnMut(&Operand, usize, bool) -> Result<(), TemplateError> + 'e;
+        fn pipe(
+            p: &Pipeline,
+            line: usize,
+            top: bool,
+            each: &mut Each<'_>,
+        ) -> Result<(), TemplateError> {
+            for operand in p.commands.iter().flatten() {
+                each(operand, line, top)?;
+                if let Operand::Sub(inner, _) = operand {
+                    pipe(inner, line, top, each)?;
+                }
+            }
+            Ok(())
+        }
+        fn nodes(list: &[Node], top: bool, each: &mut Each<'_>) -> Result<(), TemplateError> {
+            for node in list {
+                match node {
+                    Node::Text(_) => {}
+                    Node::Action { pipe: p, line } => pipe(p, *line, top, each)?,
+                    Node::If {
+                        pipe: p,
+                        then,
+                        otherwise,
+                        line,
+                    } => {
+                        pipe(p, *line, top, each)?;
+                        nodes(then, top, each)?;
+                        nodes(otherwise, top, each)?;
+                    }
+                    Node::With {
+                        pipe: p,
+                        then: body,
+                        otherwise,
+                        line,
+                    }
+                    | Node::Range {
+                        pipe: p,
+                        body,
+                        otherwise,
+                        line,
+                    } => {
+                        pipe(p, *line, top, each)?;
+                        nodes(body, false, each)?;
+                        nodes(otherwise, top, each)?;
+                    }
+                }
+            }
+            Ok(())
+        }
+        nodes(&self.nodes, true, each)
+    }
+
+    /// Checks that every function named exists, so that a misspelt
+    /// function fails the template even in a branch that does not run.
+    fn check_functions(&self) -> Result<(), TemplateError> {
+        self.operands(&mut |operand, line, _| match operand {
+            Operand::Func(name) if !funcs::NAMES.contains(&name.as_str()) => {
+                Err(fail(line, format!("function `{name}` is not defined")))
+            }
+            _ => Ok(()),
+        })
+    }
+
+    /// Checks that every field the template reads from its data (`.Name`,
+    /// `$.Name`) is one of `known`, as Go refuses a field a struct does not
+    /// have; inside `with` and `range`, where `.` is something else, only
+    /// `$.` is checked.
+    pub fn check_fields(&self, known: &[&str]) -> Result<(), TemplateError> {
+        self.operands(&mut |operand, line, top| {
+            let first = match operand {
+                Operand::Field(path) if top => path.first(),
+                Operand::Var(name, path) if name.is_empty() => path.first(),
+                _ => None,
+            };
+            match first {
+                Some(field) if !known.contains(&field.as_str()) => Err(fail(
+                    line,
+                    format!(
+                        "unknown field `.{field}` (the fields are {})",
+                        known
+                            .iter()
+                            .map(|k| format!(".{k}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+                _ => Ok(()),
+            }
+        })
     }
 }

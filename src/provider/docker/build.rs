@@ -12,8 +12,8 @@
 
 use super::Settings;
 use super::container::{ContainerView, Health, RunState};
+use super::default_rule::Model;
 use super::labels::{ContainerLabels, LabelError, Objects, ServerLabels, parse_labels};
-use super::template::{Model, normalize};
 use crate::config::Dynamic;
 use crate::config::dynamic::tcp::{
     TcpLoadBalancer, TcpMiddleware, TcpRouter, TcpServer, TcpService,
@@ -23,6 +23,7 @@ use crate::config::dynamic::{GeneratedCert, LoadBalancer, Middleware, Router, Se
 use crate::config::problem::{ConfigError, ObjectKind, ObjectRef, Origin, Problem};
 use crate::config::provenance::{ContainerRecord, NotRouted, ObjectDetail, ProviderDetail, Source};
 use crate::config::static_config::ConflictPolicy;
+use crate::template::normalize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 

@@ -9,8 +9,8 @@ use crate::support;
 
 use support::check;
 
-use support::docker::{IMAGE, Run, SERIAL, Spec};
 use std::process::Command;
+use support::docker::{IMAGE, Run, SERIAL, Spec};
 
 /// A compose file: gangway on two entry points with one certificate
 /// resolver, and a service `app` with `labels` (YAML list items).

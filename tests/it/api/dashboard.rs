@@ -11,10 +11,10 @@
 
 use crate::support;
 
-use support::docker::{Run, Spec};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
+use support::docker::{Run, Spec};
 use support::{Backend, Gangway, eventually, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -3,10 +3,10 @@
 
 use crate::support;
 
-use support::docker::{Run, SERIAL, Spec, ready};
 use http::StatusCode;
 use serde_json::Value;
 use std::time::Duration;
+use support::docker::{Run, SERIAL, Spec, ready};
 use support::{Backend, Gangway, eventually, free_port};
 
 struct Api {

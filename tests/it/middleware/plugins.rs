@@ -6,12 +6,12 @@
 use crate::support;
 
 use bytes::Bytes;
-use support::docker::{Probe, Run, SERIAL, Spec, ready};
 use http::{Request, Response};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use std::io::{Read, Write};
 use std::time::Duration;
+use support::docker::{Probe, Run, SERIAL, Spec, ready};
 use support::{Backend, Gangway, eventually};
 
 /// The page every HTML backend here serves.

@@ -5,8 +5,8 @@
 
 use crate::support;
 
-use support::docker::{Load, PrivateDaemon, Probe, Run, SERIAL, Spec, docker, ready};
 use std::time::{Duration, Instant};
+use support::docker::{Load, PrivateDaemon, Probe, Run, SERIAL, Spec, docker, ready};
 use support::{Gangway, eventually};
 
 const P: &str = "gangway";

@@ -11,8 +11,8 @@
 
 use crate::support;
 
-use support::docker::{Load, PrivateDaemon, Probe, Run, Spec, ready};
 use std::time::Duration;
+use support::docker::{Load, PrivateDaemon, Probe, Run, Spec, ready};
 use support::{Backend, Gangway, eventually, one_route};
 
 const P: &str = "gangway";

@@ -12,10 +12,10 @@
 
 use crate::support;
 
-use support::docker::{IMAGE, Load, PrivateDaemon, Probe, Swarm, WHOAMI_IMAGE, ready};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
+use support::docker::{IMAGE, Load, PrivateDaemon, Probe, Swarm, WHOAMI_IMAGE, ready};
 use support::{Gangway, eventually, free_port};
 
 /// Swarm tests start daemons of their own; one at a time on two cores.

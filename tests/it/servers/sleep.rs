@@ -5,12 +5,12 @@
 
 use crate::support;
 
-use support::docker::{Probe, Run, SERIAL, Spec, ready};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::docker::{Probe, Run, SERIAL, Spec, ready};
 use support::{Gangway, eventually};
 
 const P: &str = "gangway";

@@ -22,9 +22,9 @@
 
 use crate::support;
 
-use support::docker::{Compose, SERIAL, command, skip};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::docker::{Compose, SERIAL, command, skip};
 
 /// The images the examples run with (`scripts/test` builds them with
 /// `scripts/image all`, under these tags).
@@ -427,7 +427,8 @@ async fn swarm_works_as_its_readme_says() {
     let Some(mut example) = Example::prepare("swarm", "swarm").await else {
         return;
     };
-    let swarm = support::docker::Swarm::start("swarm example", &[GANGWAY_IMAGE, WHOAMI_IMAGE]).await;
+    let swarm =
+        support::docker::Swarm::start("swarm example", &[GANGWAY_IMAGE, WHOAMI_IMAGE]).await;
     let host = swarm.manager.host();
     let socket = host.trim_start_matches("unix://").to_owned();
     example.env.push(("DOCKER_HOST".to_owned(), host));
