@@ -9,7 +9,6 @@
 //! format. Only a traced request is read or written: with tracing off
 //! nothing here runs.
 
-use super::trace::{SpanId, TraceId, hex_into};
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 /// The environment variable that chooses the formats.
@@ -397,6 +396,27 @@ fn unhex(text: &str, out: &mut [u8]) -> Option<()> {
         out[i] = (digit(pair[0])? << 4) | digit(pair[1])?;
     }
     Some(())
+}
+
+/// A trace's id: 16 bytes, never all zero.
+pub type TraceId = [u8; 16];
+/// A span's id: 8 bytes, never all zero.
+pub type SpanId = [u8; 8];
+
+/// Lowercase hex of `bytes`, appended to `out`.
+pub fn hex_into(bytes: &[u8], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    hex_into(bytes, &mut s);
+    s
 }
 
 #[cfg(test)]

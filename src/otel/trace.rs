@@ -14,6 +14,7 @@
 
 use super::export::Exporter;
 use super::propagate::Propagation;
+pub use super::propagate::{SpanId, TraceId, hex, hex_into};
 use crate::config::static_config::Tracing;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -28,11 +29,6 @@ use tokio::sync::mpsc;
 
 /// Spans waiting for the exporter at most; past it new spans are dropped.
 const QUEUE: usize = 4096;
-
-/// A trace's id: 16 bytes, never all zero.
-pub type TraceId = [u8; 16];
-/// A span's id: 8 bytes, never all zero.
-pub type SpanId = [u8; 8];
 
 /// What a span is, in OTLP's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -538,22 +534,6 @@ fn protocol_version(v: http::Version) -> &'static str {
         http::Version::HTTP_3 => "3",
         _ => "1.1",
     }
-}
-
-/// Lowercase hex of `bytes`, appended to `out`.
-pub fn hex_into(bytes: &[u8], out: &mut String) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
-    }
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    let mut s = String::with_capacity(bytes.len() * 2);
-    hex_into(bytes, &mut s);
-    s
 }
 
 thread_local! {
