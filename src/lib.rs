@@ -111,7 +111,9 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         .map(|m| m.exporter.label_headers())
         .unwrap_or_default();
     if let Some(m) = metrics.as_ref().filter(|m| m.services) {
-        m.exporter.watch_servers(handle.clone());
+        let handle = handle.clone();
+        m.exporter
+            .watch_servers(Box::new(move || handle.checked_servers()));
     }
     let ctx = settings::compile_context(&config, api::internal_services(&api_state), metrics);
     handle.store(compile::compile(

@@ -32,7 +32,6 @@ mod sleep;
 
 pub use sleep::{STATES as SLEEP_STATES, SleepReading, SleepSeries, WAKE_BOUNDS};
 
-use crate::runtime::{RuntimeHandle, Upstream};
 use crate::tls::negotiated::Negotiated;
 use http::{HeaderName, Method, Version};
 use metrics::{Counter, Gauge, Key, KeyName, Label, Level, Metadata, Recorder};
@@ -283,45 +282,9 @@ fn label_name_ok(name: &str) -> bool {
         && !name.starts_with("__")
 }
 
-/// How deep services are walked for their servers (compile refuses
-/// deeper nesting).
-const MAX_DEPTH: usize = 32;
-
-/// Collects the servers of the load balancers under `u` with an active or
-/// passive health check, keyed by service and URL.
-fn servers_of<'a>(u: &'a Upstream, out: &mut BTreeMap<(&'a str, &'a str), bool>, depth: usize) {
-    let Some(depth) = depth.checked_sub(1) else {
-        return;
-    };
-    match u {
-        Upstream::Servers(lb) => {
-            // As Traefik: services whose servers' state is checked, by an
-            // active health check or by passive health.
-            if lb.health.is_some() || lb.passive_configured {
-                for (i, server) in lb.servers.iter().enumerate() {
-                    out.insert((lb.name.as_str(), server.url.as_str()), lb.is_up(i));
-                }
-            }
-        }
-        Upstream::Weighted(w) => {
-            for c in &w.children {
-                servers_of(c, out, depth);
-            }
-        }
-        Upstream::Mirroring(m) => {
-            servers_of(&m.main, out, depth);
-            for mirror in &m.mirrors {
-                servers_of(&mirror.upstream, out, depth);
-            }
-        }
-        Upstream::Failover(f) => {
-            servers_of(&f.main, out, depth);
-            servers_of(&f.fallback, out, depth);
-        }
-        Upstream::Internal(_) => {}
-        Upstream::Chained(c) => servers_of(&c.service, out, depth),
-    }
-}
+/// What `service_server_up` reports: per service and server URL, whether
+/// the server is up, read from the state the balancers route with.
+pub type ServerStates = Box<dyn Fn() -> BTreeMap<(String, String), bool> + Send + Sync>;
 
 /// The names of one object kind's families, and the help lines of those
 /// gangway renders itself.
@@ -395,8 +358,8 @@ pub struct Exporter {
     open_connections: KeyName,
     retries: KeyName,
     server_up: KeyName,
-    /// The runtime the servers' states are read from, once there is one.
-    runtime: OnceLock<Arc<RuntimeHandle>>,
+    /// Where the servers' states are read from, once there is one.
+    servers: OnceLock<ServerStates>,
     reloads: Counter,
     last_reload: Gauge,
     certificates: Certificates,
@@ -550,7 +513,7 @@ impl Exporter {
             header_labels,
             retries,
             server_up: name("service_server_up"),
-            runtime: OnceLock::new(),
+            servers: OnceLock::new(),
             recorder,
             handle,
             prefix: prefix.to_owned(),
@@ -576,10 +539,10 @@ impl Exporter {
         text
     }
 
-    /// Reads whether servers are up from `runtime`, at each render from
+    /// Reads whether servers are up from `states`, at each render from
     /// then on (per-service metrics only, as in Traefik).
-    pub fn watch_servers(&self, runtime: Arc<RuntimeHandle>) {
-        let _ = self.runtime.set(runtime);
+    pub fn watch_servers(&self, states: ServerStates) {
+        let _ = self.servers.set(states);
     }
 
     /// The request headers whose values `headerLabels` puts in labels, in
@@ -624,20 +587,10 @@ impl Exporter {
     /// Whether each server of a health-checked service is up, by service
     /// and URL, from the runtime the proxy routes with.
     fn servers_up(&self) -> BTreeMap<(String, String), bool> {
-        let Some(handle) = self.runtime.get() else {
-            return BTreeMap::new();
-        };
-        let runtime = handle.load_full();
-        let mut servers = BTreeMap::new();
-        for route in runtime.entry_points.iter().flat_map(|ep| ep.iter()) {
-            if !route.internal {
-                servers_of(&route.upstream, &mut servers, MAX_DEPTH);
-            }
-        }
-        servers
-            .into_iter()
-            .map(|((service, url), up)| ((service.to_owned(), url.to_owned()), up))
-            .collect()
+        self.servers
+            .get()
+            .map(|states| states())
+            .unwrap_or_default()
     }
 
     /// The prefix of every family's name.

@@ -786,4 +786,61 @@ impl RuntimeHandle {
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.published.subscribe()
     }
+
+    /// Per service and server URL, whether the server is up, for the
+    /// services whose servers' state is checked (an active health check or
+    /// passive health), from the runtime the proxy routes with now.
+    pub fn checked_servers(&self) -> std::collections::BTreeMap<(String, String), bool> {
+        let runtime = self.load_full();
+        let mut servers = std::collections::BTreeMap::new();
+        for route in runtime.entry_points.iter().flat_map(|ep| ep.iter()) {
+            if !route.internal {
+                servers_of(&route.upstream, &mut servers, MAX_DEPTH);
+            }
+        }
+        servers
+            .into_iter()
+            .map(|((service, url), up)| ((service.to_owned(), url.to_owned()), up))
+            .collect()
+    }
+}
+
+/// Collects the servers of the load balancers under `u` with an active or
+/// passive health check, keyed by service and URL.
+fn servers_of<'a>(
+    u: &'a Upstream,
+    out: &mut std::collections::BTreeMap<(&'a str, &'a str), bool>,
+    depth: usize,
+) {
+    let Some(depth) = depth.checked_sub(1) else {
+        return;
+    };
+    match u {
+        Upstream::Servers(lb) => {
+            // As Traefik: services whose servers' state is checked, by an
+            // active health check or by passive health.
+            if lb.health.is_some() || lb.passive_configured {
+                for (i, server) in lb.servers.iter().enumerate() {
+                    out.insert((lb.name.as_str(), server.url.as_str()), lb.is_up(i));
+                }
+            }
+        }
+        Upstream::Weighted(w) => {
+            for c in &w.children {
+                servers_of(c, out, depth);
+            }
+        }
+        Upstream::Mirroring(m) => {
+            servers_of(&m.main, out, depth);
+            for mirror in &m.mirrors {
+                servers_of(&mirror.upstream, out, depth);
+            }
+        }
+        Upstream::Failover(f) => {
+            servers_of(&f.main, out, depth);
+            servers_of(&f.fallback, out, depth);
+        }
+        Upstream::Internal(_) => {}
+        Upstream::Chained(c) => servers_of(&c.service, out, depth),
+    }
 }
