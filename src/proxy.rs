@@ -107,6 +107,23 @@ pub struct Proxy {
     pub sleeper: Arc<crate::sleep::Sleeper>,
 }
 
+/// What one client may send in its request heads and HTTP/2 control
+/// frames (`entryPoints.<name>.limits`, read by settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeadLimits {
+    /// Largest request head (HTTP/1 line and fields, or an HTTP/2 header
+    /// list), in bytes.
+    pub max_header_bytes: u32,
+    /// Most fields in one HTTP/1 request head.
+    pub max_headers: u32,
+    /// HTTP/2 (and HTTP/3) streams a client may reset before they are
+    /// accepted.
+    pub max_pending_reset_streams: u32,
+    /// PING and SETTINGS frames one HTTP/2 connection may send in ten
+    /// seconds; 0: no limit.
+    pub max_control_frames: u32,
+}
+
 /// An entry point as the proxy sees it.
 pub struct EntryPointInfo {
     /// Name, for logs.
@@ -171,7 +188,7 @@ pub struct EntryPointInfo {
     /// HTTP/3 too (`h3=":PORT"; ma=…`).
     pub alt_svc: Option<HeaderValue>,
     /// What one client may send.
-    pub limits: crate::config::static_config::EntryPointLimits,
+    pub limits: HeadLimits,
     /// The bound on open connections; None when unlimited.
     pub connections: Option<crate::overload::ConnectionLimit>,
     /// The entry point's request counters, when per-entry-point metrics are on.
@@ -438,7 +455,7 @@ impl HttpServers {
 
 /// The most a request head may hold: the entry point's limit, but no less
 /// than the 8 KiB under which hyper refuses to go.
-fn head_bytes(limits: &crate::config::static_config::EntryPointLimits) -> usize {
+fn head_bytes(limits: &HeadLimits) -> usize {
     (limits.max_header_bytes as usize).max(8 * 1024)
 }
 

@@ -119,11 +119,10 @@ pub fn entry_point(
     }
     #[deny(unused_variables)] // an option read nowhere fails the build
     let EntryPointLimits {
-        // The proxy reads these from `limits`, handed over whole below.
-        max_header_bytes: _,
-        max_headers: _,
-        max_pending_reset_streams: _,
-        max_control_frames: _,
+        max_header_bytes,
+        max_headers,
+        max_pending_reset_streams,
+        max_control_frames,
         header_read_timeout,
         max_request_body_bytes,
         web_socket_idle_timeout,
@@ -171,7 +170,12 @@ pub fn entry_point(
             };
             crate::proxy::alt_svc(advertised)
         }),
-        limits,
+        limits: crate::proxy::HeadLimits {
+            max_header_bytes: *max_header_bytes,
+            max_headers: *max_headers,
+            max_pending_reset_streams: *max_pending_reset_streams,
+            max_control_frames: *max_control_frames,
+        },
         connections: crate::overload::ConnectionLimit::new(*max_connections),
         stats,
         traced: *traced,
