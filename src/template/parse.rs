@@ -175,23 +175,6 @@ fn tokens(inner: &str, line: usize) -> Result<Vec<Token>, TemplateError> {
     let chars: Vec<char> = inner.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
-    let word_char = |c: char| c.is_alphanumeric() || c == '_';
-    let fields = |chars: &[char], i: &mut usize| -> Vec<String> {
-        let mut path = Vec::new();
-        while *i < chars.len() && chars[*i] == '.' {
-            let start = *i + 1;
-            let mut end = start;
-            while end < chars.len() && word_char(chars[end]) {
-                end += 1;
-            }
-            if end == start {
-                break;
-            }
-            path.push(chars[start..end].iter().collect());
-            *i = end;
-        }
-        path
-    };
     while i < chars.len() {
         let c = chars[i];
         match c {
@@ -221,42 +204,7 @@ fn tokens(inner: &str, line: usize) -> Result<Vec<Token>, TemplateError> {
                 out.push(Token::Assign);
                 i += 1;
             }
-            '"' => {
-                let mut s = String::new();
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(fail(line, "a string without its closing `\"`")),
-                        Some('"') => break,
-                        Some('\\') => {
-                            let escaped = match chars.get(i + 1) {
-                                Some('n') => '\n',
-                                Some('t') => '\t',
-                                Some('r') => '\r',
-                                Some('\\') => '\\',
-                                Some('"') => '"',
-                                Some('\'') => '\'',
-                                Some(other) => {
-                                    return Err(fail(
-                                        line,
-                                        format!("unknown escape `\\{other}` in a string"),
-                                    ));
-                                }
-                                None => {
-                                    return Err(fail(line, "a string without its closing `\"`"));
-                                }
-                            };
-                            s.push(escaped);
-                            i += 2;
-                            continue;
-                        }
-                        Some(c) => s.push(*c),
-                    }
-                    i += 1;
-                }
-                i += 1;
-                out.push(Token::Literal(Value::Str(s)));
-            }
+            '"' => out.push(Token::Literal(Value::Str(quoted(&chars, &mut i, line)?))),
             '`' => {
                 let start = i + 1;
                 let Some(len) = chars[start..].iter().position(|&c| c == '`') else {
@@ -300,27 +248,7 @@ fn tokens(inner: &str, line: usize) -> Result<Vec<Token>, TemplateError> {
             c if c.is_ascii_digit()
                 || (c == '-' || c == '+') && chars.get(i + 1).is_some_and(char::is_ascii_digit) =>
             {
-                let start = i;
-                i += 1;
-                while i < chars.len()
-                    && (chars[i].is_ascii_alphanumeric() || chars[i] == '.' || chars[i] == '_')
-                {
-                    i += 1;
-                }
-                let text: String = chars[start..i].iter().collect();
-                let clean = text.replace('_', "");
-                let value = if let Ok(n) = clean.parse::<i64>() {
-                    Value::Int(n)
-                } else if let Some(hex) = clean.strip_prefix("0x") {
-                    i64::from_str_radix(hex, 16)
-                        .map(Value::Int)
-                        .map_err(|_| fail(line, format!("`{text}` is not a number")))?
-                } else if let Ok(x) = clean.parse::<f64>() {
-                    Value::Float(x)
-                } else {
-                    return Err(fail(line, format!("`{text}` is not a number")));
-                };
-                out.push(Token::Literal(value));
+                out.push(Token::Literal(number(&chars, &mut i, line)?));
             }
             c if word_char(c) => {
                 let start = i;
@@ -339,6 +267,91 @@ fn tokens(inner: &str, line: usize) -> Result<Vec<Token>, TemplateError> {
         }
     }
     Ok(out)
+}
+
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// `.A.B` from `chars[*i..]`, moving `i` past it.
+fn fields(chars: &[char], i: &mut usize) -> Vec<String> {
+    let mut path = Vec::new();
+    while *i < chars.len() && chars[*i] == '.' {
+        let start = *i + 1;
+        let mut end = start;
+        while end < chars.len() && word_char(chars[end]) {
+            end += 1;
+        }
+        if end == start {
+            break;
+        }
+        path.push(chars[start..end].iter().collect());
+        *i = end;
+    }
+    path
+}
+
+/// The interpreted string literal opening at `chars[*i]` (a `"`), moving
+/// `i` past its closing quote.
+fn quoted(chars: &[char], i: &mut usize, line: usize) -> Result<String, TemplateError> {
+    let unclosed = || fail(line, "a string without its closing `\"`");
+    let mut s = String::new();
+    *i += 1;
+    loop {
+        match chars.get(*i) {
+            None => return Err(unclosed()),
+            Some('"') => break,
+            Some('\\') => {
+                let escaped = match chars.get(*i + 1) {
+                    Some('n') => '\n',
+                    Some('t') => '\t',
+                    Some('r') => '\r',
+                    Some('\\') => '\\',
+                    Some('"') => '"',
+                    Some('\'') => '\'',
+                    Some(other) => {
+                        return Err(fail(
+                            line,
+                            format!("unknown escape `\\{other}` in a string"),
+                        ));
+                    }
+                    None => return Err(unclosed()),
+                };
+                s.push(escaped);
+                *i += 2;
+                continue;
+            }
+            Some(c) => s.push(*c),
+        }
+        *i += 1;
+    }
+    *i += 1;
+    Ok(s)
+}
+
+/// The number starting at `chars[*i]` (Go's forms: `12`, `-3`, `1_000`,
+/// `0x1f`, `1.5`), moving `i` past it.
+fn number(chars: &[char], i: &mut usize, line: usize) -> Result<Value, TemplateError> {
+    let start = *i;
+    *i += 1;
+    while *i < chars.len()
+        && (chars[*i].is_ascii_alphanumeric() || chars[*i] == '.' || chars[*i] == '_')
+    {
+        *i += 1;
+    }
+    let text: String = chars[start..*i].iter().collect();
+    let clean = text.replace('_', "");
+    if let Ok(n) = clean.parse::<i64>() {
+        Ok(Value::Int(n))
+    } else if let Some(hex) = clean.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16)
+            .map(Value::Int)
+            .map_err(|_| fail(line, format!("`{text}` is not a number")))
+    } else if let Ok(x) = clean.parse::<f64>() {
+        Ok(Value::Float(x))
+    } else {
+        Err(fail(line, format!("`{text}` is not a number")))
+    }
 }
 
 /// Reads a pipeline from `tokens` (all of them).
