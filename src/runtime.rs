@@ -9,10 +9,10 @@ pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
+pub use crate::balance::Outcome;
 use crate::balance::passive::now_ms;
 use crate::balance::strategy::{self, Strategy};
 use crate::balance::{MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie};
-pub use crate::balance::Outcome;
 use crate::client::ServerKind;
 use crate::config::Dynamic;
 use crate::health::ServiceHealth;
@@ -404,7 +404,11 @@ impl Upstream {
                 }
                 Upstream::Mirroring(m) => current = &m.main,
                 Upstream::Failover(f) => {
-                    current = if avoided(&f.main) { &f.fallback } else { &f.main };
+                    current = if avoided(&f.main) {
+                        &f.fallback
+                    } else {
+                        &f.main
+                    };
                 }
                 Upstream::Internal(_) | Upstream::Chained(_) => return None,
             }

@@ -139,6 +139,7 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
                     ObjectRef::new(ObjectKind::TcpRouter, name),
                     &view.service,
                     &serving::tcp(target),
+                    true,
                 );
             }
             view
@@ -221,6 +222,7 @@ pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
                                 percent: serving.percent(),
                                 status: cause.status(),
                                 members,
+                                why: cause.words(true),
                             },
                             serving.status() == Status::Disabled,
                         ),

@@ -129,6 +129,14 @@ impl Record {
             ..Tally::default()
         };
         for o in counted {
+            // A success after nothing but failures: the server is back,
+            // and what it did before no longer says what it does.
+            if !o.failed() && tally.answered == 0 && tally.failed() > 0 {
+                tally = Tally {
+                    last: tally.last,
+                    ..Tally::default()
+                };
+            }
             tally.add(*o);
         }
         tally
@@ -245,20 +253,31 @@ mod tests {
             r.note(Outcome::Refused, t);
         }
         let t = r.tally(6);
-        assert_eq!((t.verdict(), t.refused, t.failing_status()), (Verdict::Unreachable, 5, Some(502)));
+        assert_eq!(
+            (t.verdict(), t.refused, t.failing_status()),
+            (Verdict::Unreachable, 5, Some(502))
+        );
         r.note(Outcome::Answered(200), 7);
         let t = r.tally(8);
-        assert_eq!((t.verdict(), t.answered, t.failed()), (Verdict::Up, 1, 5));
+        assert_eq!((t.verdict(), t.answered, t.failed()), (Verdict::Up, 1, 0));
+        // A failure among successes stays counted.
+        r.note(Outcome::Answered(502), 9);
+        r.note(Outcome::Answered(200), 10);
+        let t = r.tally(11);
+        assert_eq!((t.verdict(), t.answered, t.failed()), (Verdict::Up, 2, 1));
     }
 
     #[test]
     fn server_errors_are_the_servers_and_timeouts_gangways_504() {
         let r = Record::default();
-        r.note(Outcome::Answered(503), 10);
-        r.note(Outcome::Answered(404), 11);
+        r.note(Outcome::Answered(404), 10);
+        r.note(Outcome::Answered(503), 11);
         r.note(Outcome::Answered(502), 12);
         let t = r.tally(13);
-        assert_eq!((t.verdict(), t.server_errors, t.answered), (Verdict::Erroring, 2, 1));
+        assert_eq!(
+            (t.verdict(), t.server_errors, t.answered),
+            (Verdict::Erroring, 2, 1)
+        );
         assert_eq!(t.failing_status(), Some(502));
         let r = Record::default();
         r.note(Outcome::TimedOut, 1);

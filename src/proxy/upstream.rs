@@ -129,7 +129,14 @@ impl Proxy {
                 };
                 tracing::debug!(router = %route.name, from = %tried[tried.len() - 1].name, to = %next.name, "no server could be connected to; sending the request to the next service");
                 tried.push(next);
-                sent = send(next, Box::new(replay.request()), Some(replay), &to, &mut cookies).await;
+                sent = send(
+                    next,
+                    Box::new(replay.request()),
+                    Some(replay),
+                    &to,
+                    &mut cookies,
+                )
+                .await;
             }
         }
         let (mut resp, server) = match sent {
@@ -720,9 +727,7 @@ fn send_copy<'a>(
         let mut cookies = Vec::new();
         match upstream.descend(req.headers(), &mut cookies, None, (None, false)) {
             Some(Descent::Servers(lb)) => {
-                let replay = (lb.servers.len() > 1)
-                    .then(|| Replay::of(&req))
-                    .flatten();
+                let replay = (lb.servers.len() > 1).then(|| Replay::of(&req)).flatten();
                 let to = Target {
                     host: cx.host.as_ref(),
                     upgrade: false,
