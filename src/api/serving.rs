@@ -12,7 +12,7 @@
 //! next server, the next member of a weighted service or a failover's
 //! fallback, so it fails a request only when nothing else can serve.
 
-use crate::balance::{Tally, Verdict};
+use crate::balance::{Outcome, Tally, Verdict};
 use crate::runtime::tcp::TcpTarget;
 use crate::runtime::{LoadBalancer, Status, Upstream};
 
@@ -300,18 +300,29 @@ fn servers(lb: &LoadBalancer) -> Serving {
     let mut out = Serving::ok();
     let (mut weight_all, mut weight_failing) = (0.0, 0.0);
     for (weight, t) in &tallies {
-        // Refused connections went on to a server that answers.
-        let refused = if any_up { 0 } else { t.refused };
-        let total = t.total() - (t.refused - refused);
-        if total == 0 {
-            continue;
-        }
-        let failed = t.failed() - (t.refused - refused);
+        // A server that gets no answer through is down until one does: its
+        // next request fails (a refused one goes on to a server that
+        // answers). Its 5xx answers are a rate: their share in the window.
+        let (failing, cause) = match t.last {
+            Some(Outcome::Refused) if any_up => continue,
+            Some(Outcome::Refused) => (1.0, Some(Cause::Refused)),
+            Some(Outcome::Broken) => (1.0, Some(Cause::Broken)),
+            Some(Outcome::TimedOut) => (1.0, Some(Cause::TimedOut)),
+            Some(Outcome::Answered(_)) => {
+                // Refused connections went on to a server that answers.
+                let passed_on = if any_up { t.refused } else { 0 };
+                let (total, failed) = (t.total() - passed_on, t.failed() - passed_on);
+                if total == 0 {
+                    continue;
+                }
+                let cause = (failed > 0).then(|| Cause::of(t, !any_up)).flatten();
+                (f64::from(failed) / f64::from(total), cause)
+            }
+            None => continue,
+        };
         weight_all += weight;
-        weight_failing += weight * f64::from(failed) / f64::from(total);
-        if failed > 0 {
-            out.cause = out.cause.max(Cause::of(t, !any_up));
-        }
+        weight_failing += weight * failing;
+        out.cause = out.cause.max(cause);
     }
     out.unknown = weight_all == 0.0;
     if weight_all > 0.0 {
