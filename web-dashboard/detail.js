@@ -69,7 +69,7 @@ export function errors(o) {
   const health = list(o.problems).length > 0 && list(o.problems).every((p) => HEALTH_KINDS.includes(p.kind));
   const failing = health ? failingPercent(o) : 0;
   const title = health
-    ? (failing >= 100 ? 'Not serving: no server is up, so every request fails'
+    ? (failing >= 100 ? 'Not serving: every request fails'
       : failing > 0 ? `Failing: ${failing} % of requests get an error`
         : 'Serving, with servers down')
     : (disabled ? 'Not in use because of an error' : 'Working, with a warning');
