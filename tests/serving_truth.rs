@@ -288,3 +288,114 @@ async fn a_server_never_tried_is_unknown_and_one_that_comes_back_is_up_at_once()
     assert_eq!(rt["status"], "enabled", "{rt}");
     assert_eq!(answer(&gw, "back.test").await["outcome"], "served");
 }
+
+#[tokio::test]
+async fn a_udp_service_on_a_closed_port_and_a_tcp_one_that_refuses_read_as_failing() {
+    let echo = support::udp_echo("echo").await;
+    // Bound, then dropped: a UDP port where nothing listens answers ICMP
+    // port unreachable.
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("a UDP port")
+        .port();
+    let (udp_closed, udp_open, tcp) = (
+        support::free_port(),
+        support::free_port(),
+        support::free_port(),
+    );
+    let refusing = refusing_port();
+    let conf = format!(
+        "{API}\
+         [udp.routers.closed]\nentryPoints = [\"closed\"]\nservice = \"closed\"\n\
+         [[udp.services.closed.loadBalancer.servers]]\naddress = \"127.0.0.1:{closed}\"\n\
+         [udp.routers.open]\nentryPoints = [\"open\"]\nservice = \"open\"\n\
+         [[udp.services.open.loadBalancer.servers]]\naddress = \"127.0.0.1:{echo}\"\n\
+         [tcp.routers.db]\nentryPoints = [\"db\"]\nrule = \"HostSNI(`*`)\"\nservice = \"db\"\n\
+         [[tcp.services.db.loadBalancer.servers]]\naddress = \"{refusing}\"\n"
+    );
+    let gw = Gangway::with_file(
+        &conf,
+        &[
+            &format!("--entryPoints.closed.address=127.0.0.1:{udp_closed}/udp"),
+            &format!("--entryPoints.open.address=127.0.0.1:{udp_open}/udp"),
+            "--entryPoints.closed.udp.timeout=1s",
+            &format!("--entryPoints.db.address=127.0.0.1:{tcp}"),
+            "--api=true",
+        ],
+    )
+    .await;
+    eventually(WAIT, "the open UDP service answers", || async {
+        support::udp_ask(udp_open, "hi").await.is_some()
+    })
+    .await;
+    let open = gw.api_json("/api/udp/services/open@file").await;
+    assert_eq!(
+        open["serverStates"][format!("127.0.0.1:{echo}")]["state"],
+        "up",
+        "{open}"
+    );
+    let closed_state = gw.api_json("/api/udp/services/closed@file").await;
+    assert_eq!(
+        closed_state["serverStates"][format!("127.0.0.1:{closed}")]["state"],
+        "unknown",
+        "nothing sent there yet: {closed_state}"
+    );
+
+    let mut answered = 0;
+    for i in 0..5 {
+        if support::udp_ask(udp_closed, &format!("q{i}"))
+            .await
+            .is_some()
+        {
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 0);
+    eventually(WAIT, "the closed port reads unreachable", || async {
+        let svc = gw.api_json("/api/udp/services/closed@file").await;
+        svc["serverStates"][format!("127.0.0.1:{closed}")]["state"] == "unreachable"
+    })
+    .await;
+    let svc = gw.api_json("/api/udp/services/closed@file").await;
+    let rt = gw.api_json("/api/udp/routers/closed@file").await;
+    println!(
+        "UDP: 0 of 5 answered; service {} {:?}; router {} {:?}",
+        svc["status"],
+        problems(&svc),
+        rt["status"],
+        problems(&rt)
+    );
+    assert_eq!(svc["status"], "disabled", "{svc}");
+    assert_eq!(rt["status"], "disabled", "{rt}");
+    assert!(
+        problems(&rt)
+            .iter()
+            .any(|(k, m)| k == "serviceDown" && m.contains("ports are closed")),
+        "{rt}"
+    );
+
+    // TCP: a connection to a refusing server is closed; the router says
+    // every connection fails, with no HTTP status.
+    let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", tcp))
+        .await
+        .expect("connect");
+    let mut buf = [0u8; 1];
+    let read = tokio::io::AsyncReadExt::read(&mut conn, &mut buf).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    let db = gw.api_json("/api/tcp/services/db@file").await;
+    assert_eq!(
+        db["serverStates"][&refusing.to_string()]["state"],
+        "unreachable",
+        "{db}"
+    );
+    let rt = gw.api_json("/api/tcp/routers/db@file").await;
+    let said = problems(&rt);
+    println!("TCP: connection closed; router {} {said:?}", rt["status"]);
+    assert!(
+        said.iter().any(|(k, m)| k == "serviceDown"
+            && m.contains("every connection fails")
+            && m.contains("refuse connections")
+            && !m.contains("502")),
+        "{said:?}"
+    );
+}

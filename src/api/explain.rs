@@ -381,7 +381,10 @@ impl Answer {
             outcome,
             status: Some(cause.status()),
             failing_percent: s.percent(),
-            reason: Some(format!("service `{service}`: {}", cause.words(false))),
+            reason: Some(format!(
+                "service `{service}`: {}",
+                cause.words(super::serving::Proto::Http)
+            )),
         }
     }
 }

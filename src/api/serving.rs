@@ -47,13 +47,27 @@ impl Cause {
         }
     }
 
-    /// Why, in words, of HTTP requests or (`tcp`) TCP connections.
-    pub fn words(self, tcp: bool) -> String {
-        match (self, tcp) {
+    /// The status a failing HTTP request gets; none for TCP and UDP,
+    /// whose failures have no status.
+    pub const fn status_of(self, proto: Proto) -> Option<u16> {
+        match proto {
+            Proto::Http => Some(self.status()),
+            Proto::Tcp | Proto::Udp => None,
+        }
+    }
+
+    /// Why, in words, for the protocol's requests, connections or
+    /// datagrams.
+    pub fn words(self, proto: Proto) -> String {
+        match (self, proto) {
             (Cause::ServerErrors(s), _) => format!("the servers answer {s}"),
+            (Cause::TimedOut, Proto::Udp) => "the servers answer no datagram".to_owned(),
             (Cause::TimedOut, _) => "the servers do not answer in time".to_owned(),
-            (Cause::Broken, false) => "the servers break the exchange off".to_owned(),
-            (Cause::Broken, true) => "the servers close the connection".to_owned(),
+            (Cause::Broken, Proto::Http) => "the servers break the exchange off".to_owned(),
+            (Cause::Broken, _) => "the servers close the connection".to_owned(),
+            (Cause::Refused, Proto::Udp) => {
+                "the servers' ports are closed (ICMP port unreachable)".to_owned()
+            }
             (Cause::Refused, _) => "the servers refuse connections".to_owned(),
             (Cause::NoServer, _) => "no server is available".to_owned(),
         }
@@ -73,6 +87,17 @@ impl Cause {
             None
         }
     }
+}
+
+/// Which traffic a service carries, for the words that describe it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    /// HTTP requests, which fail with a status.
+    Http,
+    /// TCP connections.
+    Tcp,
+    /// UDP datagrams.
+    Udp,
 }
 
 /// How a service serves now.
@@ -349,13 +374,32 @@ fn tcp_within(target: &TcpTarget, depth: usize) -> Serving {
             if servers.is_empty() {
                 return Serving::fails(Cause::NoServer);
             }
-            let down = servers.iter().filter(|s| s.health.is_down()).count();
-            let mut out = if down == servers.len() {
-                Serving::fails(Cause::Refused)
+            let now = crate::balance::passive::now_ms();
+            let states: Vec<(bool, Tally)> = servers
+                .iter()
+                .map(|s| (s.health.fails_check(), s.health.record.tally(now)))
+                .collect();
+            let down: Vec<&Tally> = states
+                .iter()
+                .filter(|(checked_out, t)| *checked_out || t.verdict() == Verdict::Unreachable)
+                .map(|(_, t)| t)
+                .collect();
+            let mut out = if down.len() == servers.len() {
+                // Connections that timed out waiting for an answer (UDP)
+                // say more than a refusal.
+                let timed_out = down.iter().any(|t| t.last == Some(Outcome::TimedOut));
+                Serving::fails(if timed_out {
+                    Cause::TimedOut
+                } else {
+                    Cause::Refused
+                })
             } else {
                 Serving::ok()
             };
-            out.degraded = down > 0;
+            out.degraded = !down.is_empty();
+            out.unknown = states
+                .iter()
+                .all(|(checked_out, t)| !checked_out && t.verdict() == Verdict::Unknown);
             out
         }
         TcpTarget::Weighted { slots, .. } => {

@@ -7,7 +7,7 @@
 //! against the golden files in `tests/golden/api/`.
 
 use super::ApiState;
-use super::serving::{self, Cause, Serving};
+use super::serving::{self, Cause, Proto, Serving};
 use super::state::{ErrorView, StateView};
 use crate::acme::CertificateState;
 use crate::balance::Verdict;
@@ -120,13 +120,16 @@ pub(super) fn router_serving(
     state: &mut StateView,
     router: ObjectRef,
     service: &str,
-    s: &Serving,
-    tcp: bool,
+    (s, proto): (&Serving, Proto),
 ) {
     let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
         return;
     };
-    let (service, status, why) = (service.to_owned(), cause.status(), cause.words(tcp));
+    let (service, status, why) = (
+        service.to_owned(),
+        cause.status_of(proto),
+        cause.words(proto),
+    );
     let problem = if s.failing >= 1.0 {
         Problem::ServiceDown {
             service,
@@ -149,7 +152,7 @@ pub(super) fn router_serving(
 pub(super) fn members_serving(
     state: &mut StateView,
     service: ObjectRef,
-    (s, tcp): (&Serving, bool),
+    (s, proto): (&Serving, Proto),
     name_of: impl Fn(usize) -> Option<String>,
 ) {
     let members: Vec<String> = s.members_down.iter().filter_map(|&i| name_of(i)).collect();
@@ -171,9 +174,9 @@ pub(super) fn members_serving(
             service,
             Problem::MembersFailing {
                 percent: s.percent(),
-                status: cause.status(),
+                status: cause.status_of(proto),
                 members,
-                why: cause.words(tcp),
+                why: cause.words(proto),
             },
             disables,
         ),
@@ -570,8 +573,7 @@ fn routers_with(rt: &Runtime, live: &Live<'_>) -> Vec<RouterView> {
                     &mut view.state,
                     ObjectRef::new(ObjectKind::Router, name),
                     service,
-                    &serving::http(u),
-                    false,
+                    (&serving::http(u), Proto::Http),
                 );
             }
             view
@@ -755,6 +757,12 @@ pub enum ServerState {
 impl ServerStateView {
     fn of(lb: &crate::runtime::LoadBalancer, i: usize) -> Self {
         let (verdict, tally) = serving::server_verdict(lb, i);
+        Self::new(verdict, &tally)
+    }
+
+    /// From the model's verdict (None: held down by its health check) and
+    /// the server's tally.
+    pub(super) fn new(verdict: Option<Verdict>, tally: &crate::balance::Tally) -> Self {
         ServerStateView {
             state: match verdict {
                 None => ServerState::Down,
@@ -902,7 +910,7 @@ impl ServiceView {
             members_serving(
                 &mut view.state,
                 ObjectRef::new(ObjectKind::Service, name),
-                (&serving::http(u), false),
+                (&serving::http(u), Proto::Http),
                 |i| {
                     members
                         .get(i)

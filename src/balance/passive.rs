@@ -299,6 +299,13 @@ impl ServerHealth {
             .store(now_ms().saturating_add(skip), Ordering::Relaxed);
     }
 
+    /// An exchange with it got no answer in time (UDP: datagrams went out
+    /// and none came back within the session's timeout). Noted only: a
+    /// silent server is not skipped, as it may only have nothing to say.
+    pub fn timed_out(&self) {
+        self.record.note(Outcome::TimedOut, now_ms());
+    }
+
     /// A connection to it succeeded.
     pub fn answered(&self) {
         self.record.note(Outcome::Answered(0), now_ms());

@@ -478,13 +478,14 @@ pub enum Problem {
     #[error("no service it sends to has a server up")]
     NoMemberUp,
     /// A router every request of which fails now.
-    #[error("every request fails with {status}: {why} (service `{service}`)")]
+    #[error("{}: {why} (service `{service}`)", fails_with(None, *.status))]
     ServiceDown {
         /// The service, qualified.
         service: String,
         /// The status those requests get: the servers' own 5xx, or
-        /// gangway's 502, 503 or 504.
-        status: u16,
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
         /// Why, as the model of serving says it.
         why: String,
     },
@@ -497,27 +498,29 @@ pub enum Problem {
         read: &'static [&'static str],
     },
     /// A router whose service fails part of its traffic now.
-    #[error("{percent} % of its requests fail with {status}: {why} (service `{service}`)")]
+    #[error("{}: {why} (service `{service}`)", fails_with(Some(*.percent), *.status))]
     ServiceFailing {
         /// The service, qualified.
         service: String,
         /// The share of requests that fail, in percent.
         percent: u32,
         /// The status those requests get: the servers' own 5xx, or
-        /// gangway's 502, 503 or 504.
-        status: u16,
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
         /// Why, as the model of serving says it.
         why: String,
     },
     /// A service with members (weighted, failover) some of whose traffic
     /// goes to members that cannot serve it.
-    #[error("{percent} % of its requests fail with {status}: they go to {}, where {why}", names(.members))]
+    #[error("{}: they go to {}, where {why}", fails_with(Some(*.percent), *.status), names(.members))]
     MembersFailing {
         /// The share of requests that fail, in percent.
         percent: u32,
         /// The status those requests get: the servers' own 5xx, or
-        /// gangway's 502, 503 or 504.
-        status: u16,
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
         /// The members that cannot serve, qualified.
         members: Vec<String>,
         /// Why, as the model of serving says it.
@@ -845,6 +848,16 @@ fn servers_down(down: usize, total: usize) -> String {
         format!("every server is down ({down} of {total}): requests to this service fail")
     } else {
         format!("{down} of {total} servers are down; the others take their traffic")
+    }
+}
+
+/// How many requests (with a status: HTTP) or connections fail.
+fn fails_with(percent: Option<u32>, status: Option<u16>) -> String {
+    match (percent, status) {
+        (None, Some(s)) => format!("every request fails with {s}"),
+        (None, None) => "every connection fails".to_owned(),
+        (Some(p), Some(s)) => format!("{p} % of its requests fail with {s}"),
+        (Some(p), None) => format!("{p} % of its connections fail"),
     }
 }
 
