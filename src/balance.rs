@@ -9,10 +9,12 @@
 //! health swaps in a recomputed schedule once, not per request.
 
 pub mod passive;
+pub mod record;
 pub mod sticky;
 pub mod strategy;
 
 pub use passive::{PassivePolicy, ServerState};
+pub use record::{Outcome, Record, Tally, Verdict};
 pub use sticky::{StickyCookie, StickyCookieError};
 pub use strategy::{Strategy, StrategyError};
 

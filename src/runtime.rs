@@ -9,6 +9,7 @@ pub use crate::middleware::{Chain, Exchange, ServiceRef, Terminal};
 pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
+pub use crate::balance::Outcome;
 use crate::balance::passive::now_ms;
 use crate::balance::strategy::{self, Strategy};
 use crate::balance::{MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie};
@@ -379,6 +380,57 @@ impl Upstream {
         None
     }
 
+    /// Walks down again for a request whose load balancers in `avoid`
+    /// could connect to none of their servers (nothing reached them, so it
+    /// is safe to send elsewhere): a weighted service passes by members that
+    /// lead to one of them, a failover goes to its fallback. None when
+    /// nothing else can take it, or when a service on the way must take the
+    /// request itself (its own middlewares).
+    pub fn descend_again<'a>(&'a self, avoid: &[&LoadBalancer]) -> Option<&'a LoadBalancer> {
+        let avoided = |u: &Upstream| avoid.iter().any(|lb| u.reaches(lb, MAX_DEPTH));
+        let mut current = self;
+        for _ in 0..MAX_DEPTH {
+            match current {
+                Upstream::Servers(lb) => {
+                    return (!avoid.iter().any(|a| std::ptr::eq(*a, lb))).then_some(lb);
+                }
+                Upstream::Weighted(w) => {
+                    let excluded: Vec<usize> = (0..w.children.len())
+                        .filter(|&i| avoided(&w.children[i]))
+                        .collect();
+                    let up = |i: usize| w.children.get(i).is_some_and(|c| c.is_up());
+                    let i = w.rotation.next_excluding(up, &excluded)?;
+                    current = w.children.get(i)?;
+                }
+                Upstream::Mirroring(m) => current = &m.main,
+                Upstream::Failover(f) => {
+                    current = if avoided(&f.main) {
+                        &f.fallback
+                    } else {
+                        &f.main
+                    };
+                }
+                Upstream::Internal(_) | Upstream::Chained(_) => return None,
+            }
+        }
+        None
+    }
+
+    /// Whether requests to this service may end at `lb`.
+    fn reaches(&self, lb: &LoadBalancer, depth: usize) -> bool {
+        let Some(depth) = depth.checked_sub(1) else {
+            return false;
+        };
+        match self {
+            Upstream::Servers(own) => std::ptr::eq(own, lb),
+            Upstream::Weighted(w) => w.children.iter().any(|c| c.reaches(lb, depth)),
+            Upstream::Mirroring(m) => m.main.reaches(lb, depth),
+            Upstream::Failover(f) => f.main.reaches(lb, depth) || f.fallback.reaches(lb, depth),
+            Upstream::Internal(_) => false,
+            Upstream::Chained(c) => c.service.reaches(lb, depth),
+        }
+    }
+
     /// Whether this service has a healthy server to send to.
     pub fn is_up(&self) -> bool {
         self.is_up_within(MAX_DEPTH)
@@ -558,17 +610,20 @@ impl LoadBalancer {
             .next_excluding(|i| self.is_up_at(i, now), excluded)
     }
 
-    /// Server `i` answered (`status`) or could not be reached (`None`):
-    /// counts the outcome for passive health. Without `passiveHealthCheck`
-    /// only a connection that could not be made is a failure.
+    /// How a request to server `i` ended: noted in its record (what every
+    /// surface reads), and counted for passive health. Without
+    /// `passiveHealthCheck` only a connection that could not be made takes
+    /// a server out.
     pub fn record(&self, i: usize, outcome: Outcome) {
         let Some(state) = self.states.get(i) else {
             return;
         };
+        let now = now_ms();
+        state.record().note(outcome, now);
         let failed = match outcome {
             Outcome::Answered(status) => self.passive.count_status && status >= 500,
-            Outcome::NoConnection => true,
-            Outcome::Broken => self.passive.count_status,
+            Outcome::Refused => true,
+            Outcome::Broken | Outcome::TimedOut => self.passive.count_status,
         };
         if !failed {
             if state.succeeded() {
@@ -576,24 +631,21 @@ impl LoadBalancer {
             }
             return;
         }
-        if let Some(until) = state.failed(&self.passive, now_ms()) {
+        if let Some(until) = state.failed(&self.passive, now) {
             tracing::debug!(service = %self.name, server = %self.servers[i].url, "server out of the rotation after its failures");
             // After the state: a balancer that sees the new epoch sees it out.
             self.epoch.fetch_add(1, Ordering::Release);
             crate::balance::passive::wake_at(until, self.epoch.clone());
         }
     }
-}
 
-/// How a request to a server ended, for passive health.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// The server answered with this status.
-    Answered(u16),
-    /// No connection could be made (refused, unreachable, dial timeout, TLS).
-    NoConnection,
-    /// The exchange broke or timed out after the request left.
-    Broken,
+    /// What server `i`'s own outcomes say of it now.
+    pub fn tally(&self, i: usize) -> crate::balance::Tally {
+        self.states
+            .get(i)
+            .map(|s| s.record().tally(now_ms()))
+            .unwrap_or_default()
+    }
 }
 
 /// Weighted round robin over services, or highest random weight on the

@@ -27,7 +27,7 @@ export function head(kind, o) {
 }
 
 /** Problems the API reads from the servers' health, not from the configuration. */
-const HEALTH_KINDS = ['serversDown', 'noMemberUp', 'serviceDown', 'serviceFailing', 'membersFailing', 'membersDown', 'onFallback'];
+const HEALTH_KINDS = ['serversDown', 'serversErroring', 'noMemberUp', 'serviceDown', 'serviceFailing', 'membersFailing', 'membersDown', 'onFallback'];
 
 /** The share of requests failing now, from the API's typed problems (100 when none is up). */
 function failingPercent(o) {
@@ -69,7 +69,7 @@ export function errors(o) {
   const health = list(o.problems).length > 0 && list(o.problems).every((p) => HEALTH_KINDS.includes(p.kind));
   const failing = health ? failingPercent(o) : 0;
   const title = health
-    ? (failing >= 100 ? 'Not serving: no server is up, so every request fails'
+    ? (failing >= 100 ? 'Not serving: every request fails'
       : failing > 0 ? `Failing: ${failing} % of requests get an error`
         : 'Serving, with servers down')
     : (disabled ? 'Not in use because of an error' : 'Working, with a warning');
@@ -122,6 +122,26 @@ export function raw(o) {
   return h('details', { class: 'raw' }, h('summary', {}, 'Raw JSON from the API'), h('pre', {}, JSON.stringify(o, null, 2)));
 }
 
+/** What a server's requests got lately (gangway's `serverStates`), in words. */
+const SERVER_STATES = {
+  unknown: ['unknown', '', 'no request was sent to it yet'],
+  up: ['UP', 'up', 'it answers'],
+  erroring: ['ERRORING', 'down', 'it answers with errors of its own'],
+  unreachable: ['UNREACHABLE', 'down', 'its requests get no answer'],
+  down: ['DOWN', 'down', 'its health check fails'],
+};
+
+/** A server's badge from the model of serving: its state, and what its requests got lately. */
+export function serverState(st, check) {
+  const [word, cls, why] = SERVER_STATES[st.state] || [st.state, '', ''];
+  const counts = st.answered + st.failed
+    ? ` ${st.failed} of ${st.answered + st.failed} lately failed${st.status ? ` (${st.status})` : ''}`
+    : '';
+  const badge = h('span', { class: `health-badge ${cls}`, title: why, dataset: { state: st.state } }, h('span', { class: 'dot' }), word);
+  const error = check && check.lastError ? ` ${check.lastError}` : '';
+  return h('span', { class: 'health-detail' }, badge, h('small', { class: 'muted' }, `${counts}${error}`));
+}
+
 /** A server's UP/DOWN badge; `check` (gangway's `serverHealth`) adds why the last health check failed. */
 export function health(status, check) {
   if (!status) return h('span', { class: 'muted', title: 'no health information' }, 'unknown');
@@ -140,11 +160,13 @@ function serversTable(s) {
   if (!servers.length) return h('p', { class: 'muted' }, 'No servers: every request gets 503 Service Unavailable.');
   const st = s.serverStatus || {};
   const checks = s.serverHealth || {};
+  const states = s.serverStates || {};
   const weights = servers.some((v) => v.weight !== undefined);
   const cols = [{ title: 'Server', cls: 'wide' }, { title: 'Health' }];
   if (weights) cols.push({ title: 'Weight', cls: 'num' });
   return table(cols, servers.map((v) => {
-    const cells = [h('code', {}, v.url), health(st[v.url], checks[v.url])];
+    const known = states[v.url];
+    const cells = [h('code', {}, v.url), known ? serverState(known, checks[v.url]) : health(st[v.url], checks[v.url])];
     if (weights) cells.push(String(v.weight ?? 1));
     return { cells, data: { server: v.url } };
   }), 'servers');

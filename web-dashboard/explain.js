@@ -34,7 +34,9 @@ function winnerBlock(w) {
     : a.outcome === 'sometimes'
       ? h('p', { class: 'answer warn-text', dataset: { outcome: a.outcome } }, icon('warn'),
         ` ${a.failingPercent} % of such requests get ${a.status} now: ${a.reason}.`)
-      : null;
+      : a.outcome === 'unknown'
+        ? h('p', { class: 'answer muted', dataset: { outcome: a.outcome } }, ` Not known yet: ${a.reason}.`)
+        : null;
   const mark = a.outcome === 'fails' ? icon('cross') : a.outcome === 'sometimes' ? icon('warn') : icon('check');
   return h('div', { class: `winner answer-${a.outcome}`, dataset: { winner: w.router, outcome: a.outcome } },
     h('div', { class: 'winner-title' }, mark, 'Taken by ', objLink('routers', w.router)),

@@ -67,12 +67,20 @@ export function serversSummary(s) {
   if (s.loadBalancer) {
     const servers = list(s.loadBalancer.servers);
     const st = s.serverStatus || {};
-    const down = servers.filter((v) => String(st[v.url] || '').toUpperCase() === 'DOWN').length;
-    const up = servers.filter((v) => String(st[v.url] || '').toUpperCase() === 'UP').length;
+    const states = s.serverStates || {};
+    // The model of serving when the API gives it; Traefik's UP/DOWN otherwise.
+    const state = (v) => (states[v.url] ? states[v.url].state : String(st[v.url] || '').toLowerCase());
+    const count = (...which) => servers.filter((v) => which.includes(state(v))).length;
+    const up = count('up');
+    const down = count('down', 'unreachable');
+    const erroring = count('erroring');
+    const unknown = count('unknown');
     return h('span', { class: 'servers-sum' },
       `${servers.length} server${servers.length === 1 ? '' : 's'}`,
       up ? h('span', { class: 'health up' }, ` · ${up} up`) : null,
-      down ? h('span', { class: 'health down' }, ` · ${down} down`) : null);
+      erroring ? h('span', { class: 'health down' }, ` · ${erroring} answering errors`) : null,
+      down ? h('span', { class: 'health down' }, ` · ${down} down`) : null,
+      unknown ? h('span', { class: 'muted' }, ` · ${unknown} not tried yet`) : null);
   }
   if (s.weighted) return h('div', { class: 'links' }, list(s.weighted.services).map((c) => h('span', {}, objLink('services', qualify(c.name, provider)), h('small', { class: 'muted' }, ` ×${c.weight ?? 1}`))));
   if (s.mirroring) return h('span', {}, objLink('services', qualify(s.mirroring.service, provider)), h('small', { class: 'muted' }, ` + ${list(s.mirroring.mirrors).length} mirror(s)`));

@@ -6,7 +6,7 @@
 
 import { optional } from './api.js';
 import { h, list, render, statusBadge, table, tag, empty, section, icon, problemItems, joined, rule, priority, objLink, qualify, kv } from './dom.js';
-import { fields, head, errors, provenance, raw, health, flowNode, usedBy, fetchOne, objectPage } from './detail.js';
+import { fields, head, errors, provenance, raw, health, serverState, flowNode, usedBy, fetchOne, objectPage } from './detail.js';
 
 /** The errors of an object, for the line under its row. */
 function errorLine(o) {
@@ -135,11 +135,14 @@ function serverTable(s) {
   const all = list(s.loadBalancer && s.loadBalancer.servers);
   if (!all.length) return h('p', { class: 'muted' }, 'No servers.');
   const st = s.serverStatus || {};
+  const states = s.serverStates || {};
   const tls = all.some((v) => v.tls);
   const cols = [{ title: 'Server', cls: 'wide' }, { title: 'State' }];
   if (tls) cols.push({ title: 'TLS to the server' });
+  const state = (a) => (states[a] ? serverState(states[a])
+    : st[a] ? health(st[a]) : h('span', { class: 'muted', title: 'tried when a connection comes' }, 'in rotation'));
   return table(cols, all.map((v) => {
-    const cells = [h('code', {}, v.address), st[v.address] ? health(st[v.address]) : h('span', { class: 'muted', title: 'tried when a connection comes' }, 'in rotation')];
+    const cells = [h('code', {}, v.address), state(v.address)];
     if (tls) cells.push(v.tls ? h('span', { class: 'tls-on' }, icon('lock'), ' yes') : h('span', { class: 'muted' }, 'no'));
     return { cells, data: { server: v.address } };
   }), 'servers');

@@ -327,8 +327,9 @@ pub struct Winner {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Answer {
-    /// `served`: it reaches a server; `fails`: it gets `status`;
-    /// `sometimes`: `failingPercent` of such requests get `status`.
+    /// `served`: its servers answer; `fails`: it gets `status`;
+    /// `sometimes`: `failingPercent` of such requests get `status`;
+    /// `unknown`: nothing was sent to its servers yet.
     pub outcome: Outcome,
     /// The status a failing request gets (502 or 503).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -350,16 +351,25 @@ pub enum Outcome {
     Sometimes,
     /// Every such request fails.
     Fails,
+    /// Nothing was sent to its servers yet: whether they answer is not
+    /// known.
+    Unknown,
 }
 
 impl Answer {
     fn of(service: &str, s: &super::serving::Serving) -> Self {
         let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
             return Answer {
-                outcome: Outcome::Served,
+                outcome: if s.unknown {
+                    Outcome::Unknown
+                } else {
+                    Outcome::Served
+                },
                 status: None,
                 failing_percent: 0,
-                reason: None,
+                reason: s.unknown.then(|| {
+                    format!("service `{service}`: no request was sent to its servers yet")
+                }),
             };
         };
         let outcome = if s.failing >= 1.0 {
@@ -371,7 +381,10 @@ impl Answer {
             outcome,
             status: Some(cause.status()),
             failing_percent: s.percent(),
-            reason: Some(format!("service `{service}`: {}", cause.words())),
+            reason: Some(format!(
+                "service `{service}`: {}",
+                cause.words(super::serving::Proto::Http)
+            )),
         }
     }
 }

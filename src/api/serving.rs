@@ -1,50 +1,103 @@
 //! Whether a service serves now, and how much of its traffic fails: one
-//! answer, worked out from the compiled services the proxy sends to, for
-//! HTTP and TCP alike. The service and router views, the overview and
-//! explain all read it, so nothing shows green while requests fail.
+//! answer for HTTP and TCP alike, worked out from what the servers' own
+//! requests got (the Servers room's record: answered, 5xx of their own,
+//! refused, broken, timed out, never tried) along the services the proxy
+//! sends to. The service and router views, the overview, explain and
+//! `check` all read it, so nothing shows green while requests fail, and
+//! nothing shows red while they are served.
 //!
 //! The walk asks the balancers the same questions the proxy asks when it
-//! picks (`is_up`: whom it sends to) and then which of those cannot answer
-//! (an active health check or failed connections say the server is down):
-//! a member the proxy picks but that cannot serve takes its share of the
-//! traffic down with it.
+//! picks (`is_up`: whom it sends to), then what those servers' requests
+//! got. A connection refused (nothing reached the server) is sent to the
+//! next server, the next member of a weighted service or a failover's
+//! fallback, so it fails a request only when nothing else can serve.
 
+use crate::balance::{Outcome, Tally, Verdict};
 use crate::runtime::tcp::TcpTarget;
 use crate::runtime::{LoadBalancer, Status, Upstream};
 
 /// How deep services may nest when walked here (compile refuses deeper).
 const MAX_DEPTH: usize = 16;
 
-/// From this share of failing traffic up, an object is an error rather
-/// than a warning: most of what it is asked for fails.
-const ERROR_SHARE: f64 = 0.5;
-
 /// Why requests to a service fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Cause {
+    /// The servers answer with a 5xx of their own (this one, the newest).
+    ServerErrors(u16),
+    /// The servers do not answer within `responseHeaderTimeout`: gangway
+    /// answers 504.
+    TimedOut,
+    /// The exchange breaks after the request left (reset, closed): 502.
+    Broken,
+    /// The servers cannot be connected to (refused, unreachable): 502.
+    Refused,
     /// The proxy has no server to send to (every one is down by its health
     /// check, or none is configured): gangway answers 503.
     NoServer,
-    /// The proxy sends to servers that do not accept connections: 502.
-    Unreachable,
 }
 
 impl Cause {
-    /// The status gangway answers a failing request with.
+    /// The status a failing request gets.
     pub const fn status(self) -> u16 {
         match self {
+            Cause::ServerErrors(s) => s,
+            Cause::TimedOut => 504,
             Cause::NoServer => 503,
-            Cause::Unreachable => 502,
+            Cause::Refused | Cause::Broken => 502,
         }
     }
 
-    /// Why, in words.
-    pub const fn words(self) -> &'static str {
-        match self {
-            Cause::NoServer => "no server is available to send it to",
-            Cause::Unreachable => "the servers it is sent to refuse connections",
+    /// The status a failing HTTP request gets; none for TCP and UDP,
+    /// whose failures have no status.
+    pub const fn status_of(self, proto: Proto) -> Option<u16> {
+        match proto {
+            Proto::Http => Some(self.status()),
+            Proto::Tcp | Proto::Udp => None,
         }
     }
+
+    /// Why, in words, for the protocol's requests, connections or
+    /// datagrams.
+    pub fn words(self, proto: Proto) -> String {
+        match (self, proto) {
+            (Cause::ServerErrors(s), _) => format!("the servers answer {s}"),
+            (Cause::TimedOut, Proto::Udp) => "the servers answer no datagram".to_owned(),
+            (Cause::TimedOut, _) => "the servers do not answer in time".to_owned(),
+            (Cause::Broken, Proto::Http) => "the servers break the exchange off".to_owned(),
+            (Cause::Broken, _) => "the servers close the connection".to_owned(),
+            (Cause::Refused, Proto::Udp) => {
+                "the servers' ports are closed (ICMP port unreachable)".to_owned()
+            }
+            (Cause::Refused, _) => "the servers refuse connections".to_owned(),
+            (Cause::NoServer, _) => "no server is available".to_owned(),
+        }
+    }
+
+    /// The cause of a server's failing outcomes, the worst kind first.
+    fn of(t: &Tally, refused_counts: bool) -> Option<Cause> {
+        if let Some(s) = t.server_status {
+            Some(Cause::ServerErrors(s))
+        } else if t.refused > 0 && refused_counts {
+            Some(Cause::Refused)
+        } else if t.broken > 0 {
+            Some(Cause::Broken)
+        } else if t.timed_out > 0 {
+            Some(Cause::TimedOut)
+        } else {
+            None
+        }
+    }
+}
+
+/// Which traffic a service carries, for the words that describe it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    /// HTTP requests, which fail with a status.
+    Http,
+    /// TCP connections.
+    Tcp,
+    /// UDP datagrams.
+    Udp,
 }
 
 /// How a service serves now.
@@ -63,6 +116,9 @@ pub struct Serving {
     pub members_down: Vec<usize>,
     /// For a failover service: whether requests go to the fallback.
     pub on_fallback: bool,
+    /// No server it sends to was ever tried: whether it serves is not
+    /// known yet.
+    pub unknown: bool,
 }
 
 impl Serving {
@@ -74,6 +130,7 @@ impl Serving {
             degraded: false,
             members_down: Vec::new(),
             on_fallback: false,
+            unknown: false,
         }
     }
 
@@ -86,11 +143,11 @@ impl Serving {
         }
     }
 
-    /// The status this gives the object: an error when half or more of
-    /// its traffic fails, a warning when some does or when part of it
-    /// cannot serve, otherwise enabled.
+    /// The status this gives the object: an error when all of its traffic
+    /// fails, a warning when some does or when part of it cannot serve,
+    /// otherwise enabled.
     pub fn status(&self) -> Status {
-        if self.failing >= ERROR_SHARE {
+        if self.failing >= 1.0 {
             Status::Disabled
         } else if self.failing > 0.0 || self.degraded {
             Status::Warning
@@ -107,21 +164,29 @@ impl Serving {
         let p = (self.failing.clamp(0.0, 1.0) * 100.0).ceil() as u32;
         p
     }
+
+    /// Whether its requests are sent elsewhere rather than failed: nothing
+    /// it sends to can be connected to, and the request never left.
+    fn passes_on(&self) -> bool {
+        self.failing >= 1.0 && matches!(self.cause, Some(Cause::Refused | Cause::NoServer))
+    }
 }
 
-/// Whether server `i` of `lb` cannot serve now: out of the rotation (its
-/// active health check, or its failures under passive health), or, without
-/// an active check, still in the rotation while its last connection
-/// attempts failed. A check probes on its own timer, so it decides alone:
-/// the failure count of a checked server, to which nothing is sent while
-/// it is down, would stay behind after the check saw it come back.
+/// What the model says of server `i` of `lb` now: held down by its active
+/// health check, or what its own requests got.
+pub fn server_verdict(lb: &LoadBalancer, i: usize) -> (Option<Verdict>, Tally) {
+    let tally = lb.tally(i);
+    if lb.health.as_ref().is_some_and(|h| !h.is_up(i)) {
+        return (None, tally);
+    }
+    (Some(tally.verdict()), tally)
+}
+
+/// Whether server `i` of `lb` cannot serve now: its active health check
+/// holds it down, passive health keeps it out of the rotation, or its
+/// newest request got no answer from it.
 pub fn server_down(lb: &LoadBalancer, i: usize) -> bool {
-    !lb.is_up(i)
-        || (lb.health.is_none()
-            && lb
-                .servers
-                .get(i)
-                .is_some_and(|s| s.client.passive.failures() > 0))
+    !lb.is_up(i) || matches!(server_verdict(lb, i).0, None | Some(Verdict::Unreachable))
 }
 
 /// How an HTTP service serves now.
@@ -136,36 +201,19 @@ fn http_within(u: &Upstream, depth: usize) -> Serving {
     match u {
         Upstream::Servers(lb) => servers(lb),
         Upstream::Weighted(w) => {
-            let mut weight_all = 0.0;
-            let mut weight_failing = 0.0;
-            let mut out = Serving::ok();
-            for (i, child) in w.children.iter().enumerate() {
-                let weight = f64::from(w.rotation.weight(i));
-                if weight == 0.0 {
-                    continue;
-                }
-                // The proxy's own question when it picks a member.
-                if !child.is_up() {
-                    out.degraded = true;
-                    out.members_down.push(i);
-                    continue;
-                }
-                let s = http_within(child, depth);
-                weight_all += weight;
-                weight_failing += weight * s.failing;
-                out.degraded |= s.degraded;
-                if s.failing > 0.0 {
-                    out.members_down.push(i);
-                    out.cause = out.cause.max(s.cause);
-                }
-            }
-            if weight_all == 0.0 {
-                out.failing = 1.0;
-                out.cause = Some(Cause::NoServer);
-            } else {
-                out.failing = weight_failing / weight_all;
-            }
-            out
+            let members: Vec<(u32, bool, Serving)> = w
+                .children
+                .iter()
+                .enumerate()
+                .map(|(i, child)| {
+                    (
+                        w.rotation.weight(i),
+                        child.is_up(),
+                        http_within(child, depth),
+                    )
+                })
+                .collect();
+            weighted(&members)
         }
         Upstream::Mirroring(m) => {
             // Copies are fire and forget: the client gets the main answer.
@@ -174,13 +222,13 @@ fn http_within(u: &Upstream, depth: usize) -> Serving {
             s
         }
         Upstream::Failover(f) => {
-            if f.main.is_up() {
-                let mut s = http_within(&f.main, depth);
-                if s.failing > 0.0 {
-                    s.members_down = vec![0];
-                } else {
-                    s.members_down.clear();
-                }
+            let main = http_within(&f.main, depth);
+            // The proxy sends to the fallback while the main service has no
+            // server up, and sends a request there when no server of the
+            // main one could be connected to.
+            if f.main.is_up() && !main.passes_on() {
+                let mut s = main;
+                s.members_down = if s.failing > 0.0 { vec![0] } else { Vec::new() };
                 s
             } else {
                 let mut s = http_within(&f.fallback, depth);
@@ -195,34 +243,117 @@ fn http_within(u: &Upstream, depth: usize) -> Serving {
     }
 }
 
-/// A load balancer: the servers the proxy picks, and whether any of them
-/// answers. A connection refused by one is tried again on the next, so
-/// requests fail only when none of those picked can serve.
+/// A weighted service over members (weight, picked by the proxy, how it
+/// serves): each member the proxy picks takes its share of the traffic,
+/// except one that passes its requests on (nothing could be connected to),
+/// whose share the others take while one of them serves.
+fn weighted(members: &[(u32, bool, Serving)]) -> Serving {
+    let mut out = Serving::ok();
+    let serves = |s: &Serving| !s.passes_on();
+    let any_serves = members.iter().any(|(w, up, s)| *w > 0 && *up && serves(s));
+    let (mut weight_all, mut weight_failing, mut known) = (0.0, 0.0, false);
+    for (i, (weight, up, s)) in members.iter().enumerate() {
+        if *weight == 0 {
+            continue;
+        }
+        if !*up || (any_serves && !serves(s)) {
+            out.degraded = true;
+            out.members_down.push(i);
+            continue;
+        }
+        known |= !s.unknown;
+        if s.unknown {
+            continue;
+        }
+        let weight = f64::from(*weight);
+        weight_all += weight;
+        weight_failing += weight * s.failing;
+        out.degraded |= s.degraded;
+        if s.failing > 0.0 {
+            out.members_down.push(i);
+            out.cause = out.cause.max(s.cause);
+        }
+    }
+    if !members.iter().any(|(w, up, _)| *w > 0 && *up) {
+        out.failing = 1.0;
+        out.cause = Some(Cause::NoServer);
+    } else if weight_all > 0.0 {
+        out.failing = weight_failing / weight_all;
+    } else {
+        out.unknown = !known;
+    }
+    out
+}
+
+/// A load balancer: the servers the proxy picks, and what their requests
+/// got. A refused connection is tried again on the next server, so it
+/// fails a request only when no server the proxy picks answers.
 fn servers(lb: &LoadBalancer) -> Serving {
     let weighted: Vec<usize> = (0..lb.servers.len())
         .filter(|&i| lb.rotation.weight(i) > 0)
         .collect();
-    let picked: Vec<usize> = weighted.iter().copied().filter(|&i| lb.is_up(i)).collect();
-    // With every server out, the balancer still tries the one its passive
-    // health took out longest ago (a 502 when it fails too); servers its
-    // active health check holds down are not tried (503).
-    let passively_out = weighted
+    if lb.rotation.is_empty() || weighted.is_empty() {
+        return Serving::fails(Cause::NoServer);
+    }
+    let degraded = weighted.iter().any(|&i| {
+        matches!(
+            server_verdict(lb, i).0,
+            None | Some(Verdict::Unreachable | Verdict::Erroring)
+        )
+    });
+    let mut tried: Vec<usize> = weighted.iter().copied().filter(|&i| lb.is_up(i)).collect();
+    if tried.is_empty() {
+        // With every server out, the balancer still tries the one its
+        // passive health took out longest ago; servers its active health
+        // check holds down are not tried (503).
+        tried = weighted
+            .iter()
+            .copied()
+            .filter(|&i| server_verdict(lb, i).0.is_some())
+            .collect();
+    }
+    if tried.is_empty() {
+        let mut out = Serving::fails(Cause::NoServer);
+        out.degraded = degraded;
+        return out;
+    }
+    let tallies: Vec<(f64, Tally)> = tried
         .iter()
-        .any(|&i| lb.health.as_ref().is_none_or(|h| h.is_up(i)));
-    let mut out = if lb.rotation.is_empty() || weighted.is_empty() {
-        Serving::fails(Cause::NoServer)
-    } else if picked.is_empty() {
-        if passively_out {
-            Serving::fails(Cause::Unreachable)
-        } else {
-            Serving::fails(Cause::NoServer)
-        }
-    } else if picked.iter().all(|&i| server_down(lb, i)) {
-        Serving::fails(Cause::Unreachable)
-    } else {
-        Serving::ok()
-    };
-    out.degraded = weighted.iter().any(|&i| server_down(lb, i));
+        .map(|&i| (f64::from(lb.rotation.weight(i)), lb.tally(i)))
+        .collect();
+    let any_up = tallies.iter().any(|(_, t)| t.verdict() == Verdict::Up);
+    let mut out = Serving::ok();
+    let (mut weight_all, mut weight_failing) = (0.0, 0.0);
+    for (weight, t) in &tallies {
+        // A server that gets no answer through is down until one does: its
+        // next request fails (a refused one goes on to a server that
+        // answers). Its 5xx answers are a rate: their share in the window.
+        let (failing, cause) = match t.last {
+            Some(Outcome::Refused) if any_up => continue,
+            Some(Outcome::Refused) => (1.0, Some(Cause::Refused)),
+            Some(Outcome::Broken) => (1.0, Some(Cause::Broken)),
+            Some(Outcome::TimedOut) => (1.0, Some(Cause::TimedOut)),
+            Some(Outcome::Answered(_)) => {
+                // Refused connections went on to a server that answers.
+                let passed_on = if any_up { t.refused } else { 0 };
+                let (total, failed) = (t.total() - passed_on, t.failed() - passed_on);
+                if total == 0 {
+                    continue;
+                }
+                let cause = (failed > 0).then(|| Cause::of(t, !any_up)).flatten();
+                (f64::from(failed) / f64::from(total), cause)
+            }
+            None => continue,
+        };
+        weight_all += weight;
+        weight_failing += weight * failing;
+        out.cause = out.cause.max(cause);
+    }
+    out.unknown = weight_all == 0.0;
+    if weight_all > 0.0 {
+        out.failing = weight_failing / weight_all;
+    }
+    out.degraded = degraded;
     out
 }
 
@@ -243,13 +374,32 @@ fn tcp_within(target: &TcpTarget, depth: usize) -> Serving {
             if servers.is_empty() {
                 return Serving::fails(Cause::NoServer);
             }
-            let down = servers.iter().filter(|s| s.health.is_down()).count();
-            let mut out = if down == servers.len() {
-                Serving::fails(Cause::Unreachable)
+            let now = crate::balance::passive::now_ms();
+            let states: Vec<(bool, Tally)> = servers
+                .iter()
+                .map(|s| (s.health.fails_check(), s.health.record.tally(now)))
+                .collect();
+            let down: Vec<&Tally> = states
+                .iter()
+                .filter(|(checked_out, t)| *checked_out || t.verdict() == Verdict::Unreachable)
+                .map(|(_, t)| t)
+                .collect();
+            let mut out = if down.len() == servers.len() {
+                // Connections that timed out waiting for an answer (UDP)
+                // say more than a refusal.
+                let timed_out = down.iter().any(|t| t.last == Some(Outcome::TimedOut));
+                Serving::fails(if timed_out {
+                    Cause::TimedOut
+                } else {
+                    Cause::Refused
+                })
             } else {
                 Serving::ok()
             };
-            out.degraded = down > 0;
+            out.degraded = !down.is_empty();
+            out.unknown = states
+                .iter()
+                .all(|(checked_out, t)| !checked_out && t.verdict() == Verdict::Unknown);
             out
         }
         TcpTarget::Weighted { slots, .. } => {
@@ -318,8 +468,8 @@ mod tests {
         // The larger member's only server failing: 3 of 4 connections fail.
         fail(&big, 0);
         let s = tcp(&weighted);
-        assert_eq!((s.percent(), s.status()), (75, Status::Disabled));
-        assert_eq!(s.cause, Some(Cause::Unreachable));
+        assert_eq!((s.percent(), s.status()), (75, Status::Warning));
+        assert_eq!(s.cause, Some(Cause::Refused));
         assert_eq!(tcp(&tcp_servers(0)).cause, Some(Cause::NoServer));
     }
 
@@ -332,7 +482,13 @@ mod tests {
         s.failing = 0.25;
         assert_eq!((s.status(), s.percent()), (Status::Warning, 25));
         s.failing = 0.75;
-        assert_eq!((s.status(), s.percent()), (Status::Disabled, 75));
+        assert_eq!((s.status(), s.percent()), (Status::Warning, 75));
+        s.failing = 1.0;
+        assert_eq!(
+            s.status(),
+            Status::Disabled,
+            "an error when everything fails"
+        );
         s.failing = 1.0 / 3.0;
         assert_eq!(s.percent(), 34, "rounded up");
         assert_eq!(Serving::fails(Cause::NoServer).status(), Status::Disabled);

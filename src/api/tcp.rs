@@ -3,6 +3,7 @@
 
 use super::serving;
 use super::state::StateView;
+use super::views::ServerStateView;
 use crate::config::QualifiedName;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
@@ -11,6 +12,7 @@ use crate::health::ServerStatus;
 use crate::runtime::Runtime;
 use crate::runtime::Status;
 use crate::runtime::report::ObjectReport;
+use crate::runtime::tcp::TcpTarget;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -67,6 +69,11 @@ pub struct TcpServiceView {
     /// failed connection until one succeeds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_status: Option<BTreeMap<String, ServerStatus>>,
+    /// For a load balancer, gangway's addition: per server address, what
+    /// its connections got lately (`unknown`, `up`, `unreachable`, `down`
+    /// by its health check), as for HTTP services.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_states: Option<BTreeMap<String, ServerStateView>>,
     /// The TCP routers that use it.
     pub used_by: Vec<String>,
     /// Status, errors and provenance.
@@ -138,7 +145,7 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
                     &mut view.state,
                     ObjectRef::new(ObjectKind::TcpRouter, name),
                     &view.service,
-                    &serving::tcp(target),
+                    (&serving::tcp(target), serving::Proto::Tcp),
                 );
             }
             view
@@ -162,38 +169,20 @@ pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
                 load_balancer: s.load_balancer.clone(),
                 weighted: s.weighted.clone(),
                 server_status: None,
+                server_states: None,
                 used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
                 state: StateView::of(report),
             };
             // Read from the load balancer connections go through now, so a
             // server failing shows without a configuration change.
             if let Some(target) = rt.tcp_services.get(name.as_str()) {
-                let health = target.server_health();
-                if !health.is_empty() {
-                    let statuses: BTreeMap<String, ServerStatus> = health
-                        .into_iter()
-                        .map(|(address, h)| {
-                            let status = if h.is_down() {
-                                ServerStatus::Down
-                            } else {
-                                ServerStatus::Up
-                            };
-                            (address.to_owned(), status)
-                        })
-                        .collect();
-                    let down = statuses
-                        .values()
-                        .filter(|s| **s == ServerStatus::Down)
-                        .count();
-                    let total = statuses.len();
-                    if down > 0 {
-                        view.state.live_problem(
-                            ObjectRef::new(ObjectKind::TcpService, name),
-                            Problem::ServersDown { down, total },
-                            serving::tcp(target).status() == Status::Disabled,
-                        );
-                    }
+                if let Some((statuses, states)) = stream_servers(
+                    target,
+                    ObjectRef::new(ObjectKind::TcpService, name),
+                    &mut view.state,
+                ) {
                     view.server_status = Some(statuses);
+                    view.server_states = Some(states);
                 } else if let Some(weighted) = &s.weighted {
                     // A weighted service: what its members' servers do to
                     // its connections.
@@ -219,8 +208,9 @@ pub fn services(rt: &Runtime) -> Vec<TcpServiceView> {
                             object,
                             Problem::MembersFailing {
                                 percent: serving.percent(),
-                                status: cause.status(),
+                                status: None,
                                 members,
+                                why: cause.words(serving::Proto::Tcp),
                             },
                             serving.status() == Status::Disabled,
                         ),
@@ -281,6 +271,48 @@ pub fn middlewares(rt: &Runtime) -> Vec<TcpMiddlewareView> {
         .collect()
 }
 
+/// For a TCP or UDP load balancer: Traefik's UP/DOWN and the model's state
+/// per server, with a problem on `state` when servers are down; None for
+/// a weighted service.
+fn stream_servers(
+    target: &TcpTarget,
+    object: ObjectRef,
+    state: &mut StateView,
+) -> Option<(
+    BTreeMap<String, ServerStatus>,
+    BTreeMap<String, ServerStateView>,
+)> {
+    let health = target.server_health();
+    if health.is_empty() {
+        return None;
+    }
+    let now = crate::balance::passive::now_ms();
+    let mut statuses = BTreeMap::new();
+    let mut states = BTreeMap::new();
+    for (address, h) in health {
+        let tally = h.record.tally(now);
+        let verdict = (!h.fails_check()).then(|| tally.verdict());
+        let down = verdict.is_none_or(|v| v == crate::balance::Verdict::Unreachable);
+        let status = if down || h.is_down() {
+            ServerStatus::Down
+        } else {
+            ServerStatus::Up
+        };
+        statuses.insert(address.to_owned(), status);
+        states.insert(address.to_owned(), ServerStateView::new(verdict, &tally));
+    }
+    let down = statuses
+        .values()
+        .filter(|s| **s == ServerStatus::Down)
+        .count();
+    if down > 0 {
+        let total = statuses.len();
+        let disables = serving::tcp(target).status() == Status::Disabled;
+        state.live_problem(object, Problem::ServersDown { down, total }, disables);
+    }
+    Some((statuses, states))
+}
+
 /// A UDP router as `/api/udp/routers` lists it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -315,6 +347,11 @@ pub struct UdpServiceView {
     /// The service as configured.
     #[serde(flatten)]
     pub config: UdpService,
+    /// For a load balancer, gangway's addition: per server address, what
+    /// its datagrams got lately (`unknown`, `up`: it answered; `unreachable`:
+    /// its port is closed or nothing came back within `udp.timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_states: Option<BTreeMap<String, ServerStateView>>,
     /// The UDP routers that use it.
     pub used_by: Vec<String>,
     /// Status, errors and provenance.
@@ -328,7 +365,7 @@ pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
         .into_iter()
         .map(|(name, r, report)| {
             let provider = provider_of(name);
-            UdpRouterView {
+            let mut view = UdpRouterView {
                 name: name.clone(),
                 entry_points: r.entry_points.clone(),
                 using: report.map(|r| r.using.clone()).unwrap_or_default(),
@@ -339,26 +376,58 @@ pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
                 },
                 state: StateView::of(report),
                 provider,
+            };
+            if view.state.status != Status::Disabled
+                && let Some(target) = udp_target(rt, &view.service)
+            {
+                super::views::router_serving(
+                    &mut view.state,
+                    ObjectRef::new(ObjectKind::UdpRouter, name),
+                    &view.service,
+                    (&serving::tcp(&target), serving::Proto::Udp),
+                );
             }
+            view
         })
         .collect()
+}
+
+/// The compiled target of a UDP service a UDP router sends to.
+fn udp_target(rt: &Runtime, service: &str) -> Option<std::sync::Arc<TcpTarget>> {
+    rt.udp
+        .iter()
+        .flatten()
+        .find(|r| r.service_name == service)
+        .map(|r| r.target.clone())
 }
 
 /// Every UDP service, configured or known only from its errors.
 pub fn udp_services(rt: &Runtime) -> Vec<UdpServiceView> {
     with_reports(&rt.dynamic.udp.services, &rt.report.udp_services)
         .into_iter()
-        .map(|(name, s, report)| UdpServiceView {
-            name: name.clone(),
-            provider: provider_of(name),
-            kind: match (&s.load_balancer, &s.weighted) {
-                (Some(_), _) => Some("loadbalancer"),
-                (None, Some(_)) => Some("weighted"),
-                (None, None) => None,
-            },
-            config: s.into_owned(),
-            used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
-            state: StateView::of(report),
+        .map(|(name, s, report)| {
+            let mut view = UdpServiceView {
+                name: name.clone(),
+                provider: provider_of(name),
+                kind: match (&s.load_balancer, &s.weighted) {
+                    (Some(_), _) => Some("loadbalancer"),
+                    (None, Some(_)) => Some("weighted"),
+                    (None, None) => None,
+                },
+                config: s.into_owned(),
+                server_states: None,
+                used_by: report.map(|r| r.using.clone()).unwrap_or_default(),
+                state: StateView::of(report),
+            };
+            if let Some(target) = udp_target(rt, name) {
+                view.server_states = stream_servers(
+                    &target,
+                    ObjectRef::new(ObjectKind::UdpService, name),
+                    &mut view.state,
+                )
+                .map(|(_, states)| states);
+            }
+            view
         })
         .collect()
 }

@@ -7,9 +7,10 @@
 //! against the golden files in `tests/golden/api/`.
 
 use super::ApiState;
-use super::serving::{self, Serving};
+use super::serving::{self, Cause, Proto, Serving};
 use super::state::{ErrorView, StateView};
 use crate::acme::CertificateState;
+use crate::balance::Verdict;
 use crate::config::QualifiedName;
 use crate::config::dynamic::{
     Failover, HighestRandomWeight, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service,
@@ -114,20 +115,33 @@ impl<'a> Live<'a> {
 }
 
 /// Gives a router (HTTP or TCP) the state of its service: an error when
-/// half or more of its traffic fails, a warning when some does.
-pub(super) fn router_serving(state: &mut StateView, router: ObjectRef, service: &str, s: &Serving) {
+/// all of its traffic fails, a warning when some does.
+pub(super) fn router_serving(
+    state: &mut StateView,
+    router: ObjectRef,
+    service: &str,
+    (s, proto): (&Serving, Proto),
+) {
     let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
         return;
     };
+    let (service, status, why) = (
+        service.to_owned(),
+        cause.status_of(proto),
+        cause.words(proto),
+    );
     let problem = if s.failing >= 1.0 {
         Problem::ServiceDown {
-            service: service.to_owned(),
+            service,
+            status,
+            why,
         }
     } else {
         Problem::ServiceFailing {
-            service: service.to_owned(),
+            service,
             percent: s.percent(),
-            status: cause.status(),
+            status,
+            why,
         }
     };
     state.live_problem(router, problem, s.status() == Status::Disabled);
@@ -135,10 +149,10 @@ pub(super) fn router_serving(state: &mut StateView, router: ObjectRef, service: 
 
 /// Gives a service with members (weighted, mirroring, failover) what its
 /// members' state does to its traffic; `name_of` names member `i`.
-fn members_serving(
+pub(super) fn members_serving(
     state: &mut StateView,
     service: ObjectRef,
-    s: &Serving,
+    (s, proto): (&Serving, Proto),
     name_of: impl Fn(usize) -> Option<String>,
 ) {
     let members: Vec<String> = s.members_down.iter().filter_map(|&i| name_of(i)).collect();
@@ -153,13 +167,16 @@ fn members_serving(
         );
     }
     match s.cause {
-        Some(_) if s.failing >= 1.0 => state.live_problem(service, Problem::NoMemberUp, true),
+        Some(crate::api::serving::Cause::NoServer) if s.failing >= 1.0 => {
+            state.live_problem(service, Problem::NoMemberUp, true);
+        }
         Some(cause) if s.failing > 0.0 => state.live_problem(
             service,
             Problem::MembersFailing {
                 percent: s.percent(),
-                status: cause.status(),
+                status: cause.status_of(proto),
                 members,
+                why: cause.words(proto),
             },
             disables,
         ),
@@ -556,7 +573,7 @@ fn routers_with(rt: &Runtime, live: &Live<'_>) -> Vec<RouterView> {
                     &mut view.state,
                     ObjectRef::new(ObjectKind::Router, name),
                     service,
-                    &serving::http(u),
+                    (&serving::http(u), Proto::Http),
                 );
             }
             view
@@ -680,6 +697,13 @@ pub struct ServiceView {
     /// For a load balancer: UP or DOWN per server URL (Traefik's field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_status: Option<BTreeMap<String, ServerStatus>>,
+    /// For a load balancer, gangway's addition: per server URL, what its
+    /// requests got lately (the model every surface reads): `unknown`
+    /// until one is sent to it, `up`, `erroring` (its newest answer was a
+    /// 5xx of its own), `unreachable` (its newest request got no answer) or
+    /// `down` (its active health check failed), with the counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_states: Option<BTreeMap<String, ServerStateView>>,
     /// For a health-checked load balancer, gangway's own addition: per
     /// server URL, the status, the last check's error and its time.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -695,6 +719,63 @@ pub struct ServiceView {
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
+}
+
+/// What a server's requests got lately, as the model of serving says.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStateView {
+    /// `unknown`, `up`, `erroring`, `unreachable` or `down`.
+    pub state: ServerState,
+    /// Requests it answered below 500, lately (the last 32, at most a
+    /// minute back, or the newest one alone).
+    pub answered: u32,
+    /// Requests that failed on it in the same window: its own 5xx, and
+    /// gangway's 502 and 504 for want of an answer.
+    pub failed: u32,
+    /// The status its failing requests got, when some did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+/// A server's state in [`ServerStateView`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    /// Nothing was sent to it yet.
+    Unknown,
+    /// Its newest answer was below 500.
+    Up,
+    /// Its newest answer was a 5xx of its own.
+    Erroring,
+    /// Its newest request got no answer (refused, broken, timed out).
+    Unreachable,
+    /// Its active health check holds it out of the rotation.
+    Down,
+}
+
+impl ServerStateView {
+    fn of(lb: &crate::runtime::LoadBalancer, i: usize) -> Self {
+        let (verdict, tally) = serving::server_verdict(lb, i);
+        Self::new(verdict, &tally)
+    }
+
+    /// From the model's verdict (None: held down by its health check) and
+    /// the server's tally.
+    pub(super) fn new(verdict: Option<Verdict>, tally: &crate::balance::Tally) -> Self {
+        ServerStateView {
+            state: match verdict {
+                None => ServerState::Down,
+                Some(Verdict::Unknown) => ServerState::Unknown,
+                Some(Verdict::Up) => ServerState::Up,
+                Some(Verdict::Erroring) => ServerState::Erroring,
+                Some(Verdict::Unreachable) => ServerState::Unreachable,
+            },
+            answered: tally.answered,
+            failed: tally.failed(),
+            status: tally.failing_status(),
+        }
+    }
 }
 
 impl ServiceView {
@@ -715,6 +796,7 @@ impl ServiceView {
             failover: None,
             highest_random_weight: None,
             server_status: None,
+            server_states: None,
             server_health: None,
             used_by: using(report),
             sleep: None,
@@ -753,6 +835,7 @@ impl ServiceView {
             let mut server_health = health.map(|h| h.servers.clone());
             let mut down = 0;
             let mut statuses = BTreeMap::new();
+            let mut states = BTreeMap::new();
             for srv in &lb.servers {
                 let index = compiled.and_then(|c| c.servers.iter().position(|s| s.url == srv.url));
                 let mut status = health
@@ -762,6 +845,7 @@ impl ServiceView {
                     if serving::server_down(c, i) {
                         status = ServerStatus::Down;
                     }
+                    states.insert(srv.url.clone(), ServerStateView::of(c, i));
                     let passive = &c.servers[i].client.passive;
                     if passive.failures() > 0 {
                         let entry = server_health
@@ -788,18 +872,33 @@ impl ServiceView {
             view.server_status = Some(statuses);
             view.server_health = server_health;
             let serving = live.map(serving::http);
+            let object = ObjectRef::new(ObjectKind::Service, name);
+            let total = lb.servers.len();
             if down > 0 {
-                let total = lb.servers.len();
                 let problem = Problem::ServersDown { down, total };
                 let disables = serving
                     .as_ref()
                     .map_or(down >= total, |s| s.status() == Status::Disabled);
-                view.state.live_problem(
-                    ObjectRef::new(ObjectKind::Service, name),
-                    problem,
-                    disables,
-                );
+                view.state.live_problem(object.clone(), problem, disables);
             }
+            let erroring = states
+                .values()
+                .filter(|s| s.state == ServerState::Erroring)
+                .count();
+            if let Some(s) = &serving
+                && let Some(Cause::ServerErrors(status)) = s.cause
+                && s.failing > 0.0
+            {
+                let problem = Problem::ServersErroring {
+                    erroring,
+                    total,
+                    status,
+                    percent: s.percent(),
+                };
+                view.state
+                    .live_problem(object, problem, s.status() == Status::Disabled);
+            }
+            view.server_states = (!states.is_empty()).then_some(states);
         } else if let Some(u) = live {
             let members: Vec<String> = match (weighted, mirroring, failover) {
                 (Some(w), _, _) => w.services.iter().map(|m| m.name.clone()).collect(),
@@ -811,7 +910,7 @@ impl ServiceView {
             members_serving(
                 &mut view.state,
                 ObjectRef::new(ObjectKind::Service, name),
-                &serving::http(u),
+                (&serving::http(u), Proto::Http),
                 |i| {
                     members
                         .get(i)

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::record::{Outcome, Record};
+
 /// How long a server whose connection failed stays out of the rotation
 /// when its service sets no `passiveHealthCheck`: long enough that a dead
 /// server costs one failed attempt per period instead of one per request,
@@ -95,9 +97,16 @@ pub struct ServerState {
     out_until: AtomicU64,
     /// The last failure ([`now_ms`]; 0: none).
     last_failure: AtomicU64,
+    /// How its requests ended, whatever the policy counts as a failure.
+    record: Record,
 }
 
 impl ServerState {
+    /// How its requests ended lately: what every surface reads.
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
     /// Whether the server is out of the rotation at `now` ([`now_ms`]).
     pub fn is_out(&self, now: u64) -> bool {
         self.out_until.load(Ordering::Acquire) > now
@@ -227,6 +236,8 @@ pub fn wake_at(until: u64, epoch: Arc<AtomicU64>) {
 /// passes again.
 #[derive(Debug, Default)]
 pub struct ServerHealth {
+    /// How its connections ended lately: what every surface reads.
+    pub record: Record,
     /// Failed connections in a row.
     failures: AtomicU32,
     /// Until when it is skipped, by [`now_ms`].
@@ -266,7 +277,7 @@ impl ServerHealth {
     pub fn set_checked(&self, passed: bool) -> bool {
         let changed = self.check_failed.swap(!passed, Ordering::AcqRel) == passed;
         if passed {
-            self.answered();
+            self.clear();
         }
         changed
     }
@@ -278,6 +289,7 @@ impl ServerHealth {
 
     /// A connection to it failed.
     pub fn failed(&self) {
+        self.record.note(Outcome::Refused, now_ms());
         let failures = self
             .failures
             .fetch_add(1, Ordering::Relaxed)
@@ -287,8 +299,21 @@ impl ServerHealth {
             .store(now_ms().saturating_add(skip), Ordering::Relaxed);
     }
 
+    /// An exchange with it got no answer in time (UDP: datagrams went out
+    /// and none came back within the session's timeout). Noted only: a
+    /// silent server is not skipped, as it may only have nothing to say.
+    pub fn timed_out(&self) {
+        self.record.note(Outcome::TimedOut, now_ms());
+    }
+
     /// A connection to it succeeded.
     pub fn answered(&self) {
+        self.record.note(Outcome::Answered(0), now_ms());
+        self.clear();
+    }
+
+    /// Its failures in a row are forgiven.
+    fn clear(&self) {
         // Read first: the common case writes nothing shared.
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);

@@ -477,11 +477,17 @@ pub enum Problem {
     /// which has a server up now.
     #[error("no service it sends to has a server up")]
     NoMemberUp,
-    /// A router whose service has no server up now.
-    #[error("its service `{service}` has no server up: requests to this router fail")]
+    /// A router every request of which fails now.
+    #[error("{}: {why} (service `{service}`)", fails_with(None, *.status))]
     ServiceDown {
         /// The service, qualified.
         service: String,
+        /// The status those requests get: the servers' own 5xx, or
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// Why, as the model of serving says it.
+        why: String,
     },
     /// A label under the prefix in no section Traefik or gangway reads.
     #[error("`{option}` is not read (only {}); Traefik ignores it too", read.join(", "))]
@@ -492,27 +498,45 @@ pub enum Problem {
         read: &'static [&'static str],
     },
     /// A router whose service fails part of its traffic now.
-    #[error(
-        "{percent} % of its requests fail with {status}: its service `{service}` sends them where they cannot be served"
-    )]
+    #[error("{}: {why} (service `{service}`)", fails_with(Some(*.percent), *.status))]
     ServiceFailing {
         /// The service, qualified.
         service: String,
         /// The share of requests that fail, in percent.
         percent: u32,
-        /// The status those requests get (502 or 503).
-        status: u16,
+        /// The status those requests get: the servers' own 5xx, or
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        /// Why, as the model of serving says it.
+        why: String,
     },
     /// A service with members (weighted, failover) some of whose traffic
     /// goes to members that cannot serve it.
-    #[error("{percent} % of its requests fail with {status}: they go to {} where no server answers", names(.members))]
+    #[error("{}: they go to {}, where {why}", fails_with(Some(*.percent), *.status), names(.members))]
     MembersFailing {
         /// The share of requests that fail, in percent.
         percent: u32,
-        /// The status those requests get (502 or 503).
-        status: u16,
+        /// The status those requests get: the servers' own 5xx, or
+        /// gangway's 502, 503 or 504; none for TCP and UDP.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
         /// The members that cannot serve, qualified.
         members: Vec<String>,
+        /// Why, as the model of serving says it.
+        why: String,
+    },
+    /// Servers of a load balancer that answer with a 5xx of their own.
+    #[error("{erroring} of {total} servers answer {status}: {percent} % of its requests fail")]
+    ServersErroring {
+        /// Servers whose newest answer was a 5xx.
+        erroring: usize,
+        /// Servers configured.
+        total: usize,
+        /// The newest 5xx they answered.
+        status: u16,
+        /// The share of its requests that failed lately, in percent.
+        percent: u32,
     },
     /// A service with members some of which cannot serve now, while the
     /// others take all of the traffic.
@@ -824,6 +848,16 @@ fn servers_down(down: usize, total: usize) -> String {
         format!("every server is down ({down} of {total}): requests to this service fail")
     } else {
         format!("{down} of {total} servers are down; the others take their traffic")
+    }
+}
+
+/// How many requests (with a status: HTTP) or connections fail.
+fn fails_with(percent: Option<u32>, status: Option<u16>) -> String {
+    match (percent, status) {
+        (None, Some(s)) => format!("every request fails with {s}"),
+        (None, None) => "every connection fails".to_owned(),
+        (Some(p), Some(s)) => format!("{p} % of its requests fail with {s}"),
+        (Some(p), None) => format!("{p} % of its connections fail"),
     }
 }
 

@@ -7,7 +7,7 @@
 use super::EntryPointInfo;
 use crate::metrics::StreamStats;
 use crate::runtime::RuntimeHandle;
-use crate::runtime::tcp::UdpRoute;
+use crate::runtime::tcp::{ServerHealth, UdpRoute};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +29,8 @@ const MAX_SESSIONS: usize = 16_384;
 struct Session {
     /// Connected to the server.
     upstream: Arc<UdpSocket>,
+    /// What the server's datagrams say of it, for every surface.
+    server: Arc<ServerHealth>,
     /// The router that opened it, for its counters.
     route: Arc<UdpRoute>,
     /// Milliseconds since `epoch` of the last datagram either way.
@@ -78,9 +80,10 @@ pub async fn serve_udp(
                     continue;
                 }
                 match open(&runtime, &entry_point, client).await {
-                    Some((upstream, route)) => {
+                    Some((upstream, server, route)) => {
                         let session = Arc::new(Session {
                             upstream,
+                            server,
                             route,
                             last: AtomicU64::new(millis(epoch)),
                         });
@@ -115,16 +118,26 @@ fn millis(epoch: Instant) -> u64 {
 }
 
 /// A socket connected to the server the entry point's router picks for a
-/// new client; `None` (the datagram is dropped) when there is no router
-/// or no server can be used.
+/// new client, and that server's health; `None` (the datagram is dropped)
+/// when there is no router or no server can be used.
 async fn open(
     runtime: &RuntimeHandle,
     entry_point: &EntryPointInfo,
     client: SocketAddr,
-) -> Option<(Arc<UdpSocket>, Arc<UdpRoute>)> {
+) -> Option<(Arc<UdpSocket>, Arc<ServerHealth>, Arc<UdpRoute>)> {
     let route = runtime.load().udp.get(entry_point.id).cloned().flatten()?;
-    for address in route.target.pick().addresses() {
-        let Ok(server) = tokio::net::lookup_host(address).await.map(|mut a| a.next()) else {
+    let picked: Vec<(String, Arc<ServerHealth>)> = route
+        .target
+        .pick()
+        .servers
+        .iter()
+        .map(|s| (s.address.clone(), s.health.clone()))
+        .collect();
+    for (address, health) in picked {
+        let Ok(server) = tokio::net::lookup_host(&address)
+            .await
+            .map(|mut a| a.next())
+        else {
             continue;
         };
         let Some(server) = server else { continue };
@@ -138,7 +151,7 @@ async fn open(
         };
         if upstream.connect(server).await.is_ok() {
             tracing::debug!(router = %route.name, %client, %server, "UDP session opened");
-            return Some((Arc::new(upstream), route));
+            return Some((Arc::new(upstream), health, route));
         }
     }
     tracing::warn!(router = %route.name, service = %route.service_name, %client, "no UDP server could be used; datagram dropped");
@@ -161,6 +174,8 @@ async fn replies(
     }
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+    // Noted once per session: the first answer, or the port's refusal.
+    let mut noted = false;
     loop {
         let idle = millis(epoch).saturating_sub(session.last.load(Ordering::Relaxed));
         let Some(left) = timeout_ms.checked_sub(idle).filter(|l| *l > 0) else {
@@ -170,6 +185,10 @@ async fn replies(
             .await
         {
             Ok(Ok(n)) => {
+                if !noted {
+                    session.server.answered();
+                    noted = true;
+                }
                 session.last.store(millis(epoch), Ordering::Relaxed);
                 if let Ok(sent) = socket.send_to(&buf[..n], client).await
                     && let Some(stats) = &session.route.stats
@@ -177,12 +196,21 @@ async fn replies(
                     stats.sent(sent as u64);
                 }
             }
-            // The server's port refused an earlier datagram (ICMP): the
-            // session stays until it is idle.
-            Ok(Err(_)) => {}
+            // The server's port refused an earlier datagram (ICMP port
+            // unreachable): the session stays until it is idle.
+            Ok(Err(e)) => {
+                if !noted && e.kind() == std::io::ErrorKind::ConnectionRefused {
+                    session.server.failed();
+                    noted = true;
+                }
+            }
             // Idle so far; the loop checks against the latest datagram.
             Err(_) => {}
         }
+    }
+    if !noted {
+        // Datagrams went out and nothing came back within `udp.timeout`.
+        session.server.timed_out();
     }
     let mut map = sessions.lock().unwrap_or_else(PoisonError::into_inner);
     if map.get(&client).is_some_and(|s| Arc::ptr_eq(s, &session)) {

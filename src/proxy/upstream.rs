@@ -108,16 +108,38 @@ impl Proxy {
             .flatten();
         // The origin's duration is the access log's alone.
         let sent_at = self.access_log.as_ref().map(|_| std::time::Instant::now());
-        let (mut resp, server) = match send(
-            lb,
-            req,
-            host_value.as_ref(),
+        // Kept when there is another server or service to try: a request
+        // no server could be connected to is sent to the next one.
+        let composite = !matches!(upstream, Upstream::Servers(_));
+        let replay = (lb.servers.len() > 1 || composite)
+            .then(|| Replay::of(&req).map(Box::new))
+            .flatten();
+        let to = Target {
+            host: host_value.as_ref(),
             upgrade,
-            &mut cookies,
-            (&route.name, client),
-        )
-        .await
-        {
+            router: &route.name,
+            client,
+        };
+        let mut sent = send(lb, req, replay.as_deref(), &to, &mut cookies).await;
+        if composite && let Some(replay) = &replay {
+            let mut tried = vec![lb];
+            while matches!(sent, Err(Failure::Connect)) && tried.len() < MAX_SERVICES_TRIED {
+                let Some(next) = upstream.descend_again(&tried) else {
+                    break;
+                };
+                tracing::debug!(router = %route.name, from = %tried[tried.len() - 1].name, to = %next.name, "no server could be connected to; sending the request to the next service");
+                tried.push(next);
+                sent = send(
+                    next,
+                    Box::new(replay.request()),
+                    Some(replay),
+                    &to,
+                    &mut cookies,
+                )
+                .await;
+            }
+        }
+        let (mut resp, server) = match sent {
             Ok(sent) => sent,
             Err(failure) => {
                 let resp = failure.into_response();
@@ -306,30 +328,36 @@ fn client_span(req: &mut Request<RequestBody>) -> Option<crate::otel::trace::Spa
     Some(span)
 }
 
+/// Services a request is sent to, at most, when none of their servers
+/// could be connected to.
+const MAX_SERVICES_TRIED: usize = 8;
+
+/// Where a request leaves for, whichever load balancer takes it.
+struct Target<'a> {
+    host: Option<&'a HeaderValue>,
+    upgrade: bool,
+    router: &'a str,
+    client: Option<std::net::IpAddr>,
+}
+
 /// Sends `req` to a server of `lb`: the sticky or next one, then, when the
 /// connection is refused (or fails before the request left) and the request
-/// is safe to replay, the next servers in turn, each at most once. Returns
-/// the response and the server that gave it.
+/// is safe to replay (`replay` holds its copy: the request head and a body
+/// already in memory, which shares its buffer), the next servers in turn,
+/// each at most once. Returns the response and the server that gave it.
 async fn send<'a>(
     lb: &'a LoadBalancer,
     mut req: Box<Request<RequestBody>>,
-    host: Option<&HeaderValue>,
-    upgrade: bool,
+    replay: Option<&Replay>,
+    to: &Target<'_>,
     cookies: &mut Vec<HeaderValue>,
-    (router, client): (&str, Option<std::net::IpAddr>),
 ) -> Result<(Response<UpstreamBody>, &'a Server), Failure> {
+    let (host, upgrade, router) = (to.host, to.upgrade, to.router);
     let cookie_slot = cookies.len();
     let mut idx = lb
-        .choose(req.headers(), cookies, client)
+        .choose(req.headers(), cookies, to.client)
         .ok_or(Failure::NoServer)?;
     let mut cookie_set = cookies.len() > cookie_slot;
-    // The one copy this costs: the request head (and a body already in
-    // memory, which shares its buffer), kept only when there is another
-    // server to try. Boxed: this future is held for every request in
-    // flight, and most have no copy.
-    let replay = (lb.servers.len() > 1)
-        .then(|| Replay::of(&req).map(Box::new))
-        .flatten();
     let mut tried: Vec<usize> = Vec::new();
     loop {
         let server = lb.servers.get(idx).ok_or(Failure::NoServer)?;
@@ -354,15 +382,16 @@ async fn send<'a>(
                 }
                 Err(f) => {
                     match f {
-                        Failure::Connect => lb.record(idx, Outcome::NoConnection),
-                        Failure::Timeout | Failure::Broken => lb.record(idx, Outcome::Broken),
+                        Failure::Connect => lb.record(idx, Outcome::Refused),
+                        Failure::Timeout => lb.record(idx, Outcome::TimedOut),
+                        Failure::Broken => lb.record(idx, Outcome::Broken),
                         Failure::NoServer | Failure::BadRequest | Failure::Client(_) => {}
                     }
                     f
                 }
             }
         };
-        let (Failure::Connect, Some(replay)) = (failure, &replay) else {
+        let (Failure::Connect, Some(replay)) = (failure, replay) else {
             return Err(failure);
         };
         tried.push(idx);
@@ -698,15 +727,14 @@ fn send_copy<'a>(
         let mut cookies = Vec::new();
         match upstream.descend(req.headers(), &mut cookies, None, (None, false)) {
             Some(Descent::Servers(lb)) => {
-                let sent = send(
-                    lb,
-                    req,
-                    cx.host.as_ref(),
-                    false,
-                    &mut cookies,
-                    ("mirror", None),
-                )
-                .await;
+                let replay = (lb.servers.len() > 1).then(|| Replay::of(&req)).flatten();
+                let to = Target {
+                    host: cx.host.as_ref(),
+                    upgrade: false,
+                    router: "mirror",
+                    client: None,
+                };
+                let sent = send(lb, req, replay.as_ref(), &to, &mut cookies).await;
                 match sent {
                     Ok((resp, _)) => resp.map(ProxyBody::Upstream),
                     Err(failure) => failure.into_response(),

@@ -3,6 +3,7 @@
 
 mod balancing;
 mod passive_health;
+mod serving_truth;
 mod sleep;
 mod strategies;
 mod tcp_health;
