@@ -51,6 +51,9 @@ pub struct ApiState {
     pub metrics: Option<Arc<crate::metrics::Exporter>>,
     /// The router views last built, kept while nothing they show changes.
     pub router_views: views::RouterViews,
+    /// The overview's HTTP counts last made, kept while nothing they count
+    /// changes.
+    pub overview_counts: views::OverviewCounts,
     /// Services that sleep when idle, for their state.
     pub sleeper: Arc<crate::sleep::Sleeper>,
 }
@@ -866,7 +869,11 @@ async fn list_services(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(&all_services(&state), &q)
+    let mut services = all_services(&state);
+    for s in &mut services {
+        s.forget_check_times();
+    }
+    page(&services, &q)
 }
 
 async fn one_service(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {

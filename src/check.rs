@@ -1459,6 +1459,7 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,
         router_views: Default::default(),
+        overview_counts: Default::default(),
         sleeper: Arc::default(),
     });
     crate::settings::compile_context(config, crate::api::internal_services(&state), None)
