@@ -1,7 +1,9 @@
-//! The API at 10,000 routers (file provider, the file written here):
-//! explain's answer stays small, the lists a dashboard polls answer 304
-//! when nothing they show changed (health checks running meanwhile), and
-//! answers come compressed when the client asks.
+//! The API and dashboard at 10,000 routers (file provider, the file
+//! written here): explain's answer stays small, the lists a dashboard polls
+//! answer 304 when nothing they show changed (health checks running
+//! meanwhile), answers come compressed when the client asks, and the
+//! dashboard in Chromium (`tests/dashboard/scale.mjs`) counts every
+//! problem, keeps explain short and an idle page quiet.
 
 mod support;
 
@@ -110,7 +112,7 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
 }
 
 #[tokio::test]
-async fn at_ten_thousand_routers_explain_is_bounded_and_lists_answer_304_and_compressed() {
+async fn at_ten_thousand_routers_explain_is_bounded_lists_answer_304_and_the_dashboard_keeps_up() {
     let (_backend, _gw, api) = start().await;
 
     // Explain names the winner among the routers of its host and counts
@@ -213,4 +215,12 @@ async fn at_ten_thousand_routers_explain_is_bounded_and_lists_answer_304_and_com
         assert_eq!(status, StatusCode::NOT_MODIFIED, "{path}: {headers:?}");
         assert!(body.is_empty(), "{path}");
     }
+
+    support::browser::drive(
+        "at_ten_thousand_routers",
+        "scale.mjs",
+        &format!("http://127.0.0.1:{}", api.port),
+        &[("HOST", "h5000.test"), ("ITS_ROUTER", "r5000@file")],
+    )
+    .await;
 }

@@ -50,7 +50,9 @@ const ATTENTION_PER_PAGE = 20;
 function attention(d, pageNo) {
   const items = [];
   // Errors first: disabled objects, failing providers, failed certificates.
-  const objs = [...d.problems].sort((a, b) => (a.status === 'disabled' ? 0 : 1) - (b.status === 'disabled' ? 0 : 1));
+  // Within each, the count of those not listed first: seen on page one.
+  const rank = (o) => (o.status === 'disabled' ? 0 : 2) + (o.more ? 0 : 1);
+  const objs = [...d.problems].sort((a, b) => rank(a) - rank(b));
   for (const o of objs) {
     if (o.more) {
       items.push(moreItem(o));
