@@ -407,8 +407,11 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.extend(compose_dns_providers(&config, router));
     }
     findings.extend(acme_storage(&config, options.compose.is_empty()));
-    findings.extend(acme_options(&config));
-    findings.extend(api_exposure(&config));
+    findings.extend(
+        acme_options(&config)
+            .into_iter()
+            .chain(api_exposure(&config)),
+    );
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
