@@ -6,6 +6,7 @@
 //! here changes any state.
 
 mod dashboard;
+mod encode;
 mod explain;
 mod serving;
 mod state;
@@ -50,6 +51,9 @@ pub struct ApiState {
     pub metrics: Option<Arc<crate::metrics::Exporter>>,
     /// The router views last built, kept while nothing they show changes.
     pub router_views: views::RouterViews,
+    /// The overview's HTTP counts last made, kept while nothing they count
+    /// changes.
+    pub overview_counts: views::OverviewCounts,
     /// Services that sleep when idle, for their state.
     pub sleeper: Arc<crate::sleep::Sleeper>,
 }
@@ -278,10 +282,12 @@ fn api_router(state: Arc<ApiState>, dashboard: bool, base: &str) -> Router {
     }
 }
 
-/// Gives each successful answer an entity tag (a hash of its body) and
-/// answers a request whose `If-None-Match` names it with an empty 304: a
-/// dashboard left open then costs the headers of each refresh, not the
-/// whole answer again.
+/// Gives each successful answer an entity tag (a hash of its body and the
+/// coding it goes in) and answers a request whose `If-None-Match` names it
+/// with an empty 304: a dashboard left open then costs the headers of each
+/// refresh, not the whole answer again. A 200 goes compressed when the
+/// client takes zstd, br or gzip, the coding chosen by its
+/// `Accept-Encoding`.
 async fn with_etag(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let asked = req.headers().clone();
     let resp = next.run(req).await;
@@ -297,13 +303,23 @@ async fn with_etag(req: axum::extract::Request, next: axum::middleware::Next) ->
         .into_response();
     };
     let bytes = collected.to_bytes();
-    let etag = {
+    let coding = encode::choose(&asked).filter(|_| bytes.len() >= encode::MIN_BYTES);
+    let hex: String = {
         use sha2::Digest as _;
         let digest = sha2::Sha256::digest(&bytes);
-        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-        HeaderValue::from_str(&format!("\"{hex}\"")).ok()
+        digest[..12].iter().map(|b| format!("{b:02x}")).collect()
     };
-    let Some(etag) = etag else {
+    let tag = |coding: Option<encode::Coding>| {
+        let suffix = coding.map_or("", encode::Coding::tag_suffix);
+        HeaderValue::from_str(&format!("\"{hex}{suffix}\"")).ok()
+    };
+    // Whatever this answer's coding, a cache must ask again with the
+    // client's own Accept-Encoding.
+    parts.headers.insert(
+        axum::http::header::VARY,
+        HeaderValue::from_static("Accept-Encoding"),
+    );
+    let Some(etag) = tag(coding) else {
         return Response::from_parts(parts, axum::body::Body::from(bytes));
     };
     // Kept by the browser and asked about again on each use.
@@ -318,7 +334,18 @@ async fn with_etag(req: axum::extract::Request, next: axum::middleware::Next) ->
         parts.headers.remove(axum::http::header::CONTENT_TYPE);
         return Response::from_parts(parts, axum::body::Body::empty());
     }
-    Response::from_parts(parts, axum::body::Body::from(bytes))
+    let Some((coding, packed)) = coding.and_then(|c| Some((c, c.compress(&bytes)?))) else {
+        // Sent as it is: its tag must say so.
+        if let Some(plain) = tag(None) {
+            parts.headers.insert(axum::http::header::ETAG, plain);
+        }
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    parts
+        .headers
+        .insert(axum::http::header::CONTENT_ENCODING, coding.header());
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(packed))
 }
 
 /// Every error the API answers: a status and a JSON body with a message,
@@ -842,7 +869,11 @@ async fn list_services(
     State(state): St,
     ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    page(&all_services(&state), &q)
+    let mut services = all_services(&state);
+    for s in &mut services {
+        s.forget_check_times();
+    }
+    page(&services, &q)
 }
 
 async fn one_service(State(state): St, Path(name): Path<String>) -> Result<Response, ApiError> {

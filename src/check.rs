@@ -407,7 +407,11 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         findings.extend(compose_dns_providers(&config, router));
     }
     findings.extend(acme_storage(&config, options.compose.is_empty()));
-    findings.extend(acme_options(&config));
+    findings.extend(
+        acme_options(&config)
+            .into_iter()
+            .chain(api_exposure(&config)),
+    );
     if options.docker {
         match running_containers(&config).await {
             Ok(views) => {
@@ -1364,6 +1368,26 @@ fn acme_options(config: &StaticConfig) -> Vec<Finding> {
     out
 }
 
+/// A warning when `api.insecure` puts the API on every interface (the
+/// internal entry point's default with it, as Traefik's `:8080`).
+fn api_exposure(config: &StaticConfig) -> Option<Finding> {
+    config.api.as_ref().filter(|a| a.insecure)?;
+    let name = static_config::observability::internal_entry_point(config);
+    let address = &config.entry_points.get(name)?.address;
+    if address.host.is_some_and(|ip| !ip.is_unspecified()) {
+        return None;
+    }
+    Some(Finding::general(
+        Severity::Warning,
+        "static configuration",
+        CheckProblem::ApiOnEveryInterface {
+            entry_point: name.to_owned(),
+            address: address.to_string(),
+            port: address.port,
+        },
+    ))
+}
+
 /// What a resolver will reuse from a Traefik `acme.json`, or why the file
 /// cannot be read.
 fn acme_json(resolver: &str, path: &Path) -> Finding {
@@ -1459,6 +1483,7 @@ fn compile_context(config: &Arc<StaticConfig>) -> CompileContext {
         terminating: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         metrics: None,
         router_views: Default::default(),
+        overview_counts: Default::default(),
         sleeper: Arc::default(),
     });
     crate::settings::compile_context(config, crate::api::internal_services(&state), None)

@@ -103,6 +103,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         terminating: terminating.clone(),
         metrics: exporter,
         router_views: Default::default(),
+        overview_counts: Default::default(),
         sleeper: sleeper.clone(),
     });
     let route_metrics = metrics.as_ref().is_some_and(|m| m.routers || m.services);

@@ -90,7 +90,26 @@ function route() {
   tick();
 }
 
+// One polite live region, told only what changed: the page opened, the API
+// lost or found again. A poll that changes the page says nothing.
+const announcer = document.getElementById('announce');
+let announced = null;
+
+function announce(text) {
+  if (text === announced) return;
+  announced = text;
+  announcer.textContent = text;
+}
+
+document.getElementById('skip').addEventListener('click', (e) => {
+  // The hash is the page's address: the link moves the focus, not the route.
+  e.preventDefault();
+  app.focus();
+});
+
 function setLive(ok, error) {
+  const was = live.classList.contains('ok') ? 'ok' : live.classList.contains('down') ? 'down' : null;
+  if (was && was !== (ok ? 'ok' : 'down')) announce(ok ? 'gangway answers again.' : 'gangway does not answer; showing the last answer.');
   live.classList.toggle('ok', ok);
   live.classList.toggle('down', !ok);
   live.querySelector('.live-text').textContent = ok ? 'Live' : 'Offline';
@@ -121,6 +140,7 @@ async function tick() {
       // and how often.
       app.dataset.path = here.path;
       app.dataset.hash = hash;
+      if (!app.dataset.loaded) announce(`${here.page.title} loaded.`);
       app.dataset.loaded = String(Number(app.dataset.loaded || 0) + 1);
     }
   } catch (e) {

@@ -320,6 +320,23 @@ export function render(el, data, build) {
   const key = JSON.stringify(data);
   if (el._key === key) return false;
   el._key = key;
+  const focused = focusedIn(el);
   el.replaceChildren(...list(build()).flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  // What had the focus is drawn anew: the focus goes to its new self (a
+  // column just sorted by), not back to the top of the page.
+  const again = focused && el.querySelector(focused);
+  if (again) again.focus();
   return true;
+}
+
+/** A selector for the element with the focus inside `el`, found again after a redraw; null if none. */
+function focusedIn(el) {
+  const a = document.activeElement;
+  if (!a || a === document.body || !el.contains(a)) return null;
+  if (a.id) return `#${CSS.escape(a.id)}`;
+  for (const attr of ['data-sort', 'data-safe', 'name', 'href']) {
+    const v = a.getAttribute(attr);
+    if (v !== null) return `${a.tagName.toLowerCase()}[${attr}="${CSS.escape(v)}"]`;
+  }
+  return null;
 }

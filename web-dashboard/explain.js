@@ -1,5 +1,6 @@
 // "Explain a request": which router would take it, through which
-// middlewares to which service, and why every other router did not. The
+// middlewares to which service, and why each router that could have did
+// not; routers for other hosts are counted, not listed. The
 // form only reads /api/explain; the answer refreshes with the configuration.
 
 import { get, query } from './api.js';
@@ -63,25 +64,42 @@ function noWinner(ep, candidates) {
     hintText(ep.hint)].filter(Boolean));
 }
 
+function candidateTable(candidates, cls) {
+  return table([
+    { title: '#', cls: 'num' }, { title: 'Router' }, { title: 'Priority', cls: 'num' }, { title: 'Rule' }, { title: 'Verdict', cls: 'wide' },
+  ], candidates.map((c, i) => ({
+    cells: [String(i + 1), objLink('routers', c.router), priority(c.priority), rule(c.rule), verdict(c)],
+    cls: c.matched ? 'row-win' : '',
+    data: { candidate: c.router },
+  })), cls);
+}
+
+/** What the answer counts instead of listing: routers tried past the list, and routers for other hosts. */
+function untold(ep) {
+  const more = ep.notListed || 0;
+  const others = ep.otherHosts || 0;
+  const parts = [];
+  if (more) parts.push(`${more} more router${more === 1 ? '' : 's'} for this host or any host also said no and ${more === 1 ? 'is' : 'are'} not listed`);
+  if (others) parts.push(`${others} router${others === 1 ? ' names' : 's name'} other hosts only and ${others === 1 ? 'was' : 'were'} not tried`);
+  return parts.length ? h('p', { class: 'muted small untold', dataset: { notListed: String(more), otherHosts: String(others) } }, `${parts.join('; ')}.`) : null;
+}
+
 function entryPointResult(ep) {
   const candidates = list(ep.candidates);
+  const near = list(ep.nearHosts);
   return h('section', { class: 'card ep-result', dataset: { entrypoint: ep.entryPoint } },
     h('h2', {}, 'Entry point ', tag(ep.entryPoint)),
     ep.winner ? winnerBlock(ep.winner) : noWinner(ep, candidates),
-    candidates.length ? table([
-      { title: '#', cls: 'num' }, { title: 'Router' }, { title: 'Priority', cls: 'num' }, { title: 'Rule' }, { title: 'Verdict', cls: 'wide' },
-    ], candidates.map((c, i) => ({
-      cells: [String(i + 1), objLink('routers', c.router), priority(c.priority), rule(c.rule), verdict(c)],
-      cls: c.matched ? 'row-win' : '',
-      data: { candidate: c.router },
-    })), 'candidates') : null);
+    candidates.length ? candidateTable(candidates, 'candidates') : null,
+    near.length ? h('div', { class: 'near-hosts' }, h('h3', {}, 'Routers for a host close to the one asked'), candidateTable(near, 'near')) : null,
+    untold(ep));
 }
 
 function result(d) {
   const eps = list(d.entryPoints);
   // The internal entry point (API, dashboard) last: people ask about their own.
   const internal = (ep) => (ep.entryPoint === 'gangway' ? 1 : 0);
-  const rank = (ep) => (list(ep.candidates).length ? 0 : 2);
+  const rank = (ep) => (list(ep.candidates).length || list(ep.nearHosts).length || ep.otherHosts ? 0 : 2);
   const sorted = [...eps].sort((a, b) => rank(a) - rank(b) || internal(a) - internal(b) || (a.winner ? 0 : 1) - (b.winner ? 0 : 1));
   const winners = sorted.filter((e) => e.winner);
   const r = d.request || {};
@@ -115,10 +133,13 @@ function result(d) {
   out.push(...busy.map(entryPointResult));
   if (idle.length) out.push(h('p', { class: 'muted small' }, `No enabled router on ${idle.map((e) => e.entryPoint).join(', ')}.`));
   const disabled = list(d.disabledRouters);
+  const moreDisabled = d.disabledNotListed || 0;
   if (disabled.length) {
-    out.push(section(`Disabled routers (${disabled.length}), not considered`,
+    out.push(section(`Disabled routers (${disabled.length + moreDisabled}), not considered`,
       h('ul', { class: 'problems' }, disabled.map((x) => h('li', { class: 'problem disabled' }, statusBadge('disabled'),
-        objLink('routers', x.router), h('div', { class: 'problem-text' }, list(x.errors).join(' · ')))))));
+        objLink('routers', x.router), h('div', { class: 'problem-text' }, list(x.errors).join(' · '))))),
+      moreDisabled ? h('p', { class: 'muted small', id: 'disabled-more' }, `Those naming this host first; ${moreDisabled} more are `,
+        h('a', { href: '#/routers?status=disabled' }, 'in the routers list'), '.') : null));
   }
   return out;
 }
@@ -175,7 +196,7 @@ export function explainPage(initial) {
   const out = h('div', { class: 'explain-result', id: 'explain-result' });
   const el = h('div', {},
     h('div', { class: 'page-head' }, h('h1', {}, 'Explain a request'),
-      h('p', { class: 'lead' }, 'Which router would take a request, through which middlewares to which service, and why each other router said no.')),
+      h('p', { class: 'lead' }, 'Which router would take a request, through which middlewares to which service, and why each router that could have taken it said no.')),
     form, out);
   fill();
 
@@ -194,7 +215,7 @@ export function explainPage(initial) {
       }
       if (!q.get('host') && !q.get('path')) {
         render(out, 'intro', () => empty('Ask about a request',
-          'Fill in at least a host or a path and press Explain. The answer shows the router that wins, its middlewares in order and its service, then every other router with the reason it did not match.'));
+          'Fill in at least a host or a path and press Explain. The answer shows the router that wins, its middlewares in order and its service, then each router that could have taken it with the reason it did not match.'));
         return;
       }
       const params = {

@@ -1,7 +1,7 @@
 // Overview: what needs attention first, then counts, entry points,
 // providers and certificates that expire soon.
 
-import { get, optional, query } from './api.js';
+import { get, getPage, optional, query } from './api.js';
 import { h, list, render, section, statusBadge, objLink, table, tag, timeAgo, KINDS, callout, icon, problemItems, joined } from './dom.js';
 import { normalizeCert, needsLook, sortCerts, certTable, SOON_DAYS } from './certificates.js';
 
@@ -15,11 +15,33 @@ const STREAM_KINDS = [
   { kind: 'udp/services', proto: 'udp', key: 'services', title: 'UDP services' },
 ];
 
+/** Objects with problems read per kind and status; the rest are counted, with a link to them all. */
+const PROBLEMS_READ = 100;
+
 async function problems(kind, counts, signal) {
   if (!counts || (counts.errors || 0) + (counts.warnings || 0) === 0) return [];
-  const fetchStatus = (status, n) => (n > 0 ? get(`${KINDS[kind].api}${query({ status, per_page: 100 })}`, signal) : []);
+  const fetchStatus = (status, n) => (n > 0 ? getPage(`${KINDS[kind].api}${query({ status, per_page: PROBLEMS_READ })}`, signal)
+    : { items: [], total: 0 });
   const [errors, warnings] = await Promise.all([fetchStatus('disabled', counts.errors), fetchStatus('warning', counts.warnings)]);
-  return [...list(errors), ...list(warnings)].map((o) => ({ kind, name: o.name, status: o.status, problems: list(o.problems) }));
+  const out = [];
+  for (const [status, got] of [['disabled', errors], ['warning', warnings]]) {
+    const items = list(got.items);
+    out.push(...items.map((o) => ({ kind, name: o.name, status: o.status, problems: list(o.problems) })));
+    // Never fewer than the list says there are: those not read are one line.
+    const more = (got.total === null ? items.length : got.total) - items.length;
+    if (more > 0) out.push({ kind, status, more });
+  }
+  return out;
+}
+
+/** One line of "Needs attention" for objects counted but not read. */
+function moreItem(o) {
+  const what = o.more === 1 ? KINDS[o.kind].one : `${KINDS[o.kind].one}s`;
+  const state = o.status === 'disabled' ? 'with an error' : 'with a warning';
+  return h('li', { class: `problem ${o.status}`, dataset: { more: String(o.more) } }, statusBadge(o.status),
+    h('span', { class: 'problem-kind' }, KINDS[o.kind].one),
+    h('a', { href: `#/${o.kind}?status=${o.status}` }, `${o.more} more ${what} ${state}`),
+    h('div', { class: 'problem-text' }, 'Not listed here: follow the link for all of them.'));
 }
 
 /** Problems shown on one page of "Needs attention"; the pager links the others. */
@@ -28,8 +50,14 @@ const ATTENTION_PER_PAGE = 20;
 function attention(d, pageNo) {
   const items = [];
   // Errors first: disabled objects, failing providers, failed certificates.
-  const objs = [...d.problems].sort((a, b) => (a.status === 'disabled' ? 0 : 1) - (b.status === 'disabled' ? 0 : 1));
+  // Within each, the count of those not listed first: seen on page one.
+  const rank = (o) => (o.status === 'disabled' ? 0 : 2) + (o.more ? 0 : 1);
+  const objs = [...d.problems].sort((a, b) => rank(a) - rank(b));
   for (const o of objs) {
+    if (o.more) {
+      items.push(moreItem(o));
+      continue;
+    }
     items.push(h('li', { class: `problem ${o.status}`, dataset: { object: o.name } },
       statusBadge(o.status),
       h('span', { class: 'problem-kind' }, KINDS[o.kind].one),
@@ -72,6 +100,9 @@ function attention(d, pageNo) {
     return callout('ok', 'Everything is working', [`${n('routers')} routers, ${n('services')} services and ${n('middlewares')} middlewares without an error or warning`
       + (streams ? `, and ${m(tcp, 'routers')} TCP and ${m(udp, 'routers')} UDP routers.` : '.')]);
   }
+  // Each line is one problem, except a "more" line, which is as many as it
+  // says: the heading counts problems, the pager lines.
+  const problemCount = items.reduce((n, li) => n + Number(li.dataset.more || 1), 0);
   const pages = Math.ceil(items.length / ATTENTION_PER_PAGE);
   const current = Math.min(Math.max(1, pageNo), pages);
   const shown = items.slice((current - 1) * ATTENTION_PER_PAGE, current * ATTENTION_PER_PAGE);
@@ -80,7 +111,7 @@ function attention(d, pageNo) {
     h('span', { class: 'muted' }, `Page ${current} of ${pages}`),
     current < pages ? h('a', { href: `#/?attention=${current + 1}` }, 'Next →') : h('span')) : null;
   return h('section', { class: 'card attention', id: 'attention' },
-    h('h2', {}, icon('warn'), `Needs attention (${items.length})`), h('ul', { class: 'problems' }, shown), pager);
+    h('h2', {}, icon('warn'), `Needs attention (${problemCount})`), h('ul', { class: 'problems' }, shown), pager);
 }
 
 function countCard(kind, c, title = KINDS[kind].title) {
@@ -103,10 +134,26 @@ function countCard(kind, c, title = KINDS[kind].title) {
       link('enabled', ok, 'OK', 'ok')));
 }
 
+/** The internal entry point: `gangway`, or `traefik` when only that one is configured. */
+function internal(ep, eps) {
+  return ep.name === 'gangway' || (ep.name === 'traefik' && !eps.some((e) => e.name === 'gangway'));
+}
+
+/** Whether a listen address (`:8080`, `0.0.0.0:8080`, `[::]:8080`) takes connections on every interface. */
+function everyInterface(address) {
+  const a = String(address || '');
+  return a.startsWith(':') || a.startsWith('0.0.0.0:') || a.startsWith('[::]:');
+}
+
 function entryPointsTable(eps) {
   return table([{ title: 'Name' }, { title: 'Address' }, { title: 'Notes', cls: 'wide' }], eps.map((ep) => {
     const notes = [];
-    if (ep.name === 'gangway') notes.push(tag('internal', 'accent'), ' API, dashboard, /ping and /metrics');
+    if (internal(ep, eps)) {
+      notes.push(tag('internal', 'accent'), ' API, dashboard, /ping and /metrics');
+      notes.push(everyInterface(ep.address)
+        ? h('span', { class: 'warn-text listen-note', dataset: { listen: 'all' } }, ' · listens on every interface, as Traefik\'s :8080 does, so a container\'s published port reaches it; anyone who reaches the port reads this dashboard')
+        : h('span', { class: 'muted listen-note', dataset: { listen: 'this-host' } }, ' · this host only'));
+    }
     const http = ep.http || {};
     if (http.tls) notes.push(tag('TLS'), ' ');
     if (ep.http3) {

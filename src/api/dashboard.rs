@@ -91,21 +91,6 @@ fn prepare(asset: &'static Asset) -> Prepared {
     }
 }
 
-/// Whether the client takes gzip (`Accept-Encoding`, without `gzip;q=0`).
-fn takes_gzip(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|part| {
-            let mut it = part.split(';').map(str::trim);
-            let coding = it.next().unwrap_or("");
-            let refused = it.any(|p| p.replace(' ', "") == "q=0" || p.replace(' ', "") == "q=0.0");
-            (coding.eq_ignore_ascii_case("gzip") || coding == "*") && !refused
-        })
-}
-
 /// Whether `If-None-Match` names `etag` (or is `*`).
 pub(super) fn not_modified(headers: &HeaderMap, etag: &HeaderValue) -> bool {
     let Ok(etag) = etag.to_str() else {
@@ -124,7 +109,8 @@ fn file(name: &str, headers: &HeaderMap) -> Response {
     match PREPARED.iter().find(|p| p.asset.name == name) {
         Some(prepared) => {
             let asset = prepared.asset;
-            let gzip = !prepared.gzip.is_empty() && takes_gzip(headers);
+            let gzip = !prepared.gzip.is_empty()
+                && super::encode::accepts(headers, super::encode::Coding::Gzip);
             let etag = if gzip {
                 &prepared.etag_gzip
             } else {

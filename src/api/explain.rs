@@ -116,11 +116,28 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         Some(only) => ep.entry_point == *only,
         None => ep.entry_point != internal,
     });
-    let disabled: Vec<DisabledRouter> = rt
+    // Those whose rule names the host asked come first: the likeliest to be
+    // the router meant.
+    let names_host = |name: &str| {
+        !normalized_host.is_empty()
+            && rt
+                .dynamic
+                .http
+                .routers
+                .get(name)
+                .is_some_and(|r| r.rule.to_ascii_lowercase().contains(&normalized_host))
+    };
+    let mut disabled: Vec<(&String, &crate::runtime::ObjectReport)> = rt
         .report
         .routers
         .iter()
         .filter(|(_, r)| r.status == Status::Disabled)
+        .collect();
+    disabled.sort_by_key(|(n, _)| !names_host(n));
+    let disabled_not_listed = disabled.len().saturating_sub(DISABLED_LISTED);
+    let disabled: Vec<DisabledRouter> = disabled
+        .into_iter()
+        .take(DISABLED_LISTED)
         .map(|(n, r)| DisabledRouter {
             router: n.clone(),
             errors: ErrorView::of_report(r),
@@ -137,8 +154,78 @@ pub async fn explain(State(state): State<Arc<ApiState>>, RawQuery(query): RawQue
         },
         entry_points: eps,
         disabled_routers: disabled,
+        disabled_not_listed,
     })
     .into_response()
+}
+
+/// At most this many disabled routers are listed.
+const DISABLED_LISTED: usize = 20;
+
+/// At most this many routers are listed per entry point beside the
+/// winner: at 10,000 routers a full list is megabytes no one reads.
+const LISTED: usize = 50;
+
+/// At most this many routers for a host that differs from the asked one
+/// by a typing slip are listed, when no router names the asked host.
+const NEAR_HOSTS: usize = 5;
+
+/// Hosts this few edits apart count as the same host mistyped.
+const NEAR_EDITS: usize = 2;
+
+/// The positions of `table`'s routes that can take a request for `host`,
+/// in the order the proxy tries them: the host's own, then those for any
+/// host, merged by priority. The others name other hosts only.
+fn tried(table: &crate::runtime::EntryPointRoutes, host: &str) -> Vec<usize> {
+    let exact: &[usize] = table.by_host.get(host).map_or(&[], Vec::as_slice);
+    let mut out: Vec<usize> = exact.iter().chain(&table.any_host).copied().collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// How many single-character edits `a` is from `b` (Levenshtein), when it
+/// is at most `limit`; stops as soon as it cannot be.
+fn edits(a: &str, b: &str, limit: usize) -> Option<usize> {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut row = vec![0; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        row[0] = i + 1;
+        let mut best = row[0];
+        for (j, cb) in b.iter().enumerate() {
+            let swap = prev[j] + usize::from(ca != cb);
+            row[j + 1] = swap.min(prev[j + 1] + 1).min(row[j] + 1);
+            best = best.min(row[j + 1]);
+        }
+        if best > limit {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut row);
+    }
+    Some(prev[b.len()]).filter(|d| *d <= limit)
+}
+
+/// Routes for hosts a slip away from `host`, when none names `host`
+/// itself: the routers the request was most likely meant for.
+fn near_hosts(table: &crate::runtime::EntryPointRoutes, host: &str) -> Vec<usize> {
+    if host.is_empty() || table.by_host.contains_key(host) {
+        return Vec::new();
+    }
+    // The nearest hosts first, each host's routes in the order tried.
+    let mut near: Vec<(usize, usize)> = table
+        .by_host
+        .iter()
+        .filter_map(|(other, routes)| Some((edits(other, host, NEAR_EDITS)?, routes)))
+        .flat_map(|(d, routes)| routes.iter().map(move |&i| (d, i)))
+        .collect();
+    near.sort_unstable();
+    let mut seen = std::collections::HashSet::new();
+    near.retain(|(_, i)| seen.insert(*i));
+    near.into_iter().take(NEAR_HOSTS).map(|(_, i)| i).collect()
 }
 
 /// What one entry point's table does with the request.
@@ -153,7 +240,9 @@ fn verdict(
     let mut winner: Option<Winner> = None;
     let mut winner_priority: Option<i64> = None;
     let mut hint = None;
-    for route in table.iter() {
+    let tried = tried(table, facts.host);
+    let mut not_listed = 0;
+    for route in tried.iter().filter_map(|&i| table.routes.get(i)) {
         // What the rule says first: a router whose rule does not match is
         // not one the request "needs TLS" for.
         let mismatch = route.matcher.explain_mismatch(facts);
@@ -177,6 +266,14 @@ fn verdict(
         }
         let matched = verdict.is_none() && winner.is_none();
         let shadowed = verdict.is_none() && winner.is_some();
+        if matched {
+            winner_priority = Some(route.priority);
+            winner = Some(Winner::of(route, rt));
+        }
+        if candidates.len() >= LISTED && !matched {
+            not_listed += 1;
+            continue;
+        }
         candidates.push(Candidate {
             router: route.name.clone(),
             priority: route.priority,
@@ -201,39 +298,58 @@ fn verdict(
                 (None, false) => "matches".to_owned(),
             },
         });
-        if matched {
-            let config = rt.dynamic.http.routers.get(&route.name);
-            let servers: Vec<String> = match &*route.upstream {
-                Upstream::Servers(lb) => lb.servers.iter().map(|s| s.url.clone()).collect(),
-                _ => Vec::new(),
-            };
-            // Qualified, as on /api/http/routers, so a client can link them.
-            let provider = QualifiedName::parse(&route.name)
-                .map(|q| q.provider)
-                .unwrap_or_default();
-            let middlewares: Vec<String> = config
-                .map(|c| {
-                    c.middlewares
-                        .iter()
-                        .map(|m| QualifiedName::resolve(m, &provider).to_string())
-                        .collect()
-                })
-                .unwrap_or_default();
-            winner_priority = Some(route.priority);
-            winner = Some(Winner {
-                router: route.name.clone(),
-                middlewares,
-                service: route.service_name.clone(),
-                servers,
-                answer: Answer::of(&route.service_name, &super::serving::http(&route.upstream)),
-            });
-        }
     }
+    let near_hosts = near_hosts(table, facts.host)
+        .into_iter()
+        .filter_map(|i| table.routes.get(i))
+        .map(|route| Candidate {
+            router: route.name.clone(),
+            priority: route.priority,
+            rule: route.matcher.to_string(),
+            matched: false,
+            reason: route
+                .matcher
+                .explain_mismatch(facts)
+                .unwrap_or_else(|| "names a host close to the one asked".to_owned()),
+        })
+        .collect();
     EntryPointVerdict {
         entry_point: name.to_owned(),
         hint: if winner.is_some() { None } else { hint },
         winner,
         candidates,
+        not_listed,
+        near_hosts,
+        other_hosts: table.routes.len() - tried.len(),
+    }
+}
+
+impl Winner {
+    fn of(route: &crate::runtime::Route, rt: &crate::runtime::Runtime) -> Self {
+        let config = rt.dynamic.http.routers.get(&route.name);
+        let servers: Vec<String> = match &*route.upstream {
+            Upstream::Servers(lb) => lb.servers.iter().map(|s| s.url.clone()).collect(),
+            _ => Vec::new(),
+        };
+        // Qualified, as on /api/http/routers, so a client can link them.
+        let provider = QualifiedName::parse(&route.name)
+            .map(|q| q.provider)
+            .unwrap_or_default();
+        let middlewares: Vec<String> = config
+            .map(|c| {
+                c.middlewares
+                    .iter()
+                    .map(|m| QualifiedName::resolve(m, &provider).to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Winner {
+            router: route.name.clone(),
+            middlewares,
+            service: route.service_name.clone(),
+            servers,
+            answer: Answer::of(&route.service_name, &super::serving::http(&route.upstream)),
+        }
     }
 }
 
@@ -246,8 +362,11 @@ pub struct ExplainView {
     /// Per entry point, the winner and every candidate. The internal entry
     /// point (`gangway`) only when asked about by name.
     pub entry_points: Vec<EntryPointVerdict>,
-    /// Routers that take no request because of an error.
+    /// Routers that take no request because of an error: those whose rule
+    /// names the host asked first, at most [`DISABLED_LISTED`].
     pub disabled_routers: Vec<DisabledRouter>,
+    /// How many more disabled routers there are, not listed.
+    pub disabled_not_listed: usize,
 }
 
 /// The request explained, as read from the query.
@@ -277,8 +396,19 @@ pub struct EntryPointVerdict {
     /// When no router takes the request here: what would make one take it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<Hint>,
-    /// Every router on the entry point, in the order they are tried.
+    /// The routers on the entry point that can take a request for this
+    /// host (its own, then those for any host), in the order they are
+    /// tried: the first [`LISTED`], and the winner wherever it comes.
     pub candidates: Vec<Candidate>,
+    /// How many more such routers were tried and are not listed.
+    pub not_listed: usize,
+    /// When no router names the host asked: a few that name a host one or
+    /// two characters away from it, with why they do not match.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub near_hosts: Vec<Candidate>,
+    /// How many routers on the entry point name other hosts only, and were
+    /// not tried (the proxy does not try them either).
+    pub other_hosts: usize,
 }
 
 /// Why a request no router takes on an entry point would be taken with
@@ -413,4 +543,26 @@ pub struct DisabledRouter {
     pub errors: Vec<ErrorView>,
     /// The same, as typed problems with where each is written.
     pub problems: Vec<ProblemView>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edits;
+
+    #[test]
+    fn hosts_a_slip_apart_are_near() {
+        let cases = [
+            ("app.example.com", "app.example.com", 0, Some(0)),
+            ("app.exmaple.com", "app.example.com", 2, Some(2)),
+            ("app.example.co", "app.example.com", 2, Some(1)),
+            ("ap.example.com", "app.example.com", 1, Some(1)),
+            ("api.example.com", "app.example.com", 2, Some(1)),
+            ("web.example.com", "app.example.com", 2, None),
+            ("example.com", "app.example.com", 2, None),
+            ("", "a", 1, Some(1)),
+        ];
+        for (a, b, limit, want) in cases {
+            assert_eq!(edits(a, b, limit), want, "{a} / {b} within {limit}");
+        }
+    }
 }

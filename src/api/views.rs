@@ -932,6 +932,17 @@ impl ServiceView {
     }
 }
 
+impl ServiceView {
+    /// Leaves out when each server was last checked: a list polled every
+    /// few seconds would otherwise change at every check and never answer
+    /// 304. The one-service answer keeps it.
+    pub fn forget_check_times(&mut self) {
+        for report in self.server_health.iter_mut().flat_map(|h| h.values_mut()) {
+            report.last_check = None;
+        }
+    }
+}
+
 /// Every service, including the internal ones in use and those known only
 /// from their errors. `health` holds the active health checks by service
 /// name.
@@ -1045,7 +1056,7 @@ pub fn entry_points(config: &StaticConfig) -> Vec<EntryPointView<'_>> {
 }
 
 /// How many objects of one kind there are, and how many have problems.
-#[derive(Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Counts {
     /// All of them.
     pub total: usize,
@@ -1070,7 +1081,7 @@ impl Counts {
 }
 
 /// Counts of HTTP (and TCP) routers, services and middlewares.
-#[derive(Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct SectionCounts {
     /// Routers.
     pub routers: Counts,
@@ -1124,6 +1135,73 @@ pub struct OverviewView {
     pub notices: Vec<crate::config::static_config::AcceptedOption>,
 }
 
+/// The HTTP counts of `/api/overview` last made, with what they were made
+/// from: at 10,000 routers, building every router and service view again
+/// for each poll of an open dashboard is the most the overview costs.
+#[derive(Default)]
+pub struct OverviewCounts(std::sync::Mutex<Option<(OverviewKey, Arc<SectionCounts>)>>);
+
+/// What the HTTP counts read: the runtime, the serving state of each
+/// service routed to, certificate errors and the active health checks'
+/// verdicts (not their times, which change at every check).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct OverviewKey {
+    generation: u64,
+    live: u64,
+    health: u64,
+}
+
+impl OverviewCounts {
+    fn of(&self, state: &ApiState, rt: &Runtime) -> Arc<SectionCounts> {
+        let certificates = state.certificates.snapshot();
+        let health = state.registries.health_report();
+        let key = OverviewKey {
+            generation: rt.generation,
+            live: Live::of(rt).digest(&certificates),
+            health: health_digest(&health),
+        };
+        let mut last = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((k, counts)) = last.as_ref()
+            && *k == key
+        {
+            return counts.clone();
+        }
+        let count =
+            |items: &mut dyn Iterator<Item = &StateView>| Counts::of(items.map(|s| &s.status));
+        let counts = Arc::new(SectionCounts {
+            routers: count(
+                &mut state
+                    .router_views
+                    .of(rt, &certificates)
+                    .iter()
+                    .map(|v| &v.state),
+            ),
+            services: count(&mut services(rt, &health).iter().map(|v| &v.state)),
+            middlewares: count(&mut middlewares(rt).iter().map(|v| &v.state)),
+        });
+        *last = Some((key, counts.clone()));
+        counts
+    }
+}
+
+/// A digest of each checked server's verdict and error, leaving out when
+/// it was checked.
+fn health_digest(health: &BTreeMap<String, ServiceHealthReport>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    for (service, report) in health {
+        service.hash(&mut h);
+        for (url, server) in &report.servers {
+            (url, server.status == ServerStatus::Up, &server.last_error).hash(&mut h);
+            server.failed_connections.hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
 /// `/api/overview`: counts by status, features and providers.
 pub fn overview(state: &ApiState) -> OverviewView {
     let rt = state.runtime.load_full();
@@ -1131,21 +1209,7 @@ pub fn overview(state: &ApiState) -> OverviewView {
     let count = |items: &mut dyn Iterator<Item = &StateView>| Counts::of(items.map(|s| &s.status));
     let providers = state.providers.clone();
     OverviewView {
-        http: SectionCounts {
-            routers: count(
-                &mut state
-                    .router_views
-                    .of(&rt, &state.certificates.snapshot())
-                    .iter()
-                    .map(|v| &v.state),
-            ),
-            services: count(
-                &mut services(&rt, &state.registries.health_report())
-                    .iter()
-                    .map(|v| &v.state),
-            ),
-            middlewares: count(&mut middlewares(&rt).iter().map(|v| &v.state)),
-        },
+        http: state.overview_counts.of(state, &rt).as_ref().clone(),
         tcp: SectionCounts {
             routers: count(&mut super::tcp::routers(&rt).iter().map(|v| &v.state)),
             services: count(&mut super::tcp::services(&rt).iter().map(|v| &v.state)),

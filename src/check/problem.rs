@@ -76,6 +76,19 @@ pub enum CheckProblem {
     /// finding's source).
     #[error("{}", .0.what())]
     File(ProviderError),
+    /// `api.insecure` serves the API and dashboard on an entry point that
+    /// listens on every interface: anyone who reaches the port reads them.
+    #[error(
+        "`api.insecure` serves the API and dashboard on entry point `{entry_point}` at `{address}`, every interface: anyone who can reach that port reads the whole configuration. Use `--entryPoints.{entry_point}.address=127.0.0.1:{port}` to keep it to this host, or publish `api@internal` through a router with authentication"
+    )]
+    ApiOnEveryInterface {
+        /// The internal entry point.
+        entry_point: String,
+        /// Its address, as configured or by default.
+        address: String,
+        /// Its port.
+        port: u16,
+    },
     /// Compose labels are checked with neither label provider on.
     #[error(
         "the Docker provider is off (no --providers.docker): labels are checked as if it were on"

@@ -3,7 +3,7 @@
 // configuration to measure, then:
 //
 //   GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs load   # page loads and a search
-//   GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs idle   # bytes of an idle open overview
+//   GANGWAY_URL=http://127.0.0.1:PORT node measure.mjs idle   # bytes of an idle open overview (PAGE=/services: another page)
 //
 // `load` times the overview, the routers list, a search in it (SEARCH,
 // default `r199`), a sort by priority and the TCP
@@ -76,7 +76,7 @@ try {
         seen.push({ url: r.url(), bytes: s.responseBodySize + s.responseHeadersSize, at: Date.now() });
       } catch (_) { /* the page may be gone */ }
     });
-    await open('/');
+    await open(process.env.PAGE || '/');
     await page.waitForTimeout(1000);
     const firstLoad = { requests: seen.length, bytes: seen.reduce((n, r) => n + r.bytes, 0) };
     const from = Date.now();

@@ -3,3 +3,4 @@
 mod check;
 mod dashboard;
 mod endpoints;
+mod scale;

@@ -1243,7 +1243,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "api.insecure",
         ValueKind::Bool,
         "false",
-        "Serve the API and dashboard on the internal entry point `gangway` (127.0.0.1:8080 unless configured).",
+        "Serve the API and dashboard on the internal entry point `gangway`: `:8080` on every interface unless configured, as Traefik (a container's published port reaches it); `--entryPoints.gangway.address=127.0.0.1:8080` keeps it to this host.",
     ),
     opt(
         "api.dashboard",

@@ -1066,3 +1066,36 @@ fn a_traefik_compose_file_with_cloudflare_dns_01_is_accepted_and_a_missing_token
         "{out}"
     );
 }
+
+/// `api.insecure` with the internal entry point at its default (`:8080`,
+/// every interface, as Traefik) is worth a warning that says how to keep
+/// it to this host; kept to loopback, check is quiet about it.
+#[test]
+fn an_insecure_api_on_every_interface_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out) = check(dir.path(), &["--api.insecure"]);
+    assert_eq!(code, 0, "a warning, not an error: {out}");
+    assert!(
+        out.contains("`api.insecure`")
+            && out.contains("`:8080`, every interface")
+            && out.contains("--entryPoints.gangway.address=127.0.0.1:8080"),
+        "{out}"
+    );
+    for address in ["0.0.0.0:9000", "[::]:9000"] {
+        let flag = format!("--entryPoints.gangway.address={address}");
+        let (_, out) = check(dir.path(), &["--api.insecure", &flag]);
+        assert!(out.contains("every interface"), "{address}: {out}");
+    }
+    let (code, out) = check(
+        dir.path(),
+        &[
+            "--api.insecure",
+            "--entryPoints.gangway.address=127.0.0.1:8080",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("every interface"), "{out}");
+    // Without api.insecure nothing is served there to warn about.
+    let (_, out) = check(dir.path(), &["--api", "--ping"]);
+    assert!(!out.contains("every interface"), "{out}");
+}
