@@ -14,6 +14,7 @@
 //! account, certificates and challenge answers, and one orders each
 //! certificate (`acme/cluster.rs`).
 
+mod client;
 mod cluster;
 pub mod dns;
 mod error;
@@ -34,7 +35,7 @@ use cluster::{
 pub use cluster::{LEASE_TTL, check_shared_keys};
 pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
-pub use resolver::{Resolver, StoreHealth, Unsupported, unsupported};
+pub use resolver::{Resolver, StoreHealth, Unsupported, option_errors, unsupported};
 use serde::Serialize;
 use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
@@ -353,7 +354,13 @@ async fn keep_certificate(
             });
         let result = match tokio::time::timeout(
             ORDER_TIMEOUT,
-            order::obtain(&resolver, &registries.tls.challenges, &domains, &progress),
+            order::obtain(
+                &resolver,
+                &registries.tls.challenges,
+                &domains,
+                &order::Ask::default(),
+                &progress,
+            ),
         )
         .await
         {
@@ -404,7 +411,7 @@ async fn keep_certificate(
             }
             Err(e) => {
                 let e = match e {
-                    AcmeError::NoAnswer { .. } => resolver.unreachable().await,
+                    AcmeError::Wire { .. } => resolver.unreachable().await,
                     e => e,
                 };
                 // Across a cluster, the count goes on from the last
@@ -617,23 +624,21 @@ mod tests {
 
     #[test]
     fn refusals_carry_the_problem_and_retry_after() {
-        let body = r#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
-        let text = format!("http request error: non 2xx http status: 429 {body:?}");
-        let (status, parsed) = error::refusal(&text).unwrap();
-        assert_eq!((status, parsed.as_str()), (429, body));
-        let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&parsed).unwrap();
-        assert_eq!(
-            schedule::retry_after_in(&detail.detail.unwrap()),
-            Some(1_893_456_000)
+        let body = br#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
+        let e = client::refused(http::StatusCode::TOO_MANY_REQUESTS, body);
+        assert!(e.is_rate_limited());
+        assert_eq!(e.retry_after(), Some(1_893_456_000));
+        assert!(matches!(e, AcmeError::Refused { status: 429, .. }));
+        let bad_nonce = client::refused(
+            http::StatusCode::BAD_REQUEST,
+            br#"{"type":"urn:ietf:params:acme:error:badNonce","detail":"JWS has an invalid anti-replay nonce"}"#,
         );
-        assert_eq!(error::refusal("io error: connection refused"), None);
-        let bad_nonce = AcmeError::Refused {
-            status: 400,
-            detail: "JWS has an invalid anti-replay nonce (urn:ietf:params:acme:error:badNonce)"
-                .into(),
-            retry_after: None,
-        };
-        assert!(bad_nonce.is_bad_nonce());
+        assert!(bad_nonce.is_bad_nonce() && !bad_nonce.is_rate_limited());
         assert!(!AcmeError::Protocol("badNonce".into()).is_bad_nonce());
+        let text = client::refused(http::StatusCode::BAD_GATEWAY, b"<html>down</html>");
+        assert_eq!(
+            text.to_string(),
+            "the ACME server answered 502: <html>down</html>"
+        );
     }
 }

@@ -1353,6 +1353,9 @@ fn acme_options(config: &StaticConfig) -> Vec<Finding> {
         if let Err(e) = crate::acme::key::KeyType::parse(name, &r.acme.key_type) {
             out.push(static_error(e));
         }
+        for e in crate::acme::option_errors(name, &r.acme) {
+            out.push(static_error(e));
+        }
         for option in crate::acme::unsupported(name, &r.acme) {
             out.push(Finding::general(
                 Severity::Warning,
