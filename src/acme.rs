@@ -14,6 +14,7 @@
 //! account, certificates and challenge answers, and one orders each
 //! certificate (`acme/cluster.rs`).
 
+mod ari;
 mod client;
 mod cluster;
 pub mod dns;
@@ -215,6 +216,9 @@ async fn follow(
                         failures: 0,
                         storage_error: None,
                         lease_holder: None,
+                        profile: resolver.profile.clone(),
+                        renewal_reason: None,
+                        renewal_window: None,
                     },
                 );
             let task = tokio::spawn(keep_certificate(
@@ -263,15 +267,27 @@ async fn keep_certificate(
     let mut failures: u32 = 0;
     let mut retry_at: Option<i64> = None;
     let mut unstored: Option<Unstored> = None;
+    let mut window: Option<ari::Window> = None;
+    // The certificate the next order replaces (ARI), if the CA has ARI,
+    // and one whose `replaces` failed an order (the CA may refuse it: the
+    // retries go without).
+    let mut replaces: Option<String> = None;
+    let mut refused: Option<String> = None;
     loop {
         let current = registries.tls.issued(&key);
         let now = unix_now();
-        let due = match (&current, retry_at) {
-            (_, Some(at)) => at,
+        let (due, wake) = match (&current, retry_at) {
+            (_, Some(at)) => (at, at),
             (Some(c), None) => {
-                schedule::renew_at(c.cert.not_before, c.cert.not_after, resolver.renew_window)
+                let plan = resolver.plan(&c.cert, &mut window, now).await;
+                replaces = plan.replaces.filter(|r| refused.as_ref() != Some(r));
+                status.update(&key, |s| {
+                    s.renewal_reason = Some(plan.reason);
+                    s.renewal_window = window.clone();
+                });
+                (plan.order_at, plan.wake_at)
             }
-            (None, None) => now,
+            (None, None) => (now, now),
         };
         status.update(&key, |s| {
             if let Some(c) = &current {
@@ -285,14 +301,14 @@ async fn keep_certificate(
             s.next_attempt = (due > now).then_some(due);
         });
         if due > now {
-            if let Some(pending) = unstored.as_mut().filter(|p| p.at < due) {
+            if let Some(pending) = unstored.as_mut().filter(|p| p.at < wake) {
                 sleep_until(pending.at).await;
                 if pending.attempt(&resolver, &status, &key, &domains).await {
                     unstored = None;
                 }
                 continue;
             }
-            sleep_until(due).await;
+            sleep_until(wake).await;
             retry_at = None;
             continue;
         }
@@ -358,7 +374,9 @@ async fn keep_certificate(
                 &resolver,
                 &registries.tls.challenges,
                 &domains,
-                &order::Ask::default(),
+                &order::Ask {
+                    replaces: replaces.clone().filter(|_| current.is_some()),
+                },
                 &progress,
             ),
         )
@@ -433,6 +451,7 @@ async fn keep_certificate(
                     }
                 }
                 resolver.forget_account().await;
+                refused = replaces.take().or(refused);
                 tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
                 status.update(&key, |s| {
                     s.status = CertStatus::Error;
@@ -571,6 +590,9 @@ mod tests {
             failures: 2,
             storage_error: None,
             lease_holder: None,
+            profile: None,
+            renewal_reason: None,
+            renewal_window: None,
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["status"], "error");
@@ -613,6 +635,9 @@ mod tests {
                     failures: 0,
                     storage_error: None,
                     lease_holder: None,
+                    profile: None,
+                    renewal_reason: None,
+                    renewal_window: None,
                 },
             );
         }

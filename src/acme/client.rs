@@ -146,9 +146,6 @@ impl instant_acme::HttpClient for AcmeHttp {
 pub(super) struct Directory {
     new_nonce: String,
     new_account: String,
-    /// RFC 9773's renewal information endpoint, where the CA has one.
-    #[serde(default)]
-    pub renewal_info: Option<String>,
     #[serde(default)]
     meta: Meta,
 }
@@ -276,14 +273,6 @@ impl Session {
         signer
             .post(&self.http, &self.directory, url, None::<&()>)
             .await
-    }
-
-    /// An unsigned GET (ARI's renewal information).
-    pub(super) async fn get(&self, url: &str) -> Result<(http::response::Parts, Bytes), AcmeError> {
-        let request = Request::get(url)
-            .body(BodyWrapper::default())
-            .map_err(|e| AcmeError::Protocol(e.to_string()))?;
-        self.http.send(request).await
     }
 }
 
