@@ -36,7 +36,9 @@ use cluster::{
 pub use cluster::{LEASE_TTL, check_shared_keys};
 pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
-pub use resolver::{Resolver, StoreHealth, Unsupported, option_errors, unsupported};
+pub use resolver::{
+    Resolver, StoreHealth, Unsupported, fallback_errors, option_errors, unsupported,
+};
 use serde::Serialize;
 use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
@@ -219,10 +221,20 @@ async fn follow(
                         profile: resolver.profile.clone(),
                         renewal_reason: None,
                         renewal_window: None,
+                        fallback: resolver.fallback.clone(),
+                        issued_through: None,
                     },
                 );
+            let issuers = std::iter::once(resolver.clone())
+                .chain(
+                    resolver
+                        .fallback
+                        .iter()
+                        .filter_map(|n| by_name.get(n).cloned()),
+                )
+                .collect();
             let task = tokio::spawn(keep_certificate(
-                resolver,
+                issuers,
                 registries.clone(),
                 status.clone(),
                 key.clone(),
@@ -255,14 +267,20 @@ async fn sleep_until(at: i64) {
     }
 }
 
-/// Obtains one certificate and keeps it renewed, for as long as it is wanted.
+/// Obtains one certificate and keeps it renewed, for as long as it is
+/// wanted: ordered through the first of `issuers` (its resolver), and
+/// after a failure through the next (its `fallback`), kept in the first's
+/// storage.
 async fn keep_certificate(
-    resolver: Arc<Resolver>,
+    issuers: Vec<Arc<Resolver>>,
     registries: Arc<Registries>,
     status: Arc<Status>,
     key: String,
     domains: Vec<String>,
 ) {
+    let resolver = issuers[0].clone();
+    // Which of `issuers` the next order goes through.
+    let mut issuer = 0;
     let names = domains.join(", ");
     let mut failures: u32 = 0;
     let mut retry_at: Option<i64> = None;
@@ -368,14 +386,18 @@ async fn keep_certificate(
             .map(|(lease, shared)| {
                 Running(tokio::spawn(keep_lease(resolver.clone(), shared, lease)))
             });
+        let through = &issuers[issuer];
         let result = match tokio::time::timeout(
             ORDER_TIMEOUT,
             order::obtain(
-                &resolver,
+                through,
                 &registries.tls.challenges,
                 &domains,
                 &order::Ask {
-                    replaces: replaces.clone().filter(|_| current.is_some()),
+                    // The renewed certificate is the first issuer's.
+                    replaces: replaces
+                        .clone()
+                        .filter(|_| current.is_some() && issuer == 0),
                 },
                 &progress,
             ),
@@ -422,14 +444,16 @@ async fn keep_certificate(
                     s.status = CertStatus::Valid;
                     s.last_error = None;
                     s.failures = 0;
+                    s.issued_through = (issuer > 0).then(|| through.name.clone());
                 });
+                issuer = 0;
                 if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
                     let _ = shared.clear_failure(&shared_name(&domains)).await;
                 }
             }
             Err(e) => {
                 let e = match e {
-                    AcmeError::Wire { .. } => resolver.unreachable().await,
+                    AcmeError::Wire { .. } => through.unreachable().await,
                     e => e,
                 };
                 // Across a cluster, the count goes on from the last
@@ -438,7 +462,14 @@ async fn keep_certificate(
                     .snapshot_of(&key)
                     .map_or(failures, |s| s.failures.max(failures));
                 failures = before.saturating_add(1);
-                let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                let mut at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                // Caddy's issuer fallback: the next CA is asked at once;
+                // back at the first, the backoff applies.
+                issuer = (issuer + 1) % issuers.len();
+                if issuer > 0 {
+                    at = unix_now();
+                    tracing::warn!(resolver = %resolver.name, domains = %names, fallback = %issuers[issuer].name, "the next order goes through the fallback resolver");
+                }
                 if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
                     let failure = shared::Failure {
                         failures,
@@ -450,7 +481,7 @@ async fn keep_certificate(
                         resolver.store_answered(Some(&e));
                     }
                 }
-                resolver.forget_account().await;
+                through.forget_account().await;
                 refused = replaces.take().or(refused);
                 tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
                 status.update(&key, |s| {
@@ -593,6 +624,8 @@ mod tests {
             profile: None,
             renewal_reason: None,
             renewal_window: None,
+            fallback: Vec::new(),
+            issued_through: None,
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["status"], "error");
@@ -638,6 +671,8 @@ mod tests {
                     profile: None,
                     renewal_reason: None,
                     renewal_window: None,
+                    fallback: Vec::new(),
+                    issued_through: None,
                 },
             );
         }

@@ -75,8 +75,31 @@ impl Setup {
         flags
     }
 
+    /// Flags for resolver `le` on the double keeping its account and
+    /// certificates in `store` (a store URL), answering HTTP-01.
+    fn shared(&self, store: &str) -> Vec<String> {
+        let mut flags = self.resolver(
+            "le",
+            &[&format!("storage={store}"), "httpChallenge.entryPoint=web"],
+        );
+        // The folder storage `resolver` names is replaced by the store.
+        flags.remove(2);
+        flags
+    }
+
     /// gangway routing `hosts` (name, resolver) to a backend it returns too.
-    async fn gangway(&self, hosts: &[(&str, &str)], mut flags: Vec<String>) -> (Gangway, Backend) {
+    async fn gangway(&self, hosts: &[(&str, &str)], flags: Vec<String>) -> (Gangway, Backend) {
+        self.gangway_on(self.web, self.tls, hosts, flags).await
+    }
+
+    /// As `gangway`, with its plain and TLS entry points on `web`, `tls`.
+    async fn gangway_on(
+        &self,
+        web: u16,
+        tls: u16,
+        hosts: &[(&str, &str)],
+        mut flags: Vec<String>,
+    ) -> (Gangway, Backend) {
         let app = Backend::echo("app").await;
         let mut dynamic = format!(
             "[http.services.app.loadBalancer]\n[[http.services.app.loadBalancer.servers]]\nurl = \"{}\"\n\
@@ -94,23 +117,29 @@ impl Setup {
         ));
         flags.push("--api=true".to_owned());
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-        (Gangway::with_file_on(self.web, &dynamic, &flags).await, app)
+        (Gangway::with_file_on(web, &dynamic, &flags).await, app)
     }
 
     /// The leaf served for `host`, once one chaining to pebble is.
     async fn served(&self, host: &str, not_serial: Option<&str>) -> TlsGot {
+        self.served_on(self.tls, host, not_serial).await
+    }
+
+    /// The leaf served for `host` on port `tls`, once one chaining to
+    /// pebble is (and, with `not_serial`, another than that one).
+    async fn served_on(&self, tls: u16, host: &str, not_serial: Option<&str>) -> TlsGot {
         let client = TlsClient::trusting(&self.pebble.issuing_root().await);
         eventually(ISSUE, &format!("a pebble certificate for {host}"), || {
             let client = client.clone();
             async move {
                 client
-                    .get(self.tls, host, None, "/", true)
+                    .get(tls, host, None, "/", true)
                     .await
                     .is_ok_and(|g| g.status == 200 && Some(g.serial().as_str()) != not_serial)
             }
         })
         .await;
-        client.get(self.tls, host, None, "/", true).await.unwrap()
+        client.get(tls, host, None, "/", true).await.unwrap()
     }
 }
 
@@ -222,4 +251,55 @@ async fn the_profile_is_asked_for_and_one_the_ca_does_not_offer_is_refused() {
             .iter()
             .any(|(_, p)| p.as_deref() == Some("tenyear"))
     );
+}
+
+#[tokio::test]
+async fn two_instances_sharing_redis_make_one_ari_driven_renewal() {
+    const T: &str = "two_instances_sharing_redis_make_one_ari_driven_renewal";
+    if !pebble::available(T) {
+        return;
+    }
+    let Some(redis) = support::kv::Redis::start(T, true).await else {
+        return;
+    };
+    let setup = Setup::new(later(2)).await;
+    let store = format!("redis://127.0.0.1:{}/0", redis.port);
+    // pebble validates HTTP-01 on one port, instance B's; A orders or
+    // not, the store carries the answer.
+    let (a_tls, b_tls) = (free_port(), free_port());
+    let hosts = [("ari.test", "le")];
+    let (_a, _app_a) = setup
+        .gangway_on(free_port(), a_tls, &hosts, setup.shared(&store))
+        .await;
+    let (_b, _app_b) = setup
+        .gangway_on(setup.web, b_tls, &hosts, setup.shared(&store))
+        .await;
+    let first = setup.served_on(a_tls, "ari.test", None).await;
+    assert_eq!(
+        setup.served_on(b_tls, "ari.test", None).await.serial(),
+        first.serial()
+    );
+    let id = support::ari::cert_id(&first.leaf);
+    setup.double.urge(
+        &id,
+        Suggest {
+            start: -2 * DAY,
+            end: -DAY,
+            retry_after: 2,
+        },
+    );
+    let renewed = setup
+        .served_on(a_tls, "ari.test", Some(&first.serial()))
+        .await;
+    assert_eq!(
+        setup
+            .served_on(b_tls, "ari.test", Some(&first.serial()))
+            .await
+            .serial(),
+        renewed.serial()
+    );
+    // Both instances saw the urgent window; one ordered.
+    let orders = setup.double.orders();
+    assert_eq!(orders.len(), 2, "{orders:?}");
+    assert_eq!(orders[1].0.as_deref(), Some(id.as_str()), "{orders:?}");
 }

@@ -402,3 +402,82 @@ async fn preferred_chain_serves_the_alternate_roots_chain() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn a_failing_resolver_falls_back_to_the_next_ca() {
+    if !pebble::available("a_failing_resolver_falls_back_to_the_next_ca") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    // The first CA requires a binding the resolver does not have; the
+    // second issues. Both validate on gangway's ports.
+    let extras = pebble::Extras {
+        binding: Some(("kid-1".to_owned(), MAC_KEY.to_owned())),
+        ..Default::default()
+    };
+    let first = Pebble::start_extras(web, tls, extras).await;
+    let second = Pebble::start(web, tls, None).await;
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        "--api=true".to_owned(),
+    ];
+    flags.extend(resolver(
+        &first,
+        "strict",
+        storage.path(),
+        &["fallback=spare"],
+    ));
+    flags.extend(resolver(&second, "spare", storage.path(), &[]));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut dynamic = routers(&app.url(), &[("fallback.test", "strict")]);
+    dynamic.push_str("[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n");
+    let gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    served(
+        &TlsClient::trusting(&second.issuing_root().await),
+        tls,
+        "fallback.test",
+    )
+    .await;
+    let seen = certificates(&gw)
+        .await
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|c| c["domains"][0] == "fallback.test")
+                .cloned()
+        })
+        .unwrap_or_default();
+    assert_eq!(seen["resolver"], "strict", "{seen}");
+    assert_eq!(seen["issuedThrough"], "spare", "{seen}");
+    assert_eq!(seen["fallback"], serde_json::json!(["spare"]), "{seen}");
+    assert_eq!((first.orders(), second.orders()), (0, 1));
+    assert!(
+        gw.log().contains("requires an external account binding"),
+        "{}",
+        gw.log()
+    );
+    // Kept in the first resolver's storage.
+    assert!(storage.path().join("strict").exists());
+}
+
+#[test]
+fn check_refuses_a_fallback_that_is_no_resolver() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .args([
+            "check",
+            "--certificatesResolvers.le.acme.fallback=zerossl,le",
+            "--certificatesResolvers.spare.acme.email=ops@gangway.test",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for says in [
+        "certificatesResolvers.le.acme.fallback: `zerossl` is not a certificate resolver",
+        "certificatesResolvers.le.acme.fallback: `le` is this resolver itself",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
+}

@@ -111,6 +111,16 @@ pub enum AcmeError {
         /// The value given.
         name: String,
     },
+    /// `acme.fallback` names a resolver that does not exist, or this one.
+    #[error("certificatesResolvers.{resolver}.acme.fallback: `{fallback}` {problem}")]
+    BadFallback {
+        /// The resolver.
+        resolver: String,
+        /// The name given.
+        fallback: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
     /// The CA does not offer the profile `acme.profile` names.
     #[error(
         "certificatesResolvers.{resolver}.acme.profile: the CA does not offer profile `{profile}` (it offers: {offered})"

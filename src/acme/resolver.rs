@@ -127,6 +127,8 @@ pub struct Resolver {
     pub(super) preferred_chain: Option<String>,
     /// `emailAddresses`: added to certificate requests as e-mail names.
     pub(super) email_addresses: Vec<String>,
+    /// `fallback`: the resolvers tried, in order, after a failed order.
+    pub(super) fallback: Vec<String>,
     pub(super) account: tokio::sync::Mutex<Option<Arc<client::Session>>>,
     pub(super) orders: Mutex<schedule::OrderWindow>,
 }
@@ -163,6 +165,7 @@ impl Resolver {
             client_timeout,
             client_response_header_timeout,
             certificate_timeout,
+            fallback,
         } = config;
         for option in unsupported(name, config) {
             tracing::warn!(resolver = %name, "{option}");
@@ -305,6 +308,7 @@ impl Resolver {
             profile: Some(profile.clone()).filter(|p| !p.is_empty()),
             preferred_chain: Some(preferred_chain.clone()).filter(|p| !p.is_empty()),
             email_addresses: email_addresses.clone(),
+            fallback: fallback.clone(),
             account: tokio::sync::Mutex::new(None),
             orders: Mutex::new(schedule::OrderWindow::default()),
         })
@@ -569,6 +573,31 @@ pub fn option_errors(resolver: &str, config: &AcmeConfig) -> Vec<AcmeError> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// What is wrong with the `fallback` lists of `resolvers` (name, its
+/// fallback list): names that are no resolver, or the resolver itself.
+pub fn fallback_errors<'a>(
+    resolvers: impl Iterator<Item = (&'a str, &'a [String])> + Clone,
+) -> Vec<AcmeError> {
+    let mut out = Vec::new();
+    for (name, fallback) in resolvers.clone() {
+        for next in fallback {
+            let problem = if next == name {
+                "is this resolver itself"
+            } else if !resolvers.clone().any(|(n, _)| n == next) {
+                "is not a certificate resolver"
+            } else {
+                continue;
+            };
+            out.push(AcmeError::BadFallback {
+                resolver: name.to_owned(),
+                fallback: next.clone(),
+                problem,
+            });
+        }
+    }
+    out
 }
 
 /// `caServerName`: the name the CA's certificate is verified for, when set.

@@ -88,6 +88,13 @@ pub struct CertificateState {
     /// The CA's suggested renewal window (ARI), when it gives one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub renewal_window: Option<super::ari::Window>,
+    /// The resolvers tried after its own fails (`fallback`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
+    /// The fallback resolver the served certificate came through, when
+    /// not its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_through: Option<String>,
 }
 
 /// Where a certificate stands.

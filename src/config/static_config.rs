@@ -597,6 +597,11 @@ pub struct Acme {
     /// How long the CA may take to issue the certificate once the order is
     /// finalized. Default 30 s.
     pub certificate_timeout: Duration,
+    /// gangway's own (Traefik has none): resolvers whose CAs are tried, in
+    /// this order, when an order through this one fails (an error or a
+    /// rate limit); the certificate is kept in this resolver's storage.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
 }
 
 /// External account binding: the key id and HMAC key the CA gave.
@@ -633,6 +638,7 @@ impl Default for Acme {
             client_timeout: Duration(std::time::Duration::from_secs(120)),
             client_response_header_timeout: Duration(std::time::Duration::from_secs(30)),
             certificate_timeout: Duration(std::time::Duration::from_secs(30)),
+            fallback: Vec::new(),
         }
     }
 }

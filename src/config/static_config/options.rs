@@ -1822,6 +1822,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "Directory for the account key and certificates (mode 0700), a Traefik acme.json file (read and written in its format), or a store URL (redis://, etcd://) shared by instances.",
     ),
     opt(
+        "certificatesResolvers.<name>.acme.fallback",
+        ValueKind::List,
+        "",
+        "gangway's own: resolvers whose CAs are tried, in order, when an order through this one fails.",
+    ),
+    opt(
         "certificatesResolvers.<name>.acme.storageEncryptionKeyFile",
         ValueKind::String,
         "",
