@@ -14,6 +14,8 @@
 //! account, certificates and challenge answers, and one orders each
 //! certificate (`acme/cluster.rs`).
 
+mod ari;
+mod client;
 mod cluster;
 pub mod dns;
 mod error;
@@ -34,7 +36,9 @@ use cluster::{
 pub use cluster::{LEASE_TTL, check_shared_keys};
 pub use error::{AcmeError, ProbeError};
 use resolver::ResolverStorage;
-pub use resolver::{Resolver, StoreHealth, Unsupported, unsupported};
+pub use resolver::{
+    Resolver, StoreHealth, Unsupported, fallback_errors, option_errors, unsupported,
+};
 use serde::Serialize;
 use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
@@ -214,10 +218,23 @@ async fn follow(
                         failures: 0,
                         storage_error: None,
                         lease_holder: None,
+                        profile: resolver.profile.clone(),
+                        renewal_reason: None,
+                        renewal_window: None,
+                        fallback: resolver.fallback.clone(),
+                        issued_through: None,
                     },
                 );
+            let issuers = std::iter::once(resolver.clone())
+                .chain(
+                    resolver
+                        .fallback
+                        .iter()
+                        .filter_map(|n| by_name.get(n).cloned()),
+                )
+                .collect();
             let task = tokio::spawn(keep_certificate(
-                resolver,
+                issuers,
                 registries.clone(),
                 status.clone(),
                 key.clone(),
@@ -250,27 +267,45 @@ async fn sleep_until(at: i64) {
     }
 }
 
-/// Obtains one certificate and keeps it renewed, for as long as it is wanted.
+/// Obtains one certificate and keeps it renewed, for as long as it is
+/// wanted: ordered through the first of `issuers` (its resolver), and
+/// after a failure through the next (its `fallback`), kept in the first's
+/// storage.
 async fn keep_certificate(
-    resolver: Arc<Resolver>,
+    issuers: Vec<Arc<Resolver>>,
     registries: Arc<Registries>,
     status: Arc<Status>,
     key: String,
     domains: Vec<String>,
 ) {
+    let resolver = issuers[0].clone();
+    // Which of `issuers` the next order goes through.
+    let mut issuer = 0;
     let names = domains.join(", ");
     let mut failures: u32 = 0;
     let mut retry_at: Option<i64> = None;
     let mut unstored: Option<Unstored> = None;
+    let mut window: Option<ari::Window> = None;
+    // The certificate the next order replaces (ARI), if the CA has ARI,
+    // and one whose `replaces` failed an order (the CA may refuse it: the
+    // retries go without).
+    let mut replaces: Option<String> = None;
+    let mut refused: Option<String> = None;
     loop {
         let current = registries.tls.issued(&key);
         let now = unix_now();
-        let due = match (&current, retry_at) {
-            (_, Some(at)) => at,
+        let (due, wake) = match (&current, retry_at) {
+            (_, Some(at)) => (at, at),
             (Some(c), None) => {
-                schedule::renew_at(c.cert.not_before, c.cert.not_after, resolver.renew_window)
+                let plan = resolver.plan(&c.cert, &mut window, now).await;
+                replaces = plan.replaces.filter(|r| refused.as_ref() != Some(r));
+                status.update(&key, |s| {
+                    s.renewal_reason = Some(plan.reason);
+                    s.renewal_window = window.clone();
+                });
+                (plan.order_at, plan.wake_at)
             }
-            (None, None) => now,
+            (None, None) => (now, now),
         };
         status.update(&key, |s| {
             if let Some(c) = &current {
@@ -284,14 +319,14 @@ async fn keep_certificate(
             s.next_attempt = (due > now).then_some(due);
         });
         if due > now {
-            if let Some(pending) = unstored.as_mut().filter(|p| p.at < due) {
+            if let Some(pending) = unstored.as_mut().filter(|p| p.at < wake) {
                 sleep_until(pending.at).await;
                 if pending.attempt(&resolver, &status, &key, &domains).await {
                     unstored = None;
                 }
                 continue;
             }
-            sleep_until(due).await;
+            sleep_until(wake).await;
             retry_at = None;
             continue;
         }
@@ -351,9 +386,21 @@ async fn keep_certificate(
             .map(|(lease, shared)| {
                 Running(tokio::spawn(keep_lease(resolver.clone(), shared, lease)))
             });
+        let through = &issuers[issuer];
         let result = match tokio::time::timeout(
             ORDER_TIMEOUT,
-            order::obtain(&resolver, &registries.tls.challenges, &domains, &progress),
+            order::obtain(
+                through,
+                &registries.tls.challenges,
+                &domains,
+                &order::Ask {
+                    // The renewed certificate is the first issuer's.
+                    replaces: replaces
+                        .clone()
+                        .filter(|_| current.is_some() && issuer == 0),
+                },
+                &progress,
+            ),
         )
         .await
         {
@@ -397,14 +444,16 @@ async fn keep_certificate(
                     s.status = CertStatus::Valid;
                     s.last_error = None;
                     s.failures = 0;
+                    s.issued_through = (issuer > 0).then(|| through.name.clone());
                 });
+                issuer = 0;
                 if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
                     let _ = shared.clear_failure(&shared_name(&domains)).await;
                 }
             }
             Err(e) => {
                 let e = match e {
-                    AcmeError::NoAnswer { .. } => resolver.unreachable().await,
+                    AcmeError::Wire { .. } => through.unreachable().await,
                     e => e,
                 };
                 // Across a cluster, the count goes on from the last
@@ -413,7 +462,14 @@ async fn keep_certificate(
                     .snapshot_of(&key)
                     .map_or(failures, |s| s.failures.max(failures));
                 failures = before.saturating_add(1);
-                let at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                let mut at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+                // Caddy's issuer fallback: the next CA is asked at once;
+                // back at the first, the backoff applies.
+                issuer = (issuer + 1) % issuers.len();
+                if issuer > 0 {
+                    at = unix_now();
+                    tracing::warn!(resolver = %resolver.name, domains = %names, fallback = %issuers[issuer].name, "the next order goes through the fallback resolver");
+                }
                 if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
                     let failure = shared::Failure {
                         failures,
@@ -425,7 +481,8 @@ async fn keep_certificate(
                         resolver.store_answered(Some(&e));
                     }
                 }
-                resolver.forget_account().await;
+                through.forget_account().await;
+                refused = replaces.take().or(refused);
                 tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
                 status.update(&key, |s| {
                     s.status = CertStatus::Error;
@@ -564,6 +621,11 @@ mod tests {
             failures: 2,
             storage_error: None,
             lease_holder: None,
+            profile: None,
+            renewal_reason: None,
+            renewal_window: None,
+            fallback: Vec::new(),
+            issued_through: None,
         };
         let json = serde_json::to_value(&state).unwrap();
         assert_eq!(json["status"], "error");
@@ -606,6 +668,11 @@ mod tests {
                     failures: 0,
                     storage_error: None,
                     lease_holder: None,
+                    profile: None,
+                    renewal_reason: None,
+                    renewal_window: None,
+                    fallback: Vec::new(),
+                    issued_through: None,
                 },
             );
         }
@@ -617,23 +684,21 @@ mod tests {
 
     #[test]
     fn refusals_carry_the_problem_and_retry_after() {
-        let body = r#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
-        let text = format!("http request error: non 2xx http status: 429 {body:?}");
-        let (status, parsed) = error::refusal(&text).unwrap();
-        assert_eq!((status, parsed.as_str()), (429, body));
-        let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&parsed).unwrap();
-        assert_eq!(
-            schedule::retry_after_in(&detail.detail.unwrap()),
-            Some(1_893_456_000)
+        let body = br#"{"type":"urn:ietf:params:acme:error:rateLimited","detail":"too many, retry after 2030-01-01 00:00:00 UTC: see docs"}"#;
+        let e = client::refused(http::StatusCode::TOO_MANY_REQUESTS, body);
+        assert!(e.is_rate_limited());
+        assert_eq!(e.retry_after(), Some(1_893_456_000));
+        assert!(matches!(e, AcmeError::Refused { status: 429, .. }));
+        let bad_nonce = client::refused(
+            http::StatusCode::BAD_REQUEST,
+            br#"{"type":"urn:ietf:params:acme:error:badNonce","detail":"JWS has an invalid anti-replay nonce"}"#,
         );
-        assert_eq!(error::refusal("io error: connection refused"), None);
-        let bad_nonce = AcmeError::Refused {
-            status: 400,
-            detail: "JWS has an invalid anti-replay nonce (urn:ietf:params:acme:error:badNonce)"
-                .into(),
-            retry_after: None,
-        };
-        assert!(bad_nonce.is_bad_nonce());
+        assert!(bad_nonce.is_bad_nonce() && !bad_nonce.is_rate_limited());
         assert!(!AcmeError::Protocol("badNonce".into()).is_bad_nonce());
+        let text = client::refused(http::StatusCode::BAD_GATEWAY, b"<html>down</html>");
+        assert_eq!(
+            text.to_string(),
+            "the ACME server answered 502: <html>down</html>"
+        );
     }
 }

@@ -1353,8 +1353,18 @@ fn acme_storage(config: &StaticConfig, files: bool) -> Vec<Finding> {
 /// or accepts without honouring them.
 fn acme_options(config: &StaticConfig) -> Vec<Finding> {
     let mut out = Vec::new();
+    let lists = config
+        .certificates_resolvers
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()));
+    for e in crate::acme::fallback_errors(lists) {
+        out.push(static_error(e));
+    }
     for (name, r) in &config.certificates_resolvers {
         if let Err(e) = crate::acme::key::KeyType::parse(name, &r.acme.key_type) {
+            out.push(static_error(e));
+        }
+        for e in crate::acme::option_errors(name, &r.acme) {
             out.push(static_error(e));
         }
         for option in crate::acme::unsupported(name, &r.acme) {

@@ -442,8 +442,15 @@ impl TlsUses {
 /// challenges `resolver` answers (`dns01`: it answers DNS-01, so a `*.`
 /// wildcard can be ordered).
 fn orderable(name: &str, resolver: &str, dns01: bool) -> Result<(), Unorderable> {
+    // RFC 8738: an address is ordered as an `ip` identifier, which no
+    // DNS record can prove.
     if name.parse::<std::net::IpAddr>().is_ok() {
-        return Err(Unorderable::IpAddress);
+        return match dns01 {
+            true => Err(Unorderable::IpAddressWithDns {
+                resolver: resolver.to_owned(),
+            }),
+            false => Ok(()),
+        };
     }
     if name.starts_with("**.") {
         return Err(Unorderable::AnyDepth);

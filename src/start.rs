@@ -144,6 +144,13 @@ pub(crate) fn resolvers(config: &StaticConfig) -> Result<Vec<Arc<acme::Resolver>
     for (name, resolver) in &config.certificates_resolvers {
         resolvers.push(Arc::new(acme::Resolver::new(name, &resolver.acme, &names)?));
     }
+    let lists = config
+        .certificates_resolvers
+        .iter()
+        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()));
+    if let Some(e) = acme::fallback_errors(lists).into_iter().next() {
+        return Err(e.into());
+    }
     Ok(resolvers)
 }
 

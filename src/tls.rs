@@ -22,6 +22,7 @@ use rustls::ServerConfig;
 use rustls::server::ClientHello;
 use rustls::sign::CertifiedKey;
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::Notify;
 
@@ -406,6 +407,29 @@ impl Termination {
             .and_then(|name| store::with_lowercase(name, |n| self.options_for(n)))
             .unwrap_or(0);
         self.configs.get(index).cloned()
+    }
+
+    /// The server configuration for a handshake that reached the local
+    /// address `local`: when it names no server (a client connecting by
+    /// address) and a certificate for that address is in the store (RFC
+    /// 8738), that one, with the address's TLS options; otherwise as
+    /// [`Termination::config_for`].
+    pub fn config_at(&self, hello: &ClientHello<'_>, local: IpAddr) -> Option<Arc<ServerConfig>> {
+        if hello.server_name().is_some() {
+            return self.config_for(hello);
+        }
+        let address = local.to_canonical().to_string();
+        let found = self
+            .served
+            .as_ref()
+            .and_then(|s| s.store.find(&address).cloned());
+        let Some(key) = found else {
+            return self.config_for(hello);
+        };
+        let index = self.options_for(&address).unwrap_or(0);
+        let mut config = ServerConfig::clone(self.configs.get(index)?);
+        config.cert_resolver = Arc::new(store::Fixed(key));
+        Some(Arc::new(config))
     }
 
     /// The server configuration for TLS that gangway terminates for a TCP

@@ -61,20 +61,77 @@ pub enum AcmeError {
     Refused {
         /// The HTTP status.
         status: u16,
-        /// The problem's detail (or body).
+        /// The problem's detail (or body), with its type.
         detail: String,
+        /// The problem's type (`urn:ietf:params:acme:error:…`), if any.
+        kind: Option<String>,
         /// When the server allows the next attempt, seconds since the epoch.
         retry_after: Option<i64>,
     },
-    /// An HTTP exchange with the ACME server failed before any answer.
-    /// rustls-acme gives no reason that can be shown (only a debug dump of
-    /// its HTTP client's error, with no `source()`), so the order loop
-    /// replaces this with [`AcmeError::Unreachable`] after finding the
-    /// reason itself ([`Resolver::unreachable`]).
-    #[error("the ACME server at {url} did not answer")]
-    NoAnswer {
+    /// An HTTP exchange with the ACME server failed before any answer;
+    /// the order loop replaces this with [`AcmeError::Unreachable`] after
+    /// finding out where connecting fails ([`Resolver::unreachable`]).
+    #[error("the ACME server at {url} did not answer: {error}")]
+    Wire {
+        /// The URL asked.
+        url: String,
+        /// What failed.
+        error: Box<super::client::WireError>,
+    },
+    /// The CA requires an external account binding and the resolver has
+    /// none (`acme.eab.kid` and `acme.eab.hmacEncoded`).
+    #[error(
+        "the CA at {url} requires an external account binding (externalAccountRequired): set acme.eab.kid and acme.eab.hmacEncoded from the CA's account page"
+    )]
+    BindingRequired {
         /// The directory URL.
         url: String,
+    },
+    /// `acme.eab.hmacEncoded` is not base64url.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.eab.hmacEncoded: not base64url ({error}); give the HMAC key exactly as the CA shows it"
+    )]
+    BadHmac {
+        /// The resolver.
+        resolver: String,
+        /// What the decoder said.
+        error: base64::DecodeError,
+    },
+    /// Only one of `acme.eab.kid` and `acme.eab.hmacEncoded` is set.
+    #[error("certificatesResolvers.{resolver}.acme.eab: both kid and hmacEncoded are needed")]
+    HalfBinding {
+        /// The resolver.
+        resolver: String,
+    },
+    /// `acme.caServerName` is not a name a certificate can be verified for.
+    #[error("certificatesResolvers.{resolver}.acme.caServerName: `{name}` is not a server name")]
+    BadServerName {
+        /// The resolver.
+        resolver: String,
+        /// The value given.
+        name: String,
+    },
+    /// `acme.fallback` names a resolver that does not exist, or this one.
+    #[error("certificatesResolvers.{resolver}.acme.fallback: `{fallback}` {problem}")]
+    BadFallback {
+        /// The resolver.
+        resolver: String,
+        /// The name given.
+        fallback: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// The CA does not offer the profile `acme.profile` names.
+    #[error(
+        "certificatesResolvers.{resolver}.acme.profile: the CA does not offer profile `{profile}` (it offers: {offered})"
+    )]
+    NoProfile {
+        /// The resolver.
+        resolver: String,
+        /// The profile asked for.
+        profile: String,
+        /// The profiles the CA's directory lists.
+        offered: String,
     },
     /// The ACME server cannot be reached, and why.
     #[error("CA unreachable at {url}: {reason}")]
@@ -189,37 +246,47 @@ pub enum ProbeError {
 }
 
 impl AcmeError {
-    /// The error for a failed exchange with the server at `url`.
-    pub(super) fn from_acme(url: &str, e: &rustls_acme::acme::AcmeError) -> Self {
-        use rustls_acme::acme::AcmeError as Client;
-        let text = e.to_string();
-        match refusal(&text) {
-            Some((status, body)) => {
-                let detail = serde_json::from_str::<rustls_acme::acme::Problem>(&body)
-                    .ok()
-                    .map(|p| match (p.typ, p.detail) {
-                        (Some(t), Some(d)) => format!("{d} ({t})"),
-                        (_, Some(d)) => d,
-                        (Some(t), None) => t,
-                        (None, None) => body.clone(),
-                    })
-                    .unwrap_or(body);
-                let retry_after = schedule::retry_after_in(&detail);
-                AcmeError::Refused {
-                    status,
-                    detail,
-                    retry_after,
-                }
-            }
-            None if matches!(e, Client::HttpRequest(_)) => AcmeError::NoAnswer {
-                url: url.to_owned(),
+    /// The error for a failed exchange through instant-acme with the
+    /// server at `url`.
+    pub(super) fn from_client(url: &str, e: instant_acme::Error) -> Self {
+        use instant_acme::Error as Client;
+        match e {
+            Client::Api(problem) => Self::from_problem(problem.status, &problem),
+            Client::Other(other) => match other.downcast::<super::client::WireError>() {
+                Ok(error) => AcmeError::Wire {
+                    url: url.to_owned(),
+                    error,
+                },
+                Err(other) => AcmeError::Protocol(crate::cause::WithCauses(&*other).to_string()),
             },
-            None => AcmeError::Protocol(crate::cause::WithCauses(e).to_string()),
+            e => AcmeError::Protocol(crate::cause::WithCauses(&e).to_string()),
+        }
+    }
+
+    /// The error for a problem document (RFC 7807) with HTTP `status`.
+    pub(super) fn from_problem(status: Option<u16>, problem: &instant_acme::Problem) -> Self {
+        let detail = match (&problem.r#type, &problem.detail) {
+            (Some(t), Some(d)) => format!("{d} ({t})"),
+            (_, Some(d)) => d.clone(),
+            (Some(t), None) => t.clone(),
+            (None, None) => "no detail given".to_owned(),
+        };
+        AcmeError::Refused {
+            status: status.or(problem.status).unwrap_or(0),
+            // Let's Encrypt repeats its Retry-After header in the detail.
+            retry_after: problem.detail.as_deref().and_then(schedule::retry_after_in),
+            kind: problem.r#type.clone(),
+            detail,
         }
     }
 
     pub(super) fn is_bad_nonce(&self) -> bool {
-        matches!(self, AcmeError::Refused { detail, .. } if detail.contains(":badNonce"))
+        matches!(self, AcmeError::Refused { kind: Some(k), .. } if k == "urn:ietf:params:acme:error:badNonce")
+    }
+
+    /// Whether the CA refused for its rate limits.
+    pub fn is_rate_limited(&self) -> bool {
+        matches!(self, AcmeError::Refused { kind: Some(k), .. } if k == "urn:ietf:params:acme:error:rateLimited")
     }
 
     pub(super) fn retry_after(&self) -> Option<i64> {
@@ -228,18 +295,4 @@ impl AcmeError {
             _ => None,
         }
     }
-}
-
-/// The status and body of an error answer, from rustls-acme's message for
-/// it (`… non 2xx http status: 429 "{…}"`): its error type lives in a
-/// private module, so the message is all there is to read.
-pub(super) fn refusal(text: &str) -> Option<(u16, String)> {
-    const MARK: &str = "non 2xx http status: ";
-    let rest = &text[text.find(MARK)? + MARK.len()..];
-    let (status, body) = rest.split_once(' ')?;
-    let status = status.parse().ok()?;
-    // The body is printed with `{:?}`, which for problem documents is the
-    // same as a JSON string literal.
-    let body = serde_json::from_str::<String>(body).unwrap_or_else(|_| body.to_owned());
-    Some((status, body))
 }

@@ -61,6 +61,15 @@ impl KeyType {
     }
 }
 
+/// A new ACME account key: ECDSA P-256, PKCS#8 DER.
+pub fn account_key() -> Vec<u8> {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let rng = ring::rand::SystemRandom::new();
+    EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+        .map(|d| d.as_ref().to_vec())
+        .unwrap_or_default()
+}
+
 /// A new RSA key of `bits` bits, PKCS#8 DER.
 fn rsa_pkcs8(bits: usize) -> Result<Vec<u8>, AcmeError> {
     use rsa::pkcs8::EncodePrivateKey as _;

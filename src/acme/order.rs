@@ -1,53 +1,58 @@
-//! One certificate order, RFC 8555 through rustls-acme's protocol client:
-//! new order, one challenge per authorization (answered through the shared
+//! One certificate order, RFC 8555 through instant-acme: new order (with
+//! the resolver's profile, and `replaces` when ARI names the certificate
+//! renewed), one challenge per authorization (answered through the shared
 //! `Challenges`, so several orders can run at once), finalize with a fresh
-//! key, download the chain.
+//! key, and download the chain — the one whose top issuer `preferredChain`
+//! names when the CA offers alternates.
 
+use super::client::{Session, links};
 use super::{AcmeError, ChallengeKind, PendingChallenge, Resolver, SharedStorage, dns};
 use crate::tls::Challenges;
-use rustls_acme::acme::{Account, AuthStatus, ChallengeType, Identifier, OrderStatus};
-use std::future::Future;
+use instant_acme::{
+    AuthorizationHandle, AuthorizationState, AuthorizationStatus, ChallengeType, Identifier,
+    NewOrder, OrderStatus,
+};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Polls of an authorization or a processing order before giving up.
 const POLLS: u32 = 12;
 
-/// Times one request is sent again after a `badNonce` refusal.
-const NONCE_RETRIES: u32 = 5;
-
-/// Runs one signed ACME request, again with a fresh nonce when the server
-/// refused the nonce (RFC 8555 §6.5 asks clients to; rustls-acme does not).
-/// Safe to repeat: a request refused for its nonce had no effect.
-pub(super) async fn signed<T, F, Fut>(url: &str, mut request: F) -> Result<T, AcmeError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, rustls_acme::acme::AcmeError>>,
-{
-    let mut retries = 0;
-    loop {
-        match request().await.map_err(|e| AcmeError::from_acme(url, &e)) {
-            Err(e) if e.is_bad_nonce() && retries < NONCE_RETRIES => retries += 1,
-            other => return other,
-        }
-    }
-}
-
 /// Reports the DNS-01 challenge in progress (None once it is over).
 pub(super) type Progress<'a> = dyn Fn(Option<PendingChallenge>) + Send + Sync + 'a;
 
-/// Runs one order for `domains`; returns the new key and chain as PEM.
-pub(super) async fn obtain(
+/// What an order asks for besides its names.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Ask {
+    /// The ARI identifier of the certificate this order replaces.
+    pub replaces: Option<String>,
+}
+
+/// The ACME identifier of a name: an IP address (RFC 8738) or a DNS name.
+pub(super) fn identifier(name: &str) -> Identifier {
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => Identifier::Ip(ip),
+        Err(_) => Identifier::Dns(name.to_owned()),
+    }
+}
+
+/// The certificate request for `domains` signed with `key`: the names as
+/// DNS or IP subject alternative names, `emailAddresses` as e-mail names.
+fn request(
     resolver: &Resolver,
-    challenges: &Challenges,
     domains: &[String],
-    progress: &Progress<'_>,
-) -> Result<Vec<u8>, AcmeError> {
-    let account = resolver.account().await?;
-    let client = &resolver.client;
-    let key = resolver.key_type.generate().await?;
-    let mut params = rcgen::CertificateParams::new(domains.to_vec())
-        .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
+    key: &rcgen::KeyPair,
+) -> Result<rcgen::CertificateSigningRequest, AcmeError> {
+    let failed = |e: rcgen::Error| AcmeError::Order(format!("cannot make a request: {e}"));
+    let mut params = rcgen::CertificateParams::new(domains.to_vec()).map_err(failed)?;
+    for email in &resolver.email_addresses {
+        let name = email.clone().try_into().map_err(failed)?;
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::Rfc822Name(name));
+    }
     params.distinguished_name = rcgen::DistinguishedName::new();
     // As lego: the first name as common name, unless it is too long for
     // one (64 characters) or disableCommonName is set.
@@ -59,69 +64,119 @@ pub(super) async fn obtain(
             .distinguished_name
             .push(rcgen::DnType::CommonName, first.clone());
     }
-    let csr = params
-        .serialize_request(&key)
-        .map_err(|e| AcmeError::Order(format!("cannot make a request: {e}")))?;
+    params.serialize_request(key).map_err(failed)
+}
 
-    let (url, mut order) = signed(&resolver.directory_url, || {
-        account.new_order(client, domains.to_vec())
-    })
-    .await?;
+/// Runs one order for `domains`; returns the new key and chain as PEM.
+pub(super) async fn obtain(
+    resolver: &Resolver,
+    challenges: &Challenges,
+    domains: &[String],
+    ask: &Ask,
+    progress: &Progress<'_>,
+) -> Result<Vec<u8>, AcmeError> {
+    let session = resolver.account().await?;
+    let url = resolver.directory_url.as_str();
+    let client = |e| AcmeError::from_client(url, e);
+    let key = resolver.key_type.generate().await?;
+    let csr = request(resolver, domains, &key)?;
+    let identifiers: Vec<Identifier> = domains.iter().map(|d| identifier(d)).collect();
+    let mut new = NewOrder::new(&identifiers);
+    if let Some(profile) = &resolver.profile {
+        new = new.profile(profile);
+    }
+    // RFC 9773 §4.1: base64url of the AKI key identifier, a dot, the serial.
+    if let Some((aki, serial)) = ask.replaces.as_deref().and_then(|id| id.split_once('.')) {
+        new = new.replaces(instant_acme::CertificateIdentifier {
+            authority_key_identifier: aki.into(),
+            serial: serial.into(),
+        });
+    }
+    let mut order = session.account.new_order(&new).await.map_err(client)?;
+    let mut authorizations = order.authorizations();
+    while let Some(authorization) = authorizations.next().await {
+        let authorization = authorization.map_err(client)?;
+        authorize(resolver, &session, challenges, authorization, progress).await?;
+    }
     let mut polls = 0;
-    let mut finalized = None;
+    let mut finalized: Option<std::time::Instant> = None;
     loop {
-        match order.status.clone() {
-            OrderStatus::Pending => {
-                for authorization in &order.authorizations {
-                    authorize(resolver, &account, challenges, authorization, progress).await?;
-                }
-                order = signed(&resolver.directory_url, || account.order(client, &url)).await?;
-            }
-            OrderStatus::Ready => {
-                let finalize = order.finalize.clone();
+        let state = order.refresh().await.map_err(client)?;
+        match state.status {
+            OrderStatus::Ready if finalized.is_none() => {
                 finalized = Some(std::time::Instant::now());
-                order = signed(&resolver.directory_url, || {
-                    account.finalize(client, &finalize, csr.der())
-                })
-                .await?;
+                order.finalize_csr(csr.der()).await.map_err(client)?;
+                continue;
             }
-            OrderStatus::Processing => {
-                polls += 1;
-                if finalized.is_some_and(|at: std::time::Instant| {
-                    at.elapsed() > resolver.certificate_timeout
-                }) {
-                    return Err(AcmeError::Order(format!(
-                        "the CA did not issue within certificateTimeout ({})",
-                        crate::config::Duration(resolver.certificate_timeout)
-                    )));
-                }
-                if polls > POLLS {
-                    return Err(AcmeError::Order(
-                        "the order stayed in processing".to_owned(),
-                    ));
-                }
-                tokio::time::sleep(poll_delay(polls)).await;
-                order = signed(&resolver.directory_url, || account.order(client, &url)).await?;
-            }
-            OrderStatus::Valid { certificate } => {
-                let chain = signed(&resolver.directory_url, || {
-                    account.certificate(client, &certificate)
-                })
-                .await?;
+            OrderStatus::Valid => {
+                let certificate = state.certificate.clone().ok_or_else(|| {
+                    AcmeError::Protocol("the valid order names no certificate".to_owned())
+                })?;
+                let chain = download(resolver, &session, &certificate).await?;
                 let mut pem = key.serialize_pem();
                 pem.push_str(&chain);
                 return Ok(pem.into_bytes());
             }
             OrderStatus::Invalid => {
-                let detail = order
-                    .error
-                    .as_ref()
-                    .and_then(|p| p.detail.clone())
-                    .unwrap_or_else(|| "the CA marked the order invalid".to_owned());
-                return Err(AcmeError::Order(detail));
+                return Err(match &state.error {
+                    Some(problem) => {
+                        AcmeError::Order(AcmeError::from_problem(None, problem).to_string())
+                    }
+                    None => AcmeError::Order("the CA marked the order invalid".to_owned()),
+                });
             }
+            OrderStatus::Pending | OrderStatus::Ready | OrderStatus::Processing => {}
+        }
+        polls += 1;
+        if finalized.is_some_and(|at| at.elapsed() > resolver.certificate_timeout) {
+            return Err(AcmeError::Order(format!(
+                "the CA did not issue within certificateTimeout ({})",
+                crate::config::Duration(resolver.certificate_timeout)
+            )));
+        }
+        if polls > POLLS {
+            return Err(AcmeError::Order(
+                "the order stayed in processing".to_owned(),
+            ));
+        }
+        tokio::time::sleep(poll_delay(polls)).await;
+    }
+}
+
+/// Downloads the certificate chain at `url`: the CA's default, or the
+/// alternate (RFC 8555 §7.4.2) whose top certificate's issuer has the
+/// common name `preferredChain` gives; the default when none has it.
+async fn download(resolver: &Resolver, session: &Session, url: &str) -> Result<String, AcmeError> {
+    let (parts, body) = session.fetch(url).await?;
+    let default = String::from_utf8_lossy(&body).into_owned();
+    let Some(preferred) = &resolver.preferred_chain else {
+        return Ok(default);
+    };
+    if top_issuer(&default).as_deref() == Some(preferred.as_str()) {
+        return Ok(default);
+    }
+    for alternate in links(&parts, "alternate") {
+        let (_, body) = session.fetch(&alternate).await?;
+        let chain = String::from_utf8_lossy(&body).into_owned();
+        if top_issuer(&chain).as_deref() == Some(preferred.as_str()) {
+            tracing::info!(resolver = %resolver.name, chain = %alternate, "the chain preferredChain names is served");
+            return Ok(chain);
         }
     }
+    tracing::warn!(resolver = %resolver.name, preferred_chain = %preferred, "no chain offered by the CA has this issuer; its default chain is served");
+    Ok(default)
+}
+
+/// The issuer's common name of the last certificate of a PEM chain.
+pub(super) fn top_issuer(chain: &str) -> Option<String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let last = CertificateDer::pem_slice_iter(chain.as_bytes())
+        .filter_map(Result::ok)
+        .last()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&last).ok()?;
+    let cn = cert.issuer().iter_common_name().next()?;
+    cn.as_str().ok().map(str::to_owned)
 }
 
 /// Waits between polls: 1, 1, 2, 2, 4, 4, 8 … seconds.
@@ -144,108 +199,127 @@ impl Drop for Answer<'_> {
     }
 }
 
+/// Answers the authorization's challenge of the resolver's kind and waits
+/// until the CA has decided; the answer is removed however that ends.
 async fn authorize(
     resolver: &Resolver,
-    account: &Account,
+    session: &Session,
     challenges: &Challenges,
-    url: &str,
+    mut auth: AuthorizationHandle<'_>,
     progress: &Progress<'_>,
 ) -> Result<(), AcmeError> {
-    let client = &resolver.client;
-    let auth = signed(&resolver.directory_url, || account.auth(client, url)).await?;
+    let url = auth.url().to_owned();
     // A wildcard's authorization names its base domain (RFC 8555 §7.1.3).
-    let Identifier::Dns(domain) = auth.identifier.clone();
+    let name = match auth.identifier().identifier {
+        Identifier::Ip(ip) => ip.to_string(),
+        other => identifier_text(other),
+    };
     match auth.status {
-        AuthStatus::Valid => return Ok(()),
-        AuthStatus::Pending => {}
-        _ => return Err(validation_error(&domain, &auth)),
+        AuthorizationStatus::Valid => return Ok(()),
+        AuthorizationStatus::Pending => {}
+        _ => return Err(validation_error(&name, &auth)),
     }
-    if let Some(solver) = &resolver.dns {
-        return authorize_dns(resolver, account, solver, &auth, url, domain, progress).await;
-    }
-    if let Some(shared) = resolver.shared() {
-        return authorize_shared(resolver, account, challenges, shared, &auth, url, domain).await;
-    }
-    let (challenge_url, _answer) = match resolver.challenge {
-        ChallengeKind::TlsAlpn01 => {
-            let (challenge, cert) = account
-                .tls_alpn_01(&auth.challenges, domain.clone())
-                .map_err(|e| AcmeError::from_acme(&resolver.directory_url, &e))?;
-            challenges.set_tls_alpn(&domain, &Arc::new(cert));
-            (
-                challenge.url.clone(),
-                Answer::TlsAlpn(challenges, domain.clone()),
-            )
-        }
-        ChallengeKind::Http01 => {
-            let (challenge, key_auth) = account
-                .http_01(&auth.challenges)
-                .map_err(|e| AcmeError::from_acme(&resolver.directory_url, &e))?;
-            challenges.set_http(&challenge.token, &key_auth);
-            (
-                challenge.url.clone(),
-                Answer::Http(challenges, challenge.token.clone()),
-            )
-        }
-        ChallengeKind::Dns01 => {
+    let wanted = match (resolver.challenge, &resolver.dns) {
+        (_, Some(_)) => ChallengeType::Dns01,
+        (ChallengeKind::TlsAlpn01, None) => ChallengeType::TlsAlpn01,
+        (ChallengeKind::Http01, None) => ChallengeType::Http01,
+        (ChallengeKind::Dns01, None) => {
             return Err(AcmeError::Order(
                 "the resolver answers DNS-01 but has no DNS provider".to_owned(),
             ));
         }
     };
-    // httpChallenge.delay / tlsChallenge.delay.
-    tokio::time::sleep(resolver.challenge_delay).await;
-    validate(resolver, account, url, &challenge_url, domain).await
-}
-
-/// Answers an HTTP-01 or TLS-ALPN-01 challenge on this instance and in the
-/// shared store, so that whichever instance the CA's validation reaches
-/// answers it; the store's copy is removed once the CA has decided.
-async fn authorize_shared(
-    resolver: &Resolver,
-    account: &Account,
-    challenges: &Challenges,
-    shared: &SharedStorage,
-    auth: &rustls_acme::acme::Auth,
-    url: &str,
-    domain: String,
-) -> Result<(), AcmeError> {
-    use ring::signature::KeyPair as _;
-    let wanted = match resolver.challenge {
-        ChallengeKind::TlsAlpn01 => ChallengeType::TlsAlpn01,
-        _ => ChallengeType::Http01,
-    };
-    let Some(challenge) = auth.challenges.iter().find(|c| c.typ == wanted) else {
+    let Some(mut challenge) = auth.challenge(wanted.clone()) else {
         return Err(AcmeError::Validation {
-            domain,
+            domain: name,
             detail: format!("the CA offers no {wanted:?} challenge for it"),
         });
     };
-    let thumbprint = dns::thumbprint(account.key_pair.public_key().as_ref())
-        .ok_or_else(|| AcmeError::Order("the account key is not a P-256 key".to_owned()))?;
-    let key_auth = dns::key_authorization(&challenge.token, &thumbprint);
-    if wanted == ChallengeType::TlsAlpn01 {
-        let (cert_pem, key_pem) = validation_certificate(&domain, &key_auth)?;
-        let cert = crate::tls::store::parse_pem(&domain, cert_pem.as_bytes(), key_pem.as_bytes())?;
-        challenges.set_tls_alpn(&domain, &cert.key);
-        let _answer = Answer::TlsAlpn(challenges, domain.clone());
-        shared.put_tls_alpn(&domain, &cert_pem, &key_pem).await?;
-        let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
-        let _ = shared.remove_tls_alpn(&domain).await;
-        outcome
-    } else {
-        challenges.set_http(&challenge.token, &key_auth);
-        let _answer = Answer::Http(challenges, challenge.token.clone());
-        shared.put_http(&challenge.token, &key_auth).await?;
-        let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
-        let _ = shared.remove_http(&challenge.token).await;
-        outcome
+    let key_auth = challenge.key_authorization().as_str().to_owned();
+    let check = Check {
+        resolver,
+        session,
+        url: &url,
+        name: &name,
+    };
+    match wanted {
+        ChallengeType::Dns01 => {
+            let solver = resolver
+                .dns
+                .as_ref()
+                .ok_or_else(|| AcmeError::Order("the resolver has no DNS provider".to_owned()))?;
+            authorize_dns(&check, &mut challenge, solver, &key_auth, progress).await
+        }
+        ChallengeType::TlsAlpn01 => {
+            // The validation's SNI: the name, or an address's reverse
+            // name (RFC 8738 §6).
+            let sni = match identifier(&name) {
+                Identifier::Ip(ip) => reverse_name(ip),
+                _ => name.clone(),
+            };
+            let (cert_pem, key_pem) = validation_certificate(&name, &key_auth)?;
+            let cert =
+                crate::tls::store::parse_pem(&name, cert_pem.as_bytes(), key_pem.as_bytes())?;
+            challenges.set_tls_alpn(&sni, &cert.key);
+            let _answer = Answer::TlsAlpn(challenges, sni.clone());
+            let shared = resolver.shared();
+            if let Some(shared) = shared {
+                shared.put_tls_alpn(&sni, &cert_pem, &key_pem).await?;
+            }
+            let outcome = check.ready(&mut challenge).await;
+            if let Some(shared) = shared {
+                let _ = shared.remove_tls_alpn(&sni).await;
+            }
+            outcome
+        }
+        _ => {
+            let token = challenge.token.clone();
+            challenges.set_http(&token, &key_auth);
+            let _answer = Answer::Http(challenges, token.clone());
+            let shared: Option<&Arc<SharedStorage>> = resolver.shared();
+            if let Some(shared) = shared {
+                shared.put_http(&token, &key_auth).await?;
+            }
+            let outcome = check.ready(&mut challenge).await;
+            if let Some(shared) = shared {
+                let _ = shared.remove_http(&token).await;
+            }
+            outcome
+        }
+    }
+}
+
+/// The text of a DNS (or other) identifier.
+fn identifier_text(identifier: &Identifier) -> String {
+    match identifier {
+        Identifier::Dns(name) => name.clone(),
+        Identifier::Ip(ip) => ip.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The reverse-mapping name of an address (`in-addr.arpa`, `ip6.arpa`).
+pub(super) fn reverse_name(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, d] = v4.octets();
+            format!("{d}.{c}.{b}.{a}.in-addr.arpa")
+        }
+        IpAddr::V6(v6) => {
+            let mut out = String::new();
+            for byte in v6.octets().iter().rev() {
+                out.push_str(&format!("{:x}.{:x}.", byte & 0xf, byte >> 4));
+            }
+            out.push_str("ip6.arpa");
+            out
+        }
     }
 }
 
 /// The self-signed certificate a TLS-ALPN-01 validation expects (RFC
-/// 8737): the name, and the SHA-256 of the key authorization in the
-/// critical acmeIdentifier extension. Certificate and key as PEM.
+/// 8737, RFC 8738 for addresses): the name, and the SHA-256 of the key
+/// authorization in the critical acmeIdentifier extension. Certificate
+/// and key as PEM.
 fn validation_certificate(domain: &str, key_auth: &str) -> Result<(String, String), AcmeError> {
     let failed =
         |e: rcgen::Error| AcmeError::Order(format!("cannot make the validation certificate: {e}"));
@@ -261,28 +335,14 @@ fn validation_certificate(domain: &str, key_auth: &str) -> Result<(String, Strin
 /// answered, asks the CA to validate, and removes the record whatever the
 /// outcome.
 async fn authorize_dns(
-    resolver: &Resolver,
-    account: &Account,
+    check: &Check<'_>,
+    challenge: &mut instant_acme::ChallengeHandle<'_>,
     solver: &Arc<dns::Solver>,
-    auth: &rustls_acme::acme::Auth,
-    url: &str,
-    domain: String,
+    key_auth: &str,
     progress: &Progress<'_>,
 ) -> Result<(), AcmeError> {
-    use ring::signature::KeyPair as _;
-    let Some(challenge) = auth
-        .challenges
-        .iter()
-        .find(|c| c.typ == ChallengeType::Dns01)
-    else {
-        return Err(AcmeError::Validation {
-            domain,
-            detail: "the CA offers no dns-01 challenge for it".to_owned(),
-        });
-    };
-    let thumbprint = dns::thumbprint(account.key_pair.public_key().as_ref())
-        .ok_or_else(|| AcmeError::Order("the account key is not a P-256 key".to_owned()))?;
-    let value = dns::txt_value(&dns::key_authorization(&challenge.token, &thumbprint));
+    let domain = check.name.to_owned();
+    let value = dns::txt_value(key_auth);
     let fqdn = dns::challenge_fqdn(&domain);
     let report = |step: dns::Step| {
         progress(Some(PendingChallenge {
@@ -293,7 +353,7 @@ async fn authorize_dns(
             since: super::unix_now(),
         }));
     };
-    tracing::info!(resolver = %resolver.name, domain = %domain, fqdn = %fqdn, provider = solver.provider_name(), "publishing the DNS-01 TXT record");
+    tracing::info!(resolver = %check.resolver.name, domain = %domain, fqdn = %fqdn, provider = solver.provider_name(), "publishing the DNS-01 TXT record");
     let published = solver
         .publish(&fqdn, &value, &report)
         .await
@@ -302,42 +362,65 @@ async fn authorize_dns(
             source: Box::new(source),
         })?;
     report(dns::Step::Validating);
-    let outcome = validate(resolver, account, url, &challenge.url, domain.clone()).await;
+    let outcome = check.validate(challenge).await;
     published.remove().await;
     progress(None);
     outcome
 }
 
-/// Tells the CA to validate a challenge and polls the authorization until
-/// it is decided.
-async fn validate(
-    resolver: &Resolver,
-    account: &Account,
-    url: &str,
-    challenge_url: &str,
-    domain: String,
-) -> Result<(), AcmeError> {
-    let client = &resolver.client;
-    signed(&resolver.directory_url, || {
-        account.challenge(client, challenge_url)
-    })
-    .await?;
-    for poll in 1..=POLLS {
-        tokio::time::sleep(poll_delay(poll)).await;
-        let auth = signed(&resolver.directory_url, || account.auth(client, url)).await?;
-        match auth.status {
-            AuthStatus::Pending => {}
-            AuthStatus::Valid => return Ok(()),
-            _ => return Err(validation_error(&domain, &auth)),
-        }
-    }
-    Err(AcmeError::Validation {
-        domain,
-        detail: "the CA did not finish validating in time".to_owned(),
-    })
+/// One authorization being validated.
+struct Check<'a> {
+    resolver: &'a Resolver,
+    session: &'a Session,
+    /// The authorization's URL.
+    url: &'a str,
+    /// The name (or address) validated.
+    name: &'a str,
 }
 
-fn validation_error(domain: &str, auth: &rustls_acme::acme::Auth) -> AcmeError {
+impl Check<'_> {
+    /// Waits `httpChallenge.delay` / `tlsChallenge.delay`, then validates.
+    async fn ready(
+        &self,
+        challenge: &mut instant_acme::ChallengeHandle<'_>,
+    ) -> Result<(), AcmeError> {
+        tokio::time::sleep(self.resolver.challenge_delay).await;
+        self.validate(challenge).await
+    }
+
+    /// Tells the CA to validate the challenge and polls the authorization
+    /// until it is decided.
+    async fn validate(
+        &self,
+        challenge: &mut instant_acme::ChallengeHandle<'_>,
+    ) -> Result<(), AcmeError> {
+        challenge
+            .set_ready()
+            .await
+            .map_err(|e| AcmeError::from_client(&self.resolver.directory_url, e))?;
+        for poll in 1..=POLLS {
+            tokio::time::sleep(poll_delay(poll)).await;
+            let (_, body) = self.session.fetch(self.url).await?;
+            let auth: AuthorizationState = serde_json::from_slice(&body).map_err(|e| {
+                AcmeError::Protocol(format!(
+                    "the authorization at {} does not read: {e}",
+                    self.url
+                ))
+            })?;
+            match auth.status {
+                AuthorizationStatus::Pending => {}
+                AuthorizationStatus::Valid => return Ok(()),
+                _ => return Err(validation_error(self.name, &auth)),
+            }
+        }
+        Err(AcmeError::Validation {
+            domain: self.name.to_owned(),
+            detail: "the CA did not finish validating in time".to_owned(),
+        })
+    }
+}
+
+fn validation_error(domain: &str, auth: &AuthorizationState) -> AcmeError {
     let detail = auth
         .challenges
         .iter()
@@ -345,20 +428,49 @@ fn validation_error(domain: &str, auth: &rustls_acme::acme::Auth) -> AcmeError {
         .filter_map(|p| p.detail.clone())
         .next()
         .unwrap_or_else(|| {
-            use rustls_acme::acme::AuthStatus;
             // RFC 8555 §7.1.6's names for the states.
             let status = match auth.status {
-                AuthStatus::Pending => "pending",
-                AuthStatus::Valid => "valid",
-                AuthStatus::Invalid => "invalid",
-                AuthStatus::Revoked => "revoked",
-                AuthStatus::Expired => "expired",
-                AuthStatus::Deactivated => "deactivated",
+                AuthorizationStatus::Pending => "pending",
+                AuthorizationStatus::Valid => "valid",
+                AuthorizationStatus::Invalid => "invalid",
+                AuthorizationStatus::Revoked => "revoked",
+                AuthorizationStatus::Expired => "expired",
+                AuthorizationStatus::Deactivated => "deactivated",
             };
             format!("authorization is {status}")
         });
     AcmeError::Validation {
         domain: domain.to_owned(),
         detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_ip_identifiers_with_reverse_names() {
+        assert_eq!(
+            identifier("127.0.0.1"),
+            Identifier::Ip([127, 0, 0, 1].into())
+        );
+        assert_eq!(
+            identifier("[::1]"),
+            Identifier::Ip(std::net::Ipv6Addr::LOCALHOST.into())
+        );
+        assert_eq!(
+            identifier("app.test"),
+            Identifier::Dns("app.test".to_owned())
+        );
+        assert_eq!(
+            reverse_name([127, 0, 0, 1].into()),
+            "1.0.0.127.in-addr.arpa"
+        );
+        let v6 = reverse_name("2001:db8::567:89ab".parse().unwrap());
+        assert_eq!(
+            v6,
+            "b.a.9.8.7.6.5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa"
+        );
     }
 }

@@ -5,7 +5,7 @@
 use super::error::ProbeError;
 use super::{
     AcmeConfig, AcmeError, ChallengeKind, IssuedCert, Registries, ResolverStorageView,
-    STORE_TIMEOUT, SharedStorage, Storage, StorageView, dns, order, schedule, shared, storage,
+    STORE_TIMEOUT, SharedStorage, Storage, StorageView, client, dns, schedule, shared, storage,
 };
 use serde::Serialize;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -114,8 +114,22 @@ pub struct Resolver {
     pub(super) challenge: ChallengeKind,
     /// The DNS-01 side, when `dnsChallenge` is set.
     pub(super) dns: Option<Arc<dns::Solver>>,
+    /// The trust the CA's certificate is verified with (for the probe).
     pub(super) client: Arc<rustls::ClientConfig>,
-    pub(super) account: tokio::sync::Mutex<Option<Arc<rustls_acme::acme::Account>>>,
+    /// Every exchange with the CA goes through it.
+    pub(super) http: client::AcmeHttp,
+    /// `eab`: the external account binding, when the CA needs one.
+    pub(super) binding: Option<client::Binding>,
+    /// `profile`: the profile orders ask for (none: the CA's default).
+    pub(super) profile: Option<String>,
+    /// `preferredChain`: the issuer's common name of the top certificate
+    /// of the chain to serve, when the CA offers several.
+    pub(super) preferred_chain: Option<String>,
+    /// `emailAddresses`: added to certificate requests as e-mail names.
+    pub(super) email_addresses: Vec<String>,
+    /// `fallback`: the resolvers tried, in order, after a failed order.
+    pub(super) fallback: Vec<String>,
+    pub(super) account: tokio::sync::Mutex<Option<Arc<client::Session>>>,
     pub(super) orders: Mutex<schedule::OrderWindow>,
 }
 
@@ -143,15 +157,15 @@ impl Resolver {
             dns_challenge,
             ca_system_cert_pool,
             disable_common_name,
-            // Reported through `unsupported`.
-            ca_server_name: _,
-            preferred_chain: _,
-            profile: _,
-            email_addresses: _,
-            eab: _,
-            client_timeout: _,
-            client_response_header_timeout: _,
+            ca_server_name,
+            preferred_chain,
+            profile,
+            email_addresses,
+            eab,
+            client_timeout,
+            client_response_header_timeout,
             certificate_timeout,
+            fallback,
         } = config;
         for option in unsupported(name, config) {
             tracing::warn!(resolver = %name, "{option}");
@@ -215,6 +229,14 @@ impl Resolver {
             .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?
             .with_root_certificates(roots)
             .with_no_client_auth();
+        let binding = binding(name, eab.as_ref())?;
+        let server_name = server_name(name, ca_server_name)?;
+        let http = client::AcmeHttp::new(
+            client.clone(),
+            server_name,
+            client_timeout.0,
+            client_response_header_timeout.0,
+        );
         let directory_url = config.directory_url().to_owned();
         let storage_text = storage.to_string_lossy();
         let storage = if shared::StoreUrl::is_url(&storage_text) {
@@ -281,6 +303,12 @@ impl Resolver {
             challenge,
             dns,
             client: Arc::new(client),
+            http,
+            binding,
+            profile: Some(profile.clone()).filter(|p| !p.is_empty()),
+            preferred_chain: Some(preferred_chain.clone()).filter(|p| !p.is_empty()),
+            email_addresses: email_addresses.clone(),
+            fallback: fallback.clone(),
             account: tokio::sync::Mutex::new(None),
             orders: Mutex::new(schedule::OrderWindow::default()),
         })
@@ -288,8 +316,7 @@ impl Resolver {
 
     /// The ACME account: the stored key registered (or found again) once,
     /// then reused. Serialised, so concurrent orders share one account.
-    pub(super) async fn account(&self) -> Result<Arc<rustls_acme::acme::Account>, AcmeError> {
-        use rustls_acme::acme::{Account, Directory};
+    pub(super) async fn account(&self) -> Result<Arc<client::Session>, AcmeError> {
         let mut slot = self.account.lock().await;
         if let Some(account) = slot.as_ref() {
             return Ok(account.clone());
@@ -303,21 +330,33 @@ impl Resolver {
                 key?
             }
         };
-        let directory = Directory::discover(&self.client, &self.directory_url)
-            .await
-            .map_err(|e| AcmeError::from_acme(&self.directory_url, &e))?;
-        let account = order::signed(&self.directory_url, || {
-            Account::create_with_keypair(&self.client, directory.clone(), &self.contact, &key)
-        })
+        let account = client::Session::open(
+            &self.http,
+            &self.directory_url,
+            &key,
+            &self.contact,
+            self.binding.as_ref(),
+        )
         .await?;
+        if let Some(profile) = &self.profile {
+            let offered = account.directory.profiles();
+            // A CA that lists no profiles is left to answer the order.
+            if !offered.is_empty() && !offered.contains(profile) {
+                return Err(AcmeError::NoProfile {
+                    resolver: self.name.clone(),
+                    profile: profile.clone(),
+                    offered: offered.join(", "),
+                });
+            }
+        }
         let account = Arc::new(account);
         *slot = Some(account.clone());
         Ok(account)
     }
 
     /// Why the CA cannot be reached, found out by connecting to it as the
-    /// ACME client would: TCP, then TLS with the same trust. Used when
-    /// rustls-acme says only that an exchange failed.
+    /// ACME client would: TCP, then TLS with the same trust. Used when an
+    /// exchange failed before any answer.
     pub(super) async fn unreachable(&self) -> AcmeError {
         let url = self.directory_url.clone();
         let reason = match probe(&url, &self.client).await {
@@ -514,42 +553,6 @@ pub fn unsupported(resolver: &str, config: &AcmeConfig) -> Vec<Unsupported> {
         }
     };
     not(
-        !config.ca_server_name.is_empty(),
-        "caServerName",
-        "the CA's certificate is verified for the host of caServer",
-    );
-    not(
-        !config.preferred_chain.is_empty(),
-        "preferredChain",
-        "the CA's default chain is served (the ACME client here does not fetch alternate chains)",
-    );
-    not(
-        !config.profile.is_empty(),
-        "profile",
-        "orders use the CA's default profile",
-    );
-    not(
-        !config.email_addresses.is_empty(),
-        "emailAddresses",
-        "certificate requests carry DNS names only",
-    );
-    not(
-        config.eab.is_some(),
-        "eab",
-        "the ACME client here cannot bind the account to an external one; a CA that requires it refuses the account",
-    );
-    not(
-        config.client_timeout != AcmeConfig::default().client_timeout,
-        "clientTimeout",
-        "each order is bounded as a whole (5 minutes), not each exchange",
-    );
-    not(
-        config.client_response_header_timeout
-            != AcmeConfig::default().client_response_header_timeout,
-        "clientResponseHeaderTimeout",
-        "each order is bounded as a whole (5 minutes), not each exchange",
-    );
-    not(
         config
             .dns_challenge
             .as_ref()
@@ -558,6 +561,99 @@ pub fn unsupported(resolver: &str, config: &AcmeConfig) -> Vec<Unsupported> {
         "the authoritative servers are asked when no resolvers are listed",
     );
     out
+}
+
+/// What is wrong with a resolver's `eab` and `caServerName` options (they
+/// stop the start), for `gangway check`.
+pub fn option_errors(resolver: &str, config: &AcmeConfig) -> Vec<AcmeError> {
+    [
+        binding(resolver, config.eab.as_ref()).err(),
+        server_name(resolver, &config.ca_server_name).err(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// What is wrong with the `fallback` lists of `resolvers` (name, its
+/// fallback list): names that are no resolver, or the resolver itself.
+pub fn fallback_errors<'a>(
+    resolvers: impl Iterator<Item = (&'a str, &'a [String])> + Clone,
+) -> Vec<AcmeError> {
+    let mut out = Vec::new();
+    for (name, fallback) in resolvers.clone() {
+        for next in fallback {
+            let problem = if next == name {
+                "is this resolver itself"
+            } else if !resolvers.clone().any(|(n, _)| n == next) {
+                "is not a certificate resolver"
+            } else {
+                continue;
+            };
+            out.push(AcmeError::BadFallback {
+                resolver: name.to_owned(),
+                fallback: next.clone(),
+                problem,
+            });
+        }
+    }
+    out
+}
+
+/// `caServerName`: the name the CA's certificate is verified for, when set.
+fn server_name(
+    resolver: &str,
+    name: &str,
+) -> Result<Option<rustls::pki_types::ServerName<'static>>, AcmeError> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    rustls::pki_types::ServerName::try_from(name.to_owned())
+        .map(Some)
+        .map_err(|_| AcmeError::BadServerName {
+            resolver: resolver.to_owned(),
+            name: name.to_owned(),
+        })
+}
+
+/// The external account binding of `eab`, its HMAC key decoded.
+fn binding(
+    resolver: &str,
+    eab: Option<&crate::config::static_config::Eab>,
+) -> Result<Option<client::Binding>, AcmeError> {
+    let Some(eab) = eab.filter(|e| !e.kid.is_empty() || !e.hmac_encoded.is_empty()) else {
+        return Ok(None);
+    };
+    if eab.kid.is_empty() || eab.hmac_encoded.is_empty() {
+        return Err(AcmeError::HalfBinding {
+            resolver: resolver.to_owned(),
+        });
+    }
+    Ok(Some(client::Binding {
+        kid: eab.kid.clone(),
+        key: decode_hmac(&eab.hmac_encoded).map_err(|error| AcmeError::BadHmac {
+            resolver: resolver.to_owned(),
+            error,
+        })?,
+    }))
+}
+
+/// An HMAC key as CAs show it: base64url, with or without padding (lego
+/// reads it so; some CAs hand out the standard alphabet, also read).
+pub fn decode_hmac(text: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    use base64::Engine as _;
+    use base64::alphabet;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let lenient =
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    let text = text.trim();
+    GeneralPurpose::new(&alphabet::URL_SAFE, lenient)
+        .decode(text)
+        .or_else(|e| {
+            GeneralPurpose::new(&alphabet::STANDARD, lenient)
+                .decode(text)
+                .map_err(|_| e)
+        })
 }
 
 /// `host/pid/random`: unique among the instances sharing a store.

@@ -585,7 +585,7 @@ impl SharedStorage {
         if let Some(bytes) = self.store.get(&key).await? {
             return read(bytes);
         }
-        let der = rustls_acme::acme::Account::generate_key_pair();
+        let der = super::key::account_key();
         let pem = super::storage::pem_block("PRIVATE KEY", &der);
         let value = serde_json::to_vec(&self.stored_key(&key, &pem)).unwrap_or_default();
         if self.store.create(&key, &value).await? {

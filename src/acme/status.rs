@@ -78,6 +78,23 @@ pub struct CertificateState {
     /// holds its lease.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_holder: Option<String>,
+    /// The ACME profile its orders ask for (the resolver's `profile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Why `nextAttempt` is when it is, once a certificate is served: the
+    /// CA's renewal window (`ari`) or the lifetime rule (`lifetime`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renewal_reason: Option<super::ari::RenewalReason>,
+    /// The CA's suggested renewal window (ARI), when it gives one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renewal_window: Option<super::ari::Window>,
+    /// The resolvers tried after its own fails (`fallback`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
+    /// The fallback resolver the served certificate came through, when
+    /// not its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_through: Option<String>,
 }
 
 /// Where a certificate stands.

@@ -109,7 +109,7 @@ impl Storage {
                 ) =>
             {
                 AccountKey {
-                    der: rustls_acme::acme::Account::generate_key_pair(),
+                    der: super::key::account_key(),
                     stored: false,
                 }
             }

@@ -107,6 +107,11 @@ rule = "Host(`127.0.0.1`)"
 service = "s"
 [http.routers.ip.tls]
 certResolver = "le"
+[http.routers.ipdns]
+rule = "Host(`127.0.0.2`)"
+service = "s"
+[http.routers.ipdns.tls]
+certResolver = "dns"
 [http.routers.wild]
 rule = "PathPrefix(`/`)"
 service = "s"
@@ -127,7 +132,9 @@ certResolver = "nope"
 "#
     );
     let rt = compile_toml(&text, &ctx(vec![None, None]));
-    assert!(rt.tls.requests.is_empty(), "{:?}", rt.tls.requests);
+    // An address is ordered (RFC 8738) through HTTP-01 or TLS-ALPN-01.
+    let ordered: Vec<&Vec<String>> = rt.tls.requests.iter().map(|r| &r.domains).collect();
+    assert_eq!(ordered, [&vec!["127.0.0.1".to_owned()]]);
     let errors = |r: &str| {
         rt.report.routers[r]
             .errors
@@ -137,14 +144,14 @@ certResolver = "nope"
             .join(" | ")
     };
     assert!(
-        errors("ip@file").contains("IP addresses"),
-        "{}",
-        errors("ip@file")
-    );
-    assert!(
         errors("wild@file").contains("DNS-01"),
         "{}",
         errors("wild@file")
+    );
+    assert!(
+        errors("ipdns@file").contains("validated only through HTTP-01 or TLS-ALPN-01"),
+        "{}",
+        errors("ipdns@file")
     );
     assert!(
         errors("nohost@file").contains("no host"),

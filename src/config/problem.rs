@@ -806,9 +806,14 @@ fn server_url(reason: &ServerUrlProblem) -> String {
 /// Why no certificate can be ordered for a name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unorderable {
-    /// An IP address.
-    #[error("IP addresses are not ordered")]
-    IpAddress,
+    /// An IP address, through a resolver that answers DNS-01 only.
+    #[error(
+        "an IP address is validated only through HTTP-01 or TLS-ALPN-01 (RFC 8738), and resolver `{resolver}` answers DNS-01; give this router a resolver with httpChallenge or tlsChallenge"
+    )]
+    IpAddressWithDns {
+        /// The resolver.
+        resolver: String,
+    },
     /// `**.`, which no certificate covers.
     #[error(
         "`**.` stands for any depth of subdomains, which no certificate covers (a wildcard certificate covers one label); list the names in tls.domains, or serve a certificate from tls.certificates"

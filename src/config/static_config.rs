@@ -568,39 +568,40 @@ pub struct Acme {
     /// Leave the common name out of certificate requests (the names are in
     /// the subject alternative names either way).
     pub disable_common_name: bool,
-    /// Traefik's name to verify the ACME server's certificate with instead
-    /// of the URL's host. Accepted and not supported: reported at start
-    /// and by `check`.
+    /// The name the ACME server's certificate is verified for (and sent as
+    /// SNI) instead of the URL's host.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub ca_server_name: String,
-    /// Traefik's alternate-chain choice by issuer name. Accepted and not
-    /// supported (the ACME client here downloads the default chain only):
-    /// reported at start and by `check`.
+    /// The common name of the issuer of the top certificate of the chain to
+    /// serve, when the CA offers alternate chains.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub preferred_chain: String,
-    /// Traefik's ACME certificate profile. Accepted and not supported:
-    /// reported at start and by `check`.
+    /// The ACME profile orders ask for (`shortlived`, …); none: the CA's
+    /// default.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub profile: String,
-    /// Traefik's e-mail addresses for the certificate request. Accepted and
-    /// not supported: reported at start and by `check`.
+    /// E-mail addresses added to certificate requests as subject
+    /// alternative names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub email_addresses: Vec<String>,
     /// External account binding (a CA account tied to one of the CA's own,
-    /// such as ZeroSSL's). Accepted and not supported (the ACME client here
-    /// cannot send it): reported at start and by `check`.
+    /// as ZeroSSL and Google Trust Services require).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eab: Option<Eab>,
-    /// Traefik's timeout of one exchange with the ACME server (default
-    /// 2 minutes). Accepted and not supported (each order is bounded by 5
-    /// minutes as a whole): reported at start and by `check` when changed.
+    /// The longest exchange with the ACME server, body included (default
+    /// 2 minutes).
     pub client_timeout: Duration,
-    /// Traefik's timeout for the ACME server's response headers (default
-    /// 30 s). Accepted and not supported, as `clientTimeout`.
+    /// The longest wait for the head of the ACME server's answer, and for
+    /// the connection (default 30 s).
     pub client_response_header_timeout: Duration,
     /// How long the CA may take to issue the certificate once the order is
     /// finalized. Default 30 s.
     pub certificate_timeout: Duration,
+    /// gangway's own (Traefik has none): resolvers whose CAs are tried, in
+    /// this order, when an order through this one fails (an error or a
+    /// rate limit); the certificate is kept in this resolver's storage.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
 }
 
 /// External account binding: the key id and HMAC key the CA gave.
@@ -609,7 +610,8 @@ pub struct Acme {
 pub struct Eab {
     /// The key identifier.
     pub kid: String,
-    /// The HMAC key, base64url.
+    /// The HMAC key, base64url (padding and the standard alphabet are read
+    /// too).
     pub hmac_encoded: String,
 }
 
@@ -636,6 +638,7 @@ impl Default for Acme {
             client_timeout: Duration(std::time::Duration::from_secs(120)),
             client_response_header_timeout: Duration(std::time::Duration::from_secs(30)),
             certificate_timeout: Duration(std::time::Duration::from_secs(30)),
+            fallback: Vec::new(),
         }
     }
 }

@@ -272,6 +272,9 @@ impl Proxy {
         Option<Arc<str>>,
         Option<crate::middleware::ClientCerts>,
     )> {
+        // A client connecting by address names no server: the address it
+        // reached picks the certificate.
+        let local = stream.get_ref().local_addr().ok().map(|a| a.ip());
         let acceptor =
             tokio_rustls::LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream);
         let start = match timeout(limit, acceptor).await {
@@ -286,7 +289,11 @@ impl Proxy {
             let hello = start.client_hello();
             // One load per handshake: the configuration holds this
             // generation's certificate store.
-            let config = self.runtime.load().tls.config_for(&hello);
+            let tls = &self.runtime.load().tls;
+            let config = match local {
+                Some(local) => tls.config_at(&hello, local),
+                None => tls.config_for(&hello),
+            };
             let sni = hello
                 .server_name()
                 .map(|n| Box::<str>::from(n.to_ascii_lowercase()));

@@ -23,6 +23,11 @@ impl<I> Rewind<I> {
     pub(crate) fn new(first: Bytes, io: I) -> Self {
         Rewind { first, io }
     }
+
+    /// The wrapped `io`.
+    pub(crate) fn get_ref(&self) -> &I {
+        &self.io
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Rewind<I> {

@@ -66,12 +66,25 @@ pub fn parse_pem(what: &str, chain_pem: &[u8], key_pem: &[u8]) -> Result<LoadedC
     let mut sans: Vec<String> = Vec::new();
     if let Ok(Some(san)) = parsed.subject_alternative_name() {
         for name in &san.value.general_names {
-            if let x509_parser::extensions::GeneralName::DNSName(dns) = name {
-                sans.push((*dns).to_owned());
-                let dns = dns.trim_end_matches('.').to_ascii_lowercase();
-                if !names.contains(&dns) {
-                    names.push(dns);
+            use x509_parser::extensions::GeneralName;
+            let name = match name {
+                GeneralName::DNSName(dns) => {
+                    sans.push((*dns).to_owned());
+                    dns.trim_end_matches('.').to_ascii_lowercase()
                 }
+                // An address certificate (RFC 8738): served to clients
+                // that connect to that address without naming a server.
+                GeneralName::IPAddress(bytes) => match ip_of(bytes) {
+                    Some(ip) => {
+                        sans.push(ip.clone());
+                        ip
+                    }
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
     }
@@ -115,6 +128,16 @@ pub fn parse_pem(what: &str, chain_pem: &[u8], key_pem: &[u8]) -> Result<LoadedC
         issuer,
         labels,
     })
+}
+
+/// The text of an IP address SAN's 4 or 16 bytes.
+fn ip_of(bytes: &[u8]) -> Option<String> {
+    let ip = match bytes.len() {
+        4 => std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?),
+        16 => std::net::IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?),
+        _ => return None,
+    };
+    Some(ip.to_string())
 }
 
 /// Reads a configured certificate: `certFile`/`keyFile` are paths, or the
@@ -217,6 +240,16 @@ impl CertStore {
     /// The default certificate.
     pub fn default_cert(&self) -> &Arc<CertifiedKey> {
         &self.default
+    }
+}
+
+/// Serves one certificate whatever the handshake names.
+#[derive(Debug)]
+pub(crate) struct Fixed(pub(crate) Arc<CertifiedKey>);
+
+impl ResolvesServerCert for Fixed {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
     }
 }
 

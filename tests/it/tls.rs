@@ -2,6 +2,7 @@
 //! and the stores certificates are shared in.
 
 mod acme;
+mod acme_ari;
 mod acme_cluster;
 mod acme_json;
 mod acme_options;

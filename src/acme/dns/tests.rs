@@ -47,37 +47,6 @@ fn the_txt_value_is_the_base64url_sha256_of_the_key_authorization() {
 }
 
 #[test]
-fn the_key_authorization_matches_the_acme_clients_own() {
-    use ring::rand::SystemRandom;
-    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
-    use rustls_acme::acme::{Account, Challenge, ChallengeType, Directory};
-    let rng = SystemRandom::new();
-    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-    let key_pair =
-        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
-    let thumb = thumbprint(key_pair.public_key().as_ref()).unwrap();
-    let account = Account {
-        key_pair,
-        directory: Directory {
-            new_nonce: String::new(),
-            new_account: String::new(),
-            new_order: String::new(),
-        },
-        kid: String::new(),
-    };
-    let token = "LoqXcYV8q5ONbJQxbmR7SCTNo3tiAXDfowyjxAjEuX0";
-    let made_up = [Challenge {
-        typ: ChallengeType::Http01,
-        url: String::new(),
-        token: token.to_owned(),
-        error: None,
-    }];
-    let (_, theirs) = account.http_01(&made_up).unwrap();
-    assert_eq!(key_authorization(token, &thumb), theirs);
-    assert_eq!(thumbprint(&[4; 10]), None);
-}
-
-#[test]
 fn providers_are_built_from_environment_variables() {
     let vars = [
         ("RFC2136_NAMESERVER", "127.0.0.1:5353"),

@@ -261,7 +261,7 @@ impl AcmeJson {
     /// [`AcmeJson::store_account_key`] writes it.
     pub fn account_key(&self) -> Vec<u8> {
         let mut slot = self.account.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.get_or_insert_with(|| (rustls_acme::acme::Account::generate_key_pair(), false))
+        slot.get_or_insert_with(|| (super::super::key::account_key(), false))
             .0
             .clone()
     }

@@ -2,6 +2,7 @@
 //! backends on real sockets, and a small HTTP client.
 #![allow(dead_code)]
 
+pub mod ari;
 pub mod browser;
 pub mod counted;
 pub mod crowdsec;

@@ -45,6 +45,18 @@ pub struct Pebble {
     challtestsrv: Option<Child>,
     starts: usize,
     nonce_reject: u32,
+    extras: Extras,
+}
+
+/// pebble's options beyond the ports and validity.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// `externalAccountBindingRequired` with this one MAC key (key
+    /// identifier, base64url HMAC key).
+    pub binding: Option<(String, String)>,
+    /// `PEBBLE_ALTERNATE_ROOTS`: chains to other roots offered besides
+    /// the default one.
+    pub alternate_roots: u32,
 }
 
 impl Pebble {
@@ -78,12 +90,37 @@ impl Pebble {
         Self::start_on(free_port(), free_port(), validity, 0, Some(dns)).await
     }
 
+    /// Like `start`, with pebble's external account binding or alternate
+    /// roots set up as `extras` says.
+    pub async fn start_extras(http_port: u16, tls_port: u16, extras: Extras) -> Pebble {
+        Self::start_full(http_port, tls_port, None, 0, None, extras).await
+    }
+
     async fn start_on(
         http_port: u16,
         tls_port: u16,
         validity: Option<u64>,
         nonce_reject: u32,
         dns: Option<u16>,
+    ) -> Pebble {
+        Self::start_full(
+            http_port,
+            tls_port,
+            validity,
+            nonce_reject,
+            dns,
+            Extras::default(),
+        )
+        .await
+    }
+
+    async fn start_full(
+        http_port: u16,
+        tls_port: u16,
+        validity: Option<u64>,
+        nonce_reject: u32,
+        dns: Option<u16>,
+        extras: Extras,
     ) -> Pebble {
         let dir = tempfile::tempdir().expect("tempdir");
         let ca = TestCa::new("pebble API test CA");
@@ -111,6 +148,7 @@ impl Pebble {
             challtestsrv,
             starts: 0,
             nonce_reject,
+            extras,
         };
         for attempt in 1..=ATTEMPTS {
             pebble.listen = free_port();
@@ -142,6 +180,10 @@ impl Pebble {
         if let Some(v) = validity {
             config["pebble"]["certificateValidityPeriod"] = v.into();
         }
+        if let Some((kid, key)) = &self.extras.binding {
+            config["pebble"]["externalAccountBindingRequired"] = true.into();
+            config["pebble"]["externalAccountMACKeys"] = serde_json::json!({ kid: key });
+        }
         std::fs::write(self.dir.path().join("pebble.json"), config.to_string()).unwrap();
     }
 
@@ -160,6 +202,10 @@ impl Pebble {
             .current_dir(self.dir.path())
             .env("PEBBLE_VA_NOSLEEP", "1")
             .env("PEBBLE_WFE_NONCEREJECT", self.nonce_reject.to_string())
+            .env(
+                "PEBBLE_ALTERNATE_ROOTS",
+                self.extras.alternate_roots.to_string(),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -238,12 +284,18 @@ impl Pebble {
     /// The root that certificates issued now chain to (PEM), from pebble's
     /// management API, fetched over TLS trusting pebble's API CA.
     pub async fn issuing_root(&self) -> Vec<u8> {
+        self.root(0).await
+    }
+
+    /// Root `n` (PEM): 0 is the default chain's, 1… the alternates'.
+    pub async fn root(&self, n: u32) -> Vec<u8> {
         let client = super::tls::TlsClient::trusting(self.api_ca_pem.as_bytes());
+        let path = format!("/roots/{n}");
         let got = client
-            .get(self.management, "127.0.0.1", None, "/roots/0", false)
+            .get(self.management, "127.0.0.1", None, &path, false)
             .await
-            .expect("pebble /roots/0");
-        assert_eq!(got.status, 200, "pebble /roots/0: {}", got.text());
+            .expect("pebble root");
+        assert_eq!(got.status, 200, "pebble {path}: {}", got.text());
         got.body.to_vec()
     }
 

@@ -675,3 +675,60 @@ async fn the_default_certificate_is_ordered_from_the_resolver_the_default_store_
     assert_eq!(pebble.orders(), 1, "{}", pebble.log());
     drop(gw);
 }
+
+/// A router whose `Host` rule names 127.0.0.1 gets an IP-address
+/// certificate (RFC 8738) through `challenge` flags, validated by pebble at
+/// that address, and a client connecting by address (no SNI: rustls sends
+/// none for an address) is served it.
+async fn address_certificate(test: &str, challenge: &[&str]) {
+    if !pebble::available(test) {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::new();
+    let pebble = Pebble::start(setup.web, setup.tls, None).await;
+    let gw = setup
+        .gangway(&pebble, &routers(&app.url(), &["127.0.0.1"]), challenge)
+        .await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    eventually(ISSUE, "an address certificate for 127.0.0.1", || {
+        let client = client.clone();
+        async move {
+            client
+                .get(setup.tls, "127.0.0.1", None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK)
+        }
+    })
+    .await;
+    let got = client
+        .get(setup.tls, "127.0.0.1", None, "/", false)
+        .await
+        .unwrap();
+    let (_, leaf) = x509_parser::parse_x509_certificate(&got.leaf).unwrap();
+    let sans = leaf.subject_alternative_name().unwrap().unwrap();
+    assert!(
+        sans.value.general_names.iter().any(|n| matches!(
+            n,
+            x509_parser::extensions::GeneralName::IPAddress(ip) if *ip == [127, 0, 0, 1]
+        )),
+        "{:?}",
+        sans.value
+    );
+    let ours = find_cert(&certificates(&gw).await, "127.0.0.1");
+    assert_eq!(ours["status"], "valid", "{ours}");
+}
+
+#[tokio::test]
+async fn an_address_gets_a_certificate_through_tls_alpn_01() {
+    address_certificate("an_address_gets_a_certificate_through_tls_alpn_01", &[]).await;
+}
+
+#[tokio::test]
+async fn an_address_gets_a_certificate_through_http_01() {
+    address_certificate(
+        "an_address_gets_a_certificate_through_http_01",
+        &["--certificatesResolvers.le.acme.httpChallenge.entryPoint=web"],
+    )
+    .await;
+}

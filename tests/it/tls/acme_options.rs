@@ -1,6 +1,7 @@
 //! Traefik's ACME options that a CA here can exercise, against a real
-//! pebble: each certificate `keyType`, and `gangway check` refusing one
-//! that is not a key type.
+//! pebble: each certificate `keyType`, an external account binding (pebble
+//! set to require one), `preferredChain` (pebble offering an alternate
+//! root's chain), and `gangway check` refusing values that cannot work.
 
 use crate::support;
 
@@ -199,36 +200,45 @@ async fn certificates_duration_sets_when_renewal_starts() {
 }
 
 #[test]
-fn options_gangway_cannot_honour_start_and_are_named_by_check() {
-    let flags = [
+fn check_validates_the_binding_and_the_ca_server_name() {
+    let check = |flags: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+            .arg("check")
+            .args(flags)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), text)
+    };
+    let (code, text) = check(&[
         "--certificatesResolvers.le.acme.preferredChain=ISRG Root X1",
         "--certificatesResolvers.le.acme.eab.kid=kid-1",
         "--certificatesResolvers.le.acme.eab.hmacEncoded=aG1hYw",
-        "--certificatesResolvers.le.acme.httpChallenge.entryPoint=web",
-        "--certificatesResolvers.le.acme.httpChallenge.delay=1s",
-        "--certificatesResolvers.le.acme.disableCommonName=true",
-        "--certificatesResolvers.le.acme.certificateTimeout=45s",
-    ];
-    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
-        .arg("check")
-        .args(flags)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{text}");
-    for option in ["preferredChain", "eab"] {
-        assert!(
-            text.contains(&format!(
-                "warning: static configuration: certificatesResolvers.le.acme.{option} is accepted and not supported"
-            )),
-            "{option}: {text}"
-        );
+        "--certificatesResolvers.le.acme.profile=shortlived",
+        "--certificatesResolvers.le.acme.emailAddresses=ops@gangway.test",
+        "--certificatesResolvers.le.acme.caServerName=ca.internal",
+        "--certificatesResolvers.le.acme.clientTimeout=30s",
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("not supported"), "{text}");
+    let (code, text) = check(&[
+        "--certificatesResolvers.le.acme.eab.kid=kid-1",
+        "--certificatesResolvers.le.acme.eab.hmacEncoded=not base64!",
+        "--certificatesResolvers.half.acme.eab.kid=kid-2",
+        "--certificatesResolvers.named.acme.caServerName=bad name",
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    for says in [
+        "certificatesResolvers.le.acme.eab.hmacEncoded: not base64url",
+        "certificatesResolvers.half.acme.eab: both kid and hmacEncoded are needed",
+        "certificatesResolvers.named.acme.caServerName: `bad name` is not a server name",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
     }
-    assert!(text.contains("2 warnings"), "{text}");
 }
 
 #[tokio::test]
-async fn gangway_starts_with_them_and_logs_what_does_not_happen() {
+async fn the_one_option_gangway_cannot_honour_is_logged_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let storage = format!(
         "--certificatesResolvers.le.acme.storage={}",
@@ -247,11 +257,227 @@ async fn gangway_starts_with_them_and_logs_what_does_not_happen() {
     )
     .await;
     eventually(Duration::from_secs(10), "the warning", || async {
-        gw.log()
-            .contains("certificatesResolvers.le.acme.preferredChain is accepted and not supported")
-            && gw
-                .log()
-                .contains("dnsChallenge.propagation.disableANSChecks")
+        gw.log().contains(
+            "certificatesResolvers.le.acme.dnsChallenge.propagation.disableANSChecks is accepted and not supported",
+        )
     })
     .await;
+    assert!(
+        !gw.log().contains("preferredChain is accepted"),
+        "{}",
+        gw.log()
+    );
+}
+
+/// pebble's example MAC key: base64url, no padding.
+const MAC_KEY: &str = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W";
+
+#[tokio::test]
+async fn a_ca_requiring_a_binding_issues_with_it_and_refuses_without() {
+    if !pebble::available("a_ca_requiring_a_binding_issues_with_it") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    let extras = pebble::Extras {
+        binding: Some(("kid-1".to_owned(), MAC_KEY.to_owned())),
+        ..Default::default()
+    };
+    let pebble = Pebble::start_extras(web, tls, extras).await;
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        "--api=true".to_owned(),
+    ];
+    flags.extend(resolver(
+        &pebble,
+        "bound",
+        storage.path(),
+        &["eab.kid=kid-1", &format!("eab.hmacEncoded={MAC_KEY}")],
+    ));
+    flags.extend(resolver(&pebble, "unbound", storage.path(), &[]));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut dynamic = routers(
+        &app.url(),
+        &[("bound.test", "bound"), ("unbound.test", "unbound")],
+    );
+    dynamic.push_str("[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n");
+    let gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    let client = TlsClient::trusting(&pebble.issuing_root().await);
+    served(&client, tls, "bound.test").await;
+    let unbound = || async {
+        certificates(&gw)
+            .await
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .find(|c| c["domains"][0] == "unbound.test")
+                    .cloned()
+            })
+            .unwrap_or_default()
+    };
+    eventually(
+        Duration::from_secs(30),
+        "the refusal in the API",
+        || async {
+            unbound().await["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("requires an external account binding"))
+        },
+    )
+    .await;
+    let seen = unbound().await;
+    assert_eq!(seen["status"], "error", "{seen}");
+    assert!(
+        gw.log().contains("requires an external account binding"),
+        "{}",
+        gw.log()
+    );
+    assert!(
+        client
+            .get(tls, "unbound.test", None, "/", true)
+            .await
+            .is_err()
+    );
+    assert_eq!(pebble.orders(), 1, "only the bound resolver ordered");
+}
+
+/// The common name of a PEM certificate's subject.
+fn subject_cn(pem: &[u8]) -> String {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem).expect("pem");
+    let cert = pem.parse_x509().expect("x509");
+    cert.subject()
+        .iter_common_name()
+        .next()
+        .and_then(|cn| cn.as_str().ok())
+        .expect("a common name")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn preferred_chain_serves_the_alternate_roots_chain() {
+    if !pebble::available("preferred_chain_serves_the_alternate_roots_chain") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    let extras = pebble::Extras {
+        alternate_roots: 1,
+        ..Default::default()
+    };
+    let pebble = Pebble::start_extras(web, tls, extras).await;
+    let (default_root, alternate_root) = (pebble.root(0).await, pebble.root(1).await);
+    let alternate = subject_cn(&alternate_root);
+    assert_ne!(alternate, subject_cn(&default_root));
+    let mut flags = vec![format!("--entryPoints.websecure.address=127.0.0.1:{tls}")];
+    flags.extend(resolver(
+        &pebble,
+        "alt",
+        storage.path(),
+        &[&format!("preferredChain={alternate}")],
+    ));
+    flags.extend(resolver(&pebble, "plain", storage.path(), &[]));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let dynamic = routers(&app.url(), &[("alt.test", "alt"), ("plain.test", "plain")]);
+    let gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    // Each client trusts one root only: a chain verifies only if its top
+    // certificate was issued by that root.
+    let by_alternate = TlsClient::trusting(&alternate_root);
+    let by_default = TlsClient::trusting(&default_root);
+    served(&by_alternate, tls, "alt.test").await;
+    served(&by_default, tls, "plain.test").await;
+    assert!(
+        by_default
+            .get(tls, "alt.test", None, "/", true)
+            .await
+            .is_err(),
+        "alt.test is served the default chain: {}",
+        gw.log()
+    );
+    assert!(
+        by_alternate
+            .get(tls, "plain.test", None, "/", true)
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_failing_resolver_falls_back_to_the_next_ca() {
+    if !pebble::available("a_failing_resolver_falls_back_to_the_next_ca") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let (web, tls) = (free_port(), free_port());
+    let storage = tempfile::tempdir().unwrap();
+    // The first CA requires a binding the resolver does not have; the
+    // second issues. Both validate on gangway's ports.
+    let extras = pebble::Extras {
+        binding: Some(("kid-1".to_owned(), MAC_KEY.to_owned())),
+        ..Default::default()
+    };
+    let first = Pebble::start_extras(web, tls, extras).await;
+    let second = Pebble::start(web, tls, None).await;
+    let mut flags = vec![
+        format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        "--api=true".to_owned(),
+    ];
+    flags.extend(resolver(
+        &first,
+        "strict",
+        storage.path(),
+        &["fallback=spare"],
+    ));
+    flags.extend(resolver(&second, "spare", storage.path(), &[]));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut dynamic = routers(&app.url(), &[("fallback.test", "strict")]);
+    dynamic.push_str("[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n");
+    let gw = Gangway::with_file_on(web, &dynamic, &flags).await;
+    served(
+        &TlsClient::trusting(&second.issuing_root().await),
+        tls,
+        "fallback.test",
+    )
+    .await;
+    let seen = certificates(&gw)
+        .await
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .find(|c| c["domains"][0] == "fallback.test")
+                .cloned()
+        })
+        .unwrap_or_default();
+    assert_eq!(seen["resolver"], "strict", "{seen}");
+    assert_eq!(seen["issuedThrough"], "spare", "{seen}");
+    assert_eq!(seen["fallback"], serde_json::json!(["spare"]), "{seen}");
+    assert_eq!((first.orders(), second.orders()), (0, 1));
+    assert!(
+        gw.log().contains("requires an external account binding"),
+        "{}",
+        gw.log()
+    );
+    // Kept in the first resolver's storage.
+    assert!(storage.path().join("strict").exists());
+}
+
+#[test]
+fn check_refuses_a_fallback_that_is_no_resolver() {
+    let out = Command::new(env!("CARGO_BIN_EXE_gangway"))
+        .args([
+            "check",
+            "--certificatesResolvers.le.acme.fallback=zerossl,le",
+            "--certificatesResolvers.spare.acme.email=ops@gangway.test",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for says in [
+        "certificatesResolvers.le.acme.fallback: `zerossl` is not a certificate resolver",
+        "certificatesResolvers.le.acme.fallback: `le` is this resolver itself",
+    ] {
+        assert!(text.contains(says), "{says}: {text}");
+    }
 }
