@@ -831,3 +831,71 @@ curvePreferences = ["CurveP521", "CurveP384", "X25519"]
     let got = tls12.get(tls_port, "old.test", None, "/", true).await;
     assert_eq!(got.expect("TLS 1.2 is the floor").status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn a_static_file_that_is_also_the_file_providers_keeps_its_certificates() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["both.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let tls_port = free_port();
+    // One traefik.yml as real setups write it: static sections beside the
+    // dynamic ones, and the file provider pointed at the file itself.
+    let both = format!(
+        r#"global:
+  checkNewVersion: false
+  sendAnonymousUsage: false
+entryPoints:
+  websecure:
+    address: "127.0.0.1:{tls_port}"
+log:
+  level: INFO
+http:
+  routers:
+    both:
+      rule: Host(`both.test`)
+      service: app
+      tls: {{}}
+  services:
+    app:
+      loadBalancer:
+        servers:
+          - url: "{}"
+tls:
+  certificates:
+    - certFile: "{cert}"
+      keyFile: "{key}"
+"#,
+        app.url()
+    );
+    let gw = Gangway::with_yaml(&both, &["--configFile=dynamic.yml"]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(
+        Duration::from_secs(5),
+        "the file's router is served",
+        || async {
+            client
+                .get(tls_port, "both.test", None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK && g.text().contains("app"))
+        },
+    )
+    .await;
+    let log = gw.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("static configuration sections ignored"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("dynamic.yml") && warnings[0].contains("entryPoints, global, log"),
+        "{log}"
+    );
+    assert!(!log.contains("ERR"), "{log}");
+    assert!(
+        !log.contains("move it to a file the file provider reads"),
+        "{log}"
+    );
+}
