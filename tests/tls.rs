@@ -832,6 +832,81 @@ curvePreferences = ["CurveP521", "CurveP384", "X25519"]
     assert_eq!(got.expect("TLS 1.2 is the floor").status, StatusCode::OK);
 }
 
+/// The cipher suite a client that prefers ChaCha20 gets from
+/// 127.0.0.1:`port` for `sni`.
+async fn suite_for_a_chacha_client(ca: &TestCa, port: u16, sni: &str) -> rustls::CipherSuite {
+    use rustls::pki_types::pem::PemObject;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|s| !format!("{:?}", s.suite()).contains("CHACHA20"));
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from(sni.to_owned()).unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    tls.get_ref().1.negotiated_cipher_suite().unwrap().suite()
+}
+
+#[tokio::test]
+async fn prefer_server_cipher_suites_serves_its_routers_in_the_servers_order() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["secure.test", "prefer.test"]);
+    let cert = (
+        write(files.path(), "c.pem", &chain),
+        write(files.path(), "c.key", &key),
+    );
+    let extra = r#"
+[http.routers.prefer]
+rule = "Host(`prefer.test`)"
+service = "app"
+[http.routers.prefer.tls]
+options = "prefer"
+[tls.options.prefer]
+preferServerCipherSuites = true
+"#;
+    let tls_port = free_port();
+    let gw = Gangway::with_file(
+        &config(&app.url(), &[cert], extra),
+        &[&format!(
+            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
+        )],
+    )
+    .await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(Duration::from_secs(5), "the router is served", || async {
+        client
+            .get(tls_port, "prefer.test", None, "/", true)
+            .await
+            .is_ok_and(|g| g.status == StatusCode::OK)
+    })
+    .await;
+    // The client asks for ChaCha20 first: the default options follow it,
+    // the option that prefers the server's order does not.
+    let client_order = suite_for_a_chacha_client(&ca, tls_port, "secure.test").await;
+    assert_eq!(
+        client_order,
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+    );
+    let server_order = suite_for_a_chacha_client(&ca, tls_port, "prefer.test").await;
+    assert_eq!(server_order, rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
+    assert!(!gw.log().contains("prefer"), "{}", gw.log());
+}
+
 #[tokio::test]
 async fn a_static_file_that_is_also_the_file_providers_keeps_its_certificates() {
     let app = Backend::echo("app").await;

@@ -260,6 +260,7 @@ pub fn compile_options(
             .map(|p| p.as_bytes().to_vec())
             .collect()
     };
+    config.ignore_client_order = opts.prefer_server_cipher_suites;
     resumption.apply(&mut config, !opts.disable_session_tickets);
     Ok((Arc::new(config), warnings))
 }
