@@ -599,3 +599,71 @@ async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
         "{by_name:?}"
     );
 }
+
+/// The gangway image works in `/`, as Traefik's does: a `/traefik.yml`
+/// (found by Traefik through its `$XDG_CONFIG_HOME/traefik` path with the
+/// variable unset) is read, and a relative path in the setup (an access
+/// log as `access.log`) is created in `/` by the unprivileged user.
+#[tokio::test]
+async fn the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik() {
+    let test = "the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik";
+    let _one = SERIAL.lock().await;
+    if docker_support::compose_ready(test).await.is_none() {
+        return;
+    }
+    let docker = docker_support::docker;
+    if let Err(e) = docker(&["image", "inspect", "--format", "{{.Id}}", GANGWAY_IMAGE]).await {
+        skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
+        return;
+    }
+    let port = support::free_port();
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("traefik.yml");
+    std::fs::write(
+        &file,
+        format!("entryPoints:\n  web:\n    address: 127.0.0.1:{port}\naccessLog:\n  filePath: access.log\n"),
+    )
+    .unwrap();
+    let name = format!("gangway-test-root-file-{}", std::process::id());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--label",
+        &format!("{}=root-file", docker_support::RUN_LABEL),
+        "--network",
+        "host",
+        "-v",
+        &format!("{}:/traefik.yml:ro", file.display()),
+        GANGWAY_IMAGE,
+    ])
+    .await
+    .expect("start the image");
+    // A request answered (404: no router) is what the access log records.
+    let answered = support::within(Duration::from_secs(20), || async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let Ok(mut tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+            return false;
+        };
+        let ask = b"GET / HTTP/1.1\r\nHost: root.test\r\nConnection: close\r\n\r\n";
+        let mut answer = String::new();
+        tcp.write_all(ask).await.is_ok()
+            && tcp.read_to_string(&mut answer).await.is_ok()
+            && answer.starts_with("HTTP/1.1 404")
+    })
+    .await;
+    let logged = support::within(Duration::from_secs(10), || async {
+        docker(&["diff", &name])
+            .await
+            .is_ok_and(|d| d.lines().any(|l| l.trim() == "A /access.log"))
+    })
+    .await;
+    let log = docker(&["logs", &name]).await;
+    let _ = docker(&["rm", "-f", &name]).await;
+    assert!(
+        answered,
+        "the entry point of /traefik.yml never listened: {log:?}"
+    );
+    assert!(logged, "no /access.log was written: {log:?}");
+}
