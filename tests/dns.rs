@@ -1447,6 +1447,11 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
 const OVH_APP_KEY: &str = "ovh-app-7Kq2";
 const OVH_APP_SECRET: &str = "ovh-secret-Vb81nQ";
 const OVH_CONSUMER: &str = "ovh-consumer-Lr04";
+/// The OAuth 2.0 service account the OVH stand-in knows, and the token
+/// its token endpoint gives it.
+const OVH_CLIENT_ID: &str = "ovh-client-3Fp9";
+const OVH_CLIENT_SECRET: &str = "ovh-client-secret-Wd52";
+const OVH_TOKEN: &str = "ovh-bearer-Qx7Tz";
 
 /// OVHcloud's API v1 under `/1.0` for the calls gangway makes
 /// (`/auth/time`; a zone by name; its TXT records: create, list ids by
@@ -1475,6 +1480,15 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             if path == "/1.0/auth/time" {
                 return json_reply(StatusCode::OK, &serde_json::json!(now));
             }
+            if path == "/auth/oauth2/token" {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let form = percent_encoding::percent_decode_str(&text).decode_utf8_lossy();
+                let wanted = format!("grant_type=client_credentials&client_id={OVH_CLIENT_ID}&client_secret={OVH_CLIENT_SECRET}&scope=all");
+                if method != "POST" || form != wanted {
+                    return json_reply(StatusCode::UNAUTHORIZED, &serde_json::json!({"error": "invalid_client"}));
+                }
+                return json_reply(StatusCode::OK, &serde_json::json!({"access_token": OVH_TOKEN, "token_type": "Bearer", "expires_in": 3600}));
+            }
             let get = |name: &str| {
                 parts
                     .headers
@@ -1483,7 +1497,8 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                     .unwrap_or_default()
                     .to_owned()
             };
-            if get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER {
+            let bearer = get("authorization") == format!("Bearer {OVH_TOKEN}");
+            if !bearer && (get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER) {
                 return error(StatusCode::FORBIDDEN, "INVALID_CREDENTIAL", "This credential does not exist");
             }
             let timestamp = get("x-ovh-timestamp");
@@ -1495,7 +1510,7 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, text.as_bytes());
             let expected: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
             let fresh = timestamp.parse::<u64>().is_ok_and(|t| t.abs_diff(now) < 60);
-            if get("x-ovh-signature") != format!("$1${expected}") || !fresh {
+            if !bearer && (get("x-ovh-signature") != format!("$1${expected}") || !fresh) {
                 return error(StatusCode::BAD_REQUEST, "INVALID_SIGNATURE", "Invalid signature");
             }
             let param = |name: &str| {
@@ -1651,6 +1666,54 @@ async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
          (INVALID_SIGNATURE)",
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn ovh_publishes_with_an_oauth2_client_and_with_an_access_token() {
+    if !ready("ovh") {
+        return;
+    }
+    let app = Backend::echo("app").await;
+    let setup = Setup::start(None).await;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let endpoint = format!("{}/1.0", api.url());
+    let ways = [
+        (
+            "oauth2",
+            vec![
+                ("OVH_CLIENT_ID", OVH_CLIENT_ID),
+                ("OVH_CLIENT_SECRET", OVH_CLIENT_SECRET),
+            ],
+        ),
+        ("token", vec![("OVH_ACCESS_TOKEN", OVH_TOKEN)]),
+    ];
+    for (way, credentials) in ways {
+        let host = format!("{way}.apps.test");
+        let rule = format!("Host(`{host}`)");
+        let dynamic = routers(&app.url(), &[(way, rule.as_str(), "le", "")]);
+        let mut env = vec![("OVH_ENDPOINT", endpoint.as_str())];
+        env.extend(credentials);
+        let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+        setup.wait_for_certificate(&host, &[host.as_str()]).await;
+        eventually(Duration::from_secs(10), "the record removed", || async {
+            seen.lock().unwrap().records.is_empty()
+        })
+        .await;
+        let calls = seen.lock().unwrap().calls.clone();
+        // Bearer calls need no clock: only signed ones ask for it.
+        assert!(
+            !calls.iter().any(|c| c.contains("/auth/time")),
+            "{calls:#?}"
+        );
+        let tokens = calls
+            .iter()
+            .filter(|c| c.starts_with("POST /auth/oauth2/token"))
+            .count();
+        assert_eq!(tokens > 0, way == "oauth2", "{calls:#?}");
+        assert!(!gw.log().contains(OVH_CLIENT_SECRET) && !gw.log().contains(OVH_TOKEN));
+        seen.lock().unwrap().calls.clear();
+    }
 }
 
 /// The personal access token the Gandi stand-in accepts.
