@@ -1012,15 +1012,33 @@ async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
     .await
 }
 
-#[tokio::test]
-async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
-    if !ready("digitalocean") {
-        return;
+/// A DNS host's stand-in, made by `api` from the header that sends its
+/// records to `named` through RFC 2136, beside pebble and `named`, with a
+/// backend for the routers; None (after skipping) without those parts.
+async fn with_stand_in<F, Fut>(
+    provider: &str,
+    api: F,
+) -> Option<(Backend, Setup, Arc<Mutex<Seen>>, Backend)>
+where
+    F: FnOnce(String, Arc<Mutex<Seen>>) -> Fut,
+    Fut: std::future::Future<Output = Backend>,
+{
+    if !ready(provider) {
+        return None;
     }
     let app = Backend::echo("app").await;
     let setup = Setup::start(None).await;
     let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = digitalocean_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let api = api(setup.named.nsupdate_header(), seen.clone()).await;
+    Some((app, setup, seen, api))
+}
+
+#[tokio::test]
+async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
+    let Some((app, setup, seen, api)) = with_stand_in("digitalocean", digitalocean_api).await
+    else {
+        return;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1594,13 +1612,9 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
-    if !ready("ovh") {
+    let Some((app, setup, seen, api)) = with_stand_in("ovh", ovh_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1670,13 +1684,9 @@ async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
 
 #[tokio::test]
 async fn ovh_publishes_with_an_oauth2_client_and_with_an_access_token() {
-    if !ready("ovh") {
+    let Some((app, setup, seen, api)) = with_stand_in("ovh", ovh_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let endpoint = format!("{}/1.0", api.url());
     let ways = [
         (
@@ -1805,13 +1815,9 @@ async fn gandi_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn gandiv5_publishes_a_wildcard_and_its_apex_through_its_api() {
-    if !ready("gandiv5") {
+    let Some((app, setup, seen, api)) = with_stand_in("gandiv5", gandi_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = gandi_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1929,13 +1935,9 @@ async fn duckdns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn duckdns_publishes_a_wildcard_and_its_apex_one_after_the_other() {
-    if !ready("duckdns") {
+    let Some((app, setup, seen, api)) = with_stand_in("duckdns", duckdns_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = duckdns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -3258,13 +3260,9 @@ async fn autodns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn autodns_publishes_a_wildcard_and_its_apex_through_its_zone_stream() {
-    if !ready("autodns") {
+    let Some((app, setup, seen, api)) = with_stand_in("autodns", autodns_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = autodns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(

@@ -534,6 +534,21 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
     }
 }
 
+/// `format` of the gangway image's `docker image inspect`; None (after
+/// skipping) without Docker or the image.
+async fn image_field(test: &str, format: &str) -> Option<String> {
+    docker_support::compose_ready(test).await?;
+    let inspected =
+        docker_support::docker(&["image", "inspect", "--format", format, GANGWAY_IMAGE]).await;
+    match inspected {
+        Ok(field) => Some(field),
+        Err(e) => {
+            skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
+            None
+        }
+    }
+}
+
 /// The gangway image answers Traefik's compose `healthcheck:` (`traefik
 /// healthcheck --ping`, the binary under Traefik's name on PATH) and
 /// declares a HEALTHCHECK of its own that reports a container with ping
@@ -542,25 +557,10 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
 async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
     let test = "the_image_is_healthy_as_traefiks_healthcheck_says";
     let _one = SERIAL.lock().await;
-    if docker_support::compose_ready(test).await.is_none() {
+    let Some(declared) = image_field(test, "{{json .Config.Healthcheck.Test}}").await else {
         return;
-    }
-    let docker = docker_support::docker;
-    let declared = match docker(&[
-        "image",
-        "inspect",
-        "--format",
-        "{{json .Config.Healthcheck.Test}}",
-        GANGWAY_IMAGE,
-    ])
-    .await
-    {
-        Ok(declared) => declared,
-        Err(e) => {
-            skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
-            return;
-        }
     };
+    let docker = docker_support::docker;
     assert_eq!(
         declared.trim(),
         r#"["CMD","/gangway","healthcheck","--if-enabled"]"#
@@ -608,14 +608,10 @@ async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
 async fn the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik() {
     let test = "the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik";
     let _one = SERIAL.lock().await;
-    if docker_support::compose_ready(test).await.is_none() {
+    if image_field(test, "{{.Id}}").await.is_none() {
         return;
     }
     let docker = docker_support::docker;
-    if let Err(e) = docker(&["image", "inspect", "--format", "{{.Id}}", GANGWAY_IMAGE]).await {
-        skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
-        return;
-    }
     let port = support::free_port();
     let scratch = tempfile::tempdir().unwrap();
     let file = scratch.path().join("traefik.yml");

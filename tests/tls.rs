@@ -15,6 +15,53 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// gangway serving `extra` beside [`config`]'s routers on a TLS entry
+/// point, with one certificate for `names` from a CA of its own, once
+/// `host` answers there.
+struct Served {
+    _app: Backend,
+    _files: tempfile::TempDir,
+    ca: TestCa,
+    gw: Gangway,
+    port: u16,
+    client: TlsClient,
+}
+
+impl Served {
+    async fn start(names: &[&str], extra: &str, host: &str) -> Served {
+        let app = Backend::echo("app").await;
+        let ca = TestCa::new("test CA");
+        let files = tempfile::tempdir().unwrap();
+        let (chain, key) = ca.issue(names);
+        let cert = (
+            write(files.path(), "c.pem", &chain),
+            write(files.path(), "c.key", &key),
+        );
+        let port = free_port();
+        let gw = Gangway::with_file(
+            &config(&app.url(), &[cert], extra),
+            &[&format!("--entryPoints.websecure.address=127.0.0.1:{port}")],
+        )
+        .await;
+        let client = TlsClient::trusting(ca.pem().as_bytes());
+        eventually(Duration::from_secs(5), "the router is served", || async {
+            client
+                .get(port, host, None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK)
+        })
+        .await;
+        Served {
+            _app: app,
+            _files: files,
+            ca,
+            gw,
+            port,
+            client,
+        }
+    }
+}
+
 fn config(backend: &str, certs: &[(String, String)], extra: &str) -> String {
     let mut s = format!(
         r#"
@@ -275,14 +322,6 @@ async fn http_is_redirected_to_the_https_entry_point() {
 
 #[tokio::test]
 async fn tls_options_apply_per_host_and_sni_strict_refuses_unknown_names() {
-    let app = Backend::echo("app").await;
-    let ca = TestCa::new("test CA");
-    let files = tempfile::tempdir().unwrap();
-    let (chain, key) = ca.issue(&["secure.test", "modern.test"]);
-    let cert = (
-        write(files.path(), "c.pem", &chain),
-        write(files.path(), "c.key", &key),
-    );
     let extra = r#"
 [http.routers.modern]
 rule = "Host(`modern.test`)"
@@ -294,22 +333,8 @@ minVersion = "VersionTLS13"
 [tls.options.default]
 sniStrict = true
 "#;
-    let tls_port = free_port();
-    let _gw = Gangway::with_file(
-        &config(&app.url(), &[cert], extra),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
-    )
-    .await;
-    let client = TlsClient::trusting(ca.pem().as_bytes());
-    eventually(Duration::from_secs(5), "modern router served", || async {
-        client
-            .get(tls_port, "modern.test", None, "/", true)
-            .await
-            .is_ok_and(|g| g.status == StatusCode::OK)
-    })
-    .await;
+    let served = Served::start(&["secure.test", "modern.test"], extra, "modern.test").await;
+    let (tls_port, client) = (served.port, served.client.clone());
     let tls12 = TlsClient {
         tls12_only: true,
         offer_alpn: true,
@@ -788,14 +813,6 @@ clientAuthType = "RequireAnyClientCert"
 
 #[tokio::test]
 async fn tls_options_traefik_serves_with_are_served_with_what_can_be() {
-    let app = Backend::echo("app").await;
-    let ca = TestCa::new("test CA");
-    let files = tempfile::tempdir().unwrap();
-    let (chain, key) = ca.issue(&["old.test"]);
-    let cert = (
-        write(files.path(), "c.pem", &chain),
-        write(files.path(), "c.key", &key),
-    );
     // As real setups write them: an old floor and P-521 first.
     let extra = r#"
 [http.routers.old]
@@ -807,22 +824,8 @@ options = "old"
 minVersion = "VersionTLS10"
 curvePreferences = ["CurveP521", "CurveP384", "X25519"]
 "#;
-    let tls_port = free_port();
-    let _gw = Gangway::with_file(
-        &config(&app.url(), &[cert], extra),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
-    )
-    .await;
-    let client = TlsClient::trusting(ca.pem().as_bytes());
-    eventually(Duration::from_secs(5), "the router is served", || async {
-        client
-            .get(tls_port, "old.test", None, "/", true)
-            .await
-            .is_ok_and(|g| g.status == StatusCode::OK)
-    })
-    .await;
+    let served = Served::start(&["old.test"], extra, "old.test").await;
+    let (tls_port, client) = (served.port, served.client.clone());
     let tls12 = TlsClient {
         tls12_only: true,
         offer_alpn: true,
@@ -862,14 +865,6 @@ async fn suite_for_a_chacha_client(ca: &TestCa, port: u16, sni: &str) -> rustls:
 
 #[tokio::test]
 async fn prefer_server_cipher_suites_serves_its_routers_in_the_servers_order() {
-    let app = Backend::echo("app").await;
-    let ca = TestCa::new("test CA");
-    let files = tempfile::tempdir().unwrap();
-    let (chain, key) = ca.issue(&["secure.test", "prefer.test"]);
-    let cert = (
-        write(files.path(), "c.pem", &chain),
-        write(files.path(), "c.key", &key),
-    );
     let extra = r#"
 [http.routers.prefer]
 rule = "Host(`prefer.test`)"
@@ -879,32 +874,18 @@ options = "prefer"
 [tls.options.prefer]
 preferServerCipherSuites = true
 "#;
-    let tls_port = free_port();
-    let gw = Gangway::with_file(
-        &config(&app.url(), &[cert], extra),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
-    )
-    .await;
-    let client = TlsClient::trusting(ca.pem().as_bytes());
-    eventually(Duration::from_secs(5), "the router is served", || async {
-        client
-            .get(tls_port, "prefer.test", None, "/", true)
-            .await
-            .is_ok_and(|g| g.status == StatusCode::OK)
-    })
-    .await;
+    let served = Served::start(&["secure.test", "prefer.test"], extra, "prefer.test").await;
+    let tls_port = served.port;
     // The client asks for ChaCha20 first: the default options follow it,
     // the option that prefers the server's order does not.
-    let client_order = suite_for_a_chacha_client(&ca, tls_port, "secure.test").await;
+    let client_order = suite_for_a_chacha_client(&served.ca, tls_port, "secure.test").await;
     assert_eq!(
         client_order,
         rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
     );
-    let server_order = suite_for_a_chacha_client(&ca, tls_port, "prefer.test").await;
+    let server_order = suite_for_a_chacha_client(&served.ca, tls_port, "prefer.test").await;
     assert_eq!(server_order, rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
-    assert!(!gw.log().contains("prefer"), "{}", gw.log());
+    assert!(!served.gw.log().contains("prefer"), "{}", served.gw.log());
 }
 
 #[tokio::test]

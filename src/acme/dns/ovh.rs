@@ -59,6 +59,9 @@ pub(super) struct Ovh {
     ttl: u64,
 }
 
+/// A call's authentication headers.
+type Headers = Vec<(HeaderName, HeaderValue)>;
+
 /// How calls are authenticated; every field is a secret but the
 /// application key and the client ID.
 enum Auth {
@@ -75,7 +78,7 @@ enum Auth {
         client_id: String,
         client_secret: String,
         /// The last token and when it was given.
-        kept: std::sync::Mutex<Option<(Vec<(HeaderName, HeaderValue)>, std::time::Instant)>>,
+        kept: std::sync::Mutex<Option<(Headers, std::time::Instant)>>,
     },
     /// A bearer token given as it is.
     Token(Vec<(HeaderName, HeaderValue)>),
