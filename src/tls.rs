@@ -518,8 +518,53 @@ pub fn compile_termination(
     state: &TlsState,
 ) -> (Termination, TlsReport) {
     let mut report = TlsReport::default();
+    let certificates = load_certificates(tls, state, &mut report);
+    let store = Arc::new(certificates.store);
+    let options = compile_all_options(tls, &store, &state.resumption, &mut report);
+    let by_host = options_by_host(hosts, &options.index_of, &mut report);
+    let served = certificates.default.map(|default| ServedCertificates {
+        store: store.clone(),
+        sources: certificates.sources,
+        default,
+        strict: options.strict,
+    });
+    (
+        Termination {
+            configs: options.configs,
+            wildcard_hosts: by_host.keys().any(|h| h.starts_with('*')),
+            by_host,
+            challenge: state.challenge_config(),
+            challenges: Some(state.challenges.clone()),
+            quic: options.quic,
+            requests,
+            files: certificates.files,
+            served,
+        },
+        report,
+    )
+}
+
+/// The certificates one runtime serves, before they are shared.
+struct LoadedCertificates {
+    store: CertStore,
+    /// Where each certificate of the store comes from.
+    sources: Vec<(Arc<CertifiedKey>, CertificateSource)>,
+    /// The certificates read from files.
+    files: Vec<FileCertificate>,
+    /// The certificate served when none matches, described.
+    default: Option<DefaultCertificate>,
+}
+
+/// Fills the certificate store: the default certificate (the `default`
+/// store's file, the ordered `defaultGeneratedCert`, else the generated
+/// one), the files, then the issued certificates.
+fn load_certificates(
+    tls: &dynamic::Tls,
+    state: &TlsState,
+    report: &mut TlsReport,
+) -> LoadedCertificates {
     let generated = state.default_certificate();
-    let mut default_info = describe_generated(&generated);
+    let mut default = describe_generated(&generated);
     let mut store = CertStore::new(generated);
     let mut sources = Vec::new();
 
@@ -531,7 +576,7 @@ pub fn compile_termination(
     {
         match store::load_file(file) {
             Ok(cert) => {
-                default_info = Some(DefaultCertificate {
+                default = Some(DefaultCertificate {
                     domains: cert.names.clone(),
                     issuer: cert.issuer.clone(),
                     not_before: cert.not_before,
@@ -593,7 +638,7 @@ pub fn compile_termination(
     }) && let Some(cert) =
         state.issued(&certificate_key(&generated.resolver, &generated.domains()))
     {
-        default_info = Some(DefaultCertificate {
+        default = Some(DefaultCertificate {
             domains: cert.cert.names.clone(),
             issuer: cert.cert.issuer.clone(),
             not_before: cert.cert.not_before,
@@ -603,26 +648,51 @@ pub fn compile_termination(
         });
         store.set_default(cert.cert.key.clone());
     }
-    let store = Arc::new(store);
+    LoadedCertificates {
+        store,
+        sources,
+        files,
+        default,
+    }
+}
 
-    // Options: index 0 is the default (`default@…` if configured).
-    let resumption = &state.resumption;
+/// The server configurations of every set of TLS options.
+struct CompiledOptions<'a> {
+    /// Index 0 is the default (`default@…` if configured).
+    configs: Vec<Arc<ServerConfig>>,
+    /// Per entry of `configs`: whether it refuses names without a
+    /// certificate.
+    strict: Vec<bool>,
+    /// Per entry of `configs`: whether QUIC can keep its options.
+    quic: Vec<bool>,
+    /// The entry of `configs` of each options' name that compiled.
+    index_of: HashMap<&'a str, usize>,
+}
+
+/// Compiles the default options, then every other set; a set that does not
+/// compile is reported broken (its routers are disabled), a broken default
+/// falls back to rustls's defaults.
+fn compile_all_options<'a>(
+    tls: &'a dynamic::Tls,
+    store: &Arc<CertStore>,
+    resumption: &options::Resumption,
+    report: &mut TlsReport,
+) -> CompiledOptions<'a> {
     let default_options = tls
         .options
         .iter()
         .find(|(name, _)| name.split('@').next() == Some("default"))
         .map(|(_, o)| o.clone())
         .unwrap_or_default();
-    let mut configs = Vec::new();
-    // Per entry of `configs`: whether it refuses names without a
-    // certificate, and whether QUIC can keep its options.
-    let mut strict = Vec::new();
-    let mut quic = Vec::new();
-    match options::compile_options(&default_options, &store, resumption) {
+    let mut out = CompiledOptions {
+        configs: Vec::new(),
+        strict: Vec::new(),
+        quic: Vec::new(),
+        index_of: HashMap::new(),
+    };
+    match options::compile_options(&default_options, store, resumption) {
         Ok((config, warnings)) => {
-            configs.push(config);
-            strict.push(default_options.sni_strict);
-            quic.push(options::quic_can_keep(&default_options));
+            out.push(config, &default_options);
             report.warnings.extend(
                 warnings
                     .into_iter()
@@ -634,27 +704,21 @@ pub fn compile_termination(
                 "default TLS options",
                 format!("{e}; rustls defaults are used instead"),
             ));
-            if let Ok((config, _)) =
-                options::compile_options(&dynamic::TlsOptions::default(), &store, resumption)
-            {
-                configs.push(config);
-                strict.push(false);
-                quic.push(true);
+            let defaults = dynamic::TlsOptions::default();
+            if let Ok((config, _)) = options::compile_options(&defaults, store, resumption) {
+                out.push(config, &defaults);
             }
         }
     }
-    let mut index_of: HashMap<&str, usize> = HashMap::new();
     for (name, opts) in &tls.options {
         if name.split('@').next() == Some("default") {
-            index_of.insert(name, 0);
+            out.index_of.insert(name, 0);
             continue;
         }
-        match options::compile_options(opts, &store, resumption) {
+        match options::compile_options(opts, store, resumption) {
             Ok((config, warnings)) => {
-                index_of.insert(name, configs.len());
-                configs.push(config);
-                strict.push(opts.sni_strict);
-                quic.push(options::quic_can_keep(opts));
+                out.index_of.insert(name, out.configs.len());
+                out.push(config, opts);
                 report.warnings.extend(
                     warnings
                         .into_iter()
@@ -666,7 +730,26 @@ pub fn compile_termination(
             }
         }
     }
+    out
+}
 
+impl CompiledOptions<'_> {
+    fn push(&mut self, config: Arc<ServerConfig>, opts: &dynamic::TlsOptions) {
+        self.configs.push(config);
+        self.strict.push(opts.sni_strict);
+        self.quic.push(options::quic_can_keep(opts));
+    }
+}
+
+/// The options each TLS router's host asks for, by entry of the compiled
+/// configurations; hosts on the default options are left out. Routers
+/// asking for different options for one host get the default ones, as in
+/// Traefik, with a warning.
+fn options_by_host(
+    hosts: &[HostOptions],
+    index_of: &HashMap<&str, usize>,
+    report: &mut TlsReport,
+) -> HashMap<String, usize> {
     let mut wanted: BTreeMap<&str, Vec<(usize, &str)>> = BTreeMap::new();
     for use_ in hosts {
         let index = match &use_.options {
@@ -686,7 +769,6 @@ pub fn compile_termination(
     for (host, uses) in wanted {
         let first = uses[0];
         match uses.iter().find(|(i, _)| *i != first.0) {
-            // Traefik's answer to a conflict: the default options for that host.
             Some(other) => report.warnings.push(Warning::new(
                 Notice::TlsOptionsConflict {
                     host: host.to_owned(),
@@ -701,27 +783,7 @@ pub fn compile_termination(
             None => {}
         }
     }
-
-    let served = default_info.map(|default| ServedCertificates {
-        store: store.clone(),
-        sources,
-        default,
-        strict,
-    });
-    (
-        Termination {
-            configs,
-            wildcard_hosts: by_host.keys().any(|h| h.starts_with('*')),
-            by_host,
-            challenge: state.challenge_config(),
-            challenges: Some(state.challenges.clone()),
-            quic,
-            requests,
-            files,
-            served,
-        },
-        report,
-    )
+    by_host
 }
 
 /// Names, issuer and validity of the generated default certificate, held

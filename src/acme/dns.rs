@@ -10,6 +10,7 @@
 
 mod api;
 mod autodns;
+mod azuredns;
 mod cloudflare;
 mod desec;
 mod digitalocean;
@@ -452,6 +453,13 @@ const PROVIDERS: &[ProviderKind] = &[
         timeout: secs(600),
         interval: secs(10),
         build: |env| Ok(Box::new(transip::TransIp::from_env(env)?)),
+    },
+    ProviderKind {
+        name: "azuredns",
+        prefix: "AZURE",
+        timeout: secs(120),
+        interval: secs(2),
+        build: |env| Ok(Box::new(azuredns::AzureDns::from_env(env)?)),
     },
     ProviderKind {
         name: "gcloud",

@@ -531,6 +531,12 @@ pub struct TlsOptions {
     /// cache (by session ID).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disable_session_tickets: bool,
+    /// Pick the cipher suite in the server's order of preference rather
+    /// than the client's (`preferServerCipherSuites`). Go, and so Traefik,
+    /// always uses its own order; rustls follows the client's unless this
+    /// is set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub prefer_server_cipher_suites: bool,
 }
 
 /// Client certificate requirements.

@@ -1140,6 +1140,15 @@ pub enum Notice {
         /// The provider that defined it.
         provider: String,
     },
+    /// Top-level sections of the static configuration in a file the file
+    /// provider reads (a file that is both): Traefik's file provider skips
+    /// them, and so does gangway, reading its `http`, `tcp`, `udp` and
+    /// `tls` only.
+    #[error("static configuration sections ignored by the file provider: {}", sections.join(", "))]
+    StaticSectionsIgnored {
+        /// The sections, as written.
+        sections: Vec<String>,
+    },
     /// A part of the TLS configuration that cannot be used and is skipped.
     #[error("{option}: {message}")]
     TlsSkipped {

@@ -173,39 +173,7 @@ pub fn compile_options(
     }
     if !opts.curve_preferences.is_empty() {
         let all = std::mem::take(&mut provider.kx_groups);
-        let mut chosen: Vec<&'static dyn SupportedKxGroup> = Vec::new();
-        for name in &opts.curve_preferences {
-            // Traefik's names (Go's constants and the IANA ones).
-            let wanted = match name.trim() {
-                "X25519MLKEM768" | "x25519mlkem768" => NamedGroup::X25519MLKEM768,
-                "X25519" | "x25519" => NamedGroup::X25519,
-                "CurveP256" | "secp256r1" => NamedGroup::secp256r1,
-                "CurveP384" | "secp384r1" => NamedGroup::secp384r1,
-                "CurveP521" | "secp521r1" => NamedGroup::secp521r1,
-                _ => {
-                    return Err(TlsError::Curve {
-                        name: name.clone(),
-                        reason: "is not a curve Traefik names (X25519MLKEM768, X25519, CurveP256, CurveP384, CurveP521)",
-                    });
-                }
-            };
-            match all.iter().find(|g| g.name() == wanted) {
-                Some(group) if !chosen.iter().any(|c| c.name() == wanted) => chosen.push(*group),
-                Some(_) => {}
-                // Traefik serves it; a curve the crypto provider lacks is
-                // left out rather than taking the option's routers down.
-                None => warnings.push(format!(
-                    "curvePreferences: {name} is not implemented by the crypto provider and is skipped"
-                )),
-            }
-        }
-        if chosen.is_empty() {
-            warnings.push(String::from(
-                "curvePreferences: no curve listed is implemented; the default curves are used",
-            ));
-            chosen = all;
-        }
-        provider.kx_groups = chosen;
+        provider.kx_groups = choose_curves(&opts.curve_preferences, all, &mut warnings)?;
     }
     let provider = Arc::new(provider);
 
@@ -260,8 +228,52 @@ pub fn compile_options(
             .map(|p| p.as_bytes().to_vec())
             .collect()
     };
+    config.ignore_client_order = opts.prefer_server_cipher_suites;
     resumption.apply(&mut config, !opts.disable_session_tickets);
     Ok((Arc::new(config), warnings))
+}
+
+/// The key-exchange groups `names` (`curvePreferences`) choose among `all`,
+/// in their order. A curve the crypto provider lacks is skipped with a
+/// warning, as Traefik would serve it; none left gives `all` back.
+fn choose_curves(
+    names: &[String],
+    all: Vec<&'static dyn SupportedKxGroup>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<&'static dyn SupportedKxGroup>, TlsError> {
+    let mut chosen: Vec<&'static dyn SupportedKxGroup> = Vec::new();
+    for name in names {
+        // Traefik's names (Go's constants and the IANA ones).
+        let wanted = match name.trim() {
+            "X25519MLKEM768" | "x25519mlkem768" => NamedGroup::X25519MLKEM768,
+            "X25519" | "x25519" => NamedGroup::X25519,
+            "CurveP256" | "secp256r1" => NamedGroup::secp256r1,
+            "CurveP384" | "secp384r1" => NamedGroup::secp384r1,
+            "CurveP521" | "secp521r1" => NamedGroup::secp521r1,
+            _ => {
+                return Err(TlsError::Curve {
+                    name: name.clone(),
+                    reason: "is not a curve Traefik names (X25519MLKEM768, X25519, CurveP256, CurveP384, CurveP521)",
+                });
+            }
+        };
+        match all.iter().find(|g| g.name() == wanted) {
+            Some(group) if !chosen.iter().any(|c| c.name() == wanted) => chosen.push(*group),
+            Some(_) => {}
+            // Traefik serves it; a curve the crypto provider lacks is
+            // left out rather than taking the option's routers down.
+            None => warnings.push(format!(
+                "curvePreferences: {name} is not implemented by the crypto provider and is skipped"
+            )),
+        }
+    }
+    if chosen.is_empty() {
+        warnings.push(String::from(
+            "curvePreferences: no curve listed is implemented; the default curves are used",
+        ));
+        chosen = all;
+    }
+    Ok(chosen)
 }
 
 /// Whether a QUIC handshake can keep these options: QUIC speaks TLS 1.3

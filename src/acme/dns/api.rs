@@ -527,6 +527,43 @@ impl Api {
     }
 }
 
+impl Api {
+    /// Posts `pairs` as a form to an OAuth 2.0 token endpoint (a client
+    /// credentials or JWT grant) and gives the `Authorization: Bearer`
+    /// header of the access token it answers; errors name `variable`.
+    pub(super) async fn bearer_token(
+        &self,
+        action: &str,
+        url: &str,
+        pairs: &[(&str, &str)],
+        variable: &str,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+        let text = form(pairs);
+        let reply = self
+            .send(&Call {
+                action,
+                method: Method::POST,
+                url,
+                headers: &[],
+                body: None,
+                text: Some(("application/x-www-form-urlencoded", &text)),
+            })
+            .await?;
+        let reply = self.success(action, reply)?;
+        let token: serde_json::Value = reply.json().map_err(|p| self.error(action, p))?;
+        let Some(token) = token["access_token"].as_str() else {
+            return Err(self.error(
+                action,
+                ApiProblem::Unreadable {
+                    status: reply.status,
+                    reason: "the token endpoint's answer has no access_token".to_owned(),
+                },
+            ));
+        };
+        authorization("Bearer", token, variable)
+    }
+}
+
 /// The `Authorization: Basic` header of `user` and `password`, marked
 /// sensitive.
 pub(super) fn basic(

@@ -17,7 +17,7 @@
 //! and replaced by one change (deleting the old set, adding the new one),
 //! and gangway waits until the change is `done`.
 
-use super::api::{self, Api, ApiProblem, Call};
+use super::api::{self, Api, ApiProblem};
 use super::{DnsError, Env};
 use base64::Engine as _;
 use http::{HeaderName, HeaderValue, Method};
@@ -183,25 +183,13 @@ impl GCloud {
             "GCE_SERVICE_ACCOUNT",
         )?;
         let assertion = format!("{signed}.{}", b64(&signature));
-        let form = api::form(&[
+        let grant = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
-            ("assertion", &assertion),
-        ]);
-        let reply = self
-            .api
-            .send(&Call {
-                action: what,
-                method: Method::POST,
-                url: &self.token_uri,
-                headers: &[],
-                body: None,
-                text: Some(("application/x-www-form-urlencoded", &form)),
-            })
-            .await?;
-        let reply = self.api.success(what, reply)?;
-        let token: serde_json::Value = reply.json().map_err(|p| self.api.error(what, p))?;
-        let token = token["access_token"].as_str().unwrap_or_default();
-        api::authorization("Bearer", token, "GCE_SERVICE_ACCOUNT")
+            ("assertion", assertion.as_str()),
+        ];
+        self.api
+            .bearer_token(what, &self.token_uri, &grant, "GCE_SERVICE_ACCOUNT")
+            .await
     }
 
     fn zones_url(&self) -> String {

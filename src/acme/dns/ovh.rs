@@ -1,14 +1,20 @@
-//! The `ovh` provider, through OVHcloud's API v1 with its application
-//! signature, and the variables Traefik's DNS library documents for it:
-//! `OVH_ENDPOINT` (`ovh-eu`, `ovh-ca`, `ovh-us`, `kimsufi-eu`,
-//! `kimsufi-ca`, `soyoustart-eu`, `soyoustart-ca`, or a URL),
-//! `OVH_APPLICATION_KEY`, `OVH_APPLICATION_SECRET`, `OVH_CONSUMER_KEY`,
-//! `OVH_TTL` (default 120) and `OVH_HTTP_TIMEOUT`.
+//! The `ovh` provider, through OVHcloud's API v1, and the variables
+//! Traefik's DNS library documents for it: `OVH_ENDPOINT` (`ovh-eu`,
+//! `ovh-ca`, `ovh-us`, `kimsufi-eu`, `kimsufi-ca`, `soyoustart-eu`,
+//! `soyoustart-ca`, or a URL), `OVH_TTL` (default 120), `OVH_HTTP_TIMEOUT`,
+//! and one of three ways in:
 //!
-//! Every call carries `X-Ovh-Application`, `X-Ovh-Consumer`,
-//! `X-Ovh-Timestamp` (the API's own clock, from `/auth/time`) and
-//! `X-Ovh-Signature`: `$1$` and the SHA-1 of the secret, the consumer key,
-//! the method, the whole URL, the body and the timestamp joined by `+`.
+//! - an application key: `OVH_APPLICATION_KEY`, `OVH_APPLICATION_SECRET`
+//!   and `OVH_CONSUMER_KEY`. Every call then carries `X-Ovh-Application`,
+//!   `X-Ovh-Consumer`, `X-Ovh-Timestamp` (the API's own clock, from
+//!   `/auth/time`) and `X-Ovh-Signature`: `$1$` and the SHA-1 of the
+//!   secret, the consumer key, the method, the whole URL, the body and the
+//!   timestamp joined by `+`;
+//! - an OAuth 2.0 service account: `OVH_CLIENT_ID` and `OVH_CLIENT_SECRET`,
+//!   exchanged by the client credentials grant (scope `all`) at the
+//!   endpoint's `/auth/oauth2/token` for a bearer token;
+//! - an access token, `OVH_ACCESS_TOKEN`, sent as it is as a bearer token.
+//!
 //! The zone is found by asking for each name the record's name ends with;
 //! each value is its own record, and a change is applied with the zone's
 //! `refresh`.
@@ -17,16 +23,31 @@ use super::api::{self, Api, ApiProblem, Call};
 use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 
-/// The endpoints OVH's own libraries name.
-const ENDPOINTS: &[(&str, &str)] = &[
-    ("ovh-eu", "https://eu.api.ovh.com/1.0"),
-    ("ovh-ca", "https://ca.api.ovh.com/1.0"),
-    ("ovh-us", "https://api.us.ovhcloud.com/1.0"),
-    ("kimsufi-eu", "https://eu.api.kimsufi.com/1.0"),
-    ("kimsufi-ca", "https://ca.api.kimsufi.com/1.0"),
-    ("soyoustart-eu", "https://eu.api.soyoustart.com/1.0"),
-    ("soyoustart-ca", "https://ca.api.soyoustart.com/1.0"),
+/// The endpoints OVH's own libraries name, with their OAuth 2.0 token
+/// endpoint where they have one.
+const ENDPOINTS: &[(&str, &str, &str)] = &[
+    (
+        "ovh-eu",
+        "https://eu.api.ovh.com/1.0",
+        "https://www.ovh.com/auth/oauth2/token",
+    ),
+    (
+        "ovh-ca",
+        "https://ca.api.ovh.com/1.0",
+        "https://ca.ovh.com/auth/oauth2/token",
+    ),
+    (
+        "ovh-us",
+        "https://api.us.ovhcloud.com/1.0",
+        "https://us.ovhcloud.com/auth/oauth2/token",
+    ),
+    ("kimsufi-eu", "https://eu.api.kimsufi.com/1.0", ""),
+    ("kimsufi-ca", "https://ca.api.kimsufi.com/1.0", ""),
+    ("soyoustart-eu", "https://eu.api.soyoustart.com/1.0", ""),
+    ("soyoustart-ca", "https://ca.api.soyoustart.com/1.0", ""),
 ];
+/// How long an OAuth 2.0 token is used before another is asked for.
+const TOKEN_KEPT: std::time::Duration = std::time::Duration::from_secs(600);
 /// OVH's smallest TTL.
 const MIN_TTL: u64 = 60;
 
@@ -34,11 +55,33 @@ const MIN_TTL: u64 = 60;
 pub(super) struct Ovh {
     api: Api,
     base: String,
-    application_key: HeaderValue,
-    /// Secrets.
-    application_secret: String,
-    consumer_key: HeaderValue,
+    auth: Auth,
     ttl: u64,
+}
+
+/// A call's authentication headers.
+type Headers = Vec<(HeaderName, HeaderValue)>;
+
+/// How calls are authenticated; every field is a secret but the
+/// application key and the client ID.
+enum Auth {
+    /// The application key's signature on each call.
+    Signed {
+        application_key: HeaderValue,
+        application_secret: String,
+        consumer_key: HeaderValue,
+    },
+    /// A bearer token from the client credentials grant, kept for
+    /// [`TOKEN_KEPT`] (OVH's last an hour).
+    OAuth2 {
+        token_url: String,
+        client_id: String,
+        client_secret: String,
+        /// The last token and when it was given.
+        kept: std::sync::Mutex<Option<(Headers, std::time::Instant)>>,
+    },
+    /// A bearer token given as it is.
+    Token(Vec<(HeaderName, HeaderValue)>),
 }
 
 #[derive(serde::Deserialize)]
@@ -76,28 +119,135 @@ impl Ovh {
     /// Reads the keys and settings; fails naming what is missing.
     pub(super) fn from_env(mut env: Env<'_>) -> Result<Self, DnsError> {
         let endpoint = env.required("OVH_ENDPOINT")?;
-        let application_key = env.required("OVH_APPLICATION_KEY")?;
-        let application_secret = env.required("OVH_APPLICATION_SECRET")?;
-        let consumer_key = env.required("OVH_CONSUMER_KEY")?;
         let ttl = env
             .seconds("OVH_TTL", std::time::Duration::from_secs(120))?
             .as_secs()
             .max(MIN_TTL);
         let api = Api::new(&env, "ovh", "OVH", message)?;
-        let base = match ENDPOINTS.iter().find(|(name, _)| *name == endpoint.trim()) {
-            Some((_, url)) => (*url).to_owned(),
-            None if endpoint.is_empty() => String::new(),
-            None => api::base_url(&env, "OVH_ENDPOINT", &endpoint)?,
+        let (base, token_url) = match ENDPOINTS.iter().find(|(name, ..)| *name == endpoint.trim()) {
+            Some((_, url, token)) => ((*url).to_owned(), (*token).to_owned()),
+            None if endpoint.is_empty() => (String::new(), String::new()),
+            None => {
+                let url = api::base_url(&env, "OVH_ENDPOINT", &endpoint)?;
+                // gangway's choice for an endpoint given as a URL: the
+                // token endpoint on the same host, as OVH places it.
+                let host = url.strip_suffix("/1.0").unwrap_or(&url);
+                let token = format!("{host}/auth/oauth2/token");
+                (url, token)
+            }
         };
+        let auth = Self::auth(&mut env, token_url)?;
         env.finish()?;
         Ok(Ovh {
             api,
             base,
+            auth,
+            ttl,
+        })
+    }
+
+    /// The way in the variables give: an access token, else an OAuth 2.0
+    /// client, else the application key (whose variables are then each
+    /// required).
+    fn auth(env: &mut Env<'_>, token_url: String) -> Result<Auth, DnsError> {
+        if let Some(token) = env.optional("OVH_ACCESS_TOKEN")? {
+            return Ok(Auth::Token(api::authorization(
+                "Bearer",
+                &token,
+                "OVH_ACCESS_TOKEN",
+            )?));
+        }
+        if let Some(client_id) = env.optional("OVH_CLIENT_ID")? {
+            return Ok(Auth::OAuth2 {
+                token_url,
+                client_id,
+                client_secret: env.required("OVH_CLIENT_SECRET")?,
+                kept: std::sync::Mutex::default(),
+            });
+        }
+        let application_key = env.required("OVH_APPLICATION_KEY")?;
+        let application_secret = env.required("OVH_APPLICATION_SECRET")?;
+        let consumer_key = env.required("OVH_CONSUMER_KEY")?;
+        Ok(Auth::Signed {
             application_key: api::secret_header(&application_key, "OVH_APPLICATION_KEY")?,
             application_secret,
             consumer_key: api::secret_header(&consumer_key, "OVH_CONSUMER_KEY")?,
-            ttl,
         })
+    }
+
+    /// The headers of one call to `url` with `text` as its body.
+    async fn headers(
+        &self,
+        action: &str,
+        method: &Method,
+        url: &str,
+        text: &str,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
+        let (application_key, application_secret, consumer_key) = match &self.auth {
+            Auth::Token(header) => return Ok(header.clone()),
+            Auth::OAuth2 {
+                token_url,
+                client_id,
+                client_secret,
+                kept,
+            } => {
+                let fresh = kept
+                    .lock()
+                    .ok()
+                    .and_then(|k| k.clone())
+                    .filter(|(_, at)| at.elapsed() < TOKEN_KEPT);
+                if let Some((header, _)) = fresh {
+                    return Ok(header);
+                }
+                let grant = [
+                    ("grant_type", "client_credentials"),
+                    ("client_id", client_id.as_str()),
+                    ("client_secret", client_secret.as_str()),
+                    ("scope", "all"),
+                ];
+                let header = self
+                    .api
+                    .bearer_token(action, token_url, &grant, "OVH_CLIENT_SECRET")
+                    .await?;
+                if let Ok(mut kept) = kept.lock() {
+                    *kept = Some((header.clone(), std::time::Instant::now()));
+                }
+                return Ok(header);
+            }
+            Auth::Signed {
+                application_key,
+                application_secret,
+                consumer_key,
+            } => (application_key, application_secret, consumer_key),
+        };
+        let timestamp = self.time(action).await?;
+        let consumer = consumer_key.to_str().unwrap_or_default();
+        let signed = signature(
+            application_secret,
+            consumer,
+            method.as_str(),
+            url,
+            text,
+            timestamp,
+        );
+        Ok(vec![
+            (
+                HeaderName::from_static("x-ovh-application"),
+                application_key.clone(),
+            ),
+            (
+                HeaderName::from_static("x-ovh-consumer"),
+                consumer_key.clone(),
+            ),
+            (
+                HeaderName::from_static("x-ovh-timestamp"),
+                HeaderValue::from(timestamp),
+            ),
+            (
+                HeaderName::from_static("x-ovh-signature"),
+                api::secret_header(&signed, "OVH_APPLICATION_SECRET")?,
+            ),
+        ])
     }
 
     /// The API's clock.
@@ -127,34 +277,7 @@ impl Ovh {
     ) -> Result<api::Reply, DnsError> {
         let url = format!("{}{path}", self.base);
         let text = body.map(ToString::to_string).unwrap_or_default();
-        let timestamp = self.time(action).await?;
-        let consumer = self.consumer_key.to_str().unwrap_or_default();
-        let signed = signature(
-            &self.application_secret,
-            consumer,
-            method.as_str(),
-            &url,
-            &text,
-            timestamp,
-        );
-        let headers = [
-            (
-                HeaderName::from_static("x-ovh-application"),
-                self.application_key.clone(),
-            ),
-            (
-                HeaderName::from_static("x-ovh-consumer"),
-                self.consumer_key.clone(),
-            ),
-            (
-                HeaderName::from_static("x-ovh-timestamp"),
-                HeaderValue::from(timestamp),
-            ),
-            (
-                HeaderName::from_static("x-ovh-signature"),
-                api::secret_header(&signed, "OVH_APPLICATION_SECRET")?,
-            ),
-        ];
+        let headers = self.headers(action, &method, &url, &text).await?;
         self.api
             .send(&Call {
                 action,

@@ -605,10 +605,15 @@ fn route53_reads_its_variables_from_files_and_a_role_to_assume() {
 
 #[test]
 fn the_newer_providers_name_every_missing_variable_and_keep_lego_defaults() {
-    let missing = |provider: &str| match Solver::new("le", &challenge(provider), &lookup(&[])) {
+    let missing_with = |provider: &str, given: &[(&str, &str)]| match Solver::new(
+        "le",
+        &challenge(provider),
+        &lookup(given),
+    ) {
         Err(DnsError::MissingEnv { variables, .. }) => variables,
         other => panic!("{provider}: {other:?}"),
     };
+    let missing = |provider: &str| missing_with(provider, &[]);
     assert_eq!(
         missing("autodns"),
         ["AUTODNS_API_USER", "AUTODNS_API_PASSWORD"]
@@ -635,6 +640,38 @@ fn the_newer_providers_name_every_missing_variable_and_keep_lego_defaults() {
         missing("transip"),
         ["TRANSIP_ACCOUNT_NAME", "TRANSIP_PRIVATE_KEY_PATH"]
     );
+    assert_eq!(
+        missing("azuredns"),
+        [
+            "AZURE_CLIENT_ID",
+            "AZURE_CLIENT_SECRET",
+            "AZURE_TENANT_ID",
+            "AZURE_SUBSCRIPTION_ID",
+            "AZURE_RESOURCE_GROUP"
+        ]
+    );
+    let msi = [("AZURE_AUTH_METHOD", "msi")];
+    let err = Solver::new("le", &challenge("azuredns"), &lookup(&msi)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("AZURE_AUTH_METHOD: `msi` is not supported"),
+        "{err}"
+    );
+    // OVH: the application key's variables are asked for only when no
+    // access token or OAuth 2.0 client is given.
+    let endpoint = [("OVH_ENDPOINT", "ovh-eu")];
+    assert_eq!(
+        missing_with("ovh", &endpoint),
+        [
+            "OVH_APPLICATION_KEY",
+            "OVH_APPLICATION_SECRET",
+            "OVH_CONSUMER_KEY"
+        ]
+    );
+    let client = [("OVH_ENDPOINT", "ovh-eu"), ("OVH_CLIENT_ID", "id")];
+    assert_eq!(missing_with("ovh", &client), ["OVH_CLIENT_SECRET"]);
+    let token = [("OVH_ENDPOINT", "ovh-eu"), ("OVH_ACCESS_TOKEN", "t")];
+    assert!(Solver::new("le", &challenge("ovh"), &lookup(&token)).is_ok());
     let gcloud = Solver::new("le", &challenge("gcloud"), &lookup(&[])).unwrap_err();
     assert!(
         matches!(

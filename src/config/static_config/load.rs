@@ -226,6 +226,14 @@ pub fn load(
     load_from(args, env, &SearchRoots::new(env, cwd))
 }
 
+/// Whether two paths name one file (through links and `..`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
 /// [`load`] with the places to look for the configuration file given.
 pub fn load_from(
     args: &[String],
@@ -326,6 +334,18 @@ pub fn load_from(
             state: OptionState::Unsupported,
             description: BOTH_FILE_SOURCES,
         });
+    }
+    let provider_file = config
+        .providers
+        .file
+        .as_ref()
+        .and_then(|f| f.filename.as_ref());
+    if let (Some(static_file), Some(provider_file)) = (&file_used, provider_file)
+        && same_file(static_file, &cwd.join(provider_file))
+    {
+        // One file that is both: the file provider reads its dynamic
+        // sections, so nothing of them goes unread.
+        accepted.retain(|a| a.description != tree::DYNAMIC_IN_STATIC);
     }
     config.validate()?;
     config.accepted = accepted;

@@ -15,6 +15,11 @@ use crate::config::duration::{Duration, SignedDuration};
 /// sometimes write into the static file.
 const DYNAMIC_SECTIONS: &[&str] = &["http", "tcp", "udp", "tls"];
 
+/// What a dynamic section written in the static file gets; dropped when the
+/// file is also the file provider's, which reads those sections.
+pub(super) const DYNAMIC_IN_STATIC: &str = "Dynamic configuration in the static file: not read \
+     (Traefik ignores it too); move it to a file the file provider reads.";
+
 /// Most list items one key may hold; past it the file is refused rather
 /// than read into memory item by item.
 pub(super) const MAX_INDEX: usize = 1024;
@@ -134,8 +139,7 @@ impl<'a> FileWalk<'a> {
                         option: (*section).to_owned(),
                         source: self.name.to_owned(),
                         state: OptionState::Unsupported,
-                        description: "Dynamic configuration in the static file: not read (Traefik \
-                             ignores it too); move it to a file the file provider reads.",
+                        description: DYNAMIC_IN_STATIC,
                     });
                     continue;
                 }

@@ -55,6 +55,7 @@ pub(super) fn read(
     let mut tree: Value =
         parse_document(path, text, format).map_err(|e| ProviderError::syntax(&e))?;
     fold_sections(&mut tree);
+    let ignored = take_static_sections(&mut tree);
     let mut split = Split {
         provider,
         path,
@@ -98,11 +99,24 @@ pub(super) fn read(
     );
     let left_out = split.left_out;
     let Split { tree, mut read, .. } = split;
+    if !ignored.is_empty() {
+        read.warnings.push(Warning::new(
+            Notice::StaticSectionsIgnored {
+                sections: ignored.clone(),
+            },
+            Some(Origin::Document {
+                path: path.to_owned(),
+            }),
+        ));
+    }
     let mut dynamic: Dynamic = match read_lenient(&tree) {
         Ok(rest) => rest,
         // Every object read on its own: the mistake the whole read found
-        // is outside them, and the whole read says on which line.
-        Err(_) if left_out == 0 => return Err(ProviderError::syntax(&whole)),
+        // is outside them, and the whole read says on which line (unless
+        // it was about a static section, since taken out).
+        Err(_) if left_out == 0 && ignored.is_empty() => {
+            return Err(ProviderError::syntax(&whole));
+        }
         Err(e) => {
             return Err(ProviderError::Syntax {
                 origin: Origin::Document {
@@ -383,6 +397,33 @@ fn fold(map: &mut BTreeMap<Value, Value>, names: &[&str]) {
     }
 }
 
+/// Takes the top-level sections of the static configuration (`global`,
+/// `entryPoints`, `providers`, … in any case) out of the tree, as Traefik's
+/// file provider skips them in a file that is also the static one; returns
+/// them as written.
+fn take_static_sections(tree: &mut Value) -> Vec<String> {
+    let Value::Map(top) = tree else {
+        return Vec::new();
+    };
+    let is_static = |name: &str| {
+        crate::config::static_config::all_options().any(|option| {
+            option
+                .segments()
+                .next()
+                .is_some_and(|first| first.eq_ignore_ascii_case(name))
+        })
+    };
+    let mut taken = Vec::new();
+    top.retain(|k, _| match k {
+        Value::String(name) if is_static(name) => {
+            taken.push(name.clone());
+            false
+        }
+        _ => true,
+    });
+    taken
+}
+
 fn key(name: &str) -> Value {
     Value::String(name.to_owned())
 }
@@ -423,6 +464,35 @@ mod tests {
         let errors = &detail[name].errors;
         assert_eq!(errors.len(), 1, "{errors:?}");
         errors[0].clone()
+    }
+
+    #[test]
+    fn static_sections_are_skipped_with_one_warning_and_unknown_ones_still_refused() {
+        let both = "\
+entrypoints:
+  web:
+    address: :80
+Providers:
+  file:
+    filename: traefik.yml
+http:
+  routers:
+    app:
+      rule: Host(`app`)
+      service: app
+";
+        let got = read("file", "traefik.yml", both, Format::Yaml).unwrap();
+        assert!(got.dynamic.http.routers.contains_key("app"));
+        assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+        assert_eq!(
+            got.warnings[0].notice,
+            Notice::StaticSectionsIgnored {
+                sections: vec!["Providers".into(), "entrypoints".into()]
+            }
+        );
+        let unknown = format!("{both}htpp:\n  routers: {{}}\n");
+        let e = read("file", "traefik.yml", &unknown, Format::Yaml).unwrap_err();
+        assert!(e.to_string().contains("htpp"), "{e}");
     }
 
     #[test]

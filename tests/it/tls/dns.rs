@@ -1012,15 +1012,33 @@ async fn digitalocean_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
     .await
 }
 
-#[tokio::test]
-async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
-    if !ready("digitalocean") {
-        return;
+/// A DNS host's stand-in, made by `api` from the header that sends its
+/// records to `named` through RFC 2136, beside pebble and `named`, with a
+/// backend for the routers; None (after skipping) without those parts.
+async fn with_stand_in<F, Fut>(
+    provider: &str,
+    api: F,
+) -> Option<(Backend, Setup, Arc<Mutex<Seen>>, Backend)>
+where
+    F: FnOnce(String, Arc<Mutex<Seen>>) -> Fut,
+    Fut: std::future::Future<Output = Backend>,
+{
+    if !ready(provider) {
+        return None;
     }
     let app = Backend::echo("app").await;
     let setup = Setup::start(None).await;
     let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = digitalocean_api(setup.named.nsupdate_header(), seen.clone()).await;
+    let api = api(setup.named.nsupdate_header(), seen.clone()).await;
+    Some((app, setup, seen, api))
+}
+
+#[tokio::test]
+async fn digitalocean_publishes_a_wildcard_and_its_apex_through_its_api() {
+    let Some((app, setup, seen, api)) = with_stand_in("digitalocean", digitalocean_api).await
+    else {
+        return;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1447,6 +1465,11 @@ async fn route53_publishes_a_wildcard_and_its_apex_with_signed_requests() {
 const OVH_APP_KEY: &str = "ovh-app-7Kq2";
 const OVH_APP_SECRET: &str = "ovh-secret-Vb81nQ";
 const OVH_CONSUMER: &str = "ovh-consumer-Lr04";
+/// The OAuth 2.0 service account the OVH stand-in knows, and the token
+/// its token endpoint gives it.
+const OVH_CLIENT_ID: &str = "ovh-client-3Fp9";
+const OVH_CLIENT_SECRET: &str = "ovh-client-secret-Wd52";
+const OVH_TOKEN: &str = "ovh-bearer-Qx7Tz";
 
 /// OVHcloud's API v1 under `/1.0` for the calls gangway makes
 /// (`/auth/time`; a zone by name; its TXT records: create, list ids by
@@ -1475,6 +1498,15 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             if path == "/1.0/auth/time" {
                 return json_reply(StatusCode::OK, &serde_json::json!(now));
             }
+            if path == "/auth/oauth2/token" {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                let form = percent_encoding::percent_decode_str(&text).decode_utf8_lossy();
+                let wanted = format!("grant_type=client_credentials&client_id={OVH_CLIENT_ID}&client_secret={OVH_CLIENT_SECRET}&scope=all");
+                if method != "POST" || form != wanted {
+                    return json_reply(StatusCode::UNAUTHORIZED, &serde_json::json!({"error": "invalid_client"}));
+                }
+                return json_reply(StatusCode::OK, &serde_json::json!({"access_token": OVH_TOKEN, "token_type": "Bearer", "expires_in": 3600}));
+            }
             let get = |name: &str| {
                 parts
                     .headers
@@ -1483,7 +1515,8 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
                     .unwrap_or_default()
                     .to_owned()
             };
-            if get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER {
+            let bearer = get("authorization") == format!("Bearer {OVH_TOKEN}");
+            if !bearer && (get("x-ovh-application") != OVH_APP_KEY || get("x-ovh-consumer") != OVH_CONSUMER) {
                 return error(StatusCode::FORBIDDEN, "INVALID_CREDENTIAL", "This credential does not exist");
             }
             let timestamp = get("x-ovh-timestamp");
@@ -1495,7 +1528,7 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
             let digest = ring::digest::digest(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY, text.as_bytes());
             let expected: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
             let fresh = timestamp.parse::<u64>().is_ok_and(|t| t.abs_diff(now) < 60);
-            if get("x-ovh-signature") != format!("$1${expected}") || !fresh {
+            if !bearer && (get("x-ovh-signature") != format!("$1${expected}") || !fresh) {
                 return error(StatusCode::BAD_REQUEST, "INVALID_SIGNATURE", "Invalid signature");
             }
             let param = |name: &str| {
@@ -1579,13 +1612,9 @@ async fn ovh_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
-    if !ready("ovh") {
+    let Some((app, setup, seen, api)) = with_stand_in("ovh", ovh_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = ovh_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1651,6 +1680,50 @@ async fn ovh_publishes_a_wildcard_and_its_apex_with_signed_requests() {
          (INVALID_SIGNATURE)",
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn ovh_publishes_with_an_oauth2_client_and_with_an_access_token() {
+    let Some((app, setup, seen, api)) = with_stand_in("ovh", ovh_api).await else {
+        return;
+    };
+    let endpoint = format!("{}/1.0", api.url());
+    let ways = [
+        (
+            "oauth2",
+            vec![
+                ("OVH_CLIENT_ID", OVH_CLIENT_ID),
+                ("OVH_CLIENT_SECRET", OVH_CLIENT_SECRET),
+            ],
+        ),
+        ("token", vec![("OVH_ACCESS_TOKEN", OVH_TOKEN)]),
+    ];
+    for (way, credentials) in ways {
+        let host = format!("{way}.apps.test");
+        let rule = format!("Host(`{host}`)");
+        let dynamic = routers(&app.url(), &[(way, rule.as_str(), "le", "")]);
+        let mut env = vec![("OVH_ENDPOINT", endpoint.as_str())];
+        env.extend(credentials);
+        let gw = setup.gangway(&dynamic, "ovh", &env, &[]).await;
+        setup.wait_for_certificate(&host, &[host.as_str()]).await;
+        eventually(Duration::from_secs(10), "the record removed", || async {
+            seen.lock().unwrap().records.is_empty()
+        })
+        .await;
+        let calls = seen.lock().unwrap().calls.clone();
+        // Bearer calls need no clock: only signed ones ask for it.
+        assert!(
+            !calls.iter().any(|c| c.contains("/auth/time")),
+            "{calls:#?}"
+        );
+        let tokens = calls
+            .iter()
+            .filter(|c| c.starts_with("POST /auth/oauth2/token"))
+            .count();
+        assert_eq!(tokens > 0, way == "oauth2", "{calls:#?}");
+        assert!(!gw.log().contains(OVH_CLIENT_SECRET) && !gw.log().contains(OVH_TOKEN));
+        seen.lock().unwrap().calls.clear();
+    }
 }
 
 /// The personal access token the Gandi stand-in accepts.
@@ -1742,13 +1815,9 @@ async fn gandi_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn gandiv5_publishes_a_wildcard_and_its_apex_through_its_api() {
-    if !ready("gandiv5") {
+    let Some((app, setup, seen, api)) = with_stand_in("gandiv5", gandi_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = gandi_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -1866,13 +1935,9 @@ async fn duckdns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn duckdns_publishes_a_wildcard_and_its_apex_one_after_the_other() {
-    if !ready("duckdns") {
+    let Some((app, setup, seen, api)) = with_stand_in("duckdns", duckdns_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = duckdns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(
@@ -3195,13 +3260,9 @@ async fn autodns_api(header: String, seen: Arc<Mutex<Seen>>) -> Backend {
 
 #[tokio::test]
 async fn autodns_publishes_a_wildcard_and_its_apex_through_its_zone_stream() {
-    if !ready("autodns") {
+    let Some((app, setup, seen, api)) = with_stand_in("autodns", autodns_api).await else {
         return;
-    }
-    let app = Backend::echo("app").await;
-    let setup = Setup::start(None).await;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
-    let api = autodns_api(setup.named.nsupdate_header(), seen.clone()).await;
+    };
     let dynamic = routers(
         &app.url(),
         &[(

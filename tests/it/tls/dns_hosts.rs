@@ -1170,3 +1170,114 @@ async fn gcloud_gets_a_token_by_the_jwt_grant_and_replaces_the_set_by_one_change
     )
     .await;
 }
+
+// === azuredns ===
+
+const AZURE_TENANT: &str = "7f3c2e10-tenant";
+const AZURE_CLIENT: &str = "c1d2e3f4-client";
+const AZURE_SECRET: &str = "azure-secret~8Qw";
+const AZURE_TOKEN: &str = "eyJ0eXAiOiJKV1QifQ.azure.token";
+const AZURE_ZONES: &str =
+    "/subscriptions/sub-1/resourceGroups/dns-rg/providers/Microsoft.Network/dnsZones";
+
+/// Microsoft's identity platform (`/{tenant}/oauth2/v2.0/token`, the
+/// client credentials grant for Resource Manager's `.default` scope, and
+/// its `error_description`) and Resource Manager's DNS API (`api-version`
+/// 2018-05-01): a zone by name, a TXT record set read, written whole with
+/// `PUT` and deleted, a bearer token on each call, and its error shape
+/// (`{"error": {"code", "message"}}`).
+async fn azure_api(held: Shared) -> Backend {
+    Backend::serve(move |req: http::Request<hyper::body::Incoming>| {
+        let held = held.clone();
+        async move {
+            let (parts, body) = read(&held, req).await;
+            let path = parts.uri.path().to_owned();
+            if path == format!("/{AZURE_TENANT}/oauth2/v2.0/token") {
+                let fields = form(&body);
+                let field = |k: &str| fields.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+                let scope = field("scope").unwrap_or_default().to_owned();
+                let good = field("grant_type") == Some("client_credentials")
+                    && field("client_id") == Some(AZURE_CLIENT)
+                    && field("client_secret") == Some(AZURE_SECRET)
+                    && scope.ends_with("/.default");
+                if !good {
+                    return json_reply(StatusCode::UNAUTHORIZED, &serde_json::json!({"error": "invalid_client", "error_description": "AADSTS7000215: Invalid client secret provided.\r\nTrace ID: 1"}));
+                }
+                return json_reply(StatusCode::OK, &serde_json::json!({"token_type": "Bearer", "expires_in": 3599, "access_token": AZURE_TOKEN}));
+            }
+            let error = |status: StatusCode, code: &str, message: &str| {
+                json_reply(status, &serde_json::json!({"error": {"code": code, "message": message}}))
+            };
+            if header(&parts, "authorization") != format!("Bearer {AZURE_TOKEN}") {
+                return error(StatusCode::UNAUTHORIZED, "AuthenticationFailed", "Authentication failed.");
+            }
+            if param(&parts, "api-version").as_deref() != Some("2018-05-01") {
+                return error(StatusCode::BAD_REQUEST, "InvalidApiVersionParameter", "The api-version is invalid.");
+            }
+            let Some(rest) = path.strip_prefix(&format!("{AZURE_ZONES}/")) else {
+                return error(StatusCode::NOT_FOUND, "NotFound", "No route.");
+            };
+            let (zone, set) = rest.split_once("/TXT/").unwrap_or((rest, ""));
+            if zone != "apps.test" {
+                return error(StatusCode::NOT_FOUND, "ResourceNotFound", &format!("The Resource 'Microsoft.Network/dnszones/{zone}' under resource group 'dns-rg' was not found."));
+            }
+            if set.is_empty() {
+                return json_reply(StatusCode::OK, &serde_json::json!({"name": "apps.test", "type": "Microsoft.Network/dnszones", "location": "global"}));
+            }
+            let name = if set == "@" { "apps.test".to_owned() } else { format!("{set}.apps.test") };
+            let mut held = held.lock().unwrap();
+            match parts.method.as_str() {
+                "GET" if held.at(&name).is_empty() => error(StatusCode::NOT_FOUND, "NotFound", &format!("The resource record '{set}' does not exist in resource group 'dns-rg'.")),
+                "GET" => {
+                    let records: Vec<_> = held.at(&name).iter().map(|r| serde_json::json!({"value": [r.value]})).collect();
+                    json_reply(StatusCode::OK, &serde_json::json!({"name": set, "properties": {"TTL": 60, "TXTRecords": records}}))
+                }
+                "PUT" => {
+                    let sent: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let (Some(ttl), Some(records)) = (sent["properties"]["TTL"].as_u64(), sent["properties"]["TXTRecords"].as_array()) else {
+                        return error(StatusCode::BAD_REQUEST, "BadRequest", "The record set is not valid.");
+                    };
+                    let values: Vec<String> = records.iter().flat_map(|r| r["value"].as_array().cloned().unwrap_or_default()).filter_map(|v| v.as_str().map(str::to_owned)).collect();
+                    held.records.retain(|r| r.name != name);
+                    for value in &values {
+                        held.add(&name, value, ttl);
+                    }
+                    json_reply(StatusCode::OK, &sent)
+                }
+                "DELETE" => {
+                    held.records.retain(|r| r.name != name);
+                    json_reply(StatusCode::OK, &serde_json::json!({}))
+                }
+                _ => error(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", "No such method."),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn azuredns_gets_a_client_credentials_token_and_writes_the_set_whole() {
+    let held = Shared::default();
+    let api = azure_api(held.clone()).await;
+    let env = |secret: &str| {
+        vec![
+            ("AZURE_CLIENT_ID", AZURE_CLIENT.to_owned()),
+            ("AZURE_CLIENT_SECRET", secret.to_owned()),
+            ("AZURE_TENANT_ID", AZURE_TENANT.to_owned()),
+            ("AZURE_SUBSCRIPTION_ID", "sub-1".to_owned()),
+            ("AZURE_RESOURCE_GROUP", "dns-rg".to_owned()),
+            ("AZURE_AUTHORITY_HOST", api.url()),
+            ("AZURE_API_URL", api.url()),
+        ]
+    };
+    publish_both_and_remove_each(&solver("azuredns", &env(AZURE_SECRET)), &held).await;
+    let calls = held.lock().unwrap().calls.clone();
+    let set = format!("{AZURE_ZONES}/apps.test/TXT/_acme-challenge.www?api-version=2018-05-01");
+    assert!(calls.contains(&format!("PUT {set}")), "{calls:#?}");
+    assert!(calls.contains(&format!("DELETE {set}")), "{calls:#?}");
+    publishing_fails_saying(
+        &solver("azuredns", &env("wrong")),
+        "the API refused the credentials (401 Unauthorized): AADSTS7000215: Invalid client secret provided.",
+    )
+    .await;
+}

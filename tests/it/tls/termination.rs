@@ -15,6 +15,53 @@ fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// gangway serving `extra` beside [`config`]'s routers on a TLS entry
+/// point, with one certificate for `names` from a CA of its own, once
+/// `host` answers there.
+struct Served {
+    _app: Backend,
+    _files: tempfile::TempDir,
+    ca: TestCa,
+    gw: Gangway,
+    port: u16,
+    client: TlsClient,
+}
+
+impl Served {
+    async fn start(names: &[&str], extra: &str, host: &str) -> Served {
+        let app = Backend::echo("app").await;
+        let ca = TestCa::new("test CA");
+        let files = tempfile::tempdir().unwrap();
+        let (chain, key) = ca.issue(names);
+        let cert = (
+            write(files.path(), "c.pem", &chain),
+            write(files.path(), "c.key", &key),
+        );
+        let port = free_port();
+        let gw = Gangway::with_file(
+            &config(&app.url(), &[cert], extra),
+            &[&format!("--entryPoints.websecure.address=127.0.0.1:{port}")],
+        )
+        .await;
+        let client = TlsClient::trusting(ca.pem().as_bytes());
+        eventually(Duration::from_secs(5), "the router is served", || async {
+            client
+                .get(port, host, None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK)
+        })
+        .await;
+        Served {
+            _app: app,
+            _files: files,
+            ca,
+            gw,
+            port,
+            client,
+        }
+    }
+}
+
 fn config(backend: &str, certs: &[(String, String)], extra: &str) -> String {
     let mut s = format!(
         r#"
@@ -275,14 +322,6 @@ async fn http_is_redirected_to_the_https_entry_point() {
 
 #[tokio::test]
 async fn tls_options_apply_per_host_and_sni_strict_refuses_unknown_names() {
-    let app = Backend::echo("app").await;
-    let ca = TestCa::new("test CA");
-    let files = tempfile::tempdir().unwrap();
-    let (chain, key) = ca.issue(&["secure.test", "modern.test"]);
-    let cert = (
-        write(files.path(), "c.pem", &chain),
-        write(files.path(), "c.key", &key),
-    );
     let extra = r#"
 [http.routers.modern]
 rule = "Host(`modern.test`)"
@@ -294,22 +333,8 @@ minVersion = "VersionTLS13"
 [tls.options.default]
 sniStrict = true
 "#;
-    let tls_port = free_port();
-    let _gw = Gangway::with_file(
-        &config(&app.url(), &[cert], extra),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
-    )
-    .await;
-    let client = TlsClient::trusting(ca.pem().as_bytes());
-    eventually(Duration::from_secs(5), "modern router served", || async {
-        client
-            .get(tls_port, "modern.test", None, "/", true)
-            .await
-            .is_ok_and(|g| g.status == StatusCode::OK)
-    })
-    .await;
+    let served = Served::start(&["secure.test", "modern.test"], extra, "modern.test").await;
+    let (tls_port, client) = (served.port, served.client.clone());
     let tls12 = TlsClient {
         tls12_only: true,
         offer_alpn: true,
@@ -788,14 +813,6 @@ clientAuthType = "RequireAnyClientCert"
 
 #[tokio::test]
 async fn tls_options_traefik_serves_with_are_served_with_what_can_be() {
-    let app = Backend::echo("app").await;
-    let ca = TestCa::new("test CA");
-    let files = tempfile::tempdir().unwrap();
-    let (chain, key) = ca.issue(&["old.test"]);
-    let cert = (
-        write(files.path(), "c.pem", &chain),
-        write(files.path(), "c.key", &key),
-    );
     // As real setups write them: an old floor and P-521 first.
     let extra = r#"
 [http.routers.old]
@@ -807,22 +824,8 @@ options = "old"
 minVersion = "VersionTLS10"
 curvePreferences = ["CurveP521", "CurveP384", "X25519"]
 "#;
-    let tls_port = free_port();
-    let _gw = Gangway::with_file(
-        &config(&app.url(), &[cert], extra),
-        &[&format!(
-            "--entryPoints.websecure.address=127.0.0.1:{tls_port}"
-        )],
-    )
-    .await;
-    let client = TlsClient::trusting(ca.pem().as_bytes());
-    eventually(Duration::from_secs(5), "the router is served", || async {
-        client
-            .get(tls_port, "old.test", None, "/", true)
-            .await
-            .is_ok_and(|g| g.status == StatusCode::OK)
-    })
-    .await;
+    let served = Served::start(&["old.test"], extra, "old.test").await;
+    let (tls_port, client) = (served.port, served.client.clone());
     let tls12 = TlsClient {
         tls12_only: true,
         offer_alpn: true,
@@ -830,4 +833,125 @@ curvePreferences = ["CurveP521", "CurveP384", "X25519"]
     };
     let got = tls12.get(tls_port, "old.test", None, "/", true).await;
     assert_eq!(got.expect("TLS 1.2 is the floor").status, StatusCode::OK);
+}
+
+/// The cipher suite a client that prefers ChaCha20 gets from
+/// 127.0.0.1:`port` for `sni`.
+async fn suite_for_a_chacha_client(ca: &TestCa, port: u16, sni: &str) -> rustls::CipherSuite {
+    use rustls::pki_types::pem::PemObject;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|s| !format!("{:?}", s.suite()).contains("CHACHA20"));
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from(sni.to_owned()).unwrap();
+    let tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .expect("handshake");
+    tls.get_ref().1.negotiated_cipher_suite().unwrap().suite()
+}
+
+#[tokio::test]
+async fn prefer_server_cipher_suites_serves_its_routers_in_the_servers_order() {
+    let extra = r#"
+[http.routers.prefer]
+rule = "Host(`prefer.test`)"
+service = "app"
+[http.routers.prefer.tls]
+options = "prefer"
+[tls.options.prefer]
+preferServerCipherSuites = true
+"#;
+    let served = Served::start(&["secure.test", "prefer.test"], extra, "prefer.test").await;
+    let tls_port = served.port;
+    // The client asks for ChaCha20 first: the default options follow it,
+    // the option that prefers the server's order does not.
+    let client_order = suite_for_a_chacha_client(&served.ca, tls_port, "secure.test").await;
+    assert_eq!(
+        client_order,
+        rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256
+    );
+    let server_order = suite_for_a_chacha_client(&served.ca, tls_port, "prefer.test").await;
+    assert_eq!(server_order, rustls::CipherSuite::TLS13_AES_256_GCM_SHA384);
+    assert!(!served.gw.log().contains("prefer"), "{}", served.gw.log());
+}
+
+#[tokio::test]
+async fn a_static_file_that_is_also_the_file_providers_keeps_its_certificates() {
+    let app = Backend::echo("app").await;
+    let ca = TestCa::new("test CA");
+    let files = tempfile::tempdir().unwrap();
+    let (chain, key) = ca.issue(&["both.test"]);
+    let cert = write(files.path(), "c.pem", &chain);
+    let key = write(files.path(), "c.key", &key);
+    let tls_port = free_port();
+    // One traefik.yml as real setups write it: static sections beside the
+    // dynamic ones, and the file provider pointed at the file itself.
+    let both = format!(
+        r#"global:
+  checkNewVersion: false
+  sendAnonymousUsage: false
+entryPoints:
+  websecure:
+    address: "127.0.0.1:{tls_port}"
+log:
+  level: INFO
+http:
+  routers:
+    both:
+      rule: Host(`both.test`)
+      service: app
+      tls: {{}}
+  services:
+    app:
+      loadBalancer:
+        servers:
+          - url: "{}"
+tls:
+  certificates:
+    - certFile: "{cert}"
+      keyFile: "{key}"
+"#,
+        app.url()
+    );
+    let gw = Gangway::with_yaml(&both, &["--configFile=dynamic.yml"]).await;
+    let client = TlsClient::trusting(ca.pem().as_bytes());
+    eventually(
+        Duration::from_secs(5),
+        "the file's router is served",
+        || async {
+            client
+                .get(tls_port, "both.test", None, "/", true)
+                .await
+                .is_ok_and(|g| g.status == StatusCode::OK && g.text().contains("app"))
+        },
+    )
+    .await;
+    let log = gw.log();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("static configuration sections ignored"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    assert!(
+        warnings[0].contains("dynamic.yml") && warnings[0].contains("entryPoints, global, log"),
+        "{log}"
+    );
+    assert!(!log.contains("ERR"), "{log}");
+    assert!(
+        !log.contains("move it to a file the file provider reads"),
+        "{log}"
+    );
 }

@@ -534,6 +534,21 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
     }
 }
 
+/// `format` of the gangway image's `docker image inspect`; None (after
+/// skipping) without Docker or the image.
+async fn image_field(test: &str, format: &str) -> Option<String> {
+    support::docker::compose_ready(test).await?;
+    let inspected =
+        support::docker::docker(&["image", "inspect", "--format", format, GANGWAY_IMAGE]).await;
+    match inspected {
+        Ok(field) => Some(field),
+        Err(e) => {
+            skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
+            None
+        }
+    }
+}
+
 /// The gangway image answers Traefik's compose `healthcheck:` (`traefik
 /// healthcheck --ping`, the binary under Traefik's name on PATH) and
 /// declares a HEALTHCHECK of its own that reports a container with ping
@@ -542,25 +557,10 @@ async fn gangway_check_finds_nothing_wrong_in_the_examples() {
 async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
     let test = "the_image_is_healthy_as_traefiks_healthcheck_says";
     let _one = SERIAL.lock().await;
-    if support::docker::compose_ready(test).await.is_none() {
+    let Some(declared) = image_field(test, "{{json .Config.Healthcheck.Test}}").await else {
         return;
-    }
-    let docker = support::docker::docker;
-    let declared = match docker(&[
-        "image",
-        "inspect",
-        "--format",
-        "{{json .Config.Healthcheck.Test}}",
-        GANGWAY_IMAGE,
-    ])
-    .await
-    {
-        Ok(declared) => declared,
-        Err(e) => {
-            skip(test, &format!("image {GANGWAY_IMAGE} is missing: {e}"));
-            return;
-        }
     };
+    let docker = support::docker::docker;
     assert_eq!(
         declared.trim(),
         r#"["CMD","/gangway","healthcheck","--if-enabled"]"#
@@ -598,4 +598,68 @@ async fn the_image_is_healthy_as_traefiks_healthcheck_says() {
         by_name.as_deref().is_ok_and(|o| o.starts_with("OK: ")),
         "{by_name:?}"
     );
+}
+
+/// The gangway image works in `/`, as Traefik's does: a `/traefik.yml`
+/// (found by Traefik through its `$XDG_CONFIG_HOME/traefik` path with the
+/// variable unset) is read, and a relative path in the setup (an access
+/// log as `access.log`) is created in `/` by the unprivileged user.
+#[tokio::test]
+async fn the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik() {
+    let test = "the_image_reads_a_root_traefik_yml_and_writes_relative_paths_as_traefik";
+    let _one = SERIAL.lock().await;
+    if image_field(test, "{{.Id}}").await.is_none() {
+        return;
+    }
+    let docker = support::docker::docker;
+    let port = support::free_port();
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("traefik.yml");
+    std::fs::write(
+        &file,
+        format!("entryPoints:\n  web:\n    address: 127.0.0.1:{port}\naccessLog:\n  filePath: access.log\n"),
+    )
+    .unwrap();
+    let name = format!("gangway-test-root-file-{}", std::process::id());
+    docker(&[
+        "run",
+        "-d",
+        "--name",
+        &name,
+        "--label",
+        &format!("{}=root-file", support::docker::RUN_LABEL),
+        "--network",
+        "host",
+        "-v",
+        &format!("{}:/traefik.yml:ro", file.display()),
+        GANGWAY_IMAGE,
+    ])
+    .await
+    .expect("start the image");
+    // A request answered (404: no router) is what the access log records.
+    let answered = support::within(Duration::from_secs(20), || async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let Ok(mut tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+            return false;
+        };
+        let ask = b"GET / HTTP/1.1\r\nHost: root.test\r\nConnection: close\r\n\r\n";
+        let mut answer = String::new();
+        tcp.write_all(ask).await.is_ok()
+            && tcp.read_to_string(&mut answer).await.is_ok()
+            && answer.starts_with("HTTP/1.1 404")
+    })
+    .await;
+    let logged = support::within(Duration::from_secs(10), || async {
+        docker(&["diff", &name])
+            .await
+            .is_ok_and(|d| d.lines().any(|l| l.trim() == "A /access.log"))
+    })
+    .await;
+    let log = docker(&["logs", &name]).await;
+    let _ = docker(&["rm", "-f", &name]).await;
+    assert!(
+        answered,
+        "the entry point of /traefik.yml never listened: {log:?}"
+    );
+    assert!(logged, "no /access.log was written: {log:?}");
 }
