@@ -119,6 +119,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let entry_points: Vec<EntryPointRoutes> =
         per_ep.into_iter().map(EntryPointRoutes::new).collect();
     mark_shadowed(&entry_points, ctx, &mut report);
+    let sleep_claims = sleep_claims(&dynamic, ctx);
     Runtime {
         generation: 0,
         entry_points,
@@ -128,7 +129,42 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         report,
         dynamic,
         tls,
+        sleep_claims,
     }
+}
+
+/// The containers that Sablier plugin middlewares put to sleep, as gangway's
+/// own sleeping services: `sessionDuration` is the idle time, the dynamic
+/// strategy the waiting page, the blocking one a held request. What the
+/// plugin wakes it wakes whoever stopped it, so these are wakeable.
+fn sleep_claims(dynamic: &Dynamic, ctx: &CompileContext) -> Vec<crate::sleep::Claim> {
+    dynamic
+        .http
+        .middlewares
+        .iter()
+        .filter_map(|(name, m)| {
+            let s = crate::middleware::plugin::sablier_sessions(m.plugin.as_ref()?, &ctx.plugins)?;
+            // Containers named together wake together, as Sablier starts
+            // every name of a request at once.
+            let unit = s.group.clone().filter(|_| s.names.is_empty());
+            Some(crate::sleep::Claim {
+                by: name.clone(),
+                spec: crate::sleep::SleepSpec {
+                    idle: Some(s.session),
+                    mode: if s.blocking.is_some() {
+                        crate::sleep::Mode::Hold
+                    } else {
+                        crate::sleep::Mode::Page
+                    },
+                    hold: s.blocking.unwrap_or(crate::sleep::spec::DEFAULT_HOLD),
+                    group: Some(unit.unwrap_or_else(|| name.clone())),
+                    wakeable: true,
+                },
+                names: s.names,
+                group: s.group,
+            })
+        })
+        .collect()
 }
 
 /// TLS termination for the routers that asked for it (and the default

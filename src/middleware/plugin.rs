@@ -11,6 +11,7 @@
 pub mod cloudflarewarp;
 pub mod rewrite_body;
 pub mod rewrite_headers;
+pub mod sablier;
 
 use super::{Middleware, MiddlewareError};
 use crate::client::{ClientError, ClientSettings, UpstreamClient};
@@ -48,17 +49,15 @@ pub struct PluginHost<'a> {
     pub keep: KeepState<'a>,
 }
 
-/// What a plugin's native implementation may use besides its settings.
-pub struct PluginEnv<'a> {
+/// Which plugin a middleware is: what its settings are read and named as.
+pub struct Named<'a> {
     /// The plugin's key (`plugin.<key>`).
     pub key: &'a str,
     /// The plugin's declared `moduleName`, as written.
     pub module: &'a str,
-    /// What compile lends.
-    pub host: &'a PluginHost<'a>,
 }
 
-impl PluginEnv<'_> {
+impl Named<'_> {
     /// Reads the plugin's settings into `T` as Traefik hands them to a
     /// plugin: keys in any case, numbers and flags that arrive as text
     /// (labels) converted, lists given as `a,b` or as `[0]`, `[1]` entries;
@@ -95,6 +94,29 @@ impl PluginEnv<'_> {
             setting: setting.to_owned(),
             reason: reason.into(),
         })
+    }
+}
+
+/// What a plugin's native implementation may use besides its settings.
+pub struct PluginEnv<'a> {
+    /// Which plugin it is.
+    pub named: Named<'a>,
+    /// What compile lends.
+    pub host: &'a PluginHost<'a>,
+}
+
+impl PluginEnv<'_> {
+    /// Reads the plugin's settings (see [`Named::read`]).
+    pub fn read<T: DeserializeOwned + Default>(
+        &self,
+        settings: &Value,
+    ) -> Result<T, MiddlewareError> {
+        self.named.read(settings)
+    }
+
+    /// The error for one of the plugin's settings.
+    pub fn invalid(&self, setting: &str, reason: impl Into<String>) -> MiddlewareError {
+        self.named.invalid(setting, reason)
     }
 
     /// The state kept under `part` for this middleware, made with `make`
@@ -180,6 +202,30 @@ pub fn compile(
     declared: &BTreeMap<String, String>,
     host: &PluginHost<'_>,
 ) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    let (named, settings) = resolve(model, declared)?;
+    let env = PluginEnv { named, host };
+    dispatch(&module_path(env.named.module), settings, &env)
+}
+
+/// What a Sablier plugin middleware asks for; None for another plugin or
+/// settings that do not read (compiling the middleware reports those).
+pub fn sablier_sessions(
+    model: &Model,
+    declared: &BTreeMap<String, String>,
+) -> Option<sablier::Sessions> {
+    let (named, settings) = resolve(model, declared).ok()?;
+    if !sablier::MODULES.contains(&module_path(named.module).as_str()) {
+        return None;
+    }
+    sablier::read(settings, &named).ok()
+}
+
+/// The plugin a middleware's one key names, as the static configuration
+/// declares it, and its settings.
+fn resolve<'a>(
+    model: &'a Model,
+    declared: &'a BTreeMap<String, String>,
+) -> Result<(Named<'a>, &'a Value), MiddlewareError> {
     let mut keys = model.iter();
     let (Some((key, settings)), None) = (keys.next(), keys.next()) else {
         return Err(MiddlewareError::Plugin(PluginProblem::Keys {
@@ -197,8 +243,7 @@ pub fn compile(
                 .map(|(_, m)| m)
         })
         .ok_or_else(|| MiddlewareError::Plugin(PluginProblem::NotDeclared { key: key.clone() }))?;
-    let env = PluginEnv { key, module, host };
-    dispatch(&module_path(module), settings, &env)
+    Ok((Named { key, module }, settings))
 }
 
 /// One arm per built-in plugin, by module path (see [`module_path`]).
@@ -217,6 +262,7 @@ fn dispatch(
         "github.com/packruler/traefik-themepark" => ok(rewrite_body::compile_theme(settings, env)),
         "github.com/bettercorp/cloudflarewarp" => ok(cloudflarewarp::compile(settings, env)),
         super::crowdsec::MODULE => crowdsec(settings, env),
+        p if sablier::MODULES.contains(&p) => ok(sablier::compile(settings, env)),
         _ => Err(not_built_in(env)),
     }
 }
@@ -245,19 +291,15 @@ fn ok<T: Middleware>(
 /// instead where that is known.
 fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
     MiddlewareError::Plugin(PluginProblem::NotBuiltIn {
-        key: env.key.to_owned(),
-        module: env.module.to_owned(),
-        instead: instead(&module_path(env.module)).map(str::to_owned),
+        key: env.named.key.to_owned(),
+        module: env.named.module.to_owned(),
+        instead: instead(&module_path(env.named.module)).map(str::to_owned),
     })
 }
 
 /// What gangway has that does what a plugin it has not built in does.
 fn instead(path: &str) -> Option<&'static str> {
     const INSTEAD: &[(&str, &str)] = &[
-        (
-            "sablier",
-            "gangway's own sleeping services (the gangway.sleep.* labels on the containers)",
-        ),
         (
             "geoblock",
             "the ipAllowList middleware with the countries' ranges",
