@@ -9,6 +9,7 @@
 //! error naming it and what gangway has instead.
 
 pub mod cloudflarewarp;
+pub mod geoblock;
 pub mod rewrite_body;
 pub mod rewrite_headers;
 pub mod sablier;
@@ -263,6 +264,7 @@ fn dispatch(
         "github.com/bettercorp/cloudflarewarp" => ok(cloudflarewarp::compile(settings, env)),
         super::crowdsec::MODULE => crowdsec(settings, env),
         p if sablier::MODULES.contains(&p) => ok(sablier::compile(settings, env)),
+        p if geoblock::MODULES.contains(&p) => ok(geoblock::compile(settings, env)),
         _ => Err(not_built_in(env)),
     }
 }
@@ -302,7 +304,7 @@ fn instead(path: &str) -> Option<&'static str> {
     const INSTEAD: &[(&str, &str)] = &[
         (
             "geoblock",
-            "the ipAllowList middleware with the countries' ranges",
+            "the GeoBlock plugin github.com/nscuro/traefik-plugin-geoblock, built in, with an IP2Location database file",
         ),
         ("redirect", "the redirectRegex or redirectScheme middleware"),
         ("real-ip", "the entry point's forwardedHeaders.trustedIPs"),
