@@ -137,6 +137,44 @@ impl PluginEnv<'_> {
     }
 }
 
+/// A flag as a plugin's weakly typed settings give it: a boolean, a number
+/// (not 0 is true), or text in Go's `strconv.ParseBool` words (`1`, `t`,
+/// `TRUE`, `0`, `f`, `False`…), empty text being false.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flag(pub bool);
+
+impl<'de> serde::Deserialize<'de> for Flag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Words;
+        impl serde::de::Visitor<'_> for Words {
+            type Value = Flag;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true or false")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Flag, E> {
+                Ok(Flag(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Flag, E> {
+                Ok(Flag(v != 0))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Flag, E> {
+                Ok(Flag(v != 0.0))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Flag, E> {
+                match v.trim() {
+                    "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(Flag(true)),
+                    "" | "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(Flag(false)),
+                    other => Err(E::custom(format!("`{other}` is not true or false"))),
+                }
+            }
+        }
+        d.deserialize_any(Words)
+    }
+}
+
 /// Turns objects whose keys are all list indexes (`[0]`, `[1]` from labels
 /// and key-value stores, or bare numbers) into lists, in index order.
 fn as_lists(value: Value) -> Value {
@@ -273,6 +311,7 @@ fn dispatch(
 fn crowdsec(settings: &Value, env: &PluginEnv<'_>) -> Result<Arc<dyn Middleware>, MiddlewareError> {
     let bouncer = super::crowdsec::compile(
         settings,
+        &env.named,
         |s, server| (env.host.client)(s, server),
         |key, make| env.state(&key, make),
     )
