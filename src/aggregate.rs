@@ -225,7 +225,7 @@ pub fn spawn_aggregate(
                 metrics.exporter.set_certificates("file", files);
             }
             let routers = runtime.report.routers.len();
-            sleeper.claim(runtime.sleep_claims.clone());
+            sleeper.claim(crate::compile::sleep_claims(&runtime.dynamic, &ctx));
             handle.store(runtime);
             registries.sweep();
             tracing::info!(generation, routers, "configuration applied");

@@ -119,7 +119,6 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     let entry_points: Vec<EntryPointRoutes> =
         per_ep.into_iter().map(EntryPointRoutes::new).collect();
     mark_shadowed(&entry_points, ctx, &mut report);
-    let sleep_claims = sleep_claims(&dynamic, ctx);
     Runtime {
         generation: 0,
         entry_points,
@@ -129,7 +128,6 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
         report,
         dynamic,
         tls,
-        sleep_claims,
     }
 }
 
@@ -137,7 +135,7 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
 /// own sleeping services: `sessionDuration` is the idle time, the dynamic
 /// strategy the waiting page, the blocking one a held request. What the
 /// plugin wakes it wakes whoever stopped it, so these are wakeable.
-fn sleep_claims(dynamic: &Dynamic, ctx: &CompileContext) -> Vec<crate::sleep::Claim> {
+pub fn sleep_claims(dynamic: &Dynamic, ctx: &CompileContext) -> Vec<crate::sleep::Claim> {
     dynamic
         .http
         .middlewares

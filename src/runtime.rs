@@ -48,9 +48,6 @@ pub struct Runtime {
     pub dynamic: Arc<Dynamic>,
     /// TLS: server configurations, certificates, certificates to obtain.
     pub tls: crate::tls::Termination,
-    /// The sleep that middlewares ask for (the Sablier plugin's), for the
-    /// sleeper.
-    pub sleep_claims: Vec<crate::sleep::Claim>,
 }
 
 impl Runtime {
@@ -67,7 +64,6 @@ impl Runtime {
             report: Report::default(),
             dynamic: Arc::new(Dynamic::default()),
             tls: crate::tls::Termination::default(),
-            sleep_claims: Vec::new(),
         }
     }
 

@@ -67,7 +67,7 @@ enum Verdict {
 /// the first time.
 pub fn compile(
     config: &serde_json::Value,
-    named: &super::plugin::Named<'_>,
+    named: &super::plugin::settings::Named<'_>,
     client_for: impl FnOnce(&ClientSettings, &Authority) -> Result<Arc<UpstreamClient>, ClientError>,
     keep: impl FnOnce(String, Box<dyn FnOnce() -> Shared + '_>) -> Arc<Shared>,
 ) -> Result<CrowdSec, MiddlewareError> {

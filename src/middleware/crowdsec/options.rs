@@ -5,7 +5,7 @@
 //! checks them.
 
 use super::super::MiddlewareError;
-use super::super::plugin::{Flag, Named};
+use super::super::plugin::settings::{Flag, Named};
 use serde::Deserialize;
 use serde_json::Value;
 
