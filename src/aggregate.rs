@@ -143,12 +143,14 @@ pub fn merge<'a>(
 }
 
 /// Receives snapshots until every sender is gone; after each burst (quiet for
-/// `throttle`) compiles and publishes one new runtime.
+/// `throttle`) compiles and publishes one new runtime, and tells `sleeper`
+/// which containers its middlewares put to sleep.
 pub fn spawn_aggregate(
     mut rx: mpsc::Receiver<Snapshot>,
     handle: Arc<RuntimeHandle>,
     ctx: CompileContext,
     registries: Arc<Registries>,
+    sleeper: Arc<crate::sleep::Sleeper>,
     throttle: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -223,6 +225,7 @@ pub fn spawn_aggregate(
                 metrics.exporter.set_certificates("file", files);
             }
             let routers = runtime.report.routers.len();
+            sleeper.claim(crate::compile::sleep_claims(&runtime.dynamic, &ctx));
             handle.store(runtime);
             registries.sweep();
             tracing::info!(generation, routers, "configuration applied");

@@ -131,6 +131,40 @@ pub fn compile(dynamic: Arc<Dynamic>, ctx: &CompileContext, registries: &Registr
     }
 }
 
+/// The containers that Sablier plugin middlewares put to sleep, as gangway's
+/// own sleeping services: `sessionDuration` is the idle time, the dynamic
+/// strategy the waiting page, the blocking one a held request. What the
+/// plugin wakes it wakes whoever stopped it, so these are wakeable.
+pub fn sleep_claims(dynamic: &Dynamic, ctx: &CompileContext) -> Vec<crate::sleep::Claim> {
+    dynamic
+        .http
+        .middlewares
+        .iter()
+        .filter_map(|(name, m)| {
+            let s = crate::middleware::plugin::sablier_sessions(m.plugin.as_ref()?, &ctx.plugins)?;
+            // Containers named together wake together, as Sablier starts
+            // every name of a request at once.
+            let unit = s.group.clone().filter(|_| s.names.is_empty());
+            Some(crate::sleep::Claim {
+                by: name.clone(),
+                spec: crate::sleep::SleepSpec {
+                    idle: Some(s.session),
+                    mode: if s.blocking.is_some() {
+                        crate::sleep::Mode::Hold
+                    } else {
+                        crate::sleep::Mode::Page
+                    },
+                    hold: s.blocking.unwrap_or(crate::sleep::spec::DEFAULT_HOLD),
+                    group: Some(unit.unwrap_or_else(|| name.clone())),
+                    wakeable: true,
+                },
+                names: s.names,
+                group: s.group,
+            })
+        })
+        .collect()
+}
+
 /// TLS termination for the routers that asked for it (and the default
 /// certificate's order); a router whose TLS options are missing or broken
 /// is disabled and taken out of its entry points' tables, as it never

@@ -129,6 +129,7 @@ pub async fn run(config: StaticConfig, shutdown: impl Future<Output = ()>) -> Re
         handle.clone(),
         ctx,
         registries,
+        sleeper.clone(),
         config.providers.providers_throttle_duration.0,
     );
     let providers = start::spawn_providers(&config, tx, &sleeper).await?;

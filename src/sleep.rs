@@ -17,8 +17,10 @@
 //! instead of being retried by each request; nothing is stopped before the
 //! provider is connected (no engine) or while its connection is lost.
 
+pub mod claim;
 pub mod spec;
 
+pub use claim::Claim;
 pub use spec::{Mode, SleepError, SleepSpec, parse_sleep_labels};
 
 use futures_util::future::BoxFuture;
@@ -382,6 +384,9 @@ pub struct Sleeper {
     /// every worker would wait on.
     services: arc_swap::ArcSwap<HashSet<String>>,
     wakes: Arc<Semaphore>,
+    /// The sleep that middlewares ask for (the Sablier plugin), from the
+    /// last compiled configuration; providers rebuild when it changes.
+    claims: watch::Sender<Arc<[Claim]>>,
 }
 
 impl Default for Sleeper {
@@ -391,6 +396,7 @@ impl Default for Sleeper {
             any: AtomicBool::new(false),
             services: arc_swap::ArcSwap::default(),
             wakes: Arc::new(Semaphore::new(MAX_CONCURRENT_WAKES)),
+            claims: watch::Sender::new(Arc::from([])),
         }
     }
 }
@@ -413,6 +419,23 @@ impl Sleeper {
         // A panic while holding the lock leaves plain data behind; the
         // state stays usable.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the sleep the compiled configuration's middlewares ask for;
+    /// the providers are told only when it changed.
+    pub fn claim(&self, claims: Vec<Claim>) {
+        self.claims.send_if_modified(|now| {
+            let changed = **now != *claims;
+            if changed {
+                *now = Arc::from(claims);
+            }
+            changed
+        });
+    }
+
+    /// The claims now, and their changes from here on.
+    pub fn claims(&self) -> watch::Receiver<Arc<[Claim]>> {
+        self.claims.subscribe()
     }
 
     /// Containers gangway stopped to sleep: their routers stay.

@@ -67,10 +67,11 @@ enum Verdict {
 /// the first time.
 pub fn compile(
     config: &serde_json::Value,
+    named: &super::plugin::settings::Named<'_>,
     client_for: impl FnOnce(&ClientSettings, &Authority) -> Result<Arc<UpstreamClient>, ClientError>,
     keep: impl FnOnce(String, Box<dyn FnOnce() -> Shared + '_>) -> Arc<Shared>,
 ) -> Result<CrowdSec, MiddlewareError> {
-    let o = options::parse(config)?;
+    let o = options::parse(config, named)?;
     let timeout = Duration::from_secs(o.http_timeout);
     let settings = ClientSettings {
         dial_timeout: Some(timeout),

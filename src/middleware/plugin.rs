@@ -9,17 +9,21 @@
 //! error naming it and what gangway has instead.
 
 pub mod cloudflarewarp;
+pub mod geoblock;
 pub mod rewrite_body;
 pub mod rewrite_headers;
+pub mod sablier;
+pub mod settings;
+
+pub use settings::{Flag, Named};
 
 use super::{Middleware, MiddlewareError};
 use crate::client::{ClientError, ClientSettings, UpstreamClient};
 use crate::config::dynamic::middleware::Plugin as Model;
-use crate::config::lenient::Lenient;
 use crate::config::problem::PluginProblem;
 use http::uri::Authority;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -50,51 +54,24 @@ pub struct PluginHost<'a> {
 
 /// What a plugin's native implementation may use besides its settings.
 pub struct PluginEnv<'a> {
-    /// The plugin's key (`plugin.<key>`).
-    pub key: &'a str,
-    /// The plugin's declared `moduleName`, as written.
-    pub module: &'a str,
+    /// Which plugin it is.
+    pub named: Named<'a>,
     /// What compile lends.
     pub host: &'a PluginHost<'a>,
 }
 
 impl PluginEnv<'_> {
-    /// Reads the plugin's settings into `T` as Traefik hands them to a
-    /// plugin: keys in any case, numbers and flags that arrive as text
-    /// (labels) converted, lists given as `a,b` or as `[0]`, `[1]` entries;
-    /// what is not given keeps `T`'s default, which is the plugin's.
+    /// Reads the plugin's settings (see [`Named::read`]).
     pub fn read<T: DeserializeOwned + Default>(
         &self,
         settings: &Value,
     ) -> Result<T, MiddlewareError> {
-        let value = match settings {
-            Value::Null | Value::Bool(true) => return Ok(T::default()),
-            Value::String(s) if s.is_empty() || s.eq_ignore_ascii_case("true") => {
-                return Ok(T::default());
-            }
-            v => as_lists(v.clone()),
-        };
-        serde_path_to_error::deserialize(Lenient(value)).map_err(|e| {
-            let setting = e.path().to_string();
-            self.invalid(
-                if setting == "." {
-                    "(settings)"
-                } else {
-                    &setting
-                },
-                e.into_inner().to_string(),
-            )
-        })
+        self.named.read(settings)
     }
 
     /// The error for one of the plugin's settings.
     pub fn invalid(&self, setting: &str, reason: impl Into<String>) -> MiddlewareError {
-        MiddlewareError::Plugin(PluginProblem::Setting {
-            key: self.key.to_owned(),
-            module: self.module.to_owned(),
-            setting: setting.to_owned(),
-            reason: reason.into(),
-        })
+        self.named.invalid(setting, reason)
     }
 
     /// The state kept under `part` for this middleware, made with `make`
@@ -112,45 +89,6 @@ impl PluginEnv<'_> {
         kept.downcast::<T>()
             .expect("the state's key names its type, so it downcasts")
     }
-}
-
-/// Turns objects whose keys are all list indexes (`[0]`, `[1]` from labels
-/// and key-value stores, or bare numbers) into lists, in index order.
-fn as_lists(value: Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let indexes: Option<Vec<usize>> = map.keys().map(|k| list_index(k)).collect();
-            match indexes {
-                Some(mut order) if !map.is_empty() => {
-                    let mut items: Vec<(usize, Value)> = map
-                        .into_iter()
-                        .zip(order.drain(..))
-                        .map(|((_, v), i)| (i, as_lists(v)))
-                        .collect();
-                    items.sort_by_key(|(i, _)| *i);
-                    Value::Array(items.into_iter().map(|(_, v)| v).collect())
-                }
-                _ => Value::Object(
-                    map.into_iter()
-                        .map(|(k, v)| (k, as_lists(v)))
-                        .collect::<Map<_, _>>(),
-                ),
-            }
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(as_lists).collect()),
-        v => v,
-    }
-}
-
-fn list_index(key: &str) -> Option<usize> {
-    let digits = key
-        .strip_prefix('[')
-        .and_then(|k| k.strip_suffix(']'))
-        .unwrap_or(key);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
 }
 
 /// A module path without its version (`@v1.2.3`, or a Go major-version
@@ -180,6 +118,30 @@ pub fn compile(
     declared: &BTreeMap<String, String>,
     host: &PluginHost<'_>,
 ) -> Result<Arc<dyn Middleware>, MiddlewareError> {
+    let (named, settings) = resolve(model, declared)?;
+    let env = PluginEnv { named, host };
+    dispatch(&module_path(env.named.module), settings, &env)
+}
+
+/// What a Sablier plugin middleware asks for; None for another plugin or
+/// settings that do not read (compiling the middleware reports those).
+pub fn sablier_sessions(
+    model: &Model,
+    declared: &BTreeMap<String, String>,
+) -> Option<sablier::Sessions> {
+    let (named, settings) = resolve(model, declared).ok()?;
+    if !sablier::MODULES.contains(&module_path(named.module).as_str()) {
+        return None;
+    }
+    sablier::read(settings, &named).ok()
+}
+
+/// The plugin a middleware's one key names, as the static configuration
+/// declares it, and its settings.
+fn resolve<'a>(
+    model: &'a Model,
+    declared: &'a BTreeMap<String, String>,
+) -> Result<(Named<'a>, &'a Value), MiddlewareError> {
     let mut keys = model.iter();
     let (Some((key, settings)), None) = (keys.next(), keys.next()) else {
         return Err(MiddlewareError::Plugin(PluginProblem::Keys {
@@ -197,8 +159,7 @@ pub fn compile(
                 .map(|(_, m)| m)
         })
         .ok_or_else(|| MiddlewareError::Plugin(PluginProblem::NotDeclared { key: key.clone() }))?;
-    let env = PluginEnv { key, module, host };
-    dispatch(&module_path(module), settings, &env)
+    Ok((Named { key, module }, settings))
 }
 
 /// One arm per built-in plugin, by module path (see [`module_path`]).
@@ -217,6 +178,8 @@ fn dispatch(
         "github.com/packruler/traefik-themepark" => ok(rewrite_body::compile_theme(settings, env)),
         "github.com/bettercorp/cloudflarewarp" => ok(cloudflarewarp::compile(settings, env)),
         super::crowdsec::MODULE => crowdsec(settings, env),
+        p if sablier::MODULES.contains(&p) => ok(sablier::compile(settings, env)),
+        p if geoblock::MODULES.contains(&p) => ok(geoblock::compile(settings, env)),
         _ => Err(not_built_in(env)),
     }
 }
@@ -225,6 +188,7 @@ fn dispatch(
 fn crowdsec(settings: &Value, env: &PluginEnv<'_>) -> Result<Arc<dyn Middleware>, MiddlewareError> {
     let bouncer = super::crowdsec::compile(
         settings,
+        &env.named,
         |s, server| (env.host.client)(s, server),
         |key, make| env.state(&key, make),
     )
@@ -245,9 +209,9 @@ fn ok<T: Middleware>(
 /// instead where that is known.
 fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
     MiddlewareError::Plugin(PluginProblem::NotBuiltIn {
-        key: env.key.to_owned(),
-        module: env.module.to_owned(),
-        instead: instead(&module_path(env.module)).map(str::to_owned),
+        key: env.named.key.to_owned(),
+        module: env.named.module.to_owned(),
+        instead: instead(&module_path(env.named.module)).map(str::to_owned),
     })
 }
 
@@ -255,12 +219,8 @@ fn not_built_in(env: &PluginEnv<'_>) -> MiddlewareError {
 fn instead(path: &str) -> Option<&'static str> {
     const INSTEAD: &[(&str, &str)] = &[
         (
-            "sablier",
-            "gangway's own sleeping services (the gangway.sleep.* labels on the containers)",
-        ),
-        (
             "geoblock",
-            "the ipAllowList middleware with the countries' ranges",
+            "the GeoBlock plugin github.com/nscuro/traefik-plugin-geoblock, built in, with an IP2Location database file",
         ),
         ("redirect", "the redirectRegex or redirectScheme middleware"),
         ("real-ip", "the entry point's forwardedHeaders.trustedIPs"),

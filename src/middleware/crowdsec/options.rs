@@ -1,10 +1,13 @@
 //! The bouncer plugin's own options, read from the plugin's configuration
-//! as Traefik hands it over: keys matched without regard to case, values
-//! taken weakly (labels give every value as text, so `"true"` is a boolean
-//! and `"60"` a number), and the plugin's defaults for what is not given.
+//! by the reader every plugin shares (`Named::read`: keys in any case,
+//! values given as text read as numbers, flags and lists), with the
+//! plugin's defaults for what is not given, then checked as the plugin
+//! checks them.
 
 use super::super::MiddlewareError;
-use serde_json::{Map, Value};
+use super::super::plugin::settings::{Flag, Named};
+use serde::Deserialize;
+use serde_json::Value;
 
 /// How the bouncer learns about decisions (`crowdsecMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -67,128 +70,112 @@ pub struct Options {
     pub ban_file: Option<String>,
 }
 
-/// The plugin's keys, lower-cased, for lookups that ignore case as Traefik's
-/// decoding of plugin options does.
-struct Keys(Map<String, Value>);
+/// The plugin's settings as written, with the plugin's defaults, read by
+/// the one reader every plugin uses ([`Named::read`]).
+#[derive(Debug, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Raw {
+    enabled: Flag,
+    crowdsec_mode: String,
+    crowdsec_appsec_enabled: Flag,
+    crowdsec_lapi_scheme: String,
+    crowdsec_lapi_host: String,
+    crowdsec_lapi_path: String,
+    crowdsec_lapi_key: String,
+    crowdsec_lapi_key_file: String,
+    crowdsec_lapi_tls_insecure_verify: Flag,
+    crowdsec_lapi_tls_certificate_authority: String,
+    crowdsec_lapi_tls_certificate_authority_file: String,
+    crowdsec_lapi_tls_certificate_bouncer: String,
+    crowdsec_lapi_tls_certificate_bouncer_file: String,
+    crowdsec_lapi_tls_certificate_bouncer_key: String,
+    crowdsec_lapi_tls_certificate_bouncer_key_file: String,
+    update_interval_seconds: i64,
+    update_max_failure: i64,
+    stream_startup_block: Flag,
+    default_decision_seconds: i64,
+    remediation_status_code: i64,
+    http_timeout_seconds: i64,
+    trace_headers_custom_name: String,
+    remediation_headers_custom_name: String,
+    forwarded_headers_custom_name: String,
+    forwarded_headers_trusted_ips: Vec<String>,
+    client_trusted_ips: Vec<String>,
+    ban_file_path: String,
+    ban_html_file_path: String,
+}
 
-impl Keys {
-    fn get(&self, key: &'static str) -> Option<&Value> {
-        self.0
-            .get(&key.to_ascii_lowercase())
-            .filter(|v| !v.is_null())
-    }
-
-    fn text(&self, key: &'static str, default: &str) -> Result<String, MiddlewareError> {
-        match self.get(key) {
-            None => Ok(default.to_owned()),
-            Some(Value::String(s)) => Ok(s.trim().to_owned()),
-            Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(v.to_string()),
-            Some(_) => Err(MiddlewareError::invalid(key, "must be a text value")),
+impl Default for Raw {
+    fn default() -> Self {
+        Raw {
+            enabled: Flag(false),
+            crowdsec_mode: "live".to_owned(),
+            crowdsec_appsec_enabled: Flag(false),
+            crowdsec_lapi_scheme: "http".to_owned(),
+            crowdsec_lapi_host: "crowdsec:8080".to_owned(),
+            crowdsec_lapi_path: "/".to_owned(),
+            crowdsec_lapi_key: String::new(),
+            crowdsec_lapi_key_file: String::new(),
+            crowdsec_lapi_tls_insecure_verify: Flag(false),
+            crowdsec_lapi_tls_certificate_authority: String::new(),
+            crowdsec_lapi_tls_certificate_authority_file: String::new(),
+            crowdsec_lapi_tls_certificate_bouncer: String::new(),
+            crowdsec_lapi_tls_certificate_bouncer_file: String::new(),
+            crowdsec_lapi_tls_certificate_bouncer_key: String::new(),
+            crowdsec_lapi_tls_certificate_bouncer_key_file: String::new(),
+            update_interval_seconds: 60,
+            update_max_failure: 0,
+            stream_startup_block: Flag(true),
+            default_decision_seconds: 60,
+            remediation_status_code: 403,
+            http_timeout_seconds: 10,
+            trace_headers_custom_name: String::new(),
+            remediation_headers_custom_name: String::new(),
+            forwarded_headers_custom_name: "X-Forwarded-For".to_owned(),
+            forwarded_headers_trusted_ips: Vec::new(),
+            client_trusted_ips: Vec::new(),
+            ban_file_path: String::new(),
+            ban_html_file_path: String::new(),
         }
     }
+}
 
-    /// A text option or the content of its `…File` twin, as the plugin
-    /// reads secrets; empty is None.
-    fn secret(
-        &self,
-        key: &'static str,
-        file_key: &'static str,
-    ) -> Result<Option<String>, MiddlewareError> {
-        let path = self.text(file_key, "")?;
-        let value = if path.is_empty() {
-            self.text(key, "")?
-        } else {
-            std::fs::read_to_string(&path)
-                .map_err(|e| MiddlewareError::invalid(file_key, format!("`{path}`: {e}")))?
-                .trim()
-                .to_owned()
-        };
-        Ok(Some(value).filter(|v| !v.is_empty()))
-    }
+/// A secret given as text or as the path of a file holding it, as the
+/// plugin reads them; empty is None.
+fn secret(
+    text: &str,
+    path: &str,
+    file_key: &'static str,
+) -> Result<Option<String>, MiddlewareError> {
+    let value = if path.trim().is_empty() {
+        text.trim().to_owned()
+    } else {
+        let path = path.trim();
+        std::fs::read_to_string(path)
+            .map_err(|e| MiddlewareError::invalid(file_key, format!("`{path}`: {e}")))?
+            .trim()
+            .to_owned()
+    };
+    Ok(Some(value).filter(|v| !v.is_empty()))
+}
 
-    /// Like [`Keys::secret`], for PEM material the TLS client reads itself:
-    /// the text, or else the path of the file.
-    fn pem(
-        &self,
-        key: &'static str,
-        file_key: &'static str,
-    ) -> Result<Option<String>, MiddlewareError> {
-        let path = self.text(file_key, "")?;
-        if !path.is_empty() {
-            std::fs::metadata(&path)
-                .map_err(|e| MiddlewareError::invalid(file_key, format!("`{path}`: {e}")))?;
-            return Ok(Some(path));
-        }
-        Ok(Some(self.text(key, "")?).filter(|v| !v.is_empty()))
+/// Like [`secret`], for PEM material the TLS client reads itself: the
+/// text, or else the path of the file, which must exist.
+fn pem(text: &str, path: &str, file_key: &'static str) -> Result<Option<String>, MiddlewareError> {
+    let path = path.trim();
+    if !path.is_empty() {
+        std::fs::metadata(path)
+            .map_err(|e| MiddlewareError::invalid(file_key, format!("`{path}`: {e}")))?;
+        return Ok(Some(path.to_owned()));
     }
-
-    fn flag(&self, key: &'static str, default: bool) -> Result<bool, MiddlewareError> {
-        match self.get(key) {
-            None => Ok(default),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(Value::Number(n)) => Ok(n.as_f64() != Some(0.0)),
-            // Go's strconv.ParseBool words, and empty as false, as a weakly
-            // typed decode reads them.
-            Some(Value::String(s)) => match s.trim() {
-                "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
-                "" | "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-                other => Err(MiddlewareError::invalid(
-                    key,
-                    format!("`{other}` is not true or false"),
-                )),
-            },
-            Some(_) => Err(MiddlewareError::invalid(key, "must be true or false")),
-        }
-    }
-
-    fn number(&self, key: &'static str, default: i64) -> Result<i64, MiddlewareError> {
-        let bad = || MiddlewareError::invalid(key, "must be a whole number");
-        match self.get(key) {
-            None => Ok(default),
-            Some(Value::Number(n)) => n.as_i64().ok_or_else(bad),
-            Some(Value::String(s)) if s.trim().is_empty() => Ok(0),
-            Some(Value::String(s)) => s.trim().parse().map_err(|_| bad()),
-            Some(_) => Err(bad()),
-        }
-    }
-
-    /// A list: an array, an object of indexed entries (`key[0]`, `key[1]`
-    /// from labels), or comma-separated text.
-    fn list(&self, key: &'static str) -> Result<Vec<String>, MiddlewareError> {
-        let item = |v: &Value| match v {
-            Value::String(s) => Ok(s.trim().to_owned()),
-            Value::Number(_) => Ok(v.to_string()),
-            _ => Err(MiddlewareError::invalid(
-                key,
-                "must be a list of text values",
-            )),
-        };
-        let items: Vec<String> = match self.get(key) {
-            None => Vec::new(),
-            Some(Value::Array(a)) => a.iter().map(item).collect::<Result<_, _>>()?,
-            Some(Value::Object(o)) => {
-                let mut entries: Vec<(u64, &Value)> = o
-                    .iter()
-                    .map(|(k, v)| k.parse().map(|i| (i, v)))
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| MiddlewareError::invalid(key, "must be a list"))?;
-                entries.sort_by_key(|(i, _)| *i);
-                entries
-                    .into_iter()
-                    .map(|(_, v)| item(v))
-                    .collect::<Result<_, _>>()?
-            }
-            Some(v) => item(v)?.split(',').map(|s| s.trim().to_owned()).collect(),
-        };
-        Ok(items.into_iter().filter(|s| !s.is_empty()).collect())
-    }
+    Ok(Some(text.trim().to_owned()).filter(|v| !v.is_empty()))
 }
 
 /// Options the plugin has that are not built in, with why; given a value
 /// that turns them on, the middleware is refused rather than run weaker
 /// than configured.
-fn refuse_left_out(keys: &Keys, mode: &str) -> Result<(), MiddlewareError> {
-    if mode == "appsec" || keys.flag("crowdsecAppsecEnabled", false)? {
+fn refuse_left_out(raw: &Raw, mode: &str) -> Result<(), MiddlewareError> {
+    if mode == "appsec" || raw.crowdsec_appsec_enabled.0 {
         return Err(MiddlewareError::invalid(
             if mode == "appsec" {
                 "crowdsecMode"
@@ -209,19 +196,11 @@ fn refuse_left_out(keys: &Keys, mode: &str) -> Result<(), MiddlewareError> {
 
 /// Reads and checks the plugin's options, as the plugin's own validation
 /// does (same limits, same required values).
-pub fn parse(config: &Value) -> Result<Options, MiddlewareError> {
-    let map = match config {
-        Value::Null => Map::new(),
-        Value::Object(o) => o
-            .iter()
-            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
-            .collect(),
-        _ => return Err(MiddlewareError::invalid("plugin", "options must be a map")),
-    };
-    let keys = Keys(map);
-    let mode_text = keys.text("crowdsecMode", "live")?;
-    refuse_left_out(&keys, &mode_text)?;
-    let mode = match mode_text.as_str() {
+pub fn parse(config: &Value, named: &Named<'_>) -> Result<Options, MiddlewareError> {
+    let raw: Raw = named.read(config)?;
+    let mode_text = raw.crowdsec_mode.trim();
+    refuse_left_out(&raw, mode_text)?;
+    let mode = match mode_text {
         "live" => Mode::Live,
         "none" => Mode::None,
         "stream" => Mode::Stream,
@@ -232,7 +211,7 @@ pub fn parse(config: &Value) -> Result<Options, MiddlewareError> {
             ));
         }
     };
-    let https = match keys.text("crowdsecLapiScheme", "http")?.as_str() {
+    let https = match raw.crowdsec_lapi_scheme.trim() {
         "http" => false,
         "https" => true,
         other => {
@@ -242,41 +221,44 @@ pub fn parse(config: &Value) -> Result<Options, MiddlewareError> {
             ));
         }
     };
-    let host = keys.text("crowdsecLapiHost", "crowdsec:8080")?;
+    let host = raw.crowdsec_lapi_host.trim().to_owned();
     if host.is_empty() {
         return Err(MiddlewareError::invalid(
             "crowdsecLapiHost",
             "cannot be empty",
         ));
     }
-    let at_least = |key: &'static str, default: i64, min: i64| -> Result<u64, MiddlewareError> {
-        let n = keys.number(key, default)?;
+    let at_least = |key: &'static str, n: i64, min: i64| -> Result<u64, MiddlewareError> {
         u64::try_from(n)
             .ok()
             .filter(|_| n >= min)
             .ok_or_else(|| MiddlewareError::invalid(key, format!("cannot be less than {min}")))
     };
-    let update_max_failure = keys.number("updateMaxFailure", 0)?;
-    if update_max_failure < -1 {
+    if raw.update_max_failure < -1 {
         return Err(MiddlewareError::invalid(
             "updateMaxFailure",
             "cannot be less than -1",
         ));
     }
-    let status = keys.number("remediationStatusCode", 403)?;
-    let status = u16::try_from(status)
+    let status = u16::try_from(raw.remediation_status_code)
         .ok()
         .filter(|s| (100..600).contains(s))
         .ok_or_else(|| {
             MiddlewareError::invalid("remediationStatusCode", "must be between 100 and 599")
         })?;
-    let key = keys.secret("crowdsecLapiKey", "crowdsecLapiKeyFile")?;
-    let cert = keys.pem(
-        "crowdsecLapiTlsCertificateBouncer",
+    let key = secret(
+        &raw.crowdsec_lapi_key,
+        &raw.crowdsec_lapi_key_file,
+        "crowdsecLapiKeyFile",
+    )?;
+    let cert = pem(
+        &raw.crowdsec_lapi_tls_certificate_bouncer,
+        &raw.crowdsec_lapi_tls_certificate_bouncer_file,
         "crowdsecLapiTlsCertificateBouncerFile",
     )?;
-    let cert_key = keys.pem(
-        "crowdsecLapiTlsCertificateBouncerKey",
+    let cert_key = pem(
+        &raw.crowdsec_lapi_tls_certificate_bouncer_key,
+        &raw.crowdsec_lapi_tls_certificate_bouncer_key_file,
         "crowdsecLapiTlsCertificateBouncerKeyFile",
     )?;
     let tls_cert = cert.zip(cert_key);
@@ -293,33 +275,43 @@ pub fn parse(config: &Value) -> Result<Options, MiddlewareError> {
             format!("`{bad}` cannot be sent in a header"),
         ));
     }
-    let ban_file = Some(keys.text("banFilePath", "")?)
-        .filter(|f| !f.is_empty())
-        .or_else(|| Some(keys.text("banHtmlFilePath", "").ok()?).filter(|f| !f.is_empty()));
+    let ban_file = [&raw.ban_file_path, &raw.ban_html_file_path]
+        .into_iter()
+        .map(|f| f.trim())
+        .find(|f| !f.is_empty())
+        .map(str::to_owned);
+    let list = |items: Vec<String>| -> Vec<String> {
+        items
+            .into_iter()
+            .map(|i| i.trim().to_owned())
+            .filter(|i| !i.is_empty())
+            .collect()
+    };
     Ok(Options {
-        enabled: keys.flag("enabled", false)?,
+        enabled: raw.enabled.0,
         mode,
         https,
         host,
-        path: keys.text("crowdsecLapiPath", "/")?,
+        path: raw.crowdsec_lapi_path.trim().to_owned(),
         key,
-        tls_insecure: keys.flag("crowdsecLapiTlsInsecureVerify", false)?,
-        tls_ca: keys.pem(
-            "crowdsecLapiTlsCertificateAuthority",
+        tls_insecure: raw.crowdsec_lapi_tls_insecure_verify.0,
+        tls_ca: pem(
+            &raw.crowdsec_lapi_tls_certificate_authority,
+            &raw.crowdsec_lapi_tls_certificate_authority_file,
             "crowdsecLapiTlsCertificateAuthorityFile",
         )?,
         tls_cert,
-        update_interval: at_least("updateIntervalSeconds", 60, 1)?,
-        update_max_failure,
-        stream_startup_block: keys.flag("streamStartupBlock", true)?,
-        default_decision: at_least("defaultDecisionSeconds", 60, 1)?,
+        update_interval: at_least("updateIntervalSeconds", raw.update_interval_seconds, 1)?,
+        update_max_failure: raw.update_max_failure,
+        stream_startup_block: raw.stream_startup_block.0,
+        default_decision: at_least("defaultDecisionSeconds", raw.default_decision_seconds, 1)?,
         status,
-        http_timeout: at_least("httpTimeoutSeconds", 10, 1)?,
-        trace_header: keys.text("traceHeadersCustomName", "")?,
-        remediation_header: keys.text("remediationHeadersCustomName", "")?,
-        forwarded_header: keys.text("forwardedHeadersCustomName", "X-Forwarded-For")?,
-        forwarded_trusted: keys.list("forwardedHeadersTrustedIps")?,
-        client_trusted: keys.list("clientTrustedIps")?,
+        http_timeout: at_least("httpTimeoutSeconds", raw.http_timeout_seconds, 1)?,
+        trace_header: raw.trace_headers_custom_name.trim().to_owned(),
+        remediation_header: raw.remediation_headers_custom_name.trim().to_owned(),
+        forwarded_header: raw.forwarded_headers_custom_name.trim().to_owned(),
+        forwarded_trusted: list(raw.forwarded_headers_trusted_ips),
+        client_trusted: list(raw.client_trusted_ips),
         ban_file,
     })
 }
@@ -332,7 +324,18 @@ fn is_key_char(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::problem::PluginProblem;
     use serde_json::json;
+
+    fn parse(config: &Value) -> Result<Options, MiddlewareError> {
+        super::parse(
+            config,
+            &Named {
+                key: "bouncer",
+                module: super::super::MODULE,
+            },
+        )
+    }
 
     #[test]
     fn defaults_are_the_plugins() {
@@ -352,15 +355,17 @@ mod tests {
     #[test]
     fn keys_ignore_case_and_values_come_as_text() {
         let o = parse(&json!({
-            "Enabled": "true",
+            "Enabled": "t",
             "crowdsecmode": "stream",
             "CrowdsecLapiKey": "abc",
             "updateIntervalSeconds": "5",
+            "streamStartupBlock": "0",
             "forwardedHeadersTrustedIPs": "10.0.0.0/8, 192.168.0.1",
             "clientTrustedIps": {"1": "10.0.0.2", "0": "10.0.0.1"},
         }))
         .unwrap();
         assert!(o.enabled);
+        assert!(!o.stream_startup_block);
         assert_eq!(o.mode, Mode::Stream);
         assert_eq!(o.update_interval, 5);
         assert_eq!(o.forwarded_trusted, ["10.0.0.0/8", "192.168.0.1"]);
@@ -388,6 +393,10 @@ mod tests {
                 "updateIntervalSeconds",
             ),
             (
+                json!({"crowdsecLapiKey": "a", "updateIntervalSeconds": "soon"}),
+                "updateIntervalSeconds",
+            ),
+            (
                 json!({"crowdsecLapiKey": "a", "remediationStatusCode": 600}),
                 "remediationStatusCode",
             ),
@@ -399,9 +408,14 @@ mod tests {
             ),
         ];
         for (config, option) in cases {
+            // A value that does not read is the shared reader's error; one
+            // that reads but cannot work is the bouncer's own.
             match parse(&config) {
                 Err(MiddlewareError::Invalid { option: got, .. }) => {
                     assert_eq!(got, option, "{config}")
+                }
+                Err(MiddlewareError::Plugin(PluginProblem::Setting { setting, .. })) => {
+                    assert_eq!(setting, option, "{config}")
                 }
                 other => panic!("{config}: {other:?}"),
             }

@@ -25,8 +25,10 @@ fn with_host<R>(body: impl FnOnce(&PluginHost<'_>) -> R) -> R {
 fn with_env<R>(body: impl FnOnce(&PluginEnv<'_>) -> R) -> R {
     with_host(|host| {
         body(&PluginEnv {
-            key: "demo",
-            module: "github.com/example/demo",
+            named: Named {
+                key: "demo",
+                module: "github.com/example/demo",
+            },
             host,
         })
     })
@@ -201,11 +203,70 @@ fn the_key_matches_its_declaration_in_any_case() {
 }
 
 #[test]
-fn sablier_points_at_the_sleep_labels() {
-    let err = compile_with(
-        json!({"sablier": {"group": "demo", "sessionDuration": "1m"}}),
-        &[("sablier", "github.com/sablierapp/sablier-traefik-plugin")],
+fn sablier_settings_become_sessions_with_the_servers_defaults() {
+    let declared: BTreeMap<String, String> = [(
+        "sablier".to_owned(),
+        "github.com/sablierapp/sablier-traefik-plugin@v1.1.0".to_owned(),
+    )]
+    .into();
+    let model =
+        |settings: serde_json::Value| -> Model { [("sablier".to_owned(), settings)].into() };
+    let dynamic = sablier_sessions(
+        &model(json!({"group": "demo", "sessionDuration": "1m", "dynamic": {"theme": "ghost"}})),
+        &declared,
+    );
+    assert_eq!(
+        dynamic,
+        Some(sablier::Sessions {
+            names: Vec::new(),
+            group: Some("demo".into()),
+            session: std::time::Duration::from_secs(60),
+            blocking: None,
+        })
+    );
+    // Labels give every value as text and `names` as one comma list.
+    let blocking = sablier_sessions(
+        &model(json!({"names": "whoami, db", "blocking": {"timeout": "15s"}})),
+        &declared,
     )
-    .unwrap_err();
-    assert!(err.to_string().contains("gangway.sleep.*"), "{err}");
+    .unwrap();
+    assert_eq!(blocking.names, ["whoami", "db"]);
+    assert_eq!(blocking.session, std::time::Duration::from_secs(300));
+    assert_eq!(blocking.blocking, Some(std::time::Duration::from_secs(15)));
+    assert_eq!(
+        sablier_sessions(&model(json!({"names": "a", "blocking": {}})), &declared)
+            .unwrap()
+            .blocking,
+        Some(std::time::Duration::from_secs(60))
+    );
+}
+
+#[test]
+fn sablier_settings_that_cannot_work_name_their_setting() {
+    let module = "github.com/acouvreur/sablier";
+    for (settings, setting) in [
+        (json!({"dynamic": {}}), "names"),
+        (json!({"group": "g"}), "dynamic"),
+        (
+            json!({"group": "g", "dynamic": {}, "blocking": {}}),
+            "blocking",
+        ),
+        (
+            json!({"group": "g", "dynamic": {}, "sessionDuration": "soon"}),
+            "sessionDuration",
+        ),
+    ] {
+        let err = compile_with(json!({ "s": settings }), &[("s", module)]).unwrap_err();
+        assert!(
+            matches!(&err, MiddlewareError::Plugin(PluginProblem::Setting { setting: s, .. }) if s == setting),
+            "{settings}: {err:?}"
+        );
+    }
+    assert!(
+        compile_with(
+            json!({"s": {"group": "g", "dynamic": {}}}),
+            &[("s", module)]
+        )
+        .is_ok()
+    );
 }

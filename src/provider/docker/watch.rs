@@ -329,6 +329,10 @@ async fn session(
             }),
         );
     }
+    // Sablier middlewares name containers that sleep: a change to them is
+    // a rebuild, as a container's own labels are.
+    let mut claims = state.sleeper.claims();
+    claims.mark_unchanged();
     loop {
         let next_change = state.next_change();
         let wake = async {
@@ -366,6 +370,7 @@ async fn session(
                 }
             }
             () = wake => {}
+            Ok(()) = claims.changed() => {}
         }
         state.publish(true).await?;
     }
@@ -612,14 +617,18 @@ impl State {
     ) -> BTreeMap<String, Result<crate::sleep::SleepSpec, Vec<SleepError>>> {
         let mut specs = BTreeMap::new();
         self.settings.keep.clear();
+        let claims = self.sleeper.claims().borrow().clone();
         for v in self.views.values() {
-            let Some(parsed) = parse_sleep_labels(&v.labels) else {
+            // A container's own labels come before what a middleware asks.
+            let Some(parsed) = parse_sleep_labels(&v.labels)
+                .or_else(|| crate::sleep::claim::claimed(&claims, &v.name, &v.labels).map(Ok))
+            else {
                 continue;
             };
             let parsed = match (parsed, &self.read_only) {
                 (Ok(_), Some(why)) => Err(vec![SleepError::ReadOnly {
                     label: crate::sleep::spec::first_label(&v.labels)
-                        .unwrap_or_default()
+                        .unwrap_or(crate::sleep::claim::ENABLE_LABEL)
                         .to_owned(),
                     reason: why.clone(),
                 }]),

@@ -1,7 +1,8 @@
 //! Traefik plugins gangway runs natively, each configured with the plugin's
 //! own settings through the real binary: rewrite-headers, rewrite-body (plain
-//! and gzip answers), theme.park; a plugin gangway has not built in keeps
-//! its router disabled, and `gangway check` says so.
+//! and gzip answers), theme.park, GeoBlock (with an IP2Location database
+//! built here, and clients on several loopback addresses); a plugin gangway
+//! has not built in keeps its router disabled, and `gangway check` says so.
 
 use crate::support;
 
@@ -363,4 +364,175 @@ async fn a_plugin_configured_by_docker_labels_runs() {
     let echo = gw.send(req).await.text();
     assert!(echo.contains("HTTP_X_IS_TRUSTED=yes"), "{echo}");
     assert!(echo.contains("HTTP_X_REAL_IP=198.51.100.7"), "{echo}");
+}
+
+/// The status and body of `GET /` for `app.test` sent from the loopback
+/// address `from`, with these extra header lines.
+async fn status_from(gw: &Gangway, from: &str, headers: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{from}:0").parse().expect("source address"))
+        .expect("bind the source address");
+    let mut stream = socket
+        .connect(format!("127.0.0.1:{}", gw.port).parse().expect("address"))
+        .await
+        .expect("connect");
+    let request = format!("GET / HTTP/1.1\r\nHost: app.test\r\nConnection: close\r\n{headers}\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.expect("answer");
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("a status line");
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned());
+    (status, body.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn geoblock_allows_and_refuses_clients_by_the_country_the_database_gives() {
+    use gangway::middleware::plugin::geoblock::ip2location::write_db1;
+    let app = Backend::echo("app").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 127.0.0.x is Germany, 127.0.1.x France, 127.0.2.x Italy, the rest none.
+    let db = dir.path().join("IP2LOCATION-LITE-DB1.IPV6.BIN");
+    let v4 = [
+        ("0.0.0.0".parse().unwrap(), "-"),
+        ("127.0.0.0".parse().unwrap(), "DE"),
+        ("127.0.1.0".parse().unwrap(), "FR"),
+        ("127.0.2.0".parse().unwrap(), "IT"),
+        ("127.0.3.0".parse().unwrap(), "-"),
+    ];
+    std::fs::write(&db, write_db1(&v4, &[("::".parse().unwrap(), "-")])).expect("write db");
+    let page = dir.path().join("ban.html");
+    std::fs::write(&page, "<p>{{.IP}} from {{.Country}} may not</p>").expect("write page");
+    let settings = format!(
+        "enabled: true\ndatabaseFilePath: {}\nallowedCountries: [DE]\nblockedCountries: [FR]\n\
+         defaultAllow: true\nallowPrivate: false\ndisallowedStatusCode: 451\n\
+         banHtmlFilePath: {}\nblockedIPBlocks: [127.0.0.9/32]\nbypassHeaders:\n  X-Let-Me: in",
+        db.display(),
+        page.display()
+    );
+    let gw = Gangway::with_yaml(
+        &dynamic(&app, "geoblock", &settings),
+        &[
+            &declare("geoblock", "github.com/nscuro/traefik-plugin-geoblock"),
+            "--api=true",
+            // Forwarded addresses count only from a trusted proxy.
+            "--entryPoints.web.forwardedHeaders.trustedIPs=127.0.0.1/32",
+        ],
+    )
+    .await;
+    loaded(&gw).await;
+    assert_eq!(
+        status_from(&gw, "127.0.0.2", "").await.0,
+        200,
+        "Germany is allowed"
+    );
+    let (status, body) = status_from(&gw, "127.0.1.5", "").await;
+    assert_eq!(status, 451, "France is blocked");
+    assert_eq!(body, "<p>127.0.1.5 from FR may not</p>");
+    assert_eq!(
+        status_from(&gw, "127.0.2.1", "").await.0,
+        200,
+        "Italy: the default allows"
+    );
+    assert_eq!(
+        status_from(&gw, "127.0.0.9", "").await.0,
+        451,
+        "a blocked range comes first"
+    );
+    let bypass = status_from(&gw, "127.0.1.5", "X-Let-Me: in\r\n").await;
+    assert_eq!(bypass.0, 200);
+    // Through the trusted proxy every forwarded address must pass.
+    let forwarded = |xff: &str| format!("X-Forwarded-For: {xff}\r\n");
+    assert_eq!(
+        status_from(&gw, "127.0.0.1", &forwarded("127.0.0.7"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        status_from(&gw, "127.0.0.1", &forwarded("127.0.0.7, 127.0.1.1"))
+            .await
+            .0,
+        451
+    );
+    assert_eq!(
+        status_from(&gw, "127.0.0.1", &forwarded("10.1.2.3"))
+            .await
+            .0,
+        451,
+        "private refused"
+    );
+    // A client that is not a trusted proxy cannot name another address.
+    assert_eq!(
+        status_from(&gw, "127.0.1.5", &forwarded("127.0.0.7"))
+            .await
+            .0,
+        451
+    );
+}
+
+#[tokio::test]
+async fn geoblock_lets_private_addresses_through_when_told_and_refuses_a_bad_database() {
+    let app = Backend::echo("app").await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db.bin");
+    let v4 = [
+        ("0.0.0.0".parse().unwrap(), "-"),
+        ("127.0.0.0".parse().unwrap(), "FR"),
+    ];
+    std::fs::write(
+        &db,
+        gangway::middleware::plugin::geoblock::ip2location::write_db1(&v4, &[]),
+    )
+    .expect("write db");
+    let settings = format!(
+        "enabled: true\ndatabaseFilePath: {}\nallowPrivate: true\nallowedCountries: [DE]",
+        db.display()
+    );
+    let gw = Gangway::with_yaml(
+        &dynamic(&app, "geoblock", &settings),
+        &[
+            &declare("geoblock", "github.com/nscuro/traefik-plugin-geoblock"),
+            "--api=true",
+            "--entryPoints.web.forwardedHeaders.trustedIPs=127.0.0.1/32",
+        ],
+    )
+    .await;
+    loaded(&gw).await;
+    assert_eq!(
+        status_from(&gw, "127.0.0.2", "").await.0,
+        403,
+        "the plugin's status"
+    );
+    let private = "X-Forwarded-For: 192.168.1.20\r\n";
+    assert_eq!(status_from(&gw, "127.0.0.1", private).await.0, 200);
+
+    // A file that is no database keeps the router disabled, its setting named.
+    let broken = dir.path().join("broken.bin");
+    std::fs::write(&broken, b"not a database").expect("write");
+    let gw = Gangway::with_yaml(
+        &dynamic(
+            &app,
+            "geoblock",
+            &format!("enabled: true\ndatabaseFilePath: {}", broken.display()),
+        ),
+        &[
+            &declare("geoblock", "github.com/nscuro/traefik-plugin-geoblock"),
+            "--api=true",
+        ],
+    )
+    .await;
+    loaded(&gw).await;
+    let router = gw.get("api.test", "/api/http/routers/app@file").await;
+    let text = String::from_utf8_lossy(&router.body);
+    assert!(
+        text.contains("disabled") && text.contains("databaseFilePath"),
+        "{text}"
+    );
+    assert_eq!(get(&gw, &[]).await.status, 404);
 }

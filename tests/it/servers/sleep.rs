@@ -767,3 +767,115 @@ async fn the_dashboard_shows_sleeping_services_their_wake_ups_and_failures() {
     )
     .await;
 }
+
+/// Gangway for this run's containers, with the Sablier plugin declared and
+/// `middleware` (TOML under `[http.middlewares.nap.plugin.sablier]`) in its
+/// file.
+async fn gangway_with_sablier(run: &Run, middleware: &str) -> Gangway {
+    let file = format!("[http.middlewares.nap.plugin.sablier]\n{middleware}");
+    gangway_with(
+        run,
+        &file,
+        &["--experimental.plugins.sablier.moduleName=github.com/sablierapp/sablier-traefik-plugin"],
+    )
+    .await
+    .0
+}
+
+/// A container routed as `<name>.test` through the Sablier middleware.
+fn napper(name: &str) -> Spec {
+    Spec::new(name)
+        .routed(P, name, &format!("{name}.test"), name)
+        .label(&format!("{P}.http.routers.{name}.middlewares"), "nap@file")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sablier_plugin_puts_its_group_to_sleep_and_shows_the_waiting_page() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_sablier_dynamic").await {
+        return;
+    }
+    let run = Run::new("sleep-sablier-dynamic");
+    let group = format!("nap-{}", run.suffix());
+    let gw = gangway_with_sablier(
+        &run,
+        &format!(
+            "group = \"{group}\"\nsessionDuration = \"2s\"\nsablierUrl = \"http://sablier:10000\"\n\
+             [http.middlewares.nap.plugin.sablier.dynamic]\ntheme = \"ghost\"\nrefreshFrequency = \"5s\"\n"
+        ),
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    let name = run
+        .start(
+            &napper("napping")
+                .label("sablier.enable", "true")
+                .label("sablier.group", &group),
+        )
+        .await;
+    // A container of another group is left alone.
+    let other = run
+        .start(
+            &napper("awake")
+                .label("sablier.enable", "true")
+                .label("sablier.group", "elsewhere"),
+        )
+        .await;
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("napping.test", "napping")
+    })
+    .await;
+    eventually(
+        Duration::from_secs(20),
+        "stopped after its session",
+        || async { !running(&run, &name).await },
+    )
+    .await;
+    let since = stamp();
+    let (status, _, body) = get_accepting(&gw, "napping.test", "text/html").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("http-equiv=\"refresh\""), "{body}");
+    eventually(
+        Duration::from_secs(30),
+        "woken by the page's request",
+        || probe.answers("napping.test", "napping"),
+    )
+    .await;
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
+    assert!(running(&run, &other).await);
+    assert!(probe.answers("awake.test", "awake").await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sablier_plugin_blocking_strategy_holds_requests_until_awake() {
+    let _serial = SERIAL.lock().await;
+    if !ready("sleep_sablier_blocking").await {
+        return;
+    }
+    let run = Run::new("sleep-sablier-blocking");
+    let name = run.start(&napper("blocked")).await;
+    let gw = gangway_with_sablier(
+        &run,
+        &format!(
+            "names = \"{name}\"\nsessionDuration = \"2s\"\n\
+             [http.middlewares.nap.plugin.sablier.blocking]\ntimeout = \"30s\"\n"
+        ),
+    )
+    .await;
+    let probe = Probe::new(&gw);
+    eventually(Duration::from_secs(10), "routed", || {
+        probe.answers("blocked.test", "blocked")
+    })
+    .await;
+    eventually(
+        Duration::from_secs(20),
+        "stopped after its session",
+        || async { !running(&run, &name).await },
+    )
+    .await;
+    // Blocking: even a browser waits for the container and gets its answer.
+    let since = stamp();
+    let (status, _, body) = get_accepting(&gw, "blocked.test", "text/html").await;
+    assert_eq!((status, body.as_str()), (200, "blocked"));
+    assert_eq!(events(&run, &name, "start", &since).await, 1);
+}
