@@ -1356,8 +1356,9 @@ fn acme_options(config: &StaticConfig) -> Vec<Finding> {
     let lists = config
         .certificates_resolvers
         .iter()
-        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()));
-    for e in crate::acme::fallback_errors(lists) {
+        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()))
+        .collect::<Vec<_>>();
+    for e in crate::acme::fallback_errors(&lists) {
         out.push(static_error(e));
     }
     for (name, r) in &config.certificates_resolvers {

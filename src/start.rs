@@ -147,8 +147,9 @@ pub(crate) fn resolvers(config: &StaticConfig) -> Result<Vec<Arc<acme::Resolver>
     let lists = config
         .certificates_resolvers
         .iter()
-        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()));
-    if let Some(e) = acme::fallback_errors(lists).into_iter().next() {
+        .map(|(n, r)| (n.as_str(), r.acme.fallback.as_slice()))
+        .collect::<Vec<_>>();
+    if let Some(e) = acme::fallback_errors(&lists).into_iter().next() {
         return Err(e.into());
     }
     Ok(resolvers)

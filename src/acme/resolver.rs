@@ -577,15 +577,13 @@ pub fn option_errors(resolver: &str, config: &AcmeConfig) -> Vec<AcmeError> {
 
 /// What is wrong with the `fallback` lists of `resolvers` (name, its
 /// fallback list): names that are no resolver, or the resolver itself.
-pub fn fallback_errors<'a>(
-    resolvers: impl Iterator<Item = (&'a str, &'a [String])> + Clone,
-) -> Vec<AcmeError> {
+pub fn fallback_errors(resolvers: &[(&str, &[String])]) -> Vec<AcmeError> {
     let mut out = Vec::new();
-    for (name, fallback) in resolvers.clone() {
+    for &(name, fallback) in resolvers {
         for next in fallback {
             let problem = if next == name {
                 "is this resolver itself"
-            } else if !resolvers.clone().any(|(n, _)| n == next) {
+            } else if !resolvers.iter().any(|(n, _)| n == next) {
                 "is not a certificate resolver"
             } else {
                 continue;

@@ -1493,7 +1493,7 @@ impl ContainerView {
 #[serde(tag = "source", rename_all = "lowercase")]
 pub enum CertificateView {
     /// Obtained by a certificate resolver, with its order state.
-    Acme(CertificateState),
+    Acme(Box<CertificateState>),
     /// Loaded from `tls.certificates`.
     File {
         /// The certificate as loaded.
@@ -1581,7 +1581,10 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
     let orders = state.certificates.snapshot();
     let rt = state.runtime.load_full();
     let all_routers = state.router_views.of(&rt, &orders);
-    let mut acme: Vec<CertificateView> = orders.into_iter().map(CertificateView::Acme).collect();
+    let mut acme: Vec<CertificateView> = orders
+        .into_iter()
+        .map(|c| CertificateView::Acme(Box::new(c)))
+        .collect();
     acme.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
     // The routers served a certificate from `source`, by name.
     let served_to = |source: &crate::tls::CertificateSource| -> Vec<String> {

@@ -111,10 +111,7 @@ impl Setup {
                 "[http.routers.r{i}]\nrule = \"Host(`{host}`)\"\nservice = \"app\"\n[http.routers.r{i}.tls]\ncertResolver = \"{resolver}\"\n"
             ));
         }
-        flags.push(format!(
-            "--entryPoints.websecure.address=127.0.0.1:{}",
-            self.tls
-        ));
+        flags.push(format!("--entryPoints.websecure.address=127.0.0.1:{tls}"));
         flags.push("--api=true".to_owned());
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         (Gangway::with_file_on(web, &dynamic, &flags).await, app)

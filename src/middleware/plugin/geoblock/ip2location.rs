@@ -275,7 +275,7 @@ mod tests {
         for cut in [30, 70, whole.len() - 2] {
             assert!(Countries::parse(&whole[..cut]).is_err(), "cut at {cut}");
         }
-        let mut huge = whole.clone();
+        let mut huge = whole;
         huge[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
             Countries::parse(&huge),
