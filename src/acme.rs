@@ -44,7 +44,7 @@ use shared::SharedStorage;
 pub use status::{CertStatus, CertificateState, ResolverStorageView, Status, StorageView};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use storage::Storage;
 
 /// Longest time one order may take, all polls included.
@@ -249,9 +249,7 @@ async fn follow(
 }
 
 fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX)
 }
 
 /// Sleeps until the Unix time `at`, waking at least hourly so that a clock
@@ -278,37 +276,131 @@ async fn keep_certificate(
     key: String,
     domains: Vec<String>,
 ) {
-    let resolver = issuers[0].clone();
-    // Which of `issuers` the next order goes through.
-    let mut issuer = 0;
-    let names = domains.join(", ");
-    let mut failures: u32 = 0;
-    let mut retry_at: Option<i64> = None;
-    let mut unstored: Option<Unstored> = None;
-    let mut window: Option<ari::Window> = None;
-    // The certificate the next order replaces (ARI), if the CA has ARI,
-    // and one whose `replaces` failed an order (the CA may refuse it: the
-    // retries go without).
-    let mut replaces: Option<String> = None;
-    let mut refused: Option<String> = None;
+    let mut keeper = Keeper {
+        names: domains.join(", "),
+        issuers,
+        registries,
+        status,
+        key,
+        domains,
+        issuer: 0,
+        failures: 0,
+        retry_at: None,
+        unstored: None,
+        window: None,
+        replaces: None,
+        refused: None,
+    };
     loop {
-        let current = registries.tls.issued(&key);
+        keeper.round().await;
+    }
+}
+
+/// One certificate being kept: what it is, who orders it, and what is
+/// remembered from one order to the next.
+struct Keeper {
+    /// Its resolver first, then the resolvers of its `fallback`.
+    issuers: Vec<Arc<Resolver>>,
+    registries: Arc<Registries>,
+    status: Arc<Status>,
+    key: String,
+    domains: Vec<String>,
+    /// The domains as one text, for the log.
+    names: String,
+    /// Which of `issuers` the next order goes through.
+    issuer: usize,
+    failures: u32,
+    retry_at: Option<i64>,
+    unstored: Option<Unstored>,
+    window: Option<ari::Window>,
+    /// The certificate the next order replaces (ARI), if the CA has ARI.
+    replaces: Option<String>,
+    /// One whose `replaces` failed an order (the CA may refuse it: the
+    /// retries go without).
+    refused: Option<String>,
+}
+
+impl Keeper {
+    fn resolver(&self) -> &Arc<Resolver> {
+        &self.issuers[0]
+    }
+
+    /// One turn: wait until the certificate is due, take the lease and an
+    /// order slot, order, and note what came of it.
+    async fn round(&mut self) {
+        let current = self.registries.tls.issued(&self.key);
         let now = unix_now();
-        let (due, wake) = match (&current, retry_at) {
+        let (due, wake) = self.due(current.as_deref(), now).await;
+        if due > now {
+            self.wait(wake).await;
+            return;
+        }
+        // With a shared store, one instance orders: the one that takes the
+        // lease. The others wait for its certificate.
+        let lease = match self.resolver().shared() {
+            Some(shared) => {
+                let shared = shared.clone();
+                let (resolver, registries) = (self.resolver().clone(), &self.registries);
+                match coordinate(
+                    &resolver,
+                    &shared,
+                    registries,
+                    &self.status,
+                    &self.key,
+                    &self.domains,
+                )
+                .await
+                {
+                    Coordinated::Order(lease) => Some(lease),
+                    Coordinated::Wait(at) => {
+                        self.retry_at = Some(at);
+                        return;
+                    }
+                    Coordinated::Loaded => {
+                        self.retry_at = None;
+                        self.failures = 0;
+                        return;
+                    }
+                }
+            }
+            None => None,
+        };
+        if !self.take_slot(now, lease.as_ref()).await {
+            return;
+        }
+        let renewal = current.is_some();
+        let result = self.order(renewal, lease.as_ref()).await;
+        let through = &self.issuers[self.issuer].name;
+        self.status
+            .count_order(&self.resolver().name, through, result.is_ok());
+        match result {
+            Ok((pem, cert)) => self.obtained(pem, cert, lease.as_ref()).await,
+            Err(e) => self.failed(e, lease.as_ref()).await,
+        }
+        release(self.resolver(), lease.as_ref()).await;
+    }
+
+    /// When the next order is due and when to wake to look again, with the
+    /// certificate's state brought up to date.
+    async fn due(&mut self, current: Option<&IssuedCert>, now: i64) -> (i64, i64) {
+        let (due, wake) = match (current, self.retry_at) {
             (_, Some(at)) => (at, at),
             (Some(c), None) => {
-                let plan = resolver.plan(&c.cert, &mut window, now).await;
-                replaces = plan.replaces.filter(|r| refused.as_ref() != Some(r));
-                status.update(&key, |s| {
+                let resolver = self.resolver().clone();
+                let plan = resolver.plan(&c.cert, &mut self.window, now).await;
+                self.replaces = plan.replaces.filter(|r| self.refused.as_ref() != Some(r));
+                let window = self.window.clone();
+                self.status.update(&self.key, |s| {
                     s.renewal_reason = Some(plan.reason);
-                    s.renewal_window = window.clone();
+                    s.renewal_window = window;
                 });
                 (plan.order_at, plan.wake_at)
             }
             (None, None) => (now, now),
         };
-        status.update(&key, |s| {
-            if let Some(c) = &current {
+        let failures = self.failures;
+        self.status.update(&self.key, |s| {
+            if let Some(c) = current {
                 s.issuer = Some(c.cert.issuer.clone());
                 s.not_after = Some(c.cert.not_after);
                 s.labels = Some(c.cert.labels.clone());
@@ -318,182 +410,199 @@ async fn keep_certificate(
             }
             s.next_attempt = (due > now).then_some(due);
         });
-        if due > now {
-            if let Some(pending) = unstored.as_mut().filter(|p| p.at < wake) {
-                sleep_until(pending.at).await;
-                if pending.attempt(&resolver, &status, &key, &domains).await {
-                    unstored = None;
-                }
-                continue;
+        (due, wake)
+    }
+
+    /// Sleeps until `wake`, writing a certificate the storage did not take
+    /// first when that is due before.
+    async fn wait(&mut self, wake: i64) {
+        if let Some(pending) = self.unstored.as_mut().filter(|p| p.at < wake) {
+            sleep_until(pending.at).await;
+            let resolver = self.issuers[0].clone();
+            if pending
+                .attempt(&resolver, &self.status, &self.key, &self.domains)
+                .await
+            {
+                self.unstored = None;
             }
-            sleep_until(wake).await;
-            retry_at = None;
-            continue;
+            return;
         }
-        // With a shared store, one instance orders: the one that takes the
-        // lease. The others wait for its certificate.
-        let lease = match resolver.shared() {
-            Some(shared) => {
-                match coordinate(&resolver, shared, &registries, &status, &key, &domains).await {
-                    Coordinated::Order(lease) => Some(lease),
-                    Coordinated::Wait(at) => {
-                        retry_at = Some(at);
-                        continue;
-                    }
-                    Coordinated::Loaded => {
-                        retry_at = None;
-                        failures = 0;
-                        continue;
-                    }
-                }
-            }
-            None => None,
-        };
+        sleep_until(wake).await;
+        self.retry_at = None;
+    }
+
+    /// Takes one of the resolver's orders of this hour; false (the lease
+    /// given back, the next try set) when they are all used.
+    async fn take_slot(&mut self, now: i64, lease: Option<&crate::store::Lease>) -> bool {
+        let resolver = self.resolver().clone();
         let slot = resolver
             .orders
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take(now);
-        if let Err(free_at) = slot {
-            tracing::warn!(resolver = %resolver.name, domains = %names, "order cap of {} per hour reached; waiting", schedule::ORDERS_PER_HOUR);
-            status.update(&key, |s| {
-                s.last_error = Some(format!(
-                    "resolver `{}` placed {} orders in the last hour; waiting",
-                    resolver.name,
-                    schedule::ORDERS_PER_HOUR
-                ));
-            });
-            release(&resolver, lease.as_ref()).await;
-            retry_at = Some(free_at);
-            continue;
-        }
-        status.update(&key, |s| {
-            s.status = if current.is_some() {
+        let Err(free_at) = slot else {
+            return true;
+        };
+        tracing::warn!(resolver = %resolver.name, domains = %self.names, "order cap of {} per hour reached; waiting", schedule::ORDERS_PER_HOUR);
+        self.status.update(&self.key, |s| {
+            s.last_error = Some(format!(
+                "resolver `{}` placed {} orders in the last hour; waiting",
+                resolver.name,
+                schedule::ORDERS_PER_HOUR
+            ));
+        });
+        release(&resolver, lease).await;
+        self.retry_at = Some(free_at);
+        false
+    }
+
+    /// Orders the certificate through the current issuer, keeping the
+    /// lease for as long as the order runs.
+    async fn order(
+        &self,
+        renewal: bool,
+        lease: Option<&crate::store::Lease>,
+    ) -> Result<(Vec<u8>, crate::tls::store::LoadedCert), AcmeError> {
+        let resolver = self.resolver();
+        self.status.update(&self.key, |s| {
+            s.status = if renewal {
                 CertStatus::Renewing
             } else {
                 CertStatus::Pending
             };
             s.next_attempt = None;
         });
-        tracing::info!(resolver = %resolver.name, domains = %names, renewal = current.is_some(), "ordering a certificate");
+        tracing::info!(resolver = %resolver.name, domains = %self.names, renewal, "ordering a certificate");
         let progress = |pending: Option<PendingChallenge>| {
-            status.update(&key, |s| s.pending_challenge = pending);
+            self.status
+                .update(&self.key, |s| s.pending_challenge = pending);
         };
-        // The lease is renewed for as long as the order runs.
         let _renewal = lease
-            .clone()
+            .cloned()
             .zip(resolver.shared().cloned())
             .map(|(lease, shared)| {
                 Running(tokio::spawn(keep_lease(resolver.clone(), shared, lease)))
             });
-        let through = &issuers[issuer];
-        let result = match tokio::time::timeout(
+        let ask = order::Ask {
+            // The renewed certificate is the first issuer's.
+            replaces: self
+                .replaces
+                .clone()
+                .filter(|_| renewal && self.issuer == 0),
+        };
+        let through = &self.issuers[self.issuer];
+        let challenges = &self.registries.tls.challenges;
+        let result = tokio::time::timeout(
             ORDER_TIMEOUT,
-            order::obtain(
-                through,
-                &registries.tls.challenges,
-                &domains,
-                &order::Ask {
-                    // The renewed certificate is the first issuer's.
-                    replaces: replaces
-                        .clone()
-                        .filter(|_| current.is_some() && issuer == 0),
-                },
-                &progress,
-            ),
+            order::obtain(through, challenges, &self.domains, &ask, &progress),
         )
         .await
-        {
-            Ok(r) => r,
-            Err(_) => Err(AcmeError::Timeout(ORDER_TIMEOUT)),
-        };
+        .unwrap_or(Err(AcmeError::Timeout(ORDER_TIMEOUT)));
         progress(None);
-        let result = result.and_then(|pem| {
-            let cert = crate::tls::store::parse_pem(&names, &pem, &pem)?;
-            Ok((pem, cert))
+        let pem = result?;
+        let cert = crate::tls::store::parse_pem(&self.names, &pem, &pem)?;
+        Ok((pem, cert))
+    }
+
+    /// A certificate came: stored, served, and the failures forgotten.
+    async fn obtained(
+        &mut self,
+        pem: Vec<u8>,
+        cert: crate::tls::store::LoadedCert,
+        lease: Option<&crate::store::Lease>,
+    ) {
+        let resolver = self.resolver().clone();
+        let mut pending = Unstored {
+            pem,
+            failures: 0,
+            at: 0,
+            lease: lease.cloned(),
+        };
+        let stored = pending
+            .attempt(&resolver, &self.status, &self.key, &self.domains)
+            .await;
+        self.unstored = (!stored).then_some(pending);
+        let not_after = u64::try_from(cert.not_after).map_or_else(
+            |_| cert.not_after.to_string(),
+            |secs| {
+                httpdate::fmt_http_date(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
+                )
+            },
+        );
+        tracing::info!(resolver = %resolver.name, domains = %self.names, %not_after, issuer = %cert.issuer, "certificate obtained");
+        self.registries.tls.put_issued(
+            self.key.clone(),
+            Arc::new(IssuedCert {
+                resolver: resolver.name.clone(),
+                domains: self.domains.clone(),
+                cert,
+            }),
+        );
+        self.failures = 0;
+        let through = (self.issuer > 0).then(|| self.issuers[self.issuer].name.clone());
+        self.status.update(&self.key, |s| {
+            s.status = CertStatus::Valid;
+            s.last_error = None;
+            s.failures = 0;
+            s.issued_through = through;
         });
-        match result {
-            Ok((pem, cert)) => {
-                let mut pending = Unstored {
-                    pem,
-                    failures: 0,
-                    at: 0,
-                    lease: lease.clone(),
-                };
-                unstored =
-                    (!pending.attempt(&resolver, &status, &key, &domains).await).then_some(pending);
-                let not_after = u64::try_from(cert.not_after).map_or_else(
-                    |_| cert.not_after.to_string(),
-                    |secs| {
-                        httpdate::fmt_http_date(
-                            std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
-                        )
-                    },
-                );
-                tracing::info!(resolver = %resolver.name, domains = %names, %not_after, issuer = %cert.issuer, "certificate obtained");
-                registries.tls.put_issued(
-                    key.clone(),
-                    Arc::new(IssuedCert {
-                        resolver: resolver.name.clone(),
-                        domains: domains.clone(),
-                        cert,
-                    }),
-                );
-                failures = 0;
-                status.update(&key, |s| {
-                    s.status = CertStatus::Valid;
-                    s.last_error = None;
-                    s.failures = 0;
-                    s.issued_through = (issuer > 0).then(|| through.name.clone());
-                });
-                issuer = 0;
-                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
-                    let _ = shared.clear_failure(&shared_name(&domains)).await;
-                }
-            }
-            Err(e) => {
-                let e = match e {
-                    AcmeError::Wire { .. } => through.unreachable().await,
-                    e => e,
-                };
-                // Across a cluster, the count goes on from the last
-                // instance's failure.
-                let before = status
-                    .snapshot_of(&key)
-                    .map_or(failures, |s| s.failures.max(failures));
-                failures = before.saturating_add(1);
-                let mut at = schedule::next_attempt(unix_now(), failures, e.retry_after());
-                // Caddy's issuer fallback: the next CA is asked at once;
-                // back at the first, the backoff applies.
-                issuer = (issuer + 1) % issuers.len();
-                if issuer > 0 {
-                    at = unix_now();
-                    tracing::warn!(resolver = %resolver.name, domains = %names, fallback = %issuers[issuer].name, "the next order goes through the fallback resolver");
-                }
-                if let (Some(shared), Some(_)) = (resolver.shared(), &lease) {
-                    let failure = shared::Failure {
-                        failures,
-                        retry_at: at,
-                        error: e.to_string(),
-                        instance: resolver.instance.clone(),
-                    };
-                    if let Err(e) = shared.put_failure(&shared_name(&domains), &failure).await {
-                        resolver.store_answered(Some(&e));
-                    }
-                }
-                through.forget_account().await;
-                refused = replaces.take().or(refused);
-                tracing::warn!(resolver = %resolver.name, domains = %names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
-                status.update(&key, |s| {
-                    s.status = CertStatus::Error;
-                    s.last_error = Some(e.to_string());
-                    s.failures = failures;
-                    s.next_attempt = Some(at);
-                });
-                retry_at = Some(at);
+        self.issuer = 0;
+        if let (Some(shared), Some(_)) = (resolver.shared(), lease) {
+            let _ = shared.clear_failure(&shared_name(&self.domains)).await;
+        }
+    }
+
+    /// An order failed: counted (across a cluster too), the next one
+    /// through the next issuer at once or, back at the first, after the
+    /// backoff.
+    async fn failed(&mut self, e: AcmeError, lease: Option<&crate::store::Lease>) {
+        let resolver = self.resolver().clone();
+        let through = self.issuers[self.issuer].clone();
+        let e = match e {
+            AcmeError::Wire { .. } => through.unreachable().await,
+            e => e,
+        };
+        // Across a cluster, the count goes on from the last instance's
+        // failure.
+        let before = self
+            .status
+            .snapshot_of(&self.key)
+            .map_or(self.failures, |s| s.failures.max(self.failures));
+        self.failures = before.saturating_add(1);
+        let failures = self.failures;
+        let mut at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+        // Caddy's issuer fallback: the next CA is asked at once; back at
+        // the first, the backoff applies.
+        self.issuer = (self.issuer + 1) % self.issuers.len();
+        if self.issuer > 0 {
+            at = unix_now();
+            tracing::warn!(resolver = %resolver.name, domains = %self.names, fallback = %self.issuers[self.issuer].name, "the next order goes through the fallback resolver");
+        }
+        if let (Some(shared), Some(_)) = (resolver.shared(), lease) {
+            let failure = shared::Failure {
+                failures,
+                retry_at: at,
+                error: e.to_string(),
+                instance: resolver.instance.clone(),
+            };
+            if let Err(e) = shared
+                .put_failure(&shared_name(&self.domains), &failure)
+                .await
+            {
+                resolver.store_answered(Some(&e));
             }
         }
-        release(&resolver, lease.as_ref()).await;
+        through.forget_account().await;
+        self.refused = self.replaces.take().or(self.refused.take());
+        tracing::warn!(resolver = %resolver.name, domains = %self.names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
+        self.status.update(&self.key, |s| {
+            s.status = CertStatus::Error;
+            s.last_error = Some(e.to_string());
+            s.failures = failures;
+            s.next_attempt = Some(at);
+        });
+        self.retry_at = Some(at);
     }
 }
 

@@ -10,7 +10,7 @@ use crate::runtime::report::ProviderReport;
 use crate::runtime::{Registries, RuntimeHandle};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::mpsc;
 
 #[derive(Default)]
@@ -247,10 +247,7 @@ fn apply(states: &mut BTreeMap<&'static str, ProviderState>, snap: Snapshot) {
                 tracing::error!(provider = snap.provider, error = %e, "part of the configuration rejected; its last good version stays in use");
             }
             state.report.last_error = snap.error;
-            state.report.last_sync = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .ok()
-                .map(|d| d.as_secs());
+            state.report.last_sync = Some(crate::clock::unix_secs());
             state.warnings = snap.warnings;
         }
         None => {

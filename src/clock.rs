@@ -1,8 +1,10 @@
-//! The one clock at the ground: milliseconds since the Unix epoch, and
-//! wall-clock times broken into UTC calendar parts as logs and the API
-//! write them, without a date crate.
+//! The one clock at the ground: seconds and milliseconds since the Unix
+//! epoch, milliseconds by the monotonic clock, and wall-clock times broken
+//! into UTC calendar parts as logs and the API write them, without a date
+//! crate.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch by the wall clock (0 if the clock
 /// reads before 1970).
@@ -10,6 +12,22 @@ pub fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Seconds since the Unix epoch by the wall clock (0 if the clock reads
+/// before 1970).
+pub fn unix_secs() -> u64 {
+    unix_ms() / 1000
+}
+
+/// Milliseconds by the monotonic clock since the process's first look at
+/// it, plus one, so that 0 can mean "never".
+pub fn now_ms() -> u64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    let origin = *ORIGIN.get_or_init(Instant::now);
+    u64::try_from(origin.elapsed().as_millis())
+        .unwrap_or(u64::MAX - 1)
+        .saturating_add(1)
 }
 
 /// A time broken into its calendar parts, in UTC.

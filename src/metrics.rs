@@ -837,6 +837,26 @@ impl Exporter {
         )
     }
 
+    /// The counter of certificate orders for `resolver`'s certificates
+    /// placed through `issuer` (the resolver itself or one of its
+    /// `fallback`), ending in `result` (`obtained` or `failed`).
+    pub fn acme_orders(&self, resolver: &str, issuer: &str, result: &'static str) -> Counter {
+        let name = KeyName::from(format!("{}_acme_orders_total", self.prefix));
+        self.recorder.describe_counter(
+            name.clone(),
+            None,
+            "Certificate orders by the resolver a certificate is kept for, the resolver whose CA it went to, and how it ended."
+                .into(),
+        );
+        let labels = vec![
+            Label::new("resolver", resolver.to_owned()),
+            Label::new("issuer", issuer.to_owned()),
+            Label::new("result", result),
+        ];
+        self.recorder
+            .register_counter(&Key::from_parts(name, labels), &METADATA)
+    }
+
     /// Replaces the certificates served from `source` (`acme` or `file`).
     pub fn set_certificates(&self, source: &'static str, certificates: Vec<CertificateExpiry>) {
         self.certificates.set(source, certificates);

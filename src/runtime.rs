@@ -10,10 +10,10 @@ pub use registries::Registries;
 pub use report::{ObjectReport, Report, Status};
 
 pub use crate::balance::Outcome;
-use crate::balance::passive::now_ms;
 use crate::balance::strategy::{self, Strategy};
 use crate::balance::{MirrorShare, PassivePolicy, Rotation, ServerState, StickyCookie};
 use crate::client::ServerKind;
+use crate::clock::now_ms;
 use crate::config::Dynamic;
 use crate::health::ServiceHealth;
 use crate::rule::{Matcher, RequestFacts};

@@ -29,6 +29,11 @@ export function normalizeCert(c) {
     storageError: c.storageError,
     leaseHolder: c.leaseHolder || '',
     failures: c.failures,
+    profile: c.profile || '',
+    renewalReason: c.renewalReason || '',
+    renewalWindow: c.renewalWindow || null,
+    fallback: list(c.fallback),
+    issuedThrough: c.issuedThrough || '',
     routers: list(c.routers),
     selfSigned: Boolean(c.selfSigned),
     warning: c.warning || '',
@@ -64,6 +69,34 @@ export function needsLook(c) {
   return c.status === 'error' || Boolean(c.storageError) || level === 'soon' || level === 'expired';
 }
 
+/**
+ * Why the next renewal happens when it does: at a point the CA chose in its
+ * renewal window (ARI), or by the certificate's lifetime where the CA gives
+ * no window.
+ */
+export function renewalWhy(c) {
+  const w = c.renewalWindow;
+  if (c.renewalReason === 'ari' && w) {
+    return h('small', { class: 'muted renewal-why' }, 'in the CA\'s renewal window (ARI) ',
+      timeAgo(w.start), ' – ', timeAgo(w.end),
+      w.explanationUrl ? h('a', { href: w.explanationUrl, rel: 'noopener' }, ' why') : null);
+  }
+  if (c.renewalReason === 'lifetime') {
+    return h('small', { class: 'muted renewal-why' }, 'by its lifetime (the CA gives no renewal window)');
+  }
+  return null;
+}
+
+/** The resolver cell: its name, challenge, profile, and the fallback resolvers. */
+function resolverCell(c) {
+  if (!c.resolver) return h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file');
+  return h('span', {}, tag(c.resolver),
+    c.challenge ? h('div', { class: 'muted challenge' }, h('small', {}, c.challenge)) : null,
+    c.profile ? h('div', { class: 'muted profile' }, h('small', {}, `profile ${c.profile}`)) : null,
+    c.fallback.length ? h('div', { class: 'muted fallback' }, h('small', {}, `then ${c.fallback.join(', ')}`)) : null,
+    c.issuedThrough ? h('div', { class: 'warn-text issued-through' }, h('small', {}, `issued through ${c.issuedThrough}`)) : null);
+}
+
 function domainsCell(c) {
   if (!c.domains.length) return h('span', { class: 'muted' }, '—');
   const [main, ...sans] = c.domains;
@@ -87,15 +120,15 @@ export function certTable(certs, { compact = false } = {}) {
         ? h('span', { class: `badge status-${c.selfSigned ? 'warning' : 'enabled'}` }, icon(c.selfSigned ? 'warn' : 'check'), c.selfSigned ? 'self-signed' : 'valid')
         : certBadge(c.status),
       domainsCell(c),
-      c.resolver
-        ? h('span', {}, tag(c.resolver), c.challenge ? h('div', { class: 'muted challenge' }, h('small', {}, c.challenge)) : null)
-        : h('span', { class: 'muted' }, c.source === 'default' ? 'default' : 'file'),
+      resolverCell(c),
       expiryCell(c.notAfter),
     ];
     if (!compact) {
       cells.push(
         c.issuer ? h('span', {}, c.issuer) : h('span', { class: 'muted' }, '—'),
-        c.nextAttempt ? timeAgo(c.nextAttempt) : h('span', { class: 'muted' }, '—'),
+        c.nextAttempt
+          ? h('span', { class: 'next-attempt' }, timeAgo(c.nextAttempt), h('br'), renewalWhy(c))
+          : h('span', { class: 'muted' }, '—'),
         c.routers.length ? h('div', { class: 'links' }, c.routers.map((r) => objLink('routers', r))) : h('span', { class: 'muted' }, '—'),
       );
     }

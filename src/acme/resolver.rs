@@ -171,20 +171,7 @@ impl Resolver {
             tracing::warn!(resolver = %name, "{option}");
         }
         let key_type = super::key::KeyType::parse(name, key_type)?;
-        let dns = match dns_challenge {
-            Some(d) => {
-                let (solver, not_set_up) =
-                    dns::Solver::for_start(name, d, &|v| std::env::var(v).ok())
-                        .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?;
-                if let Some(reason) = not_set_up {
-                    // Loud, and again with each order that fails on it;
-                    // the rest of gangway serves meanwhile.
-                    tracing::error!(resolver = %name, "no certificate can be ordered through this resolver until this is fixed: {reason}");
-                }
-                Some(Arc::new(solver))
-            }
-            None => None,
-        };
+        let dns = dns_solver(name, dns_challenge.as_ref())?;
         let challenge = ChallengeKind::of(config);
         let challenge_delay = match challenge {
             ChallengeKind::Http01 => http_challenge.as_ref().map(|h| h.delay.0),
@@ -200,30 +187,7 @@ impl Resolver {
                 entry_point: http.entry_point.clone(),
             });
         }
-        let mut roots = rustls::RootCertStore::empty();
-        // As Traefik: caCertificates replace the system's roots unless
-        // caSystemCertPool keeps them.
-        if ca_certificates.is_empty() || *ca_system_cert_pool {
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        }
-        for path in ca_certificates {
-            use rustls::pki_types::CertificateDer;
-            use rustls::pki_types::pem::PemObject;
-            let ca_error = |message: String| AcmeError::CaFile {
-                resolver: name.to_owned(),
-                path: path.clone(),
-                message,
-            };
-            let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
-            let mut added = 0;
-            for cert in CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok) {
-                roots.add(cert).map_err(|e| ca_error(e.to_string()))?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(ca_error("no certificate in the file".to_owned()));
-            }
-        }
+        let roots = roots(name, ca_certificates, *ca_system_cert_pool)?;
         let client = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
             .with_safe_default_protocol_versions()
             .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?
@@ -238,50 +202,13 @@ impl Resolver {
             client_response_header_timeout.0,
         );
         let directory_url = config.directory_url().to_owned();
-        let storage_text = storage.to_string_lossy();
-        let storage = if shared::StoreUrl::is_url(&storage_text) {
-            let url = shared::StoreUrl::parse(name, &storage_text)?;
-            let seal = match storage_encryption_key_file {
-                Some(path) => Some(shared::seal::Seal::from_file(name, path)?),
-                None => {
-                    tracing::warn!(resolver = %name, store = %url.location(), "private keys are stored in clear in the shared store: set certificatesResolvers.{name}.acme.storageEncryptionKeyFile to encrypt them");
-                    None
-                }
-            };
-            let store = url.open(STORE_TIMEOUT).map_err(|e| match e {
-                shared::SharedError::BadUrl { url, problem, .. } => shared::SharedError::BadUrl {
-                    resolver: name.to_owned(),
-                    url,
-                    problem,
-                },
-                e => e,
-            })?;
-            ResolverStorage::Shared(Arc::new(SharedStorage::new(
-                store,
-                url,
-                &storage::ca_folder(&directory_url),
-                seal,
-            )))
-        } else if storage::is_traefik_file(storage) {
-            let file = storage::traefik::AcmeJson::open(storage, name, email, &directory_url)?;
-            let contents = storage::traefik::read(storage, name)?;
-            if contents.traefik_account.is_some() && contents.gangway_account.is_none() {
-                // The ACME client here signs with P-256 keys only.
-                tracing::info!(resolver = %name, file = %storage.display(), "Traefik's account (an RSA key) is kept in the file for a move back; gangway registers its own P-256 account beside it");
-            }
-            ResolverStorage::Traefik(file)
-        } else {
-            if storage_encryption_key_file.is_some() {
-                tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
-            }
-            let storage = Storage::new(storage, &directory_url);
-            if let Err(e) = storage.prepare() {
-                // Not fatal: certificates are then ordered and served from
-                // memory, and stored once the storage can be written.
-                tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
-            }
-            ResolverStorage::File(storage)
-        };
+        let storage = open_storage(
+            name,
+            storage,
+            storage_encryption_key_file.as_deref(),
+            email,
+            &directory_url,
+        )?;
         Ok(Resolver {
             name: name.to_owned(),
             storage,
@@ -573,6 +500,113 @@ pub fn option_errors(resolver: &str, config: &AcmeConfig) -> Vec<AcmeError> {
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// The DNS-01 solver of a resolver that answers DNS-01; one whose
+/// provider's variables are missing is logged and kept, failing orders.
+fn dns_solver(
+    name: &str,
+    dns_challenge: Option<&crate::config::static_config::DnsChallenge>,
+) -> Result<Option<Arc<dns::Solver>>, AcmeError> {
+    let Some(d) = dns_challenge else {
+        return Ok(None);
+    };
+    let (solver, not_set_up) = dns::Solver::for_start(name, d, &|v| std::env::var(v).ok())
+        .map_err(|e| AcmeError::DnsSetup(Box::new(e)))?;
+    if let Some(reason) = not_set_up {
+        // Loud, and again with each order that fails on it; the rest of
+        // gangway serves meanwhile.
+        tracing::error!(resolver = %name, "no certificate can be ordered through this resolver until this is fixed: {reason}");
+    }
+    Ok(Some(Arc::new(solver)))
+}
+
+/// The roots the CA's certificate is verified against: as Traefik,
+/// `caCertificates` replace the system's unless `caSystemCertPool` keeps
+/// them.
+fn roots(
+    name: &str,
+    ca_certificates: &[std::path::PathBuf],
+    ca_system_cert_pool: bool,
+) -> Result<rustls::RootCertStore, AcmeError> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    if ca_certificates.is_empty() || ca_system_cert_pool {
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    }
+    for path in ca_certificates {
+        let ca_error = |message: String| AcmeError::CaFile {
+            resolver: name.to_owned(),
+            path: path.clone(),
+            message,
+        };
+        let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
+        let mut added = 0;
+        for cert in CertificateDer::pem_slice_iter(&pem).filter_map(Result::ok) {
+            roots.add(cert).map_err(|e| ca_error(e.to_string()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(ca_error("no certificate in the file".to_owned()));
+        }
+    }
+    Ok(roots)
+}
+
+/// A resolver's storage: a shared store by URL, Traefik's acme.json, or a
+/// folder (one that cannot be written is logged, not fatal).
+fn open_storage(
+    name: &str,
+    storage: &std::path::Path,
+    storage_encryption_key_file: Option<&std::path::Path>,
+    email: &str,
+    directory_url: &str,
+) -> Result<ResolverStorage, AcmeError> {
+    let storage_text = storage.to_string_lossy();
+    Ok(if shared::StoreUrl::is_url(&storage_text) {
+        let url = shared::StoreUrl::parse(name, &storage_text)?;
+        let seal = match storage_encryption_key_file {
+            Some(path) => Some(shared::seal::Seal::from_file(name, path)?),
+            None => {
+                tracing::warn!(resolver = %name, store = %url.location(), "private keys are stored in clear in the shared store: set certificatesResolvers.{name}.acme.storageEncryptionKeyFile to encrypt them");
+                None
+            }
+        };
+        let store = url.open(STORE_TIMEOUT).map_err(|e| match e {
+            shared::SharedError::BadUrl { url, problem, .. } => shared::SharedError::BadUrl {
+                resolver: name.to_owned(),
+                url,
+                problem,
+            },
+            e => e,
+        })?;
+        ResolverStorage::Shared(Arc::new(SharedStorage::new(
+            store,
+            url,
+            &storage::ca_folder(directory_url),
+            seal,
+        )))
+    } else if storage::is_traefik_file(storage) {
+        let file = storage::traefik::AcmeJson::open(storage, name, email, directory_url)?;
+        let contents = storage::traefik::read(storage, name)?;
+        if contents.traefik_account.is_some() && contents.gangway_account.is_none() {
+            // The ACME client here signs with P-256 keys only.
+            tracing::info!(resolver = %name, file = %storage.display(), "Traefik's account (an RSA key) is kept in the file for a move back; gangway registers its own P-256 account beside it");
+        }
+        ResolverStorage::Traefik(file)
+    } else {
+        if storage_encryption_key_file.is_some() {
+            tracing::warn!(resolver = %name, "storageEncryptionKeyFile is used only with a store URL as storage; the files of a folder storage are protected by their mode (0600)");
+        }
+        let storage = Storage::new(storage, directory_url);
+        if let Err(e) = storage.prepare() {
+            // Not fatal: certificates are then ordered and served from
+            // memory, and stored once the storage can be written.
+            tracing::error!(resolver = %name, error = %e, "certificate storage cannot be used; certificates are kept in memory until it can");
+        }
+        ResolverStorage::File(storage)
+    })
 }
 
 /// What is wrong with the `fallback` lists of `resolvers` (name, its

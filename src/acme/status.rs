@@ -192,6 +192,14 @@ impl Status {
         self.export();
     }
 
+    /// Counts one order of `resolver`'s certificate through `issuer`.
+    pub(super) fn count_order(&self, resolver: &str, issuer: &str, obtained: bool) {
+        if let Some(metrics) = &self.metrics {
+            let result = if obtained { "obtained" } else { "failed" };
+            metrics.acme_orders(resolver, issuer, result).increment(1);
+        }
+    }
+
     /// Hands the served certificates' expiry to the metrics.
     pub(super) fn export(&self) {
         let Some(metrics) = &self.metrics else {

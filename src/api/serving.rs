@@ -374,7 +374,7 @@ fn tcp_within(target: &TcpTarget, depth: usize) -> Serving {
             if servers.is_empty() {
                 return Serving::fails(Cause::NoServer);
             }
-            let now = crate::balance::passive::now_ms();
+            let now = crate::clock::now_ms();
             let states: Vec<(bool, Tally)> = servers
                 .iter()
                 .map(|s| (s.health.fails_check(), s.health.record.tally(now)))

@@ -286,7 +286,7 @@ fn stream_servers(
     if health.is_empty() {
         return None;
     }
-    let now = crate::balance::passive::now_ms();
+    let now = crate::clock::now_ms();
     let mut statuses = BTreeMap::new();
     let mut states = BTreeMap::new();
     for (address, h) in health {

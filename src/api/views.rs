@@ -825,80 +825,7 @@ impl ServiceView {
             ServiceType::Failover
         });
         if let Some(lb) = load_balancer {
-            // A server is UP unless its health check or the proxy's failed
-            // connections say otherwise, read from the balancer the proxy
-            // uses now.
-            let compiled = match live {
-                Some(Upstream::Servers(c)) => Some(c),
-                _ => None,
-            };
-            let mut server_health = health.map(|h| h.servers.clone());
-            let mut down = 0;
-            let mut statuses = BTreeMap::new();
-            let mut states = BTreeMap::new();
-            for srv in &lb.servers {
-                let index = compiled.and_then(|c| c.servers.iter().position(|s| s.url == srv.url));
-                let mut status = health
-                    .and_then(|h| h.servers.get(&srv.url))
-                    .map_or(ServerStatus::Up, |r| r.status);
-                if let (Some(c), Some(i)) = (compiled, index) {
-                    if serving::server_down(c, i) {
-                        status = ServerStatus::Down;
-                    }
-                    states.insert(srv.url.clone(), ServerStateView::of(c, i));
-                    let passive = &c.servers[i].client.passive;
-                    if passive.failures() > 0 {
-                        let entry = server_health
-                            .get_or_insert_with(BTreeMap::new)
-                            .entry(srv.url.clone())
-                            .or_insert(ServerHealthReport {
-                                status,
-                                last_error: None,
-                                last_check: None,
-                                failed_connections: None,
-                            });
-                        entry.status = status;
-                        entry.failed_connections = Some(passive.failures());
-                        if entry.last_error.is_none() {
-                            entry.last_error = passive.last_error();
-                        }
-                    }
-                }
-                if status == ServerStatus::Down {
-                    down += 1;
-                }
-                statuses.insert(srv.url.clone(), status);
-            }
-            view.server_status = Some(statuses);
-            view.server_health = server_health;
-            let serving = live.map(serving::http);
-            let object = ObjectRef::new(ObjectKind::Service, name);
-            let total = lb.servers.len();
-            if down > 0 {
-                let problem = Problem::ServersDown { down, total };
-                let disables = serving
-                    .as_ref()
-                    .map_or(down >= total, |s| s.status() == Status::Disabled);
-                view.state.live_problem(object.clone(), problem, disables);
-            }
-            let erroring = states
-                .values()
-                .filter(|s| s.state == ServerState::Erroring)
-                .count();
-            if let Some(s) = &serving
-                && let Some(Cause::ServerErrors(status)) = s.cause
-                && s.failing > 0.0
-            {
-                let problem = Problem::ServersErroring {
-                    erroring,
-                    total,
-                    status,
-                    percent: s.percent(),
-                };
-                view.state
-                    .live_problem(object, problem, s.status() == Status::Disabled);
-            }
-            view.server_states = (!states.is_empty()).then_some(states);
+            view.read_servers(name, lb, health, live);
         } else if let Some(u) = live {
             let members: Vec<String> = match (weighted, mirroring, failover) {
                 (Some(w), _, _) => w.services.iter().map(|m| m.name.clone()).collect(),
@@ -933,6 +860,93 @@ impl ServiceView {
 }
 
 impl ServiceView {
+    /// A load balancer's servers as the proxy finds them now: each one's
+    /// status (its health check, or the proxy's failed connections) and
+    /// state from the record of its requests, and the service's problems
+    /// when servers are down or answer errors.
+    fn read_servers(
+        &mut self,
+        name: &str,
+        lb: &LoadBalancer,
+        health: Option<&ServiceHealthReport>,
+        live: Option<&Upstream>,
+    ) {
+        // A server is UP unless its health check or the proxy's failed
+        // connections say otherwise, read from the balancer the proxy
+        // uses now.
+        let compiled = match live {
+            Some(Upstream::Servers(c)) => Some(c),
+            _ => None,
+        };
+        let mut server_health = health.map(|h| h.servers.clone());
+        let mut down = 0;
+        let mut statuses = BTreeMap::new();
+        let mut states = BTreeMap::new();
+        for srv in &lb.servers {
+            let index = compiled.and_then(|c| c.servers.iter().position(|s| s.url == srv.url));
+            let mut status = health
+                .and_then(|h| h.servers.get(&srv.url))
+                .map_or(ServerStatus::Up, |r| r.status);
+            if let (Some(c), Some(i)) = (compiled, index) {
+                if serving::server_down(c, i) {
+                    status = ServerStatus::Down;
+                }
+                states.insert(srv.url.clone(), ServerStateView::of(c, i));
+                let passive = &c.servers[i].client.passive;
+                if passive.failures() > 0 {
+                    let entry = server_health
+                        .get_or_insert_with(BTreeMap::new)
+                        .entry(srv.url.clone())
+                        .or_insert(ServerHealthReport {
+                            status,
+                            last_error: None,
+                            last_check: None,
+                            failed_connections: None,
+                        });
+                    entry.status = status;
+                    entry.failed_connections = Some(passive.failures());
+                    if entry.last_error.is_none() {
+                        entry.last_error = passive.last_error();
+                    }
+                }
+            }
+            if status == ServerStatus::Down {
+                down += 1;
+            }
+            statuses.insert(srv.url.clone(), status);
+        }
+        self.server_status = Some(statuses);
+        self.server_health = server_health;
+        let serving = live.map(serving::http);
+        let object = ObjectRef::new(ObjectKind::Service, name);
+        let total = lb.servers.len();
+        if down > 0 {
+            let problem = Problem::ServersDown { down, total };
+            let disables = serving
+                .as_ref()
+                .map_or(down >= total, |s| s.status() == Status::Disabled);
+            self.state.live_problem(object.clone(), problem, disables);
+        }
+        let erroring = states
+            .values()
+            .filter(|s| s.state == ServerState::Erroring)
+            .count();
+        if let Some(s) = &serving
+            && let Some(Cause::ServerErrors(status)) = s.cause
+            && s.failing > 0.0
+        {
+            let problem = Problem::ServersErroring {
+                erroring,
+                total,
+                status,
+                percent: s.percent(),
+            };
+            self.state
+                .live_problem(object, problem, s.status() == Status::Disabled);
+        }
+        self.server_states = (!states.is_empty()).then_some(states);
+    }
+
     /// Leaves out when each server was last checked: a list polled every
     /// few seconds would otherwise change at every check and never answer
     /// 304. The one-service answer keeps it.
@@ -1573,9 +1587,7 @@ impl CertificateView {
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
 pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let now = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
     // One snapshot for both the list and the routers' view of it, so the
     // two cannot disagree about a certificate that changes meanwhile.
     let orders = state.certificates.snapshot();

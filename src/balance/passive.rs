@@ -9,10 +9,11 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::record::{Outcome, Record};
+use crate::clock::now_ms;
 
 /// How long a server whose connection failed stays out of the rotation
 /// when its service sets no `passiveHealthCheck`: long enough that a dead
@@ -64,16 +65,6 @@ impl PassivePolicy {
             count_status: true,
         }
     }
-}
-
-/// Milliseconds since the process's first look at the clock, plus one, so
-/// that 0 can mean "never".
-pub fn now_ms() -> u64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    let origin = *ORIGIN.get_or_init(Instant::now);
-    u64::try_from(origin.elapsed().as_millis())
-        .unwrap_or(u64::MAX - 1)
-        .saturating_add(1)
 }
 
 fn millis(d: Duration) -> u64 {

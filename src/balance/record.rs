@@ -93,7 +93,7 @@ impl Default for Record {
 }
 
 impl Record {
-    /// Notes an outcome at `now` (milliseconds, [`super::passive::now_ms`],
+    /// Notes an outcome at `now` (milliseconds, [`crate::clock::now_ms`],
     /// never 0).
     pub fn note(&self, outcome: Outcome, now: u64) {
         let i = self.next.fetch_add(1, Ordering::Relaxed) as usize % SLOTS;

@@ -52,12 +52,6 @@ struct Kept {
     rejected_since: Option<u64>,
 }
 
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 /// The read of one file to use and its error: a good read is kept for
 /// later; a failed one falls back to the last good read, each of whose
 /// objects then says it comes from that version, since when and why
@@ -67,7 +61,7 @@ fn keep(
     read: Result<objects::Read, ProviderError>,
     last_good: &mut LastGood,
 ) -> (Option<objects::Read>, Option<ProviderError>) {
-    let now = unix_now();
+    let now = crate::clock::unix_secs();
     match read {
         Ok(read) => {
             let read_at = match last_good.get(path) {

@@ -120,25 +120,7 @@ impl Proxy {
             router: &route.name,
             client,
         };
-        let mut sent = send(lb, req, replay.as_deref(), &to, &mut cookies).await;
-        if composite && let Some(replay) = &replay {
-            let mut tried = vec![lb];
-            while matches!(sent, Err(Failure::Connect)) && tried.len() < MAX_SERVICES_TRIED {
-                let Some(next) = upstream.descend_again(&tried) else {
-                    break;
-                };
-                tracing::debug!(router = %route.name, from = %tried[tried.len() - 1].name, to = %next.name, "no server could be connected to; sending the request to the next service");
-                tried.push(next);
-                sent = send(
-                    next,
-                    Box::new(replay.request()),
-                    Some(replay),
-                    &to,
-                    &mut cookies,
-                )
-                .await;
-            }
-        }
+        let sent = send_on(upstream, lb, req, replay.as_deref(), &to, &mut cookies).await;
         let (mut resp, server) = match sent {
             Ok(sent) => sent,
             Err(failure) => {
@@ -157,22 +139,8 @@ impl Proxy {
 
         if resp.status() == StatusCode::SWITCHING_PROTOCOLS {
             if let Some(client_upgrade) = client_upgrade {
-                let server_upgrade = hyper::upgrade::on(&mut resp);
                 let idle = conn.entry_point.web_socket_idle_timeout;
-                tokio::spawn(async move {
-                    let _visit = visit;
-                    match tokio::try_join!(client_upgrade, server_upgrade) {
-                        Ok((c, s)) => {
-                            let (mut c, mut s) = (TokioIo::new(c), TokioIo::new(s));
-                            if let Err(e) = super::timeouts::tunnel(&mut c, &mut s, idle).await
-                                && e.kind() == std::io::ErrorKind::TimedOut
-                            {
-                                tracing::debug!("tunnel silent for webSocketIdleTimeout; closed");
-                            }
-                        }
-                        Err(e) => tracing::debug!(error = %e, "upgrade failed"),
-                    }
-                });
+                join_upgrade(client_upgrade, &mut resp, idle, visit);
             }
             strip_hop_by_hop(resp.headers_mut(), true);
         } else {
@@ -185,22 +153,85 @@ impl Proxy {
             resp.headers_mut().append(header::SET_COOKIE, c);
         }
         if let Some(log) = &self.access_log {
-            let content_length = resp
-                .headers()
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok());
-            let origin = crate::access_log::Origin {
-                url: server.url.clone(),
-                status: resp.status().as_u16(),
-                duration: sent_at.map(|at| at.elapsed()).unwrap_or_default(),
-                content_length,
-                headers: log.wanted_headers.capture(resp.headers()),
-            };
+            let origin = origin(log, &resp, server, sent_at);
             resp.extensions_mut()
                 .insert(super::observe::ServedBy(Box::new(origin)));
         }
         resp.map(ProxyBody::Upstream)
+    }
+}
+
+/// Sends through `lb`, and while no server could be connected to, on to
+/// the next service of a composite `upstream` (a weighted member, a
+/// failover's fallback) when the request can be replayed.
+async fn send_on<'a>(
+    upstream: &'a Upstream,
+    lb: &'a LoadBalancer,
+    req: Box<Request<RequestBody>>,
+    replay: Option<&Replay>,
+    to: &Target<'_>,
+    cookies: &mut Vec<HeaderValue>,
+) -> Result<(Response<UpstreamBody>, &'a Server), Failure> {
+    let mut sent = send(lb, req, replay, to, cookies).await;
+    let Some(replay) = replay.filter(|_| !matches!(upstream, Upstream::Servers(_))) else {
+        return sent;
+    };
+    let mut tried = vec![lb];
+    while matches!(sent, Err(Failure::Connect)) && tried.len() < MAX_SERVICES_TRIED {
+        let Some(next) = upstream.descend_again(&tried) else {
+            break;
+        };
+        tracing::debug!(router = %to.router, from = %tried[tried.len() - 1].name, to = %next.name, "no server could be connected to; sending the request to the next service");
+        tried.push(next);
+        sent = send(next, Box::new(replay.request()), Some(replay), to, cookies).await;
+    }
+    sent
+}
+
+/// Joins the client's and the server's sides of an upgraded connection
+/// (a WebSocket) once both are switched, in a task of its own that keeps
+/// a sleeping service awake while it is open.
+fn join_upgrade(
+    client: hyper::upgrade::OnUpgrade,
+    resp: &mut Response<UpstreamBody>,
+    idle: Option<std::time::Duration>,
+    visit: Option<crate::sleep::Visit>,
+) {
+    let server = hyper::upgrade::on(resp);
+    tokio::spawn(async move {
+        let _visit = visit;
+        match tokio::try_join!(client, server) {
+            Ok((c, s)) => {
+                let (mut c, mut s) = (TokioIo::new(c), TokioIo::new(s));
+                if let Err(e) = super::timeouts::tunnel(&mut c, &mut s, idle).await
+                    && e.kind() == std::io::ErrorKind::TimedOut
+                {
+                    tracing::debug!("tunnel silent for webSocketIdleTimeout; closed");
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "upgrade failed"),
+        }
+    });
+}
+
+/// What the access log says about the server that answered.
+fn origin(
+    log: &crate::access_log::AccessLogger,
+    resp: &Response<UpstreamBody>,
+    server: &Server,
+    sent_at: Option<std::time::Instant>,
+) -> crate::access_log::Origin {
+    let content_length = resp
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    crate::access_log::Origin {
+        url: server.url.clone(),
+        status: resp.status().as_u16(),
+        duration: sent_at.map(|at| at.elapsed()).unwrap_or_default(),
+        content_length,
+        headers: log.wanted_headers.capture(resp.headers()),
     }
 }
 

@@ -176,9 +176,7 @@ impl Challenges {
     }
 
     fn record(&self, challenge: &'static str, name: &str) {
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let at = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
         tracing::warn!(
             challenge,
             name,

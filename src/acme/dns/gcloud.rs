@@ -22,7 +22,7 @@ use super::{DnsError, Env};
 use base64::Engine as _;
 use http::{HeaderName, HeaderValue, Method};
 use ring::signature::RsaKeyPair;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Where the API is, unless `GCE_API_URL` says otherwise.
 const BASE_URL: &str = "https://dns.googleapis.com/dns/v1";
@@ -159,10 +159,7 @@ impl GCloud {
 
     /// A new access token by the JWT grant, as the bearer header.
     async fn token(&self, what: &str) -> Result<Vec<(HeaderName, HeaderValue)>, DnsError> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let now = crate::clock::unix_secs();
         let header = serde_json::json!({ "alg": "RS256", "typ": "JWT", "kid": self.key_id });
         let claims = serde_json::json!({
             "iss": self.email,

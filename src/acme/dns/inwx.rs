@@ -21,7 +21,7 @@ use super::api::{self, Api, ApiProblem};
 use super::{DnsError, Env};
 use http::{HeaderName, HeaderValue, Method};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Where the API is, unless `INWX_API_URL` says otherwise.
 const BASE_URL: &str = "https://api.domrobot.com/jsonrpc/";
@@ -249,12 +249,7 @@ impl Inwx {
     /// A TOTP code not used before, waiting for the next period when this
     /// one's was.
     async fn next_code(&self, secret: &[u8]) -> String {
-        let now = || {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs()
-        };
+        let now = crate::clock::unix_secs;
         let last = *self.last_unlock.lock().expect("no code panics holding it");
         if last == Some(now() / TOTP_PERIOD) {
             let wait = TOTP_PERIOD - now() % TOTP_PERIOD;

@@ -13,7 +13,6 @@ use hickory_proto::rr::rdata::tsig::TsigAlgorithm;
 use hickory_proto::rr::{Name, RData, Record, RecordSet, TSigner};
 use std::net::SocketAddr;
 use std::str::FromStr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Seconds the signing time may differ between gangway and the server.
 const FUDGE: u16 = 300;
@@ -100,9 +99,7 @@ impl Rfc2136 {
         };
         let verifier = match &self.signer {
             Some(signer) => {
-                let now = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs());
+                let now = crate::clock::unix_secs();
                 message
                     .finalize(signer, now)
                     .map_err(|e| exchange_error(ExchangeError::Sign(e)))?

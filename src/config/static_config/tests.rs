@@ -1588,6 +1588,7 @@ fn full_config() -> StaticConfig {
                 preferred_chain: String::from("ISRG Root X1"),
                 profile: String::from("shortlived"),
                 email_addresses: vec![String::from("a@b.test")],
+                fallback: vec![String::from("zerossl")],
                 eab: Some(Eab {
                     kid: String::from("kid"),
                     hmac_encoded: String::from("aG1hYw"),

@@ -86,26 +86,6 @@ async fn gangway_with(run: &Run, routers: &str, extra: &[&str]) -> (Gangway, u16
     (Gangway::with_file(&api_router, &args).await, port)
 }
 
-/// The value of the series `name` with exactly these labels in gangway's
-/// `/metrics` (internal entry point on `port`), when it has one.
-async fn metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
-    let uri = format!("http://127.0.0.1:{port}/metrics").parse().ok()?;
-    let resp = client.get(uri).await.ok()?;
-    let body = resp.into_body().collect().await.ok()?.to_bytes();
-    let want: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
-    String::from_utf8_lossy(&body).lines().find_map(|line| {
-        let (series, value) = line.rsplit_once(' ')?;
-        let inner = series
-            .strip_prefix(name)?
-            .strip_prefix('{')?
-            .strip_suffix('}')?;
-        let have: Vec<&str> = inner.split(',').collect();
-        let same = have.len() == want.len() && want.iter().all(|w| have.contains(&w.as_str()));
-        if same { value.parse().ok() } else { None }
-    })
-}
-
 /// GET with an `Accept` header.
 async fn get_accepting(gw: &Gangway, host: &str, accept: &str) -> (u16, Option<String>, String) {
     let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
@@ -171,7 +151,7 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let unit = state["unit"].as_str().expect("its unit").to_owned();
     let asleep = [("unit", unit.as_str()), ("state", "asleep")];
     assert_eq!(
-        metric(internal, "gangway_sleep_state", &asleep).await,
+        support::metric(internal, "gangway_sleep_state", &asleep).await,
         Some(1.0)
     );
 
@@ -203,19 +183,19 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
     let awake = [("unit", unit[0].1), ("state", "awake")];
     // First: it sleeps again after its idle time.
     assert_eq!(
-        metric(internal, "gangway_sleep_state", &awake).await,
+        support::metric(internal, "gangway_sleep_state", &awake).await,
         Some(1.0)
     );
     assert_eq!(
-        metric(internal, "gangway_sleep_wakeups_total", &ok).await,
+        support::metric(internal, "gangway_sleep_wakeups_total", &ok).await,
         Some(1.0)
     );
     assert_eq!(
-        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        support::metric(internal, "gangway_sleep_wakeups_total", &error).await,
         Some(0.0)
     );
     assert_eq!(
-        metric(
+        support::metric(
             internal,
             "gangway_sleep_wakeup_duration_seconds_count",
             &unit
@@ -224,10 +204,10 @@ async fn an_idle_container_sleeps_and_fifty_requests_wake_it_with_one_start() {
         Some(1.0)
     );
     assert_eq!(
-        metric(internal, "gangway_sleep_held_requests", &unit).await,
+        support::metric(internal, "gangway_sleep_held_requests", &unit).await,
         Some(0.0)
     );
-    let waited = metric(internal, "gangway_sleep_waited_requests_total", &unit)
+    let waited = support::metric(internal, "gangway_sleep_waited_requests_total", &unit)
         .await
         .expect("requests that waited");
     assert!((1.0..=50.0).contains(&waited), "{waited}");
@@ -388,15 +368,15 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
     let error = [("unit", unit[0].1), ("result", "error")];
     let ok = [("unit", unit[0].1), ("result", "ok")];
     assert_eq!(
-        metric(internal, "traefik_sleep_wakeups_total", &error).await,
+        support::metric(internal, "traefik_sleep_wakeups_total", &error).await,
         Some(1.0)
     );
     assert_eq!(
-        metric(internal, "traefik_sleep_wakeups_total", &ok).await,
+        support::metric(internal, "traefik_sleep_wakeups_total", &ok).await,
         Some(0.0)
     );
     assert_eq!(
-        metric(
+        support::metric(
             internal,
             "traefik_sleep_wakeup_duration_seconds_count",
             &unit
@@ -405,11 +385,11 @@ async fn a_container_that_exits_at_start_gets_errors_and_a_backoff_not_a_loop() 
         Some(0.0)
     );
     assert_eq!(
-        metric(internal, "traefik_sleep_waited_requests_total", &unit).await,
+        support::metric(internal, "traefik_sleep_waited_requests_total", &unit).await,
         Some(1.0)
     );
     assert_eq!(
-        metric(internal, "gangway_sleep_wakeups_total", &error).await,
+        support::metric(internal, "gangway_sleep_wakeups_total", &error).await,
         None
     );
 }

@@ -576,3 +576,23 @@ pub fn check(dir: &std::path::Path, args: &[&str]) -> (i32, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
 }
+
+/// The value of the series `name` with exactly these labels in gangway's
+/// `/metrics` (internal entry point on `port`), when it has one.
+pub async fn metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let uri = format!("http://127.0.0.1:{port}/metrics").parse().ok()?;
+    let resp = client.get(uri).await.ok()?;
+    let body = resp.into_body().collect().await.ok()?.to_bytes();
+    let want: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+    String::from_utf8_lossy(&body).lines().find_map(|line| {
+        let (series, value) = line.rsplit_once(' ')?;
+        let inner = series
+            .strip_prefix(name)?
+            .strip_prefix('{')?
+            .strip_suffix('}')?;
+        let have: Vec<&str> = inner.split(',').collect();
+        let same = have.len() == want.len() && want.iter().all(|w| have.contains(&w.as_str()));
+        if same { value.parse().ok() } else { None }
+    })
+}

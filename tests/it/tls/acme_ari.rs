@@ -215,6 +215,11 @@ async fn the_profile_is_asked_for_and_one_the_ca_does_not_offer_is_refused() {
     let setup = Setup::new(later(3600)).await;
     let mut flags = setup.resolver("short", &["profile=shortlived"]);
     flags.extend(setup.resolver("long", &["profile=tenyear"]));
+    // The internal entry point on a port of its own, for the dashboard.
+    let internal = support::free_port();
+    flags.push(format!(
+        "--entryPoints.gangway.address=127.0.0.1:{internal}"
+    ));
     let (gw, _app) = setup
         .gangway(&[("short.test", "short"), ("long.test", "long")], flags)
         .await;
@@ -248,6 +253,19 @@ async fn the_profile_is_asked_for_and_one_the_ca_does_not_offer_is_refused() {
             .iter()
             .any(|(_, p)| p.as_deref() == Some("tenyear"))
     );
+    // The dashboard says the same: the profile, and the next renewal at a
+    // point of the CA's window.
+    support::browser::drive(
+        "the_profile_is_asked_for_and_one_the_ca_does_not_offer_is_refused",
+        "certificates.mjs",
+        &format!("http://127.0.0.1:{internal}"),
+        &[
+            ("DOMAIN", "short.test"),
+            ("PROFILE", "shortlived"),
+            ("REFUSED", "long.test"),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -419,9 +419,12 @@ async fn a_failing_resolver_falls_back_to_the_next_ca() {
     };
     let first = Pebble::start_extras(web, tls, extras).await;
     let second = Pebble::start(web, tls, None).await;
+    let internal = free_port();
     let mut flags = vec![
         format!("--entryPoints.websecure.address=127.0.0.1:{tls}"),
+        format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
         "--api=true".to_owned(),
+        "--metrics.prometheus=true".to_owned(),
     ];
     flags.extend(resolver(
         &first,
@@ -460,6 +463,18 @@ async fn a_failing_resolver_falls_back_to_the_next_ca() {
     );
     // Kept in the first resolver's storage.
     assert!(storage.path().join("strict").exists());
+    // The metrics count the order the first CA refused and the one the
+    // fallback's CA filled.
+    let orders = |issuer: &'static str, result: &'static str| {
+        let labels = [
+            ("resolver", "strict"),
+            ("issuer", issuer),
+            ("result", result),
+        ];
+        async move { support::metric(internal, "gangway_acme_orders_total", &labels).await }
+    };
+    assert_eq!(orders("spare", "obtained").await, Some(1.0));
+    assert!(orders("strict", "failed").await >= Some(1.0));
 }
 
 #[test]
