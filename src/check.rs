@@ -329,70 +329,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
             return finish(findings);
         };
         router_service = project.router().map(|(s, _)| s.clone());
-        let prefix = config
-            .providers
-            .docker
-            .as_ref()
-            .map_or("gangway", |d| d.label_prefix.as_str())
-            .trim()
-            .to_ascii_lowercase();
-        let swarm_prefix = config
-            .providers
-            .swarm
-            .as_ref()
-            .map(|c| c.label_prefix.trim().to_ascii_lowercase());
-        // With neither provider on, labels are checked as Docker's (and
-        // that is said below).
-        let docker_on = config.providers.docker.is_some() || swarm_prefix.is_none();
-        for s in project.services {
-            let mut view = s.view;
-            let source = format!("{}, service `{}`", s.file, s.name);
-            let deploy_source = format!("{source}, deploy.labels");
-            match &swarm_prefix {
-                Some(_) => {
-                    services.sources.insert(s.swarm.name.clone(), deploy_source);
-                    services.views.push(s.swarm);
-                }
-                None => {
-                    if let Some(key) = routing_label(&s.swarm.labels, &prefix) {
-                        findings.push(label_finding(
-                            Severity::Warning,
-                            &s.swarm,
-                            &deploy_source,
-                            key,
-                            CheckProblem::DeployLabelsIgnored {
-                                prefix: prefix.clone(),
-                            },
-                        ));
-                    }
-                }
-            }
-            if !docker_on {
-                let swarm_prefix = swarm_prefix.as_deref().unwrap_or(&prefix);
-                if let Some(key) = routing_label(&view.labels, swarm_prefix) {
-                    findings.push(label_finding(
-                        Severity::Warning,
-                        &view,
-                        &source,
-                        key,
-                        CheckProblem::ContainerLabelsIgnored,
-                    ));
-                }
-                continue;
-            }
-            let routed = routing_label(&view.labels, &prefix).is_some();
-            // Only containers with labels need a port; the image says which.
-            if routed && view.ports.is_empty() && !s.image.is_empty() {
-                match image_ports(&config, &s.image).await {
-                    Some(ports) => view.ports = ports,
-                    None => {
-                        containers.ports_unknown.insert(view.name.clone());
-                    }
-                }
-            }
-            containers.sources.insert(view.name.clone(), source);
-            containers.views.push(view);
-        }
+        let found = compose_containers(project.services, &config, &mut findings).await;
+        (containers, services) = found;
         config
     };
     findings.extend(accepted_findings(&config));
@@ -479,55 +417,8 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         .unwrap_or_default();
 
     // The file provider.
-    let mut file_dynamic = None;
-    let mut file_detail = ProviderDetail::default();
-    if let Some(file) = &config.providers.file {
-        // A path in the router's container is found here through its bind
-        // mounts; one in its image or a named volume cannot be read.
-        let mut here = |path: &Path| match &router_service {
-            None => Some(cwd.join(path)),
-            Some(service) => {
-                let path = path.to_string_lossy();
-                let found = service.host_path(&path);
-                if found.is_none() {
-                    findings.push(Finding::general(
-                        Severity::Warning,
-                        format!("{}, service `{}`", service.file, service.name),
-                        CheckProblem::NotMounted {
-                            path: path.into_owned(),
-                        },
-                    ));
-                }
-                found
-            }
-        };
-        let source = match (&file.filename, &file.directory) {
-            (Some(f), _) => here(f).map(crate::provider::file::Source::File),
-            (None, Some(d)) => here(d).map(crate::provider::file::Source::Directory),
-            (None, None) => None,
-        };
-        if let Some(source) = source {
-            match crate::provider::file::load(&source) {
-                Ok(loaded) => {
-                    for w in loaded.warnings {
-                        // An object left out is an error, as a disabled
-                        // router is, though no router report carries it.
-                        let severity = match w.notice {
-                            Notice::LeftOut { .. } => Severity::Error,
-                            _ => Severity::Warning,
-                        };
-                        findings.push(placed(severity, &w, cwd));
-                    }
-                    for e in &loaded.errors {
-                        findings.push(file_error(e, cwd));
-                    }
-                    file_dynamic = Some(loaded.dynamic);
-                    file_detail = loaded.detail;
-                }
-                Err(e) => findings.push(file_error(&e, cwd)),
-            }
-        }
-    }
+    let (file_dynamic, file_detail) =
+        file_provider(&config, router_service.as_ref(), cwd, &mut findings);
 
     // Everything together, through compile.
     let internal = crate::api::internal_routers(&config);
@@ -568,6 +459,146 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         &places,
     ));
     finish(findings)
+}
+
+/// A compose project's services as the Docker provider (or, with the
+/// Swarm provider on, the Swarm provider) would see them: their containers
+/// and Swarm services, with warnings for labels a provider would not read.
+async fn compose_containers(
+    compose_services: Vec<compose::ComposeService>,
+    config: &StaticConfig,
+    findings: &mut Vec<Finding>,
+) -> (Containers, Containers) {
+    let mut containers = Containers::default();
+    let mut services = Containers::default();
+    let prefix = config
+        .providers
+        .docker
+        .as_ref()
+        .map_or("gangway", |d| d.label_prefix.as_str())
+        .trim()
+        .to_ascii_lowercase();
+    let swarm_prefix = config
+        .providers
+        .swarm
+        .as_ref()
+        .map(|c| c.label_prefix.trim().to_ascii_lowercase());
+    // With neither provider on, labels are checked as Docker's (and
+    // that is said below).
+    let docker_on = config.providers.docker.is_some() || swarm_prefix.is_none();
+    for s in compose_services {
+        let mut view = s.view;
+        let source = format!("{}, service `{}`", s.file, s.name);
+        let deploy_source = format!("{source}, deploy.labels");
+        match &swarm_prefix {
+            Some(_) => {
+                services.sources.insert(s.swarm.name.clone(), deploy_source);
+                services.views.push(s.swarm);
+            }
+            None => {
+                if let Some(key) = routing_label(&s.swarm.labels, &prefix) {
+                    findings.push(label_finding(
+                        Severity::Warning,
+                        &s.swarm,
+                        &deploy_source,
+                        key,
+                        CheckProblem::DeployLabelsIgnored {
+                            prefix: prefix.clone(),
+                        },
+                    ));
+                }
+            }
+        }
+        if !docker_on {
+            let swarm_prefix = swarm_prefix.as_deref().unwrap_or(&prefix);
+            if let Some(key) = routing_label(&view.labels, swarm_prefix) {
+                findings.push(label_finding(
+                    Severity::Warning,
+                    &view,
+                    &source,
+                    key,
+                    CheckProblem::ContainerLabelsIgnored,
+                ));
+            }
+            continue;
+        }
+        let routed = routing_label(&view.labels, &prefix).is_some();
+        // Only containers with labels need a port; the image says which.
+        if routed && view.ports.is_empty() && !s.image.is_empty() {
+            match image_ports(config, &s.image).await {
+                Some(ports) => view.ports = ports,
+                None => {
+                    containers.ports_unknown.insert(view.name.clone());
+                }
+            }
+        }
+        containers.sources.insert(view.name.clone(), source);
+        containers.views.push(view);
+    }
+    (containers, services)
+}
+
+/// What the file provider reads: its dynamic configuration and where
+/// each object came from, with its warnings and errors as findings. A path
+/// in the router's container (`router_service`) is found through its bind
+/// mounts; one in its image or a named volume cannot be read.
+fn file_provider(
+    config: &StaticConfig,
+    router_service: Option<&compose::ComposeService>,
+    cwd: &Path,
+    findings: &mut Vec<Finding>,
+) -> (Option<Dynamic>, ProviderDetail) {
+    let mut file_dynamic = None;
+    let mut file_detail = ProviderDetail::default();
+    let Some(file) = &config.providers.file else {
+        return (file_dynamic, file_detail);
+    };
+    // A path in the router's container is found here through its bind
+    // mounts; one in its image or a named volume cannot be read.
+    let mut here = |path: &Path| match router_service {
+        None => Some(cwd.join(path)),
+        Some(service) => {
+            let path = path.to_string_lossy();
+            let found = service.host_path(&path);
+            if found.is_none() {
+                findings.push(Finding::general(
+                    Severity::Warning,
+                    format!("{}, service `{}`", service.file, service.name),
+                    CheckProblem::NotMounted {
+                        path: path.into_owned(),
+                    },
+                ));
+            }
+            found
+        }
+    };
+    let source = match (&file.filename, &file.directory) {
+        (Some(f), _) => here(f).map(crate::provider::file::Source::File),
+        (None, Some(d)) => here(d).map(crate::provider::file::Source::Directory),
+        (None, None) => None,
+    };
+    if let Some(source) = source {
+        match crate::provider::file::load(&source) {
+            Ok(loaded) => {
+                for w in loaded.warnings {
+                    // An object left out is an error, as a disabled
+                    // router is, though no router report carries it.
+                    let severity = match w.notice {
+                        Notice::LeftOut { .. } => Severity::Error,
+                        _ => Severity::Warning,
+                    };
+                    findings.push(placed(severity, &w, cwd));
+                }
+                for e in &loaded.errors {
+                    findings.push(file_error(e, cwd));
+                }
+                file_dynamic = Some(loaded.dynamic);
+                file_detail = loaded.detail;
+            }
+            Err(e) => findings.push(file_error(&e, cwd)),
+        }
+    }
+    (file_dynamic, file_detail)
 }
 
 /// The first label of `labels` under `prefix` (any case): one that asks

@@ -56,6 +56,30 @@ fn refuse<B>(conn: &ConnInfo, req: &Request<B>, why: Malformed) -> Response<Prox
     resp
 }
 
+/// The request target as routers and servers see it: its path cleaned
+/// (`sanitizePath`), its query's semicolons encoded
+/// (`encodeQuerySemicolons`).
+#[inline]
+fn clean_target<B>(
+    req: &mut Request<B>,
+    sanitize_path: bool,
+    encode_semicolons: bool,
+) -> Result<(), Malformed> {
+    if sanitize_path {
+        match validate::normalize_path(req.uri().path(), true)? {
+            Cow::Borrowed(_) => {}
+            Cow::Owned(clean) => {
+                *req.uri_mut() = validate::with_path(req.uri(), &clean).ok_or(Malformed::Path)?;
+            }
+        }
+    }
+    if encode_semicolons && let Some(query) = req.uri().query().filter(|q| q.contains(';')) {
+        *req.uri_mut() =
+            with_query(req.uri(), &query.replace(';', "%3B")).ok_or(Malformed::Path)?;
+    }
+    Ok(())
+}
+
 impl Proxy {
     /// Checks one request from a client, routes it and runs it to its
     /// answer; also returns the route that took it, for metrics and the
@@ -90,23 +114,8 @@ impl Proxy {
             // hyper holds the client to its declared length.
             body_limit = None;
         }
-        if conn.entry_point.sanitize_path {
-            match validate::normalize_path(req.uri().path(), true) {
-                Ok(Cow::Borrowed(_)) => {}
-                Ok(Cow::Owned(clean)) => match validate::with_path(req.uri(), &clean) {
-                    Some(uri) => *req.uri_mut() = uri,
-                    None => return (refuse(conn, &req, Malformed::Path), None),
-                },
-                Err(why) => return (refuse(conn, &req, why), None),
-            }
-        }
-        if ep.encode_query_semicolons
-            && let Some(query) = req.uri().query().filter(|q| q.contains(';'))
-        {
-            match with_query(req.uri(), &query.replace(';', "%3B")) {
-                Some(uri) => *req.uri_mut() = uri,
-                None => return (refuse(conn, &req, Malformed::Path), None),
-            }
+        if let Err(why) = clean_target(&mut req, ep.sanitize_path, ep.encode_query_semicolons) {
+            return (refuse(conn, &req, why), None);
         }
         // A redirection with a priority, or routers allowed to take ACME
         // challenges, need the router first; otherwise what plain entry
