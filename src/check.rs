@@ -421,25 +421,10 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         file_provider(&config, router_service.as_ref(), cwd, &mut findings);
 
     // Everything together, through compile.
-    let internal = crate::api::internal_routers(&config);
-    let empty = Dynamic::default();
-    let mut providers: Vec<(&str, &Dynamic)> = vec![("internal", &internal)];
-    if with_containers {
-        providers.push(("docker", &built.dynamic));
-    }
-    if swarm_settings.is_some() {
-        providers.push(("swarm", &built_swarm.dynamic));
-    }
-    if let Some(d) = &file_dynamic {
-        providers.push(("file", d));
-    }
-    if providers.len() == 1 {
-        providers.push(("file", &empty));
-    }
-    let (merged, warnings) = merge(providers);
-    for w in &warnings {
-        findings.push(placed(Severity::Warning, w, cwd));
-    }
+    let docker_dynamic = Some(&built.dynamic).filter(|_| with_containers);
+    let swarm_dynamic = Some(&built_swarm.dynamic).filter(|_| swarm_settings.is_some());
+    let providers = [docker_dynamic, swarm_dynamic, file_dynamic.as_ref()];
+    let merged = merged(&config, providers, cwd, &mut findings);
     let config = Arc::new(config);
     let ctx = compile_context(&config);
     let merged = Arc::new(merged);
@@ -459,6 +444,31 @@ pub async fn check(options: &Options, env: &[(String, String)], cwd: &Path) -> V
         &places,
     ));
     finish(findings)
+}
+
+/// Gangway's own routers and the providers' configurations (Docker,
+/// Swarm, file: those that are on) merged as the aggregator merges them,
+/// its warnings as findings.
+fn merged(
+    config: &StaticConfig,
+    [docker, swarm, file]: [Option<&Dynamic>; 3],
+    cwd: &Path,
+    findings: &mut Vec<Finding>,
+) -> Dynamic {
+    let internal = crate::api::internal_routers(config);
+    let empty = Dynamic::default();
+    let mut providers: Vec<(&str, &Dynamic)> = vec![("internal", &internal)];
+    providers.extend(docker.map(|d| ("docker", d)));
+    providers.extend(swarm.map(|d| ("swarm", d)));
+    providers.extend(file.map(|d| ("file", d)));
+    if providers.len() == 1 {
+        providers.push(("file", &empty));
+    }
+    let (merged, warnings) = merge(providers);
+    for w in &warnings {
+        findings.push(placed(Severity::Warning, w, cwd));
+    }
+    merged
 }
 
 /// A compose project's services as the Docker provider (or, with the
