@@ -12,9 +12,12 @@
 //! next server, the next member of a weighted service or a failover's
 //! fallback, so it fails a request only when nothing else can serve.
 
+use super::state::StateView;
 use crate::balance::{Outcome, Tally, Verdict};
+use crate::config::problem::{ObjectRef, Problem};
 use crate::runtime::tcp::TcpTarget;
 use crate::runtime::{LoadBalancer, Status, Upstream};
+use serde::Serialize;
 
 /// How deep services may nest when walked here (compile refuses deeper).
 const MAX_DEPTH: usize = 16;
@@ -419,6 +422,96 @@ fn tcp_within(target: &TcpTarget, depth: usize) -> Serving {
             let n = slots.len() as f64;
             out.failing = failing / n;
             out
+        }
+    }
+}
+
+/// Gives a router (HTTP or TCP) the state of its service: an error when
+/// all of its traffic fails, a warning when some does.
+pub(super) fn router_serving(
+    state: &mut StateView,
+    router: ObjectRef,
+    service: &str,
+    (s, proto): (&Serving, Proto),
+) {
+    let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
+        return;
+    };
+    let (service, status, why) = (
+        service.to_owned(),
+        cause.status_of(proto),
+        cause.words(proto),
+    );
+    let problem = if s.failing >= 1.0 {
+        Problem::ServiceDown {
+            service,
+            status,
+            why,
+        }
+    } else {
+        Problem::ServiceFailing {
+            service,
+            percent: s.percent(),
+            status,
+            why,
+        }
+    };
+    state.live_problem(router, problem, s.status() == Status::Disabled);
+}
+
+/// What a server's requests got lately, as the model of serving says.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStateView {
+    /// `unknown`, `up`, `erroring`, `unreachable` or `down`.
+    pub state: ServerState,
+    /// Requests it answered below 500, lately (the last 32, at most a
+    /// minute back, or the newest one alone).
+    pub answered: u32,
+    /// Requests that failed on it in the same window: its own 5xx, and
+    /// gangway's 502 and 504 for want of an answer.
+    pub failed: u32,
+    /// The status its failing requests got, when some did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}
+
+/// A server's state in [`ServerStateView`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    /// Nothing was sent to it yet.
+    Unknown,
+    /// Its newest answer was below 500.
+    Up,
+    /// Its newest answer was a 5xx of its own.
+    Erroring,
+    /// Its newest request got no answer (refused, broken, timed out).
+    Unreachable,
+    /// Its active health check holds it out of the rotation.
+    Down,
+}
+
+impl ServerStateView {
+    pub(super) fn of(lb: &crate::runtime::LoadBalancer, i: usize) -> Self {
+        let (verdict, tally) = server_verdict(lb, i);
+        Self::new(verdict, &tally)
+    }
+
+    /// From the model's verdict (None: held down by its health check) and
+    /// the server's tally.
+    pub(super) fn new(verdict: Option<Verdict>, tally: &crate::balance::Tally) -> Self {
+        ServerStateView {
+            state: match verdict {
+                None => ServerState::Down,
+                Some(Verdict::Unknown) => ServerState::Unknown,
+                Some(Verdict::Up) => ServerState::Up,
+                Some(Verdict::Erroring) => ServerState::Erroring,
+                Some(Verdict::Unreachable) => ServerState::Unreachable,
+            },
+            answered: tally.answered,
+            failed: tally.failed(),
+            status: tally.failing_status(),
         }
     }
 }

@@ -2,8 +2,8 @@
 //! `/api/udp/routers` and `/api/udp/services`, in Traefik's shapes.
 
 use super::serving;
+use super::serving::{ServerStateView, router_serving};
 use super::state::StateView;
-use super::views::ServerStateView;
 use crate::config::QualifiedName;
 use crate::config::dynamic::tcp::{TcpLoadBalancer, TcpMiddleware, TcpRouterTls, TcpWeighted};
 use crate::config::dynamic::udp::UdpService;
@@ -141,7 +141,7 @@ pub fn routers(rt: &Runtime) -> Vec<TcpRouterView> {
             if view.state.status != Status::Disabled
                 && let Some(target) = rt.tcp_services.get(&view.service)
             {
-                super::views::router_serving(
+                router_serving(
                     &mut view.state,
                     ObjectRef::new(ObjectKind::TcpRouter, name),
                     &view.service,
@@ -380,7 +380,7 @@ pub fn udp_routers(rt: &Runtime) -> Vec<UdpRouterView> {
             if view.state.status != Status::Disabled
                 && let Some(target) = udp_target(rt, &view.service)
             {
-                super::views::router_serving(
+                router_serving(
                     &mut view.state,
                     ObjectRef::new(ObjectKind::UdpRouter, name),
                     &view.service,

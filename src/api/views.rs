@@ -7,10 +7,9 @@
 //! against the golden files in `tests/golden/api/`.
 
 use super::ApiState;
-use super::serving::{self, Cause, Proto, Serving};
+use super::serving::{self, Cause, Proto, ServerState, ServerStateView, Serving, router_serving};
 use super::state::{ErrorView, StateView};
 use crate::acme::CertificateState;
-use crate::balance::Verdict;
 use crate::config::QualifiedName;
 use crate::config::dynamic::{
     Failover, HighestRandomWeight, LoadBalancer, Middleware, Mirroring, Router, RouterTls, Service,
@@ -112,39 +111,6 @@ impl<'a> Live<'a> {
             Upstream::Chained(c) => Self::balancers(&c.service, out, depth),
         }
     }
-}
-
-/// Gives a router (HTTP or TCP) the state of its service: an error when
-/// all of its traffic fails, a warning when some does.
-pub(super) fn router_serving(
-    state: &mut StateView,
-    router: ObjectRef,
-    service: &str,
-    (s, proto): (&Serving, Proto),
-) {
-    let Some(cause) = s.cause.filter(|_| s.failing > 0.0) else {
-        return;
-    };
-    let (service, status, why) = (
-        service.to_owned(),
-        cause.status_of(proto),
-        cause.words(proto),
-    );
-    let problem = if s.failing >= 1.0 {
-        Problem::ServiceDown {
-            service,
-            status,
-            why,
-        }
-    } else {
-        Problem::ServiceFailing {
-            service,
-            percent: s.percent(),
-            status,
-            why,
-        }
-    };
-    state.live_problem(router, problem, s.status() == Status::Disabled);
 }
 
 /// Gives a service with members (weighted, mirroring, failover) what its
@@ -719,63 +685,6 @@ pub struct ServiceView {
     /// Status, errors and provenance.
     #[serde(flatten)]
     pub state: StateView,
-}
-
-/// What a server's requests got lately, as the model of serving says.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerStateView {
-    /// `unknown`, `up`, `erroring`, `unreachable` or `down`.
-    pub state: ServerState,
-    /// Requests it answered below 500, lately (the last 32, at most a
-    /// minute back, or the newest one alone).
-    pub answered: u32,
-    /// Requests that failed on it in the same window: its own 5xx, and
-    /// gangway's 502 and 504 for want of an answer.
-    pub failed: u32,
-    /// The status its failing requests got, when some did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-}
-
-/// A server's state in [`ServerStateView`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerState {
-    /// Nothing was sent to it yet.
-    Unknown,
-    /// Its newest answer was below 500.
-    Up,
-    /// Its newest answer was a 5xx of its own.
-    Erroring,
-    /// Its newest request got no answer (refused, broken, timed out).
-    Unreachable,
-    /// Its active health check holds it out of the rotation.
-    Down,
-}
-
-impl ServerStateView {
-    fn of(lb: &crate::runtime::LoadBalancer, i: usize) -> Self {
-        let (verdict, tally) = serving::server_verdict(lb, i);
-        Self::new(verdict, &tally)
-    }
-
-    /// From the model's verdict (None: held down by its health check) and
-    /// the server's tally.
-    pub(super) fn new(verdict: Option<Verdict>, tally: &crate::balance::Tally) -> Self {
-        ServerStateView {
-            state: match verdict {
-                None => ServerState::Down,
-                Some(Verdict::Unknown) => ServerState::Unknown,
-                Some(Verdict::Up) => ServerState::Up,
-                Some(Verdict::Erroring) => ServerState::Erroring,
-                Some(Verdict::Unreachable) => ServerState::Unreachable,
-            },
-            answered: tally.answered,
-            failed: tally.failed(),
-            status: tally.failing_status(),
-        }
-    }
 }
 
 impl ServiceView {

@@ -142,78 +142,7 @@ pub struct ObjectDetail {
     pub read: Option<serde_json::Value>,
 }
 
-/// Why a container gets no traffic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum NotRouted {
-    /// No `<prefix>.enable=true` while `exposedByDefault` is false, or
-    /// `<prefix>.enable=false`.
-    NotEnabled,
-    /// The provider's `constraints` expression does not match its labels.
-    ConstraintNotMet,
-    /// A one-off container (`docker compose run`).
-    OneOff,
-    /// Its labels define only TCP or UDP routing, which gangway does not do.
-    TcpOrUdpOnly,
-    /// No port to send to: none exposed and none given by a label.
-    NoPort,
-    /// Its labels did not parse (each broken object is disabled).
-    LabelError,
-    /// The network to use does not exist on the container.
-    NetworkNotFound,
-    /// Several networks could be used and none is chosen.
-    AmbiguousNetwork,
-    /// The container has no address on the chosen network.
-    NoAddress,
-    /// Not running (created, exited, dead).
-    Stopped,
-    /// Paused.
-    Paused,
-    /// Restarting.
-    Restarting,
-    /// Its Docker health check has not passed yet.
-    Starting,
-    /// Its Docker health check fails.
-    Unhealthy,
-    /// It is being stopped; no new request is sent to it.
-    Draining,
-    /// Removed from Docker.
-    Removed,
-    /// Another container defines its service differently, and that
-    /// definition is the one in use (or both are dropped).
-    Conflict,
-}
-
-impl NotRouted {
-    /// The name the API uses for it (`notEnabled`), also used in logs.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            NotRouted::NotEnabled => "notEnabled",
-            NotRouted::ConstraintNotMet => "constraintNotMet",
-            NotRouted::OneOff => "oneOff",
-            NotRouted::TcpOrUdpOnly => "tcpOrUdpOnly",
-            NotRouted::NoPort => "noPort",
-            NotRouted::LabelError => "labelError",
-            NotRouted::NetworkNotFound => "networkNotFound",
-            NotRouted::AmbiguousNetwork => "ambiguousNetwork",
-            NotRouted::NoAddress => "noAddress",
-            NotRouted::Stopped => "stopped",
-            NotRouted::Paused => "paused",
-            NotRouted::Restarting => "restarting",
-            NotRouted::Starting => "starting",
-            NotRouted::Unhealthy => "unhealthy",
-            NotRouted::Draining => "draining",
-            NotRouted::Removed => "removed",
-            NotRouted::Conflict => "conflict",
-        }
-    }
-}
-
-impl std::fmt::Display for NotRouted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use super::problem::NotRouted;
 
 /// One container as the provider last saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

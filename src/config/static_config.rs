@@ -28,13 +28,14 @@ mod tree;
 
 pub use address::{AddressError, ListenAddress};
 pub use load::{
-    AcceptedOption, ENV_ALLOWLIST, ENV_PREFIX, Loaded, Notes, SearchRoots, TRAEFIK_ENV_PREFIX,
-    load, load_from,
+    ENV_ALLOWLIST, ENV_PREFIX, Loaded, Notes, SearchRoots, TRAEFIK_ENV_PREFIX, load, load_from,
 };
 pub use observability::{
     AccessLog, Api, Metrics, MetricsInfluxDb2, MetricsOtlp, MetricsStatsd, Ping, Prometheus,
 };
-pub use options::{OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text};
+pub use options::{
+    AcceptedOption, OPTIONS, OptionSpec, OptionState, ValueKind, all_options, help_text,
+};
 pub use otlp::{EntryPointObservability, Otlp, Tracing};
 
 /// The whole static configuration.

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::options::{self, Matched, OptionState, Seg, Style, ValueKind};
+use super::options::{
+    self, AcceptedOption, Matched, OptionState, Seg, Style, ValueKind, parse_bool,
+};
 use super::tree::{self, FileWalk, MAX_INDEX};
 use super::{ListenAddress, SettingError, StaticConfig, StaticConfigError};
 use crate::config::duration::Duration;
@@ -96,33 +98,6 @@ fn appended(path: &Path, tail: &str) -> PathBuf {
     let mut text = path.as_os_str().to_owned();
     text.push(tail);
     PathBuf::from(text)
-}
-
-/// A Traefik option given in some source that gangway accepts without
-/// implementing it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct AcceptedOption {
-    /// The option's path as given, names filled in (`tracing.otlp.http.endpoint`).
-    pub option: String,
-    /// Where it was given: a file name, a flag or a variable.
-    pub source: String,
-    /// Inert or unsupported.
-    pub state: OptionState,
-    /// What does not happen.
-    pub description: &'static str,
-}
-
-impl std::fmt::Display for AcceptedOption {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} ({}, from {}): {}",
-            self.option,
-            self.state.as_str(),
-            self.source,
-            self.description
-        )
-    }
 }
 
 /// What loading read, for the log's first lines.
@@ -526,19 +501,6 @@ fn near_config_file(key: &str) -> bool {
         .filter(|c| !matches!(c, '.' | '_' | '-'))
         .collect();
     options::distance(&squeezed, CONFIG_FILE_FLAG) <= 2
-}
-
-pub(super) fn parse_bool(text: &str) -> Option<bool> {
-    const TRUE: &[&str] = &["true", "t", "1"];
-    const FALSE: &[&str] = &["false", "f", "0"];
-    let text = text.trim();
-    if TRUE.iter().any(|t| t.eq_ignore_ascii_case(text)) {
-        Some(true)
-    } else if FALSE.iter().any(|f| f.eq_ignore_ascii_case(text)) {
-        Some(false)
-    } else {
-        None
-    }
 }
 
 /// Reads the flags: the options they set, in order, and the configuration

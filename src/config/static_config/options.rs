@@ -2590,3 +2590,45 @@ fn suggest_by_last_segment(tokens: &[&str]) -> Option<Vec<String>> {
             .collect(),
     )
 }
+
+/// A Traefik option given in some source that gangway accepts without
+/// implementing it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AcceptedOption {
+    /// The option's path as given, names filled in (`tracing.otlp.http.endpoint`).
+    pub option: String,
+    /// Where it was given: a file name, a flag or a variable.
+    pub source: String,
+    /// Inert or unsupported.
+    pub state: OptionState,
+    /// What does not happen.
+    pub description: &'static str,
+}
+
+impl std::fmt::Display for AcceptedOption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, from {}): {}",
+            self.option,
+            self.state.as_str(),
+            self.source,
+            self.description
+        )
+    }
+}
+
+/// A flag's value as Go's strconv.ParseBool reads it (`true`, `t`, `1`,
+/// `false`, `f`, `0`, in any case).
+pub(super) fn parse_bool(text: &str) -> Option<bool> {
+    const TRUE: &[&str] = &["true", "t", "1"];
+    const FALSE: &[&str] = &["false", "f", "0"];
+    let text = text.trim();
+    if TRUE.iter().any(|t| t.eq_ignore_ascii_case(text)) {
+        Some(true)
+    } else if FALSE.iter().any(|f| f.eq_ignore_ascii_case(text)) {
+        Some(false)
+    } else {
+        None
+    }
+}

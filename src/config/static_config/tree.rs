@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use super::load::{AcceptedOption, parse_bool};
 use super::options::{self, INDEX, NAME, OptionSpec, OptionState, Seg, Style, ValueKind};
+use super::options::{AcceptedOption, parse_bool};
 use super::{ListenAddress, SettingError, StaticConfigError};
 use crate::config::duration::{Duration, SignedDuration};
 
