@@ -33,25 +33,6 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::{Instant, timeout, timeout_at};
 
-/// Time a client gets for its first byte, its TLS handshake, and the
-/// first bytes that tell its HTTP version, when the entry point has no
-/// header read timeout (`limits.headerReadTimeout`).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long a new connection has to say what it is (its first bytes, its
-/// ClientHello, its TLS handshake) before HTTP or TCP routing decides: the
-/// header read timeout, and at most `respondingTimeouts.readTimeout`, which
-/// Traefik applies to that wait on every connection, TCP ones included.
-pub(super) fn first_bytes_limit(entry_point: &EntryPointInfo) -> Duration {
-    limit_of(entry_point.header_read_timeout, entry_point.read_timeout)
-}
-
-/// [`first_bytes_limit`] of these timeouts (`None`: not set).
-fn limit_of(header_read: Option<Duration>, read: Option<Duration>) -> Duration {
-    let limit = header_read.unwrap_or(HANDSHAKE_TIMEOUT);
-    read.map_or(limit, |read| limit.min(read))
-}
-
 /// How long an idle HTTP/2 connection told to go away (GOAWAY) may take to
 /// answer the PING that precedes the close.
 const IDLE_CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -119,7 +100,7 @@ impl Proxy {
         // The connection counts against the entry point's limit, and among
         // its worker's connections, until this future ends, whichever way.
         let _held = held;
-        let limit = first_bytes_limit(&entry_point);
+        let limit = timeouts::first_bytes_limit(&entry_point);
         let deadline = Instant::now() + limit;
         let mut stream = stream;
         let mut peer = peer;
@@ -377,7 +358,7 @@ impl Proxy {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let servers = HttpServers::new(&entry_point);
-        let limit = first_bytes_limit(&entry_point);
+        let limit = timeouts::first_bytes_limit(&entry_point);
         let Ok(Some((version, io))) = timeout(limit, read_version(io)).await else {
             return;
         };
@@ -730,15 +711,6 @@ fn redirect_response<B>(redirect: &Redirect, req: &Request<B>) -> Response<Proxy
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_wait_for_first_bytes_is_bounded_by_the_read_timeout_too() {
-        let s = Duration::from_secs;
-        assert_eq!(limit_of(Some(s(10)), Some(s(60))), s(10));
-        assert_eq!(limit_of(Some(s(10)), Some(s(2))), s(2));
-        assert_eq!(limit_of(None, Some(s(5))), s(5));
-        assert_eq!(limit_of(None, None), HANDSHAKE_TIMEOUT);
-    }
 
     #[test]
     fn first_bytes_tell_the_version_once_they_can() {

@@ -370,7 +370,7 @@ async fn answer_stream(
     // would be cut for a slow head, and its 408 lost with it.
     let _waiting = info.activity.as_ref().map(|a| a.request_started(true).1);
     if !body.started() && !too_large && !parts.headers.contains_key(header::EXPECT) {
-        let limit = super::connection::first_bytes_limit(&info.entry_point);
+        let limit = super::timeouts::first_bytes_limit(&info.entry_point);
         let begun = poll_fn(|cx| match body.read_ready(cx) {
             Err(e) => Poll::Ready(Err(e)),
             Ok(()) if body.started() => Poll::Ready(Ok(())),

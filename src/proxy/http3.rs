@@ -253,7 +253,7 @@ async fn serve_connection(
     slot: Option<ConnectionSlot>,
 ) {
     let _slot = slot;
-    let limit = super::connection::first_bytes_limit(&entry_point);
+    let limit = super::timeouts::first_bytes_limit(&entry_point);
     let peer = incoming.remote_address();
     let connecting = match incoming.accept() {
         Ok(c) => c,

@@ -1,5 +1,5 @@
 //! A client's byte stream with the bytes already read off it put back in
-//! front: [`connection`](super::connection) reads a connection's first
+//! front: the connection's start reads a connection's first
 //! bytes to tell HTTP/1 from HTTP/2, and the server it then picks must
 //! read them again as the start of the conversation.
 //!

@@ -335,9 +335,37 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Noting<'_, T> {
     }
 }
 
+/// Time a client gets for its first byte, its TLS handshake, and the
+/// first bytes that tell its HTTP version, when the entry point has no
+/// header read timeout (`limits.headerReadTimeout`).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a new connection has to say what it is (its first bytes, its
+/// ClientHello, its TLS handshake) before HTTP or TCP routing decides: the
+/// header read timeout, and at most `respondingTimeouts.readTimeout`, which
+/// Traefik applies to that wait on every connection, TCP ones included.
+pub(super) fn first_bytes_limit(entry_point: &super::EntryPointInfo) -> Duration {
+    limit_of(entry_point.header_read_timeout, entry_point.read_timeout)
+}
+
+/// [`first_bytes_limit`] of these timeouts (`None`: not set).
+fn limit_of(header_read: Option<Duration>, read: Option<Duration>) -> Duration {
+    let limit = header_read.unwrap_or(HANDSHAKE_TIMEOUT);
+    read.map_or(limit, |read| limit.min(read))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wait_for_first_bytes_is_bounded_by_the_read_timeout_too() {
+        let s = Duration::from_secs;
+        assert_eq!(limit_of(Some(s(10)), Some(s(60))), s(10));
+        assert_eq!(limit_of(Some(s(10)), Some(s(2))), s(2));
+        assert_eq!(limit_of(None, Some(s(5))), s(5));
+        assert_eq!(limit_of(None, None), HANDSHAKE_TIMEOUT);
+    }
 
     const LIMITS: ConnLimits = ConnLimits {
         header_read: Some(Duration::from_secs(10)),
