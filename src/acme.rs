@@ -335,6 +335,8 @@ impl Keeper {
             self.wait(wake).await;
             return;
         }
+        // Due now: a retry time that brought it here is used up.
+        self.retry_at = None;
         // With a shared store, one instance orders: the one that takes the
         // lease. The others wait for its certificate.
         let lease = match self.resolver().shared() {

@@ -97,7 +97,7 @@ await conclude(browser, async () => {
   check(attention.includes('orphan@file') && attention.includes('missing@file'), `overview shows the orphan router's error: ${attention}`);
   // A service whose servers are all down is an error, and its router says so.
   check(attention.includes('gone@file') && attention.includes('every server is down'), `overview lists the service with every server down: ${attention}`);
-  check(attention.includes('gone-site@file') && attention.includes('has no server up'), `overview lists the router whose service is down: ${attention}`);
+  check(attention.includes('gone-site@file') && attention.includes('every request fails with 503: no server is available'), `overview lists the router whose service is down: ${attention}`);
   check(overview.http.services.errors >= 1, `the API counts the down service as an error: ${JSON.stringify(overview.http.services)}`);
   const svcCard = await text('.count-card[data-kind=services]');
   check(svcCard.includes(`${overview.http.services.errors} error`), `the services card counts it: ${svcCard}`);

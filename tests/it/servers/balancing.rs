@@ -767,10 +767,9 @@ async fn a_service_without_health_check_is_down_after_a_refused_connection_and_u
         requests += 1;
         let svc = api_service(api, "app@file").await.expect("service");
         if svc["status"] == "disabled" {
-            assert!(
-                svc["serverHealth"][a.url()]["failedConnections"]
-                    .as_u64()
-                    .is_some_and(|n| n >= 1),
+            assert_eq!(
+                svc["serverStates"][a.url()]["state"],
+                "unreachable",
                 "{svc}"
             );
             break;
@@ -780,7 +779,19 @@ async fn a_service_without_health_check_is_down_after_a_refused_connection_and_u
             "still not down after {requests} refused requests: {svc}"
         );
     }
+    // The next request meets the refusal itself (the pooled connection is
+    // gone), which the server's health counts.
+    assert_eq!(
+        send(&c, get(&gw, "app.test", None)).await.status,
+        StatusCode::BAD_GATEWAY
+    );
     let svc = api_service(api, "app@file").await.expect("service");
+    assert!(
+        svc["serverHealth"][a.url()]["failedConnections"]
+            .as_u64()
+            .is_some_and(|n| n >= 1),
+        "{svc}"
+    );
     assert_eq!(svc["status"], "disabled", "{svc}");
     assert_eq!(svc["serverStatus"][a.url()], "DOWN", "{svc}");
     assert!(

@@ -130,6 +130,17 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
         "--metrics.prometheus".to_owned(),
         format!("--entryPoints.gangway.address=127.0.0.1:{internal}"),
     ]);
+    // C first: pebble's validations reach it as soon as A orders.
+    let c = instance(
+        &pebble,
+        &store,
+        http_port,
+        tls[2],
+        &dynamic(&app.url(), &[]),
+        &http01,
+    )
+    .await;
+
     let a = instance(
         &pebble,
         &store,
@@ -147,16 +158,6 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
             .map(|l| l.rsplit(' ').next().unwrap_or_default().to_owned())
     };
     let _b = instance(&pebble, &store, free_port(), tls[1], &with_app, &http01).await;
-    let c = instance(
-        &pebble,
-        &store,
-        http_port,
-        tls[2],
-        &dynamic(&app.url(), &[]),
-        &http01,
-    )
-    .await;
-
     let client = TlsClient::trusting(&pebble.issuing_root().await);
     let serial = served_serial(&client, tls[0], "app.test").await;
     assert_eq!(served_serial(&client, tls[1], "app.test").await, serial);
