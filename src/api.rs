@@ -5,6 +5,7 @@
 //! normal proxy, so a router can put middlewares in front of them. Nothing
 //! here changes any state.
 
+mod certificates;
 mod dashboard;
 mod encode;
 mod explain;
@@ -254,8 +255,10 @@ fn api_router(state: Arc<ApiState>, dashboard: bool, base: &str) -> Router {
         .route("/api/rawdata", get(rawdata))
         .route("/api/version", get(version))
         .route("/api/providers", get(providers))
-        .route("/api/certificates", get(certificates))
-        .route("/api/certificates/{id}", get(one_certificate))
+        .route("/api/certificates", get(traefik_certificates))
+        .route("/api/certificates/{id}", get(traefik_certificate))
+        .route("/api/tls/certificates", get(certificates))
+        .route("/api/tls/certificates/{id}", get(one_certificate))
         .route("/api/certificateresolvers", get(certificate_resolvers))
         .route("/api/containers", get(containers))
         .route("/api/explain", get(explain::explain))
@@ -936,6 +939,66 @@ async fn providers(State(state): St) -> Response {
 
 /// Every certificate gangway serves or is obtaining: ACME ones with their
 /// order state, then those from files. Soonest expiry first within each.
+/// Every certificate served, in Traefik's shape, filtered, sorted and
+/// paged as its other lists.
+async fn traefik_certificates(
+    State(state): St,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> Result<Response, ApiError> {
+    page(&served_certificates(&state), &q)
+}
+
+/// One served certificate by its SHA-256 fingerprint, in Traefik's shape.
+async fn traefik_certificate(
+    State(state): St,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    served_certificates(&state)
+        .into_iter()
+        .find(|c| c.cert_fingerprint == id)
+        .map(|c| Json(c).into_response())
+        .ok_or_else(|| ApiError::not_found("certificate"))
+}
+
+/// The certificates the TLS entry points serve now, sorted by common name.
+fn served_certificates(state: &ApiState) -> Vec<certificates::TraefikCertificate> {
+    let rt = state.runtime.load_full();
+    let now = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
+    let mut all: Vec<_> = rt
+        .tls
+        .served
+        .iter()
+        .flat_map(|s| s.leaves())
+        .filter_map(|der| certificates::TraefikCertificate::of(der, now))
+        .collect();
+    all.sort_by(|a, b| a.common_name.cmp(&b.common_name).then(a.id.cmp(&b.id)));
+    all
+}
+
+impl Listed for certificates::TraefikCertificate {
+    /// As Traefik sorts them by name: by common name.
+    fn name(&self) -> &str {
+        &self.common_name
+    }
+    fn provider(&self) -> &str {
+        ""
+    }
+    fn status(&self) -> Status {
+        self.status
+    }
+    fn searched(&self) -> [&str; 3] {
+        [&self.searched, "", ""]
+    }
+    fn column(&self, by: &str) -> Option<SortKey<'_>> {
+        match by {
+            "issuer" => Some(SortKey::text(self.issuer())),
+            "validUntil" => Some(SortKey::text(&self.not_after)),
+            _ => None,
+        }
+    }
+}
+
+/// gangway's view of the certificates: how each is obtained and renewed.
 async fn certificates(State(state): St) -> Json<Vec<views::CertificateItem>> {
     Json(views::certificate_views(&state))
 }

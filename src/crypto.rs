@@ -19,6 +19,16 @@ const CT_LEN: usize = 1088;
 /// Size of an X25519 public key.
 const X25519_LEN: usize = 32;
 
+/// Lowercase hex of `bytes`: digests and fingerprints as text.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
 /// ring's provider with `X25519MLKEM768` first among the key-exchange
 /// groups, then ring's own (X25519, P-256, P-384).
 pub fn provider() -> CryptoProvider {

@@ -351,6 +351,22 @@ pub struct ServedCertificates {
 }
 
 impl ServedCertificates {
+    /// The leaf of every certificate served (from files and resolvers, and
+    /// a configured default; not gangway's generated one), once each.
+    pub fn leaves(&self) -> Vec<&[u8]> {
+        let mut out: Vec<&[u8]> = Vec::new();
+        for (key, source) in &self.sources {
+            let generated =
+                matches!(source, CertificateSource::Default) && self.default.self_signed;
+            if let Some(leaf) = key.cert.first().filter(|_| !generated)
+                && !out.contains(&leaf.as_ref())
+            {
+                out.push(leaf.as_ref());
+            }
+        }
+        out
+    }
+
     /// Where the certificate served for `host` (a router's host, lowercase,
     /// maybe `*.` wildcard) comes from; what a handshake naming it gets
     /// when its TLS options are `options` (an index of the termination's

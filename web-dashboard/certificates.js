@@ -9,7 +9,7 @@ export const SOON_DAYS = 30;
 const DAY = 86400 * 1000;
 
 /**
- * One certificate from /api/certificates, with its dates as Date objects.
+ * One certificate from /api/tls/certificates, with its dates as Date objects.
  * `source` is `acme` (with the resolver's order state), `file` (with
  * `status` `valid` or `expired`) or `default`: the certificate served for a
  * name no other covers (gangway's self-signed one unless configured).
@@ -222,7 +222,7 @@ export function certificatesPage() {
     el,
     async refresh(signal) {
       const [raw, resolvers] = await Promise.all([
-        optional('/api/certificates', null, signal),
+        optional('/api/tls/certificates', null, signal),
         optional('/api/certificateresolvers', null, signal),
       ]);
       render(resolverBox, resolvers, () => (resolvers && list(resolvers).length

@@ -431,7 +431,7 @@ export function detailPage(kind, name) {
         Promise.all(list(o.middlewares).map((m) => qualify(m, provider)).map((m) =>
           fetchOne('middlewares', m, signal, { name: m, missing: true }))),
         o.service ? fetchOne('services', qualify(o.service, provider), signal, null) : null,
-        o.tls ? optional('/api/certificates', [], signal) : [],
+        o.tls ? optional('/api/tls/certificates', [], signal) : [],
       ]);
       const certList = list(certs).map(normalizeCert);
       render(body, { o, mws, svc, certs }, () => [head(kind, o), ...routerBody(o, mws, svc, certList)]);

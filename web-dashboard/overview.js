@@ -240,7 +240,7 @@ export function overviewPage(initial) {
         get('/api/overview', signal),
         get('/api/entrypoints', signal).catch(() => []),
         optional('/api/providers', {}, signal),
-        optional('/api/certificates', [], signal),
+        optional('/api/tls/certificates', [], signal),
         optional('/api/containers', [], signal),
       ]);
       const http = overview.http || {};

@@ -169,7 +169,12 @@ fn harness() -> &'static Harness {
                 underscore_headers: Default::default(),
                 max_concurrent_streams: 16,
                 alt_svc: None,
-                limits: Default::default(),
+                limits: gangway::proxy::HeadLimits {
+                    max_header_bytes: 64 * 1024,
+                    max_headers: 100,
+                    max_pending_reset_streams: 20,
+                    max_control_frames: 200,
+                },
                 connections: None,
                 proxy_protocol: None,
                 stats: Some(registries.stats(StatsKind::EntryPoint, "web", &exporter)),

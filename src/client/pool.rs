@@ -23,6 +23,9 @@ use std::time::{Duration, Instant};
 #[error("{what}")]
 pub struct SendError {
     connect: bool,
+    /// Sent on a kept-alive connection the server had closed: no answer
+    /// and no sign it was read.
+    stale: bool,
     what: String,
     #[source]
     source: Option<crate::body::BoxError>,
@@ -38,15 +41,24 @@ impl SendError {
     pub fn connect(what: impl Into<String>, source: Option<crate::body::BoxError>) -> Self {
         SendError {
             connect: true,
+            stale: false,
             what: what.into(),
             source,
         }
+    }
+
+    /// The request went out on a kept-alive connection that the server
+    /// closed without a byte of answer: the server did not take it (RFC
+    /// 9112 §9.3.1), so an idempotent one may be sent again.
+    pub fn is_stale(&self) -> bool {
+        self.stale
     }
 
     /// A failure after the request (maybe partly) left.
     pub fn broken(source: crate::body::BoxError) -> Self {
         SendError {
             connect: false,
+            stale: false,
             what: "the exchange with the server broke".to_owned(),
             source: Some(source),
         }
@@ -57,6 +69,7 @@ impl From<hyper_util::client::legacy::Error> for SendError {
     fn from(e: hyper_util::client::legacy::Error) -> Self {
         SendError {
             connect: e.is_connect(),
+            stale: false,
             what: "request to the server failed".to_owned(),
             source: Some(Box::new(e)),
         }
@@ -181,6 +194,12 @@ fn unsent(
             "the new connection closed before the request left",
             Some(Box::new(e.into_error())),
         )),
+        None if !fresh && e.error().is_incomplete_message() => Err(SendError {
+            connect: false,
+            stale: true,
+            what: "the kept-alive connection was closed by the server".to_owned(),
+            source: Some(Box::new(e.into_error())),
+        }),
         None => Err(SendError::broken(Box::new(e.into_error()))),
     }
 }

@@ -8,6 +8,7 @@ use super::htpasswd::constant_time_eq;
 use super::{Exchange, Flow, Middleware, MiddlewareError, Req};
 use crate::body::ProxyBody;
 use crate::config::dynamic::middleware as model;
+use crate::crypto::hex;
 use http::header::{self, HeaderName, HeaderValue};
 use http::{Response, StatusCode};
 use md5::{Digest as _, Md5};
@@ -82,15 +83,6 @@ fn random_key(random: &SystemRandom) -> String {
     // process runs.
     let _ = random.fill(&mut bytes);
     hex(&bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
 }
 
 fn md5_hex(parts: &[&str]) -> String {

@@ -415,15 +415,26 @@ async fn send<'a>(
                     match f {
                         Failure::Connect => lb.record(idx, Outcome::Refused),
                         Failure::Timeout => lb.record(idx, Outcome::TimedOut),
-                        Failure::Broken => lb.record(idx, Outcome::Broken),
+                        Failure::Broken | Failure::Stale => lb.record(idx, Outcome::Broken),
                         Failure::NoServer | Failure::BadRequest | Failure::Client(_) => {}
                     }
                     f
                 }
             }
         };
-        let (Failure::Connect, Some(replay)) = (failure, replay) else {
-            return Err(failure);
+        // Nothing reached the server: the request goes on to the next
+        // one. After a stale kept-alive connection, only an idempotent
+        // request does (RFC 9110 §9.2.2).
+        let again = match failure {
+            Failure::Connect => true,
+            Failure::Stale => replay.is_some_and(Replay::idempotent),
+            _ => false,
+        };
+        let (true, Some(replay)) = (again, replay) else {
+            return Err(match failure {
+                Failure::Stale => Failure::Broken,
+                f => f,
+            });
         };
         tried.push(idx);
         let Some(next) = lb.next_excluding(&tried) else {
@@ -457,6 +468,9 @@ enum Failure {
     Timeout,
     /// Anything after the request went out.
     Broken,
+    /// Sent on a kept-alive connection the server had closed, with no
+    /// answer: the server did not take it.
+    Stale,
     /// The client's body failed: too slow, too large or broken off.
     Client(Kind),
 }
@@ -468,7 +482,7 @@ impl Failure {
             Failure::BadRequest => Kind::BadRequest.into_response(),
             Failure::Connect => failed(Kind::BadGateway, UpstreamFailure::NotSent),
             Failure::Timeout => failed(Kind::Timeout, UpstreamFailure::Timeout),
-            Failure::Broken => failed(Kind::BadGateway, UpstreamFailure::Broken),
+            Failure::Broken | Failure::Stale => failed(Kind::BadGateway, UpstreamFailure::Broken),
             // The client's fault: not marked, so nothing retries it.
             Failure::Client(kind) => kind.into_response(),
         }
@@ -524,6 +538,8 @@ async fn call(
         if e.is_connect() {
             server.client.passive.failed(&e);
             Failure::Connect
+        } else if e.is_stale() {
+            Failure::Stale
         } else {
             Failure::Broken
         }
@@ -660,6 +676,19 @@ impl Replay {
             headers: req.headers().clone(),
             body,
         }
+    }
+
+    /// Whether sending it twice means the same as once (RFC 9110 §9.2.2).
+    fn idempotent(&self) -> bool {
+        matches!(
+            self.method,
+            Method::GET
+                | Method::HEAD
+                | Method::OPTIONS
+                | Method::TRACE
+                | Method::PUT
+                | Method::DELETE
+        )
     }
 
     fn request(&self) -> Request<RequestBody> {

@@ -25,6 +25,7 @@
 
 use super::api::{self, Api, ApiProblem, Call};
 use super::{DnsError, Env};
+use crate::crypto::hex;
 use http::{HeaderName, HeaderValue, Method, StatusCode};
 use sha2::Digest as _;
 use std::time::{Duration, SystemTime};
@@ -695,10 +696,6 @@ fn uri_encode(text: &str, slash: bool) -> String {
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
     ring::hmac::sign(&key, data).as_ref().to_vec()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `YYYYMMDDTHHMMSSZ` of `time` in UTC.

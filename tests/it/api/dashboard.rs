@@ -284,7 +284,7 @@ async fn every_page_in_a_real_browser_live_and_read_only() {
                 Err(_) => false,
             };
             // The wildcard's first order has failed.
-            let uri = format!("{base}/api/certificates");
+            let uri = format!("{base}/api/tls/certificates");
             let failed = match client.get(uri.parse().unwrap()).await {
                 Ok(r) => http_body_util::BodyExt::collect(r.into_body())
                     .await

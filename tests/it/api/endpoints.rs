@@ -2,6 +2,7 @@
 //! binary.
 
 use crate::support;
+use sha2::Digest as _;
 
 use http::StatusCode;
 use serde_json::Value;
@@ -1013,7 +1014,8 @@ const GOLDEN: &[(&str, &str)] = &[
     ("rawdata", "/api/rawdata"),
     ("version", "/api/version"),
     ("providers", "/api/providers"),
-    ("certificates", "/api/certificates"),
+    ("certificates", "/api/tls/certificates"),
+    ("certificates-traefik", "/api/certificates"),
     ("certificateresolvers", "/api/certificateresolvers"),
     ("containers", "/api/containers"),
     ("explain", "/api/explain?host=app.test&path=/api/users"),
@@ -1049,6 +1051,9 @@ const GOLDEN_ERRORS: &[(&str, &str, StatusCode)] = &[
 /// which changes with every release, and Docker's container ids.
 const VARYING: &[&str] = &[
     "startDate",
+    // The golden certificate's key and serial are made at each run.
+    "serialNumber",
+    "publicKeyFingerprint",
     "lastSync",
     "generation",
     "Version",
@@ -1175,7 +1180,7 @@ async fn every_endpoint_answers_as_its_golden_file() {
         Duration::from_secs(10),
         "the file's routers and certificate",
         || async {
-            let (status, _, body) = api.get("/api/certificates").await;
+            let (status, _, body) = api.get("/api/tls/certificates").await;
             status == StatusCode::OK && body.contains("secure.test")
         },
     )
@@ -1189,13 +1194,48 @@ async fn every_endpoint_answers_as_its_golden_file() {
         answers.push((file, path, api.json(path).await));
     }
     // One certificate by the id the list gives it: the same object.
-    let certificates = api.json("/api/certificates").await;
+    let certificates = api.json("/api/tls/certificates").await;
     for listed in certificates.as_array().expect("a list") {
         let id = listed["id"].as_str().expect("every certificate has an id");
         assert_eq!(id.len(), 16, "{listed}");
-        assert_eq!(&api.json(&format!("/api/certificates/{id}")).await, listed);
+        assert_eq!(
+            &api.json(&format!("/api/tls/certificates/{id}")).await,
+            listed
+        );
     }
-    let (status, _, body) = api.get("/api/certificates/0000000000000000").await;
+    let (status, _, body) = api.get("/api/tls/certificates/0000000000000000").await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    // Traefik's view: one served certificate, found by its fingerprint,
+    // searched and filtered as Traefik's lists are.
+    let fingerprint: String = sha2::Sha256::digest(cert.der())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let traefik = api.json("/api/certificates").await;
+    assert_eq!(
+        traefik[0]["certFingerprint"],
+        fingerprint.as_str(),
+        "{traefik}"
+    );
+    assert_eq!(
+        api.json(&format!("/api/certificates/{fingerprint}")).await,
+        traefik[0]
+    );
+    for (query, found) in [
+        ("search=secure", 1),
+        ("search=elsewhere", 0),
+        ("status=enabled", 1),
+        ("status=disabled", 0),
+        ("sortBy=validUntil&direction=desc", 1),
+    ] {
+        let list = api.json(&format!("/api/certificates?{query}")).await;
+        assert_eq!(
+            list.as_array().map(Vec::len),
+            Some(found),
+            "{query}: {list}"
+        );
+    }
+    let (status, _, body) = api.get("/api/certificates/0000").await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     for (file, path, status) in GOLDEN_ERRORS {
         let (got, _, body) = api.get(path).await;
@@ -1207,7 +1247,11 @@ async fn every_endpoint_answers_as_its_golden_file() {
         normalize(
             got,
             &ports,
-            &[(dir.as_str(), "<dir>"), (config_dir.as_str(), "<config>")],
+            &[
+                (dir.as_str(), "<dir>"),
+                (config_dir.as_str(), "<config>"),
+                (fingerprint.as_str(), "<fingerprint>"),
+            ],
         );
     }
     compare_with_golden(answers);

@@ -29,9 +29,9 @@ fn routers(backend: &str, hosts: &[&str]) -> String {
     s
 }
 
-/// `/api/certificates`, through the router that sends `gw.test` to the API.
+/// `/api/tls/certificates`, through the router that sends `gw.test` to the API.
 async fn certificates(gw: &Gangway) -> serde_json::Value {
-    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body)
+    serde_json::from_slice(&gw.get("gw.test", "/api/tls/certificates").await.body)
         .expect("certificates json")
 }
 

@@ -140,10 +140,10 @@ impl Setup {
     }
 }
 
-/// The certificate whose main name is `host` in `/api/certificates`.
+/// The certificate whose main name is `host` in `/api/tls/certificates`.
 async fn certificate(gw: &Gangway, host: &str) -> serde_json::Value {
     let all: serde_json::Value =
-        serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body).unwrap();
+        serde_json::from_slice(&gw.get("gw.test", "/api/tls/certificates").await.body).unwrap();
     all.as_array()
         .and_then(|a| a.iter().find(|c| c["domains"][0] == host).cloned())
         .unwrap_or_default()
@@ -220,6 +220,7 @@ async fn the_profile_is_asked_for_and_one_the_ca_does_not_offer_is_refused() {
     flags.push(format!(
         "--entryPoints.gangway.address=127.0.0.1:{internal}"
     ));
+    flags.push("--api.insecure=true".to_owned());
     let (gw, _app) = setup
         .gangway(&[("short.test", "short"), ("long.test", "long")], flags)
         .await;

@@ -215,7 +215,7 @@ async fn three_instances_order_once_answer_validation_anywhere_and_outlive_the_s
             );
         }
         let le = &api(&a, "/api/certificateresolvers").await[0];
-        let certs = api(&a, "/api/certificates").await;
+        let certs = api(&a, "/api/tls/certificates").await;
         let waiting = certs.as_array().and_then(|c| {
             c.iter()
                 .find(|c| c["domains"][0] == "new.test")
@@ -457,9 +457,9 @@ async fn a_failed_order_holds_back_every_instance_until_its_retry_time() {
     assert_eq!(failures.len(), 1, "{failures:?}");
 }
 
-/// `/api/certificates`' entry for app.test.
+/// `/api/tls/certificates`' entry for app.test.
 async fn app_state(gw: &Gangway) -> serde_json::Value {
-    api(gw, "/api/certificates")
+    api(gw, "/api/tls/certificates")
         .await
         .as_array()
         .and_then(|c| c.iter().find(|c| c["domains"][0] == "app.test").cloned())

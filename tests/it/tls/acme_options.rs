@@ -126,9 +126,9 @@ fn check_refuses_a_key_type_traefik_does_not_know() {
     assert!(!text.contains("RSA8192`"), "{text}");
 }
 
-/// `/api/certificates`, through the router that sends `gw.test` to the API.
+/// `/api/tls/certificates`, through the router that sends `gw.test` to the API.
 async fn certificates(gw: &Gangway) -> serde_json::Value {
-    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body)
+    serde_json::from_slice(&gw.get("gw.test", "/api/tls/certificates").await.body)
         .expect("certificates json")
 }
 

@@ -146,9 +146,10 @@ fn env_refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str
     env.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
-/// `/api/certificates` (null until the router to the API is loaded).
+/// `/api/tls/certificates` (null until the router to the API is loaded).
 async fn certificates(gw: &Gangway) -> serde_json::Value {
-    serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body).unwrap_or_default()
+    serde_json::from_slice(&gw.get("gw.test", "/api/tls/certificates").await.body)
+        .unwrap_or_default()
 }
 
 /// The ACME certificate whose main name is `main`, if listed.

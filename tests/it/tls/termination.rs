@@ -183,7 +183,7 @@ async fn file_certificates_and_the_default_certificate_are_served() {
     // The API lists the file certificate with its names and expiry, and
     // /metrics exports its end of validity.
     let listed: serde_json::Value =
-        serde_json::from_slice(&gw.get("gw.test", "/api/certificates").await.body).unwrap();
+        serde_json::from_slice(&gw.get("gw.test", "/api/tls/certificates").await.body).unwrap();
     let file = &listed[0];
     assert_eq!(file["source"], "file", "{listed}");
     assert_eq!(file["status"], "valid", "{listed}");
@@ -443,7 +443,7 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     let plain = json("/api/http/routers/plain@file").await;
     assert!(plain.get("certificates").is_none(), "{plain}");
 
-    let list = json("/api/certificates").await;
+    let list = json("/api/tls/certificates").await;
     let default = list
         .as_array()
         .and_then(|l| l.iter().find(|c| c["source"] == "default"))
