@@ -183,7 +183,10 @@ function providersTable(providers) {
       : p.lastSync
         ? h('span', { class: 'state state-good' }, h('span', { class: 'dot' }), p.connected === true ? 'connected' : 'in sync')
         : h('span', { class: 'state' }, h('span', { class: 'dot' }), 'waiting');
-    const counts = [`${p.routers} routers`, `${p.services} services`, `${p.middlewares} middlewares`,
+    const stream = [['tcpRouters', 'TCP routers'], ['tcpServices', 'TCP services'], ['tcpMiddlewares', 'TCP middlewares'],
+      ['udpRouters', 'UDP routers'], ['udpServices', 'UDP services']]
+      .filter(([key]) => p[key]).map(([key, what]) => `${p[key]} ${what}`);
+    const counts = [`${p.routers} routers`, `${p.services} services`, `${p.middlewares} middlewares`, ...stream,
       ...(p.containers ? [`${p.containers.length} containers`] : [])].join(' · ');
     return {
       data: { provider: name },

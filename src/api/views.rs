@@ -1285,8 +1285,9 @@ pub struct VersionView {
 }
 
 /// One provider on `/api/providers`: its state and how many objects it
-/// defines.
+/// defines (TCP and UDP ones named apart, when it defines any).
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderView<'a> {
     /// Connection, last sync, last error and containers.
     #[serde(flatten)]
@@ -1297,6 +1298,25 @@ pub struct ProviderView<'a> {
     pub services: usize,
     /// Middlewares it defines.
     pub middlewares: usize,
+    /// TCP routers it defines.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_routers: usize,
+    /// TCP services it defines.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_services: usize,
+    /// TCP middlewares it defines.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tcp_middlewares: usize,
+    /// UDP routers it defines.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub udp_routers: usize,
+    /// UDP services it defines.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub udp_services: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `/api/providers`, by provider name.
@@ -1314,6 +1334,11 @@ pub fn providers(rt: &Runtime) -> BTreeMap<&str, ProviderView<'_>> {
                 routers: count(&rt.report.routers),
                 services: count(&rt.report.services),
                 middlewares: count(&rt.report.middlewares),
+                tcp_routers: count(&rt.report.tcp_routers),
+                tcp_services: count(&rt.report.tcp_services),
+                tcp_middlewares: count(&rt.report.tcp_middlewares),
+                udp_routers: count(&rt.report.udp_routers),
+                udp_services: count(&rt.report.udp_services),
             };
             (name.as_str(), view)
         })
