@@ -161,7 +161,7 @@ fn find_close(after: &str, line: usize) -> Result<usize, TemplateError> {
             None => {
                 if b == b'"' || b == b'`' || b == b'\'' {
                     quote = Some(b);
-                } else if after[i..].starts_with("}}") {
+                } else if bytes[i..].starts_with(b"}}") {
                     return Ok(i);
                 }
             }

@@ -128,3 +128,11 @@ fn quotes_inside_an_action_do_not_close_it() {
     assert_eq!(ok(r#"{{ "}}" }}"#), "}}");
     assert_eq!(ok("{{ `a}}b` }}"), "a}}b");
 }
+
+#[test]
+fn text_outside_ascii_inside_an_action_is_read_not_cut() {
+    // A byte-wise scan for `}}` once sliced the text inside a character.
+    assert_eq!(ok(r#"{{ "Ȳé" }}-{{ "x" }}"#), "Ȳé-x");
+    assert!(run("{{ Ȳ index .Labels }}").is_err());
+    assert!(run("{{ \"Ȳ").is_err());
+}
