@@ -403,7 +403,21 @@ impl Gangway {
     pub async fn send(&self, req: Request<Full<Bytes>>) -> Got {
         let h2 = req.version() == http::Version::HTTP_2;
         let client = if h2 { &self.h2 } else { &self.client };
-        let resp = client.request(req).await.expect("request through gangway");
+        // An idempotent request that meets a kept-alive connection closed
+        // under it is sent once more, as HTTP clients do (RFC 9110 §9.2.2).
+        let again = matches!(*req.method(), http::Method::GET | http::Method::HEAD)
+            .then(|| copy_request(&req));
+        let resp = match (client.request(req).await, again) {
+            (Ok(resp), _) => resp,
+            (Err(e), Some(again)) if !e.is_connect() => {
+                eprintln!("request through gangway failed ({e}); sending it once more");
+                client
+                    .request(again)
+                    .await
+                    .expect("request through gangway")
+            }
+            (Err(e), _) => panic!("request through gangway: {e:?}"),
+        };
         let (parts, body) = resp.into_parts();
         let body = body.collect().await.expect("body").to_bytes();
         Got {
@@ -595,4 +609,14 @@ pub async fn metric(port: u16, name: &str, labels: &[(&str, &str)]) -> Option<f6
         let same = have.len() == want.len() && want.iter().all(|w| have.contains(&w.as_str()));
         if same { value.parse().ok() } else { None }
     })
+}
+
+/// A copy of `req`, to send again.
+fn copy_request(req: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let mut copy = Request::new(req.body().clone());
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = req.headers().clone();
+    copy
 }
