@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use std::net::IpAddr;
 use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension, X509Certificate};
 use x509_parser::public_key::PublicKey;
-use x509_parser::x509::X509Name;
+use x509_parser::x509::{AttributeTypeAndValue, X509Name};
 
 /// Days of validity under which a certificate is a warning, as in Traefik.
 const WARN_DAYS: i64 = 30;
@@ -132,17 +132,20 @@ impl TraefikCertificate {
 /// Organization, common name and country of a distinguished name (the
 /// first of each; empty when absent).
 fn parts(name: &X509Name<'_>) -> (String, String, String) {
-    let first = |mut it: Box<dyn Iterator<Item = _> + '_>| -> String {
-        it.next()
-            .and_then(|a: &x509_parser::x509::AttributeTypeAndValue<'_>| a.as_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
     (
-        first(Box::new(name.iter_organization())),
-        first(Box::new(name.iter_common_name())),
-        first(Box::new(name.iter_country())),
+        first(name.iter_organization()),
+        first(name.iter_common_name()),
+        first(name.iter_country()),
     )
+}
+
+/// The first of a name's attributes of one kind, as text (empty if none).
+fn first<'a>(mut attributes: impl Iterator<Item = &'a AttributeTypeAndValue<'a>>) -> String {
+    attributes
+        .next()
+        .and_then(|a| a.as_str().ok())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The DNS names and addresses of the subject alternative names, sorted.
