@@ -248,15 +248,11 @@ async fn follow(
     }
 }
 
-fn unix_now() -> i64 {
-    i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX)
-}
-
 /// Sleeps until the Unix time `at`, waking at least hourly so that a clock
 /// change (suspend, NTP) is noticed.
 async fn sleep_until(at: i64) {
     loop {
-        let left = at - unix_now();
+        let left = at - crate::clock::unix_time();
         if left <= 0 {
             return;
         }
@@ -329,7 +325,7 @@ impl Keeper {
     /// order slot, order, and note what came of it.
     async fn round(&mut self) {
         let current = self.registries.tls.issued(&self.key);
-        let now = unix_now();
+        let now = crate::clock::unix_time();
         let (due, wake) = self.due(current.as_deref(), now).await;
         if due > now {
             self.wait(wake).await;
@@ -573,12 +569,12 @@ impl Keeper {
             .map_or(self.failures, |s| s.failures.max(self.failures));
         self.failures = before.saturating_add(1);
         let failures = self.failures;
-        let mut at = schedule::next_attempt(unix_now(), failures, e.retry_after());
+        let mut at = schedule::next_attempt(crate::clock::unix_time(), failures, e.retry_after());
         // Caddy's issuer fallback: the next CA is asked at once; back at
         // the first, the backoff applies.
         self.issuer = (self.issuer + 1) % self.issuers.len();
         if self.issuer > 0 {
-            at = unix_now();
+            at = crate::clock::unix_time();
             tracing::warn!(resolver = %resolver.name, domains = %self.names, fallback = %self.issuers[self.issuer].name, "the next order goes through the fallback resolver");
         }
         if let (Some(shared), Some(_)) = (resolver.shared(), lease) {
@@ -597,7 +593,7 @@ impl Keeper {
         }
         through.forget_account().await;
         self.refused = self.replaces.take().or(self.refused.take());
-        tracing::warn!(resolver = %resolver.name, domains = %self.names, failures, retry_in_s = at - unix_now(), error = %e, "certificate order failed");
+        tracing::warn!(resolver = %resolver.name, domains = %self.names, failures, retry_in_s = at - crate::clock::unix_time(), error = %e, "certificate order failed");
         self.status.update(&self.key, |s| {
             s.status = CertStatus::Error;
             s.last_error = Some(e.to_string());
@@ -654,7 +650,7 @@ impl Unstored {
             Err(e) => {
                 self.failures = self.failures.saturating_add(1);
                 let wait = schedule::store_retry(self.failures);
-                self.at = unix_now() + wait;
+                self.at = crate::clock::unix_time() + wait;
                 if self.failures == 1 {
                     tracing::error!(resolver = %resolver.name, domains = %names, retry_in_s = wait, error = %e, "certificate not stored; it is served from memory and would be ordered again after a restart");
                 } else {

@@ -963,7 +963,7 @@ async fn traefik_certificate(
 /// The certificates the TLS entry points serve now, sorted by common name.
 fn served_certificates(state: &ApiState) -> Vec<certificates::TraefikCertificate> {
     let rt = state.runtime.load_full();
-    let now = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
+    let now = crate::clock::unix_time();
     let mut all: Vec<_> = rt
         .tls
         .served

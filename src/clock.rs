@@ -20,6 +20,12 @@ pub fn unix_secs() -> u64 {
     unix_ms() / 1000
 }
 
+/// Seconds since the Unix epoch as a signed time, as certificates' dates
+/// are kept.
+pub fn unix_time() -> i64 {
+    i64::try_from(unix_secs()).unwrap_or(i64::MAX)
+}
+
 /// Milliseconds by the monotonic clock since the process's first look at
 /// it, plus one, so that 0 can mean "never".
 pub fn now_ms() -> u64 {

@@ -6,7 +6,7 @@
 
 use super::{
     AcmeError, CertStatus, Registries, Resolver, STORE_TIMEOUT, SharedStorage, Status, StoreHealth,
-    schedule, shared, storage, unix_now,
+    schedule, shared, storage,
 };
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -111,7 +111,7 @@ pub(super) async fn coordinate(
         status.update(key, |s| {
             s.storage_error = Some(e.to_string());
         });
-        Coordinated::Wait(unix_now() + STORE_RETRY)
+        Coordinated::Wait(crate::clock::unix_time() + STORE_RETRY)
     };
     let picked = match stored_newer(resolver, shared, registries, status, key, &name).await {
         Ok(picked) => picked,
@@ -146,7 +146,7 @@ pub(super) async fn coordinate(
             s.storage_error = None;
             s.lease_holder = holder.map(|h| h.split('#').next().unwrap_or_default().to_owned());
         });
-        return Coordinated::Wait(unix_now() + LEASE_WAIT);
+        return Coordinated::Wait(crate::clock::unix_time() + LEASE_WAIT);
     };
     status.update(key, |s| {
         s.storage_error = None;
@@ -182,7 +182,9 @@ async fn stored_newer(
     let Ok(cert) = crate::tls::store::parse_pem(name, &pem, &pem) else {
         return Ok(false);
     };
-    if schedule::renew_at(cert.not_before, cert.not_after, resolver.renew_window) <= unix_now() {
+    if schedule::renew_at(cert.not_before, cert.not_after, resolver.renew_window)
+        <= crate::clock::unix_time()
+    {
         return Ok(false);
     }
     if !resolver.serve_stored(registries, &format!("`{name}`"), &pem) {
@@ -347,7 +349,7 @@ impl Resolver {
             None => {
                 health.reachable = Some(true);
                 health.last_error = None;
-                health.last_sync = Some(unix_now());
+                health.last_sync = Some(crate::clock::unix_time());
                 if was == Some(false) {
                     tracing::info!(resolver = %self.name, "the shared store answers again");
                 }

@@ -350,7 +350,7 @@ async fn authorize_dns(
             domain: domain.clone(),
             fqdn: fqdn.clone(),
             step,
-            since: super::unix_now(),
+            since: crate::clock::unix_time(),
         }));
     };
     tracing::info!(resolver = %check.resolver.name, domain = %domain, fqdn = %fqdn, provider = solver.provider_name(), "publishing the DNS-01 TXT record");

@@ -481,7 +481,7 @@ impl SharedStorage {
     /// Records that an order of `name` failed: every instance waits until
     /// `retry_at` (seconds since the epoch) before ordering it again.
     pub async fn put_failure(&self, name: &str, failure: &Failure) -> Result<(), SharedError> {
-        let now = super::unix_now();
+        let now = crate::clock::unix_time();
         let ttl = Duration::from_secs(u64::try_from(failure.retry_at - now).unwrap_or(0).max(1));
         let value = serde_json::to_vec(failure).unwrap_or_default();
         self.store
@@ -497,7 +497,7 @@ impl SharedStorage {
         };
         Ok(serde_json::from_slice::<Failure>(&value)
             .ok()
-            .filter(|f| f.retry_at > super::unix_now()))
+            .filter(|f| f.retry_at > crate::clock::unix_time()))
     }
 
     /// Forgets a failed order (the certificate was obtained).

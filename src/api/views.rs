@@ -1521,7 +1521,7 @@ impl CertificateView {
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
 pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
-    let now = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
+    let now = crate::clock::unix_time();
     // One snapshot for both the list and the routers' view of it, so the
     // two cannot disagree about a certificate that changes meanwhile.
     let orders = state.certificates.snapshot();

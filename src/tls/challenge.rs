@@ -176,7 +176,7 @@ impl Challenges {
     }
 
     fn record(&self, challenge: &'static str, name: &str) {
-        let at = i64::try_from(crate::clock::unix_secs()).unwrap_or(i64::MAX);
+        let at = crate::clock::unix_time();
         tracing::warn!(
             challenge,
             name,
