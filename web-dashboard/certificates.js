@@ -35,6 +35,7 @@ export function normalizeCert(c) {
     fallback: list(c.fallback),
     issuedThrough: c.issuedThrough || '',
     routers: list(c.routers),
+    tcpRouters: list(c.tcpRouters),
     selfSigned: Boolean(c.selfSigned),
     warning: c.warning || '',
     raw: c,
@@ -129,7 +130,11 @@ export function certTable(certs, { compact = false } = {}) {
         c.nextAttempt
           ? h('span', { class: 'next-attempt' }, timeAgo(c.nextAttempt), h('br'), renewalWhy(c))
           : h('span', { class: 'muted' }, '—'),
-        c.routers.length ? h('div', { class: 'links' }, c.routers.map((r) => objLink('routers', r))) : h('span', { class: 'muted' }, '—'),
+        c.routers.length || c.tcpRouters.length
+          ? h('div', { class: 'links' },
+            c.routers.map((r) => objLink('routers', r)),
+            c.tcpRouters.map((r) => h('span', {}, h('small', { class: 'muted' }, 'TCP '), objLink('tcp/routers', r))))
+          : h('span', { class: 'muted' }, '—'),
       );
     }
     const pending = c.pendingChallenge;

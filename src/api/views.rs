@@ -372,8 +372,20 @@ fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificate
         crate::tls::CertificateSource::Refused => Some(REFUSED.to_owned()),
         _ => None,
     };
-    let mut hosts: Vec<String> = view.hosts.clone();
-    for d in &tls.domains {
+    host_sources(rt, served, with_domains(view.hosts.clone(), &tls.domains))
+        .into_iter()
+        .map(|(host, source)| ServedCertificateView {
+            host,
+            warning: warning(&source),
+            source,
+        })
+        .collect()
+}
+
+/// `hosts` with the names of a router's `tls.domains` added, lowercase,
+/// each once.
+fn with_domains(mut hosts: Vec<String>, domains: &[crate::config::dynamic::Domain]) -> Vec<String> {
+    for d in domains {
         for name in std::iter::once(&d.main).chain(&d.sans) {
             let name = name.to_ascii_lowercase();
             if !name.is_empty() && !hosts.contains(&name) {
@@ -381,24 +393,51 @@ fn served_certificates(rt: &Runtime, view: &RouterView) -> Vec<ServedCertificate
             }
         }
     }
+    hosts
+}
+
+/// Where the certificate a handshake for each of `hosts` gets comes from;
+/// with no host, the default certificate (a client asking for a name no
+/// other certificate covers).
+fn host_sources(
+    rt: &Runtime,
+    served: &crate::tls::ServedCertificates,
+    hosts: Vec<String>,
+) -> Vec<(Option<String>, crate::tls::CertificateSource)> {
     if hosts.is_empty() {
-        let source = crate::tls::CertificateSource::Default;
-        return vec![ServedCertificateView {
-            host: None,
-            warning: warning(&source),
-            source,
-        }];
+        return vec![(None, crate::tls::CertificateSource::Default)];
     }
     hosts
         .into_iter()
         .map(|host| {
-            let options = rt.tls.options_index(&host);
-            let source = served.source_for(&host, options);
-            ServedCertificateView {
-                host: Some(host),
-                warning: warning(&source),
-                source,
-            }
+            let source = served.source_for(&host, rt.tls.options_index(&host));
+            (Some(host), source)
+        })
+        .collect()
+}
+
+/// The TCP routers gangway terminates TLS for, each with where the
+/// certificates of its `HostSNI` names (and `tls.domains`) come from.
+fn tcp_certificate_sources(rt: &Runtime) -> Vec<(String, Vec<crate::tls::CertificateSource>)> {
+    let Some(served) = &rt.tls.served else {
+        return Vec::new();
+    };
+    super::tcp::routers(rt)
+        .into_iter()
+        .filter(|r| r.state.status != Status::Disabled)
+        .filter_map(|r| {
+            let tls = r.tls.as_ref().filter(|t| !t.passthrough)?;
+            let hosts = crate::rule::parse_tcp_rule(&r.rule)
+                .map(|m| m.domains())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
+            let sources = host_sources(rt, served, with_domains(hosts, &tls.domains))
+                .into_iter()
+                .map(|(_, source)| source)
+                .collect();
+            Some((r.name, sources))
         })
         .collect()
 }
@@ -1451,6 +1490,10 @@ pub enum CertificateView {
         status: FileCertificateStatus,
         /// The TLS routers with a host it is served for.
         routers: Vec<String>,
+        /// The TCP routers gangway terminates TLS for with a `HostSNI`
+        /// name it is served for.
+        #[serde(rename = "tcpRouters", skip_serializing_if = "Vec::is_empty")]
+        tcp_routers: Vec<String>,
     },
     /// The certificate served for a name no other one covers: gangway's
     /// generated self-signed one, or `tls.stores.default.defaultCertificate`.
@@ -1460,6 +1503,9 @@ pub enum CertificateView {
         cert: crate::tls::DefaultCertificate,
         /// The TLS routers with a host it is served for.
         routers: Vec<String>,
+        /// The terminating TCP routers it is served to (as for `File`).
+        #[serde(rename = "tcpRouters", skip_serializing_if = "Vec::is_empty")]
+        tcp_routers: Vec<String>,
         /// Why clients may refuse it, when they will.
         #[serde(skip_serializing_if = "Option::is_none")]
         warning: Option<String>,
@@ -1517,6 +1563,13 @@ impl CertificateView {
     }
 }
 
+/// The source a certificate from `tls.certificates` is served as.
+fn file_source(c: &FileCertificate) -> crate::tls::CertificateSource {
+    crate::tls::CertificateSource::File {
+        cert_file: c.cert_file.clone(),
+    }
+}
+
 /// The certificates for `/api/certificates`: ACME ones with their order
 /// state, then file ones (status `valid` or `expired`), soonest expiry first
 /// within each source.
@@ -1540,6 +1593,13 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
             .map(|r| r.name.clone())
             .collect()
     };
+    let tcp = tcp_certificate_sources(&rt);
+    let tcp_served_to = |source: &crate::tls::CertificateSource| -> Vec<String> {
+        tcp.iter()
+            .filter(|(_, sources)| sources.contains(source))
+            .map(|(name, _)| name.clone())
+            .collect()
+    };
     let mut files: Vec<CertificateView> = rt
         .tls
         .files
@@ -1551,9 +1611,8 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
             } else {
                 FileCertificateStatus::Valid
             },
-            routers: served_to(&crate::tls::CertificateSource::File {
-                cert_file: c.cert_file.clone(),
-            }),
+            routers: served_to(&file_source(c)),
+            tcp_routers: tcp_served_to(&file_source(c)),
         })
         .collect();
     files.sort_by_key(|c| c.not_after().unwrap_or(i64::MAX));
@@ -1563,6 +1622,7 @@ pub fn certificate_views(state: &ApiState) -> Vec<CertificateItem> {
             warning: served.default.self_signed.then(|| UNTRUSTED.to_owned()),
             cert: served.default.clone(),
             routers: served_to(&crate::tls::CertificateSource::Default),
+            tcp_routers: tcp_served_to(&crate::tls::CertificateSource::Default),
         });
     }
     acme.into_iter()

@@ -6,7 +6,7 @@ use crate::support;
 
 use http::{Request, StatusCode, Version};
 use std::time::Duration;
-use support::tls::{TestCa, TlsClient};
+use support::tls::{TestCa, TlsClient, names_of};
 use support::{Backend, Gangway, eventually, free_port};
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
@@ -368,7 +368,14 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     let extra = "[http.routers.gw]\nrule = \"Host(`gw.test`)\"\nservice = \"api@internal\"\n\
         [http.routers.bare]\nrule = \"Host(`bare.test`)\"\nservice = \"app\"\n[http.routers.bare.tls]\n\
         [http.routers.closed]\nrule = \"Host(`closed.test`)\"\nservice = \"app\"\n\
-        [http.routers.closed.tls]\noptions = \"strict\"\n[tls.options.strict]\nsniStrict = true\n";
+        [http.routers.closed.tls]\noptions = \"strict\"\n[tls.options.strict]\nsniStrict = true\n\
+        [tcp.routers.pg]\nentryPoints = [\"websecure\"]\nrule = \"HostSNI(`other.test`)\"\nservice = \"pg\"\n\
+        [tcp.routers.pg.tls]\n\
+        [tcp.routers.raw]\nentryPoints = [\"websecure\"]\nrule = \"HostSNI(`raw.test`)\"\nservice = \"pg\"\n\
+        [tcp.routers.raw.tls]\n\
+        [tcp.routers.pass]\nentryPoints = [\"websecure\"]\nrule = \"HostSNI(`pass.test`)\"\nservice = \"pg\"\n\
+        [tcp.routers.pass.tls]\npassthrough = true\n\
+        [[tcp.services.pg.loadBalancer.servers]]\naddress = \"127.0.0.1:9\"\n";
     let gw = Gangway::with_file(
         &config(&app.url(), std::slice::from_ref(&cert), extra),
         &[
@@ -451,6 +458,20 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     assert_eq!(default["selfSigned"], true);
     assert_eq!(default["domains"][0], "gangway.default.invalid");
     assert_eq!(default["routers"], serde_json::json!(["bare@file"]));
+    // TCP routers gangway terminates TLS for are named on the certificate
+    // their HostSNI gets; one that passes TLS through gets none of them.
+    assert_eq!(default["tcpRouters"], serde_json::json!(["raw@file"]), "{list}");
+    let file = list
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["source"] == "file"))
+        .unwrap_or_else(|| panic!("no file certificate in {list}"));
+    assert_eq!(file["tcpRouters"], serde_json::json!(["pg@file"]), "{list}");
+    let raw = TlsClient::insecure()
+        .connect(tls_port, "raw.test", b"")
+        .await
+        .expect("raw.test handshake");
+    let leaf = raw.get_ref().1.peer_certificates().expect("a certificate")[0].clone();
+    assert_eq!(names_of(&leaf), ["gangway.default.invalid"]);
     assert_eq!(default["notAfter"], served.not_after());
     assert!(default["warning"].is_string());
 }
