@@ -460,7 +460,11 @@ async fn a_router_no_certificate_covers_is_shown_on_the_default_certificate() {
     assert_eq!(default["routers"], serde_json::json!(["bare@file"]));
     // TCP routers gangway terminates TLS for are named on the certificate
     // their HostSNI gets; one that passes TLS through gets none of them.
-    assert_eq!(default["tcpRouters"], serde_json::json!(["raw@file"]), "{list}");
+    assert_eq!(
+        default["tcpRouters"],
+        serde_json::json!(["raw@file"]),
+        "{list}"
+    );
     let file = list
         .as_array()
         .and_then(|l| l.iter().find(|c| c["source"] == "file"))
