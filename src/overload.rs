@@ -115,13 +115,17 @@ impl Drop for Lent<'_> {
 impl Admitted<'_> {
     /// Runs `work` (the request, until its answer's headers) while this
     /// slot is held; if the slot was lent and the gate takes it back first,
-    /// `work` is dropped and the request is refused.
-    pub async fn or_reclaimed<F: Future>(&mut self, work: F) -> Result<F::Output, Refused> {
+    /// the request is refused (and `work` is not polled again). `work` is
+    /// pinned by the caller, so that this future holds a reference to it
+    /// rather than a second copy of a request's whole state.
+    pub async fn or_reclaimed<F: Future>(
+        &mut self,
+        mut work: std::pin::Pin<&mut F>,
+    ) -> Result<F::Output, Refused> {
         let (Some(lent), Some(share)) = (&self.lent, &self.share) else {
             return Ok(work.await);
         };
         let shares = lent.0;
-        let mut work = std::pin::pin!(work);
         tokio::select! {
             biased;
             done = &mut work => return Ok(done),
@@ -449,7 +453,9 @@ mod tests {
         for (i, mut slot) in lent.into_iter().enumerate() {
             let tx = tx.clone();
             tokio::spawn(async move {
-                let got = slot.or_reclaimed(std::future::pending::<()>()).await;
+                let got = slot
+                    .or_reclaimed(std::pin::pin!(std::future::pending::<()>()))
+                    .await;
                 drop(slot);
                 let _ = tx.send((i, got, gate.in_progress()));
             });
@@ -480,7 +486,7 @@ mod tests {
         assert!(lent.lent.is_some());
         let (answer, answered) = tokio::sync::oneshot::channel();
         let request = tokio::spawn(async move {
-            let got = lent.or_reclaimed(answered).await;
+            let got = lent.or_reclaimed(std::pin::pin!(answered)).await;
             (got, lent.lent.is_none())
         });
         tokio::task::yield_now().await;

@@ -123,7 +123,10 @@ impl H1Pool {
                 Some(link) => link,
                 None => {
                     fresh = true;
-                    self.connect().await?
+                    // Boxed: dialing is the rare case, and its state (the
+                    // resolver, the dial timer, the handshake) would
+                    // otherwise be part of every request's future.
+                    Box::pin(self.connect()).await?
                 }
             };
             match link.exchange(*req).await {

@@ -431,7 +431,7 @@ impl Proxy {
             }
             _ => None,
         };
-        let forward = self.forward(conn, route, upstream, host_value, req);
+        let forward = std::pin::pin!(self.forward(conn, route, upstream, host_value, req));
         match &mut slot {
             Some(slot) => slot
                 .or_reclaimed(forward)
