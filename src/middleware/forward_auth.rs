@@ -212,7 +212,9 @@ fn canonical(name: &str) -> String {
         .collect()
 }
 
-fn remove_hop_by_hop(h: &mut HeaderMap) {
+/// Removes the headers of the client's connection: those `Connection` names
+/// and the standard hop-by-hop ones.
+pub(super) fn remove_hop_by_hop(h: &mut HeaderMap) {
     let named: Vec<HeaderName> = h
         .get_all(header::CONNECTION)
         .iter()

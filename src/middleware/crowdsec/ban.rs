@@ -19,6 +19,9 @@ pub enum Reason {
     Lapi,
     /// The client's address could not be read, or the stream's pulls fail.
     Technical,
+    /// The AppSec component found the request malicious, or could not
+    /// judge it and its options say to refuse then.
+    Appsec,
 }
 
 impl Reason {
@@ -26,6 +29,7 @@ impl Reason {
         match self {
             Reason::Lapi => "LAPI",
             Reason::Technical => "TECHNICAL_ISSUE",
+            Reason::Appsec => "APPSEC",
         }
     }
 }

@@ -3,10 +3,19 @@
 //! (no log acquisition, no central API) with its config, database and
 //! credentials in a temporary directory; `cscli` adds the bouncer key and
 //! the decisions, as a user would.
+//!
+//! Beside it, [`AppsecStandIn`]: a stand-in for CrowdSec's AppSec
+//! component, which the Debian CrowdSec (1.4.6) does not have (AppSec came
+//! with CrowdSec 1.6, and no newer CrowdSec installs here).
 
-use super::free_port;
+use super::{Backend, free_port};
+use bytes::Bytes;
+use http::{HeaderMap, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where the unpacked package is: `GANGWAY_CROWDSEC_DIR` or the folder
@@ -198,5 +207,121 @@ impl Lapi {
 impl Drop for Lapi {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// One question the AppSec stand-in received.
+#[derive(Clone, Debug)]
+pub struct Asked {
+    pub method: String,
+    pub uri: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Asked {
+    /// A header's value as text ("" when missing).
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+/// A small HTTP server on 127.0.0.1 that answers as CrowdSec's AppSec
+/// component does, over the same protocol (CrowdSec's "WAF / bouncer
+/// communication protocol"): it reads the `X-Crowdsec-Appsec-*` headers
+/// and the forwarded body, answers 401 to a wrong
+/// `X-Crowdsec-Appsec-Api-Key`, 403 with `{"action":"ban","http_status":403}`
+/// when the request carries one of two attacks its rules know (a path
+/// walking out of the site, `/..;/` or `etc/passwd`; SQL injection,
+/// `' OR 1=1`), and 200 with `{"action":"allow","http_status":200}`
+/// otherwise. It is a stand-in because the CrowdSec these tests run has no
+/// AppSec component; its rules are two patterns, not CrowdSec's.
+pub struct AppsecStandIn {
+    server: Backend,
+    asked: Arc<Mutex<Vec<Asked>>>,
+}
+
+impl AppsecStandIn {
+    /// Judges requests, expecting `key`.
+    pub async fn start(key: &str) -> AppsecStandIn {
+        Self::serve(key.to_owned(), None).await
+    }
+
+    /// Answers every question with `status` (500: the component failed),
+    /// after recording it.
+    pub async fn answering(status: StatusCode) -> AppsecStandIn {
+        Self::serve(String::new(), Some(status)).await
+    }
+
+    async fn serve(key: String, fixed: Option<StatusCode>) -> AppsecStandIn {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let record = asked.clone();
+        let server = Backend::serve(move |req: Request<Incoming>| {
+            let (key, record) = (key.clone(), record.clone());
+            async move {
+                let (parts, body) = req.into_parts();
+                let body = body
+                    .collect()
+                    .await
+                    .map(|b| b.to_bytes())
+                    .unwrap_or_default();
+                let question = Asked {
+                    method: parts.method.to_string(),
+                    uri: parts.uri.to_string(),
+                    headers: parts.headers,
+                    body,
+                };
+                let status = fixed.unwrap_or_else(|| judge(&question, &key));
+                record.lock().expect("record").push(question);
+                let verdict = match status {
+                    StatusCode::OK => r#"{"action":"allow","http_status":200}"#,
+                    StatusCode::FORBIDDEN => r#"{"action":"ban","http_status":403}"#,
+                    _ => r#"{"message":"internal error"}"#,
+                };
+                let mut resp = Response::new(Full::new(Bytes::from_static(verdict.as_bytes())));
+                *resp.status_mut() = status;
+                resp
+            }
+        })
+        .await;
+        AppsecStandIn { server, asked }
+    }
+
+    /// `host:port`, for `crowdsecAppsecHost`.
+    pub fn host(&self) -> String {
+        self.server.addr.to_string()
+    }
+
+    /// Every question so far, oldest first.
+    pub fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().expect("asked").clone()
+    }
+}
+
+/// The stand-in's verdict: the key first, then its two rules, on the
+/// forwarded URI and body with percent-escapes and `+` decoded.
+fn judge(q: &Asked, key: &str) -> StatusCode {
+    if q.header("x-crowdsec-appsec-api-key") != key {
+        return StatusCode::UNAUTHORIZED;
+    }
+    let seen = [q.header("x-crowdsec-appsec-uri").as_bytes(), &q.body[..]]
+        .map(|raw| {
+            let spaced: Vec<u8> = raw
+                .iter()
+                .map(|&b| if b == b'+' { b' ' } else { b })
+                .collect();
+            percent_encoding::percent_decode(&spaced)
+                .decode_utf8_lossy()
+                .to_lowercase()
+        })
+        .join("\n");
+    let attacks = ["/..;/", "etc/passwd", "' or 1=1"];
+    if attacks.iter().any(|a| seen.contains(a)) {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
     }
 }
