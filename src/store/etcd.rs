@@ -46,7 +46,7 @@ mod watch;
 pub(crate) mod wire;
 
 pub use error::{EtcdError, Unreached};
-pub use kv::EtcdStore;
+pub use kv::{EtcdSettings, EtcdStore};
 pub use watch::{Change, EtcdWatch, WatchBatch};
 
 use crate::client::control::{Builder, ControlClient};
