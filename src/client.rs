@@ -11,6 +11,7 @@
 //! This room uses `config` and `body`, nothing that routes: the runtime
 //! holds clients, the client never looks at the runtime.
 
+pub mod control;
 pub mod h2c;
 pub mod https;
 pub mod passive;

@@ -33,13 +33,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let log_file = match gangway::start::log::init(&config.log) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("gangway: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    if let Err(e) = gangway::start::log::init(&config.log) {
+        eprintln!("gangway: {e}");
+        return ExitCode::FAILURE;
+    }
     log_sources(&config, &notes);
     let runtime = match runtime_builder().enable_all().build() {
         Ok(r) => r,
@@ -48,18 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(async move {
-        let run = gangway::run(config, stop_signal());
-        match log_file {
-            Some(file) => {
-                tokio::select! {
-                    result = run => result,
-                    () = gangway::start::log::reopen_on_signal(file) => Ok(()),
-                }
-            }
-            None => run.await,
-        }
-    });
+    let served = runtime.block_on(gangway::run(config, stop_signal()));
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -124,15 +124,28 @@ pub(crate) async fn open_access_log(
     Ok(Some(access_log::AccessLogger::spawn(a, dropped).await?))
 }
 
-/// Reopens the access log's file on every `SIGUSR1`, for logrotate's
-/// rename-then-signal (gangway's own log file is reopened by `main`).
-pub(crate) fn spawn_reopen_on_signal(log: Arc<access_log::AccessLogger>) -> Option<JoinHandle<()>> {
+/// The one `SIGUSR1` listener, for logrotate's rename-then-signal: on
+/// every signal it reopens each file gangway writes lines to, its own log
+/// (`log.filePath`, see [`log::file`]) and the access log's. None when
+/// neither goes to a file.
+pub(crate) fn spawn_reopen_on_signal(
+    access_log: Option<Arc<access_log::AccessLogger>>,
+) -> Option<JoinHandle<()>> {
     use tokio::signal::unix::{SignalKind, signal};
-    log.file_path()?;
+    let access_log = access_log.filter(|a| a.file_path().is_some());
+    let log_file = log::file();
+    if access_log.is_none() && log_file.is_none() {
+        return None;
+    }
     let mut usr1 = signal(SignalKind::user_defined1()).ok()?;
     Some(tokio::spawn(async move {
         while usr1.recv().await.is_some() {
-            log.reopen();
+            if let Some(file) = &log_file {
+                log::reopen(file);
+            }
+            if let Some(access_log) = &access_log {
+                access_log.reopen();
+            }
         }
     }))
 }

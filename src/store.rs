@@ -137,6 +137,26 @@ pub enum Change {
 /// connection does.
 pub type Changes = futures_util::stream::BoxStream<'static, Result<Change, StoreError>>;
 
+/// The settings of one kind of store, [`redis::RedisSettings`] or
+/// [`etcd::EtcdSettings`]: what [`open`] makes a client from.
+pub trait StoreSettings {
+    /// The store they describe.
+    type Store: Store;
+    /// Why they make no client, naming what to fix.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// The client, nothing sent yet; called through [`open`].
+    fn into_store(self) -> Result<Self::Store, Self::Error>;
+}
+
+/// A client for the store `settings` describe, with nothing connected or
+/// sent yet: the one way a store is made, for the KV providers, the shared
+/// ACME storage and `rateLimit.redis` alike. Settings the client cannot
+/// use (an endpoint that is no `host:port`, TLS it refuses) are an error
+/// here, so that they stop the start rather than being retried for ever.
+pub fn open<S: StoreSettings>(settings: S) -> Result<S::Store, S::Error> {
+    settings.into_store()
+}
+
 /// What went wrong with a store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

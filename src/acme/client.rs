@@ -6,11 +6,10 @@
 //! alternate chains `preferredChain` chooses among.
 
 use super::AcmeError;
+use crate::client::control::ControlClient;
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::{Client, connect::HttpConnector};
 use instant_acme::{BodyWrapper, BytesResponse};
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 use serde::Deserialize;
@@ -28,7 +27,7 @@ const JOSE_JSON: &str = "application/jose+json";
 /// own requests.
 #[derive(Clone)]
 pub(super) struct AcmeHttp {
-    client: Client<HttpsConnector<HttpConnector>, BodyWrapper<Bytes>>,
+    client: ControlClient<BodyWrapper<Bytes>>,
     /// `clientTimeout`: the longest one exchange may take, body included.
     timeout: Duration,
     /// `clientResponseHeaderTimeout`: the longest wait for an answer's head.
@@ -59,23 +58,11 @@ impl AcmeHttp {
         timeout: Duration,
         header_timeout: Duration,
     ) -> Self {
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        let builder = match server_name {
-            Some(name) => {
-                builder.with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
-            }
-            None => builder,
-        };
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(header_timeout));
-        let connector = builder.enable_http1().wrap_connector(http);
-        let client = Client::builder(hyper_util::rt::TokioExecutor::new())
-            .timer(hyper_util::rt::TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
+        let client = crate::client::control::Builder::with_config(tls)
+            .server_name(server_name)
+            .connect_timeout(header_timeout)
+            .idle_timeout(Duration::from_secs(30))
+            .build();
         AcmeHttp {
             client,
             timeout,

@@ -188,11 +188,8 @@ impl Resolver {
             });
         }
         let roots = roots(name, ca_certificates, *ca_system_cert_pool)?;
-        let client = rustls::ClientConfig::builder_with_provider(Arc::new(crate::tls::provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let client = crate::client::control::trusting(roots)
+            .map_err(|e| AcmeError::Order(format!("cannot set up TLS towards the CA: {e}")))?;
         let binding = binding(name, eab.as_ref())?;
         let server_name = server_name(name, ca_server_name)?;
         let http = client::AcmeHttp::new(
@@ -531,10 +528,11 @@ fn roots(
 ) -> Result<rustls::RootCertStore, AcmeError> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    if ca_certificates.is_empty() || ca_system_cert_pool {
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    }
+    let mut roots = if ca_certificates.is_empty() || ca_system_cert_pool {
+        crate::client::tls::web_pki_roots()
+    } else {
+        rustls::RootCertStore::empty()
+    };
     for path in ca_certificates {
         let ca_error = |message: String| AcmeError::CaFile {
             resolver: name.to_owned(),

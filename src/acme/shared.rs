@@ -17,8 +17,8 @@
 
 pub mod seal;
 
-use crate::store::etcd::{EtcdError, EtcdStore};
-use crate::store::redis::{RedisSettings, RedisSetupError, RedisStore, RedisTls};
+use crate::store::etcd::{EtcdError, EtcdSettings};
+use crate::store::redis::{RedisSettings, RedisSetupError, RedisTls};
 use crate::store::{Change, Lease, Store, StoreError};
 use futures_util::StreamExt as _;
 use serde::{Deserialize, Serialize};
@@ -333,7 +333,7 @@ impl StoreUrl {
                 sentinel: None,
             };
             let store =
-                RedisStore::open(settings).map_err(|e| bad(UrlProblem::Redis(Box::new(e))))?;
+                crate::store::open(settings).map_err(|e| bad(UrlProblem::Redis(Box::new(e))))?;
             return Ok(Arc::new(store));
         }
         let scheme = if self.tls { "https" } else { "http" };
@@ -346,8 +346,14 @@ impl StoreUrl {
             .username
             .clone()
             .map(|u| (u, self.password.clone().unwrap_or_default()));
-        let store = EtcdStore::open(endpoints, auth, None, timeout, self.location())
-            .map_err(|e| bad(UrlProblem::Etcd(Box::new(e))))?;
+        let settings = EtcdSettings {
+            endpoints,
+            auth,
+            tls: None,
+            timeout,
+            location: self.location(),
+        };
+        let store = crate::store::open(settings).map_err(|e| bad(UrlProblem::Etcd(Box::new(e))))?;
         Ok(Arc::new(store))
     }
 }

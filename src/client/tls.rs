@@ -247,13 +247,19 @@ fn pem_text(what: &'static str, entry: &str) -> Result<Vec<u8>, ClientError> {
     })
 }
 
+/// The Web PKI's roots (Mozilla's, built in): what an HTTPS client of
+/// gangway trusts when its options name no CA.
+pub fn web_pki_roots() -> RootCertStore {
+    RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
 /// The CAs to trust: the built-in (Mozilla) roots, or, as in Traefik, only
 /// the `rootCAs` when some are given.
 fn root_store(root_cas: &[String]) -> Result<RootCertStore, ClientError> {
     if root_cas.is_empty() {
-        return Ok(RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        });
+        return Ok(web_pki_roots());
     }
     let mut store = RootCertStore::empty();
     for entry in root_cas {

@@ -5,14 +5,12 @@
 //! the background task that sends, never a request.
 
 use super::OtelError;
+use crate::client::control::{Builder, ControlClient, Versions};
 use crate::config::static_config::Otlp;
-use crate::config::static_config::otlp::OtlpTls;
 use bytes::{BufMut, Bytes, BytesMut};
 use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use std::time::Duration;
 
 /// How long one export may take, connection included (OTLP's default).
@@ -75,7 +73,7 @@ pub enum ExportError {
 
 /// Where and how one signal is sent.
 pub struct Exporter {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: ControlClient<Full<Bytes>>,
     uri: Uri,
     grpc: bool,
     headers: HeaderMap,
@@ -126,11 +124,11 @@ impl Exporter {
             let v = HeaderValue::from_str(value).map_err(|_| bad_header())?;
             header_map.append(n, v);
         }
-        let tls_config = client_tls(tls).map_err(|source| OtelError::Tls {
+        let builder = Builder::options(tls).map_err(|source| OtelError::Tls {
             option: tls_option(section, option),
             source,
         })?;
-        Ok(Self::connect(parsed, grpc, header_map, tls_config))
+        Ok(Self::connect(parsed, grpc, header_map, builder))
     }
 
     /// An exporter that `POST`s `content_type` bodies to `url` as given,
@@ -143,39 +141,27 @@ impl Exporter {
         option: &'static str,
     ) -> Result<Self, OtelError> {
         let parsed = parse_uri(url, option)?;
-        let tls_config = client_tls(None).map_err(|source| OtelError::Tls { option, source })?;
-        let mut exporter = Self::connect(parsed, false, headers, tls_config);
+        let builder = Builder::options(None).map_err(|source| OtelError::Tls { option, source })?;
+        let mut exporter = Self::connect(parsed, false, headers, builder);
         exporter.content_type = HeaderValue::from_static(content_type);
         Ok(exporter)
     }
 
-    fn connect(
-        parsed: Uri,
-        grpc: bool,
-        header_map: HeaderMap,
-        mut tls_config: rustls::ClientConfig,
-    ) -> Self {
-        tls_config.alpn_protocols.clear();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(EXPORT_TIMEOUT));
-        http.set_nodelay(true);
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config)
-            .https_or_http();
-        let connector = if grpc {
-            builder.enable_http2().wrap_connector(http)
+    fn connect(parsed: Uri, grpc: bool, header_map: HeaderMap, builder: Builder) -> Self {
+        // gRPC is HTTP/2 only; in the clear (`insecure`) that is h2c with
+        // prior knowledge, as collectors expect.
+        let versions = if grpc {
+            Versions::Http2
         } else {
-            builder.enable_http1().enable_http2().wrap_connector(http)
+            Versions::Both
         };
-        let mut client = Client::builder(hyper_util::rt::TokioExecutor::new());
-        if grpc {
-            // gRPC is HTTP/2 only; in the clear (`insecure`) that is h2c
-            // with prior knowledge, as collectors expect.
-            client.http2_only(true);
-        }
+        let client = builder
+            .versions(versions)
+            .connect_timeout(EXPORT_TIMEOUT)
+            .nodelay()
+            .build();
         Exporter {
-            client: client.build(connector),
+            client,
             uri: parsed,
             grpc,
             headers: header_map,
@@ -277,10 +263,6 @@ fn grpc_status(headers: &HeaderMap) -> Option<(String, String)> {
         .unwrap_or("")
         .to_owned();
     Some((code, message))
-}
-
-fn client_tls(tls: Option<&OtlpTls>) -> Result<rustls::ClientConfig, crate::client::ClientError> {
-    crate::client::tls::provider_config(tls.unwrap_or(&OtlpTls::default()))
 }
 
 // Option names for errors, spelt out so that they are `'static`.

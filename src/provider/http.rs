@@ -16,18 +16,16 @@ use crate::client::ClientError;
 use crate::config::format::Format;
 use crate::config::problem::ProviderError;
 use crate::config::provenance::ProviderDetail;
-use crate::config::static_config::{HttpProvider, ProviderTls};
+use crate::config::static_config::HttpProvider;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use http_body_util::{BodyExt, Empty, Limited};
-use hyper_util::client::legacy::connect::HttpConnector;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 const PROVIDER: &str = "http";
 
-type Client =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+type Client = crate::client::control::ControlClient<Empty<Bytes>>;
 
 /// Why the HTTP provider cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -151,24 +149,11 @@ impl Poller {
         }
         // Without `tls`, an https:// endpoint is checked as any TLS
         // connection out is: against the Web PKI's roots.
-        let none = ProviderTls::default();
-        let mut tls = crate::client::tls::provider_config(tls.as_ref().unwrap_or(&none))
-            .map_err(HttpProviderError::Tls)?;
-        // The connector chooses ALPN itself and refuses a configuration
-        // that already names protocols.
-        tls.alpn_protocols.clear();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(poll_timeout.0));
-        http.set_nodelay(true);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector);
+        let client = crate::client::control::Builder::options(tls.as_ref())
+            .map_err(HttpProviderError::Tls)?
+            .connect_timeout(poll_timeout.0)
+            .nodelay()
+            .build();
         Ok(Poller {
             endpoint: endpoint.to_owned(),
             uri,
@@ -318,6 +303,7 @@ async fn run(poller: Poller, tx: mpsc::Sender<Snapshot>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::static_config::ProviderTls;
 
     fn config(endpoint: &str) -> HttpProvider {
         HttpProvider {

@@ -11,7 +11,7 @@ pub use rotate::{LogFile, Rotation};
 
 use crate::config::static_config::{Log, LogFormat};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -75,8 +75,9 @@ impl<'a> MakeWriter<'a> for Output {
 
 /// Installs the global log as `log` says; `RUST_LOG`, when set and not
 /// empty, wins over `log.level` so a developer can turn on one module.
-/// Returns the log file, to be reopened on `SIGUSR1`, when there is one.
-pub fn init(log: &Log) -> Result<Option<Arc<LogFile>>, LogError> {
+/// The log file, when there is one, is kept for [`file`]: `run` reopens
+/// it on `SIGUSR1`.
+pub fn init(log: &Log) -> Result<(), LogError> {
     // Taken apart so that an option added to `log` but read nowhere fails
     // the build, as everywhere the static configuration is consumed.
     #[deny(unused_variables)] // an option read nowhere fails the build
@@ -126,12 +127,35 @@ pub fn init(log: &Log) -> Result<Option<Arc<LogFile>>, LogError> {
         *OTLP_QUEUE.lock().unwrap_or_else(PoisonError::into_inner) = Some(queue);
         crate::otel::logs::LogLayer::new(sink)
     });
-    let _ = tracing_subscriber::registry()
+    let installed = tracing_subscriber::registry()
         .with(filter)
         .with(lines)
         .with(records)
         .try_init();
-    Ok(file)
+    // Only the file lines go to is worth reopening: a refused second log
+    // writes nowhere.
+    if let (Ok(()), Some(file)) = (installed, file) {
+        let _ = LOG_FILE.set(file);
+    }
+    Ok(())
+}
+
+/// The file `init` sends the log's lines to, from `init` (before the async
+/// runtime exists) to `run`'s `SIGUSR1` listener.
+static LOG_FILE: OnceLock<Arc<LogFile>> = OnceLock::new();
+
+/// The log file, when `init` installed a log that writes to one.
+pub(crate) fn file() -> Option<Arc<LogFile>> {
+    LOG_FILE.get().cloned()
+}
+
+/// Reopens the log file, for logrotate's rename-then-signal, and says so
+/// in the log; when it cannot, lines keep going to the file that was open.
+pub(crate) fn reopen(file: &LogFile) {
+    match file.reopen() {
+        Ok(()) => tracing::info!(file = %file.path().display(), "log file reopened"),
+        Err(e) => tracing::error!("{e}"),
+    }
 }
 
 /// The records of `log.otlp` waiting for their export task, from `init`
@@ -152,21 +176,4 @@ pub fn spawn_otlp(log: &Log) -> Result<Option<crate::otel::Pusher>, crate::otel:
         return Ok(None);
     };
     crate::otel::logs::spawn_export(queue, config, "log.otlp").map(Some)
-}
-
-/// Reopens `file` on every `SIGUSR1`, for logrotate's rename-then-signal.
-/// Runs until the process ends.
-pub async fn reopen_on_signal(file: Arc<LogFile>) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut usr1) = signal(SignalKind::user_defined1()) else {
-        return std::future::pending().await;
-    };
-    while usr1.recv().await.is_some() {
-        match file.reopen() {
-            Ok(()) => tracing::info!(file = %file.path().display(), "log file reopened"),
-            // Lines keep going to the file that was open.
-            Err(e) => tracing::error!("{e}"),
-        }
-    }
-    std::future::pending().await
 }

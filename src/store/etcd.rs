@@ -46,15 +46,15 @@ mod watch;
 pub(crate) mod wire;
 
 pub use error::{EtcdError, Unreached};
-pub use kv::EtcdStore;
+pub use kv::{EtcdSettings, EtcdStore};
 pub use watch::{Change, EtcdWatch, WatchBatch};
 
+use crate::client::control::{Builder, ControlClient};
 use bytes::Bytes;
 use endpoint::{Endpoint, parse_endpoint};
 use http::{HeaderValue, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -88,8 +88,7 @@ const KEEPALIVE: Duration = Duration::from_secs(30);
 /// the endpoint that answered.
 type RawRange = (BTreeMap<Vec<u8>, Vec<u8>>, i64, String);
 
-type Client =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type Client = ControlClient<Full<Bytes>>;
 
 /// A client of one etcd cluster, through the JSON gateway of its members.
 pub struct EtcdClient {
@@ -160,29 +159,19 @@ impl EtcdClient {
             .iter()
             .map(|e| parse_endpoint(e, tls.is_some()))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut tls = match tls {
-            Some(config) => config,
-            None => web_pki().map_err(|error| EtcdError::TlsSetup {
+        let builder = match tls {
+            Some(config) => Builder::with_config(config),
+            None => Builder::web_pki().map_err(|error| EtcdError::TlsSetup {
                 endpoint: endpoints[0].name.clone(),
                 error,
             })?,
         };
-        // The connector chooses ALPN itself (HTTP/1.1, which the gateway
-        // speaks) and refuses a configuration that already names some.
-        tls.alpn_protocols.clear();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(timeout));
-        http.set_keepalive(Some(KEEPALIVE));
-        http.set_nodelay(true);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(connector);
+        // HTTP/1.1 is what the gateway speaks.
+        let client = builder
+            .connect_timeout(timeout)
+            .keepalive(KEEPALIVE)
+            .nodelay()
+            .build();
         Ok(EtcdClient {
             endpoints,
             preferred: AtomicUsize::new(0),
@@ -667,19 +656,6 @@ fn text_pair(endpoint: &str, key: Vec<u8>, value: Vec<u8>) -> Result<(String, St
         part: "value",
     })?;
     Ok((key, value))
-}
-
-/// TLS trusting the Web PKI, for `https://` endpoints given without a TLS
-/// configuration.
-fn web_pki() -> Result<rustls::ClientConfig, rustls::Error> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    Ok(
-        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(crate::tls::provider()))
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    )
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! keys under a pattern, escaping text into a glob, reading the server's
 //! keyspace notification flags, and `host:port` endpoints.
 
-use super::{Change, Changes, Lease, Listing, Store, StoreError, Unreadable};
+use super::{Change, Changes, Lease, Listing, Store, StoreError, StoreSettings, Unreadable};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo,
@@ -121,9 +121,11 @@ struct ServerSettings {
     tls: Option<RedisTls>,
 }
 
-impl RedisStore {
-    /// A client for `settings`' servers; nothing is connected yet.
-    pub fn open(settings: RedisSettings) -> Result<Self, RedisSetupError> {
+impl StoreSettings for RedisSettings {
+    type Store = RedisStore;
+    type Error = RedisSetupError;
+
+    fn into_store(self) -> Result<RedisStore, RedisSetupError> {
         #[deny(unused_variables)] // a setting read nowhere fails the build
         let RedisSettings {
             endpoints,
@@ -134,7 +136,7 @@ impl RedisStore {
             location,
             timeout,
             sentinel,
-        } = settings;
+        } = self;
         let redis = login(
             RedisConnectionInfo::default().set_db(i64::from(db)),
             username.as_deref(),
@@ -177,7 +179,9 @@ impl RedisStore {
             connection: Mutex::new(None),
         })
     }
+}
 
+impl RedisStore {
     /// A connection to the server to use: the first endpoint that answers,
     /// or, with Sentinel, the server the first sentinel that answers names.
     /// Each endpoint tried, with why it failed, otherwise.

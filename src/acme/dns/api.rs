@@ -24,10 +24,7 @@ const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(30);
 const BODY_SHOWN: usize = 300;
 
 /// The HTTPS client every API provider uses.
-pub(super) type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+pub(super) type Client = crate::client::control::ControlClient<Full<Bytes>>;
 
 /// Why a DNS host's API did not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -331,22 +328,7 @@ impl Api {
 
 /// An HTTPS client trusting the web PKI's roots.
 pub(super) fn client() -> Result<Client, rustls::Error> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let tls =
-        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(crate::tls::provider()))
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(connector),
-    )
+    Ok(crate::client::control::Builder::web_pki()?.build())
 }
 
 /// A header value holding a secret (never printed by `Debug`), or the

@@ -81,7 +81,7 @@ impl Shared {
             timeout,
             sentinel: None,
         };
-        let store = RedisStore::open(settings)
+        let store = crate::store::open(settings)
             .map_err(|e| MiddlewareError::invalid("redis.endpoints", e.to_string()))?;
         Ok(Shared {
             store,

@@ -107,6 +107,19 @@ const TCP_MIDDLEWARE: usize = 5;
 const UDP_ROUTER: usize = 6;
 const UDP_SERVICE: usize = 7;
 
+/// Every kind's objects as merged so far, by name.
+#[derive(Default)]
+struct Merged {
+    routers: BTreeMap<String, Slot<Router>>,
+    services: BTreeMap<String, Slot<Service>>,
+    middlewares: BTreeMap<String, Slot<Middleware>>,
+    tcp_routers: BTreeMap<String, Slot<TcpRouter>>,
+    tcp_services: BTreeMap<String, Slot<TcpService>>,
+    tcp_middlewares: BTreeMap<String, Slot<TcpMiddleware>>,
+    udp_routers: BTreeMap<String, Slot<UdpRouter>>,
+    udp_services: BTreeMap<String, Slot<UdpService>>,
+}
+
 /// Builds the configuration from every container.
 pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
     let mut records = Vec::new();
@@ -128,36 +141,64 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             &b.view.id,
         ))
     });
+    let merged = merge_all(&mut contributions, s);
+    let mut detail = left_out(&contributions, &merged, s);
+    let dynamic = finish_all(&contributions, merged, &mut detail);
+    for c in contributions {
+        records.push(container_record(c, &dynamic));
+    }
+    records.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
+    detail.containers = records;
+    Built {
+        dynamic,
+        detail,
+        next_change_ms,
+    }
+}
 
-    let mut routers: BTreeMap<String, Slot<Router>> = BTreeMap::new();
-    let mut services: BTreeMap<String, Slot<Service>> = BTreeMap::new();
-    let mut middlewares: BTreeMap<String, Slot<Middleware>> = BTreeMap::new();
-    let mut tcp_routers: BTreeMap<String, Slot<TcpRouter>> = BTreeMap::new();
-    let mut tcp_services: BTreeMap<String, Slot<TcpService>> = BTreeMap::new();
-    let mut tcp_middlewares: BTreeMap<String, Slot<TcpMiddleware>> = BTreeMap::new();
-    let mut udp_routers: BTreeMap<String, Slot<UdpRouter>> = BTreeMap::new();
-    let mut udp_services: BTreeMap<String, Slot<UdpService>> = BTreeMap::new();
-    for c in &mut contributions {
+/// Each container's objects merged with the others', in `contributions`'
+/// order: the first definition of a name is the one kept.
+fn merge_all(contributions: &mut [Contribution<'_>], s: &Settings) -> Merged {
+    let mut merged = Merged::default();
+    for c in contributions.iter_mut() {
         let src = source(c.view);
         for (name, (r, labels)) in std::mem::take(&mut c.routers) {
-            merge(&mut routers, ROUTER, name, r, c, &src, labels, s);
+            merge(&mut merged.routers, ROUTER, name, r, c, &src, labels, s);
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.services) {
             let urls = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
             let src = with_servers(&src, urls.map(|s| s.url.clone()));
-            merge(&mut services, SERVICE, name, svc, c, &src, labels, s);
+            merge(&mut merged.services, SERVICE, name, svc, c, &src, labels, s);
         }
         for (name, (m, labels)) in std::mem::take(&mut c.middlewares) {
-            merge(&mut middlewares, MIDDLEWARE, name, m, c, &src, labels, s);
+            merge(
+                &mut merged.middlewares,
+                MIDDLEWARE,
+                name,
+                m,
+                c,
+                &src,
+                labels,
+                s,
+            );
         }
         for (name, (r, labels)) in std::mem::take(&mut c.tcp_routers) {
-            merge(&mut tcp_routers, TCP_ROUTER, name, r, c, &src, labels, s);
+            merge(
+                &mut merged.tcp_routers,
+                TCP_ROUTER,
+                name,
+                r,
+                c,
+                &src,
+                labels,
+                s,
+            );
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.tcp_services) {
             let addresses = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
             let src = with_servers(&src, addresses.map(|s| s.address.clone()));
             merge(
-                &mut tcp_services,
+                &mut merged.tcp_services,
                 TCP_SERVICE,
                 name,
                 svc,
@@ -169,7 +210,7 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
         }
         for (name, (m, labels)) in std::mem::take(&mut c.tcp_middlewares) {
             merge(
-                &mut tcp_middlewares,
+                &mut merged.tcp_middlewares,
                 TCP_MIDDLEWARE,
                 name,
                 m,
@@ -180,13 +221,22 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             );
         }
         for (name, (r, labels)) in std::mem::take(&mut c.udp_routers) {
-            merge(&mut udp_routers, UDP_ROUTER, name, r, c, &src, labels, s);
+            merge(
+                &mut merged.udp_routers,
+                UDP_ROUTER,
+                name,
+                r,
+                c,
+                &src,
+                labels,
+                s,
+            );
         }
         for (name, (svc, labels)) in std::mem::take(&mut c.udp_services) {
             let addresses = svc.load_balancer.iter().flat_map(|lb| &lb.servers);
             let src = with_servers(&src, addresses.map(|s| s.address.clone()));
             merge(
-                &mut udp_services,
+                &mut merged.udp_services,
                 UDP_SERVICE,
                 name,
                 svc,
@@ -197,8 +247,15 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             );
         }
     }
+    merged
+}
+
+/// The objects each container left out, with their problems: a warning
+/// where another container's definition of the name serves, an error where
+/// none does.
+fn left_out(contributions: &[Contribution<'_>], merged: &Merged, s: &Settings) -> ProviderDetail {
     let mut detail = ProviderDetail::default();
-    for c in &contributions {
+    for c in contributions {
         let src = source(c.view);
         for (kind, into) in [
             (ROUTER, &mut detail.routers),
@@ -212,14 +269,14 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
         ] {
             for (name, (errors, labels, read)) in &c.broken[kind] {
                 let live = match kind {
-                    ROUTER => routers.get(name).is_some_and(|s| !s.dropped),
-                    SERVICE => services.get(name).is_some_and(|s| !s.dropped),
-                    MIDDLEWARE => middlewares.get(name).is_some_and(|s| !s.dropped),
-                    TCP_ROUTER => tcp_routers.get(name).is_some_and(|s| !s.dropped),
-                    TCP_SERVICE => tcp_services.get(name).is_some_and(|s| !s.dropped),
-                    TCP_MIDDLEWARE => tcp_middlewares.get(name).is_some_and(|s| !s.dropped),
-                    UDP_ROUTER => udp_routers.get(name).is_some_and(|s| !s.dropped),
-                    _ => udp_services.get(name).is_some_and(|s| !s.dropped),
+                    ROUTER => merged.routers.get(name).is_some_and(|s| !s.dropped),
+                    SERVICE => merged.services.get(name).is_some_and(|s| !s.dropped),
+                    MIDDLEWARE => merged.middlewares.get(name).is_some_and(|s| !s.dropped),
+                    TCP_ROUTER => merged.tcp_routers.get(name).is_some_and(|s| !s.dropped),
+                    TCP_SERVICE => merged.tcp_services.get(name).is_some_and(|s| !s.dropped),
+                    TCP_MIDDLEWARE => merged.tcp_middlewares.get(name).is_some_and(|s| !s.dropped),
+                    UDP_ROUTER => merged.udp_routers.get(name).is_some_and(|s| !s.dropped),
+                    _ => merged.udp_services.get(name).is_some_and(|s| !s.dropped),
                 };
                 let d = into.entry(name.clone()).or_default();
                 d.sources.push(Source {
@@ -258,7 +315,15 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
                 .push(ConfigError::new(object, problem.clone()).with_origin(origin(c.view, None)));
         }
     }
+    detail
+}
 
+/// The configuration of what was merged, each object's detail beside it.
+fn finish_all(
+    contributions: &[Contribution<'_>],
+    merged: Merged,
+    detail: &mut ProviderDetail,
+) -> Dynamic {
     let mut dynamic = Dynamic::default();
     // As with objects, the first serving container that gives the default
     // store's generated certificate is the one kept.
@@ -275,6 +340,16 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
             },
         );
     }
+    let Merged {
+        routers,
+        services,
+        middlewares,
+        tcp_routers,
+        tcp_services,
+        tcp_middlewares,
+        udp_routers,
+        udp_services,
+    } = merged;
     finish(&mut dynamic.http.routers, &mut detail.routers, routers);
     finish(&mut dynamic.http.services, &mut detail.services, services);
     finish(
@@ -307,54 +382,48 @@ pub fn build(views: &[ContainerView], s: &Settings, now_ms: u64) -> Built {
         &mut detail.udp_services,
         udp_services,
     );
+    dynamic
+}
 
-    for c in contributions {
-        let mut record = c.record;
-        let live = c
-            .serves
+/// A container's record, routed or with why not, once `dynamic` says which
+/// of its services made it.
+fn container_record(c: Contribution<'_>, dynamic: &Dynamic) -> ContainerRecord {
+    let mut record = c.record;
+    let live = c
+        .serves
+        .iter()
+        .filter(|name| dynamic.http.services.contains_key(*name))
+        .count()
+        + c.tcp_serves
             .iter()
-            .filter(|name| dynamic.http.services.contains_key(*name))
+            .filter(|name| dynamic.tcp.services.contains_key(*name))
             .count()
-            + c.tcp_serves
-                .iter()
-                .filter(|name| dynamic.tcp.services.contains_key(*name))
-                .count()
-            + c.udp_serves
-                .iter()
-                .filter(|name| dynamic.udp.services.contains_key(*name))
-                .count();
-        record.routed = c.serving && live > 0;
-        if !record.routed && record.reason.is_none() {
-            let (reason, message) = c.problem.clone().unwrap_or_else(|| {
-                if c.lost_conflict
-                    || (c.serving
-                        && !(c.serves.is_empty()
-                            && c.tcp_serves.is_empty()
-                            && c.udp_serves.is_empty()))
-                {
-                    (
-                        NotRouted::Conflict,
-                        "its services are defined differently by another container".to_owned(),
-                    )
-                } else {
-                    (
-                        NotRouted::LabelError,
-                        "none of its services can be used".to_owned(),
-                    )
-                }
-            });
-            record.reason = Some(reason);
-            record.messages.insert(0, message);
-        }
-        records.push(record);
+        + c.udp_serves
+            .iter()
+            .filter(|name| dynamic.udp.services.contains_key(*name))
+            .count();
+    record.routed = c.serving && live > 0;
+    if !record.routed && record.reason.is_none() {
+        let (reason, message) = c.problem.clone().unwrap_or_else(|| {
+            if c.lost_conflict
+                || (c.serving
+                    && !(c.serves.is_empty() && c.tcp_serves.is_empty() && c.udp_serves.is_empty()))
+            {
+                (
+                    NotRouted::Conflict,
+                    "its services are defined differently by another container".to_owned(),
+                )
+            } else {
+                (
+                    NotRouted::LabelError,
+                    "none of its services can be used".to_owned(),
+                )
+            }
+        });
+        record.reason = Some(reason);
+        record.messages.insert(0, message);
     }
-    records.sort_by(|a, b| (&a.name, &a.id).cmp(&(&b.name, &b.id)));
-    detail.containers = records;
-    Built {
-        dynamic,
-        detail,
-        next_change_ms,
-    }
+    record
 }
 
 fn source(view: &ContainerView) -> Source {
@@ -438,14 +507,17 @@ fn describe(reason: NotRouted) -> &'static str {
     }
 }
 
-fn contribute<'a>(
-    view: &'a ContainerView,
+/// Whether the container is routed at all, as its labels, the provider's
+/// options and its state say: its record (with why it is kept while down,
+/// when it is), or the record of why it is left out.
+fn admit(
+    view: &ContainerView,
     s: &Settings,
+    labels: &ContainerLabels,
+    mut rec: ContainerRecord,
     now_ms: u64,
     next_change_ms: &mut Option<u64>,
-) -> Result<Contribution<'a>, Box<ContainerRecord>> {
-    let mut rec = record(view);
-    let labels = parse_labels(&s.prefix, &view.labels);
+) -> Result<ContainerRecord, Box<ContainerRecord>> {
     let p = &s.prefix;
     rec.unlabelled = !view.labels.keys().any(|key| {
         key.get(..p.len())
@@ -502,7 +574,6 @@ fn contribute<'a>(
             "a one-off container (docker compose run); set providers.docker.includeOneOff to route these".to_owned(),
         ));
     }
-    let serving = view.can_serve();
     if let Some(reason) = down_reason(view) {
         let health_only = matches!(reason, NotRouted::Starting | NotRouted::Unhealthy);
         let asleep = s.keep.contains(&view.id);
@@ -538,6 +609,18 @@ fn contribute<'a>(
             ),
         });
     }
+    Ok(rec)
+}
+
+fn contribute<'a>(
+    view: &'a ContainerView,
+    s: &Settings,
+    now_ms: u64,
+    next_change_ms: &mut Option<u64>,
+) -> Result<Contribution<'a>, Box<ContainerRecord>> {
+    let labels = parse_labels(&s.prefix, &view.labels);
+    let rec = admit(view, s, &labels, record(view), now_ms, next_change_ms)?;
+    let serving = view.can_serve();
     let any_http =
         !labels.routers.is_empty() || !labels.services.is_empty() || !labels.middlewares.is_empty();
     let any_tcp = !labels.tcp_routers.is_empty()
@@ -576,6 +659,45 @@ fn contribute<'a>(
     for e in &labels.errors {
         c.record.messages.push(e.to_string());
     }
+    note_broken(&mut c, &labels);
+    let service_names = contribute_services(&mut c, &labels, s, &name, http);
+    contribute_routers(&mut c, &labels, s, &name, http, &service_names);
+    for (n, m) in &labels.middlewares.parsed {
+        let keys = labels
+            .middlewares
+            .labels
+            .get(n)
+            .cloned()
+            .unwrap_or_default();
+        c.middlewares.insert(n.clone(), (m.clone(), keys));
+    }
+    if any_tcp {
+        contribute_tcp(&mut c, &labels, s, &name);
+    }
+    if any_udp {
+        contribute_udp(&mut c, &labels, s, &name);
+    }
+    if c.routers.is_empty()
+        && c.services.is_empty()
+        && c.middlewares.is_empty()
+        && c.tcp_routers.is_empty()
+        && c.tcp_services.is_empty()
+        && c.tcp_middlewares.is_empty()
+        && c.udp_routers.is_empty()
+        && c.udp_services.is_empty()
+        && !labels.errors.is_empty()
+    {
+        c.problem.get_or_insert((
+            NotRouted::LabelError,
+            "none of its labels could be used".to_owned(),
+        ));
+    }
+    Ok(c)
+}
+
+/// The objects whose labels could not be read, each with its problems,
+/// labels and what they read as.
+fn note_broken(c: &mut Contribution<'_>, labels: &ContainerLabels) {
     let broken_entry = |e: &LabelError| (e.problem(), Some(e.label().to_owned()));
     // (kind, broken objects, their labels, what their labels read as)
     let kinds = [
@@ -640,7 +762,19 @@ fn contribute<'a>(
             );
         }
     }
+}
 
+/// The container's HTTP services, each with its server when it serves;
+/// returns their names.
+fn contribute_services(
+    c: &mut Contribution<'_>,
+    labels: &ContainerLabels,
+    s: &Settings,
+    name: &str,
+    http: bool,
+) -> Vec<String> {
+    let view = c.view;
+    let serving = c.serving;
     // Services: the labelled ones, else one named after the container.
     let mut service_names: Vec<String> = labels.services.names().cloned().collect();
     let mut services: Vec<(String, Service, Vec<String>)> = labels
@@ -653,9 +787,9 @@ fn contribute<'a>(
         })
         .collect();
     if service_names.is_empty() && http {
-        service_names.push(name.clone());
+        service_names.push(name.to_owned());
         services.push((
-            name.clone(),
+            name.to_owned(),
             Service {
                 load_balancer: Some(LoadBalancer::default()),
                 ..Service::default()
@@ -697,7 +831,21 @@ fn contribute<'a>(
         c.record.services.push(svc_name.clone());
         c.services.insert(svc_name, (svc, keys));
     }
+    service_names
+}
 
+/// The container's HTTP routers, with the default rule and its only
+/// service where their labels give none.
+fn contribute_routers(
+    c: &mut Contribution<'_>,
+    labels: &ContainerLabels,
+    s: &Settings,
+    name: &str,
+    http: bool,
+    service_names: &[String],
+) {
+    let view = c.view;
+    let p = &s.prefix;
     // Routers: the labelled ones, else one with the default rule.
     let mut routers: Vec<(String, Router, Vec<String>)> = labels
         .routers
@@ -715,11 +863,11 @@ fn contribute<'a>(
                 service_names.join(", ")
             ));
         } else {
-            routers.push((name.clone(), Router::default(), Vec::new()));
+            routers.push((name.to_owned(), Router::default(), Vec::new()));
         }
     }
     let model = Model {
-        name: &name,
+        name,
         container_name: &view.name,
         project: view.compose_project().unwrap_or_default(),
         service: view.compose_service().unwrap_or_default(),
@@ -739,7 +887,7 @@ fn contribute<'a>(
             }
         }
         if router.service.is_empty() {
-            match service_names.as_slice() {
+            match service_names {
                 [only] => router.service.clone_from(only),
                 many => {
                     error = Some(format!(
@@ -763,37 +911,6 @@ fn contribute<'a>(
             }
         }
     }
-    for (n, m) in &labels.middlewares.parsed {
-        let keys = labels
-            .middlewares
-            .labels
-            .get(n)
-            .cloned()
-            .unwrap_or_default();
-        c.middlewares.insert(n.clone(), (m.clone(), keys));
-    }
-    if any_tcp {
-        contribute_tcp(&mut c, &labels, s, &name);
-    }
-    if any_udp {
-        contribute_udp(&mut c, &labels, s, &name);
-    }
-    if c.routers.is_empty()
-        && c.services.is_empty()
-        && c.middlewares.is_empty()
-        && c.tcp_routers.is_empty()
-        && c.tcp_services.is_empty()
-        && c.tcp_middlewares.is_empty()
-        && c.udp_routers.is_empty()
-        && c.udp_services.is_empty()
-        && !labels.errors.is_empty()
-    {
-        c.problem.get_or_insert((
-            NotRouted::LabelError,
-            "none of its labels could be used".to_owned(),
-        ));
-    }
-    Ok(c)
 }
 
 /// TCP or UDP: what their labels share is read by the same code, which

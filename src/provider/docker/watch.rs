@@ -246,14 +246,9 @@ pub(crate) async fn connect(
         Endpoint::Tls(addr, tls) => {
             // bollard's own TLS wants files and its own trust rules; this
             // client takes the configuration the provider's options made.
-            let connector = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config((*tls.0).clone())
+            let client = crate::client::control::Builder::with_config((*tls.0).clone())
                 .https_only()
-                .enable_http1()
                 .build();
-            let client =
-                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                    .build(connector);
             Docker::connect_with_custom_transport(
                 move |req: bollard::BollardRequest| {
                     let client = client.clone();

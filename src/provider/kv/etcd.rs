@@ -7,7 +7,7 @@
 use crate::client::tls::provider_config;
 use crate::config::static_config::{EtcdProvider, ProviderTls};
 use crate::provider::Snapshot;
-use crate::store::etcd::{EtcdError, EtcdStore};
+use crate::store::etcd::{EtcdError, EtcdSettings, EtcdStore};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -70,8 +70,14 @@ impl EtcdStore {
         let location = format!("etcd {}", endpoints.join(","));
         // Made here so that a bad endpoint stops the start, rather than
         // being retried for ever.
-        let store = EtcdStore::open(endpoints, auth, tls, CALL, location)
-            .map_err(EtcdProviderError::Endpoint)?;
+        let settings = EtcdSettings {
+            endpoints,
+            auth,
+            tls,
+            timeout: CALL,
+            location,
+        };
+        let store = crate::store::open(settings).map_err(EtcdProviderError::Endpoint)?;
         Ok((store, root))
     }
 }

@@ -131,7 +131,7 @@ impl RedisStore {
             timeout: CALL,
             sentinel,
         };
-        let store = RedisStore::open(settings).map_err(|e| match e {
+        let store = crate::store::open(settings).map_err(|e| match e {
             RedisSetupError::Endpoint(endpoint) => RedisError::Endpoint(endpoint),
             RedisSetupError::Client(e) => RedisError::Tls(e.to_string()),
         })?;

@@ -5,7 +5,7 @@
 
 use super::wire::encode;
 use super::{EtcdClient, EtcdError, EtcdWatch};
-use crate::store::{Change, Changes, Lease, Listing, Store, StoreError, Unreadable};
+use crate::store::{Change, Changes, Lease, Listing, Store, StoreError, StoreSettings, Unreadable};
 use arc_swap::ArcSwap;
 use base64::Engine as _;
 use futures_util::StreamExt as _;
@@ -29,27 +29,45 @@ pub struct EtcdStore {
     location: String,
 }
 
-impl EtcdStore {
-    /// A client for `endpoints` (see [`EtcdClient::new`]); nothing is sent
-    /// yet. `location` names the store in messages.
-    pub fn open(
-        endpoints: Vec<String>,
-        auth: Option<(String, String)>,
-        tls: Option<rustls::ClientConfig>,
-        timeout: Duration,
-        location: String,
-    ) -> Result<Self, EtcdError> {
-        let client = EtcdClient::new(&endpoints, auth.clone(), tls.clone(), timeout)?;
+/// How to reach an etcd cluster (see [`EtcdClient::new`]).
+pub struct EtcdSettings {
+    /// The members, `host:port` or URLs with `http://` or `https://`.
+    pub endpoints: Vec<String>,
+    /// The user and password to authenticate as, when given.
+    pub auth: Option<(String, String)>,
+    /// TLS towards bare and `https://` endpoints; without it, `https://`
+    /// endpoints are checked against the Web PKI's roots.
+    pub tls: Option<rustls::ClientConfig>,
+    /// Bounds connecting, and then each answer.
+    pub timeout: Duration,
+    /// Where the store is, for messages (no password).
+    pub location: String,
+}
+
+impl StoreSettings for EtcdSettings {
+    type Store = EtcdStore;
+    type Error = EtcdError;
+
+    fn into_store(self) -> Result<EtcdStore, EtcdError> {
+        let client = EtcdClient::new(
+            &self.endpoints,
+            self.auth.clone(),
+            self.tls.clone(),
+            self.timeout,
+        )?;
+        // Every setting is kept: a reconnection makes its client again.
         Ok(EtcdStore {
-            endpoints,
-            auth,
-            tls,
-            timeout,
+            endpoints: self.endpoints,
+            auth: self.auth,
+            tls: self.tls,
+            timeout: self.timeout,
             client: ArcSwap::from_pointee(client),
-            location,
+            location: self.location,
         })
     }
+}
 
+impl EtcdStore {
     fn client(&self) -> Arc<EtcdClient> {
         self.client.load_full()
     }
